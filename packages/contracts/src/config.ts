@@ -1,0 +1,147 @@
+import { z } from 'zod';
+import { EngineSourceSchema } from './engine.js';
+import { GpuPolicySchema, HttpUrlSchema, NodeIdSchema, PoolIdSchema, Sha256Schema } from './common.js';
+
+/** `host:port`; host may be an IPv4/IPv6 literal or a name. */
+const HostPortSchema = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, 'expected host:port');
+
+/**
+ * orchestratord configuration, read from the environment once at start-up (names from upstream).
+ * Keys are the parsed form; {@link ORCHESTRATOR_ENV} maps env var names to them.
+ */
+export const OrchestratorConfigSchema = z
+  .strictObject({
+    /** Listen address. @default 127.0.0.1:8080 (env ORCHD_ADDR) */
+    addr: HostPortSchema.default('127.0.0.1:8080'),
+    /** Public base URL used in `streams.*` links; default derived from `addr`. (env ORCHD_PUBLIC_URL) */
+    public_url: HttpUrlSchema.optional(),
+    /** Bearer token for every route but /metrics; required on a non-loopback bind. (env LLORCH_API_TOKEN) */
+    api_token: z.string().min(16, 'LLORCH_API_TOKEN must be at least 16 characters').optional(),
+    /** Admission queue capacity (tasks). @default 1024 (env ORCHD_ADMISSION_CAPACITY) */
+    admission_capacity: z.coerce.number().int().min(1).max(10_000_000).default(1024),
+    /** What a full queue does: `reject` (429) or `drop-lru` (evict the oldest batch task). @default reject (env ORCHD_ADMISSION_POLICY) */
+    admission_policy: z.enum(['reject', 'drop-lru']).default('reject'),
+    /** Placement strategy. @default least-loaded (env ORCHESTRATORD_PLACEMENT_STRATEGY) */
+    placement_strategy: z.enum(['least-loaded', 'round-robin']).default('least-loaded'),
+    /** Expected heartbeat interval of nodes, ms; offline after 3 missed. @default 5000 (env ORCHD_NODE_HEARTBEAT_MS) */
+    heartbeat_interval_ms: z.coerce.number().int().min(50).max(600_000).default(5000),
+    /** Largest ctx accepted when no pool reports one. @default 32768 (env ORCHD_CTX_MAX) */
+    ctx_max: z.coerce.number().int().min(1).default(32_768),
+    /** How long a finished task's frames stay for `Last-Event-ID` resume, ms. @default 60000 (env ORCHD_STREAM_GRACE_MS) */
+    stream_grace_ms: z.coerce.number().int().min(0).default(60_000),
+    /** SSE keep-alive comment interval, ms. @default 15000 (env ORCHD_SSE_KEEPALIVE_MS) */
+    sse_keepalive_ms: z.coerce.number().int().min(10).max(15_000).default(15_000),
+    /** Session time-to-live without activity, ms. @default 600000 (env ORCHD_SESSION_TTL_MS) */
+    session_ttl_ms: z.coerce.number().int().min(1000).default(600_000),
+    /** Per-session token budget; absent = unlimited. (env ORCHD_SESSION_TOKEN_BUDGET) */
+    session_token_budget: z.coerce.number().int().min(1).optional(),
+    /** Largest request body, bytes. @default 1048576 (env ORCHD_BODY_LIMIT) */
+    body_limit: z.coerce.number().int().min(1024).default(1_048_576),
+    /** pino level. @default info (env LOG_LEVEL) */
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .meta({ id: 'OrchestratorConfig' });
+export type OrchestratorConfig = z.infer<typeof OrchestratorConfigSchema>;
+
+/** Env var → config key for orchestratord. */
+export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>> = Object.freeze({
+  ORCHD_ADDR: 'addr',
+  ORCHD_PUBLIC_URL: 'public_url',
+  LLORCH_API_TOKEN: 'api_token',
+  ORCHD_ADMISSION_CAPACITY: 'admission_capacity',
+  ORCHD_ADMISSION_POLICY: 'admission_policy',
+  ORCHESTRATORD_PLACEMENT_STRATEGY: 'placement_strategy',
+  ORCHD_NODE_HEARTBEAT_MS: 'heartbeat_interval_ms',
+  ORCHD_CTX_MAX: 'ctx_max',
+  ORCHD_STREAM_GRACE_MS: 'stream_grace_ms',
+  ORCHD_SSE_KEEPALIVE_MS: 'sse_keepalive_ms',
+  ORCHD_SESSION_TTL_MS: 'session_ttl_ms',
+  ORCHD_SESSION_TOKEN_BUDGET: 'session_token_budget',
+  ORCHD_BODY_LIMIT: 'body_limit',
+  LOG_LEVEL: 'log_level',
+});
+
+/** One pool of a pool-managerd node. */
+export const PoolConfigSchema = z
+  .strictObject({
+    /** Pool id, unique in the cluster. */
+    id: PoolIdSchema,
+    /** Engine kind. @default llamacpp */
+    engine: z.literal('llamacpp').default('llamacpp'),
+    /** Where llama.cpp comes from. @default { kind: bundle } */
+    source: EngineSourceSchema.default({ kind: 'bundle' }),
+    /** GPU policy. @default off */
+    gpu: GpuPolicySchema.default('off'),
+    /** `CMAKE_CUDA_ARCHITECTURES` for CUDA builds (e.g. `90` for H100/H200). @default 90 */
+    cuda_architectures: z.string().regex(/^[0-9a-z;-]+$/).default('90'),
+    /** Build CPU code for this machine's CPU (`GGML_NATIVE`); the CPU is then part of the cache key. @default false */
+    native: z.boolean().default(false),
+    /** Extra CMake flags (`-DNAME=VALUE`). */
+    build_flags: z.array(z.string().regex(/^-D[A-Za-z0-9_]+=.*$/, 'build flags must look like -DNAME=VALUE')).default([]),
+    /** Model ref (`hf:`, `https://`, `file:`, path, `synthetic:`). */
+    model: z.string().min(1),
+    /** Expected SHA-256 of the model file. */
+    sha256: Sha256Schema.optional(),
+    /** Engine context size, tokens (`-c`). @default 2048 */
+    ctx: z.int().min(64).max(1_048_576).default(2048),
+    /** Slots (`--parallel`). @default 1 */
+    slots: z.int().min(1).max(256).default(1),
+    /** Determinism profile: `-np 1 --no-cont-batching`, greedy-friendly. @default false */
+    determinism: z.boolean().default(false),
+    /** GPU layers to offload (`--n-gpu-layers`); `all` or a number. */
+    gpu_layers: z.union([z.literal('all'), z.int().min(0)]).optional(),
+    /** `CUDA_VISIBLE_DEVICES` for the engine. */
+    device_mask: z.string().regex(/^[0-9,]+$/).optional(),
+    /** Engine port; 0 = pick a free port. @default 0 */
+    port: z.int().min(0).max(65535).default(0),
+    /** Generation threads (`-t`); absent = engine default. */
+    threads: z.int().min(1).max(1024).optional(),
+    /** Extra engine flags appended verbatim (after normalisation of GPU-layer aliases). */
+    extra_flags: z.array(z.string()).default([]),
+  })
+  .meta({ id: 'PoolConfig' });
+export type PoolConfig = z.infer<typeof PoolConfigSchema>;
+export type PoolConfigInput = z.input<typeof PoolConfigSchema>;
+
+/** pool-managerd YAML config (`requirements/*.yaml`). */
+export const PoolManagerConfigSchema = z
+  .strictObject({
+    /** Node identity. */
+    node: z.strictObject({
+      /** Node id, unique in the cluster. */
+      id: NodeIdSchema,
+      /** Listen address of pool-managerd's HTTP API. @default 127.0.0.1:9200 */
+      addr: HostPortSchema.default('127.0.0.1:9200'),
+      /** URL orchestratord uses to reach this node; default derived from `addr`. */
+      public_url: HttpUrlSchema.optional(),
+    }),
+    /** Where orchestratord is; absent = standalone (no registration). */
+    orchestrator: z
+      .strictObject({
+        /** Base URL of orchestratord. */
+        url: HttpUrlSchema,
+        /** Heartbeat interval, ms. @default 5000 */
+        heartbeat_interval_ms: z.int().min(50).max(600_000).default(5000),
+      })
+      .optional(),
+    /** Bearer token (for both directions); may also come from env `LLORCH_API_TOKEN`. */
+    api_token: z.string().min(16).optional(),
+    /** Runtime dir: handoff files, PID files, engine logs. @default ~/.local/state/llama-orch/<node id> */
+    runtime_dir: z.string().optional(),
+    /** Cache dir: engines, sources, models. @default ~/.cache/llama-orch */
+    cache_dir: z.string().optional(),
+    /** Model cache budget, bytes; LRU eviction above it. */
+    model_cache_budget_bytes: z.int().positive().optional(),
+    /** Pools on this node. */
+    pools: z.array(PoolConfigSchema).min(1).max(64),
+  })
+  .superRefine((cfg, ctx) => {
+    const seen = new Set<string>();
+    cfg.pools.forEach((p, i) => {
+      if (seen.has(p.id)) ctx.addIssue({ code: 'custom', message: `duplicate pool id '${p.id}'`, path: ['pools', i, 'id'] });
+      seen.add(p.id);
+    });
+  })
+  .meta({ id: 'PoolManagerConfig', description: 'pool-managerd configuration file (YAML).' });
+export type PoolManagerConfig = z.infer<typeof PoolManagerConfigSchema>;
+export type PoolManagerConfigInput = z.input<typeof PoolManagerConfigSchema>;

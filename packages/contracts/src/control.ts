@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import { PoolStateSchema, ProvisioningProgressSchema } from './pool.js';
+import { NodeStateSchema } from './nodes.js';
+import { CatalogEntrySchema } from './model.js';
+
+/** `GET /v2/meta/capabilities`: what the cluster can serve now, from live pools. */
+export const CapabilitiesSchema = z
+  .strictObject({
+    /** API version. */
+    api_version: z.string(),
+    /** Largest `ctx` a task may ask for (max over ready pools; configured cap when none). */
+    ctx_max: z.int().nonnegative(),
+    /** Largest `max_tokens`. */
+    max_tokens_max: z.int().positive(),
+    /** Engines and the versions live pools run. */
+    engines: z.array(z.strictObject({ engine: z.string(), versions: z.array(z.string()) })),
+    /** Workloads accepted. */
+    workloads: z.array(z.string()),
+    /** Models served by at least one pool. */
+    models: z.array(z.string()),
+    /** Admission queue capacity and policy. */
+    admission: z.strictObject({ capacity: z.int().nonnegative(), policy: z.enum(['reject', 'drop-lru']) }),
+  })
+  .meta({ id: 'Capabilities' });
+export type Capabilities = z.infer<typeof CapabilitiesSchema>;
+
+/** `GET /v2/pools` item on orchestratord (from the node registry). */
+export const ClusterPoolSchema = z
+  .strictObject({
+    pool_id: z.string(),
+    node_id: z.string(),
+    node_state: NodeStateSchema,
+    state: PoolStateSchema,
+    ready: z.boolean(),
+    draining: z.boolean(),
+    slots_total: z.int().nonnegative(),
+    slots_free: z.int().nonnegative(),
+    /** Slots leased by orchestratord right now (local accounting on top of heartbeats). */
+    leased: z.int().nonnegative(),
+    models: z.array(z.string()),
+    engine_version: z.string(),
+    last_error: z.string().optional(),
+    progress: ProvisioningProgressSchema.optional(),
+  })
+  .meta({ id: 'ClusterPool' });
+export type ClusterPool = z.infer<typeof ClusterPoolSchema>;
+
+export const ClusterPoolListSchema = z.strictObject({ pools: z.array(ClusterPoolSchema) }).meta({ id: 'ClusterPoolList' });
+
+/** `GET /v2/pools/{id}/health`. */
+export const PoolHealthSchema = z
+  .strictObject({
+    pool_id: z.string(),
+    /** Node is online and the pool's engine process is up. */
+    live: z.boolean(),
+    /** Placeable now. */
+    ready: z.boolean(),
+    draining: z.boolean(),
+    state: PoolStateSchema,
+    last_error: z.string().optional(),
+  })
+  .meta({ id: 'PoolHealth' });
+export type PoolHealth = z.infer<typeof PoolHealthSchema>;
+
+/** `GET /v2/catalog/availability`: which models are served where. */
+export const AvailabilitySchema = z
+  .strictObject({
+    models: z.array(
+      z.strictObject({
+        model: z.string(),
+        /** Pools ready to serve it. */
+        ready_pools: z.array(z.string()),
+        /** Pools provisioning it. */
+        provisioning_pools: z.array(z.string()),
+      }),
+    ),
+  })
+  .meta({ id: 'Availability' });
+
+export const CatalogListSchema = z.strictObject({ models: z.array(CatalogEntrySchema) }).meta({ id: 'CatalogList' });

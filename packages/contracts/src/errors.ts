@@ -1,0 +1,84 @@
+import { z } from 'zod';
+
+/**
+ * Every error code the product puts on the wire. Stable: clients branch on these strings.
+ * The HTTP status of each is fixed by {@link ERROR_STATUS}.
+ */
+export const ErrorCodeSchema = z.enum([
+  'INVALID_PARAMS',
+  'DEADLINE_UNMET',
+  'UNAUTHORIZED',
+  'NOT_FOUND',
+  'PAYLOAD_TOO_LARGE',
+  'ADMISSION_REJECT',
+  'QUEUE_FULL_DROP_LRU',
+  'POOL_UNREADY',
+  'POOL_UNAVAILABLE',
+  'MODEL_NOT_AVAILABLE',
+  'REPLICA_EXHAUSTED',
+  'DECODE_TIMEOUT',
+  'WORKER_RESET',
+  'INTERNAL',
+]);
+export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
+
+/** The one code → HTTP status table (DESIGN §4). WORKER_RESET is 502: the upstream engine failed. */
+export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
+  INVALID_PARAMS: 400,
+  DEADLINE_UNMET: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  PAYLOAD_TOO_LARGE: 413,
+  ADMISSION_REJECT: 429,
+  QUEUE_FULL_DROP_LRU: 429,
+  POOL_UNREADY: 503,
+  POOL_UNAVAILABLE: 503,
+  MODEL_NOT_AVAILABLE: 503,
+  REPLICA_EXHAUSTED: 503,
+  DECODE_TIMEOUT: 500,
+  WORKER_RESET: 502,
+  INTERNAL: 500,
+});
+
+/** Codes whose responses must carry `Retry-After` (seconds, ≥ 1) and `X-Backoff-Ms`. */
+export function needsBackoffHeaders(code: ErrorCode): boolean {
+  const status = ERROR_STATUS[code];
+  return status === 429 || status === 503;
+}
+
+/** Whether a client may retry the same request unchanged after the error. */
+export const RETRIABLE_BY_DEFAULT: Readonly<Record<ErrorCode, boolean>> = Object.freeze({
+  INVALID_PARAMS: false,
+  DEADLINE_UNMET: false,
+  UNAUTHORIZED: false,
+  NOT_FOUND: false,
+  PAYLOAD_TOO_LARGE: false,
+  ADMISSION_REJECT: true,
+  QUEUE_FULL_DROP_LRU: true,
+  POOL_UNREADY: true,
+  POOL_UNAVAILABLE: true,
+  MODEL_NOT_AVAILABLE: true,
+  REPLICA_EXHAUSTED: true,
+  DECODE_TIMEOUT: true,
+  WORKER_RESET: true,
+  INTERNAL: false,
+});
+
+/** Body of every non-2xx response of both services. */
+export const ErrorEnvelopeSchema = z
+  .strictObject({
+    /** Stable machine-readable code; see {@link ERROR_STATUS}. */
+    code: ErrorCodeSchema,
+    /** One human sentence; for INVALID_PARAMS it names the offending field. */
+    message: z.string(),
+    /** Engine involved, when the error came from (or concerns) one, e.g. `llamacpp`. */
+    engine: z.string().optional(),
+    /** Whether retrying the same request may succeed. */
+    retriable: z.boolean().optional(),
+    /** Suggested wait before retrying, milliseconds (mirrors `X-Backoff-Ms`). */
+    retry_after_ms: z.int().nonnegative().optional(),
+    /** Which admission policy produced a 429 (`reject`, `drop-lru`). */
+    policy_label: z.string().optional(),
+  })
+  .meta({ id: 'ErrorEnvelope', description: 'Typed error body; status fixed by the code.' });
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelopeSchema>;

@@ -1,0 +1,51 @@
+export {
+  ErrorCodeSchema, ERROR_STATUS, RETRIABLE_BY_DEFAULT, ErrorEnvelopeSchema, needsBackoffHeaders,
+} from './errors.js';
+export type { ErrorCode, ErrorEnvelope } from './errors.js';
+export {
+  PoolIdSchema, NodeIdSchema, HttpUrlSchema, EngineKindSchema, GpuPolicySchema, Sha256Schema, TimestampSchema,
+} from './common.js';
+export type { EngineKind, GpuPolicy } from './common.js';
+export {
+  TASK_LIMITS, PlacementOverridesSchema, TaskRequestSchema, PreparationStepSchema, AdmissionResponseSchema, SessionInfoSchema,
+} from './task.js';
+export type {
+  PlacementOverrides, TaskRequest, TaskRequestInput, PreparationStep, AdmissionResponse, SessionInfo,
+} from './task.js';
+export {
+  StartedEventSchema, TokenEventSchema, MetricsEventSchema, EndEventSchema, ErrorEventSchema, SSE_EVENTS, SseFrameSchema, formatSseFrame,
+} from './sse.js';
+export type {
+  StartedEvent, TokenEvent, MetricsEvent, EndEvent, ErrorEvent, SseEventName, SseFrame,
+} from './sse.js';
+export { EngineSourceSchema, BuildProvenanceSchema, PreparedEngineSchema } from './engine.js';
+export type { EngineSource, BuildProvenance, PreparedEngine } from './engine.js';
+export {
+  GgufInfoSchema, ResolvedModelSchema, ModelLifecycleSchema, CatalogEntrySchema, CatalogRegisterRequestSchema,
+} from './model.js';
+export type { GgufInfo, ResolvedModel, ModelLifecycle, CatalogEntry, CatalogRegisterRequest } from './model.js';
+export { HandoffFileSchema } from './handoff.js';
+export type { HandoffFile } from './handoff.js';
+export {
+  PoolStateSchema, ProvisioningProgressSchema, BreakerStateSchema, PoolStatusSchema, ManagerHealthSchema, DrainRequestSchema,
+  ReloadRequestSchema, PoolOperationResponseSchema, DispatchRequestSchema, DispatchEventSchema,
+} from './pool.js';
+export type {
+  PoolState, ProvisioningProgress, PoolStatus, DrainRequest, ReloadRequest, DispatchRequest, DispatchRequestInput, DispatchEvent,
+} from './pool.js';
+export {
+  GpuInfoSchema, NodeCapabilitiesSchema, PoolSnapshotSchema, NodeRegisterRequestSchema, NodeAckSchema, HeartbeatRequestSchema,
+  NodeStateSchema, NodeInfoSchema, NodeListSchema,
+} from './nodes.js';
+export type { PoolSnapshot, NodeRegisterRequest, NodeAck, HeartbeatRequest, NodeState, NodeInfo } from './nodes.js';
+export {
+  CapabilitiesSchema, ClusterPoolSchema, ClusterPoolListSchema, PoolHealthSchema, AvailabilitySchema, CatalogListSchema,
+} from './control.js';
+export type { Capabilities, ClusterPool, PoolHealth } from './control.js';
+export {
+  OrchestratorConfigSchema, ORCHESTRATOR_ENV, PoolConfigSchema, PoolManagerConfigSchema,
+} from './config.js';
+export type {
+  OrchestratorConfig, PoolConfig, PoolConfigInput, PoolManagerConfig, PoolManagerConfigInput,
+} from './config.js';
+export { formatIssues } from './format-issues.js';

@@ -1,0 +1,123 @@
+import { z } from 'zod';
+import { HttpUrlSchema, NodeIdSchema, PoolIdSchema, TimestampSchema } from './common.js';
+import { PoolStateSchema, ProvisioningProgressSchema } from './pool.js';
+
+/** One GPU of a node. */
+export const GpuInfoSchema = z.strictObject({
+  /** Device index as CUDA numbers it. */
+  device_id: z.int().nonnegative(),
+  /** Marketing name (e.g. `NVIDIA H100 80GB HBM3`). */
+  name: z.string(),
+  /** Total memory, bytes. */
+  vram_total_bytes: z.int().nonnegative(),
+  /** Compute capability (e.g. `9.0`). */
+  compute_capability: z.string(),
+});
+
+/** Hardware a node offers. */
+export const NodeCapabilitiesSchema = z
+  .strictObject({
+    /** GPUs; empty on CPU-only nodes. */
+    gpus: z.array(GpuInfoSchema).max(64),
+    /** Logical CPU cores. */
+    cpu_cores: z.int().positive(),
+    /** Physical memory, bytes. */
+    ram_total_bytes: z.int().nonnegative(),
+  })
+  .meta({ id: 'NodeCapabilities' });
+
+/** Per-pool part of a heartbeat: what the node's registry knows right now. */
+export const PoolSnapshotSchema = z
+  .strictObject({
+    /** Pool id (unique within the node). */
+    pool_id: PoolIdSchema,
+    /** Lifecycle state. */
+    state: PoolStateSchema,
+    /** Accepts work (engine healthy, not draining). */
+    ready: z.boolean(),
+    /** Draining: no new work. */
+    draining: z.boolean(),
+    /** Engine slots. */
+    slots_total: z.int().nonnegative(),
+    /** Slots not leased. */
+    slots_free: z.int().nonnegative(),
+    /** Models served. */
+    models: z.array(z.string().max(512)).max(64),
+    /** Engine build identity. */
+    engine_version: z.string().max(128),
+    /** Engine context size, tokens. */
+    ctx: z.int().nonnegative(),
+    /** Determinism profile (one slot, no continuous batching). */
+    deterministic: z.boolean(),
+    /** Measured decode rate, tokens/s. */
+    decode_tps: z.number().nonnegative(),
+    /** Free device memory, bytes. */
+    vram_free_bytes: z.int().nonnegative().optional(),
+    /** Last error, when not ready. */
+    last_error: z.string().max(4096).optional(),
+    /** Provisioning progress. */
+    progress: ProvisioningProgressSchema.optional(),
+  })
+  .meta({ id: 'PoolSnapshot' });
+export type PoolSnapshot = z.infer<typeof PoolSnapshotSchema>;
+
+/** `POST /v2/nodes/register`. */
+export const NodeRegisterRequestSchema = z
+  .strictObject({
+    /** Node id, unique in the cluster. */
+    node_id: NodeIdSchema,
+    /** Stable machine identity (hostname or machine-id). */
+    machine_id: z.string().min(1).max(256),
+    /** Base URL of the node's pool-managerd. */
+    address: HttpUrlSchema,
+    /** Pools at registration time. */
+    pools: z.array(PoolSnapshotSchema).max(256),
+    /** Hardware. */
+    capabilities: NodeCapabilitiesSchema,
+    /** pool-managerd version. */
+    version: z.string().max(64),
+  })
+  .meta({ id: 'NodeRegisterRequest' });
+export type NodeRegisterRequest = z.infer<typeof NodeRegisterRequestSchema>;
+
+/** Reply to register and heartbeat. */
+export const NodeAckSchema = z
+  .strictObject({
+    /** When the next heartbeat is expected, milliseconds from now. */
+    next_heartbeat_ms: z.int().positive(),
+  })
+  .meta({ id: 'NodeAck' });
+export type NodeAck = z.infer<typeof NodeAckSchema>;
+
+/** `POST /v2/nodes/{id}/heartbeat`. A 404 reply tells the node to register again. */
+export const HeartbeatRequestSchema = z
+  .strictObject({
+    /** Node clock at send time. */
+    timestamp: TimestampSchema,
+    /** Every pool of the node. */
+    pools: z.array(PoolSnapshotSchema).max(256),
+  })
+  .meta({ id: 'HeartbeatRequest' });
+export type HeartbeatRequest = z.infer<typeof HeartbeatRequestSchema>;
+
+/** `registering` until the first heartbeat; `offline` after 3 missed intervals; `online` again on the next one. */
+export const NodeStateSchema = z.enum(['registering', 'online', 'offline']);
+export type NodeState = z.infer<typeof NodeStateSchema>;
+
+/** `GET /v2/nodes` item. */
+export const NodeInfoSchema = z
+  .strictObject({
+    node_id: z.string(),
+    machine_id: z.string(),
+    address: z.string(),
+    state: NodeStateSchema,
+    /** Last heartbeat (or registration) time. */
+    last_seen: TimestampSchema,
+    capabilities: NodeCapabilitiesSchema,
+    version: z.string(),
+    pools: z.array(PoolSnapshotSchema),
+  })
+  .meta({ id: 'NodeInfo' });
+export type NodeInfo = z.infer<typeof NodeInfoSchema>;
+
+export const NodeListSchema = z.strictObject({ nodes: z.array(NodeInfoSchema) }).meta({ id: 'NodeList' });

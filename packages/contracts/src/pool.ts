@@ -1,0 +1,184 @@
+import { z } from 'zod';
+import { ErrorCodeSchema } from './errors.js';
+import { PoolIdSchema, TimestampSchema } from './common.js';
+
+/**
+ * Pool lifecycle: `provisioning` (engine build, model fetch) → `starting` (spawned, waiting for
+ * /health 200) → `ready` → `draining` (no new leases) → `stopped`; `failed` when provisioning or
+ * supervision gave up (the circuit breaker is open), with `last_error`.
+ */
+export const PoolStateSchema = z.enum(['provisioning', 'starting', 'ready', 'draining', 'stopped', 'failed']);
+export type PoolState = z.infer<typeof PoolStateSchema>;
+
+/** Progress of the provisioning phase. */
+export const ProvisioningProgressSchema = z
+  .strictObject({
+    /** Engine build progress, 0..1 (1 = cached or built). */
+    engine: z.number().min(0).max(1),
+    /** Model fetch progress, 0..1. */
+    model: z.number().min(0).max(1),
+    /** Model bytes fetched so far. */
+    model_bytes_done: z.int().nonnegative().optional(),
+    /** Model size, bytes, when known. */
+    model_bytes_total: z.int().nonnegative().optional(),
+  })
+  .meta({ id: 'ProvisioningProgress' });
+export type ProvisioningProgress = z.infer<typeof ProvisioningProgressSchema>;
+
+/** Supervisor circuit breaker: `open` = no restarts until the cool-down, `half_open` = one trial. */
+export const BreakerStateSchema = z.enum(['closed', 'open', 'half_open']);
+
+/** Snapshot of one pool as pool-managerd sees it (`GET /v2/pools/{id}` on pool-managerd). */
+export const PoolStatusSchema = z
+  .strictObject({
+    /** Pool id. */
+    pool_id: PoolIdSchema,
+    /** Lifecycle state. */
+    state: PoolStateSchema,
+    /** Human reason for the current state (why not ready). */
+    reason: z.string().optional(),
+    /** Engine passed its health check and the pool accepts leases. */
+    ready: z.boolean(),
+    /** The pool refuses new leases while in-flight work finishes. */
+    draining: z.boolean(),
+    /** Engine process is alive (may still be loading). */
+    live: z.boolean(),
+    /** Slots the engine has. */
+    slots_total: z.int().nonnegative(),
+    /** Slots not leased. Never negative. */
+    slots_free: z.int().nonnegative(),
+    /** Leases held right now. */
+    active_leases: z.int().nonnegative(),
+    /** Models served (catalog ids / refs). */
+    models: z.array(z.string()),
+    /** Engine build identity. */
+    engine_version: z.string().optional(),
+    /** Engine fingerprint (cache key of the binary). */
+    engine_fingerprint: z.string().optional(),
+    /** Engine base URL (loopback). */
+    engine_url: z.string().optional(),
+    /** Restarts since the daemon started. */
+    restarts: z.int().nonnegative(),
+    /** Supervisor breaker state. */
+    breaker: BreakerStateSchema,
+    /** Last error seen (spawn, readiness, crash, provisioning). */
+    last_error: z.string().optional(),
+    /** Provisioning progress while `provisioning`. */
+    progress: ProvisioningProgressSchema.optional(),
+    /** Whether the pool runs the determinism profile (one slot, no continuous batching). */
+    deterministic: z.boolean(),
+    /** Context size per engine, tokens. */
+    ctx: z.int().nonnegative(),
+    /** Measured decode rate, tokens/s (0 until measured). */
+    decode_tps: z.number().nonnegative(),
+    /** Last time the state changed. */
+    updated_at: TimestampSchema,
+  })
+  .meta({ id: 'PoolStatus' });
+export type PoolStatus = z.infer<typeof PoolStatusSchema>;
+
+/** `GET /health` of pool-managerd. */
+export const ManagerHealthSchema = z
+  .strictObject({
+    /** Daemon is up. */
+    status: z.literal('ok'),
+    /** Node id. */
+    node_id: z.string(),
+    /** Pools by state. */
+    pools: z.record(z.string(), PoolStateSchema),
+  })
+  .meta({ id: 'ManagerHealth' });
+
+/** `POST /v2/pools/{id}/drain`. */
+export const DrainRequestSchema = z
+  .strictObject({
+    /** How long in-flight work may continue before the engine is stopped, milliseconds. */
+    deadline_ms: z.int().min(0).max(3_600_000),
+  })
+  .meta({ id: 'DrainRequest' });
+export type DrainRequest = z.infer<typeof DrainRequestSchema>;
+
+/** `POST /v2/pools/{id}/reload`. */
+export const ReloadRequestSchema = z
+  .strictObject({
+    /** Model to serve instead; on failure the old engine is restored. */
+    new_model_ref: z.string().min(1).max(512),
+    /** Expected SHA-256 of the new model. */
+    sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+    /** Drain deadline for in-flight work, milliseconds. @default 30000 */
+    deadline_ms: z.int().min(0).max(3_600_000).default(30_000),
+  })
+  .meta({ id: 'ReloadRequest' });
+export type ReloadRequest = z.infer<typeof ReloadRequestSchema>;
+
+/** 202 body of drain/reload: the operation started; poll the pool for its outcome. */
+export const PoolOperationResponseSchema = z
+  .strictObject({
+    /** Pool id. */
+    pool_id: z.string(),
+    /** Operation accepted. */
+    operation: z.enum(['drain', 'reload']),
+    /** Pool state right after accepting. */
+    state: PoolStateSchema,
+  })
+  .meta({ id: 'PoolOperationResponse' });
+
+/** Body of `POST /v2/pools/{id}/completions` on pool-managerd (sent by orchestratord). */
+export const DispatchRequestSchema = z
+  .strictObject({
+    /** Task id, for logs and the engine's request correlation. */
+    task_id: z.uuid(),
+    /** Prompt text. */
+    prompt: z.string(),
+    /** Max tokens to generate (`n_predict`). */
+    max_tokens: z.int().min(1),
+    /** Seed; absent = random. */
+    seed: z.int().min(0).max(0xffff_ffff).optional(),
+    /** Greedy sampling (temperature 0) for deterministic output. @default false */
+    greedy: z.boolean().default(false),
+    /** Engine sampling temperature when not greedy. */
+    temperature: z.number().min(0).max(5).optional(),
+    /** Deadline for the whole stream, milliseconds from receipt. */
+    deadline_ms: z.int().positive().optional(),
+  })
+  .meta({ id: 'DispatchRequest' });
+export type DispatchRequest = z.infer<typeof DispatchRequestSchema>;
+export type DispatchRequestInput = z.input<typeof DispatchRequestSchema>;
+
+/** Normalised events streamed by pool-managerd (NDJSON or SSE), one per line/frame. */
+export const DispatchEventSchema = z
+  .discriminatedUnion('type', [
+    z.strictObject({
+      type: z.literal('token'),
+      /** Text piece. */
+      t: z.string(),
+      /** Piece index from 0. */
+      i: z.int().nonnegative(),
+    }),
+    z.strictObject({
+      type: z.literal('end'),
+      /** Engine's token count (`tokens_predicted`). */
+      tokens_out: z.int().nonnegative(),
+      /** Engine decode time, ms (`timings.predicted_ms`). */
+      decode_ms: z.number().nonnegative(),
+      /** Why it stopped. */
+      stop_type: z.enum(['eos', 'limit', 'word', 'cancel']),
+      /** Engine build identity. */
+      engine_version: z.string(),
+      /** Pool id. */
+      pool_id: z.string(),
+      /** Node id. */
+      node_id: z.string(),
+    }),
+    z.strictObject({
+      type: z.literal('error'),
+      /** Typed code (WORKER_RESET when the engine stream broke). */
+      code: ErrorCodeSchema,
+      /** Human message. */
+      message: z.string(),
+      /** Whether a retry elsewhere may succeed. */
+      retriable: z.boolean(),
+    }),
+  ])
+  .meta({ id: 'DispatchEvent' });
+export type DispatchEvent = z.infer<typeof DispatchEventSchema>;
