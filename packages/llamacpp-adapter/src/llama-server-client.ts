@@ -1,0 +1,323 @@
+import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
+import type { z } from 'zod';
+import { toCompletionBody, type CompletionInput } from './completion-body.js';
+import { CompletionFrameSchema, EngineErrorBodySchema, PropsReplySchema, SlotsReplySchema, type CompletionFrame } from './engine-schemas.js';
+import {
+  AdapterError,
+  ClientClosedError,
+  CompletionAbortedError,
+  EngineLoadingError,
+  EngineProtocolError,
+  EngineRejectedError,
+  EngineUnreachableError,
+  WorkerResetError,
+} from './errors.js';
+import { parseSseData } from './sse-parser.js';
+
+/** What `GET /health` says: `ready` (200), `loading` (503), `down` (no HTTP answer). */
+export type EngineHealth = 'ready' | 'loading' | 'down';
+
+/** Normalised `GET /props`. */
+export interface EngineProps {
+  /** Slots (`--parallel`). */
+  total_slots: number;
+  /** Context per slot, tokens (`default_generation_settings.n_ctx`). */
+  n_ctx: number;
+  /** Build identity, `b<build>-<commit>` (e.g. `b1-de3ff81`). */
+  build_info: string;
+  /** Loaded model file, when reported. */
+  model_path?: string;
+}
+
+/** One entry of `GET /slots`. */
+export interface EngineSlot {
+  id: number;
+  n_ctx: number;
+  is_processing: boolean;
+}
+
+/** Normalised completion events. Exactly one `end` closes a successful stream. */
+export type CompletionEvent =
+  | { type: 'token'; t: string; i: number }
+  | {
+      type: 'end';
+      /** Engine's `tokens_predicted` (token events may be fewer: UTF-8 merging, reference §4.2). */
+      tokens_out: number;
+      /** Engine decode time (`timings.predicted_ms`). */
+      decode_ms: number;
+      /** `none` (stopped without a natural reason, e.g. `n_predict: 0`) is reported as `limit`. */
+      stop_type: 'eos' | 'limit' | 'word';
+    };
+
+export interface LlamaServerClientOptions {
+  /** Base URL of the engine, e.g. `http://127.0.0.1:39302`. */
+  baseUrl: string;
+  /**
+   * undici dispatcher for every request. @default a private `Agent` owned (and closed) by the client.
+   * Completion requests always ask for the socket to be closed after the response (`reset: true`):
+   * llama-server closes it after a stream anyway, and a pooled dead socket would fail the next request.
+   */
+  dispatcher?: Dispatcher;
+  /** Timeout of the small GET probes (health, props, slots, metrics), ms. @default 5000 */
+  probeTimeoutMs?: number;
+  /**
+   * Longest wait for the completion response headers, ms. llama-server sends them only when a slot
+   * starts the prompt, so this bounds queueing inside the engine. @default 300000
+   */
+  headersTimeoutMs?: number;
+  /** Longest silence inside a completion body, ms. @default 300000 */
+  bodyTimeoutMs?: number;
+  /** Engine API key (`--api-key`), sent as Bearer; `/health` never needs it. */
+  apiKey?: string;
+}
+
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED',
+]);
+
+function errorCode(err: unknown): string | undefined {
+  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string') return err.code;
+  return undefined;
+}
+
+function isConnectionError(err: unknown): boolean {
+  const code = errorCode(err);
+  if (code !== undefined && CONNECTION_ERROR_CODES.has(code)) return true;
+  const cause = typeof err === 'object' && err !== null && 'cause' in err ? err.cause : undefined;
+  return cause !== undefined && cause !== err && isConnectionError(cause);
+}
+
+function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true || err instanceof undiciErrors.RequestAbortedError || (err instanceof Error && err.name === 'AbortError');
+}
+
+/**
+ * HTTP client of one llama-server (reference §4). Stateless apart from its dispatcher; one instance
+ * per engine URL. `close()` is idempotent and closes only a dispatcher the client created.
+ */
+export class LlamaServerClient {
+  readonly baseUrl: string;
+  #state: 'open' | 'closed' = 'open';
+  #closing: Promise<void> | undefined;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #probeTimeoutMs: number;
+  readonly #headersTimeoutMs: number;
+  readonly #bodyTimeoutMs: number;
+  readonly #authHeader: Record<string, string>;
+
+  constructor(options: LlamaServerClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#ownsDispatcher = options.dispatcher === undefined;
+    this.#dispatcher = options.dispatcher ?? new Agent({ pipelining: 0, connections: 64 });
+    this.#probeTimeoutMs = options.probeTimeoutMs ?? 5000;
+    this.#headersTimeoutMs = options.headersTimeoutMs ?? 300_000;
+    this.#bodyTimeoutMs = options.bodyTimeoutMs ?? 300_000;
+    this.#authHeader = options.apiKey !== undefined ? { authorization: `Bearer ${options.apiKey}` } : {};
+  }
+
+  get state(): 'open' | 'closed' {
+    return this.#state;
+  }
+
+  /** `GET /health`: 200 → `ready`, 503 → `loading`, no answer → `down`. Any other status throws. */
+  async health(signal?: AbortSignal): Promise<EngineHealth> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.#get('/health', signal, false);
+    } catch (err) {
+      if (err instanceof EngineUnreachableError) return 'down';
+      throw err;
+    }
+    const text = await res.body.text();
+    if (res.statusCode === 200) return 'ready';
+    if (res.statusCode === 503) return 'loading';
+    throw new EngineProtocolError(`GET /health answered ${res.statusCode}`, { url: this.baseUrl, body: text.slice(0, 200) });
+  }
+
+  /** `GET /props`, normalised. 503 → {@link EngineLoadingError}. */
+  async props(signal?: AbortSignal): Promise<EngineProps> {
+    const reply = await this.#getJson('/props', PropsReplySchema, signal);
+    return {
+      total_slots: reply.total_slots,
+      n_ctx: reply.default_generation_settings.n_ctx,
+      build_info: reply.build_info,
+      ...(reply.model_path !== undefined ? { model_path: reply.model_path } : {}),
+    };
+  }
+
+  /** `GET /slots`: per-slot occupancy. */
+  async slots(signal?: AbortSignal): Promise<EngineSlot[]> {
+    const reply = await this.#getJson('/slots', SlotsReplySchema, signal);
+    return reply.map((s) => ({ id: s.id, n_ctx: s.n_ctx, is_processing: s.is_processing }));
+  }
+
+  /**
+   * `GET /metrics` (needs `--metrics`) as `{series name → value}` for unlabelled samples, or
+   * `undefined` when the engine runs without `--metrics` (501). Note: each scrape resets the engine's
+   * windowed gauges (reference §4.7); one scraper only.
+   */
+  async metrics(signal?: AbortSignal): Promise<Record<string, number> | undefined> {
+    const res = await this.#get('/metrics', signal);
+    const text = await res.body.text();
+    if (res.statusCode === 501) return undefined;
+    this.#throwForStatus(res.statusCode, text, '/metrics');
+    const out: Record<string, number> = {};
+    for (const line of text.split('\n')) {
+      if (line === '' || line.startsWith('#')) continue;
+      const m = /^([A-Za-z_:][A-Za-z0-9_:]*)\s+(\S+)/.exec(line);
+      if (m?.[1] !== undefined && m[2] !== undefined) {
+        const v = Number(m[2]);
+        if (!Number.isNaN(v)) out[m[1]] = v;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Streams `POST /completion` with the body of {@link toCompletionBody}. Yields `token` events for
+   * every frame with non-empty `content` (i from 0) and exactly one `end` from the `stop:true` frame.
+   *
+   * Throws (from the iterator): {@link EngineUnreachableError} (no connection),
+   * {@link EngineLoadingError} / {@link EngineRejectedError} (JSON error before the stream, or an
+   * error frame), {@link WorkerResetError} (body ended or broke without `stop:true`),
+   * {@link EngineProtocolError} (unparseable frame), {@link CompletionAbortedError} (signal).
+   *
+   * Abort, or leaving the `for await` early, destroys the socket: that is llama-server's cancel
+   * and frees the slot (reference §5).
+   */
+  async *complete(req: CompletionInput, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
+    if (this.#state === 'closed') throw new ClientClosedError();
+    const body = JSON.stringify(toCompletionBody(req));
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(`${this.baseUrl}/completion`, {
+        method: 'POST',
+        dispatcher: this.#dispatcher,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...this.#authHeader },
+        body,
+        // Never reuse this socket: the engine closes it after a stream (pitfall 9).
+        reset: true,
+        headersTimeout: this.#headersTimeoutMs,
+        bodyTimeout: this.#bodyTimeoutMs,
+        ...(signal !== undefined ? { signal } : {}),
+      });
+    } catch (err) {
+      if (isAbort(err, signal)) throw new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
+      if (isConnectionError(err)) throw new EngineUnreachableError(`llama-server at ${this.baseUrl} unreachable: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
+      throw err;
+    }
+    let finished = false;
+    try {
+      if (res.statusCode !== 200) {
+        const text = await res.body.text();
+        this.#throwForStatus(res.statusCode, text, '/completion');
+        throw new EngineProtocolError(`POST /completion answered ${res.statusCode}`, { url: this.baseUrl });
+      }
+      let i = 0;
+      for await (const payload of parseSseData(res.body)) {
+        const frame = this.#parseFrame(payload);
+        if (frame.stop) {
+          finished = true;
+          yield {
+            type: 'end',
+            tokens_out: frame.tokens_predicted,
+            decode_ms: frame.timings.predicted_ms,
+            stop_type: frame.stop_type === 'none' ? 'limit' : frame.stop_type,
+          };
+          return;
+        }
+        // Empty content: a byte token waiting for the rest of its UTF-8 sequence, or a possible stop-word prefix.
+        if (frame.content !== '') yield { type: 'token', t: frame.content, i: i++ };
+      }
+      throw new WorkerResetError(`llama-server stream ended without a final frame after ${i} token events`, { url: this.baseUrl, tokens: i });
+    } catch (err) {
+      if (err instanceof AdapterError) throw err;
+      if (isAbort(err, signal)) throw new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
+      throw new WorkerResetError(`llama-server stream broke: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
+    } finally {
+      // Early exit (consumer break, abort, error): destroying the body closes the socket = cancel.
+      if (!finished && !res.body.destroyed) res.body.destroy();
+    }
+  }
+
+  /** Idempotent; closes the dispatcher only when this client created it. */
+  close(): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    this.#state = 'closed';
+    this.#closing = this.#ownsDispatcher ? this.#dispatcher.destroy() : Promise.resolve();
+    return this.#closing;
+  }
+
+  #parseFrame(payload: string): CompletionFrame {
+    let json: unknown;
+    try {
+      json = JSON.parse(payload);
+    } catch (err) {
+      throw new EngineProtocolError('llama-server sent a frame that is not JSON', { url: this.baseUrl, frame: payload.slice(0, 200) }, { cause: err });
+    }
+    const error = EngineErrorBodySchema.safeParse(json);
+    if (error.success) {
+      const e = error.data.error;
+      throw new EngineRejectedError(e.code ?? 500, e.type, e.message, { url: this.baseUrl, inStream: true });
+    }
+    const parsed = CompletionFrameSchema.safeParse(json);
+    if (!parsed.success) {
+      throw new EngineProtocolError('llama-server sent a frame of unknown shape', { url: this.baseUrl, frame: payload.slice(0, 200) }, { cause: parsed.error });
+    }
+    return parsed.data;
+  }
+
+  async #get(path: string, signal: AbortSignal | undefined, auth = true): Promise<Dispatcher.ResponseData> {
+    if (this.#state === 'closed') throw new ClientClosedError();
+    const timeout = AbortSignal.timeout(this.#probeTimeoutMs);
+    const combined = signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      return await request(`${this.baseUrl}${path}`, {
+        method: 'GET',
+        dispatcher: this.#dispatcher,
+        headers: auth ? { ...this.#authHeader } : {},
+        signal: combined,
+      });
+    } catch (err) {
+      if (signal?.aborted === true) throw err;
+      if (timeout.aborted || isConnectionError(err)) {
+        throw new EngineUnreachableError(`GET ${path} on ${this.baseUrl} got no answer: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
+      }
+      throw err;
+    }
+  }
+
+  async #getJson<S extends z.ZodType>(path: string, schema: S, signal: AbortSignal | undefined): Promise<z.infer<S>> {
+    const res = await this.#get(path, signal);
+    const text = await res.body.text();
+    this.#throwForStatus(res.statusCode, text, path);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      throw new EngineProtocolError(`GET ${path} did not return JSON`, { url: this.baseUrl }, { cause: err });
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) throw new EngineProtocolError(`GET ${path} returned an unexpected shape`, { url: this.baseUrl }, { cause: parsed.error });
+    return parsed.data;
+  }
+
+  #throwForStatus(status: number, text: string, path: string): void {
+    if (status >= 200 && status < 300) return;
+    let message = `${path} answered ${status}`;
+    let type: string | undefined;
+    try {
+      const parsed = EngineErrorBodySchema.safeParse(JSON.parse(text));
+      if (parsed.success) {
+        message = parsed.data.error.message;
+        type = parsed.data.error.type;
+      }
+    } catch {
+      // Not JSON: keep the status line as the message; the raw text goes into the context.
+    }
+    if (status === 503) throw new EngineLoadingError(message, { url: this.baseUrl, path });
+    throw new EngineRejectedError(status, type, message, { url: this.baseUrl, path, body: text.slice(0, 500) });
+  }
+}
