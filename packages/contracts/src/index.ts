@@ -22,13 +22,14 @@ export { EngineSourceSchema, BuildProvenanceSchema, PreparedEngineSchema } from 
 export type { EngineSource, BuildProvenance, PreparedEngine } from './engine.js';
 export {
   GgufInfoSchema, ResolvedModelSchema, ModelLifecycleSchema, CatalogEntrySchema, CatalogRegisterRequestSchema,
+  CatalogRegisterResponseSchema,
 } from './model.js';
 export type { GgufInfo, ResolvedModel, ModelLifecycle, CatalogEntry, CatalogRegisterRequest } from './model.js';
 export { HandoffFileSchema } from './handoff.js';
 export type { HandoffFile } from './handoff.js';
 export {
   PoolStateSchema, ProvisioningProgressSchema, BreakerStateSchema, PoolStatusSchema, ManagerHealthSchema, DrainRequestSchema,
-  ReloadRequestSchema, PoolOperationResponseSchema, DispatchRequestSchema, DispatchEventSchema,
+  ReloadRequestSchema, PoolOperationResponseSchema, DispatchRequestSchema, DispatchEventSchema, PoolStatusListSchema,
 } from './pool.js';
 export type {
   PoolState, ProvisioningProgress, PoolStatus, DrainRequest, ReloadRequest, DispatchRequest, DispatchRequestInput, DispatchEvent,

@@ -182,3 +182,6 @@ export const DispatchEventSchema = z
   ])
   .meta({ id: 'DispatchEvent' });
 export type DispatchEvent = z.infer<typeof DispatchEventSchema>;
+
+/** `GET /v2/pools` on pool-managerd. */
+export const PoolStatusListSchema = z.strictObject({ pools: z.array(PoolStatusSchema) }).meta({ id: 'PoolStatusList' });

@@ -1,0 +1,2 @@
+export declare const x = 1;
+//# sourceMappingURL=app-probe.d.ts.map

@@ -1,0 +1,2 @@
+export const x = 1;
+//# sourceMappingURL=app-probe.js.map

@@ -1,0 +1,139 @@
+import {
+  ERROR_STATUS, RETRIABLE_BY_DEFAULT, type ErrorCode, type ErrorEnvelope,
+} from '@llama-orch/contracts';
+
+/** Options shared by every typed error of orchestratord. */
+export interface OrchdErrorOptions {
+  /** Overrides {@link RETRIABLE_BY_DEFAULT} for this instance. */
+  retriable?: boolean;
+  /** Suggested client wait, ms; becomes `retry_after_ms`, `X-Backoff-Ms` and `Retry-After`. */
+  retryAfterMs?: number;
+  /** Admission policy that produced the error (`reject`, `drop-lru`, `budget`). */
+  policyLabel?: string;
+  /** Engine involved, when known. */
+  engine?: string;
+  /** Facts for logs (never sent to clients). */
+  context?: Readonly<Record<string, unknown>>;
+  cause?: unknown;
+}
+
+/**
+ * Base of every error that maps to an ErrorEnvelope. The HTTP status is fixed by the code
+ * (contracts `ERROR_STATUS`); callers branch on the class or `code`, never on message text.
+ */
+export class OrchdError extends Error {
+  override readonly name: string = 'OrchdError';
+  readonly status: number;
+  readonly retriable: boolean;
+  readonly retryAfterMs: number | undefined;
+  readonly policyLabel: string | undefined;
+  readonly engine: string | undefined;
+  readonly context: Readonly<Record<string, unknown>>;
+
+  constructor(readonly code: ErrorCode, message: string, options: OrchdErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.status = ERROR_STATUS[code];
+    this.retriable = options.retriable ?? RETRIABLE_BY_DEFAULT[code];
+    this.retryAfterMs = options.retryAfterMs;
+    this.policyLabel = options.policyLabel;
+    this.engine = options.engine;
+    this.context = options.context ?? {};
+  }
+
+  toEnvelope(): ErrorEnvelope {
+    const env: ErrorEnvelope = { code: this.code, message: this.message, retriable: this.retriable };
+    if (this.engine !== undefined) env.engine = this.engine;
+    if (this.retryAfterMs !== undefined) env.retry_after_ms = Math.max(0, Math.round(this.retryAfterMs));
+    if (this.policyLabel !== undefined) env.policy_label = this.policyLabel;
+    return env;
+  }
+}
+
+/** 400: the request is malformed; the message names the field. Not retriable. */
+export class InvalidParamsError extends OrchdError {
+  override readonly name = 'InvalidParamsError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('INVALID_PARAMS', message, options);
+  }
+}
+
+/** 400: the deadline cannot be met (predicted start beyond it). */
+export class DeadlineUnmetError extends OrchdError {
+  override readonly name = 'DeadlineUnmetError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('DEADLINE_UNMET', message, options);
+  }
+}
+
+/** 401: missing or wrong Bearer token. */
+export class UnauthorizedError extends OrchdError {
+  override readonly name = 'UnauthorizedError';
+  constructor(message = 'missing or invalid bearer token') {
+    super('UNAUTHORIZED', message);
+  }
+}
+
+/** 404: unknown task, node, pool, session, catalog entry or route. */
+export class NotFoundError extends OrchdError {
+  override readonly name = 'NotFoundError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('NOT_FOUND', message, options);
+  }
+}
+
+/** 413: body larger than `body_limit`. */
+export class PayloadTooLargeError extends OrchdError {
+  override readonly name = 'PayloadTooLargeError';
+  constructor(message: string) {
+    super('PAYLOAD_TOO_LARGE', message);
+  }
+}
+
+/** 429: the admission queue is full (`ADMISSION_REJECT` under `reject`, `QUEUE_FULL_DROP_LRU` under `drop-lru`). */
+export class QueueFullError extends OrchdError {
+  override readonly name = 'QueueFullError';
+  constructor(code: 'ADMISSION_REJECT' | 'QUEUE_FULL_DROP_LRU', message: string, options: OrchdErrorOptions = {}) {
+    super(code, message, options);
+  }
+}
+
+/** 503: no pool serves (or provisions) the model. */
+export class ModelNotAvailableError extends OrchdError {
+  override readonly name = 'ModelNotAvailableError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('MODEL_NOT_AVAILABLE', message, options);
+  }
+}
+
+/** 503: the pool (or its node) is unknown or unreachable. */
+export class PoolUnavailableError extends OrchdError {
+  override readonly name = 'PoolUnavailableError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('POOL_UNAVAILABLE', message, options);
+  }
+}
+
+/** 503: the pool exists but cannot take work (failed, draining, stopped). */
+export class PoolUnreadyError extends OrchdError {
+  override readonly name = 'PoolUnreadyError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('POOL_UNREADY', message, options);
+  }
+}
+
+/** 500: a bug or an unexpected failure. */
+export class InternalError extends OrchdError {
+  override readonly name = 'InternalError';
+  constructor(message = 'internal error', options: OrchdErrorOptions = {}) {
+    super('INTERNAL', message, options);
+  }
+}
+
+/** Start-up configuration is invalid; `problems` lists every issue (one per line in `message`). */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  readonly code = 'CONFIG_INVALID';
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid orchestratord configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}

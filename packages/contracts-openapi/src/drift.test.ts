@@ -1,0 +1,33 @@
+import { readFile, readdir } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { renderJsonSchemas, renderOpenApi } from './index.js';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+describe('checked-in contracts match the schemas', () => {
+  it.each([
+    ['openapi', renderOpenApi()],
+    ['schemas', renderJsonSchemas()],
+  ] as const)('contracts/%s has no drift (run `pnpm contracts:gen`)', async (dir, generated) => {
+    const onDisk = (await readdir(join(repoRoot, 'contracts', dir))).sort();
+    expect(onDisk).toEqual([...generated.keys()].sort());
+    for (const [name, text] of generated) {
+      expect(await readFile(join(repoRoot, 'contracts', dir, name), 'utf8'), `${dir}/${name}`).toBe(text);
+    }
+  });
+
+  it('documents every route with its error envelope and the TaskRequest body', () => {
+    const dataPlane = parse(renderOpenApi().get('data-plane.yaml') ?? '') as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      components: { schemas: Record<string, { additionalProperties?: unknown }> };
+    };
+    expect(Object.keys(dataPlane.paths)).toContain('/v2/tasks');
+    expect(Object.keys(dataPlane.paths['/v2/tasks']?.post?.responses ?? {})).toEqual(expect.arrayContaining(['202', '400', '401', '429', '503']));
+    // strict objects become closed schemas, so generated clients reject unknown keys too
+    expect(dataPlane.components.schemas.TaskRequest?.additionalProperties).toBe(false);
+    expect(Object.keys(dataPlane.components.schemas)).toEqual(expect.arrayContaining(['SseStarted', 'SseToken', 'SseEnd', 'SseError', 'SseMetrics']));
+  });
+});

@@ -1,0 +1,75 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import type { z } from 'zod';
+import { stringify } from 'yaml';
+import { CONTROL_PLANE, DATA_PLANE, ERROR_RESPONSE_SCHEMA, NODES, POOL_MANAGER, type RouteSpec } from './routes.js';
+
+interface DocumentSpec {
+  file: string;
+  title: string;
+  description: string;
+  routes: RouteSpec[];
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Invalid request (INVALID_PARAMS, DEADLINE_UNMET)', 401: 'Missing or wrong Bearer token (UNAUTHORIZED)',
+  404: 'Unknown resource (NOT_FOUND)', 413: 'Body over the limit (PAYLOAD_TOO_LARGE)',
+  429: 'Queue full (ADMISSION_REJECT, QUEUE_FULL_DROP_LRU); Retry-After and X-Backoff-Ms set',
+  502: 'Upstream node failed (WORKER_RESET)',
+  503: 'Not available now (POOL_UNREADY, POOL_UNAVAILABLE, MODEL_NOT_AVAILABLE, REPLICA_EXHAUSTED); Retry-After and X-Backoff-Ms set',
+};
+
+export const DOCUMENTS: readonly DocumentSpec[] = [
+  { file: 'data-plane.yaml', title: 'llama-orch orchestratord — data plane',
+    description: 'Task admission, SSE token streams, cancel, sessions.', routes: DATA_PLANE },
+  { file: 'control-plane.yaml', title: 'llama-orch orchestratord — control plane',
+    description: 'Capabilities, pools, drain/reload, catalog, metrics.', routes: CONTROL_PLANE },
+  { file: 'nodes.yaml', title: 'llama-orch orchestratord — node registry',
+    description: 'Registration and heartbeats from pool-managerd.', routes: NODES },
+  { file: 'pool-managerd.yaml', title: 'llama-orch pool-managerd',
+    description: 'GPU-node daemon: pools, drain/reload, dispatch of one completion, metrics.', routes: POOL_MANAGER },
+];
+
+function buildDocument(spec: DocumentSpec): object {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+  // schemas carrying a zod `.meta({ id })` become components wherever a route references them
+  for (const r of spec.routes) {
+    const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
+    const okContentType = r.ok.contentType ?? 'application/json';
+    // streams and text bodies without a schema are described in prose only
+    responses[String(r.ok.status)] = {
+      description: r.ok.description ?? 'Success',
+      ...(r.ok.schema ? { content: { [okContentType]: { schema: r.ok.schema } } } : {}),
+    };
+    for (const status of r.errors) {
+      responses[String(status)] = {
+        description: STATUS_TEXT[status] ?? 'Error',
+        content: { 'application/json': { schema: ERROR_RESPONSE_SCHEMA } },
+      };
+    }
+    registry.registerPath({
+      method: r.method,
+      path: r.path,
+      summary: r.summary,
+      security: r.auth ? [{ bearer: [] }] : [],
+      request: {
+        ...(r.params ? { params: r.params } : {}),
+        ...(r.query ? { query: r.query } : {}),
+        ...(r.body ? { body: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+      },
+      responses,
+    });
+  }
+  const generator = new OpenApiGeneratorV31(registry.definitions);
+  return generator.generateDocument({
+    openapi: '3.1.0',
+    info: { title: spec.title, version: '2.0.0', description: `${spec.description} Generated from packages/contracts; do not edit.` },
+  });
+}
+
+/** The generated OpenAPI documents as YAML text, by file name. */
+export function renderOpenApi(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const spec of DOCUMENTS) out.set(spec.file, stringify(buildDocument(spec), { lineWidth: 0, aliasDuplicateObjects: false }));
+  return out;
+}

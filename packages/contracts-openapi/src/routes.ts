@@ -1,0 +1,109 @@
+import { z } from 'zod';
+import {
+  AdmissionResponseSchema, AvailabilitySchema, CapabilitiesSchema, CatalogListSchema, CatalogRegisterRequestSchema,
+  CatalogRegisterResponseSchema, ClusterPoolListSchema, DispatchEventSchema, DispatchRequestSchema, DrainRequestSchema,
+  ErrorEnvelopeSchema, HeartbeatRequestSchema, ManagerHealthSchema, NodeAckSchema, NodeListSchema, NodeRegisterRequestSchema,
+  PoolHealthSchema, PoolOperationResponseSchema, PoolStatusListSchema, PoolStatusSchema, ReloadRequestSchema, SessionInfoSchema,
+  SSE_EVENTS, SseFrameSchema, TaskRequestSchema,
+} from '@llama-orch/contracts';
+
+/** One HTTP route of a service, described once for the generated OpenAPI documents. */
+export interface RouteSpec {
+  method: 'get' | 'post' | 'delete';
+  /** OpenAPI path template (`{id}` parameters). */
+  path: string;
+  summary: string;
+  /** false for the routes that never need the Bearer token. */
+  auth: boolean;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** Success status → JSON schema, or a content type with a description for streams. */
+  ok: { status: number; schema?: z.ZodType; contentType?: string; description?: string };
+  /** Error statuses the route can answer with an ErrorEnvelope. */
+  errors: number[];
+}
+
+const id = z.strictObject({ id: z.string().meta({ description: 'Identifier from the path.' }) });
+const withAuth = [401];
+
+const sseDescription = [
+  'Server-Sent Events. Frames `id: <seq>\\nevent: <name>\\ndata: <json>\\n\\n`.',
+  'Order: started → metrics* → token* → metrics* → exactly one of end | error.',
+  `Each frame is \`{event, data}\` below, event one of ${Object.keys(SSE_EVENTS).join(', ')}.`,
+  'A `: keep-alive` comment is sent at least every 15 s. `Last-Event-ID` resumes after that frame.',
+].join(' ');
+
+/** Client-facing task API of orchestratord. */
+export const DATA_PLANE: RouteSpec[] = [
+  { method: 'post', path: '/v2/tasks', summary: 'Admit a task', auth: true, body: TaskRequestSchema,
+    ok: { status: 202, schema: AdmissionResponseSchema }, errors: [400, ...withAuth, 413, 429, 503] },
+  { method: 'get', path: '/v2/tasks/{id}/events', summary: 'Stream a task\'s events', auth: true, params: id,
+    query: z.strictObject({ verbose: z.enum(['true', 'false']).optional(), last_event_id: z.string().optional() }),
+    ok: { status: 200, contentType: 'text/event-stream', schema: SseFrameSchema, description: sseDescription }, errors: [...withAuth, 404] },
+  { method: 'post', path: '/v2/tasks/{id}/cancel', summary: 'Cancel a task (idempotent)', auth: true, params: id,
+    ok: { status: 204 }, errors: [...withAuth, 404] },
+  { method: 'get', path: '/v2/sessions/{id}', summary: 'Session budget and turns', auth: true, params: id,
+    ok: { status: 200, schema: SessionInfoSchema }, errors: [...withAuth, 404] },
+  { method: 'delete', path: '/v2/sessions/{id}', summary: 'Forget a session', auth: true, params: id,
+    ok: { status: 204 }, errors: [...withAuth, 404] },
+];
+
+/** Operator API of orchestratord. */
+export const CONTROL_PLANE: RouteSpec[] = [
+  { method: 'get', path: '/v2/meta/capabilities', summary: 'What the cluster serves now', auth: true,
+    ok: { status: 200, schema: CapabilitiesSchema }, errors: withAuth },
+  { method: 'get', path: '/v2/pools', summary: 'All pools of all nodes', auth: true,
+    ok: { status: 200, schema: ClusterPoolListSchema }, errors: withAuth },
+  { method: 'get', path: '/v2/pools/{id}/health', summary: 'Health of one pool', auth: true, params: id,
+    ok: { status: 200, schema: PoolHealthSchema }, errors: [...withAuth, 404] },
+  { method: 'post', path: '/v2/pools/{id}/drain', summary: 'Drain a pool (forwarded to its node)', auth: true, params: id,
+    body: DrainRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...withAuth, 404, 502, 503] },
+  { method: 'post', path: '/v2/pools/{id}/reload', summary: 'Reload a pool with another model (forwarded)', auth: true, params: id,
+    body: ReloadRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...withAuth, 404, 502, 503] },
+  { method: 'get', path: '/v2/catalog/models', summary: 'Models known to the cluster', auth: true,
+    ok: { status: 200, schema: CatalogListSchema }, errors: withAuth },
+  { method: 'post', path: '/v2/catalog/models', summary: 'Register a model ref', auth: true, body: CatalogRegisterRequestSchema,
+    ok: { status: 202, schema: CatalogRegisterResponseSchema }, errors: [400, ...withAuth] },
+  { method: 'delete', path: '/v2/catalog/models/{id}', summary: 'Forget a registered model', auth: true, params: id,
+    ok: { status: 204 }, errors: [...withAuth, 404] },
+  { method: 'get', path: '/v2/catalog/availability', summary: 'Where each model is served', auth: true,
+    ok: { status: 200, schema: AvailabilitySchema }, errors: withAuth },
+  { method: 'get', path: '/metrics', summary: 'Prometheus metrics (no auth)', auth: false,
+    ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' }, errors: [] },
+];
+
+/** Node registry API of orchestratord, used by pool-managerd. */
+export const NODES: RouteSpec[] = [
+  { method: 'post', path: '/v2/nodes/register', summary: 'Register (or re-register) a node', auth: true, body: NodeRegisterRequestSchema,
+    ok: { status: 200, schema: NodeAckSchema }, errors: [400, ...withAuth] },
+  { method: 'post', path: '/v2/nodes/{id}/heartbeat', summary: 'Report pool state; 404 means register again', auth: true, params: id,
+    body: HeartbeatRequestSchema, ok: { status: 200, schema: NodeAckSchema }, errors: [400, ...withAuth, 404] },
+  { method: 'delete', path: '/v2/nodes/{id}', summary: 'Deregister a node', auth: true, params: id,
+    ok: { status: 204 }, errors: [...withAuth, 404] },
+  { method: 'get', path: '/v2/nodes', summary: 'Registered nodes', auth: true,
+    ok: { status: 200, schema: NodeListSchema }, errors: withAuth },
+];
+
+/** HTTP API of pool-managerd, used by orchestratord and operators. */
+export const POOL_MANAGER: RouteSpec[] = [
+  { method: 'get', path: '/health', summary: 'Daemon health', auth: true,
+    ok: { status: 200, schema: ManagerHealthSchema }, errors: withAuth },
+  { method: 'get', path: '/v2/pools', summary: 'Pools of this node', auth: true,
+    ok: { status: 200, schema: PoolStatusListSchema }, errors: withAuth },
+  { method: 'get', path: '/v2/pools/{id}', summary: 'One pool', auth: true, params: id,
+    ok: { status: 200, schema: PoolStatusSchema }, errors: [...withAuth, 404] },
+  { method: 'post', path: '/v2/pools/{id}/drain', summary: 'Stop new leases, finish in-flight, stop', auth: true, params: id,
+    body: DrainRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...withAuth, 404] },
+  { method: 'post', path: '/v2/pools/{id}/reload', summary: 'Drain, switch model, start; roll back on failure', auth: true, params: id,
+    body: ReloadRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...withAuth, 404, 503] },
+  { method: 'post', path: '/v2/pools/{id}/completions', summary: 'Run one completion on a leased slot', auth: true, params: id,
+    body: DispatchRequestSchema,
+    ok: { status: 200, contentType: 'application/x-ndjson', schema: DispatchEventSchema,
+      description: 'One DispatchEvent per line: token* then exactly one end or error. Closing the request cancels the engine request.' },
+    errors: [400, ...withAuth, 404, 503] },
+  { method: 'get', path: '/metrics', summary: 'Prometheus metrics (no auth)', auth: false,
+    ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' }, errors: [] },
+];
+
+export const ERROR_RESPONSE_SCHEMA = ErrorEnvelopeSchema;

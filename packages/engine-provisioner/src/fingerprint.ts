@@ -1,0 +1,31 @@
+import { createHash } from 'node:crypto';
+
+/** Everything that makes two builds different binaries. */
+export interface FingerprintInputs {
+  /** Full llama.cpp commit hash. */
+  commit: string;
+  /** CMake flags in order. */
+  cmakeFlags: readonly string[];
+  /** First line of the C++ compiler's `--version`. */
+  compiler: string;
+  /** nvcc release, when CUDA is compiled in. */
+  cudaVersion?: string | undefined;
+  /** CPU identity, only for `GGML_NATIVE=ON` builds (native code is tied to the CPU). */
+  cpu?: string | undefined;
+}
+
+/** Bumped when the layout of a cache entry or the build recipe changes incompatibly. */
+const RECIPE_VERSION = 1;
+
+/** sha256 (hex) of the inputs: the cache key `<cacheDir>/engines/<fingerprint>/`. */
+export function engineFingerprint(inputs: FingerprintInputs): string {
+  const canonical = JSON.stringify({
+    recipe: RECIPE_VERSION,
+    commit: inputs.commit,
+    cmake_flags: inputs.cmakeFlags,
+    compiler: inputs.compiler,
+    cuda: inputs.cudaVersion ?? null,
+    cpu: inputs.cpu ?? null,
+  });
+  return createHash('sha256').update(canonical).digest('hex');
+}
