@@ -10,6 +10,7 @@
  * - `INVALID_GGUF`: the file is not a GGUF file, is truncated, or is not a loadable model.
  * - `CACHE_UNWRITABLE`: the cache directory cannot be created or written.
  * - `DEADLINE_EXCEEDED`: the caller's AbortSignal fired before the model was ready.
+ * - `PROVISIONER_CLOSED`: `ensure()` after `close()`.
  */
 export type ModelProvisionErrorCode =
   | 'INVALID_MODEL_REF'
@@ -18,7 +19,8 @@ export type ModelProvisionErrorCode =
   | 'DIGEST_MISMATCH'
   | 'INVALID_GGUF'
   | 'CACHE_UNWRITABLE'
-  | 'DEADLINE_EXCEEDED';
+  | 'DEADLINE_EXCEEDED'
+  | 'PROVISIONER_CLOSED';
 
 /** Codes whose cause may go away by itself (a later attempt can succeed). */
 const RETRIABLE: ReadonlySet<ModelProvisionErrorCode> = new Set(['MODEL_FETCH_FAILED', 'DEADLINE_EXCEEDED']);

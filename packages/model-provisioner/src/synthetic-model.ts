@@ -117,7 +117,7 @@ function planTensors(p: SyntheticLlamaParams, nVocab: number): TensorPlan[] {
 async function loadTokenizer(vocabPath: string): Promise<{ raw: Buffer[]; nVocab: number }> {
   const header = await readGgufHeader(vocabPath);
   const tokens = header.kvs.find((kv) => kv.key === 'tokenizer.ggml.tokens')?.value;
-  if (typeof tokens !== 'object' || typeof tokens === 'bigint' || tokens.elemType !== GGUF_TYPE.STRING || tokens.length === 0) {
+  if (typeof tokens !== 'object' || tokens.elemType !== GGUF_TYPE.STRING || tokens.length === 0) {
     throw new ModelProvisionError('INVALID_GGUF', `${vocabPath}: no tokenizer.ggml.tokens string array`, { path: vocabPath });
   }
   const bytes = await readFile(vocabPath);
