@@ -1,6 +1,9 @@
 import { defineProject } from 'vitest/config';
 
 export default defineProject({
-  resolve: { conditions: ['source'] },
-  test: { testTimeout: 30_000, hookTimeout: 60_000 },
+  test: {
+    testTimeout: 120_000,
+    // the e2e suite spawns real daemons and may build llama-server on a cold cache
+    hookTimeout: 31 * 60_000,
+  },
 });

@@ -1,0 +1,122 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
+import { stringify } from 'yaml';
+import { startDaemon, type Daemon } from './processes.js';
+
+/** Repo root: the directory holding pnpm-workspace.yaml above this file. */
+export function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'pnpm-workspace.yaml'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('pnpm-workspace.yaml not found above the harness');
+    dir = up;
+  }
+  return dir;
+}
+
+export interface ClusterOptions {
+  /** Model ref every pool serves. */
+  model: string;
+  /** Number of pool-managerd nodes (each with one pool `p<n>`). */
+  nodes: number;
+  /** GPU policy of the pools (`off` here; `required` with a real model on a GPU host). */
+  gpu: 'off' | 'optional' | 'required';
+  /** Engine/model cache shared with the other suites, so llama-server is built once. */
+  cacheDir: string;
+  heartbeatMs: number;
+  /** Generous: a cold cache means building llama-server first. */
+  readyTimeoutMs: number;
+}
+
+export interface Cluster {
+  token: string;
+  orchestrator: Daemon;
+  nodes: Array<{ id: string; poolId: string; daemon: Daemon; runtimeDir: string }>;
+  workDir: string;
+  allLogs(): Array<{ source: string; received_at: number; line: Record<string, unknown> }>;
+  close(): Promise<void>;
+}
+
+/** Starts orchestratord plus N pool-managerd processes on ephemeral ports and waits for every pool to be ready. */
+export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
+  const root = repoRoot();
+  const token = `e2e-${Math.random().toString(36).slice(2)}-${Date.now().toString(36)}`;
+  const workDir = await mkdtemp(join(tmpdir(), 'llorch-e2e-'));
+  const started: Daemon[] = [];
+  try {
+    const orchestrator = await startDaemon('orchestratord', join(root, 'apps', 'orchestratord', 'dist', 'main.js'), [], {
+      ORCHD_ADDR: '127.0.0.1:0',
+      LLORCH_API_TOKEN: token,
+      ORCHD_NODE_HEARTBEAT_MS: String(opts.heartbeatMs),
+      LOG_LEVEL: 'info',
+    }, 30_000);
+    started.push(orchestrator);
+    const nodes: Cluster['nodes'] = [];
+    for (let n = 1; n <= opts.nodes; n++) {
+      const id = `e2e-node-${n}`;
+      const poolId = `p${n}`;
+      const runtimeDir = join(workDir, id);
+      await mkdir(runtimeDir, { recursive: true });
+      const configPath = join(workDir, `${id}.yaml`);
+      await writeFile(configPath, stringify({
+        node: { id, addr: '127.0.0.1:0' },
+        orchestrator: { url: orchestrator.url, heartbeat_interval_ms: opts.heartbeatMs },
+        api_token: token,
+        runtime_dir: runtimeDir,
+        cache_dir: opts.cacheDir,
+        pools: [{ id: poolId, model: opts.model, gpu: opts.gpu, ctx: 2048, slots: 1, determinism: true, threads: 1, ...(opts.gpu === 'off' ? {} : { gpu_layers: 'all' }) }],
+      }));
+      const daemon = await startDaemon(`pool-managerd:${id}`, join(root, 'apps', 'pool-managerd', 'dist', 'main.js'), ['--config', configPath], {
+        LOG_LEVEL: 'info',
+      }, 60_000);
+      started.push(daemon);
+      nodes.push({ id, poolId, daemon, runtimeDir });
+    }
+    await waitAllReady(orchestrator.url, token, nodes.map((n) => n.poolId), opts.readyTimeoutMs, started);
+    return {
+      token,
+      orchestrator,
+      nodes,
+      workDir,
+      allLogs: () => started.flatMap((d) => d.logs).sort((a, b) => a.received_at - b.received_at),
+      async close() {
+        // pool-managerds first so they deregister while orchestratord still listens
+        await Promise.all(nodes.map((n) => n.daemon.stop()));
+        await orchestrator.stop();
+        await rm(workDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await Promise.all(started.map((d) => d.stop('SIGKILL')));
+    await rm(workDir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function waitAllReady(orchUrl: string, token: string, poolIds: string[], timeoutMs: number, daemons: Daemon[]): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    for (const d of daemons) {
+      if (d.process.exitCode !== null) throw new Error(`${d.name} exited while the cluster was starting`);
+    }
+    const res = await request(new URL('/v2/pools', orchUrl), { headers: { authorization: `Bearer ${token}` } }).catch(() => undefined);
+    if (res) {
+      const body = (await res.body.json()) as { pools?: Array<{ pool_id: string; ready: boolean; state: string }> };
+      last = JSON.stringify(body.pools?.map((p) => `${p.pool_id}:${p.state}`));
+      if (poolIds.every((id) => body.pools?.some((p) => p.pool_id === id && p.ready))) return;
+    }
+    await sleep(250);
+  }
+  throw new Error(`pools not ready after ${timeoutMs} ms (last seen ${last})`);
+}
+
+/** Where the harness writes proof bundles (gitignored). */
+export function proofRoot(): string {
+  return resolve(repoRoot(), 'test-harness', 'e2e-haiku', 'proof');
+}

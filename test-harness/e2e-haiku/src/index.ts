@@ -1,0 +1,12 @@
+export { startCluster, repoRoot, proofRoot } from './cluster.js';
+export type { Cluster, ClusterOptions } from './cluster.js';
+export { runHaiku, haikuPrompt, directBody } from './haiku-client.js';
+export type { HaikuRun, HaikuOptions } from './haiku-client.js';
+export { recordStream, directCompletion } from './sse-recorder.js';
+export type { RecordedFrame } from './sse-recorder.js';
+export { scrape, metricSum } from './metrics.js';
+export { minuteWord, countWord } from './minute-words.js';
+export { writeProofBundle } from './proof-bundle.js';
+export type { Check } from './proof-bundle.js';
+export { startDaemon, isAlive } from './processes.js';
+export type { Daemon, LogRecord } from './processes.js';
