@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rm, stat } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { ModelProvisionError, cacheError } from './errors.js';
@@ -121,21 +119,29 @@ async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResu
   const h = offset === 0 ? createHash('sha256') : hash;
   let done = offset;
   opts.progress.update({ bytes_done: done, ...(total === undefined ? {} : { bytes_total: total }) });
-  const meter = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      h.update(chunk);
-      done += chunk.length;
-      opts.progress.update({ bytes_done: done, ...(total === undefined ? {} : { bytes_total: total }) });
-      cb(null, chunk);
-    },
-  });
-  const out = createWriteStream(opts.partialPath, { flags: append ? 'a' : 'w' });
+  // chunk by chunk through a FileHandle: when the connection drops, every byte received so far is
+  // on disk, so the next try resumes exactly where this one stopped
+  let fh: FileHandle;
   try {
-    await pipeline(res.body, meter, out, { signal: opts.signal });
+    fh = await open(opts.partialPath, append ? 'a' : 'w');
   } catch (err) {
-    const fsErr = cacheError(err, opts.partialPath);
-    if (fsErr instanceof ModelProvisionError) throw fsErr;
-    throw err;
+    await res.body.dump().catch(() => undefined);
+    throw cacheError(err, opts.partialPath);
+  }
+  try {
+    for await (const chunk of res.body) {
+      const b = chunk as Buffer;
+      h.update(b);
+      let written = 0;
+      while (written < b.length) {
+        const r = await fh.write(b, written, b.length - written).catch((err: unknown) => { throw cacheError(err, opts.partialPath); });
+        written += r.bytesWritten;
+      }
+      done += b.length;
+      opts.progress.update({ bytes_done: done, ...(total === undefined ? {} : { bytes_total: total }) });
+    }
+  } finally {
+    await fh.close().catch(() => undefined);
   }
   if (total !== undefined && done !== total) throw new Transient(`body ended at ${done} of ${total} bytes`);
   return { sha256: h.digest('hex'), size_bytes: done };

@@ -39,6 +39,13 @@ export class Xoshiro128ss {
     if ((this.s0 | this.s1 | this.s2 | this.s3) === 0) this.s0 = 1;
   }
 
+  /** A generator with an explicit state (reference vectors). */
+  static fromState(state: readonly [number, number, number, number]): Xoshiro128ss {
+    const g = new Xoshiro128ss(0);
+    [g.s0, g.s1, g.s2, g.s3] = state.map((v) => v >>> 0) as [number, number, number, number];
+    return g;
+  }
+
   /** Next unsigned 32-bit value. */
   next(): number {
     const result = Math.imul(rotl(Math.imul(this.s1, 5) >>> 0, 7), 9) >>> 0;
