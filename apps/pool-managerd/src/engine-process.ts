@@ -1,0 +1,243 @@
+import { execa, type ResultPromise } from 'execa';
+import type { Logger } from 'pino';
+import type { EngineHealth } from '@llama-orch/llamacpp-adapter';
+import { EngineReadinessError, EngineSpawnError } from './errors.js';
+import { RotatingLogFile, type RotatingLogOptions } from './rotating-log.js';
+import { removePidFile, writePidFile } from './pid-files.js';
+
+/** How the process ended. `requested` = ended by {@link EngineProcess.stop}. */
+export interface EngineExit {
+  code: number | null;
+  signal: string | null;
+  requested: boolean;
+  at: number;
+}
+
+export type EngineProcessState = 'idle' | 'loading' | 'ready' | 'stopping' | 'exited';
+
+export interface EngineProcessOptions {
+  /** `<pool_id>-<replica_id>`: names the log and PID files. */
+  name: string;
+  poolId: string;
+  replicaId: string;
+  binaryPath: string;
+  /** Complete argv after the binary. */
+  args: readonly string[];
+  /** The whole environment of the child (already scrubbed); nothing is inherited. */
+  env: Readonly<Record<string, string>>;
+  /** Probe used for readiness (the engine's `GET /health`). */
+  health: (signal: AbortSignal) => Promise<EngineHealth>;
+  /** `<runtime_dir>/logs`. */
+  logDir: string;
+  /** `<runtime_dir>/pids`. */
+  pidDir: string;
+  logger: Logger;
+  /**
+   * Command prefix that execs the engine in place, e.g. `['/usr/bin/setpriv', '--pdeathsig',
+   * 'SIGKILL', '--']` so the kernel kills the engine when pool-managerd dies. @default [] (none)
+   */
+  wrapper?: readonly string[];
+  /** Longest time from spawn to `/health` 200, ms. @default 120000 */
+  readinessTimeoutMs?: number;
+  /** `/health` poll interval while loading, ms. @default 50 */
+  readinessIntervalMs?: number;
+  log?: RotatingLogOptions;
+}
+
+const TAIL_BYTES = 4096;
+
+/**
+ * One `llama-server` process: explicit argv and env, output to a rotating log file, a PID file while
+ * it runs, readiness by polling `/health` (refused → 503 → 200), exit code/signal recorded. A process
+ * is started once; restarts create a new instance (a process that failed readiness is never reused).
+ */
+export class EngineProcess {
+  readonly options: EngineProcessOptions;
+  #state: EngineProcessState = 'idle';
+  #child: ResultPromise | undefined;
+  #exit: EngineExit | undefined;
+  #stopRequested = false;
+  #stopping: Promise<EngineExit> | undefined;
+  #pidPath: string | undefined;
+  #log: RotatingLogFile | undefined;
+  #tail = '';
+  readonly #exitListeners = new Set<(exit: EngineExit) => void>();
+  readonly exited: Promise<EngineExit>;
+  #resolveExited!: (exit: EngineExit) => void;
+
+  constructor(options: EngineProcessOptions) {
+    this.options = options;
+    this.exited = new Promise((resolve) => {
+      this.#resolveExited = resolve;
+    });
+  }
+
+  get state(): EngineProcessState {
+    return this.#state;
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  get exit(): EngineExit | undefined {
+    return this.#exit;
+  }
+
+  get logPath(): string {
+    return `${this.options.logDir}/${this.options.name}.log`;
+  }
+
+  /** Last few KB of the engine's output (why a load failed). */
+  outputTail(): string {
+    return this.#tail;
+  }
+
+  onExit(listener: (exit: EngineExit) => void): () => void {
+    this.#exitListeners.add(listener);
+    return () => this.#exitListeners.delete(listener);
+  }
+
+  /**
+   * Spawns and waits for `/health` 200. Rejects with {@link EngineSpawnError} when the binary cannot
+   * be started and {@link EngineReadinessError} when the process exits while loading or the timeout
+   * passes (the process is then killed). Aborting `signal` stops the process.
+   */
+  async start(signal?: AbortSignal): Promise<void> {
+    if (this.#state !== 'idle') throw new EngineSpawnError(`engine ${this.options.name} already started`, { state: this.#state });
+    const o = this.options;
+    const log = new RotatingLogFile(this.logPath, o.log);
+    this.#log = log;
+    const wrapper = o.wrapper ?? [];
+    const [file, ...prefix] = wrapper.length > 0 ? wrapper : [o.binaryPath];
+    const args = wrapper.length > 0 ? [...prefix, o.binaryPath, ...o.args] : [...o.args];
+    log.write(`\n=== ${new Date().toISOString()} spawn ${o.binaryPath} ${o.args.join(' ')}\n`);
+    this.#state = 'loading';
+    const child = execa(file ?? o.binaryPath, args, {
+      env: { ...o.env },
+      extendEnv: false,
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      buffer: false,
+      reject: false,
+      cleanup: true,
+      forceKillAfterDelay: false,
+    });
+    this.#child = child;
+    const onOutput = (chunk: Buffer): void => {
+      log.write(chunk);
+      this.#tail = (this.#tail + chunk.toString('utf8')).slice(-TAIL_BYTES);
+    };
+    child.stdout?.on('data', onOutput);
+    child.stderr?.on('data', onOutput);
+    void child.then((result) => {
+      const exit: EngineExit = {
+        code: result.exitCode ?? null,
+        signal: result.signal ?? null,
+        requested: this.#stopRequested,
+        at: Date.now(),
+      };
+      this.#exit = exit;
+      this.#state = 'exited';
+      log.write(`=== ${new Date(exit.at).toISOString()} exit code=${exit.code} signal=${exit.signal}\n`);
+      log.close();
+      if (this.#pidPath !== undefined) void removePidFile(this.#pidPath);
+      o.logger.info({ pid: child.pid, code: exit.code, signal: exit.signal, requested: exit.requested }, 'engine exited');
+      this.#resolveExited(exit);
+      for (const l of this.#exitListeners) l(exit);
+    });
+    if (child.pid === undefined) {
+      const exit = await this.exited;
+      throw new EngineSpawnError(`could not spawn ${o.binaryPath}: ${this.#tail.trim() || `exit ${exit.code}`}`, { binary: o.binaryPath });
+    }
+    this.#pidPath = await writePidFile(o.pidDir, o.name, {
+      pid: child.pid,
+      pool_id: o.poolId,
+      replica_id: o.replicaId,
+      binary_path: o.binaryPath,
+      started_at: new Date().toISOString(),
+    });
+    // The process may have exited while the PID file was written: then the exit handler missed it.
+    if (this.#exit !== undefined) await removePidFile(this.#pidPath);
+    o.logger.info({ pid: child.pid, binary: o.binaryPath, log: this.logPath }, 'engine spawned');
+    await this.#waitReady(signal);
+  }
+
+  async #waitReady(signal: AbortSignal | undefined): Promise<void> {
+    const o = this.options;
+    const timeoutMs = o.readinessTimeoutMs ?? 120_000;
+    const intervalMs = o.readinessIntervalMs ?? 50;
+    const deadline = Date.now() + timeoutMs;
+    const started = Date.now();
+    for (;;) {
+      if (this.#exit !== undefined) {
+        throw new EngineReadinessError(
+          `engine exited during load (code ${this.#exit.code}, signal ${this.#exit.signal}): ${lastLines(this.#tail)}`,
+          { pid: this.pid, code: this.#exit.code, signal: this.#exit.signal },
+        );
+      }
+      if (signal?.aborted === true) {
+        await this.stop('SIGKILL', 1000);
+        throw new EngineReadinessError('engine start aborted', { pid: this.pid }, { cause: signal.reason });
+      }
+      if (Date.now() > deadline) {
+        await this.stop('SIGKILL', 1000);
+        throw new EngineReadinessError(`engine not healthy after ${timeoutMs} ms`, { pid: this.pid });
+      }
+      const probeSignal = AbortSignal.timeout(Math.max(intervalMs * 20, 1000));
+      let health: EngineHealth;
+      try {
+        health = await o.health(probeSignal);
+      } catch (err) {
+        o.logger.debug({ err }, 'health probe failed while loading');
+        health = 'down';
+      }
+      if (health === 'ready' && this.#exit === undefined) {
+        this.#state = 'ready';
+        o.logger.info({ pid: this.pid, ms: Date.now() - started }, 'engine healthy');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, intervalMs).unref());
+    }
+  }
+
+  /**
+   * Sends `signal` (default SIGTERM), then SIGKILL after `timeoutMs`. Idempotent: later calls return
+   * the first call's promise. Resolves once the process has exited.
+   */
+  stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 5000): Promise<EngineExit> {
+    if (this.#stopping !== undefined) return this.#stopping;
+    this.#stopRequested = true;
+    const child = this.#child;
+    if (child === undefined) {
+      this.#state = 'exited';
+      const exit: EngineExit = { code: null, signal: null, requested: true, at: Date.now() };
+      this.#exit = exit;
+      this.#resolveExited(exit);
+      this.#stopping = Promise.resolve(exit);
+      return this.#stopping;
+    }
+    if (this.#exit !== undefined) {
+      this.#stopping = Promise.resolve(this.#exit);
+      return this.#stopping;
+    }
+    this.#state = 'stopping';
+    this.#stopping = (async () => {
+      child.kill(signal);
+      const timer = setTimeout(() => {
+        this.options.logger.warn({ pid: child.pid, timeoutMs }, 'engine ignored the stop signal; SIGKILL');
+        child.kill('SIGKILL');
+      }, timeoutMs);
+      timer.unref();
+      const exit = await this.exited;
+      clearTimeout(timer);
+      return exit;
+    })();
+    return this.#stopping;
+  }
+}
+
+function lastLines(text: string, n = 3): string {
+  return text.trim().split('\n').slice(-n).join(' | ') || 'no output';
+}

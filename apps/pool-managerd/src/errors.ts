@@ -1,0 +1,127 @@
+import { ERROR_STATUS, RETRIABLE_BY_DEFAULT, type ErrorCode } from '@llama-orch/contracts';
+
+/** Stable codes of pool-managerd's own errors. Callers branch on the class, never on message text. */
+export type PoolManagerErrorCode =
+  | 'CONFIG_INVALID'
+  | 'POOL_NOT_FOUND'
+  | 'POOL_UNREADY'
+  | 'POOL_BUSY'
+  | 'INVALID_TRANSITION'
+  | 'ENGINE_SPAWN_FAILED'
+  | 'ENGINE_READINESS_FAILED'
+  | 'HANDOFF_INVALID'
+  | 'RUNTIME_DIR_LOCKED'
+  | 'UNAUTHORIZED'
+  | 'NODE_REGISTRATION_FAILED';
+
+export class PoolManagerError extends Error {
+  override readonly name: string = 'PoolManagerError';
+  constructor(
+    readonly code: PoolManagerErrorCode,
+    /** Wire code for the ErrorEnvelope; fixes the HTTP status via ERROR_STATUS. */
+    readonly errorCode: ErrorCode,
+    message: string,
+    readonly context: Readonly<Record<string, unknown>> = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.errorCode];
+  }
+
+  get retriable(): boolean {
+    return RETRIABLE_BY_DEFAULT[this.errorCode];
+  }
+}
+
+/** The YAML config is missing, unreadable or invalid; the message lists every issue. */
+export class ConfigError extends PoolManagerError {
+  override readonly name = 'ConfigError';
+  constructor(message: string, context: Readonly<Record<string, unknown>> = {}, options?: { cause?: unknown }) {
+    super('CONFIG_INVALID', 'INVALID_PARAMS', message, context, options);
+  }
+}
+
+export class PoolNotFoundError extends PoolManagerError {
+  override readonly name = 'PoolNotFoundError';
+  constructor(readonly poolId: string) {
+    super('POOL_NOT_FOUND', 'NOT_FOUND', `pool '${poolId}' not found`, { poolId });
+  }
+}
+
+/** No lease possible now (not ready, draining, or every slot leased). Retriable after `retryAfterMs`. */
+export class PoolUnreadyError extends PoolManagerError {
+  override readonly name = 'PoolUnreadyError';
+  constructor(
+    readonly poolId: string,
+    reason: string,
+    readonly retryAfterMs: number,
+  ) {
+    super('POOL_UNREADY', 'POOL_UNREADY', `pool '${poolId}' cannot take work: ${reason}`, { poolId, reason });
+  }
+}
+
+/** Another operation (drain/reload) is already running on the pool. */
+export class PoolBusyError extends PoolManagerError {
+  override readonly name = 'PoolBusyError';
+  constructor(readonly poolId: string, operation: string) {
+    super('POOL_BUSY', 'POOL_UNAVAILABLE', `pool '${poolId}' is busy with ${operation}`, { poolId, operation });
+  }
+}
+
+/** A pool state change that the state machine does not allow (a programming error, not input). */
+export class InvalidTransitionError extends PoolManagerError {
+  override readonly name = 'InvalidTransitionError';
+  constructor(poolId: string, from: string, to: string) {
+    super('INVALID_TRANSITION', 'INTERNAL', `pool '${poolId}': transition ${from} → ${to} not allowed`, { poolId, from, to });
+  }
+}
+
+/** The engine process could not be spawned at all (binary missing, not executable). */
+export class EngineSpawnError extends PoolManagerError {
+  override readonly name = 'EngineSpawnError';
+  constructor(message: string, context: Readonly<Record<string, unknown>> = {}, options?: { cause?: unknown }) {
+    super('ENGINE_SPAWN_FAILED', 'POOL_UNAVAILABLE', message, context, options);
+  }
+}
+
+/** The engine did not reach `/health` 200: it exited while loading, or the readiness timeout passed. */
+export class EngineReadinessError extends PoolManagerError {
+  override readonly name = 'EngineReadinessError';
+  constructor(message: string, context: Readonly<Record<string, unknown>> = {}, options?: { cause?: unknown }) {
+    super('ENGINE_READINESS_FAILED', 'POOL_UNAVAILABLE', message, context, options);
+  }
+}
+
+/** A handoff file was rejected (unparseable, wrong shape, unreachable engine, conflicting pool). */
+export class HandoffError extends PoolManagerError {
+  override readonly name = 'HandoffError';
+  constructor(message: string, context: Readonly<Record<string, unknown>> = {}, options?: { cause?: unknown }) {
+    super('HANDOFF_INVALID', 'INVALID_PARAMS', message, context, options);
+  }
+}
+
+/** Another live pool-managerd owns the runtime dir. */
+export class RuntimeDirLockedError extends PoolManagerError {
+  override readonly name = 'RuntimeDirLockedError';
+  constructor(dir: string, pid: number) {
+    super('RUNTIME_DIR_LOCKED', 'INTERNAL', `runtime dir ${dir} is in use by pool-managerd pid ${pid}`, { dir, pid });
+  }
+}
+
+export class UnauthorizedError extends PoolManagerError {
+  override readonly name = 'UnauthorizedError';
+  constructor() {
+    super('UNAUTHORIZED', 'UNAUTHORIZED', 'missing or invalid Bearer token');
+  }
+}
+
+/** orchestratord refused the registration (non-retriable 4xx other than 404). */
+export class NodeRegistrationError extends PoolManagerError {
+  override readonly name = 'NodeRegistrationError';
+  constructor(message: string, context: Readonly<Record<string, unknown>> = {}, options?: { cause?: unknown }) {
+    super('NODE_REGISTRATION_FAILED', 'INTERNAL', message, context, options);
+  }
+}

@@ -1,0 +1,152 @@
+import { readFile, stat } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
+import type { Logger } from 'pino';
+import { HandoffFileSchema, formatIssues, type HandoffFile } from '@llama-orch/contracts';
+import { HandoffError } from './errors.js';
+import { isHandoffName } from './handoff-file.js';
+
+export interface HandoffWatcherOptions {
+  /** `<runtime_dir>/engines`. */
+  dir: string;
+  logger: Logger;
+  /** Valid file seen (new or changed). Throw {@link HandoffError} to reject it with a reason. */
+  onHandoff: (path: string, handoff: HandoffFile) => Promise<void>;
+  /** File removed. */
+  onRemoved: (path: string) => Promise<void>;
+  /** Called for every rejection, with a short machine reason (metrics label). */
+  onRejected?: (path: string, reason: HandoffRejectReason, message: string) => void;
+  /** Called for every accepted file. */
+  onAccepted?: (path: string, handoff: HandoffFile) => void;
+  /** A file must be unchanged this long before it is read (hand-copied files arrive in pieces), ms. @default 100 */
+  stabilityMs?: number;
+}
+
+export type HandoffRejectReason = 'unreadable' | 'not_json' | 'schema' | 'file_name' | 'rejected';
+
+/**
+ * Watches the handoff dir (chokidar). New and changed `*.json` files are parsed with the
+ * HandoffFile schema and handed to `onHandoff`; bad files are rejected with a logged reason and
+ * remembered by (mtime, size) so they are not retried until they change (no retry storm, no crash).
+ * Removed files go to `onRemoved`. Events for one path are handled in order.
+ */
+export class HandoffWatcher {
+  #state: 'idle' | 'watching' | 'closed' = 'idle';
+  #watcher: FSWatcher | undefined;
+  #closing: Promise<void> | undefined;
+  readonly #o: HandoffWatcherOptions;
+  /** path → `mtime:size` of a rejected version. */
+  readonly #bad = new Map<string, string>();
+  readonly #queues = new Map<string, Promise<void>>();
+
+  constructor(options: HandoffWatcherOptions) {
+    this.#o = options;
+  }
+
+  get state(): 'idle' | 'watching' | 'closed' {
+    return this.#state;
+  }
+
+  /** Starts watching; resolves after the initial scan was queued. */
+  async start(): Promise<void> {
+    if (this.#state !== 'idle') return;
+    this.#state = 'watching';
+    const stability = this.#o.stabilityMs ?? 100;
+    const w = watch(this.#o.dir, {
+      depth: 0,
+      ignoreInitial: false,
+      ignored: (path, stats) => stats?.isFile() === true && !isHandoffName(path),
+      awaitWriteFinish: stability > 0 ? { stabilityThreshold: stability, pollInterval: Math.max(10, Math.floor(stability / 4)) } : false,
+    });
+    this.#watcher = w;
+    w.on('add', (path) => this.#enqueue(path, () => this.#ingest(path)));
+    w.on('change', (path) => this.#enqueue(path, () => this.#ingest(path)));
+    w.on('unlink', (path) => {
+      if (!isHandoffName(path)) return;
+      this.#enqueue(path, async () => {
+        this.#bad.delete(path);
+        await this.#o.onRemoved(path);
+      });
+    });
+    w.on('error', (err) => this.#o.logger.error({ err }, 'handoff watcher error'));
+    await new Promise<void>((resolve) => w.once('ready', () => resolve()));
+  }
+
+  /** Resolves when every queued event has been handled (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.#queues.size > 0) await Promise.all([...this.#queues.values()]);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#state = 'closed';
+      await this.#watcher?.close();
+      await this.idle();
+    })();
+    return this.#closing;
+  }
+
+  #enqueue(path: string, task: () => Promise<void>): void {
+    if (this.#state === 'closed') return;
+    const prev = this.#queues.get(path) ?? Promise.resolve();
+    const next = prev
+      .then(task)
+      .catch((err: unknown) => this.#o.logger.error({ err, path }, 'handoff event handler failed'))
+      .finally(() => {
+        if (this.#queues.get(path) === next) this.#queues.delete(path);
+      });
+    this.#queues.set(path, next);
+  }
+
+  async #ingest(path: string): Promise<void> {
+    if (!isHandoffName(path)) return;
+    let key: string;
+    try {
+      const st = await stat(path);
+      key = `${st.mtimeMs}:${st.size}`;
+    } catch {
+      return; // Vanished between the event and now; its unlink event follows.
+    }
+    if (this.#bad.get(path) === key) return;
+    const reject = (reason: HandoffRejectReason, message: string, err?: unknown): void => {
+      this.#bad.set(path, key);
+      this.#o.logger.warn({ path, reason, ...(err !== undefined ? { err } : {}) }, `handoff file rejected: ${message}`);
+      this.#o.onRejected?.(path, reason, message);
+    };
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      reject('unreadable', `cannot read: ${(err as Error).message}`, err);
+      return;
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      reject('not_json', `not JSON (${(err as Error).message})`);
+      return;
+    }
+    const parsed = HandoffFileSchema.safeParse(json);
+    if (!parsed.success) {
+      reject('schema', `not a HandoffFile: ${formatIssues(parsed.error).replaceAll('\n', '; ')}`);
+      return;
+    }
+    const h = parsed.data;
+    if (basename(path) !== `${h.pool_id}-${h.replica_id}.json`) {
+      reject('file_name', `file name must be ${h.pool_id}-${h.replica_id}.json`);
+      return;
+    }
+    try {
+      await this.#o.onHandoff(path, h);
+      this.#bad.delete(path);
+      this.#o.onAccepted?.(path, h);
+    } catch (err) {
+      if (err instanceof HandoffError) {
+        reject('rejected', err.message);
+        return;
+      }
+      throw err;
+    }
+  }
+}
