@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFile, readdir, stat, writeFile, mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from 'undici';
 import { ModelProvisionError, ModelProvisioner, parseSyntheticParams, writeSyntheticModel } from './index.js';
@@ -239,6 +241,20 @@ describe('downloads', () => {
     const url = `${s.origin}/shared.gguf`;
     const results = await Promise.all([p.ensure(url), p.ensure(url), other.ensure(url)]);
     expect(new Set(results.map((r) => r.local_path)).size).toBe(1);
+    expect(s.requests).toHaveLength(1);
+  });
+
+  it('downloads once when two processes ensure the same ref', async () => {
+    const fixture = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'ensure-model.mjs');
+    const s = await server((req, res) => { setTimeout(() => serveBytes(model, req, res), 500); });
+    const cacheDir = await temp.make();
+    const run = (): Promise<string> => new Promise((resolve, reject) => {
+      execFile(process.execPath, [fixture, cacheDir, `${s.origin}/two.gguf`], (err, stdout, stderr) => (err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout)));
+    });
+    const outs = await Promise.all([run(), run()]);
+    const paths = outs.map((o) => (JSON.parse(o) as { local_path: string; sha256: string }));
+    expect(paths[0]).toEqual(paths[1]);
+    expect(paths[0]?.sha256).toBe(modelSha);
     expect(s.requests).toHaveLength(1);
   });
 

@@ -42,7 +42,11 @@ export async function sha256File(path: string, signal?: AbortSignal): Promise<st
   return h.digest('hex');
 }
 
-/** Timer that is unref'd and stops early (rejecting) when the signal aborts. */
+/**
+ * Delay inside an operation someone awaits (lock polling, retry backoff); rejects when the signal
+ * aborts. Deliberately ref'd: an unref'd timer here let a short-lived process exit in the middle
+ * of a catalog write while it waited for another process's lock.
+ */
 export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  await delay(ms, undefined, { ref: false, ...(signal ? { signal } : {}) });
+  await delay(ms, undefined, signal ? { signal } : {});
 }

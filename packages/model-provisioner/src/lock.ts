@@ -21,13 +21,15 @@ export interface LockOptions {
  */
 export async function acquireLock(dir: string, name: string, opts: LockOptions): Promise<() => Promise<void>> {
   await mkdir(dir, { recursive: true }).catch((err: unknown) => { throw cacheError(err, dir); });
-  const lockfilePath = join(dir, `${name}.lock`);
+  // proper-lockfile books held locks by their target path, so each lock needs its own target
+  // (one shared target with several lockfilePaths makes one release free another lock)
+  const target = join(dir, name);
+  const lockfilePath = `${target}.lock`;
   const staleMs = opts.staleMs ?? 30_000;
   for (;;) {
     opts.signal?.throwIfAborted();
     try {
-      return await lockfile.lock(dir, {
-        lockfilePath,
+      return await lockfile.lock(target, {
         realpath: false,
         stale: staleMs,
         update: Math.max(1000, Math.floor(staleMs / 3)),
