@@ -224,6 +224,15 @@ describe('downloads', () => {
     expect(s.requests[1]?.url).toBe('/cdn/blob-1234');
   });
 
+  it('does not carry the hf token across a redirect to another origin (the CDN)', async () => {
+    const cdn = await server((req, res) => serveBytes(model, req, res));
+    const hub = await server((_req, res) => { res.writeHead(302, { location: `${cdn.origin}/blob` }); res.end(); });
+    const { p } = await provisioner({ hfBaseUrl: hub.origin, hfToken: 'hf_secret_test_token' });
+    expect((await p.ensure('hf:o/r/m.gguf')).sha256).toBe(modelSha);
+    expect(hub.requests[0]?.headers.authorization).toBe('Bearer hf_secret_test_token');
+    expect(cdn.requests[0]?.headers.authorization).toBeUndefined();
+  });
+
   it('does not send the hf token to plain https refs', async () => {
     const s = await server((req, res) => serveBytes(model, req, res));
     const { p } = await provisioner({ hfBaseUrl: s.origin, hfToken: 'hf_secret_test_token' });

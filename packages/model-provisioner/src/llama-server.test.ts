@@ -1,0 +1,102 @@
+/**
+ * The synthetic model in the REAL llama-server (built from the bundled llama.cpp by
+ * engine-provisioner into the shared test cache; the first run builds it, ~5 minutes on 2 cores).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { ensureCpuTestEngine, findFreePort, scrubEngineEnv } from '@llama-orch/engine-provisioner';
+import { ModelProvisioner } from './index.js';
+import type { ResolvedModel } from '@llama-orch/contracts';
+import { TempDirs, testLogger, testVocabPath } from './test-helpers.js';
+
+const temp = new TempDirs();
+let binary: string;
+let model: ResolvedModel;
+let provisioner: ModelProvisioner;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  const engine = await ensureCpuTestEngine(testLogger());
+  binary = engine.binary_path;
+  provisioner = new ModelProvisioner({ cacheDir: await temp.make(), logger: testLogger(), vocabPath: await testVocabPath(), progressTty: false });
+  model = await provisioner.ensure('synthetic:llama');
+}, 40 * 60_000);
+
+afterAll(async () => {
+  for (const c of children) {
+    if (c.exitCode === null && c.signalCode === null) {
+      const exited = new Promise((r) => c.once('exit', r));
+      c.kill('SIGTERM');
+      const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+  }
+  await provisioner?.close();
+  await temp.cleanup();
+});
+
+async function startEngine(modelPath: string): Promise<{ base: string; child: ChildProcess; stderr: () => string }> {
+  const port = await findFreePort();
+  const child = spawn(binary, ['-m', modelPath, '--host', '127.0.0.1', '--port', String(port), '-c', '256', '-np', '1', '--no-webui'], {
+    env: scrubEngineEnv(process.env),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(child);
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-8000); });
+  return { base: `http://127.0.0.1:${port}`, child, stderr: () => stderr };
+}
+
+async function waitHealthy(base: string, child: ChildProcess, stderr: () => string): Promise<void> {
+  const until = Date.now() + 60_000;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`llama-server exited ${child.exitCode} while loading:\n${stderr()}`);
+    const status = await request(`${base}/health`).then(async (r) => { await r.body.dump(); return r.statusCode; }, () => 0);
+    if (status === 200) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`llama-server not healthy within 60 s:\n${stderr()}`);
+}
+
+interface CompletionReply {
+  content: string;
+  tokens: number[];
+  tokens_predicted: number;
+  stop_type: string;
+}
+
+async function complete(base: string, seed: number): Promise<CompletionReply> {
+  const res = await request(`${base}/completion`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'Once upon a time', n_predict: 16, seed, cache_prompt: false, return_tokens: true }),
+  });
+  expect(res.statusCode).toBe(200);
+  return (await res.body.json()) as CompletionReply;
+}
+
+describe('synthetic model in the real llama-server', () => {
+  it('loads and generates 16 tokens, deterministically per seed', async () => {
+    const { base, child, stderr } = await startEngine(model.local_path);
+    await waitHealthy(base, child, stderr);
+    const a = await complete(base, 42);
+    expect(a.tokens_predicted).toBe(16);
+    expect(a.tokens).toHaveLength(16);
+    expect(a.stop_type).toBe('limit');
+    expect(a.content.length).toBeGreaterThan(0);
+    const b = await complete(base, 42);
+    expect(b.tokens).toEqual(a.tokens);
+    const props = await request(`${base}/props`).then((r) => r.body.json()) as { model_path?: string; total_slots?: number };
+    expect(props.total_slots).toBe(1);
+  });
+
+  it('also loads the F16 variant', async () => {
+    const f16 = await provisioner.ensure('synthetic:llama?type=f16');
+    const { base, child, stderr } = await startEngine(f16.local_path);
+    await waitHealthy(base, child, stderr);
+    expect((await complete(base, 7)).tokens_predicted).toBe(16);
+  });
+});
