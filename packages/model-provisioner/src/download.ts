@@ -37,6 +37,23 @@ export interface DownloadResult {
   size_bytes: number;
 }
 
+const WRITE_BATCH = 1 << 20;
+
+/** The buffers left after the first `n` bytes were written (writev may write less than asked). */
+function skipBytes(bufs: Buffer[], n: number): Buffer[] {
+  const out: Buffer[] = [];
+  let skip = n;
+  for (const b of bufs) {
+    if (skip >= b.length) {
+      skip -= b.length;
+      continue;
+    }
+    out.push(skip > 0 ? b.subarray(skip) : b);
+    skip = 0;
+  }
+  return out;
+}
+
 /** Thrown inside a try: the loop retries it. */
 class Transient extends Error {}
 
@@ -119,8 +136,8 @@ async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResu
   const h = offset === 0 ? createHash('sha256') : hash;
   let done = offset;
   opts.progress.update({ bytes_done: done, ...(total === undefined ? {} : { bytes_total: total }) });
-  // chunk by chunk through a FileHandle: when the connection drops, every byte received so far is
-  // on disk, so the next try resumes exactly where this one stopped
+  // Written through a FileHandle in ~1 MiB batches, and the batch in hand is flushed even when the
+  // connection drops: every byte received is on disk, so the next try resumes exactly there.
   let fh: FileHandle;
   try {
     fh = await open(opts.partialPath, append ? 'a' : 'w');
@@ -128,20 +145,34 @@ async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResu
     await res.body.dump().catch(() => undefined);
     throw cacheError(err, opts.partialPath);
   }
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const flush = async (): Promise<void> => {
+    const bufs = pending;
+    pending = [];
+    pendingBytes = 0;
+    let left = bufs;
+    while (left.length > 0) {
+      const { bytesWritten } = await fh.writev(left).catch((err: unknown) => { throw cacheError(err, opts.partialPath); });
+      left = skipBytes(left, bytesWritten);
+    }
+  };
   try {
     for await (const chunk of res.body) {
       const b = chunk as Buffer;
       h.update(b);
-      let written = 0;
-      while (written < b.length) {
-        const r = await fh.write(b, written, b.length - written).catch((err: unknown) => { throw cacheError(err, opts.partialPath); });
-        written += r.bytesWritten;
-      }
+      pending.push(b);
+      pendingBytes += b.length;
       done += b.length;
+      if (pendingBytes >= WRITE_BATCH) await flush();
       opts.progress.update({ bytes_done: done, ...(total === undefined ? {} : { bytes_total: total }) });
     }
   } finally {
-    await fh.close().catch(() => undefined);
+    try {
+      await flush();
+    } finally {
+      await fh.close().catch(() => undefined);
+    }
   }
   if (total !== undefined && done !== total) throw new Transient(`body ended at ${done} of ${total} bytes`);
   return { sha256: h.digest('hex'), size_bytes: done };
