@@ -6,6 +6,7 @@ export type PoolManagerErrorCode =
   | 'POOL_NOT_FOUND'
   | 'POOL_UNREADY'
   | 'POOL_BUSY'
+  | 'POOL_NOT_MANAGED'
   | 'INVALID_TRANSITION'
   | 'ENGINE_SPAWN_FAILED'
   | 'ENGINE_READINESS_FAILED'
@@ -68,6 +69,14 @@ export class PoolBusyError extends PoolManagerError {
   override readonly name = 'PoolBusyError';
   constructor(readonly poolId: string, operation: string) {
     super('POOL_BUSY', 'POOL_UNAVAILABLE', `pool '${poolId}' is busy with ${operation}`, { poolId, operation });
+  }
+}
+
+/** The pool runs an adopted external engine; pool-managerd cannot load another model into it. */
+export class PoolNotManagedError extends PoolManagerError {
+  override readonly name = 'PoolNotManagedError';
+  constructor(readonly poolId: string) {
+    super('POOL_NOT_MANAGED', 'INVALID_PARAMS', `pool '${poolId}' runs an external engine adopted from a handoff file; reload applies to configured pools`, { poolId });
   }
 }
 

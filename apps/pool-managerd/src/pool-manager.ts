@@ -7,7 +7,7 @@ import type { EngineProvisioner } from '@llama-orch/engine-provisioner';
 import type { ModelProvisioner } from '@llama-orch/model-provisioner';
 import { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 import { EngineMonitor, probeExternalEngine } from './engine-monitor.js';
-import { HandoffError, PoolNotFoundError } from './errors.js';
+import { HandoffError, PoolBusyError, PoolNotFoundError, PoolNotManagedError } from './errors.js';
 import { HandoffWatcher } from './handoff-watcher.js';
 import { PoolManagerMetrics } from './metrics.js';
 import { sweepStalePidFiles } from './pid-files.js';
@@ -233,6 +233,38 @@ export class PoolManager {
       return;
     }
     for (const c of this.#controllers.values()) await c.handoffRemoved(path);
+  }
+
+  /**
+   * Drain (DESIGN §5): no new leases, in-flight work until `deadlineMs`, then stop. Configured pools
+   * stop their engine; an adopted external engine is released (not killed: it is not ours).
+   * Throws synchronously for unknown or busy pools; the returned promise is the whole operation.
+   */
+  drain(poolId: string, deadlineMs: number): Promise<void> {
+    const c = this.#controllers.get(poolId);
+    if (c !== undefined) return c.drain(deadlineMs);
+    const a = this.#adopted.get(poolId);
+    if (a === undefined) throw new PoolNotFoundError(poolId);
+    const r = this.registry;
+    if (r.state(poolId) === 'draining') throw new PoolBusyError(poolId, 'drain');
+    if (r.state(poolId) === 'ready') r.transition(poolId, 'draining', `draining; deadline ${deadlineMs} ms`);
+    return (async () => {
+      const until = Date.now() + deadlineMs;
+      while (r.activeLeases(poolId) > 0 && Date.now() < until) await new Promise((res) => setTimeout(res, 20).unref());
+      if (r.activeLeases(poolId) > 0) r.abortLeases(poolId, 'drain deadline passed');
+      a.monitor.close();
+      this.#adopted.delete(poolId);
+      r.unbindEngine(poolId);
+      r.transition(poolId, 'stopped', 'drained (external engine released, not stopped)');
+    })();
+  }
+
+  /** Reload with rollback; only configured pools can load another model. */
+  reload(poolId: string, ref: string, sha256: string | undefined, deadlineMs: number): Promise<void> {
+    const c = this.#controllers.get(poolId);
+    if (c !== undefined) return c.reload(ref, sha256, deadlineMs);
+    if (!this.registry.has(poolId)) throw new PoolNotFoundError(poolId);
+    throw new PoolNotManagedError(poolId);
   }
 
   /** Stops the watcher, every pool (engines SIGTERM → SIGKILL) and the HTTP clients. Idempotent. */

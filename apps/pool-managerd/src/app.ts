@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import Fastify from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import type { PoolManagerConfig } from '@llama-orch/contracts';
+import { authPlugin } from './http/auth.js';
+import { completionsRoute } from './http/completions-route.js';
+import { errorHandlerPlugin } from './http/error-handler.js';
+import { metricsRoute } from './http/metrics-route.js';
+import { poolRoutes } from './http/pool-routes.js';
+import type { PoolManager } from './pool-manager.js';
+
+export interface AppDeps {
+  manager: PoolManager;
+  logger: Logger;
+  /** Bearer token (config `api_token` or env, resolved by main); undefined = no auth (loopback only). */
+  apiToken: string | undefined;
+}
+
+const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * pool-managerd's HTTP API (DESIGN §4 "pool-managerd HTTP"). Never listens, reads env or installs
+ * signal handlers: main.ts does.
+ */
+export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ component: 'http', nodeId: config.node.id }),
+    requestIdHeader: false,
+    requestIdLogLabel: 'correlation_id',
+    genReqId: (req) => {
+      const given = req.headers['x-correlation-id'];
+      return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
+    },
+    bodyLimit: 4 * 1024 * 1024,
+    disableRequestLogging: true,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  // First hook: every response, 401s and 404s included, carries the correlation id.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-correlation-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const level = reply.statusCode >= 500 ? 'warn' : 'debug';
+    request.log[level]({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request done');
+  });
+  await app.register(errorHandlerPlugin);
+  await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics', '/health'] });
+  await app.register(metricsRoute, { registry: deps.manager.metrics.registry });
+  await app.register(poolRoutes, { manager: deps.manager });
+  await app.register(completionsRoute, { manager: deps.manager });
+  return app;
+}
+
+export type PoolManagerApp = Awaited<ReturnType<typeof buildApp>>;

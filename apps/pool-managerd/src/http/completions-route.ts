@@ -1,0 +1,48 @@
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { DispatchRequestSchema, PoolIdSchema } from '@llama-orch/contracts';
+import { dispatchEvents } from '../dispatch.js';
+import type { PoolManager } from '../pool-manager.js';
+
+const PoolParams = z.strictObject({ id: PoolIdSchema });
+
+/**
+ * `POST /v2/pools/{id}/completions`: takes a lease (404 unknown pool, 503 POOL_UNREADY when not
+ * ready, draining or full), then streams DispatchEvents as NDJSON. Client disconnect aborts the
+ * engine request, which frees the engine's slot.
+ */
+export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
+  app.post('/v2/pools/:id/completions', { schema: { params: PoolParams, body: DispatchRequestSchema } }, async (request, reply) => {
+    const { id } = request.params;
+    const lease = manager.registry.lease(id);
+    const engine = manager.registry.engine(id);
+    if (engine === undefined) {
+      // Unbound between the lease check and here (the engine just exited): give the slot back.
+      lease.release();
+      throw new Error(`pool ${id} lost its engine`);
+    }
+    const clientGone = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) clientGone.abort();
+    });
+    const events = dispatchEvents({
+      poolId: id,
+      nodeId: manager.nodeId,
+      request: request.body,
+      lease,
+      client: manager.clientFor(engine.url),
+      engineVersion: engine.engine_version,
+      registry: manager.registry,
+      metrics: manager.metrics,
+      logger: request.log.child({ poolId: id }),
+      clientGone: clientGone.signal,
+    });
+    async function* lines(): AsyncGenerator<string> {
+      for await (const ev of events) yield `${JSON.stringify(ev)}\n`;
+    }
+    reply.header('content-type', 'application/x-ndjson; charset=utf-8');
+    reply.header('cache-control', 'no-store');
+    return reply.send(Readable.from(lines(), { objectMode: false, highWaterMark: 1 }));
+  });
+};

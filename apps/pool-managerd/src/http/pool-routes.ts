@@ -1,0 +1,52 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  DrainRequestSchema, ErrorEnvelopeSchema, ManagerHealthSchema, PoolIdSchema, PoolOperationResponseSchema, PoolStatusSchema, ReloadRequestSchema,
+} from '@llama-orch/contracts';
+import type { PoolManager } from '../pool-manager.js';
+
+/** `GET /v2/pools` body (contracts has no list schema for pool-managerd yet). */
+export const PoolStatusListSchema = z.strictObject({ pools: z.array(PoolStatusSchema) });
+
+const PoolParams = z.strictObject({ id: PoolIdSchema });
+
+/** Health, pool status, drain and reload routes. */
+export const poolRoutes: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
+  const log = app.log;
+  app.get('/health', { schema: { response: { 200: ManagerHealthSchema } } }, async () => {
+    const pools: Record<string, z.infer<typeof PoolStatusSchema>['state']> = {};
+    for (const s of manager.registry.statuses()) pools[s.pool_id] = s.state;
+    return { status: 'ok' as const, node_id: manager.nodeId, pools };
+  });
+
+  app.get('/v2/pools', { schema: { response: { 200: PoolStatusListSchema } } }, async () => ({ pools: manager.registry.statuses() }));
+
+  app.get('/v2/pools/:id', { schema: { params: PoolParams, response: { 200: PoolStatusSchema, 404: ErrorEnvelopeSchema } } }, async (request) =>
+    manager.registry.status(request.params.id),
+  );
+
+  app.post(
+    '/v2/pools/:id/drain',
+    { schema: { params: PoolParams, body: DrainRequestSchema, response: { 202: PoolOperationResponseSchema } } },
+    async (request, reply) => {
+      const { id } = request.params;
+      const op = manager.drain(id, request.body.deadline_ms);
+      op.catch((err: unknown) => log.error({ err, poolId: id }, 'drain failed'));
+      request.log.info({ poolId: id, deadlineMs: request.body.deadline_ms, human: `drain of pool ${id} requested` }, 'drain accepted');
+      return reply.code(202).send({ pool_id: id, operation: 'drain' as const, state: manager.registry.state(id) });
+    },
+  );
+
+  app.post(
+    '/v2/pools/:id/reload',
+    { schema: { params: PoolParams, body: ReloadRequestSchema, response: { 202: PoolOperationResponseSchema } } },
+    async (request, reply) => {
+      const { id } = request.params;
+      const { new_model_ref, sha256, deadline_ms } = request.body;
+      const op = manager.reload(id, new_model_ref, sha256, deadline_ms);
+      op.catch((err: unknown) => log.error({ err, poolId: id }, 'reload failed'));
+      request.log.info({ poolId: id, model: new_model_ref, human: `reload of pool ${id} to ${new_model_ref} requested` }, 'reload accepted');
+      return reply.code(202).send({ pool_id: id, operation: 'reload' as const, state: manager.registry.state(id) });
+    },
+  );
+};

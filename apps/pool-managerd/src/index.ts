@@ -1,0 +1,45 @@
+export { buildApp } from './app.js';
+export type { AppDeps, PoolManagerApp } from './app.js';
+export { PoolManager } from './pool-manager.js';
+export type { PoolManagerOptions } from './pool-manager.js';
+export { PoolController, DEFAULT_SUPERVISION } from './pool-controller.js';
+export type { PoolControllerOptions, SupervisionSettings, PoolControllerState } from './pool-controller.js';
+export { PoolRegistry, UNREADY_RETRY_MS } from './registry.js';
+export type { Lease, EngineBinding, BreakerState, RegisterPoolOptions } from './registry.js';
+export { PoolStateMachine, canTransition } from './pool-state.js';
+export type { PoolStateChange } from './pool-state.js';
+export { EngineProcess } from './engine-process.js';
+export type { EngineProcessOptions, EngineExit, EngineProcessState } from './engine-process.js';
+export { Supervisor } from './supervisor.js';
+export type { SupervisorOptions, SupervisorEvents, SupervisorState, SupervisedProcess } from './supervisor.js';
+export { BackoffPolicy } from './backoff.js';
+export type { BackoffOptions } from './backoff.js';
+export { CircuitBreaker } from './circuit-breaker.js';
+export type { CircuitBreakerOptions } from './circuit-breaker.js';
+export { RestartLimiter } from './restart-limiter.js';
+export type { RestartLimiterOptions } from './restart-limiter.js';
+export { systemClock } from './clock.js';
+export type { Clock } from './clock.js';
+export { RotatingLogFile } from './rotating-log.js';
+export type { RotatingLogOptions } from './rotating-log.js';
+export { writeHandoffFile, removeHandoffFile, handoffPath } from './handoff-file.js';
+export { HandoffWatcher } from './handoff-watcher.js';
+export type { HandoffWatcherOptions, HandoffRejectReason } from './handoff-watcher.js';
+export { NodeClient } from './node-client.js';
+export type { NodeClientOptions, NodeClientState } from './node-client.js';
+export { detectCapabilities, detectGpus, parseNvidiaSmi, machineId } from './capabilities.js';
+export type { NodeCapabilities } from './capabilities.js';
+export { loadSettings, parseArgv, isLoopbackHost } from './config.js';
+export type { DaemonSettings } from './config.js';
+export { runtimeDir, claimRuntimeDir } from './runtime-dir.js';
+export type { RuntimeDir } from './runtime-dir.js';
+export { sweepStalePidFiles, isLlamaServerProcess } from './pid-files.js';
+export { detectPdeathsigWrapper } from './setpriv.js';
+export { dispatchEvents, DispatchAbort } from './dispatch.js';
+export type { DispatchOptions } from './dispatch.js';
+export { PoolManagerMetrics } from './metrics.js';
+export {
+  PoolManagerError, ConfigError, PoolNotFoundError, PoolUnreadyError, PoolBusyError, PoolNotManagedError, InvalidTransitionError,
+  EngineSpawnError, EngineReadinessError, HandoffError, RuntimeDirLockedError, UnauthorizedError, NodeRegistrationError,
+} from './errors.js';
+export type { PoolManagerErrorCode } from './errors.js';
