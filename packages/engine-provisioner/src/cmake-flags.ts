@@ -7,7 +7,7 @@ import { EngineProvisionError } from './errors.js';
  * would silently contradict the pool's `gpu`/`native` policy or the self-contained binary.
  */
 const MANAGED_CMAKE_VARS = new Set([
-  'GGML_CUDA', 'CMAKE_CUDA_ARCHITECTURES', 'CMAKE_CUDA_COMPILER', 'GGML_NATIVE', 'BUILD_SHARED_LIBS',
+  'GGML_CUDA', 'CMAKE_CUDA_ARCHITECTURES', 'CMAKE_CUDA_COMPILER', 'CUDAToolkit_ROOT', 'GGML_NATIVE', 'BUILD_SHARED_LIBS',
 ]);
 
 /**
@@ -39,7 +39,9 @@ export function cmakeFlagsFor(pool: PoolConfig, cuda: CudaToolkit | undefined): 
     `-DGGML_NATIVE=${pool.native ? 'ON' : 'OFF'}`,
   ];
   if (cuda) {
-    flags.push('-DGGML_CUDA=ON', `-DCMAKE_CUDA_ARCHITECTURES=${pool.cuda_architectures}`, `-DCMAKE_CUDA_COMPILER=${cuda.nvccPath}`);
+    // CUDAToolkit_ROOT too: FindCUDAToolkit runs before the CUDA language is enabled and would
+    // otherwise pick /usr/local/cuda even when CMAKE_CUDA_COMPILER names another toolkit
+    flags.push('-DGGML_CUDA=ON', `-DCMAKE_CUDA_ARCHITECTURES=${pool.cuda_architectures}`, `-DCMAKE_CUDA_COMPILER=${cuda.nvccPath}`, `-DCUDAToolkit_ROOT=${cuda.root}`);
   } else {
     flags.push('-DGGML_CUDA=OFF');
   }

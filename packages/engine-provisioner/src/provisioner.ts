@@ -5,7 +5,7 @@ import {
 } from '@llama-orch/contracts';
 import { ensureSourceTree, SourceError, type SourceSpec, type SourceTree } from '@llama-orch/llamacpp-source';
 import { cmakeFlagsFor } from './cmake-flags.js';
-import { DEFAULT_CUDA_SEARCH_ROOTS, lookupCudaToolkit, type CudaToolkit } from './cuda-toolkit.js';
+import { CUDA_DRIVER_COMPONENT, DEFAULT_CUDA_SEARCH_ROOTS, lookupCudaToolkit, type CudaToolkit } from './cuda-toolkit.js';
 import { buildEngine, configureEngine, type ConfigureResult } from './engine-builder.js';
 import {
   acquireBuildLock, engineCacheLayout, ensureCacheWritable, readCacheEntry, removeStaleStages, type CacheEntry, type EngineCacheLayout,
@@ -228,10 +228,26 @@ export class EngineProvisioner {
   /** GPU policy → toolkit or CPU. `required` without a toolkit fails here, before anything is built. */
   private async decideCuda(pool: PoolConfig, log: Logger): Promise<CudaToolkit | undefined> {
     if (pool.gpu === 'off') return undefined;
-    const { toolkit, tried } = await lookupCudaToolkit(this.env, this.cudaSearchRoots);
-    if (toolkit) {
+    const report = await lookupCudaToolkit(this.env, this.cudaSearchRoots);
+    const { tried } = report;
+    // ggml links libcuda only for virtual memory management; GGML_CUDA_NO_VMM=ON builds without it
+    const noVmm = pool.build_flags.includes('-DGGML_CUDA_NO_VMM=ON');
+    const toolkit = report.toolkit && noVmm ? { ...report.toolkit, missing: report.toolkit.missing.filter((m) => m !== CUDA_DRIVER_COMPONENT) } : report.toolkit;
+    if (toolkit && toolkit.missing.length === 0) {
       log.info({ nvcc: toolkit.nvccPath, foundVia: toolkit.foundVia, cudaVersion: toolkit.version, gpu: pool.gpu }, 'CUDA toolkit found; building with GGML_CUDA=ON');
       return toolkit;
+    }
+    if (toolkit) {
+      // nvcc alone is not a toolkit: without cuBLAS CMake fails late with an obscure error
+      if (pool.gpu === 'required') {
+        throw new EngineProvisionError(
+          'GPU_TOOLKIT_MISSING',
+          `pool ${pool.id} has gpu: required but the CUDA toolkit at ${toolkit.root} (nvcc ${toolkit.version}, ${toolkit.nvccPath}) is incomplete: missing ${toolkit.missing.join(', ')}. Install the full CUDA toolkit (with cuBLAS); a CPU build is never substituted.`,
+          { poolId: pool.id, missing: toolkit.missing, nvcc: toolkit.nvccPath, root: toolkit.root },
+        );
+      }
+      log.warn({ nvcc: toolkit.nvccPath, missing: toolkit.missing }, 'gpu: optional and the CUDA toolkit is incomplete; building for CPU');
+      return undefined;
     }
     if (pool.gpu === 'required') {
       throw new EngineProvisionError(
