@@ -121,7 +121,8 @@ describe('downloads', () => {
     const { p, cacheDir } = await provisioner();
     const first = await errorOf(p.ensure(`${s.origin}/m.gguf`));
     expect(first.code).toBe('MODEL_FETCH_FAILED');
-    expect(await listDir(join(cacheDir, 'models', 'tmp'))).toHaveLength(1);
+    const kept = await listDir(join(cacheDir, 'models', 'tmp'));
+    expect(kept.filter((f) => f.endsWith('.partial'))).toHaveLength(1);
     const r = await p.ensure(`${s.origin}/m.gguf`, { sha256: modelSha });
     expect(s.requests.map((q) => q.headers.range)).toEqual([undefined, `bytes=${half}-`, `bytes=${half}-`, `bytes=${half}-`]);
     expect(r.size_bytes).toBe(model.length);
@@ -136,6 +137,26 @@ describe('downloads', () => {
     expect(quitter.status === 'rejected' && (quitter.reason as ModelProvisionError).code).toBe('DEADLINE_EXCEEDED');
     expect(stayer.status === 'fulfilled' && stayer.value.sha256).toBe(modelSha);
     expect(s.requests).toHaveLength(1);
+  });
+
+  it('starts over when the file changed between tries (If-Range with the first ETag)', async () => {
+    const half = Math.floor(model.length / 2);
+    const v2 = Buffer.from(model);
+    v2.writeUInt8(v2[1_000_000]! ^ 0xff, 1_000_000); // same size, a tensor byte in the first half differs
+    const v2Sha = createHash('sha256').update(v2).digest('hex');
+    const s = await server((req, res, n) => {
+      if (n === 1) {
+        res.writeHead(200, { etag: '"v1"', 'content-length': model.length });
+        res.write(model.subarray(0, half), () => setTimeout(() => res.socket?.destroy(), 300));
+        return;
+      }
+      serveBytes(v2, req, res, '"v2"');
+    });
+    const { p } = await provisioner();
+    const r = await p.ensure(`${s.origin}/m.gguf`);
+    expect(s.requests[1]?.headers).toMatchObject({ range: `bytes=${half}-`, 'if-range': '"v1"' });
+    expect(r.sha256).toBe(v2Sha);
+    expect((await readFile(r.local_path)).equals(v2)).toBe(true);
   });
 
   it('starts over when the server ignores Range', async () => {

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdir, open, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
+import { z } from 'zod';
 import { ModelProvisionError, cacheError } from './errors.js';
-import { hashFileInto, sleep } from './fs-util.js';
+import { hashFileInto, sleep, writeFileAtomic } from './fs-util.js';
 import type { ProgressReporter } from './progress.js';
 
 /** Retry policy for transient download failures. */
@@ -77,20 +78,63 @@ function parseContentRange(v: string | string[] | undefined): { start?: number; 
   };
 }
 
+const PartialMetaSchema = z.strictObject({ url: z.string(), validator: z.string().optional() });
+type PartialMeta = z.infer<typeof PartialMetaSchema>;
+
+const metaPath = (partialPath: string): string => `${partialPath}.json`;
+
+async function readPartialMeta(partialPath: string): Promise<PartialMeta | undefined> {
+  try {
+    return PartialMetaSchema.parse(JSON.parse(await readFile(metaPath(partialPath), 'utf8')));
+  } catch {
+    return undefined;
+  }
+}
+
+async function writePartialMeta(partialPath: string, meta: PartialMeta): Promise<void> {
+  await writeFileAtomic(metaPath(partialPath), JSON.stringify(meta));
+}
+
+/** Deletes a partial download and its sidecar. */
+export async function removePartial(partialPath: string): Promise<void> {
+  await rm(partialPath, { force: true });
+  await rm(metaPath(partialPath), { force: true });
+}
+
+/** Strong ETag, else Last-Modified: what If-Range may carry (weak ETags are not allowed there). */
+function validatorOf(h: Record<string, string | string[] | undefined>): string | undefined {
+  const first = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
+  const etag = first(h.etag);
+  if (etag && !etag.startsWith('W/')) return etag;
+  return first(h['last-modified']);
+}
+
 /**
  * One GET; appends to the partial file and feeds the running hash.
  * @returns the final size when the body is complete.
  */
 async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResult> {
   let offset = await fileSize(opts.partialPath);
+  const meta = offset > 0 ? await readPartialMeta(opts.partialPath) : undefined;
+  if (offset > 0 && meta?.url !== opts.url) {
+    // bytes of another URL (or of unknown origin) are never continued
+    await removePartial(opts.partialPath);
+    offset = 0;
+  }
   const hash = createHash('sha256');
   // resuming: the digest must cover the bytes already on disk, so hash them again first
   if (offset > 0) await hashFileInto(hash, opts.partialPath, { length: offset, signal: opts.signal });
 
-  const headers = { ...opts.headers, ...(offset > 0 ? { range: `bytes=${offset}-` } : {}) };
+  const headers: Record<string, string> = { ...opts.headers };
+  if (offset > 0) {
+    headers.range = `bytes=${offset}-`;
+    // If-Range: a server whose file changed since the first bytes answers 200 with the new file
+    if (meta?.validator) headers['if-range'] = meta.validator;
+  }
+  const u = new URL(opts.url);
   const res = await opts.dispatcher.request({
-    origin: new URL(opts.url).origin,
-    path: new URL(opts.url).pathname + new URL(opts.url).search,
+    origin: u.origin,
+    path: u.pathname + u.search,
     method: 'GET',
     headers,
     signal: opts.signal,
@@ -105,7 +149,7 @@ async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResu
     const cr = parseContentRange(res.headers['content-range']);
     if (cr.start !== offset) {
       await res.body.dump();
-      await rm(opts.partialPath, { force: true });
+      await removePartial(opts.partialPath);
       throw new Transient(`server answered range ${String(cr.start)} for a request from ${offset}`);
     }
     append = true;
@@ -121,7 +165,7 @@ async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResu
     await res.body.dump();
     const cr = parseContentRange(res.headers['content-range']);
     if (cr.total === offset) return { sha256: hash.digest('hex'), size_bytes: offset };
-    await rm(opts.partialPath, { force: true });
+    await removePartial(opts.partialPath);
     throw new Transient(`range ${offset}- not satisfiable (size ${String(cr.total)}); starting over`);
   } else {
     await res.body.dump().catch(() => undefined);
@@ -133,6 +177,7 @@ async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResu
     throw new ModelProvisionError('MODEL_FETCH_FAILED', `download refused: ${safeUrl(opts.url)} answered ${status}${hint}`, { url: safeUrl(opts.url), status });
   }
 
+  if (!append) await writePartialMeta(opts.partialPath, { url: opts.url, validator: validatorOf(res.headers) });
   const h = offset === 0 ? createHash('sha256') : hash;
   let done = offset;
   opts.progress.update({ bytes_done: done, ...(total === undefined ? {} : { bytes_total: total }) });

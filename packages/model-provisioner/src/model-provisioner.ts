@@ -7,7 +7,7 @@ import { ResolvedModelSchema, Sha256Schema } from '@llama-orch/contracts';
 import type { ResolvedModel } from '@llama-orch/contracts';
 import { ensureSourceTree } from '@llama-orch/llamacpp-source';
 import { Catalog } from './catalog.js';
-import { download } from './download.js';
+import { download, removePartial } from './download.js';
 import type { RetryPolicy } from './download.js';
 import { ModelProvisionError, cacheError } from './errors.js';
 import { sha256File } from './fs-util.js';
@@ -99,8 +99,7 @@ export class ModelProvisioner {
       ...(opts.isPinned ? { isPinned: opts.isPinned } : {}),
       storeDir: this.store.blobDir,
     });
-    if (!opts.dispatcher) this.ownAgent = new Agent();
-    this.http = (opts.dispatcher ?? this.ownAgent ?? new Agent()).compose(interceptors.redirect({ maxRedirections: 5 }));
+    this.http = (opts.dispatcher ?? (this.ownAgent = new Agent())).compose(interceptors.redirect({ maxRedirections: 5 }));
     this.retry = { attempts: 4, baseMs: 500, maxMs: 10_000, ...opts.retry };
     this.hfBaseUrl = (opts.hfBaseUrl ?? 'https://huggingface.co').replace(/\/+$/, '');
   }
@@ -317,22 +316,23 @@ export class ModelProvisioner {
       } catch (err) {
         // bytes from transient failures stay for the next ensure to resume; anything else is dropped
         const resumable = err instanceof ModelProvisionError && err.code === 'MODEL_FETCH_FAILED' && err.context.attempts !== undefined;
-        if (!resumable) await rm(partial, { force: true });
+        if (!resumable) await removePartial(partial);
         throw err;
       } finally {
         progress.finish();
       }
       if (expected && res.sha256 !== expected) {
-        await rm(partial, { force: true });
+        await removePartial(partial);
         throw this.digestMismatch(ref, expected, res.sha256);
       }
       try {
         await readGgufHeader(partial);
       } catch (err) {
-        await rm(partial, { force: true });
+        await removePartial(partial);
         throw err;
       }
       const path = await this.store.commit(partial, res.sha256);
+      await removePartial(partial);
       const located = { path, sha256: res.sha256, size: res.size_bytes };
       await this.record(key, ref, located);
       const secs = (performance.now() - t0) / 1000;

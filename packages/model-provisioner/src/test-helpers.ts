@@ -86,20 +86,25 @@ export async function startServer(handler: (req: IncomingMessage, res: ServerRes
   };
 }
 
-/** Serves `data` honouring `Range: bytes=N-` (206), else the whole body (200). */
-export function serveBytes(data: Buffer, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * Serves `data` honouring `Range: bytes=N-` (206), else the whole body (200). With an `etag`,
+ * sends it and answers a Range whose `If-Range` names another version with the whole body.
+ */
+export function serveBytes(data: Buffer, req: IncomingMessage, res: ServerResponse, etag?: string): void {
   const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
-  if (m) {
+  const ifRange = req.headers['if-range'];
+  const etagHeader = etag ? { etag } : {};
+  if (m && (ifRange === undefined || ifRange === etag)) {
     const start = Number(m[1]);
     if (start >= data.length) {
       res.writeHead(416, { 'content-range': `bytes */${data.length}` });
       res.end();
       return;
     }
-    res.writeHead(206, { 'content-length': data.length - start, 'content-range': `bytes ${start}-${data.length - 1}/${data.length}` });
+    res.writeHead(206, { ...etagHeader, 'content-length': data.length - start, 'content-range': `bytes ${start}-${data.length - 1}/${data.length}` });
     res.end(data.subarray(start));
     return;
   }
-  res.writeHead(200, { 'content-length': data.length, 'content-type': 'application/octet-stream' });
+  res.writeHead(200, { ...etagHeader, 'content-length': data.length, 'content-type': 'application/octet-stream' });
   res.end(data);
 }
