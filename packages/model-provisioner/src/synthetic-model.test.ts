@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -116,6 +116,14 @@ describe('ensure(synthetic:…)', () => {
     } finally {
       await p.close();
     }
+  });
+
+  it('reports an unusable cache directory as CACHE_UNWRITABLE', async () => {
+    const file = join(await temp.make(), 'a-file');
+    await writeFile(file, 'x');
+    const p = new ModelProvisioner({ cacheDir: join(file, 'cache'), logger: testLogger(), vocabPath: vocab, progressTty: false });
+    await expect(p.ensure('synthetic:llama')).rejects.toMatchObject({ code: 'CACHE_UNWRITABLE' });
+    await p.close();
   });
 
   it('refuses unknown parameters', async () => {
