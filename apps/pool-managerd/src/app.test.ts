@@ -1,0 +1,115 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { ErrorEnvelopeSchema, ManagerHealthSchema, PoolConfigSchema } from '@llama-orch/contracts';
+import { EngineProvisioner } from '@llama-orch/engine-provisioner';
+import { ModelProvisioner } from '@llama-orch/model-provisioner';
+import { buildApp, type PoolManagerApp } from './app.js';
+import { DEFAULT_SUPERVISION } from './pool-controller.js';
+import { PoolManager } from './pool-manager.js';
+import { PoolStatusListSchema } from './http/pool-routes.js';
+import { runtimeDir } from './runtime-dir.js';
+
+const TOKEN = 'app-test-token-0123456789abcdef';
+let dir: string;
+let app: PoolManagerApp;
+let manager: PoolManager;
+
+// HTTP surface without a running engine: the pool stays `provisioning` (start() is never called).
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'pm-app-'));
+  const logger = pino({ level: 'silent' });
+  manager = new PoolManager({
+    nodeId: 'n1',
+    pools: [PoolConfigSchema.parse({ id: 'p0', model: 'synthetic:llama' })],
+    runtime: runtimeDir(join(dir, 'run')),
+    logger,
+    engines: new EngineProvisioner({ cacheDir: join(dir, 'cache'), logger, env: {} }),
+    models: new ModelProvisioner({ cacheDir: join(dir, 'cache'), logger, progressTty: false }),
+    engineEnv: {},
+    wrapper: [],
+    supervision: { ...DEFAULT_SUPERVISION },
+  });
+  app = await buildApp({ manager, logger, apiToken: TOKEN }, { node: { id: 'n1', addr: '127.0.0.1:0' } });
+});
+
+afterAll(async () => {
+  await app.close();
+  await manager.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+describe('pool-managerd HTTP API', () => {
+  it('GET /health needs no token and reports pool states', async () => {
+    const res = await app.inject({ method: 'GET', url: '/health' });
+    expect(res.statusCode).toBe(200);
+    expect(ManagerHealthSchema.parse(res.json())).toEqual({ status: 'ok', node_id: 'n1', pools: { p0: 'provisioning' } });
+    expect(res.headers['x-correlation-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('protected routes answer a JSON 401 with the echoed correlation id', async () => {
+    for (const headers of [{}, { authorization: 'Bearer wrong-token-wrong-token' }, { authorization: TOKEN }]) {
+      const res = await app.inject({ method: 'GET', url: '/v2/pools', headers: { ...headers, 'x-correlation-id': 'corr-1' } });
+      expect(res.statusCode).toBe(401);
+      expect(ErrorEnvelopeSchema.parse(res.json()).code).toBe('UNAUTHORIZED');
+      expect(res.headers['x-correlation-id']).toBe('corr-1');
+    }
+  });
+
+  it('GET /v2/pools and /v2/pools/{id}', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v2/pools', headers: auth });
+    expect(res.statusCode).toBe(200);
+    const { pools } = PoolStatusListSchema.parse(res.json());
+    expect(pools).toHaveLength(1);
+    expect(pools[0]).toMatchObject({ pool_id: 'p0', state: 'provisioning', ready: false, live: false, slots_free: 0, breaker: 'closed', models: ['synthetic:llama'] });
+    const one = await app.inject({ method: 'GET', url: '/v2/pools/p0', headers: auth });
+    expect(one.json()).toMatchObject({ pool_id: 'p0' });
+    const missing = await app.inject({ method: 'GET', url: '/v2/pools/nope', headers: auth });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('dispatch to a pool that is not ready is a 503 POOL_UNREADY with backoff headers', async () => {
+    const res = await app.inject({
+      method: 'POST', url: '/v2/pools/p0/completions', headers: auth,
+      payload: { task_id: '5f0c6f8e-8f0e-4e43-9d61-3b8a4f9b8c11', prompt: 'hi', max_tokens: 4 },
+    });
+    expect(res.statusCode).toBe(503);
+    expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({ code: 'POOL_UNREADY', retriable: true });
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(res.headers['x-backoff-ms'])).toBeGreaterThan(0);
+    const unknown = await app.inject({
+      method: 'POST', url: '/v2/pools/nope/completions', headers: auth,
+      payload: { task_id: '5f0c6f8e-8f0e-4e43-9d61-3b8a4f9b8c11', prompt: 'hi', max_tokens: 4 },
+    });
+    expect(unknown.statusCode).toBe(404);
+  });
+
+  it('invalid bodies are 400 INVALID_PARAMS naming the field', async () => {
+    const res = await app.inject({
+      method: 'POST', url: '/v2/pools/p0/completions', headers: auth,
+      payload: { task_id: 'not-a-uuid', prompt: 'hi', max_tokens: 0, extra: 1 },
+    });
+    expect(res.statusCode).toBe(400);
+    const body = ErrorEnvelopeSchema.parse(res.json());
+    expect(body.code).toBe('INVALID_PARAMS');
+    expect(body.message).toMatch(/task_id/);
+    expect(body.message).toMatch(/max_tokens/);
+    const bad = await app.inject({ method: 'POST', url: '/v2/pools/p0/drain', headers: { ...auth, 'content-type': 'application/json' }, payload: '{"deadline_ms": ' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ code: 'INVALID_PARAMS' });
+  });
+
+  it('GET /metrics is public Prometheus text from the app registry', async () => {
+    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/text\/plain/);
+    expect(res.body).toMatch(/pool_slots_total\{pool_id="p0"\} 1/);
+    expect(res.body).toMatch(/pool_slots_free\{pool_id="p0"\} 0/);
+    expect(res.body).toMatch(/pool_breaker_state\{pool_id="p0"\} 0/);
+  });
+});
