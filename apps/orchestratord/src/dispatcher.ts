@@ -1,0 +1,587 @@
+import type {
+  AdmissionResponse, DispatchRequest, EndEvent, ErrorCode, MetricsEvent, SseFrame, TaskRequest,
+} from '@llama-orch/contracts';
+import type { Log } from './log.js';
+import { AdmissionQueue, type QueuePolicy } from './admission-queue.js';
+import type { Clock } from './clock.js';
+import {
+  DeadlineUnmetError, InternalError, InvalidParamsError, ModelNotAvailableError, QueueFullError,
+} from './errors.js';
+import type { OrchdMetrics } from './metrics.js';
+import { modelAvailability, preparationSteps, provisioningProgress } from './model-availability.js';
+import type { NodeRegistry, PoolView } from './node-registry.js';
+import {
+  candidateKey, isEligible, place, type PlacementRequest, type PlacementStrategy, type RoundRobinCursor,
+} from './placement.js';
+import type { PoolClient } from './pool-client.js';
+import { onTimeProbability, Predictor, type PredictorPool } from './predictor.js';
+import type { SessionStore } from './session-store.js';
+import type { TaskRecord } from './task.js';
+import { runAttempt, type AttemptOutcome } from './task-runner.js';
+import { TaskStream } from './task-stream.js';
+
+/**
+ * The data plane: admission, the queue, placement, dispatch and the relay into each task's frame
+ * log. Invariants:
+ * - every admitted task ends with exactly one terminal frame (`end` or `error`), whatever happens
+ *   (node loss, cancel, disconnect, deadline, eviction, shutdown): all endings go through `#end`;
+ * - slots are leased synchronously inside `pump()`, so two tasks never get one slot;
+ * - a task is re-placed at most `maxRetries` times, and only before its first token.
+ */
+
+export interface TaskDispatcherOptions {
+  registry: NodeRegistry;
+  poolClient: PoolClient;
+  metrics: OrchdMetrics;
+  sessions: SessionStore;
+  clock: Clock;
+  logger: Log;
+  admissionCapacity: number;
+  admissionPolicy: QueuePolicy;
+  placementStrategy: PlacementStrategy;
+  /** Largest ctx accepted when no pool reports one. */
+  ctxMax: number;
+  /** How long an ended task's frames stay readable, ms. */
+  streamGraceMs: number;
+  /** Housekeeping period (deadlines, metrics frames), ms. @default 100 */
+  tickMs?: number;
+  /** Period of `metrics` frames while a task waits, ms. @default 1000 */
+  metricsIntervalMs?: number;
+  /** Re-placements after a node failure before the first token. @default 1 */
+  maxRetries?: number;
+  /** How long close() waits for in-flight upstream requests to unwind, ms. @default 2000 */
+  closeTimeoutMs?: number;
+}
+
+/** AdmissionResponse without the stream URLs (the route knows the public address). */
+export type AdmissionResult = Omit<AdmissionResponse, 'streams'>;
+
+export type CancelResult = 'canceled' | 'already-ended' | 'unknown';
+export type CancelReason = 'client' | 'disconnect';
+export type DispatcherState = 'running' | 'closing' | 'closed';
+
+const ENGINE = 'llamacpp';
+
+function placementRequest(task: TaskRecord): PlacementRequest {
+  const r = task.request;
+  return { model_ref: r.model_ref, ctx: r.ctx, determinism: r.determinism, placement: r.placement, exclude: task.exclude };
+}
+
+/** Tasks with equal keys get equal placement decisions, so one that must wait means all wait. */
+function waitKey(task: TaskRecord): string {
+  const r = task.request;
+  return JSON.stringify([r.model_ref, r.ctx, r.determinism ?? '', r.placement ?? null, [...task.exclude].sort()]);
+}
+
+function expectedTokens(r: TaskRequest): number {
+  return r.expected_tokens ?? r.max_tokens;
+}
+
+export class TaskDispatcher {
+  readonly #o: Required<TaskDispatcherOptions>;
+  readonly #queue: AdmissionQueue<TaskRecord>;
+  readonly #tasks = new Map<string, TaskRecord>();
+  readonly #running = new Set<TaskRecord>();
+  readonly #inflight = new Set<Promise<void>>();
+  readonly #retention = new Map<string, NodeJS.Timeout>();
+  readonly #rr: RoundRobinCursor = { next: 0 };
+  readonly #predictor = new Predictor();
+  readonly #tick: NodeJS.Timeout;
+  readonly #unsubscribe: () => void;
+  #state: DispatcherState = 'running';
+  #pumping = false;
+  #pumpAgain = false;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: TaskDispatcherOptions) {
+    this.#o = { tickMs: 100, metricsIntervalMs: 1000, maxRetries: 1, closeTimeoutMs: 2000, ...options };
+    this.#queue = new AdmissionQueue<TaskRecord>({ capacity: options.admissionCapacity, policy: options.admissionPolicy });
+    this.#unsubscribe = options.registry.subscribe(() => this.pump());
+    this.#tick = setInterval(() => this.#housekeeping(), this.#o.tickMs);
+    this.#tick.unref();
+  }
+
+  get state(): DispatcherState {
+    return this.#state;
+  }
+
+  get predictor(): Predictor {
+    return this.#predictor;
+  }
+
+  queueDepth(): Record<'interactive' | 'batch', number> {
+    return { interactive: this.#queue.sizeOf('interactive'), batch: this.#queue.sizeOf('batch') };
+  }
+
+  get(id: string): TaskRecord | undefined {
+    return this.#tasks.get(id);
+  }
+
+  /**
+   * Validates a task against the live cluster, enqueues it and writes its `started` frame.
+   * Throws typed errors (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT,
+   * QUEUE_FULL_DROP_LRU) that the error handler maps to envelopes.
+   */
+  admit(request: TaskRequest, log: Log): AdmissionResult {
+    if (this.#state !== 'running') throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
+    if (this.#tasks.has(request.task_id)) {
+      throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
+    }
+    const views = this.#o.registry.pools();
+    const avail = modelAvailability(views, request.model_ref);
+    if (avail.ready.length === 0 && avail.provisioning.length === 0) {
+      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: 'MODEL_NOT_AVAILABLE' });
+      throw new ModelNotAvailableError(`model '${request.model_ref}' is not served or provisioned by any pool`, {
+        retryAfterMs: this.#o.registry.heartbeatIntervalMs,
+      });
+    }
+    const listed = [...avail.ready, ...avail.provisioning];
+    const poolCtx = Math.max(0, ...listed.map((p) => p.ctx));
+    const ctxLimit = poolCtx > 0 ? poolCtx : this.#o.ctxMax;
+    if (request.ctx > ctxLimit) {
+      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: 'INVALID_PARAMS' });
+      throw new InvalidParamsError(`ctx: ${request.ctx} exceeds ctx_max ${ctxLimit} of the pools serving '${request.model_ref}'`);
+    }
+    const budget = this.#o.sessions.budgetRemaining(request.session_id);
+    if (budget !== undefined && budget <= 0) {
+      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: 'ADMISSION_REJECT' });
+      throw new QueueFullError('ADMISSION_REJECT', `session ${request.session_id} has spent its token budget`, {
+        retriable: false, policyLabel: 'budget', retryAfterMs: 1000,
+      });
+    }
+
+    const now = this.#o.clock.now();
+    const ahead = this.#aheadSameModel(request);
+    const prediction = this.#predict(request, ahead, listed);
+    if (prediction.measured && prediction.startMs >= request.deadline_ms) {
+      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: 'DEADLINE_UNMET' });
+      throw new DeadlineUnmetError(
+        `deadline_ms ${request.deadline_ms} cannot be met: predicted start in ${prediction.startMs} ms (${ahead} task(s) ahead for '${request.model_ref}')`,
+      );
+    }
+
+    const task: TaskRecord = {
+      id: request.task_id,
+      request,
+      stream: new TaskStream(),
+      log: log.child({ task_id: request.task_id, session_id: request.session_id }),
+      admittedAt: now,
+      deadlineAt: now + request.deadline_ms,
+      predictedStartMs: prediction.startMs,
+      state: 'queued',
+      phase: avail.ready.length > 0 ? 'queued' : 'preparing',
+      failedAttempts: 0,
+      exclude: new Set(),
+      controller: undefined,
+      lease: undefined,
+      placement: undefined,
+      tokens: 0,
+      dispatchedAt: undefined,
+      firstTokenAt: undefined,
+      lastPosition: undefined,
+      lastMetricsAt: now,
+      waitCounted: false,
+    };
+    const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);
+    if (result.kind === 'full') {
+      const code = result.policy === 'reject' ? 'ADMISSION_REJECT' : 'QUEUE_FULL_DROP_LRU';
+      this.#o.metrics.backpressureEvents.inc({ engine: ENGINE, policy: result.policy });
+      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: code });
+      const retryAfterMs = Math.max(1000, prediction.serviceMs ?? 1000);
+      log.warn({ task_id: task.id, policy: result.policy, queue_depth: this.#queue.size, human: `Refused task ${task.id}: admission queue full (${this.#queue.size}/${this.#queue.capacity}, policy ${result.policy})` }, 'admission rejected');
+      throw new QueueFullError(code, `admission queue is full (${this.#queue.capacity} tasks, policy ${result.policy})`, {
+        policyLabel: result.policy, retryAfterMs,
+      });
+    }
+    this.#tasks.set(task.id, task);
+    this.#o.sessions.taskStarted(request.session_id);
+    this.#o.metrics.tasksEnqueued.inc({ engine: ENGINE, priority: request.priority });
+    task.lastPosition = result.position;
+    task.stream.append({ event: 'started', data: { queue_position: result.position, predicted_start_ms: prediction.startMs } });
+    task.log.info({
+      queue_position: result.position, predicted_start_ms: prediction.startMs, model_ref: request.model_ref, priority: request.priority,
+      human: `Accepted task ${task.id} for '${request.model_ref}'; queued at position ${result.position} (ETA ${prediction.startMs} ms)`,
+    }, 'task admitted');
+    if (result.evicted !== undefined) {
+      const victim = result.evicted.item;
+      this.#o.metrics.backpressureEvents.inc({ engine: ENGINE, policy: 'drop-lru' });
+      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: 'QUEUE_FULL_DROP_LRU' });
+      victim.log.warn({ evicted_by: task.id, human: `Evicted queued batch task ${victim.id} to admit ${task.id} (queue full, drop-lru)` }, 'task evicted');
+      this.#fail(victim, 'QUEUE_FULL_DROP_LRU', 'evicted from the full admission queue by a newer task (policy drop-lru)', true);
+    }
+    const steps = avail.ready.length > 0 ? [] : preparationSteps(avail.provisioning);
+    this.pump();
+    return {
+      task_id: task.id,
+      queue_position: result.position,
+      predicted_start_ms: prediction.startMs,
+      backoff_ms: 0,
+      preparation: { steps },
+    };
+  }
+
+  /** Cancels a task (client request or disconnect). The terminal frame is `end {canceled: true}`. */
+  cancel(id: string, reason: CancelReason): CancelResult {
+    const task = this.#tasks.get(id);
+    if (task === undefined) return 'unknown';
+    if (task.state === 'ended') return 'already-ended';
+    if (task.state === 'queued') this.#queue.remove(id);
+    const now = this.#o.clock.now();
+    const end: EndEvent = {
+      tokens_out: task.tokens,
+      decode_ms: task.firstTokenAt === undefined ? 0 : now - task.firstTokenAt,
+      decode_time_ms: task.firstTokenAt === undefined ? 0 : now - task.firstTokenAt,
+      stop_type: 'cancel',
+      canceled: true,
+    };
+    if (task.placement !== undefined) {
+      end.pool_id = task.placement.pool_id;
+      end.node_id = task.placement.node_id;
+      end.engine_version = task.placement.engine_version;
+    }
+    this.#o.metrics.tasksCanceled.inc({ engine: ENGINE, pool_id: task.placement?.pool_id ?? '', reason });
+    task.log.info({ reason, tokens_out: task.tokens, human: `Task ${id} canceled (${reason === 'client' ? 'client request' : 'client disconnected'}) after ${task.tokens} token(s)` }, 'task canceled');
+    this.#end(task, { event: 'end', data: end });
+    return 'canceled';
+  }
+
+  /** Places queued tasks on free slots. Synchronous, so leases never race. Safe to call any time. */
+  pump(): void {
+    if (this.#state !== 'running') return;
+    if (this.#pumping) {
+      this.#pumpAgain = true;
+      return;
+    }
+    this.#pumping = true;
+    let moved = false;
+    try {
+      do {
+        this.#pumpAgain = false;
+        const views = this.#o.registry.pools();
+        const waiting = new Set<string>();
+        for (const entry of this.#queue) {
+          const task = entry.item;
+          const key = waitKey(task);
+          if (waiting.has(key)) continue;
+          const decision = place(placementRequest(task), views, this.#o.placementStrategy, this.#rr);
+          if (decision.kind === 'wait') {
+            waiting.add(key);
+            if (!task.waitCounted) {
+              task.waitCounted = true;
+              this.#o.metrics.placementDecisions.inc({ outcome: 'no_capacity', pinned: String(task.request.placement?.mode === 'pin'), fallback: 'false' });
+            }
+            continue;
+          }
+          this.#queue.remove(task.id);
+          moved = true;
+          if (decision.kind === 'reject') {
+            task.log.warn({ code: decision.code, human: `Cannot place task ${task.id}: ${decision.message}` }, 'placement failed');
+            this.#fail(task, decision.code, decision.message, true);
+            continue;
+          }
+          const chosen = decision.candidate;
+          const idx = views.findIndex((v) => v.node_id === chosen.node_id && v.pool_id === chosen.pool_id);
+          const view = views[idx] as PoolView;
+          views[idx] = { ...view, free: view.free - 1, leased: view.leased + 1 };
+          this.#o.metrics.placementDecisions.inc({
+            outcome: 'assigned', pinned: String(decision.reason === 'pinned'), fallback: String(decision.reason === 'fallback'),
+          });
+          this.#start(task, view, decision.reason);
+        }
+      } while (this.#pumpAgain && this.#state === 'running');
+    } finally {
+      this.#pumping = false;
+    }
+    if (moved) this.#emitQueueMetrics(true);
+  }
+
+  /**
+   * Stops admission and dispatch, ends every unfinished task with an `error` frame (INTERNAL,
+   * retriable), aborts upstream requests and waits (bounded) for them to unwind. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.#state = 'closing';
+    clearInterval(this.#tick);
+    this.#unsubscribe();
+    for (const task of [...this.#tasks.values()]) {
+      if (task.state === 'ended') continue;
+      if (task.state === 'queued') this.#queue.remove(task.id);
+      this.#fail(task, 'INTERNAL', 'orchestratord is shutting down; resubmit the task', true);
+    }
+    if (this.#inflight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.#inflight]),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, this.#o.closeTimeoutMs);
+          timer.unref();
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    for (const t of this.#retention.values()) clearTimeout(t);
+    this.#retention.clear();
+    this.#state = 'closed';
+  }
+
+  #start(task: TaskRecord, view: PoolView, reason: string): void {
+    const now = this.#o.clock.now();
+    task.state = 'running';
+    task.phase = 'dispatching';
+    task.lease = this.#o.registry.lease(view.node_id, view.pool_id);
+    task.controller = new AbortController();
+    task.placement = { node_id: view.node_id, pool_id: view.pool_id, engine_version: view.snapshot.engine_version, address: view.address };
+    task.dispatchedAt = now;
+    this.#running.add(task);
+    task.log.info({
+      pool_id: view.pool_id, node_id: view.node_id, reason, attempt: task.failedAttempts + 1, waited_ms: now - task.admittedAt,
+      human: `Placed task ${task.id} on pool ${view.pool_id} of node ${view.node_id} (${reason}; ${view.free} free slot(s) before this one)`,
+    }, 'task placed');
+    const run = this.#run(task, view).catch((err: unknown) => {
+      task.log.error({ err }, 'dispatch crashed');
+      this.#fail(task, 'INTERNAL', 'internal error while relaying the task', false);
+    });
+    this.#inflight.add(run);
+    void run.finally(() => this.#inflight.delete(run));
+  }
+
+  async #run(task: TaskRecord, view: PoolView): Promise<void> {
+    const controller = task.controller as AbortController;
+    const lease = task.lease;
+    const r = task.request;
+    const body: DispatchRequest = {
+      task_id: r.task_id,
+      prompt: r.prompt,
+      max_tokens: r.max_tokens,
+      greedy: r.determinism === 'strict',
+      deadline_ms: Math.max(1, task.deadlineAt - this.#o.clock.now()),
+    };
+    if (r.seed !== undefined) body.seed = r.seed;
+    let outcome: AttemptOutcome;
+    try {
+      outcome = await runAttempt({
+        client: this.#o.poolClient,
+        address: view.address,
+        poolId: view.pool_id,
+        body,
+        signal: controller.signal,
+        hasTokens: () => task.tokens > 0,
+        onStreamOpen: () => {
+          this.#o.metrics.tasksStarted.inc({ engine: ENGINE, engine_version: view.snapshot.engine_version, pool_id: view.pool_id, priority: r.priority });
+        },
+        onToken: (text) => this.#relayToken(task, view, text),
+      });
+    } finally {
+      this.#running.delete(task);
+    }
+    try {
+      this.#settle(task, view, outcome);
+    } finally {
+      // Released after the outcome is handled, so a re-queued task is back in line before the
+      // freed slot triggers the next pump.
+      lease?.release();
+      if (task.lease === lease) task.lease = undefined;
+    }
+  }
+
+  #relayToken(task: TaskRecord, view: PoolView, text: string): boolean {
+    if (task.state !== 'running') return false;
+    const id = task.stream.append({ event: 'token', data: { t: text, i: task.tokens } });
+    if (id === undefined) return false;
+    task.tokens += 1;
+    if (task.tokens === 1) {
+      const now = this.#o.clock.now();
+      task.firstTokenAt = now;
+      task.phase = 'streaming';
+      this.#o.metrics.latencyFirstToken.observe(
+        { engine: ENGINE, engine_version: view.snapshot.engine_version, pool_id: view.pool_id, priority: task.request.priority },
+        now - task.admittedAt,
+      );
+      this.#predictor.observeFirstToken(view.node_id, view.pool_id, now - (task.dispatchedAt ?? now));
+      task.log.info({ pool_id: view.pool_id, node_id: view.node_id, first_token_ms: now - task.admittedAt, human: `Streaming task ${task.id} from pool ${view.pool_id}; first token after ${now - task.admittedAt} ms` }, 'stream started');
+    }
+    return true;
+  }
+
+  #settle(task: TaskRecord, view: PoolView, outcome: AttemptOutcome): void {
+    if (outcome.kind === 'aborted' || task.state === 'ended') return;
+    if (outcome.kind === 'end') {
+      const ev = outcome.event;
+      const end: EndEvent = {
+        tokens_out: ev.tokens_out,
+        decode_ms: ev.decode_ms,
+        decode_time_ms: ev.decode_ms,
+        pool_id: ev.pool_id,
+        node_id: ev.node_id,
+        engine_version: ev.engine_version,
+        stop_type: ev.stop_type,
+      };
+      this.#predictor.observeEnd(view.node_id, view.pool_id, ev.tokens_out, ev.decode_ms);
+      this.#o.metrics.latencyDecode.observe({ engine: ENGINE, engine_version: ev.engine_version, pool_id: ev.pool_id, priority: task.request.priority }, ev.decode_ms);
+      task.log.info({
+        pool_id: ev.pool_id, node_id: ev.node_id, tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, stop_type: ev.stop_type,
+        human: `Task ${task.id} finished on pool ${ev.pool_id}: ${ev.tokens_out} token(s) in ${Math.round(ev.decode_ms)} ms (${ev.stop_type})`,
+      }, 'task ended');
+      this.#end(task, { event: 'end', data: end });
+      return;
+    }
+    if (outcome.kind === 'error') {
+      task.log.warn({ code: outcome.code, pool_id: view.pool_id, node_id: view.node_id, tokens_out: task.tokens, human: `Task ${task.id} failed on pool ${view.pool_id} after ${task.tokens} token(s): ${outcome.message}` }, 'task failed');
+      this.#fail(task, outcome.code, outcome.message, outcome.retriable);
+      return;
+    }
+    // retry: nothing was relayed yet, so the client cannot tell the difference.
+    if (outcome.saturated) {
+      this.#o.registry.markSaturated(view.node_id, view.pool_id);
+    } else {
+      task.failedAttempts += 1;
+      task.exclude.add(candidateKey(view));
+      if (task.failedAttempts > this.#o.maxRetries) {
+        task.log.warn({ code: outcome.code, attempts: task.failedAttempts, human: `Task ${task.id} failed on ${task.failedAttempts} pool(s) before its first token; giving up` }, 'task failed');
+        this.#fail(task, 'WORKER_RESET', `node failed before the first token (${task.failedAttempts} attempts): ${outcome.message}`, true);
+        return;
+      }
+      this.#o.metrics.replacements.inc({ reason: outcome.code });
+    }
+    task.log.info({
+      pool_id: view.pool_id, node_id: view.node_id, code: outcome.code, saturated: outcome.saturated,
+      human: outcome.saturated
+        ? `Pool ${view.pool_id} had no free slot for task ${task.id}; back to the head of the queue`
+        : `Pool ${view.pool_id} on node ${view.node_id} failed task ${task.id} before its first token (${outcome.message}); re-placing`,
+    }, 'task re-queued');
+    task.state = 'queued';
+    task.phase = 'queued';
+    task.controller = undefined;
+    task.placement = undefined;
+    this.#queue.requeueFront(task.id, task.request.priority, task, task.deadlineAt);
+    this.pump();
+  }
+
+  #fail(task: TaskRecord, code: ErrorCode, message: string, retriable: boolean): void {
+    if (task.state === 'ended') return;
+    this.#o.metrics.tasksFailed.inc({ engine: ENGINE, code });
+    this.#end(task, { event: 'error', data: { code, message, retriable, engine: ENGINE } });
+  }
+
+  /** The one place a task ends: writes the terminal frame, aborts upstream, schedules removal. */
+  #end(task: TaskRecord, frame: SseFrame): void {
+    if (task.state === 'ended') return;
+    task.state = 'ended';
+    task.stream.append(frame);
+    task.controller?.abort();
+    this.#running.delete(task);
+    if (frame.event === 'end') {
+      const placementPool = frame.data.pool_id ?? task.placement?.pool_id ?? '';
+      this.#o.metrics.tokensOut.inc({ engine: ENGINE, engine_version: frame.data.engine_version ?? '', pool_id: placementPool }, frame.data.tokens_out);
+      this.#o.sessions.taskEnded(task.request.session_id, frame.data.tokens_out);
+    } else {
+      this.#o.sessions.taskEnded(task.request.session_id, undefined);
+    }
+    const timer = setTimeout(() => {
+      this.#retention.delete(task.id);
+      this.#tasks.delete(task.id);
+    }, this.#o.streamGraceMs);
+    timer.unref();
+    this.#retention.set(task.id, timer);
+  }
+
+  #aheadSameModel(request: TaskRequest): number {
+    let n = 0;
+    for (const entry of this.#queue) {
+      if (request.priority === 'interactive' && entry.lane === 'batch') break;
+      if (entry.item.request.model_ref === request.model_ref) n += 1;
+    }
+    return n;
+  }
+
+  #predict(request: TaskRequest, ahead: number, listed: readonly PoolView[]) {
+    const req: PlacementRequest = { model_ref: request.model_ref, ctx: request.ctx, determinism: request.determinism, placement: request.placement };
+    const eligible = listed.filter((p) => isEligible(req, p));
+    const pools: PredictorPool[] = (eligible.length > 0 ? eligible : listed).map((p) => ({
+      node_id: p.node_id,
+      pool_id: p.pool_id,
+      slots_total: p.slots_total,
+      free: p.node_state === 'online' && p.ready && !p.draining ? p.free : 0,
+      decode_tps: p.snapshot.decode_tps,
+      serving: p.state === 'ready',
+      provisioningEtaMs: p.provisioningEtaMs,
+    }));
+    return this.#predictor.predict(expectedTokens(request), ahead, pools);
+  }
+
+  #housekeeping(): void {
+    if (this.#state !== 'running') return;
+    const now = this.#o.clock.now();
+    for (const entry of this.#queue.takeExpired(now)) {
+      const task = entry.item;
+      task.log.warn({ waited_ms: now - task.admittedAt, human: `Task ${task.id} expired in the queue after ${now - task.admittedAt} ms (deadline ${task.request.deadline_ms} ms)` }, 'deadline expired');
+      this.#fail(task, 'DEADLINE_UNMET', `deadline of ${task.request.deadline_ms} ms passed while the task was queued`, false);
+    }
+    for (const task of [...this.#running]) {
+      if (task.deadlineAt <= now) {
+        task.log.warn({ tokens_out: task.tokens, human: `Task ${task.id} ran past its deadline of ${task.request.deadline_ms} ms; stopped` }, 'deadline expired');
+        this.#fail(task, 'DECODE_TIMEOUT', `deadline of ${task.request.deadline_ms} ms passed while the task was running`, true);
+      }
+    }
+    this.#emitQueueMetrics(false);
+    this.pump();
+  }
+
+  /** `metrics` frames for waiting tasks: on position change, and every metricsIntervalMs. */
+  #emitQueueMetrics(positionChangesOnly: boolean): void {
+    const now = this.#o.clock.now();
+    const views = this.#o.registry.pools();
+    const depth = this.#queue.size;
+    const aheadByModel = new Map<string, number>();
+    let position = 0;
+    for (const entry of this.#queue) {
+      const task = entry.item;
+      const model = task.request.model_ref;
+      const ahead = aheadByModel.get(model) ?? 0;
+      aheadByModel.set(model, ahead + 1);
+      const changed = task.lastPosition !== position;
+      if (changed || (!positionChangesOnly && now - task.lastMetricsAt >= this.#o.metricsIntervalMs)) {
+        this.#emitMetrics(task, views, depth, position, ahead, now);
+      }
+      position += 1;
+    }
+    if (positionChangesOnly) return;
+    for (const task of this.#running) {
+      if (task.tokens === 0 && now - task.lastMetricsAt >= this.#o.metricsIntervalMs) this.#emitMetrics(task, views, depth, undefined, 0, now);
+    }
+  }
+
+  #emitMetrics(task: TaskRecord, views: readonly PoolView[], depth: number, position: number | undefined, ahead: number, now: number): void {
+    const avail = modelAvailability(views, task.request.model_ref);
+    const listed = [...avail.ready, ...avail.provisioning];
+    const prediction = position === undefined ? undefined : this.#predict(task.request, ahead, listed);
+    const waitMs = prediction?.startMs ?? 0;
+    const needMs = waitMs + (prediction?.serviceMs ?? 0);
+    const data: MetricsEvent = { queue_depth: depth, on_time_probability: onTimeProbability(task.deadlineAt - now, needMs) };
+    if (position !== undefined) data.queue_position = position;
+    const preparing = avail.ready.length === 0 && avail.provisioning.length > 0;
+    if (task.state === 'queued') task.phase = preparing ? 'preparing' : 'queued';
+    const verbose: MetricsEvent = { ...data, phase: task.phase, human: this.#narrate(task, position, waitMs, preparing, avail.provisioning) };
+    const prep = preparing ? provisioningProgress(avail.provisioning) : undefined;
+    if (prep !== undefined) verbose.prep = prep;
+    task.stream.append({ event: 'metrics', data }, { event: 'metrics', data: verbose });
+    task.lastPosition = position;
+    task.lastMetricsAt = now;
+  }
+
+  #narrate(task: TaskRecord, position: number | undefined, waitMs: number, preparing: boolean, provisioning: readonly PoolView[]): string {
+    if (task.state === 'running' && task.placement !== undefined) {
+      return `Dispatched to pool ${task.placement.pool_id} on node ${task.placement.node_id}; waiting for the first token`;
+    }
+    if (preparing) {
+      const pct = Math.round((provisioningProgress(provisioning) ?? 0) * 100);
+      return `Waiting for '${task.request.model_ref}' to be provisioned (${pct}% done); position ${position ?? 0} in the queue`;
+    }
+    return `Queued at position ${position ?? 0} of ${this.#queue.size}; predicted start in about ${Math.round(waitMs / 100) / 10} s`;
+  }
+}

@@ -1,0 +1,164 @@
+import {
+  DispatchEventSchema, ErrorEnvelopeSchema, type DispatchEvent, type DispatchRequest, type ErrorEnvelope,
+} from '@llama-orch/contracts';
+import type { Dispatcher } from 'undici';
+
+/**
+ * HTTP client for pool-managerd (the only way orchestratord reaches engines). Takes an injected
+ * undici dispatcher. Every reply is parsed with the contracts schemas.
+ *
+ * Dispatch contract: `POST <node>/v2/pools/{id}/completions` (Bearer) with a DispatchRequest;
+ * 200 `application/x-ndjson`, one DispatchEvent per line, ending with exactly one `end` or `error`
+ * (a body that ends without one means the worker was lost); 503 POOL_UNREADY before streaming
+ * when the pool has no free slot. Aborting the signal closes the socket, which cancels the engine
+ * request and frees its slot on the node.
+ */
+
+/** The node could not be reached or the connection broke before a status line. */
+export class UpstreamConnectError extends Error {
+  override readonly name = 'UpstreamConnectError';
+  readonly code = 'UPSTREAM_CONNECT';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The event stream broke or carried something that is not a DispatchEvent. */
+export class UpstreamStreamError extends Error {
+  override readonly name = 'UpstreamStreamError';
+  readonly code = 'UPSTREAM_STREAM';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+export type DispatchStart =
+  | { readonly kind: 'stream'; readonly events: AsyncIterable<DispatchEvent> }
+  | { readonly kind: 'rejected'; readonly status: number; readonly envelope: ErrorEnvelope | undefined };
+
+export interface PoolOperationReply {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+export interface PoolClientOptions {
+  dispatcher: Dispatcher;
+  /** Bearer token sent to nodes; absent = no Authorization header. */
+  token?: string | undefined;
+  /** Timeout for drain/reload replies, ms. @default 10000 */
+  operationTimeoutMs?: number;
+}
+
+function join(address: string, path: string): { origin: string; path: string } {
+  const url = new URL(address);
+  const base = url.pathname.replace(/\/+$/, '');
+  return { origin: url.origin, path: `${base}${path}` };
+}
+
+async function* ndjsonEvents(body: AsyncIterable<Buffer | string>): AsyncGenerator<DispatchEvent> {
+  const decoder = new TextDecoder();
+  let buffered = '';
+  const parse = (line: string): DispatchEvent => {
+    let json: unknown;
+    try {
+      json = JSON.parse(line);
+    } catch (err) {
+      throw new UpstreamStreamError('node sent a line that is not JSON', { cause: err });
+    }
+    const parsed = DispatchEventSchema.safeParse(json);
+    if (!parsed.success) throw new UpstreamStreamError(`node sent an invalid dispatch event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    return parsed.data;
+  };
+  try {
+    for await (const chunk of body) {
+      buffered += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+      let nl = buffered.indexOf('\n');
+      while (nl >= 0) {
+        const line = buffered.slice(0, nl).trim();
+        buffered = buffered.slice(nl + 1);
+        if (line !== '') yield parse(line);
+        nl = buffered.indexOf('\n');
+      }
+    }
+  } catch (err) {
+    if (err instanceof UpstreamStreamError) throw err;
+    throw new UpstreamStreamError('event stream from node broke', { cause: err });
+  }
+  const rest = (buffered + decoder.decode()).trim();
+  if (rest !== '') yield parse(rest);
+}
+
+export class PoolClient {
+  readonly #opts: PoolClientOptions;
+
+  constructor(options: PoolClientOptions) {
+    this.#opts = options;
+  }
+
+  #headers(): Record<string, string> {
+    const h: Record<string, string> = { 'content-type': 'application/json', accept: 'application/x-ndjson, application/json' };
+    if (this.#opts.token !== undefined) h.authorization = `Bearer ${this.#opts.token}`;
+    return h;
+  }
+
+  /** Starts a completion on a node. Throws {@link UpstreamConnectError} when no response arrives. */
+  async dispatch(address: string, poolId: string, body: DispatchRequest, signal: AbortSignal): Promise<DispatchStart> {
+    const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/completions`);
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.#opts.dispatcher.request({
+        ...target,
+        method: 'POST',
+        headers: this.#headers(),
+        body: JSON.stringify(body),
+        signal,
+        // The task deadline bounds the whole exchange; prompt processing may precede the first byte.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+    } catch (err) {
+      if (signal.aborted) throw err;
+      throw new UpstreamConnectError(`node ${address} unreachable: ${(err as Error).message}`, { cause: err });
+    }
+    if (res.statusCode !== 200) {
+      const text = await res.body.text().catch(() => '');
+      let envelope: ErrorEnvelope | undefined;
+      try {
+        const parsed = ErrorEnvelopeSchema.safeParse(JSON.parse(text));
+        if (parsed.success) envelope = parsed.data;
+      } catch {
+        envelope = undefined; // not JSON: the status alone decides
+      }
+      return { kind: 'rejected', status: res.statusCode, envelope };
+    }
+    return { kind: 'stream', events: ndjsonEvents(res.body) };
+  }
+
+  /** Forwards drain/reload to the owning node; relays its status and JSON body. */
+  async operation(address: string, poolId: string, op: 'drain' | 'reload', body: unknown): Promise<PoolOperationReply> {
+    const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/${op}`);
+    const timeout = this.#opts.operationTimeoutMs ?? 10_000;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.#opts.dispatcher.request({
+        ...target,
+        method: 'POST',
+        headers: this.#headers(),
+        body: JSON.stringify(body),
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        signal: AbortSignal.timeout(timeout),
+      });
+    } catch (err) {
+      throw new UpstreamConnectError(`node ${address} unreachable: ${(err as Error).message}`, { cause: err });
+    }
+    const text = await res.body.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch (err) {
+      throw new UpstreamStreamError(`node answered ${op} with a non-JSON body (status ${res.statusCode})`, { cause: err });
+    }
+    return { status: res.statusCode, body: json };
+  }
+}

@@ -1,0 +1,104 @@
+import type { SessionInfo } from '@llama-orch/contracts';
+import type { Clock } from './clock.js';
+
+/**
+ * Session metadata (no prompts or outputs): created by the first task that names it, kept alive by
+ * activity, expired `ttlMs` after the last activity unless a task of it is still active. Tokens
+ * spent are the sum of `end.tokens_out`; `turns` counts tasks that ended with an `end` frame.
+ * With a token budget, admission refuses tasks of a session whose budget is spent.
+ */
+interface SessionRecord {
+  lastActive: number;
+  turns: number;
+  tokensOut: number;
+  active: number;
+}
+
+export interface SessionStoreOptions {
+  ttlMs: number;
+  /** Tokens per session; undefined = unlimited. */
+  tokenBudget: number | undefined;
+  clock: Clock;
+}
+
+export type SessionStoreState = 'running' | 'closed';
+
+export class SessionStore {
+  readonly #sessions = new Map<string, SessionRecord>();
+  readonly #opts: SessionStoreOptions;
+  readonly #sweep: NodeJS.Timeout;
+  #state: SessionStoreState = 'running';
+
+  constructor(options: SessionStoreOptions) {
+    this.#opts = options;
+    this.#sweep = setInterval(() => this.sweep(), Math.max(1000, Math.floor(options.ttlMs / 2)));
+    this.#sweep.unref();
+  }
+
+  get state(): SessionStoreState {
+    return this.#state;
+  }
+
+  #live(id: string): SessionRecord | undefined {
+    const s = this.#sessions.get(id);
+    if (s === undefined) return undefined;
+    if (s.active === 0 && this.#opts.clock.now() - s.lastActive >= this.#opts.ttlMs) {
+      this.#sessions.delete(id);
+      return undefined;
+    }
+    return s;
+  }
+
+  /** Tokens left in the session's budget; undefined = unlimited. */
+  budgetRemaining(id: string): number | undefined {
+    if (this.#opts.tokenBudget === undefined) return undefined;
+    return this.#opts.tokenBudget - (this.#live(id)?.tokensOut ?? 0);
+  }
+
+  /** A task of the session was admitted. */
+  taskStarted(id: string): void {
+    const now = this.#opts.clock.now();
+    const s = this.#live(id) ?? { lastActive: now, turns: 0, tokensOut: 0, active: 0 };
+    s.active += 1;
+    s.lastActive = now;
+    this.#sessions.set(id, s);
+  }
+
+  /** A task of the session ended; `tokensOut` from its `end` frame, undefined when it ended with an error. */
+  taskEnded(id: string, tokensOut: number | undefined): void {
+    const s = this.#sessions.get(id);
+    if (s === undefined) return; // deleted while the task ran
+    s.active = Math.max(0, s.active - 1);
+    s.lastActive = this.#opts.clock.now();
+    if (tokensOut !== undefined) {
+      s.turns += 1;
+      s.tokensOut += tokensOut;
+    }
+  }
+
+  get(id: string): SessionInfo | undefined {
+    const s = this.#live(id);
+    if (s === undefined) return undefined;
+    const ttl = s.active > 0 ? this.#opts.ttlMs : Math.max(0, this.#opts.ttlMs - (this.#opts.clock.now() - s.lastActive));
+    const info: SessionInfo = { session_id: id, ttl_ms_remaining: Math.round(ttl), turns: s.turns, tokens_out: s.tokensOut, active_tasks: s.active };
+    const budget = this.budgetRemaining(id);
+    if (budget !== undefined) info.tokens_budget_remaining = budget;
+    return info;
+  }
+
+  delete(id: string): boolean {
+    return this.#live(id) !== undefined && this.#sessions.delete(id);
+  }
+
+  sweep(): void {
+    for (const id of [...this.#sessions.keys()]) this.#live(id);
+  }
+
+  close(): Promise<void> {
+    if (this.#state === 'running') {
+      this.#state = 'closed';
+      clearInterval(this.#sweep);
+    }
+    return Promise.resolve();
+  }
+}
