@@ -3,13 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { ErrorEnvelopeSchema, ManagerHealthSchema, PoolConfigSchema } from '@llama-orch/contracts';
+import { ErrorEnvelopeSchema, ManagerHealthSchema, PoolConfigSchema, PoolStatusListSchema } from '@llama-orch/contracts';
 import { EngineProvisioner } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import { buildApp, type PoolManagerApp } from './app.js';
 import { DEFAULT_SUPERVISION } from './pool-controller.js';
 import { PoolManager } from './pool-manager.js';
-import { PoolStatusListSchema } from './http/pool-routes.js';
 import { runtimeDir } from './runtime-dir.js';
 
 const TOKEN = 'app-test-token-0123456789abcdef';
@@ -44,8 +43,9 @@ afterAll(async () => {
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 describe('pool-managerd HTTP API', () => {
-  it('GET /health needs no token and reports pool states', async () => {
-    const res = await app.inject({ method: 'GET', url: '/health' });
+  it('GET /health reports pool states (Bearer, like every route but /metrics)', async () => {
+    expect((await app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(401);
+    const res = await app.inject({ method: 'GET', url: '/health', headers: auth });
     expect(res.statusCode).toBe(200);
     expect(ManagerHealthSchema.parse(res.json())).toEqual({ status: 'ok', node_id: 'n1', pools: { p0: 'provisioning' } });
     expect(res.headers['x-correlation-id']).toMatch(/^[0-9a-f-]{36}$/);

@@ -46,7 +46,7 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
     request.log[level]({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request done');
   });
   await app.register(errorHandlerPlugin);
-  await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics', '/health'] });
+  await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics'] });
   await app.register(metricsRoute, { registry: deps.manager.metrics.registry });
   await app.register(poolRoutes, { manager: deps.manager });
   await app.register(completionsRoute, { manager: deps.manager });

@@ -1,12 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
-  DrainRequestSchema, ErrorEnvelopeSchema, ManagerHealthSchema, PoolIdSchema, PoolOperationResponseSchema, PoolStatusSchema, ReloadRequestSchema,
+  DrainRequestSchema, ErrorEnvelopeSchema, ManagerHealthSchema, PoolIdSchema, PoolOperationResponseSchema, PoolStatusListSchema, PoolStatusSchema,
+  ReloadRequestSchema,
 } from '@llama-orch/contracts';
 import type { PoolManager } from '../pool-manager.js';
-
-/** `GET /v2/pools` body (contracts has no list schema for pool-managerd yet). */
-export const PoolStatusListSchema = z.strictObject({ pools: z.array(PoolStatusSchema) });
 
 const PoolParams = z.strictObject({ id: PoolIdSchema });
 

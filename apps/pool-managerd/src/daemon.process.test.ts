@@ -1,0 +1,173 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { request } from 'undici';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { HandoffFileSchema, type PoolStatus } from '@llama-orch/contracts';
+import { ensureCpuTestEngine, repoRoot, testCacheDir } from '@llama-orch/engine-provisioner';
+import { isLlamaServerProcess, processCmdline } from './pid-files.js';
+import { startExternalEngine, type ExternalEngine } from './testing/external-engine.js';
+import { FakeOrchestrator } from './testing/fake-orchestrator.js';
+import { report, until } from './testing/harness.js';
+
+// Process level: the built daemon (dist/main.js) as a real child process.
+const APP_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
+const MAIN = join(APP_DIR, 'dist', 'main.js');
+const TOKEN = 'daemon-process-test-token-0123456789';
+
+interface Daemon {
+  child: ChildProcess;
+  url: string;
+  lines: Array<Record<string, unknown>>;
+  exited: Promise<{ code: number | null; signal: string | null }>;
+}
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+beforeAll(async () => {
+  // Build what the daemon runs (incremental; the README's test command does it too).
+  await execa('npx', ['tsc', '--build', APP_DIR], { cwd: repoRoot(), stdio: 'inherit' });
+  await ensureCpuTestEngine();
+}, 45 * 60_000);
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'pm-daemon-'));
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function writeConfig(name: string, extra = ''): { path: string; runtime: string } {
+  const runtime = join(dir, `${name}-run`);
+  const path = join(dir, `${name}.yaml`);
+  writeFileSync(path, `node:
+  id: ${name}
+  addr: 127.0.0.1:0
+runtime_dir: ${runtime}
+${extra}pools:
+  - id: p0
+    model: synthetic:llama
+    ctx: 512
+    threads: 2
+`);
+  return { path, runtime };
+}
+
+async function startDaemon(configPath: string): Promise<Daemon> {
+  const child = spawn(process.execPath, [MAIN, '--config', configPath], {
+    env: { ...process.env, LLORCH_CACHE_DIR: testCacheDir(), LLORCH_API_TOKEN: TOKEN, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  const rl = createInterface({ input: child.stdout! });
+  let resolveUrl!: (u: string) => void;
+  const urlP = new Promise<string>((r) => {
+    resolveUrl = r;
+  });
+  rl.on('line', (line) => {
+    try {
+      const rec = JSON.parse(line) as Record<string, unknown>;
+      lines.push(rec);
+      if (rec.msg === 'listening' && typeof rec.url === 'string') resolveUrl(rec.url);
+    } catch {
+      lines.push({ raw: line });
+    }
+  });
+  const url = await Promise.race([
+    urlP,
+    exited.then((e) => {
+      throw new Error(`daemon exited before listening: ${JSON.stringify(e)} ${JSON.stringify(lines.slice(-5))}`);
+    }),
+  ]);
+  return { child, url, lines, exited };
+}
+
+async function pool(d: Daemon, id: string): Promise<PoolStatus> {
+  const res = await request(`${d.url}/v2/pools/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  return (await res.body.json()) as PoolStatus;
+}
+
+describe('pool-managerd as a process', () => {
+  it('SIGKILL of pool-managerd leaves no llama-server behind', async () => {
+    const cfg = writeConfig('killme');
+    const d = await startDaemon(cfg.path);
+    await until(async () => (await pool(d, 'p0')).ready, 'p0 ready', 120_000, 50);
+    const hf = HandoffFileSchema.parse(JSON.parse(readFileSync(join(cfg.runtime, 'engines', 'p0-r0.json'), 'utf8')));
+    expect(isLlamaServerProcess(hf.pid)).toBe(true);
+    const pidFile = JSON.parse(readFileSync(join(cfg.runtime, 'pids', 'p0-r0.pid'), 'utf8')) as { pid: number };
+    expect(pidFile.pid).toBe(hf.pid);
+    const t0 = performance.now();
+    d.child.kill('SIGKILL');
+    await d.exited;
+    await until(() => processCmdline(hf.pid) === undefined, 'engine gone after daemon SIGKILL', 5000, 5);
+    report(`pool-managerd SIGKILL → engine pid ${hf.pid} gone after ${(performance.now() - t0).toFixed(0)} ms`);
+  });
+
+  it('at start-up an orphan llama-server named by a stale PID file is killed', async () => {
+    const cfg = writeConfig('sweeper');
+    const orphan: ExternalEngine = await startExternalEngine();
+    cleanups.push(() => orphan.stop());
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(join(cfg.runtime, 'pids'), { recursive: true });
+    writeFileSync(join(cfg.runtime, 'pids', 'p0-r0.pid'), JSON.stringify({ pid: orphan.pid, pool_id: 'p0', replica_id: 'r0', binary_path: 'x', started_at: new Date().toISOString() }));
+    const d = await startDaemon(cfg.path);
+    await until(() => orphan.child.exitCode !== null || orphan.child.signalCode !== null, 'orphan killed', 10_000);
+    expect(orphan.child.signalCode).toBe('SIGKILL');
+    expect(d.lines.some((l) => l.msg === 'killed orphan llama-server from a previous run' && l.pid === orphan.pid)).toBe(true);
+    await until(async () => (await pool(d, 'p0')).ready, 'p0 ready', 120_000, 50);
+    d.child.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+  });
+
+  it('registers with orchestratord, heartbeats ready only once the engine is healthy, deregisters and stops engines on SIGTERM', async () => {
+    const orch = new FakeOrchestrator(TOKEN);
+    await orch.listen();
+    cleanups.push(() => orch.close());
+    const cfg = writeConfig('withorch', `orchestrator:\n  url: ${orch.url}\n  heartbeat_interval_ms: 200\n`);
+    const d = await startDaemon(cfg.path);
+    await until(() => orch.registrations.length > 0, 'registered', 30_000);
+    expect(orch.registrations[0]).toMatchObject({ node_id: 'withorch', address: d.url });
+    expect(orch.registrations[0]?.capabilities.cpu_cores).toBeGreaterThan(0);
+    await until(async () => (await pool(d, 'p0')).ready, 'p0 ready', 120_000, 50);
+    const hb = await until(() => orch.heartbeats.find((x) => x.body.pools[0]?.ready === true), 'ready heartbeat', 10_000);
+    expect(hb.body.pools[0]).toMatchObject({ pool_id: 'p0', state: 'ready', slots_total: 1, slots_free: 1, ctx: 512 });
+    expect(hb.body.pools[0]?.engine_version).toMatch(/^b\d+-/);
+    // Ready is reported only after the engine answered /health 200 (logged as 'engine healthy').
+    const healthyAt = d.lines.find((l) => l.msg === 'engine healthy')?.time as number;
+    const firstReady = orch.heartbeats.find((x) => x.body.pools[0]?.ready === true);
+    expect(firstReady?.at).toBeGreaterThanOrEqual(healthyAt);
+    expect(orch.heartbeats.filter((x) => x.at < healthyAt).every((x) => x.body.pools[0]?.ready === false)).toBe(true);
+    expect(orch.registrations[0]?.pools[0]?.ready).toBe(false);
+    const hf = HandoffFileSchema.parse(JSON.parse(readFileSync(join(cfg.runtime, 'engines', 'p0-r0.json'), 'utf8')));
+    d.child.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+    expect(orch.deregistrations).toEqual(['withorch']);
+    expect(processCmdline(hf.pid)).toBeUndefined();
+    expect(existsSync(join(cfg.runtime, 'engines', 'p0-r0.json'))).toBe(false);
+    expect(existsSync(join(cfg.runtime, 'pool-managerd.pid'))).toBe(false);
+  });
+
+  it('an invalid config fails fast with every issue in one error', async () => {
+    const path = join(dir, 'bad.yaml');
+    writeFileSync(path, 'node:\n  id: Bad Id\n  bogus: 1\npools: []\n');
+    const r = await execa(process.execPath, [MAIN, '--config', path], { reject: false, env: { ...process.env, LLORCH_CACHE_DIR: testCacheDir() }, timeout: 30_000 });
+    expect(r.exitCode).toBe(1);
+    const fatal = String(r.stdout).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { msg: string; err?: { message: string } }).find((l) => l.msg === 'pool-managerd failed to start');
+    expect(fatal?.err?.message).toMatch(/node\.id/);
+    expect(fatal?.err?.message).toMatch(/bogus|Unrecognized/);
+    expect(fatal?.err?.message).toMatch(/pools/);
+  });
+});
