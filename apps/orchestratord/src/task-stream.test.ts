@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { TaskStream } from './task-stream.js';
+
+const started = { event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } } as const;
+const metrics = { event: 'metrics', data: { queue_depth: 1, on_time_probability: 1 } } as const;
+const token = (i: number) => ({ event: 'token', data: { t: `t${i}`, i } }) as const;
+const end = { event: 'end', data: { tokens_out: 1, decode_ms: 1, decode_time_ms: 1 } } as const;
+
+describe('TaskStream', () => {
+  it('numbers frames from 0 and notifies subscribers', () => {
+    const s = new TaskStream();
+    let calls = 0;
+    const off = s.subscribe(() => (calls += 1));
+    expect(s.append(started)).toBe(0);
+    expect(s.append(metrics)).toBe(1);
+    expect(s.append(token(0))).toBe(2);
+    off();
+    expect(s.append(end)).toBe(3);
+    expect(calls).toBe(3);
+    expect(s.state).toBe('ended');
+    expect(s.terminal).toEqual(end);
+  });
+
+  it('enforces started → metrics* → token* → one terminal', () => {
+    const s = new TaskStream();
+    expect(s.append(token(0))).toBeUndefined();
+    s.append(started);
+    expect(s.append(started)).toBeUndefined();
+    s.append(token(0));
+    expect(s.append(metrics)).toBeUndefined();
+    s.append({ event: 'error', data: { code: 'WORKER_RESET', message: 'x', retriable: true } });
+    expect(s.append(token(1))).toBeUndefined();
+    expect(s.append(end)).toBeUndefined();
+    expect(s.length).toBe(3);
+  });
+
+  it('keeps the verbose variant of metrics frames only', () => {
+    const s = new TaskStream();
+    s.append(started, { event: 'metrics', data: { queue_depth: 9, on_time_probability: 0 } });
+    s.append(metrics, { event: 'metrics', data: { queue_depth: 1, on_time_probability: 1, human: 'hi', phase: 'queued' } });
+    expect(s.at(0)?.verbose).toBeUndefined();
+    expect(s.at(1)?.verbose?.data).toMatchObject({ human: 'hi' });
+  });
+});

@@ -1,0 +1,85 @@
+// Test-only helpers (imported by *.test.ts files only).
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { OrchestratorConfigSchema, type OrchestratorConfig, type PoolSnapshot, type TaskRequestInput } from '@llama-orch/contracts';
+import { Agent } from 'undici';
+import { buildApp, type AppTuning, type OrchdApp } from './app.js';
+import { pino, type Logger } from 'pino';
+import type { Clock } from './clock.js';
+
+export class ManualClock implements Clock {
+  constructor(public t = 1_700_000_000_000) {}
+  now(): number {
+    return this.t;
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+/** A pino logger whose JSON lines are kept in `lines` (and parsed in `records`). */
+export function captureLogger(level = 'debug'): { logger: Logger; lines: string[]; records: () => Record<string, unknown>[] } {
+  const lines: string[] = [];
+  const dest = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const l of chunk.toString('utf8').split('\n')) if (l.trim() !== '') lines.push(l);
+      cb();
+    },
+  });
+  const logger = pino({ level }, dest);
+  return { logger, lines, records: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+export function snapshot(over: Partial<PoolSnapshot> & { pool_id: string }): PoolSnapshot {
+  return {
+    state: 'ready', ready: true, draining: false, slots_total: 1, slots_free: 1, models: ['m'], engine_version: 'v1',
+    ctx: 4096, deterministic: false, decode_tps: 0, ...over,
+  };
+}
+
+export async function waitFor(cond: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const start = Date.now();
+  while (!cond()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+
+export const TOKEN = 'test-token-0123456789abcdef';
+
+export function taskBody(over: Partial<TaskRequestInput> = {}): TaskRequestInput {
+  return {
+    task_id: randomUUID(), session_id: randomUUID(), workload: 'completion', model_ref: 'm', engine: 'llamacpp', ctx: 0,
+    priority: 'interactive', prompt: 'hello', max_tokens: 4, deadline_ms: 60_000, ...over,
+  };
+}
+
+export interface TestApp {
+  app: OrchdApp;
+  agent: Agent;
+  logs: ReturnType<typeof captureLogger>;
+  config: OrchestratorConfig;
+  auth: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** buildApp with a captured logger, a real undici Agent and config overrides (parsed like env values). */
+export async function makeApp(over: Partial<Record<keyof OrchestratorConfig, unknown>> = {}, tuning: AppTuning = {}, clock?: Clock): Promise<TestApp> {
+  const config = OrchestratorConfigSchema.parse({ api_token: TOKEN, heartbeat_interval_ms: 1000, ...over });
+  const logs = captureLogger();
+  const agent = new Agent();
+  const app = await buildApp({ logger: logs.logger, upstream: agent, ...(clock ? { clock } : {}) }, config, tuning);
+  const auth: Record<string, string> = config.api_token === undefined ? {} : { authorization: `Bearer ${config.api_token}` };
+  let closing: Promise<void> | undefined;
+  return {
+    app, agent, logs, config, auth,
+    close: () => {
+      closing ??= (async () => {
+        await app.close();
+        await agent.close();
+      })();
+      return closing;
+    },
+  };
+}
