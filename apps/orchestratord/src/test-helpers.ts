@@ -5,6 +5,7 @@ import { OrchestratorConfigSchema, type OrchestratorConfig, type PoolSnapshot, t
 import { Agent } from 'undici';
 import { buildApp, type AppTuning, type OrchdApp } from './app.js';
 import { pino, type Logger } from 'pino';
+import { expect } from 'vitest';
 import type { Clock } from './clock.js';
 
 export class ManualClock implements Clock {
@@ -83,3 +84,27 @@ export async function makeApp(over: Partial<Record<keyof OrchestratorConfig, unk
     },
   };
 }
+
+/** Registers a node and sends its first heartbeat (→ online) through the routes. */
+export async function registerNode(t: TestApp, nodeId: string, pools: PoolSnapshot[], address = 'http://127.0.0.1:9'): Promise<void> {
+  const reg = await t.app.inject({
+    method: 'POST', url: '/v2/nodes/register', headers: t.auth,
+    payload: { node_id: nodeId, machine_id: nodeId, address, pools, capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 }, version: 'x' },
+  });
+  expect(reg.statusCode).toBe(200);
+  const hb = await t.app.inject({ method: 'POST', url: `/v2/nodes/${nodeId}/heartbeat`, headers: t.auth, payload: { timestamp: new Date().toISOString(), pools } });
+  expect(hb.statusCode).toBe(200);
+}
+
+/** Parses an SSE body into frames (comments skipped). */
+export function frames(body: string): { id: number; event: string; data: Record<string, unknown> }[] {
+  return body.split('\n\n').filter((b) => b.startsWith('id:')).map((block) => {
+    const lines = block.split('\n');
+    return {
+      id: Number(lines[0]?.slice(4)),
+      event: String(lines[1]?.slice(7)),
+      data: JSON.parse(String(lines[2]?.slice(6))) as Record<string, unknown>,
+    };
+  });
+}
+
