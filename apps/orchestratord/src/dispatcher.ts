@@ -439,6 +439,7 @@ export class TaskDispatcher {
     if (outcome.saturated) {
       this.#o.registry.markSaturated(view.node_id, view.pool_id);
     } else {
+      this.#o.registry.markSuspect(view.node_id, view.pool_id, outcome.unreachable);
       task.failedAttempts += 1;
       task.exclude.add(candidateKey(view));
       if (task.failedAttempts > this.#o.maxRetries) {

@@ -21,7 +21,8 @@ import { candidateKey, type PoolCandidate } from './placement.js';
  * at once (no stall until the next heartbeat); slots busy for other reasons stay unavailable.
  * Leases are taken synchronously by the dispatcher, so two tasks never race for one slot between
  * heartbeats. When a node still answers 503 (it had not freed the slot yet), the pool is marked
- * saturated (free = 0) until its next heartbeat or `saturationMs`, whichever comes first.
+ * saturated (free = 0) until its next heartbeat or `saturationMs`, whichever comes first; when a
+ * dispatch failed (engine or node lost) it is suspect (free = 0) until the node's next heartbeat.
  */
 
 export type RegistryEvent =
@@ -208,6 +209,16 @@ export class NodeRegistry {
   /** The node answered 503 for a slot we thought free: stop placing there until its next heartbeat. */
   markSaturated(nodeId: string, poolId: string): void {
     this.#acct(nodeId, poolId).saturatedUntil = this.#opts.clock.now() + this.#opts.saturationMs;
+  }
+
+  /**
+   * A dispatch to the pool failed (engine lost, or with `wholeNode` the node unreachable): nothing
+   * is placed there until the node's next heartbeat. A dead node never sends one, so its pools stay
+   * unplaceable until the sweep marks it offline — retries do not bounce off it meanwhile.
+   */
+  markSuspect(nodeId: string, poolId: string, wholeNode = false): void {
+    const pools = wholeNode ? [...(this.#nodes.get(nodeId)?.pools.keys() ?? [poolId])] : [poolId];
+    for (const p of pools) this.#acct(nodeId, p).saturatedUntil = Number.POSITIVE_INFINITY;
   }
 
   /** A drain was forwarded: no new leases until a heartbeat says otherwise. */

@@ -8,13 +8,14 @@ export type EndDispatchEvent = Extract<DispatchEvent, { type: 'end' }>;
  * - `end`: the node finished the task;
  * - `error`: a terminal failure (after the first token, or one a retry cannot fix);
  * - `retry`: the attempt failed before any token was relayed and the task may be re-placed
- *   (`saturated`: the node had no free slot — not a failure of the pool);
+ *   (`saturated`: the node had no free slot — not a failure of the pool; `unreachable`: no HTTP
+ *   response at all — the whole node is suspect);
  * - `aborted`: our signal fired (cancel, deadline, shutdown); whoever aborted writes the terminal.
  */
 export type AttemptOutcome =
   | { readonly kind: 'end'; readonly event: EndDispatchEvent }
   | { readonly kind: 'error'; readonly code: ErrorCode; readonly message: string; readonly retriable: boolean }
-  | { readonly kind: 'retry'; readonly code: ErrorCode; readonly message: string; readonly saturated: boolean }
+  | { readonly kind: 'retry'; readonly code: ErrorCode; readonly message: string; readonly saturated: boolean; readonly unreachable: boolean }
   | { readonly kind: 'aborted' };
 
 export interface RunAttemptOptions {
@@ -31,11 +32,11 @@ export interface RunAttemptOptions {
   onToken: (text: string) => boolean;
 }
 
-function failure(opts: RunAttemptOptions, code: ErrorCode, message: string): AttemptOutcome {
+function failure(opts: RunAttemptOptions, code: ErrorCode, message: string, unreachable = false): AttemptOutcome {
   if (opts.signal.aborted) return { kind: 'aborted' };
   return opts.hasTokens()
     ? { kind: 'error', code, message, retriable: true }
-    : { kind: 'retry', code, message, saturated: false };
+    : { kind: 'retry', code, message, saturated: false, unreachable };
 }
 
 export async function runAttempt(opts: RunAttemptOptions): Promise<AttemptOutcome> {
@@ -43,13 +44,13 @@ export async function runAttempt(opts: RunAttemptOptions): Promise<AttemptOutcom
   try {
     start = await opts.client.dispatch(opts.address, opts.poolId, opts.body, opts.signal);
   } catch (err) {
-    return failure(opts, 'WORKER_RESET', (err as Error).message);
+    return failure(opts, 'WORKER_RESET', (err as Error).message, true);
   }
   if (start.kind === 'rejected') {
     const code = start.envelope?.code;
     const message = start.envelope?.message ?? `node answered ${start.status}`;
     if (start.status === 503 && (code === undefined || code === 'POOL_UNREADY' || code === 'REPLICA_EXHAUSTED')) {
-      return { kind: 'retry', code: 'POOL_UNREADY', message, saturated: true };
+      return { kind: 'retry', code: 'POOL_UNREADY', message, saturated: true, unreachable: false };
     }
     if (start.status === 400 || start.status === 413) {
       return { kind: 'error', code: code ?? 'INVALID_PARAMS', message, retriable: false };
@@ -71,7 +72,7 @@ export async function runAttempt(opts: RunAttemptOptions): Promise<AttemptOutcom
       } else if (!ev.retriable || opts.hasTokens()) {
         terminal = { kind: 'error', code: ev.code, message: ev.message, retriable: ev.retriable };
       } else {
-        terminal = { kind: 'retry', code: ev.code, message: ev.message, saturated: false };
+        terminal = { kind: 'retry', code: ev.code, message: ev.message, saturated: false, unreachable: false };
       }
     }
   } catch (err) {

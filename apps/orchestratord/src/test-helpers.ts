@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { OrchestratorConfigSchema, type OrchestratorConfig, type PoolSnapshot, type TaskRequestInput } from '@llama-orch/contracts';
-import { Agent } from 'undici';
+import { Agent, request as undiciRequest } from 'undici';
 import { buildApp, type AppTuning, type OrchdApp } from './app.js';
 import { pino, type Logger } from 'pino';
 import { expect } from 'vitest';
@@ -108,3 +108,67 @@ export function frames(body: string): { id: number; event: string; data: Record<
   });
 }
 
+
+export interface SseFrameRecord {
+  id: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** A live SSE subscription over a real socket (undici), parsed incrementally. */
+export interface SseClient {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly frames: SseFrameRecord[];
+  /** Everything received, comments included. */
+  raw: string;
+  /** Resolves when the server ends the response (or the client aborts). */
+  readonly done: Promise<void>;
+  ended: boolean;
+  /** Closes the connection from the client side. */
+  abort(): void;
+  waitForFrame(pred: (f: SseFrameRecord) => boolean, timeoutMs?: number): Promise<SseFrameRecord>;
+}
+
+export async function openSse(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
+  const controller = new AbortController();
+  const res = await undiciRequest(url, { method: 'GET', headers: { accept: 'text/event-stream', ...headers }, signal: controller.signal });
+  let buffered = '';
+  const client: SseClient = {
+    status: res.statusCode,
+    headers: res.headers,
+    frames: [],
+    raw: '',
+    ended: false,
+    done: Promise.resolve(),
+    abort: () => controller.abort(),
+    waitForFrame: async (pred, timeoutMs = 10_000) => {
+      let found: SseFrameRecord | undefined;
+      await waitFor(() => (found = client.frames.find(pred)) !== undefined || client.ended, timeoutMs, 'an SSE frame');
+      found ??= client.frames.find(pred);
+      if (found === undefined) throw new Error(`stream ended without the expected frame; got ${JSON.stringify(client.frames.map((f) => f.event))}`);
+      return found;
+    },
+  };
+  (client as { done: Promise<void> }).done = (async () => {
+    try {
+      for await (const chunk of res.body) {
+        const text = (chunk as Buffer).toString('utf8');
+        client.raw += text;
+        buffered += text;
+        let idx = buffered.indexOf('\n\n');
+        while (idx >= 0) {
+          const block = buffered.slice(0, idx);
+          buffered = buffered.slice(idx + 2);
+          if (block.startsWith('id:')) client.frames.push(...frames(`${block}\n\n`));
+          idx = buffered.indexOf('\n\n');
+        }
+      }
+    } catch {
+      // aborted by the client
+    } finally {
+      client.ended = true;
+    }
+  })();
+  return client;
+}
