@@ -123,6 +123,22 @@ describe('NodeRegistry', () => {
     expect(r.pools()[0]?.free).toBe(2);
   });
 
+  it('a failed dispatch makes the pool (or, when unreachable, the whole node) suspect until its next heartbeat', () => {
+    const clock = new ManualClock();
+    const r = make(clock);
+    const pools = [snapshot({ pool_id: 'a' }), snapshot({ pool_id: 'b' })];
+    r.register(reg('n1', pools));
+    r.heartbeat('n1', hb(pools));
+    r.markSuspect('n1', 'a');
+    expect(r.pools().map((p) => p.free)).toEqual([0, 1]);
+    clock.advance(60_000); // no time limit: a dead node never heartbeats again
+    expect(r.pools().map((p) => p.free)).toEqual([0, 1]);
+    r.heartbeat('n1', hb(pools));
+    expect(r.pools().map((p) => p.free)).toEqual([1, 1]);
+    r.markSuspect('n1', 'a', true);
+    expect(r.pools().map((p) => p.free)).toEqual([0, 0]);
+  });
+
   it('a forwarded drain makes the pool unplaceable until a heartbeat speaks', () => {
     const r = make(new ManualClock());
     r.register(reg('n1'));

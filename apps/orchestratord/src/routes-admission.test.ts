@@ -236,6 +236,16 @@ describe('POST /v2/tasks', () => {
     expect(unknown.json()).toMatchObject({ code: 'NOT_FOUND' });
   });
 
+  it('HEAD on a task stream is not a route (a probe must not cancel the task)', async () => {
+    t = await makeApp();
+    await registerNode(t, 'n1', [busy()]);
+    const body = taskBody();
+    await post(body);
+    const head = await t.app.inject({ method: 'HEAD', url: `/v2/tasks/${body.task_id}/events`, headers: t.auth });
+    expect(head.statusCode).toBe(404);
+    expect(t.app.services.dispatcher.get(body.task_id as string)?.state).toBe('queued');
+  });
+
   it('GET events: 404 for unknown tasks and after the grace period; 400 for a bad Last-Event-ID', async () => {
     t = await makeApp({ stream_grace_ms: 50 });
     await registerNode(t, 'n1', [busy()]);

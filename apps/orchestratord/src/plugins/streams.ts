@@ -25,7 +25,8 @@ function parseLastEventId(value: string | undefined): number | undefined {
 export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   const { dispatcher, config } = services;
 
-  app.get('/v2/tasks/:id/events', { schema: { params: TaskParams, querystring: StreamQuery } }, async (req, reply) => {
+  // No HEAD twin: a probe that opened and closed the stream would cancel the task.
+  app.get('/v2/tasks/:id/events', { exposeHeadRoute: false, schema: { params: TaskParams, querystring: StreamQuery } }, async (req, reply) => {
     const task = dispatcher.get(req.params.id);
     if (task === undefined) throw new NotFoundError(`task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`);
     const header = req.headers['last-event-id'];
