@@ -181,6 +181,7 @@ export class TaskDispatcher {
       lastPosition: undefined,
       lastMetricsAt: now,
       waitCounted: false,
+      startedCounted: false,
     };
     const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);
     if (result.kind === 'full') {
@@ -247,7 +248,7 @@ export class TaskDispatcher {
 
   /** Places queued tasks on free slots. Synchronous, so leases never race. Safe to call any time. */
   pump(): void {
-    if (this.#state !== 'running') return;
+    if (this.#state !== 'running' || this.#queue.size === 0) return;
     if (this.#pumping) {
       this.#pumpAgain = true;
       return;
@@ -372,6 +373,8 @@ export class TaskDispatcher {
         signal: controller.signal,
         hasTokens: () => task.tokens > 0,
         onStreamOpen: () => {
+          if (task.startedCounted) return;
+          task.startedCounted = true;
           this.#o.metrics.tasksStarted.inc({ engine: ENGINE, engine_version: view.snapshot.engine_version, pool_id: view.pool_id, priority: r.priority });
         },
         onToken: (text) => this.#relayToken(task, view, text),
@@ -535,6 +538,7 @@ export class TaskDispatcher {
 
   /** `metrics` frames for waiting tasks: on position change, and every metricsIntervalMs. */
   #emitQueueMetrics(positionChangesOnly: boolean): void {
+    if (this.#queue.size === 0 && (positionChangesOnly || this.#running.size === 0)) return;
     const now = this.#o.clock.now();
     const views = this.#o.registry.pools();
     const depth = this.#queue.size;

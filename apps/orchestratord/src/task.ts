@@ -47,4 +47,6 @@ export interface TaskRecord {
   lastMetricsAt: number;
   /** Whether `placement_decisions_total{outcome=no_capacity}` was counted for it. */
   waitCounted: boolean;
+  /** Whether `tasks_started_total` was counted (once per task, not per attempt). */
+  startedCounted: boolean;
 }
