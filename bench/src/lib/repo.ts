@@ -1,0 +1,52 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Repo root: the directory holding pnpm-workspace.yaml above this file. */
+export function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'pnpm-workspace.yaml'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('pnpm-workspace.yaml not found above the bench package');
+    dir = up;
+  }
+  return dir;
+}
+
+/** Paths the benchmarks use, all derived from the repo root. */
+export interface BenchPaths {
+  readonly root: string;
+  /** `node apps/orchestratord/dist/main.js` */
+  readonly orchestratord: string;
+  /** `node apps/pool-managerd/dist/main.js` */
+  readonly poolManagerd: string;
+  /** `node apps/orchestratord/dist/bench/placement-bench.js` */
+  readonly placementBench: string;
+  /** Built bench fixtures (this package's dist). */
+  readonly fixtureNode: string;
+  readonly streamClient: string;
+  /** Engine/model cache shared with the test suites (llama-server is built once per checkout). */
+  readonly cacheDir: string;
+  /** Scratch space for runtime dirs, configs and daemon logs (gitignored). */
+  readonly workDir: string;
+  readonly resultsDir: string;
+  readonly readme: string;
+}
+
+export function benchPaths(env: Readonly<Record<string, string | undefined>>): BenchPaths {
+  const root = repoRoot();
+  const dist = join(root, 'bench', 'dist');
+  return {
+    root,
+    orchestratord: join(root, 'apps', 'orchestratord', 'dist', 'main.js'),
+    poolManagerd: join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
+    placementBench: join(root, 'apps', 'orchestratord', 'dist', 'bench', 'placement-bench.js'),
+    fixtureNode: join(dist, 'fixtures', 'fixture-node-main.js'),
+    streamClient: join(dist, 'fixtures', 'stream-client-main.js'),
+    cacheDir: env.LLORCH_TEST_CACHE_DIR !== undefined && env.LLORCH_TEST_CACHE_DIR !== ''
+      ? env.LLORCH_TEST_CACHE_DIR : join(root, '.cache', 'llama-orch'),
+    workDir: join(root, 'bench', '.work'),
+    resultsDir: join(root, 'bench', 'results'),
+    readme: join(root, 'README.md'),
+  };
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BENCHES, BENCH_ORDER } from './benches/index.js';
+import { UsageError } from './errors.js';
+import type { BenchContext } from './lib/context.js';
+import { loadResults, renderSection, updateReadme } from './lib/readme.js';
+import { benchPaths } from './lib/repo.js';
+import { buildResult, currentLoad, writeResult } from './lib/result.js';
+
+const USAGE = `usage: pnpm bench [--quick] [--cpu-prof] [--no-readme] [${BENCH_ORDER.join('|')} …]
+
+Runs the named benchmarks (all seven when none is named), writes bench/results/<name>.json and
+regenerates the Performance table in README.md from every result file present.
+  --quick      fewer samples: checks the harness, not a result to report (README left alone)
+  --cpu-prof   run the daemons under node --cpu-prof (profiles in bench/.work/<run>/)
+  --no-readme  leave README.md alone`;
+
+function say(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const quick = argv.includes('--quick');
+  const cpuProf = argv.includes('--cpu-prof');
+  const writeReadme = !argv.includes('--no-readme') && !quick;
+  const names = argv.filter((a) => !a.startsWith('--'));
+  for (const n of names) if (!BENCH_ORDER.includes(n)) throw new UsageError(`unknown benchmark '${n}'\n${USAGE}`);
+  const selected = names.length === 0 ? BENCH_ORDER : BENCH_ORDER.filter((n) => names.includes(n));
+
+  const paths = benchPaths(process.env);
+  for (const p of [paths.orchestratord, paths.poolManagerd, paths.placementBench, paths.fixtureNode]) {
+    if (!existsSync(p)) throw new UsageError(`${p} is missing: run \`pnpm build\` first`);
+  }
+  const runDir = join(paths.workDir, new Date().toISOString().replace(/[:.]/g, '-'));
+  await mkdir(runDir, { recursive: true });
+  say(`run dir ${runDir}; benchmarks: ${selected.join(', ')}${quick ? ' (quick)' : ''}`);
+
+  const controller = new AbortController();
+  const onSignal = (): void => {
+    controller.abort();
+    say('interrupted; stopping daemons');
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  let failures = 0;
+  for (const name of selected) {
+    const bench = BENCHES[name];
+    if (bench === undefined) continue;
+    const dir = join(runDir, name);
+    await mkdir(dir, { recursive: true });
+    const ctx: BenchContext = {
+      paths, dir, quick, cpuProf, signal: controller.signal, log: (m) => say(m),
+    };
+    const startedAt = performance.now();
+    const loadAtStart = currentLoad();
+    say(`▶ ${name}: ${bench.title}`);
+    try {
+      const outcome = await bench.run(ctx);
+      const result = buildResult({ name, title: bench.title, targets: bench.targets, outcome, startedAt, loadAtStart });
+      if (quick) {
+        await writeResult(join(runDir, 'results'), result);
+      } else {
+        await writeResult(paths.resultsDir, result);
+      }
+      for (const row of result.rows) {
+        const t = row.target === undefined ? '' : ` (target ${row.target.op} ${row.target.value} ${row.target.unit}: ${row.met === true ? 'met' : 'MISSED'})`;
+        say(`  ${row.label}: ${Number.isFinite(row.value) ? Math.round(row.value * 1000) / 1000 : 'n/a'} ${row.unit}${t}`);
+      }
+      say(`✔ ${name} in ${result.duration_s} s; targets ${result.met ? 'met' : 'NOT met'}`);
+    } catch (err) {
+      failures += 1;
+      say(`✘ ${name} failed: ${(err as Error).stack ?? String(err)}`);
+    }
+  }
+  if (writeReadme) {
+    const results = await loadResults(paths.resultsDir, BENCH_ORDER);
+    await updateReadme(paths.readme, renderSection(results));
+    say(`README.md Performance table regenerated from ${results.length} result file(s)`);
+  }
+  return failures === 0 ? 0 : 1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    say(err instanceof UsageError ? err.message : `failed: ${(err as Error).stack ?? String(err)}`);
+    process.exit(2);
+  },
+);
