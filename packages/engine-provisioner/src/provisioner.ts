@@ -300,7 +300,9 @@ export class EngineProvisioner {
       if (!this.logProgress) return;
       const pct = Math.floor(fraction * 10) * 10;
       if (phase !== lastPhase || (phase === 'build' && pct > lastLoggedPct)) {
-        log.info({ progress }, `engine ${phase} ${Math.round(fraction * 100)}%`);
+        // source/done happen on every call, cache hits included; only real build work is news
+        const level = phase === 'source' || phase === 'done' ? 'debug' : 'info';
+        log[level]({ progress }, `engine ${phase} ${Math.round(fraction * 100)}%`);
         lastPhase = phase;
         lastLoggedPct = pct;
       }
