@@ -12,7 +12,7 @@ let client: LlamaServerClient;
 const healthSeen: EngineHealth[] = [];
 
 beforeAll(async () => {
-  engine = await spawnTestEngine({ slots: 1, ctx: 1024 });
+  engine = await spawnTestEngine({ slots: 1, ctx: 4096 });
   client = new LlamaServerClient({ baseUrl: engine.url });
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -67,11 +67,11 @@ describe('LlamaServerClient against the real llama-server', () => {
     expect(healthSeen.every((h) => h === 'down' || h === 'loading' || h === 'ready')).toBe(true);
     const props = await client.props();
     expect(props.total_slots).toBe(1);
-    expect(props.n_ctx).toBe(1024);
+    expect(props.n_ctx).toBe(4096);
     expect(props.build_info).toMatch(/^b\d+-[0-9a-f]+$/);
     expect(props.model_path).toBe(engine.modelPath);
     const slots = await client.slots();
-    expect(slots).toEqual([{ id: 0, n_ctx: 1024, is_processing: false }]);
+    expect(slots).toEqual([{ id: 0, n_ctx: 4096, is_processing: false }]);
   });
 
   it('streams real tokens and exactly one end; same seed gives the same text as a direct request', async () => {
@@ -132,7 +132,7 @@ describe('LlamaServerClient against the real llama-server', () => {
   });
 
   it('an over-long prompt is refused before the stream with the engine message', async () => {
-    const err = await collect(client.complete({ prompt: 'word '.repeat(3000), max_tokens: 4 })).catch((e: unknown) => e);
+    const err = await collect(client.complete({ prompt: 'word '.repeat(6000), max_tokens: 4 })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineRejectedError);
     expect(err).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS' });
     expect((err as Error).message).toMatch(/context size/);

@@ -18,24 +18,30 @@ export interface TestEngine {
   stop(): Promise<void>;
 }
 
-export async function testModelPath(): Promise<string> {
+/** Synthetic llama with a 4096-token training context: long streams stay in flight for seconds. */
+export const TEST_MODEL_REF = 'synthetic:llama?ctx=4096';
+
+export async function testModelPath(ref = TEST_MODEL_REF): Promise<string> {
   const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn' }, pino.destination(2));
   const models = new ModelProvisioner({ cacheDir: testCacheDir(), logger, progressTty: false });
   try {
-    return (await models.ensure('synthetic:llama')).local_path;
+    return (await models.ensure(ref)).local_path;
   } finally {
     await models.close();
   }
 }
 
-/** Spawns llama-server (`-np slots`, `-c ctx`) on a free loopback port; does not wait for readiness. */
+/**
+ * Spawns llama-server (`-np slots`, `-c ctx`, one thread: OpenMP spin-waits make two threads crawl on
+ * a busy 2-core machine) on a free loopback port; does not wait for readiness.
+ */
 export async function spawnTestEngine(opts: { slots?: number; ctx?: number; extra?: string[] } = {}): Promise<TestEngine> {
   const bin = await ensureCpuTestEngine();
   const modelPath = await testModelPath();
   const port = await findFreePort();
   const args = [
-    '-m', modelPath, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.ctx ?? 1024), '-np', String(opts.slots ?? 1),
-    '--no-webui', '--metrics', '-t', '2', ...(opts.extra ?? []),
+    '-m', modelPath, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.ctx ?? 4096), '-np', String(opts.slots ?? 1),
+    '--no-webui', '--metrics', '-t', '1', ...(opts.extra ?? []),
   ];
   const child = spawn(bin.binary_path, args, { env: scrubEngineEnv(process.env), stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
