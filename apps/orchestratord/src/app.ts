@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { CatalogStore } from './catalog-store.js';
+import { InvalidParamsError } from './errors.js';
 import { systemClock, type Clock } from './clock.js';
 import { splitHostPort } from './config.js';
 import { TaskDispatcher } from './dispatcher.js';
@@ -19,7 +20,7 @@ import { authPlugin } from './plugins/auth.js';
 import { catalogRoutes } from './plugins/catalog.js';
 import { controlRoutes } from './plugins/control.js';
 import { correlationIdFor, correlationPlugin } from './plugins/correlation.js';
-import { errorsPlugin } from './plugins/errors.js';
+import { errorsPlugin, sendError } from './plugins/errors.js';
 import { metricsRoutes } from './plugins/metrics.js';
 import { nodesRoutes } from './plugins/nodes.js';
 import { sessionRoutes } from './plugins/sessions.js';
@@ -65,6 +66,12 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     logController: new LogController({ requestIdLogLabel: 'correlation_id' }),
     bodyLimit: config.body_limit,
     routerOptions: { maxParamLength: 1024 },
+    // Router-level refusals (malformed percent-encoding, a path parameter over maxParamLength)
+    // bypass hooks and the error handler; without this they leave as Fastify's own JSON with
+    // status 400/414 and no correlation id instead of an ErrorEnvelope.
+    frameworkErrors: (err, _req, reply) => {
+      sendError(reply, new InvalidParamsError(`path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 1024 characters' : 'not a valid URL (bad percent-encoding)'}`));
+    },
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -1,24 +1,23 @@
 import type {
-  AdmissionResponse, DispatchRequest, EndEvent, ErrorCode, MetricsEvent, SseFrame, TaskRequest,
+  AdmissionResponse, DispatchRequest, EndEvent, ErrorCode, SseFrame, TaskRequest,
 } from '@llama-orch/contracts';
 import type { Log } from './log.js';
 import { AdmissionQueue, type QueuePolicy } from './admission-queue.js';
 import type { Clock } from './clock.js';
-import {
-  DeadlineUnmetError, InternalError, InvalidParamsError, ModelNotAvailableError, QueueFullError,
-} from './errors.js';
+import { checkAdmission } from './admission-checks.js';
+import { InternalError, InvalidParamsError, QueueFullError } from './errors.js';
 import type { OrchdMetrics } from './metrics.js';
-import { modelAvailability, preparationSteps, provisioningProgress } from './model-availability.js';
+import { preparationSteps } from './model-availability.js';
 import type { NodeRegistry, PoolView } from './node-registry.js';
 import {
-  candidateKey, isEligible, place, type PlacementRequest, type PlacementStrategy, type RoundRobinCursor,
+  candidateKey, place, type PlacementRequest, type PlacementStrategy, type RoundRobinCursor,
 } from './placement.js';
 import type { PoolClient } from './pool-client.js';
-import { onTimeProbability, Predictor, type PredictorPool } from './predictor.js';
+import { Predictor } from './predictor.js';
 import type { SessionStore } from './session-store.js';
-import type { TaskRecord } from './task.js';
+import { canceledEnd, newTaskRecord, type TaskRecord } from './task.js';
 import { runAttempt, type AttemptOutcome } from './task-runner.js';
-import { TaskStream } from './task-stream.js';
+import { metricsFrame } from './task-telemetry.js';
 
 /**
  * The data plane: admission, the queue, placement, dispatch and the relay into each task's frame
@@ -73,10 +72,6 @@ function waitKey(task: TaskRecord): string {
   return JSON.stringify([r.model_ref, r.ctx, r.determinism ?? '', r.placement ?? null, [...task.exclude].sort()]);
 }
 
-function expectedTokens(r: TaskRequest): number {
-  return r.expected_tokens ?? r.max_tokens;
-}
-
 export class TaskDispatcher {
   readonly #o: Required<TaskDispatcherOptions>;
   readonly #queue: AdmissionQueue<TaskRecord>;
@@ -127,62 +122,21 @@ export class TaskDispatcher {
     if (this.#tasks.has(request.task_id)) {
       throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
     }
-    const views = this.#o.registry.pools();
-    const avail = modelAvailability(views, request.model_ref);
-    if (avail.ready.length === 0 && avail.provisioning.length === 0) {
-      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: 'MODEL_NOT_AVAILABLE' });
-      throw new ModelNotAvailableError(`model '${request.model_ref}' is not served or provisioned by any pool`, {
-        retryAfterMs: this.#o.registry.heartbeatIntervalMs,
-      });
-    }
-    const listed = [...avail.ready, ...avail.provisioning];
-    const poolCtx = Math.max(0, ...listed.map((p) => p.ctx));
-    const ctxLimit = poolCtx > 0 ? poolCtx : this.#o.ctxMax;
-    if (request.ctx > ctxLimit) {
-      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: 'INVALID_PARAMS' });
-      throw new InvalidParamsError(`ctx: ${request.ctx} exceeds ctx_max ${ctxLimit} of the pools serving '${request.model_ref}'`);
-    }
-    const budget = this.#o.sessions.budgetRemaining(request.session_id);
-    if (budget !== undefined && budget <= 0) {
-      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: 'ADMISSION_REJECT' });
-      throw new QueueFullError('ADMISSION_REJECT', `session ${request.session_id} has spent its token budget`, {
-        retriable: false, policyLabel: 'budget', retryAfterMs: 1000,
-      });
-    }
-
-    const now = this.#o.clock.now();
     const ahead = this.#aheadSameModel(request);
-    const prediction = this.#predict(request, ahead, listed);
-    if (prediction.measured && prediction.startMs >= request.deadline_ms) {
-      this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: 'DEADLINE_UNMET' });
-      throw new DeadlineUnmetError(
-        `deadline_ms ${request.deadline_ms} cannot be met: predicted start in ${prediction.startMs} ms (${ahead} task(s) ahead for '${request.model_ref}')`,
-      );
-    }
-
-    const task: TaskRecord = {
-      id: request.task_id,
+    const { availability: avail, prediction } = checkAdmission({
       request,
-      stream: new TaskStream(),
-      log: log.child({ task_id: request.task_id, session_id: request.session_id }),
-      admittedAt: now,
-      deadlineAt: now + request.deadline_ms,
-      predictedStartMs: prediction.startMs,
-      state: 'queued',
-      phase: avail.ready.length > 0 ? 'queued' : 'preparing',
-      failedAttempts: 0,
-      exclude: new Set(),
-      controller: undefined,
-      lease: undefined,
-      placement: undefined,
-      tokens: 0,
-      dispatchedAt: undefined,
-      firstTokenAt: undefined,
-      lastPosition: undefined,
-      lastMetricsAt: now,
-      waitCounted: false,
-      startedCounted: false,
-    };
+      views: this.#o.registry.pools(),
+      predictor: this.#predictor,
+      ahead,
+      ctxMax: this.#o.ctxMax,
+      budgetRemaining: this.#o.sessions.budgetRemaining(request.session_id),
+      retryAfterMs: this.#o.registry.heartbeatIntervalMs,
+      onReject: (code) => this.#o.metrics.tasksRejected.inc({ engine: ENGINE, reason: code }),
+    });
+    const now = this.#o.clock.now();
+    const task = newTaskRecord({
+      request, log, now, predictedStartMs: prediction.startMs, phase: avail.ready.length > 0 ? 'queued' : 'preparing',
+    });
     const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);
     if (result.kind === 'full') {
       const code = result.policy === 'reject' ? 'ADMISSION_REJECT' : 'QUEUE_FULL_DROP_LRU';
@@ -227,19 +181,7 @@ export class TaskDispatcher {
     if (task === undefined) return 'unknown';
     if (task.state === 'ended') return 'already-ended';
     if (task.state === 'queued') this.#queue.remove(id);
-    const now = this.#o.clock.now();
-    const end: EndEvent = {
-      tokens_out: task.tokens,
-      decode_ms: task.firstTokenAt === undefined ? 0 : now - task.firstTokenAt,
-      decode_time_ms: task.firstTokenAt === undefined ? 0 : now - task.firstTokenAt,
-      stop_type: 'cancel',
-      canceled: true,
-    };
-    if (task.placement !== undefined) {
-      end.pool_id = task.placement.pool_id;
-      end.node_id = task.placement.node_id;
-      end.engine_version = task.placement.engine_version;
-    }
+    const end = canceledEnd(task, this.#o.clock.now());
     this.#o.metrics.tasksCanceled.inc({ engine: ENGINE, pool_id: task.placement?.pool_id ?? '', reason });
     task.log.info({ reason, tokens_out: task.tokens, human: `Task ${id} canceled (${reason === 'client' ? 'client request' : 'client disconnected'}) after ${task.tokens} token(s)` }, 'task canceled');
     this.#end(task, { event: 'end', data: end });
@@ -503,21 +445,6 @@ export class TaskDispatcher {
     return n;
   }
 
-  #predict(request: TaskRequest, ahead: number, listed: readonly PoolView[]) {
-    const req: PlacementRequest = { model_ref: request.model_ref, ctx: request.ctx, determinism: request.determinism, placement: request.placement };
-    const eligible = listed.filter((p) => isEligible(req, p));
-    const pools: PredictorPool[] = (eligible.length > 0 ? eligible : listed).map((p) => ({
-      node_id: p.node_id,
-      pool_id: p.pool_id,
-      slots_total: p.slots_total,
-      free: p.node_state === 'online' && p.ready && !p.draining ? p.free : 0,
-      decode_tps: p.snapshot.decode_tps,
-      serving: p.state === 'ready',
-      provisioningEtaMs: p.provisioningEtaMs,
-    }));
-    return this.#predictor.predict(expectedTokens(request), ahead, pools);
-  }
-
   #housekeeping(): void {
     if (this.#state !== 'running') return;
     const now = this.#o.clock.now();
@@ -562,31 +489,10 @@ export class TaskDispatcher {
   }
 
   #emitMetrics(task: TaskRecord, views: readonly PoolView[], depth: number, position: number | undefined, ahead: number, now: number): void {
-    const avail = modelAvailability(views, task.request.model_ref);
-    const listed = [...avail.ready, ...avail.provisioning];
-    const prediction = position === undefined ? undefined : this.#predict(task.request, ahead, listed);
-    const waitMs = prediction?.startMs ?? 0;
-    const needMs = waitMs + (prediction?.serviceMs ?? 0);
-    const data: MetricsEvent = { queue_depth: depth, on_time_probability: onTimeProbability(task.deadlineAt - now, needMs) };
-    if (position !== undefined) data.queue_position = position;
-    const preparing = avail.ready.length === 0 && avail.provisioning.length > 0;
-    if (task.state === 'queued') task.phase = preparing ? 'preparing' : 'queued';
-    const verbose: MetricsEvent = { ...data, phase: task.phase, human: this.#narrate(task, position, waitMs, preparing, avail.provisioning) };
-    const prep = preparing ? provisioningProgress(avail.provisioning) : undefined;
-    if (prep !== undefined) verbose.prep = prep;
+    const { data, verbose, phase } = metricsFrame({ task, views, predictor: this.#predictor, depth, position, ahead, now });
+    task.phase = phase;
     task.stream.append({ event: 'metrics', data }, { event: 'metrics', data: verbose });
     task.lastPosition = position;
     task.lastMetricsAt = now;
-  }
-
-  #narrate(task: TaskRecord, position: number | undefined, waitMs: number, preparing: boolean, provisioning: readonly PoolView[]): string {
-    if (task.state === 'running' && task.placement !== undefined) {
-      return `Dispatched to pool ${task.placement.pool_id} on node ${task.placement.node_id}; waiting for the first token`;
-    }
-    if (preparing) {
-      const pct = Math.round((provisioningProgress(provisioning) ?? 0) * 100);
-      return `Waiting for '${task.request.model_ref}' to be provisioned (${pct}% done); position ${position ?? 0} in the queue`;
-    }
-    return `Queued at position ${position ?? 0} of ${this.#queue.size}; predicted start in about ${Math.round(waitMs / 100) / 10} s`;
   }
 }

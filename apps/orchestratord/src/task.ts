@@ -1,7 +1,7 @@
-import type { TaskRequest } from '@llama-orch/contracts';
+import type { EndEvent, TaskRequest } from '@llama-orch/contracts';
 import type { Log } from './log.js';
 import type { Lease } from './node-registry.js';
-import type { TaskStream } from './task-stream.js';
+import { TaskStream } from './task-stream.js';
 
 /**
  * Lifecycle of an admitted task: `queued` (in the admission queue) → `running` (slot leased,
@@ -49,4 +49,55 @@ export interface TaskRecord {
   waitCounted: boolean;
   /** Whether `tasks_started_total` was counted (once per task, not per attempt). */
   startedCounted: boolean;
+}
+
+export interface NewTaskOptions {
+  request: TaskRequest;
+  /** Logger of the admission request; the task's logger is a child of it. */
+  log: Log;
+  now: number;
+  predictedStartMs: number;
+  phase: TaskPhase;
+}
+
+export function newTaskRecord(o: NewTaskOptions): TaskRecord {
+  const r = o.request;
+  return {
+    id: r.task_id,
+    request: r,
+    stream: new TaskStream(),
+    log: o.log.child({ task_id: r.task_id, session_id: r.session_id }),
+    admittedAt: o.now,
+    deadlineAt: o.now + r.deadline_ms,
+    predictedStartMs: o.predictedStartMs,
+    state: 'queued',
+    phase: o.phase,
+    failedAttempts: 0,
+    exclude: new Set(),
+    controller: undefined,
+    lease: undefined,
+    placement: undefined,
+    tokens: 0,
+    dispatchedAt: undefined,
+    firstTokenAt: undefined,
+    lastPosition: undefined,
+    lastMetricsAt: o.now,
+    waitCounted: false,
+    startedCounted: false,
+  };
+}
+
+/**
+ * Terminal frame of a cancelled task: tokens relayed so far, time since the first token as the
+ * decode time, and where it ran when it was placed.
+ */
+export function canceledEnd(task: TaskRecord, now: number): EndEvent {
+  const decode = task.firstTokenAt === undefined ? 0 : now - task.firstTokenAt;
+  const end: EndEvent = { tokens_out: task.tokens, decode_ms: decode, decode_time_ms: decode, stop_type: 'cancel', canceled: true };
+  if (task.placement !== undefined) {
+    end.pool_id = task.placement.pool_id;
+    end.node_id = task.placement.node_id;
+    end.engine_version = task.placement.engine_version;
+  }
+  return end;
 }
