@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { PoolManagerConfig } from '@llama-orch/contracts';
 import { authPlugin } from './http/auth.js';
 import { completionsRoute } from './http/completions-route.js';
+import { sendError } from './http/error-envelope.js';
 import { errorHandlerPlugin } from './http/error-handler.js';
 import { metricsRoute } from './http/metrics-route.js';
 import { poolRoutes } from './http/pool-routes.js';
@@ -34,6 +35,13 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
     },
     bodyLimit: 4 * 1024 * 1024,
     disableRequestLogging: true,
+    // Router-level refusals (malformed percent-encoding, a path parameter over maxParamLength)
+    // bypass hooks and the error handler; without this they leave as Fastify's own JSON with
+    // status 400/414 and no correlation id instead of an ErrorEnvelope.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-correlation-id', request.id);
+      sendError(reply, 'INVALID_PARAMS', `path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'not a valid URL (bad percent-encoding)'}`);
+    },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
