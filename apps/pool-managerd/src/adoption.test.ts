@@ -12,7 +12,7 @@ let h: Harness;
 const engines: ExternalEngine[] = [];
 
 beforeAll(async () => {
-  h = await startHarness({ pools: [{ id: 'own', model: 'synthetic:llama', ctx: 1024, threads: 2 }] });
+  h = await startHarness({ pools: [{ id: 'own', model: 'synthetic:llama', ctx: 1024, threads: 1 }] });
   await waitReady(h, 'own');
 }, 45 * 60_000);
 

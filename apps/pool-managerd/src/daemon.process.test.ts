@@ -56,7 +56,7 @@ ${extra}pools:
   - id: p0
     model: synthetic:llama
     ctx: 512
-    threads: 2
+    threads: 1
 `);
   return { path, runtime };
 }

@@ -98,7 +98,10 @@ async function main(): Promise<void> {
       logger: log.child({ component: 'node-client' }),
     });
     nodeClient = client;
-    manager.registry.onChange(() => client.nudge());
+    // State changes reach orchestratord at once; slot counts ride on the periodic heartbeat.
+    manager.registry.onChange((_poolId, change) => {
+      if (change !== undefined) client.nudge();
+    });
     client.start();
   }
 }
