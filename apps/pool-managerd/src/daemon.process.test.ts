@@ -143,7 +143,8 @@ describe('pool-managerd as a process', () => {
     expect(orch.registrations[0]?.capabilities.cpu_cores).toBeGreaterThan(0);
     await until(async () => (await pool(d, 'p0')).ready, 'p0 ready', 120_000, 50);
     const hb = await until(() => orch.heartbeats.find((x) => x.body.pools[0]?.ready === true), 'ready heartbeat', 10_000);
-    expect(hb.body.pools[0]).toMatchObject({ pool_id: 'p0', state: 'ready', slots_total: 1, slots_free: 1, ctx: 512 });
+    // ctx is per slot: -c 512 capped by the synthetic model's training context (256).
+    expect(hb.body.pools[0]).toMatchObject({ pool_id: 'p0', state: 'ready', slots_total: 1, slots_free: 1, ctx: 256 });
     expect(hb.body.pools[0]?.engine_version).toMatch(/^b\d+-/);
     // Ready is reported only after the engine answered /health 200 (logged as 'engine healthy').
     const healthyAt = d.lines.find((l) => l.msg === 'engine healthy')?.time as number;

@@ -1,4 +1,5 @@
-import { readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
@@ -23,6 +24,34 @@ export interface HandoffWatcherOptions {
 }
 
 export type HandoffRejectReason = 'unreadable' | 'not_json' | 'schema' | 'file_name' | 'rejected';
+
+/** A handoff file is a few hundred bytes; anything past this is refused unread. */
+export const MAX_HANDOFF_BYTES = 64 * 1024;
+
+/**
+ * Reads a handoff candidate without trusting it: opened non-blocking (a FIFO would otherwise block
+ * a libuv thread forever), only a regular file (a link to `/dev/zero` never ends), at most
+ * {@link MAX_HANDOFF_BYTES} (a huge file would be read whole into memory).
+ */
+async function readBounded(path: string): Promise<string> {
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw new Error('not a regular file');
+    if (st.size > MAX_HANDOFF_BYTES) throw new Error(`${st.size} bytes, more than the ${MAX_HANDOFF_BYTES} a handoff file may have`);
+    const buf = Buffer.alloc(MAX_HANDOFF_BYTES + 1);
+    let len = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, len, buf.length - len, len);
+      if (bytesRead === 0) break;
+      len += bytesRead;
+      if (len > MAX_HANDOFF_BYTES) throw new Error(`more than the ${MAX_HANDOFF_BYTES} bytes a handoff file may have`);
+    }
+    return buf.subarray(0, len).toString('utf8');
+  } finally {
+    await fh.close();
+  }
+}
 
 /**
  * Watches the handoff dir (chokidar). New and changed `*.json` files are parsed with the
@@ -115,7 +144,7 @@ export class HandoffWatcher {
     };
     let text: string;
     try {
-      text = await readFile(path, 'utf8');
+      text = await readBounded(path);
     } catch (err) {
       reject('unreadable', `cannot read: ${(err as Error).message}`, err);
       return;

@@ -28,10 +28,14 @@ export async function removePidFile(path: string): Promise<void> {
   await rm(path, { force: true });
 }
 
-/** argv of a live process (`/proc/<pid>/cmdline`), or undefined when it does not exist. */
+/**
+ * argv of a live process (`/proc/<pid>/cmdline`), or undefined when there is none. A zombie (dead,
+ * not yet reaped by init) has an empty cmdline and counts as gone.
+ */
 export function processCmdline(pid: number): string[] | undefined {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((s) => s !== '');
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((s) => s !== '');
+    return argv.length > 0 ? argv : undefined;
   } catch {
     return undefined;
   }
