@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { CatalogRegisterRequest } from '@llama-orch/contracts';
 
 /**
@@ -7,26 +6,8 @@ import type { CatalogRegisterRequest } from '@llama-orch/contracts';
  * (lost on restart) that makes the ref visible in listings and availability; nodes resolve and
  * cache the actual files (model-provisioner), so orchestratord never holds file paths or digests
  * it did not receive. The entry id is the ref itself (URL-encode it in paths).
- *
- * The listing shape is local because contracts' `CatalogListSchema` describes a node's on-disk
- * catalog (`local_path`, `sha256`, `size_bytes` required), which orchestratord does not have.
+ * Listings use `ClusterModel` from contracts.
  */
-export const ClusterModelSchema = z.strictObject({
-  /** Catalog id (the ref as nodes report it). */
-  id: z.string(),
-  /** Model ref. */
-  ref: z.string(),
-  /** `ready`: a pool serves it; `provisioning`: a pool is preparing it; `unavailable`: only failed/offline pools list it; `registered`: interest only. */
-  status: z.enum(['ready', 'provisioning', 'unavailable', 'registered']),
-  /** Pools (node/pool) that list the model. */
-  pools: z.array(z.string()),
-  /** Whether an operator registered interest in it. */
-  registered: z.boolean(),
-  /** Expected digest given at registration. */
-  sha256: z.string().optional(),
-});
-export type ClusterModel = z.infer<typeof ClusterModelSchema>;
-export const ClusterModelListSchema = z.strictObject({ models: z.array(ClusterModelSchema) });
 
 export interface CatalogInterest {
   readonly id: string;

@@ -21,8 +21,8 @@ export type { PoolClientOptions, DispatchStart, PoolOperationReply } from './poo
 export { Predictor, onTimeProbability } from './predictor.js';
 export type { Prediction, PredictorPool } from './predictor.js';
 export { SessionStore } from './session-store.js';
-export { CatalogStore, ClusterModelSchema, ClusterModelListSchema } from './catalog-store.js';
-export type { ClusterModel, CatalogInterest } from './catalog-store.js';
+export { CatalogStore } from './catalog-store.js';
+export type { CatalogInterest } from './catalog-store.js';
 export { tokenMatches } from './plugins/auth.js';
 export { systemClock } from './clock.js';
 export type { Clock } from './clock.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import {
-  AdmissionResponseSchema, AvailabilitySchema, CapabilitiesSchema, CatalogListSchema, CatalogRegisterRequestSchema,
-  CatalogRegisterResponseSchema, ClusterPoolListSchema, DispatchEventSchema, DispatchRequestSchema, DrainRequestSchema,
+  AdmissionResponseSchema, AvailabilitySchema, CapabilitiesSchema, CatalogRegisterRequestSchema,
+  ClusterModelListSchema, ClusterModelSchema, ClusterPoolListSchema, DispatchEventSchema, DispatchRequestSchema, DrainRequestSchema,
   ErrorEnvelopeSchema, HeartbeatRequestSchema, ManagerHealthSchema, NodeAckSchema, NodeListSchema, NodeRegisterRequestSchema,
   PoolHealthSchema, PoolOperationResponseSchema, PoolStatusListSchema, PoolStatusSchema, ReloadRequestSchema, SessionInfoSchema,
   SSE_EVENTS, SseFrameSchema, TaskRequestSchema,
@@ -62,9 +62,9 @@ export const CONTROL_PLANE: RouteSpec[] = [
   { method: 'post', path: '/v2/pools/{id}/reload', summary: 'Reload a pool with another model (forwarded)', auth: true, params: id,
     body: ReloadRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...withAuth, 404, 502, 503] },
   { method: 'get', path: '/v2/catalog/models', summary: 'Models known to the cluster', auth: true,
-    ok: { status: 200, schema: CatalogListSchema }, errors: withAuth },
+    ok: { status: 200, schema: ClusterModelListSchema }, errors: withAuth },
   { method: 'post', path: '/v2/catalog/models', summary: 'Register a model ref', auth: true, body: CatalogRegisterRequestSchema,
-    ok: { status: 202, schema: CatalogRegisterResponseSchema }, errors: [400, ...withAuth] },
+    ok: { status: 202, schema: ClusterModelSchema }, errors: [400, ...withAuth] },
   { method: 'delete', path: '/v2/catalog/models/{id}', summary: 'Forget a registered model', auth: true, params: id,
     ok: { status: 204 }, errors: [...withAuth, 404] },
   { method: 'get', path: '/v2/catalog/availability', summary: 'Where each model is served', auth: true,

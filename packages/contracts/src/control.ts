@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { PoolStateSchema, ProvisioningProgressSchema } from './pool.js';
 import { NodeStateSchema } from './nodes.js';
-import { CatalogEntrySchema } from './model.js';
 
 /** `GET /v2/meta/capabilities`: what the cluster can serve now, from live pools. */
 export const CapabilitiesSchema = z
@@ -77,4 +76,27 @@ export const AvailabilitySchema = z
   })
   .meta({ id: 'Availability' });
 
-export const CatalogListSchema = z.strictObject({ models: z.array(CatalogEntrySchema) }).meta({ id: 'CatalogList' });
+/**
+ * A model as the cluster sees it (`GET /v2/catalog/models`, 202 of `POST /v2/catalog/models`).
+ * Files, digests and sizes live in each node's own catalog (CatalogEntry); orchestratord only
+ * knows which pools list a model and which refs operators registered.
+ */
+export const ClusterModelSchema = z
+  .strictObject({
+    /** Catalog id (the ref as nodes report it; URL-encode it in paths). */
+    id: z.string(),
+    /** Model ref. */
+    ref: z.string(),
+    /** `ready`: a pool serves it; `provisioning`: a pool is preparing it; `unavailable`: only failed/offline pools list it; `registered`: interest only. */
+    status: z.enum(['ready', 'provisioning', 'unavailable', 'registered']),
+    /** Pools (`node/pool`) that list the model. */
+    pools: z.array(z.string()),
+    /** Whether an operator registered interest in it. */
+    registered: z.boolean(),
+    /** Expected digest given at registration. */
+    sha256: z.string().optional(),
+  })
+  .meta({ id: 'ClusterModel' });
+export type ClusterModel = z.infer<typeof ClusterModelSchema>;
+
+export const ClusterModelListSchema = z.strictObject({ models: z.array(ClusterModelSchema) }).meta({ id: 'ClusterModelList' });

@@ -22,7 +22,6 @@ export { EngineSourceSchema, BuildProvenanceSchema, PreparedEngineSchema } from 
 export type { EngineSource, BuildProvenance, PreparedEngine } from './engine.js';
 export {
   GgufInfoSchema, ResolvedModelSchema, ModelLifecycleSchema, CatalogEntrySchema, CatalogRegisterRequestSchema,
-  CatalogRegisterResponseSchema,
 } from './model.js';
 export type { GgufInfo, ResolvedModel, ModelLifecycle, CatalogEntry, CatalogRegisterRequest } from './model.js';
 export { HandoffFileSchema } from './handoff.js';
@@ -40,9 +39,9 @@ export {
 } from './nodes.js';
 export type { PoolSnapshot, NodeRegisterRequest, NodeAck, HeartbeatRequest, NodeState, NodeInfo } from './nodes.js';
 export {
-  CapabilitiesSchema, ClusterPoolSchema, ClusterPoolListSchema, PoolHealthSchema, AvailabilitySchema, CatalogListSchema,
+  CapabilitiesSchema, ClusterPoolSchema, ClusterPoolListSchema, PoolHealthSchema, AvailabilitySchema, ClusterModelSchema, ClusterModelListSchema,
 } from './control.js';
-export type { Capabilities, ClusterPool, PoolHealth } from './control.js';
+export type { Capabilities, ClusterPool, PoolHealth, ClusterModel } from './control.js';
 export {
   OrchestratorConfigSchema, ORCHESTRATOR_ENV, PoolConfigSchema, PoolManagerConfigSchema,
 } from './config.js';

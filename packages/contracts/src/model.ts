@@ -76,15 +76,3 @@ export const CatalogRegisterRequestSchema = z
   })
   .meta({ id: 'CatalogRegisterRequest' });
 export type CatalogRegisterRequest = z.infer<typeof CatalogRegisterRequestSchema>;
-
-/** 202 reply of `POST /v2/catalog/models`: the ref is recorded; nodes resolve it when a pool needs it. */
-export const CatalogRegisterResponseSchema = z
-  .strictObject({
-    /** Catalog id the ref maps to. */
-    id: z.string(),
-    /** The ref. */
-    ref: z.string(),
-    /** Expected digest, when given. */
-    sha256: Sha256Schema.optional(),
-  })
-  .meta({ id: 'CatalogRegisterResponse' });

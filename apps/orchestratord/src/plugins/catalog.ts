@@ -1,7 +1,8 @@
-import { AvailabilitySchema, CatalogRegisterRequestSchema } from '@llama-orch/contracts';
+import {
+  AvailabilitySchema, CatalogRegisterRequestSchema, ClusterModelListSchema, ClusterModelSchema, type ClusterModel,
+} from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ClusterModelListSchema, ClusterModelSchema, type ClusterModel } from '../catalog-store.js';
 import { NotFoundError } from '../errors.js';
 import { modelAvailability } from '../model-availability.js';
 import { candidateKey } from '../placement.js';
