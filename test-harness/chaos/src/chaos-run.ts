@@ -129,6 +129,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
   const traces: TaskTrace[] = [];
   const restarts: RestartWindow[] = [];
   const faults: FaultRecord[] = [];
+  const faultErrors: string[] = [];
   const enginePids = new Set<number>();
   let admitted = 0;
   let submitted = 0;
@@ -177,7 +178,9 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
     restarts.push(window);
     faults.push(await restartOrchestrator(cluster, window));
     rss.set(`orchestratord#${cluster.orchestrators.length - 1}`, { pid: cluster.orchestrator.pid, start: rssBytes(cluster.orchestrator.pid) });
-  })();
+  })().catch((err: unknown) => {
+    faultErrors.push(`fault track crashed: ${(err as Error).stack ?? String(err)}`);
+  });
 
   const ctx = {
     baseUrl: () => cluster.url,
@@ -277,7 +280,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
     }
     if (v.problems.length > 0) violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: v.outcome, problems: v.problems });
   }
-  const faultProblems = faults.flatMap((f) => f.problems.map((p) => `${f.kind}: ${p}`));
+  const faultProblems = [...faultErrors, ...faults.flatMap((f) => f.problems.map((p) => `${f.kind}: ${p}`))];
   return {
     started_at: new Date(startedAt).toISOString(),
     wall_ms: Date.now() - startedAt,

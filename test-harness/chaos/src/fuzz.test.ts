@@ -6,7 +6,7 @@ import { ChaosCluster, type ChaosNode } from './chaos-cluster.js';
 import {
   anyValue, applyMutations, contentType, deepJson, invalidUtf8Body, method, mutation, nastyString, oddPath, pathId, rawBody,
 } from './fuzz-arbitraries.js';
-import { probe, rawExchange, responseProblems, type ProbeResponse } from './http-probe.js';
+import { probe, rawExchange, responseProblems, uploadProbe, type ProbeResponse } from './http-probe.js';
 import { writeReport } from './report.js';
 import { fillPath, ROUTES, type RouteContext, type RouteSpec } from './routes.js';
 import { fuzzHandoffDir } from './handoff-fuzz.js';
@@ -22,7 +22,7 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
   let ctx: RouteContext;
   let dispatcher: Agent;
   let enginePid: number;
-  const findings: Array<{ property: string; request: string; status: number; problems: string[] }> = [];
+  const findings: Array<{ property: string; request: string; status: number; problems: string[]; response?: string }> = [];
   let requests = 0;
 
   const base = (r: RouteSpec): string => (r.service === 'orchestratord' ? cluster.url : node.daemon.url);
@@ -41,7 +41,7 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
     }
     const problems = responseProblems(req.method, res);
     if (problems.length > 0) {
-      findings.push({ property, request: `${req.method} ${req.path.slice(0, 200)} body=${String(req.body ?? '').slice(0, 200)}`, status: res.status, problems });
+      findings.push({ property, request: `${baseUrl === cluster.url ? 'orchestratord' : 'pool-managerd'} ${req.method} ${req.path.slice(0, 200)} body=${String(req.body ?? '').slice(0, 200)}`, status: res.status, problems, response: res.text.slice(0, 300) });
       throw new Error(`${req.method} ${req.path.slice(0, 120)} → ${res.status}: ${problems.join('; ')} (body ${res.text.slice(0, 300)})`);
     }
     return res;
@@ -122,12 +122,16 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
   it('bodies over the limit are refused with 413 PAYLOAD_TOO_LARGE on every body route', async () => {
     const limits = { orchestratord: 1_048_576, 'pool-managerd': 4 * 1_048_576 };
     for (const route of withBody) {
-      const over = JSON.stringify({ ...route.validBody!(ctx), prompt: 'y'.repeat(limits[route.service] + 1024) });
-      const res = await check('over-limit', base(route), {
-        method: route.method, path: fillPath(route.path, `${ctx.realPoolId}-zz`), headers: { ...auth(), 'content-type': 'application/json' }, body: over,
-      });
-      expect(res.status, `${route.service} ${route.path}`).toBe(413);
-      expect(JSON.parse(res.text)).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+      for (const extra of [1, 1024 * 1024]) {
+        const over = Buffer.from(JSON.stringify({ ...route.validBody!(ctx), prompt: 'y'.repeat(limits[route.service] + extra) }));
+        requests += 1;
+        const res = await uploadProbe(base(route), fillPath(route.path, `${ctx.realPoolId}-zz`), { ...auth(), 'content-type': 'application/json' }, over);
+        const problems = responseProblems('POST', res);
+        if (problems.length > 0) findings.push({ property: 'over-limit', request: `${route.service} POST ${route.path}`, status: res.status, problems });
+        expect(problems, `${route.service} ${route.path}`).toEqual([]);
+        expect(res.status, `${route.service} ${route.path}`).toBe(413);
+        expect(JSON.parse(res.text)).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+      }
     }
   });
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
 import { mkdir, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { execa } from 'execa';
@@ -10,6 +10,7 @@ import { metricSum } from '@llama-orch/e2e-haiku';
 import type { ChaosCluster, ChaosNode } from './chaos-cluster.js';
 import { anyValue, applyMutations, mutation } from './fuzz-arbitraries.js';
 import { probe } from './http-probe.js';
+import { rssBytes } from './proc.js';
 
 export interface HandoffFuzzOptions {
   cluster: ChaosCluster;
@@ -20,7 +21,7 @@ export interface HandoffFuzzOptions {
 
 export interface HandoffFuzzResult {
   problems: string[];
-  summary: { files: number; rejectedBefore: number; rejectedAfter: number; rejectedDelta: number; rewrittenPid: number | undefined };
+  summary: { files: number; rejectedBefore: number; rejectedAfter: number; rejectedDelta: number; rewrittenPid: number | undefined; rssGrowthBytes: number };
 }
 
 async function rejectedCount(node: ChaosNode): Promise<number> {
@@ -91,7 +92,23 @@ export async function fuzzHandoffDir(opts: HandoffFuzzOptions): Promise<HandoffF
   // Garbage over the real pool's own handoff: rejected, the pool keeps serving.
   await writeFile(realFile, '{"pool_id": "p1", truncated');
 
-  await sleep(2000);
+  const rssBefore = rssBytes(node.daemon.pid) ?? 0;
+  let rssPeak = rssBefore;
+  const deadline = Date.now() + 3000;
+  const mustReject = ['outside.json', 'zero.json', 'fifo.json', 'big.json'];
+  const rejectedNames = (): Set<string> => new Set(node.daemon.lines
+    .filter((l) => l.json !== undefined && String(l.json.msg).startsWith('handoff file rejected') && typeof l.json.path === 'string')
+    .map((l) => basename(String(l.json?.path))));
+  while (Date.now() < deadline && !mustReject.every((n) => rejectedNames().has(n))) {
+    await sleep(50);
+    rssPeak = Math.max(rssPeak, rssBytes(node.daemon.pid) ?? 0);
+  }
+  await sleep(500);
+  rssPeak = Math.max(rssPeak, rssBytes(node.daemon.pid) ?? 0);
+  const seen = rejectedNames();
+  for (const name of mustReject) if (!seen.has(name)) problems.push(`${name} was not rejected within 3 s`);
+  // A handoff is a few hundred bytes: reading one must never cost the daemon real memory.
+  if (rssPeak - rssBefore > 64 * 1024 * 1024) problems.push(`pool-managerd RSS grew by ${Math.round((rssPeak - rssBefore) / 1048576)} MiB while reading hostile handoff files`);
   if (!node.daemon.alive()) problems.push('pool-managerd died while ingesting hostile handoff files');
   const rejectedAfter = node.daemon.alive() ? await rejectedCount(node).catch(() => -1) : -1;
   if (rejectedAfter <= rejectedBefore) problems.push(`handoff_files_rejected_total did not grow (${rejectedBefore} → ${rejectedAfter})`);
@@ -127,6 +144,6 @@ export async function fuzzHandoffDir(opts: HandoffFuzzOptions): Promise<HandoffF
   for (const p of [...written, ...specials]) await rm(p, { recursive: true, force: true });
   return {
     problems,
-    summary: { files: written.length + specials.length, rejectedBefore, rejectedAfter, rejectedDelta: rejectedAfter - rejectedBefore, rewrittenPid },
+    summary: { files: written.length + specials.length, rejectedBefore, rejectedAfter, rejectedDelta: rejectedAfter - rejectedBefore, rewrittenPid, rssGrowthBytes: rssPeak - rssBefore },
   };
 }

@@ -48,12 +48,19 @@ export async function probe(baseUrl: string, req: ProbeRequest, dispatcher?: Dis
 }
 
 /**
- * The fuzz oracle for one response: never a 5xx; every 4xx/5xx is an ErrorEnvelope whose code
- * maps to the status (HEAD answers carry no body and are checked by status only).
+ * 503s that are typed availability answers of the code table (a model no pool serves, a full or
+ * unready pool), not failures: a fuzzed but valid task for an unknown model must get exactly this.
+ */
+const AVAILABILITY_CODES = /"code":"(MODEL_NOT_AVAILABLE|POOL_UNREADY|POOL_UNAVAILABLE|REPLICA_EXHAUSTED)"/;
+
+/**
+ * The fuzz oracle for one response: never a 5xx (save the typed 503 availability answers above);
+ * every 4xx/5xx is an ErrorEnvelope whose code maps to the status (HEAD answers carry no body and
+ * are checked by status only).
  */
 export function responseProblems(method: string, res: ProbeResponse): string[] {
   const problems: string[] = [];
-  if (res.status >= 500) problems.push(`status ${res.status}`);
+  if (res.status >= 500 && !(res.status === 503 && AVAILABILITY_CODES.test(res.text))) problems.push(`status ${res.status}`);
   if (res.status >= 400 && method !== 'HEAD') problems.push(...envelopeProblems(res.status, res.headers, res.text));
   if (res.status >= 400 && res.headers['x-correlation-id'] === undefined) problems.push('no X-Correlation-Id');
   return [...new Set(problems)];
@@ -75,4 +82,74 @@ export async function rawExchange(host: string, port: number, bytes: Buffer, tim
     sock.on('close', done);
     sock.on('connect', () => sock.end(bytes));
   });
+}
+
+/**
+ * Uploads a body over a raw socket while reading: waits briefly after the headers, then stops
+ * writing as soon as the server answers.
+ * A server that refuses an oversized body answers before reading it and then closes; an HTTP
+ * client that insists on sending everything first sees EPIPE instead of the 413.
+ */
+export async function uploadProbe(baseUrl: string, path: string, headers: Record<string, string>, body: Buffer, timeoutMs = 15_000): Promise<ProbeResponse> {
+  const url = new URL(baseUrl);
+  const head = [`POST ${path} HTTP/1.1`, `Host: ${url.host}`, `Content-Length: ${body.length}`, 'Connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
+  const raw = await new Promise<Buffer>((resolve, reject) => {
+    const sock = connect({ host: url.hostname, port: Number(url.port) });
+    const chunks: Buffer[] = [];
+    let answered = false;
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const finish = (): void => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    };
+    sock.on('data', (d: Buffer) => {
+      answered = true;
+      chunks.push(d);
+    });
+    sock.on('close', finish);
+    // EPIPE/ECONNRESET after the server answered and closed: the answer is what counts
+    sock.on('error', () => sock.destroy());
+    sock.on('connect', async () => {
+      sock.write(head);
+      // Like a client sending `Expect: 100-continue`: give the server a moment to refuse on the
+      // headers alone. A refusal followed by close would otherwise race our unread upload (RST).
+      for (let waited = 0; waited < 500 && !answered; waited += 10) await new Promise((r) => setTimeout(r, 10));
+      for (let off = 0; off < body.length && !answered && !sock.destroyed; off += 64 * 1024) {
+        if (!sock.write(body.subarray(off, off + 64 * 1024))) {
+          await new Promise<void>((r) => {
+            const t = setInterval(() => { if (answered || sock.destroyed) { clearInterval(t); r(); } }, 10);
+            sock.once('drain', () => { clearInterval(t); r(); });
+          });
+        }
+      }
+    });
+  });
+  const text = raw.toString('utf8');
+  const split = text.indexOf('\r\n\r\n');
+  const [statusLine = '', ...headerLines] = text.slice(0, split < 0 ? text.length : split).split('\r\n');
+  const resHeaders: Record<string, string> = {};
+  for (const l of headerLines) {
+    const i = l.indexOf(':');
+    if (i > 0) resHeaders[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+  }
+  let resBody = split < 0 ? '' : text.slice(split + 4);
+  if (/chunked/i.test(resHeaders['transfer-encoding'] ?? '')) resBody = dechunk(resBody);
+  return { status: Number(statusLine.split(' ')[1] ?? 0), headers: resHeaders, text: resBody, truncated: false };
+}
+
+function dechunk(s: string): string {
+  let out = '';
+  let rest = s;
+  for (;;) {
+    const nl = rest.indexOf('\r\n');
+    if (nl < 0) return out;
+    const size = Number.parseInt(rest.slice(0, nl), 16);
+    if (!Number.isFinite(size) || size === 0) return out;
+    out += rest.slice(nl + 2, nl + 2 + size);
+    rest = rest.slice(nl + 2 + size + 2);
+  }
 }
