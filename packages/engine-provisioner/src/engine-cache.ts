@@ -101,7 +101,9 @@ export async function acquireBuildLock(
   for (;;) {
     opts.signal?.throwIfAborted();
     try {
-      return await lockfile.lock(layout.root, {
+      // proper-lockfile keys held locks by the locked path, so each fingerprint locks its own
+      // (non-existent) path: locking the shared root twice in one process would mix up releases
+      return await lockfile.lock(join(layout.root, fingerprint), {
         lockfilePath: layout.lockPath(fingerprint),
         stale: opts.staleMs ?? 30_000,
         update: 5_000,

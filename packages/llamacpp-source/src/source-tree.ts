@@ -87,7 +87,9 @@ export async function ensureSourceTree(opts: EnsureSourceOptions): Promise<Sourc
   if (await exists(join(dir, COMPLETE_MARKER))) return { dir, commit, origin };
 
   await mkdir(root, { recursive: true });
-  const release = await lockfile.lock(root, {
+  // one lock target per commit: proper-lockfile keys held locks by the locked path
+  const release = await lockfile.lock(dir, {
+    realpath: false,
     lockfilePath: join(root, `${commit}.lock`),
     retries: { retries: 600, minTimeout: 100, maxTimeout: 1000 },
     stale: 60_000,
