@@ -127,6 +127,17 @@ describe('pool-managerd with real llama-server pools', () => {
     await until(() => h.manager.registry.activeLeases('det') === 0, 'lease released', 5000);
   });
 
+  it('deadline_ms passed → error DECODE_TIMEOUT; an engine refusal → error with the engine message; leases released', async () => {
+    const late = await collect((await dispatch(h, 'det', { prompt: 'too slow', max_tokens: 100_000, greedy: true, deadline_ms: 200 })).events);
+    expect(late.at(-1)).toMatchObject({ type: 'error', code: 'DECODE_TIMEOUT', retriable: true });
+    expect(late.filter((e) => e.type !== 'token')).toHaveLength(1);
+    const long = await collect((await dispatch(h, 'det', { prompt: 'word '.repeat(6000), max_tokens: 4 })).events);
+    expect(long).toHaveLength(1);
+    expect(long[0]).toMatchObject({ type: 'error', code: 'INVALID_PARAMS', retriable: false });
+    expect(long[0]?.type === 'error' && long[0].message).toMatch(/context size/);
+    await until(() => h.manager.registry.activeLeases('det') === 0, 'leases released', 5000);
+  });
+
   it('kill -9 of the engine: in-flight stream ends with WORKER_RESET, pool leaves ready at once, restarts after backoff', async () => {
     const old = handoff('det');
     const d = await dispatch(h, 'det', { prompt: 'in flight', max_tokens: 100_000, greedy: true });
