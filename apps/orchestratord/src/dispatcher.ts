@@ -8,7 +8,7 @@ import { checkAdmission } from './admission-checks.js';
 import { InternalError, InvalidParamsError, QueueFullError } from './errors.js';
 import type { OrchdMetrics } from './metrics.js';
 import { preparationSteps } from './model-availability.js';
-import type { NodeRegistry, PoolView } from './node-registry.js';
+import type { NodeRegistry, PoolView, RegistryEvent } from './node-registry.js';
 import {
   candidateKey, place, type PlacementRequest, type PlacementStrategy, type RoundRobinCursor,
 } from './placement.js';
@@ -72,6 +72,11 @@ function waitKey(task: TaskRecord): string {
   return JSON.stringify([r.model_ref, r.ctx, r.determinism ?? '', r.placement ?? null, [...task.exclude].sort()]);
 }
 
+/** Abort reason of attempts whose node was lost; distinguishes them from cancels and deadlines. */
+class NodeLostSignal extends Error {
+  override readonly name = 'NodeLostSignal';
+}
+
 export class TaskDispatcher {
   readonly #o: Required<TaskDispatcherOptions>;
   readonly #queue: AdmissionQueue<TaskRecord>;
@@ -91,7 +96,10 @@ export class TaskDispatcher {
   constructor(options: TaskDispatcherOptions) {
     this.#o = { tickMs: 100, metricsIntervalMs: 1000, maxRetries: 1, closeTimeoutMs: 2000, ...options };
     this.#queue = new AdmissionQueue<TaskRecord>({ capacity: options.admissionCapacity, policy: options.admissionPolicy });
-    this.#unsubscribe = options.registry.subscribe(() => this.pump());
+    this.#unsubscribe = options.registry.subscribe((e) => {
+      if (e.type === 'offline' || e.type === 'deregistered') this.#abandonNode(e);
+      this.pump();
+    });
     this.#tick = setInterval(() => this.#housekeeping(), this.#o.tickMs);
     this.#tick.unref();
   }
@@ -324,6 +332,12 @@ export class TaskDispatcher {
     } finally {
       this.#running.delete(task);
     }
+    if (outcome.kind === 'aborted' && controller.signal.reason instanceof NodeLostSignal && task.state === 'running') {
+      const message = controller.signal.reason.message;
+      outcome = task.tokens > 0
+        ? { kind: 'error', code: 'WORKER_RESET', message, retriable: true }
+        : { kind: 'retry', code: 'WORKER_RESET', message, saturated: false, unreachable: true };
+    }
     try {
       this.#settle(task, view, outcome);
     } finally {
@@ -331,6 +345,18 @@ export class TaskDispatcher {
       // freed slot triggers the next pump.
       lease?.release();
       if (task.lease === lease) task.lease = undefined;
+    }
+  }
+
+  /**
+   * A node that stopped heartbeating (or left) may be frozen rather than dead: its sockets stay
+   * open and a dispatch to it would hang until the task's deadline. Abort the attempts running
+   * there; `#run` turns that into a re-placement (no token relayed yet) or WORKER_RESET.
+   */
+  #abandonNode(e: RegistryEvent): void {
+    for (const task of this.#running) {
+      if (task.placement?.node_id !== e.nodeId || task.state !== 'running') continue;
+      task.controller?.abort(new NodeLostSignal(`node ${e.nodeId} went ${e.type === 'offline' ? 'offline (missed heartbeats)' : 'away (deregistered)'} while running the task`));
     }
   }
 

@@ -319,6 +319,24 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(s.frames.at(-1)).toMatchObject({ event: 'end', data: { node_id: 'n2', tokens_out: 2 } });
   });
 
+  it('a frozen node (sockets open, no heartbeats): its dispatched task is re-placed once the node is offline', async () => {
+    const c = await start([
+      { nodeId: 'n1', pools: [{ pool_id: 'p1', models: ['m'], slots: 1 }] },
+      { nodeId: 'n2', pools: [{ pool_id: 'p2', models: ['m'], slots: 1 }] },
+    ]);
+    const n1 = c.nodes[0] as FixturePoolManager;
+    n1.behaviour = { kind: 'hang' };
+    const task = await submit(c, { max_tokens: 2, placement: { mode: 'prefer', prefer_pools: ['p1'], allow_fallback: true } });
+    const s = await openSse(task.sse, c.t.auth);
+    await waitFor(() => n1.dispatches.length === 1, 5000, 'dispatch to n1');
+    n1.stopHeartbeats();
+    // nobody cancels: the dispatcher itself must give up on the frozen node
+    await s.done;
+    expect(events(s).includes('error')).toBe(false);
+    expect(s.frames.at(-1)).toMatchObject({ event: 'end', data: { node_id: 'n2', tokens_out: 2 } });
+    await waitFor(() => n1.aborts.includes(task.id), 5000, 'n1 sees the abort');
+  });
+
   it('a running task past its deadline ends with DECODE_TIMEOUT and the node sees the abort', async () => {
     const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }] }]);
     const node = c.nodes[0] as FixturePoolManager;
