@@ -3,6 +3,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { DispatchRequestSchema, PoolIdSchema } from '@llama-orch/contracts';
 import { dispatchEvents } from '../dispatch.js';
+import { PoolUnreadyError } from '../errors.js';
+import { UNREADY_RETRY_MS } from '../registry.js';
 import type { PoolManager } from '../pool-manager.js';
 
 const PoolParams = z.strictObject({ id: PoolIdSchema });
@@ -20,7 +22,7 @@ export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> =
     if (engine === undefined) {
       // Unbound between the lease check and here (the engine just exited): give the slot back.
       lease.release();
-      throw new Error(`pool ${id} lost its engine`);
+      throw new PoolUnreadyError(id, 'its engine just exited', UNREADY_RETRY_MS);
     }
     const clientGone = new AbortController();
     reply.raw.on('close', () => {
