@@ -25,6 +25,8 @@ export interface HaikuOptions {
   pinPoolId?: string;
   /** Called for each frame; may trigger a cancel. */
   onFrame?: (f: RecordedFrame, run: { taskId: string }) => void;
+  /** `strict` = greedy sampling (the default here); `best_effort` = seeded sampling at the engine's temperature. */
+  determinism?: 'strict' | 'best_effort';
   /** The minute word is derived at stream start; tests may fix the clock. */
   now?: () => Date;
 }
@@ -54,7 +56,7 @@ export async function runHaiku(opts: HaikuOptions): Promise<HaikuRun> {
     ctx: 0,
     priority: 'interactive',
     seed: opts.seed,
-    determinism: 'strict',
+    determinism: opts.determinism ?? 'strict',
     prompt: haikuPrompt(minute),
     max_tokens: opts.maxTokens,
     deadline_ms: 120_000,
