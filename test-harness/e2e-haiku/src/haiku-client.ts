@@ -36,9 +36,12 @@ export function haikuPrompt(minute: string): string {
   return `Write a haiku about GPUs computing at night. Use the word "${minute}" exactly once.\n\nHaiku:\n`;
 }
 
-/** Body of the direct engine request equivalent to a strict-determinism task (see .specs/40-llamacpp-adapter.md). */
-export function directBody(prompt: string, maxTokens: number, seed: number): Record<string, unknown> {
-  return { prompt, n_predict: maxTokens, stream: true, cache_prompt: false, seed, temperature: 0 };
+/**
+ * Body of the direct engine request equivalent to a task (see .specs/40-llamacpp-adapter.md):
+ * greedy (`strict`) sends temperature 0, seeded sampling the adapter's default 0.8.
+ */
+export function directBody(prompt: string, maxTokens: number, seed: number, determinism: 'strict' | 'best_effort' = 'strict'): Record<string, unknown> {
+  return { prompt, n_predict: maxTokens, stream: true, cache_prompt: false, seed, temperature: determinism === 'strict' ? 0 : 0.8 };
 }
 
 /** One client run: ids, prompt, POST /v2/tasks → 202 → SSE, every frame recorded with its time. */

@@ -55,7 +55,8 @@ function check(checks: Check[], name: string, ok: boolean, detail: string): void
 describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () => {
   it('streams a haiku end to end and proves every byte came from the engine', async () => {
     const metricsBefore = await scrape(cluster.orchestrator.url);
-    const run: HaikuRun = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 4242, maxTokens: MAX_TOKENS });
+    // seeded sampling gives varied text (greedy decoding of a random model tends to repeat one token)
+    const run: HaikuRun = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 4242, maxTokens: MAX_TOKENS, determinism: 'best_effort' });
     // give the last log lines time to arrive over the pipes
     await sleep(300);
     const metricsAfter = await scrape(cluster.orchestrator.url);
@@ -74,9 +75,9 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const end = run.frames.find((f) => f.event === 'end')?.data ?? {};
     const poolId = String(end.pool_id);
     const engineUrl = await engineUrlOf(poolId);
-    const direct = await directCompletion(engineUrl, directBody(String(run.request.prompt), MAX_TOKENS, 4242));
+    const direct = await directCompletion(engineUrl, directBody(String(run.request.prompt), MAX_TOKENS, 4242, 'best_effort'));
     check(checks, 'end.tokens_out equals the engine\'s tokens_predicted', end.tokens_out === direct.tokensPredicted, `${String(end.tokens_out)} vs ${direct.tokensPredicted}`);
-    check(checks, 'text equals a direct engine request byte for byte', run.text === direct.text && run.text.length > 0, `${JSON.stringify(run.text)} vs ${JSON.stringify(direct.text)}`);
+    check(checks, 'text equals a direct engine request byte for byte', run.text === direct.text && new Set(run.text).size > 3, `${JSON.stringify(run.text)} vs ${JSON.stringify(direct.text)}`);
     const delta = metricSum(metricsAfter, 'tokens_out_total') - metricSum(metricsBefore, 'tokens_out_total');
     check(checks, 'tokens_out_total grew by exactly tokens_out', delta === end.tokens_out, `delta ${delta}`);
     check(checks, 'scraping twice without a task changes nothing', metricSum(metricsAgain, 'tokens_out_total') === metricSum(metricsAfter, 'tokens_out_total'), '');
