@@ -330,7 +330,7 @@ export class PoolController {
       if (this.#supervisor !== sup) return;
       const what = exit.signal !== null ? `signal ${exit.signal}` : `code ${exit.code}`;
       this.#log.warn({ pid: proc.pid, code: exit.code, signal: exit.signal }, 'engine exited unexpectedly');
-      this.#unbind(`engine exited (${what})`);
+      void this.#unbind(`engine exited (${what})`);
       this.#safeTransition('starting', `engine exited (${what}); restart pending`);
     });
     sup.on('failure', ({ error, delayMs }) => {
@@ -396,21 +396,20 @@ export class PoolController {
     this.#log.info({ pid: proc.pid, url, engineVersion: props.build_info, slots: props.total_slots, human: `pool ${this.poolId} ready on ${url}` }, 'pool ready');
   }
 
-  /** Removes the engine from the registry and deletes its handoff file. */
-  #unbind(reason: string): void {
+  /** Removes the engine from the registry at once and deletes its handoff file (awaitable). */
+  #unbind(reason: string): Promise<void> {
     this.#boundProc = undefined;
     if (this.#o.registry.engine(this.poolId) !== undefined) this.#o.registry.unbindEngine(this.poolId);
     const path = this.#handoff;
     this.#handoff = undefined;
-    if (path !== undefined) {
-      removeHandoffFile(path).catch((err: unknown) => this.#log.warn({ err, path, reason }, 'removing the handoff file failed'));
-    }
+    if (path === undefined) return Promise.resolve();
+    return removeHandoffFile(path).catch((err: unknown) => this.#log.warn({ err, path, reason }, 'removing the handoff file failed'));
   }
 
   async #stopEngine(reason: string): Promise<void> {
     const sup = this.#supervisor;
     this.#supervisor = undefined;
-    this.#unbind(reason);
+    await this.#unbind(reason);
     if (this.#external !== undefined) {
       this.#external.monitor.close();
       this.#external = undefined;
