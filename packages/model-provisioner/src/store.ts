@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFile, rename, rm, stat } from 'node:fs/promises';
+import { lstat, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -51,9 +51,13 @@ export class ModelStore {
     return join(this.tmpDir, `${key}.partial`);
   }
 
-  /** Size of a stored blob, or undefined when it is absent. */
+  /**
+   * Size of a stored blob, or undefined when it is absent. Only a regular file counts: blobs are
+   * trusted by name (they only ever arrive by rename after verification), so a symlink planted
+   * under a digest (pointing out of the cache, at content with another digest) must not be served.
+   */
   async blobSize(digest: string): Promise<number | undefined> {
-    return stat(this.blobPath(digest)).then((s) => (s.isFile() ? s.size : undefined), () => undefined);
+    return lstat(this.blobPath(digest)).then((s) => (s.isFile() ? s.size : undefined), () => undefined);
   }
 
   async readRef(key: string): Promise<RefRecord | undefined> {
