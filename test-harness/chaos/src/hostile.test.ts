@@ -39,6 +39,13 @@ async function takenPort(): Promise<{ server: Server; port: number }> {
   return { server, port: typeof addr === 'object' && addr !== null ? addr.port : 0 };
 }
 
+/** A loopback port nothing listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const { server, port } = await takenPort();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
 async function filesUnder(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
@@ -105,7 +112,8 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
         pool('corrupt', `file:${models.corrupt}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
         pool('badsha', 'synthetic:llama?seed=77', { sha256: '0'.repeat(64) }, { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i }),
         pool('badshafile', `file:${models.good}`, { sha256: 'f'.repeat(64) }, { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i }),
-        pool('cachelink', `https://127.0.0.1:${taken.port}/m.gguf`, { sha256: FAKE_DIGEST }, { state: 'failed' }),
+        // Served only from the planted link if the store trusts it; the URL itself refuses connections.
+        pool('cachelink', `https://127.0.0.1:${await closedPort()}/m.gguf`, { sha256: FAKE_DIGEST }, { state: 'failed', code: 'MODEL_FETCH_FAILED' }),
         pool('porttaken', `file:${models.good}`, { port: taken.port }, { state: 'ready' }),
         { ...pool('build', `file:${models.good}`, {}, { state: 'failed', code: 'BUILD_FAILED', lastError: /build/i }), source: { kind: 'git', repo, ref: 'main' } },
       ],
@@ -116,7 +124,7 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     for (;;) {
       const res = await probe(daemon.url, { method: 'GET', path: '/v2/pools', headers: cluster.auth });
       final = (JSON.parse(res.text) as { pools: PoolRow[] }).pools;
-      const settled = [...expectations].every(([id, e]) => final.some((p) => p.pool_id === id && p.state === e.state));
+      const settled = [...expectations.keys()].every((id) => final.some((p) => p.pool_id === id && (p.state === 'failed' || p.state === 'ready')));
       if (settled || Date.now() > deadline) break;
       await sleep(250);
     }
