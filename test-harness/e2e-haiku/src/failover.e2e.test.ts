@@ -8,7 +8,7 @@ import { repoRoot, runHaiku, startCluster, type Cluster, type RecordedFrame } fr
 // orchestratord against real pool-managerds and llama-servers when engines or nodes fail.
 // A somewhat larger synthetic model makes prompt processing long enough to kill an engine
 // between dispatch and the first token.
-const MODEL = 'synthetic:llama?layers=4&embd=256&heads=4&ff=512';
+const MODEL = 'synthetic:llama?layers=4&embd=256&heads=4&ff=512&ctx=4096';
 const HEARTBEAT_MS = 500;
 const cacheDir = process.env.LLORCH_TEST_CACHE_DIR ?? join(repoRoot(), '.cache', 'llama-orch');
 
@@ -31,6 +31,16 @@ async function engineOf(nodeIndex: number): Promise<{ pid: number; url: string }
   if (!file) throw new Error(`no handoff file in ${dir}`);
   const handoff = JSON.parse(await readFile(join(dir, file), 'utf8')) as { pid: number; url: string };
   return handoff;
+}
+
+/** Waits for a handoff file of a live engine other than `previousPid` (a restart after a kill). */
+async function newEngine(nodeIndex: number, previousPid: number): Promise<{ pid: number; url: string }> {
+  let found: { pid: number; url: string } | undefined;
+  await waitFor(async () => {
+    found = await engineOf(nodeIndex).catch(() => undefined);
+    return found !== undefined && found.pid !== previousPid;
+  }, 120_000, `a restarted engine on node ${nodeIndex + 1}`);
+  return found!;
 }
 
 async function poolReady(poolId: string): Promise<boolean> {
@@ -74,7 +84,8 @@ describe('orchestratord with real pool-managerds: engine and node failures', () 
     const terminal = run.frames.at(-1);
     expect(terminal).toMatchObject({ event: 'error', data: { code: 'WORKER_RESET', retriable: true } });
     expect(run.frames.filter((f) => f.event === 'error' || f.event === 'end')).toHaveLength(1);
-    // the supervisor restarts the engine; the pool comes back
+    // the supervisor restarts the engine (a new process, never the dead one) and the pool comes back
+    await newEngine(0, pid);
     await waitFor(() => poolReady('p1'), 120_000, 'p1 ready again after restart');
   }, 300_000);
 
@@ -87,16 +98,19 @@ describe('orchestratord with real pool-managerds: engine and node failures', () 
     // kill as soon as the engine starts processing (no token can have been produced yet)
     const deadline = Date.now() + 60_000;
     let busy = false;
-    while (!busy && Date.now() < deadline) {
+    let settled = false;
+    void done.finally(() => { settled = true; });
+    while (!busy && !settled && Date.now() < deadline) {
       const slots = (await (await request(new URL('/slots', url))).body.json()) as Array<{ is_processing: boolean }>;
       busy = slots.some((s) => s.is_processing);
       if (!busy) await sleep(2);
     }
-    expect(busy, 'p1 engine started processing').toBe(true);
+    expect(busy, `p1 engine started processing (task frames: ${settled ? JSON.stringify((await done).slice(-2)) : 'still running'})`).toBe(true);
     process.kill(pid, 'SIGKILL');
     const frames = await done;
     expect(frames.filter((f) => f.event === 'error')).toEqual([]);
     expect(frames.at(-1)).toMatchObject({ event: 'end', data: { pool_id: 'p2' } });
+    await newEngine(0, pid);
     await waitFor(() => poolReady('p1'), 120_000, 'p1 ready again');
   }, 300_000);
 
