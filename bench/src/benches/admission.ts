@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type AutocannonResult } from 'autocannon';
 import { Pool } from 'undici';
 import { BenchError } from '../errors.js';
 import { newToken, startOrchestratord, waitPoolsReady } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
+import { cpuSeconds } from '../lib/proc.js';
 import { startFixtureNode } from '../lib/fixture.js';
 import type { BenchOutcome } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
@@ -20,6 +19,7 @@ interface PhaseResult {
   canceled: number;
   maxBacklog: number;
   otherStatus: Record<string, number>;
+  sampleBodies: string[];
 }
 
 /**
@@ -32,6 +32,7 @@ async function phase(orchUrl: string, token: string, seconds: number, connection
   let admitted = 0;
   let canceled = 0;
   const otherStatus: Record<string, number> = {};
+  const sampleBodies: string[] = [];
   const latencies: number[] = [];
   const pool = new Pool(orchUrl, { connections: 4, pipelining: 1, keepAliveTimeout: 30_000 });
   let running = true;
@@ -58,7 +59,7 @@ async function phase(orchUrl: string, token: string, seconds: number, connection
     priority: 'interactive',
     prompt: 'Write a haiku about queues.',
     max_tokens: 32,
-    deadline_ms: 60_000,
+    deadline_ms: 3_600_000,
   });
   const instance = autocannon({
     url: orchUrl,
@@ -77,6 +78,7 @@ async function phase(orchUrl: string, token: string, seconds: number, connection
           if (backlog.length > maxBacklog) maxBacklog = backlog.length;
         } else {
           otherStatus[status] = (otherStatus[status] ?? 0) + 1;
+          if (sampleBodies.length < 3) sampleBodies.push(`${status} ${text.slice(0, 300)}`);
         }
       },
     }],
@@ -88,7 +90,7 @@ async function phase(orchUrl: string, token: string, seconds: number, connection
   running = false;
   await Promise.all(cancellers);
   await pool.close();
-  return { result, latencies, admitted, canceled, maxBacklog, otherStatus };
+  return { result, latencies, admitted, canceled, maxBacklog, otherStatus, sampleBodies };
 }
 
 export const admissionBench: Bench = {
@@ -99,8 +101,7 @@ export const admissionBench: Bench = {
     { figure: 'latency_p99', op: '<=', value: 5, unit: 'ms' },
   ],
   async run(ctx: BenchContext): Promise<BenchOutcome> {
-    const dir = join(ctx.dir, 'admission');
-    await mkdir(dir, { recursive: true });
+    const dir = ctx.dir;
     const token = newToken();
     const orch = await startOrchestratord({
       paths: ctx.paths, dir, token, heartbeatMs: 1000,
@@ -117,8 +118,10 @@ export const admissionBench: Bench = {
       ctx.log(`admission: warm-up 3 s, then ${seconds} s of autocannon (${connections} connections) with a concurrent cancel loop`);
       await phase(orch.url, token, 3, connections);
       await sleep(500);
+      const cpu0 = cpuSeconds(orch.pid);
       const p = await phase(orch.url, token, seconds, connections);
-      if (p.admitted === 0) throw new BenchError(`no task admitted: ${JSON.stringify(p.otherStatus)} errors ${p.result.errors}`);
+      const orchCpu = cpuSeconds(orch.pid) - cpu0;
+      if (p.admitted === 0) throw new BenchError(`no task admitted: ${JSON.stringify(p.otherStatus)} errors ${p.result.errors}: ${p.sampleBodies.join(' | ')}`);
       const lat = summarize(p.latencies);
       const tasksPerS = p.admitted / p.result.duration;
       return {
@@ -142,9 +145,12 @@ export const admissionBench: Bench = {
             requests_per_s: p.result.requests.average, errors: p.result.errors, timeouts: p.result.timeouts, non2xx: p.result.non2xx,
             latency_ms_integer_histogram: { p50: p.result.latency.p50, p99: p.result.latency.p99, max: p.result.latency.max },
           },
+          orchestratord_cpu_s: orchCpu,
+          orchestratord_cpu_us_per_task: (orchCpu * 1e6) / p.admitted,
           canceled: p.canceled,
           max_cancel_backlog: p.maxBacklog,
           other_status: p.otherStatus,
+          other_status_bodies: p.sampleBodies,
         },
       };
     } finally {

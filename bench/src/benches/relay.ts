@@ -1,5 +1,3 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { BenchError } from '../errors.js';
@@ -7,6 +5,7 @@ import {
   COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady,
 } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
+import { cpuSeconds } from '../lib/proc.js';
 import type { BenchOutcome } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
 import { directBody, directGeneration, relayGeneration, type TimedGeneration } from '../lib/streams.js';
@@ -42,8 +41,7 @@ export const relayBench: Bench = {
     { figure: 'tps_ratio', op: '>=', value: 0.99, unit: '×' },
   ],
   async run(ctx: BenchContext): Promise<BenchOutcome> {
-    const dir = join(ctx.dir, 'relay');
-    await mkdir(dir, { recursive: true });
+    const dir = ctx.dir;
     const token = newToken();
     const heartbeatMs = 1000;
     const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'relay-orchestratord') });
@@ -68,7 +66,13 @@ export const relayBench: Bench = {
       const relay: TimedGeneration[] = [];
       let mismatches = 0;
       ctx.log(`relay: ${warmup} warm-up + ${pairs} interleaved pairs of ${maxTokens}-token generations`);
+      let cpuOrch0 = 0;
+      let cpuPm0 = 0;
       for (let i = 0; i < warmup + pairs; i++) {
+        if (i === warmup) {
+          cpuOrch0 = cpuSeconds(orch.pid);
+          cpuPm0 = cpuSeconds(pm.daemon.pid);
+        }
         const seed = 1000 + i;
         // Alternate which variant goes first so neither always follows the other's engine work.
         const order = i % 2 === 0 ? ['direct', 'relay'] : ['relay', 'direct'];
@@ -86,6 +90,8 @@ export const relayBench: Bench = {
         direct.push(d);
         relay.push(r);
       }
+      const cpuOrch = cpuSeconds(orch.pid) - cpuOrch0;
+      const cpuPm = cpuSeconds(pm.daemon.pid) - cpuPm0;
       await agent.close();
 
       const ttftD = summarize(direct.map((g) => (g.tokenAt[0] as number) - g.sentAt));
@@ -124,6 +130,11 @@ export const relayBench: Bench = {
           end_to_end_tokens_per_s: { direct: rounded(e2eD, 1), relay: rounded(e2eR, 1), ratio_of_medians: e2eR.p50 / e2eD.p50 },
           token_frames_per_generation: { direct: tokensD, relay: tokensR },
           text_mismatches: mismatches,
+          // CPU time of the relay processes over the measured relay generations (direct ones cost them nothing).
+          cpu_us_per_relayed_token: {
+            orchestratord: (cpuOrch * 1e6) / relay.reduce((a, g) => a + g.tokenAt.length, 0),
+            pool_managerd: (cpuPm * 1e6) / relay.reduce((a, g) => a + g.tokenAt.length, 0),
+          },
           engine_url: engineUrl,
           max_tokens: maxTokens,
         },

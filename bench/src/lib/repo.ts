@@ -42,7 +42,7 @@ export function benchPaths(env: Readonly<Record<string, string | undefined>>): B
     poolManagerd: join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
     placementBench: join(root, 'apps', 'orchestratord', 'dist', 'bench', 'placement-bench.js'),
     fixtureNode: join(dist, 'fixtures', 'fixture-node-main.js'),
-    streamClient: join(dist, 'fixtures', 'stream-client-main.js'),
+    streamClient: join(dist, 'load', 'stream-client-main.js'),
     cacheDir: env.LLORCH_TEST_CACHE_DIR !== undefined && env.LLORCH_TEST_CACHE_DIR !== ''
       ? env.LLORCH_TEST_CACHE_DIR : join(root, '.cache', 'llama-orch'),
     workDir: join(root, 'bench', '.work'),
