@@ -3,7 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatSseFrame } from '@llama-orch/contracts';
-import { CliError, humanLogLine, renderTable, submit, type Target } from './index.js';
+import { CliError, humanLogLine, metricTotal, renderTable, submit, type Target } from './index.js';
+
+describe('metricTotal', () => {
+  it('sums every label set of a metric', () => {
+    const text = '# TYPE queue_depth gauge\nqueue_depth{priority="interactive"} 2\nqueue_depth{priority="batch"} 3\nqueue_depth_other 9\n';
+    expect(metricTotal(text, 'queue_depth')).toBe('5');
+    expect(metricTotal(text, 'missing')).toBe('?');
+  });
+});
 
 describe('renderTable', () => {
   it('aligns columns under a header rule', () => {
@@ -18,8 +26,9 @@ describe('humanLogLine', () => {
     expect(humanLogLine('pool-managerd', JSON.stringify({ level: 30, msg: 'build', human: 'building llama-server', pool_id: 'cpu0', percent: 40 })))
       .toBe('[pool-managerd] building llama-server  (pool_id=cpu0 percent=40)');
   });
-  it('drops debug lines and flags errors', () => {
+  it('drops debug and access lines and flags errors', () => {
     expect(humanLogLine('x', JSON.stringify({ level: 20, msg: 'noise' }))).toBeUndefined();
+    expect(humanLogLine('x', JSON.stringify({ level: 30, msg: 'request completed', reqId: 'r1' }))).toBeUndefined();
     expect(humanLogLine('x', JSON.stringify({ level: 50, msg: 'boom' }))).toBe('[x] ERROR boom');
   });
 });

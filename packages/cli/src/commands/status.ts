@@ -12,10 +12,11 @@ export async function nodesTable(target: Target): Promise<string> {
   ]);
 }
 
-/** Reads one unlabelled gauge from Prometheus text. */
-function gauge(metrics: string, name: string): string {
-  const line = metrics.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
-  return line ? (line.split(' ').pop() ?? '?') : '?';
+/** Sum of a metric over all its label sets in Prometheus text ('?' when absent). */
+export function metricTotal(metrics: string, name: string): string {
+  const samples = metrics.split('\n').filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  if (samples.length === 0) return '?';
+  return String(samples.reduce((sum, l) => sum + Number(l.split(' ').pop()), 0));
 }
 
 /** `llorch status`: nodes, pools and the admission queue. */
@@ -34,6 +35,6 @@ export async function statusReport(target: Target): Promise<string> {
           String(p.leased), p.models.join(','), p.engine_version, p.last_error ?? '',
         ]),
       ]);
-  const queue = renderTable([['QUEUE DEPTH', 'RUNNING'], [gauge(metrics, 'queue_depth'), gauge(metrics, 'tasks_running')]]);
+  const queue = renderTable([['QUEUED', 'RUNNING (leased slots)'], [metricTotal(metrics, 'queue_depth'), metricTotal(metrics, 'active_leases')]]);
   return `Nodes\n${nodes}\n\nPools\n${poolTable}\n\nQueue\n${queue}`;
 }

@@ -34,6 +34,8 @@ export function humanLogLine(name: string, line: string): string | undefined {
   }
   const level = typeof rec.level === 'number' ? rec.level : 30;
   if (level < 30) return undefined;
+  // per-request access lines (status polls, heartbeats) drown out what matters at start-up
+  if (level < 40 && (rec.msg === 'incoming request' || rec.msg === 'request completed')) return undefined;
   const text = typeof rec.human === 'string' ? rec.human : String(rec.msg ?? '');
   const facts = ['pool_id', 'poolId', 'percent', 'pct', 'bytes_done', 'bytes_total', 'url', 'state', 'err']
     .filter((k) => rec[k] !== undefined)
