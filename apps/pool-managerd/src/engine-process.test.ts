@@ -49,10 +49,27 @@ async function realEngine(name: string): Promise<{ proc: EngineProcess; client: 
   return { proc, client, seen };
 }
 
+/**
+ * Starts a real engine; a port taken by another process between picking it and the engine's bind
+ * (other suites run in parallel on this machine) is retried on a new port — the supervisor does
+ * the same in production by preparing each attempt afresh.
+ */
+async function startedEngine(name: string): Promise<Awaited<ReturnType<typeof realEngine>>> {
+  for (let attempt = 1; ; attempt++) {
+    const e = await realEngine(name);
+    try {
+      await e.proc.start();
+      return e;
+    } catch (err) {
+      await e.client.close();
+      if (attempt >= 3 || !(err instanceof EngineReadinessError) || !/couldn't bind/.test(err.message)) throw err;
+    }
+  }
+}
+
 describe('EngineProcess', () => {
   it('spawns the real llama-server, is ready after /health 200, stops with SIGTERM (exit 0), idempotently', async () => {
-    const { proc, client, seen } = await realEngine('ep1');
-    await proc.start();
+    const { proc, client, seen } = await startedEngine('ep1');
     expect(proc.state).toBe('ready');
     expect(seen.at(-1)).toBe('ready');
     const pid = proc.pid ?? 0;
@@ -69,13 +86,12 @@ describe('EngineProcess', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(existsSync(join(dir, 'pids', 'ep1-r0.pid'))).toBe(false);
     expect(readFileSync(proc.logPath, 'utf8')).toMatch(/exit code=0/);
-    await expect(proc.start()).rejects.toBeInstanceOf(EngineSpawnError); // never reused
+    await expect(proc.start()).rejects.toBeInstanceOf(EngineSpawnError); // never restarted
     await client.close();
   });
 
   it('records an unrequested exit (kill -9)', async () => {
-    const { proc, client } = await realEngine('ep2');
-    await proc.start();
+    const { proc, client } = await startedEngine('ep2');
     const exits: unknown[] = [];
     proc.onExit((e) => exits.push(e));
     process.kill(proc.pid ?? 0, 'SIGKILL');
