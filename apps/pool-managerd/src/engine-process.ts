@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { execa, type ResultPromise } from 'execa';
 import type { Logger } from 'pino';
 import type { EngineHealth } from '@llama-orch/llamacpp-adapter';
@@ -142,7 +143,9 @@ export class EngineProcess {
       this.#state = 'exited';
       log.write(`=== ${new Date(exit.at).toISOString()} exit code=${exit.code} signal=${exit.signal}\n`);
       log.close();
-      if (this.#pidPath !== undefined) void removePidFile(this.#pidPath);
+      // Gone before anyone hears of the exit: a PID file always names a live engine (or a crash's orphan).
+      // Synchronous on purpose: one tiny file, and listeners must not wait a thread-pool round trip.
+      if (this.#pidPath !== undefined) rmSync(this.#pidPath, { force: true });
       o.logger.info({ pid: child.pid, code: exit.code, signal: exit.signal, requested: exit.requested }, 'engine exited');
       this.#resolveExited(exit);
       for (const l of this.#exitListeners) l(exit);

@@ -162,7 +162,7 @@ describe('pool-managerd with real llama-server pools', () => {
     const leftReadyMs = leftReadyAt - killedAt;
     expect(leftReadyAt).toBeGreaterThan(0);
     expect(notReady.state).toBe('starting');
-    expect(existsSync(join(h.runtime.engines, 'det-r0.json'))).toBe(false);
+    await until(() => !existsSync(join(h.runtime.engines, 'det-r0.json')), 'handoff file removed', 2000, 2);
     const refused = await dispatch(h, 'det', REQ);
     expect(refused.status).toBe(503);
     const ready = await waitReady(h, 'det', 60_000);
