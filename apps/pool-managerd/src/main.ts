@@ -9,8 +9,8 @@ import { buildApp } from './app.js';
 import { detectCapabilities, machineId } from './capabilities.js';
 import { loadSettings } from './config.js';
 import { NodeClient } from './node-client.js';
-import { DEFAULT_SUPERVISION } from './pool-controller.js';
 import { PoolManager } from './pool-manager.js';
+import { supervisionSettings } from './supervision-config.js';
 import { claimRuntimeDir, runtimeDir } from './runtime-dir.js';
 import { detectPdeathsigWrapper } from './setpriv.js';
 
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
     models,
     engineEnv: scrubEngineEnv(env),
     wrapper: wrapper ?? [],
-    supervision: { ...DEFAULT_SUPERVISION },
+    supervision: supervisionSettings(config.supervision),
   });
   const app = await buildApp({ manager, logger: log, apiToken: settings.apiToken }, config);
   await app.listen({ host: settings.host, port: settings.port });

@@ -103,6 +103,31 @@ export const PoolConfigSchema = z
 export type PoolConfig = z.infer<typeof PoolConfigSchema>;
 export type PoolConfigInput = z.input<typeof PoolConfigSchema>;
 
+/** How pool-managerd supervises engines (DESIGN §5); every field optional, defaults shown. */
+export const SupervisionConfigSchema = z
+  .strictObject({
+    /** First restart delay after a crash, ms (doubles per consecutive failure, ±10 % jitter). @default 1000 */
+    backoff_base_ms: z.int().min(10).max(3_600_000).optional(),
+    /** Largest restart delay, ms. @default 60000 */
+    backoff_max_ms: z.int().min(10).max(3_600_000).optional(),
+    /** Consecutive failures that open the circuit breaker (pool `failed`, no restarts). @default 5 */
+    breaker_threshold: z.int().min(1).max(1000).optional(),
+    /** Open-breaker cool-down before one half-open trial, ms. @default 300000 */
+    breaker_cooldown_ms: z.int().min(100).max(86_400_000).optional(),
+    /** Restart-storm limit: at most this many restarts per window. @default 10 */
+    restart_max: z.int().min(1).max(10_000).optional(),
+    /** Restart-storm window, ms. @default 60000 */
+    restart_window_ms: z.int().min(100).max(86_400_000).optional(),
+    /** Ready for this long counts as stable: backoff reset, breaker closed, ms. @default 60000 */
+    stable_after_ms: z.int().min(0).max(86_400_000).optional(),
+    /** SIGTERM → SIGKILL grace when stopping an engine, ms. @default 5000 */
+    stop_timeout_ms: z.int().min(100).max(600_000).optional(),
+    /** Spawn → /health 200 limit before the process is killed as failed, ms. @default 120000 */
+    readiness_timeout_ms: z.int().min(100).max(3_600_000).optional(),
+  })
+  .meta({ id: 'SupervisionConfig' });
+export type SupervisionConfig = z.infer<typeof SupervisionConfigSchema>;
+
 /** pool-managerd YAML config (`requirements/*.yaml`). */
 export const PoolManagerConfigSchema = z
   .strictObject({
@@ -132,6 +157,8 @@ export const PoolManagerConfigSchema = z
     cache_dir: z.string().optional(),
     /** Model cache budget, bytes; LRU eviction above it. */
     model_cache_budget_bytes: z.int().positive().optional(),
+    /** Engine supervision tuning; absent = the DESIGN §5 defaults. */
+    supervision: SupervisionConfigSchema.optional(),
     /** Pools on this node. */
     pools: z.array(PoolConfigSchema).min(1).max(64),
   })

@@ -43,9 +43,9 @@ export {
 } from './control.js';
 export type { Capabilities, ClusterPool, PoolHealth, ClusterModel } from './control.js';
 export {
-  OrchestratorConfigSchema, ORCHESTRATOR_ENV, PoolConfigSchema, PoolManagerConfigSchema,
+  OrchestratorConfigSchema, ORCHESTRATOR_ENV, PoolConfigSchema, PoolManagerConfigSchema, SupervisionConfigSchema,
 } from './config.js';
 export type {
-  OrchestratorConfig, PoolConfig, PoolConfigInput, PoolManagerConfig, PoolManagerConfigInput,
+  OrchestratorConfig, PoolConfig, PoolConfigInput, PoolManagerConfig, PoolManagerConfigInput, SupervisionConfig,
 } from './config.js';
 export { formatIssues } from './format-issues.js';

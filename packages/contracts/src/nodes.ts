@@ -45,7 +45,7 @@ export const PoolSnapshotSchema = z
     models: z.array(z.string().max(512)).max(64),
     /** Engine build identity. */
     engine_version: z.string().max(128),
-    /** Engine context size, tokens. */
+    /** Context one request can use, tokens: the engine's per-slot `n_ctx` from `/props` (capped by the model's training context). */
     ctx: z.int().nonnegative(),
     /** Determinism profile (one slot, no continuous batching). */
     deterministic: z.boolean(),

@@ -67,7 +67,7 @@ export const PoolStatusSchema = z
     progress: ProvisioningProgressSchema.optional(),
     /** Whether the pool runs the determinism profile (one slot, no continuous batching). */
     deterministic: z.boolean(),
-    /** Context size per engine, tokens. */
+    /** Context one request can use, tokens: the engine's per-slot `n_ctx` from `/props` (capped by the model's training context). */
     ctx: z.int().nonnegative(),
     /** Measured decode rate, tokens/s (0 until measured). */
     decode_tps: z.number().nonnegative(),
