@@ -146,6 +146,8 @@ export const admissionBench: Bench = {
             latency_ms_integer_histogram: { p50: p.result.latency.p50, p99: p.result.latency.p99, max: p.result.latency.max },
           },
           orchestratord_cpu_s: orchCpu,
+          // Near 1.0: orchestratord's one event loop is the bottleneck; well below: the client (or the machine) is.
+          orchestratord_cores_used: orchCpu / p.result.duration,
           orchestratord_cpu_us_per_task: (orchCpu * 1e6) / p.admitted,
           canceled: p.canceled,
           max_cancel_backlog: p.maxBacklog,

@@ -39,7 +39,7 @@ export const failoverBench: Bench = {
       ctx.log('failover: waiting for both pools');
       await waitPoolsReady(orch.url, token, ['fa', 'fb'], [orch, a.daemon, b.daemon], COLD_START_TIMEOUT_MS);
       const trials: Trial[] = [];
-      const count = ctx.quick ? 2 : 8;
+      const count = ctx.quick ? 2 : 12;
       const waitLimitMs = 10 * heartbeatMs;
       ctx.log(`failover: ${count} trials, heartbeat ${heartbeatMs} ms; each SIGSTOPs node-a at a random heartbeat phase`);
       for (let t = 0; t < count; t++) {
