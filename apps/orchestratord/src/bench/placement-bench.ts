@@ -102,9 +102,20 @@ function timerOverheadUs(): number {
   return summarize(xs).p50;
 }
 
-function benchPlace(strategy: PlacementStrategy): { us: Summary; outcomes: Record<string, number> } {
+/**
+ * `byModel`: what place() costs when handed only the pools that serve the task's model (a per-model
+ * index the registry could keep); the index is rebuilt outside the timed region. Not what the
+ * dispatcher does today: reported apart, as the effect of that proposed change.
+ */
+function benchPlace(strategy: PlacementStrategy, byModel = false): { us: Summary; outcomes: Record<string, number> } {
   const candidates: PoolCandidate[] = [];
   for (let n = 0; n < NODES; n++) for (let p = 0; p < POOLS_PER_NODE; p++) candidates.push(toCandidate(nodeId(n), randomSnapshot(poolId(n, p))));
+  const index = (): Map<string, PoolCandidate[]> => {
+    const m = new Map<string, PoolCandidate[]>();
+    for (const c of candidates) for (const model of c.models) m.set(model, [...(m.get(model) ?? []), c]);
+    return m;
+  };
+  let byModelIndex = byModel ? index() : undefined;
   const cursor: RoundRobinCursor = { next: 0 };
   const us: number[] = [];
   const outcomes: Record<string, number> = {};
@@ -115,8 +126,10 @@ function benchPlace(strategy: PlacementStrategy): { us: Summary; outcomes: Recor
       candidates[idx] = toCandidate(c.node_id, randomSnapshot(c.pool_id));
     }
     const req = randomRequest();
+    if (byModel) byModelIndex = index();
+    const pool = byModelIndex === undefined ? candidates : (byModelIndex.get(req.model_ref) ?? []);
     const t0 = process.hrtime.bigint();
-    const d = place(req, candidates, strategy, cursor);
+    const d = place(req, pool, strategy, cursor);
     const t1 = process.hrtime.bigint();
     if (i < WARMUP) continue;
     us.push(Number(t1 - t0) / 1000);
@@ -171,6 +184,7 @@ function benchRegistry(): { us: Summary; pools_us: Summary; outcomes: Record<str
 const leastLoaded = benchPlace('least-loaded');
 const roundRobin = benchPlace('round-robin');
 const withRegistry = benchRegistry();
+const indexed = benchPlace('least-loaded', true);
 process.stdout.write(`${JSON.stringify({
   nodes: NODES,
   pools_per_node: POOLS_PER_NODE,
@@ -187,5 +201,7 @@ process.stdout.write(`${JSON.stringify({
   registry_then_place_us: withRegistry.us,
   registry_pools_us: withRegistry.pools_us,
   registry_then_place_outcomes: withRegistry.outcomes,
+  proposed_per_model_index_place_us: indexed.us,
+  proposed_per_model_index_outcomes: indexed.outcomes,
   node: process.version,
 })}\n`);
