@@ -66,6 +66,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     logController: new LogController({ requestIdLogLabel: 'correlation_id' }),
     bodyLimit: config.body_limit,
     routerOptions: { maxParamLength: 1024 },
+    // Fastify's own closing answer is a bare 503 (no envelope, no correlation id, no Retry-After).
+    // While closing, routes answer themselves: admission refuses with a retriable INTERNAL
+    // envelope, and a stream request still gets its task's terminal frame.
+    return503OnClosing: false,
     // Router-level refusals (malformed percent-encoding, a path parameter over maxParamLength)
     // bypass hooks and the error handler; without this they leave as Fastify's own JSON with
     // status 400/414 and no correlation id instead of an ErrorEnvelope.
