@@ -65,6 +65,8 @@ export interface ChaosReport {
     node_pools: unknown;
     engine_slots: Record<string, unknown>;
     daemon_exits: unknown;
+    /** Last lines of any daemon that did not exit 0. */
+    exit_tails: Record<string, string[]>;
     engine_pids_seen: number[];
     engine_pids_alive_after_shutdown: number[];
     orphan_engines: unknown[];
@@ -199,7 +201,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
       const trace = await runTask(plan, ctx);
       traces.push(trace);
       // Refused or unreachable (orchestratord restarting, nodes not re-registered): back off a little.
-      if (!trace.admitted) await sleep(150);
+      if (!trace.admitted) await sleep(trace.admission.error !== undefined ? 400 : 150);
     }
   };
   await Promise.all(Array.from({ length: opts.concurrency }, () => worker()));
@@ -246,7 +248,13 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
   await dispatcher.close();
   const exits = await cluster.stop();
   const daemonExits = [...cluster.nodes.map((n) => n.id), 'orchestratord'].map((name, i) => ({ name, ...exits[i] }));
-  for (const e of daemonExits) if (e.code !== 0) leaks.push(`${e.name} exited with ${e.code ?? e.signal} on SIGTERM`);
+  const exitTails: Record<string, string[]> = {};
+  daemonExits.forEach((e, i) => {
+    if (e.code === 0) return;
+    leaks.push(`${e.name} exited with ${e.code ?? e.signal} on SIGTERM`);
+    const d = i < cluster.nodes.length ? cluster.nodes[i]?.daemon : cluster.orchestrator;
+    exitTails[e.name] = (d?.lines ?? []).slice(-25).map((l) => l.text.slice(0, 600));
+  });
   const stillAlive = await settle(async () => {
     const alive = [...enginePids].filter((pid) => pidAlive(pid));
     return { ok: alive.length === 0, value: alive };
@@ -306,6 +314,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
       node_pools: nodePools,
       engine_slots: engineSlots,
       daemon_exits: daemonExits,
+      exit_tails: exitTails,
       engine_pids_seen: [...enginePids].sort((a, b) => a - b),
       engine_pids_alive_after_shutdown: stillAlive.value,
       orphan_engines: orphans,
