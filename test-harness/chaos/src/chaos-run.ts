@@ -56,6 +56,8 @@ export interface ChaosReport {
     terminal_events: number;
     terminal_by_kind: Record<string, number>;
     outcomes: Partial<Record<TaskOutcome, number>>;
+    /** How tasks of the restarted orchestratord ended on the client side. */
+    lost_to_restart_by_kind: Record<string, number>;
     leaks_found: number;
   };
   faults: FaultRecord[];
@@ -78,9 +80,12 @@ export interface ChaosReport {
 }
 
 function planTask(index: number, rnd: () => number, opts: ChaosRunOptions, pools: readonly string[]): TaskPlan {
-  const maxTokens = opts.maxTokens.min + Math.floor(rnd() * (opts.maxTokens.max - opts.maxTokens.min + 1));
   const r = rnd();
   const action: TaskPlan['action'] = r < opts.cancelRate ? 'cancel' : r < opts.cancelRate + opts.disconnectRate ? 'disconnect' : 'none';
+  // Tasks that will be canceled get the upper third of the range, so most cancels land mid-stream
+  // instead of racing a natural end.
+  const min = action === 'none' ? opts.maxTokens.min : Math.max(opts.maxTokens.min, Math.floor((2 * opts.maxTokens.max) / 3));
+  const maxTokens = min + Math.floor(rnd() * (opts.maxTokens.max - min + 1));
   const p = rnd();
   const pool = pools[Math.floor(rnd() * pools.length)] as string;
   return {
@@ -92,7 +97,7 @@ function planTask(index: number, rnd: () => number, opts: ChaosRunOptions, pools
     seed: Math.floor(rnd() * 1_000_000),
     placement: p < 0.8 ? { mode: 'auto' } : { mode: p < 0.9 ? 'prefer' : 'pin', pool },
     action,
-    actAfterTokens: Math.floor(rnd() * Math.min(maxTokens, 12)),
+    actAfterTokens: Math.floor(rnd() * Math.min(maxTokens, 8)),
   };
 }
 
@@ -272,6 +277,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
   const outcomes: Partial<Record<TaskOutcome, number>> = {};
   const terminalByKind: Record<string, number> = {};
   const rejected: Record<string, number> = {};
+  const lostByKind: Record<string, number> = {};
   const violations: ChaosReport['violations'] = [];
   let terminals = 0;
   for (const t of traces) {
@@ -282,6 +288,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
     }
     const v = judgeTask(t, restarts);
     outcomes[v.outcome] = (outcomes[v.outcome] ?? 0) + 1;
+    if (v.outcome === 'lost_to_restart') bump(lostByKind, v.detail ?? 'unknown');
     if (v.terminal !== undefined) {
       terminals += 1;
       bump(terminalByKind, v.terminal.event === 'end' ? (v.terminal.data.canceled === true ? 'end_canceled' : 'end') : `error:${String(v.terminal.data.code)}`);
@@ -305,6 +312,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
       terminal_events: terminals,
       terminal_by_kind: terminalByKind,
       outcomes,
+      lost_to_restart_by_kind: lostByKind,
       leaks_found: leaks.length,
     },
     faults,

@@ -28,10 +28,15 @@ async function until<T>(what: () => Promise<T | undefined>, timeoutMs: number, e
   return undefined;
 }
 
-async function nodeState(cluster: ChaosCluster, nodeId: string): Promise<string | undefined> {
+async function nodeInfo(cluster: ChaosCluster, nodeId: string): Promise<{ state: string; lastSeen: number } | undefined> {
   const res = await request(new URL('/v2/nodes', cluster.url), { headers: cluster.auth, headersTimeout: 5000, bodyTimeout: 5000 });
-  const body = (await res.body.json()) as { nodes?: Array<{ node_id: string; state: string }> };
-  return body.nodes?.find((n) => n.node_id === nodeId)?.state;
+  const body = (await res.body.json()) as { nodes?: Array<{ node_id: string; state: string; last_seen: string }> };
+  const n = body.nodes?.find((x) => x.node_id === nodeId);
+  return n === undefined ? undefined : { state: n.state, lastSeen: Date.parse(n.last_seen) };
+}
+
+async function nodeState(cluster: ChaosCluster, nodeId: string): Promise<string | undefined> {
+  return (await nodeInfo(cluster, nodeId))?.state;
 }
 
 async function poolReadyOnNode(cluster: ChaosCluster, node: ChaosNode): Promise<boolean> {
@@ -79,13 +84,19 @@ export async function stopNode(cluster: ChaosCluster, node: ChaosNode, heartbeat
   const t0 = Date.now();
   process.kill(pid, 'SIGSTOP');
   try {
-    const offline = await until(async () => ((await nodeState(cluster, node.id)) === 'offline' ? Date.now() : undefined), timeoutMs * 4 + 5000, 25);
+    // Every poll: offline must not show before 3 intervals passed since the node's last heartbeat
+    // (orchestratord's own `last_seen`), and must show some time after.
+    const offline = await until(async () => {
+      const info = await nodeInfo(cluster, node.id);
+      const now = Date.now();
+      if (info?.state !== 'offline') return undefined;
+      const silentMs = now - info.lastSeen;
+      if (silentMs < timeoutMs - 50) rec.problems.push(`${node.id} offline after only ${silentMs} ms without a heartbeat (timeout ${timeoutMs} ms)`);
+      rec.details.silent_ms_when_seen_offline = silentMs;
+      return now;
+    }, timeoutMs * 4 + 5000, 25);
     if (offline === undefined) rec.problems.push(`orchestratord never marked ${node.id} offline while it was stopped`);
-    else {
-      rec.details.offline_after_ms = offline - t0;
-      // The last heartbeat came up to one interval before the stop, so offline may show 2 intervals in.
-      if (offline - t0 < 2 * heartbeatMs - 50) rec.problems.push(`${node.id} marked offline ${offline - t0} ms after the stop: earlier than the ${timeoutMs} ms node timeout allows`);
-    }
+    else rec.details.offline_after_ms = offline - t0;
     const minStopped = timeoutMs + 2 * heartbeatMs;
     if (Date.now() - t0 < minStopped) await sleep(minStopped - (Date.now() - t0));
   } finally {

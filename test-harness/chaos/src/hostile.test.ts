@@ -12,6 +12,7 @@ import { runToExit, startChaosDaemon, type ChaosDaemon } from './daemon.js';
 import { probe, responseProblems } from './http-probe.js';
 import { brokenEngineRepo, damagedModels, engineBinary, fileIdentity, isolatedCache, notAnEngine } from './hostile-setup.js';
 import { enginesOf } from './proc.js';
+import { writeReport } from './report.js';
 
 interface PoolRow {
   pool_id: string;
@@ -131,6 +132,11 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
   }, 20 * 60_000);
 
   afterAll(async () => {
+    if (daemon !== undefined) {
+      const codes = Object.fromEntries([...expectations.keys()].map((id) => [id, (failureLog(id)?.err as { code?: string } | undefined)?.code]));
+      const path = await writeReport({ pools: final.map((p) => ({ pool_id: p.pool_id, state: p.state, ready: p.ready, last_error: p.last_error, logged_code: codes[p.pool_id] })) }, 'hostile');
+      process.stdout.write(`[hostile] report ${path}\n`);
+    }
     await daemon?.stop();
     await cluster?.close();
     taken?.server.close();

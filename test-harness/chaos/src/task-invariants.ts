@@ -21,6 +21,8 @@ export interface TaskVerdict {
   terminal: Frame | undefined;
   /** Invariant violations; empty = the task behaved. */
   problems: string[];
+  /** For `lost_to_restart`: what the client saw (`stream_404`, `stream_error`, `closed_without_terminal`, `resume_404`, …). */
+  detail?: string;
 }
 
 const TERMINAL = new Set(['end', 'error']);
@@ -77,7 +79,14 @@ export function judgeTask(trace: TaskTrace, restarts: readonly RestartWindow[]):
 
   const terminal = [...trace.frames, ...resumeFrames].find((f) => TERMINAL.has(f.event));
   const canceledEnd = terminal?.event === 'end' && terminal.data.canceled === true;
-  const verdict = (outcome: TaskOutcome): TaskVerdict => ({ outcome, terminal, problems });
+  const lostDetail = (): string => {
+    const r = trace.resume;
+    if (r !== undefined && trace.disconnectedAt !== undefined) return r.status !== undefined ? `resume_${r.status}` : 'resume_error';
+    if (trace.streamStatus !== undefined && trace.streamStatus !== 200) return `stream_${trace.streamStatus}`;
+    if (trace.streamError !== undefined) return 'stream_error';
+    return 'closed_without_terminal';
+  };
+  const verdict = (outcome: TaskOutcome): TaskVerdict => ({ outcome, terminal, problems, ...(outcome === 'lost_to_restart' ? { detail: lostDetail() } : {}) });
 
   if (trace.hung) {
     problems.push(`no terminal frame within the client timeout (${trace.frames.length} frames seen)`);
@@ -105,7 +114,9 @@ export function judgeTask(trace: TaskTrace, restarts: readonly RestartWindow[]):
     }
     if (canceledEnd) return verdict('canceled');
     // The task ended on its own before the cancel was processed: a natural end, or a failure.
-    if (terminal.event === 'end' && terminal.data.stop_type === 'cancel') problems.push('end with stop_type cancel but without canceled: true');
+    if (terminal.event === 'end' && !['eos', 'limit', 'word'].includes(String(terminal.data.stop_type))) {
+      problems.push(`canceled task ended with end stop_type ${String(terminal.data.stop_type)} but without canceled: true`);
+    }
     return verdict('cancel_raced');
   }
 
@@ -113,6 +124,9 @@ export function judgeTask(trace: TaskTrace, restarts: readonly RestartWindow[]):
     const r = trace.resume;
     if (terminal !== undefined) {
       if (canceledEnd) return verdict('disconnected');
+      if (terminal.event === 'end' && !['eos', 'limit', 'word'].includes(String(terminal.data.stop_type))) {
+        problems.push(`disconnected task ended with end stop_type ${String(terminal.data.stop_type)} but without canceled: true`);
+      }
       return verdict('disconnect_raced');
     }
     if (restartTouched) return verdict('lost_to_restart');
