@@ -7,5 +7,8 @@ export default defineConfig({
   resolve: { conditions: ['source'] },
   test: {
     projects: ['packages/*', 'apps/*', 'test-harness/*'],
+    globalSetup: ['./vitest.global-setup.ts'],
+    // the engine build above may take a while on a cold cache
+    hookTimeout: 60 * 60_000,
   },
 });
