@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
 
@@ -45,8 +46,16 @@ export interface ChaosDaemon {
   stop(sig?: NodeJS.Signals, graceMs?: number): Promise<DaemonExit>;
 }
 
+/**
+ * `setpriv --pdeathsig SIGKILL --` when available (it execs in place, the pid stays the daemon's):
+ * a test worker that is killed (hook timeout, crash) then takes its daemons with it instead of
+ * leaving them to hold ports, cache locks and engines.
+ */
+const PDEATHSIG: readonly string[] = ['/usr/bin/setpriv', '/bin/setpriv'].some((p) => existsSync(p)) ? ['setpriv', '--pdeathsig', 'SIGKILL', '--'] : [];
+
 function spawn(spec: DaemonSpec, sink: CapturedLine[]): { child: ResultPromise; exited: Promise<DaemonExit> } {
-  const child = execa('node', [spec.script, ...spec.args], {
+  const [file = 'node', ...prefix] = [...PDEATHSIG, 'node'];
+  const child = execa(file, [...prefix, spec.script, ...spec.args], {
     env: { ...process.env, ...spec.env },
     ...(spec.cwd !== undefined ? { cwd: spec.cwd } : {}),
     reject: false,
