@@ -16,6 +16,7 @@ interface PlacementReport {
   place_round_robin_us: Summary;
   registry_then_place_us: Summary;
   registry_pools_us: Summary;
+  proposed_per_model_index_place_us: Summary;
   [k: string]: unknown;
 }
 
@@ -64,6 +65,7 @@ export const placementBench: Bench = {
         decision_p50: { label: 'place() decision, p50 (least-loaded)', value: r.place_least_loaded_us.p50, unit: 'µs' },
         decision_p99: { label: 'place() decision, p99 (least-loaded)', value: r.place_least_loaded_us.p99, unit: 'µs' },
         registry_decision_p99: { label: 'registry.pools() + place(), p99', value: r.registry_then_place_us.p99, unit: 'µs' },
+        indexed_decision_p99: { label: 'place() over the model\'s pools only (proposed per-model index), p99', value: r.proposed_per_model_index_place_us.p99, unit: 'µs' },
       },
       details: { report: r },
     };

@@ -104,18 +104,19 @@ function timerOverheadUs(): number {
 
 /**
  * `byModel`: what place() costs when handed only the pools that serve the task's model (a per-model
- * index the registry could keep); the index is rebuilt outside the timed region. Not what the
+ * index the registry could keep, updated outside the timed region as load changes). Not what the
  * dispatcher does today: reported apart, as the effect of that proposed change.
  */
 function benchPlace(strategy: PlacementStrategy, byModel = false): { us: Summary; outcomes: Record<string, number> } {
   const candidates: PoolCandidate[] = [];
   for (let n = 0; n < NODES; n++) for (let p = 0; p < POOLS_PER_NODE; p++) candidates.push(toCandidate(nodeId(n), randomSnapshot(poolId(n, p))));
-  const index = (): Map<string, PoolCandidate[]> => {
-    const m = new Map<string, PoolCandidate[]>();
-    for (const c of candidates) for (const model of c.models) m.set(model, [...(m.get(model) ?? []), c]);
-    return m;
+  // Per-model lists kept in step with `candidates` (each pool serves one model here).
+  const index = new Map<string, PoolCandidate[]>();
+  if (byModel) for (const c of candidates) for (const m of c.models) index.set(m, [...(index.get(m) ?? []), c]);
+  const reindex = (old: PoolCandidate, next: PoolCandidate): void => {
+    for (const m of old.models) index.set(m, (index.get(m) ?? []).filter((c) => c !== old));
+    for (const m of next.models) index.set(m, [...(index.get(m) ?? []), next]);
   };
-  let byModelIndex = byModel ? index() : undefined;
   const cursor: RoundRobinCursor = { next: 0 };
   const us: number[] = [];
   const outcomes: Record<string, number> = {};
@@ -123,11 +124,12 @@ function benchPlace(strategy: PlacementStrategy, byModel = false): { us: Summary
     for (let k = 0; k < 4; k++) {
       const idx = Math.floor(random() * candidates.length);
       const c = candidates[idx] as PoolCandidate;
-      candidates[idx] = toCandidate(c.node_id, randomSnapshot(c.pool_id));
+      const next = toCandidate(c.node_id, randomSnapshot(c.pool_id));
+      candidates[idx] = next;
+      if (byModel) reindex(c, next);
     }
     const req = randomRequest();
-    if (byModel) byModelIndex = index();
-    const pool = byModelIndex === undefined ? candidates : (byModelIndex.get(req.model_ref) ?? []);
+    const pool = byModel ? (index.get(req.model_ref) ?? []) : candidates;
     const t0 = process.hrtime.bigint();
     const d = place(req, pool, strategy, cursor);
     const t1 = process.hrtime.bigint();
