@@ -150,6 +150,11 @@ export const poolStartBench: Bench = {
         engine_p50: { label: 'engine alone spawn → /health 200, p50', value: e.p50, unit: 'ms' },
         added_p50: { label: 'added by pool-managerd, p50', value: p.p50 - e.p50, unit: 'ms' },
         added_max: { label: 'added by pool-managerd, max − max', value: p.max - e.max, unit: 'ms' },
+        daemon_added_p50: {
+          label: 'of which after the daemon is up (listening → pool ready) − engine alone, p50',
+          value: summarize(pool.map((s) => s.ready - s.listening)).p50 - e.p50,
+          unit: 'ms',
+        },
       },
       details: {
         pool_ms: rounded(p, 1),

@@ -8,7 +8,7 @@ import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { cpuSeconds } from '../lib/proc.js';
 import type { BenchOutcome } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
-import { directBody, directGeneration, relayGeneration, type TimedGeneration } from '../lib/streams.js';
+import { directBody, directGeneration, poolManagerdGeneration, relayGeneration, type TimedGeneration } from '../lib/streams.js';
 
 const PROMPT = 'Once upon a time, in a data centre far away,';
 
@@ -64,8 +64,9 @@ export const relayBench: Bench = {
       const task = { orchUrl: orch.url, token, model: SYNTHETIC_MODEL, prompt: PROMPT, maxTokens, determinism: 'strict' as const };
       const direct: TimedGeneration[] = [];
       const relay: TimedGeneration[] = [];
+      const viaPool: TimedGeneration[] = [];
       let mismatches = 0;
-      ctx.log(`relay: ${warmup} warm-up + ${pairs} interleaved pairs of ${maxTokens}-token generations`);
+      ctx.log(`relay: ${warmup} warm-up + ${pairs} interleaved rounds of ${maxTokens}-token generations`);
       let cpuOrch0 = 0;
       let cpuPm0 = 0;
       for (let i = 0; i < warmup + pairs; i++) {
@@ -74,21 +75,28 @@ export const relayBench: Bench = {
           cpuPm0 = cpuSeconds(pm.daemon.pid);
         }
         const seed = 1000 + i;
-        // Alternate which variant goes first so neither always follows the other's engine work.
-        const order = i % 2 === 0 ? ['direct', 'relay'] : ['relay', 'direct'];
+        // Rotate which variant goes first so none always follows another's engine work. The third
+        // variant (pool-managerd's dispatch API alone) splits the added time between the two hops.
+        const order = [['direct', 'relay', 'pool'], ['relay', 'pool', 'direct'], ['pool', 'direct', 'relay']][i % 3] as string[];
         let d: TimedGeneration | undefined;
         let r: TimedGeneration | undefined;
+        let pg: TimedGeneration | undefined;
         for (const v of order) {
           if (v === 'direct') d = await directGeneration(engineUrl, directBody(PROMPT, maxTokens, seed), agent);
+          else if (v === 'pool') pg = await poolManagerdGeneration(pm.daemon.url, 'relay', token, { prompt: PROMPT, max_tokens: maxTokens, seed }, agent);
           else r = await relayGeneration({ ...task, seed }, agent);
           // The engine frees its slot just after the last event; the next request must not queue behind it.
-          await sleep(10);
+          // A dispatch sent to pool-managerd directly holds a lease orchestratord does not know about:
+          // its debounced (50 ms) heartbeats report the slot busy, then free again; wait for the latter.
+          await sleep(v === 'pool' ? 80 : 10);
+          await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
         }
-        if (d === undefined || r === undefined) throw new BenchError('pair incomplete');
+        if (d === undefined || r === undefined || pg === undefined) throw new BenchError('round incomplete');
         if (i < warmup) continue;
-        if (d.text !== r.text) mismatches += 1;
+        if (d.text !== r.text || d.text !== pg.text) mismatches += 1;
         direct.push(d);
         relay.push(r);
+        viaPool.push(pg);
       }
       const cpuOrch = cpuSeconds(orch.pid) - cpuOrch0;
       const cpuPm = cpuSeconds(pm.daemon.pid) - cpuPm0;
@@ -96,6 +104,8 @@ export const relayBench: Bench = {
 
       const ttftD = summarize(direct.map((g) => (g.tokenAt[0] as number) - g.sentAt));
       const ttftR = summarize(relay.map((g) => (g.tokenAt[0] as number) - g.sentAt));
+      const ttftP = summarize(viaPool.map((g) => (g.tokenAt[0] as number) - g.sentAt));
+      const itlP = summarize(viaPool.flatMap(gaps));
       const itlD = summarize(direct.flatMap(gaps));
       const itlR = summarize(relay.flatMap(gaps));
       const pairedTtft = summarize(relay.map((r, i) => ((r.tokenAt[0] as number) - r.sentAt) - (((direct[i] as TimedGeneration).tokenAt[0] as number) - (direct[i] as TimedGeneration).sentAt)));
@@ -107,25 +117,27 @@ export const relayBench: Bench = {
       const tokensR = summarize(relay.map((g) => g.tokenAt.length));
       return {
         method:
-          `${pairs} pairs (after ${warmup} warm-up pairs) of the same greedy ${maxTokens}-token generation on one llama-server ` +
-          '(synthetic model, 1 slot, 1 thread), alternating which variant goes first: direct = POST <engine_url>/completion with the ' +
+          `${pairs} rounds (after ${warmup} warm-up rounds) of the same greedy ${maxTokens}-token generation on one llama-server ` +
+          '(synthetic model, 1 slot, 1 thread), rotating which variant goes first: direct = POST <engine_url>/completion with the ' +
           'body the adapter sends ({prompt, n_predict, stream, cache_prompt:false, seed, temperature:0}); relay = POST /v2/tasks ' +
-          '(determinism strict, same seed) then GET the SSE stream immediately after the 202, through orchestratord → pool-managerd. ' +
+          '(determinism strict, same seed) then GET the SSE stream immediately after the 202, through orchestratord → pool-managerd; ' +
+          'pool-managerd alone = its POST /v2/pools/{id}/completions (NDJSON), to split the added time between the hops. ' +
           'TTFT = request send → arrival of the first token frame (relay: the clock starts before POST /v2/tasks, so admission, ' +
           'the SSE request and both hops count); inter-token = gaps between consecutive token frames at the client. ' +
           'Added = relay percentile − direct percentile. Tokens/s = (frames − 1) / (last − first frame) per generation, ' +
           'ratio of medians; the end-to-end rate (frames / (send → last frame)) is kept in the JSON.',
-        samples: { pairs, 'token gaps per variant': itlD.n },
+        samples: { rounds: pairs, 'token gaps per variant': itlD.n },
         figures: {
           ttft_added_p50: { label: 'added time to first token, p50', value: ttftR.p50 - ttftD.p50, unit: 'ms' },
           ttft_added_p99: { label: 'added time to first token, p99', value: ttftR.p99 - ttftD.p99, unit: 'ms' },
           itl_added_p50: { label: 'added inter-token latency, p50', value: itlR.p50 - itlD.p50, unit: 'ms' },
           itl_added_p99: { label: 'added inter-token latency, p99', value: itlR.p99 - itlD.p99, unit: 'ms' },
           tps_ratio: { label: 'tokens/s through the relay ÷ direct (median)', value: rateR.p50 / rateD.p50, unit: '×' },
+          ttft_pool_managerd_p50: { label: 'of which pool-managerd\'s hop alone (its dispatch API − direct), TTFT p50', value: ttftP.p50 - ttftD.p50, unit: 'ms' },
         },
         details: {
-          ttft_ms: { direct: rounded(ttftD), relay: rounded(ttftR), paired_difference: rounded(pairedTtft) },
-          inter_token_ms: { direct: rounded(itlD, 4), relay: rounded(itlR, 4) },
+          ttft_ms: { direct: rounded(ttftD), via_pool_managerd_only: rounded(ttftP), relay: rounded(ttftR), paired_difference: rounded(pairedTtft) },
+          inter_token_ms: { direct: rounded(itlD, 4), via_pool_managerd_only: rounded(itlP, 4), relay: rounded(itlR, 4) },
           decode_tokens_per_s: { direct: rounded(rateD, 1), relay: rounded(rateR, 1) },
           end_to_end_tokens_per_s: { direct: rounded(e2eD, 1), relay: rounded(e2eR, 1), ratio_of_medians: e2eR.p50 / e2eD.p50 },
           token_frames_per_generation: { direct: tokensD, relay: tokensR },

@@ -57,6 +57,47 @@ export async function directGeneration(engineUrl: string, body: Record<string, u
   return { sentAt, tokenAt, text: pieces.join(''), endAt };
 }
 
+/**
+ * POST `<pool-managerd>/v2/pools/{id}/completions` (the dispatch orchestratord sends: greedy, same
+ * seed) and read its NDJSON token events: the pool-managerd hop alone, without orchestratord.
+ */
+export async function poolManagerdGeneration(
+  pmUrl: string, poolId: string, token: string, body: { prompt: string; max_tokens: number; seed: number }, dispatcher: Dispatcher,
+): Promise<TimedGeneration> {
+  const sentAt = performance.now();
+  const res = await request(`${pmUrl}/v2/pools/${encodeURIComponent(poolId)}/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, accept: 'application/x-ndjson' },
+    body: JSON.stringify({ task_id: randomUUID(), greedy: true, ...body }),
+    dispatcher,
+  });
+  if (res.statusCode !== 200) throw new UnexpectedResponseError(`pool-managerd answered ${res.statusCode}: ${await res.body.text()}`);
+  const tokenAt: number[] = [];
+  const pieces: string[] = [];
+  let endAt = Number.NaN;
+  let buf = '';
+  for await (const chunk of res.body) {
+    const now = performance.now();
+    buf += (chunk as Buffer).toString('utf8');
+    let nl = buf.indexOf('\n');
+    while (nl >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      nl = buf.indexOf('\n');
+      if (line.trim() === '') continue;
+      const ev = JSON.parse(line) as { type: string; t?: string };
+      if (ev.type === 'token') {
+        tokenAt.push(now);
+        pieces.push(ev.t ?? '');
+      } else {
+        endAt = now;
+      }
+    }
+  }
+  if (Number.isNaN(endAt)) throw new UnexpectedResponseError('pool-managerd stream ended without end/error');
+  return { sentAt, tokenAt, text: pieces.join(''), endAt };
+}
+
 export interface TaskOptions {
   orchUrl: string;
   token: string;
