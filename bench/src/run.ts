@@ -9,12 +9,13 @@ import { loadResults, renderSection, updateReadme } from './lib/readme.js';
 import { benchPaths } from './lib/repo.js';
 import { buildResult, currentLoad, writeResult } from './lib/result.js';
 
-const USAGE = `usage: pnpm bench [--quick] [--cpu-prof] [--no-readme] [${BENCH_ORDER.join('|')} …]
+const USAGE = `usage: pnpm bench [--quick] [--cpu-prof] [--node-flags='…'] [--no-readme] [${BENCH_ORDER.join('|')} …]
 
 Runs the named benchmarks (all seven when none is named), writes bench/results/<name>.json and
 regenerates the Performance table in README.md from every result file present.
   --quick      fewer samples: checks the harness, not a result to report (README left alone)
   --cpu-prof   run the daemons under node --cpu-prof (profiles in bench/.work/<run>/)
+  --node-flags extra node flags for orchestratord and pool-managerd (e.g. --node-flags=--trace-gc)
   --no-readme  leave README.md alone`;
 
 function say(message: string): void {
@@ -28,7 +29,10 @@ async function main(argv: string[]): Promise<number> {
   }
   const quick = argv.includes('--quick');
   const cpuProf = argv.includes('--cpu-prof');
-  const writeReadme = !argv.includes('--no-readme') && !quick;
+  const nodeFlags = argv.filter((a) => a.startsWith('--node-flags=')).flatMap((a) => a.slice('--node-flags='.length).split(' ').filter((f) => f !== ''));
+  // Diagnostic runs (quick, profiled, extra flags) never replace the reported results.
+  const diagnostic = quick || cpuProf || nodeFlags.length > 0;
+  const writeReadme = !argv.includes('--no-readme') && !diagnostic;
   const names = argv.filter((a) => !a.startsWith('--'));
   for (const n of names) if (!BENCH_ORDER.includes(n)) throw new UsageError(`unknown benchmark '${n}'\n${USAGE}`);
   const selected = names.length === 0 ? BENCH_ORDER : BENCH_ORDER.filter((n) => names.includes(n));
@@ -57,7 +61,7 @@ async function main(argv: string[]): Promise<number> {
     const dir = join(runDir, name);
     await mkdir(dir, { recursive: true });
     const ctx: BenchContext = {
-      paths, dir, quick, cpuProf, signal: controller.signal, log: (m) => say(m),
+      paths, dir, quick, cpuProf, nodeFlags, signal: controller.signal, log: (m) => say(m),
     };
     const startedAt = performance.now();
     const loadAtStart = currentLoad();
@@ -65,7 +69,7 @@ async function main(argv: string[]): Promise<number> {
     try {
       const outcome = await bench.run(ctx);
       const result = buildResult({ name, title: bench.title, targets: bench.targets, outcome, startedAt, loadAtStart });
-      if (quick) {
+      if (diagnostic) {
         await writeResult(join(runDir, 'results'), result);
       } else {
         await writeResult(paths.resultsDir, result);

@@ -12,6 +12,8 @@ export interface BenchContext {
   readonly quick: boolean;
   /** Start the daemons under `node --cpu-prof` (profiles land in `dir`). */
   readonly cpuProf: boolean;
+  /** Extra `node` flags for the daemons (e.g. `--trace-gc`), for diagnosis. */
+  readonly nodeFlags: readonly string[];
   readonly signal: AbortSignal;
 }
 
@@ -24,5 +26,5 @@ export interface Bench {
 
 /** `node --cpu-prof` flags for a daemon when profiling is asked for. */
 export function profFlags(ctx: BenchContext, name: string): string[] {
-  return ctx.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${ctx.dir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+  return [...ctx.nodeFlags, ...(ctx.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${ctx.dir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
 }

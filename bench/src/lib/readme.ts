@@ -54,13 +54,15 @@ export function renderSection(results: readonly BenchResult[]): string {
   lines.push('`bench/results/<name>.json` (method, samples, distributions, machine) and regenerates this table.');
   lines.push('Every figure is a difference or a ratio taken within one run with the variants interleaved');
   lines.push('(A B A B …), or an absolute figure against an absolute target; latencies are medians (p50) and p99');
-  lines.push('over the stated samples. The machine is shared and noisy: read the load average next to each row.');
+  lines.push('over the stated samples. The machine is shared and noisy: read the load average next to each row; a run');
+  lines.push('under `nice -n -10 pnpm bench` (as noted there) keeps other work from preempting the benchmark processes.');
   lines.push('');
   lines.push('| Benchmark | Figure | Result | Target | Met | Samples | Machine (cores, load at start) | Reproduce |');
   lines.push('|---|---|---|---|---|---|---|---|');
   for (const r of results) {
     const samples = Object.entries(r.samples).map(([k, v]) => `${v.toLocaleString('en-US')} ${k}`).join(', ');
-    const machine = `${r.cores} cores, load ${r.load_avg_at_start[0] ?? '?'}; ${r.date.slice(0, 10)}`;
+    const niceText = r.nice !== undefined && r.nice !== 0 ? `, nice ${r.nice}` : '';
+    const machine = `${r.cores} cores, load ${r.load_avg_at_start[0] ?? '?'}${niceText}; ${r.date.slice(0, 10)}`;
     r.rows.forEach((row, i) => {
       lines.push(`| ${i === 0 ? r.title : ''} | ${row.label} | ${fmt(row.value, row.unit)} | ${targetText(row)} | ${metText(row)} | ${i === 0 ? samples : ''} | ${i === 0 ? machine : ''} | ${i === 0 ? `\`pnpm bench ${r.name}\`` : ''} |`);
     });

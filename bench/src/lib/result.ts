@@ -1,4 +1,4 @@
-import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { availableParallelism, cpus, getPriority, loadavg, totalmem } from 'node:os';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -48,6 +48,8 @@ export interface BenchResult {
   node: string;
   /** 1/5/15-minute load average when the benchmark started: the machine is shared. */
   load_avg_at_start: number[];
+  /** Scheduling priority the run had (`nice -n -10 pnpm bench` keeps other work on a shared machine from preempting it). */
+  nice: number;
   reproduce: string;
   duration_s: number;
   method: string;
@@ -89,6 +91,7 @@ export function buildResult(args: {
     ram_bytes: totalmem(),
     node: process.version,
     load_avg_at_start: args.loadAtStart.map((l) => Math.round(l * 100) / 100),
+    nice: getPriority(),
     reproduce: `pnpm build && pnpm bench ${args.name}`,
     duration_s: Math.round((performance.now() - args.startedAt) / 100) / 10,
     method: outcome.method,
