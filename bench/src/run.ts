@@ -16,7 +16,9 @@ regenerates the Performance table in README.md from every result file present.
   --quick      fewer samples: checks the harness, not a result to report (README left alone)
   --cpu-prof   run the daemons under node --cpu-prof (profiles in bench/.work/<run>/)
   --node-flags extra node flags for orchestratord and pool-managerd (e.g. --node-flags=--trace-gc)
-  --no-readme  leave README.md alone`;
+  --no-readme  leave README.md alone
+Env LLORCH_BENCH_ORCHESTRATORD / LLORCH_BENCH_POOL_MANAGERD: run another build of a daemon (to measure
+a proposed change; such runs, like --quick/--cpu-prof/--node-flags, write under bench/.work only).`;
 
 function say(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
@@ -30,14 +32,14 @@ async function main(argv: string[]): Promise<number> {
   const quick = argv.includes('--quick');
   const cpuProf = argv.includes('--cpu-prof');
   const nodeFlags = argv.filter((a) => a.startsWith('--node-flags=')).flatMap((a) => a.slice('--node-flags='.length).split(' ').filter((f) => f !== ''));
-  // Diagnostic runs (quick, profiled, extra flags) never replace the reported results.
-  const diagnostic = quick || cpuProf || nodeFlags.length > 0;
+  const paths = benchPaths(process.env);
+  // Diagnostic runs (quick, profiled, extra flags, another daemon build) never replace the reported results.
+  const diagnostic = quick || cpuProf || nodeFlags.length > 0 || paths.overridden;
   const writeReadme = !argv.includes('--no-readme') && !diagnostic;
   const names = argv.filter((a) => !a.startsWith('--'));
   for (const n of names) if (!BENCH_ORDER.includes(n)) throw new UsageError(`unknown benchmark '${n}'\n${USAGE}`);
   const selected = names.length === 0 ? BENCH_ORDER : BENCH_ORDER.filter((n) => names.includes(n));
 
-  const paths = benchPaths(process.env);
   for (const p of [paths.orchestratord, paths.poolManagerd, paths.placementBench, paths.fixtureNode]) {
     if (!existsSync(p)) throw new UsageError(`${p} is missing: run \`pnpm build\` first`);
   }

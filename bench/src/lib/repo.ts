@@ -29,6 +29,8 @@ export interface BenchPaths {
   readonly cacheDir: string;
   /** Scratch space for runtime dirs, configs and daemon logs (gitignored). */
   readonly workDir: string;
+  /** A daemon path was overridden (LLORCH_BENCH_ORCHESTRATORD / LLORCH_BENCH_POOL_MANAGERD). */
+  readonly overridden: boolean;
   readonly resultsDir: string;
   readonly readme: string;
 }
@@ -36,16 +38,19 @@ export interface BenchPaths {
 export function benchPaths(env: Readonly<Record<string, string | undefined>>): BenchPaths {
   const root = repoRoot();
   const dist = join(root, 'bench', 'dist');
+  const override = (name: string): string | undefined => (env[name] !== undefined && env[name] !== '' ? env[name] : undefined);
   return {
     root,
-    orchestratord: join(root, 'apps', 'orchestratord', 'dist', 'main.js'),
-    poolManagerd: join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
+    // Overrides point at another build of a daemon, to measure a proposed change against the same harness.
+    orchestratord: override('LLORCH_BENCH_ORCHESTRATORD') ?? join(root, 'apps', 'orchestratord', 'dist', 'main.js'),
+    poolManagerd: override('LLORCH_BENCH_POOL_MANAGERD') ?? join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
     placementBench: join(root, 'apps', 'orchestratord', 'dist', 'bench', 'placement-bench.js'),
     fixtureNode: join(dist, 'fixtures', 'fixture-node-main.js'),
     streamClient: join(dist, 'load', 'stream-client-main.js'),
     cacheDir: env.LLORCH_TEST_CACHE_DIR !== undefined && env.LLORCH_TEST_CACHE_DIR !== ''
       ? env.LLORCH_TEST_CACHE_DIR : join(root, '.cache', 'llama-orch'),
     workDir: join(root, 'bench', '.work'),
+    overridden: override('LLORCH_BENCH_ORCHESTRATORD') !== undefined || override('LLORCH_BENCH_POOL_MANAGERD') !== undefined,
     resultsDir: join(root, 'bench', 'results'),
     readme: join(root, 'README.md'),
   };
