@@ -142,10 +142,11 @@ export const relayBench: Bench = {
           end_to_end_tokens_per_s: { direct: rounded(e2eD, 1), relay: rounded(e2eR, 1), ratio_of_medians: e2eR.p50 / e2eD.p50 },
           token_frames_per_generation: { direct: tokensD, relay: tokensR },
           text_mismatches: mismatches,
-          // CPU time of the relay processes over the measured relay generations (direct ones cost them nothing).
+          // CPU time of the daemons over the measured rounds per token they carried (pool-managerd carries
+          // the relay and its own-API variants; orchestratord's figure also pays for the idle checks between variants).
           cpu_us_per_relayed_token: {
             orchestratord: (cpuOrch * 1e6) / relay.reduce((a, g) => a + g.tokenAt.length, 0),
-            pool_managerd: (cpuPm * 1e6) / relay.reduce((a, g) => a + g.tokenAt.length, 0),
+            pool_managerd: (cpuPm * 1e6) / [...relay, ...viaPool].reduce((a, g) => a + g.tokenAt.length, 0),
           },
           engine_url: engineUrl,
           max_tokens: maxTokens,
