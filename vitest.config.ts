@@ -6,7 +6,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   resolve: { conditions: ['source'] },
   test: {
-    projects: ['packages/*', 'apps/*', 'test-harness/*'],
+    projects: ['packages/*', 'apps/*', 'test-harness/*', 'bench'],
     globalSetup: ['./vitest.global-setup.ts'],
     // the engine build above may take a while on a cold cache
     hookTimeout: 60 * 60_000,

@@ -84,7 +84,8 @@ export class NodeRegistry {
 
   constructor(options: NodeRegistryOptions) {
     this.#opts = { saturationMs: Math.min(options.heartbeatIntervalMs, 500), ...options };
-    this.#sweep = setInterval(() => this.sweep(), Math.max(10, Math.floor(options.heartbeatIntervalMs / 4)));
+    // a fine sweep keeps detection close to the 3-interval budget (the sweep period adds to it)
+    this.#sweep = setInterval(() => this.sweep(), Math.max(10, Math.floor(options.heartbeatIntervalMs / 20)));
     this.#sweep.unref();
   }
 
