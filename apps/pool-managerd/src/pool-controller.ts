@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { HandoffFile, PoolConfig, ResolvedModel } from '@llama-orch/contracts';
-import type { EngineProvisioner } from '@llama-orch/engine-provisioner';
+import type { EngineBinary, EngineProvisioner } from '@llama-orch/engine-provisioner';
 import type { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 import { BackoffPolicy } from './backoff.js';
@@ -103,6 +103,8 @@ export class PoolController {
   #modelRef: string;
   #sha256: string | undefined;
   #model: ResolvedModel | undefined;
+  /** Binary from provisioning, reused by every start attempt (no repeated source/toolchain probes). */
+  #binary: EngineBinary | undefined;
   #supervisor: Supervisor | undefined;
   #boundProc: EngineProcess | undefined;
   #handoff: string | undefined;
@@ -220,6 +222,7 @@ export class PoolController {
           })
           .then(
             (bin) => {
+              this.#binary = bin;
               progress.engine = 1;
               logProgress();
               observe('engine', 'ok');
@@ -282,7 +285,7 @@ export class PoolController {
       createProcess: async () => {
         attempts += 1;
         // A fresh prepare per attempt: a new free port if the old one was taken meanwhile.
-        const prepared = await this.#o.engines.prepare(pool, { modelPath: model.local_path, replicaId: REPLICA_ID });
+        const prepared = await this.#o.engines.prepare(pool, { modelPath: model.local_path, replicaId: REPLICA_ID, binary: this.#binary });
         const client = this.#o.clientFor(`http://${prepared.host}:${prepared.port}`);
         return {
           proc: new EngineProcess({

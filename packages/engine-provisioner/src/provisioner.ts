@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import {
@@ -54,6 +55,11 @@ export interface PrepareOptions extends EnsureOptions {
   modelPath: string;
   /** Replica id within the pool (e.g. `r0`). */
   replicaId: string;
+  /**
+   * The pool's binary from an earlier {@link EngineProvisioner.ensureBinary}, so a restart does not
+   * resolve the source and toolchain again; ignored (ensured afresh) when its file is gone.
+   */
+  binary?: EngineBinary;
 }
 
 /** A ready engine binary. */
@@ -180,7 +186,8 @@ export class EngineProvisioner {
    */
   async prepare(poolInput: PoolConfig, opts: PrepareOptions): Promise<PreparedEngine> {
     const pool = this.validatePool(poolInput);
-    const bin = await this.ensureBinary(pool, opts);
+    const known = opts.binary !== undefined && (await isFile(opts.binary.binary_path)) ? opts.binary : undefined;
+    const bin = known ?? (await this.ensureBinary(pool, opts));
     const { port, fallback } = await selectPort(pool.port, ENGINE_HOST);
     if (fallback && pool.port !== 0) this.log.warn({ poolId: pool.id, requested: pool.port, port }, 'configured engine port is taken; using another');
     const flags = buildEngineFlags({ pool, modelPath: opts.modelPath, port, host: ENGINE_HOST });
@@ -311,3 +318,7 @@ export class EngineProvisioner {
 }
 
 type ProgressReporter = (phase: EnginePhase, within: number, extra?: Partial<EngineProgress>) => void;
+
+async function isFile(path: string): Promise<boolean> {
+  return stat(path).then((st) => st.isFile(), () => false);
+}
