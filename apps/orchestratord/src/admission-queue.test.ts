@@ -116,4 +116,26 @@ describe('AdmissionQueue', () => {
     expect(seen).toEqual(['a', 'b', 'c']);
     expect(q.size).toBe(0);
   });
+
+  it('counts entries of a group ahead of a new entry, per lane, through every way in and out', () => {
+    const q = new AdmissionQueue<{ model: string }>({ capacity: 3, policy: 'drop-lru', groupOf: (t) => t.model });
+    q.enqueue('b1', 'batch', { model: 'm' });
+    q.enqueue('i1', 'interactive', { model: 'm' });
+    q.enqueue('i2', 'interactive', { model: 'other' });
+    expect(q.countAhead('m', 'interactive')).toBe(1);
+    expect(q.countAhead('m', 'batch')).toBe(2);
+    expect(q.countAhead('nobody', 'batch')).toBe(0);
+    // Full: drop-lru evicts b1, the only batch entry.
+    const r = q.enqueue('i3', 'interactive', { model: 'm' });
+    expect(r).toMatchObject({ kind: 'queued', evicted: { id: 'b1' } });
+    expect(q.countAhead('m', 'batch')).toBe(2);
+    q.remove('i1');
+    expect(q.countAhead('m', 'interactive')).toBe(1);
+    q.requeueFront('i1', 'interactive', { model: 'm' });
+    expect(q.countAhead('m', 'interactive')).toBe(2);
+    q.dequeue();
+    q.takeExpired(Number.POSITIVE_INFINITY);
+    expect(q.countAhead('m', 'batch')).toBe(0);
+    expect(q.countAhead('other', 'interactive')).toBe(0);
+  });
 });

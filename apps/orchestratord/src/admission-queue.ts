@@ -63,11 +63,13 @@ export type EnqueueResult<T> =
   | { readonly kind: 'queued'; readonly position: number; readonly evicted?: QueueEntry<T> }
   | { readonly kind: 'full'; readonly policy: QueuePolicy };
 
-export interface AdmissionQueueOptions {
+export interface AdmissionQueueOptions<T> {
   /** Maximum queued entries. */
   capacity: number;
   /** Behaviour when full. */
   policy: QueuePolicy;
+  /** Group of an item (the dispatcher groups by model), counted per lane for {@link AdmissionQueue.countAhead}. */
+  groupOf?: (item: T) => string;
 }
 
 export class AdmissionQueue<T> {
@@ -75,11 +77,24 @@ export class AdmissionQueue<T> {
   readonly policy: QueuePolicy;
   readonly #lanes: Record<Lane, Lane_<T>> = { interactive: new Lane_<T>(), batch: new Lane_<T>() };
   readonly #byId = new Map<string, Node<T>>();
+  readonly #groupOf: ((item: T) => string) | undefined;
+  readonly #groups = new Map<string, Record<Lane, number>>();
 
-  constructor(options: AdmissionQueueOptions) {
+  constructor(options: AdmissionQueueOptions<T>) {
     if (!Number.isInteger(options.capacity) || options.capacity < 1) throw new RangeError('capacity must be an integer >= 1');
     this.capacity = options.capacity;
     this.policy = options.policy;
+    this.#groupOf = options.groupOf;
+  }
+
+  /**
+   * Entries of `group` that a new entry in `lane` would wait behind: the group's interactive
+   * entries, plus its batch entries for a batch entry. O(1): admission asks on every request.
+   */
+  countAhead(group: string, lane: Lane): number {
+    const c = this.#groups.get(group);
+    if (c === undefined) return 0;
+    return lane === 'interactive' ? c.interactive : c.interactive + c.batch;
   }
 
   get size(): number {
@@ -111,7 +126,7 @@ export class AdmissionQueue<T> {
     }
     const node: Node<T> = { id, lane, item, deadlineAt, prev: undefined, next: undefined };
     this.#lanes[lane].pushBack(node);
-    this.#byId.set(id, node);
+    this.#link(node);
     const position = lane === 'interactive' ? this.#lanes.interactive.size - 1 : this.size - 1;
     return evicted ? { kind: 'queued', position, evicted } : { kind: 'queued', position };
   }
@@ -121,7 +136,7 @@ export class AdmissionQueue<T> {
     if (this.#byId.has(id)) throw new Error(`duplicate queue id ${id}`);
     const node: Node<T> = { id, lane, item, deadlineAt, prev: undefined, next: undefined };
     this.#lanes[lane].pushFront(node);
-    this.#byId.set(id, node);
+    this.#link(node);
   }
 
   /** Removes and returns the next entry in dispatch order. */
@@ -187,9 +202,24 @@ export class AdmissionQueue<T> {
     return all;
   }
 
+  #link(node: Node<T>): void {
+    this.#byId.set(node.id, node);
+    if (this.#groupOf === undefined) return;
+    const group = this.#groupOf(node.item);
+    const c = this.#groups.get(group);
+    if (c === undefined) this.#groups.set(group, { interactive: node.lane === 'interactive' ? 1 : 0, batch: node.lane === 'batch' ? 1 : 0 });
+    else c[node.lane] += 1;
+  }
+
   #unlink(node: Node<T>): void {
     this.#lanes[node.lane].unlink(node);
     this.#byId.delete(node.id);
+    if (this.#groupOf === undefined) return;
+    const group = this.#groupOf(node.item);
+    const c = this.#groups.get(group);
+    if (c === undefined) return;
+    c[node.lane] -= 1;
+    if (c.interactive === 0 && c.batch === 0) this.#groups.delete(group);
   }
 }
 

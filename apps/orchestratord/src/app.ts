@@ -1,9 +1,10 @@
 import type { OrchestratorConfig } from '@llama-orch/contracts';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
+import { AccessLogController } from './access-log.js';
 import { CatalogStore } from './catalog-store.js';
 import { InvalidParamsError } from './errors.js';
 import { systemClock, type Clock } from './clock.js';
@@ -11,6 +12,7 @@ import { splitHostPort } from './config.js';
 import { TaskDispatcher } from './dispatcher.js';
 import { createMetrics } from './metrics.js';
 import { NodeRegistry } from './node-registry.js';
+import { lazyChildLoggerFactory } from './lazy-logger.js';
 import { isPlaceable } from './placement.js';
 import { PoolClient } from './pool-client.js';
 import { SessionStore } from './session-store.js';
@@ -63,7 +65,8 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     loggerInstance: logger as FastifyBaseLogger,
     genReqId: correlationIdFor,
     requestIdHeader: false,
-    logController: new LogController({ requestIdLogLabel: 'correlation_id' }),
+    logController: new AccessLogController({ requestIdLogLabel: 'correlation_id' }),
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: config.body_limit,
     routerOptions: { maxParamLength: 1024 },
     // Fastify's own closing answer is a bare 503 (no envelope, no correlation id, no Retry-After).
@@ -109,14 +112,18 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
 
   const configured = config.public_url?.replace(/\/+$/, '');
   const { host: bindHost } = splitHostPort(config.addr);
+  const wildcard = bindHost === '0.0.0.0' || bindHost === '::' || bindHost === '';
+  // The bound port is fixed once listening; asking the socket per admission was measurable.
+  let boundBase: string | undefined;
   const publicBase = (req: FastifyRequest): string => {
     if (configured !== undefined) return configured;
+    if (boundBase !== undefined) return boundBase;
     const address = app.server.address();
     if (address !== null && typeof address === 'object') {
-      const wildcard = bindHost === '0.0.0.0' || bindHost === '::' || bindHost === '';
       if (wildcard) return `http://${req.host}`;
       const host = bindHost.includes(':') ? `[${bindHost}]` : bindHost;
-      return `http://${host}:${address.port}`;
+      boundBase = `http://${host}:${address.port}`;
+      return boundBase;
     }
     return `http://${config.addr}`;
   };

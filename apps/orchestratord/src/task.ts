@@ -6,8 +6,8 @@ import { TaskStream } from './task-stream.js';
 /**
  * Lifecycle of an admitted task: `queued` (in the admission queue) → `running` (slot leased,
  * dispatched to a node) → `ended` (terminal frame written). A task that lost its node before the
- * first token goes back to `queued` once. `ended` is final; the record is dropped
- * `stream_grace_ms` later.
+ * first token goes back to `queued` once. `ended` is final; only its frames stay
+ * readable, for `stream_grace_ms`.
  */
 export type TaskState = 'queued' | 'running' | 'ended';
 
@@ -49,6 +49,13 @@ export interface TaskRecord {
   waitCounted: boolean;
   /** Whether `tasks_started_total` was counted (once per task, not per attempt). */
   startedCounted: boolean;
+}
+
+/** An ended task within `stream_grace_ms`: what late subscribers and resumes read. */
+export interface RetainedTask {
+  readonly id: string;
+  readonly stream: TaskStream;
+  readonly state: 'ended';
 }
 
 export interface NewTaskOptions {

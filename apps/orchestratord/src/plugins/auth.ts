@@ -22,21 +22,35 @@ export function tokenMatches(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
+/** {@link tokenMatches} with the expected side hashed once. */
+function tokenMatcher(expected: string): (given: string) => boolean {
+  const want = digest(expected);
+  return (given) => timingSafeEqual(digest(given), want);
+}
+
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
 const auth: FastifyPluginAsync<AuthOptions> = async (app, opts) => {
   const expected = opts.token;
   if (expected === undefined) return;
   const open = new Set(opts.openPaths ?? ['/metrics']);
-  app.addHook('onRequest', async (req) => {
-    const path = req.url.split('?', 1)[0] ?? '';
-    if (open.has(path)) return;
+  const matches = tokenMatcher(expected);
+  // Callback-style: an async hook costs a promise and a microtask turn on every request.
+  app.addHook('onRequest', (req, _reply, done) => {
+    const q = req.url.indexOf('?');
+    const path = q < 0 ? req.url : req.url.slice(0, q);
+    if (open.has(path)) {
+      done();
+      return;
+    }
     const header = req.headers.authorization;
     const m = typeof header === 'string' && header.length <= 8192 ? BEARER.exec(header) : null;
-    if (m === null || m[1] === undefined || !tokenMatches(m[1], expected)) {
+    if (m === null || m[1] === undefined || !matches(m[1])) {
       req.log.warn({ path, has_authorization: header !== undefined }, 'unauthorized request');
-      throw new UnauthorizedError(m === null ? 'missing bearer token' : 'invalid bearer token');
+      done(new UnauthorizedError(m === null ? 'missing bearer token' : 'invalid bearer token'));
+      return;
     }
+    done();
   });
 };
 

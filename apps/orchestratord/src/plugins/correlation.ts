@@ -18,8 +18,10 @@ export function correlationIdFor(req: IncomingMessage): string {
 
 /** Puts `X-Correlation-Id` on every response (errors, 401, 404 and SSE included). */
 const correlation: FastifyPluginAsync = async (app) => {
-  app.addHook('onRequest', async (req, reply) => {
+  // Callback-style hooks: an async hook costs a promise and a microtask turn on every request.
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header(CORRELATION_HEADER, req.id);
+    done();
   });
 };
 

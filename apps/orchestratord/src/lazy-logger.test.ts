@@ -1,0 +1,46 @@
+import { pino, type Logger } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { lazyChild } from './lazy-logger.js';
+
+function capture(level: string): { logger: Logger; records: () => Record<string, unknown>[] } {
+  const lines: string[] = [];
+  const logger = pino({ level }, { write: (l: string) => lines.push(l) });
+  return { logger, records: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+describe('lazyChild', () => {
+  it('logs with its bindings and its children\'s, merged into one child', () => {
+    const c = capture('info');
+    const req = lazyChild(c.logger, { correlation_id: 'c1' });
+    const task = req.child({ task_id: 't1' });
+    task.info({ n: 1 }, 'task line');
+    req.info('request line');
+    expect(c.records()).toEqual([
+      expect.objectContaining({ correlation_id: 'c1', task_id: 't1', n: 1, msg: 'task line' }),
+      expect.objectContaining({ correlation_id: 'c1', msg: 'request line' }),
+    ]);
+    expect(c.records()[1]).not.toHaveProperty('task_id');
+  });
+
+  it('honours the parent level and a level given to the child', () => {
+    const c = capture('info');
+    const plain = lazyChild(c.logger, { a: 1 });
+    plain.debug('hidden');
+    const quiet = lazyChild(c.logger, { a: 2 }, { level: 'warn' });
+    quiet.info('hidden too');
+    quiet.warn('shown');
+    const loud = lazyChild(c.logger, { a: 3 }, { level: 'debug' });
+    loud.debug('shown as well');
+    expect(c.records().map((r) => r.msg)).toEqual(['shown', 'shown as well']);
+    expect(quiet.level).toBe('warn');
+    expect(plain.level).toBe('info');
+  });
+
+  it('a child of a materialised logger keeps the parent\'s bindings', () => {
+    const c = capture('info');
+    const req = lazyChild(c.logger, { correlation_id: 'c2' });
+    req.warn('materialise');
+    req.child({ task_id: 't2' }).error('child line');
+    expect(c.records()[1]).toMatchObject({ correlation_id: 'c2', task_id: 't2', level: 50 });
+  });
+});
