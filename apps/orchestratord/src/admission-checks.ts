@@ -7,6 +7,7 @@ import { predictTask } from './task-telemetry.js';
 
 export interface AdmissionCheckInput {
   readonly request: TaskRequest;
+  /** The pools that list the task's model (`NodeRegistry.poolsForModel`), or every pool: same result, more work. */
   readonly views: readonly PoolView[];
   readonly predictor: Predictor;
   /** Tasks for the same model queued ahead of where this one would go. */

@@ -208,13 +208,14 @@ export class TaskDispatcher {
     try {
       do {
         this.#pumpAgain = false;
-        const views = this.#o.registry.pools();
         const waiting = new Set<string>();
         for (const entry of this.#queue) {
           const task = entry.item;
           const key = waitKey(task);
           if (waiting.has(key)) continue;
-          const decision = place(placementRequest(task), views, this.#o.placementStrategy, this.#rr);
+          // The registry's per-model index: only the model's pools are looked at, and a lease taken
+          // by #start below is in the views the next decision reads.
+          const decision = place(placementRequest(task), this.#o.registry, this.#o.placementStrategy, this.#rr);
           if (decision.kind === 'wait') {
             waiting.add(key);
             if (!task.waitCounted) {
@@ -230,10 +231,7 @@ export class TaskDispatcher {
             this.#fail(task, decision.code, decision.message, true);
             continue;
           }
-          const chosen = decision.candidate;
-          const idx = views.findIndex((v) => v.node_id === chosen.node_id && v.pool_id === chosen.pool_id);
-          const view = views[idx] as PoolView;
-          views[idx] = { ...view, free: view.free - 1, leased: view.leased + 1 };
+          const view = decision.candidate;
           this.#o.metrics.placementDecisions.inc({
             outcome: 'assigned', pinned: String(decision.reason === 'pinned'), fallback: String(decision.reason === 'fallback'),
           });

@@ -10,12 +10,19 @@ export interface ModelAvailability {
   readonly provisioning: readonly PoolView[];
 }
 
+/**
+ * `views` may be every pool or only the model's (`NodeRegistry.poolsForModel`, much cheaper: the
+ * model check compares strings per pool); the result is the same.
+ */
 export function modelAvailability(views: readonly PoolView[], model: string): ModelAvailability {
-  const listed = views.filter((v) => v.node_state !== 'offline' && servesModel(v, model));
-  return {
-    ready: listed.filter((v) => v.state === 'ready'),
-    provisioning: listed.filter((v) => v.state === 'provisioning' || v.state === 'starting'),
-  };
+  const ready: PoolView[] = [];
+  const provisioning: PoolView[] = [];
+  for (const v of views) {
+    if (v.node_state === 'offline' || !servesModel(v, model)) continue;
+    if (v.state === 'ready') ready.push(v);
+    else if (v.state === 'provisioning' || v.state === 'starting') provisioning.push(v);
+  }
+  return { ready, provisioning };
 }
 
 /** Mean provisioning progress (engine build + model fetch, 0..1) of the most advanced pool. */

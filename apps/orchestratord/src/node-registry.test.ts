@@ -170,4 +170,116 @@ describe('NodeRegistry', () => {
     await r.close();
     expect(r.state).toBe('closed');
   });
+
+  it('keeps per-model and per-id lists in step with every change; lists already read do not change', () => {
+    const clock = new ManualClock();
+    const r = make(clock, 1000);
+    const keys = (views: readonly { node_id: string; pool_id: string }[]) => views.map((v) => `${v.node_id}/${v.pool_id}`);
+    r.register(reg('n2', [snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 })]));
+    r.register(reg('n1', [snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 }), snapshot({ pool_id: 'q', models: ['x', 'm'] })]));
+    r.heartbeat('n1', hb([snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 }), snapshot({ pool_id: 'q', models: ['x', 'm'] })]));
+    r.heartbeat('n2', hb([snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 })]));
+    expect(keys(r.poolsForModel('m'))).toEqual(['n1/p', 'n2/p', 'n1/q']);
+    expect(keys(r.poolsForModel('x'))).toEqual(['n1/q']);
+    expect(keys(r.poolsWithId('p'))).toEqual(['n1/p', 'n2/p']);
+    expect(r.poolsForModel('nope')).toEqual([]);
+
+    const before = r.poolsForModel('m');
+    const lease = r.lease('n1', 'p');
+    expect(r.poolsForModel('m')[0]).toMatchObject({ free: 1, leased: 1 });
+    expect(r.poolsWithId('p')[0]).toMatchObject({ free: 1, leased: 1 });
+    expect(before[0]).toMatchObject({ free: 2, leased: 0 });
+    lease.release();
+    expect(r.poolsForModel('m')[0]).toMatchObject({ free: 2, leased: 0 });
+
+    // A heartbeat that changes a pool's models moves it between lists.
+    r.heartbeat('n1', hb([snapshot({ pool_id: 'p', models: ['x'] }), snapshot({ pool_id: 'q', models: ['x', 'm'] })]));
+    expect(keys(r.poolsForModel('m'))).toEqual(['n2/p', 'n1/q']);
+    expect(keys(r.poolsForModel('x'))).toEqual(['n1/p', 'n1/q']);
+
+    // Saturation runs out with time alone: no event, the next read shows the slots again.
+    r.markSaturated('n2', 'p');
+    expect(r.poolsForModel('m')[0]?.free).toBe(0);
+    clock.advance(501);
+    expect(r.poolsForModel('m')[0]?.free).toBe(2);
+    r.markDraining('n2', 'p');
+    expect(r.poolsWithId('p')[1]?.draining).toBe(true);
+
+    clock.advance(3000);
+    r.heartbeat('n1', hb([snapshot({ pool_id: 'p', models: ['x'] }), snapshot({ pool_id: 'q', models: ['x', 'm'] })]));
+    r.sweep();
+    expect(r.poolsWithId('p').map((v) => v.node_state)).toEqual(['online', 'offline']);
+
+    // Re-registering with fewer pools drops the others; deregistering drops them all.
+    r.register(reg('n1', [snapshot({ pool_id: 'q', models: ['m'] })]));
+    expect(keys(r.poolsWithId('p'))).toEqual(['n2/p']);
+    expect(keys(r.poolsForModel('x'))).toEqual([]);
+    expect(r.poolsForModel('m').map((v) => [v.node_id, v.pool_id, v.node_state])).toEqual([['n2', 'p', 'offline'], ['n1', 'q', 'registering']]);
+    r.deregister('n2');
+    expect(keys(r.poolsForModel('m'))).toEqual(['n1/q']);
+    expect(r.poolsWithId('p')).toEqual([]);
+    // pools() is the caller's copy.
+    r.pools().pop();
+    expect(r.pools()).toHaveLength(1);
+  });
+
+  it('the lists always agree with pools() through random registrations, heartbeats, leases and marks', () => {
+    let seed = 7;
+    const rand = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed / 2_147_483_648;
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+    const clock = new ManualClock();
+    const r = make(clock, 1000);
+    const nodes = ['n1', 'n2', 'n3', 'n4'];
+    const models = ['m', 'x', 'y'];
+    const randomPools = () => ['a', 'b', 'c'].filter(() => rand() < 0.7).map((id) => snapshot({
+      pool_id: id, slots_total: 4, slots_free: Math.floor(rand() * 5), models: models.filter(() => rand() < 0.5),
+    }));
+    const leases: { nodeId: string; poolId: string; release(): void }[] = [];
+    const held = new Map<string, number>();
+    const view = (n: string, id: string) => r.pools().find((v) => v.node_id === n && v.pool_id === id);
+    for (let step = 0; step < 600; step += 1) {
+      const n = pick(nodes);
+      const op = pick(['register', 'heartbeat', 'heartbeat', 'deregister', 'lease', 'lease', 'release', 'saturate', 'suspect', 'drain', 'time'] as const);
+      if (op === 'register') r.register(reg(n, randomPools()));
+      else if (op === 'heartbeat') r.heartbeat(n, hb(randomPools()));
+      else if (op === 'deregister') r.deregister(n);
+      else if (op === 'lease') {
+        const l = r.lease(n, pick(['a', 'b', 'c']));
+        leases.push(l);
+        held.set(`${l.nodeId}/${l.poolId}`, (held.get(`${l.nodeId}/${l.poolId}`) ?? 0) + 1);
+      } else if (op === 'release') {
+        const l = leases.splice(Math.floor(rand() * leases.length), 1)[0];
+        if (l !== undefined) held.set(`${l.nodeId}/${l.poolId}`, (held.get(`${l.nodeId}/${l.poolId}`) ?? 0) - 1);
+        l?.release();
+      } else if (op === 'saturate' || op === 'suspect') {
+        const id = pick(['a', 'b', 'c']);
+        if (op === 'saturate') r.markSaturated(n, id);
+        else r.markSuspect(n, id);
+        expect(view(n, id)?.free ?? 0, `step ${step}`).toBe(0);
+      } else if (op === 'drain') {
+        const id = pick(['a', 'b', 'c']);
+        r.markDraining(n, id);
+        expect(view(n, id)?.draining ?? true, `step ${step}`).toBe(true);
+      } else {
+        clock.advance(Math.floor(rand() * 1500));
+        r.sweep();
+      }
+      const all = r.pools();
+      const listed = r.list().flatMap((node) => node.pools.map((p) => `${node.node_id}/${p.pool_id}`)).sort();
+      expect(all.map((v) => `${v.node_id}/${v.pool_id}`).sort(), `step ${step}`).toEqual(listed);
+      for (const m of models) expect(r.poolsForModel(m), `step ${step} model ${m}`).toEqual(all.filter((v) => v.models.includes(m)));
+      for (const id of ['a', 'b', 'c']) expect(r.poolsWithId(id), `step ${step} pool ${id}`).toEqual(all.filter((v) => v.pool_id === id));
+      for (const v of all) {
+        expect(v.node_state, `step ${step}`).toBe(r.nodeState(v.node_id));
+        expect(v.leased, `step ${step}`).toBe(held.get(`${v.node_id}/${v.pool_id}`) ?? 0);
+        expect(v.snapshot, `step ${step}`).toBe(r.list().find((node) => node.node_id === v.node_id)?.pools.find((p) => p.pool_id === v.pool_id));
+        expect(v.free).toBeGreaterThanOrEqual(0);
+        expect(v.free).toBeLessThanOrEqual(v.slots_total);
+      }
+    }
+  });
 });
+

@@ -3,7 +3,7 @@ import type {
 } from '@llama-orch/contracts';
 import type { Log } from './log.js';
 import type { Clock } from './clock.js';
-import { candidateKey, type PoolCandidate } from './placement.js';
+import { candidateKey, compareCandidates, type CandidateIndex, type PoolCandidate } from './placement.js';
 
 /**
  * Service registry of pool-managerd nodes and their pools.
@@ -23,6 +23,12 @@ import { candidateKey, type PoolCandidate } from './placement.js';
  * heartbeats. When a node still answers 503 (it had not freed the slot yet), the pool is marked
  * saturated (free = 0) until its next heartbeat or `saturationMs`, whichever comes first; when a
  * dispatch failed (engine or node lost) it is suspect (free = 0) until the node's next heartbeat.
+ *
+ * Views: every pool's view is rebuilt when something it shows changes (register, heartbeat,
+ * deregister, offline, lease taken or released, saturated/suspect/draining mark, a saturation
+ * running out) and kept in sorted lists — all pools, per model, per pool id — so that reads cost
+ * no rebuild: placement looks only at the model's pools (`poolsForModel`). The per-model and
+ * per-id lists are replaced, never mutated, so a list once read stays a consistent snapshot.
  */
 
 export type RegistryEvent =
@@ -74,11 +80,21 @@ export interface Lease {
 
 export type RegistryState = 'running' | 'closed';
 
-export class NodeRegistry {
+export class NodeRegistry implements CandidateIndex<PoolView> {
   #state: RegistryState = 'running';
   readonly #nodes = new Map<string, NodeRecord>();
   readonly #accounting = new Map<string, PoolAccounting>();
   readonly #listeners = new Set<(e: RegistryEvent) => void>();
+  /** Current view per `node/pool` key. */
+  readonly #views = new Map<string, PoolView>();
+  /** Every view, in pool id, node id order; updated in place (pools() hands out copies). */
+  readonly #all: PoolView[] = [];
+  /** Views per model and per pool id, same order; replaced on change (copy-on-write). */
+  readonly #byModel = new Map<string, readonly PoolView[]>();
+  readonly #byPoolId = new Map<string, readonly PoolView[]>();
+  /** Keys with a finite saturation deadline, and the earliest one: their views change with time. */
+  readonly #saturated = new Set<string>();
+  #nextExpiry = Number.POSITIVE_INFINITY;
   readonly #opts: Required<NodeRegistryOptions>;
   readonly #sweep: NodeJS.Timeout;
 
@@ -107,8 +123,11 @@ export class NodeRegistry {
   register(req: NodeRegisterRequest): NodeAck {
     const now = this.#opts.clock.now();
     const pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
-    this.#nodes.set(req.node_id, { request: req, state: 'registering', lastSeen: now, pools });
+    const previous = this.#nodes.get(req.node_id);
+    const node: NodeRecord = { request: req, state: 'registering', lastSeen: now, pools };
+    this.#nodes.set(req.node_id, node);
     for (const p of req.pools) this.#observe(req.node_id, p, now);
+    this.#refreshNode(req.node_id, node, previous?.pools, now);
     this.#opts.logger.info({ node_id: req.node_id, address: req.address, pools: req.pools.length, human: `Node ${req.node_id} registered with ${req.pools.length} pool(s) at ${req.address}` }, 'node registered');
     this.#emit({ type: 'registered', nodeId: req.node_id });
     return { next_heartbeat_ms: this.#opts.heartbeatIntervalMs };
@@ -122,8 +141,10 @@ export class NodeRegistry {
     const previous = node.state;
     node.lastSeen = now;
     node.state = 'online';
+    const before = node.pools;
     node.pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
     for (const p of req.pools) this.#observe(nodeId, p, now);
+    this.#refreshNode(nodeId, node, before, now);
     if (previous !== 'online') {
       this.#opts.logger.info({ node_id: nodeId, from: previous, human: `Node ${nodeId} is online` }, 'node online');
       this.#emit({ type: 'online', nodeId });
@@ -134,7 +155,10 @@ export class NodeRegistry {
 
   /** Removes a node and its pools; in-flight streams to it end on their own. */
   deregister(nodeId: string): boolean {
-    if (!this.#nodes.delete(nodeId)) return false;
+    const node = this.#nodes.get(nodeId);
+    if (node === undefined) return false;
+    this.#nodes.delete(nodeId);
+    for (const poolId of node.pools.keys()) this.#setView(candidateKey({ node_id: nodeId, pool_id: poolId }), undefined);
     this.#opts.logger.info({ node_id: nodeId, human: `Node ${nodeId} deregistered` }, 'node deregistered');
     this.#emit({ type: 'deregistered', nodeId });
     return true;
@@ -148,6 +172,7 @@ export class NodeRegistry {
     for (const [nodeId, node] of this.#nodes) {
       if (node.state !== 'offline' && now - node.lastSeen > timeout) {
         node.state = 'offline';
+        this.#refreshNode(nodeId, node, undefined, now);
         this.#opts.logger.warn({ node_id: nodeId, last_seen_ms_ago: now - node.lastSeen, human: `Node ${nodeId} missed 3 heartbeats; marked offline, its pools are unplaceable` }, 'node offline');
         this.#emit({ type: 'offline', nodeId });
       }
@@ -173,20 +198,27 @@ export class NodeRegistry {
       }));
   }
 
-  /** Every pool of every node, sorted by pool id then node id. */
+  /** Every pool of every node, sorted by pool id then node id (a copy the caller owns). */
   pools(): PoolView[] {
-    const now = this.#opts.clock.now();
-    const out: PoolView[] = [];
-    for (const [nodeId, node] of this.#nodes) {
-      for (const snap of node.pools.values()) out.push(this.#view(nodeId, node, snap, now));
-    }
-    return out.sort((a, b) => (a.pool_id !== b.pool_id ? (a.pool_id < b.pool_id ? -1 : 1) : a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0));
+    this.#expire();
+    return this.#all.slice();
+  }
+
+  /** Pools that list `model`, sorted by pool id then node id. A snapshot: later changes make new lists. */
+  poolsForModel(model: string): readonly PoolView[] {
+    this.#expire();
+    return this.#byModel.get(model) ?? [];
+  }
+
+  /** Pools with this id, sorted by node id. A snapshot: later changes make new lists. */
+  poolsWithId(poolId: string): readonly PoolView[] {
+    this.#expire();
+    return this.#byPoolId.get(poolId) ?? [];
   }
 
   /** Views of a pool id (normally one; pool ids are meant to be unique in the cluster), online nodes first. */
   poolsById(poolId: string): PoolView[] {
-    return this.pools()
-      .filter((p) => p.pool_id === poolId)
+    return [...this.poolsWithId(poolId)]
       .sort((a, b) => Number(b.node_state === 'online') - Number(a.node_state === 'online'));
   }
 
@@ -194,6 +226,7 @@ export class NodeRegistry {
   lease(nodeId: string, poolId: string): Lease {
     const acct = this.#acct(nodeId, poolId);
     acct.leases += 1;
+    this.#refreshPool(nodeId, poolId);
     let released = false;
     return {
       nodeId,
@@ -202,6 +235,7 @@ export class NodeRegistry {
         if (released) return;
         released = true;
         acct.leases = Math.max(0, acct.leases - 1);
+        this.#refreshPool(nodeId, poolId);
         this.#emit({ type: 'lease-released', nodeId, poolId });
       },
     };
@@ -209,7 +243,12 @@ export class NodeRegistry {
 
   /** The node answered 503 for a slot we thought free: stop placing there until its next heartbeat. */
   markSaturated(nodeId: string, poolId: string): void {
-    this.#acct(nodeId, poolId).saturatedUntil = this.#opts.clock.now() + this.#opts.saturationMs;
+    const until = this.#opts.clock.now() + this.#opts.saturationMs;
+    this.#acct(nodeId, poolId).saturatedUntil = until;
+    const key = candidateKey({ node_id: nodeId, pool_id: poolId });
+    this.#saturated.add(key);
+    this.#nextExpiry = Math.min(this.#nextExpiry, until);
+    this.#refreshPool(nodeId, poolId);
   }
 
   /**
@@ -219,12 +258,17 @@ export class NodeRegistry {
    */
   markSuspect(nodeId: string, poolId: string, wholeNode = false): void {
     const pools = wholeNode ? [...(this.#nodes.get(nodeId)?.pools.keys() ?? [poolId])] : [poolId];
-    for (const p of pools) this.#acct(nodeId, p).saturatedUntil = Number.POSITIVE_INFINITY;
+    for (const p of pools) {
+      this.#acct(nodeId, p).saturatedUntil = Number.POSITIVE_INFINITY;
+      this.#saturated.delete(candidateKey({ node_id: nodeId, pool_id: p }));
+      this.#refreshPool(nodeId, p);
+    }
   }
 
   /** A drain was forwarded: no new leases until a heartbeat says otherwise. */
   markDraining(nodeId: string, poolId: string): void {
     this.#acct(nodeId, poolId).localDraining = true;
+    this.#refreshPool(nodeId, poolId);
   }
 
   /** Stops the sweep timer. Idempotent. */
@@ -251,6 +295,7 @@ export class NodeRegistry {
     const acct = this.#acct(nodeId, snap.pool_id);
     acct.leasesAtHeartbeat = acct.leases;
     acct.saturatedUntil = 0;
+    this.#saturated.delete(candidateKey({ node_id: nodeId, pool_id: snap.pool_id }));
     acct.localDraining = false;
     if (snap.progress !== undefined && (snap.state === 'provisioning' || snap.state === 'starting')) {
       const value = (snap.progress.engine + snap.progress.model) / 2;
@@ -261,6 +306,58 @@ export class NodeRegistry {
       acct.progressAt = undefined;
       acct.progressRate = undefined;
     }
+  }
+
+  /** Rebuilds the views of a node's pools; pools it had in `before` but no longer lists are dropped. */
+  #refreshNode(nodeId: string, node: NodeRecord, before: ReadonlyMap<string, PoolSnapshot> | undefined, now: number): void {
+    if (before !== undefined) {
+      for (const poolId of before.keys()) {
+        if (!node.pools.has(poolId)) this.#setView(candidateKey({ node_id: nodeId, pool_id: poolId }), undefined);
+      }
+    }
+    for (const snap of node.pools.values()) {
+      this.#setView(candidateKey({ node_id: nodeId, pool_id: snap.pool_id }), this.#view(nodeId, node, snap, now));
+    }
+  }
+
+  /** Rebuilds one pool's view after its accounting changed; nothing when the pool is not listed (any more). */
+  #refreshPool(nodeId: string, poolId: string): void {
+    const node = this.#nodes.get(nodeId);
+    const snap = node?.pools.get(poolId);
+    if (node === undefined || snap === undefined) return;
+    this.#setView(candidateKey({ node_id: nodeId, pool_id: poolId }), this.#view(nodeId, node, snap, this.#opts.clock.now()));
+  }
+
+  /** Rebuilds the views whose saturation ran out (their free slots count again). */
+  #expire(): void {
+    const now = this.#opts.clock.now();
+    if (now < this.#nextExpiry) return;
+    let next = Number.POSITIVE_INFINITY;
+    for (const key of this.#saturated) {
+      const view = this.#views.get(key);
+      const until = view === undefined ? 0 : this.#acct(view.node_id, view.pool_id).saturatedUntil;
+      if (until > now) {
+        next = Math.min(next, until);
+        continue;
+      }
+      this.#saturated.delete(key);
+      if (view !== undefined) this.#refreshPool(view.node_id, view.pool_id);
+    }
+    this.#nextExpiry = next;
+  }
+
+  /** Puts a view (or, with undefined, its absence) into the map and the sorted lists. */
+  #setView(key: string, next: PoolView | undefined): void {
+    const old = this.#views.get(key);
+    const ref = next ?? old;
+    if (ref === undefined) return;
+    if (next === undefined) this.#views.delete(key);
+    else this.#views.set(key, next);
+    replaceSorted(this.#all, ref, next);
+    const models = next?.models ?? [];
+    for (const m of old?.models ?? []) if (!models.includes(m)) updateList(this.#byModel, m, ref, undefined);
+    for (const m of models) updateList(this.#byModel, m, ref, next);
+    updateList(this.#byPoolId, ref.pool_id, ref, next);
   }
 
   #view(nodeId: string, node: NodeRecord, snap: PoolSnapshot, now: number): PoolView {
@@ -295,4 +392,37 @@ export class NodeRegistry {
   #emit(e: RegistryEvent): void {
     for (const l of this.#listeners) l(e);
   }
+}
+
+/** Index of `ref` (by pool id, node id) in a sorted list, or where it would go. */
+function search(list: readonly PoolView[], ref: PoolView): { index: number; found: boolean } {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = compareCandidates(list[mid] as PoolView, ref);
+    if (c === 0) return { index: mid, found: true };
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return { index: lo, found: false };
+}
+
+/** In place: replaces or inserts (next defined) or removes (next undefined) the entry with `ref`'s key. */
+function replaceSorted(list: PoolView[], ref: PoolView, next: PoolView | undefined): void {
+  const { index, found } = search(list, ref);
+  if (found) {
+    if (next === undefined) list.splice(index, 1);
+    else list[index] = next;
+  } else if (next !== undefined) {
+    list.splice(index, 0, next);
+  }
+}
+
+/** Copy-on-write update of one list in `lists` (lists handed out earlier stay as they were). */
+function updateList(lists: Map<string, readonly PoolView[]>, name: string, ref: PoolView, next: PoolView | undefined): void {
+  const list = (lists.get(name) ?? []).slice();
+  replaceSorted(list, ref, next);
+  if (list.length === 0) lists.delete(name);
+  else lists.set(name, list);
 }

@@ -13,6 +13,10 @@ import type { NodeState, PlacementOverrides, PoolState } from '@llama-orch/contr
  *   `least-loaded` (most free slots, then lowest load ratio, then pool id, then node id) or
  *   `round-robin` (a shared counter over the candidates sorted by pool id, node id).
  * - No eligible pool at all → a typed rejection; eligible but none placeable → wait in the queue.
+ *
+ * Cost: one linear pass over the pools that serve the task's model when the candidates come from a
+ * {@link CandidateIndex} (the node registry), or over every candidate when given a plain array;
+ * round-robin adds a second pass, and a sort only when the candidates are not in pool/node order.
  */
 
 export type PlacementStrategy = 'least-loaded' | 'round-robin';
@@ -34,6 +38,18 @@ export interface PoolCandidate {
   readonly ctx: number;
 }
 
+/**
+ * Where placement looks candidates up instead of scanning the cluster (the node registry keeps
+ * one). Lists are read synchronously and not kept; each must hold exactly the pools that match,
+ * once each: place() does not re-check that the pools of `poolsForModel` serve the model.
+ */
+export interface CandidateIndex<C extends PoolCandidate = PoolCandidate> {
+  /** Pools whose `models` include `model`, in pool id, node id order. */
+  poolsForModel(model: string): readonly C[];
+  /** Pools with this id (normally one; ids are meant to be unique in the cluster), in node id order. */
+  poolsWithId(poolId: string): readonly C[];
+}
+
 /** What placement needs to know about a task. */
 export interface PlacementRequest {
   readonly model_ref: string;
@@ -46,8 +62,8 @@ export interface PlacementRequest {
 
 export type PlacementReason = 'pinned' | 'preferred' | 'fallback' | 'strategy';
 
-export type PlacementDecision =
-  | { readonly kind: 'assign'; readonly candidate: PoolCandidate; readonly reason: PlacementReason }
+export type PlacementDecision<C extends PoolCandidate = PoolCandidate> =
+  | { readonly kind: 'assign'; readonly candidate: C; readonly reason: PlacementReason }
   | { readonly kind: 'wait'; readonly reason: string }
   | { readonly kind: 'reject'; readonly code: 'POOL_UNAVAILABLE' | 'POOL_UNREADY' | 'MODEL_NOT_AVAILABLE'; readonly message: string };
 
@@ -68,21 +84,32 @@ export function servesModel(c: PoolCandidate, model: string): boolean {
   return c.models.includes(model);
 }
 
-/** Static eligibility: everything that does not depend on load. */
-export function isEligible(req: PlacementRequest, c: PoolCandidate, useExclusions = true): boolean {
-  if (!servesModel(c, req.model_ref)) return false;
+/** Eligibility apart from the model and the task's exclusions. */
+function fitsConstraints(req: PlacementRequest, c: PoolCandidate): boolean {
   if (req.ctx > 0 && c.ctx > 0 && c.ctx < req.ctx) return false;
   if (req.determinism === 'strict' && !c.deterministic) return false;
   const p = req.placement;
-  if (p?.avoid_pools?.includes(c.pool_id)) return false;
-  if (p?.mode === 'pin' && c.pool_id !== p.pin_pool_id) return false;
-  if (p?.mode === 'prefer' && !p.allow_fallback && !(p.prefer_pools ?? []).includes(c.pool_id)) return false;
-  if (useExclusions && req.exclude?.has(candidateKey(c))) return false;
+  if (p === undefined) return true;
+  if (p.avoid_pools?.includes(c.pool_id)) return false;
+  if (p.mode === 'pin' && c.pool_id !== p.pin_pool_id) return false;
+  if (p.mode === 'prefer' && !p.allow_fallback && !(p.prefer_pools ?? []).includes(c.pool_id)) return false;
+  return true;
+}
+
+function isExcluded(req: PlacementRequest, c: PoolCandidate): boolean {
+  return req.exclude !== undefined && req.exclude.size > 0 && req.exclude.has(candidateKey(c));
+}
+
+/** Static eligibility: everything that does not depend on load. */
+export function isEligible(req: PlacementRequest, c: PoolCandidate, useExclusions = true): boolean {
+  if (!servesModel(c, req.model_ref)) return false;
+  if (!fitsConstraints(req, c)) return false;
+  if (useExclusions && isExcluded(req, c)) return false;
   return true;
 }
 
 /** Deterministic order: pool id, then node id. */
-export function compareCandidates(a: PoolCandidate, b: PoolCandidate): number {
+export function compareCandidates(a: { pool_id: string; node_id: string }, b: { pool_id: string; node_id: string }): number {
   if (a.pool_id !== b.pool_id) return a.pool_id < b.pool_id ? -1 : 1;
   if (a.node_id !== b.node_id) return a.node_id < b.node_id ? -1 : 1;
   return 0;
@@ -101,63 +128,129 @@ export function compareLeastLoaded(a: PoolCandidate, b: PoolCandidate): number {
   return compareCandidates(a, b);
 }
 
-function pickByStrategy(list: readonly PoolCandidate[], strategy: PlacementStrategy, rr: RoundRobinCursor): PoolCandidate {
-  if (strategy === 'round-robin') {
-    const sorted = [...list].sort(compareCandidates);
-    const chosen = sorted[rr.next % sorted.length] as PoolCandidate;
-    rr.next = (rr.next + 1) % Number.MAX_SAFE_INTEGER;
-    return chosen;
-  }
-  return [...list].sort(compareLeastLoaded)[0] as PoolCandidate;
+function isIndex<C extends PoolCandidate>(candidates: readonly C[] | CandidateIndex<C>): candidates is CandidateIndex<C> {
+  return !Array.isArray(candidates);
+}
+
+/**
+ * The placeable pools of one exclusion group (0: not excluded, 1: already failed this task) that
+ * the choice is made among: those with the lowest prefer rank seen so far.
+ */
+interface Group<C extends PoolCandidate> {
+  eligible: number;
+  rank: number;
+  count: number;
+  best: C | undefined;
 }
 
 /** Decides where (or whether) a task runs now. Never mutates candidates; only the round-robin cursor. */
-export function place(
+export function place<C extends PoolCandidate>(
   req: PlacementRequest,
-  candidates: readonly PoolCandidate[],
+  candidates: readonly C[] | CandidateIndex<C>,
   strategy: PlacementStrategy,
   rr: RoundRobinCursor,
-): PlacementDecision {
+): PlacementDecision<C> {
   const p = req.placement;
+  let base: readonly C[];
+  // Pools from the index's per-model list serve the model by contract: no string compare per pool.
+  let checkModel = true;
   if (p?.mode === 'pin') {
-    const pinned = candidates.filter((c) => c.pool_id === p.pin_pool_id);
+    const pinId = p.pin_pool_id;
+    const pinned = isIndex(candidates)
+      ? (pinId === undefined ? [] : candidates.poolsWithId(pinId))
+      : candidates.filter((c) => c.pool_id === pinId);
     if (pinned.length === 0) {
       return { kind: 'reject', code: 'POOL_UNAVAILABLE', message: `pinned pool '${p.pin_pool_id}' is not known to the cluster` };
     }
-    if (!pinned.some((c) => servesModel(c, req.model_ref))) {
+    const usable = pinned.filter((c) => servesModel(c, req.model_ref));
+    if (usable.length === 0) {
       return { kind: 'reject', code: 'POOL_UNAVAILABLE', message: `pinned pool '${p.pin_pool_id}' does not serve model '${req.model_ref}'` };
     }
-    const usable = pinned.filter((c) => servesModel(c, req.model_ref));
     if (usable.every((c) => c.state === 'failed' || c.state === 'stopped' || c.state === 'draining' || c.draining)) {
-      const c = usable[0] as PoolCandidate;
+      const c = usable[0] as C;
       return { kind: 'reject', code: 'POOL_UNREADY', message: `pinned pool '${c.pool_id}' is ${c.draining ? 'draining' : c.state}` };
+    }
+    // Only pools with the pinned id can be eligible.
+    base = pinned;
+  } else {
+    checkModel = !isIndex(candidates);
+    base = isIndex(candidates) ? candidates.poolsForModel(req.model_ref) : candidates;
+  }
+
+  const prefer = p?.mode === 'prefer' ? p.prefer_pools : undefined;
+  const unranked = prefer?.length ?? 0;
+  const rankOf = (c: C): number => {
+    if (prefer === undefined) return 0;
+    const i = prefer.indexOf(c.pool_id);
+    return i < 0 ? unranked : i;
+  };
+  const leastLoaded = strategy === 'least-loaded';
+  const groups: [Group<C>, Group<C>] = [
+    { eligible: 0, rank: Number.POSITIVE_INFINITY, count: 0, best: undefined },
+    { eligible: 0, rank: Number.POSITIVE_INFINITY, count: 0, best: undefined },
+  ];
+  let served = false;
+  let ordered = true;
+  let previous: C | undefined;
+  for (const c of base) {
+    if (checkModel && !servesModel(c, req.model_ref)) continue;
+    served = true;
+    if (!fitsConstraints(req, c)) continue;
+    const g = groups[isExcluded(req, c) ? 1 : 0];
+    g.eligible += 1;
+    if (!isPlaceable(c)) continue;
+    if (!leastLoaded) {
+      if (previous !== undefined && compareCandidates(previous, c) > 0) ordered = false;
+      previous = c;
+    }
+    const rank = rankOf(c);
+    if (rank < g.rank) {
+      g.rank = rank;
+      g.count = 1;
+      g.best = c;
+    } else if (rank === g.rank) {
+      g.count += 1;
+      if (leastLoaded && compareLeastLoaded(c, g.best as C) < 0) g.best = c;
     }
   }
 
-  let eligible = candidates.filter((c) => isEligible(req, c, true));
-  if (eligible.length === 0 && req.exclude !== undefined && req.exclude.size > 0) {
-    eligible = candidates.filter((c) => isEligible(req, c, false));
-  }
-  if (eligible.length === 0) {
-    if (!candidates.some((c) => servesModel(c, req.model_ref))) {
-      return { kind: 'reject', code: 'MODEL_NOT_AVAILABLE', message: `no pool serves model '${req.model_ref}'` };
-    }
+  // Exclusions are soft: pools that already failed the task count only when no other is eligible.
+  const gi = groups[0].eligible > 0 ? 0 : 1;
+  const group = groups[gi];
+  if (group.eligible === 0) {
+    if (!served) return { kind: 'reject', code: 'MODEL_NOT_AVAILABLE', message: `no pool serves model '${req.model_ref}'` };
     return {
       kind: 'reject',
       code: 'POOL_UNAVAILABLE',
       message: `no pool serving '${req.model_ref}' satisfies the task's constraints (ctx, determinism, placement)`,
     };
   }
-  const placeable = eligible.filter(isPlaceable);
-  if (placeable.length === 0) return { kind: 'wait', reason: `no free slot on the ${eligible.length} eligible pool(s)` };
+  if (group.count === 0) return { kind: 'wait', reason: `no free slot on the ${group.eligible} eligible pool(s)` };
 
-  if (p?.mode === 'pin') return { kind: 'assign', candidate: pickByStrategy(placeable, strategy, rr), reason: 'pinned' };
-  if (p?.mode === 'prefer' && p.prefer_pools !== undefined) {
-    for (const poolId of p.prefer_pools) {
-      const preferred = placeable.filter((c) => c.pool_id === poolId);
-      if (preferred.length > 0) return { kind: 'assign', candidate: pickByStrategy(preferred, strategy, rr), reason: 'preferred' };
-    }
-    return { kind: 'assign', candidate: pickByStrategy(placeable, strategy, rr), reason: 'fallback' };
+  let chosen: C;
+  if (leastLoaded) {
+    chosen = group.best as C;
+  } else {
+    const k = rr.next % group.count;
+    rr.next = (rr.next + 1) % Number.MAX_SAFE_INTEGER;
+    const inGroup = (c: C): boolean => (!checkModel || servesModel(c, req.model_ref)) && fitsConstraints(req, c)
+      && (isExcluded(req, c) ? 1 : 0) === gi && isPlaceable(c) && rankOf(c) === group.rank;
+    chosen = ordered ? nth(base, inGroup, k) : ([...base].filter(inGroup).sort(compareCandidates)[k] as C);
   }
-  return { kind: 'assign', candidate: pickByStrategy(placeable, strategy, rr), reason: 'strategy' };
+
+  let reason: PlacementReason = 'strategy';
+  if (p?.mode === 'pin') reason = 'pinned';
+  else if (prefer !== undefined) reason = group.rank < unranked ? 'preferred' : 'fallback';
+  return { kind: 'assign', candidate: chosen, reason };
+}
+
+/** The k-th (0-based) element of `list` that passes `test`; the caller knows it exists. */
+function nth<C>(list: readonly C[], test: (c: C) => boolean, k: number): C {
+  let seen = 0;
+  for (const c of list) {
+    if (!test(c)) continue;
+    if (seen === k) return c;
+    seen += 1;
+  }
+  throw new Error(`placement: candidate ${k} vanished between passes`);
 }

@@ -1,29 +1,37 @@
 #!/usr/bin/env node
 import type { PoolSnapshot } from '@llama-orch/contracts';
 import { pino } from 'pino';
-import { NodeRegistry } from '../node-registry.js';
+import { NodeRegistry, type Lease } from '../node-registry.js';
 import { place, type PlacementRequest, type PlacementStrategy, type PoolCandidate, type RoundRobinCursor } from '../placement.js';
 
 /**
  * Placement at scale, for `pnpm bench placement` (bench/ spawns this file: it may not import
  * orchestratord, so the measurement lives next to the code it measures). Prints one JSON object.
  *
- * A seeded registry of `NODES` nodes × `POOLS_PER_NODE` pools with random load (slots, free slots,
- * states, models, determinism, ctx) and a stream of random tasks (model, ctx, strict determinism,
- * prefer/pin overrides). Each decision is timed alone with `process.hrtime.bigint()`; between
- * decisions (untimed) a few pools get new random load, so no decision sees the same registry twice.
- *   - `place`: the pure decision over the candidate array (what the dispatcher does per queued task);
- *   - `registry_then_place`: `NodeRegistry.pools()` (views with lease accounting, sorted) and then
- *     `place()`, i.e. a decision including the registry snapshot the dispatcher takes per pump.
+ * A real NodeRegistry of `NODES` nodes × `POOLS_PER_NODE` pools, registered and heartbeating with
+ * seeded random load (slots, free slots, states, models, determinism, ctx), and a stream of random
+ * tasks (model, ctx, strict determinism, prefer/pin overrides). Each measured call is timed alone
+ * with `process.hrtime.bigint()`. Between calls, untimed, the cluster keeps moving: one random node
+ * heartbeats new random load for its pools, leases taken by earlier assignments are released (64
+ * held at a time) and 1 % of the time a random pool is marked saturated (a 503), as dispatches do.
+ *   - `decision_*`: `place(req, registry, strategy, cursor)`, the call the dispatcher's `pump()`
+ *     makes per queued task: the registry's per-model index lookup (and its saturation-expiry
+ *     check) plus the pass over the model's pools;
+ *   - `pump_step`: that decision and, when it assigns, `registry.lease()` (which rebuilds the
+ *     pool's view and updates the index): the synchronous work of one pump iteration for one task;
+ *   - `registry_pools`: `registry.pools()`, the copy of every view that admission and the queue's
+ *     metrics frames still take;
+ *   - `flat_place`: `place()` over every pool as a plain array (no index), for reference.
  */
 
 const NODES = Number(process.env.PLACEMENT_NODES ?? 1000);
 const POOLS_PER_NODE = Number(process.env.PLACEMENT_POOLS_PER_NODE ?? 4);
-const MODELS = 16;
+const MODELS = Number(process.env.PLACEMENT_MODELS ?? 16);
 const WARMUP = Number(process.env.PLACEMENT_WARMUP ?? 2000);
 const DECISIONS = Number(process.env.PLACEMENT_DECISIONS ?? 20_000);
-/** The registry variant rebuilds 4,000 views per decision: fewer samples keep the run short. */
+/** Samples of the `registry.pools()` and flat-array variants. */
 const REGISTRY_DECISIONS = Number(process.env.PLACEMENT_REGISTRY_DECISIONS ?? 3000);
+const HELD_LEASES = 64;
 
 /** mulberry32: small, seeded, good enough to spread load. */
 function rng(seed: number): () => number {
@@ -60,27 +68,21 @@ function randomSnapshot(poolId: string): PoolSnapshot {
   };
 }
 
-function toCandidate(nodeId: string, s: PoolSnapshot): PoolCandidate {
-  return {
-    node_id: nodeId, pool_id: s.pool_id, node_state: 'online', state: s.state, ready: s.ready, draining: s.draining,
-    slots_total: s.slots_total, free: s.slots_free, leased: 0, models: s.models, deterministic: s.deterministic, ctx: s.ctx,
-  };
-}
-
 const nodeId = (n: number): string => `node-${String(n).padStart(4, '0')}`;
 const poolId = (n: number, p: number): string => `n${n}-p${p}`;
 
 function randomRequest(): PlacementRequest {
   const r = random();
-  const req: PlacementRequest = {
+  return {
     model_ref: model(Math.floor(random() * MODELS)),
     ctx: pick([0, 0, 1024, 4096]),
     determinism: random() < 0.2 ? 'strict' : undefined,
     placement: r < 0.8 ? undefined
       : r < 0.9 ? { mode: 'prefer', prefer_pools: [poolId(Math.floor(random() * NODES), 0), poolId(Math.floor(random() * NODES), 1)], allow_fallback: true }
         : { mode: 'pin', pin_pool_id: poolId(Math.floor(random() * NODES), Math.floor(random() * POOLS_PER_NODE)), allow_fallback: false },
+    // The dispatcher always passes the task's (normally empty) exclusion set.
+    exclude: new Set<string>(),
   };
-  return req;
 }
 
 interface Summary { n: number; min: number; p50: number; p90: number; p99: number; max: number; mean: number }
@@ -102,37 +104,61 @@ function timerOverheadUs(): number {
   return summarize(xs).p50;
 }
 
-/**
- * `byModel`: what place() costs when handed only the pools that serve the task's model (a per-model
- * index the registry could keep, updated outside the timed region as load changes). Not what the
- * dispatcher does today: reported apart, as the effect of that proposed change.
- */
-function benchPlace(strategy: PlacementStrategy, byModel = false): { us: Summary; outcomes: Record<string, number> } {
-  const candidates: PoolCandidate[] = [];
-  for (let n = 0; n < NODES; n++) for (let p = 0; p < POOLS_PER_NODE; p++) candidates.push(toCandidate(nodeId(n), randomSnapshot(poolId(n, p))));
-  // Per-model lists kept in step with `candidates` (each pool serves one model here).
-  const index = new Map<string, PoolCandidate[]>();
-  if (byModel) for (const c of candidates) for (const m of c.models) index.set(m, [...(index.get(m) ?? []), c]);
-  const reindex = (old: PoolCandidate, next: PoolCandidate): void => {
-    for (const m of old.models) index.set(m, (index.get(m) ?? []).filter((c) => c !== old));
-    for (const m of next.models) index.set(m, [...(index.get(m) ?? []), next]);
-  };
+/** A registered, heartbeating cluster, and the untimed churn applied between measured calls. */
+class Cluster {
+  readonly registry = new NodeRegistry({ heartbeatIntervalMs: 600_000, clock: { now: () => Date.now() }, logger: pino({ level: 'silent' }) });
+  readonly #timestamp = new Date().toISOString();
+  readonly #leases: Lease[] = [];
+
+  constructor() {
+    for (let n = 0; n < NODES; n++) {
+      const pools = Array.from({ length: POOLS_PER_NODE }, (_, p) => randomSnapshot(poolId(n, p)));
+      this.registry.register({
+        node_id: nodeId(n), machine_id: `m${n}`, address: `http://10.0.${n >> 8}.${n & 255}:9200`, pools,
+        capabilities: { gpus: [], cpu_cores: 16, ram_total_bytes: 64 * 2 ** 30 }, version: 'bench',
+      });
+      // 1 % of nodes never heartbeat: they stay `registering` and unplaceable.
+      if (random() >= 0.01) this.registry.heartbeat(nodeId(n), { timestamp: this.#timestamp, pools });
+    }
+  }
+
+  churn(): void {
+    const n = Math.floor(random() * NODES);
+    if (this.registry.nodeState(nodeId(n)) === 'online') {
+      this.registry.heartbeat(nodeId(n), { timestamp: this.#timestamp, pools: Array.from({ length: POOLS_PER_NODE }, (_, p) => randomSnapshot(poolId(n, p))) });
+    }
+    if (random() < 0.01) this.registry.markSaturated(nodeId(Math.floor(random() * NODES)), poolId(n, Math.floor(random() * POOLS_PER_NODE)));
+    while (this.#leases.length > HELD_LEASES) this.#leases.shift()?.release();
+  }
+
+  /** Leases keep the local accounting moving, as dispatches do; released a little later by churn(). */
+  hold(lease: Lease): void {
+    this.#leases.push(lease);
+  }
+
+  close(): void {
+    for (const l of this.#leases.splice(0)) l.release();
+    void this.registry.close();
+  }
+}
+
+interface Measured { us: Summary; outcomes: Record<string, number> }
+
+/** `withLease`: also time the lease an assignment takes (the pump step); otherwise lease untimed. */
+function benchDecision(cluster: Cluster, strategy: PlacementStrategy, withLease: boolean): Measured {
   const cursor: RoundRobinCursor = { next: 0 };
   const us: number[] = [];
   const outcomes: Record<string, number> = {};
   for (let i = 0; i < WARMUP + DECISIONS; i++) {
-    for (let k = 0; k < 4; k++) {
-      const idx = Math.floor(random() * candidates.length);
-      const c = candidates[idx] as PoolCandidate;
-      const next = toCandidate(c.node_id, randomSnapshot(c.pool_id));
-      candidates[idx] = next;
-      if (byModel) reindex(c, next);
-    }
+    cluster.churn();
     const req = randomRequest();
-    const pool = byModel ? (index.get(req.model_ref) ?? []) : candidates;
+    let lease: Lease | undefined;
     const t0 = process.hrtime.bigint();
-    const d = place(req, pool, strategy, cursor);
+    const d = place(req, cluster.registry, strategy, cursor);
+    if (withLease && d.kind === 'assign') lease = cluster.registry.lease(d.candidate.node_id, d.candidate.pool_id);
     const t1 = process.hrtime.bigint();
+    if (!withLease && d.kind === 'assign') lease = cluster.registry.lease(d.candidate.node_id, d.candidate.pool_id);
+    if (lease !== undefined) cluster.hold(lease);
     if (i < WARMUP) continue;
     us.push(Number(t1 - t0) / 1000);
     outcomes[d.kind] = (outcomes[d.kind] ?? 0) + 1;
@@ -140,70 +166,69 @@ function benchPlace(strategy: PlacementStrategy, byModel = false): { us: Summary
   return { us: summarize(us), outcomes };
 }
 
-function benchRegistry(): { us: Summary; pools_us: Summary; outcomes: Record<string, number> } {
-  const registry = new NodeRegistry({ heartbeatIntervalMs: 600_000, clock: { now: () => Date.now() }, logger: pino({ level: 'silent' }) });
-  const snapshots = new Map<number, PoolSnapshot[]>();
-  const timestamp = new Date().toISOString();
-  for (let n = 0; n < NODES; n++) {
-    const pools = Array.from({ length: POOLS_PER_NODE }, (_, p) => randomSnapshot(poolId(n, p)));
-    snapshots.set(n, pools);
-    registry.register({
-      node_id: nodeId(n), machine_id: `m${n}`, address: `http://10.0.${n >> 8}.${n & 255}:9200`, pools,
-      capabilities: { gpus: [], cpu_cores: 16, ram_total_bytes: 64 * 2 ** 30 }, version: 'bench',
-    });
-    // 1 % of nodes never heartbeat: they stay `registering` and unplaceable.
-    if (random() >= 0.01) registry.heartbeat(nodeId(n), { timestamp, pools });
-  }
-  const cursor: RoundRobinCursor = { next: 0 };
+function benchPools(cluster: Cluster): Summary {
   const us: number[] = [];
-  const poolsUs: number[] = [];
-  const outcomes: Record<string, number> = {};
-  const leases = [];
   const warmup = Math.min(WARMUP, REGISTRY_DECISIONS);
+  let sink = 0;
   for (let i = 0; i < warmup + REGISTRY_DECISIONS; i++) {
-    const n = Math.floor(random() * NODES);
-    if (registry.nodeState(nodeId(n)) === 'online') {
-      registry.heartbeat(nodeId(n), { timestamp, pools: Array.from({ length: POOLS_PER_NODE }, (_, p) => randomSnapshot(poolId(n, p))) });
-    }
-    const req = randomRequest();
+    cluster.churn();
     const t0 = process.hrtime.bigint();
-    const views = registry.pools();
+    const views = cluster.registry.pools();
     const t1 = process.hrtime.bigint();
-    const d = place(req, views, 'least-loaded', cursor);
-    const t2 = process.hrtime.bigint();
-    // Leases keep the local accounting moving, as dispatches do; released a little later.
-    if (d.kind === 'assign') leases.push(registry.lease(d.candidate.node_id, d.candidate.pool_id));
-    if (leases.length > 64) leases.shift()?.release();
-    if (i < warmup) continue;
-    us.push(Number(t2 - t0) / 1000);
-    poolsUs.push(Number(t1 - t0) / 1000);
-    outcomes[d.kind] = (outcomes[d.kind] ?? 0) + 1;
+    sink += views.length;
+    if (i >= warmup) us.push(Number(t1 - t0) / 1000);
   }
-  void registry.close();
-  return { us: summarize(us), pools_us: summarize(poolsUs), outcomes };
+  if (sink < 0) process.stderr.write('unreachable\n');
+  return summarize(us);
 }
 
-const leastLoaded = benchPlace('least-loaded');
-const roundRobin = benchPlace('round-robin');
-const withRegistry = benchRegistry();
-const indexed = benchPlace('least-loaded', true);
+/** place() over every pool as a plain array (taken from the registry untimed): no index. */
+function benchFlat(cluster: Cluster): Measured {
+  const cursor: RoundRobinCursor = { next: 0 };
+  const us: number[] = [];
+  const outcomes: Record<string, number> = {};
+  const warmup = Math.min(WARMUP, REGISTRY_DECISIONS);
+  for (let i = 0; i < warmup + REGISTRY_DECISIONS; i++) {
+    cluster.churn();
+    const all: readonly PoolCandidate[] = cluster.registry.pools();
+    const req = randomRequest();
+    const t0 = process.hrtime.bigint();
+    const d = place(req, all, 'least-loaded', cursor);
+    const t1 = process.hrtime.bigint();
+    if (d.kind === 'assign') cluster.hold(cluster.registry.lease(d.candidate.node_id, d.candidate.pool_id));
+    if (i < warmup) continue;
+    us.push(Number(t1 - t0) / 1000);
+    outcomes[d.kind] = (outcomes[d.kind] ?? 0) + 1;
+  }
+  return { us: summarize(us), outcomes };
+}
+
+const cluster = new Cluster();
+const modelPools = Array.from({ length: MODELS }, (_, m) => cluster.registry.poolsForModel(model(m)).length);
+const leastLoaded = benchDecision(cluster, 'least-loaded', false);
+const roundRobin = benchDecision(cluster, 'round-robin', false);
+const pumpStep = benchDecision(cluster, 'least-loaded', true);
+const poolsCopy = benchPools(cluster);
+const flat = benchFlat(cluster);
+cluster.close();
 process.stdout.write(`${JSON.stringify({
   nodes: NODES,
   pools_per_node: POOLS_PER_NODE,
   candidates: NODES * POOLS_PER_NODE,
   models: MODELS,
+  pools_per_model: { min: Math.min(...modelPools), max: Math.max(...modelPools) },
   warmup: WARMUP,
   decisions: DECISIONS,
   registry_decisions: REGISTRY_DECISIONS,
   timer_overhead_us: timerOverheadUs(),
-  place_least_loaded_us: leastLoaded.us,
-  place_least_loaded_outcomes: leastLoaded.outcomes,
-  place_round_robin_us: roundRobin.us,
-  place_round_robin_outcomes: roundRobin.outcomes,
-  registry_then_place_us: withRegistry.us,
-  registry_pools_us: withRegistry.pools_us,
-  registry_then_place_outcomes: withRegistry.outcomes,
-  proposed_per_model_index_place_us: indexed.us,
-  proposed_per_model_index_outcomes: indexed.outcomes,
+  decision_least_loaded_us: leastLoaded.us,
+  decision_least_loaded_outcomes: leastLoaded.outcomes,
+  decision_round_robin_us: roundRobin.us,
+  decision_round_robin_outcomes: roundRobin.outcomes,
+  pump_step_us: pumpStep.us,
+  pump_step_outcomes: pumpStep.outcomes,
+  registry_pools_us: poolsCopy,
+  flat_place_us: flat.us,
+  flat_place_outcomes: flat.outcomes,
   node: process.version,
 })}\n`);
