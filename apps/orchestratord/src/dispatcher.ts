@@ -15,7 +15,7 @@ import {
 import type { PoolClient } from './pool-client.js';
 import { Predictor } from './predictor.js';
 import type { SessionStore } from './session-store.js';
-import { canceledEnd, newTaskRecord, type TaskRecord } from './task.js';
+import { canceledEnd, newTaskRecord, type RetainedTask, type TaskRecord } from './task.js';
 import { runAttempt, type AttemptOutcome } from './task-runner.js';
 import { metricsFrame } from './task-telemetry.js';
 
@@ -83,7 +83,10 @@ export class TaskDispatcher {
   readonly #tasks = new Map<string, TaskRecord>();
   readonly #running = new Set<TaskRecord>();
   readonly #inflight = new Set<Promise<void>>();
-  readonly #retention = new Map<string, NodeJS.Timeout>();
+  /** Ended tasks still readable (`stream_grace_ms`), and when each expires, in order (the grace is constant). */
+  readonly #ended = new Map<string, RetainedTask>();
+  readonly #expiries: Array<{ readonly at: number; readonly id: string }> = [];
+  #expiryHead = 0;
   readonly #rr: RoundRobinCursor = { next: 0 };
   readonly #predictor = new Predictor();
   readonly #tick: NodeJS.Timeout;
@@ -95,7 +98,9 @@ export class TaskDispatcher {
 
   constructor(options: TaskDispatcherOptions) {
     this.#o = { tickMs: 100, metricsIntervalMs: 1000, maxRetries: 1, closeTimeoutMs: 2000, ...options };
-    this.#queue = new AdmissionQueue<TaskRecord>({ capacity: options.admissionCapacity, policy: options.admissionPolicy });
+    this.#queue = new AdmissionQueue<TaskRecord>({
+      capacity: options.admissionCapacity, policy: options.admissionPolicy, groupOf: (t) => t.request.model_ref,
+    });
     this.#unsubscribe = options.registry.subscribe((e) => {
       if (e.type === 'offline' || e.type === 'deregistered') this.#abandonNode(e);
       this.pump();
@@ -116,8 +121,9 @@ export class TaskDispatcher {
     return { interactive: this.#queue.sizeOf('interactive'), batch: this.#queue.sizeOf('batch') };
   }
 
-  get(id: string): TaskRecord | undefined {
-    return this.#tasks.get(id);
+  /** A live task, or an ended one within its grace period. */
+  get(id: string): TaskRecord | RetainedTask | undefined {
+    return this.#tasks.get(id) ?? this.#ended.get(id);
   }
 
   /**
@@ -127,13 +133,13 @@ export class TaskDispatcher {
    */
   admit(request: TaskRequest, log: Log): AdmissionResult {
     if (this.#state !== 'running') throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
-    if (this.#tasks.has(request.task_id)) {
+    if (this.#tasks.has(request.task_id) || this.#ended.has(request.task_id)) {
       throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
     }
-    const ahead = this.#aheadSameModel(request);
+    const ahead = this.#queue.countAhead(request.model_ref, request.priority);
     const { availability: avail, prediction } = checkAdmission({
       request,
-      views: this.#o.registry.pools(),
+      views: this.#o.registry.poolsForModel(request.model_ref),
       predictor: this.#predictor,
       ahead,
       ctxMax: this.#o.ctxMax,
@@ -186,7 +192,7 @@ export class TaskDispatcher {
   /** Cancels a task (client request or disconnect). The terminal frame is `end {canceled: true}`. */
   cancel(id: string, reason: CancelReason): CancelResult {
     const task = this.#tasks.get(id);
-    if (task === undefined) return 'unknown';
+    if (task === undefined) return this.#ended.has(id) ? 'already-ended' : 'unknown';
     if (task.state === 'ended') return 'already-ended';
     if (task.state === 'queued') this.#queue.remove(id);
     const end = canceledEnd(task, this.#o.clock.now());
@@ -273,8 +279,9 @@ export class TaskDispatcher {
       ]);
       clearTimeout(timer);
     }
-    for (const t of this.#retention.values()) clearTimeout(t);
-    this.#retention.clear();
+    this.#ended.clear();
+    this.#expiries.length = 0;
+    this.#expiryHead = 0;
     this.#state = 'closed';
   }
 
@@ -452,26 +459,29 @@ export class TaskDispatcher {
     } else {
       this.#o.sessions.taskEnded(task.request.session_id, undefined);
     }
-    const timer = setTimeout(() => {
-      this.#retention.delete(task.id);
-      this.#tasks.delete(task.id);
-    }, this.#o.streamGraceMs);
-    timer.unref();
-    this.#retention.set(task.id, timer);
+    // Only the frames stay for late subscribers: under a flood of short tasks the full records
+    // (request, logger, controller) retained for the grace period were most of the heap.
+    this.#tasks.delete(task.id);
+    this.#ended.set(task.id, { id: task.id, stream: task.stream, state: 'ended' });
+    this.#expiries.push({ at: this.#o.clock.now() + this.#o.streamGraceMs, id: task.id });
   }
 
-  #aheadSameModel(request: TaskRequest): number {
-    let n = 0;
-    for (const entry of this.#queue) {
-      if (request.priority === 'interactive' && entry.lane === 'batch') break;
-      if (entry.item.request.model_ref === request.model_ref) n += 1;
+  #expireEnded(now: number): void {
+    const q = this.#expiries;
+    while (this.#expiryHead < q.length && (q[this.#expiryHead] as { at: number }).at <= now) {
+      this.#ended.delete((q[this.#expiryHead] as { id: string }).id);
+      this.#expiryHead += 1;
     }
-    return n;
+    if (this.#expiryHead > 1024 && this.#expiryHead * 2 > q.length) {
+      q.splice(0, this.#expiryHead);
+      this.#expiryHead = 0;
+    }
   }
 
   #housekeeping(): void {
     if (this.#state !== 'running') return;
     const now = this.#o.clock.now();
+    this.#expireEnded(now);
     for (const entry of this.#queue.takeExpired(now)) {
       const task = entry.item;
       task.log.warn({ waited_ms: now - task.admittedAt, human: `Task ${task.id} expired in the queue after ${now - task.admittedAt} ms (deadline ${task.request.deadline_ms} ms)` }, 'deadline expired');
@@ -491,7 +501,8 @@ export class TaskDispatcher {
   #emitQueueMetrics(positionChangesOnly: boolean): void {
     if (this.#queue.size === 0 && (positionChangesOnly || this.#running.size === 0)) return;
     const now = this.#o.clock.now();
-    const views = this.#o.registry.pools();
+    // Per model: a frame only reads the pools of its task's model (one index lookup, no scan).
+    const viewsOf = (task: TaskRecord): readonly PoolView[] => this.#o.registry.poolsForModel(task.request.model_ref);
     const depth = this.#queue.size;
     const aheadByModel = new Map<string, number>();
     let position = 0;
@@ -502,13 +513,13 @@ export class TaskDispatcher {
       aheadByModel.set(model, ahead + 1);
       const changed = task.lastPosition !== position;
       if (changed || (!positionChangesOnly && now - task.lastMetricsAt >= this.#o.metricsIntervalMs)) {
-        this.#emitMetrics(task, views, depth, position, ahead, now);
+        this.#emitMetrics(task, viewsOf(task), depth, position, ahead, now);
       }
       position += 1;
     }
     if (positionChangesOnly) return;
     for (const task of this.#running) {
-      if (task.tokens === 0 && now - task.lastMetricsAt >= this.#o.metricsIntervalMs) this.#emitMetrics(task, views, depth, undefined, 0, now);
+      if (task.tokens === 0 && now - task.lastMetricsAt >= this.#o.metricsIntervalMs) this.#emitMetrics(task, viewsOf(task), depth, undefined, 0, now);
     }
   }
 
