@@ -34,6 +34,8 @@ export interface AppDeps {
   logger: Logger;
   /** undici dispatcher for requests to pool-managerd nodes (owned and closed by the caller). */
   upstream: Dispatcher;
+  /** Dispatcher for nodes that offer an h2c dispatch URL (owned and closed by the caller). @default upstream */
+  upstreamH2c?: Dispatcher;
   /** Prometheus registry for this app. @default new Registry() */
   metricsRegistry?: Registry;
   /** @default system clock */
@@ -86,7 +88,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }) });
   const sessions = new SessionStore({ ttlMs: config.session_ttl_ms, tokenBudget: config.session_token_budget, clock });
-  const poolClient = new PoolClient({ dispatcher: deps.upstream, token: config.api_token });
+  const poolClient = new PoolClient({ dispatcher: deps.upstream, h2cDispatcher: deps.upstreamH2c, token: config.api_token });
   let dispatcherRef: TaskDispatcher | undefined;
   const metrics = createMetrics(metricsRegistry, {
     queueDepth: () => dispatcherRef?.queueDepth() ?? { interactive: 0, batch: 0 },

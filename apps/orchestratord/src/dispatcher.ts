@@ -322,7 +322,7 @@ export class TaskDispatcher {
     try {
       outcome = await runAttempt({
         client: this.#o.poolClient,
-        address: view.address,
+        target: view.dispatch,
         poolId: view.pool_id,
         body,
         signal: controller.signal,

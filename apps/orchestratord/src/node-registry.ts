@@ -58,6 +58,8 @@ interface PoolAccounting {
 
 interface NodeRecord {
   request: NodeRegisterRequest;
+  /** Shared by the node's pool views. */
+  dispatch: { readonly url: string; readonly h2c: boolean };
   state: NodeState;
   lastSeen: number;
   pools: Map<string, PoolSnapshot>;
@@ -66,6 +68,8 @@ interface NodeRecord {
 /** A pool with its node and accounting, as routes and placement read it. */
 export interface PoolView extends PoolCandidate {
   readonly address: string;
+  /** Where dispatches go: the node's h2c URL when it offers one (multiplexed), else `address`. */
+  readonly dispatch: { readonly url: string; readonly h2c: boolean };
   readonly snapshot: PoolSnapshot;
   /** Estimated ms until provisioning finishes, from measured progress speed; undefined when unknown. */
   readonly provisioningEtaMs: number | undefined;
@@ -124,7 +128,8 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const now = this.#opts.clock.now();
     const pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
     const previous = this.#nodes.get(req.node_id);
-    const node: NodeRecord = { request: req, state: 'registering', lastSeen: now, pools };
+    const dispatch = req.dispatch_h2c !== undefined ? { url: req.dispatch_h2c, h2c: true } : { url: req.address, h2c: false };
+    const node: NodeRecord = { request: req, dispatch, state: 'registering', lastSeen: now, pools };
     this.#nodes.set(req.node_id, node);
     for (const p of req.pools) this.#observe(req.node_id, p, now);
     this.#refreshNode(req.node_id, node, previous?.pools, now);
@@ -190,6 +195,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
         node_id: n.request.node_id,
         machine_id: n.request.machine_id,
         address: n.request.address,
+        ...(n.request.dispatch_h2c !== undefined ? { dispatch_h2c: n.request.dispatch_h2c } : {}),
         state: n.state,
         last_seen: new Date(n.lastSeen).toISOString(),
         capabilities: n.request.capabilities,
@@ -384,6 +390,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
       deterministic: snap.deterministic,
       ctx: snap.ctx,
       address: node.request.address,
+      dispatch: node.dispatch,
       snapshot: snap,
       provisioningEtaMs: eta,
     };

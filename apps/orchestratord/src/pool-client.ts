@@ -41,8 +41,17 @@ export interface PoolOperationReply {
   readonly body: unknown;
 }
 
+/** Where a node takes dispatches: `h2c` URLs multiplex over one HTTP/2 connection per node. */
+export interface DispatchTarget {
+  readonly url: string;
+  readonly h2c: boolean;
+}
+
 export interface PoolClientOptions {
+  /** HTTP/1.1 dispatcher: drain/reload, and dispatches to nodes without an h2c URL. */
   dispatcher: Dispatcher;
+  /** Dispatcher for h2c targets (undici `H2CClient`s); without it h2c targets use `dispatcher`. */
+  h2cDispatcher?: Dispatcher | undefined;
   /** Bearer token sent to nodes; absent = no Authorization header. */
   token?: string | undefined;
   /** Timeout for drain/reload replies, ms. @default 10000 */
@@ -102,13 +111,19 @@ export class PoolClient {
   }
 
   /** Starts a completion on a node. Throws {@link UpstreamConnectError} when no response arrives. */
-  async dispatch(address: string, poolId: string, body: DispatchRequest, signal: AbortSignal): Promise<DispatchStart> {
+  async dispatch(node: DispatchTarget, poolId: string, body: DispatchRequest, signal: AbortSignal): Promise<DispatchStart> {
+    const address = node.url;
     const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/completions`);
+    const dispatcher = node.h2c ? (this.#opts.h2cDispatcher ?? this.#opts.dispatcher) : this.#opts.dispatcher;
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.#opts.dispatcher.request({
+      res = await dispatcher.request({
         ...target,
         method: 'POST',
+        // undici holds a non-idempotent request back until the connection's other requests are
+        // done, which would serialise every HTTP/2 stream to a node. A dispatch is never retried
+        // by undici (no retry interceptor), so marking it idempotent changes only that.
+        idempotent: node.h2c,
         headers: this.#headers(),
         body: JSON.stringify(body),
         signal,

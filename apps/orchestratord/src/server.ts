@@ -1,8 +1,8 @@
 import type { OrchestratorConfig } from '@llama-orch/contracts';
 import type { Logger } from 'pino';
-import { Agent } from 'undici';
 import { buildApp, type OrchdApp } from './app.js';
 import { splitHostPort } from './config.js';
+import { createUpstreamDispatchers } from './upstream.js';
 
 export interface StartOptions {
   config: Readonly<OrchestratorConfig>;
@@ -23,8 +23,8 @@ export interface RunningServer {
  * starts orchestratord on port 0 and reads the actual URL from that line.
  */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
-  const upstream = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
-  const app = await buildApp({ logger: options.logger, upstream }, options.config);
+  const upstream = createUpstreamDispatchers();
+  const app = await buildApp({ logger: options.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c }, options.config);
   const { host, port } = splitHostPort(options.config.addr);
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `fastify listening at ${address}` });

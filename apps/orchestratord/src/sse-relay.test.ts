@@ -25,7 +25,7 @@ describe('SSE relay over real sockets with fixture nodes', () => {
   });
 
   async function start(
-    nodes: { nodeId: string; pools: FixturePoolSpec[]; tokenIntervalMs?: number }[],
+    nodes: { nodeId: string; pools: FixturePoolSpec[]; tokenIntervalMs?: number; h2c?: boolean }[],
     over: Record<string, unknown> = {},
   ): Promise<Cluster> {
     const t = await makeApp({ heartbeat_interval_ms: HB_MS, ...over }, { tickMs: 20 });
@@ -165,6 +165,28 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(metrics).toMatch(/tasks_canceled_total\{engine="llamacpp",pool_id="p",reason="disconnect"\} 1/);
   });
 
+  it('a node with an h2c dispatch URL: every dispatch rides one HTTP/2 connection; a cancel closes only its own stream', async () => {
+    const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 8 }], tokenIntervalMs: 20, h2c: true }]);
+    const node = c.nodes[0] as FixturePoolManager;
+    const tasks = await Promise.all(Array.from({ length: 6 }, () => submit(c, { max_tokens: 400 })));
+    const streams = await Promise.all(tasks.map((t) => openSse(t.sse, c.t.auth)));
+    await Promise.all(streams.map((s) => s.waitForFrame((f) => f.event === 'token' && f.data.i === 2)));
+    expect(node.dispatches.map((d) => d.httpVersion)).toEqual(Array(6).fill('2.0'));
+    expect(node.h2cSessionsAccepted).toBe(1);
+    expect(node.active('p')).toBe(6);
+    const [first, ...rest] = tasks;
+    const cancel = await request(`${c.url}/v2/tasks/${first?.id}/cancel`, { method: 'POST', headers: c.t.auth });
+    expect(cancel.statusCode).toBe(204);
+    await waitFor(() => node.aborts.includes(first?.id ?? ''), 5000, 'node-side abort of the cancelled stream');
+    await waitFor(() => node.active('p') === 5, 5000, 'one slot freed');
+    // The other streams keep flowing on the same connection.
+    const counts = rest.map((_, i) => tokens(streams[i + 1] as SseClient).length);
+    await Promise.all(rest.map((_, i) => (streams[i + 1] as SseClient).waitForFrame((f) => f.event === 'token' && (f.data.i as number) >= (counts[i] ?? 0) + 3)));
+    expect(node.aborts).toEqual([first?.id]);
+    expect(node.h2cSessionsAccepted).toBe(1);
+    for (const s of streams) s.abort();
+  });
+
   it('POST cancel aborts the upstream request; no token follows end {canceled}', async () => {
     const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], tokenIntervalMs: 20 }]);
     const node = c.nodes[0] as FixturePoolManager;
@@ -187,10 +209,10 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(node.completed).not.toContain(task.id);
   });
 
-  it('a node that drops the connection before the first token: the task is re-placed on another node', async () => {
+  it.each([['HTTP/1.1', false], ['h2c', true]])('a node that drops the connection before the first token (%s): the task is re-placed on another node', async (_proto, h2c) => {
     const c = await start([
-      { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }] },
-      { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }] },
+      { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
+      { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
     ]);
     const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
     n1.nextBehaviours.push({ kind: 'crash-before-first-token' }, { kind: 'refuse' });
@@ -210,10 +232,10 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(metrics).toMatch(/tasks_replaced_total\{reason="WORKER_RESET"\} 2/);
   });
 
-  it('a node that drops the connection after the first token: error WORKER_RESET (retriable), no re-placement', async () => {
+  it.each([['HTTP/1.1', false], ['h2c', true]])('a node that drops the connection after the first token (%s): error WORKER_RESET (retriable), no re-placement', async (_proto, h2c) => {
     const c = await start([
-      { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }] },
-      { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }] },
+      { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
+      { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
     ]);
     const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
     n1.nextBehaviours.push({ kind: 'crash-after-tokens', tokens: 2 });

@@ -1,5 +1,5 @@
 import type { DispatchEvent, DispatchRequest, ErrorCode } from '@llama-orch/contracts';
-import type { PoolClient } from './pool-client.js';
+import type { DispatchTarget, PoolClient } from './pool-client.js';
 
 export type EndDispatchEvent = Extract<DispatchEvent, { type: 'end' }>;
 
@@ -20,7 +20,8 @@ export type AttemptOutcome =
 
 export interface RunAttemptOptions {
   client: PoolClient;
-  address: string;
+  /** The node's dispatch endpoint (h2c or HTTP/1.1). */
+  target: DispatchTarget;
   poolId: string;
   body: DispatchRequest;
   signal: AbortSignal;
@@ -42,7 +43,7 @@ function failure(opts: RunAttemptOptions, code: ErrorCode, message: string, unre
 export async function runAttempt(opts: RunAttemptOptions): Promise<AttemptOutcome> {
   let start;
   try {
-    start = await opts.client.dispatch(opts.address, opts.poolId, opts.body, opts.signal);
+    start = await opts.client.dispatch(opts.target, opts.poolId, opts.body, opts.signal);
   } catch (err) {
     return failure(opts, 'WORKER_RESET', (err as Error).message, true);
   }

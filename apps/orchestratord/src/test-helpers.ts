@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { OrchestratorConfigSchema, type OrchestratorConfig, type PoolSnapshot, type TaskRequestInput } from '@llama-orch/contracts';
 import { Agent, request as undiciRequest } from 'undici';
+import { createUpstreamDispatchers } from './upstream.js';
 import { buildApp, type AppTuning, type OrchdApp } from './app.js';
 import { pino, type Logger } from 'pino';
 import { expect } from 'vitest';
@@ -65,12 +66,13 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** buildApp with a captured logger, a real undici Agent and config overrides (parsed like env values). */
+/** buildApp with a captured logger, the real upstream dispatchers and config overrides (parsed like env values). */
 export async function makeApp(over: Partial<Record<keyof OrchestratorConfig, unknown>> = {}, tuning: AppTuning = {}, clock?: Clock): Promise<TestApp> {
   const config = OrchestratorConfigSchema.parse({ api_token: TOKEN, heartbeat_interval_ms: 1000, ...over });
   const logs = captureLogger();
-  const agent = new Agent();
-  const app = await buildApp({ logger: logs.logger, upstream: agent, ...(clock ? { clock } : {}) }, config, tuning);
+  const upstream = createUpstreamDispatchers();
+  const agent = upstream.http1;
+  const app = await buildApp({ logger: logs.logger, upstream: agent, upstreamH2c: upstream.h2c, ...(clock ? { clock } : {}) }, config, tuning);
   const auth: Record<string, string> = config.api_token === undefined ? {} : { authorization: `Bearer ${config.api_token}` };
   let closing: Promise<void> | undefined;
   return {
@@ -78,7 +80,7 @@ export async function makeApp(over: Partial<Record<keyof OrchestratorConfig, unk
     close: () => {
       closing ??= (async () => {
         await app.close();
-        await agent.close();
+        await upstream.close();
       })();
       return closing;
     },

@@ -70,6 +70,12 @@ export const NodeRegisterRequestSchema = z
     machine_id: z.string().min(1).max(256),
     /** Base URL of the node's pool-managerd. */
     address: HttpUrlSchema,
+    /**
+     * Base URL where the node also serves `POST /v2/pools/{id}/completions` over cleartext HTTP/2
+     * (h2c, prior knowledge). orchestratord then multiplexes every dispatch to this node over one
+     * connection; without it, each in-flight dispatch holds its own HTTP/1.1 connection to `address`.
+     */
+    dispatch_h2c: HttpUrlSchema.optional(),
     /** Pools at registration time. */
     pools: z.array(PoolSnapshotSchema).max(256),
     /** Hardware. */
@@ -110,6 +116,8 @@ export const NodeInfoSchema = z
     node_id: z.string(),
     machine_id: z.string(),
     address: z.string(),
+    /** h2c dispatch URL, when the node offers one. */
+    dispatch_h2c: z.string().optional(),
     state: NodeStateSchema,
     /** Last heartbeat (or registration) time. */
     last_seen: TimestampSchema,
