@@ -36,11 +36,28 @@ describe('lazyChild', () => {
     expect(plain.level).toBe('info');
   });
 
-  it('a child of a materialised logger keeps the parent\'s bindings', () => {
+  it('logs errors as err with their message, and keeps the parent\'s bindings in children', () => {
     const c = capture('info');
     const req = lazyChild(c.logger, { correlation_id: 'c2' });
     req.warn('materialise');
     req.child({ task_id: 't2' }).error('child line');
     expect(c.records()[1]).toMatchObject({ correlation_id: 'c2', task_id: 't2', level: 50 });
+  });
+
+  it('a child with a level more verbose than the root still logs at that level', () => {
+    const c = capture('warn');
+    const verbose = lazyChild(c.logger, { a: 1 }, { level: 'debug' });
+    verbose.debug({ n: 2 }, 'shown');
+    verbose.child({ b: 3 }).info('child shown');
+    expect(c.records()).toEqual([
+      expect.objectContaining({ a: 1, n: 2, msg: 'shown', level: 20 }),
+      expect.objectContaining({ a: 1, b: 3, msg: 'child shown', level: 30 }),
+    ]);
+  });
+
+  it('an Error as the first argument is logged as err', () => {
+    const c = capture('info');
+    lazyChild(c.logger, { a: 1 }).error(new Error('boom'));
+    expect(c.records()[0]).toMatchObject({ a: 1, msg: 'boom', err: { message: 'boom', type: 'Error' } });
   });
 });

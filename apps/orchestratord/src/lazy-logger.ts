@@ -4,43 +4,47 @@ import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
 /**
- * A pino child created on first use. Fastify builds one child logger per request, and pino's
- * `child()` (bindings serialised, level methods rebuilt) was the largest single cost of an
- * admission: most requests never log at an enabled level, and a task's own logger (`child()` of a
- * request logger) folds its bindings into one pino child instead of stacking two.
+ * A child logger that is only its bindings: each line goes to the root pino logger with the
+ * bindings merged in front of the call's own fields, which is what a pino child writes too.
+ * Fastify makes one child per request and orchestratord one per task; pino's `child()` (bindings
+ * serialised, level methods rebuilt, a new prototype per child) was the largest single cost of an
+ * admission and several KB of every open stream, while most requests never log at an enabled level.
+ * A real pino child is made only for a child with a level of its own (Fastify's route `logLevel`).
  */
 export class LazyChildLogger {
-  readonly #parent: Logger;
+  readonly #root: Logger;
   readonly #bindings: Bindings;
   readonly #opts: ChildLoggerOptions | undefined;
   #real: Logger | undefined;
 
-  constructor(parent: Logger, bindings: Bindings, opts?: ChildLoggerOptions) {
-    this.#parent = parent;
+  constructor(root: Logger, bindings: Bindings, opts?: ChildLoggerOptions) {
+    this.#root = root;
     this.#bindings = bindings;
     this.#opts = opts;
   }
 
-  #logger(): Logger {
-    this.#real ??= this.#parent.child(this.#bindings, this.#opts);
-    return this.#real;
-  }
-
   isLevelEnabled(level: Level): boolean {
     if (this.#real !== undefined) return this.#real.isLevelEnabled(level);
-    return this.#enabled(level);
-  }
-
-  #enabled(level: Level): boolean {
-    if (this.#real !== undefined) return true; // pino's own level methods are no-ops when disabled
     const own = this.#opts?.level;
-    if (own === undefined) return this.#parent.isLevelEnabled(level);
-    const values = this.#parent.levels.values;
+    if (own === undefined) return this.#root.isLevelEnabled(level);
+    const values = this.#root.levels.values;
     return (values[level] ?? 0) >= (values[own] ?? Number.POSITIVE_INFINITY);
   }
 
   #log(level: Level, args: unknown[]): void {
-    if (this.#enabled(level)) (this.#logger()[level] as (...a: unknown[]) => void)(...args);
+    if (!this.isLevelEnabled(level)) return;
+    if (this.#opts?.level !== undefined) {
+      // The root's own level may hide what this child shows: only a pino child can carry it.
+      this.#real ??= this.#root.child(this.#bindings, this.#opts);
+      (this.#real[level] as (...a: unknown[]) => void)(...args);
+      return;
+    }
+    const [first, ...rest] = args;
+    const root = this.#root;
+    const log = root[level] as (this: Logger, ...a: unknown[]) => void;
+    if (first instanceof Error) log.call(root, { ...this.#bindings, err: first }, ...(rest.length > 0 ? rest : [first.message]));
+    else if (typeof first === 'object' && first !== null) log.call(root, { ...this.#bindings, ...first }, ...rest);
+    else log.call(root, { ...this.#bindings }, first, ...rest);
   }
 
   // Prototype methods, not per-instance closures: one of these objects exists per request.
@@ -53,29 +57,30 @@ export class LazyChildLogger {
   silent(): void {}
 
   get level(): string {
-    return this.#real?.level ?? this.#opts?.level ?? this.#parent.level;
+    return this.#real?.level ?? this.#opts?.level ?? this.#root.level;
   }
 
   set level(level: string) {
-    this.#logger().level = level;
+    this.#real ??= this.#root.child(this.#bindings, { ...this.#opts, level });
+    this.#real.level = level;
   }
 
   child(bindings: Bindings, opts?: ChildLoggerOptions): FastifyBaseLogger {
     if (this.#real !== undefined) return lazyChild(this.#real, bindings, opts);
     const merged = this.#opts === undefined && opts === undefined ? undefined : { ...this.#opts, ...opts };
-    return lazyChild(this.#parent, { ...this.#bindings, ...bindings }, merged);
+    return lazyChild(this.#root, { ...this.#bindings, ...bindings }, merged);
   }
 }
 
 /**
- * A lazily created child of `parent`. The methods take pino's call forms (`(obj, msg)`,
- * `(msg)`) and pass them through unchanged, so the object is a logger wherever one is typed.
+ * A child of `root` without a pino child behind it (see {@link LazyChildLogger}). The methods take
+ * pino's call forms (`(obj, msg)`, `(msg)`, `(err)`), so the object is a logger wherever one is typed.
  */
-export function lazyChild(parent: Logger, bindings: Bindings, opts?: ChildLoggerOptions): FastifyBaseLogger {
-  return new LazyChildLogger(parent, bindings, opts) as unknown as FastifyBaseLogger;
+export function lazyChild(root: Logger, bindings: Bindings, opts?: ChildLoggerOptions): FastifyBaseLogger {
+  return new LazyChildLogger(root, bindings, opts) as unknown as FastifyBaseLogger;
 }
 
-/** Fastify `childLoggerFactory`: request loggers are created on first use. */
+/** Fastify `childLoggerFactory`: request loggers without a pino child each. */
 export function lazyChildLoggerFactory(logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions): FastifyBaseLogger {
   return lazyChild(logger as Logger, bindings, opts);
 }

@@ -1,6 +1,7 @@
 import {
   DispatchEventSchema, ErrorEnvelopeSchema, type DispatchEvent, type DispatchRequest, type ErrorEnvelope,
 } from '@llama-orch/contracts';
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 
 /**
@@ -33,7 +34,7 @@ export class UpstreamStreamError extends Error {
 }
 
 export type DispatchStart =
-  | { readonly kind: 'stream'; readonly events: AsyncIterable<DispatchEvent> }
+  | { readonly kind: 'stream'; readonly body: Readable }
   | { readonly kind: 'rejected'; readonly status: number; readonly envelope: ErrorEnvelope | undefined };
 
 export interface PoolOperationReply {
@@ -64,37 +65,79 @@ function join(address: string, path: string): { origin: string; path: string } {
   return { origin: url.origin, path: `${base}${path}` };
 }
 
-async function* ndjsonEvents(body: AsyncIterable<Buffer | string>): AsyncGenerator<DispatchEvent> {
-  const decoder = new TextDecoder();
-  let buffered = '';
-  const parse = (line: string): DispatchEvent => {
-    let json: unknown;
-    try {
-      json = JSON.parse(line);
-    } catch (err) {
-      throw new UpstreamStreamError('node sent a line that is not JSON', { cause: err });
-    }
-    const parsed = DispatchEventSchema.safeParse(json);
-    if (!parsed.success) throw new UpstreamStreamError(`node sent an invalid dispatch event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    return parsed.data;
-  };
-  try {
-    for await (const chunk of body) {
+/**
+ * Reads a node's NDJSON event stream with push callbacks: `onEvent` gets every parsed event in
+ * order and returns false to stop reading (the body is destroyed, which closes the upstream
+ * request). Resolves when the body ended or reading stopped; rejects with
+ * {@link UpstreamStreamError} when the stream breaks or carries something that is not a
+ * DispatchEvent. Push rather than an async iterator: per token, that chain of promises and
+ * generator results was most of the relay's allocations with thousands of streams open.
+ */
+export function readDispatchEvents(body: Readable, onEvent: (ev: DispatchEvent) => boolean): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const decoder = new TextDecoder();
+    let buffered = '';
+    let settled = false;
+    const settle = (err?: UpstreamStreamError): void => {
+      if (settled) return;
+      settled = true;
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+      body.off('close', onClose);
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const stop = (err?: UpstreamStreamError): void => {
+      settle(err);
+      body.on('error', () => undefined); // destroy() may still report the abort
+      body.destroy();
+    };
+    const line = (text: string): boolean => {
+      const trimmed = text.trim();
+      if (trimmed === '') return true;
+      let json: unknown;
+      try {
+        json = JSON.parse(trimmed);
+      } catch (err) {
+        stop(new UpstreamStreamError('node sent a line that is not JSON', { cause: err }));
+        return false;
+      }
+      const parsed = DispatchEventSchema.safeParse(json);
+      if (!parsed.success) {
+        stop(new UpstreamStreamError(`node sent an invalid dispatch event: ${parsed.error.issues[0]?.message ?? 'invalid'}`));
+        return false;
+      }
+      if (!onEvent(parsed.data)) {
+        stop();
+        return false;
+      }
+      return true;
+    };
+    const onData = (chunk: Buffer | string): void => {
       buffered += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+      let start = 0;
       let nl = buffered.indexOf('\n');
       while (nl >= 0) {
-        const line = buffered.slice(0, nl).trim();
-        buffered = buffered.slice(nl + 1);
-        if (line !== '') yield parse(line);
-        nl = buffered.indexOf('\n');
+        if (!line(buffered.slice(start, nl))) return;
+        start = nl + 1;
+        nl = buffered.indexOf('\n', start);
       }
-    }
-  } catch (err) {
-    if (err instanceof UpstreamStreamError) throw err;
-    throw new UpstreamStreamError('event stream from node broke', { cause: err });
-  }
-  const rest = (buffered + decoder.decode()).trim();
-  if (rest !== '') yield parse(rest);
+      buffered = start === 0 ? buffered : buffered.slice(start);
+    };
+    const onEnd = (): void => {
+      const rest = buffered + decoder.decode();
+      if (rest.trim() !== '' && !line(rest)) return;
+      settle();
+    };
+    const onError = (err: Error): void => settle(new UpstreamStreamError('event stream from node broke', { cause: err }));
+    // Destroyed without an error (and without its end): broken all the same.
+    const onClose = (): void => settle(new UpstreamStreamError('event stream from node closed before its end'));
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
+    body.on('close', onClose);
+  });
 }
 
 export class PoolClient {
@@ -146,7 +189,7 @@ export class PoolClient {
       }
       return { kind: 'rejected', status: res.statusCode, envelope };
     }
-    return { kind: 'stream', events: ndjsonEvents(res.body) };
+    return { kind: 'stream', body: res.body };
   }
 
   /** Forwards drain/reload to the owning node; relays its status and JSON body. */

@@ -31,12 +31,17 @@ export function serveTaskStream(options: ServeTaskStreamOptions): void {
   let done = false;
   let keepalive: NodeJS.Timeout | undefined;
 
+  // One timer per subscriber, re-armed with refresh() after every write: a new timer per token was
+  // a steady stream of garbage (and of old-to-new pointers) with thousands of streams open.
   const armKeepalive = (): void => {
-    if (keepalive !== undefined) clearTimeout(keepalive);
-    keepalive = setTimeout(() => {
+    if (keepalive !== undefined) {
+      keepalive.refresh();
+      return;
+    }
+    keepalive = setTimeout(function onKeepalive(this: NodeJS.Timeout) {
       if (done) return;
       if (!waitingDrain) res.write(': keep-alive\n\n');
-      armKeepalive();
+      this.refresh();
     }, options.keepaliveMs);
     keepalive.unref();
   };

@@ -1,5 +1,5 @@
 import type { DispatchEvent, DispatchRequest, ErrorCode } from '@llama-orch/contracts';
-import type { DispatchTarget, PoolClient } from './pool-client.js';
+import { readDispatchEvents, type DispatchTarget, type PoolClient } from './pool-client.js';
 
 export type EndDispatchEvent = Extract<DispatchEvent, { type: 'end' }>;
 
@@ -62,12 +62,16 @@ export async function runAttempt(opts: RunAttemptOptions): Promise<AttemptOutcom
   // After the terminal event the rest of the body is read to its end (normally nothing), so the
   // connection closes cleanly instead of looking like a cancel to the node.
   let terminal: AttemptOutcome | undefined;
+  let stopped = false;
   try {
-    for await (const ev of start.events) {
-      if (opts.signal.aborted) return { kind: 'aborted' };
-      if (terminal !== undefined) continue;
+    await readDispatchEvents(start.body, (ev) => {
+      if (opts.signal.aborted) return false;
+      if (terminal !== undefined) return true;
       if (ev.type === 'token') {
-        if (!opts.onToken(ev.t)) return { kind: 'aborted' };
+        if (!opts.onToken(ev.t)) {
+          stopped = true;
+          return false;
+        }
       } else if (ev.type === 'end') {
         terminal = { kind: 'end', event: ev };
       } else if (!ev.retriable || opts.hasTokens()) {
@@ -75,11 +79,12 @@ export async function runAttempt(opts: RunAttemptOptions): Promise<AttemptOutcom
       } else {
         terminal = { kind: 'retry', code: ev.code, message: ev.message, saturated: false, unreachable: false };
       }
-    }
+      return true;
+    });
   } catch (err) {
     if (terminal !== undefined && !opts.signal.aborted) return terminal;
     return failure(opts, 'WORKER_RESET', `stream from node broke: ${(err as Error).message}`);
   }
-  if (opts.signal.aborted) return { kind: 'aborted' };
+  if (stopped || opts.signal.aborted) return { kind: 'aborted' };
   return terminal ?? failure(opts, 'WORKER_RESET', 'stream from node ended without an end or error event');
 }

@@ -60,7 +60,8 @@ export class TaskStream {
     const id = this.#frames.length;
     this.#frames.push({ id, frame, verbose: frame.event === 'metrics' ? verbose : undefined });
     if (isTerminal(frame)) this.#state = 'ended';
-    for (const l of [...this.#listeners]) l();
+    // A Set tolerates a listener removing itself mid-iteration; no per-frame copy.
+    for (const l of this.#listeners) l();
     return id;
   }
 

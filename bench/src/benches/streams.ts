@@ -133,7 +133,9 @@ export const streamsBench: Bench = {
           `One orchestratord (open-file limit ${limits.hard}, the hard limit here) relays ${target.toLocaleString('en-US')} ` +
           `tasks opened by ${CLIENTS} client processes (POST /v2/tasks, then one SSE connection per task). The tasks run on ` +
           `${nodes} FIXTURE nodes (one process, each node its own port and ${SLOTS_PER_NODE}-slot pool, registered and ` +
-          'heartbeating like pool-managerd and speaking its NDJSON dispatch contract) that send one token per stream every ' +
+          'heartbeating like pool-managerd and speaking its NDJSON dispatch contract on an HTTP/1.1 port and an h2c port ' +
+          'registered as dispatch_h2c, so orchestratord multiplexes each node\'s streams over one HTTP/2 connection, as with ' +
+          'pool-managerd) that send one token per stream every ' +
           `${TOKEN_INTERVAL_MS} ms at a random phase, the token text being the fixture's process.hrtime.bigint(). ` +
           `Streams held = streams still open and receiving tokens at the end of a ${windowS} s window; delivery delay = client ` +
           'arrival (hrtime) − fixture send time, every token in the window; RSS per stream = (median orchestratord VmRSS ' +
@@ -161,8 +163,8 @@ export const streamsBench: Bench = {
             cpu_us_per_relayed_token: (cpuS * 1e6) / Math.max(1, delays.length),
           },
         },
-        notes: held < target && limits.hard < 2 * target + 64
-          ? [`orchestratord uses two sockets per stream (client SSE + upstream NDJSON); the hard open-file limit here is ${limits.hard}, so at most ~${Math.floor((limits.hard - 40) / 2)} streams fit in one process`]
+        notes: held < target && limits.hard < target + 64
+          ? [`every stream holds one client socket in orchestratord; the hard open-file limit here is ${limits.hard}`]
           : [],
       };
     } finally {
