@@ -15,7 +15,7 @@ export type { NodeRegistryOptions, PoolView, Lease, RegistryEvent, RegistryState
 export { TaskDispatcher } from './dispatcher.js';
 export type { TaskDispatcherOptions, AdmissionResult, CancelResult, CancelReason, DispatcherState } from './dispatcher.js';
 export { TaskStream } from './task-stream.js';
-export type { StoredFrame, TaskStreamState } from './task-stream.js';
+export type { TaskStreamState } from './task-stream.js';
 export { PoolClient, UpstreamConnectError, UpstreamStreamError } from './pool-client.js';
 export type { PoolClientOptions, DispatchStart, PoolOperationReply } from './pool-client.js';
 export { Predictor, onTimeProbability } from './predictor.js';

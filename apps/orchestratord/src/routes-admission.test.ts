@@ -101,7 +101,7 @@ describe('POST /v2/tasks', () => {
       preparation: { steps: [] },
     });
     const task = t.app.services.dispatcher.get(body.task_id as string);
-    expect(task?.stream.at(0)?.frame).toEqual({ event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } });
+    expect(frames(task?.stream.text(0) ?? '')).toEqual([{ id: 0, event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } }]);
   });
 
   it('uses public_url for stream links when configured', async () => {

@@ -1,6 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { formatSseFrame } from '@llama-orch/contracts';
-import { isTerminal, type TaskStream } from './task-stream.js';
+import type { TaskStream } from './task-stream.js';
 
 export interface ServeTaskStreamOptions {
   res: ServerResponse;
@@ -56,13 +55,13 @@ export function serveTaskStream(options: ServeTaskStreamOptions): void {
   const flush = (): void => {
     if (done || waitingDrain) return;
     while (cursor < stream.length) {
-      const stored = stream.at(cursor);
+      const text = stream.text(cursor, verbose);
       cursor += 1;
-      if (stored === undefined) continue;
-      const frame = verbose && stored.verbose !== undefined ? stored.verbose : stored.frame;
-      const ok = res.write(formatSseFrame(stored.id, frame));
+      if (text === undefined) continue;
+      const ok = res.write(text);
       armKeepalive();
-      if (isTerminal(frame)) {
+      // Only the terminal frame is both last and in an ended stream.
+      if (stream.state === 'ended' && cursor === stream.length) {
         cleanup();
         res.end();
         return;

@@ -1,4 +1,4 @@
-import type { SseFrame } from '@llama-orch/contracts';
+import { formatSseFrame, type SseFrame } from '@llama-orch/contracts';
 
 /**
  * Per-task frame log: the single source every SSE subscriber reads from, so late subscribers and
@@ -11,14 +11,6 @@ import type { SseFrame } from '@llama-orch/contracts';
  * subscribers read instead; both share one id.
  */
 
-export interface StoredFrame {
-  /** Sequence id, from 0, no gaps; the SSE `id:` line. */
-  readonly id: number;
-  readonly frame: SseFrame;
-  /** Variant for `?verbose=true` subscribers (metrics frames only). */
-  readonly verbose?: SseFrame | undefined;
-}
-
 export type TaskStreamState = 'open' | 'ended';
 
 export function isTerminal(frame: SseFrame): boolean {
@@ -26,18 +18,25 @@ export function isTerminal(frame: SseFrame): boolean {
 }
 
 export class TaskStream {
-  readonly #frames: StoredFrame[] = [];
+  /**
+   * Each frame as it goes on the wire (`formatSseFrame`), serialised once at append: subscribers
+   * write these strings, and a long stream keeps one string per frame instead of three objects.
+   */
+  readonly #texts: string[] = [];
+  /** Verbose variants of `metrics` frames, by id. */
+  readonly #verbose = new Map<number, string>();
   readonly #listeners = new Set<() => void>();
   #state: TaskStreamState = 'open';
   #sawToken = false;
+  #terminal: SseFrame | undefined;
 
   get state(): TaskStreamState {
     return this.#state;
   }
 
-  /** Frames stored so far. */
+  /** Frames stored so far; ids are 0 … length − 1. */
   get length(): number {
-    return this.#frames.length;
+    return this.#texts.length;
   }
 
   get subscriberCount(): number {
@@ -46,28 +45,31 @@ export class TaskStream {
 
   /** The terminal frame, once written. */
   get terminal(): SseFrame | undefined {
-    const last = this.#frames.at(-1);
-    return this.#state === 'ended' && last !== undefined ? last.frame : undefined;
+    return this.#terminal;
   }
 
   /** Appends a frame; returns its id, or undefined when the grammar forbids it now. */
   append(frame: SseFrame, verbose?: SseFrame): number | undefined {
     if (this.#state === 'ended') return undefined;
-    const first = this.#frames.length === 0;
+    const first = this.#texts.length === 0;
     if (first !== (frame.event === 'started')) return undefined;
     if (frame.event === 'metrics' && this.#sawToken) return undefined;
     if (frame.event === 'token') this.#sawToken = true;
-    const id = this.#frames.length;
-    this.#frames.push({ id, frame, verbose: frame.event === 'metrics' ? verbose : undefined });
-    if (isTerminal(frame)) this.#state = 'ended';
+    const id = this.#texts.length;
+    this.#texts.push(formatSseFrame(id, frame));
+    if (frame.event === 'metrics' && verbose !== undefined) this.#verbose.set(id, formatSseFrame(id, verbose));
+    if (isTerminal(frame)) {
+      this.#state = 'ended';
+      this.#terminal = frame;
+    }
     // A Set tolerates a listener removing itself mid-iteration; no per-frame copy.
     for (const l of this.#listeners) l();
     return id;
   }
 
-  /** Frame at a sequence id. */
-  at(id: number): StoredFrame | undefined {
-    return this.#frames[id];
+  /** Wire text of a frame (its verbose variant when asked and there is one). */
+  text(id: number, verbose = false): string | undefined {
+    return (verbose ? this.#verbose.get(id) : undefined) ?? this.#texts[id];
   }
 
   /** Called after every append. Returns an unsubscribe function. */
