@@ -129,12 +129,24 @@ export class EngineProvisioner {
 
     const cuda = await this.decideCuda(pool, log);
     const cmakeFlags = cmakeFlagsFor(pool, cuda);
-    await ensureCacheWritable(this.layout);
+    // The fingerprint's inputs are independent probes (a git and a compiler subprocess): run them
+    // together — this is every pool start's path, cache hits included. Failures are reported in
+    // the order the checks are listed (cache, source, compiler), as when they ran one by one.
     report('source', 0);
-    const tree = await this.sourceTree(pool, opts.signal);
+    const [writable, treeResult, compilerResult, cpuResult] = await Promise.allSettled([
+      ensureCacheWritable(this.layout),
+      this.sourceTree(pool, opts.signal),
+      toolVersion(cxxCompiler(this.env), this.env, opts.signal),
+      pool.native ? cpuIdentity() : Promise.resolve(undefined),
+    ]);
+    if (writable.status === 'rejected') throw writable.reason;
+    if (treeResult.status === 'rejected') throw treeResult.reason;
+    const tree = treeResult.value;
     report('source', 1);
-    const compiler = await toolVersion(cxxCompiler(this.env), this.env, opts.signal);
-    const cpu = pool.native ? await cpuIdentity() : undefined;
+    if (compilerResult.status === 'rejected') throw compilerResult.reason;
+    const compiler = compilerResult.value;
+    if (cpuResult.status === 'rejected') throw cpuResult.reason;
+    const cpu = cpuResult.value;
     const fingerprint = engineFingerprint({ commit: tree.commit, cmakeFlags, compiler, cudaVersion: cuda?.version, cpu });
 
     const hit = await readCacheEntry(this.layout, fingerprint, log);

@@ -113,6 +113,26 @@ class Cursor {
   async skipStr(): Promise<void> {
     this.skip(await this.u64());
   }
+
+  /**
+   * Skips `count` length-prefixed strings. Lengths already in the window are read without an
+   * await each: vocabularies hold 10^4–10^5 strings, and a promise per string made the header of a
+   * cached model cost tens of ms on every pool start.
+   */
+  async skipStrs(count: number): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      const rel = this.pos - this.bufStart;
+      if (rel >= 0 && rel + 8 <= this.buf.length) {
+        const hi = this.buf.readUInt32LE(rel + 4);
+        // same bound as u64(): a length must be a safe integer
+        if (hi > 0x1f_ffff) throw new Truncated();
+        this.pos += 8;
+        this.skip(hi * 2 ** 32 + this.buf.readUInt32LE(rel));
+      } else {
+        await this.skipStr();
+      }
+    }
+  }
 }
 
 function bad(path: string, why: string, cause?: unknown): ModelProvisionError {
@@ -150,7 +170,7 @@ async function readValue(c: Cursor, type: number): Promise<GgufValue> {
   if (elemType === GGUF_TYPE.STRING) {
     // every string costs at least its 8-byte length, so a bogus count fails fast here
     if (length * 8 > c.remaining) throw new Truncated();
-    for (let i = 0; i < length; i++) await c.skipStr();
+    await c.skipStrs(length);
   } else {
     const size = ggufScalarSize(elemType);
     if (size === undefined) throw new Error(`invalid array element type ${elemType}`);

@@ -1,8 +1,7 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { Agent, interceptors } from 'undici';
-import type { Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { ResolvedModelSchema, Sha256Schema } from '@llama-orch/contracts';
 import type { ResolvedModel } from '@llama-orch/contracts';
 import { ensureSourceTree } from '@llama-orch/llamacpp-source';
@@ -81,8 +80,9 @@ export class ModelProvisioner {
   readonly catalog: Catalog;
   readonly store: ModelStore;
   private readonly log: Logger;
-  private readonly http: Dispatcher;
-  private readonly ownAgent: Agent | undefined;
+  /** Created on the first download: a cache hit never loads undici (it sits on pool-managerd's start path). */
+  private http: Promise<Dispatcher> | undefined;
+  private ownAgent: Agent | undefined;
   private readonly retry: RetryPolicy;
   private readonly hfBaseUrl: string;
   private readonly jobs = new SharedJobs<Omit<ResolvedModel, 'ref'>, ModelProgress>();
@@ -99,7 +99,6 @@ export class ModelProvisioner {
       ...(opts.isPinned ? { isPinned: opts.isPinned } : {}),
       storeDir: this.store.blobDir,
     });
-    this.http = (opts.dispatcher ?? (this.ownAgent = new Agent())).compose(interceptors.redirect({ maxRedirections: 5 }));
     this.retry = { attempts: 4, baseMs: 500, maxMs: 10_000, ...opts.retry };
     this.hfBaseUrl = (opts.hfBaseUrl ?? 'https://huggingface.co').replace(/\/+$/, '');
   }
@@ -135,6 +134,7 @@ export class ModelProvisioner {
     this.closing ??= (async () => {
       this.stateValue = 'closing';
       await this.jobs.abortAll(new ModelProvisionError('PROVISIONER_CLOSED', 'model provisioner closed'));
+      await this.http?.catch(() => undefined);
       await this.ownAgent?.close().catch(() => undefined);
       this.stateValue = 'closed';
     })();
@@ -149,9 +149,8 @@ export class ModelProvisioner {
   ): Promise<Omit<ResolvedModel, 'ref'>> {
     const log = this.log.child({ model: ref.id });
     try {
-      for (const d of [this.store.blobDir, this.store.refDir, this.store.tmpDir, this.store.lockDir]) {
-        await mkdir(d, { recursive: true }).catch((err: unknown) => { throw cacheError(err, d); });
-      }
+      await Promise.all([this.store.blobDir, this.store.refDir, this.store.tmpDir, this.store.lockDir].map((d) =>
+        mkdir(d, { recursive: true }).catch((err: unknown) => { throw cacheError(err, d); })));
       let located: Located;
       if (ref.kind === 'file') located = await this.resolveFile(ref, expected, signal);
       else if (ref.kind === 'synthetic') located = await this.resolveSynthetic(ref, expected, signal, log);
@@ -275,6 +274,14 @@ export class ModelProvisioner {
     });
   }
 
+  private dispatcher(): Promise<Dispatcher> {
+    this.http ??= import('undici').then(({ Agent, interceptors }) => {
+      const base = this.opts.dispatcher ?? (this.ownAgent = new Agent());
+      return base.compose(interceptors.redirect({ maxRedirections: 5 }));
+    });
+    return this.http;
+  }
+
   private urlOf(ref: Extract<ModelRef, { kind: 'hf' | 'url' }>): string {
     if (ref.kind === 'url') return ref.url;
     const path = ref.path.split('/').map(encodeURIComponent).join('/');
@@ -310,7 +317,7 @@ export class ModelProvisioner {
       let res;
       try {
         res = await download({
-          url, partialPath: partial, headers, dispatcher: this.http, retry: this.retry,
+          url, partialPath: partial, headers, dispatcher: await this.dispatcher(), retry: this.retry,
           stallTimeoutMs: this.opts.stallTimeoutMs ?? 60_000, logger: log, progress, signal,
         });
       } catch (err) {
