@@ -6,7 +6,8 @@ import { pino } from 'pino';
 import { ErrorEnvelopeSchema, ManagerHealthSchema, PoolConfigSchema, PoolStatusListSchema } from '@llama-orch/contracts';
 import { EngineProvisioner } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
-import { buildApp, type PoolManagerApp } from './app.js';
+import { Agent, H2CClient } from 'undici';
+import { buildApp, buildDispatchApp, type PoolManagerApp } from './app.js';
 import { DEFAULT_SUPERVISION } from './pool-controller.js';
 import { PoolManager } from './pool-manager.js';
 import { runtimeDir } from './runtime-dir.js';
@@ -111,5 +112,31 @@ describe('pool-managerd HTTP API', () => {
     expect(res.body).toMatch(/pool_slots_total\{pool_id="p0"\} 1/);
     expect(res.body).toMatch(/pool_slots_free\{pool_id="p0"\} 0/);
     expect(res.body).toMatch(/pool_breaker_state\{pool_id="p0"\} 0/);
+  });
+
+  it('the h2c dispatch listener serves the dispatch route alone over HTTP/2, with the same auth and envelopes', async () => {
+    const h2 = await buildDispatchApp({ manager, logger: pino({ level: 'silent' }), apiToken: TOKEN }, { node: { id: 'n1', addr: '127.0.0.1:0' } });
+    const agent = new Agent({ factory: (origin, opts) => new H2CClient(origin, opts) });
+    try {
+      await h2.listen({ host: '127.0.0.1', port: 0 });
+      const address = h2.server.address();
+      const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
+      const body = JSON.stringify({ task_id: '5f0c6f8e-8f0e-4e43-9d61-3b8a4f9b8c11', prompt: 'hi', max_tokens: 4 });
+      const post = (path: string, headers: Record<string, string>) =>
+        agent.request({ origin, path, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+      const unready = await post('/v2/pools/p0/completions', { ...auth, 'x-correlation-id': 'h2-1' });
+      expect(ErrorEnvelopeSchema.parse(await unready.body.json())).toMatchObject({ code: 'POOL_UNREADY', retriable: true });
+      expect(unready.statusCode).toBe(503);
+      expect(unready.headers['x-correlation-id']).toBe('h2-1');
+      const noAuth = await post('/v2/pools/p0/completions', {});
+      expect(noAuth.statusCode).toBe(401);
+      await noAuth.body.dump();
+      const other = await agent.request({ origin, path: '/v2/pools', method: 'GET', headers: auth });
+      expect(other.statusCode).toBe(404);
+      await other.body.dump();
+    } finally {
+      await agent.close();
+      await h2.close();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import Fastify from 'fastify';
+import type { Http2Server } from 'node:http2';
+import Fastify, { type FastifyError, type FastifyHttp2Options, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { PoolManagerConfig } from '@llama-orch/contracts';
@@ -25,16 +26,39 @@ const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * signal handlers: main.ts does.
  */
 export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
-  const app = Fastify({
+  const app = Fastify({ ...fastifyOptions(deps, config), disableRequestLogging: true }).withTypeProvider<ZodTypeProvider>();
+  await registerCommon(app as unknown as FastifyInstance, deps);
+  await app.register(metricsRoute, { registry: deps.manager.metrics.registry });
+  await app.register(poolRoutes, { manager: deps.manager });
+  await app.register(completionsRoute, { manager: deps.manager });
+  return app;
+}
+
+/**
+ * The dispatch route alone over cleartext HTTP/2 (h2c, prior knowledge), for orchestratord: one
+ * connection carries all of its in-flight tasks on this node, where HTTP/1.1 needs a socket per
+ * task. Same auth, errors and correlation ids as {@link buildApp}; registered as `dispatch_h2c`.
+ */
+export async function buildDispatchApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
+  // The shared options are typed for HTTP/1.1 request objects; Fastify hands the same hooks the
+  // HTTP/2 compatibility objects, which have what they read (headers, id).
+  const options = { ...fastifyOptions(deps, config), http2: true, disableRequestLogging: true } as unknown as FastifyHttp2Options<Http2Server>;
+  const app = Fastify(options);
+  await registerCommon(app as unknown as FastifyInstance, deps);
+  await app.register(completionsRoute as unknown as FastifyPluginAsync<{ manager: PoolManager }>, { manager: deps.manager });
+  return app;
+}
+
+function fastifyOptions(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
+  return {
     loggerInstance: deps.logger.child({ component: 'http', nodeId: config.node.id }),
-    requestIdHeader: false,
+    requestIdHeader: false as const,
     requestIdLogLabel: 'correlation_id',
-    genReqId: (req) => {
+    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
       const given = req.headers['x-correlation-id'];
       return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
     },
     bodyLimit: 4 * 1024 * 1024,
-    disableRequestLogging: true,
     // close() runs after the pools stopped (every dispatch stream has ended): remaining sockets
     // are only keep-alive or half-dead connections, and waiting for them let a SIGTERM run into
     // the 15 s grace kill (exit 1) after a chaos run.
@@ -42,11 +66,14 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
     // Router-level refusals (malformed percent-encoding, a path parameter over maxParamLength)
     // bypass hooks and the error handler; without this they leave as Fastify's own JSON with
     // status 400/414 and no correlation id instead of an ErrorEnvelope.
-    frameworkErrors: (err, request, reply) => {
+    frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       reply.header('x-correlation-id', request.id);
       sendError(reply, 'INVALID_PARAMS', `path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'not a valid URL (bad percent-encoding)'}`);
     },
-  }).withTypeProvider<ZodTypeProvider>();
+  };
+}
+
+async function registerCommon(app: FastifyInstance, deps: AppDeps): Promise<void> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // First hook: every response, 401s and 404s included, carries the correlation id.
@@ -59,10 +86,6 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
   });
   await app.register(errorHandlerPlugin);
   await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics'] });
-  await app.register(metricsRoute, { registry: deps.manager.metrics.registry });
-  await app.register(poolRoutes, { manager: deps.manager });
-  await app.register(completionsRoute, { manager: deps.manager });
-  return app;
 }
 
 export type PoolManagerApp = Awaited<ReturnType<typeof buildApp>>;

@@ -139,6 +139,12 @@ export const PoolManagerConfigSchema = z
       addr: HostPortSchema.default('127.0.0.1:9200'),
       /** URL orchestratord uses to reach this node; default derived from `addr`. */
       public_url: HttpUrlSchema.optional(),
+      /**
+       * Listen address of the dispatch listener over cleartext HTTP/2 (h2c), registered as
+       * `dispatch_h2c`: orchestratord then sends every task for this node over one connection.
+       * `off` = HTTP/1.1 only. @default the host of `addr`, any free port
+       */
+      dispatch_h2c_addr: z.union([HostPortSchema, z.literal('off')]).optional(),
     }),
     /** Where orchestratord is; absent = standalone (no registration). */
     orchestrator: z

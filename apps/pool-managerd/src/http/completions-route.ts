@@ -26,7 +26,9 @@ export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> =
     }
     const clientGone = new AbortController();
     reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) clientGone.abort();
+      // HTTP/1.1: closed before the response finished. HTTP/2 (the h2c listener): the stream was
+      // reset, which marks the request aborted even though the response counts as finished.
+      if (!reply.raw.writableFinished || (request.raw as { aborted?: boolean }).aborted === true) clientGone.abort();
     });
     const events = dispatchEvents({
       poolId: id,
