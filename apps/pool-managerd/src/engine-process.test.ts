@@ -14,6 +14,7 @@ import { processCmdline } from './pid-files.js';
 import { detectPdeathsigWrapper } from './setpriv.js';
 
 const HANGING = fileURLToPath(new URL('./fixtures/hanging-engine.mjs', import.meta.url));
+const ANNOUNCING = fileURLToPath(new URL('./fixtures/announcing-engine.mjs', import.meta.url));
 const logger = pino({ level: 'silent' });
 let dir: string;
 let binary: string;
@@ -99,6 +100,30 @@ describe('EngineProcess', () => {
     expect(exit).toMatchObject({ code: null, signal: 'SIGKILL', requested: false });
     expect(exits).toHaveLength(1);
     await client.close();
+  });
+
+  it('probes /health as soon as the engine announces it listens (split across reads), not at the next poll tick', async () => {
+    const probes: string[] = [];
+    const spawned: number[] = [];
+    const proc: EngineProcess = new EngineProcess({
+      name: 'announce-r0', poolId: 'announce', replicaId: 'r0', binaryPath: ANNOUNCING, args: [], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      // "Healthy" once the announcement is out: only a probe after it can succeed.
+      health: async () => {
+        const h = proc.outputTail().includes('listening on http://') ? 'ready' : 'loading';
+        probes.push(h);
+        return h;
+      },
+      logDir: join(dir, 'logs'), pidDir: join(dir, 'pids'), logger,
+      // A poll tick far beyond the test timeout: only the announcement can end the wait in time.
+      readinessIntervalMs: 600_000,
+      onSpawn: (pid) => spawned.push(pid),
+    });
+    await proc.start();
+    expect(proc.state).toBe('ready');
+    expect(spawned).toEqual([proc.pid]);
+    expect(probes[0]).toBe('loading'); // the probe at spawn, before the announcement
+    expect(probes.at(-1)).toBe('ready');
+    expect((await proc.stop('SIGTERM', 2000)).requested).toBe(true);
   });
 
   it('a hung engine fails readiness on timeout and is killed; stop escalates SIGTERM → SIGKILL', async () => {

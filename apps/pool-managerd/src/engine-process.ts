@@ -42,10 +42,21 @@ export interface EngineProcessOptions {
   readinessTimeoutMs?: number;
   /** `/health` poll interval while loading, ms. @default 50 */
   readinessIntervalMs?: number;
+  /**
+   * Output that announces the engine is about to answer (llama-server prints `listening on http://…`
+   * after the model loaded): seeing it probes `/health` at once instead of at the next poll tick.
+   * Only a hint — readiness is still a real `/health` 200. @default /listening on http/
+   */
+  readyHint?: RegExp;
+  /** Called synchronously once the process exists (before its PID file is written). */
+  onSpawn?: (pid: number) => void;
   log?: RotatingLogOptions;
 }
 
 const TAIL_BYTES = 4096;
+const READY_HINT = /listening on http/;
+/** How long after the ready hint `/health` is polled every 5 ms, ms. */
+const HINT_FAST_POLL_MS = 500;
 
 /**
  * One `llama-server` process: explicit argv and env, output to a rotating log file, a PID file while
@@ -62,6 +73,10 @@ export class EngineProcess {
   #pidPath: string | undefined;
   #log: RotatingLogFile | undefined;
   #tail = '';
+  /** Ends the readiness loop's current wait early (set while it sleeps between probes). */
+  #wake: (() => void) | undefined;
+  /** When the ready hint was seen (Date.now()), if it was. */
+  #hintedAt: number | undefined;
   readonly #exitListeners = new Set<(exit: EngineExit) => void>();
   readonly exited: Promise<EngineExit>;
   #resolveExited!: (exit: EngineExit) => void;
@@ -126,9 +141,16 @@ export class EngineProcess {
       forceKillAfterDelay: false,
     });
     this.#child = child;
+    const hint = o.readyHint ?? READY_HINT;
     const onOutput = (chunk: Buffer): void => {
       log.write(chunk);
-      this.#tail = (this.#tail + chunk.toString('utf8')).slice(-TAIL_BYTES);
+      const text = chunk.toString('utf8');
+      // Searched across the chunk boundary: the hint may arrive split in two reads.
+      if (this.#hintedAt === undefined && hint.test(this.#tail.slice(-256) + text)) {
+        this.#hintedAt = Date.now();
+        this.#wake?.();
+      }
+      this.#tail = (this.#tail + text).slice(-TAIL_BYTES);
     };
     child.stdout?.on('data', onOutput);
     child.stderr?.on('data', onOutput);
@@ -148,12 +170,16 @@ export class EngineProcess {
       if (this.#pidPath !== undefined) rmSync(this.#pidPath, { force: true });
       o.logger.info({ pid: child.pid, code: exit.code, signal: exit.signal, requested: exit.requested }, 'engine exited');
       this.#resolveExited(exit);
+      this.#wake?.();
       for (const l of this.#exitListeners) l(exit);
     });
     if (child.pid === undefined) {
       const exit = await this.exited;
       throw new EngineSpawnError(`could not spawn ${o.binaryPath}: ${this.#tail.trim() || `exit ${exit.code}`}`, { binary: o.binaryPath });
     }
+    // Logged at the spawn itself (its time is the start of the engine's own start-up).
+    o.logger.info({ pid: child.pid, binary: o.binaryPath, log: this.logPath }, 'engine spawned');
+    o.onSpawn?.(child.pid);
     this.#pidPath = await writePidFile(o.pidDir, o.name, {
       pid: child.pid,
       pool_id: o.poolId,
@@ -163,7 +189,6 @@ export class EngineProcess {
     });
     // The process may have exited while the PID file was written: then the exit handler missed it.
     if (this.#exit !== undefined) await removePidFile(this.#pidPath);
-    o.logger.info({ pid: child.pid, binary: o.binaryPath, log: this.logPath }, 'engine spawned');
     await this.#waitReady(signal);
   }
 
@@ -201,7 +226,20 @@ export class EngineProcess {
         o.logger.info({ pid: this.pid, ms: Date.now() - started }, 'engine healthy');
         return;
       }
-      await new Promise((r) => setTimeout(r, intervalMs).unref());
+      // Just after the hint the engine is about to answer: short pauses for a while, not full ticks.
+      const hinted = this.#hintedAt !== undefined && Date.now() - this.#hintedAt < HINT_FAST_POLL_MS;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.#wake = undefined;
+          resolve();
+        }, hinted ? Math.min(intervalMs, 5) : intervalMs);
+        timer.unref();
+        this.#wake = () => {
+          this.#wake = undefined;
+          clearTimeout(timer);
+          resolve();
+        };
+      });
     }
   }
 

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { watch, type FSWatcher } from 'chokidar';
+import type { FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
 import { HandoffFileSchema, formatIssues, type HandoffFile } from '@llama-orch/contracts';
 import { HandoffError } from './errors.js';
@@ -81,6 +81,10 @@ export class HandoffWatcher {
     if (this.#state !== 'idle') return;
     this.#state = 'watching';
     const stability = this.#o.stabilityMs ?? 100;
+    // Loaded here, not with the module: the watcher starts after the daemon serves (not on the
+    // path to the first engine spawn).
+    const { watch } = await import('chokidar');
+    if (this.#state !== 'watching') return;
     const w = watch(this.#o.dir, {
       depth: 0,
       ignoreInitial: false,

@@ -69,15 +69,18 @@ export interface PoolControllerOptions {
   metrics: PoolManagerMetrics;
   /** Complete, scrubbed environment of engine processes. */
   engineEnv: Readonly<Record<string, string>>;
-  /** Exec-in-place prefix (setpriv --pdeathsig); empty when unavailable. */
-  wrapper: readonly string[];
-  clientFor: (url: string) => LlamaServerClient;
+  /** Exec-in-place prefix (setpriv --pdeathsig); empty when unavailable. A promise is awaited before each spawn. */
+  wrapper: readonly string[] | Promise<readonly string[]>;
+  /** Client of the engine at `url`; may load the HTTP client stack, so it is first asked for after the spawn. */
+  clientFor: (url: string) => Promise<LlamaServerClient>;
   supervision: SupervisionSettings;
   engineLog?: RotatingLogOptions;
   /** Probe interval of an adopted external engine, ms. @default 2000 */
   externalProbeMs?: number;
   /** How long an adopted engine may take to answer /health 200, ms. @default 30000 */
   adoptTimeoutMs?: number;
+  /** Readiness is published only after this settles (the daemon's HTTP API listens). @default settled */
+  serving?: Promise<void>;
 }
 
 export type PoolControllerState = 'idle' | 'running' | 'closing' | 'closed';
@@ -118,6 +121,8 @@ export class PoolController {
   #run: Promise<void> | undefined;
   /** Binding of the latest ready engine (props, registry, handoff file) in progress. */
   #readyTask: Promise<void> = Promise.resolve();
+  readonly #firstSpawn: Promise<void>;
+  #markFirstSpawn!: () => void;
 
   constructor(options: PoolControllerOptions) {
     this.#o = options;
@@ -126,6 +131,9 @@ export class PoolController {
     this.#clock = options.supervision.clock ?? systemClock;
     this.#modelRef = options.pool.model;
     this.#sha256 = options.pool.sha256;
+    this.#firstSpawn = new Promise((resolve) => {
+      this.#markFirstSpawn = resolve;
+    });
     options.registry.register(this.poolId, {
       managed: true,
       models: [options.pool.model],
@@ -155,6 +163,14 @@ export class PoolController {
     return this.#boundProc?.pid ?? this.#supervisor?.current?.pid ?? this.#external?.handoff.pid;
   }
 
+  /**
+   * Settles once this pool's first engine process exists, or once provisioning or the first start
+   * failed, or on close: the point after which the daemon's own start-up no longer delays the engine.
+   */
+  get firstSpawn(): Promise<void> {
+    return this.#firstSpawn;
+  }
+
   /** Starts provisioning and supervision in the background; the promise settles when the first attempt did. */
   start(): Promise<void> {
     if (this.#state !== 'idle') return this.#run ?? Promise.resolve();
@@ -170,6 +186,7 @@ export class PoolController {
     try {
       model = await this.#provision(this.#modelRef, this.#sha256, ac.signal, true);
     } catch (err) {
+      this.#markFirstSpawn();
       if (this.#state !== 'running' || ac.signal.aborted) return;
       const message = `provisioning failed: ${errorMessage(err)}`;
       this.#log.error({ err }, 'pool provisioning failed');
@@ -286,7 +303,10 @@ export class PoolController {
         attempts += 1;
         // A fresh prepare per attempt: a new free port if the old one was taken meanwhile.
         const prepared = await this.#o.engines.prepare(pool, { modelPath: model.local_path, replicaId: REPLICA_ID, binary: this.#binary });
-        const client = this.#o.clientFor(`http://${prepared.host}:${prepared.port}`);
+        const wrapper = await this.#o.wrapper;
+        // First asked for by the first health probe, i.e. after the spawn (see PoolManager.engineClient).
+        let clientP: Promise<LlamaServerClient> | undefined;
+        const client = (): Promise<LlamaServerClient> => (clientP ??= this.#o.clientFor(`http://${prepared.host}:${prepared.port}`));
         return {
           proc: new EngineProcess({
             name: `${this.poolId}-${REPLICA_ID}`,
@@ -296,16 +316,17 @@ export class PoolController {
             args: prepared.flags,
             env: prepared.device_mask !== undefined ? { ...this.#o.engineEnv, CUDA_VISIBLE_DEVICES: prepared.device_mask } : this.#o.engineEnv,
             health: async (signal) => {
-              const h = await client.health(signal);
+              const h = await (await client()).health(signal);
               metrics.healthChecks.inc({ pool_id: this.poolId, result: h });
               return h;
             },
             logDir: this.#o.runtime.logs,
             pidDir: this.#o.runtime.pids,
             logger: this.#log.child({ component: 'engine', attempt: attempts }),
-            wrapper: this.#o.wrapper,
+            wrapper,
             readinessTimeoutMs: s.readinessTimeoutMs,
             readinessIntervalMs: s.readinessIntervalMs,
+            onSpawn: () => this.#markFirstSpawn(),
             ...(this.#o.engineLog !== undefined ? { log: this.#o.engineLog } : {}),
           }),
           meta: { prepared, client },
@@ -337,6 +358,7 @@ export class PoolController {
       this.#safeTransition('starting', `engine exited (${what}); restart pending`);
     });
     sup.on('failure', ({ error, delayMs }) => {
+      this.#markFirstSpawn();
       if (this.#supervisor !== sup) return;
       registry.setLastError(this.poolId, error);
       if (delayMs !== undefined) this.#safeTransition('starting', `engine failed; restart in ${delayMs} ms: ${error}`);
@@ -353,11 +375,11 @@ export class PoolController {
     return sup.start();
   }
 
-  async #onReady(sup: Supervisor, proc: EngineProcess, prepared: { engine_version: string; engine_fingerprint: string; flags: string[]; host: string; port: number; device_mask?: string }, client: LlamaServerClient, model: ResolvedModel): Promise<void> {
+  async #onReady(sup: Supervisor, proc: EngineProcess, prepared: { engine_version: string; engine_fingerprint: string; flags: string[]; host: string; port: number; device_mask?: string }, client: () => Promise<LlamaServerClient>, model: ResolvedModel): Promise<void> {
     const { registry } = this.#o;
     let props;
     try {
-      props = await client.props();
+      props = await (await client()).props();
     } catch (err) {
       // The engine died right after /health 200; its exit event handles the restart.
       this.#log.warn({ err, pid: proc.pid }, 'engine healthy but /props failed');
@@ -393,6 +415,8 @@ export class PoolController {
     } catch (err) {
       this.#log.error({ err }, 'writing the handoff file failed');
     }
+    // A pool reported ready must be reachable: wait for the HTTP API when the engine was faster.
+    await this.#o.serving;
     if (this.#supervisor !== sup || proc.state !== 'ready') return;
     registry.setLastError(this.poolId, this.#stickyError);
     if (this.#operation === undefined) this.#safeTransition('ready', 'engine healthy');
@@ -541,7 +565,7 @@ export class PoolController {
     if (!this.canAdopt()) {
       throw new HandoffError(`pool ${this.poolId} is managed here and has its own engine (state ${this.#o.registry.state(this.poolId)})`, { poolId: this.poolId });
     }
-    const client = this.#o.clientFor(handoff.url);
+    const client = await this.#o.clientFor(handoff.url);
     const binding = await probeExternalEngine(client, handoff, {
       timeoutMs: this.#o.adoptTimeoutMs ?? 30_000,
       onHealth: (h) => this.#o.metrics.healthChecks.inc({ pool_id: this.poolId, result: h }),
@@ -616,6 +640,7 @@ export class PoolController {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#state = 'closing';
+      this.#markFirstSpawn();
       if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
       this.#provisioning?.abort(new Error('pool-managerd shutting down'));
       this.#o.registry.abortLeases(this.poolId, 'pool-managerd shutting down');

@@ -1,13 +1,13 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { Agent } from 'undici';
 import { HandoffFileSchema, type HandoffFile, type PoolConfig } from '@llama-orch/contracts';
 import type { EngineProvisioner } from '@llama-orch/engine-provisioner';
 import type { ModelProvisioner } from '@llama-orch/model-provisioner';
-import { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
+import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
+import type { EngineClients } from './engine-clients.js';
 import { EngineMonitor, probeExternalEngine } from './engine-monitor.js';
-import { HandoffError, PoolBusyError, PoolNotFoundError, PoolNotManagedError } from './errors.js';
+import { HandoffError, PoolBusyError, PoolManagerError, PoolNotFoundError, PoolNotManagedError } from './errors.js';
 import { HandoffWatcher } from './handoff-watcher.js';
 import { PoolManagerMetrics } from './metrics.js';
 import { sweepStalePidFiles } from './pid-files.js';
@@ -25,8 +25,11 @@ export interface PoolManagerOptions {
   models: Pick<ModelProvisioner, 'ensure'>;
   /** Complete, scrubbed environment for engine processes. */
   engineEnv: Readonly<Record<string, string>>;
-  /** Exec-in-place prefix that ties engines to this process's life (setpriv); [] when unavailable. */
-  wrapper: readonly string[];
+  /**
+   * Exec-in-place prefix that ties engines to this process's life (setpriv); [] when unavailable.
+   * May be a promise (main verifies setpriv while the pools provision); awaited before each spawn.
+   */
+  wrapper: readonly string[] | Promise<readonly string[]>;
   supervision: SupervisionSettings;
   engineLog?: RotatingLogOptions;
   /** Probe interval of adopted external engines, ms. @default 2000 */
@@ -35,6 +38,13 @@ export interface PoolManagerOptions {
   adoptTimeoutMs?: number;
   /** Handoff watcher stability threshold, ms. @default 100 */
   handoffStabilityMs?: number;
+  /**
+   * Settles once the daemon's HTTP API listens. Engines are provisioned, spawned and checked before
+   * it (their start overlaps the daemon's own start-up), but no pool is reported ready and no
+   * external engine is adopted until it settled, so a ready pool can always be reached.
+   * @default settled (in-process use: the caller listens first)
+   */
+  serving?: Promise<void>;
 }
 
 interface AdoptedPool {
@@ -57,7 +67,8 @@ export class PoolManager {
   readonly #controllers = new Map<string, PoolController>();
   readonly #adopted = new Map<string, AdoptedPool>();
   readonly #clients = new Map<string, LlamaServerClient>();
-  readonly #agent = new Agent({ pipelining: 0, connections: 256 });
+  #engineClients: Promise<EngineClients> | undefined;
+  #loadedClients: EngineClients | undefined;
   readonly #watcher: HandoffWatcher;
   #state: 'idle' | 'running' | 'closing' | 'closed' = 'idle';
   #closing: Promise<void> | undefined;
@@ -80,11 +91,12 @@ export class PoolManager {
           metrics: this.metrics,
           engineEnv: options.engineEnv,
           wrapper: options.wrapper,
-          clientFor: (url) => this.clientFor(url),
+          clientFor: (url) => this.engineClient(url),
           supervision: options.supervision,
           ...(options.engineLog !== undefined ? { engineLog: options.engineLog } : {}),
           ...(options.externalProbeMs !== undefined ? { externalProbeMs: options.externalProbeMs } : {}),
           ...(options.adoptTimeoutMs !== undefined ? { adoptTimeoutMs: options.adoptTimeoutMs } : {}),
+          ...(options.serving !== undefined ? { serving: options.serving } : {}),
         }),
       );
     }
@@ -107,11 +119,30 @@ export class PoolManager {
     return this.#watcher;
   }
 
-  /** One HTTP client per engine URL, sharing one non-pipelining agent. */
+  /**
+   * The client of the engine at `url` (one per URL, sharing one non-pipelining agent). undici and
+   * the client are loaded on the first call, which comes right after the first engine spawned:
+   * their loading overlaps the engine's start instead of delaying the spawn.
+   */
+  async engineClient(url: string): Promise<LlamaServerClient> {
+    this.#engineClients ??= import('./engine-clients.js').then((m) => {
+      this.#loadedClients = m.createEngineClients();
+      return this.#loadedClients;
+    });
+    await this.#engineClients;
+    return this.clientFor(url);
+  }
+
+  /**
+   * Synchronous {@link engineClient} for request handlers. Every bound engine was reached through
+   * `engineClient` first, so this only throws (503) for a URL no engine of this daemon has.
+   */
   clientFor(url: string): LlamaServerClient {
     let c = this.#clients.get(url);
     if (c === undefined) {
-      c = new LlamaServerClient({ baseUrl: url, dispatcher: this.#agent });
+      const clients = this.#loadedClients;
+      if (clients === undefined) throw new PoolManagerError('POOL_UNREADY', 'POOL_UNREADY', `no engine of this daemon was reached at ${url}`, { url });
+      c = clients.create(url);
       this.#clients.set(url, c);
     }
     return c;
@@ -134,8 +165,9 @@ export class PoolManager {
   }
 
   /**
-   * Kills orphans of an earlier run (stale PID files), removes its managed handoff files, starts the
-   * handoff watcher and provisions every pool concurrently (not awaited: pools report progress).
+   * Kills orphans of an earlier run (stale PID files), removes its managed handoff files, provisions
+   * every pool concurrently (not awaited: pools report progress) and starts the handoff watcher once
+   * the daemon serves (see {@link PoolManagerOptions.serving}).
    */
   async start(): Promise<void> {
     if (this.#state !== 'idle') return;
@@ -143,10 +175,32 @@ export class PoolManager {
     const killed = sweepStalePidFiles(this.#o.runtime.pids, this.#log);
     if (killed.length > 0) this.#log.warn({ pids: killed }, 'orphan engines of a previous run killed');
     this.#removeStaleManagedHandoffs();
-    await this.#watcher.start();
+    // Pools first: the engines' own start-up is the long pole, and our handoff files are
+    // recognised (same pid) whenever the watcher's initial scan sees them.
     for (const c of this.#controllers.values()) {
       void c.start();
     }
+    await this.#o.serving;
+    if (this.#state !== 'running') return;
+    await this.#watcher.start();
+  }
+
+  /**
+   * Resolves once every configured pool has spawned its first engine (or failed to), or after
+   * `maxMs`, whichever is first. main.ts loads the HTTP stack after it: with a warm cache the
+   * engines spawn first and their start overlaps the rest of the daemon's start-up; a cold cache
+   * (build, download) holds the API back by at most `maxMs`.
+   */
+  async enginesSpawned(maxMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([...this.#controllers.values()].map((c) => c.firstSpawn)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, maxMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
   }
 
   /** Managed handoff files left by an earlier run describe engines that no longer exist. */
@@ -190,7 +244,7 @@ export class PoolManager {
 
   /** An external engine for a pool id this node does not configure: a pool of its own. */
   async #adopt(path: string, h: HandoffFile): Promise<void> {
-    const client = this.clientFor(h.url);
+    const client = await this.engineClient(h.url);
     const binding = await probeExternalEngine(client, h, {
       timeoutMs: this.#o.adoptTimeoutMs ?? 30_000,
       onHealth: (r) => this.metrics.healthChecks.inc({ pool_id: h.pool_id, result: r }),
@@ -275,7 +329,8 @@ export class PoolManager {
       for (const a of this.#adopted.values()) a.monitor.close();
       await Promise.all([...this.#controllers.values()].map((c) => c.close()));
       await Promise.all([...this.#clients.values()].map((c) => c.close()));
-      await this.#agent.destroy().catch(() => undefined);
+      const clients = await this.#engineClients?.catch(() => undefined);
+      await clients?.close();
       this.#state = 'closed';
     })();
     return this.#closing;

@@ -39,6 +39,8 @@ export interface HarnessOptions {
   start?: boolean;
   /** Build/locate the real llama-server first (off for fixture-only engines). @default true */
   realEngine?: boolean;
+  /** Passed to the PoolManager (readiness published only after it settles). @default settled */
+  serving?: Promise<void>;
 }
 
 export async function startHarness(opts: HarnessOptions): Promise<Harness> {
@@ -69,6 +71,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
     externalProbeMs: 200,
     adoptTimeoutMs: 3000,
     handoffStabilityMs: 50,
+    ...(opts.serving !== undefined ? { serving: opts.serving } : {}),
   });
   const app = await buildApp({ manager, logger, apiToken: TEST_TOKEN }, { node: { id: opts.nodeId ?? 'test-node', addr: '127.0.0.1:0' } });
   await app.listen({ host: '127.0.0.1', port: 0 });
