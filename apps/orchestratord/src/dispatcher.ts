@@ -68,8 +68,11 @@ function placementRequest(task: TaskRecord): PlacementRequest {
 
 /** Tasks with equal keys get equal placement decisions, so one that must wait means all wait. */
 function waitKey(task: TaskRecord): string {
+  // Cached on the task (pump asks for every queued task on every pass); cleared when `exclude` grows.
+  if (task.waitKey !== undefined) return task.waitKey;
   const r = task.request;
-  return JSON.stringify([r.model_ref, r.ctx, r.determinism ?? '', r.placement ?? null, [...task.exclude].sort()]);
+  task.waitKey = JSON.stringify([r.model_ref, r.ctx, r.determinism ?? '', r.placement ?? null, [...task.exclude].sort()]);
+  return task.waitKey;
 }
 
 /** Abort reason of attempts whose node was lost; distinguishes them from cancels and deadlines. */
@@ -418,6 +421,7 @@ export class TaskDispatcher {
       this.#o.registry.markSuspect(view.node_id, view.pool_id, outcome.unreachable);
       task.failedAttempts += 1;
       task.exclude.add(candidateKey(view));
+      task.waitKey = undefined;
       if (task.failedAttempts > this.#o.maxRetries) {
         task.log.warn({ code: outcome.code, attempts: task.failedAttempts, human: `Task ${task.id} failed on ${task.failedAttempts} pool(s) before its first token; giving up` }, 'task failed');
         this.#fail(task, 'WORKER_RESET', `node failed before the first token (${task.failedAttempts} attempts): ${outcome.message}`, true);

@@ -49,6 +49,8 @@ export interface TaskRecord {
   waitCounted: boolean;
   /** Whether `tasks_started_total` was counted (once per task, not per attempt). */
   startedCounted: boolean;
+  /** Placement-equivalence key (see dispatcher `waitKey`); undefined until computed or after `exclude` changed. */
+  waitKey: string | undefined;
 }
 
 /** An ended task within `stream_grace_ms`: what late subscribers and resumes read. */
@@ -91,6 +93,7 @@ export function newTaskRecord(o: NewTaskOptions): TaskRecord {
     lastMetricsAt: o.now,
     waitCounted: false,
     startedCounted: false,
+    waitKey: undefined,
   };
 }
 
