@@ -82,7 +82,10 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     check(checks, 'tokens_out_total grew by exactly tokens_out', delta === end.tokens_out, `delta ${delta}`);
     check(checks, 'scraping twice without a task changes nothing', metricSum(metricsAgain, 'tokens_out_total') === metricSum(metricsAfter, 'tokens_out_total'), '');
 
-    const logs = cluster.allLogs().filter((l) => JSON.stringify(l.line).includes(run.correlationId));
+    // orchestratord buffers log lines for up to 100 ms: give the task's last line time to arrive.
+    const ofTask = () => cluster.allLogs().filter((l) => JSON.stringify(l.line).includes(run.correlationId));
+    for (let i = 0; i < 50 && !ofTask().some((l) => l.line.msg === 'task ended'); i++) await sleep(50);
+    const logs = ofTask();
     const narration = logs.map((l) => String(l.line.human ?? '')).filter(Boolean);
     check(checks, 'logs narrate admission', narration.some((h) => /admit|accepted/i.test(h)), narration.join(' | '));
     check(checks, 'logs narrate placement', narration.some((h) => /plac|dispatch/i.test(h)), '');
