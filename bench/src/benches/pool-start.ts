@@ -143,6 +143,10 @@ export const poolStartBench: Bench = {
         await sleep(200);
       }
     }
+    const notBundled = pool.filter((s) => !s.startup.startsWith('bundle/')).length;
+    if (notBundled > 0) {
+      ctx.log(`pool-start: ${notBundled} of ${pool.length} starts ran pool-managerd from the tsc output, not its bundle (missing or stale: pnpm --filter @llama-orch/pool-managerd build)`);
+    }
     const p = summarize(pool.map((s) => s.totalMs));
     const e = summarize(engine);
     const phase = (f: (s: PoolSample) => number): ReturnType<typeof rounded> => rounded(summarize(pool.map(f)), 1);
