@@ -66,6 +66,10 @@ export async function loadSettings(argv: readonly string[], env: Readonly<Record
   if (apiToken === undefined && !isLoopbackHost(host)) {
     throw new ConfigError(`node.addr ${config.node.addr} is not loopback: set api_token or LLORCH_API_TOKEN (refusing an open API)`);
   }
+  const h2c = config.node.dispatch_h2c_addr;
+  if (apiToken === undefined && h2c !== undefined && h2c !== 'off' && !isLoopbackHost(splitHostPort(h2c).host)) {
+    throw new ConfigError(`node.dispatch_h2c_addr ${h2c} is not loopback: set api_token or LLORCH_API_TOKEN (refusing an open API)`);
+  }
   const runtimeDir = config.runtime_dir !== undefined ? abs(config.runtime_dir) : join(home, '.local', 'state', 'llama-orch', config.node.id);
   const cacheDir = env.LLORCH_CACHE_DIR !== undefined && env.LLORCH_CACHE_DIR !== ''
     ? resolve(env.LLORCH_CACHE_DIR)

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -5,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { request } from 'undici';
+import { Agent, H2CClient, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HandoffFileSchema, type PoolStatus } from '@llama-orch/contracts';
 import { ensureCpuTestEngine, repoRoot, testCacheDir } from '@llama-orch/engine-provisioner';
@@ -151,7 +152,26 @@ describe('pool-managerd as a process', () => {
     const firstReady = orch.heartbeats.find((x) => x.body.pools[0]?.ready === true);
     expect(firstReady?.at).toBeGreaterThanOrEqual(healthyAt);
     expect(orch.heartbeats.filter((x) => x.at < healthyAt).every((x) => x.body.pools[0]?.ready === false)).toBe(true);
-    expect(orch.registrations[0]?.pools[0]?.ready).toBe(false);
+    // The registration carries whatever is true when it is sent: ready only if the engine was healthy.
+    if (orch.registrations[0]?.pools[0]?.ready === true) expect(orch.registrationTimes[0]).toBeGreaterThanOrEqual(healthyAt);
+    // The h2c dispatch listener: registered, and it streams a real completion over HTTP/2.
+    const h2cUrl = orch.registrations[0]?.dispatch_h2c;
+    expect(h2cUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(h2cUrl).not.toBe(d.url);
+    const h2 = new Agent({ factory: (origin, opts) => new H2CClient(origin, opts) });
+    try {
+      const res = await h2.request({
+        origin: h2cUrl as string, path: '/v2/pools/p0/completions', method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({ task_id: randomUUID(), prompt: 'Hello', max_tokens: 4, greedy: true }),
+      });
+      expect(res.statusCode).toBe(200);
+      const events = (await res.body.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+      expect(events.at(-1)).toMatchObject({ type: 'end', pool_id: 'p0', node_id: 'withorch' });
+      expect(events.filter((e) => e.type === 'token').length).toBeGreaterThan(0);
+    } finally {
+      await h2.close();
+    }
     const hf = HandoffFileSchema.parse(JSON.parse(readFileSync(join(cfg.runtime, 'engines', 'p0-r0.json'), 'utf8')));
     d.child.kill('SIGTERM');
     expect((await d.exited).code).toBe(0);

@@ -6,7 +6,7 @@ import { EngineProvisioner, scrubEngineEnv } from '@llama-orch/engine-provisione
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { PoolManagerApp } from './app.js';
 import type { BundleUnusable, CodeCacheState } from './bundle-loader.js';
-import { loadSettings } from './config.js';
+import { loadSettings, splitHostPort } from './config.js';
 import type { NodeClient } from './node-client.js';
 import { PoolManager } from './pool-manager.js';
 import { supervisionSettings } from './supervision-config.js';
@@ -24,6 +24,14 @@ export interface StartupInfo {
   codeCache: CodeCacheState | 'off';
   /** Why the bundle was not used (`code: 'modules'`). */
   bundleUnusable?: BundleUnusable;
+}
+
+/** `url` with another port: the h2c listener is reached at the same host as the API. */
+function withPort(url: string, port: number): string {
+  const u = new URL(url);
+  u.port = String(port);
+  u.pathname = '/';
+  return u.origin;
 }
 
 function version(): string {
@@ -78,6 +86,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   });
 
   let app: PoolManagerApp | undefined;
+  let dispatchApp: { close(): Promise<unknown> } | undefined;
   let nodeClient: NodeClient | undefined;
   const closer = closeWithGrace({ delay: 15_000, logger: log }, async ({ signal, err }) => {
     if (err !== undefined) log.error({ err }, 'shutting down after an error');
@@ -85,6 +94,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     await nodeClient?.close();
     await manager?.close();
     await app?.close();
+    await dispatchApp?.close();
     await models.close();
     releaseRuntime();
     log.info('stopped');
@@ -95,7 +105,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   // The HTTP stack (Fastify & co.) is loaded once the engines are spawning (warm cache: tens of ms),
   // so its loading overlaps their start instead of delaying it.
   await manager.enginesSpawned(LOAD_API_AFTER_MS);
-  const { buildApp } = await import('./app.js');
+  const { buildApp, buildDispatchApp } = await import('./app.js');
   app = await buildApp({ manager, logger: log, apiToken: settings.apiToken }, config);
   await app.listen({ host: settings.host, port: settings.port });
   const address = app.server.address();
@@ -103,17 +113,33 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   const hostForUrl = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   const url = `http://${hostForUrl}:${port}`;
   log.info({ url, runtimeDir: runtime.root, cacheDir: settings.cacheDir, pools: config.pools.map((p) => p.id), startup }, 'listening');
+
+  // The dispatch route again over h2c: orchestratord multiplexes its tasks for this node there.
+  // Listening before any pool is announced ready, like the API.
+  let dispatchPort: number | undefined;
+  const h2cAddr = config.node.dispatch_h2c_addr;
+  if (h2cAddr !== 'off') {
+    const { host: h2cHost, port: h2cPort } = h2cAddr === undefined ? { host: settings.host, port: 0 } : splitHostPort(h2cAddr);
+    const h2 = await buildDispatchApp({ manager, logger: log, apiToken: settings.apiToken }, config);
+    dispatchApp = h2;
+    await h2.listen({ host: h2cHost, port: h2cPort });
+    const a = h2.server.address();
+    dispatchPort = typeof a === 'object' && a !== null ? a.port : h2cPort;
+    log.info({ port: dispatchPort, host: h2cHost }, 'dispatch listening (h2c)');
+  }
   markServing();
 
   await started;
   if (config.orchestrator !== undefined) {
     const [{ NodeClient }, { detectCapabilities, machineId }] = await Promise.all([import('./node-client.js'), import('./capabilities.js')]);
     const wildcard = settings.host === '0.0.0.0' || settings.host === '::';
+    const advertised = config.node.public_url ?? (wildcard ? `http://${hostname()}:${port}` : url);
     const client = new NodeClient({
       orchestratorUrl: config.orchestrator.url,
       nodeId: config.node.id,
       machineId: machineId(),
-      address: config.node.public_url ?? (wildcard ? `http://${hostname()}:${port}` : url),
+      address: advertised,
+      ...(dispatchPort !== undefined ? { dispatchH2c: withPort(advertised, dispatchPort) } : {}),
       version: version(),
       capabilities: await detectCapabilities(log),
       ...(settings.apiToken !== undefined ? { apiToken: settings.apiToken } : {}),

@@ -16,6 +16,8 @@ export interface NodeClientOptions {
   machineId: string;
   /** URL orchestratord uses to reach this pool-managerd. */
   address: string;
+  /** URL of the h2c dispatch listener, registered as `dispatch_h2c`; absent = HTTP/1.1 only. */
+  dispatchH2c?: string | undefined;
   version: string;
   capabilities: NodeCapabilities;
   /** Bearer token for orchestratord. */
@@ -174,6 +176,7 @@ export class NodeClient {
       node_id: this.#o.nodeId,
       machine_id: this.#o.machineId,
       address: this.#o.address,
+      ...(this.#o.dispatchH2c !== undefined ? { dispatch_h2c: this.#o.dispatchH2c } : {}),
       pools: this.#o.snapshots(),
       capabilities: this.#o.capabilities,
       version: this.#o.version,

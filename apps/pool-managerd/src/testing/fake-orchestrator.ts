@@ -10,6 +10,8 @@ import { HeartbeatRequestSchema, NodeRegisterRequestSchema, type HeartbeatReques
 export class FakeOrchestrator {
   readonly registrations: NodeRegisterRequest[] = [];
   readonly heartbeats: Array<{ nodeId: string; body: HeartbeatRequest; at: number }> = [];
+  /** Arrival time (Date.now()) of each registration, by index. */
+  readonly registrationTimes: number[] = [];
   readonly deregistrations: string[] = [];
   readonly rejected: string[] = [];
   known = new Set<string>();
@@ -64,6 +66,7 @@ export class FakeOrchestrator {
     if (req.method === 'POST' && url === '/v2/nodes/register') {
       const body = NodeRegisterRequestSchema.parse(JSON.parse(text));
       this.registrations.push(body);
+      this.registrationTimes.push(Date.now());
       this.known.add(body.node_id);
       return { status: 200, body: { next_heartbeat_ms: this.nextHeartbeatMs } };
     }
