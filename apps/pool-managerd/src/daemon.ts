@@ -170,7 +170,8 @@ export function runDaemon(startup: StartupInfo): void {
   main(logger, env, startup).catch((err: unknown) => {
     logger.fatal({ err }, 'pool-managerd failed to start');
     process.exitCode = 1;
-    // Engines spawned so far die with us (pdeathsig); give pino a tick to flush.
-    setTimeout(() => process.exit(1), 100).unref();
+    // Engines spawned so far die with us (pdeathsig); give pino a tick to flush. Not unref'd: an
+    // emptied event loop would run close-with-grace's beforeExit path, which exits 0.
+    setTimeout(() => process.exit(1), 100);
   });
 }
