@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Http2Server } from 'node:http2';
-import Fastify, { type FastifyError, type FastifyHttp2Options, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyHttp2Options, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { PoolManagerConfig } from '@llama-orch/contracts';
@@ -26,7 +26,7 @@ const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * signal handlers: main.ts does.
  */
 export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
-  const app = Fastify({ ...fastifyOptions(deps, config), disableRequestLogging: true }).withTypeProvider<ZodTypeProvider>();
+  const app = Fastify(fastifyOptions(deps, config)).withTypeProvider<ZodTypeProvider>();
   await registerCommon(app as unknown as FastifyInstance, deps);
   await app.register(metricsRoute, { registry: deps.manager.metrics.registry });
   await app.register(poolRoutes, { manager: deps.manager });
@@ -42,7 +42,7 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
 export async function buildDispatchApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
   // The shared options are typed for HTTP/1.1 request objects; Fastify hands the same hooks the
   // HTTP/2 compatibility objects, which have what they read (headers, id).
-  const options = { ...fastifyOptions(deps, config), http2: true, disableRequestLogging: true } as unknown as FastifyHttp2Options<Http2Server>;
+  const options = { ...fastifyOptions(deps, config), http2: true } as unknown as FastifyHttp2Options<Http2Server>;
   const app = Fastify(options);
   await registerCommon(app as unknown as FastifyInstance, deps);
   await app.register(completionsRoute as unknown as FastifyPluginAsync<{ manager: PoolManager }>, { manager: deps.manager });
@@ -53,7 +53,8 @@ function fastifyOptions(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) 
   return {
     loggerInstance: deps.logger.child({ component: 'http', nodeId: config.node.id }),
     requestIdHeader: false as const,
-    requestIdLogLabel: 'correlation_id',
+    // Access lines come from the onResponse hook below (debug; warn for 5xx).
+    logController: new LogController({ requestIdLogLabel: 'correlation_id', disableRequestLogging: true }),
     genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
       const given = req.headers['x-correlation-id'];
       return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();

@@ -64,7 +64,7 @@ export const placementBench: Bench = {
         '20 % strict, 10 % prefer, 10 % pin). Between decisions, untimed, one random node heartbeats new random load, assignments ' +
         'take leases (64 held, then released) and 1 % of the time a pool is marked saturated. ' +
         `${r.decisions.toLocaleString('en-US')} decisions per variant after a warm-up. Also: round-robin; the pump step (decision + ` +
-        'lease, which updates the index); registry.pools() (the copy of all views that admission and queue metrics frames take); ' +
+        'lease, which updates the index); registry.pools() (the copy of all views that the pools and catalog routes and the pool gauges take; admission and queue metrics frames read the per-model index instead); ' +
         `and place() over all ${r.candidates.toLocaleString('en-US')} pools as a plain array with no index ` +
         `(${r.registry_decisions.toLocaleString('en-US')} samples each for the last two).`,
       samples: { decisions: r.decisions },

@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream';
+import { once } from 'node:events';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { DispatchRequestSchema, PoolIdSchema } from '@llama-orch/contracts';
@@ -42,11 +42,22 @@ export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> =
       logger: request.log.child({ poolId: id }),
       clientGone: clientGone.signal,
     });
-    async function* lines(): AsyncGenerator<string> {
-      for await (const ev of events) yield `${JSON.stringify(ev)}\n`;
+    // Written straight to the response (hijacked), one line per event: a Readable over an async
+    // generator, piped by Fastify, cost several promise and stream hops per token.
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'x-correlation-id': request.id, 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store',
+    });
+    try {
+      for await (const ev of events) {
+        if (!res.write(`${JSON.stringify(ev)}\n`)) await once(res, 'drain', { signal: clientGone.signal });
+      }
+    } catch (err) {
+      // Only the drain wait throws: the client left while the response was backed up.
+      if (!clientGone.signal.aborted) throw err;
+    } finally {
+      if (!res.destroyed) res.end();
     }
-    reply.header('content-type', 'application/x-ndjson; charset=utf-8');
-    reply.header('cache-control', 'no-store');
-    return reply.send(Readable.from(lines(), { objectMode: false, highWaterMark: 1 }));
   });
 };
