@@ -107,6 +107,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     placementStrategy: config.placement_strategy,
     ctxMax: config.ctx_max,
     streamGraceMs: config.stream_grace_ms,
+    streamGraceMaxTasks: config.stream_grace_max_tasks,
     ...(tuning.tickMs !== undefined ? { tickMs: tuning.tickMs } : {}),
     ...(tuning.metricsIntervalMs !== undefined ? { metricsIntervalMs: tuning.metricsIntervalMs } : {}),
   });

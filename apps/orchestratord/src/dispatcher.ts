@@ -42,6 +42,8 @@ export interface TaskDispatcherOptions {
   ctxMax: number;
   /** How long an ended task's frames stay readable, ms. */
   streamGraceMs: number;
+  /** Most ended tasks kept readable; the oldest go first past it. @default 100000 */
+  streamGraceMaxTasks?: number;
   /** Housekeeping period (deadlines, metrics frames), ms. @default 100 */
   tickMs?: number;
   /** Period of `metrics` frames while a task waits, ms. @default 1000 */
@@ -100,7 +102,7 @@ export class TaskDispatcher {
   #closing: Promise<void> | undefined;
 
   constructor(options: TaskDispatcherOptions) {
-    this.#o = { tickMs: 100, metricsIntervalMs: 1000, maxRetries: 1, closeTimeoutMs: 2000, ...options };
+    this.#o = { tickMs: 100, metricsIntervalMs: 1000, maxRetries: 1, closeTimeoutMs: 2000, streamGraceMaxTasks: 100_000, ...options };
     this.#queue = new AdmissionQueue<TaskRecord>({
       capacity: options.admissionCapacity, policy: options.admissionPolicy, groupOf: (t) => t.request.model_ref,
     });
@@ -468,11 +470,16 @@ export class TaskDispatcher {
     this.#tasks.delete(task.id);
     this.#ended.set(task.id, { id: task.id, stream: task.stream, state: 'ended' });
     this.#expiries.push({ at: this.#o.clock.now() + this.#o.streamGraceMs, id: task.id });
+    // Past the cap the oldest ended task goes now (expiries are in end order, as is the Map).
+    if (this.#ended.size > this.#o.streamGraceMaxTasks) this.#expireEnded(Number.NEGATIVE_INFINITY, this.#ended.size - this.#o.streamGraceMaxTasks);
   }
 
-  #expireEnded(now: number): void {
+  /** Drops ended tasks whose grace is over, plus the `extra` oldest ones beyond that. */
+  #expireEnded(now: number, extra = 0): void {
     const q = this.#expiries;
-    while (this.#expiryHead < q.length && (q[this.#expiryHead] as { at: number }).at <= now) {
+    let more = extra;
+    while (this.#expiryHead < q.length && ((q[this.#expiryHead] as { at: number }).at <= now || more > 0)) {
+      if ((q[this.#expiryHead] as { at: number }).at > now) more -= 1;
       this.#ended.delete((q[this.#expiryHead] as { id: string }).id);
       this.#expiryHead += 1;
     }

@@ -260,6 +260,20 @@ describe('POST /v2/tasks', () => {
     expect((await t.app.inject({ method: 'GET', url: `/v2/tasks/${body.task_id}/events`, headers: t.auth })).statusCode).toBe(404);
   });
 
+  it('keeps at most stream_grace_max_tasks ended tasks: the oldest goes first, before its grace ends', async () => {
+    t = await makeApp({ stream_grace_max_tasks: 2 });
+    await registerNode(t, 'n1', [busy()]);
+    const bodies = [taskBody(), taskBody(), taskBody()];
+    for (const body of bodies) {
+      await post(body);
+      await t.app.inject({ method: 'POST', url: `/v2/tasks/${body.task_id}/cancel`, headers: t.auth });
+    }
+    const status = async (id: unknown) => (await t.app.inject({ method: 'GET', url: `/v2/tasks/${String(id)}/events`, headers: t.auth })).statusCode;
+    expect(await status(bodies[0]?.task_id)).toBe(404);
+    expect(await status(bodies[1]?.task_id)).toBe(200);
+    expect(await status(bodies[2]?.task_id)).toBe(200);
+  });
+
   it('on close, every unfinished task gets exactly one error frame', async () => {
     t = await makeApp();
     await registerNode(t, 'n1', [busy()]);

@@ -23,9 +23,10 @@ export class TaskStream {
    * write these strings, and a long stream keeps one string per frame instead of three objects.
    */
   readonly #texts: string[] = [];
-  /** Verbose variants of `metrics` frames, by id. */
-  readonly #verbose = new Map<number, string>();
-  readonly #listeners = new Set<() => void>();
+  /** Verbose variants of `metrics` frames, by id (created with the first; most tasks never get one). */
+  #verbose: Map<number, string> | undefined;
+  /** Created with the first subscriber: a flood of tasks cancelled unread never needs one. */
+  #listeners: Set<() => void> | undefined;
   #state: TaskStreamState = 'open';
   #sawToken = false;
   #terminal: SseFrame | undefined;
@@ -40,7 +41,7 @@ export class TaskStream {
   }
 
   get subscriberCount(): number {
-    return this.#listeners.size;
+    return this.#listeners?.size ?? 0;
   }
 
   /** The terminal frame, once written. */
@@ -57,26 +58,27 @@ export class TaskStream {
     if (frame.event === 'token') this.#sawToken = true;
     const id = this.#texts.length;
     this.#texts.push(formatSseFrame(id, frame));
-    if (frame.event === 'metrics' && verbose !== undefined) this.#verbose.set(id, formatSseFrame(id, verbose));
+    if (frame.event === 'metrics' && verbose !== undefined) (this.#verbose ??= new Map()).set(id, formatSseFrame(id, verbose));
     if (isTerminal(frame)) {
       this.#state = 'ended';
       this.#terminal = frame;
     }
     // A Set tolerates a listener removing itself mid-iteration; no per-frame copy.
-    for (const l of this.#listeners) l();
+    if (this.#listeners !== undefined) for (const l of this.#listeners) l();
     return id;
   }
 
   /** Wire text of a frame (its verbose variant when asked and there is one). */
   text(id: number, verbose = false): string | undefined {
-    return (verbose ? this.#verbose.get(id) : undefined) ?? this.#texts[id];
+    return (verbose ? this.#verbose?.get(id) : undefined) ?? this.#texts[id];
   }
 
   /** Called after every append. Returns an unsubscribe function. */
   subscribe(listener: () => void): () => void {
-    this.#listeners.add(listener);
+    const listeners = (this.#listeners ??= new Set());
+    listeners.add(listener);
     return () => {
-      this.#listeners.delete(listener);
+      listeners.delete(listener);
     };
   }
 }

@@ -29,6 +29,11 @@ export const OrchestratorConfigSchema = z
     ctx_max: z.coerce.number().int().min(1).default(32_768),
     /** How long a finished task's frames stay for `Last-Event-ID` resume, ms. @default 60000 (env ORCHD_STREAM_GRACE_MS) */
     stream_grace_ms: z.coerce.number().int().min(0).default(60_000),
+    /**
+     * At most this many finished tasks are kept for resume; past it the oldest go first, before their
+     * grace ends (bounds memory under a flood of short tasks). @default 100000 (env ORCHD_STREAM_GRACE_MAX_TASKS)
+     */
+    stream_grace_max_tasks: z.coerce.number().int().min(0).default(100_000),
     /** SSE keep-alive comment interval, ms. @default 15000 (env ORCHD_SSE_KEEPALIVE_MS) */
     sse_keepalive_ms: z.coerce.number().int().min(10).max(15_000).default(15_000),
     /** Session time-to-live without activity, ms. @default 600000 (env ORCHD_SESSION_TTL_MS) */
@@ -54,6 +59,7 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_NODE_HEARTBEAT_MS: 'heartbeat_interval_ms',
   ORCHD_CTX_MAX: 'ctx_max',
   ORCHD_STREAM_GRACE_MS: 'stream_grace_ms',
+  ORCHD_STREAM_GRACE_MAX_TASKS: 'stream_grace_max_tasks',
   ORCHD_SSE_KEEPALIVE_MS: 'sse_keepalive_ms',
   ORCHD_SESSION_TTL_MS: 'session_ttl_ms',
   ORCHD_SESSION_TOKEN_BUDGET: 'session_token_budget',
