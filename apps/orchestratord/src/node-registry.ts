@@ -9,7 +9,7 @@ import { candidateKey, compareCandidates, type CandidateIndex, type PoolCandidat
  * Service registry of pool-managerd nodes and their pools.
  *
  * Node states: `registering` (after register) → `online` (first heartbeat) → `offline` (no
- * heartbeat for 3 × interval, found by an unref'd sweep timer) → `online` again on its next
+ * heartbeat for 3 × interval, found by a per-node deadline timer, with a sweep as backstop) → `online` again on its next
  * heartbeat. A heartbeat from an unknown node returns undefined (the route answers 404 so the node
  * registers again). Offline nodes keep their pools in the registry but none is placeable.
  *
@@ -63,6 +63,8 @@ interface NodeRecord {
   state: NodeState;
   lastSeen: number;
   pools: Map<string, PoolSnapshot>;
+  /** Fires 3 intervals after the last heartbeat (re-armed by each one). */
+  deadline?: NodeJS.Timeout | undefined;
 }
 
 /** A pool with its node and accounting, as routes and placement read it. */
@@ -104,8 +106,8 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
 
   constructor(options: NodeRegistryOptions) {
     this.#opts = { saturationMs: Math.min(options.heartbeatIntervalMs, 500), ...options };
-    // a fine sweep keeps detection close to the 3-interval budget (the sweep period adds to it)
-    this.#sweep = setInterval(() => this.sweep(), Math.max(10, Math.floor(options.heartbeatIntervalMs / 20)));
+    // Each node has its own deadline timer (exact); the sweep is only a backstop.
+    this.#sweep = setInterval(() => this.sweep(), Math.max(10, Math.floor(options.heartbeatIntervalMs / 4)));
     this.#sweep.unref();
   }
 
@@ -130,7 +132,9 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const previous = this.#nodes.get(req.node_id);
     const dispatch = req.dispatch_h2c !== undefined ? { url: req.dispatch_h2c, h2c: true } : { url: req.address, h2c: false };
     const node: NodeRecord = { request: req, dispatch, state: 'registering', lastSeen: now, pools };
+    if (previous?.deadline !== undefined) clearTimeout(previous.deadline);
     this.#nodes.set(req.node_id, node);
+    this.#armDeadline(req.node_id, node);
     for (const p of req.pools) this.#observe(req.node_id, p, now);
     this.#refreshNode(req.node_id, node, previous?.pools, now);
     this.#opts.logger.info({ node_id: req.node_id, address: req.address, pools: req.pools.length, human: `Node ${req.node_id} registered with ${req.pools.length} pool(s) at ${req.address}` }, 'node registered');
@@ -146,6 +150,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const previous = node.state;
     node.lastSeen = now;
     node.state = 'online';
+    this.#armDeadline(nodeId, node);
     const before = node.pools;
     node.pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
     for (const p of req.pools) this.#observe(nodeId, p, now);
@@ -162,6 +167,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   deregister(nodeId: string): boolean {
     const node = this.#nodes.get(nodeId);
     if (node === undefined) return false;
+    if (node.deadline !== undefined) clearTimeout(node.deadline);
     this.#nodes.delete(nodeId);
     for (const poolId of node.pools.keys()) this.#setView(candidateKey({ node_id: nodeId, pool_id: poolId }), undefined);
     this.#opts.logger.info({ node_id: nodeId, human: `Node ${nodeId} deregistered` }, 'node deregistered');
@@ -169,19 +175,34 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     return true;
   }
 
-  /** Marks nodes whose last heartbeat is older than 3 intervals as offline. Called by the timer. */
+  /** Marks nodes whose last heartbeat is older than 3 intervals as offline (backstop of the per-node timers). */
   sweep(): void {
     if (this.#state !== 'running') return;
     const now = this.#opts.clock.now();
-    const timeout = 3 * this.#opts.heartbeatIntervalMs;
-    for (const [nodeId, node] of this.#nodes) {
-      if (node.state !== 'offline' && now - node.lastSeen > timeout) {
-        node.state = 'offline';
-        this.#refreshNode(nodeId, node, undefined, now);
-        this.#opts.logger.warn({ node_id: nodeId, last_seen_ms_ago: now - node.lastSeen, human: `Node ${nodeId} missed 3 heartbeats; marked offline, its pools are unplaceable` }, 'node offline');
-        this.#emit({ type: 'offline', nodeId });
-      }
+    for (const [nodeId, node] of this.#nodes) this.#offlineIfLate(nodeId, node, now);
+  }
+
+  /**
+   * A node's deadline: 3 intervals (+1 ms, so the check below sees it late) after its last
+   * heartbeat. A periodic sweep alone added up to its own period to the detection time.
+   */
+  #armDeadline(nodeId: string, node: NodeRecord): void {
+    if (node.deadline !== undefined) {
+      node.deadline.refresh();
+      return;
     }
+    node.deadline = setTimeout(() => {
+      if (this.#state === 'running' && this.#nodes.get(nodeId) === node) this.#offlineIfLate(nodeId, node, this.#opts.clock.now());
+    }, 3 * this.#opts.heartbeatIntervalMs + 1);
+    node.deadline.unref();
+  }
+
+  #offlineIfLate(nodeId: string, node: NodeRecord, now: number): void {
+    if (node.state === 'offline' || now - node.lastSeen <= 3 * this.#opts.heartbeatIntervalMs) return;
+    node.state = 'offline';
+    this.#refreshNode(nodeId, node, undefined, now);
+    this.#opts.logger.warn({ node_id: nodeId, last_seen_ms_ago: now - node.lastSeen, human: `Node ${nodeId} missed 3 heartbeats; marked offline, its pools are unplaceable` }, 'node offline');
+    this.#emit({ type: 'offline', nodeId });
   }
 
   nodeState(nodeId: string): NodeState | undefined {
@@ -282,6 +303,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     if (this.#state === 'running') {
       this.#state = 'closed';
       clearInterval(this.#sweep);
+      for (const node of this.#nodes.values()) if (node.deadline !== undefined) clearTimeout(node.deadline);
       this.#listeners.clear();
     }
     return Promise.resolve();
