@@ -78,12 +78,15 @@ async function registerCommon(app: FastifyInstance, deps: AppDeps): Promise<void
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // First hook: every response, 401s and 404s included, carries the correlation id.
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks: an async hook costs a promise and a microtask turn on every request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-correlation-id', request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const level = reply.statusCode >= 500 ? 'warn' : 'debug';
     request.log[level]({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request done');
+    done();
   });
   await app.register(errorHandlerPlugin);
   await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics'] });

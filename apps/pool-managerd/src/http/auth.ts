@@ -20,15 +20,21 @@ export const authPlugin = fp<AuthOptions>(
     if (opts.token === undefined) return;
     const expected = digest(opts.token);
     const open = new Set(opts.publicRoutes);
-    app.addHook('onRequest', async (request, reply) => {
-      if (open.has(request.routeOptions.url ?? '')) return;
+    // Callback-style: an async hook costs a promise and a microtask turn on every request
+    // (dispatch included). Replying here ends the request: done() is not called then.
+    app.addHook('onRequest', (request, reply, done) => {
+      if (open.has(request.routeOptions.url ?? '')) {
+        done();
+        return;
+      }
       const header = request.headers.authorization ?? '';
       const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
       // Hashing first makes both buffers equal-length, as timingSafeEqual needs.
       if (m?.[1] === undefined || !timingSafeEqual(digest(m[1]), expected)) {
-        return sendError(reply, 'UNAUTHORIZED', 'missing or invalid Bearer token');
+        void sendError(reply, 'UNAUTHORIZED', 'missing or invalid Bearer token');
+        return;
       }
-      return undefined;
+      done();
     });
   },
   { name: 'auth', dependencies: ['error-handler'] },

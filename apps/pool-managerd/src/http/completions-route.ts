@@ -39,7 +39,7 @@ export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> =
       engineVersion: engine.engine_version,
       registry: manager.registry,
       metrics: manager.metrics,
-      logger: request.log.child({ poolId: id }),
+      logger: request.log,
       clientGone: clientGone.signal,
     });
     // Written straight to the response (hijacked), one line per event: a Readable over an async
