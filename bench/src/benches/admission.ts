@@ -46,13 +46,15 @@ function taskBody(): string {
  * task_id/session_id, used once).
  */
 function bodies(n: number): () => string {
-  const pool = Array.from({ length: n }, taskBody);
+  let pool = Array.from({ length: n }, taskBody);
   let next = 0;
   return () => {
-    const b = pool[next % pool.length] as string;
-    next += 1;
-    if (next === pool.length) pool.splice(0, pool.length, ...Array.from({ length: n }, taskBody));
-    return b;
+    // A used-up batch is replaced by fresh bodies: a task id is never sent twice.
+    if (next === pool.length) {
+      pool = Array.from({ length: n }, taskBody);
+      next = 0;
+    }
+    return pool[next++] as string;
   };
 }
 
