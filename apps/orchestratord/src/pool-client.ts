@@ -161,7 +161,8 @@ export class PoolClient {
     let res: Dispatcher.ResponseData;
     try {
       res = await dispatcher.request({
-        ...target,
+        origin: target.origin,
+        path: target.path,
         method: 'POST',
         // undici holds a non-idempotent request back until the connection's other requests are
         // done, which would serialise every HTTP/2 stream to a node. A dispatch is never retried
@@ -199,7 +200,8 @@ export class PoolClient {
     let res: Dispatcher.ResponseData;
     try {
       res = await this.#opts.dispatcher.request({
-        ...target,
+        origin: target.origin,
+        path: target.path,
         method: 'POST',
         headers: this.#headers(),
         body: JSON.stringify(body),
