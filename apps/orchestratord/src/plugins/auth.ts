@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { UnauthorizedError } from '../errors.js';
@@ -11,7 +11,8 @@ export interface AuthOptions {
 }
 
 function digest(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest();
+  // One-shot hash: no Hash object per request (this runs on every authenticated request).
+  return hash('sha256', s, 'buffer');
 }
 
 /**

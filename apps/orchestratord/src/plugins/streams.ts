@@ -48,9 +48,10 @@ export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
     });
   });
 
-  app.post('/v2/tasks/:id/cancel', { schema: { params: TaskParams } }, async (req, reply) => {
+  // A plain function, like admission's: no promise per cancel.
+  app.post('/v2/tasks/:id/cancel', { schema: { params: TaskParams } }, (req, reply) => {
     const result = dispatcher.cancel(req.params.id, 'client');
     if (result === 'unknown') throw new NotFoundError(`task '${req.params.id}' not found`);
-    return reply.code(204).send();
+    reply.code(204).send();
   });
 };
