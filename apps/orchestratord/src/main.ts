@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 import closeWithGrace from 'close-with-grace';
-import { destination, pino } from 'pino';
+import { pino } from 'pino';
 import { REDACT_PATHS } from './app.js';
 import { loadConfig } from './config.js';
 import { ConfigError } from './errors.js';
+import { bufferedLogDestination } from './log-destination.js';
 import { startServer } from './server.js';
 
 // Entry point: the only place that reads the environment, owns the root logger and handles signals.
@@ -18,18 +19,9 @@ try {
   }
   throw err;
 }
-// Buffered asynchronous destination: at thousands of admissions a second one write(2) per line
-// cost as much as the HTTP responses. Lines go out when 4 KB are buffered or at the latest after
-// LOG_FLUSH_MS; pino flushes what is left on exit.
+// Buffered and asynchronous: lines go out at 4 KB or after LOG_FLUSH_MS (see log-destination.ts).
 const LOG_FLUSH_MS = 100;
-const logDestination = destination({ dest: 1, sync: false, minLength: 4096 });
-setInterval(() => {
-  try {
-    logDestination.flush();
-  } catch {
-    // destroyed while exiting: pino's exit handler wrote what was left
-  }
-}, LOG_FLUSH_MS).unref();
+const logDestination = bufferedLogDestination(1, LOG_FLUSH_MS);
 const logger = pino(
   { name: 'orchestratord', level: config.log_level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
   logDestination,
