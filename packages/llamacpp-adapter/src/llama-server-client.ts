@@ -257,10 +257,14 @@ export class LlamaServerClient {
     } catch (err) {
       throw new EngineProtocolError('llama-server sent a frame that is not JSON', { url: this.baseUrl, frame: payload.slice(0, 200) }, { cause: err });
     }
-    const error = EngineErrorBodySchema.safeParse(json);
-    if (error.success) {
-      const e = error.data.error;
-      throw new EngineRejectedError(e.code ?? 500, e.type, e.message, { url: this.baseUrl, inStream: true });
+    // Only a frame with an `error` member can be an error frame. Trying the error schema on every
+    // token frame had zod build a failed result, issues and all, per token.
+    if (typeof json === 'object' && json !== null && 'error' in json) {
+      const error = EngineErrorBodySchema.safeParse(json);
+      if (error.success) {
+        const e = error.data.error;
+        throw new EngineRejectedError(e.code ?? 500, e.type, e.message, { url: this.baseUrl, inStream: true });
+      }
     }
     const parsed = CompletionFrameSchema.safeParse(json);
     if (!parsed.success) {
