@@ -40,7 +40,7 @@ async function main(argv: string[]): Promise<number> {
   for (const n of names) if (!BENCH_ORDER.includes(n)) throw new UsageError(`unknown benchmark '${n}'\n${USAGE}`);
   const selected = names.length === 0 ? BENCH_ORDER : BENCH_ORDER.filter((n) => names.includes(n));
 
-  for (const p of [paths.orchestratord, paths.poolManagerd, paths.placementBench, paths.fixtureNode]) {
+  for (const p of [paths.orchestratord, paths.poolManagerd, paths.placementBench, paths.fixtureNode, paths.passthroughProxy]) {
     if (!existsSync(p)) throw new UsageError(`${p} is missing: run \`pnpm build\` first`);
   }
   const runDir = join(paths.workDir, new Date().toISOString().replace(/[:.]/g, '-'));

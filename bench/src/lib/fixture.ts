@@ -14,3 +14,14 @@ export async function startFixtureNode(paths: BenchPaths, dir: string, options: 
     timeoutMs: 60_000,
   });
 }
+
+/** Starts a FIXTURE pass-through proxy to `target` (`keepalive`: reuse upstream connections). */
+export async function startPassthroughProxy(paths: BenchPaths, dir: string, name: string, target: string, upstream: 'keepalive' | 'close'): Promise<Daemon> {
+  return spawnDaemon({
+    name: `passthrough:${name}`,
+    script: paths.passthroughProxy,
+    args: [target, upstream],
+    logFile: join(dir, `passthrough-${name}.log`),
+    timeoutMs: 30_000,
+  });
+}

@@ -24,6 +24,8 @@ export interface BenchPaths {
   readonly placementBench: string;
   /** Built bench fixtures (this package's dist). */
   readonly fixtureNode: string;
+  /** FIXTURE: a bare node:http pass-through (the relay benchmark's floor). */
+  readonly passthroughProxy: string;
   readonly streamClient: string;
   /** Engine/model cache shared with the test suites (llama-server is built once per checkout). */
   readonly cacheDir: string;
@@ -46,6 +48,7 @@ export function benchPaths(env: Readonly<Record<string, string | undefined>>): B
     poolManagerd: override('LLORCH_BENCH_POOL_MANAGERD') ?? join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
     placementBench: join(root, 'apps', 'orchestratord', 'dist', 'bench', 'placement-bench.js'),
     fixtureNode: join(dist, 'fixtures', 'fixture-node-main.js'),
+    passthroughProxy: join(dist, 'fixtures', 'passthrough-proxy-main.js'),
     streamClient: join(dist, 'load', 'stream-client-main.js'),
     cacheDir: env.LLORCH_TEST_CACHE_DIR !== undefined && env.LLORCH_TEST_CACHE_DIR !== ''
       ? env.LLORCH_TEST_CACHE_DIR : join(root, '.cache', 'llama-orch'),

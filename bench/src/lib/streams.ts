@@ -26,15 +26,18 @@ export function directBody(prompt: string, maxTokens: number, seed: number): Rec
  * POST `<engine>/completion` straight to llama-server, like the adapter does (`reset: true`: the
  * engine closes the socket after a stream anyway, so every request connects; the adapter pays the
  * same). Token times are the arrival of events with non-empty `content` — what the adapter relays.
+ * `reset: false` keeps the connection (a proxy in front of the engine, reached like orchestratord).
  */
-export async function directGeneration(engineUrl: string, body: Record<string, unknown>, dispatcher: Dispatcher, signal?: AbortSignal): Promise<TimedGeneration> {
+export async function directGeneration(
+  engineUrl: string, body: Record<string, unknown>, dispatcher: Dispatcher, signal?: AbortSignal, reset = true,
+): Promise<TimedGeneration> {
   const sentAt = performance.now();
   const res = await request(`${engineUrl}/completion`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
     body: JSON.stringify(body),
     dispatcher,
-    reset: true,
+    reset,
     ...(signal !== undefined ? { signal } : {}),
   });
   if (res.statusCode !== 200) throw new UnexpectedResponseError(`engine answered ${res.statusCode}: ${await res.body.text()}`);
