@@ -4,6 +4,7 @@ import type {
 import type { Log } from './log.js';
 import type { Clock } from './clock.js';
 import { candidateKey, compareCandidates, type CandidateIndex, type PoolCandidate } from './placement.js';
+import type { DispatchTarget } from './pool-client.js';
 
 /**
  * Service registry of pool-managerd nodes and their pools.
@@ -59,7 +60,7 @@ interface PoolAccounting {
 interface NodeRecord {
   request: NodeRegisterRequest;
   /** Shared by the node's pool views. */
-  dispatch: { readonly url: string; readonly h2c: boolean };
+  dispatch: DispatchTarget;
   state: NodeState;
   lastSeen: number;
   pools: Map<string, PoolSnapshot>;
@@ -71,7 +72,7 @@ interface NodeRecord {
 export interface PoolView extends PoolCandidate {
   readonly address: string;
   /** Where dispatches go: the node's h2c URL when it offers one (multiplexed), else `address`. */
-  readonly dispatch: { readonly url: string; readonly h2c: boolean };
+  readonly dispatch: DispatchTarget;
   readonly snapshot: PoolSnapshot;
   /** Estimated ms until provisioning finishes, from measured progress speed; undefined when unknown. */
   readonly provisioningEtaMs: number | undefined;

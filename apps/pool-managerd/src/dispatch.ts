@@ -72,7 +72,7 @@ export async function* dispatchEvents(o: DispatchOptions): AsyncGenerator<Dispat
       o.metrics.tokensOut.inc({ pool_id: poolId }, ev.tokens_out);
       outcome = 'end';
       log.info({ poolId, taskId, tokensOut: ev.tokens_out, decodeMs: ev.decode_ms, stopType: ev.stop_type, human: `stream end: ${ev.tokens_out} tokens` }, 'dispatch ended');
-      yield Object.assign({}, ev, { engine_version: o.engineVersion, pool_id: poolId, node_id: o.nodeId });
+      yield { ...ev, engine_version: o.engineVersion, pool_id: poolId, node_id: o.nodeId };
       return;
     }
   } catch (err) {
