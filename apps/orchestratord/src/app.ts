@@ -88,7 +88,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }) });
   const sessions = new SessionStore({ ttlMs: config.session_ttl_ms, tokenBudget: config.session_token_budget, clock });
-  const poolClient = new PoolClient({ dispatcher: deps.upstream, h2cDispatcher: deps.upstreamH2c, token: config.api_token });
+  const poolClient = new PoolClient({
+    dispatcher: deps.upstream, h2cDispatcher: deps.upstreamH2c, token: config.api_token,
+    acceptTimeoutMs: config.dispatch_accept_timeout_ms ?? Math.max(config.heartbeat_interval_ms, 1000),
+  });
   let dispatcherRef: TaskDispatcher | undefined;
   const metrics = createMetrics(metricsRegistry, {
     queueDepth: () => dispatcherRef?.queueDepth() ?? { interactive: 0, batch: 0 },

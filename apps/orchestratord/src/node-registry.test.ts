@@ -45,6 +45,32 @@ describe('NodeRegistry', () => {
     expect(events).toEqual(['registered', 'online', 'heartbeat', 'offline', 'online', 'heartbeat']);
   });
 
+  it('counts the 3 intervals from when a heartbeat was sent, unless its timestamp is implausible', () => {
+    const clock = new ManualClock();
+    const r = make(clock); // interval 1000: timestamps up to 250 ms old on arrival are trusted
+    const sentAgo = (ms: number) => ({ timestamp: new Date(clock.now() - ms).toISOString(), pools: [snapshot({ pool_id: 'p' })] });
+    r.register(reg('n1'));
+    r.heartbeat('n1', sentAgo(200)); // 200 ms in flight: the node can only have failed after sending it
+    expect(r.list()[0]).toMatchObject({ state: 'online', last_seen: new Date(clock.now() - 200).toISOString(), state_since: new Date(clock.now()).toISOString() });
+    clock.advance(2800);
+    r.sweep();
+    expect(r.nodeState('n1')).toBe('online');
+    clock.advance(1);
+    r.sweep();
+    expect(r.nodeState('n1')).toBe('offline');
+    expect(r.list()[0]?.state_since).toBe(new Date(clock.now()).toISOString());
+    for (const skewed of [sentAgo(300), sentAgo(-50)]) { // too old, or from the future: the arrival counts
+      r.heartbeat('n1', skewed);
+      expect(r.list()[0]?.last_seen).toBe(new Date(clock.now()).toISOString());
+      clock.advance(3000);
+      r.sweep();
+      expect(r.nodeState('n1')).toBe('online');
+      clock.advance(1);
+      r.sweep();
+      expect(r.nodeState('n1')).toBe('offline');
+    }
+  });
+
   it('answers undefined (→ 404, re-register) to heartbeats of unknown nodes and forgets deregistered ones', () => {
     const r = make(new ManualClock());
     expect(r.heartbeat('ghost', hb())).toBeUndefined();

@@ -14,6 +14,12 @@ import type { DispatchTarget } from './pool-client.js';
  * heartbeat. A heartbeat from an unknown node returns undefined (the route answers 404 so the node
  * registers again). Offline nodes keep their pools in the registry but none is placeable.
  *
+ * The 3 intervals count from when the node sent its last heartbeat (its `timestamp`), not from when
+ * it arrived: the node can only have failed after sending it, so a failure is found at most
+ * 3 intervals after it happened however long the heartbeat was in flight or queued here. A
+ * timestamp in the future or older than {@link plausibleTransitMs} on arrival (clock skew) is not
+ * trusted, and the arrival time counts instead.
+ *
  * Lease accounting (slots orchestratord has handed out and not yet got back):
  *   foreign_busy   = max(0, (slots_total − hb.slots_free) − leases_at_last_heartbeat)
  *   effective_free = clamp(slots_total − leases_now − foreign_busy, 0, slots_total)
@@ -62,10 +68,18 @@ interface NodeRecord {
   /** Shared by the node's pool views. */
   dispatch: DispatchTarget;
   state: NodeState;
+  /** When `state` was entered. */
+  stateSince: number;
+  /** When the last heartbeat was sent (see the class comment), or the registration arrived. */
   lastSeen: number;
   pools: Map<string, PoolSnapshot>;
-  /** Fires 3 intervals after the last heartbeat (re-armed by each one). */
+  /** Fires 3 intervals after `lastSeen` (re-armed by each heartbeat). */
   deadline?: NodeJS.Timeout | undefined;
+}
+
+/** The most a heartbeat's own timestamp may lag its arrival and still be trusted, ms. */
+export function plausibleTransitMs(heartbeatIntervalMs: number): number {
+  return Math.min(heartbeatIntervalMs / 4, 1000);
 }
 
 /** A pool with its node and accounting, as routes and placement read it. */
@@ -132,7 +146,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
     const previous = this.#nodes.get(req.node_id);
     const dispatch = req.dispatch_h2c !== undefined ? { url: req.dispatch_h2c, h2c: true } : { url: req.address, h2c: false };
-    const node: NodeRecord = { request: req, dispatch, state: 'registering', lastSeen: now, pools };
+    const node: NodeRecord = { request: req, dispatch, state: 'registering', stateSince: now, lastSeen: now, pools };
     if (previous?.deadline !== undefined) clearTimeout(previous.deadline);
     this.#nodes.set(req.node_id, node);
     this.#armDeadline(req.node_id, node);
@@ -149,7 +163,9 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     if (node === undefined) return undefined;
     const now = this.#opts.clock.now();
     const previous = node.state;
-    node.lastSeen = now;
+    const sentAt = Date.parse(req.timestamp);
+    node.lastSeen = sentAt <= now && now - sentAt <= plausibleTransitMs(this.#opts.heartbeatIntervalMs) ? sentAt : now;
+    if (previous !== 'online') node.stateSince = now;
     node.state = 'online';
     this.#armDeadline(nodeId, node);
     const before = node.pools;
@@ -185,22 +201,27 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
 
   /**
    * A node's deadline: 3 intervals (+1 ms, so the check below sees it late) after its last
-   * heartbeat. A periodic sweep alone added up to its own period to the detection time.
+   * heartbeat was sent. A periodic sweep alone added up to its own period to the detection time.
+   * A new timer each time: the remaining time depends on how long the heartbeat took to arrive.
    */
   #armDeadline(nodeId: string, node: NodeRecord): void {
-    if (node.deadline !== undefined) {
-      node.deadline.refresh();
-      return;
-    }
+    if (node.deadline !== undefined) clearTimeout(node.deadline);
+    const remaining = node.lastSeen + 3 * this.#opts.heartbeatIntervalMs + 1 - this.#opts.clock.now();
     node.deadline = setTimeout(() => {
-      if (this.#state === 'running' && this.#nodes.get(nodeId) === node) this.#offlineIfLate(nodeId, node, this.#opts.clock.now());
-    }, 3 * this.#opts.heartbeatIntervalMs + 1);
+      node.deadline = undefined;
+      if (this.#state !== 'running' || this.#nodes.get(nodeId) !== node) return;
+      const now = this.#opts.clock.now();
+      // Timers run on the event loop's cached time and may fire a little early by the clock.
+      if (node.state !== 'offline' && now - node.lastSeen <= 3 * this.#opts.heartbeatIntervalMs) this.#armDeadline(nodeId, node);
+      else this.#offlineIfLate(nodeId, node, now);
+    }, Math.max(0, remaining));
     node.deadline.unref();
   }
 
   #offlineIfLate(nodeId: string, node: NodeRecord, now: number): void {
     if (node.state === 'offline' || now - node.lastSeen <= 3 * this.#opts.heartbeatIntervalMs) return;
     node.state = 'offline';
+    node.stateSince = now;
     this.#refreshNode(nodeId, node, undefined, now);
     this.#opts.logger.warn({ node_id: nodeId, last_seen_ms_ago: now - node.lastSeen, human: `Node ${nodeId} missed 3 heartbeats; marked offline, its pools are unplaceable` }, 'node offline');
     this.#emit({ type: 'offline', nodeId });
@@ -219,6 +240,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
         address: n.request.address,
         ...(n.request.dispatch_h2c !== undefined ? { dispatch_h2c: n.request.dispatch_h2c } : {}),
         state: n.state,
+        state_since: new Date(n.stateSince).toISOString(),
         last_seen: new Date(n.lastSeen).toISOString(),
         capabilities: n.request.capabilities,
         version: n.request.version,

@@ -57,6 +57,11 @@ export interface PoolClientOptions {
   token?: string | undefined;
   /** Timeout for drain/reload replies, ms. @default 10000 */
   operationTimeoutMs?: number;
+  /**
+   * How long a node may take to send a dispatch's response headers, ms. pool-managerd answers before
+   * it contacts the engine, so only a frozen or unreachable node is this slow. @default 5000
+   */
+  acceptTimeoutMs?: number;
 }
 
 function join(address: string, path: string): { origin: string; path: string } {
@@ -142,9 +147,11 @@ export function readDispatchEvents(body: Readable, onEvent: (ev: DispatchEvent) 
 
 export class PoolClient {
   readonly #opts: PoolClientOptions;
+  readonly #acceptTimeoutMs: number;
 
   constructor(options: PoolClientOptions) {
     this.#opts = options;
+    this.#acceptTimeoutMs = options.acceptTimeoutMs ?? 5000;
   }
 
   #headers(): Record<string, string> {
@@ -171,13 +178,17 @@ export class PoolClient {
         headers: this.#headers(),
         body: JSON.stringify(body),
         signal,
-        // The task deadline bounds the whole exchange; prompt processing may precede the first byte.
-        headersTimeout: 0,
+        // The node answers headers at once; prompt processing comes after them, so the task deadline
+        // alone bounds the body.
+        headersTimeout: this.#acceptTimeoutMs,
         bodyTimeout: 0,
       });
     } catch (err) {
       if (signal.aborted) throw err;
-      throw new UpstreamConnectError(`node ${address} unreachable: ${(err as Error).message}`, { cause: err });
+      const why = (err as { code?: unknown }).code === 'UND_ERR_HEADERS_TIMEOUT'
+        ? `did not accept the dispatch within ${this.#acceptTimeoutMs} ms (frozen or overloaded)`
+        : `unreachable: ${(err as Error).message}`;
+      throw new UpstreamConnectError(`node ${address} ${why}`, { cause: err });
     }
     if (res.statusCode !== 200) {
       const text = await res.body.text().catch(() => '');

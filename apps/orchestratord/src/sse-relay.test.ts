@@ -359,6 +359,24 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     await waitFor(() => n1.aborts.includes(task.id), 5000, 'n1 sees the abort');
   });
 
+  it('a node that does not accept a dispatch in time (frozen, heartbeats still arriving): the task is re-placed at once', async () => {
+    const c = await start([
+      { nodeId: 'n1', pools: [{ pool_id: 'p1', models: ['m'], slots: 1 }] },
+      { nodeId: 'n2', pools: [{ pool_id: 'p2', models: ['m'], slots: 1 }] },
+    ], { dispatch_accept_timeout_ms: 300 });
+    const n1 = c.nodes[0] as FixturePoolManager;
+    n1.behaviour = { kind: 'freeze' };
+    const task = await submit(c, { max_tokens: 2, placement: { mode: 'prefer', prefer_pools: ['p1'], allow_fallback: true } });
+    const s = await openSse(task.sse, c.t.auth);
+    await s.done;
+    expect(events(s).includes('error')).toBe(false);
+    expect(s.frames.at(-1)).toMatchObject({ event: 'end', data: { node_id: 'n2', tokens_out: 2 } });
+    // n1 never stopped heartbeating: the accept timeout moved the task, not an offline mark.
+    expect(c.t.app.services.registry.nodeState('n1')).toBe('online');
+    expect(n1.dispatches.map((d) => d.body.task_id)).toEqual([task.id]);
+    await waitFor(() => n1.aborts.includes(task.id), 5000, 'n1 sees the abandoned request close');
+  });
+
   it('a running task past its deadline ends with DECODE_TIMEOUT and the node sees the abort', async () => {
     const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }] }]);
     const node = c.nodes[0] as FixturePoolManager;

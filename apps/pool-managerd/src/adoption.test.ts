@@ -1,5 +1,8 @@
+import { spawn } from 'node:child_process';
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HandoffFile } from '@llama-orch/contracts';
@@ -10,6 +13,7 @@ import { collect, dispatch, poolStatus, startHarness, textOf, until, waitReady, 
 
 let h: Harness;
 const engines: ExternalEngine[] = [];
+const STALLING = fileURLToPath(new URL('./fixtures/stalling-engine.mjs', import.meta.url));
 
 beforeAll(async () => {
   h = await startHarness({ pools: [{ id: 'own', model: 'synthetic:llama', ctx: 1024, threads: 1 }] });
@@ -114,5 +118,29 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
     expect(s.engine_url).toBe(e.url);
     const ev = await collect((await dispatch(h, 'own', { prompt: 'adopted', max_tokens: 4, greedy: true })).events);
     expect(ev.at(-1)).toMatchObject({ type: 'end', pool_id: 'own' });
+  });
+
+  it('a dispatch over HTTP/1.1 is answered with headers before the engine sends a byte (FIXTURE engine that stalls)', async () => {
+    const child = spawn(process.execPath, [STALLING], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const lines = createInterface({ input: child.stdout });
+    const seen: Record<string, unknown>[] = [];
+    lines.on('line', (l) => seen.push(JSON.parse(l) as Record<string, unknown>));
+    try {
+      const { url } = await until(() => seen.find((l) => typeof l.url === 'string') as { url: string } | undefined, 'fixture listening', 10_000);
+      await writeHandoffFile(h.runtime.engines, {
+        pool_id: 'stall', replica_id: 'r0', engine: 'llamacpp', engine_version: 'x', url, pid: child.pid as number,
+        model: { id: 'synthetic:llama', path: '/fixture' }, slots_total: 1, flags: [], provisioning_mode: 'external', written_at: new Date().toISOString(),
+      });
+      await waitReady(h, 'stall', 20_000);
+      // undici resolves at the response headers: with no byte from the engine, only an early flush gets here.
+      const d = await dispatch(h, 'stall', { prompt: 'a very long prompt', max_tokens: 4 });
+      expect(d.status).toBe(200);
+      expect(d.headers['content-type']).toMatch(/application\/x-ndjson/);
+      await until(() => seen.find((l) => l.completion === true), 'engine holds the completion', 10_000);
+      d.destroy();
+      await until(async () => ((await poolStatus(h, 'stall')).slots_free === 1 ? true : undefined), 'slot back after the disconnect', 10_000);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });

@@ -10,8 +10,10 @@ import { rounded, summarize } from '../lib/stats.js';
 import { relayGeneration } from '../lib/streams.js';
 
 interface Trial {
-  /** SIGSTOP → GET /v2/nodes shows the node offline, ms. */
+  /** SIGSTOP → orchestratord marked the node offline (its `state_since`), ms. */
   offlineMs: number;
+  /** SIGSTOP → a GET /v2/nodes poll (every 5 ms) first showed it offline, ms. */
+  offlineSeenMs: number;
   /** SIGSTOP → first token of the task sent towards the stopped node, ms (NaN: never within the wait). */
   startElsewhereMs: number;
   /** Node that finally served the task. */
@@ -47,6 +49,7 @@ export const failoverBench: Bench = {
         await waitNodeIdle(orch.url, token, 'node-b', 20_000);
         await sleep(Math.random() * heartbeatMs);
         const stoppedAt = performance.now();
+        const stoppedEpoch = performance.timeOrigin + stoppedAt;
         a.daemon.signal('SIGSTOP');
         // A task that prefers node-a's pool: placement still sees node-a online with a free slot.
         const task = relayGeneration(
@@ -57,10 +60,13 @@ export const failoverBench: Bench = {
           (err: unknown) => ({ firstToken: undefined, end: { event: 'client-error', data: { message: String(err) } as Record<string, unknown>, at: performance.now() } }),
         );
         let offlineAt = Number.NaN;
+        let offlineSince = Number.NaN;
         while (performance.now() - stoppedAt < waitLimitMs) {
-          const r = await httpJson<{ nodes: Array<{ node_id: string; state: string }> }>('GET', `${orch.url}/v2/nodes`, { token, dispatcher: agent });
-          if (r.body.nodes.find((n) => n.node_id === 'node-a')?.state === 'offline') {
+          const r = await httpJson<{ nodes: Array<{ node_id: string; state: string; state_since: string }> }>('GET', `${orch.url}/v2/nodes`, { token, dispatcher: agent });
+          const node = r.body.nodes.find((n) => n.node_id === 'node-a');
+          if (node?.state === 'offline') {
             offlineAt = performance.now();
+            offlineSince = Date.parse(node.state_since);
             break;
           }
           await sleep(5);
@@ -70,14 +76,16 @@ export const failoverBench: Bench = {
         const result = settled ?? (await task);
         const end = result.end;
         trials.push({
-          offlineMs: offlineAt - stoppedAt,
+          offlineMs: offlineSince - stoppedEpoch,
+          offlineSeenMs: offlineAt - stoppedAt,
           startElsewhereMs: settled !== undefined && result.firstToken !== undefined ? result.firstToken - stoppedAt : Number.NaN,
           servedBy: end?.event === 'end' ? String(end.data.node_id) : undefined,
           outcome: end === undefined ? 'none' : end.event === 'error' ? `error ${String(end.data.code)}` : end.event,
         });
-        ctx.log(`failover: trial ${t + 1}: offline after ${Math.round(offlineAt - stoppedAt)} ms, task ${trials.at(-1)?.outcome} on ${trials.at(-1)?.servedBy ?? '-'} first token at ${Math.round(trials.at(-1)?.startElsewhereMs ?? NaN)} ms`);
+        ctx.log(`failover: trial ${t + 1}: offline after ${Math.round(offlineSince - stoppedEpoch)} ms (seen at ${Math.round(offlineAt - stoppedAt)} ms), task ${trials.at(-1)?.outcome} on ${trials.at(-1)?.servedBy ?? '-'} first token at ${Math.round(trials.at(-1)?.startElsewhereMs ?? NaN)} ms`);
       }
       const offline = summarize(trials.map((x) => x.offlineMs));
+      const offlineSeen = summarize(trials.map((x) => x.offlineSeenMs));
       const restart = summarize(trials.map((x) => (Number.isNaN(x.startElsewhereMs) ? Number.POSITIVE_INFINITY : x.startElsewhereMs)));
       const served = trials.filter((x) => x.servedBy === 'node-b').length;
       return {
@@ -85,7 +93,9 @@ export const failoverBench: Bench = {
           `Two pool-managerd nodes (real llama-server, synthetic model, 1 slot each), heartbeat ${heartbeatMs} ms on both ` +
           `sides. ${count} trials: after a random fraction of an interval, SIGSTOP node-a and at once submit a task that ` +
           "prefers node-a's pool (fallback allowed), which orchestratord still sees as placeable; GET /v2/nodes is polled every " +
-          '5 ms until node-a is offline; the task\'s first token frame (from node-b) marks recovery. Each trial waits at most ' +
+          "5 ms until node-a is offline, and the node's `state_since` (when orchestratord marked it, ms resolution) times the " +
+          'transition (the poll\'s own delay is kept as offline_seen_ms); the task\'s first token frame (from node-b) marks recovery ' +
+          '(dispatch accept timeout at its default, max(interval, 1 s)). Each trial waits at most ' +
           `${waitLimitMs / heartbeatMs} intervals, then SIGCONT; node-a rejoins before the next trial. Figures are in heartbeat ` +
           'intervals (max over trials) from the SIGSTOP.',
         samples: { trials: count },
@@ -97,6 +107,7 @@ export const failoverBench: Bench = {
         details: {
           heartbeat_ms: heartbeatMs,
           offline_ms: rounded(offline),
+          offline_seen_ms: rounded(offlineSeen),
           start_elsewhere_ms: rounded(restart),
           served_by_node_b: served,
           trials,

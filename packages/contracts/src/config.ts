@@ -25,6 +25,13 @@ export const OrchestratorConfigSchema = z
     placement_strategy: z.enum(['least-loaded', 'round-robin']).default('least-loaded'),
     /** Expected heartbeat interval of nodes, ms; offline after 3 missed. @default 5000 (env ORCHD_NODE_HEARTBEAT_MS) */
     heartbeat_interval_ms: z.coerce.number().int().min(50).max(600_000).default(5000),
+    /**
+     * How long a node may take to answer a dispatch with its response headers, ms. A node answers at
+     * once (before the engine starts), so silence means it is frozen or unreachable: the task is placed
+     * elsewhere and the node is suspect until its next heartbeat, well before the heartbeat timeout
+     * marks it offline. @default max(heartbeat_interval_ms, 1000) (env ORCHD_DISPATCH_ACCEPT_TIMEOUT_MS)
+     */
+    dispatch_accept_timeout_ms: z.coerce.number().int().min(50).max(600_000).optional(),
     /** Largest ctx accepted when no pool reports one. @default 32768 (env ORCHD_CTX_MAX) */
     ctx_max: z.coerce.number().int().min(1).default(32_768),
     /** How long a finished task's frames stay for `Last-Event-ID` resume, ms. @default 60000 (env ORCHD_STREAM_GRACE_MS) */
@@ -57,6 +64,7 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_ADMISSION_POLICY: 'admission_policy',
   ORCHESTRATORD_PLACEMENT_STRATEGY: 'placement_strategy',
   ORCHD_NODE_HEARTBEAT_MS: 'heartbeat_interval_ms',
+  ORCHD_DISPATCH_ACCEPT_TIMEOUT_MS: 'dispatch_accept_timeout_ms',
   ORCHD_CTX_MAX: 'ctx_max',
   ORCHD_STREAM_GRACE_MS: 'stream_grace_ms',
   ORCHD_STREAM_GRACE_MAX_TASKS: 'stream_grace_max_tasks',

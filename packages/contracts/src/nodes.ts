@@ -119,7 +119,12 @@ export const NodeInfoSchema = z
     /** h2c dispatch URL, when the node offers one. */
     dispatch_h2c: z.string().optional(),
     state: NodeStateSchema,
-    /** Last heartbeat (or registration) time. */
+    /** When the node entered `state` (so an operator sees how long it has been offline). */
+    state_since: TimestampSchema,
+    /**
+     * Last heartbeat (or registration) time: the heartbeat's own `timestamp` when it is plausible
+     * (not in the future, at most min(interval/4, 1 s) old on arrival), else its arrival.
+     */
     last_seen: TimestampSchema,
     capabilities: NodeCapabilitiesSchema,
     version: z.string(),

@@ -49,6 +49,10 @@ export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> =
     res.writeHead(200, {
       'x-correlation-id': request.id, 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store',
     });
+    // Accepted: orchestratord waits only so long for these headers (a silent node is frozen), and
+    // HTTP/1.1 would hold them back until the first token, after the engine's prompt processing.
+    // HTTP/2 sends them with writeHead.
+    if (request.raw.httpVersionMajor === 1) res.flushHeaders();
     try {
       for await (const ev of events) {
         if (!res.write(`${JSON.stringify(ev)}\n`)) await once(res, 'drain', { signal: clientGone.signal });
