@@ -87,7 +87,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
 
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }) });
-  const sessions = new SessionStore({ ttlMs: config.session_ttl_ms, tokenBudget: config.session_token_budget, clock });
+  const sessions = new SessionStore({
+    ttlMs: config.session_ttl_ms, maxSessions: config.session_max, tokenBudget: config.session_token_budget, clock,
+    onEvict: () => metrics.sessionsEvicted.inc(),
+  });
   const poolClient = new PoolClient({
     dispatcher: deps.upstream, h2cDispatcher: deps.upstreamH2c, token: config.api_token,
     acceptTimeoutMs: config.dispatch_accept_timeout_ms ?? Math.max(config.heartbeat_interval_ms, 1000),

@@ -13,6 +13,8 @@ export interface OrchdMetrics {
   readonly tokensOut: Counter<'engine' | 'engine_version' | 'pool_id'>;
   readonly backpressureEvents: Counter<'engine' | 'policy'>;
   readonly placementDecisions: Counter<'outcome' | 'pinned' | 'fallback'>;
+  /** Idle sessions evicted before their TTL (the session cap). */
+  readonly sessionsEvicted: Counter;
   readonly replacements: Counter<'reason'>;
   readonly nodeRegistrations: Counter<'outcome'>;
   readonly nodeHeartbeats: Counter<'outcome'>;
@@ -102,6 +104,7 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       labelNames: ['outcome', 'pinned', 'fallback'] as const,
       registers,
     }),
+    sessionsEvicted: new Counter({ name: 'orchd_sessions_evicted_total', help: 'Idle sessions evicted before their TTL because ORCHD_SESSION_MAX were kept.', registers }),
     replacements: new Counter({ name: 'tasks_replaced_total', help: 'Tasks re-placed after a node failed before their first token.', labelNames: ['reason'] as const, registers }),
     nodeRegistrations: new Counter({ name: 'orchd_node_registrations_total', help: 'Node registrations.', labelNames: ['outcome'] as const, registers }),
     nodeHeartbeats: new Counter({ name: 'orchd_node_heartbeats_total', help: 'Node heartbeats.', labelNames: ['outcome'] as const, registers }),

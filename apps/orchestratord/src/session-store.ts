@@ -6,6 +6,13 @@ import type { Clock } from './clock.js';
  * activity, expired `ttlMs` after the last activity unless a task of it is still active. Tokens
  * spent are the sum of `end.tokens_out`; `turns` counts tasks that ended with an `end` frame.
  * With a token budget, admission refuses tasks of a session whose budget is spent.
+ *
+ * At most `maxSessions` are kept: a new session past it evicts the least recently active idle one
+ * (no active task), so a flood of unique session ids cannot grow memory for a whole TTL. The map is
+ * kept in order of last activity (a touched session is re-inserted), so the oldest idle one is
+ * found from the front. Sessions with active tasks are never evicted; there are at most as many
+ * as tasks admitted and not ended. An evicted session that comes back starts afresh (its spent
+ * budget too): size the cap above the sessions a TTL really holds.
  */
 interface SessionRecord {
   lastActive: number;
@@ -16,6 +23,10 @@ interface SessionRecord {
 
 export interface SessionStoreOptions {
   ttlMs: number;
+  /** Sessions kept at most (idle ones past it are evicted, least recently active first). */
+  maxSessions: number;
+  /** Called once per evicted session (a metric). */
+  onEvict?: () => void;
   /** Tokens per session; undefined = unlimited. */
   tokenBudget: number | undefined;
   clock: Clock;
@@ -58,10 +69,30 @@ export class SessionStore {
   /** A task of the session was admitted. */
   taskStarted(id: string): void {
     const now = this.#opts.clock.now();
-    const s = this.#live(id) ?? { lastActive: now, turns: 0, tokensOut: 0, active: 0 };
+    let s = this.#live(id);
+    if (s === undefined) {
+      s = { lastActive: now, turns: 0, tokensOut: 0, active: 0 };
+      if (this.#sessions.size >= this.#opts.maxSessions) this.#makeRoom();
+    } else {
+      this.#sessions.delete(id);
+    }
     s.active += 1;
     s.lastActive = now;
     this.#sessions.set(id, s);
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /** Evicts idle sessions, oldest first, until one more fits (or only active ones are left). */
+  #makeRoom(): void {
+    for (const [id, s] of this.#sessions) {
+      if (this.#sessions.size < this.#opts.maxSessions) return;
+      if (s.active > 0) continue;
+      this.#sessions.delete(id);
+      this.#opts.onEvict?.();
+    }
   }
 
   /** A task of the session ended; `tokensOut` from its `end` frame, undefined when it ended with an error. */
@@ -70,6 +101,8 @@ export class SessionStore {
     if (s === undefined) return; // deleted while the task ran
     s.active = Math.max(0, s.active - 1);
     s.lastActive = this.#opts.clock.now();
+    this.#sessions.delete(id);
+    this.#sessions.set(id, s);
     if (tokensOut !== undefined) {
       s.turns += 1;
       s.tokensOut += tokensOut;

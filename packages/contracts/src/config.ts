@@ -45,6 +45,11 @@ export const OrchestratorConfigSchema = z
     sse_keepalive_ms: z.coerce.number().int().min(10).max(15_000).default(15_000),
     /** Session time-to-live without activity, ms. @default 600000 (env ORCHD_SESSION_TTL_MS) */
     session_ttl_ms: z.coerce.number().int().min(1000).default(600_000),
+    /**
+     * Sessions kept at most; past it a new session evicts the least recently active idle one (bounds
+     * memory under a flood of unique session ids). @default 100000 (env ORCHD_SESSION_MAX)
+     */
+    session_max: z.coerce.number().int().min(1).default(100_000),
     /** Per-session token budget; absent = unlimited. (env ORCHD_SESSION_TOKEN_BUDGET) */
     session_token_budget: z.coerce.number().int().min(1).optional(),
     /** Largest request body, bytes. @default 1048576 (env ORCHD_BODY_LIMIT) */
@@ -70,6 +75,7 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_STREAM_GRACE_MAX_TASKS: 'stream_grace_max_tasks',
   ORCHD_SSE_KEEPALIVE_MS: 'sse_keepalive_ms',
   ORCHD_SESSION_TTL_MS: 'session_ttl_ms',
+  ORCHD_SESSION_MAX: 'session_max',
   ORCHD_SESSION_TOKEN_BUDGET: 'session_token_budget',
   ORCHD_BODY_LIMIT: 'body_limit',
   LOG_LEVEL: 'log_level',
