@@ -10,6 +10,16 @@ const reg = (nodeId: string, pools = [snapshot({ pool_id: 'p' })]): NodeRegister
 });
 const hb = (pools = [snapshot({ pool_id: 'p' })]) => ({ timestamp: new Date().toISOString(), pools });
 
+/** Still online `ms` after now, offline 1 ms later (as the sweep sees it). */
+function expectOfflineAfter(r: NodeRegistry, clock: ManualClock, nodeId: string, ms: number): void {
+  clock.advance(ms);
+  r.sweep();
+  expect(r.nodeState(nodeId)).toBe('online');
+  clock.advance(1);
+  r.sweep();
+  expect(r.nodeState(nodeId)).toBe('offline');
+}
+
 describe('NodeRegistry', () => {
   const registries: NodeRegistry[] = [];
   const make = (clock: ManualClock, intervalMs = 1000) => {
@@ -32,12 +42,7 @@ describe('NodeRegistry', () => {
     r.heartbeat('n1', hb());
     expect(r.nodeState('n1')).toBe('online');
     expect(r.pools().some(isPlaceable)).toBe(true);
-    clock.advance(3000);
-    r.sweep();
-    expect(r.nodeState('n1')).toBe('online');
-    clock.advance(1);
-    r.sweep();
-    expect(r.nodeState('n1')).toBe('offline');
+    expectOfflineAfter(r, clock, 'n1', 3000);
     expect(r.pools()).toHaveLength(1);
     expect(r.pools().some(isPlaceable)).toBe(false);
     r.heartbeat('n1', hb());
@@ -52,22 +57,12 @@ describe('NodeRegistry', () => {
     r.register(reg('n1'));
     r.heartbeat('n1', sentAgo(200)); // 200 ms in flight: the node can only have failed after sending it
     expect(r.list()[0]).toMatchObject({ state: 'online', last_seen: new Date(clock.now() - 200).toISOString(), state_since: new Date(clock.now()).toISOString() });
-    clock.advance(2800);
-    r.sweep();
-    expect(r.nodeState('n1')).toBe('online');
-    clock.advance(1);
-    r.sweep();
-    expect(r.nodeState('n1')).toBe('offline');
+    expectOfflineAfter(r, clock, 'n1', 2800);
     expect(r.list()[0]?.state_since).toBe(new Date(clock.now()).toISOString());
     for (const skewed of [sentAgo(300), sentAgo(-50)]) { // too old, or from the future: the arrival counts
       r.heartbeat('n1', skewed);
       expect(r.list()[0]?.last_seen).toBe(new Date(clock.now()).toISOString());
-      clock.advance(3000);
-      r.sweep();
-      expect(r.nodeState('n1')).toBe('online');
-      clock.advance(1);
-      r.sweep();
-      expect(r.nodeState('n1')).toBe('offline');
+      expectOfflineAfter(r, clock, 'n1', 3000);
     }
   });
 
