@@ -25,13 +25,17 @@ function tempFile(): { path: string; fd: number } {
 }
 
 describe('bufferedLogDestination', () => {
-  it('writes lines byte-exact and in order, multi-byte text included', () => {
+  it('writes lines byte-exact and in order, multi-byte text included', async () => {
     const { path, fd } = tempFile();
     const dest = bufferedLogDestination(fd, 60_000);
     const lines = ['{"msg":"one"}\n', '{"msg":"héllo ✓ — 漢字"}\n', `${'{"msg":"'}${'x'.repeat(5000)}"}\n`];
     for (const l of lines) dest.write(l);
     dest.flushSync();
-    expect(readFileSync(path, 'utf8')).toBe(lines.join(''));
+    // The long line filled the buffer, so an asynchronous write was already under way; flushSync
+    // writes what is still held, and the write in flight lands on its own.
+    const expected = lines.join('');
+    await waitFor(() => readFileSync(path).length >= Buffer.byteLength(expected), 5000, 'all lines written');
+    expect(readFileSync(path, 'utf8')).toBe(expected);
   });
 
   it('holds a short line back, then writes it within the flush period without being asked', async () => {

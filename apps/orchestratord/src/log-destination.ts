@@ -2,7 +2,7 @@ import { destination, type DestinationStream } from 'pino';
 
 export interface LogDestination extends DestinationStream {
   write(line: string): void;
-  /** Writes whatever is buffered, synchronously (shutdown, fatal paths). */
+  /** Writes whatever is buffered, synchronously (shutdown, fatal paths); a write already in flight lands on its own. */
   flushSync(): void;
 }
 
