@@ -78,7 +78,7 @@ interface NodeRecord {
 }
 
 /** The most a heartbeat's own timestamp may lag its arrival and still be trusted, ms. */
-export function plausibleTransitMs(heartbeatIntervalMs: number): number {
+function plausibleTransitMs(heartbeatIntervalMs: number): number {
   return Math.min(heartbeatIntervalMs / 4, 1000);
 }
 
@@ -210,10 +210,9 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     node.deadline = setTimeout(() => {
       node.deadline = undefined;
       if (this.#state !== 'running' || this.#nodes.get(nodeId) !== node) return;
-      const now = this.#opts.clock.now();
+      this.#offlineIfLate(nodeId, node, this.#opts.clock.now());
       // Timers run on the event loop's cached time and may fire a little early by the clock.
-      if (node.state !== 'offline' && now - node.lastSeen <= 3 * this.#opts.heartbeatIntervalMs) this.#armDeadline(nodeId, node);
-      else this.#offlineIfLate(nodeId, node, now);
+      if (node.state !== 'offline') this.#armDeadline(nodeId, node);
     }, Math.max(0, remaining));
     node.deadline.unref();
   }

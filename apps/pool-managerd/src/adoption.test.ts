@@ -25,7 +25,7 @@ afterAll(async () => {
   for (const e of engines) await e.stop();
 });
 
-function external(e: ExternalEngine, poolId: string, over: Partial<HandoffFile> = {}): HandoffFile {
+function external(e: Pick<ExternalEngine, 'url' | 'pid' | 'modelPath' | 'args'>, poolId: string, over: Partial<HandoffFile> = {}): HandoffFile {
   return {
     pool_id: poolId, replica_id: 'r0', engine: 'llamacpp', engine_version: 'set-by-operator', url: e.url, pid: e.pid,
     model: { id: 'synthetic:llama', path: e.modelPath }, slots_total: 1, flags: e.args, provisioning_mode: 'external', written_at: new Date().toISOString(), ...over,
@@ -127,10 +127,7 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
     lines.on('line', (l) => seen.push(JSON.parse(l) as Record<string, unknown>));
     try {
       const { url } = await until(() => seen.find((l) => typeof l.url === 'string') as { url: string } | undefined, 'fixture listening', 10_000);
-      await writeHandoffFile(h.runtime.engines, {
-        pool_id: 'stall', replica_id: 'r0', engine: 'llamacpp', engine_version: 'x', url, pid: child.pid as number,
-        model: { id: 'synthetic:llama', path: '/fixture' }, slots_total: 1, flags: [], provisioning_mode: 'external', written_at: new Date().toISOString(),
-      });
+      await writeHandoffFile(h.runtime.engines, external({ url, pid: child.pid as number, modelPath: '/fixture', args: [] }, 'stall'));
       await waitReady(h, 'stall', 20_000);
       // undici resolves at the response headers: with no byte from the engine, only an early flush gets here.
       const d = await dispatch(h, 'stall', { prompt: 'a very long prompt', max_tokens: 4 });
