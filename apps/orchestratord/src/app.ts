@@ -94,6 +94,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const poolClient = new PoolClient({
     dispatcher: deps.upstream, h2cDispatcher: deps.upstreamH2c, token: config.api_token,
     acceptTimeoutMs: config.dispatch_accept_timeout_ms ?? Math.max(config.heartbeat_interval_ms, 1000),
+    http1PerNode: config.dispatch_http1_per_node,
   });
   let dispatcherRef: TaskDispatcher | undefined;
   const metrics = createMetrics(metricsRegistry, {

@@ -57,6 +57,11 @@ export interface TaskDispatcherOptions {
 /** AdmissionResponse without the stream URLs (the route knows the public address). */
 export type AdmissionResult = Omit<AdmissionResponse, 'streams'>;
 
+/** What `admit` decided: the 202's fields, and whether the task went to a node at once. */
+export interface Admitted extends AdmissionResult {
+  readonly dispatched: boolean;
+}
+
 export type CancelResult = 'canceled' | 'already-ended' | 'unknown';
 export type CancelReason = 'client' | 'disconnect';
 export type DispatcherState = 'running' | 'closing' | 'closed';
@@ -136,7 +141,7 @@ export class TaskDispatcher {
    * Throws typed errors (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT,
    * QUEUE_FULL_DROP_LRU) that the error handler maps to envelopes.
    */
-  admit(request: TaskRequest, log: Log): AdmissionResult {
+  admit(request: TaskRequest, log: Log): Admitted {
     if (this.#state !== 'running') throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     if (this.#tasks.has(request.task_id) || this.#ended.has(request.task_id)) {
       throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
@@ -191,6 +196,7 @@ export class TaskDispatcher {
       predicted_start_ms: prediction.startMs,
       backoff_ms: 0,
       preparation: { steps },
+      dispatched: task.state === 'running',
     };
   }
 

@@ -85,7 +85,7 @@ function plausibleTransitMs(heartbeatIntervalMs: number): number {
 /** A pool with its node and accounting, as routes and placement read it. */
 export interface PoolView extends PoolCandidate {
   readonly address: string;
-  /** Where dispatches go: the node's h2c URL when it offers one (multiplexed), else `address`. */
+  /** Where dispatches go: `address` over HTTP/1.1, and the node's h2c URL when it offers one. */
   readonly dispatch: DispatchTarget;
   readonly snapshot: PoolSnapshot;
   /** Estimated ms until provisioning finishes, from measured progress speed; undefined when unknown. */
@@ -145,7 +145,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const now = this.#opts.clock.now();
     const pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
     const previous = this.#nodes.get(req.node_id);
-    const dispatch = req.dispatch_h2c !== undefined ? { url: req.dispatch_h2c, h2c: true } : { url: req.address, h2c: false };
+    const dispatch = { url: req.address, h2c: req.dispatch_h2c };
     const node: NodeRecord = { request: req, dispatch, state: 'registering', stateSince: now, lastSeen: now, pools };
     if (previous?.deadline !== undefined) clearTimeout(previous.deadline);
     this.#nodes.set(req.node_id, node);

@@ -165,13 +165,13 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(metrics).toMatch(/tasks_canceled_total\{engine="llamacpp",pool_id="p",reason="disconnect"\} 1/);
   });
 
-  it('a node with an h2c dispatch URL: every dispatch rides one HTTP/2 connection; a cancel closes only its own stream', async () => {
-    const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 8 }], tokenIntervalMs: 20, h2c: true }]);
+  it('a node with an h2c dispatch URL: past the HTTP/1.1 share every dispatch rides one HTTP/2 connection; a cancel closes only its own stream', async () => {
+    const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 8 }], tokenIntervalMs: 20, h2c: true }], { dispatch_http1_per_node: 2 });
     const node = c.nodes[0] as FixturePoolManager;
     const tasks = await Promise.all(Array.from({ length: 6 }, () => submit(c, { max_tokens: 400 })));
     const streams = await Promise.all(tasks.map((t) => openSse(t.sse, c.t.auth)));
     await Promise.all(streams.map((s) => s.waitForFrame((f) => f.event === 'token' && f.data.i === 2)));
-    expect(node.dispatches.map((d) => d.httpVersion)).toEqual(Array(6).fill('2.0'));
+    expect(node.dispatches.map((d) => d.httpVersion).sort()).toEqual(['1.1', '1.1', '2.0', '2.0', '2.0', '2.0']);
     expect(node.h2cSessionsAccepted).toBe(1);
     expect(node.active('p')).toBe(6);
     const [first, ...rest] = tasks;
@@ -185,6 +185,11 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(node.aborts).toEqual([first?.id]);
     expect(node.h2cSessionsAccepted).toBe(1);
     for (const s of streams) s.abort();
+    // Every stream ended: the HTTP/1.1 share is free again, so the next two dispatches take it.
+    await waitFor(() => node.active('p') === 0, 5000, 'all slots free');
+    const again = await Promise.all([submit(c, { max_tokens: 2 }), submit(c, { max_tokens: 2 })]);
+    await Promise.all(again.map(async (t) => (await openSse(t.sse, c.t.auth)).done));
+    expect(node.dispatches.slice(6).map((d) => d.httpVersion)).toEqual(['1.1', '1.1']);
   });
 
   it('POST cancel aborts the upstream request; no token follows end {canceled}', async () => {
@@ -213,7 +218,7 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     const c = await start([
       { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
       { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
-    ]);
+    ], { dispatch_http1_per_node: h2c ? 0 : 8 });
     const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
     n1.nextBehaviours.push({ kind: 'crash-before-first-token' }, { kind: 'refuse' });
     for (const _ of [1, 2]) {
@@ -236,7 +241,7 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     const c = await start([
       { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
       { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
-    ]);
+    ], { dispatch_http1_per_node: h2c ? 0 : 8 });
     const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
     n1.nextBehaviours.push({ kind: 'crash-after-tokens', tokens: 2 });
     const task = await submit(c, { max_tokens: 10 });

@@ -66,12 +66,15 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** buildApp with a captured logger, the real upstream dispatchers and config overrides (parsed like env values). */
-export async function makeApp(over: Partial<Record<keyof OrchestratorConfig, unknown>> = {}, tuning: AppTuning = {}, clock?: Clock): Promise<TestApp> {
+/**
+ * buildApp with a captured logger, the real upstream dispatchers and config overrides (parsed like
+ * env values). `http1` replaces the HTTP/1.1 upstream agent (closed with the app).
+ */
+export async function makeApp(over: Partial<Record<keyof OrchestratorConfig, unknown>> = {}, tuning: AppTuning = {}, clock?: Clock, http1?: Agent): Promise<TestApp> {
   const config = OrchestratorConfigSchema.parse({ api_token: TOKEN, heartbeat_interval_ms: 1000, ...over });
   const logs = captureLogger();
   const upstream = createUpstreamDispatchers();
-  const agent = upstream.http1;
+  const agent = http1 ?? upstream.http1;
   const app = await buildApp({ logger: logs.logger, upstream: agent, upstreamH2c: upstream.h2c, ...(clock ? { clock } : {}) }, config, tuning);
   const auth: Record<string, string> = config.api_token === undefined ? {} : { authorization: `Bearer ${config.api_token}` };
   let closing: Promise<void> | undefined;
@@ -81,6 +84,7 @@ export async function makeApp(over: Partial<Record<keyof OrchestratorConfig, unk
       closing ??= (async () => {
         await app.close();
         await upstream.close();
+        if (http1 !== undefined) await http1.close();
       })();
       return closing;
     },

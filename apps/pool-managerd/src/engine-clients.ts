@@ -1,7 +1,7 @@
-import { Agent } from 'undici';
+import { Pool } from 'undici';
 import { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 
-/** Engine HTTP clients sharing one agent. Its own module so PoolManager can load it after the first spawn. */
+/** Engine HTTP clients, one connection pool per engine. Its own module so PoolManager can load it after the first spawn. */
 export interface EngineClients {
   /** A new client of the engine at `url`. */
   create(url: string): LlamaServerClient;
@@ -9,10 +9,17 @@ export interface EngineClients {
 }
 
 export function createEngineClients(): EngineClients {
+  // A Pool per engine rather than one Agent: an Agent drops an origin's pool when its last connection
+  // closes, and llama-server closes every streamed connection, so each dispatch built a new Pool and
+  // Client before it could connect (~0.2 ms of the engine request's critical path here).
   // No pipelining: a token stream must never queue behind another request on one socket.
-  const agent = new Agent({ pipelining: 0, connections: 256 });
+  const pools = new Set<Pool>();
   return {
-    create: (url) => new LlamaServerClient({ baseUrl: url, dispatcher: agent }),
-    close: () => agent.destroy().catch(() => undefined),
+    create: (url) => {
+      const pool = new Pool(new URL(url).origin, { pipelining: 0, connections: 256 });
+      pools.add(pool);
+      return new LlamaServerClient({ baseUrl: url, dispatcher: pool });
+    },
+    close: () => Promise.all([...pools].map((p) => p.destroy().catch(() => undefined))).then(() => undefined),
   };
 }

@@ -120,7 +120,7 @@ export class PoolManager {
   }
 
   /**
-   * The client of the engine at `url` (one per URL, sharing one non-pipelining agent). undici and
+   * The client of the engine at `url` (one per URL, each with its own connection pool). undici and
    * the client are loaded on the first call, which comes right after the first engine spawned:
    * their loading overlaps the engine's start instead of delaying the spawn.
    */

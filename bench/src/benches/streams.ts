@@ -134,8 +134,9 @@ export const streamsBench: Bench = {
           `tasks opened by ${CLIENTS} client processes (POST /v2/tasks, then one SSE connection per task). The tasks run on ` +
           `${nodes} FIXTURE nodes (one process, each node its own port and ${SLOTS_PER_NODE}-slot pool, registered and ` +
           'heartbeating like pool-managerd and speaking its NDJSON dispatch contract on an HTTP/1.1 port and an h2c port ' +
-          'registered as dispatch_h2c, so orchestratord multiplexes each node\'s streams over one HTTP/2 connection, as with ' +
-          'pool-managerd) that send one token per stream every ' +
+          'registered as dispatch_h2c, so orchestratord sends each node its first 8 streams over HTTP/1.1 (its default ' +
+          'ORCHD_DISPATCH_HTTP1_PER_NODE) and multiplexes the rest over one HTTP/2 connection, as with pool-managerd) ' +
+          'that send one token per stream every ' +
           `${TOKEN_INTERVAL_MS} ms at a random phase, the token text being the fixture's process.hrtime.bigint(). ` +
           `Streams held = streams still open and receiving tokens at the end of a ${windowS} s window; delivery delay = client ` +
           'arrival (hrtime) − fixture send time, every token in the window; RSS per stream = (median orchestratord VmRSS ' +

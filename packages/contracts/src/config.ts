@@ -32,6 +32,12 @@ export const OrchestratorConfigSchema = z
      * marks it offline. @default max(heartbeat_interval_ms, 1000) (env ORCHD_DISPATCH_ACCEPT_TIMEOUT_MS)
      */
     dispatch_accept_timeout_ms: z.coerce.number().int().min(50).max(600_000).optional(),
+    /**
+     * Dispatches in flight to one node over HTTP/1.1 before the rest go over the node's h2c listener
+     * (when it offers one). HTTP/1.1 reaches the node sooner; h2c carries any number of tasks on one
+     * connection. 0 = h2c whenever offered. @default 8 (env ORCHD_DISPATCH_HTTP1_PER_NODE)
+     */
+    dispatch_http1_per_node: z.coerce.number().int().min(0).max(100_000).default(8),
     /** Largest ctx accepted when no pool reports one. @default 32768 (env ORCHD_CTX_MAX) */
     ctx_max: z.coerce.number().int().min(1).default(32_768),
     /** How long a finished task's frames stay for `Last-Event-ID` resume, ms. @default 60000 (env ORCHD_STREAM_GRACE_MS) */
@@ -70,6 +76,7 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHESTRATORD_PLACEMENT_STRATEGY: 'placement_strategy',
   ORCHD_NODE_HEARTBEAT_MS: 'heartbeat_interval_ms',
   ORCHD_DISPATCH_ACCEPT_TIMEOUT_MS: 'dispatch_accept_timeout_ms',
+  ORCHD_DISPATCH_HTTP1_PER_NODE: 'dispatch_http1_per_node',
   ORCHD_CTX_MAX: 'ctx_max',
   ORCHD_STREAM_GRACE_MS: 'stream_grace_ms',
   ORCHD_STREAM_GRACE_MAX_TASKS: 'stream_grace_max_tasks',

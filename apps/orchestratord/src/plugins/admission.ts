@@ -2,6 +2,7 @@ import { TaskRequestSchema, type AdmissionResponse } from '@llama-orch/contracts
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ServicesOptions } from '../services.js';
 
+
 /** `POST /v2/tasks`: validate, check the model against the registry, enqueue, 202 with absolute stream URLs. */
 export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   app.post('/v2/tasks', {
@@ -22,6 +23,14 @@ export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
       preparation: result.preparation,
       streams: { sse: base, sse_verbose: `${base}?verbose=true` },
     };
-    reply.code(202).send(body);
+    if (result.dispatched) {
+      // The dispatch to the node is written later in this turn of the event loop (undici writes on a
+      // kept connection from setImmediate; HTTP/2 from a native immediate). Answering after it puts
+      // the node and engine to work before the client's 202: the client's stream request still comes
+      // long before the first token, and time to first token no longer pays for the 202.
+      setImmediate(() => reply.code(202).send(body));
+    } else {
+      reply.code(202).send(body);
+    }
   });
 };
