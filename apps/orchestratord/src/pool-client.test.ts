@@ -1,7 +1,9 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import type { DispatchEvent } from '@llama-orch/contracts';
+import { Agent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { readDispatchEvents, UpstreamStreamError } from './pool-client.js';
+import { PoolClient, readDispatchEvents, UpstreamConnectError, UpstreamStreamError } from './pool-client.js';
 
 async function collect(chunks: (string | Buffer)[]): Promise<DispatchEvent[]> {
   const out: DispatchEvent[] = [];
@@ -45,5 +47,39 @@ describe('readDispatchEvents', () => {
     cut.write('{"type":"token","t":"a","i":0}\n');
     cut.destroy();
     await expect(broken).rejects.toThrow(/closed before its end/);
+  });
+});
+
+describe('PoolClient.dispatch accept timeout', () => {
+  it('a node that takes the request and never answers: UpstreamConnectError when the timeout is up, not at undici\'s next coarse tick', async () => {
+    // A frozen node: the kernel accepts the connection and the request bytes, nothing answers.
+    const sockets: Socket[] = [];
+    const server = createServer((s) => sockets.push(s));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const agent = new Agent();
+    const client = new PoolClient({ dispatcher: agent, acceptTimeoutMs: 1000 });
+    const body = { task_id: 't1', prompt: 'p', max_tokens: 1, greedy: true };
+    try {
+      const t0 = performance.now();
+      const err = await client.dispatch({ url }, 'p', body, new AbortController().signal).catch((e: unknown) => e);
+      const ms = performance.now() - t0;
+      expect(err).toBeInstanceOf(UpstreamConnectError);
+      expect((err as Error).message).toMatch(/did not accept the dispatch within 1000 ms/);
+      // undici's own headersTimeout fired this one after ~1,500 ms (500 ms timer ticks).
+      expect(ms).toBeGreaterThanOrEqual(995);
+      expect(ms).toBeLessThan(1300);
+      expect(client.http1InFlight(url)).toBe(0);
+      // The caller's abort is not a timeout: it rejects with the caller's reason.
+      const ac = new AbortController();
+      const pending = client.dispatch({ url }, 'p', body, ac.signal).catch((e: unknown) => e);
+      ac.abort(new Error('task canceled'));
+      expect(((await pending) as Error).message).toBe('task canceled');
+      expect(client.http1InFlight(url)).toBe(0);
+    } finally {
+      for (const s of sockets) s.destroy();
+      server.close();
+      await agent.close();
+    }
   });
 });

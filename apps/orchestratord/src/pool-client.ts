@@ -192,6 +192,21 @@ export class PoolClient {
     const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/completions`);
     const dispatcher = h2c ? this.#opts.h2cDispatcher as Dispatcher : this.#opts.dispatcher;
     if (!h2c) this.#http1InFlight.set(node.url, this.http1InFlight(node.url) + 1);
+    // The accept timeout is a timer of ours: undici's headersTimeout runs on its coarse timers over
+    // HTTP/1.1 (500 ms ticks: a 1 s timeout fired after ~1.5 s, half an interval of failover).
+    const request = new AbortController();
+    let notAccepted = false;
+    const timer = setTimeout(() => {
+      notAccepted = true;
+      request.abort(new Error(`no response headers within ${this.#acceptTimeoutMs} ms`));
+    }, this.#acceptTimeoutMs);
+    const forward = (): void => request.abort(signal.reason);
+    if (signal.aborted) forward();
+    else signal.addEventListener('abort', forward, { once: true });
+    const settle = (): void => {
+      signal.removeEventListener('abort', forward);
+      if (!h2c) this.#http1Done(node.url);
+    };
     let res: Dispatcher.ResponseData;
     try {
       res = await dispatcher.request({
@@ -204,21 +219,23 @@ export class PoolClient {
         idempotent: h2c,
         headers: this.#headers(),
         body: JSON.stringify(body),
-        signal,
-        // The node answers headers at once; prompt processing comes after them, so the task deadline
-        // alone bounds the body.
-        headersTimeout: this.#acceptTimeoutMs,
+        signal: request.signal,
+        // The node answers headers at once (the timer above bounds that); prompt processing comes
+        // after them, so the task deadline alone bounds the body.
+        headersTimeout: 0,
         bodyTimeout: 0,
       });
     } catch (err) {
-      if (!h2c) this.#http1Done(node.url);
+      settle();
       if (signal.aborted) throw err;
-      const why = (err as { code?: unknown }).code === 'UND_ERR_HEADERS_TIMEOUT'
+      const why = notAccepted
         ? `did not accept the dispatch within ${this.#acceptTimeoutMs} ms (frozen or overloaded)`
         : `unreachable: ${(err as Error).message}`;
       throw new UpstreamConnectError(`node ${address} ${why}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
     }
-    if (!h2c) res.body.once('close', () => this.#http1Done(node.url));
+    res.body.once('close', settle);
     if (res.statusCode !== 200) {
       const text = await res.body.text().catch(() => '');
       let envelope: ErrorEnvelope | undefined;
