@@ -45,13 +45,13 @@ describe('node, control, catalog and metrics routes', () => {
     let caps = CapabilitiesSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: t.auth })).json());
     expect(caps).toMatchObject({ ctx_max: 1000, models: [], engines: [{ engine: 'llamacpp', versions: [] }], workloads: ['completion'], admission: { capacity: 7, policy: 'reject' } });
     await registerNode(t, 'n1', [
-      snapshot({ pool_id: 'a', ctx: 8192, engine_version: 'b1-abc', models: ['m1', 'm2'], slots_total: 2, slots_free: 2 }),
+      snapshot({ pool_id: 'a', ctx: 8192, engine_version: 'b1-abc', models: ['m1', 'm2'], slots_total: 2, slots_free: 2, vram_free_bytes: 42 * 1024 ** 3 }),
       snapshot({ pool_id: 'z', state: 'failed', ready: false, last_error: 'engine crashed 5 times', models: ['m3'] }),
     ]);
     caps = CapabilitiesSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: t.auth })).json());
     expect(caps).toMatchObject({ ctx_max: 8192, models: ['m1', 'm2'], engines: [{ engine: 'llamacpp', versions: ['b1-abc'] }] });
     const pools = ClusterPoolListSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/pools', headers: t.auth })).json());
-    expect(pools.pools.map((p) => [p.pool_id, p.node_id, p.state, p.slots_free, p.leased])).toEqual([['a', 'n1', 'ready', 2, 0], ['z', 'n1', 'failed', 1, 0]]);
+    expect(pools.pools.map((p) => [p.pool_id, p.node_id, p.state, p.slots_free, p.leased, p.vram_free_bytes])).toEqual([['a', 'n1', 'ready', 2, 0, 42 * 1024 ** 3], ['z', 'n1', 'failed', 1, 0, undefined]]);
     const health = PoolHealthSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/pools/a/health', headers: t.auth })).json());
     expect(health).toEqual({ pool_id: 'a', live: true, ready: true, draining: false, state: 'ready' });
     const failed = PoolHealthSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/pools/z/health', headers: t.auth })).json());

@@ -7,6 +7,7 @@ import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { PoolManagerApp } from './app.js';
 import type { BundleUnusable, CodeCacheState } from './bundle-loader.js';
 import { loadSettings, splitHostPort } from './config.js';
+import type { GpuMemoryMonitor } from './gpu-memory.js';
 import type { NodeClient } from './node-client.js';
 import { PoolManager } from './pool-manager.js';
 import { supervisionSettings } from './supervision-config.js';
@@ -88,10 +89,12 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   let app: PoolManagerApp | undefined;
   let dispatchApp: { close(): Promise<unknown> } | undefined;
   let nodeClient: NodeClient | undefined;
+  let gpuMemory: GpuMemoryMonitor | undefined;
   const closer = closeWithGrace({ delay: 15_000, logger: log }, async ({ signal, err }) => {
     if (err !== undefined) log.error({ err }, 'shutting down after an error');
     else log.info({ signal }, 'shutting down');
     await nodeClient?.close();
+    await gpuMemory?.close();
     await manager?.close();
     await app?.close();
     await dispatchApp?.close();
@@ -131,7 +134,16 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
 
   await started;
   if (config.orchestrator !== undefined) {
-    const [{ NodeClient }, { detectCapabilities, machineId }] = await Promise.all([import('./node-client.js'), import('./capabilities.js')]);
+    const [{ NodeClient }, { detectCapabilities, machineId }, { GpuMemoryMonitor, withVramFree }] = await Promise.all([
+      import('./node-client.js'), import('./capabilities.js'), import('./gpu-memory.js'),
+    ]);
+    const capabilities = await detectCapabilities(log);
+    // GPU hosts report each GPU pool's free device memory with its heartbeats (sampled once per interval).
+    const monitor = capabilities.gpus.length > 0
+      ? new GpuMemoryMonitor({ intervalMs: config.orchestrator.heartbeat_interval_ms, logger: log.child({ component: 'gpu-memory' }) })
+      : undefined;
+    gpuMemory = monitor;
+    monitor?.start();
     const wildcard = settings.host === '0.0.0.0' || settings.host === '::';
     const advertised = config.node.public_url ?? (wildcard ? `http://${hostname()}:${port}` : url);
     const client = new NodeClient({
@@ -141,10 +153,13 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
       address: advertised,
       ...(dispatchPort !== undefined ? { dispatchH2c: withPort(advertised, dispatchPort) } : {}),
       version: version(),
-      capabilities: await detectCapabilities(log),
+      capabilities,
       ...(settings.apiToken !== undefined ? { apiToken: settings.apiToken } : {}),
       heartbeatIntervalMs: config.orchestrator.heartbeat_interval_ms,
-      snapshots: () => manager?.registry.snapshots() ?? [],
+      snapshots: () => {
+        const snapshots = manager?.registry.snapshots() ?? [];
+        return monitor === undefined ? snapshots : withVramFree(snapshots, config.pools, monitor);
+      },
       logger: log.child({ component: 'node-client' }),
     });
     nodeClient = client;

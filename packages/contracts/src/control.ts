@@ -38,6 +38,8 @@ export const ClusterPoolSchema = z
     leased: z.int().nonnegative(),
     models: z.array(z.string()),
     engine_version: z.string(),
+    /** Free memory of the pool's GPUs as its node last reported it (GPU pools on hosts with nvidia-smi). */
+    vram_free_bytes: z.int().nonnegative().optional(),
     last_error: z.string().optional(),
     progress: ProvisioningProgressSchema.optional(),
   })

@@ -51,7 +51,7 @@ export const PoolSnapshotSchema = z
     deterministic: z.boolean(),
     /** Measured decode rate, tokens/s. */
     decode_tps: z.number().nonnegative(),
-    /** Free device memory, bytes. */
+    /** Free memory of the pool's GPUs (its `device_mask` devices, else all), bytes; absent for CPU pools or without a reading. */
     vram_free_bytes: z.int().nonnegative().optional(),
     /** Last error, when not ready. */
     last_error: z.string().max(4096).optional(),

@@ -26,6 +26,7 @@ export function toClusterPool(v: PoolView): ClusterPool {
     models: [...v.models],
     engine_version: v.snapshot.engine_version,
   };
+  if (v.snapshot.vram_free_bytes !== undefined) p.vram_free_bytes = v.snapshot.vram_free_bytes;
   if (v.snapshot.last_error !== undefined) p.last_error = v.snapshot.last_error;
   if (v.snapshot.progress !== undefined) p.progress = v.snapshot.progress;
   return p;
