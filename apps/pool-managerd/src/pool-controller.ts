@@ -314,7 +314,11 @@ export class PoolController {
             replicaId: REPLICA_ID,
             binaryPath: prepared.binary_path,
             args: prepared.flags,
-            env: prepared.device_mask !== undefined ? { ...this.#o.engineEnv, CUDA_VISIBLE_DEVICES: prepared.device_mask } : this.#o.engineEnv,
+            // PCI bus order makes the mask's indices nvidia-smi's (CUDA otherwise numbers the fastest
+            // GPU first), so `device_mask` and the reported free memory name the same devices.
+            env: prepared.device_mask !== undefined
+              ? { ...this.#o.engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: prepared.device_mask }
+              : this.#o.engineEnv,
             health: async (signal) => {
               const h = await (await client()).health(signal);
               metrics.healthChecks.inc({ pool_id: this.poolId, result: h });

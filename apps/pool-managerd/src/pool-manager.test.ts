@@ -18,7 +18,8 @@ beforeAll(async () => {
   h = await startHarness({
     pools: [
       { id: 'det', model: DET_MODEL, ctx: 4096, determinism: true, threads: 1 },
-      { id: 'two', model: 'synthetic:llama', ctx: 1024, slots: 2, threads: 1 },
+      // A device mask on a CPU build changes nothing for the engine; the test reads its environment.
+      { id: 'two', model: 'synthetic:llama', ctx: 1024, slots: 2, threads: 1, device_mask: '0' },
     ],
     supervision: { backoffBaseMs: 1000, stopTimeoutMs: 3000 },
   });
@@ -67,6 +68,9 @@ describe('pool-managerd with real llama-server pools', () => {
     expect(pools[0]?.models).toEqual(expect.arrayContaining([DET_MODEL]));
     expect(pools[1]).toMatchObject({ state: 'ready', slots_total: 2, slots_free: 2, deterministic: false });
     expect(hf.engine_version).toMatch(/^b\d+-[0-9a-f]+$/);
+    // device_mask → CUDA_VISIBLE_DEVICES, in PCI bus order (nvidia-smi's numbering).
+    const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    expect(environ(handoff('two').pid)).toEqual(expect.arrayContaining(['CUDA_VISIBLE_DEVICES=0', 'CUDA_DEVICE_ORDER=PCI_BUS_ID']));
   });
 
   it('a dispatch streams real tokens then one end; same seed twice and a direct engine request agree', async () => {
