@@ -267,7 +267,7 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(c.nodes.map((n) => n.dispatches.length)).toEqual([1, 1]);
   });
 
-  it('a node error event is relayed as the terminal error; 503 POOL_UNREADY from a node re-queues the task', async () => {
+  it('a node error event is relayed as the terminal error; 503 POOL_UNREADY or REPLICA_EXHAUSTED from a node re-queues the task', async () => {
     const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], tokenIntervalMs: 5 }]);
     const node = c.nodes[0] as FixturePoolManager;
     node.nextBehaviours.push({ kind: 'error-event', code: 'INVALID_PARAMS', retriable: false, afterTokens: 0 });
@@ -281,6 +281,12 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     await s2.done;
     expect(s2.frames.at(-1)).toMatchObject({ event: 'end', data: { tokens_out: 2 } });
     expect(node.dispatches.filter((d) => d.body.task_id === busy.id)).toHaveLength(2);
+    node.nextBehaviours.push({ kind: 'exhausted' });
+    const full = await submit(c, { max_tokens: 2 });
+    const s3 = await openSse(full.sse, c.t.auth);
+    await s3.done;
+    expect(s3.frames.at(-1)).toMatchObject({ event: 'end', data: { tokens_out: 2 } });
+    expect(node.dispatches.filter((d) => d.body.task_id === full.id)).toHaveLength(2);
   });
 
   it('N tasks on one slot: only one is dispatched until its slot is released', async () => {

@@ -5,6 +5,7 @@ export type PoolManagerErrorCode =
   | 'CONFIG_INVALID'
   | 'POOL_NOT_FOUND'
   | 'POOL_UNREADY'
+  | 'REPLICA_EXHAUSTED'
   | 'POOL_BUSY'
   | 'POOL_NOT_MANAGED'
   | 'INVALID_TRANSITION'
@@ -54,13 +55,25 @@ export class PoolNotFoundError extends PoolManagerError {
 
 /** No lease possible now (not ready, draining, or every slot leased). Retriable after `retryAfterMs`. */
 export class PoolUnreadyError extends PoolManagerError {
-  override readonly name = 'PoolUnreadyError';
+  override readonly name: string = 'PoolUnreadyError';
   constructor(
     readonly poolId: string,
     reason: string,
     readonly retryAfterMs: number,
+    code: 'POOL_UNREADY' | 'REPLICA_EXHAUSTED' = 'POOL_UNREADY',
   ) {
-    super('POOL_UNREADY', 'POOL_UNREADY', `pool '${poolId}' cannot take work: ${reason}`, { poolId, reason });
+    super(code, code, `pool '${poolId}' cannot take work: ${reason}`, { poolId, reason });
+  }
+}
+
+/**
+ * The pool is ready but every slot is leased (503 REPLICA_EXHAUSTED): a caller may retry shortly or
+ * go elsewhere, whereas POOL_UNREADY says the pool itself cannot serve (starting, draining, failed).
+ */
+export class ReplicaExhaustedError extends PoolUnreadyError {
+  override readonly name: string = 'ReplicaExhaustedError';
+  constructor(poolId: string, slotsTotal: number, retryAfterMs: number) {
+    super(poolId, `all ${slotsTotal} slots leased`, retryAfterMs, 'REPLICA_EXHAUSTED');
   }
 }
 

@@ -118,13 +118,13 @@ describe('pool-managerd with real llama-server pools', () => {
     expect(metrics).toMatch(/dispatch_streams_total\{pool_id="det",outcome="canceled"\} [5-9]/);
   });
 
-  it('a full pool answers 503 POOL_UNREADY with backoff headers', async () => {
+  it('a full pool answers 503 REPLICA_EXHAUSTED with backoff headers', async () => {
     const d = await dispatch(h, 'det', { prompt: 'hold the slot', max_tokens: 100_000, greedy: true });
     const first = await d.events.next();
     expect(first.value?.type).toBe('token');
     const busy = await dispatch(h, 'det', REQ);
     expect(busy.status).toBe(503);
-    expect(busy.json).toMatchObject({ code: 'POOL_UNREADY', retriable: true });
+    expect(busy.json).toMatchObject({ code: 'REPLICA_EXHAUSTED', retriable: true });
     expect(busy.headers['retry-after']).toBeDefined();
     expect(busy.headers['x-backoff-ms']).toBeDefined();
     d.destroy();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PoolNotFoundError, PoolUnreadyError } from './errors.js';
+import { PoolNotFoundError, PoolUnreadyError, ReplicaExhaustedError } from './errors.js';
 import { PoolRegistry } from './registry.js';
 
 function readyRegistry(slots = 2): PoolRegistry {
@@ -27,7 +27,7 @@ describe('PoolRegistry', () => {
     const l1 = r.lease('b');
     const l2 = r.lease('b');
     expect(r.status('b')).toMatchObject({ slots_free: 0, active_leases: 2 });
-    expect(() => r.lease('b')).toThrow(PoolUnreadyError);
+    expect(() => r.lease('b')).toThrow(ReplicaExhaustedError);
     l1.release();
     l1.release();
     expect(r.activeLeases('b')).toBe(1);
@@ -40,7 +40,7 @@ describe('PoolRegistry', () => {
     const r = readyRegistry(2);
     const l = r.lease('b');
     r.transition('b', 'draining', 'drain');
-    expect(() => r.lease('b')).toThrow(PoolUnreadyError);
+    expect(() => r.lease('b')).toThrow(expect.objectContaining({ errorCode: 'POOL_UNREADY' }));
     expect(r.status('b')).toMatchObject({ draining: true, ready: false, slots_free: 0 });
     l.release();
     expect(r.activeLeases('b')).toBe(0);

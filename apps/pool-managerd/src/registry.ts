@@ -1,5 +1,5 @@
 import type { PoolSnapshot, PoolState, PoolStatus, ProvisioningProgress } from '@llama-orch/contracts';
-import { PoolNotFoundError, PoolUnreadyError } from './errors.js';
+import { PoolNotFoundError, PoolUnreadyError, ReplicaExhaustedError } from './errors.js';
 import { PoolStateMachine, type PoolStateChange } from './pool-state.js';
 
 export type BreakerState = PoolStatus['breaker'];
@@ -202,15 +202,15 @@ export class PoolRegistry {
   }
 
   /**
-   * Takes a slot. Throws {@link PoolUnreadyError} when the pool is not ready, is draining, or every
-   * slot is leased; {@link PoolNotFoundError} for an unknown pool.
+   * Takes a slot. Throws {@link PoolUnreadyError} when the pool is not ready or is draining,
+   * {@link ReplicaExhaustedError} when every slot is leased; {@link PoolNotFoundError} for an unknown pool.
    */
   lease(poolId: string): Lease {
     const e = this.#get(poolId);
     if (!e.ready || e.engine === undefined) {
       throw new PoolUnreadyError(poolId, e.machine.reason ?? `state ${e.machine.state}`, UNREADY_RETRY_MS);
     }
-    if (e.leases.size >= e.slotsTotal) throw new PoolUnreadyError(poolId, `all ${e.slotsTotal} slots leased`, UNREADY_RETRY_MS);
+    if (e.leases.size >= e.slotsTotal) throw new ReplicaExhaustedError(poolId, e.slotsTotal, UNREADY_RETRY_MS);
     const id = this.#nextLeaseId++;
     const controller = new AbortController();
     e.leases.set(id, controller);
