@@ -275,18 +275,14 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     const s1 = await openSse(bad.sse, c.t.auth);
     await s1.done;
     expect(s1.frames.at(-1)).toMatchObject({ event: 'error', data: { code: 'INVALID_PARAMS', retriable: false } });
-    node.nextBehaviours.push({ kind: 'unready' });
-    const busy = await submit(c, { max_tokens: 2 });
-    const s2 = await openSse(busy.sse, c.t.auth);
-    await s2.done;
-    expect(s2.frames.at(-1)).toMatchObject({ event: 'end', data: { tokens_out: 2 } });
-    expect(node.dispatches.filter((d) => d.body.task_id === busy.id)).toHaveLength(2);
-    node.nextBehaviours.push({ kind: 'exhausted' });
-    const full = await submit(c, { max_tokens: 2 });
-    const s3 = await openSse(full.sse, c.t.auth);
-    await s3.done;
-    expect(s3.frames.at(-1)).toMatchObject({ event: 'end', data: { tokens_out: 2 } });
-    expect(node.dispatches.filter((d) => d.body.task_id === full.id)).toHaveLength(2);
+    for (const kind of ['unready', 'exhausted'] as const) {
+      node.nextBehaviours.push({ kind });
+      const busy = await submit(c, { max_tokens: 2 });
+      const s2 = await openSse(busy.sse, c.t.auth);
+      await s2.done;
+      expect(s2.frames.at(-1), kind).toMatchObject({ event: 'end', data: { tokens_out: 2 } });
+      expect(node.dispatches.filter((d) => d.body.task_id === busy.id), kind).toHaveLength(2);
+    }
   });
 
   it('N tasks on one slot: only one is dispatched until its slot is released', async () => {
