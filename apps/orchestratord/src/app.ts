@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { OrchestratorConfig } from '@llama-orch/contracts';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -139,7 +140,11 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   };
 
   const services: AppServices = {
-    config, registry, dispatcher, sessions, catalog: new CatalogStore(), poolClient, metrics, metricsRegistry, clock, publicBase,
+    config, registry, dispatcher, sessions, poolClient, metrics, metricsRegistry, clock, publicBase,
+    catalog: await CatalogStore.open({
+      file: config.state_dir !== undefined ? join(config.state_dir, 'catalog-interest.json') : undefined,
+      logger: logger.child({ subsystem: 'catalog' }),
+    }),
   };
   app.decorate('services', services);
 

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   AvailabilitySchema, CapabilitiesSchema, ClusterPoolListSchema, NodeListSchema, PoolHealthSchema,
 } from '@llama-orch/contracts';
@@ -120,6 +123,21 @@ describe('node, control, catalog and metrics routes', () => {
     expect((await t.app.inject({ method: 'DELETE', url: '/v2/catalog/models/m1', headers: t.auth })).json()).toMatchObject({ code: 'NOT_FOUND' });
     const bad = await t.app.inject({ method: 'POST', url: '/v2/catalog/models', headers: t.auth, payload: { ref: '' } });
     expect(bad.statusCode).toBe(400);
+  });
+
+  it('catalog with ORCHD_STATE_DIR: registered interest survives a restart of orchestratord', async () => {
+    const stateDir = await mkdtemp(join(tmpdir(), 'orchd-state-'));
+    try {
+      t = await makeApp({ state_dir: stateDir });
+      const reg = await t.app.inject({ method: 'POST', url: '/v2/catalog/models', headers: t.auth, payload: { ref: 'hf:org/repo/kept.gguf', sha256: 'b'.repeat(64) } });
+      expect(reg.statusCode).toBe(202);
+      await t.close();
+      t = await makeApp({ state_dir: stateDir });
+      const list = await t.app.inject({ method: 'GET', url: '/v2/catalog/models', headers: t.auth });
+      expect(list.json().models).toEqual([{ id: 'hf:org/repo/kept.gguf', ref: 'hf:org/repo/kept.gguf', status: 'registered', pools: [], registered: true, sha256: 'b'.repeat(64) }]);
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
   });
 
   it('/metrics: Prometheus text without auth, the contract series, and scraping changes nothing', async () => {

@@ -58,6 +58,11 @@ export const OrchestratorConfigSchema = z
     session_max: z.coerce.number().int().min(1).default(100_000),
     /** Per-session token budget; absent = unlimited. (env ORCHD_SESSION_TOKEN_BUDGET) */
     session_token_budget: z.coerce.number().int().min(1).optional(),
+    /**
+     * Directory for state that survives a restart: the catalog's registered interest
+     * (`catalog-interest.json`). Absent = in memory only. (env ORCHD_STATE_DIR)
+     */
+    state_dir: z.string().min(1).optional(),
     /** Largest request body, bytes. @default 1048576 (env ORCHD_BODY_LIMIT) */
     body_limit: z.coerce.number().int().min(1024).default(1_048_576),
     /** pino level. @default info (env LOG_LEVEL) */
@@ -85,6 +90,7 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_SESSION_MAX: 'session_max',
   ORCHD_SESSION_TOKEN_BUDGET: 'session_token_budget',
   ORCHD_BODY_LIMIT: 'body_limit',
+  ORCHD_STATE_DIR: 'state_dir',
   LOG_LEVEL: 'log_level',
 });
 

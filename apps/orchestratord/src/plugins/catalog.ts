@@ -41,13 +41,13 @@ export const catalogRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
   app.post('/v2/catalog/models', {
     schema: { body: CatalogRegisterRequestSchema, response: { 202: ClusterModelSchema } },
   }, async (req, reply) => {
-    catalog.register(req.body, new Date(clock.now()));
+    await catalog.register(req.body, new Date(clock.now()));
     req.log.info({ ref: req.body.ref, human: `Registered interest in model '${req.body.ref}'` }, 'catalog register');
     return reply.code(202).send(describe(req.body.ref));
   });
 
   app.delete('/v2/catalog/models/:id', { schema: { params: ModelParams } }, async (req, reply) => {
-    if (!catalog.delete(req.params.id)) {
+    if (!(await catalog.delete(req.params.id))) {
       throw new NotFoundError(`catalog entry '${req.params.id}' not found (only registered entries can be deleted; models reported by nodes are managed on the nodes)`);
     }
     return reply.code(204).send();
