@@ -2,7 +2,6 @@ import { TaskRequestSchema, type AdmissionResponse } from '@llama-orch/contracts
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ServicesOptions } from '../services.js';
 
-
 /** `POST /v2/tasks`: validate, check the model against the registry, enqueue, 202 with absolute stream URLs. */
 export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   app.post('/v2/tasks', {
