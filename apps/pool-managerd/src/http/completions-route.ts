@@ -11,8 +11,8 @@ const PoolParams = z.strictObject({ id: PoolIdSchema });
 
 /**
  * `POST /v2/pools/{id}/completions`: takes a lease (404 unknown pool, 503 POOL_UNREADY when not
- * ready or draining, 503 REPLICA_EXHAUSTED when every slot is leased), then streams DispatchEvents as NDJSON. Client disconnect aborts the
- * engine request, which frees the engine's slot.
+ * ready or draining, 503 REPLICA_EXHAUSTED when every slot is leased), then streams DispatchEvents
+ * as NDJSON. Client disconnect aborts the engine request, which frees the engine's slot.
  */
 export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
   app.post('/v2/pools/:id/completions', { schema: { params: PoolParams, body: DispatchRequestSchema } }, async (request, reply) => {
