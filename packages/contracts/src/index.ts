@@ -49,3 +49,4 @@ export type {
   OrchestratorConfig, PoolConfig, PoolConfigInput, PoolManagerConfig, PoolManagerConfigInput, SupervisionConfig,
 } from './config.js';
 export { formatIssues } from './format-issues.js';
+export { CORRELATION_ID_HEADER, isCorrelationId } from './correlation.js';

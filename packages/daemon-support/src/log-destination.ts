@@ -1,0 +1,100 @@
+import { constants, openSync } from 'node:fs';
+import sonicBoom from 'sonic-boom';
+
+// CommonJS: the class is the module's default export (its types also declare it by name).
+const { SonicBoom } = sonicBoom as unknown as typeof import('sonic-boom');
+
+/** A pino destination that never blocks the process and never throws. */
+export interface LogDestination {
+  write(line: string): void;
+  /** Writes what is buffered, synchronously and bounded (shutdown, fatal paths). */
+  flushSync(): void;
+  /** True once a write failed (reader gone, pipe full past the bound); later lines are dropped. */
+  readonly failed: boolean;
+}
+
+export interface LogDestinationOptions {
+  /** Buffer lines until this many bytes wait (0: write each line at once). @default 4096 */
+  minLength?: number;
+  /** Longest a buffered line waits, ms. @default 100 */
+  flushMs?: number;
+  /** Most bytes held while the reader is slow; past it lines are dropped, not queued. @default 16 MiB */
+  maxBufferedBytes?: number;
+  /**
+   * Retries (100 ms apart) of a write the pipe refuses as full before `flushSync` gives up. Writes
+   * in the background retry without limit: a slow reader delays lines, it does not lose them.
+   * @default 5
+   */
+  flushRetries?: number;
+}
+
+/**
+ * Opens a second, non-blocking description of `fd` when it is a pipe or a file, so a reader that
+ * stops reading can only make writes fail with EAGAIN — never park the main thread inside
+ * write(2). A socket (journald's stdout) cannot be reopened this way and is used as it is.
+ */
+function nonBlocking(fd: number): number {
+  try {
+    return openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY | constants.O_APPEND | constants.O_NONBLOCK);
+  } catch {
+    return fd;
+  }
+}
+
+/**
+ * A daemon's log sink: sonic-boom, asynchronous and buffered (at thousands of lines a second one
+ * write(2) per line costs as much as the HTTP work), each line encoded once (`contentMode:
+ * 'buffer'`: the utf8 mode re-measures one growing string per line).
+ *
+ * A log destination must never stop or block the daemon. sonic-boom 4 (pino's own) retries every
+ * failed synchronous write forever, so a daemon whose stdout reader went away spun on EPIPE in its
+ * last `flushSync` and could only be SIGKILLed. sonic-boom 5 throws instead; here the first failure
+ * (an `error` event or a throwing flush) marks the sink failed and every later line is dropped.
+ */
+export function logDestination(fd: number, options: LogDestinationOptions = {}): LogDestination {
+  const { minLength = 4096, flushMs = 100, maxBufferedBytes = 16 * 1024 * 1024, flushRetries = 5 } = options;
+  const boom = new SonicBoom({
+    fd: nonBlocking(fd),
+    sync: false,
+    minLength,
+    maxLength: maxBufferedBytes,
+    contentMode: 'buffer',
+    periodicFlush: flushMs,
+  });
+  let failed = false;
+  const fail = (): void => {
+    if (failed) return;
+    failed = true;
+    try {
+      boom.destroy();
+    } catch {
+      // Already torn down by the failure itself.
+    }
+  };
+  boom.on('error', fail);
+  // sonic-boom's types only know string writes; in buffer mode it takes Buffers.
+  const writeBuffer = boom.write.bind(boom) as unknown as (chunk: Buffer) => boolean;
+  return {
+    get failed() {
+      return failed;
+    },
+    write(line: string): void {
+      if (failed) return;
+      try {
+        writeBuffer(Buffer.from(line, 'utf8'));
+      } catch {
+        fail();
+      }
+    },
+    flushSync(): void {
+      if (failed) return;
+      try {
+        // Not in sonic-boom's types; the bound applies to this flush (and the sink's last writes).
+        (boom as unknown as { maxWriteRetries: number }).maxWriteRetries = flushRetries;
+        boom.flushSync();
+      } catch {
+        fail();
+      }
+    },
+  };
+}
