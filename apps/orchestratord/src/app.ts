@@ -1,33 +1,34 @@
 import { join } from 'node:path';
 import type { OrchestratorConfig } from '@llama-orch/contracts';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { closeAll } from '@llama-orch/daemon-support';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
-import { AccessLogController } from './access-log.js';
-import { CatalogStore } from './catalog-store.js';
+import { CatalogStore } from './catalog/catalog-store.js';
 import { InvalidParamsError } from './errors.js';
-import { systemClock, type Clock } from './clock.js';
-import { splitHostPort } from './config.js';
-import { TaskDispatcher } from './dispatcher.js';
-import { createMetrics } from './metrics.js';
-import { NodeRegistry } from './node-registry.js';
-import { lazyChildLoggerFactory } from './lazy-logger.js';
-import { isPlaceable } from './placement.js';
-import { PoolClient } from './pool-client.js';
-import { SessionStore } from './session-store.js';
-import type { AppServices } from './services.js';
-import { admissionRoutes } from './plugins/admission.js';
-import { authPlugin } from './plugins/auth.js';
-import { catalogRoutes } from './plugins/catalog.js';
-import { controlRoutes } from './plugins/control.js';
-import { correlationIdFor, correlationPlugin } from './plugins/correlation.js';
-import { errorsPlugin, sendError } from './plugins/errors.js';
-import { metricsRoutes } from './plugins/metrics.js';
-import { nodesRoutes } from './plugins/nodes.js';
-import { sessionRoutes } from './plugins/sessions.js';
-import { streamRoutes } from './plugins/streams.js';
+import { AccessLogController } from './http/access-log.js';
+import type { AppServices } from './http/app-services.js';
+import { authPlugin } from './http/auth.js';
+import { correlationIdFor, correlationPlugin } from './http/correlation.js';
+import { errorsPlugin, sendError } from './http/error-handler.js';
+import { publicBaseResolver } from './http/public-base.js';
+import { lazyChildLoggerFactory } from './http/request-logger.js';
+import { admissionRoutes } from './http/routes/admission.js';
+import { catalogRoutes } from './http/routes/catalog.js';
+import { controlRoutes } from './http/routes/control.js';
+import { metricsRoutes } from './http/routes/metrics.js';
+import { nodesRoutes } from './http/routes/nodes.js';
+import { sessionRoutes } from './http/routes/sessions.js';
+import { streamRoutes } from './http/routes/streams.js';
+import { NodeRegistry } from './registry/node-registry.js';
+import { isPlaceable } from './registry/pool-view.js';
+import { SessionStore } from './sessions/session-store.js';
+import { systemClock, type Clock } from './support/clock.js';
+import { createMetrics } from './support/metrics.js';
+import { TaskService } from './tasks/task-service.js';
+import { PoolClient } from './upstream/pool-client.js';
 
 /** What buildApp needs from its caller; nothing is created behind its back. */
 export interface AppDeps {
@@ -45,7 +46,7 @@ export interface AppDeps {
 
 /** Internal timings, for tests. */
 export interface AppTuning {
-  /** Dispatcher housekeeping period, ms. @default 100 */
+  /** Task housekeeping period, ms. @default 100 */
   tickMs?: number;
   /** Period of queue `metrics` frames, ms. @default 1000 */
   metricsIntervalMs?: number;
@@ -57,8 +58,8 @@ export type OrchdApp = FastifyInstance & { readonly services: AppServices };
 export const REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'api_token', 'token', 'prompt'];
 
 /**
- * Builds orchestratord: plugins, routes and the long-lived objects (registry, queue/dispatcher,
- * sessions), whose `close()` is wired to Fastify's close. Never listens, never reads the
+ * Builds orchestratord: plugins, routes and the long-lived objects (registry, task service,
+ * sessions, catalog), whose `close()` is wired to Fastify's close. Never listens, never reads the
  * environment, installs no signal handlers.
  */
 export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfig>, tuning: AppTuning = {}): Promise<OrchdApp> {
@@ -88,73 +89,61 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
 
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }) });
-  const sessions = new SessionStore({
-    ttlMs: config.session_ttl_ms, maxSessions: config.session_max, tokenBudget: config.session_token_budget, clock,
-    onEvict: () => metrics.sessionsEvicted.inc(),
-  });
   const poolClient = new PoolClient({
     dispatcher: deps.upstream, h2cDispatcher: deps.upstreamH2c, token: config.api_token,
     acceptTimeoutMs: config.dispatch_accept_timeout_ms ?? Math.max(config.heartbeat_interval_ms, 1000),
     http1PerNode: config.dispatch_http1_per_node,
   });
-  let dispatcherRef: TaskDispatcher | undefined;
+  let tasksRef: TaskService | undefined;
   const metrics = createMetrics(metricsRegistry, {
-    queueDepth: () => dispatcherRef?.queueDepth() ?? { interactive: 0, batch: 0 },
+    queueDepth: () => tasksRef?.queueDepth() ?? { interactive: 0, batch: 0 },
     nodesOnline: () => registry.list().filter((n) => n.state === 'online').length,
     pools: () => registry.pools().map((p) => ({ pool_id: p.pool_id, node_id: p.node_id, leased: p.leased, free: p.free, placeable: isPlaceable(p) })),
   });
-  const dispatcher = new TaskDispatcher({
+  const sessions = new SessionStore({
+    ttlMs: config.session_ttl_ms, maxSessions: config.session_max, tokenBudget: config.session_token_budget, clock,
+    onEvict: () => metrics.sessionsEvicted.inc(),
+  });
+  const tasks = new TaskService({
     registry,
     poolClient,
     metrics,
     sessions,
     clock,
-    logger: logger.child({ subsystem: 'dispatcher' }),
     admissionCapacity: config.admission_capacity,
     admissionPolicy: config.admission_policy,
     placementStrategy: config.placement_strategy,
     ctxMax: config.ctx_max,
     streamGraceMs: config.stream_grace_ms,
     streamGraceMaxTasks: config.stream_grace_max_tasks,
-    ...(tuning.tickMs !== undefined ? { tickMs: tuning.tickMs } : {}),
-    ...(tuning.metricsIntervalMs !== undefined ? { metricsIntervalMs: tuning.metricsIntervalMs } : {}),
+    tickMs: tuning.tickMs,
+    metricsIntervalMs: tuning.metricsIntervalMs,
   });
-  dispatcherRef = dispatcher;
-
-  const configured = config.public_url?.replace(/\/+$/, '');
-  const { host: bindHost } = splitHostPort(config.addr);
-  const wildcard = bindHost === '0.0.0.0' || bindHost === '::' || bindHost === '';
-  // The bound port is fixed once listening; asking the socket per admission was measurable.
-  let boundBase: string | undefined;
-  const publicBase = (req: FastifyRequest): string => {
-    if (configured !== undefined) return configured;
-    if (boundBase !== undefined) return boundBase;
-    const address = app.server.address();
-    if (address !== null && typeof address === 'object') {
-      if (wildcard) return `http://${req.host}`;
-      const host = bindHost.includes(':') ? `[${bindHost}]` : bindHost;
-      boundBase = `http://${host}:${address.port}`;
-      return boundBase;
-    }
-    return `http://${config.addr}`;
-  };
+  tasksRef = tasks;
+  const catalog = await CatalogStore.open({
+    file: config.state_dir !== undefined ? join(config.state_dir, 'catalog-interest.json') : undefined,
+    logger: logger.child({ subsystem: 'catalog' }),
+  });
 
   const services: AppServices = {
-    config, registry, dispatcher, sessions, poolClient, metrics, metricsRegistry, clock, publicBase,
-    catalog: await CatalogStore.open({
-      file: config.state_dir !== undefined ? join(config.state_dir, 'catalog-interest.json') : undefined,
-      logger: logger.child({ subsystem: 'catalog' }),
-    }),
+    config, registry, tasks, sessions, catalog, poolClient, metrics, metricsRegistry, clock,
+    publicBase: publicBaseResolver(app, config.addr, config.public_url),
   };
   app.decorate('services', services);
 
   // preClose runs before the server stops accepting and waits for connections: ending every task
   // here writes the terminal frames that let open SSE responses finish, so close() can complete.
   app.addHook('preClose', async () => {
-    await dispatcher.close();
+    await tasks.close();
   });
+  // Each of these is closed even when another fails; any failure fails app.close().
   app.addHook('onClose', async () => {
-    await Promise.all([registry.close(), sessions.close()]);
+    const report = await closeAll([
+      { name: 'node registry', close: () => registry.close() },
+      { name: 'sessions', close: () => sessions.close() },
+      { name: 'catalog', close: () => catalog.close() },
+    ], { log: logger });
+    if (report.failed.length > 0) throw new AggregateError(report.failed.map((f) => f.err), `${report.failed.map((f) => f.name).join(', ')} failed to close`);
   });
 
   await app.register(correlationPlugin);

@@ -4,29 +4,41 @@ export { loadConfig, isLoopbackHost, splitHostPort } from './config.js';
 export type { LoadConfigOptions } from './config.js';
 export { startServer } from './server.js';
 export type { StartOptions, RunningServer } from './server.js';
-export { AdmissionQueue } from './admission-queue.js';
-export type { Lane, QueuePolicy, QueueEntry, EnqueueResult, AdmissionQueueOptions } from './admission-queue.js';
-export { place, isEligible, isPlaceable, compareCandidates, compareLeastLoaded, candidateKey } from './placement.js';
+export { AdmissionQueue } from './admission/admission-queue.js';
+export type { Lane, QueuePolicy, QueueEntry, EnqueueResult, AdmissionQueueOptions } from './admission/admission-queue.js';
+export { Predictor, onTimeProbability } from './admission/predictor.js';
+export type { Prediction, PredictorPool } from './admission/predictor.js';
+export { place, isEligible, compareLeastLoaded } from './scheduling/placement.js';
+export type { PlacementRequest, PlacementDecision, PlacementStrategy, PlacementReason, RoundRobinCursor } from './scheduling/placement.js';
+export { Scheduler } from './scheduling/scheduler.js';
+export type { Schedulable, SchedulerEvents, SchedulerOptions, WaitingLine } from './scheduling/scheduler.js';
+export { PlacementTicket } from './scheduling/placement-ticket.js';
+export { NodeRegistry } from './registry/node-registry.js';
+export type { NodeRegistryOptions, RegistryEvent, RegistryState } from './registry/node-registry.js';
+export { isPlaceable, compareCandidates, candidateKey, servesModel } from './registry/pool-view.js';
+export type { PoolCandidate, PoolView, CandidateIndex, Lease } from './registry/pool-view.js';
+export { TaskService } from './tasks/task-service.js';
 export type {
-  PoolCandidate, PlacementRequest, PlacementDecision, PlacementStrategy, PlacementReason, RoundRobinCursor,
-} from './placement.js';
-export { NodeRegistry } from './node-registry.js';
-export type { NodeRegistryOptions, PoolView, Lease, RegistryEvent, RegistryState } from './node-registry.js';
-export { TaskDispatcher } from './dispatcher.js';
-export type { TaskDispatcherOptions, AdmissionResult, CancelResult, CancelReason, DispatcherState } from './dispatcher.js';
-export { TaskStream } from './task-stream.js';
-export type { TaskStreamState } from './task-stream.js';
-export { PoolClient, UpstreamConnectError, UpstreamStreamError } from './pool-client.js';
-export type { PoolClientOptions, DispatchStart, PoolOperationReply } from './pool-client.js';
-export { Predictor, onTimeProbability } from './predictor.js';
-export type { Prediction, PredictorPool } from './predictor.js';
-export { SessionStore } from './session-store.js';
-export { CatalogStore } from './catalog-store.js';
-export type { CatalogInterest } from './catalog-store.js';
-export { tokenMatches } from './plugins/auth.js';
-export { systemClock } from './clock.js';
-export type { Clock } from './clock.js';
-export type { Log } from './log.js';
+  TaskServiceOptions, AdmissionResult, Admitted, CancelResult, CancelReason, TaskServiceState,
+} from './tasks/task-service.js';
+export { TaskStream } from './streams/task-stream.js';
+export type { TaskStreamState } from './streams/task-stream.js';
+export { PoolClient } from './upstream/pool-client.js';
+export type { PoolClientOptions, PoolOperationReply, DispatchTarget } from './upstream/pool-client.js';
+export { runAttempt, failurePolicy } from './upstream/dispatch-attempt.js';
+export type { AttemptInput, AttemptOutcome, Penalty, TokenSink } from './upstream/dispatch-attempt.js';
+export {
+  DispatchFailure, UpstreamConnectError, UpstreamStreamError, PoolSaturatedError, DispatchInvalidError, PoolRefusedError,
+  EngineError, NodeLostError,
+} from './upstream/upstream-errors.js';
+export { readDispatchEvents } from './upstream/dispatch-events.js';
+export { SessionStore } from './sessions/session-store.js';
+export { CatalogStore } from './catalog/catalog-store.js';
+export type { CatalogInterest, CatalogStoreState } from './catalog/catalog-store.js';
+export { tokenMatches } from './http/auth.js';
+export { systemClock } from './support/clock.js';
+export type { Clock } from './support/clock.js';
+export type { Log } from './support/log.js';
 export {
   OrchdError, InvalidParamsError, DeadlineUnmetError, UnauthorizedError, NotFoundError, PayloadTooLargeError, QueueFullError,
   ModelNotAvailableError, PoolUnavailableError, PoolUnreadyError, InternalError, ConfigError,

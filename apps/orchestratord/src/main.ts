@@ -1,30 +1,35 @@
 #!/usr/bin/env node
+import { logDestination } from '@llama-orch/daemon-support';
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
 import { REDACT_PATHS } from './app.js';
 import { loadConfig } from './config.js';
 import { ConfigError } from './errors.js';
-import { bufferedLogDestination } from './log-destination.js';
 import { startServer } from './server.js';
 
 // Entry point: the only place that reads the environment, owns the root logger and handles signals.
-const bootLogger = pino({ name: 'orchestratord' });
+
+/** SIGTERM/SIGINT to exit: the close sequence is bounded well inside it (see server.ts). */
+const GRACE_MS = 10_000;
+
+// Buffered and asynchronous (out at 4 KB or within 100 ms); never blocks or throws, so a stdout
+// reader that is gone or a pipe nobody reads cannot stop the shutdown. Flushed (bounded) on exit.
+const destination = logDestination(1, { flushMs: 100 });
+process.once('exit', () => destination.flushSync());
+
 let config;
 try {
   config = loadConfig({ env: process.env });
 } catch (err) {
   if (err instanceof ConfigError) {
-    bootLogger.fatal({ problems: err.problems }, err.message);
+    pino({ name: 'orchestratord' }, destination).fatal({ problems: err.problems }, err.message);
     process.exit(1);
   }
   throw err;
 }
-// Buffered and asynchronous: lines go out at 4 KB or after LOG_FLUSH_MS (see log-destination.ts).
-const LOG_FLUSH_MS = 100;
-const logDestination = bufferedLogDestination(1, LOG_FLUSH_MS);
 const logger = pino(
   { name: 'orchestratord', level: config.log_level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
-  logDestination,
+  destination,
 );
 let server;
 try {
@@ -34,9 +39,13 @@ try {
   process.exit(1);
 }
 const running = server;
-closeWithGrace({ delay: 10_000, logger: { error: (m: unknown) => logger.error({ detail: String(m) }, 'close-with-grace') } }, async ({ signal, err }) => {
+closeWithGrace({ delay: GRACE_MS, logger: { error: (m: unknown) => logger.error({ detail: String(m) }, 'close-with-grace') } }, async ({ signal, err }) => {
   if (err !== undefined) logger.error({ err }, 'fatal error; shutting down');
   else logger.info({ signal }, 'shutting down');
-  await running.close();
+  const report = await running.close();
+  if (report.failed.length > 0) {
+    // close-with-grace exits 1 when the handler throws; each failed step is already logged.
+    throw new Error(`shutdown incomplete: ${report.failed.map((f) => f.name).join(', ')} failed`);
+  }
   logger.info('stopped');
 });

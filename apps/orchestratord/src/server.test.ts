@@ -2,7 +2,7 @@ import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.js';
 import { startServer } from './server.js';
-import { captureLogger } from './test-helpers.js';
+import { captureLogger } from './testing/test-helpers.js';
 
 describe('startServer', () => {
   it('listens on port 0, logs {"msg":"listening","url"} with the actual port, and closes idempotently', async () => {

@@ -1,8 +1,9 @@
 import type { OrchestratorConfig } from '@llama-orch/contracts';
+import { closeAll, type CloseReport } from '@llama-orch/daemon-support';
 import type { Logger } from 'pino';
 import { buildApp, type OrchdApp } from './app.js';
 import { splitHostPort } from './config.js';
-import { createUpstreamDispatchers } from './upstream.js';
+import { createUpstreamDispatchers } from './upstream/dispatchers.js';
 
 export interface StartOptions {
   config: Readonly<OrchestratorConfig>;
@@ -14,9 +15,18 @@ export interface RunningServer {
   readonly app: OrchdApp;
   /** Base URL the server listens on (actual port when `addr` asked for port 0). */
   readonly url: string;
-  /** Closes the app (tasks end with terminal frames) and the upstream agent. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Closes the app (every task ends with its terminal frame, the listener stops) and then the
+   * upstream connections: each step is attempted even when the one before failed, each bounded.
+   * Never rejects; a non-empty `failed` means the process should exit non-zero. Idempotent.
+   */
+  close(): Promise<CloseReport>;
 }
+
+/** Longest the app's close may take: tasks end within ~2 s, then the listener waits for its connections. */
+const APP_CLOSE_MS = 5000;
+/** Longest the upstream agents wait for requests in flight before they are destroyed. */
+const UPSTREAM_CLOSE_MS = 2000;
 
 /**
  * Builds and listens. Logs `{"msg":"listening","url":…}` once the port is bound: the e2e harness
@@ -29,8 +39,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `fastify listening at ${address}` });
   } catch (err) {
-    await app.close().catch(() => undefined);
-    await upstream.close();
+    await closeAll([
+      { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
+      { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS) },
+    ], { log: options.logger });
     throw err;
   }
   const address = app.server.address();
@@ -38,15 +50,15 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const url = `http://${urlHost}:${actualPort}`;
   options.logger.info({ url, addr: options.config.addr, auth: options.config.api_token !== undefined }, 'listening');
-  let closing: Promise<void> | undefined;
+  let closing: Promise<CloseReport> | undefined;
   return {
     app,
     url,
     close: () => {
-      closing ??= (async () => {
-        await app.close();
-        await upstream.close();
-      })();
+      closing ??= closeAll([
+        { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
+        { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS), timeoutMs: UPSTREAM_CLOSE_MS + 1000 },
+      ], { log: options.logger });
       return closing;
     },
   };

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import type { PoolSnapshot } from '@llama-orch/contracts';
 import { pino } from 'pino';
-import { NodeRegistry, type Lease } from '../node-registry.js';
-import { place, type PlacementRequest, type PlacementStrategy, type PoolCandidate, type RoundRobinCursor } from '../placement.js';
+import { NodeRegistry } from '../registry/node-registry.js';
+import type { Lease, PoolCandidate } from '../registry/pool-view.js';
+import { place, type PlacementRequest, type PlacementStrategy, type RoundRobinCursor } from '../scheduling/placement.js';
 
 /**
  * Placement at scale, for `pnpm bench placement` (bench/ spawns this file: it may not import
@@ -14,7 +15,7 @@ import { place, type PlacementRequest, type PlacementStrategy, type PoolCandidat
  * with `process.hrtime.bigint()`. Between calls, untimed, the cluster keeps moving: one random node
  * heartbeats new random load for its pools, leases taken by earlier assignments are released (64
  * held at a time) and 1 % of the time a random pool is marked saturated (a 503), as dispatches do.
- *   - `decision_*`: `place(req, registry, strategy, cursor)`, the call the dispatcher's `pump()`
+ *   - `decision_*`: `place(req, registry, strategy, cursor)`, the call the scheduler's `pump()`
  *     makes per queued task: the registry's per-model index lookup (and its saturation-expiry
  *     check) plus the pass over the model's pools;
  *   - `pump_step`: that decision and, when it assigns, `registry.lease()` (which rebuilds the
@@ -80,7 +81,7 @@ function randomRequest(): PlacementRequest {
     placement: r < 0.8 ? undefined
       : r < 0.9 ? { mode: 'prefer', prefer_pools: [poolId(Math.floor(random() * NODES), 0), poolId(Math.floor(random() * NODES), 1)], allow_fallback: true }
         : { mode: 'pin', pin_pool_id: poolId(Math.floor(random() * NODES), Math.floor(random() * POOLS_PER_NODE)), allow_fallback: false },
-    // The dispatcher always passes the task's (normally empty) exclusion set.
+    // The scheduler always passes the task's (normally empty) exclusion set.
     exclude: new Set<string>(),
   };
 }

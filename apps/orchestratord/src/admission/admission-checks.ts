@@ -1,0 +1,65 @@
+import type { ErrorCode, TaskRequest } from '@llama-orch/contracts';
+import { DeadlineUnmetError, InvalidParamsError, ModelNotAvailableError, QueueFullError } from '../errors.js';
+import { modelAvailability, type ModelAvailability } from './model-availability.js';
+import type { PoolView } from '../registry/pool-view.js';
+import type { Prediction, Predictor } from './predictor.js';
+import { predictTask } from './prediction.js';
+
+export interface AdmissionCheckInput {
+  readonly request: TaskRequest;
+  /** The pools that list the task's model (`NodeRegistry.poolsForModel`), or every pool: same result, more work. */
+  readonly views: readonly PoolView[];
+  readonly predictor: Predictor;
+  /** Tasks for the same model queued ahead of where this one would go. */
+  readonly ahead: number;
+  /** Largest ctx accepted when no pool reports one. */
+  readonly ctxMax: number;
+  /** Tokens left in the session's budget; undefined = unlimited. */
+  readonly budgetRemaining: number | undefined;
+  /** Suggested back-off for MODEL_NOT_AVAILABLE, ms. */
+  readonly retryAfterMs: number;
+  /** Called with the refusal's code before it is thrown (metrics). */
+  readonly onReject: (code: ErrorCode) => void;
+}
+
+export interface AdmissionCheckResult {
+  readonly availability: ModelAvailability;
+  readonly prediction: Prediction;
+}
+
+/**
+ * The live-cluster checks of admission, in order: the model is served or being provisioned by a
+ * pool on a node that is not offline (else 503 MODEL_NOT_AVAILABLE); `ctx` fits the largest ctx of
+ * those pools (else 400 INVALID_PARAMS); the session budget is not spent (else 429
+ * ADMISSION_REJECT, policy `budget`); the measured predicted start is before the deadline (else
+ * 400 DEADLINE_UNMET).
+ */
+export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult {
+  const { request } = input;
+  const availability = modelAvailability(input.views, request.model_ref);
+  const listed = [...availability.ready, ...availability.provisioning];
+  if (listed.length === 0) {
+    input.onReject('MODEL_NOT_AVAILABLE');
+    throw new ModelNotAvailableError(`model '${request.model_ref}' is not served or provisioned by any pool`, { retryAfterMs: input.retryAfterMs });
+  }
+  const poolCtx = Math.max(0, ...listed.map((p) => p.ctx));
+  const ctxLimit = poolCtx > 0 ? poolCtx : input.ctxMax;
+  if (request.ctx > ctxLimit) {
+    input.onReject('INVALID_PARAMS');
+    throw new InvalidParamsError(`ctx: ${request.ctx} exceeds ctx_max ${ctxLimit} of the pools serving '${request.model_ref}'`);
+  }
+  if (input.budgetRemaining !== undefined && input.budgetRemaining <= 0) {
+    input.onReject('ADMISSION_REJECT');
+    throw new QueueFullError('ADMISSION_REJECT', `session ${request.session_id} has spent its token budget`, {
+      retriable: false, policyLabel: 'budget', retryAfterMs: 1000,
+    });
+  }
+  const prediction = predictTask(input.predictor, request, input.ahead, listed);
+  if (prediction.measured && prediction.startMs >= request.deadline_ms) {
+    input.onReject('DEADLINE_UNMET');
+    throw new DeadlineUnmetError(
+      `deadline_ms ${request.deadline_ms} cannot be met: predicted start in ${prediction.startMs} ms (${input.ahead} task(s) ahead for '${request.model_ref}')`,
+    );
+  }
+  return { availability, prediction };
+}

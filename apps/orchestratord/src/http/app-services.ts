@@ -1,0 +1,29 @@
+import type { OrchestratorConfig } from '@llama-orch/contracts';
+import type { FastifyRequest } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { CatalogStore } from '../catalog/catalog-store.js';
+import type { NodeRegistry } from '../registry/node-registry.js';
+import type { SessionStore } from '../sessions/session-store.js';
+import type { Clock } from '../support/clock.js';
+import type { OrchdMetrics } from '../support/metrics.js';
+import type { TaskService } from '../tasks/task-service.js';
+import type { PoolClient } from '../upstream/pool-client.js';
+
+/** The long-lived objects route plugins work with; passed to each plugin as its options. */
+export interface AppServices {
+  readonly config: Readonly<OrchestratorConfig>;
+  readonly registry: NodeRegistry;
+  readonly tasks: TaskService;
+  readonly sessions: SessionStore;
+  readonly catalog: CatalogStore;
+  readonly poolClient: PoolClient;
+  readonly metrics: OrchdMetrics;
+  readonly metricsRegistry: Registry;
+  readonly clock: Clock;
+  /** Absolute base URL clients reach this server at (no trailing slash). */
+  publicBase(req: FastifyRequest): string;
+}
+
+export interface ServicesOptions {
+  services: AppServices;
+}

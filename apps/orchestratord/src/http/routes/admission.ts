@@ -1,0 +1,38 @@
+import { TaskRequestSchema, type AdmissionResponse } from '@llama-orch/contracts';
+import type { FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { ServicesOptions } from '../app-services.js';
+
+/**
+ * Sends the 202. When admission dispatched the task at once, the reply goes out after that
+ * dispatch: undici writes a request on a kept connection from `setImmediate` (HTTP/2 from a native
+ * immediate), so an immediate queued now runs after it, and the node and engine start work while
+ * the client reads the 202 and opens its stream (admission-order.test.ts holds the wire order).
+ * A task that waits in the queue is answered at once.
+ */
+export function sendAdmission(reply: FastifyReply, body: AdmissionResponse, dispatched: boolean): void {
+  if (dispatched) setImmediate(() => reply.code(202).send(body));
+  else reply.code(202).send(body);
+}
+
+/**
+ * `POST /v2/tasks`: validate, check the model against the registry, enqueue, 202 with absolute
+ * stream URLs. The handler is a plain function (not async: no promise per admission), and the body
+ * has no response schema (it is built from typed values; the OpenAPI document keeps the schema).
+ */
+export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
+  app.post('/v2/tasks', { schema: { body: TaskRequestSchema } }, (req, reply) => {
+    const result = services.tasks.admit(req.body, req.log, req.id);
+    const base = `${services.publicBase(req)}/v2/tasks/${encodeURIComponent(result.task_id)}/events`;
+    // Fields written out rather than spread: every 202 body has the same shape.
+    const body: AdmissionResponse = {
+      task_id: result.task_id,
+      queue_position: result.queue_position,
+      predicted_start_ms: result.predicted_start_ms,
+      backoff_ms: result.backoff_ms,
+      preparation: result.preparation,
+      streams: { sse: base, sse_verbose: `${base}?verbose=true` },
+    };
+    sendAdmission(reply, body, result.dispatched);
+  });
+};

@@ -1,0 +1,57 @@
+import { CORRELATION_ID_HEADER } from '@llama-orch/contracts';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { InvalidParamsError, NotFoundError } from '../../errors.js';
+import type { ServicesOptions } from '../app-services.js';
+import { serveTaskStream } from '../../streams/sse-writer.js';
+
+const TaskParams = z.object({ id: z.string() });
+const StreamQuery = z.object({
+  verbose: z.enum(['true', 'false', '1', '0']).optional(),
+  last_event_id: z.string().optional(),
+});
+
+function parseLastEventId(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!/^\d{1,9}$/.test(value)) throw new InvalidParamsError(`Last-Event-ID: '${value}' is not a frame id (non-negative integer)`);
+  return Number(value);
+}
+
+/**
+ * `GET /v2/tasks/{id}/events` (SSE relay) and `POST /v2/tasks/{id}/cancel`.
+ * Disconnect = cancel: when the last subscriber of an unfinished task goes away, the task is
+ * canceled (upstream request aborted, engine slot freed); a later resume reads its `end {canceled}`.
+ */
+export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
+  const { tasks, config } = services;
+
+  // No HEAD twin: a probe that opened and closed the stream would cancel the task.
+  app.get('/v2/tasks/:id/events', { exposeHeadRoute: false, schema: { params: TaskParams, querystring: StreamQuery } }, async (req, reply) => {
+    const task = tasks.get(req.params.id);
+    if (task === undefined) throw new NotFoundError(`task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`);
+    const header = req.headers['last-event-id'];
+    const afterId = parseLastEventId(typeof header === 'string' ? header.trim() : req.query.last_event_id);
+    const verbose = req.query.verbose === 'true' || req.query.verbose === '1';
+    reply.hijack();
+    req.log.debug({ task_id: task.id, verbose, after_id: afterId }, 'stream subscriber attached');
+    serveTaskStream({
+      res: reply.raw,
+      stream: task.stream,
+      verbose,
+      afterId,
+      keepaliveMs: config.sse_keepalive_ms,
+      headers: { [CORRELATION_ID_HEADER]: req.id },
+      onClientGone: () => {
+        req.log.debug({ task_id: task.id }, 'stream subscriber left');
+        if (task.stream.subscriberCount === 0) tasks.cancel(task.id, 'disconnect');
+      },
+    });
+  });
+
+  // A plain function, like admission's: no promise per cancel.
+  app.post('/v2/tasks/:id/cancel', { schema: { params: TaskParams } }, (req, reply) => {
+    const result = tasks.cancel(req.params.id, 'client');
+    if (result === 'unknown') throw new NotFoundError(`task '${req.params.id}' not found`);
+    reply.code(204).send();
+  });
+};

@@ -1,0 +1,50 @@
+import type { PlacementOverrides } from '@llama-orch/contracts';
+import { candidateKey } from '../registry/pool-view.js';
+import type { PlacementRequest } from './placement.js';
+
+/** The task fields placement reads. */
+export interface PlacementFields {
+  readonly model_ref: string;
+  readonly ctx: number;
+  readonly determinism?: 'strict' | 'best_effort' | undefined;
+  readonly placement?: PlacementOverrides | undefined;
+}
+
+/**
+ * What the scheduler keeps per task: the task's placement constraints (made once at admission and
+ * handed to `place()` as they are), the pools that already failed it, and its wait key.
+ */
+export class PlacementTicket implements PlacementRequest {
+  readonly model_ref: string;
+  readonly ctx: number;
+  readonly determinism: 'strict' | 'best_effort' | undefined;
+  readonly placement: PlacementOverrides | undefined;
+  /** `node_id/pool_id` of pools that failed this task; placement avoids them while it can. */
+  readonly exclude = new Set<string>();
+  /** Whether the task has waited for capacity at least once. */
+  waited = false;
+  #key: string | undefined;
+
+  constructor(fields: PlacementFields) {
+    this.model_ref = fields.model_ref;
+    this.ctx = fields.ctx;
+    this.determinism = fields.determinism;
+    this.placement = fields.placement;
+  }
+
+  /**
+   * Tasks with equal keys get equal placement decisions, so when one must wait all of them wait.
+   * Computed once and kept until `avoid` changes the exclusions: the pump asks for the key of
+   * every queued task on every pass.
+   */
+  get waitKey(): string {
+    this.#key ??= JSON.stringify([this.model_ref, this.ctx, this.determinism ?? '', this.placement ?? null, [...this.exclude].sort()]);
+    return this.#key;
+  }
+
+  /** The pool failed this task: place it elsewhere while another pool is eligible. */
+  avoid(pool: { node_id: string; pool_id: string }): void {
+    this.exclude.add(candidateKey(pool));
+    this.#key = undefined;
+  }
+}

@@ -1,0 +1,125 @@
+import type { DispatchRequest, EndEvent, TaskRequest } from '@llama-orch/contracts';
+import type { Lease } from '../registry/pool-view.js';
+import { PlacementTicket } from '../scheduling/placement-ticket.js';
+import { TaskStream } from '../streams/task-stream.js';
+import type { Log } from '../support/log.js';
+
+/**
+ * Lifecycle of an admitted task: `queued` (in the admission queue) → `running` (slot leased,
+ * dispatched to a node) → `ended` (terminal frame written). A task whose attempt failed before the
+ * first token goes back to `queued` (see the failure policy in upstream/dispatch-attempt.ts).
+ * `ended` is final; only its frames stay readable, for `stream_grace_ms`.
+ */
+export type TaskState = 'queued' | 'running' | 'ended';
+
+/** Finer phase for narration: what a running/queued task is waiting on. */
+export type TaskPhase = 'queued' | 'preparing' | 'dispatching' | 'streaming';
+
+export interface TaskPlacement {
+  readonly node_id: string;
+  readonly pool_id: string;
+  readonly engine_version: string;
+  readonly address: string;
+}
+
+export interface TaskRecord {
+  readonly id: string;
+  readonly request: TaskRequest;
+  /** The admitting request's correlation id; sent with every dispatch of the task. */
+  readonly correlationId: string;
+  readonly stream: TaskStream;
+  /** Child of the admission request's logger: every line carries `correlation_id` and `task_id`. */
+  readonly log: Log;
+  /** Placement constraints, avoided pools and wait key (the scheduler's part of the task). */
+  readonly ticket: PlacementTicket;
+  readonly admittedAt: number;
+  readonly deadlineAt: number;
+  readonly predictedStartMs: number;
+  state: TaskState;
+  phase: TaskPhase;
+  /** Failed attempts before the first token (node loss, broken stream). */
+  failedAttempts: number;
+  controller: AbortController | undefined;
+  lease: Lease | undefined;
+  placement: TaskPlacement | undefined;
+  /** Token frames relayed so far. */
+  tokens: number;
+  dispatchedAt: number | undefined;
+  /** When a node first accepted a dispatch of the task (its stream opened). */
+  acceptedAt: number | undefined;
+  firstTokenAt: number | undefined;
+  lastPosition: number | undefined;
+  lastMetricsAt: number;
+}
+
+/** An ended task within `stream_grace_ms`: what late subscribers and resumes read. */
+export interface RetainedTask {
+  readonly id: string;
+  readonly stream: TaskStream;
+  readonly state: 'ended';
+}
+
+export interface NewTaskOptions {
+  request: TaskRequest;
+  /** Logger of the admission request; the task's logger is a child of it. */
+  log: Log;
+  correlationId: string;
+  now: number;
+  predictedStartMs: number;
+  phase: TaskPhase;
+}
+
+export function newTaskRecord({ request, log, correlationId, now, predictedStartMs, phase }: NewTaskOptions): TaskRecord {
+  return {
+    id: request.task_id,
+    request,
+    correlationId,
+    stream: new TaskStream(),
+    log: log.child({ task_id: request.task_id, session_id: request.session_id }),
+    ticket: new PlacementTicket(request),
+    admittedAt: now,
+    deadlineAt: now + request.deadline_ms,
+    predictedStartMs,
+    state: 'queued',
+    phase,
+    failedAttempts: 0,
+    controller: undefined,
+    lease: undefined,
+    placement: undefined,
+    tokens: 0,
+    dispatchedAt: undefined,
+    acceptedAt: undefined,
+    firstTokenAt: undefined,
+    lastPosition: undefined,
+    lastMetricsAt: now,
+  };
+}
+
+/**
+ * Terminal frame of a cancelled task: tokens relayed so far, time since the first token as the
+ * decode time, and where it ran when it was placed.
+ */
+export function canceledEnd(task: TaskRecord, now: number): EndEvent {
+  const decode = task.firstTokenAt === undefined ? 0 : now - task.firstTokenAt;
+  const end: EndEvent = { tokens_out: task.tokens, decode_ms: decode, decode_time_ms: decode, stop_type: 'cancel', canceled: true };
+  if (task.placement !== undefined) {
+    end.pool_id = task.placement.pool_id;
+    end.node_id = task.placement.node_id;
+    end.engine_version = task.placement.engine_version;
+  }
+  return end;
+}
+
+/** What the node is asked to run: the prompt and limits, greedy sampling under strict determinism, the time left. */
+export function dispatchRequest(task: TaskRecord, now: number): DispatchRequest {
+  const r = task.request;
+  const body: DispatchRequest = {
+    task_id: r.task_id,
+    prompt: r.prompt,
+    max_tokens: r.max_tokens,
+    greedy: r.determinism === 'strict',
+    deadline_ms: Math.max(1, task.deadlineAt - now),
+  };
+  if (r.seed !== undefined) body.seed = r.seed;
+  return body;
+}

@@ -1,0 +1,388 @@
+import type { AdmissionResponse, ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
+import { checkAdmission } from '../admission/admission-checks.js';
+import { AdmissionQueue, type QueuePolicy } from '../admission/admission-queue.js';
+import { preparationSteps } from '../admission/model-availability.js';
+import { Predictor } from '../admission/predictor.js';
+import { InternalError, InvalidParamsError, QueueFullError } from '../errors.js';
+import type { NodeRegistry, RegistryEvent } from '../registry/node-registry.js';
+import type { Lease, PoolView } from '../registry/pool-view.js';
+import type { PlacementStrategy } from '../scheduling/placement.js';
+import { Scheduler } from '../scheduling/scheduler.js';
+import type { SessionStore } from '../sessions/session-store.js';
+import type { Clock } from '../support/clock.js';
+import type { Log } from '../support/log.js';
+import type { OrchdMetrics } from '../support/metrics.js';
+import { runAttempt, type AttemptOutcome, type Penalty } from '../upstream/dispatch-attempt.js';
+import type { PoolClient } from '../upstream/pool-client.js';
+import { NodeLostError } from '../upstream/upstream-errors.js';
+import { QueueMetrics } from './queue-metrics.js';
+import { TaskObserver, type CancelReason } from './task-observer.js';
+import { canceledEnd, dispatchRequest, newTaskRecord, type RetainedTask, type TaskRecord } from './task-record.js';
+import { tokenSink } from './token-sink.js';
+import { TaskTable } from './task-table.js';
+
+/**
+ * The data plane's front: admits tasks, runs them through the scheduler and the dispatch attempt,
+ * and ends them. Invariants:
+ * - every admitted task ends with exactly one terminal frame (`end` or `error`), whatever happens
+ *   (node loss, cancel, disconnect, deadline, eviction, shutdown): all endings go through `#end`;
+ * - slots are leased synchronously inside the scheduler's `pump()`, so two tasks never get one slot;
+ * - a task is re-placed at most `maxRetries` times, and only before its first token (the failure
+ *   policy of upstream/dispatch-attempt.ts decides; this class applies its outcome).
+ */
+
+export interface TaskServiceOptions {
+  registry: NodeRegistry;
+  poolClient: PoolClient;
+  metrics: OrchdMetrics;
+  sessions: SessionStore;
+  clock: Clock;
+  admissionCapacity: number;
+  admissionPolicy: QueuePolicy;
+  placementStrategy: PlacementStrategy;
+  /** Largest ctx accepted when no pool reports one. */
+  ctxMax: number;
+  /** How long an ended task's frames stay readable, ms. */
+  streamGraceMs: number;
+  /** Most ended tasks kept readable; the oldest go first past it. @default 100000 */
+  streamGraceMaxTasks?: number;
+  /** Housekeeping period (deadlines, metrics frames, retention), ms. @default 100 */
+  tickMs?: number;
+  /** Period of `metrics` frames while a task waits, ms. @default 1000 */
+  metricsIntervalMs?: number;
+  /** Re-placements after a failure before the first token. @default 1 */
+  maxRetries?: number;
+  /** How long close() waits for in-flight upstream requests to unwind, ms. @default 2000 */
+  closeTimeoutMs?: number;
+}
+
+/** AdmissionResponse without the stream URLs (the route knows the public address). */
+export type AdmissionResult = Omit<AdmissionResponse, 'streams'>;
+
+/** What `admit` decided: the 202's fields, and whether the task went to a node at once. */
+export interface Admitted extends AdmissionResult {
+  readonly dispatched: boolean;
+}
+
+export type CancelResult = 'canceled' | 'already-ended' | 'unknown';
+export type { CancelReason };
+export type TaskServiceState = 'running' | 'closing' | 'closed';
+
+const ENGINE = 'llamacpp';
+
+export class TaskService {
+  readonly #registry: NodeRegistry;
+  readonly #poolClient: PoolClient;
+  readonly #sessions: SessionStore;
+  readonly #clock: Clock;
+  readonly #ctxMax: number;
+  readonly #maxRetries: number;
+  readonly #closeTimeoutMs: number;
+  readonly #predictor = new Predictor();
+  readonly #observer: TaskObserver;
+  readonly #table: TaskTable;
+  readonly #queue: AdmissionQueue<TaskRecord>;
+  readonly #scheduler: Scheduler<TaskRecord>;
+  readonly #queueMetrics: QueueMetrics;
+  readonly #inflight = new Set<Promise<void>>();
+  readonly #tick: NodeJS.Timeout;
+  readonly #unsubscribe: () => void;
+  #state: TaskServiceState = 'running';
+  #closing: Promise<void> | undefined;
+
+  constructor(options: TaskServiceOptions) {
+    const { registry, metrics, tickMs = 100, metricsIntervalMs = 1000 } = options;
+    this.#registry = registry;
+    this.#poolClient = options.poolClient;
+    this.#sessions = options.sessions;
+    this.#clock = options.clock;
+    this.#ctxMax = options.ctxMax;
+    this.#maxRetries = options.maxRetries ?? 1;
+    this.#closeTimeoutMs = options.closeTimeoutMs ?? 2000;
+    this.#observer = new TaskObserver(metrics, this.#predictor);
+    this.#table = new TaskTable({ graceMs: options.streamGraceMs, maxEnded: options.streamGraceMaxTasks ?? 100_000 });
+    this.#queue = new AdmissionQueue<TaskRecord>({
+      capacity: options.admissionCapacity, policy: options.admissionPolicy, groupOf: (t) => t.request.model_ref,
+    });
+    this.#queueMetrics = new QueueMetrics({ registry, predictor: this.#predictor, intervalMs: metricsIntervalMs });
+    this.#scheduler = new Scheduler<TaskRecord>({
+      registry,
+      strategy: options.placementStrategy,
+      line: this.#queue,
+      events: {
+        waiting: (task) => this.#observer.waiting(task),
+        unplaceable: (task, decision) => {
+          this.#observer.unplaceable(task, decision.code, decision.message);
+          this.#fail(task, decision.code, decision.message, true);
+        },
+        assigned: (task, view, lease, reason) => {
+          this.#observer.placed(task, view, reason, this.#clock.now());
+          this.#dispatch(task, view, lease);
+        },
+        moved: () => this.#queueMetrics.emit(this.#queue, this.#table.running(), true, this.#clock.now()),
+      },
+    });
+    this.#unsubscribe = registry.subscribe((e) => {
+      if (e.type === 'offline' || e.type === 'deregistered') this.#abandonNode(e);
+      this.#scheduler.pump();
+    });
+    this.#tick = setInterval(() => this.#housekeeping(), tickMs);
+    this.#tick.unref();
+  }
+
+  get state(): TaskServiceState {
+    return this.#state;
+  }
+
+  get predictor(): Predictor {
+    return this.#predictor;
+  }
+
+  queueDepth(): Record<'interactive' | 'batch', number> {
+    return { interactive: this.#queue.sizeOf('interactive'), batch: this.#queue.sizeOf('batch') };
+  }
+
+  /** A live task, or an ended one within its grace period. */
+  get(id: string): TaskRecord | RetainedTask | undefined {
+    return this.#table.get(id);
+  }
+
+  /**
+   * Validates a task against the live cluster, enqueues it, writes its `started` frame and pumps
+   * (a task with a free slot is dispatched before this returns). Throws typed errors
+   * (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT, QUEUE_FULL_DROP_LRU)
+   * that the error handler maps to envelopes. `log` and `correlationId` are the admitting
+   * request's: the task's log lines and its dispatches carry them.
+   */
+  admit(request: TaskRequest, log: Log, correlationId: string): Admitted {
+    if (this.#state !== 'running') throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
+    if (this.#table.has(request.task_id)) throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
+    const { availability: avail, prediction } = checkAdmission({
+      request,
+      views: this.#registry.poolsForModel(request.model_ref),
+      predictor: this.#predictor,
+      ahead: this.#queue.countAhead(request.model_ref, request.priority),
+      ctxMax: this.#ctxMax,
+      budgetRemaining: this.#sessions.budgetRemaining(request.session_id),
+      retryAfterMs: this.#registry.heartbeatIntervalMs,
+      onReject: (code) => this.#observer.refused(code),
+    });
+    const task = newTaskRecord({
+      request, log, correlationId, now: this.#clock.now(), predictedStartMs: prediction.startMs,
+      phase: avail.ready.length > 0 ? 'queued' : 'preparing',
+    });
+    const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);
+    if (result.kind === 'full') {
+      this.#observer.queueFull(log, task.id, result.policy, this.#queue.size, this.#queue.capacity);
+      throw new QueueFullError(result.policy === 'reject' ? 'ADMISSION_REJECT' : 'QUEUE_FULL_DROP_LRU', `admission queue is full (${this.#queue.capacity} tasks, policy ${result.policy})`, {
+        policyLabel: result.policy, retryAfterMs: Math.max(1000, prediction.serviceMs ?? 1000),
+      });
+    }
+    this.#table.add(task);
+    this.#sessions.taskStarted(request.session_id);
+    task.lastPosition = result.position;
+    task.stream.append({ event: 'started', data: { queue_position: result.position, predicted_start_ms: prediction.startMs } });
+    this.#observer.admitted(task, result.position);
+    if (result.evicted !== undefined) {
+      const victim = result.evicted.item;
+      this.#observer.evicted(victim, task);
+      this.#fail(victim, 'QUEUE_FULL_DROP_LRU', 'evicted from the full admission queue by a newer task (policy drop-lru)', true);
+    }
+    const steps = avail.ready.length > 0 ? [] : preparationSteps(avail.provisioning);
+    this.#scheduler.pump();
+    return {
+      task_id: task.id,
+      queue_position: result.position,
+      predicted_start_ms: prediction.startMs,
+      backoff_ms: 0,
+      preparation: { steps },
+      dispatched: task.state === 'running',
+    };
+  }
+
+  /** Cancels a task (client request or disconnect). The terminal frame is `end {canceled: true}`. */
+  cancel(id: string, reason: CancelReason): CancelResult {
+    const task = this.#table.live(id);
+    if (task === undefined) return this.#table.isEndedWithinGrace(id) ? 'already-ended' : 'unknown';
+    if (task.state === 'ended') return 'already-ended';
+    if (task.state === 'queued') this.#queue.remove(id);
+    const end = canceledEnd(task, this.#clock.now());
+    this.#observer.canceled(task, reason);
+    this.#end(task, { event: 'end', data: end });
+    return 'canceled';
+  }
+
+  /** Places queued tasks on free slots (see {@link Scheduler.pump}). Safe to call any time. */
+  pump(): void {
+    this.#scheduler.pump();
+  }
+
+  /**
+   * Stops admission and dispatch, ends every unfinished task with an `error` frame (INTERNAL,
+   * retriable), aborts upstream requests and waits (at most `closeTimeoutMs`) for them to unwind.
+   * Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.#state = 'closing';
+    this.#scheduler.close();
+    clearInterval(this.#tick);
+    this.#unsubscribe();
+    for (const task of this.#table.liveTasks()) {
+      if (task.state === 'ended') continue;
+      if (task.state === 'queued') this.#queue.remove(task.id);
+      this.#fail(task, 'INTERNAL', 'orchestratord is shutting down; resubmit the task', true);
+    }
+    if (this.#inflight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.#inflight]),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, this.#closeTimeoutMs);
+          timer.unref();
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    this.#table.clearEnded();
+    this.#state = 'closed';
+  }
+
+  /** Starts the task's dispatch to `view`, whose slot the scheduler leased for it. */
+  #dispatch(task: TaskRecord, view: PoolView, lease: Lease): void {
+    task.state = 'running';
+    task.phase = 'dispatching';
+    task.lease = lease;
+    task.controller = new AbortController();
+    task.placement = { node_id: view.node_id, pool_id: view.pool_id, engine_version: view.snapshot.engine_version, address: view.address };
+    task.dispatchedAt = this.#clock.now();
+    this.#table.startedRunning(task);
+    const run = this.#run(task, view, task.controller).catch((err: unknown) => {
+      this.#observer.crashed(task, err);
+      this.#fail(task, 'INTERNAL', 'internal error while relaying the task', false);
+    });
+    this.#inflight.add(run);
+    void run.finally(() => this.#inflight.delete(run));
+  }
+
+  async #run(task: TaskRecord, view: PoolView, controller: AbortController): Promise<void> {
+    const lease = task.lease;
+    let outcome: AttemptOutcome;
+    try {
+      outcome = await runAttempt({
+        client: this.#poolClient,
+        target: view.dispatch,
+        poolId: view.pool_id,
+        body: dispatchRequest(task, this.#clock.now()),
+        signal: controller.signal,
+        correlationId: task.correlationId,
+        sink: tokenSink(task, view, this.#clock, this.#observer),
+        failedAttempts: task.failedAttempts,
+        maxRetries: this.#maxRetries,
+      });
+    } finally {
+      this.#table.stoppedRunning(task);
+    }
+    try {
+      this.#settle(task, view, outcome);
+    } finally {
+      // Released after the outcome is handled, so a re-queued task is back in line before the
+      // freed slot triggers the next pump.
+      lease?.release();
+      if (task.lease === lease) task.lease = undefined;
+    }
+  }
+
+  /** Applies what the attempt's failure policy decided. */
+  #settle(task: TaskRecord, view: PoolView, outcome: AttemptOutcome): void {
+    if (outcome.kind === 'aborted' || task.state === 'ended') return;
+    if (outcome.kind === 'end') {
+      const ev = outcome.event;
+      this.#observer.finished(task, view, ev);
+      this.#end(task, {
+        event: 'end',
+        data: {
+          tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, decode_time_ms: ev.decode_ms, pool_id: ev.pool_id, node_id: ev.node_id,
+          engine_version: ev.engine_version, stop_type: ev.stop_type,
+        },
+      });
+      return;
+    }
+    this.#penalize(task, view, outcome.penalty);
+    if (outcome.kind === 'fail') {
+      if (outcome.attempts !== undefined) this.#observer.gaveUp(task, outcome.cause ?? outcome.code, outcome.attempts);
+      else this.#observer.failedOn(task, view, outcome.code, outcome.message);
+      this.#fail(task, outcome.code, outcome.message, outcome.retriable);
+      return;
+    }
+    // retry: nothing was relayed yet, so the client cannot tell the difference.
+    this.#observer.requeued(task, view, outcome.code, outcome.message, outcome.penalty);
+    task.state = 'queued';
+    task.phase = 'queued';
+    task.controller = undefined;
+    task.placement = undefined;
+    this.#queue.requeueFront(task.id, task.request.priority, task, task.deadlineAt);
+    this.#scheduler.pump();
+  }
+
+  /** What a failed attempt says about its pool goes to the registry; a failure counts against the task's retries. */
+  #penalize(task: TaskRecord, view: PoolView, penalty: Penalty | undefined): void {
+    if (penalty === undefined) return;
+    if (penalty === 'saturated') {
+      this.#registry.markSaturated(view.node_id, view.pool_id);
+      return;
+    }
+    this.#registry.markSuspect(view.node_id, view.pool_id, penalty === 'node');
+    task.failedAttempts += 1;
+    task.ticket.avoid(view);
+  }
+
+  #fail(task: TaskRecord, code: ErrorCode, message: string, retriable: boolean): void {
+    this.#end(task, { event: 'error', data: { code, message, retriable, engine: ENGINE } });
+  }
+
+  /** The one place a task ends: writes the terminal frame, aborts upstream, keeps the frames for the grace period. */
+  #end(task: TaskRecord, frame: SseFrame): void {
+    if (task.state === 'ended') return;
+    task.state = 'ended';
+    task.stream.append(frame);
+    task.controller?.abort();
+    this.#observer.ended(task, frame);
+    this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined);
+    this.#table.retire(task, this.#clock.now());
+  }
+
+  /**
+   * A node that stopped heartbeating (or left) may be frozen rather than dead: its sockets stay
+   * open and a dispatch to it would hang until the task's deadline. Abort the attempts running
+   * there with a {@link NodeLostError}; the failure policy re-places them or ends them.
+   */
+  #abandonNode(e: RegistryEvent): void {
+    for (const task of this.#table.running()) {
+      if (task.placement?.node_id !== e.nodeId || task.state !== 'running') continue;
+      task.controller?.abort(new NodeLostError(`node ${e.nodeId} went ${e.type === 'offline' ? 'offline (missed heartbeats)' : 'away (deregistered)'} while running the task`));
+    }
+  }
+
+  #housekeeping(): void {
+    if (this.#state !== 'running') return;
+    const now = this.#clock.now();
+    this.#table.expire(now);
+    for (const entry of this.#queue.takeExpired(now)) {
+      const task = entry.item;
+      this.#observer.expiredInQueue(task, now);
+      this.#fail(task, 'DEADLINE_UNMET', `deadline of ${task.request.deadline_ms} ms passed while the task was queued`, false);
+    }
+    for (const task of [...this.#table.running()]) {
+      if (task.deadlineAt > now) continue;
+      this.#observer.timedOut(task);
+      this.#fail(task, 'DECODE_TIMEOUT', `deadline of ${task.request.deadline_ms} ms passed while the task was running`, true);
+    }
+    this.#queueMetrics.emit(this.#queue, this.#table.running(), false, now);
+    this.#scheduler.pump();
+  }
+}

@@ -1,0 +1,32 @@
+import type { PoolView } from '../registry/pool-view.js';
+import type { Clock } from '../support/clock.js';
+import type { TokenSink } from '../upstream/dispatch-attempt.js';
+import type { TaskObserver } from './task-observer.js';
+import type { TaskRecord } from './task-record.js';
+
+/**
+ * Where one attempt's tokens go: straight into the task's frame log, numbered from 0, while the
+ * task runs. The first token of the task moves it to `streaming` and is observed (time to first
+ * token). Per token: one frame appended, no other allocation.
+ */
+export function tokenSink(task: TaskRecord, view: PoolView, clock: Clock, observer: TaskObserver): TokenSink {
+  return {
+    accepted: () => {
+      const first = task.acceptedAt === undefined;
+      task.acceptedAt ??= clock.now();
+      observer.accepted(task, view, first);
+    },
+    token: (text) => {
+      if (task.state !== 'running') return false;
+      if (task.stream.append({ event: 'token', data: { t: text, i: task.tokens } }) === undefined) return false;
+      task.tokens += 1;
+      if (task.tokens === 1) {
+        const now = clock.now();
+        task.firstTokenAt = now;
+        task.phase = 'streaming';
+        observer.firstToken(task, view, now);
+      }
+      return true;
+    },
+  };
+}

@@ -1,0 +1,265 @@
+import {
+  CORRELATION_ID_HEADER, ErrorEnvelopeSchema, type DispatchRequest, type ErrorEnvelope,
+} from '@llama-orch/contracts';
+import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import {
+  DispatchInvalidError, PoolRefusedError, PoolSaturatedError, UpstreamConnectError, UpstreamStreamError, type DispatchFailure,
+} from './upstream-errors.js';
+
+/**
+ * HTTP client for pool-managerd (the only way orchestratord reaches engines). Takes injected
+ * undici dispatchers. Every reply is parsed with the contracts schemas.
+ *
+ * Dispatch contract: `POST <node>/v2/pools/{id}/completions` (Bearer, `X-Correlation-Id`) with a
+ * DispatchRequest; 200 `application/x-ndjson`, one DispatchEvent per line, ending with exactly one
+ * `end` or `error` (a body that ends without one means the worker was lost); 503 POOL_UNREADY or
+ * REPLICA_EXHAUSTED before streaming when the pool has no free slot. Aborting the signal closes the
+ * socket, which cancels the engine request and frees its slot on the node.
+ */
+
+export interface PoolOperationReply {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/**
+ * Where a node takes dispatches: `url` over HTTP/1.1 (a kept connection per task in flight), and,
+ * when the node offers one, `h2c`, which multiplexes any number of tasks over one HTTP/2 connection.
+ */
+export interface DispatchTarget {
+  readonly url: string;
+  readonly h2c?: string | undefined;
+}
+
+export interface PoolClientOptions {
+  /** HTTP/1.1 dispatcher: drain/reload, and dispatches that do not go over h2c. */
+  dispatcher: Dispatcher;
+  /** Dispatcher for h2c URLs (undici `H2CClient`s); without it every dispatch uses HTTP/1.1. */
+  h2cDispatcher?: Dispatcher | undefined;
+  /**
+   * Dispatches in flight to one node over HTTP/1.1 before further ones go over its h2c URL (see
+   * {@link ProtocolChoice}). 0 = h2c whenever offered. @default 8
+   */
+  http1PerNode?: number;
+  /** Bearer token sent to nodes; absent = no Authorization header. */
+  token?: string | undefined;
+  /** Timeout for drain/reload replies, ms. @default 10000 */
+  operationTimeoutMs?: number;
+  /**
+   * How long a node may take to send a dispatch's response headers, ms. pool-managerd answers before
+   * it contacts the engine, so only a frozen or unreachable node is this slow. @default 5000
+   */
+  acceptTimeoutMs?: number;
+}
+
+function join(address: string, path: string): { origin: string; path: string } {
+  const url = new URL(address);
+  const base = url.pathname.replace(/\/+$/, '');
+  return { origin: url.origin, path: `${base}${path}` };
+}
+
+/** A node's 503 that only says it has no free slot (no envelope counts as one). */
+function isSaturated(status: number, envelope: ErrorEnvelope | undefined): boolean {
+  const code = envelope?.code;
+  return status === 503 && (code === undefined || code === 'POOL_UNREADY' || code === 'REPLICA_EXHAUSTED');
+}
+
+/** The one place a node's non-200 answer to a dispatch is read: its status becomes a failure class. */
+function rejection(status: number, envelope: ErrorEnvelope | undefined): DispatchFailure {
+  const message = envelope?.message ?? `node answered ${status}`;
+  if (isSaturated(status, envelope)) return new PoolSaturatedError(message);
+  if (status === 400 || status === 413) return new DispatchInvalidError(envelope?.code ?? 'INVALID_PARAMS', message);
+  return new PoolRefusedError(status === 503 ? (envelope?.code ?? 'POOL_UNAVAILABLE') : 'POOL_UNAVAILABLE', message);
+}
+
+/**
+ * HTTP/1.1 first, h2c past a share. A dispatch reaches pool-managerd ~0.5 ms sooner over a kept
+ * HTTP/1.1 connection (Node's HTTP/2 costs more per request at both ends), but each holds a
+ * socket; past `perNode` in flight to one node, its further dispatches share one HTTP/2
+ * connection. Counts a dispatch from its request until its response body closes.
+ */
+class ProtocolChoice {
+  readonly #perNode: number;
+  readonly #inFlight = new Map<string, number>();
+
+  constructor(perNode: number) {
+    this.#perNode = perNode;
+  }
+
+  /** HTTP/1.1 dispatches in flight to the node at `url`. */
+  count(url: string): number {
+    return this.#inFlight.get(url) ?? 0;
+  }
+
+  /** Whether the next dispatch to `node` goes over h2c (only when it offers h2c and we can speak it). */
+  useH2c(node: DispatchTarget, h2cAvailable: boolean): boolean {
+    return node.h2c !== undefined && h2cAvailable && this.count(node.url) >= this.#perNode;
+  }
+
+  started(url: string): void {
+    this.#inFlight.set(url, this.count(url) + 1);
+  }
+
+  done(url: string): void {
+    const n = (this.#inFlight.get(url) ?? 1) - 1;
+    if (n > 0) this.#inFlight.set(url, n);
+    else this.#inFlight.delete(url);
+  }
+}
+
+export class PoolClient {
+  readonly #dispatcher: Dispatcher;
+  readonly #h2cDispatcher: Dispatcher | undefined;
+  readonly #token: string | undefined;
+  readonly #operationTimeoutMs: number;
+  readonly #acceptTimeoutMs: number;
+  readonly #protocol: ProtocolChoice;
+
+  constructor({ dispatcher, h2cDispatcher, http1PerNode = 8, token, operationTimeoutMs = 10_000, acceptTimeoutMs = 5000 }: PoolClientOptions) {
+    this.#dispatcher = dispatcher;
+    this.#h2cDispatcher = h2cDispatcher;
+    this.#token = token;
+    this.#operationTimeoutMs = operationTimeoutMs;
+    this.#acceptTimeoutMs = acceptTimeoutMs;
+    this.#protocol = new ProtocolChoice(http1PerNode);
+  }
+
+  /** HTTP/1.1 dispatches in flight to the node at `url` (for tests and the protocol choice). */
+  http1InFlight(url: string): number {
+    return this.#protocol.count(url);
+  }
+
+  #headers(correlationId?: string): Record<string, string> {
+    const h: Record<string, string> = { 'content-type': 'application/json', accept: 'application/x-ndjson, application/json' };
+    if (this.#token !== undefined) h.authorization = `Bearer ${this.#token}`;
+    if (correlationId !== undefined) h[CORRELATION_ID_HEADER] = correlationId;
+    return h;
+  }
+
+  /**
+   * Starts a completion on a node and resolves with its event stream (read it with
+   * `readDispatchEvents`). Rejects with a {@link DispatchFailure}: {@link UpstreamConnectError} when
+   * no response headers arrive in time, {@link PoolSaturatedError}, {@link DispatchInvalidError} or
+   * {@link PoolRefusedError} for a non-200 answer; with the caller's abort reason when `signal` fired.
+   * `correlationId` goes out as `X-Correlation-Id`, so the node's lines about the dispatch carry it.
+   */
+  async dispatch(node: DispatchTarget, poolId: string, body: DispatchRequest, signal: AbortSignal, correlationId?: string): Promise<Readable> {
+    const h2c = this.#protocol.useH2c(node, this.#h2cDispatcher !== undefined);
+    const address = h2c ? node.h2c as string : node.url;
+    const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/completions`);
+    const dispatcher = h2c ? this.#h2cDispatcher as Dispatcher : this.#dispatcher;
+    if (!h2c) this.#protocol.started(node.url);
+    const accept = acceptDeadline(signal, this.#acceptTimeoutMs);
+    const settle = (): void => {
+      accept.detach();
+      if (!h2c) this.#protocol.done(node.url);
+    };
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await dispatcher.request({
+        origin: target.origin,
+        path: target.path,
+        method: 'POST',
+        // undici holds a non-idempotent request back until the connection's other requests are
+        // done, which would serialise every HTTP/2 stream to a node. A dispatch is never retried
+        // by undici (no retry interceptor), so marking it idempotent changes only that.
+        idempotent: h2c,
+        headers: this.#headers(correlationId),
+        body: JSON.stringify(body),
+        signal: accept.signal,
+        // The node answers headers at once (the accept deadline bounds that); prompt processing
+        // comes after them, so the task deadline alone bounds the body.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+    } catch (err) {
+      settle();
+      if (signal.aborted) throw err;
+      const why = accept.expired
+        ? `did not accept the dispatch within ${this.#acceptTimeoutMs} ms (frozen or overloaded)`
+        : `unreachable: ${(err as Error).message}`;
+      throw new UpstreamConnectError(`node ${address} ${why}`, { cause: err });
+    } finally {
+      accept.clear();
+    }
+    res.body.once('close', settle);
+    if (res.statusCode !== 200) {
+      const text = await res.body.text().catch(() => '');
+      let envelope: ErrorEnvelope | undefined;
+      try {
+        const parsed = ErrorEnvelopeSchema.safeParse(JSON.parse(text));
+        if (parsed.success) envelope = parsed.data;
+      } catch {
+        envelope = undefined; // not JSON: the status alone decides
+      }
+      throw rejection(res.statusCode, envelope);
+    }
+    return res.body;
+  }
+
+  /** Forwards drain/reload to the owning node; relays its status and JSON body. */
+  async operation(address: string, poolId: string, op: 'drain' | 'reload', body: unknown): Promise<PoolOperationReply> {
+    const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/${op}`);
+    const timeout = this.#operationTimeoutMs;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.#dispatcher.request({
+        origin: target.origin,
+        path: target.path,
+        method: 'POST',
+        headers: this.#headers(),
+        body: JSON.stringify(body),
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        signal: AbortSignal.timeout(timeout),
+      });
+    } catch (err) {
+      throw new UpstreamConnectError(`node ${address} unreachable: ${(err as Error).message}`, { cause: err });
+    }
+    const text = await res.body.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch (err) {
+      throw new UpstreamStreamError(`node answered ${op} with a non-JSON body (status ${res.statusCode})`, { cause: err });
+    }
+    return { status: res.statusCode, body: json };
+  }
+}
+
+interface AcceptDeadline {
+  /** Aborts with the caller's reason, or when the deadline passes without response headers. */
+  readonly signal: AbortSignal;
+  /** Whether the deadline (not the caller) aborted the request. */
+  readonly expired: boolean;
+  /** Stops the deadline (headers arrived, or the request failed). */
+  clear(): void;
+  /** Stops forwarding the caller's abort (the response body closed). */
+  detach(): void;
+}
+
+/**
+ * The dispatch's accept timeout, on a timer of ours: undici's `headersTimeout` runs on its coarse
+ * timers over HTTP/1.1 (500 ms ticks), so it fires up to half a tick late. This one fires within a
+ * few ms of `timeoutMs` (pool-client.test.ts holds it to [1000, 1300) ms for 1 s).
+ */
+function acceptDeadline(caller: AbortSignal, timeoutMs: number): AcceptDeadline {
+  const request = new AbortController();
+  let expired = false;
+  const timer = setTimeout(() => {
+    expired = true;
+    request.abort(new Error(`no response headers within ${timeoutMs} ms`));
+  }, timeoutMs);
+  const forward = (): void => request.abort(caller.reason);
+  if (caller.aborted) forward();
+  else caller.addEventListener('abort', forward, { once: true });
+  return {
+    signal: request.signal,
+    get expired() {
+      return expired;
+    },
+    clear: () => clearTimeout(timer),
+    detach: () => caller.removeEventListener('abort', forward),
+  };
+}
