@@ -8,9 +8,9 @@ import { EngineProvisioner } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import { Agent, H2CClient } from 'undici';
 import { buildApp, buildDispatchApp, type PoolManagerApp } from './app.js';
-import { DEFAULT_SUPERVISION } from './pool-controller.js';
-import { PoolManager } from './pool-manager.js';
-import { runtimeDir } from './runtime-dir.js';
+import { DEFAULT_SUPERVISION } from './supervision/settings.js';
+import { PoolManager } from './pools/pool-manager.js';
+import { runtimeDir } from './support/runtime-dir.js';
 
 const TOKEN = 'app-test-token-0123456789abcdef';
 let dir: string;

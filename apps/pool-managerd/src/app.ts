@@ -1,16 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import type { Http2Server } from 'node:http2';
 import Fastify, { LogController, type FastifyError, type FastifyHttp2Options, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import type { PoolManagerConfig } from '@llama-orch/contracts';
+import { CORRELATION_ID_HEADER, type PoolManagerConfig } from '@llama-orch/contracts';
 import { authPlugin } from './http/auth.js';
 import { completionsRoute } from './http/completions-route.js';
+import { correlationIdFor, correlationPlugin } from './http/correlation.js';
 import { sendError } from './http/error-envelope.js';
 import { errorHandlerPlugin } from './http/error-handler.js';
 import { metricsRoute } from './http/metrics-route.js';
 import { poolRoutes } from './http/pool-routes.js';
-import type { PoolManager } from './pool-manager.js';
+import type { PoolManager } from './pools/pool-manager.js';
 
 export interface AppDeps {
   manager: PoolManager;
@@ -18,8 +18,6 @@ export interface AppDeps {
   /** Bearer token (config `api_token` or env, resolved by main); undefined = no auth (loopback only). */
   apiToken: string | undefined;
 }
-
-const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * pool-managerd's HTTP API (DESIGN §4 "pool-managerd HTTP"). Never listens, reads env or installs
@@ -51,14 +49,11 @@ export async function buildDispatchApp(deps: AppDeps, config: Pick<PoolManagerCo
 
 function fastifyOptions(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
   return {
-    loggerInstance: deps.logger.child({ component: 'http', nodeId: config.node.id }),
+    loggerInstance: deps.logger.child({ component: 'http', node_id: config.node.id }),
     requestIdHeader: false as const,
     // Access lines come from the onResponse hook below (debug; warn for 5xx).
     logController: new LogController({ requestIdLogLabel: 'correlation_id', disableRequestLogging: true }),
-    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
-      const given = req.headers['x-correlation-id'];
-      return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
-    },
+    genReqId: correlationIdFor,
     bodyLimit: 4 * 1024 * 1024,
     // close() runs after the pools stopped (every dispatch stream has ended): remaining sockets
     // are only keep-alive or half-dead connections, and waiting for them let a SIGTERM run into
@@ -68,7 +63,7 @@ function fastifyOptions(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) 
     // bypass hooks and the error handler; without this they leave as Fastify's own JSON with
     // status 400/414 and no correlation id instead of an ErrorEnvelope.
     frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-      reply.header('x-correlation-id', request.id);
+      reply.header(CORRELATION_ID_HEADER, request.id);
       sendError(reply, 'INVALID_PARAMS', `path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'not a valid URL (bad percent-encoding)'}`);
     },
   };
@@ -78,11 +73,8 @@ async function registerCommon(app: FastifyInstance, deps: AppDeps): Promise<void
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // First hook: every response, 401s and 404s included, carries the correlation id.
-  // Callback-style hooks: an async hook costs a promise and a microtask turn on every request.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-correlation-id', request.id);
-    done();
-  });
+  await app.register(correlationPlugin);
+  // Callback-style hook: an async hook costs a promise and a microtask turn on every request.
   app.addHook('onResponse', (request, reply, done) => {
     const level = reply.statusCode >= 500 ? 'warn' : 'debug';
     request.log[level]({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request done');

@@ -10,7 +10,7 @@ import { Agent, H2CClient, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HandoffFileSchema, type PoolStatus } from '@llama-orch/contracts';
 import { ensureCpuTestEngine, repoRoot, testCacheDir } from '@llama-orch/engine-provisioner';
-import { isLlamaServerProcess, processCmdline } from './pid-files.js';
+import { isLlamaServerProcess, processCmdline } from './support/pid-files.js';
 import { startExternalEngine, type ExternalEngine } from './testing/external-engine.js';
 import { FakeOrchestrator } from './testing/fake-orchestrator.js';
 import { report, until } from './testing/harness.js';

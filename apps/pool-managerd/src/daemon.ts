@@ -1,21 +1,26 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import closeWithGrace from 'close-with-grace';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { closeAll, type CloseStep } from '@llama-orch/daemon-support';
 import { EngineProvisioner, scrubEngineEnv } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { PoolManagerApp } from './app.js';
-import type { BundleUnusable, CodeCacheState } from './bundle-loader.js';
 import { loadSettings, splitHostPort } from './config.js';
-import type { GpuMemoryMonitor } from './gpu-memory.js';
-import type { NodeClient } from './node-client.js';
-import { PoolManager } from './pool-manager.js';
-import { supervisionSettings } from './supervision-config.js';
-import { claimRuntimeDir, runtimeDir } from './runtime-dir.js';
-import { detectPdeathsigWrapper } from './setpriv.js';
+import type { GpuMemoryMonitor } from './node/gpu-memory.js';
+import type { NodeClient } from './node/node-client.js';
+import { PoolManager } from './pools/pool-manager.js';
+import { DEFAULT_SUPERVISION, supervisionSettings } from './supervision/settings.js';
+import type { BundleUnusable, CodeCacheState } from './support/bundle-loader.js';
+import { createRootLogger } from './support/logging.js';
+import { claimRuntimeDir, runtimeDir } from './support/runtime-dir.js';
+import { detectPdeathsigWrapper } from './support/setpriv.js';
 
 /** Longest wait for the engines to spawn before the HTTP API is loaded anyway, ms. */
 const LOAD_API_AFTER_MS = 300;
+
+/** SIGTERM → exit budget (close-with-grace); a second signal exits at once, ms. */
+const SHUTDOWN_GRACE_MS = 15_000;
 
 /** How main.ts loaded the daemon's code (logged with `listening`: start-up time depends on it). */
 export interface StartupInfo {
@@ -44,12 +49,59 @@ function version(): string {
   }
 }
 
-async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo): Promise<void> {
+/** What the shutdown closes; filled in as the daemon starts (the handler is installed first). */
+interface Running {
+  nodeClient?: NodeClient;
+  gpuMemory?: GpuMemoryMonitor;
+  manager?: PoolManager;
+  app?: PoolManagerApp;
+  dispatchApp?: { close(): Promise<unknown> };
+  models?: ModelProvisioner;
+  releaseRuntime?: () => void;
+  /** The engines' SIGTERM grace (supervision `stop_timeout_ms`), ms. */
+  stopTimeoutMs: number;
+}
+
+/**
+ * The shutdown sequence: every step runs, in order, each bounded, whatever the earlier ones did
+ * (closeAll). Resolves true when every step succeeded.
+ */
+async function shutdown(log: Logger, r: Running): Promise<boolean> {
+  const step = (name: string, close: (() => unknown) | undefined, timeoutMs?: number): CloseStep | undefined =>
+    close === undefined ? undefined : { name, close, ...(timeoutMs !== undefined ? { timeoutMs } : {}) };
+  const report = await closeAll([
+    // Deregistration first: orchestratord stops placing here while the engines still run.
+    step('node client', r.nodeClient && (() => r.nodeClient?.close())),
+    step('gpu memory monitor', r.gpuMemory && (() => r.gpuMemory?.close())),
+    // Engines get their SIGTERM grace, then SIGKILL; the pools stop concurrently.
+    step('pool manager', r.manager && (() => r.manager?.close()), r.stopTimeoutMs + 7000),
+    step('http api', r.app && (() => r.app?.close())),
+    step('h2c dispatch listener', r.dispatchApp && (() => r.dispatchApp?.close())),
+    step('model provisioner', r.models && (() => r.models?.close())),
+    step('runtime dir', r.releaseRuntime),
+  ], { log });
+  return report.failed.length === 0;
+}
+
+async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo, running: Running): Promise<void> {
   const settings = await loadSettings(process.argv.slice(2), env);
   const { config } = settings;
-  const log = logger.child({ nodeId: config.node.id });
+  const log = logger.child({ node_id: config.node.id });
+  const supervision = supervisionSettings(config.supervision);
+  running.stopTimeoutMs = supervision.stopTimeoutMs;
   const runtime = runtimeDir(settings.runtimeDir);
-  const releaseRuntime = claimRuntimeDir(runtime);
+  running.releaseRuntime = claimRuntimeDir(runtime);
+  // Installed before the first spawn: a signal at any point of the start-up stops what exists.
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS, logger: log }, async ({ signal, err }) => {
+    if (err !== undefined) log.error({ err }, 'shutting down after an error');
+    else log.info({ signal }, 'shutting down');
+    if (await shutdown(log, running)) {
+      log.info('stopped');
+      return;
+    }
+    log.error('stopped; some shutdown steps failed');
+    process.exit(1);
+  });
   // Verified while the pools provision; every spawn waits for the answer.
   const wrapper = detectPdeathsigWrapper().then((w) => {
     if (w === undefined) log.warn('setpriv --pdeathsig is unavailable: engines may outlive a killed pool-managerd until its next start sweeps them');
@@ -57,7 +109,6 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   });
 
   const engines = new EngineProvisioner({ cacheDir: settings.cacheDir, logger: log, env });
-  let manager: PoolManager | undefined;
   const models = new ModelProvisioner({
     cacheDir: settings.cacheDir,
     logger: log,
@@ -65,15 +116,16 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     progressTty: false,
     ...(env.HF_TOKEN !== undefined && env.HF_TOKEN !== '' ? { hfToken: env.HF_TOKEN } : {}),
     ...(config.model_cache_budget_bytes !== undefined ? { budgetBytes: config.model_cache_budget_bytes } : {}),
-    isPinned: (id) => manager?.modelInUse(id) ?? false,
+    isPinned: (id) => running.manager?.modelInUse(id) ?? false,
   });
+  running.models = models;
   // Engines spawn before the HTTP stack is even loaded: their start (model load) overlaps ours.
   // Pools are reported ready only once the API listens (`serving`).
   let markServing!: () => void;
   const serving = new Promise<void>((resolve) => {
     markServing = resolve;
   });
-  manager = new PoolManager({
+  const manager = new PoolManager({
     nodeId: config.node.id,
     pools: config.pools,
     runtime,
@@ -82,40 +134,24 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     models,
     engineEnv: scrubEngineEnv(env),
     wrapper,
-    supervision: supervisionSettings(config.supervision),
+    supervision,
     serving,
   });
-
-  let app: PoolManagerApp | undefined;
-  let dispatchApp: { close(): Promise<unknown> } | undefined;
-  let nodeClient: NodeClient | undefined;
-  let gpuMemory: GpuMemoryMonitor | undefined;
-  const closer = closeWithGrace({ delay: 15_000, logger: log }, async ({ signal, err }) => {
-    if (err !== undefined) log.error({ err }, 'shutting down after an error');
-    else log.info({ signal }, 'shutting down');
-    await nodeClient?.close();
-    await gpuMemory?.close();
-    await manager?.close();
-    await app?.close();
-    await dispatchApp?.close();
-    await models.close();
-    releaseRuntime();
-    log.info('stopped');
-  });
-  void closer;
+  running.manager = manager;
 
   const started = manager.start();
   // The HTTP stack (Fastify & co.) is loaded once the engines are spawning (warm cache: tens of ms),
   // so its loading overlaps their start instead of delaying it.
   await manager.enginesSpawned(LOAD_API_AFTER_MS);
   const { buildApp, buildDispatchApp } = await import('./app.js');
-  app = await buildApp({ manager, logger: log, apiToken: settings.apiToken }, config);
+  const app = await buildApp({ manager, logger: log, apiToken: settings.apiToken }, config);
+  running.app = app;
   await app.listen({ host: settings.host, port: settings.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
   const hostForUrl = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   const url = `http://${hostForUrl}:${port}`;
-  log.info({ url, runtimeDir: runtime.root, cacheDir: settings.cacheDir, pools: config.pools.map((p) => p.id), startup }, 'listening');
+  log.info({ url, runtime_dir: runtime.root, cache_dir: settings.cacheDir, pools: config.pools.map((p) => p.id), startup }, 'listening');
 
   // The dispatch route again over h2c: orchestratord multiplexes its tasks for this node there.
   // Listening before any pool is announced ready, like the API.
@@ -124,7 +160,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   if (h2cAddr !== 'off') {
     const { host: h2cHost, port: h2cPort } = h2cAddr === undefined ? { host: settings.host, port: 0 } : splitHostPort(h2cAddr);
     const h2 = await buildDispatchApp({ manager, logger: log, apiToken: settings.apiToken }, config);
-    dispatchApp = h2;
+    running.dispatchApp = h2;
     await h2.listen({ host: h2cHost, port: h2cPort });
     const a = h2.server.address();
     dispatchPort = typeof a === 'object' && a !== null ? a.port : h2cPort;
@@ -133,42 +169,41 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   markServing();
 
   await started;
-  if (config.orchestrator !== undefined) {
-    const [{ NodeClient }, { detectCapabilities, machineId }, { GpuMemoryMonitor, withVramFree }] = await Promise.all([
-      import('./node-client.js'), import('./capabilities.js'), import('./gpu-memory.js'),
-    ]);
-    const capabilities = await detectCapabilities(log);
-    // GPU hosts report each GPU pool's free device memory with its heartbeats (sampled once per interval).
-    const monitor = capabilities.gpus.length > 0
-      ? new GpuMemoryMonitor({ intervalMs: config.orchestrator.heartbeat_interval_ms, logger: log.child({ component: 'gpu-memory' }) })
-      : undefined;
-    gpuMemory = monitor;
-    monitor?.start();
-    const wildcard = settings.host === '0.0.0.0' || settings.host === '::';
-    const advertised = config.node.public_url ?? (wildcard ? `http://${hostname()}:${port}` : url);
-    const client = new NodeClient({
-      orchestratorUrl: config.orchestrator.url,
-      nodeId: config.node.id,
-      machineId: machineId(),
-      address: advertised,
-      ...(dispatchPort !== undefined ? { dispatchH2c: withPort(advertised, dispatchPort) } : {}),
-      version: version(),
-      capabilities,
-      ...(settings.apiToken !== undefined ? { apiToken: settings.apiToken } : {}),
-      heartbeatIntervalMs: config.orchestrator.heartbeat_interval_ms,
-      snapshots: () => {
-        const snapshots = manager?.registry.snapshots() ?? [];
-        return monitor === undefined ? snapshots : withVramFree(snapshots, config.pools, monitor);
-      },
-      logger: log.child({ component: 'node-client' }),
-    });
-    nodeClient = client;
-    // State changes reach orchestratord at once; slot counts ride on the periodic heartbeat.
-    manager.registry.onChange((_poolId, change) => {
-      if (change !== undefined) client.nudge();
-    });
-    client.start();
-  }
+  if (config.orchestrator === undefined) return;
+  const [{ NodeClient }, { detectCapabilities, machineId }, { GpuMemoryMonitor, withVramFree }] = await Promise.all([
+    import('./node/node-client.js'), import('./node/capabilities.js'), import('./node/gpu-memory.js'),
+  ]);
+  const capabilities = await detectCapabilities(log);
+  // GPU hosts report each GPU pool's free device memory with its heartbeats (sampled once per interval).
+  const monitor = capabilities.gpus.length > 0
+    ? new GpuMemoryMonitor({ intervalMs: config.orchestrator.heartbeat_interval_ms, logger: log.child({ component: 'gpu-memory' }) })
+    : undefined;
+  if (monitor !== undefined) running.gpuMemory = monitor;
+  monitor?.start();
+  const wildcard = settings.host === '0.0.0.0' || settings.host === '::';
+  const advertised = config.node.public_url ?? (wildcard ? `http://${hostname()}:${port}` : url);
+  const client = new NodeClient({
+    orchestratorUrl: config.orchestrator.url,
+    nodeId: config.node.id,
+    machineId: machineId(),
+    address: advertised,
+    ...(dispatchPort !== undefined ? { dispatchH2c: withPort(advertised, dispatchPort) } : {}),
+    version: version(),
+    capabilities,
+    ...(settings.apiToken !== undefined ? { apiToken: settings.apiToken } : {}),
+    heartbeatIntervalMs: config.orchestrator.heartbeat_interval_ms,
+    snapshots: () => {
+      const snapshots = manager.pools.snapshots();
+      return monitor === undefined ? snapshots : withVramFree(snapshots, config.pools, monitor);
+    },
+    logger: log.child({ component: 'node-client' }),
+  });
+  running.nodeClient = client;
+  // State changes reach orchestratord at once; slot counts ride on the periodic heartbeat.
+  manager.pools.onChange((_poolId, change) => {
+    if (change !== undefined) client.nudge();
+  });
+  client.start();
 }
 
 /**
@@ -177,16 +212,19 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
  */
 export function runDaemon(startup: StartupInfo): void {
   const env = process.env;
-  const logger = pino({
-    name: 'pool-managerd',
-    level: env.LOG_LEVEL ?? 'info',
-    redact: ['req.headers.authorization', 'apiToken', 'api_token', '*.api_token'],
-  });
-  main(logger, env, startup).catch((err: unknown) => {
+  const { logger, destination } = createRootLogger(env.LOG_LEVEL ?? 'info');
+  // Buffered lines are written (bounded: a full or dead stdout cannot hold the exit) before the
+  // process ends, on every path: close-with-grace's exit, the failed start below.
+  process.once('exit', () => destination.flushSync());
+  const running: Running = { stopTimeoutMs: DEFAULT_SUPERVISION.stopTimeoutMs };
+  main(logger, env, startup, running).catch(async (err: unknown) => {
     logger.fatal({ err }, 'pool-managerd failed to start');
-    process.exitCode = 1;
-    // Engines spawned so far die with us (pdeathsig); give pino a tick to flush. Not unref'd: an
-    // emptied event loop would run close-with-grace's beforeExit path, which exits 0.
-    setTimeout(() => process.exit(1), 100);
+    // What was started is stopped (engines included) before the exit, within the grace period. The
+    // timer is not unref'd: an emptied event loop would run close-with-grace's beforeExit path,
+    // which exits 0.
+    const timer = setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS);
+    await shutdown(logger, running);
+    clearTimeout(timer);
+    process.exit(1);
   });
 }

@@ -8,6 +8,7 @@ export type PoolManagerErrorCode =
   | 'REPLICA_EXHAUSTED'
   | 'POOL_BUSY'
   | 'POOL_NOT_MANAGED'
+  | 'ENGINE_NOT_REACHED'
   | 'INVALID_TRANSITION'
   | 'ENGINE_SPAWN_FAILED'
   | 'ENGINE_READINESS_FAILED'
@@ -53,31 +54,49 @@ export class PoolNotFoundError extends PoolManagerError {
   }
 }
 
-/** No lease possible now (not ready, draining, or every slot leased). Retriable after `retryAfterMs`. */
-export class PoolUnreadyError extends PoolManagerError {
-  override readonly name: string = 'PoolUnreadyError';
+/** A refusal the caller may retry after `retryAfterMs` (503 with `Retry-After`). */
+export abstract class RetriableRefusal extends PoolManagerError {
   constructor(
+    code: 'POOL_UNREADY' | 'REPLICA_EXHAUSTED',
     readonly poolId: string,
     reason: string,
     readonly retryAfterMs: number,
-    code: 'POOL_UNREADY' | 'REPLICA_EXHAUSTED' = 'POOL_UNREADY',
   ) {
     super(code, code, `pool '${poolId}' cannot take work: ${reason}`, { poolId, reason });
   }
 }
 
 /**
- * The pool is ready but every slot is leased (503 REPLICA_EXHAUSTED): a caller may retry shortly or
- * go elsewhere, whereas POOL_UNREADY says the pool itself cannot serve (starting, draining, failed).
+ * The pool itself cannot serve now (provisioning, starting, draining, stopped, failed, or its
+ * engine just exited): 503 POOL_UNREADY. orchestratord re-queues the task.
  */
-export class ReplicaExhaustedError extends PoolUnreadyError {
-  override readonly name: string = 'ReplicaExhaustedError';
-  constructor(poolId: string, slotsTotal: number, retryAfterMs: number) {
-    super(poolId, `all ${slotsTotal} slots leased`, retryAfterMs, 'REPLICA_EXHAUSTED');
+export class PoolUnreadyError extends RetriableRefusal {
+  override readonly name = 'PoolUnreadyError';
+  constructor(poolId: string, reason: string, retryAfterMs: number) {
+    super('POOL_UNREADY', poolId, reason, retryAfterMs);
   }
 }
 
-/** Another operation (drain/reload) is already running on the pool. */
+/**
+ * The pool is ready but every slot is leased (503 REPLICA_EXHAUSTED): a caller may retry shortly or
+ * go elsewhere, whereas POOL_UNREADY says the pool itself cannot serve.
+ */
+export class ReplicaExhaustedError extends RetriableRefusal {
+  override readonly name = 'ReplicaExhaustedError';
+  constructor(poolId: string, slotsTotal: number, retryAfterMs: number) {
+    super('REPLICA_EXHAUSTED', poolId, `all ${slotsTotal} slots leased`, retryAfterMs);
+  }
+}
+
+/** No engine of this daemon was ever reached at `url`, so there is no client for it (503). */
+export class EngineNotReachedError extends PoolManagerError {
+  override readonly name = 'EngineNotReachedError';
+  constructor(readonly url: string) {
+    super('ENGINE_NOT_REACHED', 'POOL_UNREADY', `no engine of this daemon was reached at ${url}`, { url });
+  }
+}
+
+/** Another operation (drain, reload, shutdown) holds the pool. */
 export class PoolBusyError extends PoolManagerError {
   override readonly name = 'PoolBusyError';
   constructor(readonly poolId: string, operation: string) {

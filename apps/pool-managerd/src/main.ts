@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { fileURLToPath } from 'node:url';
-import { loadBundle } from './bundle-loader.js';
+import { loadBundle } from './support/bundle-loader.js';
 import type * as Daemon from './daemon.js';
 
 // The daemon's code as one bundle with a V8 code cache when `pnpm build` made a current one

@@ -1,53 +1,32 @@
 import { once } from 'node:events';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { DispatchRequestSchema, PoolIdSchema } from '@llama-orch/contracts';
-import { dispatchEvents } from '../dispatch.js';
-import { PoolUnreadyError } from '../errors.js';
-import { UNREADY_RETRY_MS } from '../registry.js';
-import type { PoolManager } from '../pool-manager.js';
+import { CORRELATION_ID_HEADER, DispatchRequestSchema, PoolIdSchema } from '@llama-orch/contracts';
+import type { PoolManager } from '../pools/pool-manager.js';
 
 const PoolParams = z.strictObject({ id: PoolIdSchema });
 
 /**
- * `POST /v2/pools/{id}/completions`: takes a lease (404 unknown pool, 503 POOL_UNREADY when not
- * ready or draining, 503 REPLICA_EXHAUSTED when every slot is leased), then streams DispatchEvents
- * as NDJSON. Client disconnect aborts the engine request, which frees the engine's slot.
+ * `POST /v2/pools/{id}/completions`: opens a completion on the pool (404 unknown pool, 503
+ * POOL_UNREADY when not ready or draining, 503 REPLICA_EXHAUSTED when every slot is leased), then
+ * streams DispatchEvents as NDJSON. Client disconnect aborts the engine request, which frees the
+ * engine's slot. Every line about the dispatch carries the request's `correlation_id`.
  */
 export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
   app.post('/v2/pools/:id/completions', { schema: { params: PoolParams, body: DispatchRequestSchema } }, async (request, reply) => {
-    const { id } = request.params;
-    const lease = manager.registry.lease(id);
-    const engine = manager.registry.engine(id);
-    if (engine === undefined) {
-      // Unbound between the lease check and here (the engine just exited): give the slot back.
-      lease.release();
-      throw new PoolUnreadyError(id, 'its engine just exited', UNREADY_RETRY_MS);
-    }
     const clientGone = new AbortController();
+    const events = manager.openCompletion(request.params.id, request.body, { signal: clientGone.signal, log: request.log });
     reply.raw.on('close', () => {
       // HTTP/1.1: closed before the response finished. HTTP/2 (the h2c listener): the stream was
       // reset, which marks the request aborted even though the response counts as finished.
       if (!reply.raw.writableFinished || (request.raw as { aborted?: boolean }).aborted === true) clientGone.abort();
     });
-    const events = dispatchEvents({
-      poolId: id,
-      nodeId: manager.nodeId,
-      request: request.body,
-      lease,
-      client: manager.clientFor(engine.url),
-      engineVersion: engine.engine_version,
-      registry: manager.registry,
-      metrics: manager.metrics,
-      logger: request.log,
-      clientGone: clientGone.signal,
-    });
-    // Written straight to the response (hijacked), one line per event: a Readable over an async
-    // generator, piped by Fastify, cost several promise and stream hops per token.
+    // Written straight to the response (hijacked), one line per event: each event costs one
+    // write, with no stream or promise hop in between (see the performance notes).
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
-      'x-correlation-id': request.id, 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store',
+      [CORRELATION_ID_HEADER]: request.id, 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store',
     });
     // Accepted: orchestratord waits only so long for these headers (a silent node is frozen), and
     // HTTP/1.1 would hold them back until the first token, after the engine's prompt processing.

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { PoolManagerError, PoolUnreadyError } from '../errors.js';
+import { PoolManagerError, RetriableRefusal } from '../errors.js';
 import { sendError } from './error-envelope.js';
 
 /** One error handler for the whole app: every failure leaves as an ErrorEnvelope. */
@@ -10,7 +10,7 @@ export const errorHandlerPlugin = fp(
     app.setErrorHandler((err: FastifyError, request, reply) => {
       if (err instanceof PoolManagerError) {
         if (err.status >= 500) request.log.warn({ err }, 'request failed');
-        return sendError(reply, err.errorCode, err.message, err instanceof PoolUnreadyError ? { retryAfterMs: err.retryAfterMs } : {});
+        return sendError(reply, err.errorCode, err.message, err instanceof RetriableRefusal ? { retryAfterMs: err.retryAfterMs } : {});
       }
       if (hasZodFastifySchemaValidationErrors(err)) {
         const where = err.validationContext ?? 'body';

@@ -4,7 +4,7 @@ import {
   DrainRequestSchema, ErrorEnvelopeSchema, ManagerHealthSchema, PoolIdSchema, PoolOperationResponseSchema, PoolStatusListSchema, PoolStatusSchema,
   ReloadRequestSchema,
 } from '@llama-orch/contracts';
-import type { PoolManager } from '../pool-manager.js';
+import type { PoolManager } from '../pools/pool-manager.js';
 
 const PoolParams = z.strictObject({ id: PoolIdSchema });
 
@@ -13,14 +13,14 @@ export const poolRoutes: FastifyPluginAsyncZod<{ manager: PoolManager }> = async
   const log = app.log;
   app.get('/health', { schema: { response: { 200: ManagerHealthSchema } } }, async () => {
     const pools: Record<string, z.infer<typeof PoolStatusSchema>['state']> = {};
-    for (const s of manager.registry.statuses()) pools[s.pool_id] = s.state;
+    for (const s of manager.pools.statuses()) pools[s.pool_id] = s.state;
     return { status: 'ok' as const, node_id: manager.nodeId, pools };
   });
 
-  app.get('/v2/pools', { schema: { response: { 200: PoolStatusListSchema } } }, async () => ({ pools: manager.registry.statuses() }));
+  app.get('/v2/pools', { schema: { response: { 200: PoolStatusListSchema } } }, async () => ({ pools: manager.pools.statuses() }));
 
   app.get('/v2/pools/:id', { schema: { params: PoolParams, response: { 200: PoolStatusSchema, 404: ErrorEnvelopeSchema } } }, async (request) =>
-    manager.registry.status(request.params.id),
+    manager.pools.status(request.params.id),
   );
 
   app.post(
@@ -29,9 +29,9 @@ export const poolRoutes: FastifyPluginAsyncZod<{ manager: PoolManager }> = async
     async (request, reply) => {
       const { id } = request.params;
       const op = manager.drain(id, request.body.deadline_ms);
-      op.catch((err: unknown) => log.error({ err, poolId: id }, 'drain failed'));
-      request.log.info({ poolId: id, deadlineMs: request.body.deadline_ms, human: `drain of pool ${id} requested` }, 'drain accepted');
-      return reply.code(202).send({ pool_id: id, operation: 'drain' as const, state: manager.registry.state(id) });
+      op.catch((err: unknown) => log.error({ err, pool_id: id }, 'drain failed'));
+      request.log.info({ pool_id: id, deadline_ms: request.body.deadline_ms, human: `drain of pool ${id} requested` }, 'drain accepted');
+      return reply.code(202).send({ pool_id: id, operation: 'drain' as const, state: manager.pools.state(id) });
     },
   );
 
@@ -42,9 +42,9 @@ export const poolRoutes: FastifyPluginAsyncZod<{ manager: PoolManager }> = async
       const { id } = request.params;
       const { new_model_ref, sha256, deadline_ms } = request.body;
       const op = manager.reload(id, new_model_ref, sha256, deadline_ms);
-      op.catch((err: unknown) => log.error({ err, poolId: id }, 'reload failed'));
-      request.log.info({ poolId: id, model: new_model_ref, human: `reload of pool ${id} to ${new_model_ref} requested` }, 'reload accepted');
-      return reply.code(202).send({ pool_id: id, operation: 'reload' as const, state: manager.registry.state(id) });
+      op.catch((err: unknown) => log.error({ err, pool_id: id }, 'reload failed'));
+      request.log.info({ pool_id: id, model: new_model_ref, human: `reload of pool ${id} to ${new_model_ref} requested` }, 'reload accepted');
+      return reply.code(202).send({ pool_id: id, operation: 'reload' as const, state: manager.pools.state(id) });
     },
   );
 };

@@ -4,14 +4,14 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { request } from 'undici';
-import { DispatchEventSchema, PoolConfigSchema, type DispatchEvent, type PoolConfigInput, type PoolStatus } from '@llama-orch/contracts';
+import { DispatchEventSchema, PoolConfigSchema, type DispatchEvent, type PoolConfigInput, type PoolState, type PoolStatus } from '@llama-orch/contracts';
 import { EngineProvisioner, ensureCpuTestEngine, scrubEngineEnv, testCacheDir } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import { buildApp, type PoolManagerApp } from '../app.js';
-import { DEFAULT_SUPERVISION, type SupervisionSettings } from '../pool-controller.js';
-import { PoolManager, type PoolManagerOptions } from '../pool-manager.js';
-import { claimRuntimeDir, runtimeDir, type RuntimeDir } from '../runtime-dir.js';
-import { detectPdeathsigWrapper } from '../setpriv.js';
+import { DEFAULT_SUPERVISION, type SupervisionSettings } from '../supervision/settings.js';
+import { PoolManager, type PoolManagerOptions } from '../pools/pool-manager.js';
+import { claimRuntimeDir, runtimeDir, type RuntimeDir } from '../support/runtime-dir.js';
+import { detectPdeathsigWrapper } from '../support/setpriv.js';
 
 /**
  * Test support: a whole pool-managerd in-process (PoolManager + HTTP app on a real loopback port)
@@ -26,7 +26,19 @@ export interface Harness {
   url: string;
   token: string;
   logs: Array<Record<string, unknown>>;
+  /** Every pool state change seen, in order (the transition recorder). */
+  transitions: RecordedTransition[];
+  /** Log lines that report an InvalidTransitionError: a refused transition anywhere in the daemon. */
+  illegalTransitions(): Array<Record<string, unknown>>;
+  /** Closes everything; throws when an illegal transition was logged meanwhile. */
   close(): Promise<void>;
+}
+
+export interface RecordedTransition {
+  pool_id: string;
+  from: PoolState;
+  to: PoolState;
+  reason: string | undefined;
 }
 
 export const TEST_TOKEN = 'pool-managerd-test-token-0123456789';
@@ -73,6 +85,12 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
     handoffStabilityMs: 50,
     ...(opts.serving !== undefined ? { serving: opts.serving } : {}),
   });
+  const transitions: RecordedTransition[] = [];
+  manager.pools.onChange((poolId, change) => {
+    if (change !== undefined) transitions.push({ pool_id: poolId, from: change.from, to: change.to, reason: change.reason });
+  });
+  const illegalTransitions = (): Array<Record<string, unknown>> =>
+    logs.filter((l) => (l.err as { type?: unknown } | undefined)?.type === 'InvalidTransitionError');
   const app = await buildApp({ manager, logger, apiToken: TEST_TOKEN }, { node: { id: opts.nodeId ?? 'test-node', addr: '127.0.0.1:0' } });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
@@ -80,15 +98,20 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
   if (opts.start !== false) await manager.start();
   let closed = false;
   return {
-    dir, runtime, manager, app, url, token: TEST_TOKEN, logs,
+    dir, runtime, manager, app, url, token: TEST_TOKEN, logs, transitions, illegalTransitions,
     close: async () => {
       if (closed) return;
       closed = true;
-      await manager.close();
-      await app.close();
-      await models.close();
-      release();
-      rmSync(dir, { recursive: true, force: true });
+      try {
+        await manager.close();
+      } finally {
+        await app.close();
+        await models.close();
+        release();
+        rmSync(dir, { recursive: true, force: true });
+      }
+      const illegal = illegalTransitions();
+      if (illegal.length > 0) throw new Error(`illegal pool state transitions were attempted: ${JSON.stringify(illegal.map((l) => l.err))}`);
     },
   };
 }

@@ -1,0 +1,97 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { findFreePort } from '@llama-orch/engine-provisioner';
+import { PoolTable } from '../pools/pool-table.js';
+import { BackoffPolicy } from '../supervision/backoff.js';
+import { NodeClient } from './node-client.js';
+import { FakeOrchestrator } from '../testing/fake-orchestrator.js';
+
+const TOKEN = 'node-client-test-token-0123456789';
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function client(url: string, registry: PoolTable, intervalMs = 100): NodeClient {
+  const c = new NodeClient({
+    orchestratorUrl: url,
+    nodeId: 'node-a',
+    machineId: 'machine-a',
+    address: 'http://127.0.0.1:9999',
+    version: '0.1.0',
+    capabilities: { gpus: [], cpu_cores: 2, ram_total_bytes: 1024 },
+    apiToken: TOKEN,
+    heartbeatIntervalMs: intervalMs,
+    snapshots: () => registry.snapshots(),
+    logger: pino({ level: 'silent' }),
+    backoff: new BackoffPolicy({ baseMs: 20, maxMs: 100 }),
+  });
+  cleanups.push(() => c.close());
+  return c;
+}
+
+describe('NodeClient', () => {
+  it('registers, heartbeats the registry state, re-registers after 404 and deregisters on close', async () => {
+    const orch = new FakeOrchestrator(TOKEN);
+    await orch.listen();
+    cleanups.push(() => orch.close());
+    const registry = new PoolTable();
+    registry.register('p0', { managed: true, models: ['synthetic:llama'], deterministic: false, ctx: 512, slotsTotal: 2 });
+    const c = client(orch.url, registry);
+    c.start();
+    await until(() => orch.heartbeats.length >= 2);
+    expect(orch.registrations[0]).toMatchObject({ node_id: 'node-a', address: 'http://127.0.0.1:9999', version: '0.1.0' });
+    expect(orch.registrations[0]?.pools[0]).toMatchObject({ pool_id: 'p0', state: 'provisioning', ready: false, slots_free: 0 });
+    expect(orch.heartbeats.every((h) => h.body.pools[0]?.ready === false)).toBe(true);
+
+    // The registry changes; a nudge carries it without waiting for the period.
+    registry.transition('p0', 'starting');
+    registry.bindEngine('p0', { url: 'http://127.0.0.1:1', engine_version: 'b1-x', slots_total: 2, ctx: 512, mode: 'managed' });
+    registry.transition('p0', 'ready');
+    c.nudge();
+    await until(() => orch.heartbeats.some((h) => h.body.pools[0]?.ready === true));
+    const ready = orch.heartbeats.find((h) => h.body.pools[0]?.ready === true);
+    expect(ready?.body.pools[0]).toMatchObject({ state: 'ready', slots_total: 2, slots_free: 2, engine_version: 'b1-x', models: ['synthetic:llama'] });
+
+    orch.forget();
+    await until(() => orch.registrations.length === 2 && c.registrations === 2);
+    await until(() => orch.known.has('node-a') && orch.heartbeats.length > 0);
+
+    await c.close();
+    expect(orch.deregistrations).toEqual(['node-a']);
+    expect(c.state).toBe('closed');
+  });
+
+  it('retries registration while orchestratord is down, then registers when it comes up', async () => {
+    const port = await findFreePort();
+    const registry = new PoolTable();
+    const c = client(`http://127.0.0.1:${port}`, registry);
+    c.start();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(c.state).toBe('registering');
+    const orch = new FakeOrchestrator(TOKEN);
+    await orch.listen(port);
+    cleanups.push(() => orch.close());
+    await until(() => orch.registrations.length === 1 && orch.heartbeats.length >= 1);
+    expect(c.state).toBe('online');
+  });
+
+  it('does not register with a wrong token (401 is retried, never treated as registered)', async () => {
+    const orch = new FakeOrchestrator('another-token-that-does-not-match');
+    await orch.listen();
+    cleanups.push(() => orch.close());
+    const c = client(orch.url, new PoolTable());
+    c.start();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(orch.registrations).toEqual([]);
+    expect(c.state).toBe('registering');
+  });
+});

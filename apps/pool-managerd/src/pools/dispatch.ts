@@ -1,0 +1,130 @@
+import type { LogFn } from 'pino';
+import type { DispatchEvent, DispatchRequest } from '@llama-orch/contracts';
+import { AdapterError, CompletionAbortedError, type LlamaServerClient } from '@llama-orch/llamacpp-adapter';
+import type { PoolManagerMetrics } from '../support/metrics.js';
+import type { Lease, PoolTable } from './pool-table.js';
+
+/**
+ * The logging calls a dispatch makes: a pino logger or Fastify's request logger. The caller binds
+ * `correlation_id` (the request id), so every line of the dispatch carries it.
+ */
+export interface DispatchLogger {
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+}
+
+/** Why a dispatch was aborted from our side (the reason object of its AbortSignal). */
+export class DispatchAbort extends Error {
+  override readonly name = 'DispatchAbort';
+  constructor(readonly why: 'client_gone' | 'deadline' | 'pool_stopping', message: string) {
+    super(message);
+  }
+}
+
+export interface DispatchOptions {
+  poolId: string;
+  nodeId: string;
+  request: DispatchRequest;
+  lease: Lease;
+  client: LlamaServerClient;
+  engineUrl: string;
+  engineVersion: string;
+  pools: PoolTable;
+  metrics: PoolManagerMetrics;
+  logger: DispatchLogger;
+  /** Aborted when the HTTP client goes away. */
+  clientGone: AbortSignal;
+}
+
+/**
+ * Streams one dispatch as normalised events: `token`* then exactly one `end` or `error`, unless the
+ * client went away (then nothing more is sent: nobody is listening). The lease is released however
+ * it ends; aborting closes the engine socket, which frees the engine's slot. Logged at info: the
+ * start, the engine request, and one `dispatch ended` line whatever the outcome.
+ */
+export async function* dispatchEvents({
+  poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone,
+}: DispatchOptions): AsyncGenerator<DispatchEvent, void, undefined> {
+  // pool_id and task_id are written on each line rather than bound in a child logger per dispatch
+  // (see the performance notes): every field object below has the same literal shape.
+  const taskId = req.task_id;
+  const ac = new AbortController();
+  const onClientGone = (): void => ac.abort(new DispatchAbort('client_gone', 'client disconnected'));
+  const onLeaseAbort = (): void => ac.abort(new DispatchAbort('pool_stopping', `pool ${poolId} stopped in-flight work: ${String((lease.signal.reason as Error | undefined)?.message ?? 'stopping')}`));
+  if (clientGone.aborted) onClientGone();
+  clientGone.addEventListener('abort', onClientGone, { once: true });
+  lease.signal.addEventListener('abort', onLeaseAbort, { once: true });
+  if (lease.signal.aborted) onLeaseAbort();
+  let deadline: NodeJS.Timeout | undefined;
+  if (req.deadline_ms !== undefined) {
+    deadline = setTimeout(() => ac.abort(new DispatchAbort('deadline', `deadline of ${req.deadline_ms} ms passed`)), req.deadline_ms);
+    deadline.unref();
+  }
+  const started = performance.now();
+  let tokens = 0;
+  let outcome = 'error';
+  let end: Extract<DispatchEvent, { type: 'end' }> | undefined;
+  log.info({ pool_id: poolId, task_id: taskId, max_tokens: req.max_tokens, human: `stream start on pool ${poolId}` }, 'dispatch started');
+  try {
+    const stream = client.complete(req, ac.signal);
+    log.info({ pool_id: poolId, task_id: taskId, engine_url: engineUrl }, 'engine request sent');
+    for await (const ev of stream) {
+      if (ev.type === 'token') {
+        tokens += 1;
+        yield ev;
+        continue;
+      }
+      pools.recordDecode(poolId, ev.tokens_out, ev.decode_ms);
+      metrics.tokensOut.inc({ pool_id: poolId }, ev.tokens_out);
+      outcome = 'end';
+      end = { ...ev, engine_version: engineVersion, pool_id: poolId, node_id: nodeId };
+      yield end;
+      return;
+    }
+  } catch (err) {
+    const reason: unknown = ac.signal.reason;
+    if (err instanceof CompletionAbortedError && reason instanceof DispatchAbort) {
+      if (reason.why === 'client_gone') {
+        outcome = 'canceled';
+        log.info({ pool_id: poolId, task_id: taskId, tokens, human: 'client disconnected: engine request aborted' }, 'dispatch canceled');
+        return;
+      }
+      if (reason.why === 'deadline') {
+        log.warn({ pool_id: poolId, task_id: taskId, tokens }, 'dispatch deadline passed');
+        yield { type: 'error', code: 'DECODE_TIMEOUT', message: reason.message, retriable: true };
+        return;
+      }
+      yield { type: 'error', code: 'POOL_UNAVAILABLE', message: reason.message, retriable: true };
+      return;
+    }
+    if (err instanceof AdapterError) {
+      log.warn({ err, pool_id: poolId, task_id: taskId, tokens }, 'dispatch failed');
+      yield { type: 'error', code: err.errorCode, message: err.message, retriable: err.retriable };
+      return;
+    }
+    log.error({ err, pool_id: poolId, task_id: taskId }, 'dispatch failed unexpectedly');
+    yield { type: 'error', code: 'INTERNAL', message: 'internal error while streaming', retriable: false };
+  } finally {
+    if (deadline !== undefined) clearTimeout(deadline);
+    clientGone.removeEventListener('abort', onClientGone);
+    lease.signal.removeEventListener('abort', onLeaseAbort);
+    // Ends the engine request if the consumer stopped early (the generator's return path).
+    if (!ac.signal.aborted) ac.abort(new DispatchAbort('client_gone', 'stream closed'));
+    lease.release();
+    metrics.dispatches.inc({ pool_id: poolId, outcome });
+    const ms = Math.round(performance.now() - started);
+    if (end !== undefined) {
+      log.info(
+        {
+          pool_id: poolId, task_id: taskId, outcome, ms, tokens_out: end.tokens_out, decode_ms: end.decode_ms, stop_type: end.stop_type,
+          human: `stream end: ${end.tokens_out} tokens`,
+        },
+        'dispatch ended',
+      );
+    } else {
+      log.info({ pool_id: poolId, task_id: taskId, outcome, ms, tokens }, 'dispatch ended');
+    }
+  }
+}

@@ -1,0 +1,358 @@
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { closeAll } from '@llama-orch/daemon-support';
+import { HandoffFileSchema, type DispatchEvent, type DispatchRequest, type HandoffFile, type PoolConfig } from '@llama-orch/contracts';
+import type { EngineProvisioner } from '@llama-orch/engine-provisioner';
+import type { ModelProvisioner } from '@llama-orch/model-provisioner';
+import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
+import { EngineNotReachedError, HandoffError, PoolNotFoundError, PoolNotManagedError, PoolUnreadyError } from '../errors.js';
+import { probeExternalEngine } from '../handoff/adoption.js';
+import { HandoffWatcher } from '../handoff/handoff-watcher.js';
+import { drain } from '../operations/drain.js';
+import { reload } from '../operations/reload.js';
+import type { EngineClients } from '../replicas/engine-clients.js';
+import type { SupervisionSettings } from '../supervision/settings.js';
+import { PoolManagerMetrics } from '../support/metrics.js';
+import { sweepStalePidFiles } from '../support/pid-files.js';
+import type { RotatingLogOptions } from '../support/rotating-log.js';
+import type { RuntimeDir } from '../support/runtime-dir.js';
+import { AdoptedEngine } from './adopted-engine.js';
+import { dispatchEvents, type DispatchLogger } from './dispatch.js';
+import { ExternalPool } from './external-pool.js';
+import { ManagedPool } from './managed-pool.js';
+import { PoolTable, UNREADY_RETRY_MS } from './pool-table.js';
+
+export interface PoolManagerOptions {
+  nodeId: string;
+  pools: readonly PoolConfig[];
+  runtime: RuntimeDir;
+  logger: Logger;
+  engines: Pick<EngineProvisioner, 'ensureBinary' | 'prepare'>;
+  models: Pick<ModelProvisioner, 'ensure'>;
+  /** Complete, scrubbed environment for engine processes. */
+  engineEnv: Readonly<Record<string, string>>;
+  /**
+   * Exec-in-place prefix that ties engines to this process's life (setpriv); [] when unavailable.
+   * May be a promise (main verifies setpriv while the pools provision); awaited before each spawn.
+   */
+  wrapper: readonly string[] | Promise<readonly string[]>;
+  supervision: SupervisionSettings;
+  engineLog?: RotatingLogOptions;
+  /** Probe interval of adopted external engines, ms. @default 2000 */
+  externalProbeMs?: number;
+  /** How long an adopted engine may take to answer /health 200, ms. @default 30000 */
+  adoptTimeoutMs?: number;
+  /** Handoff watcher stability threshold, ms. @default 100 */
+  handoffStabilityMs?: number;
+  /**
+   * Settles once the daemon's HTTP API listens. Engines are provisioned, spawned and checked before
+   * it (their start overlaps the daemon's own start-up), but no pool is reported ready and no
+   * external engine is adopted until it settled, so a ready pool can always be reached.
+   * @default settled (in-process use: the caller listens first)
+   */
+  serving?: Promise<void>;
+}
+
+/** Time a pool's close may take beyond its engine's SIGTERM grace (SIGKILL, files), ms. */
+const CLOSE_MARGIN_MS = 5000;
+
+/** Per-dispatch options of {@link PoolManager.openCompletion}. */
+export interface OpenCompletionOptions {
+  /** Aborted when the caller (the HTTP client) goes away: the engine request is aborted, its slot freed. */
+  signal: AbortSignal;
+  /** The dispatch's logger; its lines carry the caller's `correlation_id` binding. */
+  log: DispatchLogger;
+}
+
+/**
+ * Everything pool-managerd runs: one {@link ManagedPool} per configured pool, the pools made of
+ * adopted external engines, the handoff watcher, the pool table, engine HTTP clients and metrics.
+ * `start()` sweeps orphans of an earlier run, then provisions all pools concurrently.
+ */
+export class PoolManager {
+  readonly nodeId: string;
+  readonly pools = new PoolTable();
+  readonly metrics: PoolManagerMetrics;
+  readonly #runtime: RuntimeDir;
+  readonly #serving: Promise<void>;
+  readonly #adoptTimeoutMs: number;
+  readonly #externalProbeMs: number | undefined;
+  readonly #stopTimeoutMs: number;
+  readonly #log: Logger;
+  readonly #managed = new Map<string, ManagedPool>();
+  readonly #external = new Map<string, ExternalPool>();
+  readonly #clients = new Map<string, LlamaServerClient>();
+  #engineClients: Promise<EngineClients> | undefined;
+  #loadedClients: EngineClients | undefined;
+  readonly #watcher: HandoffWatcher;
+  #state: 'idle' | 'running' | 'closing' | 'closed' = 'idle';
+  #closing: Promise<void> | undefined;
+
+  constructor(options: PoolManagerOptions) {
+    const { nodeId, runtime, logger, serving = Promise.resolve(), adoptTimeoutMs = 30_000, externalProbeMs, handoffStabilityMs } = options;
+    this.nodeId = nodeId;
+    this.#runtime = runtime;
+    this.#serving = serving;
+    this.#adoptTimeoutMs = adoptTimeoutMs;
+    this.#externalProbeMs = externalProbeMs;
+    this.#stopTimeoutMs = options.supervision.stopTimeoutMs;
+    this.#log = logger.child({ component: 'pool-manager' });
+    this.metrics = new PoolManagerMetrics(this.pools);
+    for (const pool of options.pools) {
+      this.#managed.set(pool.id, new ManagedPool({
+        pool,
+        table: this.pools,
+        engines: options.engines,
+        models: options.models,
+        runtime,
+        logger,
+        metrics: this.metrics,
+        engineEnv: options.engineEnv,
+        wrapper: options.wrapper,
+        clientFor: (url) => this.engineClient(url),
+        supervision: options.supervision,
+        engineLog: options.engineLog,
+        externalProbeMs,
+        adoptTimeoutMs,
+        serving,
+      }));
+    }
+    this.#watcher = new HandoffWatcher({
+      dir: runtime.engines,
+      logger: this.#log.child({ component: 'handoff-watcher' }),
+      ...(handoffStabilityMs !== undefined ? { stabilityMs: handoffStabilityMs } : {}),
+      onHandoff: (path, h, signal) => this.#onHandoff(path, h, signal),
+      onRemoved: (path) => this.#onHandoffRemoved(path),
+      onRejected: (_path, reason) => this.metrics.handoffsRejected.inc({ reason }),
+      onAccepted: (_path, h) => this.metrics.handoffsProcessed.inc({ mode: h.provisioning_mode }),
+    });
+  }
+
+  get state(): 'idle' | 'running' | 'closing' | 'closed' {
+    return this.#state;
+  }
+
+  get watcher(): HandoffWatcher {
+    return this.#watcher;
+  }
+
+  /**
+   * The client of the engine at `url` (one per URL, each with its own connection pool). undici and
+   * the client are loaded on the first call, which comes right after the first engine spawned:
+   * their loading overlaps the engine's start instead of delaying the spawn.
+   */
+  async engineClient(url: string): Promise<LlamaServerClient> {
+    this.#engineClients ??= import('../replicas/engine-clients.js').then((m) => {
+      this.#loadedClients = m.createEngineClients();
+      return this.#loadedClients;
+    });
+    await this.#engineClients;
+    return this.clientFor(url);
+  }
+
+  /**
+   * Synchronous {@link engineClient} for request handlers. Every bound engine was reached through
+   * `engineClient` first, so this only throws ({@link EngineNotReachedError}, 503) for a URL no
+   * engine of this daemon has.
+   */
+  clientFor(url: string): LlamaServerClient {
+    let c = this.#clients.get(url);
+    if (c === undefined) {
+      const clients = this.#loadedClients;
+      if (clients === undefined) throw new EngineNotReachedError(url);
+      c = clients.create(url);
+      this.#clients.set(url, c);
+    }
+    return c;
+  }
+
+  /** Model ids served by running pools (never evicted from the model cache). */
+  modelInUse(id: string): boolean {
+    for (const p of this.#managed.values()) if (p.modelId === id) return true;
+    return false;
+  }
+
+  /**
+   * Opens a completion on pool `poolId`: takes a lease, then streams the engine's events (see
+   * {@link dispatchEvents}). Throws before any event — {@link PoolNotFoundError}, a
+   * {@link PoolUnreadyError} or ReplicaExhaustedError — so the caller can still answer with a status.
+   */
+  openCompletion(poolId: string, request: DispatchRequest, { signal, log }: OpenCompletionOptions): AsyncGenerator<DispatchEvent, void, undefined> {
+    const lease = this.pools.lease(poolId);
+    const engine = this.pools.engine(poolId);
+    let client: LlamaServerClient | undefined;
+    try {
+      // Unbound between the lease check and here: the engine just exited.
+      if (engine === undefined) throw new PoolUnreadyError(poolId, 'its engine just exited', UNREADY_RETRY_MS);
+      client = this.clientFor(engine.url);
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
+    return dispatchEvents({
+      poolId, nodeId: this.nodeId, request, lease, client, engineUrl: engine.url, engineVersion: engine.engine_version, pools: this.pools, metrics: this.metrics,
+      logger: log, clientGone: signal,
+    });
+  }
+
+  /**
+   * Kills orphans of an earlier run (stale PID files), removes its managed handoff files, provisions
+   * every pool concurrently (not awaited: pools report progress) and starts the handoff watcher once
+   * the daemon serves (see {@link PoolManagerOptions.serving}).
+   */
+  async start(): Promise<void> {
+    if (this.#state !== 'idle') return;
+    this.#state = 'running';
+    const killed = sweepStalePidFiles(this.#runtime.pids, this.#log);
+    if (killed.length > 0) this.#log.warn({ pids: killed }, 'orphan engines of a previous run killed');
+    this.#removeStaleManagedHandoffs();
+    // Pools first: the engines' own start-up is the long pole, and our handoff files are
+    // recognised (same pid) whenever the watcher's initial scan sees them.
+    for (const p of this.#managed.values()) void p.start();
+    await this.#serving;
+    if (this.#state !== 'running') return;
+    await this.#watcher.start();
+  }
+
+  /**
+   * Resolves once every configured pool has spawned its first engine (or failed to), or after
+   * `maxMs`, whichever is first. main.ts loads the HTTP stack after it: with a warm cache the
+   * engines spawn first and their start overlaps the rest of the daemon's start-up; a cold cache
+   * (build, download) holds the API back by at most `maxMs`.
+   */
+  async enginesSpawned(maxMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([...this.#managed.values()].map((p) => p.firstSpawn)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, maxMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** Managed handoff files left by an earlier run describe engines that no longer exist. */
+  #removeStaleManagedHandoffs(): void {
+    let names: string[];
+    try {
+      names = readdirSync(this.#runtime.engines).filter((n) => n.endsWith('.json'));
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const path = join(this.#runtime.engines, name);
+      try {
+        const h = HandoffFileSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
+        if (h.provisioning_mode === 'managed') {
+          rmSync(path, { force: true });
+          this.#log.info({ path, pid: h.pid }, 'removed managed handoff file of a previous run');
+        }
+      } catch {
+        // Not ours to judge here: the watcher rejects it with a reason.
+      }
+    }
+  }
+
+  async #onHandoff(path: string, h: HandoffFile, signal: AbortSignal): Promise<void> {
+    const managed = this.#managed.get(h.pool_id);
+    if (h.provisioning_mode === 'managed') {
+      if (managed?.ownsHandoff(h) === true) {
+        this.pools.touch(h.pool_id);
+        return;
+      }
+      throw new HandoffError(`managed handoff for pool ${h.pool_id} pid ${h.pid}, which this daemon does not run`, { poolId: h.pool_id, pid: h.pid });
+    }
+    if (managed !== undefined) {
+      await managed.adopt(path, h, signal);
+      this.#log.info({ pool_id: h.pool_id, url: h.url, human: `adopted external engine ${h.url} into configured pool ${h.pool_id}` }, 'external engine adopted');
+      return;
+    }
+    await this.#adoptAsPool(path, h, signal);
+  }
+
+  /** An external engine for a pool id this node does not configure: a pool of its own. */
+  async #adoptAsPool(path: string, h: HandoffFile, signal: AbortSignal): Promise<void> {
+    const poolId = h.pool_id;
+    const client = await this.engineClient(h.url);
+    const props = await probeExternalEngine(client, h, {
+      timeoutMs: this.#adoptTimeoutMs,
+      signal,
+      onHealth: (r) => this.metrics.healthChecks.inc({ pool_id: poolId, result: r }),
+    });
+    this.pools.register(poolId, { managed: false, models: [h.model.id], deterministic: false, ctx: props.n_ctx, slotsTotal: props.total_slots, state: 'stopped', reason: 'adopting' });
+    const busy = this.pools.operation(poolId);
+    if (busy !== undefined) throw new HandoffError(`pool ${poolId} is busy with ${busy}`, { poolId });
+    this.#external.get(poolId)?.close();
+    const logger = this.#log.child({ pool_id: poolId });
+    const engine = new AdoptedEngine({ table: this.pools, poolId, path, handoff: h, props, client, probeMs: this.#externalProbeMs, metrics: this.metrics, logger });
+    const pool = new ExternalPool(this.pools, engine, logger, () => {
+      if (this.#external.get(poolId) === pool) this.#external.delete(poolId);
+    });
+    this.#external.set(poolId, pool);
+    this.#log.info({ pool_id: poolId, url: h.url, slots: props.total_slots, human: `adopted external engine ${h.url} as pool ${poolId}` }, 'external engine adopted');
+  }
+
+  async #onHandoffRemoved(path: string): Promise<void> {
+    for (const pool of this.#external.values()) {
+      if (pool.path !== path) continue;
+      pool.handoffRemoved();
+      return;
+    }
+    for (const p of this.#managed.values()) await p.handoffRemoved(path);
+  }
+
+  /**
+   * Drain (DESIGN §5): no new leases, in-flight work until `deadlineMs`, then stop. Configured pools
+   * stop their engine; an adopted external engine is released (not killed: it is not ours).
+   * Throws synchronously for unknown or busy pools; the returned promise is the whole operation.
+   */
+  drain(poolId: string, deadlineMs: number): Promise<void> {
+    const pool = this.#managed.get(poolId) ?? this.#external.get(poolId);
+    if (pool === undefined) throw new PoolNotFoundError(poolId);
+    return drain(pool, deadlineMs);
+  }
+
+  /** Reload with rollback; only configured pools can load another model. */
+  reload(poolId: string, ref: string, sha256: string | undefined, deadlineMs: number): Promise<void> {
+    const pool = this.#managed.get(poolId);
+    if (pool !== undefined) return reload(pool, { ref, sha256, deadlineMs });
+    if (!this.pools.has(poolId)) throw new PoolNotFoundError(poolId);
+    throw new PoolNotManagedError(poolId);
+  }
+
+  /**
+   * Stops the watcher, every pool (engines SIGTERM → SIGKILL) and the HTTP clients: every step is
+   * attempted even when one fails (each bounded). Idempotent; rejects with the failed steps' names
+   * after all of them ran, so the daemon exits non-zero.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#state = 'closing';
+      const report = await closeAll([
+        { name: 'handoff watcher', close: () => this.#watcher.close() },
+        { name: 'adopted engines', close: () => [...this.#external.values()].forEach((p) => p.close()) },
+        // Concurrently: each pool's engine gets its SIGTERM grace at the same time.
+        { name: 'pools', close: () => this.#closePools(), timeoutMs: this.#stopTimeoutMs + CLOSE_MARGIN_MS },
+        { name: 'engine clients', close: () => this.#closeClients() },
+      ], { log: this.#log });
+      this.#state = 'closed';
+      if (report.failed.length > 0) throw new Error(`pool manager: ${report.failed.map((f) => f.name).join(', ')} failed to close`);
+    })();
+    return this.#closing;
+  }
+
+  async #closePools(): Promise<void> {
+    const pools = [...this.#managed.values()];
+    const results = await Promise.allSettled(pools.map((p) => p.close()));
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [{ pool: pools[i]?.poolId, err: r.reason as unknown }] : []));
+    if (failed.length > 0) throw new AggregateError(failed.map((f) => f.err), `pools ${failed.map((f) => f.pool).join(', ')} failed to close`);
+  }
+
+  async #closeClients(): Promise<void> {
+    await Promise.all([...this.#clients.values()].map((c) => c.close()));
+    const clients = await this.#engineClients?.catch(() => undefined);
+    await clients?.close();
+  }
+}

@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { PoolNotFoundError, PoolUnreadyError, ReplicaExhaustedError } from '../errors.js';
+import { PoolTable } from './pool-table.js';
+
+function readyRegistry(slots = 2): PoolTable {
+  const r = new PoolTable();
+  r.register('b', { managed: true, models: ['m'], deterministic: false, ctx: 512, slotsTotal: slots });
+  r.transition('b', 'starting');
+  r.bindEngine('b', { url: 'http://127.0.0.1:1', engine_version: 'b1-x', slots_total: slots, ctx: 512, mode: 'managed' });
+  r.transition('b', 'ready', 'healthy');
+  return r;
+}
+
+describe('PoolTable', () => {
+  it('registers once and is ready only with an engine in state ready', () => {
+    const r = new PoolTable();
+    expect(r.register('a', { managed: true, models: ['m'], deterministic: true, ctx: 256, slotsTotal: 1 })).toBe(true);
+    expect(r.register('a', { managed: true, models: ['x'], deterministic: false, ctx: 1, slotsTotal: 9 })).toBe(false);
+    expect(r.status('a')).toMatchObject({ state: 'provisioning', ready: false, live: false, slots_free: 0, models: ['m'] });
+    r.transition('a', 'starting');
+    expect(() => r.transition('a', 'ready')).not.toThrow();
+    expect(r.status('a').ready).toBe(false); // no engine bound: never ready because of a state alone
+  });
+
+  it('leases slots, refuses when full, never goes negative on double release', () => {
+    const r = readyRegistry(2);
+    const l1 = r.lease('b');
+    const l2 = r.lease('b');
+    expect(r.status('b')).toMatchObject({ slots_free: 0, active_leases: 2 });
+    expect(() => r.lease('b')).toThrow(ReplicaExhaustedError);
+    l1.release();
+    l1.release();
+    expect(r.activeLeases('b')).toBe(1);
+    l2.release();
+    l2.release();
+    expect(r.status('b')).toMatchObject({ slots_free: 2, active_leases: 0 });
+  });
+
+  it('draining refuses new leases but releases still work', () => {
+    const r = readyRegistry(2);
+    const l = r.lease('b');
+    r.transition('b', 'draining', 'drain');
+    expect(() => r.lease('b')).toThrow(expect.objectContaining({ errorCode: 'POOL_UNREADY' }));
+    expect(r.status('b')).toMatchObject({ draining: true, ready: false, slots_free: 0 });
+    l.release();
+    expect(r.activeLeases('b')).toBe(0);
+  });
+
+  it('abortLeases signals holders; unbind makes the pool not ready', () => {
+    const r = readyRegistry(1);
+    const l = r.lease('b');
+    r.abortLeases('b', 'stop');
+    expect(l.signal.aborted).toBe(true);
+    r.unbindEngine('b');
+    expect(r.status('b')).toMatchObject({ ready: false, live: false });
+    expect(r.status('b').engine_version).toBeUndefined();
+  });
+
+  it('snapshots are sorted, carry last_error, and unknown pools throw', () => {
+    const r = readyRegistry(1);
+    r.register('a', { managed: false, models: ['z'], deterministic: false, ctx: 1, slotsTotal: 1, state: 'stopped' });
+    r.setLastError('a', 'boom');
+    const snaps = r.snapshots();
+    expect(snaps.map((s) => s.pool_id)).toEqual(['a', 'b']);
+    expect(snaps[0]).toMatchObject({ ready: false, last_error: 'boom', engine_version: '' });
+    expect(snaps[1]).toMatchObject({ ready: true, slots_free: 1, engine_version: 'b1-x' });
+    expect(() => r.status('nope')).toThrow(PoolNotFoundError);
+    expect(() => r.lease('nope')).toThrow(PoolNotFoundError);
+  });
+
+  it('decode rate is a moving average of finished streams', () => {
+    const r = readyRegistry(1);
+    r.recordDecode('b', 100, 50); // 2000 tok/s
+    expect(r.status('b').decode_tps).toBeCloseTo(2000);
+    r.recordDecode('b', 100, 100); // 1000 tok/s
+    expect(r.status('b').decode_tps).toBeCloseTo(1700);
+    r.recordDecode('b', 0, 100);
+    expect(r.status('b').decode_tps).toBeCloseTo(1700);
+  });
+});

@@ -1,0 +1,59 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PoolStatus } from '@llama-orch/contracts';
+
+const BREAKER_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
+
+/** What the pool gauges read at scrape time (the pool table). */
+export interface PoolStatusSource {
+  statuses(): readonly PoolStatus[];
+}
+
+/**
+ * pool-managerd's Prometheus metrics, in its own prom-client Registry (never the default one).
+ * Pool gauges are computed from the pool table at scrape time, so they cannot drift from it.
+ */
+export class PoolManagerMetrics {
+  readonly registry = new Registry();
+  readonly restarts: Counter<'pool_id'>;
+  readonly handoffsProcessed: Counter<'mode'>;
+  readonly handoffsRejected: Counter<'reason'>;
+  readonly healthChecks: Counter<'pool_id' | 'result'>;
+  readonly provisioningSeconds: Histogram<'pool_id' | 'phase' | 'outcome'>;
+  readonly dispatches: Counter<'pool_id' | 'outcome'>;
+  readonly tokensOut: Counter<'pool_id'>;
+
+  constructor(pools: PoolStatusSource) {
+    const r = this.registry;
+    const gauge = (name: string, help: string, value: (s: PoolStatus) => number): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['pool_id'],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const s of pools.statuses()) this.set({ pool_id: s.pool_id }, value(s));
+        },
+      });
+    };
+    gauge('pool_slots_total', 'Engine slots per pool.', (s) => s.slots_total);
+    gauge('pool_slots_free', 'Slots not leased (0 when the pool is not ready).', (s) => s.slots_free);
+    gauge('pool_active_leases', 'Leases held right now.', (s) => s.active_leases);
+    gauge('pool_ready', '1 when the pool accepts leases.', (s) => (s.ready ? 1 : 0));
+    gauge('pool_breaker_state', 'Supervisor circuit breaker: 0 closed, 1 half_open, 2 open.', (s) => BREAKER_VALUE[s.breaker]);
+    gauge('pool_decode_tokens_per_second', 'Measured decode rate (moving average over streams).', (s) => s.decode_tps);
+    this.restarts = new Counter({ name: 'pool_engine_restarts_total', help: 'Engine restarts after a crash or failed start.', labelNames: ['pool_id'], registers: [r] });
+    this.handoffsProcessed = new Counter({ name: 'handoff_files_processed_total', help: 'Handoff files ingested.', labelNames: ['mode'], registers: [r] });
+    this.handoffsRejected = new Counter({ name: 'handoff_files_rejected_total', help: 'Handoff files rejected, by reason.', labelNames: ['reason'], registers: [r] });
+    this.healthChecks = new Counter({ name: 'engine_health_checks_total', help: 'Engine /health probes by result.', labelNames: ['pool_id', 'result'], registers: [r] });
+    this.provisioningSeconds = new Histogram({
+      name: 'pool_provisioning_duration_seconds',
+      help: 'Time to provision engine binaries and models, and to start engines.',
+      labelNames: ['pool_id', 'phase', 'outcome'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800],
+      registers: [r],
+    });
+    this.dispatches = new Counter({ name: 'dispatch_streams_total', help: 'Completion streams by outcome (end, error, canceled).', labelNames: ['pool_id', 'outcome'], registers: [r] });
+    this.tokensOut = new Counter({ name: 'dispatch_tokens_out_total', help: 'Tokens generated (engine count from end events).', labelNames: ['pool_id'], registers: [r] });
+  }
+}
