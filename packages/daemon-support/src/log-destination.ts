@@ -1,4 +1,3 @@
-import { constants, openSync } from 'node:fs';
 import sonicBoom from 'sonic-boom';
 
 // CommonJS: the class is the module's default export (its types also declare it by name).
@@ -29,16 +28,15 @@ export interface LogDestinationOptions {
 }
 
 /**
- * Opens a second, non-blocking description of `fd` when it is a pipe or a file, so a reader that
- * stops reading can only make writes fail with EAGAIN — never park the main thread inside
- * write(2). A socket (journald's stdout) cannot be reopened this way and is used as it is.
+ * Makes writes to stdout/stderr non-blocking when they are a pipe or a socket (how a supervisor,
+ * journald or a parent process reads a daemon), so a reader that stops reading can only make
+ * writes fail with EAGAIN — never park the main thread inside write(2). Node's own stream for the
+ * fd does it: creating it opens the fd through libuv, which sets O_NONBLOCK on pipes and sockets
+ * (files never block; a terminal is reopened by libuv and left as it is).
  */
-function nonBlocking(fd: number): number {
-  try {
-    return openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY | constants.O_APPEND | constants.O_NONBLOCK);
-  } catch {
-    return fd;
-  }
+function makeNonBlocking(fd: number): void {
+  if (fd === 1) void process.stdout;
+  else if (fd === 2) void process.stderr;
 }
 
 /**
@@ -53,8 +51,9 @@ function nonBlocking(fd: number): number {
  */
 export function logDestination(fd: number, options: LogDestinationOptions = {}): LogDestination {
   const { minLength = 4096, flushMs = 100, maxBufferedBytes = 16 * 1024 * 1024, flushRetries = 5 } = options;
+  makeNonBlocking(fd);
   const boom = new SonicBoom({
-    fd: nonBlocking(fd),
+    fd,
     sync: false,
     minLength,
     maxLength: maxBufferedBytes,
