@@ -97,6 +97,14 @@ export class QueueFullError extends OrchdError {
   }
 }
 
+/** 429 ADMISSION_REJECT (policy `budget`): the session has spent its token budget. */
+export class BudgetSpentError extends OrchdError {
+  override readonly name = 'BudgetSpentError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('ADMISSION_REJECT', message, { retriable: false, policyLabel: 'budget', ...options });
+  }
+}
+
 /** 503: no pool serves (or provisions) the model. */
 export class ModelNotAvailableError extends OrchdError {
   override readonly name = 'ModelNotAvailableError';

@@ -40,7 +40,7 @@ export { systemClock } from './support/clock.js';
 export type { Clock } from './support/clock.js';
 export type { Log } from './support/log.js';
 export {
-  OrchdError, InvalidParamsError, DeadlineUnmetError, UnauthorizedError, NotFoundError, PayloadTooLargeError, QueueFullError,
+  OrchdError, InvalidParamsError, DeadlineUnmetError, UnauthorizedError, NotFoundError, PayloadTooLargeError, QueueFullError, BudgetSpentError,
   ModelNotAvailableError, PoolUnavailableError, PoolUnreadyError, InternalError, ConfigError,
 } from './errors.js';
 export type { OrchdErrorOptions } from './errors.js';

@@ -1,5 +1,5 @@
 import type { ErrorCode, TaskRequest } from '@llama-orch/contracts';
-import { DeadlineUnmetError, InvalidParamsError, ModelNotAvailableError, QueueFullError } from '../errors.js';
+import { BudgetSpentError, DeadlineUnmetError, InvalidParamsError, ModelNotAvailableError } from '../errors.js';
 import { modelAvailability, type ModelAvailability } from './model-availability.js';
 import type { PoolView } from '../registry/pool-view.js';
 import type { Prediction, Predictor } from './predictor.js';
@@ -50,9 +50,7 @@ export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult
   }
   if (input.budgetRemaining !== undefined && input.budgetRemaining <= 0) {
     input.onReject('ADMISSION_REJECT');
-    throw new QueueFullError('ADMISSION_REJECT', `session ${request.session_id} has spent its token budget`, {
-      retriable: false, policyLabel: 'budget', retryAfterMs: 1000,
-    });
+    throw new BudgetSpentError(`session ${request.session_id} has spent its token budget`, { retryAfterMs: 1000 });
   }
   const prediction = predictTask(input.predictor, request, input.ahead, listed);
   if (prediction.measured && prediction.startMs >= request.deadline_ms) {

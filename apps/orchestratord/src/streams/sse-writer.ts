@@ -30,8 +30,8 @@ export function serveTaskStream(options: ServeTaskStreamOptions): void {
   let done = false;
   let keepalive: NodeJS.Timeout | undefined;
 
-  // One timer per subscriber, re-armed with refresh() after every write: a new timer per token was
-  // a steady stream of garbage (and of old-to-new pointers) with thousands of streams open.
+  // One timer per subscriber for its whole life, re-armed with refresh() after every write: no
+  // timer is created per frame.
   const armKeepalive = (): void => {
     if (keepalive !== undefined) {
       keepalive.refresh();
