@@ -1,9 +1,66 @@
 /**
  * The package graph is one-way (CONVENTIONS §1): contracts at the leaf, packages above it, apps on
- * top, the e2e harness apart (HTTP only). `pnpm lint` fails on any violation.
+ * top, the e2e harness apart (HTTP only). Inside each app, folders by capability are layered one
+ * way (DESIGN.md §2): a folder imports only folders below it, peers on one layer not each other,
+ * and only `http/` (plus the app factory) knows Fastify. `pnpm lint` fails on any violation.
  */
+
+/** Test code (tests, harnesses, fixtures, in-app benches) may reach across layers. */
+const testCode = (src) => ['[.]test[.]ts$', `${src}(testing|fixtures|bench)/`];
+
+/**
+ * Rules for one app. `layers`: top to bottom; each entry is the folders of one layer (peers).
+ * `src/`'s own files: the roots (entry, factory, daemon wiring, index) that no folder may import,
+ * and the leaves (config, errors) that every folder may.
+ */
+function appLayers(app, layers, roots) {
+  const src = `^apps/${app}/src/`;
+  const exempt = testCode(src);
+  const folders = (names) => `${src}(${names.join('|')})/`;
+  const rules = [];
+  layers.forEach((layer, i) => {
+    const above = layers.slice(0, i).flat();
+    if (above.length > 0) {
+      rules.push({
+        name: `${app}-layers-${layer.join('-')}`, severity: 'error',
+        comment: `${layer.join(', ')} sit below ${above.join(', ')} and must not import them (DESIGN.md §2).`,
+        from: { path: folders(layer), pathNot: exempt }, to: { path: folders(above) },
+      });
+    }
+    for (const peer of layer) {
+      const others = layer.filter((p) => p !== peer);
+      if (others.length === 0) continue;
+      rules.push({
+        name: `${app}-peers-${peer}`, severity: 'error',
+        comment: `${peer} and ${others.join(', ')} are peers on one layer: neither imports the other.`,
+        from: { path: folders([peer]), pathNot: exempt }, to: { path: folders(others) },
+      });
+    }
+  });
+  rules.push(
+    { name: `${app}-only-http-knows-fastify`, severity: 'error',
+      comment: 'Routes, plugins and hooks live in http/; the capability folders below it are plain objects.',
+      from: { path: src, pathNot: [`${src}http/`, `${src}(${roots.join('|')})[.]ts$`, ...exempt] },
+      to: { path: 'node_modules/(fastify|fastify-plugin|fastify-type-provider-zod|@fastify/[^/]+)/' } },
+    { name: `${app}-folders-never-import-roots`, severity: 'error',
+      comment: `Nothing in a folder imports the app's roots (${roots.join(', ')}): they assemble the folders.`,
+      from: { path: `${src}[^/]+/`, pathNot: exempt }, to: { path: `${src}(${roots.join('|')})[.]ts$` } },
+    { name: `${app}-product-never-imports-test-code`, severity: 'error',
+      comment: 'Product code never imports tests, harnesses or fixtures.',
+      from: { path: src, pathNot: exempt }, to: { path: `${src}(testing|fixtures|bench)/` } },
+    { name: `${app}-src-top-level`, severity: 'error',
+      comment: 'src/ keeps only the entry, app factory, daemon wiring, config, errors and index; the rest lives in capability folders.',
+      from: { path: `${src}[^/]+[.]ts$`, pathNot: [`${src}(${[...roots, 'config', 'errors'].join('|')})[.]ts$`, ...exempt] }, to: {} },
+  );
+  return rules;
+}
+
 module.exports = {
   forbidden: [
+    ...appLayers('orchestratord',
+      [['http'], ['tasks'], ['admission'], ['scheduling'], ['registry'], ['upstream', 'streams', 'sessions', 'catalog'], ['support']],
+      ['main', 'app', 'server', 'index']),
+
     { name: 'no-circular', severity: 'error', comment: 'Import cycles make start-up order and mocks fragile.',
       from: {}, to: { circular: true } },
     { name: 'contracts-only-zod', severity: 'error', comment: 'packages/contracts depends only on zod (and node built-ins).',
