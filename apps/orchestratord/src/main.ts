@@ -12,20 +12,9 @@ import { startServer } from './server.js';
 /** SIGTERM/SIGINT to exit: the close sequence is bounded well inside it (see server.ts). */
 const GRACE_MS = 10_000;
 
-/**
- * Puts stdout in non-blocking mode when it is a pipe or a socket: opening `process.stdout` gives
- * fd 1 a libuv handle, which sets O_NONBLOCK on it. logDestination reopens a pipe non-blocking by
- * itself but cannot reopen a socket, and a socket is what stdout is under a parent that spawned us
- * with `stdio: 'pipe'` (a socketpair) or under journald; left blocking, the exit flush would wait
- * in write(2) for a reader that never reads. Files and terminals are left as they are.
- */
-function stdoutNonBlocking(): void {
-  void process.stdout;
-}
-
-// Buffered and asynchronous (out at 4 KB or within 100 ms); never blocks or throws, so a stdout
-// reader that is gone or a pipe nobody reads cannot stop the shutdown. Flushed (bounded) on exit.
-stdoutNonBlocking();
+// Buffered and asynchronous (out at 4 KB or within 100 ms); never blocks or throws (it puts a
+// pipe or socket stdout in non-blocking mode), so a stdout reader that is gone or a pipe nobody
+// reads cannot stop the shutdown. Flushed (bounded) on exit.
 const destination = logDestination(1, { flushMs: 100 });
 process.once('exit', () => destination.flushSync());
 

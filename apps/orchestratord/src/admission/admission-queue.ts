@@ -68,7 +68,7 @@ export interface AdmissionQueueOptions<T> {
   capacity: number;
   /** Behaviour when full. */
   policy: QueuePolicy;
-  /** Group of an item (the dispatcher groups by model), counted per lane for {@link AdmissionQueue.countAhead}. */
+  /** Group of an item (the task service groups by model), counted per lane for {@link AdmissionQueue.countAhead}. */
   groupOf?: (item: T) => string;
 }
 
@@ -156,7 +156,7 @@ export class AdmissionQueue<T> {
   }
 
   /**
-   * First entry in dispatch order that satisfies `predicate`, without removing it: the dispatcher
+   * First entry in dispatch order that satisfies `predicate`, without removing it: the scheduler
    * takes the highest-priority task that is eligible for a free pool, so a task whose model no
    * free pool serves does not block tasks behind it.
    */

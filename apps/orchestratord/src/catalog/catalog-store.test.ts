@@ -65,3 +65,23 @@ describe('CatalogStore', () => {
     expect(store.list().map((i) => i.ref)).toEqual(['r1']);
   });
 });
+
+describe('CatalogStore.close', () => {
+  it('waits for the write in progress, refuses later changes, and is idempotent', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'catalog-close-'));
+    try {
+      const file = join(dir, 'catalog-interest.json');
+      const store = await CatalogStore.open({ file, logger: captureLogger().logger });
+      const pending = store.register({ ref: 'hf:o/r/a.gguf' }, T0);
+      const closing = store.close();
+      expect(store.close()).toBe(closing);
+      await closing;
+      await pending;
+      expect(store.state).toBe('closed');
+      expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ interests: [{ ref: 'hf:o/r/a.gguf' }] });
+      await expect(store.register({ ref: 'hf:o/r/b.gguf' }, T0)).rejects.toMatchObject({ code: 'INTERNAL', retriable: true });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -3,7 +3,7 @@ import type { LogFn } from 'pino';
 /**
  * The logger surface orchestratord's components use: satisfied by a pino Logger and by Fastify's
  * request logger (a pino child carrying the correlation id), so request-scoped children flow into
- * the dispatcher unchanged.
+ * the task service unchanged.
  */
 export interface Log {
   info: LogFn;
