@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { DispatchEvent, DispatchRequest, ErrorCode } from '@llama-orch/contracts';
 import { readDispatchEvents } from './dispatch-events.js';
 import type { DispatchTarget, PoolClient } from './pool-client.js';
@@ -113,7 +114,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
     }
     return failurePolicy(err, relayed, input);
   };
-  let body;
+  let body: Readable;
   try {
     body = await input.client.dispatch(input.target, input.poolId, input.body, signal, input.correlationId);
   } catch (err) {
