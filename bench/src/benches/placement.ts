@@ -59,7 +59,7 @@ export const placementBench: Bench = {
         `${r.pools_per_node} pools, registered and heartbeating with seeded random load (1–16 slots, random free slots, 90 % ready, ` +
         `some starting/draining/failed, ${r.models} models so ${r.pools_per_model.min}–${r.pools_per_model.max} pools per model, ` +
         '30 % deterministic, ctx 2k–8k, 1 % of nodes never heartbeat), and times, each call alone with process.hrtime.bigint() ' +
-        `(timer overhead ${r.timer_overhead_us} µs), the decision as the dispatcher's pump makes it: place(task, registry, strategy, cursor), ` +
+        `(timer overhead ${r.timer_overhead_us} µs), the decision as the scheduler's pump makes it: place(task, registry, strategy, cursor), ` +
         "i.e. the registry's per-model index lookup plus one pass over that model's pools, for random tasks (random model and ctx, " +
         '20 % strict, 10 % prefer, 10 % pin). Between decisions, untimed, one random node heartbeats new random load, assignments ' +
         'take leases (64 held, then released) and 1 % of the time a pool is marked saturated. ' +

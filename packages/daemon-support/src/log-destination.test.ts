@@ -64,6 +64,12 @@ describe('logDestination', () => {
     expect(out.trimEnd().endsWith('{"msg":"stopped"}')).toBe(true);
   });
 
+  it('writes a lone buffered line within its flush period, without more lines or a flush', async () => {
+    const w = start(1);
+    const [chunk] = (await once(w.child.stdout, 'data')) as [Buffer];
+    expect(chunk.toString('utf8')).toMatch(/^\{"n":0,/);
+  });
+
   it('exits promptly when the reader goes away right after the signal (EPIPE)', async () => {
     const w = start(10);
     await w.stderr('ready');
