@@ -9,9 +9,10 @@ import { execa } from 'execa';
 import { Agent, H2CClient, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HandoffFileSchema, type PoolStatus } from '@llama-orch/contracts';
-import { ensureCpuTestEngine, repoRoot, testCacheDir } from '@llama-orch/engine-provisioner';
+import { ensureCpuTestEngine, testCacheDir } from '@llama-orch/engine-provisioner';
 import { isLlamaServerProcess, processCmdline } from './support/pid-files.js';
 import { startExternalEngine, type ExternalEngine } from './testing/external-engine.js';
+import { buildDist } from './testing/daemon-process.js';
 import { FakeOrchestrator } from './testing/fake-orchestrator.js';
 import { report, until } from './testing/harness.js';
 
@@ -34,7 +35,7 @@ afterEach(async () => {
 
 beforeAll(async () => {
   // Build what the daemon runs (incremental; the README's test command does it too).
-  await execa('npx', ['tsc', '--build', APP_DIR], { cwd: repoRoot(), stdio: 'inherit' });
+  await buildDist();
   await ensureCpuTestEngine();
 }, 45 * 60_000);
 

@@ -60,6 +60,13 @@ interface Running {
   releaseRuntime?: () => void;
   /** The engines' SIGTERM grace (supervision `stop_timeout_ms`), ms. */
   stopTimeoutMs: number;
+  /** Set when the shutdown began: the start-up stops where it is (nothing new is opened). */
+  closing?: boolean;
+}
+
+/** Read afresh after each await of the start-up: a signal may arrive at any of them. */
+function stopping(r: Running): boolean {
+  return r.closing === true;
 }
 
 /**
@@ -67,6 +74,7 @@ interface Running {
  * (closeAll). Resolves true when every step succeeded.
  */
 async function shutdown(log: Logger, r: Running): Promise<boolean> {
+  r.closing = true;
   const step = (name: string, close: (() => unknown) | undefined, timeoutMs?: number): CloseStep | undefined =>
     close === undefined ? undefined : { name, close, ...(timeoutMs !== undefined ? { timeoutMs } : {}) };
   const report = await closeAll([
@@ -144,6 +152,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   // so its loading overlaps their start instead of delaying it.
   await manager.enginesSpawned(LOAD_API_AFTER_MS);
   const { buildApp, buildDispatchApp } = await import('./app.js');
+  if (stopping(running)) return;
   const app = await buildApp({ manager, logger: log, apiToken: settings.apiToken }, config);
   running.app = app;
   await app.listen({ host: settings.host, port: settings.port });
@@ -157,7 +166,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   // Listening before any pool is announced ready, like the API.
   let dispatchPort: number | undefined;
   const h2cAddr = config.node.dispatch_h2c_addr;
-  if (h2cAddr !== 'off') {
+  if (h2cAddr !== 'off' && !stopping(running)) {
     const { host: h2cHost, port: h2cPort } = h2cAddr === undefined ? { host: settings.host, port: 0 } : splitHostPort(h2cAddr);
     const h2 = await buildDispatchApp({ manager, logger: log, apiToken: settings.apiToken }, config);
     running.dispatchApp = h2;
@@ -169,11 +178,12 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   markServing();
 
   await started;
-  if (config.orchestrator === undefined) return;
+  if (config.orchestrator === undefined || stopping(running)) return;
   const [{ NodeClient }, { detectCapabilities, machineId }, { GpuMemoryMonitor, withVramFree }] = await Promise.all([
     import('./node/node-client.js'), import('./node/capabilities.js'), import('./node/gpu-memory.js'),
   ]);
   const capabilities = await detectCapabilities(log);
+  if (stopping(running)) return;
   // GPU hosts report each GPU pool's free device memory with its heartbeats (sampled once per interval).
   const monitor = capabilities.gpus.length > 0
     ? new GpuMemoryMonitor({ intervalMs: config.orchestrator.heartbeat_interval_ms, logger: log.child({ component: 'gpu-memory' }) })

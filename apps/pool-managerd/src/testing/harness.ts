@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { request } from 'undici';
 import { DispatchEventSchema, PoolConfigSchema, type DispatchEvent, type PoolConfigInput, type PoolState, type PoolStatus } from '@llama-orch/contracts';
 import { EngineProvisioner, ensureCpuTestEngine, scrubEngineEnv, testCacheDir } from '@llama-orch/engine-provisioner';
@@ -26,6 +26,8 @@ export interface Harness {
   url: string;
   token: string;
   logs: Array<Record<string, unknown>>;
+  /** The logger whose lines land in {@link logs} (e.g. for a second app on the same manager). */
+  logger: Logger;
   /** Every pool state change seen, in order (the transition recorder). */
   transitions: RecordedTransition[];
   /** Log lines that report an InvalidTransitionError: a refused transition anywhere in the daemon. */
@@ -98,7 +100,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
   if (opts.start !== false) await manager.start();
   let closed = false;
   return {
-    dir, runtime, manager, app, url, token: TEST_TOKEN, logs, transitions, illegalTransitions,
+    dir, runtime, manager, app, url, token: TEST_TOKEN, logs, logger, transitions, illegalTransitions,
     close: async () => {
       if (closed) return;
       closed = true;
