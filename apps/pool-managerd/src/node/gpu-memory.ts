@@ -38,6 +38,7 @@ export class GpuMemoryMonitor {
   readonly #nvidiaSmi: string;
   readonly #sampleTimeoutMs: number;
   readonly #closed = new AbortController();
+  #closing: Promise<void> | undefined;
   #state: 'idle' | 'running' | 'closed' = 'idle';
   #free = new Map<number, number>();
   #timer: NodeJS.Timeout | undefined;
@@ -105,14 +106,16 @@ export class GpuMemoryMonitor {
     return sum;
   }
 
-  /** Stops sampling and cancels (then awaits) a sample in flight. Idempotent. */
-  async close(): Promise<void> {
-    if (this.#state === 'closed') return;
-    this.#state = 'closed';
-    clearInterval(this.#timer);
-    this.#closed.abort();
-    await this.#sampling?.catch(() => undefined);
-    this.#free = new Map();
+  /** Stops sampling and cancels (then awaits) a sample in flight. Idempotent: every call returns the first one's promise. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#state = 'closed';
+      clearInterval(this.#timer);
+      this.#closed.abort();
+      await this.#sampling?.catch(() => undefined);
+      this.#free = new Map();
+    })();
+    return this.#closing;
   }
 }
 

@@ -47,8 +47,8 @@ export interface DispatchOptions {
 export async function* dispatchEvents({
   poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone,
 }: DispatchOptions): AsyncGenerator<DispatchEvent, void, undefined> {
-  // pool_id and task_id are written on each line rather than bound in a child logger per dispatch
-  // (see the performance notes): every field object below has the same literal shape.
+  // pool_id and task_id are written on each line, not bound in a child logger per dispatch, and
+  // each line's fields are one object literal (performance notes: dispatch log lines).
   const taskId = req.task_id;
   const ac = new AbortController();
   const onClientGone = (): void => ac.abort(new DispatchAbort('client_gone', 'client disconnected'));

@@ -1,7 +1,10 @@
 import { Pool } from 'undici';
 import { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 
-/** Engine HTTP clients, one connection pool per engine. Its own module so PoolManager can load it after the first spawn. */
+/**
+ * Engine HTTP clients, one connection pool per engine. Its own module so PoolManager can load it
+ * (and undici) after the first spawn (performance notes: lazy engine clients).
+ */
 export interface EngineClients {
   /** A new client of the engine at `url`. */
   create(url: string): LlamaServerClient;
@@ -9,10 +12,9 @@ export interface EngineClients {
 }
 
 export function createEngineClients(): EngineClients {
-  // A Pool per engine rather than one Agent: an Agent drops an origin's pool when its last connection
-  // closes, and llama-server closes every streamed connection, so each dispatch built a new Pool and
-  // Client before it could connect (~0.2 ms of the engine request's critical path here).
-  // No pipelining: a token stream must never queue behind another request on one socket.
+  // One Pool per engine, kept for the daemon's life: every dispatch to it reuses the same Pool and
+  // client, even though llama-server closes every streamed connection (performance notes: one
+  // undici Pool per engine). No pipelining: a token stream never queues behind another request.
   const pools = new Set<Pool>();
   return {
     create: (url) => {

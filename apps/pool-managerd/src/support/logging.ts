@@ -8,12 +8,16 @@ export interface RootLogger {
 }
 
 /**
- * pino JSON to stdout through {@link logDestination}: buffered, never blocking the process and
- * never throwing — a reader that went away (EPIPE) or a full pipe drops lines instead of parking
- * the main thread, so a SIGTERM is always handled. Bearer tokens are redacted.
+ * pino JSON to stdout through {@link logDestination}: never blocking the process and never
+ * throwing — a reader that went away (EPIPE) or a full pipe drops lines instead of parking the main
+ * thread, so a SIGTERM is always handled. Bearer tokens are redacted.
+ *
+ * A line is written as soon as no write is in flight (`minLength: 0`, pino's own behaviour): lines
+ * logged meanwhile go out together with the next write, and whoever tails the log sees each line
+ * at once (performance notes: log destination).
  */
 export function createRootLogger(level: string): RootLogger {
-  const destination = logDestination(1);
+  const destination = logDestination(1, { minLength: 0 });
   const logger = pino(
     {
       name: 'pool-managerd',
