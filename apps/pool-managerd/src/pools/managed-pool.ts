@@ -170,7 +170,8 @@ export class ManagedPool implements ReloadablePool {
       this.#retryTimer = setTimeout(() => {
         this.#retryTimer = undefined;
         const { state, operation } = this.lifecycle;
-        if (state === 'failed' && operation === undefined && this.#external === undefined) this.#run = this.#provisionAndRun();
+        // Only a pool that still has nothing to run (no reload or adoption replaced it meanwhile).
+        if (state === 'failed' && operation === undefined && this.#external === undefined && this.#replica === undefined) this.#run = this.#provisionAndRun();
       }, cooldownMs);
       this.#retryTimer.unref();
       return;
