@@ -60,6 +60,9 @@ module.exports = {
     ...appLayers('orchestratord',
       [['http'], ['tasks'], ['admission'], ['scheduling'], ['registry'], ['upstream', 'streams', 'sessions', 'catalog'], ['support']],
       ['main', 'app', 'server', 'index']),
+    ...appLayers('pool-managerd',
+      [['http'], ['pools'], ['operations'], ['replicas'], ['provisioning', 'handoff', 'node'], ['supervision'], ['support']],
+      ['main', 'app', 'daemon', 'index']),
 
     { name: 'no-circular', severity: 'error', comment: 'Import cycles make start-up order and mocks fragile.',
       from: {}, to: { circular: true } },
