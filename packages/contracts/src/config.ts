@@ -63,6 +63,11 @@ export const OrchestratorConfigSchema = z
      * (`catalog-interest.json`). Absent = in memory only. (env ORCHD_STATE_DIR)
      */
     state_dir: z.string().min(1).optional(),
+    /**
+     * Deadline of a task whose request names none (`/v2` without `deadline_ms`, every `/v1` request),
+     * ms from admission to the end of its stream. @default 300000 (env ORCHD_DEFAULT_DEADLINE_MS)
+     */
+    default_deadline_ms: z.coerce.number().int().min(1).max(86_400_000).default(300_000),
     /** Largest request body, bytes. @default 1048576 (env ORCHD_BODY_LIMIT) */
     body_limit: z.coerce.number().int().min(1024).default(1_048_576),
     /** pino level. @default info (env LOG_LEVEL) */
@@ -89,6 +94,7 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_SESSION_TTL_MS: 'session_ttl_ms',
   ORCHD_SESSION_MAX: 'session_max',
   ORCHD_SESSION_TOKEN_BUDGET: 'session_token_budget',
+  ORCHD_DEFAULT_DEADLINE_MS: 'default_deadline_ms',
   ORCHD_BODY_LIMIT: 'body_limit',
   ORCHD_STATE_DIR: 'state_dir',
   LOG_LEVEL: 'log_level',
@@ -113,6 +119,11 @@ export const PoolConfigSchema = z
     build_flags: z.array(z.string().regex(/^-D[A-Za-z0-9_]+=.*$/, 'build flags must look like -DNAME=VALUE')).default([]),
     /** Model ref (`hf:`, `https://`, `file:`, path, `synthetic:`). */
     model: z.string().min(1),
+    /**
+     * Other names clients may use for this pool's model (`model` in /v1 requests, `model_ref` in
+     * /v2); the first is the id `GET /v1/models` lists. @default []
+     */
+    aliases: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$/, 'alias: 1–128 of [A-Za-z0-9._:/@+-], not starting with a symbol')).max(16).default([]),
     /** Expected SHA-256 of the model file. */
     sha256: Sha256Schema.optional(),
     /** Engine context size, tokens (`-c`). @default 2048 */

@@ -7,10 +7,10 @@ export {
 } from './common.js';
 export type { EngineKind, GpuPolicy } from './common.js';
 export {
-  TASK_LIMITS, PlacementOverridesSchema, TaskRequestSchema, PreparationStepSchema, AdmissionResponseSchema, SessionInfoSchema,
+  TASK_LIMITS, PlacementOverridesSchema, TaskRequestSchema, resolveTaskRequest, PreparationStepSchema, AdmissionResponseSchema, SessionInfoSchema,
 } from './task.js';
 export type {
-  PlacementOverrides, TaskRequest, TaskRequestInput, PreparationStep, AdmissionResponse, SessionInfo,
+  PlacementOverrides, TaskRequest, TaskRequestBody, TaskRequestInput, PreparationStep, AdmissionResponse, SessionInfo,
 } from './task.js';
 export {
   StartedEventSchema, TokenEventSchema, MetricsEventSchema, EndEventSchema, ErrorEventSchema, SSE_EVENTS, SseFrameSchema, formatSseFrame,
@@ -50,3 +50,12 @@ export type {
 } from './config.js';
 export { formatIssues } from './format-issues.js';
 export { CORRELATION_ID_HEADER, isCorrelationId } from './correlation.js';
+export {
+  StopSchema, ResponseFormatSchema, SamplingSchema, SAMPLING_FIELDS, ChatMessageSchema, ChatMessagesSchema,
+} from './sampling.js';
+export type { ResponseFormat, Sampling, ChatMessage } from './sampling.js';
+export {
+  ChatCompletionRequestSchema, CompletionRequestSchema, UsageSchema, ChatCompletionSchema, ChatCompletionChunkSchema, CompletionSchema,
+  OpenAiModelSchema, OpenAiModelListSchema, OpenAiErrorSchema,
+} from './openai.js';
+export type { ChatCompletionRequest, CompletionRequest, Usage, OpenAiModel, OpenAiError } from './openai.js';

@@ -43,6 +43,8 @@ export const PoolSnapshotSchema = z
     slots_free: z.int().nonnegative(),
     /** Models served. */
     models: z.array(z.string().max(512)).max(64),
+    /** Other names of the models served (the pool's configured `aliases`). */
+    aliases: z.array(z.string().max(128)).max(16).optional(),
     /** Engine build identity. */
     engine_version: z.string().max(128),
     /** Context one request can use, tokens: the engine's per-slot `n_ctx` from `/props` (capped by the model's training context). */

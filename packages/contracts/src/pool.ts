@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ChatMessagesSchema, SamplingSchema } from './sampling.js';
 import { ErrorCodeSchema } from './errors.js';
 import { PoolIdSchema, TimestampSchema } from './common.js';
 
@@ -123,23 +124,40 @@ export const PoolOperationResponseSchema = z
   })
   .meta({ id: 'PoolOperationResponse' });
 
-/** Body of `POST /v2/pools/{id}/completions` on pool-managerd (sent by orchestratord). */
+/**
+ * Body of `POST /v2/pools/{id}/completions` on pool-managerd (sent by orchestratord). A
+ * `completion` runs on the engine's `/completion` with `prompt`; a `chat` on its
+ * `/v1/chat/completions` with `messages`, rendered with the model's own template. `sampling` is
+ * forwarded to the engine unchanged.
+ */
 export const DispatchRequestSchema = z
   .strictObject({
     /** Task id, for logs and the engine's request correlation. */
     task_id: z.uuid(),
-    /** Prompt text. */
-    prompt: z.string(),
+    /** What to run. @default completion */
+    workload: z.enum(['completion', 'chat']).default('completion'),
+    /** Prompt text (`completion`). */
+    prompt: z.string().optional(),
+    /** The conversation (`chat`). */
+    messages: ChatMessagesSchema.optional(),
     /** Max tokens to generate (`n_predict`). */
     max_tokens: z.int().min(1),
     /** Seed; absent = random. */
     seed: z.int().min(0).max(0xffff_ffff).optional(),
-    /** Greedy sampling (temperature 0) for deterministic output. @default false */
+    /** Greedy sampling (temperature 0) for deterministic output; overrides `sampling.temperature`. @default false */
     greedy: z.boolean().default(false),
-    /** Engine sampling temperature when not greedy. */
+    /** Engine sampling temperature when not greedy (older field; `sampling.temperature` wins). */
     temperature: z.number().min(0).max(5).optional(),
+    /** Sampling and output controls, forwarded to the engine. */
+    sampling: SamplingSchema.optional(),
+    /** Reuse the engine's KV cache for a matching prompt prefix (off under the strict determinism profile). @default false */
+    cache_prompt: z.boolean().default(false),
     /** Deadline for the whole stream, milliseconds from receipt. */
     deadline_ms: z.int().positive().optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (r.workload === 'chat' && r.messages === undefined) ctx.addIssue({ code: 'custom', message: 'messages is required for a chat', path: ['messages'] });
+    if (r.workload === 'completion' && r.prompt === undefined) ctx.addIssue({ code: 'custom', message: 'prompt is required for a completion', path: ['prompt'] });
   })
   .meta({ id: 'DispatchRequest' });
 export type DispatchRequest = z.infer<typeof DispatchRequestSchema>;
@@ -150,10 +168,14 @@ export const DispatchEventSchema = z
   .discriminatedUnion('type', [
     z.strictObject({
       type: z.literal('token'),
-      /** Text piece. */
+      /** Text piece (a chat: the delta's `content`, '' when the delta carries only other fields). */
       t: z.string(),
       /** Piece index from 0. */
       i: z.int().nonnegative(),
+      /** A chat delta's other fields (`tool_calls`, `reasoning_content` …), as the engine sent them. */
+      delta: z.record(z.string(), z.unknown()).optional(),
+      /** The engine's log probabilities for this piece, when requested. */
+      logprobs: z.unknown().optional(),
     }),
     z.strictObject({
       type: z.literal('end'),
@@ -163,6 +185,12 @@ export const DispatchEventSchema = z
       decode_ms: z.number().nonnegative(),
       /** Why it stopped. */
       stop_type: z.enum(['eos', 'limit', 'word', 'cancel']),
+      /** OpenAI's form of `stop_type` (`tool_calls` only for a chat that called a tool). */
+      finish_reason: z.enum(['stop', 'length', 'tool_calls']).optional(),
+      /** Prompt tokens (`tokens_evaluated` / `usage.prompt_tokens`). */
+      prompt_tokens: z.int().nonnegative().optional(),
+      /** Of those, served from the engine's prompt cache (`timings.cache_n`). */
+      cached_tokens: z.int().nonnegative().optional(),
       /** Engine build identity. */
       engine_version: z.string(),
       /** Pool id. */

@@ -60,6 +60,12 @@ export const EndEventSchema = z
     stop_type: z.enum(['eos', 'limit', 'word', 'cancel']).optional(),
     /** True when the task ended because it was cancelled (client request or disconnect). */
     canceled: z.boolean().optional(),
+    /** Prompt tokens the engine evaluated or took from its cache (`tokens_evaluated`). */
+    prompt_tokens: z.int().nonnegative().optional(),
+    /** Of `prompt_tokens`, how many came from the engine's prompt cache (`timings.cache_n`). */
+    cached_tokens: z.int().nonnegative().optional(),
+    /** OpenAI's reason: `stop` (end of text or a stop string), `length` (max_tokens) or `tool_calls`. */
+    finish_reason: z.enum(['stop', 'length', 'tool_calls']).optional(),
   })
   .meta({ id: 'SseEnd' });
 

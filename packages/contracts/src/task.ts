@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import { EngineKindSchema, PoolIdSchema } from './common.js';
+import { ChatMessagesSchema, SamplingSchema } from './sampling.js';
 
-/** Absolute caps enforced by the schema; orchestratord narrows `ctx` further to its live `ctx_max`. */
-export const TASK_LIMITS = Object.freeze({ ctxMax: 1_048_576, maxTokensMax: 32_768, promptMaxChars: 1_000_000 });
+/**
+ * Absolute caps enforced by the schema; orchestratord narrows `ctx` further to its live `ctx_max`.
+ * `defaultMaxTokens` applies when a request names no `max_tokens` (both doors).
+ */
+export const TASK_LIMITS = Object.freeze({ ctxMax: 1_048_576, maxTokensMax: 32_768, promptMaxChars: 1_000_000, defaultMaxTokens: 1024 });
 
 /** How a client steers placement. */
 export const PlacementOverridesSchema = z
@@ -25,35 +29,49 @@ export const PlacementOverridesSchema = z
   .meta({ id: 'PlacementOverrides' });
 export type PlacementOverrides = z.infer<typeof PlacementOverridesSchema>;
 
-/** Body of `POST /v2/tasks`. Unknown fields are rejected. */
+/**
+ * Body of `POST /v2/tasks`. Unknown fields are rejected. Only the model and the input (`prompt`, or
+ * `messages` with `workload: "chat"`) are required; everything else has a documented default, and
+ * orchestratord fills the ids and limits in (`TaskRequest` is the filled-in form).
+ */
 export const TaskRequestSchema = z
   .strictObject({
-    /** Client-generated id; the task is addressed by it afterwards. */
-    task_id: z.uuid(),
-    /** Session the task belongs to (budgets and turns are counted per session). */
-    session_id: z.uuid(),
-    /** Kind of work. Only `completion` is served; others are rejected with INVALID_PARAMS. */
-    workload: z.literal('completion'),
-    /** Model reference as the pools know it (catalog id or ref, e.g. `synthetic:llama`). */
+    /** Client-generated id; the task is addressed by it afterwards. @default a new UUID */
+    task_id: z.uuid().optional(),
+    /**
+     * Conversation the task belongs to: budgets and turns are counted per session, and its turns
+     * prefer the pool that holds its prompt cache. @default a new UUID (a one-turn session)
+     */
+    session_id: z.uuid().optional(),
+    /** `completion` (raw `prompt`) or `chat` (`messages`, rendered with the model's chat template). */
+    workload: z.enum(['completion', 'chat']).default('completion'),
+    /** Model reference as the pools know it (alias, catalog id or ref, e.g. `synthetic:llama`). */
     model_ref: z.string().min(1).max(512),
     /** Engine that must serve the task. */
-    engine: EngineKindSchema,
+    engine: EngineKindSchema.default('llamacpp'),
     /** Context tokens the task needs; 0 = the pool's default. Checked against `ctx_max`. */
-    ctx: z.int().min(0).max(TASK_LIMITS.ctxMax),
+    ctx: z.int().min(0).max(TASK_LIMITS.ctxMax).default(0),
     /** Lane: `interactive` is always dequeued before `batch`. */
-    priority: z.enum(['interactive', 'batch']),
+    priority: z.enum(['interactive', 'batch']).default('interactive'),
     /** Sampling seed; with greedy sampling and one slot, the same seed gives the same bytes. */
     seed: z.int().min(0).max(0xffff_ffff).optional(),
-    /** `strict` places only on pools running the determinism profile (one slot, no cont. batching). */
+    /**
+     * `strict` places only on pools running the determinism profile (one slot, no continuous
+     * batching), samples greedily and bypasses the prompt cache.
+     */
     determinism: z.enum(['strict', 'best_effort']).optional(),
     /** Version label of the sampler profile the client expects (informational). */
     sampler_profile_version: z.string().max(64).optional(),
-    /** Prompt text sent to the engine verbatim. */
-    prompt: z.string().max(TASK_LIMITS.promptMaxChars),
-    /** Maximum tokens to generate (engine `n_predict`). */
-    max_tokens: z.int().min(1).max(TASK_LIMITS.maxTokensMax),
-    /** Time budget from admission to the end of the stream, milliseconds. */
-    deadline_ms: z.int().positive().max(86_400_000),
+    /** Prompt text sent to the engine verbatim (`workload: "completion"`). */
+    prompt: z.string().max(TASK_LIMITS.promptMaxChars).optional(),
+    /** The conversation so far (`workload: "chat"`). */
+    messages: ChatMessagesSchema.optional(),
+    /** Sampling and output controls (temperature, top_p, stop, response_format …). */
+    sampling: SamplingSchema.optional(),
+    /** Maximum tokens to generate (engine `n_predict`). @default 1024 */
+    max_tokens: z.int().min(1).max(TASK_LIMITS.maxTokensMax).optional(),
+    /** Time budget from admission to the end of the stream, milliseconds. @default orchestratord's `ORCHD_DEFAULT_DEADLINE_MS` */
+    deadline_ms: z.int().positive().max(86_400_000).optional(),
     /** Client's estimate of tokens out, used for predictions only. */
     expected_tokens: z.int().min(0).max(TASK_LIMITS.maxTokensMax).optional(),
     /** Hint that KV cache reuse is worthwhile (`reuse`) or not (`cold`). */
@@ -61,9 +79,32 @@ export const TaskRequestSchema = z
     /** Placement steering; absent = `auto`. */
     placement: PlacementOverridesSchema.optional(),
   })
+  .superRefine((r, ctx) => {
+    if (r.workload === 'chat') {
+      if (r.messages === undefined) ctx.addIssue({ code: 'custom', message: 'messages is required when workload is chat', path: ['messages'] });
+      if (r.prompt !== undefined) ctx.addIssue({ code: 'custom', message: 'prompt is not allowed when workload is chat (send messages)', path: ['prompt'] });
+    } else {
+      if (r.prompt === undefined) ctx.addIssue({ code: 'custom', message: 'prompt is required when workload is completion', path: ['prompt'] });
+      if (r.messages !== undefined) ctx.addIssue({ code: 'custom', message: 'messages needs workload: "chat"', path: ['messages'] });
+    }
+  })
   .meta({ id: 'TaskRequest' });
-export type TaskRequest = z.infer<typeof TaskRequestSchema>;
+/** `POST /v2/tasks` as parsed (defaults of the schema applied, ids and limits maybe absent). */
+export type TaskRequestBody = z.infer<typeof TaskRequestSchema>;
 export type TaskRequestInput = z.input<typeof TaskRequestSchema>;
+/** A task request with every default filled in: the one internal task model behind both doors. */
+export type TaskRequest = TaskRequestBody & { task_id: string; session_id: string; max_tokens: number; deadline_ms: number };
+
+/** Fills a parsed request's open defaults (ids, `max_tokens`, `deadline_ms`). */
+export function resolveTaskRequest(body: TaskRequestBody, defaults: { deadlineMs: number; newId: () => string }): TaskRequest {
+  return {
+    ...body,
+    task_id: body.task_id ?? defaults.newId(),
+    session_id: body.session_id ?? defaults.newId(),
+    max_tokens: body.max_tokens ?? TASK_LIMITS.defaultMaxTokens,
+    deadline_ms: body.deadline_ms ?? defaults.deadlineMs,
+  };
+}
 
 /** One step a task waits on before it can run (model download, engine build, warm-up). */
 export const PreparationStepSchema = z
