@@ -99,6 +99,30 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     expect(failed, `proof bundle: ${dir}`).toEqual([]);
   }, 120_000);
 
+  // Issue 16: one id follows a task across both daemons, so an operator can grep one request's
+  // whole path (admission, placement, the dispatch hop, the engine request, the end).
+  it('one X-Correlation-Id ties together both daemons\' log lines of a task', async () => {
+    const run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 99, maxTokens: 8, determinism: 'best_effort' });
+    expect(run.frames.at(-1)?.event, JSON.stringify(run.frames.at(-1))).toBe('end');
+    // both daemons may buffer a line briefly; give the pipes time, then poll for the last lines
+    await sleep(300);
+    const want: Record<string, string[]> = {
+      orchestratord: ['task admitted', 'task placed', 'stream started', 'task ended'],
+      'pool-managerd': ['dispatch started', 'engine request sent', 'dispatch ended'],
+    };
+    const correlated = () => cluster.allLogs().filter((l) => l.line.correlation_id === run.correlationId);
+    const missing = (): string[] => Object.entries(want).flatMap(([daemon, msgs]) =>
+      msgs.filter((m) => !correlated().some((l) => l.source.startsWith(daemon) && l.line.msg === m)).map((m) => `${daemon}: ${m}`));
+    for (let i = 0; i < 40 && missing().length > 0; i++) await sleep(50);
+    expect(missing(), correlated().map((l) => `${l.source} ${String(l.line.msg)}`).join('\n')).toEqual([]);
+    const poolLines = correlated().filter((l) => l.source.startsWith('pool-managerd'));
+    // the dispatch ran on exactly one node, and every line there names this task
+    expect(new Set(poolLines.map((l) => l.source)).size).toBe(1);
+    const taskId = String(run.request.task_id);
+    expect(poolLines.filter((l) => String(l.line.msg).startsWith('dispatch') || l.line.msg === 'engine request sent').every((l) => l.line.task_id === taskId)).toBe(true);
+    expect(correlated().filter((l) => l.source === 'orchestratord' && String(l.line.msg).startsWith('task')).every((l) => l.line.task_id === taskId)).toBe(true);
+  }, 60_000);
+
   // Seeded sampling (not greedy): the seed decides every token, so the same seed must give the
   // same bytes on both replicas and different seeds must differ.
   it('is deterministic: 8 seeds × 2 replicas give byte-identical streams per seed', async () => {
