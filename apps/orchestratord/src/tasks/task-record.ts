@@ -110,16 +110,26 @@ export function canceledEnd(task: TaskRecord, now: number): EndEvent {
   return end;
 }
 
-/** What the node is asked to run: the prompt and limits, greedy sampling under strict determinism, the time left. */
+/**
+ * What the node is asked to run: the prompt or conversation, the limits and sampling controls, the
+ * time left. The strict determinism profile samples greedily and bypasses the prompt cache (a
+ * cached prefix is evaluated in a different batch shape, which may change the bytes); every other
+ * task reuses the engine's cache for the prefix it already holds.
+ */
 export function dispatchRequest(task: TaskRecord, now: number): DispatchRequest {
   const r = task.request;
+  const strict = r.determinism === 'strict';
   const body: DispatchRequest = {
     task_id: r.task_id,
-    prompt: r.prompt,
+    workload: r.workload,
     max_tokens: r.max_tokens,
-    greedy: r.determinism === 'strict',
+    greedy: strict,
+    cache_prompt: !strict,
     deadline_ms: Math.max(1, task.deadlineAt - now),
   };
+  if (r.workload === 'chat') body.messages = r.messages;
+  else body.prompt = r.prompt;
+  if (r.sampling !== undefined) body.sampling = r.sampling;
   if (r.seed !== undefined) body.seed = r.seed;
   return body;
 }

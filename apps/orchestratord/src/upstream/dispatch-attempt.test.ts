@@ -64,7 +64,7 @@ function input(lines: string[] | Error, over: Partial<AttemptInput> = {}): { inp
     },
   } as unknown as PoolClient;
   return {
-    input: { client, target: { url: 'http://n' }, poolId: 'p', body: { task_id: 't', prompt: 'x', max_tokens: 2, greedy: false }, signal: new AbortController().signal, correlationId: 'c', sink, ...first, ...over },
+    input: { client, target: { url: 'http://n' }, poolId: 'p', body: { task_id: 't', workload: 'completion', prompt: 'x', max_tokens: 2, greedy: false, cache_prompt: false }, signal: new AbortController().signal, correlationId: 'c', sink, ...first, ...over },
     tokens,
     accepted: () => accepted,
   };

@@ -61,7 +61,7 @@ describe('PoolClient.dispatch accept timeout', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const agent = new Agent();
     const client = new PoolClient({ dispatcher: agent, acceptTimeoutMs: 1000 });
-    const body = { task_id: 't1', prompt: 'p', max_tokens: 1, greedy: true };
+    const body = { task_id: 't1', workload: 'completion' as const, prompt: 'p', max_tokens: 1, greedy: true, cache_prompt: false };
     try {
       const t0 = performance.now();
       const err = await client.dispatch({ url }, 'p', body, new AbortController().signal).catch((e: unknown) => e);

@@ -1,4 +1,5 @@
-import { TaskRequestSchema, type AdmissionResponse } from '@llama-orch/contracts';
+import { randomUUID } from 'node:crypto';
+import { resolveTaskRequest, TaskRequestSchema, type AdmissionResponse } from '@llama-orch/contracts';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ServicesOptions } from '../app-services.js';
@@ -22,7 +23,8 @@ export function sendAdmission(reply: FastifyReply, body: AdmissionResponse, disp
  */
 export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   app.post('/v2/tasks', { schema: { body: TaskRequestSchema } }, (req, reply) => {
-    const result = services.tasks.admit(req.body, req.log, req.id);
+    const request = resolveTaskRequest(req.body, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
+    const result = services.tasks.admit(request, req.log, req.id);
     const base = `${services.publicBase(req)}/v2/tasks/${encodeURIComponent(result.task_id)}/events`;
     // Fields written out rather than spread: every 202 body has the same shape.
     const body: AdmissionResponse = {
