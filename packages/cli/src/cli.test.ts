@@ -1,9 +1,8 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatSseFrame } from '@llama-orch/contracts';
 import { CliError, humanLogLine, metricTotal, renderTable, submit, type Target } from './index.js';
+import { fixtureOrchestrator, type FixtureOrchestrator } from './testing/fixture-orchestrator.js';
 
 describe('metricTotal', () => {
   it('sums every label set of a metric', () => {
@@ -34,42 +33,13 @@ describe('humanLogLine', () => {
 });
 
 // A fixture orchestratord: just enough of POST /v2/tasks and the SSE stream to drive the client.
-const servers: Array<{ close: () => void }> = [];
-afterEach(() => { for (const s of servers.splice(0)) s.close(); });
+const servers: FixtureOrchestrator[] = [];
+afterEach(async () => { await Promise.all(servers.splice(0).map((s) => s.close())); });
 
-async function fixtureOrchestrator(frames: string[], opts: { token?: string } = {}): Promise<{ url: string; seen: string[] }> {
-  const seen: string[] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    seen.push(`${req.method} ${req.url} auth=${req.headers.authorization ?? ''}`);
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    if (opts.token && req.headers.authorization !== `Bearer ${opts.token}`) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'UNAUTHORIZED', message: 'bad token' }));
-      return;
-    }
-    if (req.method === 'POST' && req.url === '/v2/tasks') {
-      let body = '';
-      req.on('data', (c: Buffer) => { body += c.toString(); });
-      req.on('end', () => {
-        const task = JSON.parse(body) as { task_id: string };
-        res.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({
-          task_id: task.task_id, queue_position: 0, predicted_start_ms: 5, backoff_ms: 0,
-          streams: { sse: `${base}/v2/tasks/${task.task_id}/events`, sse_verbose: `${base}/v2/tasks/${task.task_id}/events?verbose=true` },
-          preparation: { steps: [] },
-        }));
-      });
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    // frames go out one per tick so the client sees them incrementally
-    let i = 0;
-    const tick = setInterval(() => {
-      if (i < frames.length) res.write(frames[i++]!);
-      else { clearInterval(tick); res.end(); }
-    }, 5);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  servers.push(server);
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+async function fixture(frames: string[], opts: { token?: string } = {}): Promise<FixtureOrchestrator> {
+  const f = await fixtureOrchestrator(frames, opts);
+  servers.push(f);
+  return f;
 }
 
 function sink(): { stream: PassThrough; text: () => string } {
@@ -79,11 +49,11 @@ function sink(): { stream: PassThrough; text: () => string } {
   return { stream, text: () => text };
 }
 
-const opts = (out: PassThrough, err: PassThrough) => ({ prompt: 'hi', model: 'synthetic:llama', maxTokens: 4, seed: 1, priority: 'interactive' as const, deadlineMs: 1000, out, err });
+const opts = (out: PassThrough, err: PassThrough) => ({ text: 'hi', model: 'synthetic:llama', maxTokens: 4, seed: 1, priority: 'interactive' as const, deadlineMs: 1000, out, err });
 
 describe('submit', () => {
   it('prints streamed text and returns the engine token count', async () => {
-    const { url, seen } = await fixtureOrchestrator([
+    const { url, seen } = await fixture([
       formatSseFrame(1, { event: 'started', data: { queue_position: 0, predicted_start_ms: 5 } }),
       formatSseFrame(2, { event: 'token', data: { t: 'Hello', i: 0 } }),
       formatSseFrame(3, { event: 'token', data: { t: ' world', i: 1 } }),
@@ -99,7 +69,7 @@ describe('submit', () => {
   });
 
   it('turns an error frame and an error envelope into CliErrors', async () => {
-    const { url } = await fixtureOrchestrator([
+    const { url } = await fixture([
       formatSseFrame(1, { event: 'started', data: { queue_position: 0, predicted_start_ms: 5 } }),
       formatSseFrame(2, { event: 'error', data: { code: 'WORKER_RESET', message: 'engine died', retriable: true } }),
     ], { token: 'secret-token-0123456789' });
@@ -109,7 +79,7 @@ describe('submit', () => {
   });
 
   it('fails when the stream closes without a terminal frame', async () => {
-    const { url } = await fixtureOrchestrator([formatSseFrame(1, { event: 'token', data: { t: 'x', i: 0 } })]);
+    const { url } = await fixture([formatSseFrame(1, { event: 'token', data: { t: 'x', i: 0 } })]);
     await expect(submit({ url, token: undefined }, opts(sink().stream, sink().stream))).rejects.toThrow('stream closed before a terminal event');
   });
 });

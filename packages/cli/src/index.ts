@@ -1,4 +1,6 @@
-export { submit } from './commands/submit.js';
+export { submit, taskBody } from './commands/submit.js';
+export { parseCommandLine, loadJsonSchemaFormat, USAGE } from './args.js';
+export type { CommandLine, SubmitArgs } from './args.js';
 export type { SubmitOptions } from './commands/submit.js';
 export { statusReport, nodesTable, metricTotal } from './commands/status.js';
 export { up, humanLogLine } from './commands/up.js';
