@@ -7,7 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { ensureCpuTestEngine, findFreePort, scrubEngineEnv } from '@llama-orch/engine-provisioner';
-import { ModelProvisioner } from './index.js';
+import { ModelProvisioner, SYNTHETIC_CHAT_TEMPLATE } from './index.js';
 import type { ResolvedModel } from '@llama-orch/contracts';
 import { TempDirs, testLogger, testVocabPath } from './test-helpers.js';
 
@@ -91,6 +91,38 @@ describe('synthetic model in the real llama-server', () => {
     expect(b.tokens).toEqual(a.tokens);
     const props = await request(`${base}/props`).then((r) => r.body.json()) as { model_path?: string; total_slots?: number };
     expect(props.total_slots).toBe(1);
+  });
+
+  it('carries a chat template the engine reports, renders and can constrain with a JSON schema', async () => {
+    const { base, child, stderr } = await startEngine(model.local_path);
+    await waitHealthy(base, child, stderr);
+    const props = await request(`${base}/props`).then((r) => r.body.json()) as { chat_template?: string };
+    expect(props.chat_template).toBe(SYNTHETIC_CHAT_TEMPLATE);
+    const post = async (path: string, body: unknown): Promise<{ status: number; json: unknown }> => {
+      const res = await request(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: res.statusCode, json: await res.body.json() };
+    };
+    const conversation = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hello there' },
+      { role: 'assistant', content: 'Hi.' },
+      { role: 'user', content: 'How are you?' },
+    ];
+    expect(await post('/apply-template', { messages: conversation })).toEqual({
+      status: 200,
+      json: { prompt: 'System: Be brief.\nUser: Hello there\nAssistant: Hi.\nUser: How are you?\nAssistant:' },
+    });
+    // The ChatML fallback made every response_format a 400 (the grammar is primed with the
+    // generation prompt, which this template keeps empty).
+    const schema = { type: 'object', properties: { answer: { type: 'string', enum: ['yes', 'no'] } }, required: ['answer'], additionalProperties: false };
+    const chat = await post('/v1/chat/completions', {
+      messages: conversation.slice(0, 2), max_tokens: 200, temperature: 0, seed: 42,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema } },
+    });
+    expect(chat.status).toBe(200);
+    const content = (chat.json as { choices: { message: { content: string }; finish_reason: string }[] }).choices[0]!;
+    expect(content.finish_reason).toBe('stop');
+    expect(JSON.parse(content.message.content)).toEqual({ answer: expect.stringMatching(/^(yes|no)$/) as unknown });
   });
 
   it('also loads the F16 variant', async () => {

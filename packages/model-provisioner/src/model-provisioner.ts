@@ -19,7 +19,7 @@ import type { ModelProgress } from './progress.js';
 import { SharedJobs } from './shared-job.js';
 import { ModelStore } from './store.js';
 import type { RefRecord } from './store.js';
-import { SYNTHETIC_VOCAB_FILE, writeSyntheticModel } from './synthetic-model.js';
+import { SYNTHETIC_GENERATOR_VERSION, SYNTHETIC_VOCAB_FILE, writeSyntheticModel } from './synthetic-model.js';
 
 export interface ModelProvisionerOptions {
   /** Root of the llama-orch cache; models live in `<cacheDir>/models`, llama.cpp sources in `<cacheDir>/sources`. */
@@ -251,7 +251,9 @@ export class ModelProvisioner {
     signal: AbortSignal,
     log: Logger,
   ): Promise<Located> {
-    const key = ModelStore.keyOf(ref.canonical);
+    // The generator's version is part of the key: a file an older generator wrote for the same
+    // parameters (other bytes, e.g. without a chat template) is never picked up again.
+    const key = ModelStore.keyOf(`${ref.canonical}#generator=${SYNTHETIC_GENERATOR_VERSION}`);
     const hit = await this.cached(key, undefined);
     if (hit && (!expected || hit.sha256 === expected)) return hit;
     return this.withRefLock(key, signal, async () => {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ModelProvisionError, ModelProvisioner, parseSyntheticParams, readGgufHeader, readGgufInfo, writeSyntheticModel,
+  ModelProvisionError, ModelProvisioner, ModelStore, SYNTHETIC_CHAT_TEMPLATE, parseSyntheticParams, readGgufHeader, readGgufInfo, writeSyntheticModel,
 } from './index.js';
 import { TempDirs, testLogger, testVocabPath } from './test-helpers.js';
 
@@ -61,14 +61,17 @@ describe('synthetic llama generator', () => {
     expect(std).toBeLessThan(0.021);
   });
 
-  it('copies every tokenizer.* record of the vocab file byte for byte', async () => {
+  it('copies every tokenizer.* record of the vocab file byte for byte, then adds its chat template', async () => {
     const p = join(dir, 'tok.gguf');
     await writeSyntheticModel(parseSyntheticParams(''), p, vocab);
     const [vh, mh] = await Promise.all([readGgufHeader(vocab), readGgufHeader(p)]);
     const [vb, mb] = await Promise.all([readFile(vocab), readFile(p)]);
     const vTok = vh.kvs.filter((kv) => kv.key.startsWith('tokenizer.'));
     const mTok = mh.kvs.filter((kv) => kv.key.startsWith('tokenizer.'));
-    expect(mTok.map((kv) => kv.key)).toEqual(vTok.map((kv) => kv.key));
+    // The vocab file has no template of its own; the generator's is the only one.
+    expect(vTok.map((kv) => kv.key)).not.toContain('tokenizer.chat_template');
+    expect(mTok.map((kv) => kv.key)).toEqual([...vTok.map((kv) => kv.key), 'tokenizer.chat_template']);
+    expect(mTok.at(-1)?.value).toBe(SYNTHETIC_CHAT_TEMPLATE);
     expect(vTok.length).toBeGreaterThanOrEqual(10);
     for (const [i, kv] of vTok.entries()) {
       const m = mTok[i]!;
@@ -113,6 +116,27 @@ describe('ensure(synthetic:…)', () => {
       const entries = await p.catalog.list();
       expect(entries.map((e) => e.id)).toEqual([a.id]);
       expect(entries[0]?.provenance.detail).toMatch(/noise/);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('never reuses a file an older generator wrote for the same ref (no chat template)', async () => {
+    const cacheDir = await temp.make();
+    const p = new ModelProvisioner({ cacheDir, logger: testLogger(), vocabPath: vocab, progressTty: false });
+    try {
+      // What generator 1 left behind: the ref recorded under the canonical ref alone, pointing at a
+      // stored blob of other bytes (the seed-7 model stands in for the old, template-less file).
+      const old = await p.ensure('synthetic:llama?seed=7');
+      const canonical = 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32';
+      await mkdir(join(cacheDir, 'models', 'refs'), { recursive: true });
+      await writeFile(join(cacheDir, 'models', 'refs', `${ModelStore.keyOf(canonical)}.json`), JSON.stringify({
+        ref: canonical, sha256: old.sha256, size_bytes: old.size_bytes, updated_at: new Date().toISOString(),
+      }));
+      const fresh = await p.ensure('synthetic:llama');
+      expect(fresh.sha256).not.toBe(old.sha256);
+      const h = await readGgufHeader(fresh.local_path);
+      expect(h.kvs.find((kv) => kv.key === 'tokenizer.chat_template')?.value).toBe(SYNTHETIC_CHAT_TEMPLATE);
     } finally {
       await p.close();
     }
