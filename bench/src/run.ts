@@ -11,7 +11,7 @@ import { buildResult, currentLoad, writeResult } from './lib/result.js';
 
 const USAGE = `usage: pnpm bench [--quick] [--cpu-prof] [--node-flags='…'] [--no-readme] [${BENCH_ORDER.join('|')} …]
 
-Runs the named benchmarks (all seven when none is named), writes bench/results/<name>.json and
+Runs the named benchmarks (all of them when none is named), writes bench/results/<name>.json and
 regenerates the Performance table in README.md from every result file present.
   --quick      fewer samples: checks the harness, not a result to report (README left alone)
   --cpu-prof   run the daemons under node --cpu-prof (profiles in bench/.work/<run>/)

@@ -1,14 +1,15 @@
 import type { Bench } from '../lib/context.js';
 import { admissionBench } from './admission.js';
 import { cancelBench } from './cancel.js';
+import { chatBench } from './chat.js';
 import { failoverBench } from './failover.js';
 import { placementBench } from './placement.js';
 import { poolStartBench } from './pool-start.js';
 import { relayBench } from './relay.js';
 import { streamsBench } from './streams.js';
 
-/** Run order as in the issue; `relay` goes first, so a cold cache builds llama-server once there. */
-export const BENCH_ORDER: readonly string[] = ['relay', 'admission', 'streams', 'failover', 'cancel', 'placement', 'pool-start'];
+/** Run order as in the issues (issue 17 added `chat`); `relay` goes first, so a cold cache builds llama-server once there. */
+export const BENCH_ORDER: readonly string[] = ['relay', 'admission', 'streams', 'failover', 'cancel', 'placement', 'pool-start', 'chat'];
 
 export const BENCHES: Readonly<Record<string, Bench>> = {
   relay: relayBench,
@@ -18,4 +19,5 @@ export const BENCHES: Readonly<Record<string, Bench>> = {
   cancel: cancelBench,
   placement: placementBench,
   'pool-start': poolStartBench,
+  chat: chatBench,
 };

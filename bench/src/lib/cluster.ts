@@ -48,6 +48,8 @@ export async function startOrchestratord(o: OrchestratordOptions): Promise<Daemo
 
 export interface PoolSpec {
   id: string;
+  /** Model ref. @default SYNTHETIC_MODEL */
+  model?: string;
   /** @default 1 */
   slots?: number;
   /** @default 2048 */
@@ -91,7 +93,7 @@ export async function startPoolManagerd(o: PoolManagerdOptions): Promise<PoolMan
     cache_dir: o.paths.cacheDir,
     pools: o.pools.map((p) => ({
       id: p.id,
-      model: SYNTHETIC_MODEL,
+      model: p.model ?? SYNTHETIC_MODEL,
       gpu: 'off',
       ctx: p.ctx ?? 2048,
       slots: p.slots ?? 1,

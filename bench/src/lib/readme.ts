@@ -50,7 +50,7 @@ export async function loadResults(dir: string, order: readonly string[]): Promis
 export function renderSection(results: readonly BenchResult[]): string {
   const lines: string[] = [];
   lines.push('');
-  lines.push('Measured by `pnpm bench` (all seven) or `pnpm bench <name>` (one) after `pnpm build`; each run writes');
+  lines.push('Measured by `pnpm bench` (all) or `pnpm bench <name>` (one) after `pnpm build`; each run writes');
   lines.push('`bench/results/<name>.json` (method, samples, distributions, machine) and regenerates this table.');
   lines.push('Every figure is a difference or a ratio taken within one run with the variants interleaved');
   lines.push('(A B A B …), or an absolute figure against an absolute target; latencies are medians (p50) and p99');

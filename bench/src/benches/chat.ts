@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent } from 'undici';
+import { chatTurn, priorCachedShare, prng, userText, type ChatMessage } from '../lib/chat.js';
+import { COLD_START_TIMEOUT_MS, newToken, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
+import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
+import type { BenchOutcome } from '../lib/result.js';
+import { round, rounded, summarize } from '../lib/stats.js';
+
+/**
+ * A synthetic model large enough that prompt processing, not the relay, dominates time to first
+ * token (the default tiny model evaluates 1,300 tokens in ~40 ms, close to the fixed cost of a turn);
+ * trained context 4096 so a five-turn conversation fits.
+ */
+const MODEL = 'synthetic:llama?layers=4&embd=256&heads=4&ff=512&ctx=4096';
+const POOLS = ['ca', 'cb'] as const;
+const TURNS = 4;
+/** ~200 words ≈ 400 prompt tokens per user message: turn 3 carries 1,200+ prompt tokens. */
+const WORDS_PER_TURN = 200;
+const MAX_TOKENS = 16;
+/** Concurrent conversations per round: as many as there are slots, so no turn queues behind another. */
+const CONVERSATIONS = 2;
+/** A user reads and types between turns (random 0..THINK_MAX_MS), so the two conversations' turns interleave freely. */
+const THINK_MAX_MS = 120;
+const SYSTEM = 'You are a concise assistant. Answer in one short paragraph.';
+
+type Variant = 'affinity' | 'fresh';
+
+interface TurnRecord {
+  variant: Variant;
+  round: number;
+  conversation: number;
+  turn: number;
+  correlation_id: string;
+  ttft_ms: number;
+  prompt_tokens: number;
+  cached_tokens: number;
+  completion_tokens: number;
+  /** Turns 2+: cached ÷ (previous turn's prompt + answer). */
+  prior_cached_share?: number;
+  pool_id?: string;
+}
+
+interface ConversationArgs {
+  orchUrl: string;
+  token: string;
+  variant: Variant;
+  round: number;
+  conversation: number;
+  agent: Agent;
+}
+
+/**
+ * One conversation: each turn sends the whole history plus a new user message. With affinity the
+ * conversation's `user` is the same on every turn; without, every turn has a fresh `user` (a new
+ * session: placement alone decides).
+ */
+async function conversation(a: ConversationArgs): Promise<TurnRecord[]> {
+  const seed = a.round * 100 + a.conversation;
+  const rand = prng(seed);
+  const user = `chat-bench-${randomUUID()}`;
+  const messages: ChatMessage[] = [{ role: 'system', content: SYSTEM }];
+  const records: TurnRecord[] = [];
+  for (let turn = 1; turn <= TURNS; turn++) {
+    if (turn > 1) await sleep(rand() * THINK_MAX_MS);
+    messages.push({ role: 'user', content: userText(rand, WORDS_PER_TURN) });
+    const correlationId = randomUUID();
+    const t = await chatTurn({
+      orchUrl: a.orchUrl, token: a.token, model: MODEL, messages, maxTokens: MAX_TOKENS, seed: seed * 10 + turn,
+      user: a.variant === 'affinity' ? user : `chat-bench-${randomUUID()}`, correlationId,
+    }, a.agent);
+    messages.push({ role: 'assistant', content: t.text });
+    const previous = records.at(-1);
+    records.push({
+      variant: a.variant, round: a.round, conversation: a.conversation, turn, correlation_id: correlationId,
+      ttft_ms: t.firstTokenAt - t.sentAt, prompt_tokens: t.promptTokens, cached_tokens: t.cachedTokens, completion_tokens: t.completionTokens,
+      ...(previous === undefined ? {} : {
+        prior_cached_share: priorCachedShare(t.cachedTokens, { promptTokens: previous.prompt_tokens, completionTokens: previous.completion_tokens }),
+      }),
+    });
+  }
+  return records;
+}
+
+/** The variant's figures over turns 2+ (each turn compared with its own conversation's previous turn). */
+function summary(records: readonly TurnRecord[], variant: Variant) {
+  const all = records.filter((r) => r.variant === variant);
+  const later = all.filter((r) => r.turn >= 2);
+  const previousOf = (r: TurnRecord): TurnRecord | undefined =>
+    all.find((p) => p.round === r.round && p.conversation === r.conversation && p.turn === r.turn - 1);
+  let cached = 0;
+  let prior = 0;
+  let prompt = 0;
+  let samePool = 0;
+  let poolKnown = 0;
+  for (const r of later) {
+    const p = previousOf(r);
+    if (p === undefined) continue;
+    cached += Math.min(r.cached_tokens, p.prompt_tokens + p.completion_tokens);
+    prior += p.prompt_tokens + p.completion_tokens;
+    prompt += r.prompt_tokens;
+    if (r.pool_id !== undefined && p.pool_id !== undefined) {
+      poolKnown += 1;
+      if (r.pool_id === p.pool_id) samePool += 1;
+    }
+  }
+  const ttftByTurn: Record<string, ReturnType<typeof rounded>> = {};
+  for (let t = 1; t <= TURNS; t++) ttftByTurn[`turn_${t}`] = rounded(summarize(all.filter((r) => r.turn === t).map((r) => r.ttft_ms)), 1);
+  return {
+    turns: later.length,
+    priorCachedShare: prior === 0 ? Number.NaN : cached / prior,
+    cachedOfPrompt: prompt === 0 ? Number.NaN : cached / prompt,
+    samePoolShare: poolKnown === 0 ? Number.NaN : samePool / poolKnown,
+    ttft: summarize(later.map((r) => r.ttft_ms)),
+    ttftByTurn,
+    turn3Prompt: summarize(all.filter((r) => r.turn === 3).map((r) => r.prompt_tokens)),
+  };
+}
+
+export const chatBench: Bench = {
+  name: 'chat',
+  title: 'Multi-turn chat: prompt cache with and without session affinity (two pools, real llama-server)',
+  targets: [
+    { figure: 'cached_share_affinity', op: '>=', value: 80, unit: '%' },
+    { figure: 'ttft_ratio', op: '>=', value: 2, unit: '×' },
+  ],
+  async run(ctx: BenchContext): Promise<BenchOutcome> {
+    const dir = ctx.dir;
+    const token = newToken();
+    const heartbeatMs = 1000;
+    const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'chat-orchestratord') });
+    // determinism off: the strict profile bypasses the prompt cache, which is what is measured here
+    const pool = (id: string) => ({ id, model: MODEL, ctx: 4096, slots: 1, determinism: false, threads: 1 });
+    const nodes = await Promise.all(POOLS.map((id, i) => startPoolManagerd({
+      paths: ctx.paths, dir, nodeId: `chat-node-${i + 1}`, token, orchestratorUrl: orch.url, heartbeatMs, pools: [pool(id)],
+      nodeFlags: profFlags(ctx, `chat-node-${i + 1}`),
+    })));
+    const agent = new Agent({ connections: 8, keepAliveTimeout: 30_000 });
+    try {
+      ctx.log('chat: waiting for both pools (a cold cache builds llama-server and generates the model first)');
+      await waitPoolsReady(orch.url, token, [...POOLS], [orch, ...nodes.map((n) => n.daemon)], COLD_START_TIMEOUT_MS);
+      const rounds = ctx.quick ? 2 : 16;
+      const warmup = ctx.quick ? 0 : 2;
+      ctx.log(`chat: ${warmup} warm-up + ${rounds} rounds (affinity and fresh sessions alternating), ${CONVERSATIONS} concurrent conversations × ${TURNS} turns each`);
+      const records: TurnRecord[] = [];
+      for (let i = 0; i < warmup + rounds; i++) {
+        const variant: Variant = i % 2 === 0 ? 'affinity' : 'fresh';
+        for (const n of nodes) await waitNodeIdle(orch.url, token, n.nodeId, 20_000);
+        const convs = await Promise.all(Array.from({ length: CONVERSATIONS }, (_, c) =>
+          conversation({ orchUrl: orch.url, token, variant, round: i, conversation: c, agent })));
+        if (i >= warmup) records.push(...convs.flat());
+      }
+      // Which pool served each turn: orchestratord's `task placed` line carries the turn's correlation id.
+      const placedOn = new Map<string, string>();
+      for (const l of orch.logs()) {
+        if (l.msg === 'task placed' && typeof l.correlation_id === 'string' && typeof l.pool_id === 'string') placedOn.set(l.correlation_id, l.pool_id);
+      }
+      for (const r of records) {
+        const p = placedOn.get(r.correlation_id);
+        if (p !== undefined) r.pool_id = p;
+      }
+      const withAff = summary(records, 'affinity');
+      const fresh = summary(records, 'fresh');
+      const pct = (x: number): number => x * 100;
+      return {
+        method:
+          `Two pool-managerd nodes, one pool each (real llama-server, ${MODEL}, 1 slot, ctx 4096, prompt cache on: not the ` +
+          `determinism profile). Each round runs ${CONVERSATIONS} conversations at once (as many as there are slots) of ${TURNS} ` +
+          `turns through POST /v1/chat/completions (streaming, include_usage); every turn sends the whole conversation so ` +
+          `far plus a new ~${WORDS_PER_TURN}-word user message (unique text per conversation, so only a conversation's own ` +
+          `history can be cached) and waits for its ${MAX_TOKENS}-token answer, then a random think time of 0–${THINK_MAX_MS} ms. ` +
+          "Rounds alternate (A B A B …) between affinity (the conversation's `user` on every turn) and fresh sessions (a new " +
+          '`user` per turn, so placement alone decides), after warm-up rounds. Cached share = Σ cached_tokens ÷ Σ (previous ' +
+          "turn's prompt + answer tokens) over turns 2+ (usage.prompt_tokens_details.cached_tokens; the cache can also hold " +
+          'an earlier prefix of a conversation, so each turn counts at most its prior conversation). TTFT = request sent → ' +
+          "first chunk with content, turns 2+; the ratio is fresh p50 ÷ affinity p50. The pool of each turn comes from " +
+          "orchestratord's `task placed` log line with the turn's correlation id.",
+        samples: { rounds, conversations: rounds * CONVERSATIONS, turns_2plus_affinity: withAff.turns, turns_2plus_fresh: fresh.turns },
+        figures: {
+          cached_share_affinity: { label: 'Prior conversation served from cache, affinity (turns 2+)', value: pct(withAff.priorCachedShare), unit: '%' },
+          cached_share_fresh: { label: 'Prior conversation served from cache, fresh session per turn', value: pct(fresh.priorCachedShare), unit: '%' },
+          ttft_affinity_p50: { label: 'TTFT turns 2+, affinity, p50', value: withAff.ttft.p50, unit: 'ms' },
+          ttft_fresh_p50: { label: 'TTFT turns 2+, fresh sessions, p50', value: fresh.ttft.p50, unit: 'ms' },
+          ttft_ratio: { label: 'TTFT turns 2+: fresh ÷ affinity (p50)', value: fresh.ttft.p50 / withAff.ttft.p50, unit: '×' },
+          same_pool_affinity: { label: "Turns 2+ on the previous turn's pool, affinity", value: pct(withAff.samePoolShare), unit: '%' },
+          same_pool_fresh: { label: "Turns 2+ on the previous turn's pool, fresh sessions", value: pct(fresh.samePoolShare), unit: '%' },
+          prompt_tokens_turn3_p50: { label: 'Prompt tokens at turn 3, p50', value: withAff.turn3Prompt.p50, unit: 'tokens' },
+        },
+        details: {
+          model: MODEL,
+          affinity: {
+            ttft_ms: rounded(withAff.ttft, 1), ttft_ms_by_turn: withAff.ttftByTurn, cached_of_prompt: round(withAff.cachedOfPrompt),
+            prior_cached_share: round(withAff.priorCachedShare), same_pool_share: round(withAff.samePoolShare),
+          },
+          fresh: {
+            ttft_ms: rounded(fresh.ttft, 1), ttft_ms_by_turn: fresh.ttftByTurn, cached_of_prompt: round(fresh.cachedOfPrompt),
+            prior_cached_share: round(fresh.priorCachedShare), same_pool_share: round(fresh.samePoolShare),
+          },
+          turns: records.map((r) => ({ ...r, ttft_ms: round(r.ttft_ms, 2), prior_cached_share: r.prior_cached_share === undefined ? undefined : round(r.prior_cached_share) })),
+        },
+      };
+    } finally {
+      await agent.close();
+      await Promise.all(nodes.map((n) => n.daemon.stop()));
+      await orch.stop();
+    }
+  },
+};
