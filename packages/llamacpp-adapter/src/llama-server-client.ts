@@ -1,7 +1,7 @@
 import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
-import { toCompletionBody, type CompletionInput } from './completion-body.js';
-import { CompletionFrameSchema, EngineErrorBodySchema, PropsReplySchema, SlotsReplySchema, type CompletionFrame } from './engine-schemas.js';
+import { toChatBody, toCompletionBody, type ChatInput, type CompletionInput } from './completion-body.js';
+import { EngineErrorBodySchema, PropsReplySchema, SlotsReplySchema } from './engine-schemas.js';
 import {
   AdapterError,
   ClientClosedError,
@@ -13,6 +13,9 @@ import {
   WorkerResetError,
 } from './errors.js';
 import { parseSseData } from './sse-parser.js';
+import { chatEvents, completionEvents, type CompletionEvent } from './stream-events.js';
+
+export type { CompletionEvent } from './stream-events.js';
 
 /** What `GET /health` says: `ready` (200), `loading` (503), `down` (no HTTP answer). */
 export type EngineHealth = 'ready' | 'loading' | 'down';
@@ -35,19 +38,6 @@ export interface EngineSlot {
   n_ctx: number;
   is_processing: boolean;
 }
-
-/** Normalised completion events. Exactly one `end` closes a successful stream. */
-export type CompletionEvent =
-  | { type: 'token'; t: string; i: number }
-  | {
-      type: 'end';
-      /** Engine's `tokens_predicted` (token events may be fewer: UTF-8 merging, reference §4.2). */
-      tokens_out: number;
-      /** Engine decode time (`timings.predicted_ms`). */
-      decode_ms: number;
-      /** `none` (stopped without a natural reason, e.g. `n_predict: 0`) is reported as `limit`. */
-      stop_type: 'eos' | 'limit' | 'word';
-    };
 
 export interface LlamaServerClientOptions {
   /** Base URL of the engine, e.g. `http://127.0.0.1:39302`. */
@@ -176,8 +166,9 @@ export class LlamaServerClient {
   }
 
   /**
-   * Streams `POST /completion` with the body of {@link toCompletionBody}. Yields `token` events for
-   * every frame with non-empty `content` (i from 0) and exactly one `end` from the `stop:true` frame.
+   * Streams `POST /completion` with the body of {@link toCompletionBody}: `token` events for every
+   * frame with non-empty `content` (i from 0) and exactly one `end` from the `stop:true` frame
+   * (see {@link completionEvents}).
    *
    * Throws (from the iterator): {@link EngineUnreachableError} (no connection),
    * {@link EngineLoadingError} / {@link EngineRejectedError} (JSON error before the stream, or an
@@ -187,12 +178,31 @@ export class LlamaServerClient {
    * Abort, or leaving the `for await` early, destroys the socket: that is llama-server's cancel
    * and frees the slot (reference §5).
    */
-  async *complete(req: CompletionInput, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
+  complete(req: CompletionInput, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
+    return this.#stream('/completion', toCompletionBody(req), completionEvents, signal);
+  }
+
+  /**
+   * Streams `POST /v1/chat/completions` with the body of {@link toChatBody}: the engine renders the
+   * messages with the model's chat template. Events as {@link chatEvents} describes (content
+   * deltas as tokens, one `end` built from the finish_reason and usage chunks at `[DONE]`); errors,
+   * abort and cancel as {@link complete}, with a body ending before `[DONE]` as WorkerResetError.
+   */
+  chat(req: ChatInput, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
+    return this.#stream('/v1/chat/completions', toChatBody(req), chatEvents, signal);
+  }
+
+  async *#stream(
+    path: string,
+    payload: object,
+    decode: (payloads: AsyncIterable<string>, url: string) => AsyncGenerator<CompletionEvent, void, undefined>,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<CompletionEvent, void, undefined> {
     if (this.#state === 'closed') throw new ClientClosedError();
-    const body = JSON.stringify(toCompletionBody(req));
+    const body = JSON.stringify(payload);
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(`${this.baseUrl}/completion`, {
+      res = await request(`${this.baseUrl}${path}`, {
         method: 'POST',
         dispatcher: this.#dispatcher,
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...this.#authHeader },
@@ -212,26 +222,13 @@ export class LlamaServerClient {
     try {
       if (res.statusCode !== 200) {
         const text = await res.body.text();
-        this.#throwForStatus(res.statusCode, text, '/completion');
-        throw new EngineProtocolError(`POST /completion answered ${res.statusCode}`, { url: this.baseUrl });
+        this.#throwForStatus(res.statusCode, text, path);
+        throw new EngineProtocolError(`POST ${path} answered ${res.statusCode}`, { url: this.baseUrl });
       }
-      let i = 0;
-      for await (const payload of parseSseData(res.body)) {
-        const frame = this.#parseFrame(payload);
-        if (frame.stop) {
-          finished = true;
-          yield {
-            type: 'end',
-            tokens_out: frame.tokens_predicted,
-            decode_ms: frame.timings.predicted_ms,
-            stop_type: frame.stop_type === 'none' ? 'limit' : frame.stop_type,
-          };
-          return;
-        }
-        // Empty content: a byte token waiting for the rest of its UTF-8 sequence, or a possible stop-word prefix.
-        if (frame.content !== '') yield { type: 'token', t: frame.content, i: i++ };
+      for await (const ev of decode(parseSseData(res.body), this.baseUrl)) {
+        if (ev.type === 'end') finished = true;
+        yield ev;
       }
-      throw new WorkerResetError(`llama-server stream ended without a final frame after ${i} token events`, { url: this.baseUrl, tokens: i });
     } catch (err) {
       if (err instanceof AdapterError) throw err;
       if (isAbort(err, signal)) throw new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
@@ -248,29 +245,6 @@ export class LlamaServerClient {
     this.#state = 'closed';
     this.#closing = this.#ownsDispatcher ? this.#dispatcher.destroy() : Promise.resolve();
     return this.#closing;
-  }
-
-  #parseFrame(payload: string): CompletionFrame {
-    let json: unknown;
-    try {
-      json = JSON.parse(payload);
-    } catch (err) {
-      throw new EngineProtocolError('llama-server sent a frame that is not JSON', { url: this.baseUrl, frame: payload.slice(0, 200) }, { cause: err });
-    }
-    // Only a frame with an `error` member can be an error frame. Trying the error schema on every
-    // token frame had zod build a failed result, issues and all, per token.
-    if (typeof json === 'object' && json !== null && 'error' in json) {
-      const error = EngineErrorBodySchema.safeParse(json);
-      if (error.success) {
-        const e = error.data.error;
-        throw new EngineRejectedError(e.code ?? 500, e.type, e.message, { url: this.baseUrl, inStream: true });
-      }
-    }
-    const parsed = CompletionFrameSchema.safeParse(json);
-    if (!parsed.success) {
-      throw new EngineProtocolError('llama-server sent a frame of unknown shape', { url: this.baseUrl, frame: payload.slice(0, 200) }, { cause: parsed.error });
-    }
-    return parsed.data;
   }
 
   async #get(path: string, signal: AbortSignal | undefined, auth = true): Promise<Dispatcher.ResponseData> {

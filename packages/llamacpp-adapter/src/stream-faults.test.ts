@@ -38,7 +38,7 @@ describe('completion stream mapping (fault fixtures)', () => {
     expect(await collect(client.complete(req))).toEqual([
       { type: 'token', t: 'a', i: 0 },
       { type: 'token', t: 'b', i: 1 },
-      { type: 'end', tokens_out: 3, decode_ms: 1.5, stop_type: 'limit' },
+      { type: 'end', tokens_out: 3, decode_ms: 1.5, stop_type: 'limit', finish_reason: 'length' },
     ]);
   });
 
