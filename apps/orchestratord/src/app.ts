@@ -20,6 +20,7 @@ import { catalogRoutes } from './http/routes/catalog.js';
 import { controlRoutes } from './http/routes/control.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { nodesRoutes } from './http/routes/nodes.js';
+import { openAiRoutes } from './http/routes/openai.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { streamRoutes } from './http/routes/streams.js';
 import { NodeRegistry } from './registry/node-registry.js';
@@ -156,5 +157,6 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(controlRoutes, { services });
   await app.register(catalogRoutes, { services });
   await app.register(sessionRoutes, { services });
+  await app.register(openAiRoutes, { services });
   return app as unknown as OrchdApp;
 }

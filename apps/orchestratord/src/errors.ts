@@ -12,6 +12,8 @@ export interface OrchdErrorOptions {
   policyLabel?: string;
   /** Engine involved, when known. */
   engine?: string;
+  /** The request field at fault (the /v1 door's `error.param`); else taken from a `field: …` message. */
+  param?: string;
   /** Facts for logs (never sent to clients). */
   context?: Readonly<Record<string, unknown>>;
   cause?: unknown;
@@ -28,6 +30,7 @@ export class OrchdError extends Error {
   readonly retryAfterMs: number | undefined;
   readonly policyLabel: string | undefined;
   readonly engine: string | undefined;
+  readonly param: string | undefined;
   readonly context: Readonly<Record<string, unknown>>;
 
   constructor(readonly code: ErrorCode, message: string, options: OrchdErrorOptions = {}) {
@@ -37,6 +40,7 @@ export class OrchdError extends Error {
     this.retryAfterMs = options.retryAfterMs;
     this.policyLabel = options.policyLabel;
     this.engine = options.engine;
+    this.param = options.param;
     this.context = options.context ?? {};
   }
 

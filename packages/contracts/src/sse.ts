@@ -18,6 +18,10 @@ export const TokenEventSchema = z
     t: z.string(),
     /** Index of the frame among token frames, from 0 with no gaps. */
     i: z.int().nonnegative(),
+    /** A chat piece's other delta fields (`tool_calls`, `reasoning_content` …), as the engine sent them. */
+    delta: z.record(z.string(), z.unknown()).optional(),
+    /** The engine's log probabilities for this piece, when the request asked for them. */
+    logprobs: z.unknown().optional(),
   })
   .meta({ id: 'SseToken' });
 

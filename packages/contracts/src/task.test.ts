@@ -27,7 +27,7 @@ describe('TaskRequest', () => {
   });
 
   it.each([
-    ['missing field', { ...valid, prompt: undefined }, 'prompt:invalid_type'],
+    ['missing prompt (completion)', { ...valid, prompt: undefined }, 'prompt:custom'],
     ['wrong enum', { ...valid, priority: 'urgent' }, 'priority:invalid_value'],
     ['unsupported workload', { ...valid, workload: 'embedding' }, 'workload:invalid_value'],
     ['unknown key', { ...valid, temperature: 0.7 }, ':unrecognized_keys'],

@@ -1,6 +1,7 @@
 import { CORRELATION_ID_HEADER, needsBackoffHeaders, type ErrorEnvelope } from '@llama-orch/contracts';
 import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
+import { isOpenAiPath, openAiErrorBody } from '../openai/openai-errors.js';
 import {
   InternalError, InvalidParamsError, NotFoundError, OrchdError, PayloadTooLargeError,
 } from '../errors.js';
@@ -43,7 +44,10 @@ export function toOrchdError(err: unknown): OrchdError {
   return new InternalError('internal error', { cause: err });
 }
 
-/** Sends an ErrorEnvelope with its fixed status; 429/503 carry Retry-After and X-Backoff-Ms. */
+/**
+ * Sends an ErrorEnvelope with its fixed status; 429/503 carry Retry-After and X-Backoff-Ms. On the
+ * /v1 door the body takes OpenAI's shape instead (same status and headers).
+ */
 export function sendError(reply: FastifyReply, error: OrchdError): FastifyReply {
   const envelope: ErrorEnvelope = error.toEnvelope();
   if (needsBackoffHeaders(error.code)) {
@@ -54,7 +58,8 @@ export function sendError(reply: FastifyReply, error: OrchdError): FastifyReply 
     reply.header('x-backoff-ms', String(ms));
   }
   reply.header(CORRELATION_ID_HEADER, reply.request.id);
-  return reply.code(error.status).type('application/json; charset=utf-8').send(envelope);
+  const body = isOpenAiPath(reply.request.url) ? openAiErrorBody(error) : envelope;
+  return reply.code(error.status).type('application/json; charset=utf-8').send(body);
 }
 
 /** One error handler and one 404 handler for the whole app. */

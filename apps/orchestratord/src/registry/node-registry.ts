@@ -68,6 +68,8 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   readonly #accounting: PoolAccounting;
   readonly #index = new PoolIndex();
   readonly #listeners = new Set<(e: RegistryEvent) => void>();
+  /** When a pool first listed each model ref (ms): the `created` of `GET /v1/models`. Never forgotten. */
+  readonly #modelSince = new Map<string, number>();
   readonly #heartbeatIntervalMs: number;
   readonly #clock: Clock;
   readonly #logger: Log;
@@ -114,7 +116,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     if (previous?.deadline !== undefined) clearTimeout(previous.deadline);
     this.#nodes.set(req.node_id, node);
     this.#armDeadline(req.node_id, node);
-    for (const p of req.pools) this.#accounting.observe(req.node_id, p, now);
+    for (const p of req.pools) this.#observe(req.node_id, p, now);
     this.#refreshNode(req.node_id, node, previous?.pools, now);
     this.#logger.info({ node_id: req.node_id, address: req.address, pools: req.pools.length, human: `Node ${req.node_id} registered with ${req.pools.length} pool(s) at ${req.address}` }, 'node registered');
     this.#emit({ type: 'registered', nodeId: req.node_id });
@@ -134,7 +136,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     this.#armDeadline(nodeId, node);
     const before = node.pools;
     node.pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
-    for (const p of req.pools) this.#accounting.observe(nodeId, p, now);
+    for (const p of req.pools) this.#observe(nodeId, p, now);
     this.#refreshNode(nodeId, node, before, now);
     if (previous !== 'online') {
       this.#logger.info({ node_id: nodeId, from: previous, human: `Node ${nodeId} is online` }, 'node online');
@@ -229,6 +231,21 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     return this.#index.withPoolId(poolId);
   }
 
+  /**
+   * The model ref a name stands for: the name itself when a pool lists it as a ref, else the ref of
+   * the first pool (pool id, node id order) that lists it as an alias; unknown names unchanged.
+   */
+  canonicalModel(name: string): string {
+    const views = this.poolsForModel(name);
+    for (const v of views) if (v.models.includes(name)) return name;
+    return views[0]?.models[0] ?? name;
+  }
+
+  /** When a pool first listed the model ref (ms since the epoch), or undefined if none ever did. */
+  modelFirstSeen(ref: string): number | undefined {
+    return this.#modelSince.get(ref);
+  }
+
   /** Views of a pool id (normally one; pool ids are meant to be unique in the cluster), online nodes first. */
   poolsById(poolId: string): PoolView[] {
     return [...this.poolsWithId(poolId)]
@@ -287,6 +304,11 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
       this.#listeners.clear();
     }
     return Promise.resolve();
+  }
+
+  #observe(nodeId: string, snap: PoolSnapshot, now: number): void {
+    this.#accounting.observe(nodeId, snap, now);
+    for (const m of snap.models) if (!this.#modelSince.has(m)) this.#modelSince.set(m, now);
   }
 
   #expireSaturations(): void {

@@ -138,6 +138,7 @@ export class PoolAccounting {
       free,
       leased: account.leases,
       models: snap.models,
+      aliases: snap.aliases,
       deterministic: snap.deterministic,
       ctx: snap.ctx,
       address: node.address,

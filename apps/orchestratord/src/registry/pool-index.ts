@@ -1,8 +1,8 @@
-import { compareCandidates, type PoolView } from './pool-view.js';
+import { compareCandidates, modelNames, type PoolView } from './pool-view.js';
 
 /**
  * The registry's current pool views, kept sorted by pool id then node id: all of them, per model
- * and per pool id. Reads cost no rebuild: placement looks only at the model's pools. The per-model
+ * name (each ref and alias) and per pool id. Reads cost no rebuild: placement looks only at the model's pools. The per-model
  * and per-id lists are replaced, never mutated (copy-on-write), so a list once read stays a
  * consistent snapshot; the list of all views is updated in place and handed out as a copy.
  */
@@ -38,8 +38,9 @@ export class PoolIndex {
     if (next === undefined) this.#views.delete(key);
     else this.#views.set(key, next);
     replaceSorted(this.#all, ref, next);
-    const models = next?.models ?? [];
-    for (const m of old?.models ?? []) if (!models.includes(m)) updateList(this.#byModel, m, ref, undefined);
+    // Indexed under every name of the model (refs and aliases): a task may use any of them.
+    const models = next === undefined ? [] : modelNames(next);
+    for (const m of old === undefined ? [] : modelNames(old)) if (!models.includes(m)) updateList(this.#byModel, m, ref, undefined);
     for (const m of models) updateList(this.#byModel, m, ref, next);
     updateList(this.#byPoolId, ref.pool_id, ref, next);
   }

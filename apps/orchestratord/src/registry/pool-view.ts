@@ -14,6 +14,8 @@ export interface PoolCandidate {
   readonly free: number;
   readonly leased: number;
   readonly models: readonly string[];
+  /** Other names of the models (the pool's configured aliases); a task may name the model by any. */
+  readonly aliases?: readonly string[] | undefined;
   readonly deterministic: boolean;
   readonly ctx: number;
 }
@@ -34,7 +36,7 @@ export interface PoolView extends PoolCandidate {
  * once each: place() does not re-check that the pools of `poolsForModel` serve the model.
  */
 export interface CandidateIndex<C extends PoolCandidate = PoolCandidate> {
-  /** Pools whose `models` include `model`, in pool id, node id order. */
+  /** Pools that serve `model` (a ref in `models`, or an alias), in pool id, node id order. */
   poolsForModel(model: string): readonly C[];
   /** Pools with this id (normally one; ids are meant to be unique in the cluster), in node id order. */
   poolsWithId(poolId: string): readonly C[];
@@ -64,6 +66,12 @@ export function isPlaceable(c: PoolCandidate): boolean {
   return c.node_state === 'online' && c.state === 'ready' && c.ready && !c.draining && c.free > 0;
 }
 
+/** The pool lists `model` as a model ref or as an alias. */
 export function servesModel(c: PoolCandidate, model: string): boolean {
-  return c.models.includes(model);
+  return c.models.includes(model) || (c.aliases !== undefined && c.aliases.includes(model));
+}
+
+/** Every name a pool's model answers to: refs, then aliases. */
+export function modelNames(c: Pick<PoolCandidate, 'models' | 'aliases'>): readonly string[] {
+  return c.aliases === undefined || c.aliases.length === 0 ? c.models : [...c.models, ...c.aliases];
 }

@@ -1,6 +1,6 @@
 import type { PlacementOverrides } from '@llama-orch/contracts';
 import { candidateKey } from '../registry/pool-view.js';
-import type { PlacementRequest } from './placement.js';
+import type { PlacementRequest, PoolRef } from './placement.js';
 
 /** The task fields placement reads. */
 export interface PlacementFields {
@@ -19,13 +19,16 @@ export class PlacementTicket implements PlacementRequest {
   readonly ctx: number;
   readonly determinism: 'strict' | 'best_effort' | undefined;
   readonly placement: PlacementOverrides | undefined;
+  /** The pool that served the task's session last (prompt-cache affinity); read once at admission. */
+  readonly affinity: PoolRef | undefined;
   /** `node_id/pool_id` of pools that failed this task; placement avoids them while it can. */
   readonly exclude = new Set<string>();
   /** Whether the task has waited for capacity at least once. */
   waited = false;
   #key: string | undefined;
 
-  constructor(fields: PlacementFields) {
+  constructor(fields: PlacementFields, affinity?: PoolRef) {
+    this.affinity = affinity;
     this.model_ref = fields.model_ref;
     this.ctx = fields.ctx;
     this.determinism = fields.determinism;
@@ -34,6 +37,7 @@ export class PlacementTicket implements PlacementRequest {
 
   /**
    * Tasks with equal keys get equal placement decisions, so when one must wait all of them wait.
+   * Affinity is not part of the key: it only picks among free pools, never makes a task wait.
    * Computed once and kept until `avoid` changes the exclusions: the pump asks for the key of
    * every queued task on every pass.
    */

@@ -12,9 +12,11 @@ import {
  * - A pool is *eligible* for a task when it serves the task's model, its ctx fits, it is not in
  *   `avoid_pools` or the task's exclusions, it is the pinned pool (mode `pin`), it is preferred
  *   (mode `prefer` with `allow_fallback: false`), and, for `determinism: strict`, it is deterministic.
- * - Among placeable eligible pools: `prefer_pools` in their order first, then the strategy:
- *   `least-loaded` (most free slots, then lowest load ratio, then pool id, then node id) or
- *   `round-robin` (a shared counter over the candidates sorted by pool id, node id).
+ * - Among placeable eligible pools: `prefer_pools` in their order first, then the task's session
+ *   affinity (the pool that served the conversation's previous turn holds its prompt in its KV
+ *   cache: taken whenever it is placeable, not excluded and as preferred as the best), then the
+ *   strategy: `least-loaded` (most free slots, then lowest load ratio, then pool id, then node id)
+ *   or `round-robin` (a shared counter over the candidates sorted by pool id, node id).
  * - No eligible pool at all → a typed rejection; eligible but none placeable → wait in the queue.
  *
  * Cost: one linear pass over the pools that serve the task's model when the candidates come from a
@@ -32,9 +34,17 @@ export interface PlacementRequest {
   readonly placement?: PlacementOverrides | undefined;
   /** `node_id/pool_id` keys to avoid (pools that already failed this task). Soft: ignored when nothing else is eligible. */
   readonly exclude?: ReadonlySet<string> | undefined;
+  /** The pool that served the task's session last; preferred while it has a free slot (never waited for). */
+  readonly affinity?: PoolRef | undefined;
 }
 
-export type PlacementReason = 'pinned' | 'preferred' | 'fallback' | 'strategy';
+/** A pool of a node. */
+export interface PoolRef {
+  readonly node_id: string;
+  readonly pool_id: string;
+}
+
+export type PlacementReason = 'pinned' | 'preferred' | 'fallback' | 'affinity' | 'strategy';
 
 export type PlacementDecision<C extends PoolCandidate = PoolCandidate> =
   | { readonly kind: 'assign'; readonly candidate: C; readonly reason: PlacementReason }
@@ -147,6 +157,9 @@ export function place<C extends PoolCandidate>(
   let served = false;
   let ordered = true;
   let previous: C | undefined;
+  // Two field compares per pool, no key string: the pump stays allocation-free.
+  const aff = req.affinity;
+  let affine: C | undefined;
   for (const c of base) {
     if (checkModel && !servesModel(c, req.model_ref)) continue;
     served = true;
@@ -154,6 +167,7 @@ export function place<C extends PoolCandidate>(
     const g = groups[isExcluded(req, c) ? 1 : 0];
     g.eligible += 1;
     if (!isPlaceable(c)) continue;
+    if (aff !== undefined && c.pool_id === aff.pool_id && c.node_id === aff.node_id && g === groups[0]) affine = c;
     if (!leastLoaded) {
       if (previous !== undefined && compareCandidates(previous, c) > 0) ordered = false;
       previous = c;
@@ -182,6 +196,11 @@ export function place<C extends PoolCandidate>(
   }
   if (group.count === 0) return { kind: 'wait', reason: `no free slot on the ${group.eligible} eligible pool(s)` };
 
+  // Affinity: a free slot on the session's last pool wins over the strategy (its prompt is cached
+  // there), but never over a better-ranked preferred pool or the soft exclusions.
+  if (affine !== undefined && gi === 0 && rankOf(affine) === group.rank) {
+    return { kind: 'assign', candidate: affine, reason: p?.mode === 'pin' ? 'pinned' : 'affinity' };
+  }
   let chosen: C;
   if (leastLoaded) {
     chosen = group.best as C;

@@ -19,6 +19,14 @@ interface SessionRecord {
   turns: number;
   tokensOut: number;
   active: number;
+  /** The pool that ran the session's last turn to its end: its KV cache holds the conversation. */
+  pool: SessionPool | undefined;
+}
+
+/** A pool of a node, as the session remembers it. */
+export interface SessionPool {
+  readonly node_id: string;
+  readonly pool_id: string;
 }
 
 export interface SessionStoreOptions {
@@ -81,7 +89,7 @@ export class SessionStore {
     const now = this.#clock.now();
     let s = this.#live(id);
     if (s === undefined) {
-      s = { lastActive: now, turns: 0, tokensOut: 0, active: 0 };
+      s = { lastActive: now, turns: 0, tokensOut: 0, active: 0, pool: undefined };
       if (this.#sessions.size >= this.#maxSessions) this.#makeRoom();
     } else {
       this.#sessions.delete(id);
@@ -119,10 +127,22 @@ export class SessionStore {
     }
   }
 
-  /** A task of the session ended; `tokensOut` from its `end` frame, undefined when it ended with an error. */
-  taskEnded(id: string, tokensOut: number | undefined): void {
+  /**
+   * The pool the session's next turn should prefer (prompt-cache affinity): where its last turn
+   * ended normally, while the session lives; undefined for a new session.
+   */
+  lastPool(id: string): SessionPool | undefined {
+    return this.#sessions.get(id)?.pool;
+  }
+
+  /**
+   * A task of the session ended; `tokensOut` from its `end` frame, undefined when it ended with an
+   * error. `pool`: where an `end` task ran (the session's affinity from now on).
+   */
+  taskEnded(id: string, tokensOut: number | undefined, pool?: SessionPool): void {
     const s = this.#sessions.get(id);
     if (s === undefined) return; // deleted while the task ran
+    if (pool !== undefined) s.pool = pool;
     s.active = Math.max(0, s.active - 1);
     s.lastActive = this.#clock.now();
     this.#sessions.delete(id);

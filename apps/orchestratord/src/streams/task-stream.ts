@@ -73,6 +73,18 @@ export class TaskStream {
     return (verbose ? this.#verbose?.get(id) : undefined) ?? this.#texts[id];
   }
 
+  /**
+   * A frame back as an object, parsed from its wire text (`event` and `data` lines): for readers
+   * that re-encode frames (the /v1 door's OpenAI chunks). Undefined past the end.
+   */
+  frame(id: number): SseFrame | undefined {
+    const text = this.#texts[id];
+    if (text === undefined) return undefined;
+    const ev = text.indexOf('\nevent: ') + 8;
+    const data = text.indexOf('\ndata: ', ev);
+    return { event: text.slice(ev, data), data: JSON.parse(text.slice(data + 7, text.length - 2)) } as SseFrame;
+  }
+
   /** Called after every append. Returns an unsubscribe function. */
   subscribe(listener: () => void): () => void {
     const listeners = (this.#listeners ??= new Set());

@@ -1,5 +1,6 @@
 import type { DispatchRequest, EndEvent, TaskRequest } from '@llama-orch/contracts';
 import type { Lease } from '../registry/pool-view.js';
+import type { PoolRef } from '../scheduling/placement.js';
 import { PlacementTicket } from '../scheduling/placement-ticket.js';
 import { TaskStream } from '../streams/task-stream.js';
 import type { Log } from '../support/log.js';
@@ -61,6 +62,8 @@ export interface RetainedTask {
 
 export interface NewTaskOptions {
   request: TaskRequest;
+  /** The pool that served the task's session last (placement prefers it while it has a free slot). */
+  affinity?: PoolRef | undefined;
   /** Logger of the admission request; the task's logger is a child of it. */
   log: Log;
   correlationId: string;
@@ -69,14 +72,14 @@ export interface NewTaskOptions {
   phase: TaskPhase;
 }
 
-export function newTaskRecord({ request, log, correlationId, now, predictedStartMs, phase }: NewTaskOptions): TaskRecord {
+export function newTaskRecord({ request, affinity, log, correlationId, now, predictedStartMs, phase }: NewTaskOptions): TaskRecord {
   return {
     id: request.task_id,
     request,
     correlationId,
     stream: new TaskStream(),
     log: log.child({ task_id: request.task_id, session_id: request.session_id }),
-    ticket: new PlacementTicket(request),
+    ticket: new PlacementTicket(request, affinity),
     admittedAt: now,
     deadlineAt: now + request.deadline_ms,
     predictedStartMs,

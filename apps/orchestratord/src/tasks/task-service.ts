@@ -1,4 +1,4 @@
-import type { AdmissionResponse, ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
+import type { AdmissionResponse, EndEvent, ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
 import { checkAdmission } from '../admission/admission-checks.js';
 import { AdmissionQueue, type QueuePolicy } from '../admission/admission-queue.js';
 import { preparationSteps } from '../admission/model-availability.js';
@@ -154,8 +154,11 @@ export class TaskService {
    * that the error handler maps to envelopes. `log` and `correlationId` are the admitting
    * request's: the task's log lines and its dispatches carry them.
    */
-  admit(request: TaskRequest, log: Log, correlationId: string): Admitted {
+  admit(named: TaskRequest, log: Log, correlationId: string): Admitted {
     if (this.#state !== 'running') throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
+    // An alias becomes the model ref the pools list: one queue group, one wait key per model.
+    const modelRef = this.#registry.canonicalModel(named.model_ref);
+    const request = modelRef === named.model_ref ? named : { ...named, model_ref: modelRef };
     if (this.#table.has(request.task_id)) throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
     const { availability: avail, prediction } = checkAdmission({
       request,
@@ -168,7 +171,7 @@ export class TaskService {
       onReject: (code) => this.#observer.refused(code),
     });
     const task = newTaskRecord({
-      request, log, correlationId, now: this.#clock.now(), predictedStartMs: prediction.startMs,
+      request, affinity: this.#sessions.lastPool(request.session_id), log, correlationId, now: this.#clock.now(), predictedStartMs: prediction.startMs,
       phase: avail.ready.length > 0 ? 'queued' : 'preparing',
     });
     const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);
@@ -303,13 +306,15 @@ export class TaskService {
     if (outcome.kind === 'end') {
       const ev = outcome.event;
       this.#observer.finished(task, view, ev);
-      this.#end(task, {
-        event: 'end',
-        data: {
-          tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, decode_time_ms: ev.decode_ms, pool_id: ev.pool_id, node_id: ev.node_id,
-          engine_version: ev.engine_version, stop_type: ev.stop_type,
-        },
-      });
+      const end: EndEvent = {
+        tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, decode_time_ms: ev.decode_ms, pool_id: ev.pool_id, node_id: ev.node_id,
+        engine_version: ev.engine_version, stop_type: ev.stop_type,
+      };
+      // Only what the node reported: a node that does not count prompt tokens leaves them out.
+      if (ev.prompt_tokens !== undefined) end.prompt_tokens = ev.prompt_tokens;
+      if (ev.cached_tokens !== undefined) end.cached_tokens = ev.cached_tokens;
+      if (ev.finish_reason !== undefined) end.finish_reason = ev.finish_reason;
+      this.#end(task, { event: 'end', data: end });
       return;
     }
     this.#penalize(task, view, outcome.penalty);
@@ -352,7 +357,9 @@ export class TaskService {
     task.stream.append(frame);
     task.controller?.abort();
     this.#observer.ended(task, frame);
-    this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined);
+    // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
+    const served = frame.event === 'end' ? task.placement : undefined;
+    this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
     this.#table.retire(task, this.#clock.now());
   }
 

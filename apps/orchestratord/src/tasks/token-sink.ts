@@ -1,3 +1,4 @@
+import type { TokenEvent } from '@llama-orch/contracts';
 import type { PoolView } from '../registry/pool-view.js';
 import type { Clock } from '../support/clock.js';
 import type { TokenSink } from '../upstream/dispatch-attempt.js';
@@ -7,7 +8,8 @@ import type { TaskRecord } from './task-record.js';
 /**
  * Where one attempt's tokens go: straight into the task's frame log, numbered from 0, while the
  * task runs. The first token of the task moves it to `streaming` and is observed (time to first
- * token). Per token: one frame appended, no other allocation.
+ * token). Per token: one frame appended, no other allocation. A chat piece's other delta fields
+ * (tool calls …) and log probabilities ride on the frame, for both doors.
  */
 export function tokenSink(task: TaskRecord, view: PoolView, clock: Clock, observer: TaskObserver): TokenSink {
   return {
@@ -16,9 +18,12 @@ export function tokenSink(task: TaskRecord, view: PoolView, clock: Clock, observ
       task.acceptedAt ??= clock.now();
       observer.accepted(task, view, first);
     },
-    token: (text) => {
+    token: (ev) => {
       if (task.state !== 'running') return false;
-      if (task.stream.append({ event: 'token', data: { t: text, i: task.tokens } }) === undefined) return false;
+      const data: TokenEvent = { t: ev.t, i: task.tokens };
+      if (ev.delta !== undefined) data.delta = ev.delta;
+      if (ev.logprobs !== undefined) data.logprobs = ev.logprobs;
+      if (task.stream.append({ event: 'token', data }) === undefined) return false;
       task.tokens += 1;
       if (task.tokens === 1) {
         const now = clock.now();

@@ -52,8 +52,8 @@ function input(lines: string[] | Error, over: Partial<AttemptInput> = {}): { inp
     accepted: () => {
       accepted = true;
     },
-    token: (t) => {
-      tokens.push(t);
+    token: (ev) => {
+      tokens.push(ev.t);
       return true;
     },
   };

@@ -8,6 +8,7 @@ import {
 } from './upstream-errors.js';
 
 export type EndDispatchEvent = Extract<DispatchEvent, { type: 'end' }>;
+export type TokenDispatchEvent = Extract<DispatchEvent, { type: 'token' }>;
 
 /**
  * What a failed attempt says about where it ran, for the registry:
@@ -39,8 +40,8 @@ export type AttemptOutcome =
 export interface TokenSink {
   /** The node accepted the dispatch: its stream is open. */
   accepted(): void;
-  /** Relays one token; false when the task takes no more (it ended): reading stops. */
-  token(text: string): boolean;
+  /** Relays one token (its text and a chat delta's other fields); false when the task takes no more (it ended): reading stops. */
+  token(ev: TokenDispatchEvent): boolean;
 }
 
 export interface AttemptInput {
@@ -131,7 +132,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
       if (signal.aborted) return false;
       if (terminal !== undefined || failure !== undefined) return true;
       if (ev.type === 'token') {
-        if (!sink.token(ev.t)) {
+        if (!sink.token(ev)) {
           stopped = true;
           return false;
         }

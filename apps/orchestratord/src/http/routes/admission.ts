@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { resolveTaskRequest, TaskRequestSchema, type AdmissionResponse } from '@llama-orch/contracts';
-import type { FastifyReply } from 'fastify';
+import { CORRELATION_ID_HEADER, resolveTaskRequest, TaskRequestSchema, type AdmissionResponse } from '@llama-orch/contracts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { ServicesOptions } from '../app-services.js';
+import { serveTaskStream } from '../../streams/sse-writer.js';
+import type { AppServices, ServicesOptions } from '../app-services.js';
 
 /**
  * Sends the 202. When admission dispatched the task at once, the reply goes out after that
@@ -16,15 +17,50 @@ export function sendAdmission(reply: FastifyReply, body: AdmissionResponse, disp
   else reply.code(202).send(body);
 }
 
+/** Whether the client asked for the event stream in the admission response itself. */
+export function wantsEventStream(req: FastifyRequest): boolean {
+  const accept = req.headers.accept;
+  return typeof accept === 'string' && accept.includes('text/event-stream');
+}
+
 /**
- * `POST /v2/tasks`: validate, check the model against the registry, enqueue, 202 with absolute
- * stream URLs. The handler is a plain function (not async: no promise per admission), and the body
- * has no response schema (it is built from typed values; the OpenAPI document keeps the schema).
+ * Answers with the task's event stream, as `GET /v2/tasks/{id}/events` would (same frames, ids and
+ * keep-alives), in the admission response: one request instead of two. Leaving is a disconnect
+ * like any subscriber's: the last one gone cancels the task.
+ */
+export function streamAdmitted(services: AppServices, req: FastifyRequest, reply: FastifyReply, taskId: string): void {
+  const task = services.tasks.get(taskId);
+  if (task === undefined) throw new Error(`admitted task ${taskId} is not in the table`);
+  reply.hijack();
+  serveTaskStream({
+    res: reply.raw,
+    stream: task.stream,
+    verbose: false,
+    afterId: undefined,
+    keepaliveMs: services.config.sse_keepalive_ms,
+    headers: { [CORRELATION_ID_HEADER]: req.id },
+    onClientGone: () => {
+      req.log.debug({ task_id: task.id }, 'stream subscriber left');
+      if (task.stream.subscriberCount === 0) services.tasks.cancel(task.id, 'disconnect');
+    },
+  });
+}
+
+/**
+ * `POST /v2/tasks`: validate, fill the defaults (ids, `max_tokens`, `deadline_ms` =
+ * `ORCHD_DEFAULT_DEADLINE_MS`), check the model against the registry, enqueue, 202 with absolute
+ * stream URLs — or, with `Accept: text/event-stream`, 200 with the task's event stream. The
+ * handler is a plain function (not async: no promise per admission), and the body has no response
+ * schema (it is built from typed values; the OpenAPI document keeps the schema).
  */
 export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   app.post('/v2/tasks', { schema: { body: TaskRequestSchema } }, (req, reply) => {
     const request = resolveTaskRequest(req.body, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
     const result = services.tasks.admit(request, req.log, req.id);
+    if (wantsEventStream(req)) {
+      streamAdmitted(services, req, reply, result.task_id);
+      return;
+    }
     const base = `${services.publicBase(req)}/v2/tasks/${encodeURIComponent(result.task_id)}/events`;
     // Fields written out rather than spread: every 202 body has the same shape.
     const body: AdmissionResponse = {

@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { CORRELATION_ID_HEADER, OpenAiModelListSchema, resolveTaskRequest } from '@llama-orch/contracts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { NotFoundError } from '../../errors.js';
+import { findModel, listModels } from '../../openai/models.js';
+import { relayOpenAi } from '../../openai/relay.js';
+import { chatCall, completionCall, type OpenAiCall } from '../../openai/request-mapping.js';
+import { sessionIdFor } from '../../openai/session-key.js';
+import type { TaskRecord } from '../../tasks/task-record.js';
+import type { AppServices, ServicesOptions } from '../app-services.js';
+
+/**
+ * The OpenAI-compatible door. Each request becomes the same internal task a `POST /v2/tasks`
+ * makes (`openai/request-mapping.ts`) and is admitted through the same `TaskService`: auth,
+ * admission queue and lanes, placement and session affinity, the default deadline, cancel on
+ * disconnect, metrics and correlated logs are the /v2 ones. The answer is rendered from the task's
+ * frame log (`openai/relay.ts`). Errors take OpenAI's shape (http/error-handler.ts).
+ */
+
+function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: OpenAiCall): void {
+  // A name no pool lists at all is the client's mistake (404); one whose pools are all down or
+  // offline is the cluster's (the admission's 503 MODEL_NOT_AVAILABLE).
+  if (services.registry.poolsForModel(call.model).length === 0) {
+    throw new NotFoundError(`model '${call.model}' not found: no pool serves or provisions it (GET /v1/models lists them)`, { param: 'model' });
+  }
+  const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
+  const admitted = services.tasks.admit(request, req.log, req.id);
+  const task = services.tasks.get(admitted.task_id);
+  if (task === undefined) throw new Error(`admitted task ${admitted.task_id} is not in the table`);
+  reply.hijack();
+  relayOpenAi({
+    res: reply.raw,
+    stream: task.stream,
+    who: {
+      kind: call.kind,
+      id: `${call.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${task.id}`,
+      created: Math.floor(services.clock.now() / 1000),
+      model: call.model,
+    },
+    streaming: call.stream,
+    includeUsage: call.includeUsage,
+    keepaliveMs: services.config.sse_keepalive_ms,
+    headers: { [CORRELATION_ID_HEADER]: req.id },
+    fingerprint: () => (task as TaskRecord).placement?.engine_version,
+    onClientGone: () => {
+      req.log.debug({ task_id: task.id }, 'openai client left');
+      if (task.stream.subscriberCount === 0) services.tasks.cancel(task.id, 'disconnect');
+    },
+  });
+}
+
+/** `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /v1/models/{id}`. */
+export const openAiRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
+  const { registry, clock } = services;
+
+  // Plain functions, like /v2 admission's: no promise per request. Bodies are validated by the
+  // door itself, so a refusal names OpenAI's field (`param`).
+  app.post('/v1/chat/completions', (req, reply) => {
+    answer(services, req, reply, chatCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))));
+  });
+  app.post('/v1/completions', (req, reply) => {
+    answer(services, req, reply, completionCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))));
+  });
+
+  app.get('/v1/models', { schema: { response: { 200: OpenAiModelListSchema } } }, async () => ({
+    object: 'list' as const,
+    data: listModels(registry.pools(), (ref) => registry.modelFirstSeen(ref), clock.now()),
+  }));
+
+  // Wildcard: model ids may hold slashes (`hf:org/repo/file.gguf`, `org/model`).
+  app.get('/v1/models/*', async (req) => {
+    const name = (req.params as { '*': string })['*'];
+    const model = findModel(registry.poolsForModel(name), name, (ref) => registry.modelFirstSeen(ref), clock.now());
+    if (model === undefined) throw new NotFoundError(`model '${name}' not found: no ready or provisioning pool serves it`, { param: 'model' });
+    return model;
+  });
+};
+
+/** The body's `user`, when it is a string (the schema checks it properly later). */
+function sessionUser(body: unknown): string | undefined {
+  const user = (body as { user?: unknown } | null)?.user;
+  return typeof user === 'string' ? user : undefined;
+}

@@ -1,0 +1,40 @@
+// Test-only: orchestratord listening on loopback with fixture pool-managerd nodes, and the
+// official `openai` client pointed at its /v1 door.
+import OpenAI from 'openai';
+import { FixturePoolManager, type FixturePoolSpec } from '../fixtures/fixture-pool-manager.js';
+import { makeApp, TOKEN, type TestApp } from './test-helpers.js';
+
+export const HB_MS = 100;
+
+export interface Cluster {
+  t: TestApp;
+  url: string;
+  nodes: FixturePoolManager[];
+  /** The official client; no retries, so a 429/503 reaches the test. */
+  client: OpenAI;
+  close(): Promise<void>;
+}
+
+export async function startCluster(
+  nodes: { nodeId: string; pools: FixturePoolSpec[]; tokenIntervalMs?: number }[],
+  over: Record<string, unknown> = {},
+): Promise<Cluster> {
+  const t = await makeApp({ heartbeat_interval_ms: HB_MS, ...over }, { tickMs: 20 });
+  await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const address = t.app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
+  const fixtures: FixturePoolManager[] = [];
+  for (const n of nodes) {
+    const f = await FixturePoolManager.start({ ...n, token: TOKEN });
+    await f.startHeartbeats(url, HB_MS);
+    fixtures.push(f);
+  }
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 20_000 });
+  return {
+    t, url, nodes: fixtures, client,
+    close: async () => {
+      await t.close();
+      await Promise.all(fixtures.map((f) => f.close()));
+    },
+  };
+}
