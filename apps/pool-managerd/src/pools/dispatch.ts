@@ -1,6 +1,6 @@
 import type { LogFn } from 'pino';
 import type { DispatchEvent, DispatchRequest } from '@llama-orch/contracts';
-import { AdapterError, CompletionAbortedError, type LlamaServerClient } from '@llama-orch/llamacpp-adapter';
+import { AdapterError, CompletionAbortedError, type CompletionEvent, type LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 import type { PoolManagerMetrics } from '../support/metrics.js';
 import type { Lease, PoolTable } from './pool-table.js';
 
@@ -39,6 +39,27 @@ export interface DispatchOptions {
 }
 
 /**
+ * The engine stream for a dispatch: a `chat` goes to the engine's `/v1/chat/completions` (the model's
+ * template renders the messages), a `completion` to its native `/completion`. Both give the same
+ * events. The request schema requires `messages` for a chat and `prompt` for a completion; a
+ * request built without it in-process fails the dispatch with INVALID_PARAMS rather than sending
+ * the engine an empty prompt.
+ */
+function engineStream(client: LlamaServerClient, req: DispatchRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
+  if (req.workload === 'chat') {
+    if (req.messages === undefined) throw new DispatchInputError('messages is required for a chat');
+    return client.chat({ ...req, messages: req.messages }, signal);
+  }
+  if (req.prompt === undefined) throw new DispatchInputError('prompt is required for a completion');
+  return client.complete({ ...req, prompt: req.prompt }, signal);
+}
+
+/** A dispatch request without the input its workload needs (only possible in-process). */
+class DispatchInputError extends Error {
+  override readonly name = 'DispatchInputError';
+}
+
+/**
  * Streams one dispatch as normalised events: `token`* then exactly one `end` or `error`, unless the
  * client went away (then nothing more is sent: nobody is listening). The lease is released however
  * it ends; aborting closes the engine socket, which frees the engine's slot. Logged at info: the
@@ -66,9 +87,12 @@ export async function* dispatchEvents({
   let tokens = 0;
   let outcome = 'error';
   let end: Extract<DispatchEvent, { type: 'end' }> | undefined;
-  log.info({ pool_id: poolId, task_id: taskId, max_tokens: req.max_tokens, human: `stream start on pool ${poolId}` }, 'dispatch started');
+  log.info(
+    { pool_id: poolId, task_id: taskId, workload: req.workload, max_tokens: req.max_tokens, cache_prompt: req.cache_prompt, human: `stream start on pool ${poolId}` },
+    'dispatch started',
+  );
   try {
-    const stream = client.complete(req, ac.signal);
+    const stream = engineStream(client, req, ac.signal);
     log.info({ pool_id: poolId, task_id: taskId, engine_url: engineUrl }, 'engine request sent');
     for await (const ev of stream) {
       if (ev.type === 'token') {
@@ -78,6 +102,8 @@ export async function* dispatchEvents({
       }
       pools.recordDecode(poolId, ev.tokens_out, ev.decode_ms);
       metrics.tokensOut.inc({ pool_id: poolId }, ev.tokens_out);
+      if (ev.prompt_tokens !== undefined) metrics.promptTokens.inc({ pool_id: poolId }, ev.prompt_tokens);
+      if (ev.cached_tokens !== undefined) metrics.cachedPromptTokens.inc({ pool_id: poolId }, ev.cached_tokens);
       outcome = 'end';
       end = { ...ev, engine_version: engineVersion, pool_id: poolId, node_id: nodeId };
       yield end;
@@ -97,6 +123,11 @@ export async function* dispatchEvents({
         return;
       }
       yield { type: 'error', code: 'POOL_UNAVAILABLE', message: reason.message, retriable: true };
+      return;
+    }
+    if (err instanceof DispatchInputError) {
+      log.warn({ pool_id: poolId, task_id: taskId, reason: err.message }, 'dispatch refused');
+      yield { type: 'error', code: 'INVALID_PARAMS', message: err.message, retriable: false };
       return;
     }
     if (err instanceof AdapterError) {
@@ -119,6 +150,7 @@ export async function* dispatchEvents({
       log.info(
         {
           pool_id: poolId, task_id: taskId, outcome, ms, tokens_out: end.tokens_out, decode_ms: end.decode_ms, stop_type: end.stop_type,
+          finish_reason: end.finish_reason, prompt_tokens: end.prompt_tokens, cached_tokens: end.cached_tokens,
           human: `stream end: ${end.tokens_out} tokens`,
         },
         'dispatch ended',

@@ -114,6 +114,7 @@ export class ManagedPool implements ReloadablePool {
     table.register(pool.id, {
       managed: true,
       models: [pool.model],
+      aliases: pool.aliases,
       deterministic: pool.determinism,
       ctx: pool.ctx,
       slotsTotal: pool.determinism ? 1 : pool.slots,

@@ -68,6 +68,16 @@ describe('PoolTable', () => {
     expect(() => r.lease('nope')).toThrow(PoolNotFoundError);
   });
 
+  it('snapshots carry the configured aliases, and none when there are none', () => {
+    const r = readyRegistry(1);
+    r.register('a', { managed: true, models: ['synthetic:llama'], aliases: ['synthetic', 'tiny'], deterministic: false, ctx: 1, slotsTotal: 1 });
+    r.setModels('a', ['synthetic:llama', 'synthetic-llama-0123456789ab']);
+    const [a, b] = r.snapshots();
+    expect(a).toMatchObject({ pool_id: 'a', models: ['synthetic:llama', 'synthetic-llama-0123456789ab'], aliases: ['synthetic', 'tiny'] });
+    expect(b?.pool_id).toBe('b');
+    expect(b && 'aliases' in b).toBe(false);
+  });
+
   it('decode rate is a moving average of finished streams', () => {
     const r = readyRegistry(1);
     r.recordDecode('b', 100, 50); // 2000 tok/s

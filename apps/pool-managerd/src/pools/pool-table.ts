@@ -31,6 +31,7 @@ interface PoolEntry {
   readonly managed: boolean;
   engine: EngineBinding | undefined;
   models: string[];
+  aliases: readonly string[];
   deterministic: boolean;
   ctx: number;
   slotsTotal: number;
@@ -47,6 +48,8 @@ export interface RegisterPoolOptions {
   /** Configured here (spawned and supervised) vs adopted from an external handoff. */
   managed: boolean;
   models: string[];
+  /** Other names clients may use for the models served (the pool's configured `aliases`). @default [] */
+  aliases?: readonly string[];
   deterministic: boolean;
   ctx: number;
   slotsTotal: number;
@@ -89,6 +92,7 @@ export class PoolTable {
       managed: opts.managed,
       engine: undefined,
       models: [...opts.models],
+      aliases: Object.freeze([...(opts.aliases ?? [])]),
       deterministic: opts.deterministic,
       ctx: opts.ctx,
       slotsTotal: opts.slotsTotal,
@@ -269,7 +273,10 @@ export class PoolTable {
     return this.ids().map((id) => this.status(id));
   }
 
-  /** Heartbeat view of every pool, sorted by id: only what is known, never a guess. */
+  /**
+   * Heartbeat view of every pool, sorted by id: only what is known, never a guess. `aliases` only
+   * when the pool has some: orchestratord resolves a request's model name through them.
+   */
   snapshots(): PoolSnapshot[] {
     return this.statuses().map((s) => ({
       pool_id: s.pool_id,
@@ -279,6 +286,8 @@ export class PoolTable {
       slots_total: s.slots_total,
       slots_free: s.slots_free,
       models: s.models.slice(0, 64).map((m) => m.slice(0, 512)),
+      // Configured aliases name whatever model the pool serves, across reloads.
+      ...aliasesOf(this.#get(s.pool_id)),
       engine_version: (s.engine_version ?? '').slice(0, 128),
       ctx: s.ctx,
       deterministic: s.deterministic,
@@ -307,6 +316,10 @@ export class PoolTable {
     if (e === undefined) throw new PoolNotFoundError(poolId);
     return e;
   }
+}
+
+function aliasesOf(e: PoolEntry): { aliases?: string[] } {
+  return e.aliases.length > 0 ? { aliases: [...e.aliases] } : {};
 }
 
 function isReady(e: PoolEntry): boolean {

@@ -21,6 +21,8 @@ export class PoolManagerMetrics {
   readonly provisioningSeconds: Histogram<'pool_id' | 'phase' | 'outcome'>;
   readonly dispatches: Counter<'pool_id' | 'outcome'>;
   readonly tokensOut: Counter<'pool_id'>;
+  readonly promptTokens: Counter<'pool_id'>;
+  readonly cachedPromptTokens: Counter<'pool_id'>;
 
   constructor(pools: PoolStatusSource) {
     const r = this.registry;
@@ -55,5 +57,8 @@ export class PoolManagerMetrics {
     });
     this.dispatches = new Counter({ name: 'dispatch_streams_total', help: 'Completion streams by outcome (end, error, canceled).', labelNames: ['pool_id', 'outcome'], registers: [r] });
     this.tokensOut = new Counter({ name: 'dispatch_tokens_out_total', help: 'Tokens generated (engine count from end events).', labelNames: ['pool_id'], registers: [r] });
+    this.promptTokens = new Counter({ name: 'dispatch_prompt_tokens_total', help: 'Prompt tokens of finished streams, cached ones included (engine count).', labelNames: ['pool_id'], registers: [r] });
+    // With the prompt total: the share of prompts the engines' prompt caches served.
+    this.cachedPromptTokens = new Counter({ name: 'dispatch_prompt_tokens_cached_total', help: 'Prompt tokens taken from the engine prompt cache.', labelNames: ['pool_id'], registers: [r] });
   }
 }
