@@ -2,7 +2,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '@llama-orch/contracts';
 import { toChatBody } from './completion-body.js';
-import { EngineRejectedError } from './errors.js';
+import { CompletionAbortedError, EngineRejectedError } from './errors.js';
 import { LlamaServerClient, type CompletionEvent } from './llama-server-client.js';
 import { parseSseData } from './sse-parser.js';
 import { spawnTestEngine, type TestEngine } from './testing/test-engine.js';
@@ -107,6 +107,22 @@ describe('chat stream against the real llama-server', () => {
     const tokens = events.filter((e) => e.type === 'token');
     expect(tokens.length).toBeGreaterThan(0);
     for (const t of tokens) expect(t.logprobs).toMatchObject({ content: [{ top_logprobs: [{}, {}] }] });
+  });
+
+  it('abort mid-stream closes the socket and the slot goes idle', async () => {
+    const ac = new AbortController();
+    let seen = 0;
+    const err = await (async () => {
+      for await (const ev of client.chat({ messages: conversation, max_tokens: 100_000, greedy: true }, ac.signal)) {
+        if (ev.type === 'token' && ++seen === 3) ac.abort();
+      }
+    })().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CompletionAbortedError);
+    const t0 = performance.now();
+    while ((await client.slots()).some((s) => s.is_processing)) {
+      if (performance.now() - t0 > 2000) throw new Error('slot still processing 2 s after the abort');
+      await new Promise((r) => setTimeout(r, 2));
+    }
   });
 
   it('a prompt over the context is refused before the stream: INVALID_PARAMS with the engine message', async () => {
