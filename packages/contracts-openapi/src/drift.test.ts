@@ -29,5 +29,18 @@ describe('checked-in contracts match the schemas', () => {
     // strict objects become closed schemas, so generated clients reject unknown keys too
     expect(dataPlane.components.schemas.TaskRequest?.additionalProperties).toBe(false);
     expect(Object.keys(dataPlane.components.schemas)).toEqual(expect.arrayContaining(['SseStarted', 'SseToken', 'SseEnd', 'SseError', 'SseMetrics']));
+    // With Accept: text/event-stream the admission answers 200 with the stream.
+    expect(Object.keys((dataPlane.paths['/v2/tasks']?.post?.responses['200'] as { content: object }).content)).toEqual(['text/event-stream']);
+  });
+
+  it('documents the /v1 door: its paths, JSON and stream answers, and OpenAI-shaped errors', () => {
+    const doc = parse(renderOpenApi().get('openai.yaml') ?? '') as {
+      paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> }>>;
+    };
+    expect(Object.keys(doc.paths).sort()).toEqual(['/v1/chat/completions', '/v1/completions', '/v1/models', '/v1/models/{id}']);
+    const chat = doc.paths['/v1/chat/completions']?.post?.responses ?? {};
+    expect(Object.keys(chat['200']?.content ?? {}).sort()).toEqual(['application/json', 'text/event-stream']);
+    expect(chat['200']?.content?.['text/event-stream']?.schema.$ref).toBe('#/components/schemas/ChatCompletionChunk');
+    for (const status of ['400', '401', '404', '429', '503']) expect(chat[status]?.content?.['application/json']?.schema.$ref, status).toBe('#/components/schemas/OpenAiError');
   });
 });

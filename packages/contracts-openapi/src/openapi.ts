@@ -1,7 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import type { z } from 'zod';
 import { stringify } from 'yaml';
-import { CONTROL_PLANE, DATA_PLANE, ERROR_RESPONSE_SCHEMA, NODES, POOL_MANAGER, type RouteSpec } from './routes.js';
+import { CONTROL_PLANE, DATA_PLANE, ERROR_RESPONSE_SCHEMA, NODES, OPENAI, POOL_MANAGER, type RouteSpec } from './routes.js';
 
 interface DocumentSpec {
   file: string;
@@ -14,13 +14,16 @@ const STATUS_TEXT: Record<number, string> = {
   400: 'Invalid request (INVALID_PARAMS, DEADLINE_UNMET)', 401: 'Missing or wrong Bearer token (UNAUTHORIZED)',
   404: 'Unknown resource (NOT_FOUND)', 413: 'Body over the limit (PAYLOAD_TOO_LARGE)',
   429: 'Queue full (ADMISSION_REJECT, QUEUE_FULL_DROP_LRU); Retry-After and X-Backoff-Ms set',
-  502: 'Upstream node failed (WORKER_RESET)',
+  500: 'Failed while running (DECODE_TIMEOUT, INTERNAL)', 502: 'Upstream node failed (WORKER_RESET)',
   503: 'Not available now (POOL_UNREADY, POOL_UNAVAILABLE, MODEL_NOT_AVAILABLE, REPLICA_EXHAUSTED); Retry-After and X-Backoff-Ms set',
 };
 
 export const DOCUMENTS: readonly DocumentSpec[] = [
   { file: 'data-plane.yaml', title: 'llama-orch orchestratord — data plane',
     description: 'Task admission, SSE token streams, cancel, sessions.', routes: DATA_PLANE },
+  { file: 'openai.yaml', title: 'llama-orch orchestratord — OpenAI-compatible door',
+    description: 'POST /v1/chat/completions, /v1/completions, GET /v1/models: OpenAI clients work unchanged; admitted through the same queue, placement, auth and deadlines as /v2 tasks. Errors are `{error: {message, type, param, code}}` with the ErrorEnvelope statuses (404 `model_not_found`; 429/503 with Retry-After).',
+    routes: OPENAI },
   { file: 'control-plane.yaml', title: 'llama-orch orchestratord — control plane',
     description: 'Capabilities, pools, drain/reload, catalog, metrics.', routes: CONTROL_PLANE },
   { file: 'nodes.yaml', title: 'llama-orch orchestratord — node registry',
@@ -41,10 +44,17 @@ function buildDocument(spec: DocumentSpec): object {
       description: r.ok.description ?? 'Success',
       ...(r.ok.schema ? { content: { [okContentType]: { schema: r.ok.schema } } } : {}),
     };
+    // A negotiated alternative (a stream instead of JSON): another content type of its status.
+    if (r.alt !== undefined) {
+      const at = String(r.alt.status);
+      const existing = responses[at];
+      const content = { ...(existing?.content ?? {}), [r.alt.contentType]: { schema: r.alt.schema } };
+      responses[at] = { description: existing === undefined ? r.alt.description : `${existing.description} ${r.alt.description}`, content };
+    }
     for (const status of r.errors) {
       responses[String(status)] = {
         description: STATUS_TEXT[status] ?? 'Error',
-        content: { 'application/json': { schema: ERROR_RESPONSE_SCHEMA } },
+        content: { 'application/json': { schema: r.errorSchema ?? ERROR_RESPONSE_SCHEMA } },
       };
     }
     registry.registerPath({

@@ -4,7 +4,8 @@ import {
   ClusterModelListSchema, ClusterModelSchema, ClusterPoolListSchema, DispatchEventSchema, DispatchRequestSchema, DrainRequestSchema,
   ErrorEnvelopeSchema, HeartbeatRequestSchema, ManagerHealthSchema, NodeAckSchema, NodeListSchema, NodeRegisterRequestSchema,
   PoolHealthSchema, PoolOperationResponseSchema, PoolStatusListSchema, PoolStatusSchema, ReloadRequestSchema, SessionInfoSchema,
-  SSE_EVENTS, SseFrameSchema, TaskRequestSchema,
+  SSE_EVENTS, SseFrameSchema, TaskRequestSchema, ChatCompletionRequestSchema, ChatCompletionSchema, ChatCompletionChunkSchema,
+  CompletionRequestSchema, CompletionSchema, OpenAiErrorSchema, OpenAiModelListSchema, OpenAiModelSchema,
 } from '@llama-orch/contracts';
 
 /** One HTTP route of a service, described once for the generated OpenAPI documents. */
@@ -20,8 +21,12 @@ export interface RouteSpec {
   body?: z.ZodType;
   /** Success status → JSON schema, or a content type with a description for streams. */
   ok: { status: number; schema?: z.ZodType; contentType?: string; description?: string };
-  /** Error statuses the route can answer with an ErrorEnvelope. */
+  /** Another success answer chosen by the request (content negotiation), e.g. a stream instead of JSON. */
+  alt?: { status: number; schema: z.ZodType; contentType: string; description: string };
+  /** Error statuses the route can answer with an ErrorEnvelope (or `errorSchema`). */
   errors: number[];
+  /** Body of the error answers. @default ErrorEnvelope */
+  errorSchema?: z.ZodType;
 }
 
 const id = z.strictObject({ id: z.string().meta({ description: 'Identifier from the path.' }) });
@@ -36,8 +41,11 @@ const sseDescription = [
 
 /** Client-facing task API of orchestratord. */
 export const DATA_PLANE: RouteSpec[] = [
-  { method: 'post', path: '/v2/tasks', summary: 'Admit a task', auth: true, body: TaskRequestSchema,
-    ok: { status: 202, schema: AdmissionResponseSchema }, errors: [400, ...withAuth, 413, 429, 503] },
+  { method: 'post', path: '/v2/tasks', summary: 'Admit a task (only model_ref and prompt or messages are required)', auth: true, body: TaskRequestSchema,
+    ok: { status: 202, schema: AdmissionResponseSchema },
+    alt: { status: 200, contentType: 'text/event-stream', schema: SseFrameSchema,
+      description: `With \`Accept: text/event-stream\`: the task's event stream in this response instead of the 202 (the frames of GET /v2/tasks/{id}/events). ${sseDescription}` },
+    errors: [400, ...withAuth, 413, 429, 503] },
   { method: 'get', path: '/v2/tasks/{id}/events', summary: 'Stream a task\'s events', auth: true, params: id,
     query: z.strictObject({ verbose: z.enum(['true', 'false']).optional(), last_event_id: z.string().optional() }),
     ok: { status: 200, contentType: 'text/event-stream', schema: SseFrameSchema, description: sseDescription }, errors: [...withAuth, 404] },
@@ -47,6 +55,29 @@ export const DATA_PLANE: RouteSpec[] = [
     ok: { status: 200, schema: SessionInfoSchema }, errors: [...withAuth, 404] },
   { method: 'delete', path: '/v2/sessions/{id}', summary: 'Forget a session', auth: true, params: id,
     ok: { status: 204 }, errors: [...withAuth, 404] },
+];
+
+const openAiStream = [
+  'With `stream: true`: Server-Sent Events, each `data: <one chunk as JSON>` (the schema below), then `data: [DONE]`.',
+  'A chat stream opens with a role chunk (`delta: {role: assistant, content: null}`), then content chunks, a finish chunk',
+  '(`finish_reason`), and with `stream_options.include_usage` a last chunk with `choices: []` and `usage`.',
+  'The 200 is sent with the first token; a failure before it is an error response, after it a last `data: {"error": …}` event.',
+].join(' ');
+const modelId = z.strictObject({ id: z.string().meta({ description: 'Alias, catalog id or model ref (may contain `/`).' }) });
+const openAiErrors = { errors: [400, ...withAuth, 404, 413, 429, 500, 502, 503], errorSchema: OpenAiErrorSchema };
+
+/** The OpenAI-compatible door of orchestratord (`/v1`): the same queue, placement and auth as /v2 tasks. */
+export const OPENAI: RouteSpec[] = [
+  { method: 'post', path: '/v1/chat/completions', summary: 'Chat completion (messages rendered with the model\'s template by the engine)', auth: true,
+    body: ChatCompletionRequestSchema, ok: { status: 200, schema: ChatCompletionSchema, description: 'Without `stream`: one chat.completion.' },
+    alt: { status: 200, contentType: 'text/event-stream', schema: ChatCompletionChunkSchema, description: openAiStream }, ...openAiErrors },
+  { method: 'post', path: '/v1/completions', summary: 'Text completion (the prompt sent verbatim)', auth: true,
+    body: CompletionRequestSchema, ok: { status: 200, schema: CompletionSchema, description: 'Without `stream`: one text_completion.' },
+    alt: { status: 200, contentType: 'text/event-stream', schema: CompletionSchema, description: openAiStream }, ...openAiErrors },
+  { method: 'get', path: '/v1/models', summary: 'Models the ready and provisioning pools serve', auth: true,
+    ok: { status: 200, schema: OpenAiModelListSchema }, errors: withAuth, errorSchema: OpenAiErrorSchema },
+  { method: 'get', path: '/v1/models/{id}', summary: 'One model, by alias, catalog id or ref', auth: true, params: modelId,
+    ok: { status: 200, schema: OpenAiModelSchema }, errors: [...withAuth, 404], errorSchema: OpenAiErrorSchema },
 ];
 
 /** Operator API of orchestratord. */

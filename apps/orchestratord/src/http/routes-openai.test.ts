@@ -160,5 +160,15 @@ describe('/v1 through the openai client', () => {
     // The freed slot serves the next request at once.
     const next = await c.client.chat.completions.create({ model: 'tiny-chat', messages: [{ role: 'user', content: 'x' }], max_tokens: 1 });
     expect(next.choices[0]?.finish_reason).toBe('length');
+
+    // A non-streaming request that is given up on is cancelled the same way.
+    const ac2 = new AbortController();
+    const pending = c.client.completions.create({ model: 'tiny-chat', prompt: 'long', max_tokens: 1000 }, { signal: ac2.signal }).catch((e: unknown) => e);
+    await waitFor(() => (node?.dispatches.length ?? 0) === 3 && node?.active('p') === 1, 5000, 'the third dispatch');
+    ac2.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    const third = node?.dispatches[2]?.body.task_id ?? '';
+    await waitFor(() => node?.aborts.includes(third) === true, 5000, 'the node to see the second abort');
+    expect(node?.active('p')).toBe(0);
   });
 });
