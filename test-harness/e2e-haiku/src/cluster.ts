@@ -31,6 +31,8 @@ export interface ClusterOptions {
   heartbeatMs: number;
   /** Generous: a cold cache means building llama-server first. */
   readyTimeoutMs: number;
+  /** Per node (index 0 = `p1`): another model ref or `aliases` for its pool. */
+  pools?: ReadonlyArray<{ model?: string; aliases?: readonly string[] } | undefined>;
 }
 
 export interface Cluster {
@@ -69,7 +71,11 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
         api_token: token,
         runtime_dir: runtimeDir,
         cache_dir: opts.cacheDir,
-        pools: [{ id: poolId, model: opts.model, gpu: opts.gpu, ctx: 2048, slots: 1, determinism: true, threads: 1, ...(opts.gpu === 'off' ? {} : { gpu_layers: 'all' }) }],
+        pools: [{
+          id: poolId, model: opts.pools?.[n - 1]?.model ?? opts.model, gpu: opts.gpu, ctx: 2048, slots: 1, determinism: true, threads: 1,
+          ...(opts.pools?.[n - 1]?.aliases ? { aliases: opts.pools[n - 1]!.aliases } : {}),
+          ...(opts.gpu === 'off' ? {} : { gpu_layers: 'all' }),
+        }],
       }));
       const daemon = await startDaemon(`pool-managerd:${id}`, join(root, 'apps', 'pool-managerd', 'dist', 'main.js'), ['--config', configPath], {
         LOG_LEVEL: 'info',
@@ -114,6 +120,52 @@ async function waitAllReady(orchUrl: string, token: string, poolIds: string[], t
     await sleep(250);
   }
   throw new Error(`pools not ready after ${timeoutMs} ms (last seen ${last})`);
+}
+
+/** Engine URL of a pool, asked from its own pool-managerd (`GET /v2/pools/{id}`: the harness knows nodes only by HTTP). */
+export async function engineUrlOf(cluster: Cluster, poolId: string): Promise<string> {
+  const node = cluster.nodes.find((n) => n.poolId === poolId);
+  if (!node) throw new Error(`unknown pool ${poolId}`);
+  const res = await request(new URL(`/v2/pools/${poolId}`, node.daemon.url), { headers: { authorization: `Bearer ${cluster.token}` } });
+  const body = (await res.body.json()) as { engine_url?: string };
+  if (!body.engine_url) throw new Error(`pool ${poolId} reports no engine_url`);
+  return body.engine_url;
+}
+
+/** Whether every slot of an engine is idle (llama-server's `GET /slots`). */
+export async function engineIdle(engineUrl: string): Promise<boolean> {
+  const res = await request(new URL('/slots', engineUrl));
+  const slots = (await res.body.json()) as Array<{ is_processing: boolean }>;
+  return slots.every((s) => !s.is_processing);
+}
+
+/**
+ * The pool a request's task was placed on: orchestratord's `task placed` line carrying the
+ * request's correlation id (the last one, should the task have been re-placed). Polls briefly,
+ * since the line may still be in a pipe.
+ */
+export async function placedPool(cluster: Cluster, correlationId: string, timeoutMs = 3000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const line = cluster.allLogs().filter((l) => l.source === 'orchestratord' && l.line.msg === 'task placed' && l.line.correlation_id === correlationId).at(-1);
+    if (line && typeof line.line.pool_id === 'string') return line.line.pool_id;
+    if (Date.now() > deadline) throw new Error(`no 'task placed' line for correlation id ${correlationId}`);
+    await sleep(25);
+  }
+}
+
+/** Waits until orchestratord sees every pool ready with all its slots free and nothing leased. */
+export async function waitClusterIdle(cluster: Cluster, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    const res = await request(new URL('/v2/pools', cluster.orchestrator.url), { headers: { authorization: `Bearer ${cluster.token}` } });
+    const body = (await res.body.json()) as { pools: Array<{ pool_id: string; ready: boolean; leased: number; slots_free: number; slots_total: number }> };
+    last = JSON.stringify(body.pools);
+    if (body.pools.every((p) => p.ready && p.leased === 0 && p.slots_free === p.slots_total)) return;
+    await sleep(25);
+  }
+  throw new Error(`cluster not idle after ${timeoutMs} ms: ${last}`);
 }
 
 /** Where the harness writes proof bundles (gitignored). */

@@ -29,11 +29,20 @@ export interface HaikuOptions {
   determinism?: 'strict' | 'best_effort';
   /** The minute word is derived at stream start; tests may fix the clock. */
   now?: () => Date;
+  /** Chat variant: the haiku request as a user message (`workload: chat`), rendered with the model's template. */
+  chat?: boolean;
+  /** `sampling.temperature`, when the run sets one. */
+  temperature?: number;
 }
 
-/** The prompt of the suite; the minute word ties a haiku to the moment it was asked for. */
+/** The request of the suite; the minute word ties a haiku to the moment it was asked for. */
+export function haikuRequest(minute: string): string {
+  return `Write a haiku about GPUs computing at night. Use the word "${minute}" exactly once.`;
+}
+
+/** The completion prompt: the request plus a cue for a base model. */
 export function haikuPrompt(minute: string): string {
-  return `Write a haiku about GPUs computing at night. Use the word "${minute}" exactly once.\n\nHaiku:\n`;
+  return `${haikuRequest(minute)}\n\nHaiku:\n`;
 }
 
 /**
@@ -53,14 +62,16 @@ export async function runHaiku(opts: HaikuOptions): Promise<HaikuRun> {
   const body: Record<string, unknown> = {
     task_id: taskId,
     session_id: randomUUID(),
-    workload: 'completion',
     model_ref: opts.model,
     engine: 'llamacpp',
     ctx: 0,
     priority: 'interactive',
     seed: opts.seed,
     determinism: opts.determinism ?? 'strict',
-    prompt: haikuPrompt(minute),
+    ...(opts.chat
+      ? { workload: 'chat', messages: [{ role: 'user', content: haikuRequest(minute) }] }
+      : { workload: 'completion', prompt: haikuPrompt(minute) }),
+    ...(opts.temperature === undefined ? {} : { sampling: { temperature: opts.temperature } }),
     max_tokens: opts.maxTokens,
     deadline_ms: 120_000,
     ...(opts.pinPoolId ? { placement: { mode: 'pin', pin_pool_id: opts.pinPoolId } } : {}),

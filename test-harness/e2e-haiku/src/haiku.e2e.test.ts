@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  countWord, directBody, directCompletion, metricSum, proofRoot, repoRoot, runHaiku, scrape, startCluster, writeProofBundle,
+  countWord, directBody, directChat, directCompletion, engineUrlOf, metricSum, proofRoot, repoRoot, runHaiku, scrape, startCluster, writeProofBundle,
   type Check, type Cluster, type HaikuRun,
 } from './index.js';
 
@@ -38,16 +38,6 @@ function auth(): Record<string, string> {
   return { authorization: `Bearer ${cluster.token}` };
 }
 
-/** Engine URL of a pool, asked from its own pool-managerd (the harness knows nodes only by HTTP). */
-async function engineUrlOf(poolId: string): Promise<string> {
-  const node = cluster.nodes.find((n) => n.poolId === poolId);
-  if (!node) throw new Error(`unknown pool ${poolId}`);
-  const res = await request(new URL(`/v2/pools/${poolId}`, node.daemon.url), { headers: auth() });
-  const body = (await res.body.json()) as { engine_url?: string };
-  if (!body.engine_url) throw new Error(`pool ${poolId} reports no engine_url`);
-  return body.engine_url;
-}
-
 function check(checks: Check[], name: string, ok: boolean, detail: string): void {
   checks.push({ name, ok, detail });
 }
@@ -74,7 +64,7 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
 
     const end = run.frames.find((f) => f.event === 'end')?.data ?? {};
     const poolId = String(end.pool_id);
-    const engineUrl = await engineUrlOf(poolId);
+    const engineUrl = await engineUrlOf(cluster, poolId);
     const direct = await directCompletion(engineUrl, directBody(String(run.request.prompt), MAX_TOKENS, 4242, 'best_effort'));
     check(checks, 'end.tokens_out equals the engine\'s tokens_predicted', end.tokens_out === direct.tokensPredicted, `${String(end.tokens_out)} vs ${direct.tokensPredicted}`);
     check(checks, 'text equals a direct engine request byte for byte', run.text === direct.text && new Set(run.text).size > 3, `${JSON.stringify(run.text)} vs ${JSON.stringify(direct.text)}`);
@@ -98,6 +88,30 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const failed = checks.filter((c) => !c.ok);
     expect(failed, `proof bundle: ${dir}`).toEqual([]);
   }, 120_000);
+
+  // Chat variant: the same request as a user message, rendered by the engine with the model's own
+  // chat template (the synthetic model's GGUF carries one), relayed through both daemons.
+  it('chat variant: the haiku request as a user message streams end to end, byte-identical to the engine\'s own chat endpoint', async () => {
+    const run = await runHaiku({
+      orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 4242, maxTokens: MAX_TOKENS, determinism: 'best_effort', chat: true, temperature: 0.8,
+    });
+    expect(run.admissionStatus, JSON.stringify(run.admission)).toBe(202);
+    const order = run.frames.map((f) => f.event).filter((n) => n !== 'metrics');
+    expect(order[0]).toBe('started');
+    expect(order.at(-1)).toBe('end');
+    expect(order.slice(1, -1).every((n) => n === 'token')).toBe(true);
+    const tokens = run.frames.filter((f) => f.event === 'token');
+    expect(tokens.map((f) => f.data.i)).toEqual(tokens.map((_, i) => i));
+    const end = run.frames.at(-1)!.data;
+    const direct = await directChat(await engineUrlOf(cluster, String(end.pool_id)), {
+      messages: run.request.messages, max_tokens: MAX_TOKENS, seed: 4242, temperature: 0.8,
+    });
+    expect(run.text).toBe(direct.text);
+    expect(new Set(run.text).size, 'varied text from the engine').toBeGreaterThan(3);
+    expect(end.tokens_out).toBe(direct.completionTokens);
+    expect(end.prompt_tokens).toBe(direct.promptTokens);
+    expect(end.finish_reason).toBe(direct.finishReason);
+  }, 60_000);
 
   // Issue 16: one id follows a task across both daemons, so an operator can grep one request's
   // whole path (admission, placement, the dispatch hop, the engine request, the end).
@@ -160,7 +174,7 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const afterEnd = run.frames.slice(run.frames.indexOf(terminal!) + 1);
     expect(afterEnd.filter((f) => f.event === 'token')).toEqual([]);
 
-    const engineUrl = await engineUrlOf(poolId);
+    const engineUrl = await engineUrlOf(cluster, poolId);
     let idle = false;
     for (let i = 0; i < 50 && !idle; i++) {
       const slots = (await (await request(new URL('/slots', engineUrl))).body.json()) as Array<{ is_processing: boolean }>;
@@ -184,8 +198,16 @@ describe.runIf(realMode)('e2e-haiku (real-model mode)', () => {
     expect(countWord(run.text, run.minute), run.text).toBe(1);
     expect(run.finishedAt - run.startedAt).toBeLessThanOrEqual(30_000);
   }, 120_000);
+
+  it('chat: the haiku request as a user message gets a haiku with the minute word exactly once within 30 s', async () => {
+    let run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 1, maxTokens: 64, chat: true });
+    if (countWord(run.text, run.minute) !== 1) run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 2, maxTokens: 64, chat: true });
+    expect(countWord(run.text, run.minute), run.text).toBe(1);
+    expect(run.finishedAt - run.startedAt).toBeLessThanOrEqual(30_000);
+  }, 120_000);
 });
 
 describe.skipIf(realMode)('e2e-haiku (real-model mode: set REQUIRE_REAL_LLAMA=1 and LLORCH_HAIKU_MODEL=<hf: ref or path> to run; skipped, never faked)', () => {
   it.skip('real-model haiku', () => undefined);
+  it.skip('real-model chat haiku', () => undefined);
 });

@@ -1,6 +1,6 @@
-export { startCluster, repoRoot, proofRoot } from './cluster.js';
+export { startCluster, repoRoot, proofRoot, engineUrlOf, engineIdle, placedPool, waitClusterIdle } from './cluster.js';
 export type { Cluster, ClusterOptions } from './cluster.js';
-export { runHaiku, haikuPrompt, directBody } from './haiku-client.js';
+export { runHaiku, haikuPrompt, haikuRequest, directBody } from './haiku-client.js';
 export type { HaikuRun, HaikuOptions } from './haiku-client.js';
 export { recordStream, directCompletion } from './sse-recorder.js';
 export type { RecordedFrame } from './sse-recorder.js';
@@ -10,3 +10,5 @@ export { writeProofBundle } from './proof-bundle.js';
 export type { Check } from './proof-bundle.js';
 export { startDaemon, isAlive } from './processes.js';
 export type { Daemon, LogRecord } from './processes.js';
+export { directChat } from './engine-chat.js';
+export type { DirectChat } from './engine-chat.js';
