@@ -11,7 +11,7 @@ import { place, type PlacementRequest, type PlacementStrategy, type RoundRobinCu
  *
  * A real NodeRegistry of `NODES` nodes × `POOLS_PER_NODE` pools, registered and heartbeating with
  * seeded random load (slots, free slots, states, models, determinism, ctx), and a stream of random
- * tasks (model, ctx, strict determinism, prefer/pin overrides). Each measured call is timed alone
+ * tasks (model, ctx, strict determinism, prefer/pin overrides, half with a session's last pool). Each measured call is timed alone
  * with `process.hrtime.bigint()`. Between calls, untimed, the cluster keeps moving: one random node
  * heartbeats new random load for its pools, leases taken by earlier assignments are released (64
  * held at a time) and 1 % of the time a random pool is marked saturated (a 503), as dispatches do.
@@ -83,7 +83,13 @@ function randomRequest(): PlacementRequest {
         : { mode: 'pin', pin_pool_id: poolId(Math.floor(random() * NODES), Math.floor(random() * POOLS_PER_NODE)), allow_fallback: false },
     // The scheduler always passes the task's (normally empty) exclusion set.
     exclude: new Set<string>(),
+    // Half the tasks continue a conversation: their session's last pool (any pool; often not the model's).
+    affinity: random() < 0.5 ? affinityTo(Math.floor(random() * NODES), Math.floor(random() * POOLS_PER_NODE)) : undefined,
   };
+}
+
+function affinityTo(n: number, p: number): PlacementRequest['affinity'] {
+  return { node_id: nodeId(n), pool_id: poolId(n, p) };
 }
 
 interface Summary { n: number; min: number; p50: number; p90: number; p99: number; max: number; mean: number }

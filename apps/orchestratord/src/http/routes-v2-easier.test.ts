@@ -38,7 +38,7 @@ describe('POST /v2/tasks, the easier way', () => {
     expect(cancel.statusCode).toBe(204);
   });
 
-  it('workload chat sends the messages; sampling is forwarded; strict determinism turns the prompt cache off and samples greedily', async () => {
+  it('workload chat sends the messages; sampling is forwarded; strict determinism (and kv_hint cold) turn the prompt cache off, strict samples greedily', async () => {
     c = await startCluster([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1, deterministic: true }], tokenIntervalMs: 2 }]);
     const messages = [{ role: 'user', content: 'hi' }];
     const sampling = { temperature: 0.7, top_k: 20, stop: 'END', response_format: { type: 'json_object' } };
@@ -48,8 +48,12 @@ describe('POST /v2/tasks, the easier way', () => {
     const strict = await post(c, { model_ref: 'm', prompt: 'x', max_tokens: 2, determinism: 'strict', seed: 3 });
     expect(strict.statusCode).toBe(202);
     await strict.body.dump();
+    const cold = await post(c, { model_ref: 'm', prompt: 'x', max_tokens: 2, kv_hint: 'cold' });
+    expect(cold.statusCode).toBe(202);
+    await cold.body.dump();
     const node = c.nodes[0];
-    await waitFor(() => node?.completed.length === 2, 5000, 'both tasks');
+    await waitFor(() => node?.completed.length === 3, 5000, 'all three tasks');
+    expect(node?.dispatches[2]?.body).toMatchObject({ cache_prompt: false, greedy: false });
     expect(node?.dispatches[0]?.body).toMatchObject({ workload: 'chat', messages, sampling, seed: 3, cache_prompt: true, greedy: false });
     expect(node?.dispatches[0]?.body.prompt).toBeUndefined();
     expect(node?.dispatches[1]?.body).toMatchObject({ workload: 'completion', prompt: 'x', cache_prompt: false, greedy: true });

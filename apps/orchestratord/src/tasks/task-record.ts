@@ -116,8 +116,9 @@ export function canceledEnd(task: TaskRecord, now: number): EndEvent {
 /**
  * What the node is asked to run: the prompt or conversation, the limits and sampling controls, the
  * time left. The strict determinism profile samples greedily and bypasses the prompt cache (a
- * cached prefix is evaluated in a different batch shape, which may change the bytes); every other
- * task reuses the engine's cache for the prefix it already holds.
+ * cached prefix is evaluated in a different batch shape, which may change the bytes), and so does
+ * a task sent with `kv_hint: "cold"`; every other task reuses the engine's cache for the prefix it
+ * already holds.
  */
 export function dispatchRequest(task: TaskRecord, now: number): DispatchRequest {
   const r = task.request;
@@ -127,7 +128,7 @@ export function dispatchRequest(task: TaskRecord, now: number): DispatchRequest 
     workload: r.workload,
     max_tokens: r.max_tokens,
     greedy: strict,
-    cache_prompt: !strict,
+    cache_prompt: !strict && r.kv_hint !== 'cold',
     deadline_ms: Math.max(1, task.deadlineAt - now),
   };
   if (r.workload === 'chat') body.messages = r.messages;
