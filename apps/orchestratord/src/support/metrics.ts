@@ -13,6 +13,8 @@ export interface OrchdMetrics {
   readonly tokensOut: Counter<'engine' | 'engine_version' | 'pool_id'>;
   readonly backpressureEvents: Counter<'engine' | 'policy'>;
   readonly placementDecisions: Counter<'outcome' | 'pinned' | 'fallback'>;
+  /** Placements of tasks whose session had a last pool: `kept` there (its prompt cache), or `moved` (it had no free slot). */
+  readonly sessionAffinity: Counter<'outcome'>;
   /** Idle sessions evicted before their TTL (the session cap). */
   readonly sessionsEvicted: Counter;
   readonly replacements: Counter<'reason'>;
@@ -71,6 +73,12 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
     },
   });
   return {
+    sessionAffinity: new Counter({
+      name: 'placement_session_affinity_total',
+      help: 'Placements of tasks whose session ran before: kept on the session\'s last pool, or moved elsewhere (it was busy or gone).',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     tasksEnqueued: new Counter({ name: 'tasks_enqueued_total', help: 'Tasks admitted into the queue.', labelNames: ['engine', 'priority'] as const, registers }),
     tasksStarted: new Counter({
       name: 'tasks_started_total',

@@ -67,6 +67,11 @@ export class TaskObserver {
   /** A slot of `view` was leased for the task and its dispatch starts. */
   placed(task: TaskRecord, view: PoolView, reason: PlacementReason, now: number): void {
     this.#metrics.placementDecisions.inc({ outcome: 'assigned', pinned: String(reason === 'pinned'), fallback: String(reason === 'fallback') });
+    const affinity = task.ticket.affinity;
+    if (affinity !== undefined) {
+      const kept = affinity.node_id === view.node_id && affinity.pool_id === view.pool_id;
+      this.#metrics.sessionAffinity.inc({ outcome: kept ? 'kept' : 'moved' });
+    }
     task.log.info({
       pool_id: view.pool_id, node_id: view.node_id, reason, attempt: task.failedAttempts + 1, waited_ms: now - task.admittedAt,
       human: `Placed task ${task.id} on pool ${view.pool_id} of node ${view.node_id} (${reason}; ${view.free} free slot(s) before this one)`,
