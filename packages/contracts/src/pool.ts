@@ -52,6 +52,8 @@ export const PoolStatusSchema = z
     active_leases: z.int().nonnegative(),
     /** Models served (catalog ids / refs). */
     models: z.array(z.string()),
+    /** Other names of the models served (the pool's configured `aliases`). */
+    aliases: z.array(z.string().max(128)).max(16).optional(),
     /** Engine build identity. */
     engine_version: z.string().optional(),
     /** Engine fingerprint (cache key of the binary). */

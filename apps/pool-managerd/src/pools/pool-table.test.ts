@@ -76,6 +76,9 @@ describe('PoolTable', () => {
     expect(a).toMatchObject({ pool_id: 'a', models: ['synthetic:llama', 'synthetic-llama-0123456789ab'], aliases: ['synthetic', 'tiny'] });
     expect(b?.pool_id).toBe('b');
     expect(b && 'aliases' in b).toBe(false);
+    // pool-managerd's own GET /v2/pools shows them too.
+    expect(r.status('a')).toMatchObject({ aliases: ['synthetic', 'tiny'] });
+    expect('aliases' in r.status('b')).toBe(false);
   });
 
   it('decode rate is a moving average of finished streams', () => {

@@ -255,6 +255,7 @@ export class PoolTable {
       slots_free: ready ? Math.max(0, e.slotsTotal - leases) : 0,
       active_leases: leases,
       models: [...e.models],
+      ...aliasesOf(e),
       ...(e.engine !== undefined ? { engine_version: e.engine.engine_version, engine_url: e.engine.url } : {}),
       ...(e.engine?.engine_fingerprint !== undefined ? { engine_fingerprint: e.engine.engine_fingerprint } : {}),
       restarts: e.restarts,
@@ -287,7 +288,7 @@ export class PoolTable {
       slots_free: s.slots_free,
       models: s.models.slice(0, 64).map((m) => m.slice(0, 512)),
       // Configured aliases name whatever model the pool serves, across reloads.
-      ...aliasesOf(this.#get(s.pool_id)),
+      ...(s.aliases !== undefined ? { aliases: s.aliases } : {}),
       engine_version: (s.engine_version ?? '').slice(0, 128),
       ctx: s.ctx,
       deterministic: s.deterministic,
