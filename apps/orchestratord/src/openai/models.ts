@@ -8,28 +8,48 @@ function listable(v: PoolView): boolean {
   return v.node_state !== 'offline' && (v.state === 'ready' || v.state === 'provisioning' || v.state === 'starting');
 }
 
-/** A pool's listed id for one of its models: its first alias for its first model, else the model ref. */
-function listedId(v: PoolView, ref: string): string {
-  const alias = v.aliases?.[0];
-  return alias !== undefined && v.models[0] === ref ? alias : ref;
+/**
+ * One model as several pools name it. A pool runs one model: its `models` are that model's names
+ * (the configured ref, then the catalog id once resolved; an adopted engine lists only the catalog
+ * id) and its `aliases` more of them. Pools sharing any name serve the same model.
+ */
+interface Listed {
+  readonly names: Set<string>;
+  alias: string | undefined;
+  catalogId: string | undefined;
+  ref: string;
+  createdMs: number;
 }
 
 /**
- * `GET /v1/models`: one entry per model the ready and provisioning pools serve, by listed id
- * (first alias, else the model ref), `created` = when a pool first listed the model, sorted by id.
+ * `GET /v1/models`: one entry per model the ready and provisioning pools serve — not one per name —
+ * listed by its first alias, else its catalog id, else its ref; `created` = when a pool first
+ * listed it; sorted by id.
  */
 export function listModels(views: readonly PoolView[], firstSeen: (ref: string) => number | undefined, now: number): OpenAiModel[] {
-  const byId = new Map<string, OpenAiModel>();
+  const models: Listed[] = [];
   for (const v of views) {
-    if (!listable(v)) continue;
-    for (const ref of v.models) {
-      const id = listedId(v, ref);
-      const created = Math.floor((firstSeen(ref) ?? now) / 1000);
-      const seen = byId.get(id);
-      if (seen === undefined || created < seen.created) byId.set(id, { id, object: 'model', created, owned_by: OWNED_BY });
+    if (!listable(v) || v.models.length === 0) continue;
+    const names = [...v.models, ...(v.aliases ?? [])];
+    const found = models.filter((m) => names.some((n) => m.names.has(n)));
+    // A pool naming two listed entries joins them: they were one model all along.
+    const entry: Listed = found[0] ?? { names: new Set(), alias: undefined, catalogId: undefined, ref: v.models[0] as string, createdMs: Number.POSITIVE_INFINITY };
+    for (const other of found.slice(1)) {
+      for (const n of other.names) entry.names.add(n);
+      entry.alias ??= other.alias;
+      entry.catalogId ??= other.catalogId;
+      entry.createdMs = Math.min(entry.createdMs, other.createdMs);
+      models.splice(models.indexOf(other), 1);
     }
+    if (found.length === 0) models.push(entry);
+    for (const n of names) entry.names.add(n);
+    entry.alias ??= v.aliases?.[0];
+    if (v.models.length > 1) entry.catalogId ??= v.models.at(-1);
+    for (const m of v.models) entry.createdMs = Math.min(entry.createdMs, firstSeen(m) ?? now);
   }
-  return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return models
+    .map((m): OpenAiModel => ({ id: m.alias ?? m.catalogId ?? m.ref, object: 'model', created: Math.floor(m.createdMs / 1000), owned_by: OWNED_BY }))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /**
@@ -40,10 +60,10 @@ export function findModel(views: readonly PoolView[], name: string, firstSeen: (
   let created: number | undefined;
   for (const v of views) {
     if (!listable(v) || !servesModel(v, name)) continue;
-    const ref = v.models.includes(name) ? name : v.models[0];
-    if (ref === undefined) continue;
-    const c = Math.floor((firstSeen(ref) ?? now) / 1000);
-    created = created === undefined ? c : Math.min(created, c);
+    for (const m of v.models) {
+      const c = Math.floor((firstSeen(m) ?? now) / 1000);
+      created = created === undefined ? c : Math.min(created, c);
+    }
   }
   return created === undefined ? undefined : { id: name, object: 'model', created, owned_by: OWNED_BY };
 }
