@@ -33,6 +33,8 @@ const DECISIONS = Number(process.env.PLACEMENT_DECISIONS ?? 20_000);
 /** Samples of the `registry.pools()` and flat-array variants. */
 const REGISTRY_DECISIONS = Number(process.env.PLACEMENT_REGISTRY_DECISIONS ?? 3000);
 const HELD_LEASES = 64;
+/** Share of tasks that continue a conversation (carry their session's last pool). */
+const AFFINITY_SHARE = Number(process.env.PLACEMENT_AFFINITY_SHARE ?? 0.5);
 
 /** mulberry32: small, seeded, good enough to spread load. */
 function rng(seed: number): () => number {
@@ -84,12 +86,16 @@ function randomRequest(): PlacementRequest {
     // The scheduler always passes the task's (normally empty) exclusion set.
     exclude: new Set<string>(),
     // Half the tasks continue a conversation: their session's last pool (any pool; often not the model's).
-    affinity: random() < 0.5 ? affinityTo(Math.floor(random() * NODES), Math.floor(random() * POOLS_PER_NODE)) : undefined,
+    affinity: affinity(),
   };
 }
 
-function affinityTo(n: number, p: number): PlacementRequest['affinity'] {
-  return { node_id: nodeId(n), pool_id: poolId(n, p) };
+/** Draws the same numbers whatever the share, so runs with different shares see the same cluster. */
+function affinity(): PlacementRequest['affinity'] {
+  const take = random() < AFFINITY_SHARE;
+  const n = Math.floor(random() * NODES);
+  const p = Math.floor(random() * POOLS_PER_NODE);
+  return take ? { node_id: nodeId(n), pool_id: poolId(n, p) } : undefined;
 }
 
 interface Summary { n: number; min: number; p50: number; p90: number; p99: number; max: number; mean: number }
@@ -221,6 +227,7 @@ cluster.close();
 process.stdout.write(`${JSON.stringify({
   nodes: NODES,
   pools_per_node: POOLS_PER_NODE,
+  affinity_share: AFFINITY_SHARE,
   candidates: NODES * POOLS_PER_NODE,
   models: MODELS,
   pools_per_model: { min: Math.min(...modelPools), max: Math.max(...modelPools) },
