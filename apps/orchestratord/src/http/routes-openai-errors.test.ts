@@ -118,6 +118,42 @@ describe('/v1 errors and request fields', () => {
     expect(whole.status).toBe(500);
   });
 
+  it('a stream kept waiting gets its 200 and keep-alive comments; a failure after that is a data: {error} event', async () => {
+    c = await startCluster([{ nodeId: 'n1', pools: [POOL] }], { sse_keepalive_ms: 50 });
+    const node = c.nodes[0];
+    if (node === undefined) throw new Error('no node');
+    node.behaviour = { kind: 'hang' };
+    const res = await fetch(`${c.url}/v1/chat/completions`, {
+      method: 'POST', headers: { ...c.t.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny-chat', messages: user('x'), stream: true }),
+    });
+    // Headers came while the node still had not sent a token.
+    expect(res.status).toBe(200);
+    expect(node.dispatches).toHaveLength(1);
+    const taskId = node.dispatches[0]?.body.task_id ?? '';
+    const reading = res.text();
+    await new Promise((r) => setTimeout(r, 150));
+    // Ended from the side (an operator's cancel): the client gets its end, OpenAI-style.
+    const cancel = await fetch(`${c.url}/v2/tasks/${taskId}/cancel`, { method: 'POST', headers: c.t.auth });
+    expect(cancel.status).toBe(204);
+    const text = await reading;
+    expect(text.match(/^: keep-alive$/gm)?.length ?? 0).toBeGreaterThanOrEqual(2);
+    const events = text.split('\n\n').filter((e) => e.startsWith('data: '));
+    expect(events.at(-1)).toBe('data: [DONE]');
+    expect(JSON.parse(events.at(-2)?.slice(6) ?? '{}')).toMatchObject({ choices: [{ delta: {}, finish_reason: 'stop' }] });
+
+    // The same wait ended by a failure: a last data: {error} event, no [DONE].
+    const res2 = await fetch(`${c.url}/v1/chat/completions`, {
+      method: 'POST', headers: { ...c.t.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny-chat', messages: user('x'), stream: true }),
+    });
+    expect(res2.status).toBe(200);
+    await c.t.app.services.tasks.close(); // shutdown ends every task with a retriable INTERNAL error
+    const text2 = await res2.text();
+    const last = text2.split('\n\n').filter((e) => e.startsWith('data: ')).at(-1) ?? '';
+    expect(JSON.parse(last.slice(6))).toMatchObject({ error: { type: 'server_error', code: 'INTERNAL' } });
+  });
+
   it('tool calls: delta.tool_calls chunks when streaming, merged into message.tool_calls when not; finish_reason tool_calls', async () => {
     c = await startCluster([{ nodeId: 'n1', pools: [POOL] }]);
     const node = c.nodes[0];
