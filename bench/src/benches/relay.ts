@@ -7,36 +7,30 @@ import {
 } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { startPassthroughProxy } from '../lib/fixture.js';
+import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import { cpuSeconds } from '../lib/proc.js';
+import { addedOver, RelayVariant, type MeteredProcess } from '../lib/relay-variants.js';
 import type { BenchOutcome } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
 import { directBody, directGeneration, poolManagerdGeneration, relayGeneration, type TimedGeneration } from '../lib/streams.js';
 
+function metered(name: string, pid: number): MeteredProcess {
+  return { name, cpuSeconds: () => cpuSeconds(pid) };
+}
+
 const PROMPT = 'Once upon a time, in a data centre far away,';
-
-function gaps(g: TimedGeneration): number[] {
-  const out: number[] = [];
-  for (let i = 1; i < g.tokenAt.length; i++) out.push((g.tokenAt[i] as number) - (g.tokenAt[i - 1] as number));
-  return out;
-}
-
-/** Decode rate as the client sees it: token frames after the first over the time they took. */
-function decodeRate(g: TimedGeneration): number {
-  const n = g.tokenAt.length;
-  if (n < 2) return Number.NaN;
-  return (n - 1) / (((g.tokenAt[n - 1] as number) - (g.tokenAt[0] as number)) / 1000);
-}
-
-/** End-to-end rate: token frames over send → last token. */
-function e2eRate(g: TimedGeneration): number {
-  const n = g.tokenAt.length;
-  return n / (((g.tokenAt[n - 1] as number) - g.sentAt) / 1000);
-}
 
 export const relayBench: Bench = {
   name: 'relay',
   title: 'Relay overhead (real llama-server)',
   targets: [
+    // Issue 18: the relay against two nginx hops in the same run.
+    { figure: 'ttft_p50_over_nginx', op: '<=', value: 1, unit: 'ms' },
+    { figure: 'ttft_p99_over_nginx', op: '<=', value: 3, unit: 'ms' },
+    { figure: 'itl_p99_over_nginx', op: '<=', value: 0.3, unit: 'ms' },
+    { figure: 'tps_vs_nginx', op: '>=', value: 0.99, unit: '×' },
+    { figure: 'cpu_vs_nginx', op: '<=', value: 2, unit: '×' },
+    // Earlier absolute targets (against the direct engine).
     { figure: 'ttft_added_p50', op: '<=', value: 1, unit: 'ms' },
     { figure: 'ttft_added_p99', op: '<=', value: 5, unit: 'ms' },
     { figure: 'itl_added_p99', op: '<=', value: 0.5, unit: 'ms' },
@@ -44,6 +38,7 @@ export const relayBench: Bench = {
   ],
   async run(ctx: BenchContext): Promise<BenchOutcome> {
     const dir = ctx.dir;
+    const nginxBin = ensureNginx(ctx.log);
     const token = newToken();
     const heartbeatMs = 1000;
     const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'relay-orchestratord') });
@@ -52,6 +47,7 @@ export const relayBench: Bench = {
       pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }], nodeFlags: profFlags(ctx, 'relay-pool-managerd'),
     });
     const proxies: Daemon[] = [];
+    const hops: NginxHop[] = [];
     try {
       ctx.log('relay: waiting for the pool (a cold cache builds llama-server first)');
       await waitPoolsReady(orch.url, token, ['relay'], [orch, pm.daemon], COLD_START_TIMEOUT_MS);
@@ -59,121 +55,147 @@ export const relayBench: Bench = {
       const engineUrl = status?.engine_url;
       if (engineUrl === undefined) throw new BenchError('pool-managerd reports no engine_url for the ready pool');
       await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
-      // The floor: two bare node:http pass-through processes (FIXTURES) in the same places as the
-      // two daemons, the inner one opening a connection per request like the adapter.
+      // The peer: nginx in the daemons' two places. The inner hop opens a connection to the engine
+      // per request (like pool-managerd's adapter), the outer keeps its connection to the inner hop
+      // (like orchestratord to pool-managerd); the one-hop variant is the inner hop alone.
+      const nginxInner = await startNginxHop(nginxBin, dir, 'inner', engineUrl, 'close');
+      hops.push(nginxInner);
+      const nginxOuter = await startNginxHop(nginxBin, dir, 'outer', nginxInner.url, 'keepalive');
+      hops.push(nginxOuter);
+      // Diagnostic floor: two bare node:http pass-through processes (FIXTURES) in the same places.
       const floorInner = await startPassthroughProxy(ctx.paths, dir, 'inner', engineUrl, 'close');
       proxies.push(floorInner);
       const floorOuter = await startPassthroughProxy(ctx.paths, dir, 'outer', floorInner.url, 'keepalive');
       proxies.push(floorOuter);
 
+      const mOrch = metered('orchestratord', orch.pid);
+      const mPm = metered('pool_managerd', pm.daemon.pid);
+      const mInner: MeteredProcess = { name: 'nginx_inner', cpuSeconds: () => nginxInner.cpuSeconds() };
+      const mOuter: MeteredProcess = { name: 'nginx_outer', cpuSeconds: () => nginxOuter.cpuSeconds() };
+      const v = {
+        direct: new RelayVariant('direct', []),
+        relay: new RelayVariant('relay', [mOrch, mPm]),
+        pool: new RelayVariant('pool', [mPm]),
+        nginx1: new RelayVariant('nginx1', [mInner]),
+        nginx2: new RelayVariant('nginx2', [mOuter, mInner]),
+        floor: new RelayVariant('floor', [metered('floor_outer', floorOuter.pid), metered('floor_inner', floorInner.pid)]),
+      };
+      type Name = keyof typeof v;
+      const names = Object.keys(v) as Name[];
+
       const agent = new Agent({ connections: 4, keepAliveTimeout: 30_000 });
       const maxTokens = 128;
       const warmup = ctx.quick ? 3 : 10;
-      const pairs = ctx.quick ? 20 : 200;
+      const rounds = ctx.quick ? 20 : 200;
       const task = { orchUrl: orch.url, token, model: SYNTHETIC_MODEL, prompt: PROMPT, maxTokens, determinism: 'strict' as const };
-      const direct: TimedGeneration[] = [];
-      const relay: TimedGeneration[] = [];
-      const viaPool: TimedGeneration[] = [];
-      const floor: TimedGeneration[] = [];
-      let mismatches = 0;
-      ctx.log(`relay: ${warmup} warm-up + ${pairs} interleaved rounds of ${maxTokens}-token generations`);
-      let cpuOrch0 = 0;
-      let cpuPm0 = 0;
-      for (let i = 0; i < warmup + pairs; i++) {
-        if (i === warmup) {
-          cpuOrch0 = cpuSeconds(orch.pid);
-          cpuPm0 = cpuSeconds(pm.daemon.pid);
+      const generate = (name: Name, seed: number): Promise<TimedGeneration> => {
+        const body = directBody(PROMPT, maxTokens, seed);
+        switch (name) {
+          case 'direct': return directGeneration(engineUrl, body, agent);
+          case 'nginx1': return directGeneration(nginxInner.url, body, agent, undefined, false);
+          case 'nginx2': return directGeneration(nginxOuter.url, body, agent, undefined, false);
+          case 'floor': return directGeneration(floorOuter.url, body, agent, undefined, false);
+          case 'pool': return poolManagerdGeneration(pm.daemon.url, 'relay', token, { prompt: PROMPT, max_tokens: maxTokens, seed }, agent);
+          case 'relay': return relayGeneration({ ...task, seed }, agent);
         }
+      };
+      let mismatches = 0;
+      ctx.log(`relay: ${warmup} warm-up + ${rounds} interleaved rounds of ${maxTokens}-token generations (${names.join(', ')}); ${nginxVersion(nginxBin)}`);
+      for (let i = 0; i < warmup + rounds; i++) {
         const seed = 1000 + i;
-        // Rotate which variant goes first so none always follows another's engine work. The third
-        // variant (pool-managerd's dispatch API alone) splits the added time between the two hops.
-        const variants = ['direct', 'relay', 'pool', 'floor'];
-        const order = variants.map((_, k) => variants[(i + k) % variants.length] as string);
-        let d: TimedGeneration | undefined;
-        let r: TimedGeneration | undefined;
-        let pg: TimedGeneration | undefined;
-        let fl: TimedGeneration | undefined;
-        for (const v of order) {
-          if (v === 'direct') d = await directGeneration(engineUrl, directBody(PROMPT, maxTokens, seed), agent);
-          else if (v === 'floor') fl = await directGeneration(floorOuter.url, directBody(PROMPT, maxTokens, seed), agent, undefined, false);
-          else if (v === 'pool') pg = await poolManagerdGeneration(pm.daemon.url, 'relay', token, { prompt: PROMPT, max_tokens: maxTokens, seed }, agent);
-          else r = await relayGeneration({ ...task, seed }, agent);
+        const counted = i >= warmup;
+        // Rotate which variant goes first so none always follows another's engine work.
+        const order = names.map((_, k) => names[(i + k) % names.length] as Name);
+        const texts: string[] = [];
+        for (const name of order) {
+          const variant = v[name];
+          variant.meterStart();
+          const g = await generate(name, seed);
           // The engine frees its slot just after the last event; the next request must not queue behind it.
           // A dispatch sent to pool-managerd directly holds a lease orchestratord does not know about:
           // its debounced (50 ms) heartbeats report the slot busy, then free again; wait for the latter.
-          await sleep(v === 'pool' ? 80 : 10);
+          await sleep(name === 'pool' ? 80 : 10);
+          variant.meterStop(counted);
           await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
+          if (counted) variant.generations.push(g);
+          texts.push(g.text);
         }
-        if (d === undefined || r === undefined || pg === undefined || fl === undefined) throw new BenchError('round incomplete');
-        if (i < warmup) continue;
-        if (d.text !== r.text || d.text !== pg.text || d.text !== fl.text) mismatches += 1;
-        direct.push(d);
-        relay.push(r);
-        viaPool.push(pg);
-        floor.push(fl);
+        if (counted && texts.some((t) => t !== texts[0])) mismatches += 1;
       }
-      const cpuOrch = cpuSeconds(orch.pid) - cpuOrch0;
-      const cpuPm = cpuSeconds(pm.daemon.pid) - cpuPm0;
       await agent.close();
 
-      const ttftD = summarize(direct.map((g) => (g.tokenAt[0] as number) - g.sentAt));
-      const ttftR = summarize(relay.map((g) => (g.tokenAt[0] as number) - g.sentAt));
-      const ttftP = summarize(viaPool.map((g) => (g.tokenAt[0] as number) - g.sentAt));
-      const ttftF = summarize(floor.map((g) => (g.tokenAt[0] as number) - g.sentAt));
-      const itlF = summarize(floor.flatMap(gaps));
-      const rateF = summarize(floor.map(decodeRate));
-      const itlP = summarize(viaPool.flatMap(gaps));
-      const itlD = summarize(direct.flatMap(gaps));
-      const itlR = summarize(relay.flatMap(gaps));
-      const pairedTtft = summarize(relay.map((r, i) => ((r.tokenAt[0] as number) - r.sentAt) - (((direct[i] as TimedGeneration).tokenAt[0] as number) - (direct[i] as TimedGeneration).sentAt)));
-      const rateD = summarize(direct.map(decodeRate));
-      const rateR = summarize(relay.map(decodeRate));
-      const e2eD = summarize(direct.map(e2eRate));
-      const e2eR = summarize(relay.map(e2eRate));
-      const tokensD = summarize(direct.map((g) => g.tokenAt.length));
-      const tokensR = summarize(relay.map((g) => g.tokenAt.length));
+      const relay = addedOver(v.relay, v.direct);
+      const ngx2 = addedOver(v.nginx2, v.direct);
+      const ngx1 = addedOver(v.nginx1, v.direct);
+      const pool = addedOver(v.pool, v.direct);
+      const floor = addedOver(v.floor, v.direct);
+      const cpuRelay = v.relay.cpuUsPerToken();
+      const cpuNginx2 = v.nginx2.cpuUsPerToken();
+      const cpuPool = v.pool.cpuUsPerToken();
+      const cpuFloor = v.floor.cpuUsPerToken();
+      const pairedTtft = summarize(v.relay.generations.map((r, k) => {
+        const d = v.direct.generations[k] as TimedGeneration;
+        return ((r.tokenAt[0] as number) - r.sentAt) - ((d.tokenAt[0] as number) - d.sentAt);
+      }));
+      const ms = 'ms';
       return {
         method:
-          `${pairs} rounds (after ${warmup} warm-up rounds) of the same greedy ${maxTokens}-token generation on one llama-server ` +
+          `${rounds} rounds (after ${warmup} warm-up rounds) of the same greedy ${maxTokens}-token generation on one llama-server ` +
           '(synthetic model, 1 slot, 1 thread), rotating which variant goes first: direct = POST <engine_url>/completion with the ' +
           'body the adapter sends ({prompt, n_predict, stream, cache_prompt:false, seed, temperature:0}); relay = POST /v2/tasks ' +
           '(determinism strict, same seed) then GET the SSE stream immediately after the 202, through orchestratord → pool-managerd; ' +
           'pool-managerd alone = its POST /v2/pools/{id}/completions (NDJSON), to split the added time between the hops; ' +
-          'floor = the direct request, over a kept connection like the relay\'s, through two FIXTURE processes that only pass bytes ' +
-          'through (node:http, the inner one connecting per request like the adapter): what two Node hops cost on this machine at the least. ' +
+          `nginx = Debian's nginx (${nginxVersion(nginxBin)}, one worker each, proxy_buffering off) in the daemons' places: two hops = ` +
+          'outer (keeps its connection to the inner hop) → inner (a new connection to the engine per request, like the adapter), ' +
+          'one hop = the inner alone; the client keeps its connection to the first hop as it does to orchestratord. ' +
+          'floor (diagnostic) = the same two places taken by two FIXTURE processes that only pass bytes through (node:http). ' +
           'TTFT = request send → arrival of the first token frame (relay: the clock starts before POST /v2/tasks, so admission, ' +
           'the SSE request and both hops count); inter-token = gaps between consecutive token frames at the client. ' +
-          'Added = relay percentile − direct percentile. Tokens/s = (frames − 1) / (last − first frame) per generation, ' +
-          'ratio of medians; the end-to-end rate (frames / (send → last frame)) is kept in the JSON.',
-        samples: { rounds: pairs, 'token gaps per variant': itlD.n },
+          'Added = variant percentile − direct percentile; "over nginx" = relay added − two nginx hops added. Tokens/s = ' +
+          '(frames − 1) / (last − first frame) per generation, ratio of medians. CPU per token = utime + stime (/proc/<pid>/stat, ' +
+          'nginx master + worker) of the variant\'s own processes, metered from just before each of its requests to the pause ' +
+          'after it (10 ms, 80 ms for pool-managerd alone), summed over its rounds, ÷ token frames the client received.',
+        samples: { rounds, 'token gaps per variant': v.direct.itl().n },
         figures: {
-          ttft_added_p50: { label: 'added time to first token, p50', value: ttftR.p50 - ttftD.p50, unit: 'ms' },
-          ttft_added_p99: { label: 'added time to first token, p99', value: ttftR.p99 - ttftD.p99, unit: 'ms' },
-          itl_added_p50: { label: 'added inter-token latency, p50', value: itlR.p50 - itlD.p50, unit: 'ms' },
-          itl_added_p99: { label: 'added inter-token latency, p99', value: itlR.p99 - itlD.p99, unit: 'ms' },
-          tps_ratio: { label: 'tokens/s through the relay ÷ direct (median)', value: rateR.p50 / rateD.p50, unit: '×' },
-          ttft_floor_p50: { label: 'floor: two bare pass-through processes (FIXTURE) instead of the daemons, added TTFT p50', value: ttftF.p50 - ttftD.p50, unit: 'ms' },
-          ttft_pool_managerd_p50: { label: 'of which pool-managerd\'s hop alone (its dispatch API − direct), TTFT p50', value: ttftP.p50 - ttftD.p50, unit: 'ms' },
+          ttft_added_p50: { label: 'relay: added time to first token, p50', value: relay.ttftP50, unit: ms },
+          ttft_added_p99: { label: 'relay: added time to first token, p99', value: relay.ttftP99, unit: ms },
+          itl_added_p50: { label: 'relay: added inter-token latency, p50', value: relay.itlP50, unit: ms },
+          itl_added_p99: { label: 'relay: added inter-token latency, p99', value: relay.itlP99, unit: ms },
+          tps_ratio: { label: 'relay: tokens/s ÷ direct (median)', value: relay.tpsRatio, unit: '×' },
+          cpu_us_per_token: { label: 'relay: CPU per token, orchestratord + pool-managerd', value: cpuRelay.total as number, unit: 'µs' },
+          cpu_us_per_token_orchestratord: { label: 'of which orchestratord', value: cpuRelay.orchestratord as number, unit: 'µs' },
+          cpu_us_per_token_pool_managerd: { label: 'of which pool-managerd', value: cpuRelay.pool_managerd as number, unit: 'µs' },
+          nginx2_ttft_added_p50: { label: 'two nginx hops: added time to first token, p50', value: ngx2.ttftP50, unit: ms },
+          nginx2_ttft_added_p99: { label: 'two nginx hops: added time to first token, p99', value: ngx2.ttftP99, unit: ms },
+          nginx2_itl_added_p50: { label: 'two nginx hops: added inter-token latency, p50', value: ngx2.itlP50, unit: ms },
+          nginx2_itl_added_p99: { label: 'two nginx hops: added inter-token latency, p99', value: ngx2.itlP99, unit: ms },
+          nginx2_tps_ratio: { label: 'two nginx hops: tokens/s ÷ direct (median)', value: ngx2.tpsRatio, unit: '×' },
+          nginx2_cpu_us_per_token: { label: 'two nginx hops: CPU per token (both)', value: cpuNginx2.total as number, unit: 'µs' },
+          ttft_p50_over_nginx: { label: 'relay − two nginx hops: added TTFT p50', value: relay.ttftP50 - ngx2.ttftP50, unit: ms },
+          ttft_p99_over_nginx: { label: 'relay − two nginx hops: added TTFT p99', value: relay.ttftP99 - ngx2.ttftP99, unit: ms },
+          itl_p99_over_nginx: { label: 'relay − two nginx hops: added inter-token p99', value: relay.itlP99 - ngx2.itlP99, unit: ms },
+          tps_vs_nginx: { label: 'relay tokens/s ÷ two nginx hops\' (median)', value: v.relay.rate().p50 / v.nginx2.rate().p50, unit: '×' },
+          cpu_vs_nginx: { label: 'relay CPU per token ÷ two nginx hops\'', value: (cpuRelay.total as number) / (cpuNginx2.total as number), unit: '×' },
+          ttft_pool_managerd_p50: { label: 'pool-managerd\'s hop alone (its dispatch API − direct): added TTFT p50', value: pool.ttftP50, unit: ms },
+          cpu_us_per_token_pool_managerd_alone: { label: 'pool-managerd\'s hop alone: CPU per token', value: cpuPool.total as number, unit: 'µs' },
+          nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },
+          nginx1_cpu_us_per_token: { label: 'one nginx hop: CPU per token', value: v.nginx1.cpuUsPerToken().total as number, unit: 'µs' },
+          ttft_floor_p50: { label: 'floor (diagnostic): two bare node:http pass-through processes (FIXTURE), added TTFT p50', value: floor.ttftP50, unit: ms },
+          floor_cpu_us_per_token: { label: 'floor (diagnostic): CPU per token (both)', value: cpuFloor.total as number, unit: 'µs' },
         },
         details: {
-          ttft_ms: { direct: rounded(ttftD), via_pool_managerd_only: rounded(ttftP), relay: rounded(ttftR), floor_passthrough: rounded(ttftF), paired_difference: rounded(pairedTtft) },
-          inter_token_ms: { direct: rounded(itlD, 4), via_pool_managerd_only: rounded(itlP, 4), relay: rounded(itlR, 4), floor_passthrough: rounded(itlF, 4) },
-          decode_tokens_per_s: { direct: rounded(rateD, 1), relay: rounded(rateR, 1), floor_passthrough: rounded(rateF, 1) },
-          end_to_end_tokens_per_s: { direct: rounded(e2eD, 1), relay: rounded(e2eR, 1), ratio_of_medians: e2eR.p50 / e2eD.p50 },
-          token_frames_per_generation: { direct: tokensD, relay: tokensR },
+          variants: Object.fromEntries(names.map((n) => [n, v[n].details()])),
+          added_over_direct: { relay, nginx2: ngx2, nginx1: ngx1, pool_managerd_alone: pool, floor_passthrough: floor },
+          relay_minus_direct_paired_ttft_ms: rounded(pairedTtft),
           text_mismatches: mismatches,
-          // CPU time of the daemons over the measured rounds per token they carried (pool-managerd carries
-          // the relay and its own-API variants; orchestratord's figure also pays for the idle checks between variants).
-          cpu_us_per_relayed_token: {
-            orchestratord: (cpuOrch * 1e6) / relay.reduce((a, g) => a + g.tokenAt.length, 0),
-            pool_managerd: (cpuPm * 1e6) / [...relay, ...viaPool].reduce((a, g) => a + g.tokenAt.length, 0),
-          },
+          nginx: nginxVersion(nginxBin),
           engine_url: engineUrl,
           max_tokens: maxTokens,
         },
-        notes: mismatches > 0 ? [`${mismatches} pair(s) produced different text through the relay than directly`] : [],
+        notes: mismatches > 0 ? [`${mismatches} round(s) produced different text through some variant than directly`] : [],
       };
     } finally {
+      for (const h of hops.reverse()) await h.stop();
       for (const p of proxies.reverse()) await p.stop();
       await pm.daemon.stop();
       await orch.stop();

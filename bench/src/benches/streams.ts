@@ -147,6 +147,7 @@ export const streamsBench: Bench = {
           rss_per_stream_kb: { label: 'orchestratord RSS per stream', value: perStream / 1024, unit: 'KB' },
           delay_p50: { label: 'fixture token → client frame, p50', value: d.p50, unit: 'ms' },
           delay_p99: { label: 'fixture token → client frame, p99', value: d.p99, unit: 'ms' },
+          cpu_us_per_token: { label: 'orchestratord CPU per relayed token (window: heartbeats and keep-alives included)', value: (cpuS * 1e6) / Math.max(1, delays.length), unit: 'µs' },
         },
         details: {
           target_streams: target,

@@ -1,0 +1,119 @@
+import { rounded, summarize, type Summary } from './stats.js';
+import type { TimedGeneration } from './streams.js';
+
+/** A process whose CPU a variant is charged for. */
+export interface MeteredProcess {
+  readonly name: string;
+  /** CPU seconds so far (user + system, /proc stat). */
+  cpuSeconds(): number;
+}
+
+/**
+ * One way of reaching the engine in the relay benchmark (direct, the daemons, nginx …): its
+ * generations, and the CPU its processes spent inside its own rounds only (each request is metered
+ * from just before it is sent until the pause after it, so the variants of one interleaved run do
+ * not charge each other).
+ */
+export class RelayVariant {
+  readonly generations: TimedGeneration[] = [];
+  readonly #cpu = new Map<string, number>();
+  #before: number[] = [];
+
+  constructor(readonly name: string, readonly processes: readonly MeteredProcess[]) {
+    for (const p of processes) this.#cpu.set(p.name, 0);
+  }
+
+  /** Just before the request. */
+  meterStart(): void {
+    this.#before = this.processes.map((p) => p.cpuSeconds());
+  }
+
+  /** After the request and the pause that lets its processes finish; `counted` = a measured round. */
+  meterStop(counted: boolean): void {
+    if (!counted) return;
+    this.processes.forEach((p, k) => {
+      this.#cpu.set(p.name, (this.#cpu.get(p.name) ?? 0) + p.cpuSeconds() - (this.#before[k] as number));
+    });
+  }
+
+  get tokens(): number {
+    return this.generations.reduce((a, g) => a + g.tokenAt.length, 0);
+  }
+
+  /** CPU µs per token this variant delivered, by process and in total (NaN without processes). */
+  cpuUsPerToken(): Record<string, number> {
+    const out: Record<string, number> = {};
+    let total = 0;
+    for (const [name, s] of this.#cpu) {
+      out[name] = (s * 1e6) / this.tokens;
+      total += s;
+    }
+    out.total = this.processes.length === 0 ? Number.NaN : (total * 1e6) / this.tokens;
+    return out;
+  }
+
+  ttft(): Summary {
+    return summarize(this.generations.map((g) => (g.tokenAt[0] as number) - g.sentAt));
+  }
+
+  itl(): Summary {
+    return summarize(this.generations.flatMap(gaps));
+  }
+
+  /** Decode rate as the client sees it: token frames after the first over the time they took. */
+  rate(): Summary {
+    return summarize(this.generations.map(decodeRate));
+  }
+
+  /** End-to-end rate: token frames over send → last token. */
+  e2eRate(): Summary {
+    return summarize(this.generations.map(e2eRate));
+  }
+
+  /** Everything kept in the JSON for this variant. */
+  details(): Record<string, unknown> {
+    return {
+      ttft_ms: rounded(this.ttft()),
+      inter_token_ms: rounded(this.itl(), 4),
+      decode_tokens_per_s: rounded(this.rate(), 1),
+      end_to_end_tokens_per_s: rounded(this.e2eRate(), 1),
+      tokens: this.tokens,
+      cpu_us_per_token: Object.fromEntries(Object.entries(this.cpuUsPerToken()).map(([k, v]) => [k, Math.round(v * 10) / 10])),
+    };
+  }
+}
+
+export function gaps(g: TimedGeneration): number[] {
+  const out: number[] = [];
+  for (let i = 1; i < g.tokenAt.length; i++) out.push((g.tokenAt[i] as number) - (g.tokenAt[i - 1] as number));
+  return out;
+}
+
+export function decodeRate(g: TimedGeneration): number {
+  const n = g.tokenAt.length;
+  if (n < 2) return Number.NaN;
+  return (n - 1) / (((g.tokenAt[n - 1] as number) - (g.tokenAt[0] as number)) / 1000);
+}
+
+export function e2eRate(g: TimedGeneration): number {
+  const n = g.tokenAt.length;
+  return n / (((g.tokenAt[n - 1] as number) - g.sentAt) / 1000);
+}
+
+/**
+ * Figures of one variant against the direct engine: added TTFT p50/p99, added inter-token p50/p99,
+ * tokens/s ratio (medians).
+ */
+export function addedOver(v: RelayVariant, direct: RelayVariant): { ttftP50: number; ttftP99: number; itlP50: number; itlP99: number; tpsRatio: number } {
+  const t = v.ttft();
+  const td = direct.ttft();
+  const i = v.itl();
+  const id = direct.itl();
+  return {
+    ttftP50: t.p50 - td.p50,
+    ttftP99: t.p99 - td.p99,
+    itlP50: i.p50 - id.p50,
+    itlP99: i.p99 - id.p99,
+    tpsRatio: v.rate().p50 / direct.rate().p50,
+  };
+}
