@@ -66,6 +66,10 @@ describe('/v1 through the openai client', () => {
       },
     });
     expect(d?.prompt).toBeUndefined();
+    // The task's lines carry the request's correlation id, the task id and the door.
+    const lines = c.t.logs.records().filter((r) => r.task_id === d?.task_id);
+    expect(lines.map((r) => r.msg)).toEqual(expect.arrayContaining(['task admitted', 'task placed', 'task ended']));
+    for (const l of lines) expect(l).toMatchObject({ door: 'v1', correlation_id: expect.any(String) });
     // The configured default deadline, less the time spent before dispatch.
     expect(d?.deadline_ms).toBeGreaterThan(44_000);
     expect(d?.deadline_ms).toBeLessThanOrEqual(45_000);

@@ -25,7 +25,8 @@ function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply,
     throw new NotFoundError(`model '${call.model}' not found: no pool serves or provisions it (GET /v1/models lists them)`, { param: 'model' });
   }
   const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
-  const admitted = services.tasks.admit(request, req.log, req.id);
+  // `door` on every line of the task: operators tell /v1 traffic from /v2 in the same log.
+  const admitted = services.tasks.admit(request, req.log.child({ door: 'v1' }), req.id);
   const task = services.tasks.get(admitted.task_id);
   if (task === undefined) throw new Error(`admitted task ${admitted.task_id} is not in the table`);
   reply.hijack();
