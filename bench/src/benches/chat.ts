@@ -8,11 +8,13 @@ import type { BenchOutcome } from '../lib/result.js';
 import { round, rounded, summarize } from '../lib/stats.js';
 
 /**
- * A synthetic model large enough that prompt processing, not the relay, dominates time to first
- * token (the default tiny model evaluates 1,300 tokens in ~40 ms, close to the fixed cost of a turn);
- * trained context 4096 so a five-turn conversation fits.
+ * A synthetic model whose prompt processing scales with the tokens evaluated, as a real model's
+ * does (a wide feed-forward dominates; with a wide embedding instead, attention over the cached
+ * history makes new tokens cost more the longer the conversation, which real GPU serving does not
+ * show), and costs well above a turn's fixed overhead (~0.3 ms per prompt token here). Trained
+ * context 4096: llama-server caps a slot at the model's context, and four turns need ~1,700.
  */
-const MODEL = 'synthetic:llama?layers=4&embd=256&heads=4&ff=512&ctx=4096';
+const MODEL = 'synthetic:llama?layers=2&embd=128&heads=4&ff=8192&ctx=4096';
 const POOLS = ['ca', 'cb'] as const;
 const TURNS = 4;
 /** ~200 words ≈ 400 prompt tokens per user message: turn 3 carries 1,200+ prompt tokens. */
@@ -20,8 +22,12 @@ const WORDS_PER_TURN = 200;
 const MAX_TOKENS = 16;
 /** Concurrent conversations per round: as many as there are slots, so no turn queues behind another. */
 const CONVERSATIONS = 2;
-/** A user reads and types between turns (random 0..THINK_MAX_MS), so the two conversations' turns interleave freely. */
-const THINK_MAX_MS = 120;
+/**
+ * A user reads and types between turns (random 0..THINK_MAX_MS, about two turns' time), so the two
+ * conversations' turns sometimes overlap and sometimes find both pools free: placement without
+ * affinity then sends a turn to either pool, as it would in a busier fleet.
+ */
+const THINK_MAX_MS = 1000;
 const SYSTEM = 'You are a concise assistant. Answer in one short paragraph.';
 
 type Variant = 'affinity' | 'fresh';
@@ -105,6 +111,10 @@ function summary(records: readonly TurnRecord[], variant: Variant) {
     }
   }
   const ttftByTurn: Record<string, ReturnType<typeof rounded>> = {};
+  // A turn whose prior conversation was (nearly) all cached vs one that found (nearly) none of it:
+  // the gain per turn that affinity can give, whatever the variant.
+  const hits = later.filter((r) => (r.prior_cached_share ?? 0) >= 0.9).map((r) => r.ttft_ms);
+  const misses = later.filter((r) => (r.prior_cached_share ?? 1) < 0.1).map((r) => r.ttft_ms);
   for (let t = 1; t <= TURNS; t++) ttftByTurn[`turn_${t}`] = rounded(summarize(all.filter((r) => r.turn === t).map((r) => r.ttft_ms)), 1);
   return {
     turns: later.length,
@@ -114,6 +124,8 @@ function summary(records: readonly TurnRecord[], variant: Variant) {
     ttft: summarize(later.map((r) => r.ttft_ms)),
     ttftByTurn,
     turn3Prompt: summarize(all.filter((r) => r.turn === 3).map((r) => r.prompt_tokens)),
+    hits,
+    misses,
   };
 }
 
@@ -139,7 +151,7 @@ export const chatBench: Bench = {
     try {
       ctx.log('chat: waiting for both pools (a cold cache builds llama-server and generates the model first)');
       await waitPoolsReady(orch.url, token, [...POOLS], [orch, ...nodes.map((n) => n.daemon)], COLD_START_TIMEOUT_MS);
-      const rounds = ctx.quick ? 2 : 16;
+      const rounds = ctx.quick ? 2 : 24;
       const warmup = ctx.quick ? 0 : 2;
       ctx.log(`chat: ${warmup} warm-up + ${rounds} rounds (affinity and fresh sessions alternating), ${CONVERSATIONS} concurrent conversations × ${TURNS} turns each`);
       const records: TurnRecord[] = [];
@@ -162,6 +174,9 @@ export const chatBench: Bench = {
       const withAff = summary(records, 'affinity');
       const fresh = summary(records, 'fresh');
       const pct = (x: number): number => x * 100;
+      const hit = summarize([...withAff.hits, ...fresh.hits]);
+      const miss = summarize([...withAff.misses, ...fresh.misses]);
+      const missShareFresh = fresh.turns === 0 ? Number.NaN : fresh.misses.length / fresh.turns;
       return {
         method:
           `Two pool-managerd nodes, one pool each (real llama-server, ${MODEL}, 1 slot, ctx 4096, prompt cache on: not the ` +
@@ -182,12 +197,17 @@ export const chatBench: Bench = {
           ttft_affinity_p50: { label: 'TTFT turns 2+, affinity, p50', value: withAff.ttft.p50, unit: 'ms' },
           ttft_fresh_p50: { label: 'TTFT turns 2+, fresh sessions, p50', value: fresh.ttft.p50, unit: 'ms' },
           ttft_ratio: { label: 'TTFT turns 2+: fresh ÷ affinity (p50)', value: fresh.ttft.p50 / withAff.ttft.p50, unit: '×' },
+          ttft_ratio_mean: { label: 'TTFT turns 2+: fresh ÷ affinity (mean)', value: fresh.ttft.mean / withAff.ttft.mean, unit: '×' },
+          ttft_miss_over_hit: { label: 'TTFT of a turn with its history uncached ÷ cached (p50, both variants)', value: miss.p50 / hit.p50, unit: '×' },
+          uncached_turns_fresh: { label: 'Turns 2+ with < 10 % of their history cached, fresh sessions', value: pct(missShareFresh), unit: '%' },
           same_pool_affinity: { label: "Turns 2+ on the previous turn's pool, affinity", value: pct(withAff.samePoolShare), unit: '%' },
           same_pool_fresh: { label: "Turns 2+ on the previous turn's pool, fresh sessions", value: pct(fresh.samePoolShare), unit: '%' },
           prompt_tokens_turn3_p50: { label: 'Prompt tokens at turn 3, p50', value: withAff.turn3Prompt.p50, unit: 'tokens' },
         },
         details: {
           model: MODEL,
+          ttft_ms_history_cached: rounded(hit, 1),
+          ttft_ms_history_uncached: rounded(miss, 1),
           affinity: {
             ttft_ms: rounded(withAff.ttft, 1), ttft_ms_by_turn: withAff.ttftByTurn, cached_of_prompt: round(withAff.cachedOfPrompt),
             prior_cached_share: round(withAff.priorCachedShare), same_pool_share: round(withAff.samePoolShare),
@@ -198,6 +218,12 @@ export const chatBench: Bench = {
           },
           turns: records.map((r) => ({ ...r, ttft_ms: round(r.ttft_ms, 2), prior_cached_share: r.prior_cached_share === undefined ? undefined : round(r.prior_cached_share) })),
         },
+        notes: [
+          "llama-server keeps a host-RAM prompt cache (`--cache-ram`, 8 GiB by default) besides the slot's KV cache: a turn placed on a pool " +
+            'that served an earlier turn of the same conversation gets that turn\'s prefix back from RAM. With two pools, a conversation without ' +
+            'affinity therefore misses its cache only on its first visit to the other pool; ttft_miss_over_hit is what each such miss costs, and ' +
+            'uncached_turns_fresh how often it happened. With more pools the share of such first visits, and so the gap, grows.',
+        ],
       };
     } finally {
       await agent.close();
