@@ -27,9 +27,12 @@ afterAll(async () => {
 type Messages = OpenAI.Chat.ChatCompletionMessageParam[];
 
 /** Streams a chat through /v1 with a correlation id; returns its content, finish reason, usage and pool. */
-async function streamChat(body: Omit<OpenAI.Chat.ChatCompletionCreateParamsStreaming, 'stream'>) {
+async function streamChat(body: Omit<OpenAI.Chat.ChatCompletionCreateParamsStreaming, 'stream'>, headers: Record<string, string> = {}) {
   const correlationId = randomUUID();
-  const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, { headers: { 'x-correlation-id': correlationId } });
+  const stream = await client.chat.completions.create(
+    { ...body, stream: true, stream_options: { include_usage: true } },
+    { headers: { ...headers, 'x-correlation-id': correlationId } },
+  );
   let text = '';
   let finishReason: string | undefined;
   let usage: OpenAI.CompletionUsage | undefined;
@@ -126,22 +129,30 @@ describe('sampling controls end to end', () => {
 });
 
 describe('session affinity over two pools', () => {
-  it('keeps one conversation (same user) on its pool while the cached share of its prompt grows', async () => {
+  // The conversation key of a /v1 request: the body's `user`, or an `X-Session-Id` header.
+  it.each([
+    ['the same user', (key: string) => ({ body: { user: key }, headers: {} })],
+    ['the same X-Session-Id', (key: string) => ({ body: {}, headers: { 'x-session-id': key } })],
+  ])('keeps one conversation (%s) on its pool while the cached share of its prompt grows', async (_, keyed) => {
     await waitClusterIdle(cluster);
     // A long answer for someone else holds one pool, so the conversation starts on the other; once
     // both are free again, placement alone would pick by load and pool order, affinity by history.
     const blockerId = randomUUID();
     const blocker = await client.chat.completions.create(
-      { model: MODEL, messages: [{ role: 'user', content: 'Keep talking.' }], max_tokens: 1500, stream: true, user: `other-${randomUUID()}` },
+      // logit_bias bans the end-of-text token (id 2 in the llama vocab): the blocker cannot end early
+      {
+        model: MODEL, messages: [{ role: 'user', content: 'Keep talking.' }], max_tokens: 1500, stream: true, user: `other-${randomUUID()}`,
+        logit_bias: { 2: -100 },
+      },
       { headers: { 'x-correlation-id': blockerId } },
     );
     const it = blocker[Symbol.asyncIterator]();
     await it.next();
     const blockedPool = await placedPool(cluster, blockerId);
 
-    const user = `conversation-${randomUUID()}`;
+    const key = keyed(`conversation-${randomUUID()}`);
     const messages: Messages = [{ role: 'system', content: 'You summarise notes.' }, { role: 'user', content: notes(1) }];
-    const turns = [await streamChat({ model: MODEL, messages, max_tokens: 8, seed: 1, user })];
+    const turns = [await streamChat({ model: MODEL, messages, max_tokens: 8, seed: 1, ...key.body }, key.headers)];
     expect(turns[0]!.pool).not.toBe(blockedPool);
     blocker.controller.abort();
     await it.return?.();
@@ -149,7 +160,7 @@ describe('session affinity over two pools', () => {
 
     for (let turn = 2; turn <= 3; turn++) {
       messages.push({ role: 'assistant', content: turns.at(-1)!.text }, { role: 'user', content: notes(turn) });
-      turns.push(await streamChat({ model: MODEL, messages, max_tokens: 8, seed: turn, user }));
+      turns.push(await streamChat({ model: MODEL, messages, max_tokens: 8, seed: turn, ...key.body }, key.headers));
     }
     const summary = turns.map((t) => `${t.pool}: prompt ${t.usage.prompt_tokens}, cached ${t.usage.prompt_tokens_details?.cached_tokens}`).join('; ');
     expect(turns.map((t) => t.pool), summary).toEqual([turns[0]!.pool, turns[0]!.pool, turns[0]!.pool]);
