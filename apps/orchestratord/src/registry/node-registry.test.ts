@@ -104,7 +104,8 @@ describe('NodeRegistry', () => {
   });
 
   it('a heartbeat that reports our own leases as busy does not count them twice', () => {
-    const r = make(new ManualClock());
+    const clock = new ManualClock();
+    const r = make(clock);
     r.register(reg('n1'));
     r.heartbeat('n1', hb([snapshot({ pool_id: 'p', slots_total: 4, slots_free: 4 })]));
     const l1 = r.lease('n1', 'p');
@@ -116,9 +117,31 @@ describe('NodeRegistry', () => {
     // Releasing a lease frees its slot at once, without waiting for the next heartbeat.
     l1.release();
     expect(r.pools()[0]?.free).toBe(3);
-    // Slots busy for reasons other than our leases stay unavailable.
+    // Slots busy for reasons other than our leases stay unavailable (a heartbeat sent well after
+    // the release: one sent within RELEASE_LAG_MS of it may still show the released slot busy).
+    clock.advance(1000);
     r.heartbeat('n1', hb([snapshot({ pool_id: 'p', slots_total: 4, slots_free: 1 })]));
     expect(r.pools()[0]?.free).toBe(1);
+  });
+
+  it('a heartbeat sent while a lease still ran, arriving after its release, does not keep the freed slot busy', () => {
+    const clock = new ManualClock();
+    const r = make(clock);
+    r.register(reg('n1'));
+    const at = (ms: number) => ({ timestamp: new Date(ms).toISOString(), pools: [snapshot({ pool_id: 'p', slots_total: 1, slots_free: 0 })] });
+    r.heartbeat('n1', { ...at(clock.now()), pools: [snapshot({ pool_id: 'p', slots_total: 1, slots_free: 1 })] });
+    const lease = r.lease('n1', 'p');
+    clock.advance(500);
+    const sent = clock.now(); // the node reports the slot busy (our task runs) …
+    clock.advance(20);
+    lease.release(); // … the task ends while the heartbeat is in flight …
+    clock.advance(30);
+    r.heartbeat('n1', at(sent)); // … and arrives: the busy slot was ours.
+    expect(r.pools()[0]?.free).toBe(1);
+    // A later heartbeat that still reports it busy: someone else's now.
+    clock.advance(1000);
+    r.heartbeat('n1', at(clock.now() - 5));
+    expect(r.pools()[0]?.free).toBe(0);
   });
 
   it('a heartbeat sent before our dispatch arrived (reports it free) does not free our lease', () => {

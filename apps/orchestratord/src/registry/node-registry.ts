@@ -136,7 +136,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     this.#armDeadline(nodeId, node);
     const before = node.pools;
     node.pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
-    for (const p of req.pools) this.#observe(nodeId, p, now);
+    for (const p of req.pools) this.#observe(nodeId, p, now, node.lastSeen);
     this.#refreshNode(nodeId, node, before, now);
     if (previous !== 'online') {
       this.#logger.info({ node_id: nodeId, from: previous, human: `Node ${nodeId} is online` }, 'node online');
@@ -263,7 +263,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
       release: () => {
         if (released) return;
         released = true;
-        this.#accounting.give(nodeId, poolId);
+        this.#accounting.give(nodeId, poolId, this.#clock.now());
         this.#refreshPool(nodeId, poolId);
         this.#emit({ type: 'lease-released', nodeId, poolId });
       },
@@ -306,8 +306,9 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     return Promise.resolve();
   }
 
-  #observe(nodeId: string, snap: PoolSnapshot, now: number): void {
-    this.#accounting.observe(nodeId, snap, now);
+  /** `sentAt`: when the node sent what reports the pool (the trusted heartbeat timestamp), else `now`. */
+  #observe(nodeId: string, snap: PoolSnapshot, now: number, sentAt = now): void {
+    this.#accounting.observe(nodeId, snap, now, sentAt);
     for (const m of snap.models) if (!this.#modelSince.has(m)) this.#modelSince.set(m, now);
   }
 

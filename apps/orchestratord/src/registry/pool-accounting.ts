@@ -6,18 +6,30 @@ import { candidateKey, type PoolView } from './pool-view.js';
  * Lease accounting per pool (slots orchestratord has handed out and not yet got back):
  *   foreign_busy   = max(0, (slots_total − hb.slots_free) − leases_at_last_heartbeat)
  *   effective_free = clamp(slots_total − leases_now − foreign_busy, 0, slots_total)
- * Busy slots in a heartbeat are assumed to be ours up to the number of leases we held when it
- * arrived, so they are never counted twice; a lease released after that heartbeat frees its slot
- * at once (no stall until the next heartbeat); slots busy for other reasons stay unavailable.
+ * Busy slots in a heartbeat are assumed to be ours up to the number of leases we held when the
+ * node sent it: those held when it arrived plus those released since it was sent (and in the
+ * {@link RELEASE_LAG_MS} before: the node frees its slot a moment after it sent the end event we
+ * release on). So they are never counted twice, a lease released after that heartbeat frees its
+ * slot at once (no stall until the next heartbeat) — also when the heartbeat was in flight while
+ * the lease ended, which otherwise kept a just-freed pool "busy" until the next one and sent a
+ * conversation's next turn away from the pool holding its prompt cache; slots busy for other
+ * reasons stay unavailable.
  *
  * Marks: a pool whose node still answered 503 is *saturated* (free = 0) until its next heartbeat or
  * `saturationMs`, whichever comes first; a pool whose dispatch failed is *suspect* (free = 0) until
  * its node's next heartbeat; a pool whose drain was forwarded is draining until the next heartbeat.
  */
 
+/** How long before a heartbeat was sent a lease release may still show as a busy slot in it, ms. */
+export const RELEASE_LAG_MS = 100;
+/** Release times kept per pool (the most a heartbeat in flight can have missed, in practice). */
+const RELEASES_KEPT = 64;
+
 interface Account {
   leases: number;
   leasesAtHeartbeat: number;
+  /** When leases were released lately (ms, ascending, at most {@link RELEASES_KEPT}). */
+  releases: number[];
   saturatedUntil: number;
   localDraining: boolean;
   /** Provisioning progress (0..1) and when it was seen, for an ETA. */
@@ -48,16 +60,25 @@ export class PoolAccounting {
     const key = candidateKey({ node_id: nodeId, pool_id: poolId });
     let account = this.#accounts.get(key);
     if (account === undefined) {
-      account = { leases: 0, leasesAtHeartbeat: 0, saturatedUntil: 0, localDraining: false, progressAt: undefined, progressRate: undefined };
+      account = { leases: 0, leasesAtHeartbeat: 0, releases: [], saturatedUntil: 0, localDraining: false, progressAt: undefined, progressRate: undefined };
       this.#accounts.set(key, account);
     }
     return account;
   }
 
-  /** A heartbeat (or registration) reported the pool: marks end, busy slots are matched to our leases, provisioning speed is measured. */
-  observe(nodeId: string, snap: PoolSnapshot, now: number): void {
+  /**
+   * A heartbeat (or registration) reported the pool: marks end, busy slots are matched to our
+   * leases (those held at `sentAt`, when the node built it, as far as we can tell), provisioning
+   * speed is measured.
+   */
+  observe(nodeId: string, snap: PoolSnapshot, now: number, sentAt = now): void {
     const account = this.#account(nodeId, snap.pool_id);
-    account.leasesAtHeartbeat = account.leases;
+    const since = sentAt - RELEASE_LAG_MS;
+    const r = account.releases;
+    let first = 0;
+    while (first < r.length && (r[first] as number) < since) first += 1;
+    if (first > 0) r.splice(0, first);
+    account.leasesAtHeartbeat = account.leases + r.length;
     account.saturatedUntil = 0;
     this.#saturated.delete(candidateKey({ node_id: nodeId, pool_id: snap.pool_id }));
     account.localDraining = false;
@@ -76,9 +97,11 @@ export class PoolAccounting {
     this.#account(nodeId, poolId).leases += 1;
   }
 
-  give(nodeId: string, poolId: string): void {
+  give(nodeId: string, poolId: string, now: number): void {
     const account = this.#account(nodeId, poolId);
     account.leases = Math.max(0, account.leases - 1);
+    account.releases.push(now);
+    if (account.releases.length > RELEASES_KEPT) account.releases.shift();
   }
 
   markSaturated(nodeId: string, poolId: string, now: number): void {

@@ -4,7 +4,8 @@ import OpenAI from 'openai';
 import { FixturePoolManager, type FixturePoolSpec } from '../fixtures/fixture-pool-manager.js';
 import { makeApp, TOKEN, type TestApp } from './test-helpers.js';
 
-export const HB_MS = 100;
+// Offline after 3 missed: 750 ms of silence, far above the event-loop stalls of a busy test machine.
+export const HB_MS = 250;
 
 export interface Cluster {
   t: TestApp;
