@@ -13,7 +13,10 @@ import {
   WorkerResetError,
 } from './errors.js';
 import { parseSseData } from './sse-parser.js';
-import { chatEvents, completionEvents, type CompletionEvent } from './stream-events.js';
+import { pushEngineStream, type EventSink } from './push-stream.js';
+import { ChatDecoder, chatEvents, CompletionDecoder, completionEvents, type CompletionEvent } from './stream-events.js';
+
+export type { EventSink } from './push-stream.js';
 
 export type { CompletionEvent } from './stream-events.js';
 
@@ -192,12 +195,24 @@ export class LlamaServerClient {
     return this.#stream('/v1/chat/completions', toChatBody(req), chatEvents, signal);
   }
 
-  async *#stream(
-    path: string,
-    payload: object,
-    decode: (payloads: AsyncIterable<string>, url: string) => AsyncGenerator<CompletionEvent, void, undefined>,
-    signal: AbortSignal | undefined,
-  ): AsyncGenerator<CompletionEvent, void, undefined> {
+  /**
+   * Push form of {@link complete}: each event goes to `onEvent` as the body's chunks arrive, with no
+   * promise or iterator between the socket and the callback. A promise returned by `onEvent` pauses
+   * the body until it settles (back-pressure); its rejection ends the stream like an abort. Resolves
+   * once the `end` event was handed over; rejects with the errors {@link complete} throws.
+   * Performance notes: push engine stream.
+   */
+  completeInto(req: CompletionInput, onEvent: EventSink, signal?: AbortSignal): Promise<void> {
+    return this.#streamInto('/completion', toCompletionBody(req), new CompletionDecoder(this.baseUrl), onEvent, signal);
+  }
+
+  /** Push form of {@link chat}, as {@link completeInto}. */
+  chatInto(req: ChatInput, onEvent: EventSink, signal?: AbortSignal): Promise<void> {
+    return this.#streamInto('/v1/chat/completions', toChatBody(req), new ChatDecoder(this.baseUrl), onEvent, signal);
+  }
+
+  /** POSTs a streaming request; errors before the body as {@link complete} describes. */
+  async #open(path: string, payload: object, signal: AbortSignal | undefined): Promise<Dispatcher.ResponseData> {
     if (this.#state === 'closed') throw new ClientClosedError();
     const body = JSON.stringify(payload);
     let res: Dispatcher.ResponseData;
@@ -218,25 +233,45 @@ export class LlamaServerClient {
       if (isConnectionError(err)) throw new EngineUnreachableError(`llama-server at ${this.baseUrl} unreachable: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
       throw err;
     }
+    if (res.statusCode !== 200) {
+      const text = await res.body.text().catch(() => '');
+      this.#throwForStatus(res.statusCode, text, path);
+      throw new EngineProtocolError(`POST ${path} answered ${res.statusCode}`, { url: this.baseUrl });
+    }
+    return res;
+  }
+
+  /** What a broken or aborted body becomes. */
+  #bodyError(err: unknown, signal: AbortSignal | undefined): Error {
+    if (err instanceof AdapterError) return err;
+    if (isAbort(err, signal)) return new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
+    return new WorkerResetError(`llama-server stream broke: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
+  }
+
+  async *#stream(
+    path: string,
+    payload: object,
+    decode: (payloads: AsyncIterable<string>, url: string) => AsyncGenerator<CompletionEvent, void, undefined>,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<CompletionEvent, void, undefined> {
+    const res = await this.#open(path, payload, signal);
     let finished = false;
     try {
-      if (res.statusCode !== 200) {
-        const text = await res.body.text();
-        this.#throwForStatus(res.statusCode, text, path);
-        throw new EngineProtocolError(`POST ${path} answered ${res.statusCode}`, { url: this.baseUrl });
-      }
       for await (const ev of decode(parseSseData(res.body), this.baseUrl)) {
         if (ev.type === 'end') finished = true;
         yield ev;
       }
     } catch (err) {
-      if (err instanceof AdapterError) throw err;
-      if (isAbort(err, signal)) throw new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
-      throw new WorkerResetError(`llama-server stream broke: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
+      throw this.#bodyError(err, signal);
     } finally {
       // Early exit (consumer break, abort, error): destroying the body closes the socket = cancel.
       if (!finished && !res.body.destroyed) res.body.destroy();
     }
+  }
+
+  async #streamInto(path: string, payload: object, decoder: CompletionDecoder | ChatDecoder, onEvent: EventSink, signal: AbortSignal | undefined): Promise<void> {
+    const res = await this.#open(path, payload, signal);
+    return pushEngineStream(res.body, decoder, onEvent, (err) => this.#bodyError(err, signal));
   }
 
   /** Idempotent; closes the dispatcher only when this client created it. */

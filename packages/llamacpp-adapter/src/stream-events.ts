@@ -41,18 +41,9 @@ export type CompletionEvent =
     };
 
 type EndEvent = Extract<CompletionEvent, { type: 'end' }>;
+type EndFigures = Pick<EndEvent, 'tokens_out' | 'decode_ms' | 'prompt_tokens' | 'cached_tokens'>;
 
-/**
- * Parses one `data:` payload: JSON, then an error frame (`{"error":{…}}`, sent when the engine fails
- * after the stream began) becomes {@link EngineRejectedError}, anything else must match `schema`.
- */
-function parseFrame<S extends z.ZodType>(payload: string, schema: S, url: string): z.infer<S> {
-  let json: unknown;
-  try {
-    json = JSON.parse(payload);
-  } catch (err) {
-    throw new EngineProtocolError('llama-server sent a frame that is not JSON', { url, frame: payload.slice(0, 200) }, { cause: err });
-  }
+function errorFrameCheck(json: unknown, url: string): void {
   // Only a frame with an `error` member can be an error frame. Trying the error schema on every
   // token frame had zod build a failed result, issues and all, per token.
   if (typeof json === 'object' && json !== null && 'error' in json) {
@@ -62,6 +53,22 @@ function parseFrame<S extends z.ZodType>(payload: string, schema: S, url: string
       throw new EngineRejectedError(e.code ?? 500, e.type, e.message, { url, inStream: true });
     }
   }
+}
+
+function parseJson(payload: string, url: string): unknown {
+  try {
+    return JSON.parse(payload);
+  } catch (err) {
+    throw new EngineProtocolError('llama-server sent a frame that is not JSON', { url, frame: payload.slice(0, 200) }, { cause: err });
+  }
+}
+
+/**
+ * Parses one `data:` payload: JSON, then an error frame (`{"error":{…}}`, sent when the engine fails
+ * after the stream began) becomes {@link EngineRejectedError}, anything else must match `schema`.
+ */
+function parseFrame<S extends z.ZodType>(json: unknown, payload: string, schema: S, url: string): z.infer<S> {
+  errorFrameCheck(json, url);
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
     throw new EngineProtocolError('llama-server sent a frame of unknown shape', { url, frame: payload.slice(0, 200) }, { cause: parsed.error });
@@ -69,18 +76,50 @@ function parseFrame<S extends z.ZodType>(payload: string, schema: S, url: string
   return parsed.data;
 }
 
+type Loose = Record<string, unknown>;
+
+function isRecord(v: unknown): v is Loose {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 /**
- * The `/completion` stream as events: a `token` for every frame with non-empty `content` (or with
- * probabilities), exactly one `end` from the `stop:true` frame. Throws {@link WorkerResetError}
- * when the payloads end without it (crash, SIGTERM, SIGKILL look like that, reference §3).
+ * A `/completion` token frame checked by hand: exactly the frames `CompletionFrameSchema` accepts
+ * as tokens among those without an `error` member, or undefined for anything else (which then
+ * takes the schema path with its errors). Performance notes: token frames checked by hand.
  */
-export async function* completionEvents(payloads: AsyncIterable<string>, url: string): AsyncGenerator<CompletionEvent, void, undefined> {
-  let i = 0;
-  for await (const payload of payloads) {
-    const frame = parseFrame(payload, CompletionFrameSchema, url);
-    if (frame.stop) {
+export function plainTokenFrame(json: unknown): { content: string; stop: false; completion_probabilities?: unknown[] } | undefined {
+  if (!isRecord(json) || 'error' in json || json.stop !== false || typeof json.content !== 'string') return undefined;
+  const n = json.tokens_predicted;
+  if (n !== undefined && !(Number.isSafeInteger(n) && (n as number) >= 0)) return undefined;
+  const probs = json.completion_probabilities;
+  if (probs !== undefined && !Array.isArray(probs)) return undefined;
+  return json as { content: string; stop: false; completion_probabilities?: unknown[] };
+}
+
+/**
+ * The `/completion` stream as events, fed one `data:` payload at a time: a `token` for every frame
+ * with non-empty `content` (or with probabilities), exactly one `end` from the `stop:true` frame.
+ * {@link finish} throws {@link WorkerResetError} when the payloads ended without it (crash,
+ * SIGTERM, SIGKILL look like that, reference §3).
+ */
+export class CompletionDecoder {
+  #i = 0;
+  #ended = false;
+
+  constructor(readonly url: string) {}
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** The event of one payload, or undefined (a frame that makes none). Throws adapter errors. */
+  payload(payload: string): CompletionEvent | undefined {
+    const json = parseJson(payload, this.url);
+    const frame = plainTokenFrame(json) ?? parseFrame(json, payload, CompletionFrameSchema, this.url);
+    if (frame.stop === true) {
       const stopType = frame.stop_type === 'none' ? 'limit' : frame.stop_type;
-      yield {
+      this.#ended = true;
+      return {
         type: 'end',
         tokens_out: frame.tokens_predicted,
         decode_ms: frame.timings.predicted_ms,
@@ -89,15 +128,31 @@ export async function* completionEvents(payloads: AsyncIterable<string>, url: st
         ...(frame.tokens_evaluated !== undefined ? { prompt_tokens: frame.tokens_evaluated } : {}),
         ...(frame.timings.cache_n !== undefined ? { cached_tokens: frame.timings.cache_n } : {}),
       };
-      return;
     }
     // Empty content: a byte token waiting for the rest of its UTF-8 sequence, or a possible stop-word prefix.
     const probs = frame.completion_probabilities;
-    if (frame.content !== '' || probs !== undefined) {
-      yield probs !== undefined ? { type: 'token', t: frame.content, i: i++, logprobs: probs } : { type: 'token', t: frame.content, i: i++ };
-    }
+    if (frame.content === '' && probs === undefined) return undefined;
+    return probs !== undefined ? { type: 'token', t: frame.content, i: this.#i++, logprobs: probs } : { type: 'token', t: frame.content, i: this.#i++ };
   }
-  throw new WorkerResetError(`llama-server stream ended without a final frame after ${i} token events`, { url, tokens: i });
+
+  /** The payloads ended; throws unless the final frame came. */
+  finish(): void {
+    if (!this.#ended) throw new WorkerResetError(`llama-server stream ended without a final frame after ${this.#i} token events`, { url: this.url, tokens: this.#i });
+  }
+}
+
+/** {@link CompletionDecoder} over an iterable of payloads. */
+export async function* completionEvents(payloads: AsyncIterable<string>, url: string): AsyncGenerator<CompletionEvent, void, undefined> {
+  yield* decodeAll(new CompletionDecoder(url), payloads);
+}
+
+async function* decodeAll(decoder: CompletionDecoder | ChatDecoder, payloads: AsyncIterable<string>): AsyncGenerator<CompletionEvent, void, undefined> {
+  for await (const payload of payloads) {
+    const ev = decoder.payload(payload);
+    if (ev !== undefined) yield ev;
+    if (decoder.ended) return;
+  }
+  decoder.finish();
 }
 
 function finishReasonOf(engine: string): FinishReason {
@@ -105,26 +160,36 @@ function finishReasonOf(engine: string): FinishReason {
 }
 
 /**
- * The `/v1/chat/completions` stream (with `stream_options.include_usage`) as events. A chunk
- * becomes a `token` when its delta has content, or fields other than `role`, or the choice has
- * `logprobs`: `t` is the content (or ''), the other fields go to `delta`. The role-only first
- * chunk makes no event. The `finish_reason` chunk and the usage chunk make the `end`, yielded at
- * `data: [DONE]`; a body that ends before `[DONE]` is a {@link WorkerResetError}, `[DONE]` without
- * a usage chunk an {@link EngineProtocolError}.
+ * The `/v1/chat/completions` stream (with `stream_options.include_usage`) as events, one payload
+ * at a time. A chunk becomes a `token` when its delta has content, or fields other than `role`, or
+ * the choice has `logprobs`: `t` is the content (or ''), the other fields go to `delta`. The
+ * role-only first chunk makes no event. The `finish_reason` chunk and the usage chunk make the
+ * `end`, given at `data: [DONE]`; {@link finish} throws {@link WorkerResetError} for a body that
+ * ended before `[DONE]`, and `[DONE]` without a usage chunk is an {@link EngineProtocolError}.
  */
-export async function* chatEvents(payloads: AsyncIterable<string>, url: string): AsyncGenerator<CompletionEvent, void, undefined> {
-  let i = 0;
-  let finish: FinishReason | undefined;
-  let end: Pick<EndEvent, 'tokens_out' | 'decode_ms' | 'prompt_tokens' | 'cached_tokens'> | undefined;
-  for await (const payload of payloads) {
+export class ChatDecoder {
+  #i = 0;
+  #ended = false;
+  #finish: FinishReason | undefined;
+  #end: EndFigures | undefined;
+
+  constructor(readonly url: string) {}
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  payload(payload: string): CompletionEvent | undefined {
+    const url = this.url;
     if (payload === '[DONE]') {
-      if (end === undefined || finish === undefined) {
-        throw new EngineProtocolError('llama-server ended a chat stream without its finish_reason and usage chunks', { url, tokens: i });
+      if (this.#end === undefined || this.#finish === undefined) {
+        throw new EngineProtocolError('llama-server ended a chat stream without its finish_reason and usage chunks', { url, tokens: this.#i });
       }
-      yield { type: 'end', ...end, stop_type: finish === 'length' ? 'limit' : 'eos', finish_reason: finish };
-      return;
+      this.#ended = true;
+      return { type: 'end', ...this.#end, stop_type: this.#finish === 'length' ? 'limit' : 'eos', finish_reason: this.#finish };
     }
-    const chunk = parseFrame(payload, ChatChunkSchema, url);
+    const chunk = parseFrame(parseJson(payload, url), payload, ChatChunkSchema, url);
+    let ev: CompletionEvent | undefined;
     const choice = chunk.choices[0];
     if (choice !== undefined) {
       const { content, role: _role, ...rest } = choice.delta ?? {};
@@ -132,20 +197,30 @@ export async function* chatEvents(payloads: AsyncIterable<string>, url: string):
       const logprobs = choice.logprobs ?? undefined;
       const hasRest = Object.keys(rest).length > 0;
       if (t !== '' || hasRest || logprobs !== undefined) {
-        yield { type: 'token', t, i: i++, ...(hasRest ? { delta: rest } : {}), ...(logprobs !== undefined ? { logprobs } : {}) };
+        ev = { type: 'token', t, i: this.#i++, ...(hasRest ? { delta: rest } : {}), ...(logprobs !== undefined ? { logprobs } : {}) };
       }
-      if (typeof choice.finish_reason === 'string') finish = finishReasonOf(choice.finish_reason);
+      if (typeof choice.finish_reason === 'string') this.#finish = finishReasonOf(choice.finish_reason);
     }
     if (chunk.usage !== undefined) {
       if (chunk.timings === undefined) throw new EngineProtocolError('llama-server sent a usage chunk without timings', { url, frame: payload.slice(0, 200) });
-      end = {
+      const end: EndFigures = {
         tokens_out: chunk.usage.completion_tokens,
         decode_ms: chunk.timings.predicted_ms,
         prompt_tokens: chunk.usage.prompt_tokens,
       };
       const cached = chunk.usage.prompt_tokens_details?.cached_tokens ?? chunk.timings.cache_n;
       if (cached !== undefined) end.cached_tokens = cached;
+      this.#end = end;
     }
+    return ev;
   }
-  throw new WorkerResetError(`llama-server chat stream ended without [DONE] after ${i} token events`, { url, tokens: i });
+
+  finish(): void {
+    if (!this.#ended) throw new WorkerResetError(`llama-server chat stream ended without [DONE] after ${this.#i} token events`, { url: this.url, tokens: this.#i });
+  }
+}
+
+/** {@link ChatDecoder} over an iterable of payloads. */
+export async function* chatEvents(payloads: AsyncIterable<string>, url: string): AsyncGenerator<CompletionEvent, void, undefined> {
+  yield* decodeAll(new ChatDecoder(url), payloads);
 }

@@ -39,19 +39,19 @@ export interface DispatchOptions {
 }
 
 /**
- * The engine stream for a dispatch: a `chat` goes to the engine's `/v1/chat/completions` (the model's
- * template renders the messages), a `completion` to its native `/completion`. Both give the same
- * events. The request schema requires `messages` for a chat and `prompt` for a completion; a
- * request built without it in-process fails the dispatch with INVALID_PARAMS rather than sending
- * the engine an empty prompt.
+ * Runs the engine stream of a dispatch into `onEvent`: a `chat` goes to the engine's
+ * `/v1/chat/completions` (the model's template renders the messages), a `completion` to its native
+ * `/completion`. Both give the same events. The request schema requires `messages` for a chat and
+ * `prompt` for a completion; a request built without it in-process fails the dispatch with
+ * INVALID_PARAMS rather than sending the engine an empty prompt.
  */
-function engineStream(client: LlamaServerClient, req: DispatchRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
+function engineStream(client: LlamaServerClient, req: DispatchRequest, signal: AbortSignal, onEvent: (ev: CompletionEvent) => Promise<void> | void): Promise<void> {
   if (req.workload === 'chat') {
     if (req.messages === undefined) throw new DispatchInputError('messages is required for a chat');
-    return client.chat({ ...req, messages: req.messages }, signal);
+    return client.chatInto({ ...req, messages: req.messages }, onEvent, signal);
   }
   if (req.prompt === undefined) throw new DispatchInputError('prompt is required for a completion');
-  return client.complete({ ...req, prompt: req.prompt }, signal);
+  return client.completeInto({ ...req, prompt: req.prompt }, onEvent, signal);
 }
 
 /** A dispatch request without the input its workload needs (only possible in-process). */
@@ -60,14 +60,23 @@ class DispatchInputError extends Error {
 }
 
 /**
- * Streams one dispatch as normalised events: `token`* then exactly one `end` or `error`, unless the
- * client went away (then nothing more is sent: nobody is listening). The lease is released however
- * it ends; aborting closes the engine socket, which frees the engine's slot. Logged at info: the
- * start, the engine request, and one `dispatch ended` line whatever the outcome.
+ * Where a dispatch's events go, in order, synchronously as the engine's frames arrive. A returned
+ * promise (the consumer is backed up) pauses the engine stream until it settles; a rejected one
+ * ends the dispatch like the client leaving.
  */
-export async function* dispatchEvents({
+export type DispatchEmit = (ev: DispatchEvent) => Promise<void> | void;
+
+/**
+ * Runs one dispatch, handing its normalised events to `emit`: `token`* then exactly one `end` or
+ * `error`, unless the client went away (then nothing more is sent: nobody is listening). Resolves
+ * when the dispatch is over, whatever the outcome (failures are events). The lease is released
+ * however it ends; aborting closes the engine socket, which frees the engine's slot. Logged at
+ * info: the start, the engine request, and one `dispatch ended` line whatever the outcome.
+ * Push, not an async generator: performance notes, push dispatch.
+ */
+export async function runDispatch({
   poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone,
-}: DispatchOptions): AsyncGenerator<DispatchEvent, void, undefined> {
+}: DispatchOptions, emit: DispatchEmit): Promise<void> {
   // pool_id and task_id are written on each line, not bound in a child logger per dispatch, and
   // each line's fields are one object literal (performance notes: dispatch log lines).
   const taskId = req.task_id;
@@ -91,24 +100,23 @@ export async function* dispatchEvents({
     { pool_id: poolId, task_id: taskId, workload: req.workload, max_tokens: req.max_tokens, cache_prompt: req.cache_prompt, human: `stream start on pool ${poolId}` },
     'dispatch started',
   );
-  try {
-    const stream = engineStream(client, req, ac.signal);
-    log.info({ pool_id: poolId, task_id: taskId, engine_url: engineUrl }, 'engine request sent');
-    for await (const ev of stream) {
-      if (ev.type === 'token') {
-        tokens += 1;
-        yield ev;
-        continue;
-      }
-      pools.recordDecode(poolId, ev.tokens_out, ev.decode_ms);
-      metrics.tokensOut.inc({ pool_id: poolId }, ev.tokens_out);
-      if (ev.prompt_tokens !== undefined) metrics.promptTokens.inc({ pool_id: poolId }, ev.prompt_tokens);
-      if (ev.cached_tokens !== undefined) metrics.cachedPromptTokens.inc({ pool_id: poolId }, ev.cached_tokens);
-      outcome = 'end';
-      end = { ...ev, engine_version: engineVersion, pool_id: poolId, node_id: nodeId };
-      yield end;
-      return;
+  const onEvent = (ev: CompletionEvent): Promise<void> | void => {
+    if (ev.type === 'token') {
+      tokens += 1;
+      return emit(ev);
     }
+    pools.recordDecode(poolId, ev.tokens_out, ev.decode_ms);
+    metrics.tokensOut.inc({ pool_id: poolId }, ev.tokens_out);
+    if (ev.prompt_tokens !== undefined) metrics.promptTokens.inc({ pool_id: poolId }, ev.prompt_tokens);
+    if (ev.cached_tokens !== undefined) metrics.cachedPromptTokens.inc({ pool_id: poolId }, ev.cached_tokens);
+    outcome = 'end';
+    end = { ...ev, engine_version: engineVersion, pool_id: poolId, node_id: nodeId };
+    return emit(end);
+  };
+  try {
+    const running = engineStream(client, req, ac.signal, onEvent);
+    log.info({ pool_id: poolId, task_id: taskId, engine_url: engineUrl }, 'engine request sent');
+    await running;
   } catch (err) {
     const reason: unknown = ac.signal.reason;
     if (err instanceof CompletionAbortedError && reason instanceof DispatchAbort) {
@@ -119,29 +127,29 @@ export async function* dispatchEvents({
       }
       if (reason.why === 'deadline') {
         log.warn({ pool_id: poolId, task_id: taskId, tokens }, 'dispatch deadline passed');
-        yield { type: 'error', code: 'DECODE_TIMEOUT', message: reason.message, retriable: true };
+        await emit({ type: 'error', code: 'DECODE_TIMEOUT', message: reason.message, retriable: true });
         return;
       }
-      yield { type: 'error', code: 'POOL_UNAVAILABLE', message: reason.message, retriable: true };
+      await emit({ type: 'error', code: 'POOL_UNAVAILABLE', message: reason.message, retriable: true });
       return;
     }
     if (err instanceof DispatchInputError) {
       log.warn({ pool_id: poolId, task_id: taskId, reason: err.message }, 'dispatch refused');
-      yield { type: 'error', code: 'INVALID_PARAMS', message: err.message, retriable: false };
+      await emit({ type: 'error', code: 'INVALID_PARAMS', message: err.message, retriable: false });
       return;
     }
     if (err instanceof AdapterError) {
       log.warn({ err, pool_id: poolId, task_id: taskId, tokens }, 'dispatch failed');
-      yield { type: 'error', code: err.errorCode, message: err.message, retriable: err.retriable };
+      await emit({ type: 'error', code: err.errorCode, message: err.message, retriable: err.retriable });
       return;
     }
     log.error({ err, pool_id: poolId, task_id: taskId }, 'dispatch failed unexpectedly');
-    yield { type: 'error', code: 'INTERNAL', message: 'internal error while streaming', retriable: false };
+    await emit({ type: 'error', code: 'INTERNAL', message: 'internal error while streaming', retriable: false });
   } finally {
     if (deadline !== undefined) clearTimeout(deadline);
     clientGone.removeEventListener('abort', onClientGone);
     lease.signal.removeEventListener('abort', onLeaseAbort);
-    // Ends the engine request if the consumer stopped early (the generator's return path).
+    // Ends the engine request if the consumer failed mid-stream.
     if (!ac.signal.aborted) ac.abort(new DispatchAbort('client_gone', 'stream closed'));
     lease.release();
     metrics.dispatches.inc({ pool_id: poolId, outcome });

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { closeAll } from '@llama-orch/daemon-support';
-import { HandoffFileSchema, type DispatchEvent, type DispatchRequest, type HandoffFile, type PoolConfig } from '@llama-orch/contracts';
+import { HandoffFileSchema, type DispatchRequest, type HandoffFile, type PoolConfig } from '@llama-orch/contracts';
 import type { EngineProvisioner } from '@llama-orch/engine-provisioner';
 import type { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
@@ -18,7 +18,7 @@ import { sweepStalePidFiles } from '../support/pid-files.js';
 import type { RotatingLogOptions } from '../support/rotating-log.js';
 import type { RuntimeDir } from '../support/runtime-dir.js';
 import { AdoptedEngine } from './adopted-engine.js';
-import { dispatchEvents, type DispatchLogger } from './dispatch.js';
+import { runDispatch, type DispatchEmit, type DispatchLogger } from './dispatch.js';
 import { ExternalPool } from './external-pool.js';
 import { ManagedPool } from './managed-pool.js';
 import { PoolTable, UNREADY_RETRY_MS } from './pool-table.js';
@@ -174,11 +174,11 @@ export class PoolManager {
   }
 
   /**
-   * Opens a completion on pool `poolId`: takes a lease, then streams the engine's events (see
-   * {@link dispatchEvents}). Throws before any event — {@link PoolNotFoundError}, a
+   * Opens a completion on pool `poolId`: takes a lease and returns the dispatch, which runs the
+   * engine's events into the `emit` it is given (see {@link runDispatch}). Throws before any event — {@link PoolNotFoundError}, a
    * {@link PoolUnreadyError} or ReplicaExhaustedError — so the caller can still answer with a status.
    */
-  openCompletion(poolId: string, request: DispatchRequest, { signal, log }: OpenCompletionOptions): AsyncGenerator<DispatchEvent, void, undefined> {
+  openCompletion(poolId: string, request: DispatchRequest, { signal, log }: OpenCompletionOptions): (emit: DispatchEmit) => Promise<void> {
     const lease = this.pools.lease(poolId);
     const engine = this.pools.engine(poolId);
     let client: LlamaServerClient | undefined;
@@ -190,10 +190,11 @@ export class PoolManager {
       lease.release();
       throw err;
     }
-    return dispatchEvents({
+    const options = {
       poolId, nodeId: this.nodeId, request, lease, client, engineUrl: engine.url, engineVersion: engine.engine_version, pools: this.pools, metrics: this.metrics,
       logger: log, clientGone: signal,
-    });
+    };
+    return (emit) => runDispatch(options, emit);
   }
 
   /**
