@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CliError, loadJsonSchemaFormat, parseCommandLine, type CommandLine, type SubmitArgs } from './index.js';
+import { COMMAND_USAGE, CliError, USAGE, UsageError, loadJsonSchemaFormat, parseCommandLine, type CommandLine, type SubmitArgs } from './index.js';
 
 const env = {};
 function submitOf(argv: string[]): SubmitArgs {
@@ -41,23 +41,68 @@ describe('parseCommandLine: submit', () => {
     expect(() => submitOf(['submit', '--raw', '--system', 'x', 'hi'])).toThrow(/--system applies to chat messages/);
     expect(() => submitOf(['submit'])).toThrow('submit needs a message');
     expect(() => submitOf(['submit', '--raw'])).toThrow('submit needs a prompt');
-    expect(() => parseCommandLine(['submit', 'hi', '--temprature', '1'], env)).toThrow(CliError);
+    expect(() => parseCommandLine(['submit', 'hi', '--temprature', '1'], env)).toThrow(new UsageError("unknown option '--temprature'", COMMAND_USAGE.submit));
     expect(() => parseCommandLine(['frobnicate'], env)).toThrow("unknown command 'frobnicate'");
   });
 });
 
 describe('parseCommandLine: target and other commands', () => {
   it('takes the URL and token from flags, else the environment, else the default address', () => {
-    expect(parseCommandLine(['status'], {})).toEqual({ command: 'status', target: { url: 'http://127.0.0.1:8080', token: undefined } });
-    expect(parseCommandLine(['nodes'], { LLORCH_URL: 'http://o:1', LLORCH_API_TOKEN: 't' })).toEqual({ command: 'nodes', target: { url: 'http://o:1', token: 't' } });
+    expect(parseCommandLine(['status'], {})).toEqual({ command: 'status', json: false, target: { url: 'http://127.0.0.1:8080', token: undefined } });
+    expect(parseCommandLine(['nodes'], { LLORCH_URL: 'http://o:1', LLORCH_API_TOKEN: 't' })).toEqual({ command: 'nodes', json: false, target: { url: 'http://o:1', token: 't' } });
     expect(parseCommandLine(['status', '--url', 'http://x:2', '--token', 'u'], { LLORCH_URL: 'http://o:1', LLORCH_API_TOKEN: 't' }))
-      .toEqual({ command: 'status', target: { url: 'http://x:2', token: 'u' } });
+      .toEqual({ command: 'status', json: false, target: { url: 'http://x:2', token: 'u' } });
+    // global flags may come before the command
+    expect(parseCommandLine(['--url', 'http://x:2', 'models', '--json'], {})).toEqual({ command: 'models', json: true, target: { url: 'http://x:2', token: undefined } });
     expect(parseCommandLine(['up', '--addr', '0.0.0.0:9000'], {})).toMatchObject({ command: 'up', addr: '0.0.0.0:9000', target: { url: 'http://0.0.0.0:9000' } });
   });
 
-  it('prints usage for --help (exit 0) and for no command (exit 2)', () => {
-    expect(parseCommandLine(['--help'], {})).toEqual({ command: 'help', exitCode: 0 });
-    expect(parseCommandLine([], {})).toEqual({ command: 'help', exitCode: 2 });
+  it('answers --help, <command> --help and --version; no command is a usage error', () => {
+    expect(parseCommandLine(['--help'], {})).toEqual({ command: 'help', text: USAGE });
+    expect(parseCommandLine(['-h'], {})).toEqual({ command: 'help', text: USAGE });
+    for (const c of ['up', 'submit', 'status', 'nodes', 'models', 'cancel', 'drain', 'reload'] as const) {
+      expect(parseCommandLine([c, '--help'], {})).toEqual({ command: 'help', text: COMMAND_USAGE[c] });
+      expect(COMMAND_USAGE[c]).toMatch(new RegExp(`^usage: llorch ${c}\\b`));
+    }
+    expect(parseCommandLine(['--version'], {})).toEqual({ command: 'version' });
+    expect(parseCommandLine(['-V'], {})).toEqual({ command: 'version' });
+    expect(() => parseCommandLine([], {})).toThrow(new UsageError('missing command', USAGE));
+  });
+
+  it('takes --json on status, nodes, models and submit only', () => {
+    expect(parseCommandLine(['status', '--json'], {})).toMatchObject({ command: 'status', json: true });
+    expect(parseCommandLine(['nodes', '--json'], {})).toMatchObject({ command: 'nodes', json: true });
+    expect(parseCommandLine(['submit', 'hi', '--json'], {})).toMatchObject({ command: 'submit', json: true, submit: { text: 'hi' } });
+    expect(() => parseCommandLine(['cancel', 't1', '--json'], {})).toThrow(new UsageError("unknown option '--json'", COMMAND_USAGE.cancel));
+    expect(() => parseCommandLine(['up', '--json'], {})).toThrow(UsageError);
+    expect(() => parseCommandLine(['status', '--json=yes'], {})).toThrow('--json does not take a value');
+  });
+
+  it('parses cancel, drain and reload with their arguments', () => {
+    const target = { url: 'http://127.0.0.1:8080', token: undefined };
+    expect(parseCommandLine(['cancel', 'task-1'], {})).toEqual({ command: 'cancel', target, taskId: 'task-1' });
+    expect(parseCommandLine(['drain', 'p1'], {})).toEqual({ command: 'drain', target, poolId: 'p1', deadlineMs: 30_000 });
+    expect(parseCommandLine(['drain', 'p1', '--deadline-ms', '0'], {})).toMatchObject({ deadlineMs: 0 });
+    const sha = 'a'.repeat(64);
+    expect(parseCommandLine(['reload', 'p1', 'hf:org/repo/m.gguf', '--sha256', sha, '--deadline-ms', '5000'], {}))
+      .toEqual({ command: 'reload', target, poolId: 'p1', modelRef: 'hf:org/repo/m.gguf', sha256: sha, deadlineMs: 5000 });
+  });
+
+  it('names what is missing or extra (usage, exit 2) and bad values (exit 1)', () => {
+    expect(() => parseCommandLine(['cancel'], {})).toThrow(new UsageError('cancel needs <task-id>', COMMAND_USAGE.cancel));
+    expect(() => parseCommandLine(['reload', 'p1'], {})).toThrow(new UsageError('reload needs <model-ref>', COMMAND_USAGE.reload));
+    expect(() => parseCommandLine(['drain', 'p1', 'p2'], {})).toThrow(new UsageError("unexpected argument 'p2'", COMMAND_USAGE.drain));
+    expect(() => parseCommandLine(['status', 'extra'], {})).toThrow("unexpected argument 'extra'");
+    expect(() => parseCommandLine(['status', '--url'], {})).toThrow(new UsageError('--url needs a value', COMMAND_USAGE.status));
+    expect(() => parseCommandLine(['--frob'], {})).toThrow(new UsageError("unknown option '--frob'", USAGE));
+    const bad = (argv: string[]): CliError => {
+      try { parseCommandLine(argv, {}); } catch (err) { return err as CliError; }
+      throw new Error('parsed');
+    };
+    expect(bad(['drain', 'p1', '--deadline-ms=-1'])).toMatchObject({ exitCode: 1, message: '--deadline-ms must be an integer from 0 to 3600000' });
+    expect(bad(['reload', 'p1', 'm', '--sha256', 'XYZ'])).toMatchObject({ exitCode: 1, message: '--sha256 must be 64 lowercase hex digits' });
+    expect(bad(['frob']).exitCode).toBe(2);
+    expect((bad(['reload', 'p1']) as UsageError).usage).toBe(COMMAND_USAGE.reload);
   });
 });
 

@@ -1,22 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SamplingSchema, formatIssues, type ResponseFormat, type Sampling } from '@llama-orch/contracts';
-import { CliError } from './errors.js';
+import { CliError, UsageError } from './errors.js';
 import type { Target } from './http.js';
+import { COMMANDS, COMMAND_USAGE, USAGE, type CommandName } from './usage.js';
 
-export const USAGE = `llorch — llama-orch command line
-
-  llorch up [--config requirements/cpu-dev.yaml] [--addr 127.0.0.1:8080]
-        start orchestratord + one pool-managerd; Ctrl-C stops both (and their engines)
-  llorch submit "<message>" [--system "<text>"] [--raw] [--model synthetic:llama] [--max-tokens 64]
-        [--seed N] [--temperature T] [--top-p P] [--stop S]... [--json-schema FILE] [--batch]
-        send a chat message (rendered with the model's chat template) and print the answer as it
-        streams; --raw sends the text as a plain completion prompt instead
-  llorch status        nodes, pools and the admission queue
-  llorch nodes         registered nodes
-
-Global: --url (env LLORCH_URL, default http://127.0.0.1:8080), --token (env LLORCH_API_TOKEN)`;
+export { USAGE, COMMAND_USAGE } from './usage.js';
 
 /** What `llorch submit` was asked to send (before the JSON schema file is read). */
 export interface SubmitArgs {
@@ -37,68 +27,136 @@ export interface SubmitArgs {
 }
 
 export type CommandLine =
-  | { command: 'help'; exitCode: number }
+  | { command: 'help'; text: string }
+  | { command: 'version' }
   | { command: 'up'; target: Target; config: string | undefined; addr: string; token: string | undefined }
-  | { command: 'submit'; target: Target; submit: SubmitArgs }
-  | { command: 'status' | 'nodes'; target: Target };
+  | { command: 'submit'; target: Target; submit: SubmitArgs; json: boolean }
+  | { command: 'status' | 'nodes' | 'models'; target: Target; json: boolean }
+  | { command: 'cancel'; target: Target; taskId: string }
+  | { command: 'drain'; target: Target; poolId: string; deadlineMs: number }
+  | { command: 'reload'; target: Target; poolId: string; modelRef: string; sha256: string | undefined; deadlineMs: number };
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+const TARGET: Options = { url: { type: 'string' }, token: { type: 'string' }, help: { type: 'boolean', short: 'h' } };
+const JSON_OPT: Options = { json: { type: 'boolean' } };
+const DEADLINE: Options = { 'deadline-ms': { type: 'string' } };
+
+/** Each command's flags; anything else is a usage error naming the flag (strict parsing). */
+const COMMAND_OPTIONS: Readonly<Record<CommandName, Options>> = {
+  up: { config: { type: 'string' }, addr: { type: 'string' }, token: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  submit: {
+    ...TARGET, ...JSON_OPT,
+    model: { type: 'string' }, 'max-tokens': { type: 'string' }, seed: { type: 'string' }, batch: { type: 'boolean' },
+    raw: { type: 'boolean' }, system: { type: 'string' }, temperature: { type: 'string' }, 'top-p': { type: 'string' },
+    stop: { type: 'string', multiple: true }, 'json-schema': { type: 'string' },
+  },
+  status: { ...TARGET, ...JSON_OPT },
+  nodes: { ...TARGET, ...JSON_OPT },
+  models: { ...TARGET, ...JSON_OPT },
+  cancel: { ...TARGET },
+  drain: { ...TARGET, ...DEADLINE },
+  reload: { ...TARGET, ...DEADLINE, sha256: { type: 'string' } },
+};
+
+/** Flags before any command: `llorch --version`, `llorch --help`, `llorch --url U status`. */
+const TOP_OPTIONS: Options = { ...TARGET, version: { type: 'boolean', short: 'V' } };
+const ALL_OPTIONS: Options = Object.assign({}, TOP_OPTIONS, ...Object.values(COMMAND_OPTIONS)) as Options;
+
+type Values = Record<string, string | boolean | Array<string | boolean> | undefined>;
 
 /**
- * Parses argv (without `node` and the script) into one command; every mistake is a CliError that
- * names the flag, so a typo never reaches orchestratord as a 400.
+ * Parses argv (without `node` and the script) into one command. A wrong command line is a
+ * {@link UsageError} (exit 2) that names the flag or argument; a bad flag value is a CliError
+ * (exit 1) that names the flag, so a typo never reaches orchestratord as a 400.
  */
 export function parseCommandLine(argv: string[], env: Record<string, string | undefined>): CommandLine {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (err) {
-    throw new CliError(`${(err as Error).message}\n\n${USAGE}`);
+  // The command is the first positional; options of any command are skipped with their values.
+  const scan = parseArgs({ args: argv, options: ALL_OPTIONS, strict: false, allowPositionals: true, tokens: true });
+  const first = scan.tokens.find((t) => t.kind === 'positional');
+  if (first === undefined) {
+    const top = strictParse(argv, TOP_OPTIONS, USAGE, false);
+    if (top.values.help === true) return { command: 'help', text: USAGE };
+    if (top.values.version === true) return { command: 'version' };
+    throw new UsageError('missing command', USAGE);
   }
-  const { values, positionals } = parsed;
-  const [command, ...rest] = positionals;
-  if (values.help || !command) return { command: 'help', exitCode: command || values.help ? 0 : 2 };
-  const token = values.token ?? env.LLORCH_API_TOKEN;
-  const target: Target = { url: values.url ?? env.LLORCH_URL ?? `http://${values.addr ?? '127.0.0.1:8080'}`, token };
+  const command = first.value;
+  if (!isCommand(command)) throw new UsageError(`unknown command '${command}'`, USAGE);
+  const usage = COMMAND_USAGE[command];
+  const rest = [...argv.slice(0, first.index), ...argv.slice(first.index + 1)];
+  const { values, positionals } = strictParse(rest, COMMAND_OPTIONS[command], usage, true);
+  if (values.help === true) return { command: 'help', text: usage };
+  const str = (name: string): string | undefined => values[name] as string | undefined;
+  const token = str('token') ?? env.LLORCH_API_TOKEN;
+  const target: Target = { url: str('url') ?? env.LLORCH_URL ?? 'http://127.0.0.1:8080', token };
+  const json = values.json === true;
+  const args = (names: string[]): string[] => {
+    if (positionals.length < names.length) throw new UsageError(`${command} needs ${names.slice(positionals.length).map((n) => `<${n}>`).join(' ')}`, usage);
+    if (positionals.length > names.length) throw new UsageError(`unexpected argument '${positionals[names.length]}'`, usage);
+    return positionals;
+  };
   switch (command) {
-    case 'up':
-      return { command, target, config: values.config, addr: values.addr ?? '127.0.0.1:8080', token };
+    case 'up': {
+      const addr = str('addr') ?? '127.0.0.1:8080';
+      args([]);
+      return { command, target: { url: `http://${addr}`, token }, config: str('config'), addr, token };
+    }
+    case 'submit':
+      return { command, target, json, submit: submitArgs(values, positionals.join(' ')) };
     case 'status':
     case 'nodes':
-      return { command, target };
-    case 'submit':
-      return { command, target, submit: submitArgs(values, rest.join(' ')) };
-    default:
-      throw new CliError(`unknown command '${command}'\n\n${USAGE}`);
+    case 'models':
+      args([]);
+      return { command, target, json };
+    case 'cancel':
+      return { command, target, taskId: args(['task-id'])[0]! };
+    case 'drain':
+      return { command, target, poolId: args(['pool-id'])[0]!, deadlineMs: deadlineMs(str('deadline-ms')) };
+    case 'reload': {
+      const [poolId, modelRef] = args(['pool-id', 'model-ref']);
+      const sha256 = str('sha256');
+      if (sha256 !== undefined && !/^[0-9a-f]{64}$/.test(sha256)) throw new CliError('--sha256 must be 64 lowercase hex digits');
+      return { command, target, poolId: poolId!, modelRef: modelRef!, sha256, deadlineMs: deadlineMs(str('deadline-ms')) };
+    }
   }
 }
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      url: { type: 'string' },
-      token: { type: 'string' },
-      config: { type: 'string' },
-      addr: { type: 'string' },
-      model: { type: 'string' },
-      'max-tokens': { type: 'string' },
-      seed: { type: 'string' },
-      batch: { type: 'boolean' },
-      raw: { type: 'boolean' },
-      system: { type: 'string' },
-      temperature: { type: 'string' },
-      'top-p': { type: 'string' },
-      stop: { type: 'string', multiple: true },
-      'json-schema': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+function isCommand(name: string): name is CommandName {
+  return (COMMANDS as readonly string[]).includes(name);
 }
 
-function submitArgs(values: ReturnType<typeof parse>['values'], text: string): SubmitArgs {
+/** node:util parseArgs in strict mode, its errors turned into one-line UsageErrors. */
+function strictParse(args: string[], options: Options, usage: string, allowPositionals: boolean): { values: Values; positionals: string[] } {
+  try {
+    return parseArgs({ args, options, strict: true, allowPositionals });
+  } catch (err) {
+    const { code, message } = err as { code?: string; message: string };
+    const quoted = /'([^']+)'/.exec(message)?.[1] ?? '';
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new UsageError(`unknown option '${quoted}'`, usage);
+    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw new UsageError(`unexpected argument '${quoted}'`, usage);
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+      const flag = quoted.split(' ')[0] ?? quoted;
+      throw new UsageError(/does not take/.test(message) ? `${flag} does not take a value` : `${flag} needs a value`, usage);
+    }
+    throw new UsageError(message.split('\n')[0] ?? message, usage);
+  }
+}
+
+function deadlineMs(value: string | undefined): number {
+  if (value === undefined) return 30_000;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 3_600_000) throw new CliError('--deadline-ms must be an integer from 0 to 3600000');
+  return n;
+}
+
+function submitArgs(all: Values, text: string): SubmitArgs {
+  const values = all as {
+    raw?: boolean; system?: string; 'max-tokens'?: string; seed?: string; temperature?: string; 'top-p'?: string;
+    stop?: string[]; model?: string; batch?: boolean; 'json-schema'?: string;
+  };
   const raw = values.raw ?? false;
-  if (!text) throw new CliError(`submit needs a ${raw ? 'prompt' : 'message'}: llorch submit "Write a haiku"`);
-  if (raw && values.system !== undefined) throw new CliError('--system applies to chat messages; drop --raw or --system');
+  if (!text) throw new UsageError(`submit needs a ${raw ? 'prompt' : 'message'}: llorch submit "Write a haiku"`, COMMAND_USAGE.submit);
+  if (raw && values.system !== undefined) throw new UsageError('--system applies to chat messages; drop --raw or --system', COMMAND_USAGE.submit);
   const maxTokens = Number(values['max-tokens'] ?? 64);
   if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new CliError('--max-tokens must be a positive integer');
   const seed = values.seed === undefined ? undefined : Number(values.seed);
@@ -108,10 +166,10 @@ function submitArgs(values: ReturnType<typeof parse>['values'], text: string): S
   if (values['top-p'] !== undefined) candidate.top_p = flagNumber('--top-p', values['top-p']);
   if (values.stop !== undefined && values.stop.length > 0) candidate.stop = values.stop;
   const sampling = SamplingSchema.safeParse(candidate);
-  if (!sampling.success) throw new CliError(flagNames(formatIssues(sampling.error)));
+  if (!sampling.success) throw new CliError(flagNames(formatIssues(sampling.error)).split('\n').join('; '));
   return {
     text, raw, system: values.system, model: values.model ?? 'synthetic:llama', maxTokens, seed,
-    priority: values.batch ? 'batch' : 'interactive', sampling: sampling.data, jsonSchemaFile: values['json-schema'],
+    priority: values.batch === true ? 'batch' : 'interactive', sampling: sampling.data, jsonSchemaFile: values['json-schema'],
   };
 }
 

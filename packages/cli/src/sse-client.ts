@@ -1,5 +1,5 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { SseFrameSchema, type SseFrame } from '@llama-orch/contracts';
+import { SseFrameSchema, formatIssues, type SseFrame } from '@llama-orch/contracts';
 import { request, type Dispatcher } from 'undici';
 import { CliError } from './errors.js';
 
@@ -19,7 +19,7 @@ export async function* streamTask(url: string, opts: StreamOptions = {}): AsyncG
   });
   if (res.statusCode !== 200) {
     const body = await res.body.text();
-    throw new CliError(`stream ${url} answered ${res.statusCode}: ${body}`);
+    throw new CliError(`stream ${url} answered ${res.statusCode}: ${body.slice(0, 200).replace(/\s+/g, ' ')}`);
   }
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (e) => queue.push(e) });
@@ -28,10 +28,19 @@ export async function* streamTask(url: string, opts: StreamOptions = {}): AsyncG
     parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
     while (queue.length > 0) {
       const e = queue.shift()!;
-      const frame = SseFrameSchema.parse({ event: e.event, data: JSON.parse(e.data) });
-      yield { ...frame, id: e.id };
-      if (frame.event === 'end' || frame.event === 'error') return;
+      const frame = SseFrameSchema.safeParse({ event: e.event, data: safeJson(e.data) });
+      if (!frame.success) throw new CliError(`unexpected '${e.event ?? 'message'}' event on the stream (${formatIssues(frame.error).split('\n').join('; ')})`);
+      yield { ...frame.data, id: e.id };
+      if (frame.data.event === 'end' || frame.data.event === 'error') return;
     }
   }
   throw new CliError('stream closed before a terminal event');
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }

@@ -6,6 +6,8 @@ import { ClusterPoolListSchema } from '@llama-orch/contracts';
 import { execa, type ResultPromise } from 'execa';
 import { callJson, type Target } from '../http.js';
 import { CliError } from '../errors.js';
+import { PLAIN, type Paint } from '../color.js';
+import { detectPdeathsigPrefix } from '../pdeathsig.js';
 
 export interface UpOptions {
   repoRoot: string;
@@ -20,12 +22,14 @@ export interface UpOptions {
   signal: AbortSignal;
   /** Give up waiting for a ready pool after this long (first run includes the engine build). */
   readyTimeoutMs: number;
+  /** Colours for ERROR/WARN tags of the daemons' lines. @default no colour */
+  paint?: Paint;
 }
 
 type Child = ResultPromise<{ reject: false; stdout: 'pipe'; stderr: 'pipe'; cleanup: true; forceKillAfterDelay: number; env: Record<string, string | undefined> }>;
 
 /** Turns one JSON log line of a daemon into a short human line (or nothing for noise). */
-export function humanLogLine(name: string, line: string): string | undefined {
+export function humanLogLine(name: string, line: string, paint: Paint = PLAIN): string | undefined {
   let rec: Record<string, unknown>;
   try {
     rec = JSON.parse(line) as Record<string, unknown>;
@@ -40,17 +44,17 @@ export function humanLogLine(name: string, line: string): string | undefined {
   const facts = ['pool_id', 'poolId', 'percent', 'pct', 'bytes_done', 'bytes_total', 'url', 'state', 'err']
     .filter((k) => rec[k] !== undefined)
     .map((k) => `${k}=${typeof rec[k] === 'object' ? JSON.stringify((rec[k] as { message?: unknown }).message ?? rec[k]) : String(rec[k])}`);
-  const tag = level >= 50 ? 'ERROR ' : level >= 40 ? 'WARN ' : '';
+  const tag = level >= 50 ? `${paint.red('ERROR')} ` : level >= 40 ? `${paint.yellow('WARN')} ` : '';
   return `[${name}] ${tag}${text}${facts.length ? `  (${facts.join(' ')})` : ''}`;
 }
 
 /** Forwards a child's output as human lines; collapses repeated progress lines to one every 2 s. */
-function relay(name: string, child: Child, out: NodeJS.WritableStream): void {
+function relay(name: string, child: Child, out: NodeJS.WritableStream, paint: Paint): void {
   let lastProgressAt = 0;
   for (const stream of [child.stdout, child.stderr]) {
     if (!stream) continue;
     createInterface({ input: stream }).on('line', (line) => {
-      const text = humanLogLine(name, line);
+      const text = humanLogLine(name, line, paint);
       if (!text) return;
       if (/progress/i.test(text)) {
         const now = Date.now();
@@ -64,8 +68,10 @@ function relay(name: string, child: Child, out: NodeJS.WritableStream): void {
 
 /**
  * `llorch up`: orchestratord + one pool-managerd as two child processes. Returns when both exit;
- * aborting `signal` (Ctrl-C) stops them with SIGTERM, escalating to SIGKILL after 10 s. Engines
- * die with their pool-managerd (it spawns them with a parent-death signal).
+ * aborting `signal` (Ctrl-C) stops them with SIGTERM, escalating to SIGKILL after 10 s. Both are
+ * started through `setpriv --pdeathsig SIGTERM` where it works, so they also stop when this
+ * process dies without a chance to clean up (SIGKILL, OOM kill, a closed terminal); engines die
+ * with their pool-managerd (it spawns them with a parent-death signal too).
  */
 export async function up(opts: UpOptions): Promise<void> {
   const orchMain = join(opts.repoRoot, 'apps', 'orchestratord', 'dist', 'main.js');
@@ -77,12 +83,19 @@ export async function up(opts: UpOptions): Promise<void> {
   const common = { reject: false, stdout: 'pipe', stderr: 'pipe', cleanup: true, forceKillAfterDelay: 10_000 } as const;
   const target: Target = { url: `http://${opts.addr}`, token: opts.token };
 
+  const paint = opts.paint ?? PLAIN;
+  const prefix = await detectPdeathsigPrefix('SIGTERM');
+  if (prefix === undefined) opts.out.write(`${paint.yellow('WARN')} setpriv --pdeathsig is unavailable: if llorch is killed (SIGKILL), the daemons keep running\n`);
+  const [bin, ...lead] = prefix === undefined ? [process.execPath] : [...prefix, process.execPath];
+  const daemon = (args: string[], childEnv: Record<string, string | undefined>): Child =>
+    execa(bin!, [...lead, ...args], { ...common, env: childEnv }) as Child;
+
   opts.out.write(`starting orchestratord on ${target.url}\n`);
-  const orch = execa('node', [orchMain], { ...common, env: { ...env, ORCHD_ADDR: opts.addr } }) as Child;
-  relay('orchestratord', orch, opts.out);
+  const orch = daemon([orchMain], { ...env, ORCHD_ADDR: opts.addr });
+  relay('orchestratord', orch, opts.out, paint);
   opts.out.write(`starting pool-managerd with ${opts.config} (first run builds llama-server from source: ~5 min on 2 cores)\n`);
-  const pool = execa('node', [poolMain, '--config', opts.config], { ...common, env }) as Child;
-  relay('pool-managerd', pool, opts.out);
+  const pool = daemon([poolMain, '--config', opts.config], env);
+  relay('pool-managerd', pool, opts.out, paint);
 
   const children = [orch, pool];
   const stop = (): void => {

@@ -1,0 +1,102 @@
+/** The commands `llorch` knows, in the order the overview lists them. */
+export const COMMANDS = ['up', 'submit', 'status', 'nodes', 'models', 'cancel', 'drain', 'reload'] as const;
+export type CommandName = (typeof COMMANDS)[number];
+
+const TARGET = `  --url URL        orchestratord (env LLORCH_URL; default http://127.0.0.1:8080)
+  --token TOKEN    API token (env LLORCH_API_TOKEN)`;
+const JSON_FLAG = '  --json           one JSON document on stdout instead of tables';
+const HELP_FLAG = '  -h, --help       this help';
+
+/** Per-command help (`llorch <command> --help`), also printed under a usage error of that command. */
+export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
+  up: `usage: llorch up [--config FILE] [--addr HOST:PORT] [--token TOKEN]
+
+Starts orchestratord and one pool-managerd as child processes and waits until every pool is
+ready. Ctrl-C (or SIGTERM) stops both and their engines; they also die with llorch when it is
+killed (parent-death signal through setpriv where available).
+
+  --config FILE    pool-managerd config (default requirements/cpu-dev.yaml)
+  --addr H:P       orchestratord listen address (default 127.0.0.1:8080)
+  --token TOKEN    API token both daemons use (env LLORCH_API_TOKEN)
+${HELP_FLAG}`,
+  submit: `usage: llorch submit "<message>" [options]
+
+Sends a chat message (rendered with the model's chat template) and prints the answer as it
+streams; the summary goes to stderr. Ctrl-C cancels the task and exits 130.
+
+  --raw            send the text as a plain completion prompt instead of a chat message
+  --system TEXT    system message before the user message (chat only)
+  --model REF      model (default synthetic:llama)
+  --max-tokens N   most tokens to generate (default 64)
+  --seed N         sampling seed
+  --temperature T  sampling temperature (0..2)
+  --top-p P        nucleus sampling (0..1)
+  --stop S         stop string; repeat for several
+  --json-schema F  the answer must match the JSON Schema in file F
+  --batch          batch priority (default interactive)
+${JSON_FLAG.replace('instead of tables', 'with the final answer instead of streaming')}
+${TARGET}
+${HELP_FLAG}`,
+  status: `usage: llorch status [--json]
+
+Nodes, pools and the admission queue.
+
+${JSON_FLAG}
+${TARGET}
+${HELP_FLAG}`,
+  nodes: `usage: llorch nodes [--json]
+
+Registered nodes.
+
+${JSON_FLAG}
+${TARGET}
+${HELP_FLAG}`,
+  models: `usage: llorch models [--json]
+
+Models the cluster knows (GET /v2/catalog/models): served by a pool or registered.
+
+${JSON_FLAG}
+${TARGET}
+${HELP_FLAG}`,
+  cancel: `usage: llorch cancel <task-id>
+
+Cancels a queued or running task (POST /v2/tasks/{id}/cancel).
+
+${TARGET}
+${HELP_FLAG}`,
+  drain: `usage: llorch drain <pool-id> [--deadline-ms MS]
+
+Drains a pool: no new work; in-flight work may run until the deadline, then the engine stops.
+
+  --deadline-ms MS in-flight work's deadline (default 30000)
+${TARGET}
+${HELP_FLAG}`,
+  reload: `usage: llorch reload <pool-id> <model-ref> [--sha256 HEX] [--deadline-ms MS]
+
+Reloads a pool with another model; on failure the old engine is restored.
+
+  --sha256 HEX     expected SHA-256 of the new model
+  --deadline-ms MS in-flight work's deadline before the switch (default 30000)
+${TARGET}
+${HELP_FLAG}`,
+};
+
+/** `llorch --help`: every command in one screen. */
+export const USAGE = `llorch — llama-orch command line
+
+usage: llorch <command> [options]      llorch <command> --help for its options
+
+  up                         start orchestratord + one pool-managerd (Ctrl-C stops both)
+  submit "<message>"         send a chat message (or --raw prompt) and stream the answer
+  status                     nodes, pools and the admission queue
+  nodes                      registered nodes
+  models                     models the cluster serves or knows
+  cancel <task-id>           cancel a task
+  drain <pool-id>            drain a pool
+  reload <pool-id> <model>   reload a pool with another model
+
+  --json on status, nodes, models and submit prints one JSON document.
+  -V, --version  print the version       -h, --help  this help
+
+Global: --url (env LLORCH_URL, default http://127.0.0.1:8080), --token (env LLORCH_API_TOKEN)
+Colour only on a terminal, never with NO_COLOR set. Exit codes: 0 ok, 1 error, 2 usage, 130 interrupted.`;
