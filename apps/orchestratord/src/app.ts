@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { OrchestratorConfig } from '@llama-orch/contracts';
+import type { OrchestratorConfig, Readiness } from '@llama-orch/contracts';
 import { closeAll } from '@llama-orch/daemon-support';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -21,6 +21,7 @@ import { controlRoutes } from './http/routes/control.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { nodesRoutes } from './http/routes/nodes.js';
 import { openAiRoutes } from './http/routes/openai.js';
+import { PROBE_PATHS, probeRoutes } from './http/routes/probes.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { streamRoutes } from './http/routes/streams.js';
 import { NodeRegistry } from './registry/node-registry.js';
@@ -132,9 +133,17 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   };
   app.decorate('services', services);
 
+  // Not ready from the first moment of the close (before tasks end): load balancers stop sending.
+  let closing = false;
+  const readiness = (): Readiness => {
+    if (closing) return { status: 'not_ready', reason: 'shutting down' };
+    if (!app.server.listening) return { status: 'not_ready', reason: 'not listening' };
+    return { status: 'ready' };
+  };
   // preClose runs before the server stops accepting and waits for connections: ending every task
   // here writes the terminal frames that let open SSE responses finish, so close() can complete.
   app.addHook('preClose', async () => {
+    closing = true;
     await tasks.close();
   });
   // Each of these is closed even when another fails; any failure fails app.close().
@@ -149,7 +158,8 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
 
   await app.register(correlationPlugin);
   await app.register(errorsPlugin);
-  await app.register(authPlugin, { token: config.api_token });
+  await app.register(authPlugin, { token: config.api_token, openPaths: ['/metrics', ...PROBE_PATHS] });
+  await app.register(probeRoutes, { readiness });
   await app.register(metricsRoutes, { services });
   await app.register(nodesRoutes, { services });
   await app.register(admissionRoutes, { services });

@@ -10,6 +10,7 @@ import { sendError } from './http/error-envelope.js';
 import { errorHandlerPlugin } from './http/error-handler.js';
 import { metricsRoute } from './http/metrics-route.js';
 import { poolRoutes } from './http/pool-routes.js';
+import { PROBE_PATHS, probeRoutes } from './http/probe-routes.js';
 import type { PoolManager } from './pools/pool-manager.js';
 
 export interface AppDeps {
@@ -27,6 +28,7 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
   const app = Fastify(fastifyOptions(deps, config)).withTypeProvider<ZodTypeProvider>();
   await registerCommon(app as unknown as FastifyInstance, deps);
   await app.register(metricsRoute, { registry: deps.manager.metrics.registry });
+  await app.register(probeRoutes, { manager: deps.manager });
   await app.register(poolRoutes, { manager: deps.manager });
   await app.register(completionsRoute, { manager: deps.manager });
   return app;
@@ -81,7 +83,7 @@ async function registerCommon(app: FastifyInstance, deps: AppDeps): Promise<void
     done();
   });
   await app.register(errorHandlerPlugin);
-  await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics'] });
+  await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics', ...PROBE_PATHS] });
 }
 
 export type PoolManagerApp = Awaited<ReturnType<typeof buildApp>>;

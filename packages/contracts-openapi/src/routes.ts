@@ -6,6 +6,7 @@ import {
   PoolHealthSchema, PoolOperationResponseSchema, PoolStatusListSchema, PoolStatusSchema, ReloadRequestSchema, SessionInfoSchema,
   SSE_EVENTS, SseFrameSchema, TaskRequestSchema, ChatCompletionRequestSchema, ChatCompletionSchema, ChatCompletionChunkSchema,
   CompletionRequestSchema, CompletionSchema, OpenAiErrorSchema, OpenAiModelListSchema, OpenAiModelSchema,
+  LivenessSchema, ManagerReadinessSchema, ReadinessSchema,
 } from '@llama-orch/contracts';
 
 /** One HTTP route of a service, described once for the generated OpenAPI documents. */
@@ -80,8 +81,20 @@ export const OPENAI: RouteSpec[] = [
     ok: { status: 200, schema: OpenAiModelSchema }, errors: [...withAuth, 404], errorSchema: OpenAiErrorSchema },
 ];
 
+/** Probes: no auth (load balancers, kubelets and watchdogs carry no token), answered from memory. */
+function probes(readiness: z.ZodType, readyText: string): RouteSpec[] {
+  return [
+    { method: 'get', path: '/healthz', summary: 'Liveness: the process serves (no auth)', auth: false,
+      ok: { status: 200, schema: LivenessSchema }, errors: [] },
+    { method: 'get', path: '/readyz', summary: `Readiness: ${readyText} (no auth)`, auth: false,
+      ok: { status: 200, schema: readiness, description: 'Ready.' },
+      alt: { status: 503, contentType: 'application/json', schema: readiness, description: 'Not ready (`reason` says why); `Retry-After: 1`.' }, errors: [] },
+  ];
+}
+
 /** Operator API of orchestratord. */
 export const CONTROL_PLANE: RouteSpec[] = [
+  ...probes(ReadinessSchema, 'able to admit tasks (listening, not shutting down); 503 otherwise'),
   { method: 'get', path: '/v2/meta/capabilities', summary: 'What the cluster serves now', auth: true,
     ok: { status: 200, schema: CapabilitiesSchema }, errors: withAuth },
   { method: 'get', path: '/v2/pools', summary: 'All pools of all nodes', auth: true,
@@ -118,6 +131,7 @@ export const NODES: RouteSpec[] = [
 
 /** HTTP API of pool-managerd, used by orchestratord and operators. */
 export const POOL_MANAGER: RouteSpec[] = [
+  ...probes(ManagerReadinessSchema, 'the API serves and no pool is still in its first provisioning; failed pools are listed, not a cause; 503 otherwise'),
   { method: 'get', path: '/health', summary: 'Daemon health', auth: true,
     ok: { status: 200, schema: ManagerHealthSchema }, errors: withAuth },
   { method: 'get', path: '/v2/pools', summary: 'Pools of this node', auth: true,

@@ -59,3 +59,5 @@ export {
   OpenAiModelSchema, OpenAiModelListSchema, OpenAiErrorSchema,
 } from './openai.js';
 export type { ChatCompletionRequest, CompletionRequest, Usage, OpenAiModel, OpenAiError } from './openai.js';
+export { LivenessSchema, ReadinessSchema, ProbePoolSchema, ManagerReadinessSchema } from './probes.js';
+export type { Liveness, Readiness, ManagerReadiness } from './probes.js';

@@ -28,6 +28,9 @@ const TRANSITIONS: Readonly<Record<PoolState, readonly PoolState[]>> = Object.fr
   failed: ['failed', 'provisioning', 'starting', 'ready', 'stopped'],
 });
 
+/** The states of a pool's bring-up (see {@link PoolStateMachine.firstProvisioning}). */
+const BRINGING_UP: ReadonlySet<PoolState> = new Set<PoolState>(['provisioning', 'starting']);
+
 export function canTransition(from: PoolState, to: PoolState): boolean {
   return TRANSITIONS[from].includes(to);
 }
@@ -52,6 +55,7 @@ export class PoolStateMachine {
   #reason: string | undefined;
   #updatedAt: Date;
   #operation: PoolOperation | undefined;
+  #broughtUp: boolean;
   readonly #clock: Pick<Clock, 'now'>;
   readonly #listeners = new Set<(change: PoolStateChange) => void>();
 
@@ -61,6 +65,16 @@ export class PoolStateMachine {
     this.#state = initial;
     this.#reason = reason;
     this.#updatedAt = new Date(clock.now());
+    this.#broughtUp = !BRINGING_UP.has(initial);
+  }
+
+  /**
+   * Still in its first provisioning: since it was created the pool has only been `provisioning` or
+   * `starting` (never ready, failed, stopped or draining). A restart or reload later is not this.
+   * pool-managerd's `/readyz` waits for no pool to be in it.
+   */
+  get firstProvisioning(): boolean {
+    return !this.#broughtUp;
   }
 
   get state(): PoolState {
@@ -85,6 +99,7 @@ export class PoolStateMachine {
     const from = this.#state;
     if (!canTransition(from, to)) throw new InvalidTransitionError(this.poolId, from, to);
     this.#state = to;
+    if (!BRINGING_UP.has(to)) this.#broughtUp = true;
     this.#reason = reason;
     this.#updatedAt = new Date(this.#clock.now());
     const change: PoolStateChange = { from, to, reason, at: this.#updatedAt };
