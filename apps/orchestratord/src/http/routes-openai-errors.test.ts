@@ -192,8 +192,8 @@ describe('/v1 errors and request fields', () => {
     const sid = '6f1c1a5e-8d4b-4c2e-9a61-0b7c2d3e4f50';
     await c.client.chat.completions.create({ model: 'tiny-chat', messages: user('x'), max_tokens: 2 }, { headers: { 'X-Session-Id': sid } });
     const metrics = await fetch(`${c.url}/metrics`).then((r) => r.text());
-    expect(metrics).toMatch(/tasks_enqueued_total\{engine="llamacpp",priority="batch"\} 2/);
-    expect(metrics).toMatch(/tasks_enqueued_total\{engine="llamacpp",priority="interactive"\} 3/);
+    expect(metrics).toMatch(/llorch_tasks_enqueued_total\{engine="llamacpp",priority="batch"\} 2/);
+    expect(metrics).toMatch(/llorch_tasks_enqueued_total\{engine="llamacpp",priority="interactive"\} 3/);
     const session = await fetch(`${c.url}/v2/sessions/${sid}`, { headers: c.t.auth }).then((r) => r.json());
     expect(session).toMatchObject({ session_id: sid, turns: 1, tokens_out: 2 });
     // Both of alice's requests counted in one session, whose id is a stable hash of the user.

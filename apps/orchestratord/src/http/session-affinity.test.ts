@@ -84,8 +84,8 @@ describe('session affinity across turns', () => {
     expect(t4.usage?.prompt_tokens_details?.cached_tokens).toBe(t3.usage?.prompt_tokens);
     // Turns 2 and 4 stayed, turn 3 moved (turn 1 and the anonymous task had no session pool yet).
     const metrics = await fetch(`${cl.url}/metrics`).then((r) => r.text());
-    expect(metrics).toMatch(/placement_session_affinity_total\{outcome="kept"\} 2/);
-    expect(metrics).toMatch(/placement_session_affinity_total\{outcome="moved"\} 1/);
+    expect(metrics).toMatch(/llorch_placement_session_affinity_total\{outcome="kept"\} 2/);
+    expect(metrics).toMatch(/llorch_placement_session_affinity_total\{outcome="moved"\} 1/);
   });
 
   it('the /v2 door keys affinity by session_id, and the X-Session-Id header keys it on /v1', async () => {

@@ -88,11 +88,11 @@ describe('SSE relay over real sockets with fixture nodes', () => {
 
     // Counters moved by exactly what happened; the session counted the turn.
     const metrics = await (await request(`${c.url}/metrics`)).body.text();
-    expect(metrics).toMatch(/tokens_out_total\{engine="llamacpp",engine_version="b1-test",pool_id="p"\} 5/);
-    expect(metrics).toMatch(/tasks_started_total\{engine="llamacpp",engine_version="b1-test",pool_id="p",priority="interactive"\} 1/);
-    expect(metrics).toMatch(/latency_first_token_ms_count\{[^}]*\} 1/);
+    expect(metrics).toMatch(/llorch_tokens_out_total\{engine="llamacpp",engine_version="b1-test",pool_id="p"\} 5/);
+    expect(metrics).toMatch(/llorch_tasks_started_total\{engine="llamacpp",engine_version="b1-test",pool_id="p",priority="interactive"\} 1/);
+    expect(metrics).toMatch(/llorch_task_first_token_seconds_count\{[^}]*\} 1/);
     const again = await (await request(`${c.url}/metrics`)).body.text();
-    expect(again.match(/tokens_out_total\{[^}]*\} \d+/g)).toEqual(metrics.match(/tokens_out_total\{[^}]*\} \d+/g));
+    expect(again.match(/llorch_tokens_out_total\{[^}]*\} \d+/g)).toEqual(metrics.match(/llorch_tokens_out_total\{[^}]*\} \d+/g));
     const session = await request(`${c.url}/v2/sessions/${(task.body as { task_id: string }).task_id}`, { headers: c.t.auth });
     expect(session.statusCode).toBe(404); // task id is not a session id
     await session.body.dump();
@@ -162,7 +162,7 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(end?.data.tokens_out).toBe(tokenFrames.length);
     expect(resumed.frames.filter((f) => f.id > (end?.id ?? 0))).toEqual([]);
     const metrics = await (await request(`${c.url}/metrics`)).body.text();
-    expect(metrics).toMatch(/tasks_canceled_total\{engine="llamacpp",pool_id="p",reason="disconnect"\} 1/);
+    expect(metrics).toMatch(/llorch_tasks_canceled_total\{engine="llamacpp",pool_id="p",reason="disconnect"\} 1/);
   });
 
   it('a node with an h2c dispatch URL: past the HTTP/1.1 share every dispatch rides one HTTP/2 connection; a cancel closes only its own stream', async () => {
@@ -234,7 +234,7 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(n1.dispatches).toHaveLength(2);
     expect(n2.dispatches).toHaveLength(2);
     const metrics = await (await request(`${c.url}/metrics`)).body.text();
-    expect(metrics).toMatch(/tasks_replaced_total\{reason="WORKER_RESET"\} 2/);
+    expect(metrics).toMatch(/llorch_tasks_replaced_total\{reason="WORKER_RESET"\} 2/);
   });
 
   it.each([['HTTP/1.1', false], ['h2c', true]])('a node that drops the connection after the first token (%s): error WORKER_RESET (retriable), no re-placement', async (_proto, h2c) => {

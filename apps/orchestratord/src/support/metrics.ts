@@ -1,8 +1,10 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
- * Prometheus series of orchestratord (names from the upstream metrics contract). Counters move only
- * on real events; gauges are computed at scrape time from live state, so scraping changes nothing.
+ * Prometheus series of orchestratord, named by the prometheus.io conventions: one `llorch_` prefix,
+ * base units (seconds), `_total` on counters only, no per-task labels (README "Metrics" lists the
+ * renames). Counters move only on real events; gauges are computed at scrape time from live state,
+ * so scraping changes nothing. The process and Node.js runtime series keep their standard names.
  */
 export interface OrchdMetrics {
   readonly tasksEnqueued: Counter<'engine' | 'priority'>;
@@ -21,8 +23,10 @@ export interface OrchdMetrics {
   readonly nodeRegistrations: Counter<'outcome'>;
   readonly nodeHeartbeats: Counter<'outcome'>;
   readonly nodeDeregistrations: Counter<'outcome'>;
-  readonly latencyFirstToken: Histogram<'engine' | 'engine_version' | 'pool_id' | 'priority'>;
-  readonly latencyDecode: Histogram<'engine' | 'engine_version' | 'pool_id' | 'priority'>;
+  /** Admission → first token, observed in seconds. */
+  readonly firstTokenSeconds: Histogram<'engine' | 'engine_version' | 'pool_id' | 'priority'>;
+  /** Engine decode time (`end.decode_ms`), observed in seconds. */
+  readonly decodeSeconds: Histogram<'engine' | 'engine_version' | 'pool_id' | 'priority'>;
 }
 
 /** Live values read at scrape time. */
@@ -34,8 +38,9 @@ export interface MetricsSources {
 
 export function createMetrics(registry: Registry, sources: MetricsSources): OrchdMetrics {
   const registers = [registry];
+  registerProcessMetrics(registry);
   new Gauge({
-    name: 'queue_depth',
+    name: 'llorch_queue_depth',
     help: 'Tasks waiting in the admission queue.',
     labelNames: ['engine', 'priority'] as const,
     registers,
@@ -47,7 +52,7 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
     },
   });
   new Gauge({
-    name: 'orchd_nodes_online',
+    name: 'llorch_nodes_online',
     help: 'Nodes whose heartbeats are current.',
     registers,
     collect() {
@@ -55,7 +60,7 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
     },
   });
   new Gauge({
-    name: 'orchd_pools_available',
+    name: 'llorch_pools_available',
     help: 'Pools that can take a task now (ready, not draining, free slot, node online).',
     registers,
     collect() {
@@ -63,7 +68,7 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
     },
   });
   new Gauge({
-    name: 'active_leases',
+    name: 'llorch_active_leases',
     help: 'Slots leased by orchestratord per pool.',
     labelNames: ['pool_id', 'node_id'] as const,
     registers,
@@ -74,62 +79,82 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
   });
   return {
     sessionAffinity: new Counter({
-      name: 'placement_session_affinity_total',
+      name: 'llorch_placement_session_affinity_total',
       help: 'Placements of tasks whose session ran before: kept on the session\'s last pool, or moved elsewhere (it was busy or gone).',
       labelNames: ['outcome'] as const,
       registers,
     }),
-    tasksEnqueued: new Counter({ name: 'tasks_enqueued_total', help: 'Tasks admitted into the queue.', labelNames: ['engine', 'priority'] as const, registers }),
+    tasksEnqueued: new Counter({ name: 'llorch_tasks_enqueued_total', help: 'Tasks admitted into the queue.', labelNames: ['engine', 'priority'] as const, registers }),
     tasksStarted: new Counter({
-      name: 'tasks_started_total',
+      name: 'llorch_tasks_started_total',
       help: 'Tasks whose dispatch a node accepted (stream opened).',
       labelNames: ['engine', 'engine_version', 'pool_id', 'priority'] as const,
       registers,
     }),
     tasksCanceled: new Counter({
-      name: 'tasks_canceled_total',
+      name: 'llorch_tasks_canceled_total',
       help: 'Tasks ended by cancel (client request or disconnect).',
       labelNames: ['engine', 'pool_id', 'reason'] as const,
       registers,
     }),
-    tasksRejected: new Counter({ name: 'tasks_rejected_total', help: 'Tasks refused or evicted at admission, by error code.', labelNames: ['engine', 'reason'] as const, registers }),
-    tasksFailed: new Counter({ name: 'tasks_failed_total', help: 'Admitted tasks that ended with an error frame, by code.', labelNames: ['engine', 'code'] as const, registers }),
+    tasksRejected: new Counter({ name: 'llorch_tasks_rejected_total', help: 'Tasks refused or evicted at admission, by error code.', labelNames: ['engine', 'reason'] as const, registers }),
+    tasksFailed: new Counter({ name: 'llorch_tasks_failed_total', help: 'Admitted tasks that ended with an error frame, by code.', labelNames: ['engine', 'code'] as const, registers }),
     tokensOut: new Counter({
-      name: 'tokens_out_total',
+      name: 'llorch_tokens_out_total',
       help: 'Tokens generated: the sum of end.tokens_out of every ended task.',
       labelNames: ['engine', 'engine_version', 'pool_id'] as const,
       registers,
     }),
     backpressureEvents: new Counter({
-      name: 'admission_backpressure_events_total',
+      name: 'llorch_admission_backpressure_events_total',
       help: 'Full-queue events by policy.',
       labelNames: ['engine', 'policy'] as const,
       registers,
     }),
     placementDecisions: new Counter({
-      name: 'placement_decisions_total',
+      name: 'llorch_placement_decisions_total',
       help: 'Placement outcomes (no_capacity counted once per task that had to wait).',
       labelNames: ['outcome', 'pinned', 'fallback'] as const,
       registers,
     }),
-    sessionsEvicted: new Counter({ name: 'orchd_sessions_evicted_total', help: 'Idle sessions evicted before their TTL because ORCHD_SESSION_MAX were kept.', registers }),
-    replacements: new Counter({ name: 'tasks_replaced_total', help: 'Tasks re-placed after a node failed before their first token.', labelNames: ['reason'] as const, registers }),
-    nodeRegistrations: new Counter({ name: 'orchd_node_registrations_total', help: 'Node registrations.', labelNames: ['outcome'] as const, registers }),
-    nodeHeartbeats: new Counter({ name: 'orchd_node_heartbeats_total', help: 'Node heartbeats.', labelNames: ['outcome'] as const, registers }),
-    nodeDeregistrations: new Counter({ name: 'orchd_node_deregistrations_total', help: 'Node deregistrations.', labelNames: ['outcome'] as const, registers }),
-    latencyFirstToken: new Histogram({
-      name: 'latency_first_token_ms',
-      help: 'Admission to first token, ms.',
+    sessionsEvicted: new Counter({ name: 'llorch_sessions_evicted_total', help: 'Idle sessions evicted before their TTL because ORCHD_SESSION_MAX were kept.', registers }),
+    replacements: new Counter({ name: 'llorch_tasks_replaced_total', help: 'Tasks re-placed after a node failed before their first token.', labelNames: ['reason'] as const, registers }),
+    nodeRegistrations: new Counter({ name: 'llorch_node_registrations_total', help: 'Node registrations.', labelNames: ['outcome'] as const, registers }),
+    nodeHeartbeats: new Counter({ name: 'llorch_node_heartbeats_total', help: 'Node heartbeats.', labelNames: ['outcome'] as const, registers }),
+    nodeDeregistrations: new Counter({ name: 'llorch_node_deregistrations_total', help: 'Node deregistrations.', labelNames: ['outcome'] as const, registers }),
+    firstTokenSeconds: new Histogram({
+      name: 'llorch_task_first_token_seconds',
+      help: 'Admission to first token, seconds.',
       labelNames: ['engine', 'engine_version', 'pool_id', 'priority'] as const,
-      buckets: [50, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000],
+      buckets: [0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10],
       registers,
     }),
-    latencyDecode: new Histogram({
-      name: 'latency_decode_ms',
-      help: 'Engine decode time of ended tasks (end.decode_ms), ms.',
+    decodeSeconds: new Histogram({
+      name: 'llorch_task_decode_seconds',
+      help: 'Engine decode time of ended tasks (end.decode_ms), seconds.',
       labelNames: ['engine', 'engine_version', 'pool_id', 'priority'] as const,
-      buckets: [250, 500, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 12000],
+      buckets: [0.25, 0.5, 1, 1.5, 2, 3, 4, 6, 8, 12],
       registers,
     }),
   };
+}
+
+let processMetrics: Registry | undefined;
+
+/**
+ * The standard process and Node.js runtime series (prom-client's default metrics: `process_*`,
+ * `nodejs_*`, under their conventional names, which dashboards and alerts for any Node service
+ * expect) in `registry`. They are collected once per process — each collection starts an event-loop
+ * delay monitor and a GC observer that are never stopped — and the same metric objects are
+ * registered in every app registry of the process.
+ */
+export function registerProcessMetrics(registry: Registry): void {
+  if (processMetrics === undefined) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics });
+  }
+  for (const { name } of processMetrics.getMetricsAsArray()) {
+    const metric = processMetrics.getSingleMetric(name);
+    if (metric !== undefined && registry.getSingleMetric(name) === undefined) registry.registerMetric(metric);
+  }
 }

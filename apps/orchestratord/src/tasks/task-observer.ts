@@ -88,9 +88,9 @@ export class TaskObserver {
 
   firstToken(task: TaskRecord, view: PoolView, now: number): void {
     const sinceAdmission = now - task.admittedAt;
-    this.#metrics.latencyFirstToken.observe(
+    this.#metrics.firstTokenSeconds.observe(
       { engine: ENGINE, engine_version: view.snapshot.engine_version, pool_id: view.pool_id, priority: task.request.priority },
-      sinceAdmission,
+      sinceAdmission / 1000,
     );
     this.#predictor.observeFirstToken(view.node_id, view.pool_id, now - (task.dispatchedAt ?? now));
     task.log.info({ pool_id: view.pool_id, node_id: view.node_id, first_token_ms: sinceAdmission, human: `Streaming task ${task.id} from pool ${view.pool_id}; first token after ${sinceAdmission} ms` }, 'stream started');
@@ -99,7 +99,7 @@ export class TaskObserver {
   /** The node ended the task. */
   finished(task: TaskRecord, view: PoolView, ev: EndDispatchEvent): void {
     this.#predictor.observeEnd(view.node_id, view.pool_id, ev.tokens_out, ev.decode_ms);
-    this.#metrics.latencyDecode.observe({ engine: ENGINE, engine_version: ev.engine_version, pool_id: ev.pool_id, priority: task.request.priority }, ev.decode_ms);
+    this.#metrics.decodeSeconds.observe({ engine: ENGINE, engine_version: ev.engine_version, pool_id: ev.pool_id, priority: task.request.priority }, ev.decode_ms / 1000);
     task.log.info({
       pool_id: ev.pool_id, node_id: ev.node_id, tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, stop_type: ev.stop_type,
       human: `Task ${task.id} finished on pool ${ev.pool_id}: ${ev.tokens_out} token(s) in ${Math.round(ev.decode_ms)} ms (${ev.stop_type})`,
