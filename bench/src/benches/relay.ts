@@ -9,7 +9,7 @@ import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { startPassthroughProxy } from '../lib/fixture.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import { cpuSeconds } from '../lib/proc.js';
-import { addedOver, RelayVariant, type MeteredProcess } from '../lib/relay-variants.js';
+import { addedOver, RelayVariant, singleRequestGeneration, type MeteredProcess } from '../lib/relay-variants.js';
 import type { BenchOutcome } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
 import { directBody, directGeneration, poolManagerdGeneration, relayGeneration, type TimedGeneration } from '../lib/streams.js';
@@ -75,6 +75,7 @@ export const relayBench: Bench = {
       const v = {
         direct: new RelayVariant('direct', []),
         relay: new RelayVariant('relay', [mOrch, mPm]),
+        single: new RelayVariant('single', [mOrch, mPm]),
         pool: new RelayVariant('pool', [mPm]),
         nginx1: new RelayVariant('nginx1', [mInner]),
         nginx2: new RelayVariant('nginx2', [mOuter, mInner]),
@@ -97,6 +98,7 @@ export const relayBench: Bench = {
           case 'floor': return directGeneration(floorOuter.url, body, agent, undefined, false);
           case 'pool': return poolManagerdGeneration(pm.daemon.url, 'relay', token, { prompt: PROMPT, max_tokens: maxTokens, seed }, agent);
           case 'relay': return relayGeneration({ ...task, seed }, agent);
+          case 'single': return singleRequestGeneration({ ...task, seed }, agent);
         }
       };
       let mismatches = 0;
@@ -125,6 +127,7 @@ export const relayBench: Bench = {
       await agent.close();
 
       const relay = addedOver(v.relay, v.direct);
+      const single = addedOver(v.single, v.direct);
       const ngx2 = addedOver(v.nginx2, v.direct);
       const ngx1 = addedOver(v.nginx1, v.direct);
       const pool = addedOver(v.pool, v.direct);
@@ -144,6 +147,7 @@ export const relayBench: Bench = {
           '(synthetic model, 1 slot, 1 thread), rotating which variant goes first: direct = POST <engine_url>/completion with the ' +
           'body the adapter sends ({prompt, n_predict, stream, cache_prompt:false, seed, temperature:0}); relay = POST /v2/tasks ' +
           '(determinism strict, same seed) then GET the SSE stream immediately after the 202, through orchestratord → pool-managerd; ' +
+          'single-request /v2 stream = the same task POSTed with Accept: text/event-stream (the frames in the admission response); ' +
           'pool-managerd alone = its POST /v2/pools/{id}/completions (NDJSON), to split the added time between the hops; ' +
           `nginx = Debian's nginx (${nginxVersion(nginxBin)}, one worker each, proxy_buffering off) in the daemons' places: two hops = ` +
           'outer (keeps its connection to the inner hop) → inner (a new connection to the engine per request, like the adapter), ' +
@@ -176,6 +180,10 @@ export const relayBench: Bench = {
           itl_p99_over_nginx: { label: 'relay − two nginx hops: added inter-token p99', value: relay.itlP99 - ngx2.itlP99, unit: ms },
           tps_vs_nginx: { label: 'relay tokens/s ÷ two nginx hops\' (median)', value: v.relay.rate().p50 / v.nginx2.rate().p50, unit: '×' },
           cpu_vs_nginx: { label: 'relay CPU per token ÷ two nginx hops\'', value: (cpuRelay.total as number) / (cpuNginx2.total as number), unit: '×' },
+          single_ttft_added_p50: { label: 'single-request /v2 stream (POST with Accept: text/event-stream): added TTFT p50', value: single.ttftP50, unit: ms },
+          single_ttft_added_p99: { label: 'single-request /v2 stream: added TTFT p99', value: single.ttftP99, unit: ms },
+          single_itl_added_p99: { label: 'single-request /v2 stream: added inter-token p99', value: single.itlP99, unit: ms },
+          single_cpu_us_per_token: { label: 'single-request /v2 stream: CPU per token, both daemons', value: v.single.cpuUsPerToken().total as number, unit: 'µs' },
           ttft_pool_managerd_p50: { label: 'pool-managerd\'s hop alone (its dispatch API − direct): added TTFT p50', value: pool.ttftP50, unit: ms },
           cpu_us_per_token_pool_managerd_alone: { label: 'pool-managerd\'s hop alone: CPU per token', value: cpuPool.total as number, unit: 'µs' },
           nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },
@@ -185,7 +193,7 @@ export const relayBench: Bench = {
         },
         details: {
           variants: Object.fromEntries(names.map((n) => [n, v[n].details()])),
-          added_over_direct: { relay, nginx2: ngx2, nginx1: ngx1, pool_managerd_alone: pool, floor_passthrough: floor },
+          added_over_direct: { relay, single_request: single, nginx2: ngx2, nginx1: ngx1, pool_managerd_alone: pool, floor_passthrough: floor },
           relay_minus_direct_paired_ttft_ms: rounded(pairedTtft),
           text_mismatches: mismatches,
           nginx: nginxVersion(nginxBin),

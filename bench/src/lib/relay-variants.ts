@@ -1,5 +1,8 @@
+import { request, type Dispatcher } from 'undici';
+import { UnexpectedResponseError } from '../errors.js';
+import { SseParser } from './sse.js';
 import { rounded, summarize, type Summary } from './stats.js';
-import type { TimedGeneration } from './streams.js';
+import { taskBody, type TaskOptions, type TimedGeneration } from './streams.js';
 
 /** A process whose CPU a variant is charged for. */
 export interface MeteredProcess {
@@ -116,4 +119,36 @@ export function addedOver(v: RelayVariant, direct: RelayVariant): { ttftP50: num
     itlP99: i.p99 - id.p99,
     tpsRatio: v.rate().p50 / direct.rate().p50,
   };
+}
+
+/**
+ * The single-request `/v2` stream: POST /v2/tasks with `Accept: text/event-stream`, answered 200
+ * with the task's SSE frames (no 202 and no second request). Token times as {@link relayGeneration}.
+ */
+export async function singleRequestGeneration(o: TaskOptions, dispatcher: Dispatcher): Promise<TimedGeneration> {
+  const sentAt = performance.now();
+  const res = await request(`${o.orchUrl}/v2/tasks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${o.token}` },
+    body: JSON.stringify(taskBody(o)),
+    dispatcher,
+  });
+  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST /v2/tasks (event stream) answered ${res.statusCode}: ${await res.body.text()}`);
+  const parser = new SseParser();
+  const tokenAt: number[] = [];
+  const pieces: string[] = [];
+  let endAt = Number.NaN;
+  for await (const chunk of res.body) {
+    const now = performance.now();
+    for (const f of parser.feed((chunk as Buffer).toString('utf8'))) {
+      if (f.event === 'token') {
+        tokenAt.push(now);
+        pieces.push(String((JSON.parse(f.data) as { t: unknown }).t));
+      } else if (f.event === 'end' || f.event === 'error') {
+        endAt = now;
+      }
+    }
+  }
+  if (Number.isNaN(endAt)) throw new UnexpectedResponseError('single-request stream closed without a terminal frame');
+  return { sentAt, tokenAt, text: pieces.join(''), endAt };
 }
