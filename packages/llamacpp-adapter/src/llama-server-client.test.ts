@@ -141,5 +141,6 @@ describe('LlamaServerClient against the real llama-server', () => {
   it('metrics() scrapes the engine counters', async () => {
     const m = await client.metrics();
     expect(m?.['llamacpp:tokens_predicted_total']).toBeGreaterThan(0);
+    expect(await client.metricsText()).toMatch(/^# TYPE llamacpp:tokens_predicted_total counter$/m);
   });
 });

@@ -13,7 +13,7 @@ import {
   WorkerResetError,
 } from './errors.js';
 import { parseSseData } from './sse-parser.js';
-import { pushEngineStream, type EventSink } from './push-stream.js';
+import { pushEngineStream, type EventSink, type StreamErrors } from './push-stream.js';
 import { ChatDecoder, chatEvents, CompletionDecoder, completionEvents, type CompletionEvent } from './stream-events.js';
 
 export type { EventSink } from './push-stream.js';
@@ -147,15 +147,25 @@ export class LlamaServerClient {
   }
 
   /**
+   * `GET /metrics` (needs `--metrics`) as the engine's Prometheus text, or `undefined` when it runs
+   * without `--metrics` (501). Each scrape resets the engine's windowed gauges (reference §4.7).
+   */
+  async metricsText(signal?: AbortSignal): Promise<string | undefined> {
+    const res = await this.#get('/metrics', signal);
+    const text = await res.body.text();
+    if (res.statusCode === 501) return undefined;
+    this.#throwForStatus(res.statusCode, text, '/metrics');
+    return text;
+  }
+
+  /**
    * `GET /metrics` (needs `--metrics`) as `{series name → value}` for unlabelled samples, or
    * `undefined` when the engine runs without `--metrics` (501). Note: each scrape resets the engine's
    * windowed gauges (reference §4.7); one scraper only.
    */
   async metrics(signal?: AbortSignal): Promise<Record<string, number> | undefined> {
-    const res = await this.#get('/metrics', signal);
-    const text = await res.body.text();
-    if (res.statusCode === 501) return undefined;
-    this.#throwForStatus(res.statusCode, text, '/metrics');
+    const text = await this.metricsText(signal);
+    if (text === undefined) return undefined;
     const out: Record<string, number> = {};
     for (const line of text.split('\n')) {
       if (line === '' || line.startsWith('#')) continue;
@@ -269,9 +279,44 @@ export class LlamaServerClient {
     }
   }
 
-  async #streamInto(path: string, payload: object, decoder: CompletionDecoder | ChatDecoder, onEvent: EventSink, signal: AbortSignal | undefined): Promise<void> {
-    const res = await this.#open(path, payload, signal);
-    return pushEngineStream(res.body, decoder, onEvent, (err) => this.#bodyError(err, signal));
+  #streamInto(path: string, payload: object, decoder: CompletionDecoder | ChatDecoder, onEvent: EventSink, signal: AbortSignal | undefined): Promise<void> {
+    if (this.#state === 'closed') return Promise.reject(new ClientClosedError());
+    const url = new URL(`${this.baseUrl}${path}`);
+    const errors: StreamErrors = {
+      status: (status, text) => {
+        try {
+          this.#throwForStatus(status, text, path);
+        } catch (err) {
+          return err as Error;
+        }
+        return new EngineProtocolError(`POST ${path} answered ${status}`, { url: this.baseUrl });
+      },
+      beforeHeaders: (err) => {
+        if (isAbort(err, signal)) return new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
+        if (isConnectionError(err)) return new EngineUnreachableError(`llama-server at ${this.baseUrl} unreachable: ${err.message}`, { url: this.baseUrl }, { cause: err });
+        return err;
+      },
+      body: (err) => this.#bodyError(err, signal),
+      aborted: (reason) => new CompletionAbortedError({ url: this.baseUrl }, { cause: reason }),
+    };
+    return pushEngineStream({
+      dispatcher: this.#dispatcher,
+      options: {
+        origin: url.origin,
+        path: url.pathname,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...this.#authHeader },
+        body: JSON.stringify(payload),
+        // Never reuse this socket: the engine closes it after a stream (pitfall 9).
+        reset: true,
+        headersTimeout: this.#headersTimeoutMs,
+        bodyTimeout: this.#bodyTimeoutMs,
+      },
+      decoder,
+      onEvent,
+      signal,
+      errors,
+    });
   }
 
   /** Idempotent; closes the dispatcher only when this client created it. */
