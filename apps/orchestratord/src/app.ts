@@ -9,6 +9,7 @@ import type { Dispatcher } from 'undici';
 import { CatalogStore } from './catalog/catalog-store.js';
 import { InvalidParamsError } from './errors.js';
 import { AccessLogController } from './http/access-log.js';
+import { apiDocsPlugin, DOCS_PATHS, DOCS_PREFIX } from './http/api-docs.js';
 import type { AppServices } from './http/app-services.js';
 import { authPlugin } from './http/auth.js';
 import { correlationIdFor, correlationPlugin } from './http/correlation.js';
@@ -158,9 +159,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
 
   await app.register(correlationPlugin);
   await app.register(errorsPlugin);
-  await app.register(authPlugin, { token: config.api_token, openPaths: ['/metrics', ...PROBE_PATHS] });
+  await app.register(authPlugin, { token: config.api_token, openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS], openPrefixes: [DOCS_PREFIX] });
   await app.register(probeRoutes, { readiness });
   await app.register(metricsRoutes, { services });
+  await app.register(apiDocsPlugin);
   await app.register(nodesRoutes, { services });
   await app.register(admissionRoutes, { services });
   await app.register(streamRoutes, { services });

@@ -10,6 +10,7 @@ import { sendError } from './http/error-envelope.js';
 import { errorHandlerPlugin } from './http/error-handler.js';
 import { metricsRoute } from './http/metrics-route.js';
 import { poolRoutes } from './http/pool-routes.js';
+import { OPENAPI_PATH, openApiRoute } from './http/openapi-route.js';
 import { PROBE_PATHS, probeRoutes } from './http/probe-routes.js';
 import type { PoolManager } from './pools/pool-manager.js';
 
@@ -29,6 +30,7 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
   await registerCommon(app as unknown as FastifyInstance, deps);
   await app.register(metricsRoute, { registry: deps.manager.metrics.registry });
   await app.register(probeRoutes, { manager: deps.manager });
+  await app.register(openApiRoute);
   await app.register(poolRoutes, { manager: deps.manager });
   await app.register(completionsRoute, { manager: deps.manager });
   return app;
@@ -83,7 +85,7 @@ async function registerCommon(app: FastifyInstance, deps: AppDeps): Promise<void
     done();
   });
   await app.register(errorHandlerPlugin);
-  await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics', ...PROBE_PATHS] });
+  await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics', ...PROBE_PATHS, OPENAPI_PATH] });
 }
 
 export type PoolManagerApp = Awaited<ReturnType<typeof buildApp>>;

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { renderJsonSchemas, renderOpenApi } from './index.js';
+import { renderJsonSchemas, renderOpenApi, renderServedDocuments } from './index.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -17,6 +17,10 @@ describe('checked-in contracts match the schemas', () => {
     for (const [name, text] of generated) {
       expect(await readFile(join(repoRoot, 'contracts', dir, name), 'utf8'), `${dir}/${name}`).toBe(text);
     }
+  });
+
+  it('the documents the daemons serve have no drift (run `pnpm contracts:gen`)', async () => {
+    for (const [path, text] of renderServedDocuments()) expect(await readFile(join(repoRoot, path), 'utf8'), path).toBe(text);
   });
 
   it('documents every route with its error envelope and the TaskRequest body', () => {

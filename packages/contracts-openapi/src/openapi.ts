@@ -32,11 +32,17 @@ export const DOCUMENTS: readonly DocumentSpec[] = [
     description: 'GPU-node daemon: pools, drain/reload, dispatch of one completion, metrics.', routes: POOL_MANAGER },
 ];
 
-function buildDocument(spec: DocumentSpec): object {
+/** A document's routes, tagged when a served document merges several. */
+interface Section {
+  tag?: string;
+  routes: RouteSpec[];
+}
+
+function buildDocument(spec: Pick<DocumentSpec, 'title' | 'description'>, sections: readonly Section[]): object {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   // schemas carrying a zod `.meta({ id })` become components wherever a route references them
-  for (const r of spec.routes) {
+  for (const { tag, routes } of sections) for (const r of routes) {
     const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
     const okContentType = r.ok.contentType ?? 'application/json';
     // streams and text bodies without a schema are described in prose only
@@ -61,6 +67,7 @@ function buildDocument(spec: DocumentSpec): object {
       method: r.method,
       path: r.path,
       summary: r.summary,
+      ...(tag !== undefined ? { tags: [tag] } : {}),
       security: r.auth ? [{ bearer: [] }] : [],
       request: {
         ...(r.params ? { params: r.params } : {}),
@@ -80,6 +87,42 @@ function buildDocument(spec: DocumentSpec): object {
 /** The generated OpenAPI documents as YAML text, by file name. */
 export function renderOpenApi(): Map<string, string> {
   const out = new Map<string, string>();
-  for (const spec of DOCUMENTS) out.set(spec.file, stringify(buildDocument(spec), { lineWidth: 0, aliasDuplicateObjects: false }));
+  for (const spec of DOCUMENTS) out.set(spec.file, stringify(buildDocument(spec, [{ routes: spec.routes }]), { lineWidth: 0, aliasDuplicateObjects: false }));
+  return out;
+}
+
+/** One daemon's served document: where the daemon imports it from (repo-relative) and what it merges. */
+interface ServedSpec {
+  path: string;
+  title: string;
+  description: string;
+  docs: readonly string[];
+}
+
+/**
+ * The documents the daemons serve at `GET /openapi.json`, generated beside their code (JSON, imported
+ * at build time: no file read at run time, no network): orchestratord's merges its four documents,
+ * each route tagged with its document's title; pool-managerd's is its own.
+ */
+const SERVED: readonly ServedSpec[] = [
+  { path: 'apps/orchestratord/src/http/openapi.json', title: 'llama-orch orchestratord',
+    description: 'Every route of orchestratord: the /v2 data plane, the OpenAI-compatible /v1 door, the control plane and the node registry.',
+    docs: ['data-plane.yaml', 'openai.yaml', 'control-plane.yaml', 'nodes.yaml'] },
+  { path: 'apps/pool-managerd/src/http/openapi.json', title: 'llama-orch pool-managerd',
+    description: 'GPU-node daemon: pools, drain/reload, dispatch of one completion, metrics.', docs: ['pool-managerd.yaml'] },
+];
+
+/** The served OpenAPI documents as JSON text, by repo-relative path. */
+export function renderServedDocuments(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const served of SERVED) {
+    const sections = served.docs.map((file) => {
+      const doc = DOCUMENTS.find((d) => d.file === file);
+      if (doc === undefined) throw new Error(`no document ${file}`);
+      return { tag: doc.title.replace(/^llama-orch orchestratord — /, ''), routes: doc.routes };
+    });
+    const single = sections.length === 1 ? [{ routes: sections[0]?.routes ?? [] }] : sections;
+    out.set(served.path, `${JSON.stringify(buildDocument(served, single), null, 1)}\n`);
+  }
   return out;
 }

@@ -115,6 +115,10 @@ export const CONTROL_PLANE: RouteSpec[] = [
     ok: { status: 200, schema: AvailabilitySchema }, errors: withAuth },
   { method: 'get', path: '/metrics', summary: 'Prometheus metrics (no auth)', auth: false,
     ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' }, errors: [] },
+  { method: 'get', path: '/openapi.json', summary: 'This OpenAPI document (no auth: documentation is not a secret)', auth: false,
+    ok: { status: 200, contentType: 'application/json', description: 'OpenAPI 3.1, generated from packages/contracts.' }, errors: [] },
+  { method: 'get', path: '/docs', summary: 'API reference page (Swagger UI over /openapi.json, assets served locally; no auth)', auth: false,
+    ok: { status: 200, contentType: 'text/html', description: 'HTML page; its scripts and styles are served under /docs/static/.' }, errors: [] },
 ];
 
 /** Node registry API of orchestratord, used by pool-managerd. */
@@ -149,6 +153,8 @@ export const POOL_MANAGER: RouteSpec[] = [
     errors: [400, ...withAuth, 404, 503] },
   { method: 'get', path: '/metrics', summary: 'Prometheus metrics (no auth)', auth: false,
     ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' }, errors: [] },
+  { method: 'get', path: '/openapi.json', summary: 'This OpenAPI document (no auth: documentation is not a secret)', auth: false,
+    ok: { status: 200, contentType: 'application/json', description: 'OpenAPI 3.1, generated from packages/contracts.' }, errors: [] },
 ];
 
 export const ERROR_RESPONSE_SCHEMA = ErrorEnvelopeSchema;

@@ -8,6 +8,8 @@ export interface AuthOptions {
   token: string | undefined;
   /** Paths served without auth. @default ['/metrics'] */
   openPaths?: readonly string[];
+  /** Path prefixes served without auth (the docs page's assets). @default [] */
+  openPrefixes?: readonly string[];
 }
 
 function digest(s: string): Buffer {
@@ -34,12 +36,13 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, opts) => {
   const expected = opts.token;
   if (expected === undefined) return;
   const open = new Set(opts.openPaths ?? ['/metrics']);
+  const openPrefixes = opts.openPrefixes ?? [];
   const matches = tokenMatcher(expected);
   // Callback-style: no promise or microtask turn per request.
   app.addHook('onRequest', (req, _reply, done) => {
     const q = req.url.indexOf('?');
     const path = q < 0 ? req.url : req.url.slice(0, q);
-    if (open.has(path)) {
+    if (open.has(path) || openPrefixes.some((p) => path.startsWith(p))) {
       done();
       return;
     }

@@ -89,3 +89,15 @@ describe('pool-managerd probes', () => {
     expect(r.body.pools.p0).toEqual({ state: 'starting', first_provisioning: false });
   });
 });
+
+describe('pool-managerd /openapi.json', () => {
+  it('serves its generated document without a token', async () => {
+    const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/application\/json/);
+    const doc = res.json<{ openapi: string; paths: Record<string, unknown> }>();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/health', '/healthz', '/readyz', '/v2/pools', '/v2/pools/{id}/completions', '/openapi.json']));
+    expect((await app.inject({ method: 'GET', url: '/openapi.json' })).body).toBe(res.body);
+  });
+});
