@@ -13,6 +13,7 @@ import { apiDocsPlugin, DOCS_PATHS, DOCS_PREFIX } from './http/api-docs.js';
 import type { AppServices } from './http/app-services.js';
 import { authPlugin } from './http/auth.js';
 import { correlationIdFor, correlationPlugin } from './http/correlation.js';
+import { corsOriginsPlugin } from './http/cors.js';
 import { errorsPlugin, sendError } from './http/error-handler.js';
 import { publicBaseResolver } from './http/public-base.js';
 import { lazyChildLoggerFactory } from './http/request-logger.js';
@@ -159,6 +160,8 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
 
   await app.register(correlationPlugin);
   await app.register(errorsPlugin);
+  // Before auth: preflights carry no token.
+  await app.register(corsOriginsPlugin, { origins: config.cors_origins ?? [] });
   await app.register(authPlugin, { token: config.api_token, openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS], openPrefixes: [DOCS_PREFIX] });
   await app.register(probeRoutes, { readiness });
   await app.register(metricsRoutes, { services });

@@ -40,3 +40,14 @@ describe('orchestratord config', () => {
     expect(r.error!.issues.map((i) => i.path[0]).sort()).toEqual(['addr', 'admission_policy', 'api_token']);
   });
 });
+
+describe('orchestratord CORS origins', () => {
+  it('splits a comma-separated list and checks each origin', () => {
+    expect(OrchestratorConfigSchema.parse({ cors_origins: 'https://a.example, http://localhost:5173' }).cors_origins).toEqual(['https://a.example', 'http://localhost:5173']);
+    expect(OrchestratorConfigSchema.parse({ cors_origins: '*' }).cors_origins).toEqual(['*']);
+    expect(OrchestratorConfigSchema.parse({}).cors_origins).toBeUndefined();
+    const bad = OrchestratorConfigSchema.safeParse({ cors_origins: 'https://a.example/path,ftp://x' });
+    expect(bad.success).toBe(false);
+    expect(formatIssues(bad.error!)).toContain('cors_origins');
+  });
+});

@@ -70,6 +70,15 @@ export const OrchestratorConfigSchema = z
     default_deadline_ms: z.coerce.number().int().min(1).max(86_400_000).default(300_000),
     /** Largest request body, bytes. @default 1048576 (env ORCHD_BODY_LIMIT) */
     body_limit: z.coerce.number().int().min(1024).default(1_048_576),
+    /**
+     * Browser origins allowed to call the API (CORS), comma-separated `scheme://host[:port]`, or `*`
+     * for any. Absent = none: no CORS headers, preflights are unknown routes. (env ORCHD_CORS_ORIGINS)
+     */
+    cors_origins: z
+      .string()
+      .transform((s) => s.split(',').map((o) => o.trim()).filter((o) => o !== ''))
+      .pipe(z.array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s,]+$/, 'an origin is scheme://host[:port], no path')])).min(1))
+      .optional(),
     /** pino level. @default info (env LOG_LEVEL) */
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
@@ -97,6 +106,7 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_DEFAULT_DEADLINE_MS: 'default_deadline_ms',
   ORCHD_BODY_LIMIT: 'body_limit',
   ORCHD_STATE_DIR: 'state_dir',
+  ORCHD_CORS_ORIGINS: 'cors_origins',
   LOG_LEVEL: 'log_level',
 });
 
