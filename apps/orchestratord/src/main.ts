@@ -3,11 +3,20 @@ import { logDestination } from '@llama-orch/daemon-support';
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
 import { REDACT_PATHS } from './app.js';
+import { parseDaemonArgv } from './argv.js';
 import { loadConfig } from './config.js';
 import { ConfigError } from './errors.js';
 import { startServer } from './server.js';
 
 // Entry point: the only place that reads the environment, owns the root logger and handles signals.
+
+// --help / --version / a wrong argument: answered before anything starts.
+const argv = parseDaemonArgv(process.argv.slice(2));
+if (argv.action === 'exit') {
+  if (argv.stdout !== undefined) process.stdout.write(argv.stdout);
+  if (argv.stderr !== undefined) process.stderr.write(argv.stderr);
+  process.exit(argv.code);
+}
 
 /** SIGTERM/SIGINT to exit: the close sequence is bounded well inside it (see server.ts). */
 const GRACE_MS = 10_000;

@@ -1,7 +1,16 @@
 #!/usr/bin/env node
 import { fileURLToPath } from 'node:url';
+import { parseDaemonArgv } from './argv.js';
 import { loadBundle } from './support/bundle-loader.js';
 import type * as Daemon from './daemon.js';
+
+// --help / --version / a wrong argument: answered before the daemon's code is loaded.
+const argv = parseDaemonArgv(process.argv.slice(2));
+if (argv.action === 'exit') {
+  if (argv.stdout !== undefined) process.stdout.write(argv.stdout);
+  if (argv.stderr !== undefined) process.stderr.write(argv.stderr);
+  process.exit(argv.code);
+}
 
 // The daemon's code as one bundle with a V8 code cache when `pnpm build` made a current one
 // (start-up: fewer files to resolve, nothing to re-compile), else the tsc output module by module.
