@@ -76,6 +76,7 @@ describe('parseCommandLine: target and other commands', () => {
     expect(() => parseCommandLine(['cancel', 't1', '--json'], {})).toThrow(new UsageError("unknown option '--json'", COMMAND_USAGE.cancel));
     expect(() => parseCommandLine(['up', '--json'], {})).toThrow(UsageError);
     expect(() => parseCommandLine(['status', '--json=yes'], {})).toThrow('--json does not take a value');
+    expect(() => parseCommandLine(['status', '--help=yes'], {})).toThrow('--help does not take a value');
   });
 
   it('parses cancel, drain and reload with their arguments', () => {

@@ -135,7 +135,7 @@ function strictParse(args: string[], options: Options, usage: string, allowPosit
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new UsageError(`unknown option '${quoted}'`, usage);
     if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw new UsageError(`unexpected argument '${quoted}'`, usage);
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-      const flag = quoted.split(' ')[0] ?? quoted;
+      const flag = /--[\w-]+/.exec(quoted)?.[0] ?? quoted.split(' ')[0] ?? quoted;
       throw new UsageError(/does not take/.test(message) ? `${flag} does not take a value` : `${flag} needs a value`, usage);
     }
     throw new UsageError(message.split('\n')[0] ?? message, usage);
