@@ -268,6 +268,8 @@ export class LlamaServerClient {
     let finished = false;
     try {
       for await (const ev of decode(parseSseData(res.body), this.baseUrl)) {
+        // Frames of a chunk already read are still parsed after an abort; none is handed out.
+        if (signal?.aborted === true) throw new CompletionAbortedError({ url: this.baseUrl }, { cause: signal.reason });
         if (ev.type === 'end') finished = true;
         yield ev;
       }

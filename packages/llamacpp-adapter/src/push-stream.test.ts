@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { CompletionAbortedError, EngineProtocolError, EngineRejectedError, WorkerResetError } from './errors.js';
+import { findFreePort } from '@llama-orch/engine-provisioner';
+import { CompletionAbortedError, EngineProtocolError, EngineRejectedError, EngineUnreachableError, WorkerResetError } from './errors.js';
 import { LlamaServerClient, type CompletionEvent } from './llama-server-client.js';
 import { faultServer } from './testing/fault-server.js';
 
@@ -94,6 +95,43 @@ describe('completeInto: the same events and errors as complete', () => {
     expect((await push((on) => odd.completeInto(req, on))).error).toBeInstanceOf(EngineProtocolError);
   });
 
+  it('answers other than 200: the same errors as complete (JSON error, loading, not JSON)', async () => {
+    const replies: Array<[number, string]> = [
+      [400, JSON.stringify({ error: { code: 400, message: 'request exceeds the available context size', type: 'exceed_context_size_error' } })],
+      [503, JSON.stringify({ error: { code: 503, message: 'Loading model', type: 'unavailable_error' } })],
+      [500, 'plain text'],
+    ];
+    for (const [status, text] of replies) {
+      const client = await server((res) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(text);
+      });
+      const a = await pull(client.complete(req));
+      const b = await push((on) => client.completeInto(req, on));
+      expect(b.events).toEqual([]);
+      expect(b.error?.constructor).toBe(a.error?.constructor);
+      expect(b.error).toMatchObject({ message: (a.error as Error).message });
+    }
+  });
+
+  it('no listener: ENGINE_UNREACHABLE as complete', async () => {
+    const port = await findFreePort();
+    const client = new LlamaServerClient({ baseUrl: `http://127.0.0.1:${port}` });
+    cleanups.push(() => client.close());
+    const a = await pull(client.complete(req));
+    const b = await push((on) => client.completeInto(req, on));
+    expect(b.error).toBeInstanceOf(EngineUnreachableError);
+    expect(b.error?.constructor).toBe(a.error?.constructor);
+  });
+
+  it('a signal aborted before the call rejects at once', async () => {
+    const client = await server((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(completionBodies['no final frame']);
+    });
+    expect((await push((on) => client.completeInto(req, on, AbortSignal.abort()))).error).toBeInstanceOf(CompletionAbortedError);
+  });
+
   it('a socket destroyed mid-body is WORKER_RESET', async () => {
     const client = await server((res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -110,7 +148,7 @@ describe('completeInto: the same events and errors as complete', () => {
     const socketClosed = new Promise<void>((r) => (closed = r));
     const client = await server((res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(sse({ content: 'a', stop: false }));
+      res.write(sse({ content: 'a', stop: false }) + sse({ content: 'b', stop: false }));
       res.on('close', () => closed());
     });
     const ac = new AbortController();
@@ -119,6 +157,7 @@ describe('completeInto: the same events and errors as complete', () => {
       ac.abort();
     }, ac.signal));
     expect(out.error).toBeInstanceOf(CompletionAbortedError);
+    expect(out.events).toHaveLength(1);
     await socketClosed;
   });
 
