@@ -109,9 +109,9 @@ describe('pool-managerd HTTP API', () => {
     const res = await app.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/plain/);
-    expect(res.body).toMatch(/pool_slots_total\{pool_id="p0"\} 1/);
-    expect(res.body).toMatch(/pool_slots_free\{pool_id="p0"\} 0/);
-    expect(res.body).toMatch(/pool_breaker_state\{pool_id="p0"\} 0/);
+    expect(res.body).toMatch(/llorch_pool_slots\{pool_id="p0"\} 1/);
+    expect(res.body).toMatch(/llorch_pool_slots_free\{pool_id="p0"\} 0/);
+    expect(res.body).toMatch(/llorch_pool_breaker_state\{pool_id="p0"\} 0/);
   });
 
   it('the h2c dispatch listener serves the dispatch route alone over HTTP/2, with the same auth and envelopes', async () => {

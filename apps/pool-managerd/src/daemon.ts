@@ -144,6 +144,8 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     wrapper,
     supervision,
     serving,
+    // The engines' /metrics are read on the heartbeat tick (standalone: the heartbeat default).
+    ...(config.orchestrator !== undefined ? { engineMetricsIntervalMs: config.orchestrator.heartbeat_interval_ms } : {}),
   });
   running.manager = manager;
 

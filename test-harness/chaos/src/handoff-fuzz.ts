@@ -26,7 +26,7 @@ export interface HandoffFuzzResult {
 
 async function rejectedCount(node: ChaosNode): Promise<number> {
   const m = await probe(node.daemon.url, { method: 'GET', path: '/metrics' });
-  return metricSum(m.text, 'handoff_files_rejected_total');
+  return metricSum(m.text, 'llorch_handoff_files_rejected_total');
 }
 
 /** A completion straight through pool-managerd: proves the real pool still serves. */
@@ -111,7 +111,7 @@ export async function fuzzHandoffDir(opts: HandoffFuzzOptions): Promise<HandoffF
   if (rssPeak - rssBefore > 64 * 1024 * 1024) problems.push(`pool-managerd RSS grew by ${Math.round((rssPeak - rssBefore) / 1048576)} MiB while reading hostile handoff files`);
   if (!node.daemon.alive()) problems.push('pool-managerd died while ingesting hostile handoff files');
   const rejectedAfter = node.daemon.alive() ? await rejectedCount(node).catch(() => -1) : -1;
-  if (rejectedAfter <= rejectedBefore) problems.push(`handoff_files_rejected_total did not grow (${rejectedBefore} → ${rejectedAfter})`);
+  if (rejectedAfter <= rejectedBefore) problems.push(`llorch_handoff_files_rejected_total did not grow (${rejectedBefore} → ${rejectedAfter})`);
   if (node.daemon.alive()) {
     const pools = await cluster.nodePools(node);
     const mine = pools.find((p) => p.pool_id === node.poolId);

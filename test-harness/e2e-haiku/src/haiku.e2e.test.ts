@@ -68,9 +68,9 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const direct = await directCompletion(engineUrl, directBody(String(run.request.prompt), MAX_TOKENS, 4242, 'best_effort'));
     check(checks, 'end.tokens_out equals the engine\'s tokens_predicted', end.tokens_out === direct.tokensPredicted, `${String(end.tokens_out)} vs ${direct.tokensPredicted}`);
     check(checks, 'text equals a direct engine request byte for byte', run.text === direct.text && new Set(run.text).size > 3, `${JSON.stringify(run.text)} vs ${JSON.stringify(direct.text)}`);
-    const delta = metricSum(metricsAfter, 'tokens_out_total') - metricSum(metricsBefore, 'tokens_out_total');
-    check(checks, 'tokens_out_total grew by exactly tokens_out', delta === end.tokens_out, `delta ${delta}`);
-    check(checks, 'scraping twice without a task changes nothing', metricSum(metricsAgain, 'tokens_out_total') === metricSum(metricsAfter, 'tokens_out_total'), '');
+    const delta = metricSum(metricsAfter, 'llorch_tokens_out_total') - metricSum(metricsBefore, 'llorch_tokens_out_total');
+    check(checks, 'llorch_tokens_out_total grew by exactly tokens_out', delta === end.tokens_out, `delta ${delta}`);
+    check(checks, 'scraping twice without a task changes nothing', metricSum(metricsAgain, 'llorch_tokens_out_total') === metricSum(metricsAfter, 'llorch_tokens_out_total'), '');
 
     // orchestratord buffers log lines for up to 100 ms: give the task's last line time to arrive.
     const ofTask = () => cluster.allLogs().filter((l) => JSON.stringify(l.line).includes(run.correlationId));

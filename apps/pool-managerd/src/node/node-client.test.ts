@@ -54,7 +54,7 @@ describe('NodeClient', () => {
 
     // The registry changes; a nudge carries it without waiting for the period.
     registry.transition('p0', 'starting');
-    registry.bindEngine('p0', { url: 'http://127.0.0.1:1', engine_version: 'b1-x', slots_total: 2, ctx: 512, mode: 'managed' });
+    registry.bindEngine('p0', { url: 'http://127.0.0.1:1', replica_id: 'r0', engine_version: 'b1-x', slots_total: 2, ctx: 512, mode: 'managed' });
     registry.transition('p0', 'ready');
     c.nudge();
     await until(() => orch.heartbeats.some((h) => h.body.pools[0]?.ready === true));

@@ -41,6 +41,7 @@ export class AdoptedEngine {
     this.#table = table;
     const binding = {
       url: handoff.url,
+      replica_id: handoff.replica_id,
       engine_version: props.build_info,
       slots_total: props.total_slots,
       ctx: props.n_ctx,

@@ -50,8 +50,8 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
     expect(health.statusCode).toBe(200);
     expect(await health.body.json()).toMatchObject({ pools: { own: 'ready' } });
     const metrics = await (await request(`${h.url}/metrics`)).body.text();
-    expect(metrics).toMatch(/handoff_files_rejected_total\{reason="not_json"\} 1/);
-    expect(metrics).toMatch(/handoff_files_rejected_total\{reason="schema"\} 1/);
+    expect(metrics).toMatch(/llorch_handoff_files_rejected_total\{reason="not_json"\} 1/);
+    expect(metrics).toMatch(/llorch_handoff_files_rejected_total\{reason="schema"\} 1/);
   });
 
   it('an external engine dropped by hand is adopted and dispatchable; removing the file makes it not ready', async () => {

@@ -112,7 +112,7 @@ describe('chat dispatch through pool-managerd to the real llama-server', () => {
     const cold = endOf(await collect((await dispatch(h, 'chat', { workload: 'chat', messages, max_tokens: 8, seed: 3, greedy: true })).events));
     expect(cold.cached_tokens).toBe(0);
     const metrics = await (await request(`${h.url}/metrics`)).body.text();
-    expect(metrics).toMatch(/dispatch_prompt_tokens_cached_total\{pool_id="chat"\} [1-9]/);
+    expect(metrics).toMatch(/llorch_dispatch_prompt_tokens_cached_total\{pool_id="chat"\} [1-9]/);
   });
 
   it('an engine 400 before the first token is a non-retriable INVALID_PARAMS event with the engine message', async () => {

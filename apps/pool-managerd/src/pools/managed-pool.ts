@@ -242,7 +242,7 @@ export class ManagedPool implements ReloadablePool {
         this.lifecycle.transition('starting', restart ? `restarting engine (attempt ${attempt})` : 'starting engine');
       },
       spawned: () => this.#markFirstSpawn(),
-      bound: (engine) => table.bindEngine(poolId, { ...engine, mode: 'managed' }),
+      bound: (engine) => table.bindEngine(poolId, { ...engine, replica_id: REPLICA_ID, mode: 'managed' }),
       ready: (engine) => {
         table.setLastError(poolId, this.#stickyError);
         // An operation holding the pool (a reload's trial) announces readiness itself when it is done.

@@ -116,7 +116,7 @@ describe('pool-managerd with real llama-server pools', () => {
     expect(sorted[4]).toBeLessThanOrEqual(2000);
     expect((await poolStatus(h, 'det')).slots_free).toBe(1);
     const metrics = await (await request(`${h.url}/metrics`)).body.text();
-    expect(metrics).toMatch(/dispatch_streams_total\{pool_id="det",outcome="canceled"\} [5-9]/);
+    expect(metrics).toMatch(/llorch_dispatch_streams_total\{pool_id="det",outcome="canceled"\} [5-9]/);
   });
 
   it('a full pool answers 503 REPLICA_EXHAUSTED with backoff headers', async () => {
@@ -266,12 +266,12 @@ describe('pool-managerd with real llama-server pools', () => {
   it('/metrics reflects restarts, handoffs and dispatches', async () => {
     const res = await request(`${h.url}/metrics`);
     const text = await res.body.text();
-    expect(text).toMatch(/pool_engine_restarts_total\{pool_id="det"\} [1-9]/);
-    expect(text).toMatch(/handoff_files_processed_total\{mode="managed"\} [1-9]/);
-    expect(text).toMatch(/dispatch_streams_total\{pool_id="det",outcome="end"\} [1-9]/);
-    expect(text).toMatch(/dispatch_streams_total\{pool_id="det",outcome="canceled"\} [1-9]/);
-    expect(text).toMatch(/engine_health_checks_total\{pool_id="det",result="ready"\} [1-9]/);
-    expect(text).toMatch(/pool_provisioning_duration_seconds_count\{pool_id="det",phase="model",outcome="ok"\} [1-9]/);
+    expect(text).toMatch(/llorch_pool_engine_restarts_total\{pool_id="det"\} [1-9]/);
+    expect(text).toMatch(/llorch_handoff_files_processed_total\{mode="managed"\} [1-9]/);
+    expect(text).toMatch(/llorch_dispatch_streams_total\{pool_id="det",outcome="end"\} [1-9]/);
+    expect(text).toMatch(/llorch_dispatch_streams_total\{pool_id="det",outcome="canceled"\} [1-9]/);
+    expect(text).toMatch(/llorch_pool_engine_health_checks_total\{pool_id="det",result="ready"\} [1-9]/);
+    expect(text).toMatch(/llorch_pool_provisioning_duration_seconds_count\{pool_id="det",phase="model",outcome="ok"\} [1-9]/);
   });
 
   it('the pool state machine, the one authority, refused no transition on these paths', () => {

@@ -18,6 +18,7 @@ import { sweepStalePidFiles } from '../support/pid-files.js';
 import type { RotatingLogOptions } from '../support/rotating-log.js';
 import type { RuntimeDir } from '../support/runtime-dir.js';
 import { AdoptedEngine } from './adopted-engine.js';
+import { EngineMetricsScraper } from './engine-metrics.js';
 import { runDispatch, type DispatchEmit, type DispatchLogger } from './dispatch.js';
 import { ExternalPool } from './external-pool.js';
 import { ManagedPool } from './managed-pool.js';
@@ -45,6 +46,8 @@ export interface PoolManagerOptions {
   adoptTimeoutMs?: number;
   /** Handoff watcher stability threshold, ms. @default 100 */
   handoffStabilityMs?: number;
+  /** Tick of the engines' `/metrics` scrape, ms: the node's heartbeat interval. @default 5000 */
+  engineMetricsIntervalMs?: number;
   /**
    * Settles once the daemon's HTTP API listens. Engines are provisioned, spawned and checked before
    * it (their start overlaps the daemon's own start-up), but no pool is reported ready and no
@@ -74,6 +77,8 @@ export class PoolManager {
   readonly nodeId: string;
   readonly pools = new PoolTable();
   readonly metrics: PoolManagerMetrics;
+  /** Reads the engines' `/metrics` into {@link metrics} (`llorch_engine_*`) once the daemon serves. */
+  readonly engineMetrics: EngineMetricsScraper;
   readonly #runtime: RuntimeDir;
   readonly #serving: Promise<void>;
   readonly #adoptTimeoutMs: number;
@@ -99,6 +104,13 @@ export class PoolManager {
     this.#stopTimeoutMs = options.supervision.stopTimeoutMs;
     this.#log = logger.child({ component: 'pool-manager' });
     this.metrics = new PoolManagerMetrics(this.pools);
+    this.engineMetrics = new EngineMetricsScraper({
+      table: this.pools,
+      series: this.metrics.engines,
+      clientFor: (url) => this.engineClient(url),
+      intervalMs: options.engineMetricsIntervalMs ?? 5000,
+      logger: this.#log.child({ component: 'engine-metrics' }),
+    });
     for (const pool of options.pools) {
       this.#managed.set(pool.id, new ManagedPool({
         pool,
@@ -213,6 +225,7 @@ export class PoolManager {
     for (const p of this.#managed.values()) void p.start();
     await this.#serving;
     if (this.#state !== 'running') return;
+    this.engineMetrics.start();
     await this.#watcher.start();
   }
 
@@ -332,6 +345,7 @@ export class PoolManager {
     this.#closing ??= (async () => {
       this.#state = 'closing';
       const report = await closeAll([
+        { name: 'engine metrics', close: () => this.engineMetrics.close() },
         { name: 'handoff watcher', close: () => this.#watcher.close() },
         { name: 'adopted engines', close: () => [...this.#external.values()].forEach((p) => p.close()) },
         // Concurrently: each pool's engine gets its SIGTERM grace at the same time.

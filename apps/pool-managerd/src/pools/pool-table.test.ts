@@ -6,7 +6,7 @@ function readyRegistry(slots = 2): PoolTable {
   const r = new PoolTable();
   r.register('b', { managed: true, models: ['m'], deterministic: false, ctx: 512, slotsTotal: slots });
   r.transition('b', 'starting');
-  r.bindEngine('b', { url: 'http://127.0.0.1:1', engine_version: 'b1-x', slots_total: slots, ctx: 512, mode: 'managed' });
+  r.bindEngine('b', { url: 'http://127.0.0.1:1', replica_id: 'r0', engine_version: 'b1-x', slots_total: slots, ctx: 512, mode: 'managed' });
   r.transition('b', 'ready', 'healthy');
   return r;
 }

@@ -7,6 +7,8 @@ import { PoolStateMachine, type PoolOperation, type PoolStateChange } from './po
 /** Engine identity known for a pool while an engine is bound. */
 export interface EngineBinding {
   url: string;
+  /** The engine's replica (`r0` for a managed pool; the handoff file's for an adopted engine). */
+  replica_id: string;
   engine_version: string;
   engine_fingerprint?: string;
   slots_total: number;

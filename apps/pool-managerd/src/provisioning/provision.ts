@@ -31,7 +31,7 @@ export interface Provisioned {
 
 /**
  * The provisioning step of a pool: engine binary and model, concurrently, with progress reported
- * to the caller and logged every 5 s, and each phase timed in `pool_provisioning_duration_seconds`.
+ * to the caller and logged every 5 s, and each phase timed in `llorch_pool_provisioning_duration_seconds`.
  * Rejects with the first failure; aborting `signal` aborts both.
  */
 export async function provision(req: ProvisionRequest): Promise<Provisioned> {

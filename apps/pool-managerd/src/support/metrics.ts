@@ -1,5 +1,6 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PoolStatus } from '@llama-orch/contracts';
+import { EngineSeries } from './engine-series.js';
 
 const BREAKER_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
@@ -9,8 +10,11 @@ export interface PoolStatusSource {
 }
 
 /**
- * pool-managerd's Prometheus metrics, in its own prom-client Registry (never the default one).
- * Pool gauges are computed from the pool table at scrape time, so they cannot drift from it.
+ * pool-managerd's Prometheus metrics, in its own prom-client Registry (never the default one),
+ * named by the prometheus.io conventions: one `llorch_` prefix, base units, `_total` on counters
+ * only (README "Metrics" lists the renames). Pool gauges are computed from the pool table at scrape
+ * time, so they cannot drift from it. The engines' own metrics are {@link engines}
+ * (`llorch_engine_*`); the process and Node.js series keep their standard names.
  */
 export class PoolManagerMetrics {
   readonly registry = new Registry();
@@ -23,9 +27,13 @@ export class PoolManagerMetrics {
   readonly tokensOut: Counter<'pool_id'>;
   readonly promptTokens: Counter<'pool_id'>;
   readonly cachedPromptTokens: Counter<'pool_id'>;
+  /** The engines' `/metrics`, as the engine-metrics scraper last read them. */
+  readonly engines: EngineSeries;
 
   constructor(pools: PoolStatusSource) {
     const r = this.registry;
+    registerProcessMetrics(r);
+    this.engines = new EngineSeries(r);
     const gauge = (name: string, help: string, value: (s: PoolStatus) => number): void => {
       new Gauge({
         name,
@@ -38,27 +46,47 @@ export class PoolManagerMetrics {
         },
       });
     };
-    gauge('pool_slots_total', 'Engine slots per pool.', (s) => s.slots_total);
-    gauge('pool_slots_free', 'Slots not leased (0 when the pool is not ready).', (s) => s.slots_free);
-    gauge('pool_active_leases', 'Leases held right now.', (s) => s.active_leases);
-    gauge('pool_ready', '1 when the pool accepts leases.', (s) => (s.ready ? 1 : 0));
-    gauge('pool_breaker_state', 'Supervisor circuit breaker: 0 closed, 1 half_open, 2 open.', (s) => BREAKER_VALUE[s.breaker]);
-    gauge('pool_decode_tokens_per_second', 'Measured decode rate (moving average over streams).', (s) => s.decode_tps);
-    this.restarts = new Counter({ name: 'pool_engine_restarts_total', help: 'Engine restarts after a crash or failed start.', labelNames: ['pool_id'], registers: [r] });
-    this.handoffsProcessed = new Counter({ name: 'handoff_files_processed_total', help: 'Handoff files ingested.', labelNames: ['mode'], registers: [r] });
-    this.handoffsRejected = new Counter({ name: 'handoff_files_rejected_total', help: 'Handoff files rejected, by reason.', labelNames: ['reason'], registers: [r] });
-    this.healthChecks = new Counter({ name: 'engine_health_checks_total', help: 'Engine /health probes by result.', labelNames: ['pool_id', 'result'], registers: [r] });
+    gauge('llorch_pool_slots', 'Engine slots per pool.', (s) => s.slots_total);
+    gauge('llorch_pool_slots_free', 'Slots not leased (0 when the pool is not ready).', (s) => s.slots_free);
+    gauge('llorch_pool_active_leases', 'Leases held right now.', (s) => s.active_leases);
+    gauge('llorch_pool_ready', '1 when the pool accepts leases.', (s) => (s.ready ? 1 : 0));
+    gauge('llorch_pool_breaker_state', 'Supervisor circuit breaker: 0 closed, 1 half_open, 2 open.', (s) => BREAKER_VALUE[s.breaker]);
+    gauge('llorch_pool_decode_tokens_per_second', 'Measured decode rate (moving average over streams).', (s) => s.decode_tps);
+    this.restarts = new Counter({ name: 'llorch_pool_engine_restarts_total', help: 'Engine restarts after a crash or failed start.', labelNames: ['pool_id'], registers: [r] });
+    this.handoffsProcessed = new Counter({ name: 'llorch_handoff_files_processed_total', help: 'Handoff files ingested.', labelNames: ['mode'], registers: [r] });
+    this.handoffsRejected = new Counter({ name: 'llorch_handoff_files_rejected_total', help: 'Handoff files rejected, by reason.', labelNames: ['reason'], registers: [r] });
+    this.healthChecks = new Counter({ name: 'llorch_pool_engine_health_checks_total', help: 'Engine /health probes by result.', labelNames: ['pool_id', 'result'], registers: [r] });
     this.provisioningSeconds = new Histogram({
-      name: 'pool_provisioning_duration_seconds',
+      name: 'llorch_pool_provisioning_duration_seconds',
       help: 'Time to provision engine binaries and models, and to start engines.',
       labelNames: ['pool_id', 'phase', 'outcome'],
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800],
       registers: [r],
     });
-    this.dispatches = new Counter({ name: 'dispatch_streams_total', help: 'Completion streams by outcome (end, error, canceled).', labelNames: ['pool_id', 'outcome'], registers: [r] });
-    this.tokensOut = new Counter({ name: 'dispatch_tokens_out_total', help: 'Tokens generated (engine count from end events).', labelNames: ['pool_id'], registers: [r] });
-    this.promptTokens = new Counter({ name: 'dispatch_prompt_tokens_total', help: 'Prompt tokens of finished streams, cached ones included (engine count).', labelNames: ['pool_id'], registers: [r] });
+    this.dispatches = new Counter({ name: 'llorch_dispatch_streams_total', help: 'Completion streams by outcome (end, error, canceled).', labelNames: ['pool_id', 'outcome'], registers: [r] });
+    this.tokensOut = new Counter({ name: 'llorch_dispatch_tokens_out_total', help: 'Tokens generated (engine count from end events).', labelNames: ['pool_id'], registers: [r] });
+    this.promptTokens = new Counter({ name: 'llorch_dispatch_prompt_tokens_total', help: 'Prompt tokens of finished streams, cached ones included (engine count).', labelNames: ['pool_id'], registers: [r] });
     // With the prompt total: the share of prompts the engines' prompt caches served.
-    this.cachedPromptTokens = new Counter({ name: 'dispatch_prompt_tokens_cached_total', help: 'Prompt tokens taken from the engine prompt cache.', labelNames: ['pool_id'], registers: [r] });
+    this.cachedPromptTokens = new Counter({ name: 'llorch_dispatch_prompt_tokens_cached_total', help: 'Prompt tokens taken from the engine prompt cache.', labelNames: ['pool_id'], registers: [r] });
+  }
+}
+
+let processMetrics: Registry | undefined;
+
+/**
+ * The standard process and Node.js runtime series (prom-client's default metrics: `process_*`,
+ * `nodejs_*`, under their conventional names, which dashboards and alerts for any Node service
+ * expect) in `registry`. They are collected once per process — each collection starts an event-loop
+ * delay monitor and a GC observer that are never stopped — and the same metric objects are
+ * registered in every registry of the process.
+ */
+function registerProcessMetrics(registry: Registry): void {
+  if (processMetrics === undefined) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics });
+  }
+  for (const { name } of processMetrics.getMetricsAsArray()) {
+    const metric = processMetrics.getSingleMetric(name);
+    if (metric !== undefined && registry.getSingleMetric(name) === undefined) registry.registerMetric(metric);
   }
 }
