@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { fileURLToPath } from 'node:url';
-import { parseDaemonArgv } from './argv.js';
+import { parseDaemonArgv } from './support/argv.js';
 import { loadBundle } from './support/bundle-loader.js';
 import type * as Daemon from './daemon.js';
 

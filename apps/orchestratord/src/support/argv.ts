@@ -29,9 +29,9 @@ Logs: JSON lines (pino) on stdout. SIGTERM or SIGINT closes gracefully within 10
 signal exits at once.`;
 }
 
-/** The version in the package's package.json (one level above dist/ and src/). */
+/** The version in the package's package.json (two levels above dist/support/). */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
   return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
 }
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { beforeAll, describe, expect, it } from 'vitest';
 
-const APP_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
+const APP_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const MAIN = join(APP_DIR, 'dist', 'main.js');
 const VERSION = (JSON.parse(readFileSync(join(APP_DIR, 'package.json'), 'utf8')) as { version: string }).version;
 

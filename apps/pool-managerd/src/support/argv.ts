@@ -28,9 +28,9 @@ Environment:
 Logs: JSON lines on stdout. SIGTERM or SIGINT deregisters the node, stops the engines (SIGTERM, then
 SIGKILL after the supervision stop timeout) and exits; a second signal exits at once.`;
 
-/** The version in the package's package.json (one level above dist/ and bundle/). */
+/** The version in the package's package.json (two levels above dist/support/). */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
   return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
 }
 
