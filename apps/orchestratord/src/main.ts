@@ -5,7 +5,6 @@ import { pino } from 'pino';
 import { REDACT_PATHS } from './app.js';
 import { parseDaemonArgv } from './support/argv.js';
 import { loadConfig } from './config.js';
-import { loadCredentials } from './credentials.js';
 import { ConfigError } from './errors.js';
 import { startServer } from './server.js';
 
@@ -29,10 +28,8 @@ const destination = logDestination(1, { flushMs: 100 });
 process.once('exit', () => destination.flushSync());
 
 let config;
-let credentials;
 try {
   config = loadConfig({ env: process.env });
-  credentials = loadCredentials({ config, env: process.env });
 } catch (err) {
   if (err instanceof ConfigError) {
     pino({ name: 'orchestratord' }, destination).fatal({ problems: err.problems }, err.message);
@@ -46,7 +43,7 @@ const logger = pino(
 );
 let server;
 try {
-  server = await startServer({ config, logger, credentials });
+  server = await startServer({ config, logger });
 } catch (err) {
   logger.fatal({ err }, 'failed to start');
   process.exit(1);
