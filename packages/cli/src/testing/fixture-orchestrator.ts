@@ -31,7 +31,8 @@ const TASK_ID = '00000000-0000-4000-8000-000000000001';
 export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions = {}): Promise<FixtureOrchestrator> {
   const seen: string[] = [];
   const bodies: Array<Record<string, unknown>> = [];
-  const held = new Set<ServerResponse>();
+  /** Open event streams: a cancel ends each at once with a canceled end frame. */
+  const open = new Set<() => void>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const key = `${req.method} ${req.url}`;
     seen.push(`${key} auth=${req.headers.authorization ?? ''}`);
@@ -63,10 +64,8 @@ export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions
       }
       if (req.method === 'POST' && /^\/v2\/tasks\/[^/]+\/cancel$/.test(req.url ?? '')) {
         res.writeHead(204).end();
-        for (const stream of held) {
-          stream.end(formatSseFrame(99, { event: 'end', data: { tokens_out: 1, decode_ms: 1, decode_time_ms: 1, canceled: true, stop_type: 'cancel' } }));
-        }
-        held.clear();
+        for (const cancel of open) cancel();
+        open.clear();
         return;
       }
       if (req.method === 'GET' && /\/events/.test(req.url ?? '')) {
@@ -76,10 +75,17 @@ export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions
           if (i < frames.length) res.write(frames[i++]!);
           else {
             clearInterval(tick);
-            if (opts.holdOpen) held.add(res);
-            else res.end();
+            if (!opts.holdOpen) {
+              open.delete(cancel);
+              res.end();
+            }
           }
         }, 5);
+        const cancel = (): void => {
+          clearInterval(tick);
+          res.end(formatSseFrame(99, { event: 'end', data: { tokens_out: 1, decode_ms: 1, decode_time_ms: 1, canceled: true, stop_type: 'cancel' } }));
+        };
+        open.add(cancel);
         return;
       }
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NOT_FOUND', message: `${key} not found` }));
