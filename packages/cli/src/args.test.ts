@@ -14,7 +14,7 @@ function submitOf(argv: string[]): SubmitArgs {
 describe('parseCommandLine: submit', () => {
   it('defaults to a chat message with the engine\'s sampling', () => {
     expect(submitOf(['submit', 'Write', 'a', 'haiku'])).toEqual({
-      text: 'Write a haiku', raw: false, system: undefined, model: 'synthetic:llama', maxTokens: 64, seed: undefined,
+      text: 'Write a haiku', raw: false, system: undefined, model: 'synthetic', maxTokens: 64, seed: undefined,
       priority: 'interactive', sampling: {}, jsonSchemaFile: undefined,
     });
   });

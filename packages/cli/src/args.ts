@@ -168,7 +168,7 @@ function submitArgs(all: Values, text: string): SubmitArgs {
   const sampling = SamplingSchema.safeParse(candidate);
   if (!sampling.success) throw new CliError(flagNames(formatIssues(sampling.error)).split('\n').join('; '));
   return {
-    text, raw, system: values.system, model: values.model ?? 'synthetic:llama', maxTokens, seed,
+    text, raw, system: values.system, model: values.model ?? 'synthetic', maxTokens, seed,
     priority: values.batch === true ? 'batch' : 'interactive', sampling: sampling.data, jsonSchemaFile: values['json-schema'],
   };
 }

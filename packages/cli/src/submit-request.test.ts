@@ -72,7 +72,7 @@ describe('llorch submit (built dist/main.js)', () => {
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toBe('Hi');
     expect(fixture.bodies).toEqual([{
-      model_ref: 'synthetic:llama', priority: 'interactive', max_tokens: 64, workload: 'chat',
+      model_ref: 'synthetic', priority: 'interactive', max_tokens: 64, workload: 'chat',
       messages: [{ role: 'system', content: 'JSON only' }, { role: 'user', content: 'Name a city' }],
       sampling: { temperature: 0, top_p: 1, stop: ['}'], response_format: { type: 'json_schema', json_schema: { name: 'city', schema } } },
     }]);

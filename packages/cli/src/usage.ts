@@ -26,7 +26,7 @@ streams; the summary goes to stderr. Ctrl-C cancels the task and exits 130.
 
   --raw            send the text as a plain completion prompt instead of a chat message
   --system TEXT    system message before the user message (chat only)
-  --model REF      model (default synthetic:llama)
+  --model REF      model: alias, catalog id or ref (default synthetic, the out-of-the-box pool's alias)
   --max-tokens N   most tokens to generate (default 64)
   --seed N         sampling seed
   --temperature T  sampling temperature (0..2)

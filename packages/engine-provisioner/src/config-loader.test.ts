@@ -32,7 +32,7 @@ describe('loadPoolManagerConfig', () => {
   it('reads the cpu-dev defaults the test engine relies on', async () => {
     const cfg = await loadPoolManagerConfig(join(repoRoot(), 'requirements', 'cpu-dev.yaml'));
     expect(cfg.node.id).toBe('dev-node');
-    expect(cfg.pools[0]).toMatchObject({ id: 'cpu0', gpu: 'off', native: false, source: { kind: 'bundle' }, model: 'synthetic:llama', aliases: ['synthetic'] });
+    expect(cfg.pools[0]).toMatchObject({ id: 'cpu0', gpu: 'off', native: false, source: { kind: 'bundle' }, model: 'synthetic:llama?ctx=4096', aliases: ['synthetic'] });
     const cuda = await loadPoolManagerConfig(join(repoRoot(), 'requirements', 'cuda-single-gpu.yaml'));
     expect(cuda.pools[0]).toMatchObject({ gpu: 'required', cuda_architectures: '90', gpu_layers: 'all' });
     const git = await loadPoolManagerConfig(join(repoRoot(), 'requirements', 'git-source.yaml'));
