@@ -7,11 +7,13 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { CatalogStore } from './catalog/catalog-store.js';
+import { loadCredentials, type Credentials } from './credentials.js';
 import { InvalidParamsError } from './errors.js';
 import { AccessLogController } from './http/access-log.js';
 import { apiDocsPlugin, DOCS_PATHS, DOCS_PREFIX } from './http/api-docs.js';
 import type { AppServices } from './http/app-services.js';
 import { authPlugin } from './http/auth.js';
+import { clientKeysPlugin } from './http/client-keys.js';
 import { correlationIdFor, correlationPlugin } from './http/correlation.js';
 import { corsOriginsPlugin } from './http/cors.js';
 import { errorsPlugin, sendError } from './http/error-handler.js';
@@ -46,6 +48,8 @@ export interface AppDeps {
   metricsRegistry?: Registry;
   /** @default system clock */
   clock?: Clock;
+  /** Accepted credentials (main loads the keys file). @default those of `config` without a keys file */
+  credentials?: Credentials;
 }
 
 /** Internal timings, for tests. */
@@ -59,7 +63,7 @@ export interface AppTuning {
 export type OrchdApp = FastifyInstance & { readonly services: AppServices };
 
 /** Paths that must never reach log lines. */
-export const REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'api_token', 'token', 'prompt'];
+export const REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'api_token', 'node_token', 'token', 'prompt'];
 
 /**
  * Builds orchestratord: plugins, routes and the long-lived objects (registry, task service,
@@ -94,7 +98,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }) });
   const poolClient = new PoolClient({
-    dispatcher: deps.upstream, h2cDispatcher: deps.upstreamH2c, token: config.api_token,
+    dispatcher: deps.upstream, h2cDispatcher: deps.upstreamH2c, token: config.node_token ?? config.api_token,
     acceptTimeoutMs: config.dispatch_accept_timeout_ms ?? Math.max(config.heartbeat_interval_ms, 1000),
     http1PerNode: config.dispatch_http1_per_node,
   });
@@ -162,7 +166,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(errorsPlugin);
   // Before auth: preflights carry no token.
   await app.register(corsOriginsPlugin, { origins: config.cors_origins ?? [] });
-  await app.register(authPlugin, { token: config.api_token, openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS], openPrefixes: [DOCS_PREFIX] });
+  const credentials = deps.credentials ?? loadCredentials({ config: { ...config, keys_file: undefined }, env: {} });
+  await app.register(authPlugin, { credentials, openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS], openPrefixes: [DOCS_PREFIX] });
+  await app.register(clientKeysPlugin, { registry: metricsRegistry });
   await app.register(probeRoutes, { readiness });
   await app.register(metricsRoutes, { services });
   await app.register(apiDocsPlugin);

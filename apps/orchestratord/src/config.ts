@@ -52,8 +52,9 @@ export function loadConfig(options: LoadConfigOptions): Readonly<OrchestratorCon
     const { host, port } = splitHostPort(addr);
     if (port > 65_535) problems.push(`ORCHD_ADDR: port ${port} is out of range (0..65535)`);
     const token = parsed.success ? parsed.data.api_token : raw.api_token;
-    if (!isLoopbackHost(host) && token === undefined) {
-      problems.push(`ORCHD_ADDR: binding ${addr} (not loopback) requires LLORCH_API_TOKEN`);
+    const keyed = raw.keys_file !== undefined && raw.node_token !== undefined;
+    if (!isLoopbackHost(host) && token === undefined && !keyed) {
+      problems.push(`ORCHD_ADDR: binding ${addr} (not loopback) requires LLORCH_API_TOKEN (or ORCHD_KEYS_FILE with LLORCH_NODE_TOKEN)`);
     }
   }
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);

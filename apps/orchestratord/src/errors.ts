@@ -77,6 +77,22 @@ export class UnauthorizedError extends OrchdError {
   }
 }
 
+/** 403 FORBIDDEN: a valid credential without the role the route needs (a client key on a node route). */
+export class ForbiddenError extends OrchdError {
+  override readonly name = 'ForbiddenError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('FORBIDDEN', message, options);
+  }
+}
+
+/** 429 ADMISSION_REJECT (policy `rate_limit`): the key spent its requests for the minute. */
+export class RateLimitedError extends OrchdError {
+  override readonly name = 'RateLimitedError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('ADMISSION_REJECT', message, { retriable: true, policyLabel: 'rate_limit', ...options });
+  }
+}
+
 /** 404: unknown task, node, pool, session, catalog entry or route. */
 export class NotFoundError extends OrchdError {
   override readonly name = 'NotFoundError';

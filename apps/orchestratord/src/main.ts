@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { REDACT_PATHS } from './app.js';
 import { parseDaemonArgv } from './support/argv.js';
 import { loadConfig } from './config.js';
+import { loadCredentials } from './credentials.js';
 import { ConfigError } from './errors.js';
 import { startServer } from './server.js';
 
@@ -28,8 +29,10 @@ const destination = logDestination(1, { flushMs: 100 });
 process.once('exit', () => destination.flushSync());
 
 let config;
+let credentials;
 try {
   config = loadConfig({ env: process.env });
+  credentials = loadCredentials({ config, env: process.env });
 } catch (err) {
   if (err instanceof ConfigError) {
     pino({ name: 'orchestratord' }, destination).fatal({ problems: err.problems }, err.message);
@@ -43,7 +46,7 @@ const logger = pino(
 );
 let server;
 try {
-  server = await startServer({ config, logger });
+  server = await startServer({ config, logger, credentials });
 } catch (err) {
   logger.fatal({ err }, 'failed to start');
   process.exit(1);

@@ -3,12 +3,15 @@ import { closeAll, type CloseReport } from '@llama-orch/daemon-support';
 import type { Logger } from 'pino';
 import { buildApp, type OrchdApp } from './app.js';
 import { splitHostPort } from './config.js';
+import type { Credentials } from './credentials.js';
 import { createUpstreamDispatchers } from './upstream/dispatchers.js';
 
 export interface StartOptions {
   config: Readonly<OrchestratorConfig>;
   /** Root logger of the process. */
   logger: Logger;
+  /** Accepted credentials (`loadCredentials`). @default those of `config` without a keys file */
+  credentials?: Credentials;
 }
 
 export interface RunningServer {
@@ -34,7 +37,10 @@ const UPSTREAM_CLOSE_MS = 2000;
  */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const upstream = createUpstreamDispatchers();
-  const app = await buildApp({ logger: options.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c }, options.config);
+  const app = await buildApp({
+    logger: options.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c,
+    ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
+  }, options.config);
   const { host, port } = splitHostPort(options.config.addr);
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `fastify listening at ${address}` });

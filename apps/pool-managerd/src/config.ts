@@ -46,7 +46,7 @@ export function parseArgv(argv: readonly string[]): { configPath: string } {
 /**
  * Loads and validates the config (every problem in one error, unknown keys rejected) and resolves
  * token, runtime dir and cache dir. Precedence: cache dir env `LLORCH_CACHE_DIR` > config >
- * `~/.cache/llama-orch`; token config `api_token` > env `LLORCH_API_TOKEN`. A non-loopback bind
+ * `~/.cache/llama-orch`; token config `api_token` > env `LLORCH_NODE_TOKEN` > env `LLORCH_API_TOKEN`. A non-loopback bind
  * without a token refuses to start.
  */
 export async function loadSettings(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, home: string = homedir()): Promise<DaemonSettings> {
@@ -54,15 +54,19 @@ export async function loadSettings(argv: readonly string[], env: Readonly<Record
   const configPath = resolve(given);
   let config: PoolManagerConfig;
   try {
-    config = await loadPoolManagerConfig(configPath, env);
+    // The loader fills api_token from LLORCH_API_TOKEN; a LLORCH_NODE_TOKEN takes precedence over it.
+    config = await loadPoolManagerConfig(configPath, env.LLORCH_NODE_TOKEN !== undefined && env.LLORCH_NODE_TOKEN !== '' ? { ...env, LLORCH_API_TOKEN: undefined } : env);
   } catch (err) {
     throw new ConfigError((err as Error).message, { path: configPath }, { cause: err });
   }
   const configDir = dirname(configPath);
   const abs = (p: string): string => (isAbsolute(p) ? p : resolve(configDir, p.replace(/^~(?=\/|$)/, home)));
   const { host, port } = splitHostPort(config.node.addr);
-  const apiToken = config.api_token ?? (env.LLORCH_API_TOKEN !== undefined && env.LLORCH_API_TOKEN !== '' ? env.LLORCH_API_TOKEN : undefined);
-  if (apiToken !== undefined && apiToken.length < 16) throw new ConfigError('LLORCH_API_TOKEN must be at least 16 characters');
+  // The node token: what orchestratord's node API takes (LLORCH_NODE_TOKEN there) and what its
+  // dispatches here carry; the shared LLORCH_API_TOKEN when the cluster has no separate one.
+  const fromEnv = (name: string): string | undefined => (env[name] !== undefined && env[name] !== '' ? env[name] : undefined);
+  const apiToken = config.api_token ?? fromEnv('LLORCH_NODE_TOKEN') ?? fromEnv('LLORCH_API_TOKEN');
+  if (apiToken !== undefined && apiToken.length < 16) throw new ConfigError('the node token (api_token, LLORCH_NODE_TOKEN or LLORCH_API_TOKEN) must be at least 16 characters');
   if (apiToken === undefined && !isLoopbackHost(host)) {
     throw new ConfigError(`node.addr ${config.node.addr} is not loopback: set api_token or LLORCH_API_TOKEN (refusing an open API)`);
   }

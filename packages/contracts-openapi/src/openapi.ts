@@ -12,8 +12,9 @@ interface DocumentSpec {
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Invalid request (INVALID_PARAMS, DEADLINE_UNMET)', 401: 'Missing or wrong Bearer token (UNAUTHORIZED)',
+  403: 'A valid credential of the wrong role: a client key on a node or operator route, the node token on a client route (FORBIDDEN)',
   404: 'Unknown resource (NOT_FOUND)', 413: 'Body over the limit (PAYLOAD_TOO_LARGE)',
-  429: 'Queue full (ADMISSION_REJECT, QUEUE_FULL_DROP_LRU); Retry-After and X-Backoff-Ms set',
+  429: 'Queue full (ADMISSION_REJECT, QUEUE_FULL_DROP_LRU), or the key is over its rate limit (ADMISSION_REJECT, policy_label rate_limit); Retry-After and X-Backoff-Ms set',
   500: 'Failed while running (DECODE_TIMEOUT, INTERNAL)', 502: 'Upstream node failed (WORKER_RESET)',
   503: 'Not available now (POOL_UNREADY, POOL_UNAVAILABLE, MODEL_NOT_AVAILABLE, REPLICA_EXHAUSTED); Retry-After and X-Backoff-Ms set',
 };

@@ -31,7 +31,10 @@ export interface RouteSpec {
 }
 
 const id = z.strictObject({ id: z.string().meta({ description: 'Identifier from the path.' }) });
-const withAuth = [401];
+/** 401 without a valid credential; 403 with one whose role the route does not take (a client key on a node route). */
+const withAuth = [401, 403];
+/** pool-managerd has one credential (the node token): no role to refuse. */
+const nodeAuth = [401];
 
 const sseDescription = [
   'Server-Sent Events. Frames `id: <seq>\\nevent: <name>\\ndata: <json>\\n\\n`.',
@@ -137,20 +140,20 @@ export const NODES: RouteSpec[] = [
 export const POOL_MANAGER: RouteSpec[] = [
   ...probes(ManagerReadinessSchema, 'the API serves and no pool is still in its first provisioning; failed pools are listed, not a cause; 503 otherwise'),
   { method: 'get', path: '/health', summary: 'Daemon health', auth: true,
-    ok: { status: 200, schema: ManagerHealthSchema }, errors: withAuth },
+    ok: { status: 200, schema: ManagerHealthSchema }, errors: nodeAuth },
   { method: 'get', path: '/v2/pools', summary: 'Pools of this node', auth: true,
-    ok: { status: 200, schema: PoolStatusListSchema }, errors: withAuth },
+    ok: { status: 200, schema: PoolStatusListSchema }, errors: nodeAuth },
   { method: 'get', path: '/v2/pools/{id}', summary: 'One pool', auth: true, params: id,
-    ok: { status: 200, schema: PoolStatusSchema }, errors: [...withAuth, 404] },
+    ok: { status: 200, schema: PoolStatusSchema }, errors: [...nodeAuth, 404] },
   { method: 'post', path: '/v2/pools/{id}/drain', summary: 'Stop new leases, finish in-flight, stop', auth: true, params: id,
-    body: DrainRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...withAuth, 404] },
+    body: DrainRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...nodeAuth, 404] },
   { method: 'post', path: '/v2/pools/{id}/reload', summary: 'Drain, switch model, start; roll back on failure', auth: true, params: id,
-    body: ReloadRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...withAuth, 404, 503] },
+    body: ReloadRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...nodeAuth, 404, 503] },
   { method: 'post', path: '/v2/pools/{id}/completions', summary: 'Run one completion on a leased slot', auth: true, params: id,
     body: DispatchRequestSchema,
     ok: { status: 200, contentType: 'application/x-ndjson', schema: DispatchEventSchema,
       description: 'One DispatchEvent per line: token* then exactly one end or error. Closing the request cancels the engine request.' },
-    errors: [400, ...withAuth, 404, 503] },
+    errors: [400, ...nodeAuth, 404, 503] },
   { method: 'get', path: '/metrics', summary: 'Prometheus metrics (no auth)', auth: false,
     ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' }, errors: [] },
   { method: 'get', path: '/openapi.json', summary: 'This OpenAPI document (no auth: documentation is not a secret)', auth: false,

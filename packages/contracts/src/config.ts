@@ -17,6 +17,13 @@ export const OrchestratorConfigSchema = z
     public_url: HttpUrlSchema.optional(),
     /** Bearer token for every route but /metrics; required on a non-loopback bind. (env LLORCH_API_TOKEN) */
     api_token: z.string().min(16, 'LLORCH_API_TOKEN must be at least 16 characters').optional(),
+    /**
+     * Token of the node API (register, heartbeat, deregister) and of the calls to pool-managerd,
+     * apart from the client keys; absent = `api_token` serves both. (env LLORCH_NODE_TOKEN)
+     */
+    node_token: z.string().min(16, 'LLORCH_NODE_TOKEN must be at least 16 characters').optional(),
+    /** YAML file of client API keys (`KeysFileSchema`); absent = `api_token` only. (env ORCHD_KEYS_FILE) */
+    keys_file: z.string().min(1).optional(),
     /** Admission queue capacity (tasks). @default 1024 (env ORCHD_ADMISSION_CAPACITY) */
     admission_capacity: z.coerce.number().int().min(1).max(10_000_000).default(1024),
     /** What a full queue does: `reject` (429) or `drop-lru` (evict the oldest batch task). @default reject (env ORCHD_ADMISSION_POLICY) */
@@ -90,6 +97,8 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_ADDR: 'addr',
   ORCHD_PUBLIC_URL: 'public_url',
   LLORCH_API_TOKEN: 'api_token',
+  LLORCH_NODE_TOKEN: 'node_token',
+  ORCHD_KEYS_FILE: 'keys_file',
   ORCHD_ADMISSION_CAPACITY: 'admission_capacity',
   ORCHD_ADMISSION_POLICY: 'admission_policy',
   ORCHESTRATORD_PLACEMENT_STRATEGY: 'placement_strategy',

@@ -59,5 +59,7 @@ export {
   OpenAiModelSchema, OpenAiModelListSchema, OpenAiErrorSchema,
 } from './openai.js';
 export type { ChatCompletionRequest, CompletionRequest, Usage, OpenAiModel, OpenAiError } from './openai.js';
+export { ClientKeyEntrySchema, KeysFileSchema } from './keys.js';
+export type { ClientKeyEntry, KeysFile } from './keys.js';
 export { LivenessSchema, ReadinessSchema, ProbePoolSchema, ManagerReadinessSchema } from './probes.js';
 export type { Liveness, Readiness, ManagerReadiness } from './probes.js';

@@ -10,6 +10,8 @@ import { makeApp, openSse, taskBody, TOKEN, type TestApp } from '../testing/test
 const OURS = [
   'llorch_active_leases',
   'llorch_admission_backpressure_events_total',
+  'llorch_client_requests_total',
+  'llorch_client_tokens_out_total',
   'llorch_node_deregistrations_total',
   'llorch_node_heartbeats_total',
   'llorch_node_registrations_total',

@@ -13,6 +13,8 @@ export interface OrchdMetrics {
   readonly tasksRejected: Counter<'engine' | 'reason'>;
   readonly tasksFailed: Counter<'engine' | 'code'>;
   readonly tokensOut: Counter<'engine' | 'engine_version' | 'pool_id'>;
+  /** Tokens generated per client key name (bounded: the keys file's names, `default`). */
+  readonly clientTokensOut: Counter<'key'>;
   readonly backpressureEvents: Counter<'engine' | 'policy'>;
   readonly placementDecisions: Counter<'outcome' | 'pinned' | 'fallback'>;
   /** Placements of tasks whose session had a last pool: `kept` there (its prompt cache), or `moved` (it had no free slot). */
@@ -103,6 +105,12 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       name: 'llorch_tokens_out_total',
       help: 'Tokens generated: the sum of end.tokens_out of every ended task.',
       labelNames: ['engine', 'engine_version', 'pool_id'] as const,
+      registers,
+    }),
+    clientTokensOut: new Counter({
+      name: 'llorch_client_tokens_out_total',
+      help: 'Tokens generated for each client key (end.tokens_out of its ended tasks), by key name.',
+      labelNames: ['key'] as const,
       registers,
     }),
     backpressureEvents: new Counter({

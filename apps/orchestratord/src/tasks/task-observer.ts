@@ -151,6 +151,7 @@ export class TaskObserver {
     if (frame.event === 'end') {
       const end: EndEvent = frame.data;
       this.#metrics.tokensOut.inc({ engine: ENGINE, engine_version: end.engine_version ?? '', pool_id: end.pool_id ?? task.placement?.pool_id ?? '' }, end.tokens_out);
+      if (task.clientKey !== undefined) this.#metrics.clientTokensOut.inc({ key: task.clientKey }, end.tokens_out);
     } else if (frame.event === 'error') {
       this.#metrics.tasksFailed.inc({ engine: ENGINE, code: frame.data.code });
     }

@@ -28,6 +28,8 @@ export interface TaskRecord {
   readonly request: TaskRequest;
   /** The admitting request's correlation id; sent with every dispatch of the task. */
   readonly correlationId: string;
+  /** Name of the client key that admitted it (the `key` label of the per-key token counter); undefined with auth off. */
+  readonly clientKey: string | undefined;
   readonly stream: TaskStream;
   /** Child of the admission request's logger: every line carries `correlation_id` and `task_id`. */
   readonly log: Log;
@@ -67,16 +69,18 @@ export interface NewTaskOptions {
   /** Logger of the admission request; the task's logger is a child of it. */
   log: Log;
   correlationId: string;
+  clientKey?: string | undefined;
   now: number;
   predictedStartMs: number;
   phase: TaskPhase;
 }
 
-export function newTaskRecord({ request, affinity, log, correlationId, now, predictedStartMs, phase }: NewTaskOptions): TaskRecord {
+export function newTaskRecord({ request, affinity, log, correlationId, clientKey, now, predictedStartMs, phase }: NewTaskOptions): TaskRecord {
   return {
     id: request.task_id,
     request,
     correlationId,
+    clientKey,
     stream: new TaskStream(),
     log: log.child({ task_id: request.task_id, session_id: request.session_id }),
     ticket: new PlacementTicket(request, affinity),

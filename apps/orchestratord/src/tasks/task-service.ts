@@ -152,9 +152,10 @@ export class TaskService {
    * (a task with a free slot is dispatched before this returns). Throws typed errors
    * (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT, QUEUE_FULL_DROP_LRU)
    * that the error handler maps to envelopes. `log` and `correlationId` are the admitting
-   * request's: the task's log lines and its dispatches carry them.
+   * request's: the task's log lines and its dispatches carry them; `clientKey` the name of the
+   * key that sent it (its tokens are counted under that name).
    */
-  admit(named: TaskRequest, log: Log, correlationId: string): Admitted {
+  admit(named: TaskRequest, log: Log, correlationId: string, clientKey?: string): Admitted {
     if (this.#state !== 'running') throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     // An alias becomes the model ref the pools list: one queue group, one wait key per model.
     const modelRef = this.#registry.canonicalModel(named.model_ref);
@@ -171,7 +172,7 @@ export class TaskService {
       onReject: (code) => this.#observer.refused(code),
     });
     const task = newTaskRecord({
-      request, affinity: this.#sessions.lastPool(request.session_id), log, correlationId, now: this.#clock.now(), predictedStartMs: prediction.startMs,
+      request, affinity: this.#sessions.lastPool(request.session_id), log, correlationId, clientKey, now: this.#clock.now(), predictedStartMs: prediction.startMs,
       phase: avail.ready.length > 0 ? 'queued' : 'preparing',
     });
     const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);

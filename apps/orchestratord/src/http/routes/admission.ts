@@ -3,6 +3,7 @@ import { CORRELATION_ID_HEADER, resolveTaskRequest, TaskRequestSchema, type Admi
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { serveTaskStream } from '../../streams/sse-writer.js';
+import { withPriorityCeiling } from '../client-keys.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
 
 /**
@@ -56,7 +57,7 @@ export function streamAdmitted(services: AppServices, req: FastifyRequest, reply
 export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   app.post('/v2/tasks', { schema: { body: TaskRequestSchema } }, (req, reply) => {
     const request = resolveTaskRequest(req.body, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
-    const result = services.tasks.admit(request, req.log, req.id);
+    const result = services.tasks.admit(withPriorityCeiling(request, req), req.log, req.id, req.principal?.name);
     if (wantsEventStream(req)) {
       streamAdmitted(services, req, reply, result.task_id);
       return;

@@ -9,6 +9,7 @@ import { chatCall, completionCall, type OpenAiCall } from '../../openai/request-
 import { sessionIdFor } from '../../openai/session-key.js';
 import type { TaskRecord } from '../../tasks/task-record.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
+import { withPriorityCeiling } from '../client-keys.js';
 
 /**
  * The OpenAI-compatible door. Each request becomes the same internal task a `POST /v2/tasks`
@@ -26,7 +27,7 @@ function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply,
   }
   const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
   // `door` on every line of the task: operators tell /v1 traffic from /v2 in the same log.
-  const admitted = services.tasks.admit(request, req.log.child({ door: 'v1' }), req.id);
+  const admitted = services.tasks.admit(withPriorityCeiling(request, req), req.log.child({ door: 'v1' }), req.id, req.principal?.name);
   const task = services.tasks.get(admitted.task_id);
   if (task === undefined) throw new Error(`admitted task ${admitted.task_id} is not in the table`);
   reply.hijack();

@@ -1,0 +1,165 @@
+import { createHash } from 'node:crypto';
+import { ErrorEnvelopeSchema, OpenAiErrorSchema, OrchestratorConfigSchema } from '@llama-orch/contracts';
+import { request } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { buildApp, type OrchdApp } from '../app.js';
+import { loadCredentials } from '../credentials.js';
+import { ConfigError } from '../errors.js';
+import type { TaskRecord } from '../tasks/task-record.js';
+import { createUpstreamDispatchers } from '../upstream/dispatchers.js';
+import { captureLogger, openSse, snapshot, taskBody } from '../testing/test-helpers.js';
+
+const NODE = 'node-token-0123456789abcdef';
+const ALICE = 'alice-key-0123456789abcdef';
+const BOB = 'bob-key-0123456789abcdef-env';
+const OPS = 'ops-key-0123456789abcdef';
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+const KEYS = JSON.stringify({
+  keys: [
+    { name: 'alice', key_sha256: sha(ALICE) },
+    { name: 'bob', key_env: 'BOB_KEY', rate_limit: 3, max_priority: 'batch' },
+    { name: 'ops', key_sha256: sha(OPS).toUpperCase(), role: 'operator' },
+  ],
+});
+const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
+const register = (nodeId = 'n1') => ({
+  node_id: nodeId, machine_id: 'm', address: 'http://127.0.0.1:9', pools: [snapshot({ pool_id: 'p', slots_free: 0 })],
+  capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 }, version: 'x',
+});
+
+describe('client keys and the node token', () => {
+  let app: OrchdApp | undefined;
+  let closeUpstream: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await app?.close();
+    await closeUpstream?.();
+  });
+
+  async function make() {
+    const config = OrchestratorConfigSchema.parse({ node_token: NODE, keys_file: '/etc/llorch/keys.yaml', heartbeat_interval_ms: 1000 });
+    const credentials = loadCredentials({ config, env: { BOB_KEY: BOB }, readFile: (p) => (p === '/etc/llorch/keys.yaml' ? KEYS : '') });
+    const logs = captureLogger();
+    const upstream = createUpstreamDispatchers();
+    closeUpstream = () => upstream.close();
+    app = await buildApp({ logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials }, config);
+    return { app, logs };
+  }
+
+  it('node routes take only the node token; client keys take client routes; operator routes an operator key', async () => {
+    const { app: a } = await make();
+    // the node token registers and heartbeats, and cannot submit tasks or read the cluster
+    expect((await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(NODE), payload: register() })).statusCode).toBe(200);
+    const hb = await a.inject({ method: 'POST', url: '/v2/nodes/n1/heartbeat', headers: bearer(NODE), payload: { timestamp: new Date().toISOString(), pools: [snapshot({ pool_id: 'p', slots_free: 0 })] } });
+    expect(hb.statusCode).toBe(200);
+    const nodeSubmits = await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(NODE), payload: taskBody({ model_ref: 'm' }) });
+    expect(nodeSubmits.statusCode).toBe(403);
+    expect(ErrorEnvelopeSchema.parse(nodeSubmits.json())).toMatchObject({ code: 'FORBIDDEN', retriable: false });
+    expect((await a.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(NODE), payload: { model: 'm', messages: [{ role: 'user', content: 'x' }] } })).statusCode).toBe(403);
+
+    // a client key submits, and can neither act as a node nor drain
+    expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(ALICE), payload: taskBody({ model_ref: 'm' }) })).statusCode).toBe(202);
+    for (const [method, url, payload] of [
+      ['POST', '/v2/nodes/register', register('evil')],
+      ['POST', '/v2/nodes/n1/heartbeat', { timestamp: new Date().toISOString(), pools: [] }],
+      ['DELETE', '/v2/nodes/n1', undefined],
+      ['POST', '/v2/pools/p/drain', { deadline_ms: 0 }],
+      ['POST', '/v2/catalog/models', { ref: 'hf:x/y' }],
+      ['GET', '/v2/nodes', undefined],
+    ] as const) {
+      const res = await a.inject({ method, url, headers: bearer(ALICE), ...(payload !== undefined ? { payload } : {}) });
+      expect(res.statusCode, `${method} ${url}`).toBe(403);
+    }
+    expect((await a.inject({ method: 'GET', url: '/v2/pools', headers: bearer(ALICE) })).statusCode).toBe(200);
+    // an operator key reads the node list and reaches drain (the pool's node is unreachable: 503, past auth)
+    expect((await a.inject({ method: 'GET', url: '/v2/nodes', headers: bearer(OPS) })).statusCode).toBe(200);
+    expect((await a.inject({ method: 'POST', url: '/v2/pools/p/drain', headers: bearer(OPS), payload: { deadline_ms: 0 } })).statusCode).toBe(503);
+    expect((await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(OPS), payload: register('x') })).statusCode).toBe(403);
+    // anything else: 401
+    expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer('nobody-0123456789abcdef'), payload: taskBody() })).statusCode).toBe(401);
+  });
+
+  it('a key over its rate limit gets 429 + Retry-After: ErrorEnvelope on /v2, OpenAI shape on /v1; other keys unaffected', async () => {
+    const { app: a } = await make();
+    for (let i = 0; i < 3; i++) expect((await a.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer(BOB) })).statusCode).toBe(200);
+    const v2 = await a.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer(BOB) });
+    expect(v2.statusCode).toBe(429);
+    expect(Number(v2.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(v2.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expect(ErrorEnvelopeSchema.parse(v2.json())).toMatchObject({ code: 'ADMISSION_REJECT', policy_label: 'rate_limit', retriable: true });
+    expect(v2.headers['x-correlation-id']).toBeDefined();
+    const v1 = await a.inject({ method: 'GET', url: '/v1/models', headers: bearer(BOB) });
+    expect(v1.statusCode).toBe(429);
+    expect(v1.headers['retry-after']).toBeDefined();
+    expect(OpenAiErrorSchema.parse(v1.json()).error.type).toBe('rate_limit_error');
+    for (let i = 0; i < 10; i++) expect((await a.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer(ALICE) })).statusCode).toBe(200);
+    // per-key request counter, key name as the label
+    const metrics = (await a.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(metrics).toMatch(/llorch_client_requests_total\{key="alice"\} 10/);
+    expect(metrics).toMatch(/llorch_client_requests_total\{key="bob"\} 5/);
+  });
+
+  it('a batch-ceiling key never gets the interactive lane (/v2 and /v1)', async () => {
+    const { app: a } = await make();
+    await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(NODE), payload: register() });
+    const body = taskBody({ model_ref: 'm', priority: 'interactive' });
+    expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(BOB), payload: body })).statusCode).toBe(202);
+    expect((a.services.tasks.get(body.task_id ?? "") as TaskRecord).request.priority).toBe('batch');
+    const alice = taskBody({ model_ref: 'm', priority: 'interactive' });
+    expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(ALICE), payload: alice })).statusCode).toBe(202);
+    expect((a.services.tasks.get(alice.task_id ?? "") as TaskRecord).request.priority).toBe('interactive');
+    expect(a.services.tasks.queueDepth()).toEqual({ interactive: 1, batch: 1 });
+  });
+
+  it('never logs a key; logs the key name on a refusal', async () => {
+    const { app: a, logs } = await make();
+    await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(ALICE), payload: register() });
+    await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(NODE), payload: taskBody() });
+    await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(BOB), payload: taskBody() });
+    await a.inject({ method: 'GET', url: '/v2/nodes', headers: bearer('wrong-0123456789abcdef') });
+    const all = logs.lines.join('\n');
+    for (const secret of [NODE, ALICE, BOB, OPS, sha(ALICE)]) expect(all).not.toContain(secret);
+    expect(logs.records().some((r) => r.msg === 'forbidden request' && r.key === 'alice' && r.needs === 'node')).toBe(true);
+  });
+
+  it('dispatches carry the node token; tokens are counted per key (real sockets, fixture node)', async () => {
+    const { app: a } = await make();
+    await a.listen({ host: '127.0.0.1', port: 0 });
+    const url = `http://127.0.0.1:${(a.server.address() as { port: number }).port}`;
+    // the fixture node registers with the node token and accepts only dispatches that carry it
+    const node = await FixturePoolManager.start({ nodeId: 'fx', pools: [{ pool_id: 'fp', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 2 });
+    try {
+      await node.startHeartbeats(url, 100);
+      const body = taskBody({ model_ref: 'm', max_tokens: 3 });
+      const res = await request(`${url}/v2/tasks`, { method: 'POST', headers: { ...bearer(ALICE), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(res.statusCode).toBe(202);
+      const { streams } = (await res.body.json()) as { streams: { sse: string } };
+      const sse = await openSse(streams.sse, bearer(ALICE));
+      const end = await sse.waitForFrame((f) => f.event === 'end' || f.event === 'error');
+      expect(end).toMatchObject({ event: 'end', data: { tokens_out: 3 } });
+      await sse.done;
+      const metrics = await (await request(`${url}/metrics`)).body.text();
+      expect(metrics).toMatch(/llorch_client_tokens_out_total\{key="alice"\} 3/);
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('reports every keys-file problem at once', () => {
+    const config = OrchestratorConfigSchema.parse({ keys_file: '/k' });
+    const bad = JSON.stringify({ keys: [{ name: 'a', key_env: 'UNSET' }, { name: 'b', key_sha256: 'zz' }, { name: 'a', key_sha256: sha('x'), key_env: 'Y' }] });
+    let err: unknown;
+    try {
+      loadCredentials({ config, env: {}, readFile: () => bad });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const text = (err as ConfigError).problems.join('\n');
+    expect(text).toContain('needs LLORCH_NODE_TOKEN');
+    expect(text).toContain('key_sha256');
+    expect(text).toContain('exactly one of key_sha256 and key_env');
+    expect(text).toContain("duplicate key name 'a'");
+    expect(() => loadCredentials({ config: OrchestratorConfigSchema.parse({ keys_file: '/missing', node_token: NODE }), env: {} })).toThrow(ConfigError);
+  });
+});

@@ -1,0 +1,46 @@
+import rateLimit from '@fastify/rate-limit';
+import type { TaskRequest } from '@llama-orch/contracts';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { Counter, type Registry } from 'prom-client';
+import { RateLimitedError } from '../errors.js';
+
+export interface ClientKeysOptions {
+  registry: Registry;
+}
+
+/** Window of a key's `rate_limit` (requests per minute). */
+const WINDOW_MS = 60_000;
+
+/**
+ * Per-key limits and counters, after auth (which sets `req.principal`):
+ * - `rate_limit`: `@fastify/rate-limit` keyed by the key's name (a key used from many addresses is
+ *   one bucket), in memory; past it 429 ADMISSION_REJECT (`policy_label: rate_limit`) with
+ *   `Retry-After` — an ErrorEnvelope on /v2, OpenAI's error body on /v1 (the one error handler).
+ *   Keys without a limit, open routes and auth-off requests are not counted against anything.
+ * - `llorch_client_requests_total{key}`: answered requests per key name (bounded: the names of
+ *   the keys file, `default`, `node`).
+ */
+const clientKeys: FastifyPluginAsync<ClientKeysOptions> = async (app, { registry }) => {
+  const requests = new Counter({ name: 'llorch_client_requests_total', help: 'Requests answered, by client key name', labelNames: ['key'], registers: [registry] });
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preHandler',
+    timeWindow: WINDOW_MS,
+    keyGenerator: (req: FastifyRequest) => req.principal?.name ?? '',
+    allowList: (req: FastifyRequest) => req.principal?.rateLimit === undefined,
+    max: (req: FastifyRequest) => req.principal?.rateLimit ?? 0,
+    errorResponseBuilder: (req, ctx) => new RateLimitedError(`key '${req.principal?.name ?? ''}' is over its rate limit of ${ctx.max} requests per minute`, { retryAfterMs: ctx.ttl }),
+  });
+  app.addHook('onResponse', (req, _reply, done) => {
+    if (req.principal !== undefined) requests.inc({ key: req.principal.name });
+    done();
+  });
+};
+
+export const clientKeysPlugin = fp(clientKeys, { name: 'client-keys', fastify: '5.x', dependencies: ['auth', 'errors'] });
+
+/** The task as its key may run it: a key whose `max_priority` is `batch` never gets the interactive lane. */
+export function withPriorityCeiling(task: TaskRequest, req: FastifyRequest): TaskRequest {
+  return req.principal?.maxPriority === 'batch' && task.priority !== 'batch' ? { ...task, priority: 'batch' } : task;
+}
