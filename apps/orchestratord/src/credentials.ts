@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { KeysFileSchema, formatIssues, type OrchestratorConfig } from '@llama-orch/contracts';
 import { ConfigError } from './errors.js';
+import { parseKeysText } from './keys-yaml.js';
 
 /** What a credential may do (see the route roles in http/auth.ts). */
 export type Role = 'client' | 'operator' | 'node';
@@ -59,7 +60,7 @@ export function loadCredentials(options: LoadCredentialsOptions): Credentials {
       problems.push(`ORCHD_KEYS_FILE: cannot read ${config.keys_file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
     }
     if (text !== undefined) {
-      const parsed = KeysFileSchema.safeParse(parseKeysText(text, problems));
+      const parsed = KeysFileSchema.safeParse(parseKeysFile(text, problems));
       if (!parsed.success) for (const line of formatIssues(parsed.error).split('\n')) problems.push(`ORCHD_KEYS_FILE (${line})`);
       else {
         for (const k of parsed.data.keys) {
@@ -89,15 +90,12 @@ export function loadCredentials(options: LoadCredentialsOptions): Credentials {
   return Object.freeze({ keys: Object.freeze(keys) });
 }
 
-/**
- * The keys file's text as data. YAML in its JSON form (flow style, which every YAML parser
- * reads) — orchestratord has no YAML parser dependency yet; see the report in .specs/60.
- */
-function parseKeysText(text: string, problems: string[]): unknown {
+/** The keys file's text as data (JSON, or the block YAML of {@link parseKeysText}); a problem otherwise. */
+function parseKeysFile(text: string, problems: string[]): unknown {
   try {
-    return JSON.parse(text) as unknown;
+    return parseKeysText(text);
   } catch (err) {
-    problems.push(`ORCHD_KEYS_FILE: not JSON-form YAML (${(err as Error).message})`);
+    problems.push(`ORCHD_KEYS_FILE: ${(err as Error).message}`);
     return undefined;
   }
 }

@@ -15,13 +15,18 @@ const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdef-env';
 const OPS = 'ops-key-0123456789abcdef';
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-const KEYS = JSON.stringify({
-  keys: [
-    { name: 'alice', key_sha256: sha(ALICE) },
-    { name: 'bob', key_env: 'BOB_KEY', rate_limit: 3, max_priority: 'batch' },
-    { name: 'ops', key_sha256: sha(OPS).toUpperCase(), role: 'operator' },
-  ],
-});
+// The documented block YAML form (keys-yaml.ts).
+const KEYS = `keys:
+  - name: alice
+    key_sha256: ${sha(ALICE)}
+  - name: bob            # batch only, 3 requests a minute
+    key_env: BOB_KEY
+    rate_limit: 3
+    max_priority: batch
+  - name: ops
+    key_sha256: "${sha(OPS).toUpperCase()}"
+    role: operator
+`;
 const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 const register = (nodeId = 'n1') => ({
   node_id: nodeId, machine_id: 'm', address: 'http://127.0.0.1:9', pools: [snapshot({ pool_id: 'p', slots_free: 0 })],
