@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { CatalogStore } from './catalog/catalog-store.js';
-import { loadCredentials, type Credentials } from './credentials.js';
+import { loadCredentials, type Credentials } from './http/credentials.js';
 import { InvalidParamsError } from './errors.js';
 import { AccessLogController } from './http/access-log.js';
 import { apiDocsPlugin, DOCS_PATHS, DOCS_PREFIX } from './http/api-docs.js';

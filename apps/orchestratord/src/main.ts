@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { REDACT_PATHS } from './app.js';
 import { parseDaemonArgv } from './support/argv.js';
 import { loadConfig } from './config.js';
-import { loadCredentials } from './credentials.js';
+import { loadCredentials } from './http/credentials.js';
 import { ConfigError } from './errors.js';
 import { startServer } from './server.js';
 

@@ -3,7 +3,7 @@ import { closeAll, type CloseReport } from '@llama-orch/daemon-support';
 import type { Logger } from 'pino';
 import { buildApp, type OrchdApp } from './app.js';
 import { splitHostPort } from './config.js';
-import type { Credentials } from './credentials.js';
+import type { Credentials } from './http/credentials.js';
 import { createUpstreamDispatchers } from './upstream/dispatchers.js';
 
 export interface StartOptions {

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { sha256, type Credential, type Credentials, type Role } from '../credentials.js';
+import { sha256, type Credential, type Credentials, type Role } from './credentials.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 
 export interface AuthOptions {

@@ -4,7 +4,7 @@ import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { buildApp, type OrchdApp } from '../app.js';
-import { loadCredentials } from '../credentials.js';
+import { loadCredentials } from './credentials.js';
 import { ConfigError } from '../errors.js';
 import type { TaskRecord } from '../tasks/task-record.js';
 import { createUpstreamDispatchers } from '../upstream/dispatchers.js';

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { KeysFileSchema, formatIssues, type OrchestratorConfig } from '@llama-orch/contracts';
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../errors.js';
 import { parseKeysText } from './keys-yaml.js';
 
 /** What a credential may do (see the route roles in http/auth.ts). */
