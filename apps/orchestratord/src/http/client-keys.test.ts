@@ -15,7 +15,7 @@ const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdef-env';
 const OPS = 'ops-key-0123456789abcdef';
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-// The documented block YAML form (keys-yaml.ts).
+// The documented YAML form.
 const KEYS = `keys:
   - name: alice
     key_sha256: ${sha(ALICE)}

@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { KeysFileSchema, formatIssues, type OrchestratorConfig } from '@llama-orch/contracts';
 import { ConfigError } from '../errors.js';
-import { parseKeysText } from './keys-yaml.js';
+import { parse as parseYaml } from 'yaml';
 
 /** What a credential may do (see the route roles in http/auth.ts). */
 export type Role = 'client' | 'operator' | 'node';
@@ -90,10 +90,10 @@ export function loadCredentials(options: LoadCredentialsOptions): Credentials {
   return Object.freeze({ keys: Object.freeze(keys) });
 }
 
-/** The keys file's text as data (JSON, or the block YAML of {@link parseKeysText}); a problem otherwise. */
+/** The keys file's text as data (YAML, JSON being a subset of it); a problem otherwise. */
 function parseKeysFile(text: string, problems: string[]): unknown {
   try {
-    return parseKeysText(text);
+    return parseYaml(text) as unknown;
   } catch (err) {
     problems.push(`ORCHD_KEYS_FILE: ${(err as Error).message}`);
     return undefined;
