@@ -6,3 +6,4 @@ export { parsePrometheusText } from './prom-text.js';
 export type { PromFamily, PromSample, PromText, PromType } from './prom-text.js';
 export { metricNamingProblems, STANDARD_GAUGES_NAMED_TOTAL } from './metric-naming.js';
 export type { MetricNamingRules } from './metric-naming.js';
+export { registerProcessMetrics } from './process-metrics.js';

@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerProcessMetrics } from '@llama-orch/daemon-support';
 
 /**
  * Prometheus series of orchestratord, named by the prometheus.io conventions: one `llorch_` prefix,
@@ -147,22 +148,3 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
   };
 }
 
-let processMetrics: Registry | undefined;
-
-/**
- * The standard process and Node.js runtime series (prom-client's default metrics: `process_*`,
- * `nodejs_*`, under their conventional names, which dashboards and alerts for any Node service
- * expect) in `registry`. They are collected once per process — each collection starts an event-loop
- * delay monitor and a GC observer that are never stopped — and the same metric objects are
- * registered in every app registry of the process.
- */
-export function registerProcessMetrics(registry: Registry): void {
-  if (processMetrics === undefined) {
-    processMetrics = new Registry();
-    collectDefaultMetrics({ register: processMetrics });
-  }
-  for (const { name } of processMetrics.getMetricsAsArray()) {
-    const metric = processMetrics.getSingleMetric(name);
-    if (metric !== undefined && registry.getSingleMetric(name) === undefined) registry.registerMetric(metric);
-  }
-}

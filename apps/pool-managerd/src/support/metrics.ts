@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerProcessMetrics } from '@llama-orch/daemon-support';
 import type { PoolStatus } from '@llama-orch/contracts';
 import { EngineSeries } from './engine-series.js';
 
@@ -71,22 +72,3 @@ export class PoolManagerMetrics {
   }
 }
 
-let processMetrics: Registry | undefined;
-
-/**
- * The standard process and Node.js runtime series (prom-client's default metrics: `process_*`,
- * `nodejs_*`, under their conventional names, which dashboards and alerts for any Node service
- * expect) in `registry`. They are collected once per process — each collection starts an event-loop
- * delay monitor and a GC observer that are never stopped — and the same metric objects are
- * registered in every registry of the process.
- */
-function registerProcessMetrics(registry: Registry): void {
-  if (processMetrics === undefined) {
-    processMetrics = new Registry();
-    collectDefaultMetrics({ register: processMetrics });
-  }
-  for (const { name } of processMetrics.getMetricsAsArray()) {
-    const metric = processMetrics.getSingleMetric(name);
-    if (metric !== undefined && registry.getSingleMetric(name) === undefined) registry.registerMetric(metric);
-  }
-}
