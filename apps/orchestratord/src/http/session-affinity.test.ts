@@ -31,6 +31,16 @@ describe('session affinity across turns', () => {
     const res = await request(`${cl.url}/v2/tasks/${taskId}/cancel`, { method: 'POST', headers: cl.t.auth });
     expect(res.statusCode).toBe(204);
     await waitFor(() => cl.nodes.every((n) => n.aborts.includes(taskId) || !n.dispatches.some((d) => d.body.task_id === taskId)), 5000, 'the release');
+    // Placement reads orchestratord's view, which a heartbeat sent before the release may still
+    // hold busy for a moment on a loaded machine: the next turn starts once the pool is free there.
+    const poolId = cl.nodes.flatMap((n) => n.dispatches).find((d) => d.body.task_id === taskId)?.pool_id;
+    for (const deadline = Date.now() + 5000; ;) {
+      const res = await request(`${cl.url}/v2/pools`, { headers: cl.t.auth });
+      const body = (await res.body.json()) as { pools: Array<{ pool_id: string; slots_free: number; slots_total: number }> };
+      if (body.pools.every((p) => p.pool_id !== poolId || p.slots_free === p.slots_total)) break;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for pool ${poolId} to be free in orchestratord's view`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }
 
   const poolOf = (cl: Cluster, completionId: string): string | undefined => {
