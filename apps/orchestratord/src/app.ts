@@ -168,7 +168,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(corsOriginsPlugin, { origins: config.cors_origins ?? [] });
   const credentials = deps.credentials ?? loadCredentials({ config: { ...config, keys_file: undefined }, env: {} });
   await app.register(authPlugin, { credentials, openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS], openPrefixes: [DOCS_PREFIX] });
-  await app.register(clientKeysPlugin, { registry: metricsRegistry });
+  await app.register(clientKeysPlugin, { registry: metricsRegistry, rateLimited: credentials.keys.some((k) => k.rateLimit !== undefined) });
   await app.register(probeRoutes, { readiness });
   await app.register(metricsRoutes, { services });
   await app.register(apiDocsPlugin);

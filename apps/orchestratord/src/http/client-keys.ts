@@ -7,6 +7,8 @@ import { RateLimitedError } from '../errors.js';
 
 export interface ClientKeysOptions {
   registry: Registry;
+  /** Whether any key has a `rate_limit`; without one the limiter is not installed (no per-request hook). */
+  rateLimited: boolean;
 }
 
 /** Window of a key's `rate_limit` (requests per minute). */
@@ -21,9 +23,9 @@ const WINDOW_MS = 60_000;
  * - `llorch_client_requests_total{key}`: answered requests per key name (bounded: the names of
  *   the keys file, `default`, `node`).
  */
-const clientKeys: FastifyPluginAsync<ClientKeysOptions> = async (app, { registry }) => {
+const clientKeys: FastifyPluginAsync<ClientKeysOptions> = async (app, { registry, rateLimited }) => {
   const requests = new Counter({ name: 'llorch_client_requests_total', help: 'Requests answered, by client key name', labelNames: ['key'], registers: [registry] });
-  await app.register(rateLimit, {
+  if (rateLimited) await app.register(rateLimit, {
     global: true,
     hook: 'preHandler',
     timeWindow: WINDOW_MS,
