@@ -3,8 +3,9 @@
 import type { TaskRequestInput } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FixturePoolManager, type FixturePoolSpec } from '../fixtures/fixture-pool-manager.js';
-import { makeApp, openSse, taskBody, TOKEN, waitFor, type SseClient, type TestApp } from '../testing/test-helpers.js';
+import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { startFixtureCluster, type FixtureNodeSpec } from '../testing/openai-cluster.js';
+import { openSse, taskBody, TOKEN, waitFor, type SseClient, type TestApp } from '../testing/test-helpers.js';
 
 interface Cluster {
   t: TestApp;
@@ -24,20 +25,8 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     cluster = undefined;
   });
 
-  async function start(
-    nodes: { nodeId: string; pools: FixturePoolSpec[]; tokenIntervalMs?: number; h2c?: boolean }[],
-    over: Record<string, unknown> = {},
-  ): Promise<Cluster> {
-    const t = await makeApp({ heartbeat_interval_ms: HB_MS, ...over }, { tickMs: 20 });
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
-    const address = t.app.server.address();
-    const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
-    const fixtures: FixturePoolManager[] = [];
-    for (const n of nodes) {
-      const f = await FixturePoolManager.start({ ...n, token: TOKEN });
-      await f.startHeartbeats(url, HB_MS);
-      fixtures.push(f);
-    }
+  async function start(nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}): Promise<Cluster> {
+    const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over, HB_MS);
     cluster = { t, url, nodes: fixtures };
     return cluster;
   }

@@ -16,20 +16,28 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-export async function startCluster(
-  nodes: { nodeId: string; pools: FixturePoolSpec[]; tokenIntervalMs?: number }[],
-  over: Record<string, unknown> = {},
-): Promise<Cluster> {
-  const t = await makeApp({ heartbeat_interval_ms: HB_MS, ...over }, { tickMs: 20 });
+/** Nodes of a fixture cluster: each a FIXTURE pool-managerd with its pools. */
+export type FixtureNodeSpec = { nodeId: string; pools: FixturePoolSpec[]; tokenIntervalMs?: number; h2c?: boolean };
+
+/** orchestratord listening on loopback, with FIXTURE nodes registered and heartbeating every `hbMs`. */
+export async function startFixtureCluster(
+  nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}, hbMs = HB_MS,
+): Promise<{ t: TestApp; url: string; nodes: FixturePoolManager[] }> {
+  const t = await makeApp({ heartbeat_interval_ms: hbMs, ...over }, { tickMs: 20 });
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   const address = t.app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
   const fixtures: FixturePoolManager[] = [];
   for (const n of nodes) {
     const f = await FixturePoolManager.start({ ...n, token: TOKEN });
-    await f.startHeartbeats(url, HB_MS);
+    await f.startHeartbeats(url, hbMs);
     fixtures.push(f);
   }
+  return { t, url, nodes: fixtures };
+}
+
+export async function startCluster(nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}): Promise<Cluster> {
+  const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over);
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 20_000 });
   return {
     t, url, nodes: fixtures, client,
