@@ -58,7 +58,7 @@ function appLayers(app, layers, roots) {
 module.exports = {
   forbidden: [
     ...appLayers('orchestratord',
-      [['http'], ['openai', 'tasks'], ['admission'], ['scheduling'], ['registry'], ['upstream', 'streams', 'sessions', 'catalog'], ['support']],
+      [['http'], ['dashboard'], ['openai', 'tasks'], ['admission'], ['scheduling'], ['registry'], ['upstream', 'streams', 'sessions', 'catalog'], ['support']],
       ['main', 'app', 'server', 'index']),
     ...appLayers('pool-managerd',
       [['http'], ['pools'], ['operations'], ['replicas'], ['provisioning', 'handoff', 'node'], ['supervision'], ['support']],

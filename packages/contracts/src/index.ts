@@ -63,3 +63,7 @@ export { ClientKeyEntrySchema, KeysFileSchema } from './keys.js';
 export type { ClientKeyEntry, KeysFile } from './keys.js';
 export { LivenessSchema, ReadinessSchema, ProbePoolSchema, ManagerReadinessSchema } from './probes.js';
 export type { Liveness, Readiness, ManagerReadiness } from './probes.js';
+export {
+  DashboardOutcomeSchema, DashboardTaskSchema, ThroughputPointSchema, DashboardQueueSchema, DashboardSnapshotSchema,
+} from './dashboard.js';
+export type { DashboardOutcome, DashboardTask, ThroughputPoint, DashboardQueue, DashboardSnapshot } from './dashboard.js';

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { ClusterPoolSchema } from './control.js';
+import { ErrorCodeSchema } from './errors.js';
+import { NodeInfoSchema } from './nodes.js';
+
+/** How a recent task ended, as the dashboard lists it. */
+export const DashboardOutcomeSchema = z.enum(['ok', 'error', 'canceled']);
+export type DashboardOutcome = z.infer<typeof DashboardOutcomeSchema>;
+
+/** One ended task in the dashboard's "recent tasks" list (newest first). */
+export const DashboardTaskSchema = z
+  .strictObject({
+    task_id: z.string(),
+    /** The admitting request's correlation id (what the logs of both daemons carry). */
+    correlation_id: z.string(),
+    /** Model as the client named it. */
+    model: z.string(),
+    priority: z.enum(['interactive', 'batch']),
+    /** Where it ran; absent when it never left the queue. */
+    node_id: z.string().optional(),
+    pool_id: z.string().optional(),
+    tokens_out: z.int().nonnegative(),
+    /** Admission to first token, ms; absent when no token came. */
+    ttft_ms: z.number().nonnegative().optional(),
+    /** Admission to end, ms. */
+    duration_ms: z.number().nonnegative(),
+    outcome: DashboardOutcomeSchema,
+    /** Error code when `outcome` is `error`. */
+    code: ErrorCodeSchema.optional(),
+    /** End time, ms since the Unix epoch. */
+    ended_at_ms: z.int().nonnegative(),
+  })
+  .meta({ id: 'DashboardTask' });
+export type DashboardTask = z.infer<typeof DashboardTaskSchema>;
+
+/** One bucket of the live throughput series (oldest first, fixed-width buckets). */
+export const ThroughputPointSchema = z
+  .strictObject({
+    /** Bucket start, ms since the Unix epoch. */
+    t_ms: z.int().nonnegative(),
+    /** Tokens relayed to clients per second over the bucket. */
+    tokens_per_s: z.number().nonnegative(),
+    /** Median time to first token of the tasks whose first token fell in the bucket, ms; absent when none. */
+    ttft_p50_ms: z.number().nonnegative().optional(),
+    /** Tasks that ended in the bucket. */
+    tasks_ended: z.int().nonnegative(),
+  })
+  .meta({ id: 'ThroughputPoint' });
+export type ThroughputPoint = z.infer<typeof ThroughputPointSchema>;
+
+/** The admission queue now. */
+export const DashboardQueueSchema = z
+  .strictObject({
+    depth: z.strictObject({ interactive: z.int().nonnegative(), batch: z.int().nonnegative() }),
+    capacity: z.int().nonnegative(),
+    /** Tasks running on pools now. */
+    running: z.int().nonnegative(),
+    /** Predicted wait before a new interactive task starts, ms (the admission predictor's figure). */
+    predicted_wait_ms: z.number().nonnegative(),
+  })
+  .meta({ id: 'DashboardQueue' });
+export type DashboardQueue = z.infer<typeof DashboardQueueSchema>;
+
+/**
+ * `GET /v2/dashboard` and the `snapshot` event of `GET /v2/dashboard/events`: everything the web
+ * dashboard shows, in one document. The event stream sends one on connect and another whenever the
+ * registry or the task service changed something (coalesced), so the page never polls.
+ */
+export const DashboardSnapshotSchema = z
+  .strictObject({
+    /** orchestratord's version. */
+    version: z.string(),
+    /** When this snapshot was taken, ms since the Unix epoch. */
+    generated_at_ms: z.int().nonnegative(),
+    /** Width of one throughput bucket, ms. */
+    bucket_ms: z.int().positive(),
+    nodes: z.array(NodeInfoSchema),
+    pools: z.array(ClusterPoolSchema),
+    queue: DashboardQueueSchema,
+    throughput: z.array(ThroughputPointSchema),
+    recent_tasks: z.array(DashboardTaskSchema),
+  })
+  .meta({ id: 'DashboardSnapshot' });
+export type DashboardSnapshot = z.infer<typeof DashboardSnapshotSchema>;
