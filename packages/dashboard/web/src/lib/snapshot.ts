@@ -1,0 +1,31 @@
+import type { DashboardSnapshot } from '@llama-orch/contracts';
+
+/** A `snapshot` frame that is not a DashboardSnapshot: the stream is treated as broken and reconnected. */
+export class MalformedSnapshotError extends Error {
+  override readonly name = 'MalformedSnapshotError';
+}
+
+const isArray = Array.isArray;
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !isArray(v);
+
+/**
+ * Parses one snapshot frame. The page checks the shape it relies on, not every field: the
+ * contract's zod schema would put zod in the bundle for a document orchestratord already builds
+ * from the same types. Throws MalformedSnapshotError rather than rendering half a page.
+ */
+export function parseSnapshot(data: string): DashboardSnapshot {
+  let v: unknown;
+  try {
+    v = JSON.parse(data);
+  } catch {
+    throw new MalformedSnapshotError('snapshot frame is not JSON');
+  }
+  if (
+    !isObject(v) || typeof v.version !== 'string' || typeof v.generated_at_ms !== 'number' || typeof v.bucket_ms !== 'number'
+    || !isArray(v.nodes) || !isArray(v.pools) || !isObject(v.queue) || !isObject(v.queue.depth)
+    || !isArray(v.throughput) || !isArray(v.recent_tasks)
+  ) {
+    throw new MalformedSnapshotError('snapshot frame lacks the DashboardSnapshot fields');
+  }
+  return v as unknown as DashboardSnapshot;
+}
