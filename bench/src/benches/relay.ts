@@ -9,7 +9,9 @@ import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { startPassthroughProxy } from '../lib/fixture.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import { cpuSeconds } from '../lib/proc.js';
-import { addedOver, RelayVariant, singleRequestGeneration, type MeteredProcess } from '../lib/relay-variants.js';
+import {
+  addedOver, chatGeneration, engineChatBody, RelayVariant, singleRequestGeneration, type MeteredProcess,
+} from '../lib/relay-variants.js';
 import type { BenchOutcome } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
 import { directBody, directGeneration, poolManagerdGeneration, relayGeneration, type TimedGeneration } from '../lib/streams.js';
@@ -30,6 +32,12 @@ export const relayBench: Bench = {
     { figure: 'itl_p99_over_nginx', op: '<=', value: 0.3, unit: 'ms' },
     { figure: 'tps_vs_nginx', op: '>=', value: 0.99, unit: '×' },
     { figure: 'cpu_vs_nginx', op: '<=', value: 2, unit: '×' },
+    // The same targets for /v1/chat/completions streaming (against nginx relaying the engine's own chat stream).
+    { figure: 'chat_ttft_p50_over_nginx', op: '<=', value: 1, unit: 'ms' },
+    { figure: 'chat_ttft_p99_over_nginx', op: '<=', value: 3, unit: 'ms' },
+    { figure: 'chat_itl_p99_over_nginx', op: '<=', value: 0.3, unit: 'ms' },
+    { figure: 'chat_tps_vs_nginx', op: '>=', value: 0.99, unit: '×' },
+    { figure: 'chat_cpu_vs_nginx', op: '<=', value: 2, unit: '×' },
     // Earlier absolute targets (against the direct engine).
     { figure: 'ttft_added_p50', op: '<=', value: 1, unit: 'ms' },
     { figure: 'ttft_added_p99', op: '<=', value: 5, unit: 'ms' },
@@ -80,6 +88,10 @@ export const relayBench: Bench = {
         nginx1: new RelayVariant('nginx1', [mInner]),
         nginx2: new RelayVariant('nginx2', [mOuter, mInner]),
         floor: new RelayVariant('floor', [metered('floor_outer', floorOuter.pid), metered('floor_inner', floorInner.pid)]),
+        // /v1/chat/completions streaming: the engine's chat route directly, through two nginx hops, through the daemons.
+        chat_direct: new RelayVariant('chat_direct', []),
+        chat_nginx2: new RelayVariant('chat_nginx2', [mOuter, mInner]),
+        chat_relay: new RelayVariant('chat_relay', [mOrch, mPm]),
       };
       type Name = keyof typeof v;
       const names = Object.keys(v) as Name[];
@@ -91,6 +103,7 @@ export const relayBench: Bench = {
       const task = { orchUrl: orch.url, token, model: SYNTHETIC_MODEL, prompt: PROMPT, maxTokens, determinism: 'strict' as const };
       const generate = (name: Name, seed: number): Promise<TimedGeneration> => {
         const body = directBody(PROMPT, maxTokens, seed);
+        const chatBody = engineChatBody(PROMPT, maxTokens, seed);
         switch (name) {
           case 'direct': return directGeneration(engineUrl, body, agent);
           case 'nginx1': return directGeneration(nginxInner.url, body, agent, undefined, false);
@@ -99,6 +112,12 @@ export const relayBench: Bench = {
           case 'pool': return poolManagerdGeneration(pm.daemon.url, 'relay', token, { prompt: PROMPT, max_tokens: maxTokens, seed }, agent);
           case 'relay': return relayGeneration({ ...task, seed }, agent);
           case 'single': return singleRequestGeneration({ ...task, seed }, agent);
+          case 'chat_direct': return chatGeneration(engineUrl, chatBody, agent, { reset: true });
+          case 'chat_nginx2': return chatGeneration(nginxOuter.url, chatBody, agent);
+          case 'chat_relay': return chatGeneration(orch.url, {
+            model: SYNTHETIC_MODEL, messages: chatBody.messages, max_tokens: maxTokens, seed, temperature: 0, stream: true,
+            stream_options: { include_usage: true },
+          }, agent, { token });
         }
       };
       let mismatches = 0;
@@ -109,6 +128,7 @@ export const relayBench: Bench = {
         // Rotate which variant goes first so none always follows another's engine work.
         const order = names.map((_, k) => names[(i + k) % names.length] as Name);
         const texts: string[] = [];
+        const chatTexts: string[] = [];
         for (const name of order) {
           const variant = v[name];
           variant.meterStart();
@@ -120,9 +140,9 @@ export const relayBench: Bench = {
           variant.meterStop(counted);
           await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
           if (counted) variant.generations.push(g);
-          texts.push(g.text);
+          (name.startsWith('chat_') ? chatTexts : texts).push(g.text);
         }
-        if (counted && texts.some((t) => t !== texts[0])) mismatches += 1;
+        if (counted && (texts.some((t) => t !== texts[0]) || chatTexts.some((t) => t !== chatTexts[0]))) mismatches += 1;
       }
       await agent.close();
 
@@ -136,6 +156,10 @@ export const relayBench: Bench = {
       const cpuNginx2 = v.nginx2.cpuUsPerToken();
       const cpuPool = v.pool.cpuUsPerToken();
       const cpuFloor = v.floor.cpuUsPerToken();
+      const chatRelay = addedOver(v.chat_relay, v.chat_direct);
+      const chatNgx2 = addedOver(v.chat_nginx2, v.chat_direct);
+      const cpuChatRelay = v.chat_relay.cpuUsPerToken();
+      const cpuChatNginx2 = v.chat_nginx2.cpuUsPerToken();
       const pairedTtft = summarize(v.relay.generations.map((r, k) => {
         const d = v.direct.generations[k] as TimedGeneration;
         return ((r.tokenAt[0] as number) - r.sentAt) - ((d.tokenAt[0] as number) - d.sentAt);
@@ -153,6 +177,10 @@ export const relayBench: Bench = {
           'outer (keeps its connection to the inner hop) → inner (a new connection to the engine per request, like the adapter), ' +
           'one hop = the inner alone; the client keeps its connection to the first hop as it does to orchestratord. ' +
           'floor (diagnostic) = the same two places taken by two FIXTURE processes that only pass bytes through (node:http). ' +
+          'Chat rows: the same prompt as one user message, streamed from /v1/chat/completions (temperature 0, same seed): ' +
+          'chat direct = the engine\'s own chat route with the body the adapter sends it (prompt cache on, as the /v1 door asks), ' +
+          'chat through nginx = that request through the two nginx hops, chat relay = POST /v1/chat/completions on orchestratord; ' +
+          'chat figures are added over chat direct. ' +
           'TTFT = request send → arrival of the first token frame (relay: the clock starts before POST /v2/tasks, so admission, ' +
           'the SSE request and both hops count); inter-token = gaps between consecutive token frames at the client. ' +
           'Added = variant percentile − direct percentile; "over nginx" = relay added − two nginx hops added. Tokens/s = ' +
@@ -184,6 +212,17 @@ export const relayBench: Bench = {
           single_ttft_added_p99: { label: 'single-request /v2 stream: added TTFT p99', value: single.ttftP99, unit: ms },
           single_itl_added_p99: { label: 'single-request /v2 stream: added inter-token p99', value: single.itlP99, unit: ms },
           single_cpu_us_per_token: { label: 'single-request /v2 stream: CPU per token, both daemons', value: v.single.cpuUsPerToken().total as number, unit: 'µs' },
+          chat_ttft_added_p50: { label: '/v1/chat/completions stream through the daemons: added TTFT p50 (over the engine\'s own chat route)', value: chatRelay.ttftP50, unit: ms },
+          chat_ttft_added_p99: { label: '/v1 chat through the daemons: added TTFT p99', value: chatRelay.ttftP99, unit: ms },
+          chat_itl_added_p99: { label: '/v1 chat through the daemons: added inter-token p99', value: chatRelay.itlP99, unit: ms },
+          chat_cpu_us_per_token: { label: '/v1 chat through the daemons: CPU per token, both daemons', value: cpuChatRelay.total as number, unit: 'µs' },
+          chat_nginx2_ttft_added_p50: { label: '/v1 chat through two nginx hops: added TTFT p50', value: chatNgx2.ttftP50, unit: ms },
+          chat_nginx2_cpu_us_per_token: { label: '/v1 chat through two nginx hops: CPU per token (both)', value: cpuChatNginx2.total as number, unit: 'µs' },
+          chat_ttft_p50_over_nginx: { label: '/v1 chat: relay − two nginx hops, added TTFT p50', value: chatRelay.ttftP50 - chatNgx2.ttftP50, unit: ms },
+          chat_ttft_p99_over_nginx: { label: '/v1 chat: relay − two nginx hops, added TTFT p99', value: chatRelay.ttftP99 - chatNgx2.ttftP99, unit: ms },
+          chat_itl_p99_over_nginx: { label: '/v1 chat: relay − two nginx hops, added inter-token p99', value: chatRelay.itlP99 - chatNgx2.itlP99, unit: ms },
+          chat_tps_vs_nginx: { label: '/v1 chat: relay tokens/s ÷ two nginx hops\' (median)', value: v.chat_relay.rate().p50 / v.chat_nginx2.rate().p50, unit: '×' },
+          chat_cpu_vs_nginx: { label: '/v1 chat: relay CPU per token ÷ two nginx hops\'', value: (cpuChatRelay.total as number) / (cpuChatNginx2.total as number), unit: '×' },
           ttft_pool_managerd_p50: { label: 'pool-managerd\'s hop alone (its dispatch API − direct): added TTFT p50', value: pool.ttftP50, unit: ms },
           cpu_us_per_token_pool_managerd_alone: { label: 'pool-managerd\'s hop alone: CPU per token', value: cpuPool.total as number, unit: 'µs' },
           nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },
@@ -194,6 +233,7 @@ export const relayBench: Bench = {
         details: {
           variants: Object.fromEntries(names.map((n) => [n, v[n].details()])),
           added_over_direct: { relay, single_request: single, nginx2: ngx2, nginx1: ngx1, pool_managerd_alone: pool, floor_passthrough: floor },
+          chat_added_over_chat_direct: { relay: chatRelay, nginx2: chatNgx2 },
           relay_minus_direct_paired_ttft_ms: rounded(pairedTtft),
           text_mismatches: mismatches,
           nginx: nginxVersion(nginxBin),

@@ -152,3 +152,57 @@ export async function singleRequestGeneration(o: TaskOptions, dispatcher: Dispat
   if (Number.isNaN(endAt)) throw new UnexpectedResponseError('single-request stream closed without a terminal frame');
   return { sentAt, tokenAt, text: pieces.join(''), endAt };
 }
+
+/**
+ * The `/v1/chat/completions` body pool-managerd's adapter sends the engine for a chat turn with
+ * temperature 0 and a seed (`toChatBody`; the door asks for the prompt cache): what the direct and
+ * nginx chat variants send, so all three make the engine do the same work.
+ */
+export function engineChatBody(content: string, maxTokens: number, seed: number): Record<string, unknown> {
+  return {
+    messages: [{ role: 'user', content }], max_tokens: maxTokens, stream: true, stream_options: { include_usage: true },
+    cache_prompt: true, seed, temperature: 0,
+  };
+}
+
+/**
+ * One streaming `POST <baseUrl>/v1/chat/completions`: the engine itself, a proxy in front of it, or
+ * orchestratord's `/v1` door (with `token`). Token times are the arrival of chunks whose delta has
+ * content; the generation ends at `data: [DONE]`. `reset` as in {@link directGeneration}.
+ */
+export async function chatGeneration(
+  baseUrl: string, body: Record<string, unknown>, dispatcher: Dispatcher, opts: { token?: string; reset?: boolean } = {},
+): Promise<TimedGeneration> {
+  const sentAt = performance.now();
+  const res = await request(`${baseUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json', accept: 'text/event-stream',
+      ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}),
+    },
+    body: JSON.stringify(body),
+    dispatcher,
+    reset: opts.reset ?? false,
+  });
+  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${baseUrl}/v1/chat/completions answered ${res.statusCode}: ${(await res.body.text()).slice(0, 500)}`);
+  const parser = new SseParser();
+  const tokenAt: number[] = [];
+  const pieces: string[] = [];
+  let endAt = Number.NaN;
+  for await (const chunk of res.body) {
+    const now = performance.now();
+    for (const f of parser.feed((chunk as Buffer).toString('utf8'))) {
+      if (f.data === '[DONE]') {
+        endAt = now;
+        continue;
+      }
+      const content = (JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string | null } }> }).choices?.[0]?.delta?.content;
+      if (typeof content === 'string' && content !== '') {
+        tokenAt.push(now);
+        pieces.push(content);
+      }
+    }
+  }
+  if (Number.isNaN(endAt)) throw new UnexpectedResponseError('chat stream ended without data: [DONE]');
+  return { sentAt, tokenAt, text: pieces.join(''), endAt };
+}
