@@ -21,6 +21,20 @@ describe('TaskStream', () => {
     expect(s.terminal).toEqual(end);
   });
 
+  it('reads frames back: older ones parsed from their wire text, the newest as appended', () => {
+    const s = new TaskStream();
+    const frames = [started, metrics, token(0), { event: 'token', data: { t: 'é "q"\n', i: 1 } } as const];
+    for (const f of frames) s.append(f);
+    frames.forEach((f, id) => expect(s.frame(id)).toEqual(f));
+    expect(s.frame(3)).toBe(frames[3]);
+    expect(s.append(started)).toBeUndefined();
+    expect(s.frame(3)).toBe(frames[3]);
+    expect(s.frame(4)).toBeUndefined();
+    s.append(end);
+    expect(s.frame(3)).toEqual(frames[3]);
+    expect(s.frame(4)).toBe(end);
+  });
+
   it('enforces started → metrics* → token* → one terminal', () => {
     const s = new TaskStream();
     expect(s.append(token(0))).toBeUndefined();

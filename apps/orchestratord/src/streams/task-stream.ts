@@ -27,6 +27,12 @@ export class TaskStream {
   #verbose: Map<number, string> | undefined;
   /** Created with the first subscriber: a flood of tasks cancelled unread never needs one. */
   #listeners: Set<() => void> | undefined;
+  /**
+   * The newest frame as appended: a reader that keeps up (the /v1 door reads each frame from its
+   * append's listener call) gets it without parsing the wire text back. One reference, replaced at
+   * every append, so the log still holds only strings.
+   */
+  #last: SseFrame | undefined;
   #state: TaskStreamState = 'open';
   #sawToken = false;
   #terminal: SseFrame | undefined;
@@ -58,6 +64,7 @@ export class TaskStream {
     if (frame.event === 'token') this.#sawToken = true;
     const id = this.#texts.length;
     this.#texts.push(formatSseFrame(id, frame));
+    this.#last = frame;
     if (frame.event === 'metrics' && verbose !== undefined) (this.#verbose ??= new Map()).set(id, formatSseFrame(id, verbose));
     if (isTerminal(frame)) {
       this.#state = 'ended';
@@ -75,9 +82,11 @@ export class TaskStream {
 
   /**
    * A frame back as an object, parsed from its wire text (`event` and `data` lines): for readers
-   * that re-encode frames (the /v1 door's OpenAI chunks). Undefined past the end.
+   * that re-encode frames (the /v1 door's OpenAI chunks). Undefined past the end. The newest frame
+   * is the appended object itself (readers must not modify it).
    */
   frame(id: number): SseFrame | undefined {
+    if (id === this.#texts.length - 1) return this.#last;
     const text = this.#texts[id];
     if (text === undefined) return undefined;
     const ev = text.indexOf('\nevent: ') + 8;
