@@ -29,12 +29,14 @@ export async function readSse(body: ReadableStream<Uint8Array>, handlers: SseHan
     },
     onComment: (comment) => handlers.onComment?.(comment),
   });
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const reader = body.getReader();
+  // `stream: true` holds back a multi-byte character split across two chunks
+  const decoder = new TextDecoder();
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return;
-      parser.feed(value);
+      parser.feed(decoder.decode(value, { stream: true }));
       if (failure) throw failure.err;
     }
   } finally {

@@ -1,0 +1,18 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { repoRoot } from '../cluster.js';
+
+/** Where the browser tests keep their screenshots (gitignored): `.artifacts/dashboard/` at the repo root. */
+export function dashboardArtifactsDir(): string {
+  return join(repoRoot(), '.artifacts', 'dashboard');
+}
+
+/** Saves a full-page screenshot as `<dir>/<name>.png` and prints its path (the test's artifact). */
+export async function saveScreenshot(page: Page, name: string, dir = dashboardArtifactsDir()): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  process.stdout.write(`screenshot: ${path}\n`);
+  return path;
+}

@@ -1,0 +1,136 @@
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { launchChromium } from './browser/launch.js';
+import { saveScreenshot } from './browser/artifacts.js';
+import { repoRoot, startCluster, type Cluster } from './index.js';
+
+// The web dashboard in a real browser (Debian's chromium, driven by playwright-core) against a
+// real cluster: orchestratord with an API token, one pool-managerd, the real llama-server with the
+// synthetic model under the alias `synthetic`. The page is orchestratord's own (`GET /`), built by
+// `pnpm build` into packages/dashboard/dist/web. Screenshots go to .artifacts/dashboard/.
+const MODEL = 'synthetic:llama';
+const ALIAS = 'synthetic';
+const cacheDir = process.env.LLORCH_TEST_CACHE_DIR ?? join(repoRoot(), '.cache', 'llama-orch');
+/** Waits in the page: generous, the suite must pass on a loaded 2-core CI machine. */
+const UI_TIMEOUT_MS = 60_000;
+
+let cluster: Cluster;
+let browser: Browser;
+let page: Page;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  // the browser first: installing it (apt-get) is the slow part on a fresh machine, the cluster
+  // is quick once the engine is cached
+  browser = await launchChromium();
+  cluster = await startCluster({
+    model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000, pools: [{ aliases: [ALIAS] }],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.setDefaultTimeout(UI_TIMEOUT_MS);
+  page.on('pageerror', (err) => pageErrors.push(String(err)));
+}, 31 * 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await cluster?.close();
+}, 60_000);
+
+/** On failure, a screenshot of what the page showed. */
+function screenshotOnFailure(name: string): void {
+  onTestFailed(async () => {
+    await saveScreenshot(page, `failed-${name}`).catch(() => undefined);
+  });
+}
+
+const poolRow = (poolId: string) => page.locator(`tr[data-pool="${poolId}"]`);
+const MARKER = 'window.__llorchDashboardMarker';
+
+describe('dashboard page in chromium against a real cluster', () => {
+  it('orchestratord serves the built page at / without a key', async () => {
+    const res = await request(`${cluster.orchestrator.url}/`);
+    const html = await res.body.text();
+    expect(res.statusCode, html.slice(0, 500)).toBe(200);
+    expect(res.headers['content-type']).toMatch(/text\/html/);
+    expect(html, 'the page is not built: run `pnpm build`').toContain('/dashboard/assets/');
+  });
+
+  it('asks for the API key, keeps it for the tab, then shows the node, the pool and the model', async () => {
+    screenshotOnFailure('key-and-cluster');
+    await page.goto(`${cluster.orchestrator.url}/`);
+    const keyInput = page.getByLabel('API key', { exact: true });
+    await keyInput.waitFor();
+    expect(await keyInput.getAttribute('type')).toBe('password');
+    await expect.poll(() => page.locator('.connection').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS }).toBe('needs_key');
+    await saveScreenshot(page, '01-asks-for-key');
+
+    await keyInput.fill(cluster.token);
+    await page.getByRole('button', { name: 'Use key' }).click();
+    await page.locator('tr[data-node="e2e-node-1"] [data-state="online"]').waitFor();
+    await poolRow('p1').locator('[data-state="ready"]').waitFor();
+    const row = await poolRow('p1').innerText();
+    expect(row).toContain('e2e-node-1');
+    expect(row).toContain(MODEL);
+    expect(row).toContain(ALIAS);
+    expect(await page.evaluate('sessionStorage.getItem("llorch.apiKey")')).toBe(cluster.token);
+    expect(await page.getByLabel('API key', { exact: true }).count()).toBe(0);
+
+    // a reload keeps the key (sessionStorage): no form, straight to the data
+    await page.reload();
+    await poolRow('p1').locator('[data-state="ready"]').waitFor();
+    expect(await page.getByLabel('API key', { exact: true }).count()).toBe(0);
+    await expect.poll(() => page.locator('.connection').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS }).toBe('live');
+    await saveScreenshot(page, '02-cluster');
+  });
+
+  it('the playground streams a chat reply into the output, and the task shows up live', async () => {
+    screenshotOnFailure('playground');
+    await page.evaluate(`${MARKER} = 'set-before-the-playground'`);
+    const select = page.getByLabel('Model', { exact: true });
+    await select.selectOption(ALIAS);
+    await page.getByLabel('Max tokens', { exact: true }).fill('48');
+    await page.getByLabel('Prompt', { exact: true }).fill('Write a haiku about the night shift.');
+    // every change of the reply's text while the stream runs, seen from inside the page
+    await page.evaluate(`(() => {
+      const out = document.getElementById('pg-output');
+      window.__llorchReplyLengths = [];
+      new MutationObserver(() => window.__llorchReplyLengths.push(out.textContent.length))
+        .observe(out, { childList: true, characterData: true, subtree: true });
+    })()`);
+    await page.getByRole('button', { name: 'Send' }).click();
+    const status = page.locator('.playground-status');
+    await expect.poll(() => status.getAttribute('data-phase'), { timeout: UI_TIMEOUT_MS }).toMatch(/^(done|error)$/);
+    expect(await status.innerText()).toMatch(/^Done: \d+ tokens, finish reason \w+\.$/);
+    const reply = await page.locator('#pg-output').innerText();
+    expect(reply.trim().length).toBeGreaterThan(0);
+    expect(await page.locator('#pg-output').getAttribute('aria-busy')).toBe('false');
+    const lengths = (await page.evaluate('window.__llorchReplyLengths')) as number[];
+    // streamed, not delivered at once: the text grew in more than one step
+    expect(new Set(lengths.filter((n) => n > 0)).size, JSON.stringify(lengths)).toBeGreaterThan(1);
+
+    // the ended task reaches the recent-tasks table through the event stream (no reload)
+    await page.locator('tr[data-task]', { hasText: ALIAS }).locator('.outcome-ok').first().waitFor();
+    expect(await page.evaluate(MARKER)).toBe('set-before-the-playground');
+    await saveScreenshot(page, '03-playground');
+  });
+
+  it('draining the pool from its button changes its state on the page without a reload', async () => {
+    screenshotOnFailure('drain');
+    await page.evaluate(`${MARKER} = 'set-before-the-drain'`);
+    await page.getByRole('button', { name: 'Drain p1' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Drain pool p1?' });
+    await dialog.waitFor();
+    await saveScreenshot(page, '04-drain-confirm');
+    await dialog.getByRole('button', { name: 'Drain p1' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await expect.poll(() => page.locator('.notice').innerText(), { timeout: UI_TIMEOUT_MS }).toBe('Drain of p1 accepted.');
+    await expect.poll(() => poolRow('p1').locator('.badge').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS }).toMatch(/^(draining|stopped)$/);
+    expect(await poolRow('p1').getByRole('button', { name: 'Drain p1' }).isDisabled()).toBe(true);
+    // the same document all along: the marker set before the drain survived
+    expect(await page.evaluate(MARKER)).toBe('set-before-the-drain');
+    await saveScreenshot(page, '05-drained');
+    expect(pageErrors).toEqual([]);
+  });
+});
