@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatSseFrame } from '@llama-orch/contracts';
-import { CliError, InterruptedError, PLAIN, humanLogLine, metricTotal, paintFor, queueDepth, renderTable, submit, type Target } from './index.js';
+import { CliError, InterruptedError, PLAIN, dashboardUrl, humanLogLine, listeningUrl, metricTotal, paintFor, queueDepth, renderTable, submit, type Target } from './index.js';
 import { fixtureOrchestrator, type FixtureOptions, type FixtureOrchestrator } from './testing/fixture-orchestrator.js';
 
 describe('metricTotal', () => {
@@ -51,6 +51,21 @@ describe('humanLogLine', () => {
     expect(humanLogLine('x', JSON.stringify({ level: 20, msg: 'noise' }))).toBeUndefined();
     expect(humanLogLine('x', JSON.stringify({ level: 30, msg: 'request completed', reqId: 'r1' }))).toBeUndefined();
     expect(humanLogLine('x', JSON.stringify({ level: 50, msg: 'boom' }))).toBe('[x] ERROR boom');
+  });
+});
+
+describe('the dashboard URL llorch up prints', () => {
+  it('comes from orchestratord\'s listening line (the real port, also for port 0)', () => {
+    expect(listeningUrl(JSON.stringify({ level: 30, msg: 'listening', url: 'http://127.0.0.1:41234', addr: '127.0.0.1:0' }))).toBe('http://127.0.0.1:41234');
+    expect(listeningUrl(JSON.stringify({ level: 30, msg: 'fastify listening at http://127.0.0.1:1' }))).toBeUndefined();
+    expect(listeningUrl(JSON.stringify({ level: 30, msg: 'pool ready', state: 'listening' }))).toBeUndefined();
+    expect(listeningUrl('not json "listening"')).toBeUndefined();
+  });
+  it('is the root of that URL, with a wildcard bind shown as localhost', () => {
+    expect(dashboardUrl('http://127.0.0.1:8080')).toBe('http://127.0.0.1:8080/');
+    expect(dashboardUrl('http://0.0.0.0:8080')).toBe('http://localhost:8080/');
+    expect(dashboardUrl('http://[::]:8080')).toBe('http://localhost:8080/');
+    expect(dashboardUrl('http://gpu-gw.internal:9000')).toBe('http://gpu-gw.internal:9000/');
   });
 });
 

@@ -7,7 +7,7 @@ export {
 } from './commands/status.js';
 export type { StatusDocument } from './commands/status.js';
 export { cancelTask, drainPool, reloadPool } from './commands/pool-ops.js';
-export { up, humanLogLine } from './commands/up.js';
+export { up, humanLogLine, listeningUrl, dashboardUrl } from './commands/up.js';
 export type { UpOptions } from './commands/up.js';
 export { detectPdeathsigPrefix } from './pdeathsig.js';
 export { paintFor, PLAIN } from './color.js';

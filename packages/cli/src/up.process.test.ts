@@ -68,7 +68,7 @@ describe('llorch up', () => {
     expect(setpriv, 'setpriv (util-linux) is missing or refuses --pdeathsig').toBeDefined();
   });
 
-  it('the daemons it started are gone within 5 s after it is SIGKILLed', async () => {
+  it('prints the dashboard URL once orchestratord listens; the daemons it started are gone within 5 s after it is SIGKILLed', async () => {
     expect(existsSync(ORCH_MAIN), `${ORCH_MAIN} missing: build apps/orchestratord`).toBe(true);
     const driver = execa(process.execPath, [DRIVER, root, join(root, 'pool.yaml')], { reject: false, env: { LOG_LEVEL: 'info' } });
     let out = '';
@@ -78,11 +78,15 @@ describe('llorch up', () => {
     const until = Date.now() + 20_000;
     while (Date.now() < until) {
       daemons = childrenOf(pid).filter((c) => cmdline(c).includes('main.js'));
-      if (daemons.length === 2 && out.includes('stand-in pool-managerd up') && /\[orchestratord\] .*listening/.test(out)) break;
+      if (daemons.length === 2 && out.includes('stand-in pool-managerd up') && /\[orchestratord\] .*listening/.test(out) && out.includes('dashboard: ')) break;
       await sleep(100);
     }
     expect(daemons, out).toHaveLength(2);
     expect(daemons.map(cmdline).join('\n')).toMatch(/orchestratord[\s\S]*pool-managerd|pool-managerd[\s\S]*orchestratord/);
+    // the dashboard's address, printed once orchestratord listens (its real port: the driver binds port 0)
+    const listening = /\[orchestratord\] listening .*url=(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+    expect(listening, out).not.toBeNull();
+    expect(out).toContain(`dashboard: ${listening![1]}/\n`);
     driver.kill('SIGKILL');
     await driver;
     const killedAt = Date.now();

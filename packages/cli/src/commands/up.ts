@@ -48,20 +48,43 @@ export function humanLogLine(name: string, line: string, paint: Paint = PLAIN): 
   return `[${name}] ${tag}${text}${facts.length ? `  (${facts.join(' ')})` : ''}`;
 }
 
-/** Forwards a child's output as human lines; collapses repeated progress lines to one every 2 s. */
-function relay(name: string, child: Child, out: NodeJS.WritableStream, paint: Paint): void {
+/** The base URL in orchestratord's `{"msg":"listening","url":…}` log line; undefined for any other line. */
+export function listeningUrl(line: string): string | undefined {
+  if (!line.includes('"listening"')) return undefined;
+  try {
+    const rec = JSON.parse(line) as Record<string, unknown>;
+    return rec.msg === 'listening' && typeof rec.url === 'string' ? rec.url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The dashboard's address for orchestratord listening at `url`: its root (`GET /` serves the
+ * page). A wildcard bind (0.0.0.0, ::) is shown as localhost, an address a browser can open.
+ */
+export function dashboardUrl(url: string): string {
+  const u = new URL('/', url);
+  if (u.hostname === '0.0.0.0' || u.hostname === '[::]') u.hostname = 'localhost';
+  return u.href;
+}
+
+/**
+ * Forwards a child's output as human lines; collapses repeated progress lines to one every 2 s.
+ * `onLine` sees every raw line, after its human form (if any) was written.
+ */
+function relay(name: string, child: Child, out: NodeJS.WritableStream, paint: Paint, onLine?: (line: string) => void): void {
   let lastProgressAt = 0;
   for (const stream of [child.stdout, child.stderr]) {
     if (!stream) continue;
     createInterface({ input: stream }).on('line', (line) => {
       const text = humanLogLine(name, line, paint);
-      if (!text) return;
-      if (/progress/i.test(text)) {
-        const now = Date.now();
-        if (now - lastProgressAt < 2000) return;
-        lastProgressAt = now;
+      const throttled = text !== undefined && /progress/i.test(text) && Date.now() - lastProgressAt < 2000;
+      if (text !== undefined && !throttled) {
+        if (/progress/i.test(text)) lastProgressAt = Date.now();
+        out.write(`${text}\n`);
       }
-      out.write(`${text}\n`);
+      onLine?.(line);
     });
   }
 }
@@ -92,7 +115,17 @@ export async function up(opts: UpOptions): Promise<void> {
 
   opts.out.write(`starting orchestratord on ${target.url}\n`);
   const orch = daemon([orchMain], { ...env, ORCHD_ADDR: opts.addr });
-  relay('orchestratord', orch, opts.out, paint);
+  // the page is there as soon as orchestratord listens, long before the first pool is ready (a
+  // first run builds llama-server for minutes): say where it is right away
+  let dashboard = dashboardUrl(target.url);
+  let dashboardAnnounced = false;
+  relay('orchestratord', orch, opts.out, paint, (line) => {
+    const url = listeningUrl(line);
+    if (url === undefined || dashboardAnnounced) return;
+    dashboardAnnounced = true;
+    dashboard = dashboardUrl(url);
+    opts.out.write(`dashboard: ${dashboard}\n`);
+  });
   opts.out.write(`starting pool-managerd with ${opts.config} (first run builds llama-server from source: ~5 min on 2 cores)\n`);
   const pool = daemon([poolMain, '--config', opts.config], env);
   relay('pool-managerd', pool, opts.out, paint);
@@ -113,6 +146,7 @@ export async function up(opts: UpOptions): Promise<void> {
           '',
           'llama-orch is up',
           `  orchestratord  ${target.url}`,
+          `  dashboard      ${dashboard}`,
           ...ready.map((p) => `  pool ${p.pool_id} on node ${p.node_id}: ready, ${p.slots_total} slot(s), model ${p.models.join(', ')}`),
           '  (synthetic:llama produces noise text from a real engine; configure an hf: model for real text)',
           '',
