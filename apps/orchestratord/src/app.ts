@@ -1,12 +1,14 @@
 import { join } from 'node:path';
 import type { OrchestratorConfig, Readiness } from '@llama-orch/contracts';
 import { closeAll } from '@llama-orch/daemon-support';
+import { dashboardAssetsDir } from '@llama-orch/dashboard';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { CatalogStore } from './catalog/catalog-store.js';
+import { DashboardFeed } from './dashboard/dashboard-feed.js';
 import { loadCredentials, type Credentials } from './http/credentials.js';
 import { InvalidParamsError } from './errors.js';
 import { AccessLogController } from './http/access-log.js';
@@ -22,6 +24,7 @@ import { lazyChildLoggerFactory } from './http/request-logger.js';
 import { admissionRoutes } from './http/routes/admission.js';
 import { catalogRoutes } from './http/routes/catalog.js';
 import { controlRoutes } from './http/routes/control.js';
+import { DASHBOARD_ASSETS_PREFIX, DASHBOARD_PAGE_PATHS, dashboardRoutes } from './http/routes/dashboard.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { nodesRoutes } from './http/routes/nodes.js';
 import { openAiRoutes } from './http/routes/openai.js';
@@ -31,6 +34,7 @@ import { streamRoutes } from './http/routes/streams.js';
 import { NodeRegistry } from './registry/node-registry.js';
 import { isPlaceable } from './registry/pool-view.js';
 import { SessionStore } from './sessions/session-store.js';
+import { packageVersion } from './support/argv.js';
 import { systemClock, type Clock } from './support/clock.js';
 import { createMetrics } from './support/metrics.js';
 import { TaskService } from './tasks/task-service.js';
@@ -50,6 +54,10 @@ export interface AppDeps {
   clock?: Clock;
   /** Accepted credentials (main loads the keys file). @default those of `config` without a keys file */
   credentials?: Credentials;
+  /** Folder of the built dashboard page. @default `dashboardAssetsDir()` of @llama-orch/dashboard */
+  dashboardDir?: string;
+  /** Version the dashboard shows. @default this package's version */
+  version?: string;
 }
 
 /** Internal timings, for tests. */
@@ -58,6 +66,8 @@ export interface AppTuning {
   tickMs?: number;
   /** Period of queue `metrics` frames, ms. @default 1000 */
   metricsIntervalMs?: number;
+  /** Width of a dashboard throughput bucket, ms. @default 5000 */
+  dashboardBucketMs?: number;
 }
 
 export type OrchdApp = FastifyInstance & { readonly services: AppServices };
@@ -133,8 +143,12 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     logger: logger.child({ subsystem: 'catalog' }),
   });
 
+  const dashboard = new DashboardFeed({
+    registry, tasks, clock, version: deps.version ?? packageVersion(), ...(tuning.dashboardBucketMs !== undefined ? { bucketMs: tuning.dashboardBucketMs } : {}),
+  });
+
   const services: AppServices = {
-    config, registry, tasks, sessions, catalog, poolClient, metrics, metricsRegistry, clock,
+    config, registry, tasks, sessions, catalog, poolClient, metrics, metricsRegistry, clock, dashboard,
     publicBase: publicBaseResolver(app, config.addr, config.public_url),
   };
   app.decorate('services', services);
@@ -155,6 +169,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // Each of these is closed even when another fails; any failure fails app.close().
   app.addHook('onClose', async () => {
     const report = await closeAll([
+      { name: 'dashboard feed', close: () => dashboard.close() },
       { name: 'node registry', close: () => registry.close() },
       { name: 'sessions', close: () => sessions.close() },
       { name: 'catalog', close: () => catalog.close() },
@@ -167,7 +182,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // Before auth: preflights carry no token.
   await app.register(corsOriginsPlugin, { origins: config.cors_origins ?? [] });
   const credentials = deps.credentials ?? loadCredentials({ config: { ...config, keys_file: undefined }, env: {} });
-  await app.register(authPlugin, { credentials, openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS], openPrefixes: [DOCS_PREFIX] });
+  await app.register(authPlugin, {
+    credentials, openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS, ...DASHBOARD_PAGE_PATHS], openPrefixes: [DOCS_PREFIX, DASHBOARD_ASSETS_PREFIX],
+  });
   await app.register(clientKeysPlugin, { registry: metricsRegistry, rateLimited: credentials.keys.some((k) => k.rateLimit !== undefined) });
   await app.register(probeRoutes, { readiness });
   await app.register(metricsRoutes, { services });
@@ -179,5 +196,6 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(catalogRoutes, { services });
   await app.register(sessionRoutes, { services });
   await app.register(openAiRoutes, { services });
+  await app.register(dashboardRoutes, { services, dir: deps.dashboardDir ?? dashboardAssetsDir() });
   return app as unknown as OrchdApp;
 }

@@ -6,7 +6,7 @@ import {
   PoolHealthSchema, PoolOperationResponseSchema, PoolStatusListSchema, PoolStatusSchema, ReloadRequestSchema, SessionInfoSchema,
   SSE_EVENTS, SseFrameSchema, TaskRequestSchema, ChatCompletionRequestSchema, ChatCompletionSchema, ChatCompletionChunkSchema,
   CompletionRequestSchema, CompletionSchema, OpenAiErrorSchema, OpenAiModelListSchema, OpenAiModelSchema,
-  LivenessSchema, ManagerReadinessSchema, ReadinessSchema,
+  LivenessSchema, ManagerReadinessSchema, ReadinessSchema, DashboardSnapshotSchema,
 } from '@llama-orch/contracts';
 
 /** One HTTP route of a service, described once for the generated OpenAPI documents. */
@@ -116,6 +116,17 @@ export const CONTROL_PLANE: RouteSpec[] = [
     ok: { status: 204 }, errors: [...withAuth, 404] },
   { method: 'get', path: '/v2/catalog/availability', summary: 'Where each model is served', auth: true,
     ok: { status: 200, schema: AvailabilitySchema }, errors: withAuth },
+  { method: 'get', path: '/v2/dashboard', summary: 'What the web dashboard shows: nodes, pools, the queue, throughput, recent tasks', auth: true,
+    ok: { status: 200, schema: DashboardSnapshotSchema }, errors: withAuth },
+  { method: 'get', path: '/v2/dashboard/events', summary: 'The dashboard snapshot, pushed whenever the cluster changes', auth: true,
+    ok: { status: 200, contentType: 'text/event-stream', schema: DashboardSnapshotSchema, description: [
+      'Server-Sent Events: `event: snapshot` + `data: <DashboardSnapshot as JSON>` on connect and after each change of the registry or',
+      'of a task (coalesced: at most about 4 per second) and at the end of each throughput bucket. No ids: a reconnect gets a fresh snapshot.',
+      'A `: keep-alive` comment is sent at least every 15 s. The stream ends when the server shuts down.',
+    ].join(' ') }, errors: withAuth },
+  { method: 'get', path: '/', summary: 'The web dashboard page (no auth: the page asks for a key; its files are under /dashboard/)', auth: false,
+    ok: { status: 200, contentType: 'text/html', description: 'The page\'s index.html (`Cache-Control: no-cache`); its scripts and styles are served under /dashboard/ (hashed names, cached for a year).' },
+    errors: [500] },
   { method: 'get', path: '/metrics', summary: 'Prometheus metrics (no auth)', auth: false,
     ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' }, errors: [] },
   { method: 'get', path: '/openapi.json', summary: 'This OpenAPI document (no auth: documentation is not a secret)', auth: false,

@@ -37,6 +37,8 @@ export const ClusterPoolSchema = z
     /** Slots leased by orchestratord right now (local accounting on top of heartbeats). */
     leased: z.int().nonnegative(),
     models: z.array(z.string()),
+    /** Other names of the pool's model (its configured `aliases`, as the node reports them); absent when none. */
+    aliases: z.array(z.string()).optional(),
     engine_version: z.string(),
     /** Free memory of the pool's GPUs as its node last reported it (GPU pools on hosts with nvidia-smi). */
     vram_free_bytes: z.int().nonnegative().optional(),

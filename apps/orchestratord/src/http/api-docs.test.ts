@@ -18,12 +18,14 @@ describe('served API docs', () => {
     expect(res.headers['content-type']).toMatch(/application\/json/);
     const doc = JSON.parse(res.body) as OpenApiDoc;
     expect(doc.openapi).toBe('3.1.0');
-    for (const path of ['/v1/chat/completions', '/v1/completions', '/v1/models', '/v2/tasks', '/v2/tasks/{id}/events', '/v2/nodes/register', '/v2/pools', '/healthz', '/readyz']) {
+    for (const path of ['/v1/chat/completions', '/v1/completions', '/v1/models', '/v2/tasks', '/v2/tasks/{id}/events', '/v2/nodes/register', '/v2/pools', '/healthz', '/readyz', '/v2/dashboard', '/v2/dashboard/events', '/']) {
       expect(Object.keys(doc.paths), path).toContain(path);
     }
     expect(doc.paths['/v2/tasks']?.post?.tags).toEqual(['data plane']);
     expect(doc.paths['/v2/tasks']?.post?.security).toEqual([{ bearer: [] }]);
     expect(doc.paths['/healthz']?.get?.security).toEqual([]);
+    expect(doc.paths['/v2/dashboard/events']?.get?.security).toEqual([{ bearer: [] }]);
+    expect(doc.paths['/']?.get?.security).toEqual([]);
   });
 
   it('/docs is an HTML page whose assets are local and load (real socket, no token)', async () => {

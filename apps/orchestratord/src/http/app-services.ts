@@ -2,6 +2,7 @@ import type { OrchestratorConfig } from '@llama-orch/contracts';
 import type { FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { CatalogStore } from '../catalog/catalog-store.js';
+import type { DashboardFeed } from '../dashboard/dashboard-feed.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock } from '../support/clock.js';
@@ -20,6 +21,8 @@ export interface AppServices {
   readonly metrics: OrchdMetrics;
   readonly metricsRegistry: Registry;
   readonly clock: Clock;
+  /** What the web dashboard shows, pushed on change. */
+  readonly dashboard: DashboardFeed;
   /** Absolute base URL clients reach this server at (no trailing slash). */
   publicBase(req: FastifyRequest): string;
 }

@@ -32,7 +32,9 @@ import { candidateKey, type CandidateIndex, type Lease, type PoolView } from './
 export type RegistryEvent =
   | { readonly type: 'registered' | 'online' | 'offline' | 'deregistered'; readonly nodeId: string }
   | { readonly type: 'heartbeat'; readonly nodeId: string }
-  | { readonly type: 'lease-released'; readonly nodeId: string; readonly poolId: string };
+  | { readonly type: 'lease-released'; readonly nodeId: string; readonly poolId: string }
+  /** A drain was forwarded to the pool's node (it is unplaceable before the node's next heartbeat says so). */
+  | { readonly type: 'draining'; readonly nodeId: string; readonly poolId: string };
 
 export interface NodeRegistryOptions {
   /** Expected heartbeat interval (ms); offline after 3 missed. */
@@ -293,6 +295,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   markDraining(nodeId: string, poolId: string): void {
     this.#accounting.markDraining(nodeId, poolId);
     this.#refreshPool(nodeId, poolId);
+    this.#emit({ type: 'draining', nodeId, poolId });
   }
 
   /** Stops the timers and drops listeners. Idempotent; never waits. */

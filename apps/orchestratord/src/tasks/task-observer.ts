@@ -6,6 +6,7 @@ import type { PlacementReason } from '../scheduling/placement.js';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { Log } from '../support/log.js';
 import type { EndDispatchEvent, Penalty } from '../upstream/dispatch-attempt.js';
+import type { TaskEvents } from './task-events.js';
 import type { TaskRecord } from './task-record.js';
 
 const ENGINE = 'llamacpp';
@@ -13,17 +14,19 @@ const ENGINE = 'llamacpp';
 export type CancelReason = 'client' | 'disconnect';
 
 /**
- * Turns task events into metrics, predictor samples and narration log lines, and nothing else:
- * it never changes a task. Every line goes through the task's own logger, so it carries the
- * admitting request's `correlation_id` and the `task_id`.
+ * Turns task events into metrics, predictor samples, narration log lines and {@link TaskEvents}
+ * for subscribers, and nothing else: it never changes a task. Every line goes through the task's
+ * own logger, so it carries the admitting request's `correlation_id` and the `task_id`.
  */
 export class TaskObserver {
   readonly #metrics: OrchdMetrics;
   readonly #predictor: Predictor;
+  readonly #events: TaskEvents;
 
-  constructor(metrics: OrchdMetrics, predictor: Predictor) {
+  constructor(metrics: OrchdMetrics, predictor: Predictor, events: TaskEvents) {
     this.#metrics = metrics;
     this.#predictor = predictor;
+    this.#events = events;
   }
 
   /** An admission check refused the task (before it had a record). */
@@ -46,6 +49,7 @@ export class TaskObserver {
       queue_position: position, predicted_start_ms: task.predictedStartMs, model_ref: r.model_ref, priority: r.priority,
       human: `Accepted task ${task.id} for '${r.model_ref}'; queued at position ${position} (ETA ${task.predictedStartMs} ms)`,
     }, 'task admitted');
+    if (this.#events.observed) this.#events.emit({ type: 'admitted', taskId: task.id });
   }
 
   /** `victim` left the full queue (drop-lru) to make room for `by`. */
@@ -76,6 +80,7 @@ export class TaskObserver {
       pool_id: view.pool_id, node_id: view.node_id, reason, attempt: task.failedAttempts + 1, waited_ms: now - task.admittedAt,
       human: `Placed task ${task.id} on pool ${view.pool_id} of node ${view.node_id} (${reason}; ${view.free} free slot(s) before this one)`,
     }, 'task placed');
+    if (this.#events.observed) this.#events.emit({ type: 'dispatched', taskId: task.id });
   }
 
   /** A node accepted a dispatch of the task; `first` for the first one the task got. */
@@ -94,6 +99,7 @@ export class TaskObserver {
     );
     this.#predictor.observeFirstToken(view.node_id, view.pool_id, now - (task.dispatchedAt ?? now));
     task.log.info({ pool_id: view.pool_id, node_id: view.node_id, first_token_ms: sinceAdmission, human: `Streaming task ${task.id} from pool ${view.pool_id}; first token after ${sinceAdmission} ms` }, 'stream started');
+    if (this.#events.observed) this.#events.emit({ type: 'first-token', taskId: task.id, at: now, ttftMs: Math.max(0, sinceAdmission) });
   }
 
   /** The node ended the task. */
@@ -146,8 +152,8 @@ export class TaskObserver {
     task.log.error({ err }, 'dispatch crashed');
   }
 
-  /** The task's terminal frame was written. */
-  ended(task: TaskRecord, frame: SseFrame): void {
+  /** The task's terminal frame was written at `now`. */
+  ended(task: TaskRecord, frame: SseFrame, now: number): void {
     if (frame.event === 'end') {
       const end: EndEvent = frame.data;
       this.#metrics.tokensOut.inc({ engine: ENGINE, engine_version: end.engine_version ?? '', pool_id: end.pool_id ?? task.placement?.pool_id ?? '' }, end.tokens_out);
@@ -155,5 +161,16 @@ export class TaskObserver {
     } else if (frame.event === 'error') {
       this.#metrics.tasksFailed.inc({ engine: ENGINE, code: frame.data.code });
     }
+    if (!this.#events.observed) return;
+    const outcome = frame.event === 'error' ? 'error' : frame.event === 'end' && frame.data.canceled === true ? 'canceled' : 'ok';
+    this.#events.emit({
+      type: 'ended',
+      task: {
+        taskId: task.id, correlationId: task.correlationId, model: task.modelName, priority: task.request.priority,
+        nodeId: task.placement?.node_id, poolId: task.placement?.pool_id, tokensOut: task.tokens,
+        ttftMs: task.firstTokenAt === undefined ? undefined : Math.max(0, task.firstTokenAt - task.admittedAt),
+        admittedAt: task.admittedAt, endedAt: now, outcome, code: frame.event === 'error' ? frame.data.code : undefined,
+      },
+    });
   }
 }

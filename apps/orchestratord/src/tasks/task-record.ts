@@ -26,6 +26,8 @@ export interface TaskPlacement {
 export interface TaskRecord {
   readonly id: string;
   readonly request: TaskRequest;
+  /** The model as the client named it (`request.model_ref` is the ref an alias stands for). */
+  readonly modelName: string;
   /** The admitting request's correlation id; sent with every dispatch of the task. */
   readonly correlationId: string;
   /** Name of the client key that admitted it (the `key` label of the per-key token counter); undefined with auth off. */
@@ -64,6 +66,8 @@ export interface RetainedTask {
 
 export interface NewTaskOptions {
   request: TaskRequest;
+  /** The model as the client named it. @default request.model_ref */
+  modelName?: string | undefined;
   /** The pool that served the task's session last (placement prefers it while it has a free slot). */
   affinity?: PoolRef | undefined;
   /** Logger of the admission request; the task's logger is a child of it. */
@@ -75,10 +79,11 @@ export interface NewTaskOptions {
   phase: TaskPhase;
 }
 
-export function newTaskRecord({ request, affinity, log, correlationId, clientKey, now, predictedStartMs, phase }: NewTaskOptions): TaskRecord {
+export function newTaskRecord({ request, modelName, affinity, log, correlationId, clientKey, now, predictedStartMs, phase }: NewTaskOptions): TaskRecord {
   return {
     id: request.task_id,
     request,
+    modelName: modelName ?? request.model_ref,
     correlationId,
     clientKey,
     stream: new TaskStream(),

@@ -16,6 +16,8 @@ import { runAttempt, type AttemptOutcome, type Penalty } from '../upstream/dispa
 import type { PoolClient } from '../upstream/pool-client.js';
 import { NodeLostError } from '../upstream/upstream-errors.js';
 import { QueueMetrics } from './queue-metrics.js';
+import { TaskEvents, type TaskEventListener } from './task-events.js';
+import { taskLoad, tokensRelayed, type TaskLoad } from './task-load.js';
 import { TaskObserver, type CancelReason } from './task-observer.js';
 import { canceledEnd, dispatchRequest, newTaskRecord, type RetainedTask, type TaskRecord } from './task-record.js';
 import { tokenSink } from './token-sink.js';
@@ -65,7 +67,7 @@ export interface Admitted extends AdmissionResult {
 }
 
 export type CancelResult = 'canceled' | 'already-ended' | 'unknown';
-export type { CancelReason };
+export type { CancelReason, TaskLoad };
 export type TaskServiceState = 'running' | 'closing' | 'closed';
 
 const ENGINE = 'llamacpp';
@@ -79,6 +81,7 @@ export class TaskService {
   readonly #maxRetries: number;
   readonly #closeTimeoutMs: number;
   readonly #predictor = new Predictor();
+  readonly #events = new TaskEvents();
   readonly #observer: TaskObserver;
   readonly #table: TaskTable;
   readonly #queue: AdmissionQueue<TaskRecord>;
@@ -89,6 +92,8 @@ export class TaskService {
   readonly #unsubscribe: () => void;
   #state: TaskServiceState = 'running';
   #closing: Promise<void> | undefined;
+  /** Token frames relayed by tasks that have ended (see {@link tokensRelayed}). */
+  #tokensEnded = 0;
 
   constructor(options: TaskServiceOptions) {
     const { registry, metrics, tickMs = 100, metricsIntervalMs = 1000 } = options;
@@ -99,7 +104,7 @@ export class TaskService {
     this.#ctxMax = options.ctxMax;
     this.#maxRetries = options.maxRetries ?? 1;
     this.#closeTimeoutMs = options.closeTimeoutMs ?? 2000;
-    this.#observer = new TaskObserver(metrics, this.#predictor);
+    this.#observer = new TaskObserver(metrics, this.#predictor, this.#events);
     this.#table = new TaskTable({ graceMs: options.streamGraceMs, maxEnded: options.streamGraceMaxTasks ?? 100_000 });
     this.#queue = new AdmissionQueue<TaskRecord>({
       capacity: options.admissionCapacity, policy: options.admissionPolicy, groupOf: (t) => t.request.model_ref,
@@ -142,6 +147,21 @@ export class TaskService {
     return { interactive: this.#queue.sizeOf('interactive'), batch: this.#queue.sizeOf('batch') };
   }
 
+  /** Task life events (admitted, dispatched, first token, ended), never per token. Returns the unsubscribe function. */
+  subscribe(listener: TaskEventListener): () => void {
+    return this.#events.subscribe(listener);
+  }
+
+  /** Token frames relayed to clients since start (cumulative, read on demand: no per-token work; see task-load.ts). */
+  tokensRelayed(): number {
+    return tokensRelayed(this.#tokensEnded, this.#table.running());
+  }
+
+  /** Queue depth, capacity, running tasks and the predicted wait of a new interactive task of `expectedTokens`. */
+  load(expectedTokens: number): TaskLoad {
+    return taskLoad({ queue: this.#queue, running: this.#table.running(), predictor: this.#predictor, registry: this.#registry, expectedTokens });
+  }
+
   /** A live task, or an ended one within its grace period. */
   get(id: string): TaskRecord | RetainedTask | undefined {
     return this.#table.get(id);
@@ -172,7 +192,7 @@ export class TaskService {
       onReject: (code) => this.#observer.refused(code),
     });
     const task = newTaskRecord({
-      request, affinity: this.#sessions.lastPool(request.session_id), log, correlationId, clientKey, now: this.#clock.now(), predictedStartMs: prediction.startMs,
+      request, modelName: named.model_ref, affinity: this.#sessions.lastPool(request.session_id), log, correlationId, clientKey, now: this.#clock.now(), predictedStartMs: prediction.startMs,
       phase: avail.ready.length > 0 ? 'queued' : 'preparing',
     });
     const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);
@@ -253,6 +273,7 @@ export class TaskService {
       clearTimeout(timer);
     }
     this.#table.clearEnded();
+    this.#events.clear();
     this.#state = 'closed';
   }
 
@@ -357,7 +378,8 @@ export class TaskService {
     task.state = 'ended';
     task.stream.append(frame);
     task.controller?.abort();
-    this.#observer.ended(task, frame);
+    this.#tokensEnded += task.tokens;
+    this.#observer.ended(task, frame, this.#clock.now());
     // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
     const served = frame.event === 'end' ? task.placement : undefined;
     this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);

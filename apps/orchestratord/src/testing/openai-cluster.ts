@@ -2,7 +2,8 @@
 // official `openai` client pointed at its /v1 door.
 import OpenAI from 'openai';
 import { FixturePoolManager, type FixturePoolSpec } from '../fixtures/fixture-pool-manager.js';
-import { makeApp, TOKEN, type TestApp } from './test-helpers.js';
+import type { AppTuning } from '../app.js';
+import { makeApp, TOKEN, type ExtraDeps, type TestApp } from './test-helpers.js';
 
 // Offline after 3 missed: 750 ms of silence, far above the event-loop stalls of a busy test machine.
 export const HB_MS = 250;
@@ -19,11 +20,14 @@ export interface Cluster {
 /** Nodes of a fixture cluster: each a FIXTURE pool-managerd with its pools. */
 export type FixtureNodeSpec = { nodeId: string; pools: FixturePoolSpec[]; tokenIntervalMs?: number; h2c?: boolean };
 
-/** orchestratord listening on loopback, with FIXTURE nodes registered and heartbeating every `hbMs`. */
+/**
+ * orchestratord listening on loopback, with FIXTURE nodes registered and heartbeating every `hbMs`.
+ * `app` adds tuning (housekeeping every 20 ms unless set) and deps.
+ */
 export async function startFixtureCluster(
-  nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}, hbMs = HB_MS,
+  nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}, hbMs = HB_MS, app: { tuning?: AppTuning; deps?: ExtraDeps } = {},
 ): Promise<{ t: TestApp; url: string; nodes: FixturePoolManager[] }> {
-  const t = await makeApp({ heartbeat_interval_ms: hbMs, ...over }, { tickMs: 20 });
+  const t = await makeApp({ heartbeat_interval_ms: hbMs, ...over }, { tickMs: 20, ...app.tuning }, undefined, undefined, app.deps);
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   const address = t.app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { OrchestratorConfigSchema, type OrchestratorConfig, type PoolSnapshot, type TaskRequestInput } from '@llama-orch/contracts';
 import { Agent, request as undiciRequest } from 'undici';
-import { buildApp, type AppTuning, type OrchdApp } from '../app.js';
+import { buildApp, type AppDeps, type AppTuning, type OrchdApp } from '../app.js';
 import { createUpstreamDispatchers } from '../upstream/dispatchers.js';
 import { pino, type Logger } from 'pino';
 import { expect } from 'vitest';
@@ -66,16 +66,21 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** Deps a test may set besides the logger, dispatchers and clock. */
+export type ExtraDeps = Pick<AppDeps, 'dashboardDir' | 'version'>;
+
 /**
  * buildApp with a captured logger, the real upstream dispatchers and config overrides (parsed like
  * env values). `http1` replaces the HTTP/1.1 upstream agent (closed with the app).
  */
-export async function makeApp(over: Partial<Record<keyof OrchestratorConfig, unknown>> = {}, tuning: AppTuning = {}, clock?: Clock, http1?: Agent): Promise<TestApp> {
+export async function makeApp(
+  over: Partial<Record<keyof OrchestratorConfig, unknown>> = {}, tuning: AppTuning = {}, clock?: Clock, http1?: Agent, extra: ExtraDeps = {},
+): Promise<TestApp> {
   const config = OrchestratorConfigSchema.parse({ api_token: TOKEN, heartbeat_interval_ms: 1000, ...over });
   const logs = captureLogger();
   const upstream = createUpstreamDispatchers();
   const agent = http1 ?? upstream.http1;
-  const app = await buildApp({ logger: logs.logger, upstream: agent, upstreamH2c: upstream.h2c, ...(clock ? { clock } : {}) }, config, tuning);
+  const app = await buildApp({ logger: logs.logger, upstream: agent, upstreamH2c: upstream.h2c, ...(clock ? { clock } : {}), ...extra }, config, tuning);
   const auth: Record<string, string> = config.api_token === undefined ? {} : { authorization: `Bearer ${config.api_token}` };
   let closing: Promise<void> | undefined;
   return {

@@ -1,36 +1,16 @@
 import {
   CapabilitiesSchema, ClusterPoolListSchema, DrainRequestSchema, PoolHealthSchema, ReloadRequestSchema, TASK_LIMITS,
-  type ClusterPool,
 } from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NotFoundError, PoolUnavailableError } from '../../errors.js';
+import { toClusterPool } from '../../registry/cluster-pool.js';
 import type { PoolView } from '../../registry/pool-view.js';
 import { UpstreamConnectError, UpstreamStreamError } from '../../upstream/upstream-errors.js';
 import type { ServicesOptions } from '../app-services.js';
 
 const PoolParams = z.object({ id: z.string() });
 export const API_VERSION = '2.0.0';
-
-export function toClusterPool(v: PoolView): ClusterPool {
-  const p: ClusterPool = {
-    pool_id: v.pool_id,
-    node_id: v.node_id,
-    node_state: v.node_state,
-    state: v.state,
-    ready: v.ready,
-    draining: v.draining,
-    slots_total: v.slots_total,
-    slots_free: v.free,
-    leased: v.leased,
-    models: [...v.models],
-    engine_version: v.snapshot.engine_version,
-  };
-  if (v.snapshot.vram_free_bytes !== undefined) p.vram_free_bytes = v.snapshot.vram_free_bytes;
-  if (v.snapshot.last_error !== undefined) p.last_error = v.snapshot.last_error;
-  if (v.snapshot.progress !== undefined) p.progress = v.snapshot.progress;
-  return p;
-}
 
 /** Discovery and pool control: capabilities, pools, health, drain/reload forwarded to the owning node. */
 export const controlRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
