@@ -8,11 +8,15 @@ export function dashboardArtifactsDir(): string {
   return join(repoRoot(), '.artifacts', 'dashboard');
 }
 
-/** Saves a full-page screenshot as `<dir>/<name>.png` and prints its path (the test's artifact). */
-export async function saveScreenshot(page: Page, name: string, dir = dashboardArtifactsDir()): Promise<string> {
+/**
+ * Saves a screenshot as `<dir>/<name>.png` and prints its path (the test's artifact). Full page by
+ * default; `fullPage: false` for a modal dialog, whose backdrop covers only the viewport.
+ */
+export async function saveScreenshot(page: Page, name: string, opts: { fullPage?: boolean; dir?: string } = {}): Promise<string> {
+  const dir = opts.dir ?? dashboardArtifactsDir();
   await mkdir(dir, { recursive: true });
   const path = join(dir, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  await page.screenshot({ path, fullPage: opts.fullPage ?? true });
   process.stdout.write(`screenshot: ${path}\n`);
   return path;
 }

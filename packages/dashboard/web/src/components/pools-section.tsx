@@ -2,7 +2,6 @@ import { useState } from 'preact/hooks';
 import type { ClusterPool, DashboardSnapshot } from '@llama-orch/contracts';
 import type { ApiClient } from '../lib/api.js';
 import { formatBytes } from '../lib/format.js';
-import { poolAliases } from '../lib/models.js';
 import { PoolActionDialog, type PoolAction } from './pool-action-dialog.js';
 
 /** The state an operator should read: a ready pool whose node stopped heartbeating is not serving. */
@@ -43,7 +42,7 @@ export function PoolsSection({ snapshot, api }: { snapshot: DashboardSnapshot; a
             </thead>
             <tbody>
               {snapshot.pools.map((p) => {
-                const aliases = poolAliases(snapshot, p);
+                const aliases = p.aliases ?? [];
                 const state = shownState(p);
                 return (
                   <tr key={key(p)} data-pool={p.pool_id}>

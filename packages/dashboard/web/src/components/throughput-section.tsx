@@ -4,7 +4,8 @@ import { Sparkline } from './sparkline.js';
 
 export function ThroughputSection({ snapshot }: { snapshot: DashboardSnapshot }) {
   const points = snapshot.throughput;
-  const window = `over the last ${formatDuration(points.length * snapshot.bucket_ms)}`;
+  // the feed starts empty and adds a bucket as each one closes
+  const window = points.length === 0 ? 'yet' : `over the last ${formatDuration(points.length * snapshot.bucket_ms)}`;
   return (
     <section class="card" aria-labelledby="throughput-heading">
       <h2 id="throughput-heading">Live throughput</h2>

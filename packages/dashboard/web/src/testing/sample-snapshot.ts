@@ -19,7 +19,7 @@ export function sampleSnapshot(over: Partial<DashboardSnapshot> = {}): Dashboard
     }],
     pools: [{
       pool_id: 'p1', node_id: 'n1', node_state: 'online', state: 'ready', ready: true, draining: false, slots_total: 2, slots_free: 1, leased: 1,
-      models: ['synthetic:llama', 'synthetic-llama-abc'], engine_version: 'b6500', vram_free_bytes: 60 * 1024 ** 3,
+      models: ['synthetic:llama', 'synthetic-llama-abc'], aliases: ['synthetic'], engine_version: 'b6500', vram_free_bytes: 60 * 1024 ** 3,
     }],
     queue: { depth: { interactive: 2, batch: 1 }, capacity: 100, running: 1, predicted_wait_ms: 1500 },
     throughput: [
