@@ -21,6 +21,11 @@ export { TaskService } from './tasks/task-service.js';
 export type {
   TaskServiceOptions, AdmissionResult, Admitted, CancelResult, CancelReason, TaskServiceState,
 } from './tasks/task-service.js';
+export type { TaskEvent, TaskEventListener, EndedTask, TaskOutcome } from './tasks/task-events.js';
+export type { TaskLoad } from './tasks/task-load.js';
+export { DashboardFeed } from './dashboard/dashboard-feed.js';
+export type { DashboardFeedOptions, DashboardFeedState, DashboardListener } from './dashboard/dashboard-feed.js';
+export { toClusterPool } from './registry/cluster-pool.js';
 export { TaskStream } from './streams/task-stream.js';
 export type { TaskStreamState } from './streams/task-stream.js';
 export { PoolClient } from './upstream/pool-client.js';

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DashboardSnapshotSchema, ErrorEnvelopeSchema, type DashboardSnapshot } from '@llama-orch/contracts';
+import { ClusterPoolListSchema, DashboardSnapshotSchema, ErrorEnvelopeSchema, type DashboardSnapshot } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
@@ -80,6 +80,9 @@ describe('dashboard routes', () => {
     expect(snap.pools).toMatchObject([{ pool_id: 'p', node_id: 'n1', state: 'ready', models: ['synthetic:llama'], aliases: ['synthetic'], slots_total: 2, slots_free: 2 }]);
     expect(snap.queue).toMatchObject({ depth: { interactive: 0, batch: 0 }, capacity: t.config.admission_capacity, running: 0 });
     expect(snap.recent_tasks).toEqual([]);
+    // GET /v2/pools shows the same pools (one place builds them), aliases included.
+    const pools = ClusterPoolListSchema.parse(await (await request(`${url}/v2/pools`, { headers: auth })).body.json());
+    expect(pools.pools).toEqual(snap.pools);
 
     const text = await runTask(url, 'dash-corr-1');
     expect(text).toContain('event: end');
@@ -103,6 +106,45 @@ describe('dashboard routes', () => {
         expect(ErrorEnvelopeSchema.parse(await res.body.json())).toMatchObject({ code: 'UNAUTHORIZED' });
       }
     }
+  });
+
+  it('the queue and running tasks now, and how tasks ended: ok, error with its code, canceled', async () => {
+    const { url, nodes: [node] } = await cluster();
+    const snap = async () => DashboardSnapshotSchema.parse(await (await request(`${url}/v2/dashboard`, { headers: auth })).body.json());
+    const admit = async (correlationId: string): Promise<string> => {
+      const res = await request(`${url}/v2/tasks`, {
+        method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'x-correlation-id': correlationId },
+        body: JSON.stringify({ model_ref: 'synthetic:llama', prompt: 'hi', max_tokens: 3 }),
+      });
+      expect(res.statusCode).toBe(202);
+      return ((await res.body.json()) as { task_id: string }).task_id;
+    };
+    node.nextBehaviours.push({ kind: 'error-event', code: 'WORKER_RESET', retriable: false, afterTokens: 1 });
+    const failed = await runTask(url, 'dash-failed');
+    expect(failed).toContain('event: error');
+    // Both slots held by hanging dispatches, a third task waits in the queue.
+    node.behaviour = { kind: 'hang' };
+    const held = [await admit('dash-held-1'), await admit('dash-held-2')];
+    await waitFor(() => node.active('p') === 2, 5000, 'both slots busy');
+    const queued = await admit('dash-queued');
+    const busy = await snap();
+    expect(busy.queue).toMatchObject({ depth: { interactive: 1, batch: 0 }, running: 2 });
+    expect(busy.queue.predicted_wait_ms).toBeGreaterThanOrEqual(0);
+    expect(busy.pools[0]).toMatchObject({ slots_free: 0, leased: 2 });
+    for (const id of [queued, ...held]) {
+      const res = await request(`${url}/v2/tasks/${id}/cancel`, { method: 'POST', headers: auth });
+      expect(res.statusCode).toBe(204);
+      await res.body.dump();
+    }
+    const after = await snap();
+    expect(after.queue).toMatchObject({ depth: { interactive: 0, batch: 0 }, running: 0 });
+    expect(after.recent_tasks.map((r) => [r.correlation_id, r.outcome, r.code ?? null, r.tokens_out])).toEqual([
+      ['dash-held-2', 'canceled', null, 0], ['dash-held-1', 'canceled', null, 0], ['dash-queued', 'canceled', null, 0], ['dash-failed', 'error', 'WORKER_RESET', 1],
+    ]);
+    // The queued one never reached a pool; the others ran on p.
+    expect(after.recent_tasks.find((r) => r.correlation_id === 'dash-queued')?.pool_id).toBeUndefined();
+    expect(after.recent_tasks.find((r) => r.correlation_id === 'dash-held-1')).toMatchObject({ pool_id: 'p', node_id: 'n1' });
+    expect(after.recent_tasks.find((r) => r.correlation_id === 'dash-failed')?.ttft_ms).toBeTypeOf('number');
   });
 
   it('GET /v2/dashboard/events pushes a snapshot on connect and another when a heartbeat marks the pool draining (no polling)', async () => {
