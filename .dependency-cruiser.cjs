@@ -64,6 +64,14 @@ module.exports = {
       [['http'], ['pools'], ['operations'], ['replicas'], ['provisioning', 'handoff', 'node'], ['supervision'], ['support']],
       ['main', 'app', 'daemon', 'index']),
 
+    { name: 'dashboard-page-runs-in-a-browser', severity: 'error',
+      comment: 'The page (packages/dashboard/web) runs in the browser: no Node built-ins, and of the workspace only contracts (for types).',
+      from: { path: '^packages/dashboard/web/', pathNot: '[.]test[.]tsx?$' },
+      to: { dependencyTypes: ['core'] } },
+    { name: 'dashboard-page-only-contracts', severity: 'error',
+      comment: 'The page reads the product over HTTP; of the workspace it imports only contracts (types).',
+      from: { path: '^packages/dashboard/web/' }, to: { path: '^(apps|packages|test-harness)/', pathNot: '^packages/(contracts|dashboard/web)/' } },
+
     { name: 'no-circular', severity: 'error', comment: 'Import cycles make start-up order and mocks fragile.',
       from: {}, to: { circular: true } },
     { name: 'contracts-only-zod', severity: 'error', comment: 'packages/contracts depends only on zod (and node built-ins).',
@@ -90,7 +98,7 @@ module.exports = {
     tsConfig: { fileName: 'tsconfig.base.json' },
     tsPreCompilationDeps: true,
     combinedDependencies: true,
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['source', 'import', 'default'], extensions: ['.ts', '.js', '.mjs', '.json'] },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['source', 'import', 'default'], extensions: ['.ts', '.tsx', '.js', '.mjs', '.json'] },
     moduleSystems: ['es6', 'cjs'],
   },
 };
