@@ -167,7 +167,10 @@ export class TaskObserver {
       type: 'ended',
       task: {
         taskId: task.id, correlationId: task.correlationId, model: task.modelName, priority: task.request.priority,
-        nodeId: task.placement?.node_id, poolId: task.placement?.pool_id, tokensOut: task.tokens,
+        nodeId: task.placement?.node_id, poolId: task.placement?.pool_id,
+        // The engine's count when it ended the task (what usage and llorch_tokens_out_total say): it
+        // can exceed the token frames when the engine merged pieces into one frame.
+        tokensOut: frame.event === 'end' ? frame.data.tokens_out : task.tokens,
         ttftMs: task.firstTokenAt === undefined ? undefined : Math.max(0, task.firstTokenAt - task.admittedAt),
         admittedAt: task.admittedAt, endedAt: now, outcome, code: frame.event === 'error' ? frame.data.code : undefined,
       },
