@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { request } from 'undici';
@@ -86,6 +87,38 @@ describe('dashboard page in chromium against a real cluster', () => {
     expect(await page.getByLabel('API key', { exact: true }).count()).toBe(0);
     await expect.poll(() => page.locator('.connection').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS }).toBe('live');
     await saveScreenshot(page, '02-cluster');
+  });
+
+  it('passes axe-core\'s WCAG 2 A/AA checks in light and dark, and every control is reachable by keyboard', async () => {
+    screenshotOnFailure('accessibility');
+    // axe-core (npm) runs inside the page: labels, roles, names, contrast, table headers …
+    const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme });
+      await page.addScriptTag({ path: axePath });
+      const violations = await page.evaluate(async () => {
+        const axe = (globalThis as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: unknown }> }> }> } }).axe;
+        const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+        return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)) }));
+      });
+      expect(violations, `${colorScheme}: ${JSON.stringify(violations)}`).toEqual([]);
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    // Tab from the top of the page: the pool actions and the playground are all reachable.
+    await page.locator('body').focus();
+    const reached = new Set<string>();
+    for (let i = 0; i < 60 && !reached.has('Send'); i++) {
+      await page.keyboard.press('Tab');
+      const name = await page.evaluate(() => {
+        const el = document.activeElement as HTMLElement | null;
+        if (el === null) return '';
+        const label = el.id !== '' ? document.querySelector(`label[for="${el.id}"]`)?.textContent : undefined;
+        return (el.getAttribute('aria-label') ?? label ?? el.textContent ?? '').trim();
+      });
+      reached.add(name);
+    }
+    for (const control of ['Drain p1', 'Reload p1', 'Model', 'Prompt', 'Send']) expect([...reached], control).toContain(control);
   });
 
   it('the playground streams a chat reply into the output, and the task shows up live', async () => {
