@@ -1,8 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import { UnexpectedResponseError } from '../errors.js';
-import { SseParser } from './sse.js';
 import { rounded, summarize, type Summary } from './stats.js';
-import { taskBody, type TaskOptions, type TimedGeneration } from './streams.js';
+import { taskBody, timeGeneration, type TaskOptions, type TimedGeneration } from './streams.js';
 
 /** A process whose CPU a variant is charged for. */
 export interface MeteredProcess {
@@ -134,23 +133,10 @@ export async function singleRequestGeneration(o: TaskOptions, dispatcher: Dispat
     dispatcher,
   });
   if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST /v2/tasks (event stream) answered ${res.statusCode}: ${await res.body.text()}`);
-  const parser = new SseParser();
-  const tokenAt: number[] = [];
-  const pieces: string[] = [];
-  let endAt = Number.NaN;
-  for await (const chunk of res.body) {
-    const now = performance.now();
-    for (const f of parser.feed((chunk as Buffer).toString('utf8'))) {
-      if (f.event === 'token') {
-        tokenAt.push(now);
-        pieces.push(String((JSON.parse(f.data) as { t: unknown }).t));
-      } else if (f.event === 'end' || f.event === 'error') {
-        endAt = now;
-      }
-    }
-  }
-  if (Number.isNaN(endAt)) throw new UnexpectedResponseError('single-request stream closed without a terminal frame');
-  return { sentAt, tokenAt, text: pieces.join(''), endAt };
+  return timeGeneration(res.body, sentAt, (f) => {
+    if (f.event === 'token') return { token: String((JSON.parse(f.data) as { t: unknown }).t) };
+    return { end: f.event === 'end' || f.event === 'error' };
+  }, 'single-request stream');
 }
 
 /**
@@ -185,24 +171,9 @@ export async function chatGeneration(
     reset: opts.reset ?? false,
   });
   if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${baseUrl}/v1/chat/completions answered ${res.statusCode}: ${(await res.body.text()).slice(0, 500)}`);
-  const parser = new SseParser();
-  const tokenAt: number[] = [];
-  const pieces: string[] = [];
-  let endAt = Number.NaN;
-  for await (const chunk of res.body) {
-    const now = performance.now();
-    for (const f of parser.feed((chunk as Buffer).toString('utf8'))) {
-      if (f.data === '[DONE]') {
-        endAt = now;
-        continue;
-      }
-      const content = (JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string | null } }> }).choices?.[0]?.delta?.content;
-      if (typeof content === 'string' && content !== '') {
-        tokenAt.push(now);
-        pieces.push(content);
-      }
-    }
-  }
-  if (Number.isNaN(endAt)) throw new UnexpectedResponseError('chat stream ended without data: [DONE]');
-  return { sentAt, tokenAt, text: pieces.join(''), endAt };
+  return timeGeneration(res.body, sentAt, (f) => {
+    if (f.data === '[DONE]') return { end: true };
+    const content = (JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string | null } }> }).choices?.[0]?.delta?.content;
+    return typeof content === 'string' && content !== '' ? { token: content } : undefined;
+  }, 'chat stream (data: [DONE])');
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
 import { UnexpectedResponseError } from '../errors.js';
-import { SseParser } from './sse.js';
+import { SseParser, type SseFrame } from './sse.js';
 
 /** Arrival times (performance.now(), ms) of one generation as a client saw it. */
 export interface TimedGeneration {
@@ -12,6 +12,38 @@ export interface TimedGeneration {
   text: string;
   /** Terminal frame arrival. */
   endAt: number;
+}
+
+/** What one SSE frame of a generation carries: a token's text, the end, both or neither. */
+export interface FrameReading {
+  token?: string;
+  end?: boolean;
+}
+
+/**
+ * Reads a streamed response to its end as a {@link TimedGeneration}: every frame goes to `read`,
+ * stamped with its chunk's arrival. `what` names the stream when its end never came.
+ */
+export async function timeGeneration(
+  body: AsyncIterable<unknown>, sentAt: number, read: (f: SseFrame) => FrameReading | undefined, what: string,
+): Promise<TimedGeneration> {
+  const parser = new SseParser();
+  const tokenAt: number[] = [];
+  const pieces: string[] = [];
+  let endAt = Number.NaN;
+  for await (const chunk of body) {
+    const now = performance.now();
+    for (const f of parser.feed((chunk as Buffer).toString('utf8'))) {
+      const r = read(f);
+      if (r?.token !== undefined) {
+        tokenAt.push(now);
+        pieces.push(r.token);
+      }
+      if (r?.end === true) endAt = now;
+    }
+  }
+  if (Number.isNaN(endAt)) throw new UnexpectedResponseError(`${what} ended without its terminal frame`);
+  return { sentAt, tokenAt, text: pieces.join(''), endAt };
 }
 
 /**
@@ -41,23 +73,10 @@ export async function directGeneration(
     ...(signal !== undefined ? { signal } : {}),
   });
   if (res.statusCode !== 200) throw new UnexpectedResponseError(`engine answered ${res.statusCode}: ${await res.body.text()}`);
-  const parser = new SseParser();
-  const tokenAt: number[] = [];
-  const pieces: string[] = [];
-  let endAt = Number.NaN;
-  for await (const chunk of res.body) {
-    const now = performance.now();
-    for (const f of parser.feed((chunk as Buffer).toString('utf8'))) {
-      const ev = JSON.parse(f.data) as { content?: string; stop?: boolean };
-      if (ev.content !== undefined && ev.content !== '') {
-        tokenAt.push(now);
-        pieces.push(ev.content);
-      }
-      if (ev.stop === true) endAt = now;
-    }
-  }
-  if (Number.isNaN(endAt)) throw new UnexpectedResponseError('engine stream ended without stop:true');
-  return { sentAt, tokenAt, text: pieces.join(''), endAt };
+  return timeGeneration(res.body, sentAt, (f) => {
+    const ev = JSON.parse(f.data) as { content?: string; stop?: boolean };
+    return { ...(ev.content !== undefined && ev.content !== '' ? { token: ev.content } : {}), end: ev.stop === true };
+  }, 'engine stream (stop:true)');
 }
 
 /**
