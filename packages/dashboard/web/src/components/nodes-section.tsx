@@ -1,5 +1,6 @@
 import type { DashboardSnapshot, NodeInfo } from '@llama-orch/contracts';
 import { formatAgo, formatBytes } from '../lib/format.js';
+import { TableHead } from './table-head.js';
 
 function gpus(node: NodeInfo): string {
   const list = node.capabilities.gpus;
@@ -25,17 +26,7 @@ export function NodesSection({ snapshot }: { snapshot: DashboardSnapshot }) {
         <div class="scroll">
           <table>
             <caption>Nodes ({snapshot.nodes.length})</caption>
-            <thead>
-              <tr>
-                <th scope="col">Node</th>
-                <th scope="col">State</th>
-                <th scope="col">Last heartbeat</th>
-                <th scope="col">GPUs</th>
-                <th scope="col">Free VRAM</th>
-                <th scope="col">Version</th>
-                <th scope="col">Address</th>
-              </tr>
-            </thead>
+            <TableHead columns={['Node', 'State', 'Last heartbeat', 'GPUs', 'Free VRAM', 'Version', 'Address']} />
             <tbody>
               {snapshot.nodes.map((n) => (
                 <tr key={n.node_id} data-node={n.node_id}>

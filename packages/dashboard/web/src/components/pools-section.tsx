@@ -3,6 +3,7 @@ import type { ClusterPool, DashboardSnapshot } from '@llama-orch/contracts';
 import type { ApiClient } from '../lib/api.js';
 import { formatBytes } from '../lib/format.js';
 import { PoolActionDialog, type PoolAction } from './pool-action-dialog.js';
+import { TableHead } from './table-head.js';
 
 /** The state an operator should read: a ready pool whose node stopped heartbeating is not serving. */
 function shownState(p: ClusterPool): string {
@@ -27,19 +28,7 @@ export function PoolsSection({ snapshot, api }: { snapshot: DashboardSnapshot; a
         <div class="scroll">
           <table>
             <caption>Pools ({snapshot.pools.length})</caption>
-            <thead>
-              <tr>
-                <th scope="col">Pool</th>
-                <th scope="col">Node</th>
-                <th scope="col">State</th>
-                <th scope="col">Model</th>
-                <th scope="col">Engine</th>
-                <th scope="col">Slots busy / total</th>
-                <th scope="col">Free VRAM</th>
-                <th scope="col">Last error</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
+            <TableHead columns={['Pool', 'Node', 'State', 'Model', 'Engine', 'Slots busy / total', 'Free VRAM', 'Last error', 'Actions']} />
             <tbody>
               {snapshot.pools.map((p) => {
                 const aliases = p.aliases ?? [];

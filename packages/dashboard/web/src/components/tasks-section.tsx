@@ -1,5 +1,6 @@
 import type { DashboardSnapshot, DashboardTask } from '@llama-orch/contracts';
 import { formatAgo, formatDuration, shortId } from '../lib/format.js';
+import { TableHead } from './table-head.js';
 
 /** Rows shown; the snapshot may carry more. */
 const MAX_ROWS = 50;
@@ -20,19 +21,7 @@ export function TasksSection({ snapshot }: { snapshot: DashboardSnapshot }) {
         <div class="scroll">
           <table>
             <caption>Recent tasks, newest first ({tasks.length})</caption>
-            <thead>
-              <tr>
-                <th scope="col">Task</th>
-                <th scope="col">Model</th>
-                <th scope="col">Pool</th>
-                <th scope="col">Tokens</th>
-                <th scope="col">TTFT</th>
-                <th scope="col">Duration</th>
-                <th scope="col">Outcome</th>
-                <th scope="col">Correlation id</th>
-                <th scope="col">Ended</th>
-              </tr>
-            </thead>
+            <TableHead columns={['Task', 'Model', 'Pool', 'Tokens', 'TTFT', 'Duration', 'Outcome', 'Correlation id', 'Ended']} />
             <tbody>
               {tasks.map((t) => (
                 <tr key={t.task_id} data-task={t.task_id}>

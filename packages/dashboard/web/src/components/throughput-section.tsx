@@ -1,6 +1,7 @@
 import type { DashboardSnapshot } from '@llama-orch/contracts';
 import { formatClock, formatDuration, formatRate } from '../lib/format.js';
 import { Sparkline } from './sparkline.js';
+import { TableHead } from './table-head.js';
 
 export function ThroughputSection({ snapshot }: { snapshot: DashboardSnapshot }) {
   const points = snapshot.throughput;
@@ -18,14 +19,7 @@ export function ThroughputSection({ snapshot }: { snapshot: DashboardSnapshot })
         <div class="scroll">
           <table>
             <caption>Throughput per bucket, oldest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">From</th>
-                <th scope="col">Tokens/s</th>
-                <th scope="col">TTFT p50</th>
-                <th scope="col">Tasks ended</th>
-              </tr>
-            </thead>
+            <TableHead columns={['From', 'Tokens/s', 'TTFT p50', 'Tasks ended']} />
             <tbody>
               {points.map((p) => (
                 <tr key={p.t_ms}>
