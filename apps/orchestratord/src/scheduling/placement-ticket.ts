@@ -21,8 +21,8 @@ export class PlacementTicket implements PlacementRequest {
   readonly placement: PlacementOverrides | undefined;
   /** The pool that served the task's session last (prompt-cache affinity); read once at admission. */
   readonly affinity: PoolRef | undefined;
-  /** `node_id/pool_id` of pools that failed this task; placement avoids them while it can. */
-  readonly exclude = new Set<string>();
+  /** Created by the first `avoid`: most tasks never fail, and an empty Set per task costs ~150 B while it runs. */
+  #exclude: Set<string> | undefined;
   /** Whether the task has waited for capacity at least once. */
   waited = false;
   #key: string | undefined;
@@ -35,6 +35,11 @@ export class PlacementTicket implements PlacementRequest {
     this.placement = fields.placement;
   }
 
+  /** `node_id/pool_id` of pools that failed this task; placement avoids them while it can. */
+  get exclude(): ReadonlySet<string> | undefined {
+    return this.#exclude;
+  }
+
   /**
    * Tasks with equal keys get equal placement decisions, so when one must wait all of them wait.
    * Affinity is not part of the key: it only picks among free pools, never makes a task wait.
@@ -42,13 +47,13 @@ export class PlacementTicket implements PlacementRequest {
    * every queued task on every pass.
    */
   get waitKey(): string {
-    this.#key ??= JSON.stringify([this.model_ref, this.ctx, this.determinism ?? '', this.placement ?? null, [...this.exclude].sort()]);
+    this.#key ??= JSON.stringify([this.model_ref, this.ctx, this.determinism ?? '', this.placement ?? null, [...(this.#exclude ?? [])].sort()]);
     return this.#key;
   }
 
   /** The pool failed this task: place it elsewhere while another pool is eligible. */
   avoid(pool: { node_id: string; pool_id: string }): void {
-    this.exclude.add(candidateKey(pool));
+    (this.#exclude ??= new Set()).add(candidateKey(pool));
     this.#key = undefined;
   }
 }

@@ -57,6 +57,7 @@ describe('Scheduler', () => {
   it('a ticket\'s wait key changes only when a pool is avoided', () => {
     const ticket = new PlacementTicket({ model_ref: 'm', ctx: 0 });
     const key = ticket.waitKey;
+    expect(ticket.exclude).toBeUndefined();
     expect(new PlacementTicket({ model_ref: 'm', ctx: 0 }).waitKey).toBe(key);
     ticket.avoid({ node_id: 'n', pool_id: 'a' });
     expect(ticket.exclude).toEqual(new Set(['n/a']));

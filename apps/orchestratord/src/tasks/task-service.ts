@@ -303,7 +303,7 @@ export class TaskService {
         target: view.dispatch,
         poolId: view.pool_id,
         body: dispatchRequest(task, this.#clock.now()),
-        signal: controller.signal,
+        controller,
         correlationId: task.correlationId,
         sink: tokenSink(task, view, this.#clock, this.#observer),
         failedAttempts: task.failedAttempts,

@@ -64,7 +64,7 @@ function input(lines: string[] | Error, over: Partial<AttemptInput> = {}): { inp
     },
   } as unknown as PoolClient;
   return {
-    input: { client, target: { url: 'http://n' }, poolId: 'p', body: { task_id: 't', workload: 'completion', prompt: 'x', max_tokens: 2, greedy: false, cache_prompt: false }, signal: new AbortController().signal, correlationId: 'c', sink, ...first, ...over },
+    input: { client, target: { url: 'http://n' }, poolId: 'p', body: { task_id: 't', workload: 'completion', prompt: 'x', max_tokens: 2, greedy: false, cache_prompt: false }, controller: new AbortController(), correlationId: 'c', sink, ...first, ...over },
     tokens,
     accepted: () => accepted,
   };
@@ -92,12 +92,16 @@ describe('runAttempt', () => {
     expect(a.accepted()).toBe(false);
   });
 
-  it('our own abort ends the attempt quietly, unless the reason is the node\'s loss', async () => {
+  it('our own abort ends the attempt quietly, unless the reason is a failure (the node\'s loss, the dispatch not accepted)', async () => {
     const canceled = new AbortController();
     canceled.abort();
-    expect(await runAttempt(input(new Error('aborted'), { signal: canceled.signal }).input)).toEqual({ kind: 'aborted' });
+    expect(await runAttempt(input(new Error('aborted'), { controller: canceled }).input)).toEqual({ kind: 'aborted' });
     const lost = new AbortController();
     lost.abort(new NodeLostError('node n went offline'));
-    expect(await runAttempt(input(new Error('aborted'), { signal: lost.signal }).input)).toMatchObject({ kind: 'retry', penalty: 'node', message: 'node n went offline' });
+    expect(await runAttempt(input(new Error('aborted'), { controller: lost }).input)).toMatchObject({ kind: 'retry', penalty: 'node', message: 'node n went offline' });
+    // The pool client's accept deadline aborts the attempt's controller with the failure itself.
+    const unaccepted = new AbortController();
+    unaccepted.abort(new UpstreamConnectError('node n did not accept the dispatch within 5 ms'));
+    expect(await runAttempt(input(new Error('aborted'), { controller: unaccepted }).input)).toMatchObject({ kind: 'retry', code: 'WORKER_RESET', penalty: 'node' });
   });
 });

@@ -50,8 +50,12 @@ export interface AttemptInput {
   readonly target: DispatchTarget;
   readonly poolId: string;
   readonly body: DispatchRequest;
-  /** Aborted by whoever ends the task, or with a {@link NodeLostError} when its node is lost. */
-  readonly signal: AbortSignal;
+  /**
+   * The attempt's own controller: aborted by whoever ends the task, with a {@link NodeLostError}
+   * when its node is lost, or by the pool client with an {@link UpstreamConnectError} when the node
+   * does not accept the dispatch in time.
+   */
+  readonly controller: AbortController;
   /** Sent as `X-Correlation-Id`. */
   readonly correlationId: string | undefined;
   readonly sink: TokenSink;
@@ -105,19 +109,20 @@ export function failurePolicy(err: unknown, relayed: number, input: Pick<Attempt
 
 /** Runs one dispatch of a task to one pool and relays its tokens; never calls back beyond `sink`. */
 export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
-  const { signal, sink } = input;
+  const { sink } = input;
+  const { signal } = input.controller;
   let relayed = 0;
-  /** Our own abort ends the attempt quietly, unless its reason is the node's loss. */
+  /** Our own abort ends the attempt quietly, unless its reason is a failure (node lost, dispatch not accepted). */
   const outcome = (err: unknown): AttemptOutcome => {
     if (signal.aborted) {
-      if (!(signal.reason instanceof NodeLostError)) return ABORTED;
+      if (!(signal.reason instanceof DispatchFailure)) return ABORTED;
       return failurePolicy(signal.reason, relayed, input);
     }
     return failurePolicy(err, relayed, input);
   };
   let body: Readable;
   try {
-    body = await input.client.dispatch(input.target, input.poolId, input.body, signal, input.correlationId);
+    body = await input.client.dispatch(input.target, input.poolId, input.body, input.controller, input.correlationId);
   } catch (err) {
     return outcome(err instanceof DispatchFailure ? err : new UpstreamConnectError((err as Error).message, { cause: err }));
   }

@@ -4,7 +4,7 @@ import type { DispatchEvent } from '@llama-orch/contracts';
 import { Agent } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { readDispatchEvents } from './dispatch-events.js';
-import { PoolClient } from './pool-client.js';
+import { dispatchBody, PoolClient } from './pool-client.js';
 import { UpstreamConnectError, UpstreamStreamError } from './upstream-errors.js';
 
 async function collect(chunks: (string | Buffer)[]): Promise<DispatchEvent[]> {
@@ -64,17 +64,20 @@ describe('PoolClient.dispatch accept timeout', () => {
     const body = { task_id: 't1', workload: 'completion' as const, prompt: 'p', max_tokens: 1, greedy: true, cache_prompt: false };
     try {
       const t0 = performance.now();
-      const err = await client.dispatch({ url }, 'p', body, new AbortController().signal).catch((e: unknown) => e);
+      const controller = new AbortController();
+      const err = await client.dispatch({ url }, 'p', body, controller).catch((e: unknown) => e);
       const ms = performance.now() - t0;
       expect(err).toBeInstanceOf(UpstreamConnectError);
       expect((err as Error).message).toMatch(/did not accept the dispatch within 1000 ms/);
       // undici's own headersTimeout fired this one after ~1,500 ms (500 ms timer ticks).
       expect(ms).toBeGreaterThanOrEqual(995);
       expect(ms).toBeLessThan(1300);
+      // The deadline stopped the request by aborting the dispatch's controller, with the failure as its reason.
+      expect(controller.signal.reason).toBe(err);
       expect(client.http1InFlight(url)).toBe(0);
       // The caller's abort is not a timeout: it rejects with the caller's reason.
       const ac = new AbortController();
-      const pending = client.dispatch({ url }, 'p', body, ac.signal).catch((e: unknown) => e);
+      const pending = client.dispatch({ url }, 'p', body, ac).catch((e: unknown) => e);
       ac.abort(new Error('task canceled'));
       expect(((await pending) as Error).message).toBe('task canceled');
       expect(client.http1InFlight(url)).toBe(0);
@@ -83,5 +86,15 @@ describe('PoolClient.dispatch accept timeout', () => {
       server.close();
       await agent.close();
     }
+  });
+});
+
+describe('dispatchBody', () => {
+  it('is the request as JSON in a Buffer of its own (not a slice of the shared pool, which a long stream would keep whole)', () => {
+    const request = { task_id: 't1', workload: 'completion' as const, prompt: 'p €', max_tokens: 1, greedy: true, cache_prompt: false };
+    const buf = dispatchBody(request);
+    expect(JSON.parse(buf.toString('utf8'))).toEqual(request);
+    expect(buf.byteOffset).toBe(0);
+    expect(buf.buffer.byteLength).toBe(buf.byteLength);
   });
 });
