@@ -24,80 +24,115 @@ export interface ServeTaskStreamOptions {
  * written for `keepaliveMs`.
  */
 export function serveTaskStream(options: ServeTaskStreamOptions): void {
-  const { res, stream, verbose } = options;
-  let cursor = options.afterId === undefined ? 0 : options.afterId + 1;
-  let waitingDrain = false;
-  let done = false;
-  let keepalive: NodeJS.Timeout | undefined;
+  new SseSubscriber(options).start(options.headers);
+}
 
-  // One timer per subscriber for its whole life, re-armed with refresh() after every write: no
-  // timer is created per frame.
-  const armKeepalive = (): void => {
-    if (keepalive !== undefined) {
-      keepalive.refresh();
+/**
+ * One subscriber of a task's frame log, for as long as its response is open. A class rather than a
+ * set of closures over the options: a subscriber lives as long as its stream, thousands at once,
+ * and this keeps one small object, two bound listeners and one timer per stream (performance
+ * notes: SSE subscriber as one object).
+ */
+class SseSubscriber {
+  readonly #res: ServerResponse;
+  readonly #stream: TaskStream;
+  readonly #verbose: boolean;
+  readonly #keepaliveMs: number;
+  readonly #onClientGone: () => void;
+  /** Next frame id to write. */
+  #cursor: number;
+  #waitingDrain = false;
+  #done = false;
+  /** One timer for the subscriber's whole life, re-armed with refresh() after every write. */
+  #keepalive: NodeJS.Timeout | undefined;
+  /** The frame log's listener. */
+  readonly #flush = (): void => this.#write();
+  readonly #onClose = (): void => {
+    if (this.#done) return;
+    this.#cleanup();
+    this.#onClientGone();
+  };
+
+  constructor(options: ServeTaskStreamOptions) {
+    this.#res = options.res;
+    this.#stream = options.stream;
+    this.#verbose = options.verbose;
+    this.#keepaliveMs = options.keepaliveMs;
+    this.#onClientGone = options.onClientGone;
+    this.#cursor = options.afterId === undefined ? 0 : options.afterId + 1;
+  }
+
+  start(headers: Readonly<Record<string, string>>): void {
+    this.#res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      ...headers,
+    });
+    this.#res.flushHeaders();
+    this.#stream.subscribe(this.#flush);
+    this.#res.on('close', this.#onClose);
+    this.#armKeepalive();
+    this.#write();
+  }
+
+  #armKeepalive(): void {
+    if (this.#keepalive !== undefined) {
+      this.#keepalive.refresh();
       return;
     }
-    keepalive = setTimeout(function onKeepalive(this: NodeJS.Timeout) {
-      if (done) return;
-      if (!waitingDrain) res.write(': keep-alive\n\n');
-      this.refresh();
-    }, options.keepaliveMs);
-    keepalive.unref();
-  };
+    this.#keepalive = setTimeout(keepaliveDue, this.#keepaliveMs, this);
+    this.#keepalive.unref();
+  }
 
-  const cleanup = (): void => {
-    done = true;
-    unsubscribe();
-    if (keepalive !== undefined) clearTimeout(keepalive);
-    res.off('close', onClose);
-  };
+  /** The keep-alive timer fired: nothing was written for `keepaliveMs`. */
+  keepalive(): void {
+    if (this.#done) return;
+    if (!this.#waitingDrain) this.#res.write(': keep-alive\n\n');
+    this.#keepalive?.refresh();
+  }
 
-  const flush = (): void => {
-    if (done || waitingDrain) return;
-    while (cursor < stream.length) {
-      const text = stream.text(cursor, verbose);
-      cursor += 1;
+  #cleanup(): void {
+    this.#done = true;
+    this.#stream.unsubscribe(this.#flush);
+    if (this.#keepalive !== undefined) clearTimeout(this.#keepalive);
+    this.#res.off('close', this.#onClose);
+  }
+
+  #write(): void {
+    if (this.#done || this.#waitingDrain) return;
+    const stream = this.#stream;
+    while (this.#cursor < stream.length) {
+      const text = stream.text(this.#cursor, this.#verbose);
+      this.#cursor += 1;
       if (text === undefined) continue;
-      const ok = res.write(text);
-      armKeepalive();
+      const ok = this.#res.write(text);
+      this.#armKeepalive();
       // Only the terminal frame is both last and in an ended stream.
-      if (stream.state === 'ended' && cursor === stream.length) {
-        cleanup();
-        res.end();
+      if (stream.state === 'ended' && this.#cursor === stream.length) {
+        this.#cleanup();
+        this.#res.end();
         return;
       }
       if (!ok) {
-        waitingDrain = true;
-        res.once('drain', () => {
-          waitingDrain = false;
-          flush();
+        this.#waitingDrain = true;
+        this.#res.once('drain', () => {
+          this.#waitingDrain = false;
+          this.#write();
         });
         return;
       }
     }
     if (stream.state === 'ended') {
       // Resumed after the terminal frame: nothing more will come.
-      cleanup();
-      res.end();
+      this.#cleanup();
+      this.#res.end();
     }
-  };
+  }
 
-  const onClose = (): void => {
-    if (done) return;
-    cleanup();
-    options.onClientGone();
-  };
+}
 
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    ...options.headers,
-  });
-  res.flushHeaders();
-  const unsubscribe = stream.subscribe(flush);
-  res.on('close', onClose);
-  armKeepalive();
-  flush();
+function keepaliveDue(subscriber: SseSubscriber): void {
+  subscriber.keepalive();
 }

@@ -94,12 +94,13 @@ export class TaskStream {
     return { event: text.slice(ev, data), data: JSON.parse(text.slice(data + 7, text.length - 2)) } as SseFrame;
   }
 
-  /** Called after every append. Returns an unsubscribe function. */
+  /** Called after every append. Returns an unsubscribe function (or call {@link unsubscribe}). */
   subscribe(listener: () => void): () => void {
-    const listeners = (this.#listeners ??= new Set());
-    listeners.add(listener);
-    return () => {
-      listeners.delete(listener);
-    };
+    (this.#listeners ??= new Set()).add(listener);
+    return () => this.unsubscribe(listener);
+  }
+
+  unsubscribe(listener: () => void): void {
+    this.#listeners?.delete(listener);
   }
 }

@@ -4,6 +4,7 @@ import type { PoolRef } from '../scheduling/placement.js';
 import { PlacementTicket } from '../scheduling/placement-ticket.js';
 import { TaskStream } from '../streams/task-stream.js';
 import type { Log } from '../support/log.js';
+import type { AttemptAbort } from '../upstream/attempt-abort.js';
 
 /**
  * Lifecycle of an admitted task: `queued` (in the admission queue) → `running` (slot leased,
@@ -44,7 +45,8 @@ export interface TaskRecord {
   phase: TaskPhase;
   /** Failed attempts before the first token (node loss, broken stream). */
   failedAttempts: number;
-  controller: AbortController | undefined;
+  /** The running attempt's abort switch (undefined while queued). */
+  controller: AttemptAbort | undefined;
   lease: Lease | undefined;
   placement: TaskPlacement | undefined;
   /** Token frames relayed so far. */

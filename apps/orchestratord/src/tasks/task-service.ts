@@ -12,6 +12,7 @@ import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock } from '../support/clock.js';
 import type { Log } from '../support/log.js';
 import type { OrchdMetrics } from '../support/metrics.js';
+import { AttemptAbort } from '../upstream/attempt-abort.js';
 import { runAttempt, type AttemptOutcome, type Penalty } from '../upstream/dispatch-attempt.js';
 import type { PoolClient } from '../upstream/pool-client.js';
 import { NodeLostError } from '../upstream/upstream-errors.js';
@@ -282,7 +283,7 @@ export class TaskService {
     task.state = 'running';
     task.phase = 'dispatching';
     task.lease = lease;
-    task.controller = new AbortController();
+    task.controller = new AttemptAbort();
     task.placement = { node_id: view.node_id, pool_id: view.pool_id, engine_version: view.snapshot.engine_version, address: view.address };
     task.dispatchedAt = this.#clock.now();
     this.#table.startedRunning(task);
@@ -294,7 +295,7 @@ export class TaskService {
     void run.finally(() => this.#inflight.delete(run));
   }
 
-  async #run(task: TaskRecord, view: PoolView, controller: AbortController): Promise<void> {
+  async #run(task: TaskRecord, view: PoolView, controller: AttemptAbort): Promise<void> {
     const lease = task.lease;
     let outcome: AttemptOutcome;
     try {

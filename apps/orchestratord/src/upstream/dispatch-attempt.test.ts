@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { AttemptAbort } from './attempt-abort.js';
 import { failurePolicy, runAttempt, type AttemptInput, type TokenSink } from './dispatch-attempt.js';
 import type { PoolClient } from './pool-client.js';
 import {
@@ -64,7 +65,7 @@ function input(lines: string[] | Error, over: Partial<AttemptInput> = {}): { inp
     },
   } as unknown as PoolClient;
   return {
-    input: { client, target: { url: 'http://n' }, poolId: 'p', body: { task_id: 't', workload: 'completion', prompt: 'x', max_tokens: 2, greedy: false, cache_prompt: false }, controller: new AbortController(), correlationId: 'c', sink, ...first, ...over },
+    input: { client, target: { url: 'http://n' }, poolId: 'p', body: { task_id: 't', workload: 'completion', prompt: 'x', max_tokens: 2, greedy: false, cache_prompt: false }, controller: new AttemptAbort(), correlationId: 'c', sink, ...first, ...over },
     tokens,
     accepted: () => accepted,
   };
@@ -93,14 +94,14 @@ describe('runAttempt', () => {
   });
 
   it('our own abort ends the attempt quietly, unless the reason is a failure (the node\'s loss, the dispatch not accepted)', async () => {
-    const canceled = new AbortController();
+    const canceled = new AttemptAbort();
     canceled.abort();
     expect(await runAttempt(input(new Error('aborted'), { controller: canceled }).input)).toEqual({ kind: 'aborted' });
-    const lost = new AbortController();
+    const lost = new AttemptAbort();
     lost.abort(new NodeLostError('node n went offline'));
     expect(await runAttempt(input(new Error('aborted'), { controller: lost }).input)).toMatchObject({ kind: 'retry', penalty: 'node', message: 'node n went offline' });
     // The pool client's accept deadline aborts the attempt's controller with the failure itself.
-    const unaccepted = new AbortController();
+    const unaccepted = new AttemptAbort();
     unaccepted.abort(new UpstreamConnectError('node n did not accept the dispatch within 5 ms'));
     expect(await runAttempt(input(new Error('aborted'), { controller: unaccepted }).input)).toMatchObject({ kind: 'retry', code: 'WORKER_RESET', penalty: 'node' });
   });

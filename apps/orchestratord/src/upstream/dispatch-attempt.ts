@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { DispatchEvent, DispatchRequest, ErrorCode } from '@llama-orch/contracts';
+import type { AttemptAbort } from './attempt-abort.js';
 import { readDispatchEvents } from './dispatch-events.js';
 import type { DispatchTarget, PoolClient } from './pool-client.js';
 import {
@@ -25,7 +26,7 @@ export type Penalty = 'saturated' | 'pool' | 'node';
  *   spent (then `attempts` counts the failed attempts, `cause` is the last failure's code and
  *   `penalty` still applies to the pool);
  * - `retry`: nothing was relayed; re-place the task (at the head of the queue);
- * - `aborted`: our signal fired (cancel, deadline, shutdown): whoever aborted writes the terminal.
+ * - `aborted`: our controller fired (cancel, deadline, shutdown): whoever aborted writes the terminal.
  */
 export type AttemptOutcome =
   | { readonly kind: 'end'; readonly event: EndDispatchEvent }
@@ -55,7 +56,7 @@ export interface AttemptInput {
    * when its node is lost, or by the pool client with an {@link UpstreamConnectError} when the node
    * does not accept the dispatch in time.
    */
-  readonly controller: AbortController;
+  readonly controller: AttemptAbort;
   /** Sent as `X-Correlation-Id`. */
   readonly correlationId: string | undefined;
   readonly sink: TokenSink;
@@ -110,13 +111,13 @@ export function failurePolicy(err: unknown, relayed: number, input: Pick<Attempt
 /** Runs one dispatch of a task to one pool and relays its tokens; never calls back beyond `sink`. */
 export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
   const { sink } = input;
-  const { signal } = input.controller;
+  const { controller } = input;
   let relayed = 0;
   /** Our own abort ends the attempt quietly, unless its reason is a failure (node lost, dispatch not accepted). */
   const outcome = (err: unknown): AttemptOutcome => {
-    if (signal.aborted) {
-      if (!(signal.reason instanceof DispatchFailure)) return ABORTED;
-      return failurePolicy(signal.reason, relayed, input);
+    if (controller.aborted) {
+      if (!(controller.reason instanceof DispatchFailure)) return ABORTED;
+      return failurePolicy(controller.reason, relayed, input);
     }
     return failurePolicy(err, relayed, input);
   };
@@ -134,7 +135,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
   let stopped = false;
   try {
     await readDispatchEvents(body, (ev) => {
-      if (signal.aborted) return false;
+      if (controller.aborted) return false;
       if (terminal !== undefined || failure !== undefined) return true;
       if (ev.type === 'token') {
         if (!sink.token(ev)) {
@@ -150,12 +151,12 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
       return true;
     });
   } catch (err) {
-    if (!signal.aborted && terminal !== undefined) return terminal;
-    if (!signal.aborted && failure !== undefined) return outcome(failure);
+    if (!controller.aborted && terminal !== undefined) return terminal;
+    if (!controller.aborted && failure !== undefined) return outcome(failure);
     return outcome(new UpstreamStreamError(`stream from node broke: ${(err as Error).message}`, { cause: err }));
   }
   if (stopped) return ABORTED;
-  if (signal.aborted) return outcome(undefined);
+  if (controller.aborted) return outcome(undefined);
   if (terminal !== undefined) return terminal;
   return outcome(failure ?? new UpstreamStreamError('stream from node ended without an end or error event'));
 }

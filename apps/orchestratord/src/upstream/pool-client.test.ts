@@ -4,6 +4,7 @@ import type { DispatchEvent } from '@llama-orch/contracts';
 import { Agent } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { readDispatchEvents } from './dispatch-events.js';
+import { AttemptAbort } from './attempt-abort.js';
 import { dispatchBody, PoolClient } from './pool-client.js';
 import { UpstreamConnectError, UpstreamStreamError } from './upstream-errors.js';
 
@@ -64,7 +65,7 @@ describe('PoolClient.dispatch accept timeout', () => {
     const body = { task_id: 't1', workload: 'completion' as const, prompt: 'p', max_tokens: 1, greedy: true, cache_prompt: false };
     try {
       const t0 = performance.now();
-      const controller = new AbortController();
+      const controller = new AttemptAbort();
       const err = await client.dispatch({ url }, 'p', body, controller).catch((e: unknown) => e);
       const ms = performance.now() - t0;
       expect(err).toBeInstanceOf(UpstreamConnectError);
@@ -73,10 +74,10 @@ describe('PoolClient.dispatch accept timeout', () => {
       expect(ms).toBeGreaterThanOrEqual(995);
       expect(ms).toBeLessThan(1300);
       // The deadline stopped the request by aborting the dispatch's controller, with the failure as its reason.
-      expect(controller.signal.reason).toBe(err);
+      expect(controller.reason).toBe(err);
       expect(client.http1InFlight(url)).toBe(0);
       // The caller's abort is not a timeout: it rejects with the caller's reason.
-      const ac = new AbortController();
+      const ac = new AttemptAbort();
       const pending = client.dispatch({ url }, 'p', body, ac).catch((e: unknown) => e);
       ac.abort(new Error('task canceled'));
       expect(((await pending) as Error).message).toBe('task canceled');

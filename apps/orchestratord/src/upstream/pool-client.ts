@@ -3,6 +3,7 @@ import {
 } from '@llama-orch/contracts';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import type { AttemptAbort } from './attempt-abort.js';
 import {
   DispatchInvalidError, PoolRefusedError, PoolSaturatedError, UpstreamConnectError, UpstreamStreamError, type DispatchFailure,
 } from './upstream-errors.js';
@@ -14,8 +15,9 @@ import {
  * Dispatch contract: `POST <node>/v2/pools/{id}/completions` (Bearer, `X-Correlation-Id`) with a
  * DispatchRequest; 200 `application/x-ndjson`, one DispatchEvent per line, ending with exactly one
  * `end` or `error` (a body that ends without one means the worker was lost); 503 POOL_UNREADY or
- * REPLICA_EXHAUSTED before streaming when the pool has no free slot. Aborting the signal closes the
- * socket, which cancels the engine request and frees its slot on the node.
+ * REPLICA_EXHAUSTED before streaming when the pool has no free slot. Aborting the dispatch's
+ * {@link AttemptAbort} closes the request (its HTTP/2 stream or HTTP/1.1 socket), which cancels the
+ * engine request and frees its slot on the node.
  */
 
 export interface PoolOperationReply {
@@ -111,7 +113,8 @@ class ProtocolChoice {
 export class PoolClient {
   readonly #dispatcher: Dispatcher;
   readonly #h2cDispatcher: Dispatcher | undefined;
-  readonly #token: string | undefined;
+  /** `Bearer <token>`, made once: undici keeps each request's header values for the whole stream. */
+  readonly #authorization: string | undefined;
   readonly #operationTimeoutMs: number;
   readonly #acceptTimeoutMs: number;
   readonly #protocol: ProtocolChoice;
@@ -119,7 +122,7 @@ export class PoolClient {
   constructor({ dispatcher, h2cDispatcher, http1PerNode = 8, token, operationTimeoutMs = 10_000, acceptTimeoutMs = 5000 }: PoolClientOptions) {
     this.#dispatcher = dispatcher;
     this.#h2cDispatcher = h2cDispatcher;
-    this.#token = token;
+    this.#authorization = token === undefined ? undefined : `Bearer ${token}`;
     this.#operationTimeoutMs = operationTimeoutMs;
     this.#acceptTimeoutMs = acceptTimeoutMs;
     this.#protocol = new ProtocolChoice(http1PerNode);
@@ -132,29 +135,28 @@ export class PoolClient {
 
   #headers(correlationId?: string): Record<string, string> {
     const h: Record<string, string> = { 'content-type': 'application/json', accept: 'application/x-ndjson, application/json' };
-    if (this.#token !== undefined) h.authorization = `Bearer ${this.#token}`;
+    if (this.#authorization !== undefined) h.authorization = this.#authorization;
     if (correlationId !== undefined) h[CORRELATION_ID_HEADER] = correlationId;
     return h;
   }
 
   /**
    * Starts a completion on a node and resolves with its event stream (read it with
-   * `readDispatchEvents`). `controller` is the dispatch's own: aborting it closes the request (and
-   * so cancels the engine's work). Rejects with a {@link DispatchFailure}: {@link UpstreamConnectError}
+   * `readDispatchEvents`). `controller` is the dispatch's own abort switch: aborting it closes the
+   * request (and so cancels the engine's work). Rejects with a {@link DispatchFailure}: {@link UpstreamConnectError}
    * when the node is unreachable or sends no response headers within the accept timeout (then
    * `controller` is aborted with that error as its reason, which is what stops the request),
    * {@link PoolSaturatedError}, {@link DispatchInvalidError} or {@link PoolRefusedError} for a non-200
    * answer; with the caller's abort reason when the caller aborted `controller`.
    * `correlationId` goes out as `X-Correlation-Id`, so the node's lines about the dispatch carry it.
    */
-  async dispatch(node: DispatchTarget, poolId: string, body: DispatchRequest, controller: AbortController, correlationId?: string): Promise<Readable> {
+  async dispatch(node: DispatchTarget, poolId: string, body: DispatchRequest, controller: AttemptAbort, correlationId?: string): Promise<Readable> {
     const h2c = this.#protocol.useH2c(node, this.#h2cDispatcher !== undefined);
     const address = h2c ? node.h2c as string : node.url;
     const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/completions`);
     const dispatcher = h2c ? this.#h2cDispatcher as Dispatcher : this.#dispatcher;
-    const { signal } = controller;
     if (!h2c) this.#protocol.started(node.url);
-    // Performance notes: one abort signal per dispatch (the deadline aborts the caller's controller).
+    // Performance notes: one abort switch per dispatch (the deadline aborts the caller's).
     const accept = setTimeout(abortUnaccepted, this.#acceptTimeoutMs, controller, address, this.#acceptTimeoutMs);
     let res: Dispatcher.ResponseData;
     try {
@@ -168,7 +170,7 @@ export class PoolClient {
         idempotent: h2c,
         headers: this.#headers(correlationId),
         body: dispatchBody(body),
-        signal,
+        signal: controller.signal,
         // The node answers headers at once (the accept deadline bounds that); prompt processing
         // comes after them, so the task deadline alone bounds the body.
         headersTimeout: 0,
@@ -176,7 +178,7 @@ export class PoolClient {
       });
     } catch (err) {
       if (!h2c) this.#protocol.done(node.url);
-      if (signal.aborted) throw signal.reason instanceof UpstreamConnectError ? signal.reason : err;
+      if (controller.aborted) throw controller.reason instanceof UpstreamConnectError ? controller.reason : err;
       throw new UpstreamConnectError(`node ${address} unreachable: ${(err as Error).message}`, { cause: err });
     } finally {
       clearTimeout(accept);
@@ -231,12 +233,12 @@ export class PoolClient {
  * The dispatch's accept timeout, on a timer of ours: undici's `headersTimeout` runs on its coarse
  * timers over HTTP/1.1 (500 ms ticks), so it fires up to half a tick late. This one fires within a
  * few ms of `timeoutMs` (pool-client.test.ts holds it to [1000, 1300) ms for 1 s). It aborts the
- * dispatch's own controller rather than one of its own forwarding the caller's abort: an abort
- * signal costs ~0.8 KB of heap for as long as the stream lasts. A plain function with `setTimeout`
+ * dispatch's own switch rather than a second one that forwards the caller's abort, which would be
+ * kept (with its listener) for as long as the stream lasts. A plain function with `setTimeout`
  * arguments: nothing is allocated for it beyond the timer.
  */
-function abortUnaccepted(controller: AbortController, address: string, timeoutMs: number): void {
-  if (controller.signal.aborted) return;
+function abortUnaccepted(controller: AttemptAbort, address: string, timeoutMs: number): void {
+  if (controller.aborted) return;
   controller.abort(new UpstreamConnectError(`node ${address} did not accept the dispatch within ${timeoutMs} ms (frozen or overloaded)`));
 }
 
