@@ -258,19 +258,15 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   lease(nodeId: string, poolId: string): Lease {
     this.#accounting.take(nodeId, poolId);
     this.#refreshPool(nodeId, poolId);
-    let released = false;
-    return {
-      nodeId,
-      poolId,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#accounting.give(nodeId, poolId, this.#clock.now());
-        this.#refreshPool(nodeId, poolId);
-        this.#emit({ type: 'lease-released', nodeId, poolId });
-      },
-    };
+    return new SlotLease(nodeId, poolId, this.#giveBack);
   }
+
+  /** What a lease's first `release()` does; one function for every lease. */
+  readonly #giveBack = (nodeId: string, poolId: string): void => {
+    this.#accounting.give(nodeId, poolId, this.#clock.now());
+    this.#refreshPool(nodeId, poolId);
+    this.#emit({ type: 'lease-released', nodeId, poolId });
+  };
 
   /** The node answered 503 for a slot we thought free: stop placing there until its next heartbeat. */
   markSaturated(nodeId: string, poolId: string): void {
@@ -341,5 +337,25 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
 
   #emit(e: RegistryEvent): void {
     for (const l of this.#listeners) l(e);
+  }
+}
+
+/**
+ * One slot of a pool, held for a dispatch. A lease lasts as long as its task's stream, so it is one
+ * small object calling the registry's shared give-back, not a closure with its own context per
+ * lease (performance notes: slot lease as one object).
+ */
+class SlotLease implements Lease {
+  #giveBack: ((nodeId: string, poolId: string) => void) | undefined;
+
+  constructor(readonly nodeId: string, readonly poolId: string, giveBack: (nodeId: string, poolId: string) => void) {
+    this.#giveBack = giveBack;
+  }
+
+  release(): void {
+    const giveBack = this.#giveBack;
+    if (giveBack === undefined) return;
+    this.#giveBack = undefined;
+    giveBack(this.nodeId, this.poolId);
   }
 }

@@ -21,18 +21,50 @@ describe('TaskStream', () => {
     expect(s.terminal).toEqual(end);
   });
 
-  it('reads frames back: older ones parsed from their wire text, the newest as appended', () => {
+  it('one subscriber, then several: each called once per append, counted, removable (also from inside its own call)', () => {
+    const s = new TaskStream();
+    const calls: string[] = [];
+    const a = (): number => calls.push('a');
+    const offA = s.subscribe(a);
+    expect(s.subscriberCount).toBe(1);
+    s.append(started);
+    const offB = s.subscribe(() => {
+      calls.push('b');
+      offB(); // leaves during the append that calls it
+    });
+    const offC = s.subscribe(() => calls.push('c'));
+    expect(s.subscriberCount).toBe(3);
+    s.append(metrics);
+    expect(s.subscriberCount).toBe(2);
+    offA();
+    s.append(token(0));
+    offC();
+    s.unsubscribe(a); // already gone: nothing happens
+    expect(s.subscriberCount).toBe(0);
+    s.append(end);
+    expect(calls).toEqual(['a', 'a', 'b', 'c', 'c']);
+    const only = new TaskStream();
+    only.subscribe(a);
+    only.unsubscribe(a);
+    expect(only.subscriberCount).toBe(0);
+  });
+
+  it('reads frames back: parsed from their wire text, the one being appended as appended (to its listeners)', () => {
     const s = new TaskStream();
     const frames = [started, metrics, token(0), { event: 'token', data: { t: 'é "q"\n', i: 1 } } as const];
+    const seen: unknown[] = [];
+    const off = s.subscribe(() => seen.push(s.frame(s.length - 1)));
     for (const f of frames) s.append(f);
+    frames.forEach((f, id) => expect(seen[id]).toBe(f));
+    off();
+    // After its append the object is not kept: the frame is parsed back, equal.
     frames.forEach((f, id) => expect(s.frame(id)).toEqual(f));
-    expect(s.frame(3)).toBe(frames[3]);
+    expect(s.frame(3)).not.toBe(frames[3]);
     expect(s.append(started)).toBeUndefined();
-    expect(s.frame(3)).toBe(frames[3]);
     expect(s.frame(4)).toBeUndefined();
     s.append(end);
     expect(s.frame(3)).toEqual(frames[3]);
-    expect(s.frame(4)).toBe(end);
+    expect(s.frame(4)).toEqual(end);
   });
 
   it('enforces started → metrics* → token* → one terminal', () => {
