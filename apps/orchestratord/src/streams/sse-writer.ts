@@ -86,7 +86,7 @@ class SseSubscriber {
     this.#keepalive.unref();
   }
 
-  /** The keep-alive timer fired: nothing was written for `keepaliveMs`. */
+  /** The keep-alive timer fired (via {@link keepaliveDue}): nothing was written for `keepaliveMs`. */
   keepalive(): void {
     if (this.#done) return;
     if (!this.#waitingDrain) this.#res.write(': keep-alive\n\n');
@@ -130,9 +130,9 @@ class SseSubscriber {
       this.#res.end();
     }
   }
-
 }
 
+/** The keep-alive timer's callback, with the subscriber as its argument: no closure per timer. */
 function keepaliveDue(subscriber: SseSubscriber): void {
   subscriber.keepalive();
 }
