@@ -49,6 +49,18 @@ function screenshotOnFailure(name: string): void {
   });
 }
 
+// Page-side expressions as strings (this package is type-checked without the DOM library).
+/** axe-core's WCAG 2.0/2.1 A and AA rules over the whole document: the violations, briefly. */
+const AXE_WCAG2_VIOLATIONS = `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+  .then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)) })))`;
+/** The focused element's accessible name, roughly: aria-label, else its <label>, else its text. */
+const FOCUSED_NAME = `(() => {
+  const el = document.activeElement;
+  if (el === null) return '';
+  const label = el.id !== '' ? document.querySelector('label[for="' + el.id + '"]')?.textContent : undefined;
+  return (el.getAttribute('aria-label') ?? label ?? el.textContent ?? '').trim();
+})()`;
+
 const poolRow = (poolId: string) => page.locator(`tr[data-pool="${poolId}"]`);
 const MARKER = 'window.__llorchDashboardMarker';
 
@@ -96,11 +108,7 @@ describe('dashboard page in chromium against a real cluster', () => {
     for (const colorScheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme });
       await page.addScriptTag({ path: axePath });
-      const violations = await page.evaluate(async () => {
-        const axe = (globalThis as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: unknown }> }> }> } }).axe;
-        const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-        return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)) }));
-      });
+      const violations = (await page.evaluate(AXE_WCAG2_VIOLATIONS)) as Array<{ id: string; impact: string; targets: string[] }>;
       expect(violations, `${colorScheme}: ${JSON.stringify(violations)}`).toEqual([]);
     }
     await page.emulateMedia({ colorScheme: 'light' });
@@ -110,12 +118,7 @@ describe('dashboard page in chromium against a real cluster', () => {
     const reached = new Set<string>();
     for (let i = 0; i < 60 && !reached.has('Send'); i++) {
       await page.keyboard.press('Tab');
-      const name = await page.evaluate(() => {
-        const el = document.activeElement as HTMLElement | null;
-        if (el === null) return '';
-        const label = el.id !== '' ? document.querySelector(`label[for="${el.id}"]`)?.textContent : undefined;
-        return (el.getAttribute('aria-label') ?? label ?? el.textContent ?? '').trim();
-      });
+      const name = String(await page.evaluate(FOCUSED_NAME));
       reached.add(name);
     }
     for (const control of ['Drain p1', 'Reload p1', 'Model', 'Prompt', 'Send']) expect([...reached], control).toContain(control);
