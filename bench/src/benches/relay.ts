@@ -12,7 +12,7 @@ import { cpuSeconds } from '../lib/proc.js';
 import {
   addedOver, chatGeneration, engineChatBody, RelayVariant, singleRequestGeneration, type MeteredProcess,
 } from '../lib/relay-variants.js';
-import type { BenchOutcome } from '../lib/result.js';
+import type { BenchOutcome, Figure } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
 import { directBody, directGeneration, poolManagerdGeneration, relayGeneration, type TimedGeneration } from '../lib/streams.js';
 
@@ -21,6 +21,26 @@ function metered(name: string, pid: number): MeteredProcess {
 }
 
 const PROMPT = 'Once upon a time, in a data centre far away,';
+
+/**
+ * Issue 18's five comparisons of a relayed variant with two nginx hops, each added over the same
+ * direct variant: keys `ttft_p50_over_nginx` … (prefixed `chat_` etc. for another door).
+ */
+function againstNginx(door: '' | 'chat', relay: RelayVariant, nginx: RelayVariant, direct: RelayVariant): Record<string, Figure> {
+  const key = door === '' ? '' : `${door}_`;
+  const label = door === '' ? '' : '/v1 chat: ';
+  const r = addedOver(relay, direct);
+  const n = addedOver(nginx, direct);
+  return {
+    [`${key}ttft_p50_over_nginx`]: { label: `${label}relay − two nginx hops: added TTFT p50`, value: r.ttftP50 - n.ttftP50, unit: 'ms' },
+    [`${key}ttft_p99_over_nginx`]: { label: `${label}relay − two nginx hops: added TTFT p99`, value: r.ttftP99 - n.ttftP99, unit: 'ms' },
+    [`${key}itl_p99_over_nginx`]: { label: `${label}relay − two nginx hops: added inter-token p99`, value: r.itlP99 - n.itlP99, unit: 'ms' },
+    [`${key}tps_vs_nginx`]: { label: `${label}relay tokens/s ÷ two nginx hops' (median)`, value: relay.rate().p50 / nginx.rate().p50, unit: '×' },
+    [`${key}cpu_vs_nginx`]: {
+      label: `${label}relay CPU per token ÷ two nginx hops'`, value: (relay.cpuUsPerToken().total as number) / (nginx.cpuUsPerToken().total as number), unit: '×',
+    },
+  };
+}
 
 export const relayBench: Bench = {
   name: 'relay',
@@ -203,11 +223,7 @@ export const relayBench: Bench = {
           nginx2_itl_added_p99: { label: 'two nginx hops: added inter-token latency, p99', value: ngx2.itlP99, unit: ms },
           nginx2_tps_ratio: { label: 'two nginx hops: tokens/s ÷ direct (median)', value: ngx2.tpsRatio, unit: '×' },
           nginx2_cpu_us_per_token: { label: 'two nginx hops: CPU per token (both)', value: cpuNginx2.total as number, unit: 'µs' },
-          ttft_p50_over_nginx: { label: 'relay − two nginx hops: added TTFT p50', value: relay.ttftP50 - ngx2.ttftP50, unit: ms },
-          ttft_p99_over_nginx: { label: 'relay − two nginx hops: added TTFT p99', value: relay.ttftP99 - ngx2.ttftP99, unit: ms },
-          itl_p99_over_nginx: { label: 'relay − two nginx hops: added inter-token p99', value: relay.itlP99 - ngx2.itlP99, unit: ms },
-          tps_vs_nginx: { label: 'relay tokens/s ÷ two nginx hops\' (median)', value: v.relay.rate().p50 / v.nginx2.rate().p50, unit: '×' },
-          cpu_vs_nginx: { label: 'relay CPU per token ÷ two nginx hops\'', value: (cpuRelay.total as number) / (cpuNginx2.total as number), unit: '×' },
+          ...againstNginx('', v.relay, v.nginx2, v.direct),
           single_ttft_added_p50: { label: 'single-request /v2 stream (POST with Accept: text/event-stream): added TTFT p50', value: single.ttftP50, unit: ms },
           single_ttft_added_p99: { label: 'single-request /v2 stream: added TTFT p99', value: single.ttftP99, unit: ms },
           single_itl_added_p99: { label: 'single-request /v2 stream: added inter-token p99', value: single.itlP99, unit: ms },
@@ -218,11 +234,7 @@ export const relayBench: Bench = {
           chat_cpu_us_per_token: { label: '/v1 chat through the daemons: CPU per token, both daemons', value: cpuChatRelay.total as number, unit: 'µs' },
           chat_nginx2_ttft_added_p50: { label: '/v1 chat through two nginx hops: added TTFT p50', value: chatNgx2.ttftP50, unit: ms },
           chat_nginx2_cpu_us_per_token: { label: '/v1 chat through two nginx hops: CPU per token (both)', value: cpuChatNginx2.total as number, unit: 'µs' },
-          chat_ttft_p50_over_nginx: { label: '/v1 chat: relay − two nginx hops, added TTFT p50', value: chatRelay.ttftP50 - chatNgx2.ttftP50, unit: ms },
-          chat_ttft_p99_over_nginx: { label: '/v1 chat: relay − two nginx hops, added TTFT p99', value: chatRelay.ttftP99 - chatNgx2.ttftP99, unit: ms },
-          chat_itl_p99_over_nginx: { label: '/v1 chat: relay − two nginx hops, added inter-token p99', value: chatRelay.itlP99 - chatNgx2.itlP99, unit: ms },
-          chat_tps_vs_nginx: { label: '/v1 chat: relay tokens/s ÷ two nginx hops\' (median)', value: v.chat_relay.rate().p50 / v.chat_nginx2.rate().p50, unit: '×' },
-          chat_cpu_vs_nginx: { label: '/v1 chat: relay CPU per token ÷ two nginx hops\'', value: (cpuChatRelay.total as number) / (cpuChatNginx2.total as number), unit: '×' },
+          ...againstNginx('chat', v.chat_relay, v.chat_nginx2, v.chat_direct),
           ttft_pool_managerd_p50: { label: 'pool-managerd\'s hop alone (its dispatch API − direct): added TTFT p50', value: pool.ttftP50, unit: ms },
           cpu_us_per_token_pool_managerd_alone: { label: 'pool-managerd\'s hop alone: CPU per token', value: cpuPool.total as number, unit: 'µs' },
           nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },
