@@ -22,4 +22,14 @@ describe('InFlight', () => {
     f.ended();
     await again;
   });
+
+  it('idle(maxMs) gives up waiting after maxMs', async () => {
+    const f = new InFlight();
+    f.started();
+    const t0 = performance.now();
+    await f.idle(30);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(25);
+    expect(f.size).toBe(1);
+    f.ended();
+  });
 });

@@ -24,9 +24,19 @@ export class InFlight {
     for (const resolve of waiters) resolve();
   }
 
-  /** Resolves once nothing is in flight (at once when nothing is). */
-  idle(): Promise<void> {
+  /**
+   * Resolves once nothing is in flight (at once when nothing is), or after `maxMs` at the latest
+   * (close() must finish even when an upstream request never unwinds).
+   */
+  idle(maxMs = Number.POSITIVE_INFINITY): Promise<void> {
     if (this.#count === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push(resolve));
+    return new Promise((resolve) => {
+      const timer = Number.isFinite(maxMs) ? setTimeout(resolve, maxMs) : undefined;
+      timer?.unref();
+      this.#waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 }

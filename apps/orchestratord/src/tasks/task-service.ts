@@ -1,17 +1,15 @@
-import type { AdmissionResponse, EndEvent, ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
+import type { EndEvent, ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
 import { checkAdmission } from '../admission/admission-checks.js';
-import { AdmissionQueue, type QueuePolicy } from '../admission/admission-queue.js';
+import { AdmissionQueue } from '../admission/admission-queue.js';
 import { preparationSteps } from '../admission/model-availability.js';
 import { Predictor } from '../admission/predictor.js';
 import { InternalError, InvalidParamsError, QueueFullError } from '../errors.js';
 import type { NodeRegistry, RegistryEvent } from '../registry/node-registry.js';
 import type { Lease, PoolView } from '../registry/pool-view.js';
-import type { PlacementStrategy } from '../scheduling/placement.js';
 import { Scheduler } from '../scheduling/scheduler.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock } from '../support/clock.js';
 import type { Log } from '../support/log.js';
-import type { OrchdMetrics } from '../support/metrics.js';
 import { AttemptAbort } from '../upstream/attempt-abort.js';
 import { runAttempt, type AttemptOutcome, type Penalty } from '../upstream/dispatch-attempt.js';
 import type { PoolClient } from '../upstream/pool-client.js';
@@ -24,6 +22,7 @@ import { TaskObserver, type CancelReason } from './task-observer.js';
 import { canceledEnd, dispatchRequest, newTaskRecord, type RetainedTask, type TaskRecord } from './task-record.js';
 import { tokenSink } from './token-sink.js';
 import { TaskTable } from './task-table.js';
+import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } from './task-service-types.js';
 
 /**
  * The data plane's front: admits tasks, runs them through the scheduler and the dispatch attempt,
@@ -35,42 +34,7 @@ import { TaskTable } from './task-table.js';
  *   policy of upstream/dispatch-attempt.ts decides; this class applies its outcome).
  */
 
-export interface TaskServiceOptions {
-  registry: NodeRegistry;
-  poolClient: PoolClient;
-  metrics: OrchdMetrics;
-  sessions: SessionStore;
-  clock: Clock;
-  admissionCapacity: number;
-  admissionPolicy: QueuePolicy;
-  placementStrategy: PlacementStrategy;
-  /** Largest ctx accepted when no pool reports one. */
-  ctxMax: number;
-  /** How long an ended task's frames stay readable, ms. */
-  streamGraceMs: number;
-  /** Most ended tasks kept readable; the oldest go first past it. @default 100000 */
-  streamGraceMaxTasks?: number;
-  /** Housekeeping period (deadlines, metrics frames, retention), ms. @default 100 */
-  tickMs?: number;
-  /** Period of `metrics` frames while a task waits, ms. @default 1000 */
-  metricsIntervalMs?: number;
-  /** Re-placements after a failure before the first token. @default 1 */
-  maxRetries?: number;
-  /** How long close() waits for in-flight upstream requests to unwind, ms. @default 2000 */
-  closeTimeoutMs?: number;
-}
-
-/** AdmissionResponse without the stream URLs (the route knows the public address). */
-export type AdmissionResult = Omit<AdmissionResponse, 'streams'>;
-
-/** What `admit` decided: the 202's fields, and whether the task went to a node at once. */
-export interface Admitted extends AdmissionResult {
-  readonly dispatched: boolean;
-}
-
-export type CancelResult = 'canceled' | 'already-ended' | 'unknown';
-export type { CancelReason, TaskLoad };
-export type TaskServiceState = 'running' | 'closing' | 'closed';
+export type { TaskServiceOptions, AdmissionResult, Admitted, CancelResult, CancelReason, TaskLoad, TaskServiceState } from './task-service-types.js';
 
 const ENGINE = 'llamacpp';
 
@@ -263,17 +227,7 @@ export class TaskService {
       if (task.state === 'queued') this.#queue.remove(task.id);
       this.#fail(task, 'INTERNAL', 'orchestratord is shutting down; resubmit the task', true);
     }
-    if (this.#inflight.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        this.#inflight.idle(),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, this.#closeTimeoutMs);
-          timer.unref();
-        }),
-      ]);
-      clearTimeout(timer);
-    }
+    await this.#inflight.idle(this.#closeTimeoutMs);
     this.#table.clearEnded();
     this.#events.clear();
     this.#state = 'closed';

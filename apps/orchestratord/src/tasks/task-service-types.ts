@@ -1,0 +1,49 @@
+import type { AdmissionResponse } from '@llama-orch/contracts';
+import type { QueuePolicy } from '../admission/admission-queue.js';
+import type { NodeRegistry } from '../registry/node-registry.js';
+import type { PlacementStrategy } from '../scheduling/placement.js';
+import type { SessionStore } from '../sessions/session-store.js';
+import type { Clock } from '../support/clock.js';
+import type { OrchdMetrics } from '../support/metrics.js';
+import type { PoolClient } from '../upstream/pool-client.js';
+import type { TaskLoad } from './task-load.js';
+import type { CancelReason } from './task-observer.js';
+
+/** TaskService's options and the types of its answers (the class is in task-service.ts). */
+
+export interface TaskServiceOptions {
+  registry: NodeRegistry;
+  poolClient: PoolClient;
+  metrics: OrchdMetrics;
+  sessions: SessionStore;
+  clock: Clock;
+  admissionCapacity: number;
+  admissionPolicy: QueuePolicy;
+  placementStrategy: PlacementStrategy;
+  /** Largest ctx accepted when no pool reports one. */
+  ctxMax: number;
+  /** How long an ended task's frames stay readable, ms. */
+  streamGraceMs: number;
+  /** Most ended tasks kept readable; the oldest go first past it. @default 100000 */
+  streamGraceMaxTasks?: number;
+  /** Housekeeping period (deadlines, metrics frames, retention), ms. @default 100 */
+  tickMs?: number;
+  /** Period of `metrics` frames while a task waits, ms. @default 1000 */
+  metricsIntervalMs?: number;
+  /** Re-placements after a failure before the first token. @default 1 */
+  maxRetries?: number;
+  /** How long close() waits for in-flight upstream requests to unwind, ms. @default 2000 */
+  closeTimeoutMs?: number;
+}
+
+/** AdmissionResponse without the stream URLs (the route knows the public address). */
+export type AdmissionResult = Omit<AdmissionResponse, 'streams'>;
+
+/** What `admit` decided: the 202's fields, and whether the task went to a node at once. */
+export interface Admitted extends AdmissionResult {
+  readonly dispatched: boolean;
+}
+
+export type CancelResult = 'canceled' | 'already-ended' | 'unknown';
+export type { CancelReason, TaskLoad };
+export type TaskServiceState = 'running' | 'closing' | 'closed';
