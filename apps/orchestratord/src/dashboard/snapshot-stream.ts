@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { DashboardSnapshot } from '@llama-orch/contracts';
+import { startEventStream } from '../streams/sse-writer.js';
 
 /** One `snapshot` event of `GET /v2/dashboard/events` (serialised once, written to every open stream). */
 export function snapshotEvent(snapshot: DashboardSnapshot): string {
@@ -44,14 +45,7 @@ export class SnapshotStream {
   constructor(o: SnapshotStreamOptions) {
     this.#res = o.res;
     this.#onEnd = o.onEnd;
-    o.res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      ...o.headers,
-    });
-    o.res.flushHeaders();
+    startEventStream(o.res, o.headers);
     o.res.on('close', this.#onClose);
     this.#keepalive = setTimeout(() => {
       if (this.#state !== 'open') return;

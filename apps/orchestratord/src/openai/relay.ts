@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { ERROR_STATUS, needsBackoffHeaders, type ErrorEvent } from '@llama-orch/contracts';
+import { startEventStream } from '../streams/sse-writer.js';
 import type { TaskStream } from '../streams/task-stream.js';
 import { ChunkRenderer, ResponseCollector, errorChunk, type ResponseIdentity } from './chunks.js';
 import { openAiErrorBody } from './openai-errors.js';
@@ -49,11 +50,7 @@ export function relayOpenAi(o: OpenAiRelayOptions): void {
 
   const sendStreamHeaders = (): void => {
     headersSent = true;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive',
-      'x-accel-buffering': 'no', ...o.headers,
-    });
-    res.flushHeaders();
+    startEventStream(res, o.headers);
   };
 
   const sendJson = (status: number, body: unknown, extra: Record<string, string> = {}): void => {

@@ -1,6 +1,21 @@
 import type { ServerResponse } from 'node:http';
 import type { TaskStream } from './task-stream.js';
 
+/**
+ * Sends a 200 `text/event-stream` head at once (proxies must neither cache, transform nor buffer
+ * it) with `headers` added: what every event stream of orchestratord starts with.
+ */
+export function startEventStream(res: ServerResponse, headers: Readonly<Record<string, string>>): void {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    ...headers,
+  });
+  res.flushHeaders();
+}
+
 export interface ServeTaskStreamOptions {
   res: ServerResponse;
   stream: TaskStream;
@@ -63,14 +78,7 @@ class SseSubscriber {
   }
 
   start(headers: Readonly<Record<string, string>>): void {
-    this.#res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      ...headers,
-    });
-    this.#res.flushHeaders();
+    startEventStream(this.#res, headers);
     this.#stream.subscribe(this.#flush);
     this.#res.on('close', this.#onClose);
     this.#armKeepalive();

@@ -13,7 +13,7 @@ export interface EndedTask {
   /** Where it last ran; undefined when it never left the queue. */
   readonly nodeId: string | undefined;
   readonly poolId: string | undefined;
-  /** Token frames relayed to the client. */
+  /** Tokens generated: the engine's count from the end frame, else the token frames relayed. */
   readonly tokensOut: number;
   /** Admission → first token; undefined when no token came. */
   readonly ttftMs: number | undefined;
