@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-import { logDestination } from '@llama-orch/daemon-support';
-import closeWithGrace from 'close-with-grace';
+import { installGracefulExit, logDestination } from '@llama-orch/daemon-support';
 import { pino } from 'pino';
 import { REDACT_PATHS } from './app.js';
 import { parseDaemonArgv } from './support/argv.js';
@@ -52,13 +51,15 @@ try {
   process.exit(1);
 }
 const running = server;
-closeWithGrace({ delay: GRACE_MS, logger: { error: (m: unknown) => logger.error({ detail: String(m) }, 'close-with-grace') } }, async ({ signal, err }) => {
-  if (err !== undefined) logger.error({ err }, 'fatal error; shutting down');
-  else logger.info({ signal }, 'shutting down');
-  const report = await running.close();
-  if (report.failed.length > 0) {
-    // close-with-grace exits 1 when the handler throws; each failed step is already logged.
-    throw new Error(`shutdown incomplete: ${report.failed.map((f) => f.name).join(', ')} failed`);
-  }
-  logger.info('stopped');
+installGracefulExit({
+  graceMs: GRACE_MS,
+  log: logger,
+  shutdown: async ({ err }) => {
+    if (err !== undefined) logger.error({ err }, 'fatal error; shutting down');
+    // each failed step is logged by the close sequence itself
+    const report = await running.close();
+    if (report.failed.length > 0) return false;
+    logger.info('stopped');
+    return true;
+  },
 });

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import closeWithGrace from 'close-with-grace';
 import type { Logger } from 'pino';
-import { closeAll, type CloseStep } from '@llama-orch/daemon-support';
+import { closeAll, installGracefulExit, type CloseStep } from '@llama-orch/daemon-support';
 import { EngineProvisioner, scrubEngineEnv } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { PoolManagerApp } from './app.js';
@@ -19,7 +18,7 @@ import { detectPdeathsigWrapper } from './support/setpriv.js';
 /** Longest wait for the engines to spawn before the HTTP API is loaded anyway, ms. */
 const LOAD_API_AFTER_MS = 300;
 
-/** SIGTERM → exit budget (close-with-grace); a second signal exits at once, ms. */
+/** SIGTERM → exit budget; a second Ctrl-C exits at once (installGracefulExit), ms. */
 const SHUTDOWN_GRACE_MS = 15_000;
 
 /** How main.ts loaded the daemon's code (logged with `listening`: start-up time depends on it). */
@@ -100,15 +99,18 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   const runtime = runtimeDir(settings.runtimeDir);
   running.releaseRuntime = claimRuntimeDir(runtime);
   // Installed before the first spawn: a signal at any point of the start-up stops what exists.
-  closeWithGrace({ delay: SHUTDOWN_GRACE_MS, logger: log }, async ({ signal, err }) => {
-    if (err !== undefined) log.error({ err }, 'shutting down after an error');
-    else log.info({ signal }, 'shutting down');
-    if (await shutdown(log, running)) {
+  installGracefulExit({
+    graceMs: SHUTDOWN_GRACE_MS,
+    log,
+    shutdown: async ({ err }) => {
+      if (err !== undefined) log.error({ err }, 'shutting down after an error');
+      if (!(await shutdown(log, running))) {
+        log.error('stopped; some shutdown steps failed');
+        return false;
+      }
       log.info('stopped');
-      return;
-    }
-    log.error('stopped; some shutdown steps failed');
-    process.exit(1);
+      return true;
+    },
   });
   // Verified while the pools provision; every spawn waits for the answer.
   const wrapper = detectPdeathsigWrapper().then((w) => {
@@ -226,13 +228,13 @@ export function runDaemon(startup: StartupInfo): void {
   const env = process.env;
   const { logger, destination } = createRootLogger(env.LOG_LEVEL ?? 'info');
   // Buffered lines are written (bounded: a full or dead stdout cannot hold the exit) before the
-  // process ends, on every path: close-with-grace's exit, the failed start below.
+  // process ends, on every path: the graceful exit, the failed start below.
   process.once('exit', () => destination.flushSync());
   const running: Running = { stopTimeoutMs: DEFAULT_SUPERVISION.stopTimeoutMs };
   main(logger, env, startup, running).catch(async (err: unknown) => {
     logger.fatal({ err }, 'pool-managerd failed to start');
     // What was started is stopped (engines included) before the exit, within the grace period. The
-    // timer is not unref'd: an emptied event loop would run close-with-grace's beforeExit path,
+    // timer is not unref'd: an emptied event loop would run the graceful exit's beforeExit path,
     // which exits 0.
     const timer = setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS);
     await shutdown(logger, running);

@@ -7,3 +7,5 @@ export type { PromFamily, PromSample, PromText, PromType } from './prom-text.js'
 export { metricNamingProblems, STANDARD_GAUGES_NAMED_TOTAL } from './metric-naming.js';
 export type { MetricNamingRules } from './metric-naming.js';
 export { registerProcessMetrics } from './process-metrics.js';
+export { installGracefulExit, STOPPING_MESSAGE, FORCED_EXIT_CODE } from './graceful-exit.js';
+export type { GracefulExitOptions, GracefulExitLog, ShutdownCause } from './graceful-exit.js';
