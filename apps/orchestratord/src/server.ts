@@ -1,5 +1,5 @@
 import type { OrchestratorConfig } from '@llama-orch/contracts';
-import { closeAll, type CloseReport } from '@llama-orch/daemon-support';
+import { closeAll, listenQuietly, type CloseReport } from '@llama-orch/daemon-support';
 import type { Logger } from 'pino';
 import { buildApp, type OrchdApp } from './app.js';
 import { splitHostPort } from './config.js';
@@ -43,7 +43,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   }, options.config);
   const { host, port } = splitHostPort(options.config.addr);
   try {
-    await app.listen({ host, port, listenTextResolver: (address) => `fastify listening at ${address}` });
+    await listenQuietly(app, { host, port });
   } catch (err) {
     await closeAll([
       { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { closeAll, installGracefulExit, type CloseStep } from '@llama-orch/daemon-support';
+import { closeAll, installGracefulExit, listenQuietly, type CloseStep } from '@llama-orch/daemon-support';
 import { EngineProvisioner, scrubEngineEnv } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { PoolManagerApp } from './app.js';
@@ -26,9 +26,9 @@ export interface StartupInfo {
   /** `bundle`: the esbuild bundle (one file, `bundle/`); `modules`: the tsc output, module by module. */
   code: 'bundle' | 'modules';
   /** V8 code cache of the bundle: `hit` used, `miss` none yet, `rejected` refused by V8; `off` for modules. */
-  codeCache: CodeCacheState | 'off';
+  code_cache: CodeCacheState | 'off';
   /** Why the bundle was not used (`code: 'modules'`). */
-  bundleUnusable?: BundleUnusable;
+  bundle_unusable?: BundleUnusable;
 }
 
 /** `url` with another port: the h2c listener is reached at the same host as the API. */
@@ -118,7 +118,8 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     return w ?? [];
   });
 
-  const engines = new EngineProvisioner({ cacheDir: settings.cacheDir, logger: log, env });
+  // build progress is logged once, with the model's, by the provisioning step (provision.ts)
+  const engines = new EngineProvisioner({ cacheDir: settings.cacheDir, logger: log, env, logProgress: false });
   const models = new ModelProvisioner({
     cacheDir: settings.cacheDir,
     logger: log,
@@ -159,7 +160,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   if (stopping(running)) return;
   const app = await buildApp({ manager, logger: log, apiToken: settings.apiToken }, config);
   running.app = app;
-  await app.listen({ host: settings.host, port: settings.port });
+  await listenQuietly(app, { host: settings.host, port: settings.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
   const hostForUrl = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
@@ -174,7 +175,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     const { host: h2cHost, port: h2cPort } = h2cAddr === undefined ? { host: settings.host, port: 0 } : splitHostPort(h2cAddr);
     const h2 = await buildDispatchApp({ manager, logger: log, apiToken: settings.apiToken }, config);
     running.dispatchApp = h2;
-    await h2.listen({ host: h2cHost, port: h2cPort });
+    await listenQuietly(h2, { host: h2cHost, port: h2cPort });
     const a = h2.server.address();
     dispatchPort = typeof a === 'object' && a !== null ? a.port : h2cPort;
     log.info({ port: dispatchPort, host: h2cHost }, 'dispatch listening (h2c)');

@@ -16,8 +16,8 @@ if (argv.action === 'exit') {
 // (start-up: fewer files to resolve, nothing to re-compile), else the tsc output module by module.
 const loaded = loadBundle<typeof Daemon>(fileURLToPath(new URL('../bundle/', import.meta.url)));
 if ('exports' in loaded) {
-  loaded.exports.runDaemon({ code: 'bundle', codeCache: loaded.codeCache });
+  loaded.exports.runDaemon({ code: 'bundle', code_cache: loaded.codeCache });
 } else {
   const daemon = await import('./daemon.js');
-  daemon.runDaemon({ code: 'modules', codeCache: 'off', bundleUnusable: loaded.unusable });
+  daemon.runDaemon({ code: 'modules', code_cache: 'off', bundle_unusable: loaded.unusable });
 }

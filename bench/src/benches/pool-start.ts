@@ -67,7 +67,7 @@ async function poolManagerdSample(ctx: BenchContext, i: number, token: string): 
     const argv = (await readFile(`/proc/${handoff.pid}/cmdline`, 'utf8')).split('\0').filter((a) => a !== '');
     const lines = pm.daemon.logs();
     const t0 = pm.daemon.spawnedAtWall;
-    const startup = lines.find((l) => l.msg === 'listening')?.startup as { code?: unknown; codeCache?: unknown } | undefined;
+    const startup = lines.find((l) => l.msg === 'listening')?.startup as { code?: unknown; code_cache?: unknown } | undefined;
     const ready = logTime(lines, 'pool ready') - t0;
     return {
       totalMs: ready,
@@ -76,7 +76,7 @@ async function poolManagerdSample(ctx: BenchContext, i: number, token: string): 
       engineHealthy: logTime(lines, 'engine healthy') - t0,
       ready,
       argv,
-      startup: `${String(startup?.code ?? 'unknown')}/${String(startup?.codeCache ?? 'unknown')}`,
+      startup: `${String(startup?.code ?? 'unknown')}/${String(startup?.code_cache ?? 'unknown')}`,
     };
   } finally {
     await pm?.daemon.stop();

@@ -40,7 +40,7 @@ const POOL = {
   pool_id: 'p1', node_id: 'n1', node_state: 'online', state: 'ready', ready: true, draining: false, slots_total: 2, slots_free: 1,
   leased: 1, models: ['synthetic:llama'], engine_version: 'b1',
 };
-const MODEL = { id: 'synthetic:llama', ref: 'synthetic:llama', status: 'ready', pools: ['n1/p1'], registered: false };
+const MODEL = { id: 'synthetic:llama', ref: 'synthetic:llama', status: 'ready', pools: ['n1/p1'], aliases: ['synthetic'], registered: false };
 const ROUTES: FixtureOptions['routes'] = {
   'GET /v2/nodes': { status: 200, body: { nodes: [NODE] } },
   'GET /v2/pools': { status: 200, body: { pools: [POOL] } },
@@ -111,6 +111,15 @@ describe('llorch: --json and tables', () => {
     expect(f.seen.every((l) => l.endsWith('auth=Bearer secret-token-0123456789'))).toBe(true);
   });
 
+  it('models: each model with its aliases (the names clients use) and where it is loaded', async () => {
+    const f = await fixture([], { routes: ROUTES });
+    const r = await llorch(['models', '--url', f.url], {});
+    expect(r.exitCode, r.stderr).toBe(0);
+    const [head, , row] = r.stdout.split('\n').map((l) => l.trim().split(/\s+/));
+    expect(head).toEqual(['MODEL', 'ALIASES', 'STATUS', 'LOADED', 'ON', 'REGISTERED']);
+    expect(row).toEqual(['synthetic:llama', 'synthetic', 'ready', 'n1/p1', 'no']);
+  });
+
   it('tables are plain text when piped; colour only on a terminal without NO_COLOR', async () => {
     const f = await fixture([], { routes: ROUTES });
     const tty = (extra: string) => execa('script', ['-qec', `${extra} ${process.execPath} ${MAIN} status --url ${f.url}`, '/dev/null'], { reject: false, env: { PATH: process.env.PATH ?? '' }, extendEnv: false });
@@ -118,7 +127,7 @@ describe('llorch: --json and tables', () => {
     const [piped, models, coloured, noColor] = await Promise.all([llorch(['status', '--url', f.url]), llorch(['models', '--url', f.url]), tty(''), tty('env NO_COLOR=1')]);
     expect(piped.stdout).toContain('p1    n1    ready');
     expect(piped.stdout).not.toContain('\u001b[');
-    expect(models.stdout.split('\n')[2]).toMatch(/^synthetic:llama\s+ready\s+n1\/p1\s+no$/);
+    expect(models.stdout.split('\n')[2]).toMatch(/^synthetic:llama\s+synthetic\s+ready\s+n1\/p1\s+no$/);
     expect(coloured.stdout).toContain('\u001b[32mready');
     expect(noColor.stdout).toContain('ready');
     expect(noColor.stdout).not.toContain('\u001b[');

@@ -25,23 +25,26 @@ async function main(argv: string[]): Promise<number> {
     out(`llorch ${cliVersion()}`);
     return 0;
   }
-  // First Ctrl-C: stop what runs (submit cancels its task, up stops the daemons); second: leave now.
+  // First Ctrl-C: stop what runs (submit cancels its task, up stops the daemons); second: force
+  // (up kills the daemons and returns; everything else leaves now).
   const controller = new AbortController();
+  const force = new AbortController();
   const onSignal = (): void => {
-    if (controller.signal.aborted) process.exit(130);
-    controller.abort();
+    if (!controller.signal.aborted) return controller.abort();
+    if (cmd.command !== 'up') process.exit(130);
+    force.abort();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    return await run(cmd, controller.signal);
+    return await run(cmd, controller.signal, force.signal);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
 }
 
-async function run(cmd: Exclude<CommandLine, { command: 'help' | 'version' }>, signal: AbortSignal): Promise<number> {
+async function run(cmd: Exclude<CommandLine, { command: 'help' | 'version' }>, signal: AbortSignal, force: AbortSignal): Promise<number> {
   const paint = paintFor(process.stdout, env);
   switch (cmd.command) {
     case 'up':
@@ -53,10 +56,12 @@ async function run(cmd: Exclude<CommandLine, { command: 'help' | 'version' }>, s
         cacheDir: env.LLORCH_CACHE_DIR ?? join(repoRoot, '.cache', 'llama-orch'),
         out: process.stdout,
         signal,
+        force,
+        ...(process.stdout.isTTY ? { progressTty: process.stdout } : {}),
         readyTimeoutMs: 30 * 60_000,
         paint,
       });
-      return 0;
+      return force.aborted ? 130 : 0;
     case 'submit': {
       const { jsonSchemaFile, sampling, ...rest } = cmd.submit;
       const responseFormat = jsonSchemaFile === undefined ? undefined : await loadJsonSchemaFormat(jsonSchemaFile);

@@ -93,8 +93,10 @@ export const ClusterModelSchema = z
     ref: z.string(),
     /** `ready`: a pool serves it; `provisioning`: a pool is preparing it; `unavailable`: only failed/offline pools list it; `registered`: interest only. */
     status: z.enum(['ready', 'provisioning', 'unavailable', 'registered']),
-    /** Pools (`node/pool`) that list the model. */
+    /** Pools (`node/pool`) that list the model: where it is loaded (or loading). */
     pools: z.array(z.string()),
+    /** Other names clients may use for it (the aliases of the pools that serve it), sorted. */
+    aliases: z.array(z.string()),
     /** Whether an operator registered interest in it. */
     registered: z.boolean(),
     /** Expected digest given at registration. */

@@ -49,6 +49,7 @@ describe('installGracefulExit', () => {
   it('SIGTERM twice (a supervisor repeating itself): the shutdown still finishes, exit 0', async () => {
     const r = await run(['SIGTERM', 'SIGTERM']);
     expect(r.code).toBe(0);
+    expect(r.lines[0]).toMatchObject({ msg: 'shutting down', human: 'stopping' });
     expect(r.lines.at(-1)?.msg).toBe('stopped');
   });
 

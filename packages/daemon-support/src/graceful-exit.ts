@@ -34,8 +34,8 @@ const INTERRUPTS = ['SIGINT', 'SIGTERM'] as const;
 /**
  * Signal handling of a daemon's entry point (close-with-grace for errors, the grace timer and the
  * exit, with its own policy for the two interrupts):
- * - the first SIGINT or SIGTERM logs `shutting down` (narrated as {@link STOPPING_MESSAGE}) and
- *   runs the orderly shutdown;
+ * - the first SIGINT or SIGTERM logs `shutting down` (narrated as {@link STOPPING_MESSAGE} for a
+ *   SIGINT, `stopping` for a SIGTERM) and runs the orderly shutdown;
  * - a SIGTERM while stopping is logged at info and changes nothing: a terminal's Ctrl-C reaches
  *   the whole process group and a parent such as `llorch up` then sends its own SIGTERM, and
  *   that second delivery of one request must not skip the engines' orderly stop;
@@ -61,7 +61,8 @@ export function installGracefulExit(o: GracefulExitOptions): void {
     if (!stopping) {
       stopping = true;
       cause = { signal };
-      o.log.info({ signal, human: STOPPING_MESSAGE }, 'shutting down');
+      // only an interrupt typed at a terminal can be typed again
+      o.log.info({ signal, human: signal === 'SIGINT' ? STOPPING_MESSAGE : 'stopping' }, 'shutting down');
       void graceful.close();
       return;
     }

@@ -9,3 +9,5 @@ export type { MetricNamingRules } from './metric-naming.js';
 export { registerProcessMetrics } from './process-metrics.js';
 export { installGracefulExit, STOPPING_MESSAGE, FORCED_EXIT_CODE } from './graceful-exit.js';
 export type { GracefulExitOptions, GracefulExitLog, ShutdownCause } from './graceful-exit.js';
+export { listenQuietly } from './listen-quietly.js';
+export type { Listenable, ListenOptions } from './listen-quietly.js';

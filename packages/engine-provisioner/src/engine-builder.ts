@@ -80,7 +80,7 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
     await rename(logPath, kept).catch(() => undefined);
     await rm(stage, { recursive: true, force: true });
     const tail = run ? run.tail.slice(-8).join('\n') : '';
-    log.error({ fingerprint, phase, logPath: kept }, 'engine build failed');
+    log.error({ fingerprint, phase, log_path: kept }, 'engine build failed');
     throw new EngineProvisionError('BUILD_FAILED', `llama-server ${phase} failed: ${detail}; full log: ${kept}${tail ? `\n${tail}` : ''}`, { fingerprint, phase, logPath: kept });
   };
 

@@ -115,7 +115,7 @@ export class EngineProvisioner {
   /** Makes sure the pool's llama-server binary exists (building it if needed) and returns it. */
   async ensureBinary(poolInput: PoolConfig, opts: EnsureOptions = {}): Promise<EngineBinary> {
     const pool = this.validatePool(poolInput);
-    const log = this.log.child({ poolId: pool.id });
+    const log = this.log.child({ pool_id: pool.id });
     const report = this.progressReporter(log, opts.onProgress);
     if (pool.source.kind === 'external') {
       const ext = await verifyExternalEngine(pool.source.binary_path, this.env, opts.signal).catch((e: unknown) => mapAbort(e, 'external verify'));

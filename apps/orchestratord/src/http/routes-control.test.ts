@@ -106,7 +106,7 @@ describe('node, control, catalog and metrics routes', () => {
     ]);
     const reg = await t.app.inject({ method: 'POST', url: '/v2/catalog/models', headers: t.auth, payload: { ref: 'hf:org/repo/file.gguf' } });
     expect(reg.statusCode).toBe(202);
-    expect(reg.json()).toEqual({ id: 'hf:org/repo/file.gguf', ref: 'hf:org/repo/file.gguf', status: 'registered', pools: [], registered: true });
+    expect(reg.json()).toEqual({ id: 'hf:org/repo/file.gguf', ref: 'hf:org/repo/file.gguf', status: 'registered', pools: [], aliases: [], registered: true });
     const list = await t.app.inject({ method: 'GET', url: '/v2/catalog/models', headers: t.auth });
     expect(list.json().models.map((m: { id: string; status: string }) => [m.id, m.status])).toEqual([
       ['hf:org/repo/file.gguf', 'registered'], ['m1', 'ready'], ['m2', 'provisioning'],
@@ -134,7 +134,7 @@ describe('node, control, catalog and metrics routes', () => {
       await t.close();
       t = await makeApp({ state_dir: stateDir });
       const list = await t.app.inject({ method: 'GET', url: '/v2/catalog/models', headers: t.auth });
-      expect(list.json().models).toEqual([{ id: 'hf:org/repo/kept.gguf', ref: 'hf:org/repo/kept.gguf', status: 'registered', pools: [], registered: true, sha256: 'b'.repeat(64) }]);
+      expect(list.json().models).toEqual([{ id: 'hf:org/repo/kept.gguf', ref: 'hf:org/repo/kept.gguf', status: 'registered', pools: [], aliases: [], registered: true, sha256: 'b'.repeat(64) }]);
     } finally {
       await rm(stateDir, { recursive: true, force: true });
     }

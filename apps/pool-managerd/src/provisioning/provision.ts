@@ -3,9 +3,7 @@ import type { PoolConfig, ProvisioningProgress, ResolvedModel } from '@llama-orc
 import type { EngineBinary, EngineProvisioner } from '@llama-orch/engine-provisioner';
 import type { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { PoolManagerMetrics } from '../support/metrics.js';
-
-/** How often a provisioning in progress is logged, ms (progress itself is reported continuously). */
-const PROGRESS_LOG_MS = 5000;
+import { ProgressLogThrottle } from './progress-log.js';
 
 export interface ProvisionRequest {
   pool: PoolConfig;
@@ -31,21 +29,24 @@ export interface Provisioned {
 
 /**
  * The provisioning step of a pool: engine binary and model, concurrently, with progress reported
- * to the caller and logged every 5 s, and each phase timed in `llorch_pool_provisioning_duration_seconds`.
+ * to the caller and logged with its figures when they move (ProgressLogThrottle), and each phase
+ * timed in `llorch_pool_provisioning_duration_seconds`.
  * Rejects with the first failure; aborting `signal` aborts both.
  */
 export async function provision(req: ProvisionRequest): Promise<Provisioned> {
   const { pool, ref, sha256, signal, metrics, logger: log, onProgress } = req;
   const progress: ProvisioningProgress = { engine: req.withEngine ? 0 : 1, model: 0 };
   onProgress(progress);
-  let lastLog = 0;
+  const throttle = new ProgressLogThrottle();
+  let engineStep = 'engine';
+  const modelStep = `model ${modelVerb(ref)}`;
   const report = (): void => {
     onProgress(progress);
-    const now = Date.now();
-    if (now - lastLog >= PROGRESS_LOG_MS) {
-      lastLog = now;
-      log.info({ progress }, 'provisioning progress');
-    }
+    const enginePercent = Math.floor(progress.engine * 100);
+    const modelPercent = Math.floor(progress.model * 100);
+    if (!throttle.due([enginePercent, modelPercent])) return;
+    const human = `${req.withEngine ? `${engineStep} ${enginePercent}%, ` : ''}${modelStep} ${modelPercent}%`;
+    log.info({ engine_step: engineStep, engine_percent: enginePercent, model_step: modelStep, model_percent: modelPercent, human }, 'provisioning progress');
   };
   const t0 = performance.now();
   const observe = (phase: string, outcome: string): void => {
@@ -69,6 +70,8 @@ export async function provision(req: ProvisionRequest): Promise<Provisioned> {
           signal,
           onProgress: (p) => {
             progress.engine = p.fraction;
+            if (p.phase === 'configure' || p.phase === 'build') engineStep = `engine ${p.phase}`;
+            else if (p.cached === true) engineStep = 'engine (cached)';
             report();
           },
         }),
@@ -100,4 +103,11 @@ export async function provision(req: ProvisionRequest): Promise<Provisioned> {
   const [binary, model] = await Promise.all([enginePromise, modelPromise]);
   log.info({ model: model.id, path: model.local_path, ms: Math.round(performance.now() - t0) }, 'pool provisioned');
   return { model, binary };
+}
+
+/** What fetching `ref` means to an operator: a synthetic model is generated, a remote one downloaded. */
+function modelVerb(ref: string): string {
+  if (ref.startsWith('synthetic:')) return 'generate';
+  if (ref.startsWith('hf:') || ref.startsWith('https:') || ref.startsWith('http:')) return 'download';
+  return 'verify';
 }

@@ -26,7 +26,8 @@ Environment:
   HF_TOKEN           Hugging Face token for gated hf: models
 
 Logs: JSON lines on stdout. SIGTERM or SIGINT deregisters the node, stops the engines (SIGTERM, then
-SIGKILL after the supervision stop timeout) and exits; a second signal exits at once.`;
+SIGKILL after the supervision stop timeout) and exits; a SIGTERM while stopping changes nothing, a
+second SIGINT (Ctrl-C) exits at once with status 130.`;
 
 /** The version in the package's package.json (two levels above dist/support/). */
 export function packageVersion(): string {

@@ -39,9 +39,9 @@ export function renderNodes(nodes: readonly NodeInfo[], paint: Paint = PLAIN): s
 export function renderModels(models: readonly ClusterModel[], paint: Paint = PLAIN): string {
   if (models.length === 0) return 'no models';
   return renderTable([
-    ['MODEL', 'STATUS', 'POOLS', 'REGISTERED'],
-    ...models.map((m) => [m.id, m.status, m.pools.join(',') || '-', m.registered ? 'yes' : 'no']),
-  ], stateColour(paint, 1));
+    ['MODEL', 'ALIASES', 'STATUS', 'LOADED ON', 'REGISTERED'],
+    ...models.map((m) => [m.id, m.aliases.join(',') || '-', m.status, m.pools.join(',') || '-', m.registered ? 'yes' : 'no']),
+  ], stateColour(paint, 2));
 }
 
 /** `llorch nodes`: one line per registered node. */

@@ -2,12 +2,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ClusterPoolListSchema } from '@llama-orch/contracts';
+import { ClusterPoolListSchema, type ClusterPool } from '@llama-orch/contracts';
 import { execa, type ResultPromise } from 'execa';
 import { callJson, type Target } from '../http.js';
 import { CliError } from '../errors.js';
 import { PLAIN, type Paint } from '../color.js';
 import { detectPdeathsigPrefix } from '../pdeathsig.js';
+import { UpProgress, type LogRecord } from './up-progress.js';
 
 export interface UpOptions {
   repoRoot: string;
@@ -19,29 +20,46 @@ export interface UpOptions {
   /** Shared engine/model cache (the same one the tests use, so one build serves both). */
   cacheDir: string;
   out: NodeJS.WritableStream;
+  /** Ctrl-C: the daemons are asked to stop (SIGTERM) and finish their orderly shutdown. */
   signal: AbortSignal;
+  /** A second Ctrl-C: the daemons are killed (SIGKILL; their engines die with them). */
+  force?: AbortSignal;
+  /** A terminal for live progress lines (one per long step); without it progress comes as log lines. */
+  progressTty?: NodeJS.WritableStream;
   /** Give up waiting for a ready pool after this long (first run includes the engine build). */
   readyTimeoutMs: number;
   /** Colours for ERROR/WARN tags of the daemons' lines. @default no colour */
   paint?: Paint;
 }
 
-type Child = ResultPromise<{ reject: false; stdout: 'pipe'; stderr: 'pipe'; cleanup: true; forceKillAfterDelay: number; env: Record<string, string | undefined> }>;
+type Child = ResultPromise<{ reject: false; stdout: 'pipe'; stderr: 'pipe'; cleanup: true; detached: true; forceKillAfterDelay: number; env: Record<string, string | undefined> }>;
+
+/** What `llorch up` prints when asked to stop. */
+export const STOPPING_LINE = 'stopping… (Ctrl-C again to force)';
 
 /** Turns one JSON log line of a daemon into a short human line (or nothing for noise). */
 export function humanLogLine(name: string, line: string, paint: Paint = PLAIN): string | undefined {
-  let rec: Record<string, unknown>;
+  const rec = parseRecord(line);
+  if (rec === undefined) return line.trim() ? `[${name}] ${line}` : undefined;
+  return humanRecord(name, rec, paint);
+}
+
+function parseRecord(line: string): LogRecord | undefined {
   try {
-    rec = JSON.parse(line) as Record<string, unknown>;
+    const rec: unknown = JSON.parse(line);
+    return typeof rec === 'object' && rec !== null && !Array.isArray(rec) ? (rec as LogRecord) : undefined;
   } catch {
-    return line.trim() ? `[${name}] ${line}` : undefined;
+    return undefined;
   }
+}
+
+function humanRecord(name: string, rec: LogRecord, paint: Paint): string | undefined {
   const level = typeof rec.level === 'number' ? rec.level : 30;
   if (level < 30) return undefined;
   // per-request access lines (status polls, heartbeats) drown out what matters at start-up
   if (level < 40 && (rec.msg === 'incoming request' || rec.msg === 'request completed')) return undefined;
   const text = typeof rec.human === 'string' ? rec.human : String(rec.msg ?? '');
-  const facts = ['pool_id', 'poolId', 'percent', 'pct', 'bytes_done', 'bytes_total', 'url', 'state', 'err']
+  const facts = ['pool_id', 'percent', 'bytes_done', 'bytes_total', 'url', 'state', 'err']
     .filter((k) => rec[k] !== undefined)
     .map((k) => `${k}=${typeof rec[k] === 'object' ? JSON.stringify((rec[k] as { message?: unknown }).message ?? rec[k]) : String(rec[k])}`);
   const tag = level >= 50 ? `${paint.red('ERROR')} ` : level >= 40 ? `${paint.yellow('WARN')} ` : '';
@@ -70,19 +88,17 @@ export function dashboardUrl(url: string): string {
 }
 
 /**
- * Forwards a child's output as human lines; collapses repeated progress lines to one every 2 s.
- * `onLine` sees every raw line, after its human form (if any) was written.
+ * Forwards a child's output as human lines; on a terminal, progress records move the live bars
+ * instead. `onLine` sees every raw line, after its human form (if any) was written.
  */
-function relay(name: string, child: Child, out: NodeJS.WritableStream, paint: Paint, onLine?: (line: string) => void): void {
-  let lastProgressAt = 0;
+function relay(name: string, child: Child, print: (text: string) => void, paint: Paint, live: UpProgress | undefined, onLine?: (line: string) => void): void {
   for (const stream of [child.stdout, child.stderr]) {
     if (!stream) continue;
     createInterface({ input: stream }).on('line', (line) => {
-      const text = humanLogLine(name, line, paint);
-      const throttled = text !== undefined && /progress/i.test(text) && Date.now() - lastProgressAt < 2000;
-      if (text !== undefined && !throttled) {
-        if (/progress/i.test(text)) lastProgressAt = Date.now();
-        out.write(`${text}\n`);
+      const rec = parseRecord(line);
+      if (rec === undefined || live?.take(rec) !== true) {
+        const text = rec === undefined ? (line.trim() ? `[${name}] ${line}` : undefined) : humanRecord(name, rec, paint);
+        if (text !== undefined) print(text);
       }
       onLine?.(line);
     });
@@ -91,8 +107,10 @@ function relay(name: string, child: Child, out: NodeJS.WritableStream, paint: Pa
 
 /**
  * `llorch up`: orchestratord + one pool-managerd as two child processes. Returns when both exit;
- * aborting `signal` (Ctrl-C) stops them with SIGTERM, escalating to SIGKILL after 10 s. Both are
- * started through `setpriv --pdeathsig SIGTERM` where it works, so they also stop when this
+ * aborting `signal` (Ctrl-C) prints {@link STOPPING_LINE} and stops them with one SIGTERM each
+ * (their orderly shutdown: pool-managerd first, so that it deregisters, then orchestratord), escalating to SIGKILL after 20 s or at once when
+ * `force` aborts (a second Ctrl-C). They run in their own process group, so the terminal's Ctrl-C
+ * reaches only this process, and each daemon gets exactly one signal. Both are started through `setpriv --pdeathsig SIGTERM` where it works, so they also stop when this
  * process dies without a chance to clean up (SIGKILL, OOM kill, a closed terminal); engines die
  * with their pool-managerd (it spawns them with a parent-death signal too).
  */
@@ -103,10 +121,16 @@ export async function up(opts: UpOptions): Promise<void> {
     if (!existsSync(f)) throw new CliError(`${f} is missing: run \`pnpm build\` (scripts/dev.sh up does it for you)`);
   }
   const env = { ...process.env, LLORCH_CACHE_DIR: opts.cacheDir, ...(opts.token ? { LLORCH_API_TOKEN: opts.token } : {}) };
-  const common = { reject: false, stdout: 'pipe', stderr: 'pipe', cleanup: true, forceKillAfterDelay: 10_000 } as const;
+  // past pool-managerd's own 15 s grace: its orderly shutdown decides, SIGKILL is the backstop
+  const common = { reject: false, stdout: 'pipe', stderr: 'pipe', cleanup: true, detached: true, forceKillAfterDelay: 20_000 } as const;
   const target: Target = { url: `http://${opts.addr}`, token: opts.token };
 
   const paint = opts.paint ?? PLAIN;
+  const live = opts.progressTty === undefined ? undefined : new UpProgress(opts.progressTty);
+  const print = (text: string): void => {
+    if (live === undefined) opts.out.write(`${text}\n`);
+    else live.log(text);
+  };
   const prefix = await detectPdeathsigPrefix('SIGTERM');
   if (prefix === undefined) opts.out.write(`${paint.yellow('WARN')} setpriv --pdeathsig is unavailable: if llorch is killed (SIGKILL), the daemons keep running\n`);
   const [bin, ...lead] = prefix === undefined ? [process.execPath] : [...prefix, process.execPath];
@@ -118,28 +142,54 @@ export async function up(opts: UpOptions): Promise<void> {
   // the page is there as soon as orchestratord listens, long before the first pool is ready (a
   // first run builds llama-server for minutes): say where it is right away
   let dashboard = dashboardUrl(target.url);
-  let dashboardAnnounced = false;
-  relay('orchestratord', orch, opts.out, paint, (line) => {
+  let announceListening: (() => void) | undefined;
+  const listening = new Promise<void>((resolve) => { announceListening = resolve; });
+  relay('orchestratord', orch, print, paint, live, (line) => {
     const url = listeningUrl(line);
-    if (url === undefined || dashboardAnnounced) return;
-    dashboardAnnounced = true;
+    if (url === undefined || announceListening === undefined) return;
+    announceListening();
+    announceListening = undefined;
     dashboard = dashboardUrl(url);
-    opts.out.write(`dashboard: ${dashboard}\n`);
+    print(`dashboard: ${dashboard}`);
   });
+  // pool-managerd registers at once: started before orchestratord listens, its first attempts
+  // would fail (and warn) for no reason
+  const aborted = new Promise<void>((resolve) => opts.signal.addEventListener('abort', () => resolve(), { once: true }));
+  if (!(await Promise.race([listening.then(() => true), orch.then(() => false), aborted.then(() => false)]))) {
+    if (orch.exitCode === null) orch.kill('SIGTERM');
+    await orch;
+    if (opts.signal.aborted) return;
+    throw new CliError('orchestratord exited before it listened (see its log above)');
+  }
   opts.out.write(`starting pool-managerd with ${opts.config} (first run builds llama-server from source: ~5 min on 2 cores)\n`);
   const pool = daemon([poolMain, '--config', opts.config], env);
-  relay('pool-managerd', pool, opts.out, paint);
+  relay('pool-managerd', pool, print, paint, live);
 
   const children = [orch, pool];
+  let stopping = false;
+  // pool-managerd first: it deregisters its node from orchestratord while that still listens
   const stop = (): void => {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    if (stopping) return;
+    stopping = true;
+    live?.stop();
+    // on a terminal the echoed ^C has no line end of its own
+    if (opts.signal.aborted) opts.out.write(`${opts.progressTty !== undefined ? '\n' : ''}${STOPPING_LINE}\n`);
+    if (pool.exitCode === null) pool.kill('SIGTERM');
+    void pool.then(() => {
+      if (orch.exitCode === null) orch.kill('SIGTERM');
+    });
+  };
+  const kill = (): void => {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   };
   opts.signal.addEventListener('abort', stop, { once: true });
+  opts.force?.addEventListener('abort', kill, { once: true });
   const exited = Promise.race(children.map((c) => c.then((r) => r)));
 
   try {
     const ready = await Promise.race([waitReady(target, opts.readyTimeoutMs, opts.signal), exited.then(() => undefined)]);
     if (ready) {
+      live?.stop();
       const cli = join('packages', 'cli', 'dist', 'main.js');
       opts.out.write(
         [
@@ -147,7 +197,7 @@ export async function up(opts: UpOptions): Promise<void> {
           'llama-orch is up',
           `  orchestratord  ${target.url}`,
           `  dashboard      ${dashboard}`,
-          ...ready.map((p) => `  pool ${p.pool_id} on node ${p.node_id}: ready, ${p.slots_total} slot(s), model ${p.models.join(', ')}`),
+          ...ready.map((p) => `  pool ${p.pool_id} on node ${p.node_id}: ready, ${p.slots_total} slot(s), model ${p.models.join(', ')}${p.aliases?.length ? ` (clients may say ${p.aliases.join(', ')})` : ''}`),
           '  (synthetic:llama produces noise text from a real engine; configure an hf: model for real text)',
           '',
           `Try:  node ${cli} submit "Write a haiku about GPUs"`,
@@ -165,10 +215,11 @@ export async function up(opts: UpOptions): Promise<void> {
     opts.signal.removeEventListener('abort', stop);
     stop();
     await Promise.allSettled(children);
+    opts.force?.removeEventListener('abort', kill);
   }
 }
 
-async function waitReady(target: Target, timeoutMs: number, signal: AbortSignal): Promise<Array<{ pool_id: string; node_id: string; slots_total: number; models: string[] }> | undefined> {
+async function waitReady(target: Target, timeoutMs: number, signal: AbortSignal): Promise<ClusterPool[] | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !signal.aborted) {
     const pools = await callJson(target, 'GET', '/v2/pools', ClusterPoolListSchema).then((r) => r.pools, () => []);

@@ -29,7 +29,8 @@ export const catalogRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
     const status: ClusterModel['status'] = avail.ready.length > 0 ? 'ready'
       : avail.provisioning.length > 0 ? 'provisioning'
         : listing.length > 0 ? 'unavailable' : 'registered';
-    const entry: ClusterModel = { id: model, ref: model, status, pools: listing.map(candidateKey), registered: interest !== undefined };
+    const aliases = [...new Set(listing.flatMap((v) => v.aliases ?? []))].sort();
+    const entry: ClusterModel = { id: model, ref: model, status, pools: listing.map(candidateKey), aliases, registered: interest !== undefined };
     if (interest?.sha256 !== undefined) entry.sha256 = interest.sha256;
     return entry;
   };
