@@ -2,7 +2,7 @@
 // signal through setpriv). The real orchestratord (built dist) and a stand-in pool-managerd (a
 // script that sleeps: the real one would build an engine) under a temporary repo root.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -11,42 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectPdeathsigPrefix } from './pdeathsig.js';
+import { childrenOf, cmdline, running } from './testing/proc.js';
 
 const PKG = dirname(dirname(fileURLToPath(import.meta.url)));
 const REPO = dirname(dirname(PKG));
 const ORCH_MAIN = join(REPO, 'apps', 'orchestratord', 'dist', 'main.js');
 const DRIVER = join(PKG, 'dist', 'testing', 'up-driver.js');
-
-/** Child pids of `pid` (from /proc: every thread's children). */
-function childrenOf(pid: number): number[] {
-  const dir = `/proc/${pid}/task`;
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).flatMap((t) => {
-    try {
-      return readFileSync(`${dir}/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  });
-}
-
-function cmdline(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-  } catch {
-    return '';
-  }
-}
-
-/** Running = exists and is not a zombie (a dead child nobody reaped yet is gone for our purpose). */
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 let root: string;
 let setpriv: string[] | undefined;

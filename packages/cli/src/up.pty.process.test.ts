@@ -2,7 +2,7 @@
 // orchestratord and pool-managerd, the real llama-server from the shared test cache), then one
 // Ctrl-C typed into the terminal. `script` (util-linux) provides the terminal: the ^C byte written
 // to it becomes a SIGINT for the terminal's foreground process group, as it does for a person.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,43 +12,13 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STOPPING_LINE } from './commands/up.js';
+import { cmdline, descendants, running } from './testing/proc.js';
 
 const PKG = dirname(dirname(fileURLToPath(import.meta.url)));
 const REPO = dirname(dirname(PKG));
 const MAIN = join(PKG, 'dist', 'main.js');
 /** The engine and model cache the other suites share (engine-provisioner's testCacheDir). */
 const CACHE = process.env.LLORCH_TEST_CACHE_DIR ?? join(REPO, '.cache', 'llama-orch');
-
-/** Every descendant of `pid` (from /proc: each thread's children). */
-function descendants(pid: number): number[] {
-  const dir = `/proc/${pid}/task`;
-  if (!existsSync(dir)) return [];
-  const kids = readdirSync(dir).flatMap((t) => {
-    try {
-      return readFileSync(`${dir}/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  });
-  return [...kids, ...kids.flatMap(descendants)];
-}
-
-function cmdline(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-  } catch {
-    return '';
-  }
-}
-
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 async function freePort(): Promise<number> {
   const server = createServer();
