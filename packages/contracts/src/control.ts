@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PoolStateSchema, ProvisioningProgressSchema } from './pool.js';
+import { PoolFactsSchema, PoolStateSchema } from './pool.js';
 import { NodeStateSchema } from './nodes.js';
 
 /** `GET /v2/meta/capabilities`: what the cluster can serve now, from live pools. */
@@ -23,27 +23,14 @@ export const CapabilitiesSchema = z
   .meta({ id: 'Capabilities' });
 export type Capabilities = z.infer<typeof CapabilitiesSchema>;
 
-/** `GET /v2/pools` item on orchestratord (from the node registry). */
-export const ClusterPoolSchema = z
-  .strictObject({
-    pool_id: z.string(),
+/** `GET /v2/pools` item on orchestratord (from the node registry): the pool's facts as its node last reported them, and the node's side. */
+export const ClusterPoolSchema = PoolFactsSchema
+  .omit({ ctx: true, deterministic: true, decode_tps: true })
+  .extend({
     node_id: z.string(),
     node_state: NodeStateSchema,
-    state: PoolStateSchema,
-    ready: z.boolean(),
-    draining: z.boolean(),
-    slots_total: z.int().nonnegative(),
-    slots_free: z.int().nonnegative(),
     /** Slots leased by orchestratord right now (local accounting on top of heartbeats). */
     leased: z.int().nonnegative(),
-    models: z.array(z.string()),
-    /** Other names of the pool's model (its configured `aliases`, as the node reports them); absent when none. */
-    aliases: z.array(z.string()).optional(),
-    engine_version: z.string(),
-    /** Free memory of the pool's GPUs as its node last reported it (GPU pools on hosts with nvidia-smi). */
-    vram_free_bytes: z.int().nonnegative().optional(),
-    last_error: z.string().optional(),
-    progress: ProvisioningProgressSchema.optional(),
   })
   .meta({ id: 'ClusterPool' });
 export type ClusterPool = z.infer<typeof ClusterPoolSchema>;

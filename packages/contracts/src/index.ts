@@ -27,7 +27,7 @@ export type { GgufInfo, ResolvedModel, ModelLifecycle, CatalogEntry, CatalogRegi
 export { HandoffFileSchema } from './handoff.js';
 export type { HandoffFile } from './handoff.js';
 export {
-  PoolStateSchema, ProvisioningProgressSchema, BreakerStateSchema, PoolStatusSchema, ManagerHealthSchema, DrainRequestSchema,
+  PoolStateSchema, ProvisioningProgressSchema, BreakerStateSchema, PoolFactsSchema, PoolStatusSchema, ManagerHealthSchema, DrainRequestSchema,
   ReloadRequestSchema, PoolOperationResponseSchema, DispatchRequestSchema, DispatchEventSchema, PoolStatusListSchema,
 } from './pool.js';
 export type {

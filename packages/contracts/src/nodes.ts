@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { HttpUrlSchema, NodeIdSchema, PoolIdSchema, TimestampSchema } from './common.js';
-import { PoolStateSchema, ProvisioningProgressSchema } from './pool.js';
+import { HttpUrlSchema, NodeIdSchema, TimestampSchema } from './common.js';
+import { PoolFactsSchema } from './pool.js';
 
 /** One GPU of a node. */
 export const GpuInfoSchema = z.strictObject({
@@ -26,41 +26,8 @@ export const NodeCapabilitiesSchema = z
   })
   .meta({ id: 'NodeCapabilities' });
 
-/** Per-pool part of a heartbeat: what the node's registry knows right now. */
-export const PoolSnapshotSchema = z
-  .strictObject({
-    /** Pool id (unique within the node). */
-    pool_id: PoolIdSchema,
-    /** Lifecycle state. */
-    state: PoolStateSchema,
-    /** Accepts work (engine healthy, not draining). */
-    ready: z.boolean(),
-    /** Draining: no new work. */
-    draining: z.boolean(),
-    /** Engine slots. */
-    slots_total: z.int().nonnegative(),
-    /** Slots not leased. */
-    slots_free: z.int().nonnegative(),
-    /** Models served. */
-    models: z.array(z.string().max(512)).max(64),
-    /** Other names of the models served (the pool's configured `aliases`). */
-    aliases: z.array(z.string().max(128)).max(16).optional(),
-    /** Engine build identity. */
-    engine_version: z.string().max(128),
-    /** Context one request can use, tokens: the engine's per-slot `n_ctx` from `/props` (capped by the model's training context). */
-    ctx: z.int().nonnegative(),
-    /** Determinism profile (one slot, no continuous batching). */
-    deterministic: z.boolean(),
-    /** Measured decode rate, tokens/s. */
-    decode_tps: z.number().nonnegative(),
-    /** Free memory of the pool's GPUs (its `device_mask` devices, else all), bytes; absent for CPU pools or without a reading. */
-    vram_free_bytes: z.int().nonnegative().optional(),
-    /** Last error, when not ready. */
-    last_error: z.string().max(4096).optional(),
-    /** Provisioning progress. */
-    progress: ProvisioningProgressSchema.optional(),
-  })
-  .meta({ id: 'PoolSnapshot' });
+/** Per-pool part of a heartbeat: what the node's registry knows right now (every pool fact). */
+export const PoolSnapshotSchema = PoolFactsSchema.meta({ id: 'PoolSnapshot' });
 export type PoolSnapshot = z.infer<typeof PoolSnapshotSchema>;
 
 /** `POST /v2/nodes/register`. */

@@ -29,33 +29,59 @@ export type ProvisioningProgress = z.infer<typeof ProvisioningProgressSchema>;
 /** Supervisor circuit breaker: `open` = no restarts until the cool-down, `half_open` = one trial. */
 export const BreakerStateSchema = z.enum(['closed', 'open', 'half_open']);
 
-/** Snapshot of one pool as pool-managerd sees it (`GET /v2/pools/{id}` on pool-managerd). */
-export const PoolStatusSchema = z
-  .strictObject({
-    /** Pool id. */
-    pool_id: PoolIdSchema,
-    /** Lifecycle state. */
-    state: PoolStateSchema,
+/**
+ * The facts every view of a pool carries: the heartbeat's snapshot (pool-managerd → orchestratord),
+ * pool-managerd's own status and orchestratord's cluster view all pick their fields from here, so a
+ * field means one thing with one bound wherever it appears. The bounds are the heartbeat's: it
+ * crosses a process boundary, and the two views are built from the same values.
+ */
+export const PoolFactsSchema = z.strictObject({
+  /** Pool id (unique within the node). */
+  pool_id: PoolIdSchema,
+  /** Lifecycle state. */
+  state: PoolStateSchema,
+  /** Accepts work (engine healthy, not draining). */
+  ready: z.boolean(),
+  /** Draining: no new work while in-flight work finishes. */
+  draining: z.boolean(),
+  /** Engine slots. */
+  slots_total: z.int().nonnegative(),
+  /** Slots not leased. Never negative. */
+  slots_free: z.int().nonnegative(),
+  /** Models served (catalog ids / refs). */
+  models: z.array(z.string().max(512)).max(64),
+  /** Other names of the models served (the pool's configured `aliases`); absent when none. */
+  aliases: z.array(z.string().max(128)).max(16).optional(),
+  /** Engine build identity. */
+  engine_version: z.string().max(128),
+  /** Context one request can use, tokens: the engine's per-slot `n_ctx` from `/props` (capped by the model's training context). */
+  ctx: z.int().nonnegative(),
+  /** Determinism profile (one slot, no continuous batching). */
+  deterministic: z.boolean(),
+  /** Measured decode rate, tokens/s (0 until measured). */
+  decode_tps: z.number().nonnegative(),
+  /** Free memory of the pool's GPUs (its `device_mask` devices, else all), bytes; absent for CPU pools or without a reading. */
+  vram_free_bytes: z.int().nonnegative().optional(),
+  /** Last error seen (spawn, readiness, crash, provisioning, a failed operation). */
+  last_error: z.string().max(4096).optional(),
+  /** Provisioning progress while `provisioning`. */
+  progress: ProvisioningProgressSchema.optional(),
+});
+
+/**
+ * Snapshot of one pool as pool-managerd sees it (`GET /v2/pools/{id}` on pool-managerd): the pool's
+ * facts (`engine_version` absent until an engine ran) and its supervision.
+ */
+export const PoolStatusSchema = PoolFactsSchema
+  .omit({ vram_free_bytes: true })
+  .partial({ engine_version: true })
+  .extend({
     /** Human reason for the current state (why not ready). */
     reason: z.string().optional(),
-    /** Engine passed its health check and the pool accepts leases. */
-    ready: z.boolean(),
-    /** The pool refuses new leases while in-flight work finishes. */
-    draining: z.boolean(),
     /** Engine process is alive (may still be loading). */
     live: z.boolean(),
-    /** Slots the engine has. */
-    slots_total: z.int().nonnegative(),
-    /** Slots not leased. Never negative. */
-    slots_free: z.int().nonnegative(),
     /** Leases held right now. */
     active_leases: z.int().nonnegative(),
-    /** Models served (catalog ids / refs). */
-    models: z.array(z.string()),
-    /** Other names of the models served (the pool's configured `aliases`). */
-    aliases: z.array(z.string().max(128)).max(16).optional(),
-    /** Engine build identity. */
-    engine_version: z.string().optional(),
     /** Engine fingerprint (cache key of the binary). */
     engine_fingerprint: z.string().optional(),
     /** Engine base URL (loopback). */
@@ -64,16 +90,6 @@ export const PoolStatusSchema = z
     restarts: z.int().nonnegative(),
     /** Supervisor breaker state. */
     breaker: BreakerStateSchema,
-    /** Last error seen (spawn, readiness, crash, provisioning). */
-    last_error: z.string().optional(),
-    /** Provisioning progress while `provisioning`. */
-    progress: ProvisioningProgressSchema.optional(),
-    /** Whether the pool runs the determinism profile (one slot, no continuous batching). */
-    deterministic: z.boolean(),
-    /** Context one request can use, tokens: the engine's per-slot `n_ctx` from `/props` (capped by the model's training context). */
-    ctx: z.int().nonnegative(),
-    /** Measured decode rate, tokens/s (0 until measured). */
-    decode_tps: z.number().nonnegative(),
     /** Last time the state changed. */
     updated_at: TimestampSchema,
   })
