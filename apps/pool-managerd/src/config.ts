@@ -1,7 +1,9 @@
+import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { loadPoolManagerConfig, defaultCacheDir } from '@llama-orch/engine-provisioner';
-import type { PoolManagerConfig } from '@llama-orch/contracts';
+import { parseDocument } from 'yaml';
+import { defaultCacheDir } from '@llama-orch/engine-provisioner';
+import { PoolManagerConfigSchema, formatIssues, type PoolManagerConfig } from '@llama-orch/contracts';
 import { ConfigError } from './errors.js';
 
 /** What main.ts derives from the YAML file, argv and env, once, at start-up. */
@@ -43,30 +45,64 @@ export function parseArgv(argv: readonly string[]): { configPath: string } {
   return { configPath };
 }
 
-/**
- * Loads and validates the config (every problem in one error, unknown keys rejected) and resolves
- * token, runtime dir and cache dir. Precedence: cache dir env `LLORCH_CACHE_DIR` > config >
- * `~/.cache/llama-orch`; token config `api_token` > env `LLORCH_NODE_TOKEN` > env `LLORCH_API_TOKEN`. A non-loopback bind
- * without a token refuses to start.
- */
-export async function loadSettings(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, home: string = homedir()): Promise<DaemonSettings> {
-  const { configPath: given } = parseArgv(argv);
-  const configPath = resolve(given);
-  let config: PoolManagerConfig;
-  try {
-    // The loader fills api_token from LLORCH_API_TOKEN; a LLORCH_NODE_TOKEN takes precedence over it.
-    config = await loadPoolManagerConfig(configPath, env.LLORCH_NODE_TOKEN !== undefined && env.LLORCH_NODE_TOKEN !== '' ? { ...env, LLORCH_API_TOKEN: undefined } : env);
-  } catch (err) {
-    throw new ConfigError((err as Error).message, { path: configPath }, { cause: err });
+type Env = Readonly<Record<string, string | undefined>>;
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
   }
-  const configDir = dirname(configPath);
-  const abs = (p: string): string => (isAbsolute(p) ? p : resolve(configDir, p.replace(/^~(?=\/|$)/, home)));
-  const { host, port } = splitHostPort(config.node.addr);
+  return value;
+}
+
+/**
+ * Reads and validates pool-managerd's YAML config. Every problem (YAML syntax, unknown keys, wrong
+ * types) is reported at once in one {@link ConfigError}. Model refs and paths are left as written.
+ * `api_token` is the node token: the file's, else env `LLORCH_NODE_TOKEN`, else env
+ * `LLORCH_API_TOKEN` (empty = unset); at least 16 characters. The result is deeply frozen.
+ */
+export async function loadPoolManagerConfig(path: string, env: Env = {}): Promise<PoolManagerConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { path }, { cause: err });
+  }
+  return parsePoolManagerConfig(text, path, env);
+}
+
+/** {@link loadPoolManagerConfig} for text already in memory; `origin` names it in errors. */
+export function parsePoolManagerConfig(text: string, origin: string, env: Env = {}): PoolManagerConfig {
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(`config ${origin} is not valid YAML:\n${doc.errors.map((e) => e.message).join('\n')}`, { path: origin });
+  }
+  const parsed = PoolManagerConfigSchema.safeParse(doc.toJS());
+  if (!parsed.success) {
+    const issues = formatIssues(parsed.error);
+    throw new ConfigError(`config ${origin} is invalid:\n${issues}`, { path: origin, issues: issues.split('\n') });
+  }
   // The node token: what orchestratord's node API takes (LLORCH_NODE_TOKEN there) and what its
   // dispatches here carry; the shared LLORCH_API_TOKEN when the cluster has no separate one.
   const fromEnv = (name: string): string | undefined => (env[name] !== undefined && env[name] !== '' ? env[name] : undefined);
-  const apiToken = config.api_token ?? fromEnv('LLORCH_NODE_TOKEN') ?? fromEnv('LLORCH_API_TOKEN');
-  if (apiToken !== undefined && apiToken.length < 16) throw new ConfigError('the node token (api_token, LLORCH_NODE_TOKEN or LLORCH_API_TOKEN) must be at least 16 characters');
+  const apiToken = parsed.data.api_token ?? fromEnv('LLORCH_NODE_TOKEN') ?? fromEnv('LLORCH_API_TOKEN');
+  if (apiToken !== undefined && apiToken.length < 16) throw new ConfigError('the node token (api_token, LLORCH_NODE_TOKEN or LLORCH_API_TOKEN) must be at least 16 characters', { path: origin });
+  return deepFreeze(apiToken === undefined ? parsed.data : { ...parsed.data, api_token: apiToken });
+}
+
+/**
+ * Loads and validates the config ({@link loadPoolManagerConfig}) and resolves addresses, runtime
+ * dir and cache dir. Cache dir: env `LLORCH_CACHE_DIR` > config > `~/.cache/llama-orch`. A
+ * non-loopback bind without a token refuses to start.
+ */
+export async function loadSettings(argv: readonly string[], env: Env, home: string = homedir()): Promise<DaemonSettings> {
+  const { configPath: given } = parseArgv(argv);
+  const configPath = resolve(given);
+  const config = await loadPoolManagerConfig(configPath, env);
+  const configDir = dirname(configPath);
+  const abs = (p: string): string => (isAbsolute(p) ? p : resolve(configDir, p.replace(/^~(?=\/|$)/, home)));
+  const { host, port } = splitHostPort(config.node.addr);
+  const apiToken = config.api_token;
   if (apiToken === undefined && !isLoopbackHost(host)) {
     throw new ConfigError(`node.addr ${config.node.addr} is not loopback: set api_token or LLORCH_API_TOKEN (refusing an open API)`);
   }

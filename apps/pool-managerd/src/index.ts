@@ -61,7 +61,7 @@ export { sweepStalePidFiles, isLlamaServerProcess } from './support/pid-files.js
 export { detectPdeathsigWrapper } from './support/setpriv.js';
 export { createRootLogger } from './support/logging.js';
 export type { RootLogger } from './support/logging.js';
-export { loadSettings, parseArgv, isLoopbackHost } from './config.js';
+export { loadSettings, loadPoolManagerConfig, parsePoolManagerConfig, parseArgv, isLoopbackHost } from './config.js';
 export type { DaemonSettings } from './config.js';
 export {
   PoolManagerError, ConfigError, PoolNotFoundError, RetriableRefusal, PoolUnreadyError, ReplicaExhaustedError, EngineNotReachedError, PoolBusyError,

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { PoolConfig } from '@llama-orch/contracts';
-import { defaultCacheDir, loadPoolManagerConfig } from './config-loader.js';
+import { defaultCacheDir, readPoolsFile } from './pools-file.js';
 import { EngineProvisionError } from './errors.js';
 import { createProgressBar } from './progress-bar.js';
 import { EngineProvisioner } from './provisioner.js';
@@ -73,7 +73,7 @@ async function main(): Promise<number> {
   process.on('SIGTERM', onSignal);
 
   try {
-    const config = await loadPoolManagerConfig(values.config, process.env);
+    const config = await readPoolsFile(values.config);
     const pool: PoolConfig | undefined = values.pool ? config.pools.find((p) => p.id === values.pool) : config.pools[0];
     if (!pool) {
       throw new EngineProvisionError('CONFIG_INVALID', `pool '${values.pool ?? ''}' is not in ${values.config} (pools: ${config.pools.map((p) => p.id).join(', ')})`, { pool: values.pool });
@@ -82,7 +82,7 @@ async function main(): Promise<number> {
     if (!values['binary-only'] && !modelPath) {
       throw new EngineProvisionError('CONFIG_INVALID', `pool ${pool.id} model '${pool.model}' is not a local file; pass --model <path> (pool-managerd resolves refs with model-provisioner) or use --binary-only`, { poolId: pool.id });
     }
-    const cacheDir = resolve(expandHome(values['cache-dir'] ?? config.cache_dir ?? defaultCacheDir(homedir())));
+    const cacheDir = resolve(expandHome(values['cache-dir'] ?? config.cacheDir ?? defaultCacheDir(homedir())));
     const jobs = values.jobs ? Number(values.jobs) : undefined;
     if (jobs !== undefined && (!Number.isInteger(jobs) || jobs < 1)) throw new EngineProvisionError('CONFIG_INVALID', `--jobs must be a positive integer, got ${values.jobs ?? ''}`);
     const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : undefined;

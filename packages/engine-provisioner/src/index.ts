@@ -15,5 +15,6 @@ export { parseCmakeProgress, overallFraction } from './progress.js';
 export type { EngineProgress, EnginePhase } from './progress.js';
 export { parseVersionOutput } from './engine-version.js';
 export type { ConfigureResult } from './engine-builder.js';
-export { loadPoolManagerConfig, parsePoolManagerConfig, defaultCacheDir } from './config-loader.js';
+export { readPoolsFile, defaultCacheDir } from './pools-file.js';
+export type { PoolsFile } from './pools-file.js';
 export { testCacheDir, ensureCpuTestEngine, cpuTestPool, repoRoot } from './testing.js';

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino, { type Logger } from 'pino';
 import type { PoolConfig } from '@llama-orch/contracts';
-import { loadPoolManagerConfig } from './config-loader.js';
+import { readPoolsFile } from './pools-file.js';
 import { EngineProvisioner, type EngineBinary } from './provisioner.js';
 
 /**
@@ -32,8 +32,7 @@ export function testCacheDir(): string {
 
 /** The `cpu0` pool of `requirements/cpu-dev.yaml`: bundle source, GPU off, portable CPU code. */
 export async function cpuTestPool(): Promise<PoolConfig> {
-  const cfg = await loadPoolManagerConfig(join(repoRoot(), 'requirements', 'cpu-dev.yaml'));
-  const pool = cfg.pools[0];
+  const pool = (await readPoolsFile(join(repoRoot(), 'requirements', 'cpu-dev.yaml'))).pools[0];
   if (!pool) throw new Error('requirements/cpu-dev.yaml has no pools');
   return pool;
 }

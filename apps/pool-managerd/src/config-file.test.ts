@@ -2,9 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { defaultCacheDir, loadPoolManagerConfig } from './config-loader.js';
-import { EngineProvisionError } from './errors.js';
-import { repoRoot } from './testing.js';
+import { repoRoot } from '@llama-orch/engine-provisioner';
+import { loadPoolManagerConfig } from './config.js';
+import { ConfigError } from './errors.js';
 
 const dirs: string[] = [];
 afterAll(async () => { await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))); });
@@ -16,10 +16,10 @@ async function writeConfig(text: string): Promise<string> {
   return p;
 }
 
-async function loadError(path: string, env: Record<string, string> = {}): Promise<EngineProvisionError> {
+async function loadError(path: string, env: Record<string, string> = {}): Promise<ConfigError> {
   const err = await loadPoolManagerConfig(path, env).then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(EngineProvisionError);
-  return err as EngineProvisionError;
+  expect(err).toBeInstanceOf(ConfigError);
+  return err as ConfigError;
 }
 
 describe('loadPoolManagerConfig', () => {
@@ -70,9 +70,5 @@ describe('loadPoolManagerConfig', () => {
     const path = await writeConfig('node: { id: n1 }\npools:\n  - { id: a, model: m }\n');
     expect((await loadPoolManagerConfig(path, { LLORCH_API_TOKEN: 'x'.repeat(20) })).api_token).toBe('x'.repeat(20));
     expect((await loadPoolManagerConfig(path, {})).api_token).toBeUndefined();
-  });
-
-  it('computes the default cache dir from a home dir', () => {
-    expect(defaultCacheDir('/home/op')).toBe('/home/op/.cache/llama-orch');
   });
 });
