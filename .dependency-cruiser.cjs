@@ -55,6 +55,13 @@ function appLayers(app, layers, roots) {
   return rules;
 }
 
+/**
+ * Entries a package declares in its package.json `exports` besides `.`, imported by that subpath
+ * (never by file): daemon-support's `./argv` imports node built-ins only, so a daemon's main answers
+ * --help/--version before it loads anything else.
+ */
+const SUBPATH_ENTRIES = ['^packages/daemon-support/src/argv\\.ts$'];
+
 module.exports = {
   forbidden: [
     ...appLayers('orchestratord',
@@ -87,7 +94,7 @@ module.exports = {
       from: { path: '^test-harness/' }, to: { path: '^(apps|packages)/' } },
     { name: 'no-deep-imports', severity: 'error', comment: 'Import another package by its name (its index.ts), never its src/ or dist/ files.',
       from: { path: '^(apps|packages|test-harness|bench)/([^/]+)/' },
-      to: { path: '^(apps|packages|test-harness)/([^/]+)/(src|dist)/', pathNot: ['^$1/$2/', '^(apps|packages|test-harness)/[^/]+/src/index\\.ts$'] } },
+      to: { path: '^(apps|packages|test-harness)/([^/]+)/(src|dist)/', pathNot: ['^$1/$2/', '^(apps|packages|test-harness)/[^/]+/src/index\\.ts$', ...SUBPATH_ENTRIES] } },
     { name: 'no-relative-cross-package', severity: 'error', comment: 'Workspace packages are imported by name, not by ../../ paths.',
       from: { path: '^(apps|packages|test-harness)/([^/]+)/' },
       to: { dependencyTypes: ['local'], path: '^(apps|packages|test-harness)/', pathNot: '^$1/$2/' } },

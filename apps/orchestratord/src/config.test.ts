@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost, loadConfig } from './config.js';
+import { isLoopbackHost } from '@llama-orch/daemon-support';
+import { loadConfig } from './config.js';
 import { ConfigError } from './errors.js';
 
 describe('loadConfig', () => {

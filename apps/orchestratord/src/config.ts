@@ -1,6 +1,7 @@
 import {
   ORCHESTRATOR_ENV, OrchestratorConfigSchema, formatIssues, type OrchestratorConfig,
 } from '@llama-orch/contracts';
+import { isLoopbackHost, splitHostPort } from '@llama-orch/daemon-support';
 import { ConfigError } from './errors.js';
 
 /** Where configuration comes from. Only the variables named in `ORCHESTRATOR_ENV` are read. */
@@ -12,20 +13,6 @@ export interface LoadConfigOptions {
 const KEY_TO_ENV: Readonly<Record<string, string>> = Object.freeze(
   Object.fromEntries(Object.entries(ORCHESTRATOR_ENV).map(([env, key]) => [key, env])),
 );
-
-/** Host and port of a `host:port` listen address; IPv6 brackets are stripped. */
-export function splitHostPort(addr: string): { host: string; port: number } {
-  const idx = addr.lastIndexOf(':');
-  const rawHost = addr.slice(0, idx);
-  const host = rawHost.startsWith('[') && rawHost.endsWith(']') ? rawHost.slice(1, -1) : rawHost;
-  return { host, port: Number(addr.slice(idx + 1)) };
-}
-
-/** Whether a bind host only accepts local connections (`127.0.0.0/8`, `::1`, `localhost`). */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
 
 /**
  * Parses and validates orchestratord's configuration once. Every problem (bad values, a port out

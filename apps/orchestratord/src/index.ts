@@ -1,6 +1,6 @@
 export { buildApp, REDACT_PATHS } from './app.js';
 export type { AppDeps, AppTuning, OrchdApp } from './app.js';
-export { loadConfig, isLoopbackHost, splitHostPort } from './config.js';
+export { loadConfig } from './config.js';
 export type { LoadConfigOptions } from './config.js';
 export { startServer } from './server.js';
 export type { StartOptions, RunningServer } from './server.js';
@@ -40,10 +40,6 @@ export { readDispatchEvents } from './upstream/dispatch-events.js';
 export { SessionStore } from './sessions/session-store.js';
 export { CatalogStore } from './catalog/catalog-store.js';
 export type { CatalogInterest, CatalogStoreState } from './catalog/catalog-store.js';
-export { tokenMatches } from './http/auth.js';
-export { systemClock } from './support/clock.js';
-export type { Clock } from './support/clock.js';
-export type { Log } from './support/log.js';
 export {
   OrchdError, InvalidParamsError, DeadlineUnmetError, UnauthorizedError, NotFoundError, PayloadTooLargeError, QueueFullError, BudgetSpentError,
   ModelNotAvailableError, PoolUnavailableError, PoolUnreadyError, InternalError, ConfigError,

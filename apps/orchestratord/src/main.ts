@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-import { installGracefulExit, logDestination } from '@llama-orch/daemon-support';
+import { installGracefulExit, logDestination, parseDaemonArgv } from '@llama-orch/daemon-support';
 import { pino } from 'pino';
 import { REDACT_PATHS } from './app.js';
-import { parseDaemonArgv } from './support/argv.js';
+import { argvSpec } from './support/argv.js';
 import { loadConfig } from './config.js';
 import { loadCredentials } from './http/credentials.js';
 import { ConfigError } from './errors.js';
@@ -11,7 +11,7 @@ import { startServer } from './server.js';
 // Entry point: the only place that reads the environment, owns the root logger and handles signals.
 
 // --help / --version / a wrong argument: answered before anything starts.
-const argv = parseDaemonArgv(process.argv.slice(2));
+const argv = parseDaemonArgv(process.argv.slice(2), argvSpec());
 if (argv.action === 'exit') {
   if (argv.stdout !== undefined) process.stdout.write(argv.stdout);
   if (argv.stderr !== undefined) process.stderr.write(argv.stderr);

@@ -2,7 +2,7 @@ import type { OrchestratorConfig } from '@llama-orch/contracts';
 import { closeAll, listenQuietly, type CloseReport } from '@llama-orch/daemon-support';
 import type { Logger } from 'pino';
 import { buildApp, type OrchdApp } from './app.js';
-import { splitHostPort } from './config.js';
+import { splitHostPort } from '@llama-orch/daemon-support';
 import type { Credentials } from './http/credentials.js';
 import { createUpstreamDispatchers } from './upstream/dispatchers.js';
 

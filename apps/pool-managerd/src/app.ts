@@ -2,17 +2,16 @@ import type { Http2Server } from 'node:http2';
 import Fastify, { LogController, type FastifyError, type FastifyHttp2Options, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import { CORRELATION_ID_HEADER, type PoolManagerConfig } from '@llama-orch/contracts';
-import { authPlugin } from './http/auth.js';
+import type { PoolManagerConfig } from '@llama-orch/contracts';
+import { bearerAuthPlugin, correlationIdFor, correlationPlugin, sha256 } from '@llama-orch/daemon-support';
 import { completionsRoute } from './http/completions-route.js';
-import { correlationIdFor, correlationPlugin } from './http/correlation.js';
-import { sendError } from './http/error-envelope.js';
-import { errorHandlerPlugin } from './http/error-handler.js';
+import { errorHandlerPlugin, sendError } from './http/error-handler.js';
 import { metricsRoute } from './http/metrics-route.js';
 import { poolRoutes } from './http/pool-routes.js';
 import { OPENAPI_PATH, openApiRoute } from './http/openapi-route.js';
 import { PROBE_PATHS, probeRoutes } from './http/probe-routes.js';
 import type { PoolManager } from './pools/pool-manager.js';
+import { UnauthorizedError } from './errors.js';
 
 export interface AppDeps {
   manager: PoolManager;
@@ -66,8 +65,7 @@ function fastifyOptions(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) 
     // Router-level refusals (malformed percent-encoding, a path parameter over maxParamLength)
     // bypass hooks and the error handler; without this they leave as Fastify's own JSON with
     // status 400/414 and no correlation id instead of an ErrorEnvelope.
-    frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-      reply.header(CORRELATION_ID_HEADER, request.id);
+    frameworkErrors: (err: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
       sendError(reply, 'INVALID_PARAMS', `path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'not a valid URL (bad percent-encoding)'}`);
     },
   };
@@ -85,7 +83,12 @@ async function registerCommon(app: FastifyInstance, deps: AppDeps): Promise<void
     done();
   });
   await app.register(errorHandlerPlugin);
-  await app.register(authPlugin, { token: deps.apiToken, publicRoutes: ['/metrics', ...PROBE_PATHS, OPENAPI_PATH] });
+  const open = new Set(['/metrics', ...PROBE_PATHS, OPENAPI_PATH]);
+  await app.register(bearerAuthPlugin, {
+    credentials: deps.apiToken === undefined ? [] : [{ digest: sha256(deps.apiToken) }],
+    isOpen: (request) => open.has(request.routeOptions.url ?? ''),
+    unauthorized: () => new UnauthorizedError(),
+  });
 }
 
 export type PoolManagerApp = Awaited<ReturnType<typeof buildApp>>;

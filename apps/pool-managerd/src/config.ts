@@ -4,7 +4,9 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { defaultCacheDir } from '@llama-orch/engine-provisioner';
 import { PoolManagerConfigSchema, formatIssues, type PoolManagerConfig } from '@llama-orch/contracts';
+import { isLoopbackHost, parseDaemonArgv, splitHostPort } from '@llama-orch/daemon-support';
 import { ConfigError } from './errors.js';
+import { ARGV_SPEC } from './support/argv.js';
 
 /** What main.ts derives from the YAML file, argv and env, once, at start-up. */
 export interface DaemonSettings {
@@ -19,30 +21,13 @@ export interface DaemonSettings {
   cacheDir: string;
 }
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|\[?::1\]?)$/;
-
-export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK.test(host);
-}
-
-/** `host:port` → parts (IPv6 literals keep their brackets stripped). */
-export function splitHostPort(addr: string): { host: string; port: number } {
-  const i = addr.lastIndexOf(':');
-  const host = addr.slice(0, i).replace(/^\[(.*)\]$/, '$1');
-  return { host, port: Number.parseInt(addr.slice(i + 1), 10) };
-}
-
-/** `--config <path>` (or `--config=<path>`). */
+/** `--config <path>` (`-c`, `--config=<path>`): the command line main.ts already checked ({@link ARGV_SPEC}). */
 export function parseArgv(argv: readonly string[]): { configPath: string } {
-  let configPath: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] ?? '';
-    if (a === '--config' || a === '-c') configPath = argv[++i];
-    else if (a.startsWith('--config=')) configPath = a.slice('--config='.length);
-    else throw new ConfigError(`unknown argument '${a}'; usage: pool-managerd --config <file.yaml>`);
+  const outcome = parseDaemonArgv(argv, ARGV_SPEC);
+  if (outcome.action !== 'run' || outcome.value === undefined) {
+    throw new ConfigError(outcome.action === 'exit' && outcome.stderr !== undefined ? outcome.stderr.split('\n', 1)[0] ?? '' : 'missing --config <file.yaml>');
   }
-  if (configPath === undefined || configPath === '') throw new ConfigError('missing --config <file.yaml>');
-  return { configPath };
+  return { configPath: outcome.value };
 }
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { closeAll, installGracefulExit, listenQuietly, type CloseStep } from '@llama-orch/daemon-support';
+import { closeAll, installGracefulExit, listenQuietly, splitHostPort, type CloseStep } from '@llama-orch/daemon-support';
 import { EngineProvisioner, scrubEngineEnv } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { PoolManagerApp } from './app.js';
-import { loadSettings, splitHostPort } from './config.js';
+import { loadSettings } from './config.js';
 import type { GpuMemoryMonitor } from './node/gpu-memory.js';
 import type { NodeClient } from './node/node-client.js';
 import { PoolManager } from './pools/pool-manager.js';

@@ -49,8 +49,6 @@ export { RestartLimiter } from './supervision/restart-limiter.js';
 export type { RestartLimiterOptions } from './supervision/restart-limiter.js';
 export { DEFAULT_SUPERVISION, supervisionSettings } from './supervision/settings.js';
 export type { SupervisionSettings } from './supervision/settings.js';
-export { systemClock } from './support/clock.js';
-export type { Clock } from './support/clock.js';
 export { PoolManagerMetrics } from './support/metrics.js';
 export type { PoolStatusSource } from './support/metrics.js';
 export { RotatingLogFile } from './support/rotating-log.js';
@@ -61,7 +59,7 @@ export { sweepStalePidFiles, isLlamaServerProcess } from './support/pid-files.js
 export { detectPdeathsigWrapper } from './support/setpriv.js';
 export { createRootLogger } from './support/logging.js';
 export type { RootLogger } from './support/logging.js';
-export { loadSettings, loadPoolManagerConfig, parsePoolManagerConfig, parseArgv, isLoopbackHost } from './config.js';
+export { loadSettings, loadPoolManagerConfig, parsePoolManagerConfig, parseArgv } from './config.js';
 export type { DaemonSettings } from './config.js';
 export {
   PoolManagerError, ConfigError, PoolNotFoundError, RetriableRefusal, PoolUnreadyError, ReplicaExhaustedError, EngineNotReachedError, PoolBusyError,

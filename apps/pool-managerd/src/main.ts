@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 import { fileURLToPath } from 'node:url';
-import { parseDaemonArgv } from './support/argv.js';
+import { parseDaemonArgv } from '@llama-orch/daemon-support/argv';
+import { ARGV_SPEC } from './support/argv.js';
 import { loadBundle } from './support/bundle-loader.js';
 import type * as Daemon from './daemon.js';
 
 // --help / --version / a wrong argument: answered before the daemon's code is loaded.
-const argv = parseDaemonArgv(process.argv.slice(2));
+const argv = parseDaemonArgv(process.argv.slice(2), ARGV_SPEC);
 if (argv.action === 'exit') {
   if (argv.stdout !== undefined) process.stdout.write(argv.stdout);
   if (argv.stderr !== undefined) process.stderr.write(argv.stderr);

@@ -11,3 +11,15 @@ export { installGracefulExit, STOPPING_MESSAGE, FORCED_EXIT_CODE } from './grace
 export type { GracefulExitOptions, GracefulExitLog, ShutdownCause } from './graceful-exit.js';
 export { listenQuietly } from './listen-quietly.js';
 export type { Listenable, ListenOptions } from './listen-quietly.js';
+export { isLoopbackHost, splitHostPort } from './address.js';
+export { systemClock } from './clock.js';
+export type { Clock, SleepingClock } from './clock.js';
+export type { Log } from './log.js';
+export { parseDaemonArgv, readPackageVersion } from './argv.js';
+export type { ArgvOutcome, DaemonArgvSpec } from './argv.js';
+export { correlationIdFor, correlationPlugin } from './http/correlation.js';
+export { bearerAuthPlugin, bearerAuthOptions, bearerToken, credentialLookup, sha256, tokenMatches } from './http/bearer-auth.js';
+export type { BearerAuthOptions, BearerCredential } from './http/bearer-auth.js';
+export {
+  sendErrorEnvelope, backoffMs, backoffHeaders, describeValidation, requestError, BACKOFF_FLOOR_MS, DEFAULT_BACKOFF_MS,
+} from './http/error-envelope.js';

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { z } from 'zod';
 import { Sha256Schema, type CatalogRegisterRequest } from '@llama-orch/contracts';
 import { InternalError } from '../errors.js';
-import type { Log } from '../support/log.js';
+import type { Log } from '@llama-orch/daemon-support';
 
 /**
  * Cluster-level model catalog of orchestratord: the models nodes report in heartbeats, plus refs

@@ -1,7 +1,7 @@
 import { DashboardSnapshotSchema, type DashboardSnapshot } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeRegistry } from '../registry/node-registry.js';
-import { systemClock, type Clock } from '../support/clock.js';
+import { systemClock, type Clock } from '@llama-orch/daemon-support';
 import { TaskEvents, type EndedTask } from '../tasks/task-events.js';
 import type { TaskLoad } from '../tasks/task-load.js';
 import { captureLogger, ManualClock, snapshot, waitFor } from '../testing/test-helpers.js';

@@ -1,7 +1,7 @@
 import { TASK_LIMITS, type DashboardSnapshot } from '@llama-orch/contracts';
 import { toClusterPool } from '../registry/cluster-pool.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
-import type { Clock } from '../support/clock.js';
+import type { Clock } from '@llama-orch/daemon-support';
 import type { TaskEvent } from '../tasks/task-events.js';
 import type { TaskService } from '../tasks/task-service.js';
 import { RecentTasks, toDashboardTask } from './recent-tasks.js';

@@ -5,7 +5,7 @@ import type { CatalogStore } from '../catalog/catalog-store.js';
 import type { DashboardFeed } from '../dashboard/dashboard-feed.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { SessionStore } from '../sessions/session-store.js';
-import type { Clock } from '../support/clock.js';
+import type { Clock } from '@llama-orch/daemon-support';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { TaskService } from '../tasks/task-service.js';
 import type { PoolClient } from '../upstream/pool-client.js';

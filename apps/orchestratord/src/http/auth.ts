@@ -1,7 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
+import { bearerAuthOptions, bearerAuthPlugin } from '@llama-orch/daemon-support';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { sha256, type Credential, type Credentials, type Role } from './credentials.js';
+import type { Credential, Credentials, Role } from './credentials.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 
 export interface AuthOptions {
@@ -50,30 +50,6 @@ function allows(have: Role, need: Role): boolean {
   return have === 'client' || have === 'operator';
 }
 
-/** Constant-time token check: both sides hashed first, so any lengths compare in the same time. */
-export function tokenMatches(given: string, expected: string): boolean {
-  return timingSafeEqual(sha256(given), sha256(expected));
-}
-
-/**
- * The credential a token is: its SHA-256 looks up the candidate (a digest reveals nothing about
- * the key), then `timingSafeEqual` confirms it. One hash per request, whatever the number of keys.
- */
-function credentialLookup(creds: Credentials): (token: string) => Credential | undefined {
-  const byDigest = new Map<string, Credential[]>();
-  for (const c of creds.keys) {
-    const hex = c.digest.toString('hex');
-    byDigest.set(hex, [...(byDigest.get(hex) ?? []), c]);
-  }
-  return (token) => {
-    const d = sha256(token);
-    const found = byDigest.get(d.toString('hex'));
-    return found?.[0] !== undefined && timingSafeEqual(d, found[0].digest) ? found[0] : undefined;
-  };
-}
-
-const BEARER = /^Bearer +([^\s]+) *$/i;
-
 function pathOf(req: FastifyRequest): string {
   const q = req.url.indexOf('?');
   return q < 0 ? req.url : req.url.slice(0, q);
@@ -81,39 +57,31 @@ function pathOf(req: FastifyRequest): string {
 
 const auth: FastifyPluginAsync<AuthOptions> = async (app, opts) => {
   app.decorateRequest('principal', undefined);
-  if (opts.credentials.keys.length === 0) return;
   const open = new Set(opts.openPaths ?? ['/metrics']);
   const openPrefixes = opts.openPrefixes ?? [];
-  const lookup = credentialLookup(opts.credentials);
   // The same token may be two credentials (LLORCH_API_TOKEN as operator and node): the one whose
   // role the route needs wins.
-  const byName = new Map(opts.credentials.keys.map((c) => [c.name, c]));
-  const nodeTwin = byName.get('node');
-  // Callback-style: no promise or microtask turn per request.
-  app.addHook('onRequest', (req, _reply, done) => {
-    const path = pathOf(req);
-    if (open.has(path) || openPrefixes.some((p) => path.startsWith(p))) {
-      done();
-      return;
-    }
-    const header = req.headers.authorization;
-    const m = typeof header === 'string' && header.length <= 8192 ? BEARER.exec(header) : null;
-    let cred = m?.[1] !== undefined ? lookup(m[1]) : undefined;
-    if (cred === undefined) {
-      req.log.warn({ path, has_authorization: header !== undefined }, 'unauthorized request');
-      done(new UnauthorizedError(m === null ? 'missing bearer token' : 'invalid bearer token'));
-      return;
-    }
-    const need = requiredRole(req.method, req.routeOptions.url);
-    if (need === 'node' && cred.role !== 'node' && nodeTwin !== undefined && nodeTwin.digest.equals(cred.digest)) cred = nodeTwin;
-    if (!allows(cred.role, need)) {
-      req.log.warn({ path, key: cred.name, role: cred.role, needs: need }, 'forbidden request');
-      done(new ForbiddenError(`this key (${cred.role}) cannot call ${req.method} ${path}: it needs a ${need} credential`));
-      return;
-    }
-    req.principal = { name: cred.name, role: cred.role, maxPriority: cred.maxPriority, ...(cred.rateLimit !== undefined ? { rateLimit: cred.rateLimit } : {}) };
-    done();
-  });
+  const nodeTwin = opts.credentials.keys.find((c) => c.name === 'node');
+  await app.register(bearerAuthPlugin, bearerAuthOptions({
+    credentials: opts.credentials.keys,
+    isOpen: (req) => {
+      const path = pathOf(req);
+      return open.has(path) || openPrefixes.some((p) => path.startsWith(p));
+    },
+    unauthorized: (reason) => new UnauthorizedError(reason === 'missing' ? 'missing bearer token' : 'invalid bearer token'),
+    admit: (req, matched) => {
+      let cred = matched;
+      const need = requiredRole(req.method, req.routeOptions.url);
+      if (need === 'node' && cred.role !== 'node' && nodeTwin !== undefined && nodeTwin.digest.equals(cred.digest)) cred = nodeTwin;
+      if (!allows(cred.role, need)) {
+        const path = pathOf(req);
+        req.log.warn({ path, key: cred.name, role: cred.role, needs: need }, 'forbidden request');
+        return new ForbiddenError(`this key (${cred.role}) cannot call ${req.method} ${path}: it needs a ${need} credential`);
+      }
+      req.principal = { name: cred.name, role: cred.role, maxPriority: cred.maxPriority, ...(cred.rateLimit !== undefined ? { rateLimit: cred.rateLimit } : {}) };
+      return undefined;
+    },
+  }));
 };
 
 export const authPlugin = fp(auth, { name: 'auth', fastify: '5.x', dependencies: ['correlation'] });

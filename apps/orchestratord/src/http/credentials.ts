@@ -1,6 +1,6 @@
-import { hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { KeysFileSchema, formatIssues, type OrchestratorConfig } from '@llama-orch/contracts';
+import { sha256 } from '@llama-orch/daemon-support';
 import { ConfigError } from '../errors.js';
 import { parse as parseYaml } from 'yaml';
 
@@ -23,10 +23,6 @@ export interface Credential {
 /** Every credential orchestratord accepts; none at all = auth off (loopback binds only). */
 export interface Credentials {
   readonly keys: readonly Credential[];
-}
-
-export function sha256(s: string): Buffer {
-  return hash('sha256', s, 'buffer');
 }
 
 export interface LoadCredentialsOptions {

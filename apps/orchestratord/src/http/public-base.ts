@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { splitHostPort } from '../config.js';
+import { splitHostPort } from '@llama-orch/daemon-support';
 
 /**
  * The absolute base URL clients reach this server at, for the stream URLs of a 202:

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorEnvelopeSchema } from '@llama-orch/contracts';
 import { InternalError } from '../errors.js';
-import { tokenMatches } from './auth.js';
+import { tokenMatches } from '@llama-orch/daemon-support';
 import { makeApp, snapshot, taskBody, TOKEN, type TestApp } from '../testing/test-helpers.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -1,8 +1,7 @@
 import type {
   HeartbeatRequest, NodeAck, NodeInfo, NodeRegisterRequest, NodeState, PoolSnapshot,
 } from '@llama-orch/contracts';
-import type { Clock } from '../support/clock.js';
-import type { Log } from '../support/log.js';
+import type { Clock, Log } from '@llama-orch/daemon-support';
 import type { DispatchTarget } from '../upstream/pool-client.js';
 import { PoolAccounting, type NodeFacts } from './pool-accounting.js';
 import { PoolIndex } from './pool-index.js';

@@ -1,5 +1,5 @@
 import type { SessionInfo } from '@llama-orch/contracts';
-import type { Clock } from '../support/clock.js';
+import type { Clock } from '@llama-orch/daemon-support';
 
 /**
  * Session metadata (no prompts or outputs): created by the first task that names it, kept alive by

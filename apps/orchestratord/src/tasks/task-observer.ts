@@ -4,7 +4,7 @@ import type { QueuePolicy } from '../admission/admission-queue.js';
 import type { PoolView } from '../registry/pool-view.js';
 import type { PlacementReason } from '../scheduling/placement.js';
 import type { OrchdMetrics } from '../support/metrics.js';
-import type { Log } from '../support/log.js';
+import type { Log } from '@llama-orch/daemon-support';
 import type { EndDispatchEvent, Penalty } from '../upstream/dispatch-attempt.js';
 import type { TaskEvents } from './task-events.js';
 import type { TaskRecord } from './task-record.js';

@@ -3,7 +3,7 @@ import type { Lease } from '../registry/pool-view.js';
 import type { PoolRef } from '../scheduling/placement.js';
 import { PlacementTicket } from '../scheduling/placement-ticket.js';
 import { TaskStream } from '../streams/task-stream.js';
-import type { Log } from '../support/log.js';
+import type { Log } from '@llama-orch/daemon-support';
 import type { AttemptAbort } from '../upstream/attempt-abort.js';
 
 /**

@@ -3,7 +3,7 @@ import type { QueuePolicy } from '../admission/admission-queue.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { PlacementStrategy } from '../scheduling/placement.js';
 import type { SessionStore } from '../sessions/session-store.js';
-import type { Clock } from '../support/clock.js';
+import type { Clock } from '@llama-orch/daemon-support';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { PoolClient } from '../upstream/pool-client.js';
 import type { TaskLoad } from './task-load.js';

@@ -1,6 +1,6 @@
 import type { TokenEvent } from '@llama-orch/contracts';
 import type { PoolView } from '../registry/pool-view.js';
-import type { Clock } from '../support/clock.js';
+import type { Clock } from '@llama-orch/daemon-support';
 import type { TokenSink } from '../upstream/dispatch-attempt.js';
 import type { TaskObserver } from './task-observer.js';
 import type { TaskRecord } from './task-record.js';

@@ -7,7 +7,7 @@ import { buildApp, type AppDeps, type AppTuning, type OrchdApp } from '../app.js
 import { createUpstreamDispatchers } from '../upstream/dispatchers.js';
 import { pino, type Logger } from 'pino';
 import { expect } from 'vitest';
-import type { Clock } from '../support/clock.js';
+import type { Clock } from '@llama-orch/daemon-support';
 
 export class ManualClock implements Clock {
   constructor(public t = 1_700_000_000_000) {}

@@ -3,7 +3,7 @@ import { Agent, H2CClient, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDispatchApp } from '../app.js';
 import { startHarness, until, waitReady, type Harness } from '../testing/harness.js';
-import { correlationIdFor } from './correlation.js';
+import { correlationIdFor } from '@llama-orch/daemon-support';
 
 describe('correlationIdFor', () => {
   it('takes a well-formed X-Correlation-Id and replaces anything else with a UUID', () => {

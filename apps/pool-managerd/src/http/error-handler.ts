@@ -1,8 +1,16 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import { ERROR_STATUS, RETRIABLE_BY_DEFAULT, type ErrorCode, type ErrorEnvelope } from '@llama-orch/contracts';
+import { requestError, sendErrorEnvelope } from '@llama-orch/daemon-support';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
-import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { PoolManagerError, RetriableRefusal } from '../errors.js';
-import { sendError } from './error-envelope.js';
+
+/** Sends the ErrorEnvelope of `code` with its fixed status; 429/503 get Retry-After + X-Backoff-Ms. */
+export function sendError(reply: FastifyReply, code: ErrorCode, message: string, extra: { retryAfterMs?: number; engine?: string } = {}): FastifyReply {
+  const envelope: ErrorEnvelope = { code, message, retriable: RETRIABLE_BY_DEFAULT[code] };
+  if (extra.engine !== undefined) envelope.engine = extra.engine;
+  if (extra.retryAfterMs !== undefined) envelope.retry_after_ms = extra.retryAfterMs;
+  return sendErrorEnvelope(reply, ERROR_STATUS[code], envelope);
+}
 
 /** One error handler for the whole app: every failure leaves as an ErrorEnvelope. */
 export const errorHandlerPlugin = fp(
@@ -12,17 +20,8 @@ export const errorHandlerPlugin = fp(
         if (err.status >= 500) request.log.warn({ err }, 'request failed');
         return sendError(reply, err.errorCode, err.message, err instanceof RetriableRefusal ? { retryAfterMs: err.retryAfterMs } : {});
       }
-      if (hasZodFastifySchemaValidationErrors(err)) {
-        const where = err.validationContext ?? 'body';
-        const detail = err.validation
-          .map((v) => `${where}${v.instancePath.replaceAll('/', '.')}: ${v.message ?? 'invalid'}`)
-          .join('; ');
-        return sendError(reply, 'INVALID_PARAMS', detail);
-      }
-      if (err.statusCode === 413) return sendError(reply, 'PAYLOAD_TOO_LARGE', err.message);
-      if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
-        return sendError(reply, err.statusCode === 404 ? 'NOT_FOUND' : 'INVALID_PARAMS', err.message);
-      }
+      const refused = requestError(err);
+      if (refused !== undefined) return sendError(reply, refused.code, refused.message);
       request.log.error({ err }, 'unhandled error');
       return sendError(reply, 'INTERNAL', 'internal error');
     });

@@ -1,5 +1,5 @@
-import type { LogFn } from 'pino';
 import type { DispatchEvent, DispatchRequest } from '@llama-orch/contracts';
+import type { Log } from '@llama-orch/daemon-support';
 import { AdapterError, CompletionAbortedError, type CompletionEvent, type LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 import type { PoolManagerMetrics } from '../support/metrics.js';
 import type { Lease, PoolTable } from './pool-table.js';
@@ -8,12 +8,7 @@ import type { Lease, PoolTable } from './pool-table.js';
  * The logging calls a dispatch makes: a pino logger or Fastify's request logger. The caller binds
  * `correlation_id` (the request id), so every line of the dispatch carries it.
  */
-export interface DispatchLogger {
-  debug: LogFn;
-  info: LogFn;
-  warn: LogFn;
-  error: LogFn;
-}
+export type DispatchLogger = Omit<Log, 'child'>;
 
 /** Why a dispatch was aborted from our side (the reason object of its AbortSignal). */
 export class DispatchAbort extends Error {

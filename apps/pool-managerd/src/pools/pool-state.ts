@@ -1,7 +1,7 @@
 import type { PoolState } from '@llama-orch/contracts';
 import { InvalidTransitionError, PoolBusyError } from '../errors.js';
 import type { PoolOperation } from '../operations/operable-pool.js';
-import { systemClock, type Clock } from '../support/clock.js';
+import { systemClock, type Clock } from '@llama-orch/daemon-support';
 
 /**
  * Allowed transitions. Why each state exists:
@@ -56,10 +56,10 @@ export class PoolStateMachine {
   #updatedAt: Date;
   #operation: PoolOperation | undefined;
   #broughtUp: boolean;
-  readonly #clock: Pick<Clock, 'now'>;
+  readonly #clock: Clock;
   readonly #listeners = new Set<(change: PoolStateChange) => void>();
 
-  constructor(poolId: string, initial: PoolState = 'provisioning', reason?: string, clock: Pick<Clock, 'now'> = systemClock) {
+  constructor(poolId: string, initial: PoolState = 'provisioning', reason?: string, clock: Clock = systemClock) {
     this.poolId = poolId;
     this.#clock = clock;
     this.#state = initial;

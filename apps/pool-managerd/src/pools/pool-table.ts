@@ -1,7 +1,7 @@
 import type { PoolSnapshot, PoolState, PoolStatus, ProvisioningProgress } from '@llama-orch/contracts';
 import { PoolNotFoundError, PoolUnreadyError, ReplicaExhaustedError } from '../errors.js';
 import type { BreakerState } from '../supervision/circuit-breaker.js';
-import { systemClock, type Clock } from '../support/clock.js';
+import { systemClock, type Clock } from '@llama-orch/daemon-support';
 import { PoolStateMachine, type PoolOperation, type PoolStateChange } from './pool-state.js';
 
 /** Engine identity known for a pool while an engine is bound. */
@@ -77,10 +77,10 @@ const TPS_ALPHA = 0.3;
 export class PoolTable {
   readonly #pools = new Map<string, PoolEntry>();
   readonly #listeners = new Set<(poolId: string, change: PoolStateChange | undefined) => void>();
-  readonly #clock: Pick<Clock, 'now'>;
+  readonly #clock: Clock;
   #nextLeaseId = 1;
 
-  constructor(clock: Pick<Clock, 'now'> = systemClock) {
+  constructor(clock: Clock = systemClock) {
     this.#clock = clock;
   }
 

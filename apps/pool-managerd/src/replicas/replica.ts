@@ -9,7 +9,7 @@ import { EngineProcess } from '../supervision/engine-process.js';
 import { RestartLimiter } from '../supervision/restart-limiter.js';
 import type { SupervisionSettings } from '../supervision/settings.js';
 import { Supervisor, type SupervisorEvents } from '../supervision/supervisor.js';
-import { systemClock } from '../support/clock.js';
+import { systemClock } from '@llama-orch/daemon-support';
 import type { PoolManagerMetrics } from '../support/metrics.js';
 import type { RotatingLogOptions } from '../support/rotating-log.js';
 import type { RuntimeDir } from '../support/runtime-dir.js';

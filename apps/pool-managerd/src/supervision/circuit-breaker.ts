@@ -1,5 +1,5 @@
 import type { PoolStatus } from '@llama-orch/contracts';
-import { systemClock, type Clock } from '../support/clock.js';
+import { systemClock, type Clock } from '@llama-orch/daemon-support';
 
 /** `closed` → `open` → `half_open` (one trial) → `closed` or `open` again. */
 export type BreakerState = PoolStatus['breaker'];
@@ -10,7 +10,7 @@ export interface CircuitBreakerOptions {
   /** Time the circuit stays open before one half-open trial, ms. @default 300000 */
   cooldownMs?: number;
   /** @default systemClock */
-  clock?: Pick<Clock, 'now'>;
+  clock?: Clock;
 }
 
 /**
@@ -20,7 +20,7 @@ export interface CircuitBreakerOptions {
 export class CircuitBreaker {
   readonly threshold: number;
   readonly cooldownMs: number;
-  readonly #clock: Pick<Clock, 'now'>;
+  readonly #clock: Clock;
   #state: BreakerState = 'closed';
   #failures = 0;
   #openedAt = 0;

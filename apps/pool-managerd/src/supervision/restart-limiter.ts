@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../support/clock.js';
+import { systemClock, type Clock } from '@llama-orch/daemon-support';
 
 export interface RestartLimiterOptions {
   /** Restarts allowed inside the window. @default 10 */
@@ -6,7 +6,7 @@ export interface RestartLimiterOptions {
   /** Sliding window, ms. @default 60000 */
   windowMs?: number;
   /** @default systemClock */
-  clock?: Pick<Clock, 'now'>;
+  clock?: Clock;
 }
 
 /**
@@ -16,7 +16,7 @@ export interface RestartLimiterOptions {
 export class RestartLimiter {
   readonly max: number;
   readonly windowMs: number;
-  readonly #clock: Pick<Clock, 'now'>;
+  readonly #clock: Clock;
   #starts: number[] = [];
 
   constructor(options: RestartLimiterOptions = {}) {

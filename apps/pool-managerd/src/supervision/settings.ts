@@ -1,5 +1,5 @@
 import type { SupervisionConfig } from '@llama-orch/contracts';
-import type { Clock } from '../support/clock.js';
+import type { SleepingClock } from '@llama-orch/daemon-support';
 
 /** Supervision numbers (DESIGN §5). Tests shrink them; the daemon uses {@link DEFAULT_SUPERVISION}. */
 export interface SupervisionSettings {
@@ -26,7 +26,7 @@ export interface SupervisionSettings {
   readinessTimeoutMs: number;
   /** /health poll interval while loading, ms. @default 50 */
   readinessIntervalMs: number;
-  clock?: Clock;
+  clock?: SleepingClock;
 }
 
 export const DEFAULT_SUPERVISION: Readonly<SupervisionSettings> = Object.freeze({

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { BackoffPolicy } from './backoff.js';
 import { CircuitBreaker } from './circuit-breaker.js';
-import type { Clock } from '../support/clock.js';
+import type { SleepingClock as Clock } from '@llama-orch/daemon-support';
 import { EngineProcess } from './engine-process.js';
 import { EngineReadinessError } from '../errors.js';
 import { RestartLimiter } from './restart-limiter.js';

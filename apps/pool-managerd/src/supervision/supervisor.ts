@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { systemClock, type Clock } from '../support/clock.js';
+import { systemClock, type SleepingClock } from '@llama-orch/daemon-support';
 import { BackoffPolicy } from './backoff.js';
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 import type { EngineExit, EngineProcess } from './engine-process.js';
@@ -37,7 +37,7 @@ export interface SupervisorOptions<M = unknown> {
   backoff?: BackoffPolicy;
   breaker?: CircuitBreaker;
   limiter?: RestartLimiter;
-  clock?: Clock;
+  clock?: SleepingClock;
   /** A process that stays ready this long resets the backoff and closes the breaker, ms. @default 60000 */
   stableAfterMs?: number;
   /**
@@ -65,7 +65,7 @@ export class Supervisor<M = unknown> {
   readonly #backoff: BackoffPolicy;
   readonly #breaker: CircuitBreaker;
   readonly #limiter: RestartLimiter;
-  readonly #clock: Clock;
+  readonly #clock: SleepingClock;
   readonly #stop = new AbortController();
   readonly #listeners = new Map<keyof SupervisorEvents<M>, Set<unknown>>();
   #current: EngineProcess | undefined;

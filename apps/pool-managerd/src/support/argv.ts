@@ -1,10 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { readPackageVersion, type DaemonArgvSpec } from '@llama-orch/daemon-support/argv';
 
-// Kept free of the daemon's imports: main.ts answers --help/--version before loading the bundle.
-
-/** What main.ts does with its command line: start, or print and exit with `code`. */
-export type ArgvOutcome = { action: 'run' } | { action: 'exit'; code: number; stdout?: string; stderr?: string };
+// Kept free of the daemon's imports (daemon-support's argv entry imports node built-ins only):
+// main.ts answers --help/--version before loading the bundle.
 
 export const USAGE = `pool-managerd — llama-orch node daemon: provisions llama.cpp engines and models for its pools,
 supervises them and registers the node with orchestratord
@@ -31,31 +28,14 @@ second SIGINT (Ctrl-C) exits at once with status 130.`;
 
 /** The version in the package's package.json (two levels above dist/support/). */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
-  return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+  return readPackageVersion(new URL('../../package.json', import.meta.url));
 }
 
 /**
- * `--help`/`-h` and `--version`/`-V` exit 0; an unknown option, a stray argument or a missing
- * `--config` is a usage error (exit 2). `--config` itself is read by config.ts's parseArgv.
+ * pool-managerd's command line: `--help`/`-h`, `--version`/`-V`, and `--config`/`-c <file.yaml>`,
+ * which is required (the value `run` carries).
  */
-export function parseDaemonArgv(argv: readonly string[]): ArgvOutcome {
-  let values: { help?: boolean; version?: boolean; config?: string };
-  try {
-    ({ values } = parseArgs({
-      args: [...argv], strict: true, allowPositionals: false,
-      options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'V' }, config: { type: 'string', short: 'c' } },
-    }));
-  } catch (err) {
-    const { code, message } = err as { code?: string; message: string };
-    const quoted = /'([^']+)'/.exec(message)?.[1] ?? '';
-    const flag = /--[\w-]+/.exec(quoted)?.[0] ?? quoted.split(' ')[0];
-    const what = code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' ? `unexpected argument '${quoted}'`
-      : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `${flag} needs a value` : `unknown option '${flag}'`;
-    return { action: 'exit', code: 2, stderr: `pool-managerd: ${what}\n\n${USAGE}\n` };
-  }
-  if (values.help === true) return { action: 'exit', code: 0, stdout: `${USAGE}\n` };
-  if (values.version === true) return { action: 'exit', code: 0, stdout: `pool-managerd ${packageVersion()}\n` };
-  if (values.config === undefined || values.config === '') return { action: 'exit', code: 2, stderr: `pool-managerd: missing --config <file.yaml>\n\n${USAGE}\n` };
-  return { action: 'run' };
-}
+export const ARGV_SPEC: DaemonArgvSpec = Object.freeze({
+  name: 'pool-managerd', usage: USAGE, version: packageVersion,
+  required: Object.freeze({ name: 'config', short: 'c', placeholder: '<file.yaml>' }),
+});

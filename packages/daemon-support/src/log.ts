@@ -1,9 +1,9 @@
 import type { LogFn } from 'pino';
 
 /**
- * The logger surface orchestratord's components use: satisfied by a pino Logger and by Fastify's
+ * The logger surface the daemons' components use: satisfied by a pino Logger and by Fastify's
  * request logger (a pino child carrying the correlation id), so request-scoped children flow into
- * the task service unchanged.
+ * the components unchanged.
  */
 export interface Log {
   info: LogFn;

@@ -1,18 +1,18 @@
-/**
- * The one time source of pool-managerd (supervision, breaker, restart limiter, pool state
- * timestamps), injectable so tests run in milliseconds. Parts that only read the time take
- * `Pick<Clock, 'now'>`.
- */
+/** Source of "now", epoch ms; injected so tests control time-dependent decisions. */
 export interface Clock {
-  /** Epoch ms. */
   now(): number;
+}
+
+/** A clock that can also wait (supervision's backoff and cool-downs); parts that only read the time take {@link Clock}. */
+export interface SleepingClock extends Clock {
   /** Resolves after `ms` (timer unref'd) or rejects with the signal's reason when aborted. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
-export const systemClock: Clock = {
+/** The real time. */
+export const systemClock: SleepingClock = Object.freeze({
   now: () => Date.now(),
-  sleep: (ms, signal) =>
+  sleep: (ms: number, signal?: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted === true) {
         reject(signal.reason);
@@ -29,4 +29,4 @@ export const systemClock: Clock = {
       timer.unref();
       signal?.addEventListener('abort', onAbort, { once: true });
     }),
-};
+});
