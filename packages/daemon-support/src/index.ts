@@ -4,9 +4,9 @@ export { closeAll, onceClose, CloseTimeoutError } from './close-all.js';
 export type { CloseStep, CloseReport, CloseLog } from './close-all.js';
 export { parsePrometheusText } from './prom-text.js';
 export type { PromFamily, PromSample, PromText, PromType } from './prom-text.js';
-export { metricNamingProblems, STANDARD_GAUGES_NAMED_TOTAL } from './metric-naming.js';
+export { metricNamingProblems } from './metric-naming.js';
 export type { MetricNamingRules } from './metric-naming.js';
-export { registerProcessMetrics } from './process-metrics.js';
+export { registerProcessMetrics, DROPPED_STANDARD_GAUGES } from './process-metrics.js';
 export { installGracefulExit, STOPPING_MESSAGE, FORCED_EXIT_CODE } from './graceful-exit.js';
 export type { GracefulExitOptions, GracefulExitLog, ShutdownCause } from './graceful-exit.js';
 export { listenQuietly } from './listen-quietly.js';
@@ -23,3 +23,5 @@ export type { BearerAuthOptions, BearerCredential } from './http/bearer-auth.js'
 export {
   sendErrorEnvelope, backoffMs, backoffHeaders, describeValidation, requestError, BACKOFF_FLOOR_MS, DEFAULT_BACKOFF_MS,
 } from './http/error-envelope.js';
+export { findPromtool, promtoolCheckMetrics } from './testing/promtool.js';
+export type { FindPromtoolOptions } from './testing/promtool.js';

@@ -12,12 +12,6 @@ export interface MetricNamingRules {
    * under their conventional names. @default ['process_', 'nodejs_']
    */
   standardPrefixes?: readonly string[];
-  /**
-   * Gauges of the standard collectors that are named `_total` although they are not counters
-   * (prom-client's `nodejs_active_handles_total` & co.): allowed by name, nothing else is.
-   * @default {@link STANDARD_GAUGES_NAMED_TOTAL}
-   */
-  standardGaugesNamedTotal?: readonly string[];
   /** A histogram or summary name must end in one of these (base units). @default ['_seconds', '_bytes'] */
   distributionUnits?: readonly string[];
   /** Label names ending in `_id` that are bounded (fleet-sized). @default ['pool_id', 'node_id', 'replica_id'] */
@@ -25,11 +19,6 @@ export interface MetricNamingRules {
   /** Families under this prefix must carry each of these labels on every sample. */
   requiredLabels?: { prefix: string; labels: readonly string[] };
 }
-
-/** prom-client 15's gauges that end in `_total` (their names are the convention of its users). */
-export const STANDARD_GAUGES_NAMED_TOTAL: readonly string[] = [
-  'nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total',
-];
 
 /** Units that are not base units: a name must say seconds or bytes instead. */
 const NON_BASE_UNITS = /(^|_)(ms|msec|millis|milliseconds|us|usec|microseconds|ns|nanoseconds|minutes|hours|days|kb|mb|gb|kib|mib|gib|kilobytes|megabytes|gigabytes|percent)(_|$)/;
@@ -41,7 +30,6 @@ const ID_LIKE_VALUE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 export function metricNamingProblems(families: readonly PromFamily[], rules: MetricNamingRules = {}): string[] {
   const prefix = rules.prefix ?? 'llorch_';
   const standard = rules.standardPrefixes ?? ['process_', 'nodejs_'];
-  const gaugesNamedTotal = new Set(rules.standardGaugesNamedTotal ?? STANDARD_GAUGES_NAMED_TOTAL);
   const units = rules.distributionUnits ?? ['_seconds', '_bytes'];
   const boundedIds = new Set(rules.boundedIdLabels ?? ['pool_id', 'node_id', 'replica_id']);
   const problems: string[] = [];
@@ -51,7 +39,7 @@ export function metricNamingProblems(families: readonly PromFamily[], rules: Met
     if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(n)) problems.push(`${n}: not a valid metric name (colons are for recording rules)`);
     if (!n.startsWith(prefix) && !isStandard) problems.push(`${n}: does not start with ${prefix}`);
     if (f.type === 'counter' && !n.endsWith('_total')) problems.push(`${n}: a counter must end in _total`);
-    if (f.type !== 'counter' && n.endsWith('_total') && !(isStandard && gaugesNamedTotal.has(n))) {
+    if (f.type !== 'counter' && n.endsWith('_total')) {
       problems.push(`${n}: only counters end in _total (this is a ${f.type})`);
     }
     if ((f.type === 'histogram' || f.type === 'summary') && !units.some((u) => n.endsWith(u))) {

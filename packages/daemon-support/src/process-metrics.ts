@@ -5,15 +5,25 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 let processMetrics: Registry | undefined;
 
 /**
+ * prom-client's gauges named `_total`, which Prometheus reserves for counters (`promtool check
+ * metrics` flags them). Each repeats the sum of its by-type gauge (`nodejs_active_handles{type}`
+ * etc.), so they are not exported: `sum(nodejs_active_handles)` is the same number (CHANGELOG.md).
+ */
+export const DROPPED_STANDARD_GAUGES: readonly string[] = Object.freeze([
+  'nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total',
+]);
+
+/**
  * The standard process and Node.js runtime series (prom-client's default metrics: `process_*`,
  * `nodejs_*`, under their conventional names, which dashboards and alerts for any Node service
- * expect) in `registry`: collected once per process, the same metric objects registered in every
- * app registry of the process.
+ * expect; less the three gauges misnamed `_total`, {@link DROPPED_STANDARD_GAUGES}) in `registry`:
+ * collected once per process, the same metric objects registered in every app registry of it.
  */
 export function registerProcessMetrics(registry: Registry): void {
   if (processMetrics === undefined) {
     processMetrics = new Registry();
     collectDefaultMetrics({ register: processMetrics });
+    for (const name of DROPPED_STANDARD_GAUGES) processMetrics.removeSingleMetric(name);
   }
   for (const { name } of processMetrics.getMetricsAsArray()) {
     const metric = processMetrics.getSingleMetric(name);

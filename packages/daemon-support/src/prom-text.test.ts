@@ -56,7 +56,7 @@ describe('metricNamingProblems', () => {
       fam('llorch_pool_slots', 'gauge', [{ pool_id: 'p' }]),
       fam('llorch_task_first_token_seconds', 'histogram'),
       fam('process_cpu_seconds_total', 'counter'),
-      fam('nodejs_active_handles_total', 'gauge'),
+      fam('nodejs_active_handles', 'gauge'),
       fam('nodejs_heap_size_total_bytes', 'gauge'),
       fam('llorch_engine_requests_processing', 'gauge', [{ pool_id: 'p', replica_id: 'r0' }]),
     ], { requiredLabels: { prefix: 'llorch_engine_', labels: ['pool_id', 'replica_id'] } })).toEqual([]);

@@ -2,9 +2,13 @@
 // over loopback), checked against the naming rules (prometheus.io conventions; README "Metrics").
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricNamingProblems, parsePrometheusText, type PromFamily } from '@llama-orch/daemon-support';
+import { findPromtool, metricNamingProblems, parsePrometheusText, promtoolCheckMetrics, type PromFamily } from '@llama-orch/daemon-support';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { makeApp, openSse, taskBody, TOKEN, type TestApp } from '../testing/test-helpers.js';
+
+// Prometheus' own linter over the same scrape (found on PATH or fetched from Debian; the test says why when it skips).
+const promtool = await findPromtool();
+const skipReason = 'unavailable' in promtool ? ` (SKIPPED: ${promtool.unavailable})` : '';
 
 /** orchestratord's own families: a new one is added here (and to the README's list). */
 const OURS = [
@@ -100,5 +104,9 @@ describe('orchestratord /metrics names', () => {
     expect(sum).toBeGreaterThan(0);
     expect(sum).toBeLessThan(30);
     expect(fam('llorch_task_decode_seconds')?.samples.find((s) => s.name.endsWith('_count'))?.value).toBe(2);
+  });
+
+  it.skipIf('unavailable' in promtool)(`passes promtool check metrics${skipReason}`, async () => {
+    expect(await promtoolCheckMetrics((promtool as { path: string }).path, text)).toEqual({ code: 0, output: '' });
   });
 });

@@ -22,20 +22,28 @@ export interface EngineMetricsScraperOptions {
  * no stale numbers — and is logged at debug; so is a pool without a bound engine.
  */
 export class EngineMetricsScraper {
-  readonly #o: EngineMetricsScraperOptions;
+  readonly #table: PoolTable;
+  readonly #series: EngineSeries;
+  readonly #clientFor: (url: string) => Promise<LlamaServerClient>;
+  readonly #intervalMs: number;
+  readonly #logger: Logger;
   readonly #stop = new AbortController();
   #timer: NodeJS.Timeout | undefined;
   #inFlight: Promise<void> | undefined;
 
   constructor(options: EngineMetricsScraperOptions) {
-    this.#o = options;
+    this.#table = options.table;
+    this.#series = options.series;
+    this.#clientFor = options.clientFor;
+    this.#intervalMs = options.intervalMs;
+    this.#logger = options.logger;
   }
 
   /** Scrapes at once, then every interval (a tick is skipped while the previous one still runs). */
   start(): void {
     if (this.#timer !== undefined || this.#stop.signal.aborted) return;
     void this.scrape();
-    this.#timer = setInterval(() => void this.scrape(), this.#o.intervalMs);
+    this.#timer = setInterval(() => void this.scrape(), this.#intervalMs);
     this.#timer.unref();
   }
 
@@ -53,7 +61,8 @@ export class EngineMetricsScraper {
   }
 
   async #pass(): Promise<void> {
-    const { table, series } = this.#o;
+    const table = this.#table;
+    const series = this.#series;
     const ids = table.ids();
     // Pools that left the table take their series with them.
     for (const poolId of series.pools()) if (!ids.includes(poolId)) series.drop(poolId);
@@ -61,15 +70,16 @@ export class EngineMetricsScraper {
   }
 
   async #scrapePool(poolId: string): Promise<void> {
-    const { table, series, logger } = this.#o;
+    const table = this.#table;
+    const series = this.#series;
     const engine = table.engine(poolId);
     if (engine === undefined || this.#stop.signal.aborted) {
       series.drop(poolId);
       return;
     }
-    const timeoutMs = Math.max(250, Math.min(this.#o.intervalMs, 5000));
+    const timeoutMs = Math.max(250, Math.min(this.#intervalMs, 5000));
     try {
-      const client = await this.#o.clientFor(engine.url);
+      const client = await this.#clientFor(engine.url);
       const text = await client.metricsText(AbortSignal.any([this.#stop.signal, AbortSignal.timeout(timeoutMs)]));
       if (text === undefined) throw new Error('engine runs without --metrics (501)');
       // The engine was replaced or unbound meanwhile: what was read belongs to no current engine.
@@ -80,11 +90,11 @@ export class EngineMetricsScraper {
       }
       const { families, skipped } = parsePrometheusText(text);
       series.set(poolId, engine.replica_id, families);
-      if (skipped > 0) logger.debug({ pool_id: poolId, replica_id: engine.replica_id, skipped }, 'engine /metrics: unreadable lines skipped');
+      if (skipped > 0) this.#logger.debug({ pool_id: poolId, replica_id: engine.replica_id, skipped }, 'engine /metrics: unreadable lines skipped');
     } catch (err) {
       series.drop(poolId);
       if (this.#stop.signal.aborted) return;
-      logger.debug({ pool_id: poolId, replica_id: engine.replica_id, engine_url: engine.url, err: err instanceof Error ? { message: err.message } : err }, 'engine /metrics scrape failed; its series dropped');
+      this.#logger.debug({ pool_id: poolId, replica_id: engine.replica_id, engine_url: engine.url, err: err instanceof Error ? { message: err.message } : err }, 'engine /metrics scrape failed; its series dropped');
     }
   }
 }

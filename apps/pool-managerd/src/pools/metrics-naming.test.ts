@@ -2,8 +2,12 @@
 // llama-server pool, checked against the naming rules (prometheus.io conventions; README "Metrics").
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricNamingProblems, parsePrometheusText, type PromFamily } from '@llama-orch/daemon-support';
+import { findPromtool, metricNamingProblems, parsePrometheusText, promtoolCheckMetrics, type PromFamily } from '@llama-orch/daemon-support';
 import { collect, dispatch, startHarness, waitReady, type Harness } from '../testing/harness.js';
+
+// Prometheus' own linter over the same scrape (found on PATH or fetched from Debian; the test says why when it skips).
+const promtool = await findPromtool();
+const skipReason = 'unavailable' in promtool ? ` (SKIPPED: ${promtool.unavailable})` : '';
 
 /** pool-managerd's own families: a new one is added here (and to the README's list). */
 const OURS = [
@@ -81,5 +85,9 @@ describe('pool-managerd /metrics names', () => {
     expect(predicted?.samples).toEqual([{ name: 'llorch_engine_tokens_predicted_total', labels: { pool_id: 'gen', replica_id: 'r0' }, value: expect.any(Number) }]);
     expect(predicted?.samples[0]?.value).toBeGreaterThanOrEqual(8);
     expect(families.find((f) => f.name === 'llorch_engine_requests_processing')?.samples[0]).toMatchObject({ labels: { pool_id: 'gen', replica_id: 'r0' }, value: 0 });
+  });
+
+  it.skipIf('unavailable' in promtool)(`passes promtool check metrics${skipReason}`, async () => {
+    expect(await promtoolCheckMetrics((promtool as { path: string }).path, text)).toEqual({ code: 0, output: '' });
   });
 });
