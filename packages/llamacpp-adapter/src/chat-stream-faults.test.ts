@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EngineProtocolError, EngineRejectedError, WorkerResetError } from './errors.js';
 import { LlamaServerClient, type CompletionEvent } from './llama-server-client.js';
 import { faultServer } from './testing/fault-server.js';
+import { chatEvents } from './testing/pull-events.js';
 
 // Chat stream shapes the real engine cannot be made to send on demand (tool-call deltas from a
 // model without tools, cut bodies, error frames), scripted byte for byte after reference §4.4/§4.9.
@@ -49,7 +50,7 @@ describe('chat stream mapping (fault fixtures)', () => {
       usage(3, 12, 8),
       'data: [DONE]\n\n',
     ].join(''));
-    expect(await collect(client.chat(req))).toEqual([
+    expect(await collect(chatEvents(client, req))).toEqual([
       { type: 'token', t: 'a', i: 0 },
       { type: 'token', t: 'b', i: 1, logprobs },
       { type: 'token', t: '', i: 2, delta: { tool_calls: toolCall } },
@@ -59,14 +60,14 @@ describe('chat stream mapping (fault fixtures)', () => {
 
   it('finish_reason length is stop_type limit', async () => {
     const client = await server(`${chunk({ delta: { content: 'x' } })}${chunk({ delta: {}, finish_reason: 'length' })}${usage(1, 3, 0)}data: [DONE]\n\n`);
-    expect((await collect(client.chat(req))).at(-1)).toMatchObject({ type: 'end', stop_type: 'limit', finish_reason: 'length', cached_tokens: 0 });
+    expect((await collect(chatEvents(client, req))).at(-1)).toMatchObject({ type: 'end', stop_type: 'limit', finish_reason: 'length', cached_tokens: 0 });
   });
 
   it('a body that ends before [DONE] is WORKER_RESET, even after the usage chunk', async () => {
     const client = await server(`${chunk({ delta: { content: 'x' } })}${chunk({ delta: {}, finish_reason: 'stop' })}${usage(1, 3, 0)}`);
     const seen: CompletionEvent[] = [];
     const err = await (async () => {
-      for await (const ev of client.chat(req)) seen.push(ev);
+      for await (const ev of chatEvents(client, req)) seen.push(ev);
     })().catch((e: unknown) => e);
     expect(seen).toEqual([{ type: 'token', t: 'x', i: 0 }]);
     expect(err).toBeInstanceOf(WorkerResetError);
@@ -74,15 +75,15 @@ describe('chat stream mapping (fault fixtures)', () => {
 
   it('[DONE] without a usage chunk is a protocol error', async () => {
     const client = await server(`${chunk({ delta: { content: 'x' } })}${chunk({ delta: {}, finish_reason: 'stop' })}data: [DONE]\n\n`);
-    await expect(collect(client.chat(req))).rejects.toBeInstanceOf(EngineProtocolError);
+    await expect(collect(chatEvents(client, req))).rejects.toBeInstanceOf(EngineProtocolError);
   });
 
   it('a 400 before the stream is INVALID_PARAMS with the engine message; an error frame inside it too', async () => {
     const before = await server(JSON.stringify({ error: { code: 400, message: 'Failed to initialize samplers: std::exception', type: 'invalid_request_error' } }), 400);
-    const e1 = await collect(before.chat(req)).catch((e: unknown) => e);
+    const e1 = await collect(chatEvents(before, req)).catch((e: unknown) => e);
     expect(e1).toBeInstanceOf(EngineRejectedError);
     expect(e1).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS', retriable: false, message: 'Failed to initialize samplers: std::exception' });
     const inside = await server(`${chunk({ delta: { content: 'x' } })}data: ${JSON.stringify({ error: { code: 500, message: 'decode failed', type: 'server_error' } })}\n\n`);
-    await expect(collect(inside.chat(req))).rejects.toMatchObject({ status: 500, message: 'decode failed' });
+    await expect(collect(chatEvents(inside, req))).rejects.toMatchObject({ status: 500, message: 'decode failed' });
   });
 });

@@ -4,8 +4,9 @@ import type { ChatMessage } from '@llama-orch/contracts';
 import { toChatBody } from './completion-body.js';
 import { CompletionAbortedError, EngineRejectedError } from './errors.js';
 import { LlamaServerClient, type CompletionEvent } from './llama-server-client.js';
-import { parseSseData } from './sse-parser.js';
+import { parseSseData } from './testing/sse-parser.js';
 import { spawnTestEngine, type TestEngine } from './testing/test-engine.js';
+import { chatEvents, completeEvents } from './testing/pull-events.js';
 
 // Real llama-server + the synthetic model, whose GGUF carries a chat template the engine renders.
 let engine: TestEngine;
@@ -61,7 +62,7 @@ const answerSchema = { type: 'object', properties: { answer: { type: 'string', e
 describe('chat stream against the real llama-server', () => {
   it('streams the same content as the same request sent straight to the engine (seed, greedy)', async () => {
     const req = { messages: conversation, max_tokens: 24, seed: 42, greedy: true };
-    const events = await collect(client.chat(req));
+    const events = await collect(chatEvents(client, req));
     const end = endOf(events);
     expect(end).toMatchObject({ tokens_out: 24, stop_type: 'limit', finish_reason: 'length', cached_tokens: 0 });
     expect(end.decode_ms).toBeGreaterThan(0);
@@ -75,16 +76,16 @@ describe('chat stream against the real llama-server', () => {
 
   it('honours stop: the content ends before the first stop string', async () => {
     const base = { messages: conversation, max_tokens: 24, seed: 42, greedy: true };
-    const full = text(await collect(client.chat(base)));
+    const full = text(await collect(chatEvents(client, base)));
     const stop = full.slice(4, 6);
     expect(stop.length).toBe(2);
-    const events = await collect(client.chat({ ...base, sampling: { stop } }));
+    const events = await collect(chatEvents(client, { ...base, sampling: { stop } }));
     expect(text(events)).toBe(full.slice(0, full.indexOf(stop)));
     expect(endOf(events)).toMatchObject({ finish_reason: 'stop', stop_type: 'eos' });
   });
 
   it('response_format json_schema: the content parses and matches the schema', async () => {
-    const events = await collect(client.chat({
+    const events = await collect(chatEvents(client, {
       messages: conversation, max_tokens: 200, seed: 42, greedy: true,
       sampling: { response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: answerSchema } } },
     }));
@@ -93,17 +94,17 @@ describe('chat stream against the real llama-server', () => {
   });
 
   it('cache_prompt: a second turn extending the first is served mostly from the slot cache', async () => {
-    const turn1 = await collect(client.chat({ messages: conversation, max_tokens: 16, seed: 1, greedy: true, cache_prompt: true }));
+    const turn1 = await collect(chatEvents(client, { messages: conversation, max_tokens: 16, seed: 1, greedy: true, cache_prompt: true }));
     const end1 = endOf(turn1);
     const turn2Messages: ChatMessage[] = [...conversation, { role: 'assistant', content: text(turn1) }, { role: 'user', content: 'And tomorrow?' }];
-    const end2 = endOf(await collect(client.chat({ messages: turn2Messages, max_tokens: 8, seed: 1, greedy: true, cache_prompt: true })));
+    const end2 = endOf(await collect(chatEvents(client, { messages: turn2Messages, max_tokens: 8, seed: 1, greedy: true, cache_prompt: true })));
     process.stderr.write(`[measure] adapter chat turn 2: ${end2.cached_tokens}/${end2.prompt_tokens} prompt tokens cached (turn 1 prompt ${end1.prompt_tokens})\n`);
     expect(end2.prompt_tokens).toBeGreaterThan(end1.prompt_tokens ?? 0);
     expect(end2.cached_tokens).toBeGreaterThanOrEqual((end1.prompt_tokens ?? 0) - 1);
   });
 
   it('logprobs: every content piece carries the engine probabilities', async () => {
-    const events = await collect(client.chat({ messages: conversation, max_tokens: 4, greedy: true, sampling: { logprobs: true, top_logprobs: 2 } }));
+    const events = await collect(chatEvents(client, { messages: conversation, max_tokens: 4, greedy: true, sampling: { logprobs: true, top_logprobs: 2 } }));
     const tokens = events.filter((e) => e.type === 'token');
     expect(tokens.length).toBeGreaterThan(0);
     for (const t of tokens) expect(t.logprobs).toMatchObject({ content: [{ top_logprobs: [{}, {}] }] });
@@ -113,7 +114,7 @@ describe('chat stream against the real llama-server', () => {
     const ac = new AbortController();
     let seen = 0;
     const err = await (async () => {
-      for await (const ev of client.chat({ messages: conversation, max_tokens: 100_000, greedy: true }, ac.signal)) {
+      for await (const ev of chatEvents(client, { messages: conversation, max_tokens: 100_000, greedy: true }, ac.signal)) {
         if (ev.type === 'token' && ++seen === 3) ac.abort();
       }
     })().catch((e: unknown) => e);
@@ -126,7 +127,7 @@ describe('chat stream against the real llama-server', () => {
   });
 
   it('a prompt over the context is refused before the stream: INVALID_PARAMS with the engine message', async () => {
-    const err = await collect(client.chat({ messages: [{ role: 'user', content: 'word '.repeat(6000) }], max_tokens: 4 })).catch((e: unknown) => e);
+    const err = await collect(chatEvents(client, { messages: [{ role: 'user', content: 'word '.repeat(6000) }], max_tokens: 4 })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineRejectedError);
     expect(err).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS', retriable: false });
     expect((err as Error).message).toMatch(/context size/);
@@ -137,18 +138,18 @@ describe('completion sampling against the real llama-server', () => {
   const prompt = 'Once upon a time, in a land far away,';
 
   it('stop ends the text before the stop word (stop_type word); the end reports prompt and cached tokens', async () => {
-    const full = await collect(client.complete({ prompt, max_tokens: 24, greedy: true }));
+    const full = await collect(completeEvents(client, { prompt, max_tokens: 24, greedy: true }));
     expect(endOf(full)).toMatchObject({ finish_reason: 'length', stop_type: 'limit', cached_tokens: 0 });
     expect(endOf(full).prompt_tokens).toBeGreaterThan(5);
     const whole = text(full);
     const stop = whole.slice(4, 6);
-    const cut = await collect(client.complete({ prompt, max_tokens: 24, greedy: true, sampling: { stop: [stop] } }));
+    const cut = await collect(completeEvents(client, { prompt, max_tokens: 24, greedy: true, sampling: { stop: [stop] } }));
     expect(text(cut)).toBe(whole.slice(0, whole.indexOf(stop)));
     expect(endOf(cut)).toMatchObject({ finish_reason: 'stop', stop_type: 'word' });
   });
 
   it('response_format json_schema becomes the engine grammar: the text parses and matches', async () => {
-    const events = await collect(client.complete({
+    const events = await collect(completeEvents(client, {
       prompt, max_tokens: 200, greedy: true,
       sampling: { response_format: { type: 'json_schema', json_schema: { schema: answerSchema } } },
     }));
@@ -157,13 +158,13 @@ describe('completion sampling against the real llama-server', () => {
   });
 
   it('cache_prompt: the same prompt again is served from the cache', async () => {
-    await collect(client.complete({ prompt, max_tokens: 4, greedy: true, cache_prompt: true }));
-    const again = endOf(await collect(client.complete({ prompt, max_tokens: 4, greedy: true, cache_prompt: true })));
+    await collect(completeEvents(client, { prompt, max_tokens: 4, greedy: true, cache_prompt: true }));
+    const again = endOf(await collect(completeEvents(client, { prompt, max_tokens: 4, greedy: true, cache_prompt: true })));
     expect(again.cached_tokens).toBe((again.prompt_tokens ?? 0) - 1);
   });
 
   it('logprobs become n_probs: pieces carry completion_probabilities', async () => {
-    const events = await collect(client.complete({ prompt, max_tokens: 4, greedy: true, sampling: { logprobs: true, top_logprobs: 3 } }));
+    const events = await collect(completeEvents(client, { prompt, max_tokens: 4, greedy: true, sampling: { logprobs: true, top_logprobs: 3 } }));
     const tokens = events.filter((e) => e.type === 'token');
     expect(tokens.length).toBeGreaterThan(0);
     expect(tokens[0]?.logprobs).toMatchObject([{ top_logprobs: [{}, {}, {}] }]);

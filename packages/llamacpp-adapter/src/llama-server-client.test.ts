@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toCompletionBody } from './completion-body.js';
 import { CompletionAbortedError, EngineRejectedError } from './errors.js';
 import { LlamaServerClient, type CompletionEvent, type EngineHealth } from './llama-server-client.js';
-import { parseSseData } from './sse-parser.js';
+import { parseSseData } from './testing/sse-parser.js';
 import { spawnTestEngine, type TestEngine } from './testing/test-engine.js';
+import { completeEvents } from './testing/pull-events.js';
 
 // Real llama-server (shared test cache; the first build takes ~5 minutes) + synthetic llama model.
 let engine: TestEngine;
@@ -76,8 +77,8 @@ describe('LlamaServerClient against the real llama-server', () => {
 
   it('streams real tokens and exactly one end; same seed gives the same text as a direct request', async () => {
     const req = { prompt: 'Once upon a time', max_tokens: 16, seed: 42, greedy: false, temperature: 0.8 };
-    const a = await collect(client.complete(req));
-    const b = await collect(client.complete(req));
+    const a = await collect(completeEvents(client, req));
+    const b = await collect(completeEvents(client, req));
     const end = a.at(-1);
     expect(end).toMatchObject({ type: 'end', tokens_out: 16, stop_type: 'limit' });
     expect(end?.type === 'end' && end.decode_ms > 0).toBe(true);
@@ -90,13 +91,13 @@ describe('LlamaServerClient against the real llama-server', () => {
     const d = await direct(toCompletionBody(req));
     expect(d.text).toBe(text(a));
     expect(d.tokensPredicted).toBe(16);
-    const other = await collect(client.complete({ ...req, seed: 43 }));
+    const other = await collect(completeEvents(client, { ...req, seed: 43 }));
     expect(text(other)).not.toBe(text(a));
   });
 
   it('sockets are not reused after a stream: alternating streams and probes all succeed', async () => {
     for (let i = 0; i < 6; i++) {
-      const ev = await collect(client.complete({ prompt: `round ${i}`, max_tokens: 4, greedy: true }));
+      const ev = await collect(completeEvents(client, { prompt: `round ${i}`, max_tokens: 4, greedy: true }));
       expect(ev.at(-1)?.type).toBe('end');
       expect(await client.health()).toBe('ready');
     }
@@ -107,7 +108,7 @@ describe('LlamaServerClient against the real llama-server', () => {
     const seen: CompletionEvent[] = [];
     let abortedAt = 0;
     const err = await (async () => {
-      for await (const ev of client.complete({ prompt: 'a long story', max_tokens: 100_000, greedy: true }, ac.signal)) {
+      for await (const ev of completeEvents(client, { prompt: 'a long story', max_tokens: 100_000, greedy: true }, ac.signal)) {
         seen.push(ev);
         if (seen.length === 3) {
           abortedAt = performance.now();
@@ -121,26 +122,26 @@ describe('LlamaServerClient against the real llama-server', () => {
     process.stderr.write(`[measure] adapter abort → slot idle: ${idleMs.toFixed(1)} ms\n`);
     expect(idleMs).toBeLessThanOrEqual(1000);
     // The next request works (slot free, no poisoned socket).
-    expect((await collect(client.complete({ prompt: 'after', max_tokens: 2, greedy: true }))).at(-1)?.type).toBe('end');
+    expect((await collect(completeEvents(client, { prompt: 'after', max_tokens: 2, greedy: true }))).at(-1)?.type).toBe('end');
   });
 
   it('leaving the loop early cancels the engine request too', async () => {
-    for await (const ev of client.complete({ prompt: 'break early', max_tokens: 100_000, greedy: true })) {
+    for await (const ev of completeEvents(client, { prompt: 'break early', max_tokens: 100_000, greedy: true })) {
       if (ev.type === 'token') break;
     }
     await slotsIdleAfter(performance.now(), 2000);
   });
 
   it('an over-long prompt is refused before the stream with the engine message', async () => {
-    const err = await collect(client.complete({ prompt: 'word '.repeat(6000), max_tokens: 4 })).catch((e: unknown) => e);
+    const err = await collect(completeEvents(client, { prompt: 'word '.repeat(6000), max_tokens: 4 })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineRejectedError);
     expect(err).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS' });
     expect((err as Error).message).toMatch(/context size/);
   });
 
-  it('metrics() scrapes the engine counters', async () => {
-    const m = await client.metrics();
-    expect(m?.['llamacpp:tokens_predicted_total']).toBeGreaterThan(0);
-    expect(await client.metricsText()).toMatch(/^# TYPE llamacpp:tokens_predicted_total counter$/m);
+  it('metricsText() scrapes the engine counters', async () => {
+    const text = await client.metricsText();
+    expect(Number(/^llamacpp:tokens_predicted_total (\S+)$/m.exec(text ?? '')?.[1])).toBeGreaterThan(0);
+    expect(text).toMatch(/^# TYPE llamacpp:tokens_predicted_total counter$/m);
   });
 });

@@ -12,9 +12,8 @@ import {
   EngineUnreachableError,
   WorkerResetError,
 } from './errors.js';
-import { parseSseData } from './sse-parser.js';
 import { pushEngineStream, type EventSink, type StreamErrors } from './push-stream.js';
-import { ChatDecoder, chatEvents, CompletionDecoder, completionEvents, type CompletionEvent } from './stream-events.js';
+import { ChatDecoder, CompletionDecoder } from './stream-events.js';
 
 export type { EventSink } from './push-stream.js';
 
@@ -159,96 +158,31 @@ export class LlamaServerClient {
   }
 
   /**
-   * `GET /metrics` (needs `--metrics`) as `{series name → value}` for unlabelled samples, or
-   * `undefined` when the engine runs without `--metrics` (501). Note: each scrape resets the engine's
-   * windowed gauges (reference §4.7); one scraper only.
-   */
-  async metrics(signal?: AbortSignal): Promise<Record<string, number> | undefined> {
-    const text = await this.metricsText(signal);
-    if (text === undefined) return undefined;
-    const out: Record<string, number> = {};
-    for (const line of text.split('\n')) {
-      if (line === '' || line.startsWith('#')) continue;
-      const m = /^([A-Za-z_:][A-Za-z0-9_:]*)\s+(\S+)/.exec(line);
-      if (m?.[1] !== undefined && m[2] !== undefined) {
-        const v = Number(m[2]);
-        if (!Number.isNaN(v)) out[m[1]] = v;
-      }
-    }
-    return out;
-  }
-
-  /**
    * Streams `POST /completion` with the body of {@link toCompletionBody}: `token` events for every
-   * frame with non-empty `content` (i from 0) and exactly one `end` from the `stop:true` frame
-   * (see {@link completionEvents}).
+   * frame with non-empty `content` (i from 0) and exactly one `end` from the `stop:true` frame (see
+   * `CompletionDecoder`). Each event goes to `onEvent` as the body's chunks arrive, with no promise
+   * or iterator between the socket and the callback. A promise returned by `onEvent` pauses the body
+   * until it settles (back-pressure); its rejection ends the stream like an abort. Resolves once the
+   * `end` event was handed over.
    *
-   * Throws (from the iterator): {@link EngineUnreachableError} (no connection),
-   * {@link EngineLoadingError} / {@link EngineRejectedError} (JSON error before the stream, or an
-   * error frame), {@link WorkerResetError} (body ended or broke without `stop:true`),
-   * {@link EngineProtocolError} (unparseable frame), {@link CompletionAbortedError} (signal).
-   *
-   * Abort, or leaving the `for await` early, destroys the socket: that is llama-server's cancel
-   * and frees the slot (reference §5).
-   */
-  complete(req: CompletionInput, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
-    return this.#stream('/completion', toCompletionBody(req), completionEvents, signal);
-  }
-
-  /**
-   * Streams `POST /v1/chat/completions` with the body of {@link toChatBody}: the engine renders the
-   * messages with the model's chat template. Events as {@link chatEvents} describes (content
-   * deltas as tokens, one `end` built from the finish_reason and usage chunks at `[DONE]`); errors,
-   * abort and cancel as {@link complete}, with a body ending before `[DONE]` as WorkerResetError.
-   */
-  chat(req: ChatInput, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
-    return this.#stream('/v1/chat/completions', toChatBody(req), chatEvents, signal);
-  }
-
-  /**
-   * Push form of {@link complete}: each event goes to `onEvent` as the body's chunks arrive, with no
-   * promise or iterator between the socket and the callback. A promise returned by `onEvent` pauses
-   * the body until it settles (back-pressure); its rejection ends the stream like an abort. Resolves
-   * once the `end` event was handed over; rejects with the errors {@link complete} throws.
-   * Performance notes: push engine stream.
+   * Rejects with {@link EngineUnreachableError} (no connection), {@link EngineLoadingError} /
+   * {@link EngineRejectedError} (JSON error before the stream, or an error frame),
+   * {@link WorkerResetError} (body ended or broke without `stop:true`), {@link EngineProtocolError}
+   * (unparseable frame), {@link CompletionAbortedError} (signal). An abort destroys the socket: that
+   * is llama-server's cancel and frees the slot (reference §5). Performance notes: push engine stream.
    */
   completeInto(req: CompletionInput, onEvent: EventSink, signal?: AbortSignal): Promise<void> {
     return this.#streamInto('/completion', toCompletionBody(req), new CompletionDecoder(this.baseUrl), onEvent, signal);
   }
 
-  /** Push form of {@link chat}, as {@link completeInto}. */
+  /**
+   * Streams `POST /v1/chat/completions` with the body of {@link toChatBody}: the engine renders the
+   * messages with the model's chat template. Events as `ChatDecoder` describes (content deltas as
+   * tokens, one `end` built from the finish_reason and usage chunks at `[DONE]`); delivery, errors,
+   * abort and cancel as {@link completeInto}, with a body ending before `[DONE]` as WorkerResetError.
+   */
   chatInto(req: ChatInput, onEvent: EventSink, signal?: AbortSignal): Promise<void> {
     return this.#streamInto('/v1/chat/completions', toChatBody(req), new ChatDecoder(this.baseUrl), onEvent, signal);
-  }
-
-  /** POSTs a streaming request; errors before the body as {@link complete} describes. */
-  async #open(path: string, payload: object, signal: AbortSignal | undefined): Promise<Dispatcher.ResponseData> {
-    if (this.#state === 'closed') throw new ClientClosedError();
-    const body = JSON.stringify(payload);
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await request(`${this.baseUrl}${path}`, {
-        method: 'POST',
-        dispatcher: this.#dispatcher,
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...this.#authHeader },
-        body,
-        // Never reuse this socket: the engine closes it after a stream (pitfall 9).
-        reset: true,
-        headersTimeout: this.#headersTimeoutMs,
-        bodyTimeout: this.#bodyTimeoutMs,
-        ...(signal !== undefined ? { signal } : {}),
-      });
-    } catch (err) {
-      if (isAbort(err, signal)) throw new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
-      if (isConnectionError(err)) throw new EngineUnreachableError(`llama-server at ${this.baseUrl} unreachable: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
-      throw err;
-    }
-    if (res.statusCode !== 200) {
-      const text = await res.body.text().catch(() => '');
-      this.#throwForStatus(res.statusCode, text, path);
-      throw new EngineProtocolError(`POST ${path} answered ${res.statusCode}`, { url: this.baseUrl });
-    }
-    return res;
   }
 
   /** What a broken or aborted body becomes. */
@@ -256,29 +190,6 @@ export class LlamaServerClient {
     if (err instanceof AdapterError) return err;
     if (isAbort(err, signal)) return new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
     return new WorkerResetError(`llama-server stream broke: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
-  }
-
-  async *#stream(
-    path: string,
-    payload: object,
-    decode: (payloads: AsyncIterable<string>, url: string) => AsyncGenerator<CompletionEvent, void, undefined>,
-    signal: AbortSignal | undefined,
-  ): AsyncGenerator<CompletionEvent, void, undefined> {
-    const res = await this.#open(path, payload, signal);
-    let finished = false;
-    try {
-      for await (const ev of decode(parseSseData(res.body), this.baseUrl)) {
-        // Frames of a chunk already read are still parsed after an abort; none is handed out.
-        if (signal?.aborted === true) throw new CompletionAbortedError({ url: this.baseUrl }, { cause: signal.reason });
-        if (ev.type === 'end') finished = true;
-        yield ev;
-      }
-    } catch (err) {
-      throw this.#bodyError(err, signal);
-    } finally {
-      // Early exit (consumer break, abort, error): destroying the body closes the socket = cancel.
-      if (!finished && !res.body.destroyed) res.body.destroy();
-    }
   }
 
   #streamInto(path: string, payload: object, decoder: CompletionDecoder | ChatDecoder, onEvent: EventSink, signal: AbortSignal | undefined): Promise<void> {

@@ -3,6 +3,7 @@ import { findFreePort } from '@llama-orch/engine-provisioner';
 import { CompletionAbortedError, EngineProtocolError, EngineRejectedError, EngineUnreachableError, WorkerResetError } from './errors.js';
 import { LlamaServerClient, type CompletionEvent } from './llama-server-client.js';
 import { faultServer } from './testing/fault-server.js';
+import { chatEvents, completeEvents } from './testing/pull-events.js';
 
 /**
  * The push form (`completeInto`/`chatInto`, what pool-managerd runs) against the pull form
@@ -69,7 +70,7 @@ describe('completeInto: the same events and errors as complete', () => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.end(body);
       });
-      const a = await pull(client.complete(req));
+      const a = await pull(completeEvents(client, req));
       const b = await push((on) => client.completeInto(req, on));
       expect(b.events).toEqual(a.events);
       expect(b.error?.constructor).toBe(a.error?.constructor);
@@ -106,7 +107,7 @@ describe('completeInto: the same events and errors as complete', () => {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(text);
       });
-      const a = await pull(client.complete(req));
+      const a = await pull(completeEvents(client, req));
       const b = await push((on) => client.completeInto(req, on));
       expect(b.events).toEqual([]);
       expect(b.error?.constructor).toBe(a.error?.constructor);
@@ -118,7 +119,7 @@ describe('completeInto: the same events and errors as complete', () => {
     const port = await findFreePort();
     const client = new LlamaServerClient({ baseUrl: `http://127.0.0.1:${port}` });
     cleanups.push(() => client.close());
-    const a = await pull(client.complete(req));
+    const a = await pull(completeEvents(client, req));
     const b = await push((on) => client.completeInto(req, on));
     expect(b.error).toBeInstanceOf(EngineUnreachableError);
     expect(b.error?.constructor).toBe(a.error?.constructor);
@@ -192,7 +193,7 @@ describe('chatInto: the same events and errors as chat', () => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.end(body);
       });
-      const a = await pull(client.chat(chatReq));
+      const a = await pull(chatEvents(client, chatReq));
       const b = await push((on) => client.chatInto(chatReq, on));
       expect(b.events).toEqual(a.events);
       expect(b.error?.constructor).toBe(a.error?.constructor);

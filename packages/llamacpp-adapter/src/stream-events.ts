@@ -163,20 +163,6 @@ export class CompletionDecoder {
   }
 }
 
-/** {@link CompletionDecoder} over an iterable of payloads. */
-export async function* completionEvents(payloads: AsyncIterable<string>, url: string): AsyncGenerator<CompletionEvent, void, undefined> {
-  yield* decodeAll(new CompletionDecoder(url), payloads);
-}
-
-async function* decodeAll(decoder: CompletionDecoder | ChatDecoder, payloads: AsyncIterable<string>): AsyncGenerator<CompletionEvent, void, undefined> {
-  for await (const payload of payloads) {
-    const ev = decoder.payload(payload);
-    if (ev !== undefined) yield ev;
-    if (decoder.ended) return;
-  }
-  decoder.finish();
-}
-
 function finishReasonOf(engine: string): FinishReason {
   return engine === 'length' || engine === 'tool_calls' ? engine : 'stop';
 }
@@ -243,9 +229,4 @@ export class ChatDecoder {
   finish(): void {
     if (!this.#ended) throw new WorkerResetError(`llama-server chat stream ended without [DONE] after ${this.#i} token events`, { url: this.url, tokens: this.#i });
   }
-}
-
-/** {@link ChatDecoder} over an iterable of payloads. */
-export async function* chatEvents(payloads: AsyncIterable<string>, url: string): AsyncGenerator<CompletionEvent, void, undefined> {
-  yield* decodeAll(new ChatDecoder(url), payloads);
 }

@@ -3,6 +3,7 @@ import { EngineRejectedError, EngineUnreachableError, WorkerResetError } from '.
 import { LlamaServerClient, type CompletionEvent } from './llama-server-client.js';
 import { faultServer } from './testing/fault-server.js';
 import { findFreePort } from '@llama-orch/engine-provisioner';
+import { completeEvents } from './testing/pull-events.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -35,7 +36,7 @@ describe('completion stream mapping (fault fixtures)', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(`${sse({ content: 'a', stop: false })}:\n\n${sse({ content: '', stop: false })}${sse({ content: 'b', stop: false })}${sse(final)}`);
     });
-    expect(await collect(client.complete(req))).toEqual([
+    expect(await collect(completeEvents(client, req))).toEqual([
       { type: 'token', t: 'a', i: 0 },
       { type: 'token', t: 'b', i: 1 },
       { type: 'end', tokens_out: 3, decode_ms: 1.5, stop_type: 'limit', finish_reason: 'length' },
@@ -49,7 +50,7 @@ describe('completion stream mapping (fault fixtures)', () => {
     });
     const seen: CompletionEvent[] = [];
     const err = await (async () => {
-      for await (const ev of client.complete(req)) seen.push(ev);
+      for await (const ev of completeEvents(client, req)) seen.push(ev);
     })().catch((e: unknown) => e);
     expect(seen).toEqual([{ type: 'token', t: 'a', i: 0 }]);
     expect(err).toBeInstanceOf(WorkerResetError);
@@ -62,7 +63,7 @@ describe('completion stream mapping (fault fixtures)', () => {
       res.write(sse({ content: 'a', stop: false }));
       setTimeout(() => res.socket?.destroy(), 20);
     });
-    await expect(collect(client.complete(req))).rejects.toBeInstanceOf(WorkerResetError);
+    await expect(collect(completeEvents(client, req))).rejects.toBeInstanceOf(WorkerResetError);
   });
 
   it('JSON errors before the stream and error frames inside it carry the engine message', async () => {
@@ -70,14 +71,14 @@ describe('completion stream mapping (fault fixtures)', () => {
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { code: 400, message: 'request (402 tokens) exceeds the available context size', type: 'exceed_context_size_error' } }));
     });
-    const e1 = await collect(before.complete(req)).catch((e: unknown) => e);
+    const e1 = await collect(completeEvents(before, req)).catch((e: unknown) => e);
     expect(e1).toBeInstanceOf(EngineRejectedError);
     expect(e1).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS', engineType: 'exceed_context_size_error', message: 'request (402 tokens) exceeds the available context size' });
     const inside = await server((res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(`${sse({ content: 'a', stop: false })}${sse({ error: { code: 500, message: 'decode failed', type: 'server_error' } })}`);
     });
-    const e2 = await collect(inside.complete(req)).catch((e: unknown) => e);
+    const e2 = await collect(completeEvents(inside, req)).catch((e: unknown) => e);
     expect(e2).toBeInstanceOf(EngineRejectedError);
     expect(e2).toMatchObject({ status: 500, message: 'decode failed' });
   });
@@ -86,7 +87,7 @@ describe('completion stream mapping (fault fixtures)', () => {
     const port = await findFreePort();
     const client = new LlamaServerClient({ baseUrl: `http://127.0.0.1:${port}` });
     cleanups.push(() => client.close());
-    await expect(collect(client.complete(req))).rejects.toBeInstanceOf(EngineUnreachableError);
+    await expect(collect(completeEvents(client, req))).rejects.toBeInstanceOf(EngineUnreachableError);
     expect(await client.health()).toBe('down');
   });
 });

@@ -1,4 +1,4 @@
-import { SseSplitter } from './sse-splitter.js';
+import { SseSplitter } from '../sse-splitter.js';
 
 /**
  * Pull form of {@link SseSplitter} for readers that iterate: yields the `data` payload of each
