@@ -17,17 +17,18 @@ async function writeConfig(text: string): Promise<string> {
 }
 
 describe('readPoolsFile', () => {
-  it('reads the pools of a pool-managerd config, whatever else the file holds', async () => {
+  it('reads the pools and cache_dir of a pool-managerd config', async () => {
     const file = await readPoolsFile(join(repoRoot(), 'requirements', 'cpu-dev.yaml'));
     expect(file.pools[0]).toMatchObject({ id: 'cpu0', gpu: 'off', source: { kind: 'bundle' } });
     expect(Object.isFrozen(file.pools[0])).toBe(true);
-    const other = await readPoolsFile(await writeConfig('node: { id: n1, anything: 1 }\ncache_dir: /c\npools:\n  - { id: a, model: m }\n'));
+    const other = await readPoolsFile(await writeConfig('node: { id: n1 }\ncache_dir: /c\npools:\n  - { id: a, model: m }\n'));
     expect(other).toMatchObject({ cacheDir: '/c', pools: [{ id: 'a', model: 'm' }] });
   });
 
-  it('refuses invalid pools, bad YAML and a missing file as CONFIG_INVALID', async () => {
+  it('refuses any invalid key (the whole file is checked against the contract), bad YAML and a missing file as CONFIG_INVALID', async () => {
     for (const path of [
-      await writeConfig('pools:\n  - { id: a, model: m, turbo: true }\n'),
+      await writeConfig('node: { id: n1 }\npools:\n  - { id: a, model: m, turbo: true }\n'),
+      await writeConfig('node: { id: n1, anything: 1 }\npools:\n  - { id: a, model: m }\n'),
       await writeConfig('pools: ['),
       await writeConfig('node: { id: n1 }\n'),
       '/nonexistent/config.yaml',

@@ -1,25 +1,23 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
-import { z } from 'zod';
-import { PoolConfigSchema, formatIssues, type PoolConfig } from '@llama-orch/contracts';
+import { PoolManagerConfigSchema, formatIssues, type PoolConfig } from '@llama-orch/contracts';
 import { EngineProvisionError } from './errors.js';
 
 /** What engine-provisioner takes from a pool-managerd config file. */
 export interface PoolsFile {
-  /** The file's pools, each validated with contracts' `PoolConfigSchema` (frozen). */
+  /** The file's pools (frozen). */
   readonly pools: readonly PoolConfig[];
   /** The file's `cache_dir`, as written. */
   readonly cacheDir: string | undefined;
 }
 
-// Only the sections this package needs: the file is pool-managerd's, which validates all of it
-// (unknown keys, node identity, supervision) at start; its other keys are not looked at here.
-const PoolsSectionSchema = z.object({ pools: z.array(PoolConfigSchema).min(1), cache_dir: z.string().optional() });
-
 /**
- * The pools of a pool-managerd YAML config file (`requirements/*.yaml`), for the CLI and the test
- * engine: YAML syntax errors, a missing file and invalid pools are one `CONFIG_INVALID`.
+ * The pools and cache dir of a pool-managerd YAML config file (`requirements/*.yaml`), for the CLI
+ * and the test engine. The file is validated whole with contracts' `PoolManagerConfigSchema` (the
+ * contract, not pool-managerd's loader: no environment, no token, nothing resolved), so the CLI
+ * names every problem of a file the daemon would refuse. A missing file, YAML errors and any
+ * invalid key are one `CONFIG_INVALID`.
  */
 export async function readPoolsFile(path: string): Promise<PoolsFile> {
   let text: string;
@@ -32,10 +30,10 @@ export async function readPoolsFile(path: string): Promise<PoolsFile> {
   if (doc.errors.length > 0) {
     throw new EngineProvisionError('CONFIG_INVALID', `config ${path} is not valid YAML:\n${doc.errors.map((e) => e.message).join('\n')}`, { path });
   }
-  const parsed = PoolsSectionSchema.safeParse(doc.toJS());
+  const parsed = PoolManagerConfigSchema.safeParse(doc.toJS());
   if (!parsed.success) {
     const issues = formatIssues(parsed.error);
-    throw new EngineProvisionError('CONFIG_INVALID', `config ${path} has invalid pools:\n${issues}`, { path, issues: issues.split('\n') });
+    throw new EngineProvisionError('CONFIG_INVALID', `config ${path} is invalid:\n${issues}`, { path, issues: issues.split('\n') });
   }
   return Object.freeze({ pools: Object.freeze(parsed.data.pools.map((p) => Object.freeze(p))), cacheDir: parsed.data.cache_dir });
 }
