@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { HB_MS } from '../testing/openai-cluster.js';
 import { makeApp, openSse, taskBody, TOKEN, type TestApp } from '../testing/test-helpers.js';
 
 /** Records the start of every chunk written to `socket` whose text starts with `prefix`. */
@@ -35,14 +36,14 @@ describe('admission answers after the dispatch it started', () => {
         cb(err, socket as never);
       }),
     });
-    t = await makeApp({ heartbeat_interval_ms: 100 }, { tickMs: 20 }, undefined, http1);
+    t = await makeApp({ heartbeat_interval_ms: HB_MS }, { tickMs: 20 }, undefined, http1);
     t.app.server.on('connection', (s: Socket) => tapWrites(s, 'HTTP/1.1 202', '202', order));
     const auth = t.auth;
     await t.app.listen({ host: '127.0.0.1', port: 0 });
     const address = t.app.server.address();
     const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
     node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: TOKEN, tokenIntervalMs: 5 });
-    await node.startHeartbeats(url, 100);
+    await node.startHeartbeats(url, HB_MS);
     const submit = async (): Promise<{ status: number; sse: string }> => {
       const res = await request(`${url}/v2/tasks`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(taskBody({ max_tokens: 2 })) });
       const json = (await res.body.json()) as { streams: { sse: string } };

@@ -3,6 +3,7 @@ import { ErrorEnvelopeSchema, OpenAiErrorSchema, OrchestratorConfigSchema } from
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { HB_MS } from '../testing/openai-cluster.js';
 import { buildApp, type OrchdApp } from '../app.js';
 import { loadCredentials } from './credentials.js';
 import { ConfigError } from '../errors.js';
@@ -134,7 +135,7 @@ describe('client keys and the node token', () => {
     // the fixture node registers with the node token and accepts only dispatches that carry it
     const node = await FixturePoolManager.start({ nodeId: 'fx', pools: [{ pool_id: 'fp', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 2 });
     try {
-      await node.startHeartbeats(url, 100);
+      await node.startHeartbeats(url, HB_MS);
       const body = taskBody({ model_ref: 'm', max_tokens: 3 });
       const res = await request(`${url}/v2/tasks`, { method: 'POST', headers: { ...bearer(ALICE), 'content-type': 'application/json' }, body: JSON.stringify(body) });
       expect(res.statusCode).toBe(202);

@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { makeApp, openSse, taskBody, TOKEN, type TestApp } from '../testing/test-helpers.js';
 
-const HB_MS = 100;
+// Offline after 3 missed heartbeats: 750 ms of silence, above a loaded machine's event-loop stalls.
+const HB_MS = 250;
 
 describe('X-Correlation-Id across the hop to pool-managerd', () => {
   let t: TestApp | undefined;

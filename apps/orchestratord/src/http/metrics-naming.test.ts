@@ -4,6 +4,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findPromtool, metricNamingProblems, parsePrometheusText, promtoolCheckMetrics, type PromFamily } from '@llama-orch/daemon-support';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { HB_MS } from '../testing/openai-cluster.js';
 import { makeApp, openSse, taskBody, TOKEN, type TestApp } from '../testing/test-helpers.js';
 
 // Prometheus' own linter over the same scrape (found on PATH or fetched from Debian; the test says why when it skips).
@@ -44,12 +45,12 @@ let families: PromFamily[] = [];
 let text = '';
 
 beforeAll(async () => {
-  t = await makeApp({ heartbeat_interval_ms: 100 }, { tickMs: 20 });
+  t = await makeApp({ heartbeat_interval_ms: HB_MS }, { tickMs: 20 });
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   const a = t.app.server.address();
   url = `http://127.0.0.1:${typeof a === 'object' && a !== null ? a.port : 0}`;
   node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1, engine_version: 'b1-test' }], token: TOKEN, tokenIntervalMs: 5 });
-  await node.startHeartbeats(url, 100);
+  await node.startHeartbeats(url, HB_MS);
   // Two turns of one session (a finished task, then one placed by affinity), one cancelled task.
   const session = crypto.randomUUID();
   for (const over of [{ session_id: session }, { session_id: session }, { max_tokens: 2000 }]) {

@@ -38,10 +38,15 @@ describe('auth and correlation', () => {
     expect((await t.app.inject({ method: 'GET', url: '/nope' })).statusCode).toBe(401);
   });
 
-  it('compares tokens in constant time whatever their lengths', () => {
+  // tokenMatches compares SHA-256 digests with timingSafeEqual (constant time by construction); a
+  // timing measurement would only flake, so this checks what it decides, at every length.
+  it('token comparison: only the exact token matches, whatever the lengths (empty, prefix, longer, one character off)', () => {
     expect(tokenMatches(TOKEN, TOKEN)).toBe(true);
     expect(tokenMatches('', TOKEN)).toBe(false);
+    expect(tokenMatches(TOKEN.slice(0, -1), TOKEN)).toBe(false);
     expect(tokenMatches(`${TOKEN}${TOKEN}`, TOKEN)).toBe(false);
+    const last = TOKEN.at(-1) === 'x' ? 'y' : 'x';
+    expect(tokenMatches(`${TOKEN.slice(0, -1)}${last}`, TOKEN)).toBe(false);
   });
 
   it('without a configured token every route is open (config allows that only on loopback)', async () => {

@@ -4,7 +4,7 @@ import type { TaskRequestInput } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
-import { startFixtureCluster, type FixtureNodeSpec } from '../testing/openai-cluster.js';
+import { HB_MS, startFixtureCluster, type FixtureNodeSpec } from '../testing/openai-cluster.js';
 import { openSse, taskBody, TOKEN, waitFor, type SseClient, type TestApp } from '../testing/test-helpers.js';
 
 interface Cluster {
@@ -13,7 +13,6 @@ interface Cluster {
   nodes: FixturePoolManager[];
 }
 
-const HB_MS = 100;
 
 describe('SSE relay over real sockets with fixture nodes', () => {
   let cluster: Cluster | undefined;
@@ -26,7 +25,7 @@ describe('SSE relay over real sockets with fixture nodes', () => {
   });
 
   async function start(nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}): Promise<Cluster> {
-    const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over, HB_MS);
+    const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over);
     cluster = { t, url, nodes: fixtures };
     return cluster;
   }

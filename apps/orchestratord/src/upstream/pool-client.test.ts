@@ -70,9 +70,11 @@ describe('PoolClient.dispatch accept timeout', () => {
       const ms = performance.now() - t0;
       expect(err).toBeInstanceOf(UpstreamConnectError);
       expect((err as Error).message).toMatch(/did not accept the dispatch within 1000 ms/);
-      // undici's own headersTimeout fired this one after ~1,500 ms (500 ms timer ticks).
+      // Our timer, not undici's headersTimeout (off for dispatches; it ran on 500 ms ticks): the message
+      // above is ours. Never early; the upper bound only says "about 1 s", with headroom for a
+      // loaded machine (timings belong in `pnpm bench`).
       expect(ms).toBeGreaterThanOrEqual(995);
-      expect(ms).toBeLessThan(1300);
+      expect(ms).toBeLessThan(3000);
       // The deadline stopped the request by aborting the dispatch's controller, with the failure as its reason.
       expect(controller.reason).toBe(err);
       expect(client.http1InFlight(url)).toBe(0);
