@@ -31,8 +31,8 @@ export interface ClusterOptions {
   heartbeatMs: number;
   /** Generous: a cold cache means building llama-server first. */
   readyTimeoutMs: number;
-  /** Per node (index 0 = `p1`): another model ref or `aliases` for its pool. */
-  pools?: ReadonlyArray<{ model?: string; aliases?: readonly string[] } | undefined>;
+  /** Per node (index 0 = `p1`): another model ref, `aliases` or engine `extra_flags` for its pool. */
+  pools?: ReadonlyArray<{ model?: string; aliases?: readonly string[]; extraFlags?: readonly string[] } | undefined>;
 }
 
 export interface Cluster {
@@ -74,6 +74,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
         pools: [{
           id: poolId, model: opts.pools?.[n - 1]?.model ?? opts.model, gpu: opts.gpu, ctx: 2048, slots: 1, determinism: true, threads: 1,
           ...(opts.pools?.[n - 1]?.aliases ? { aliases: opts.pools[n - 1]!.aliases } : {}),
+          ...(opts.pools?.[n - 1]?.extraFlags ? { extra_flags: opts.pools[n - 1]!.extraFlags } : {}),
           ...(opts.gpu === 'off' ? {} : { gpu_layers: 'all' }),
         }],
       }));

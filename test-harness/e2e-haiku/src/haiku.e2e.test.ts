@@ -167,12 +167,16 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
         }
       },
     });
-    const terminal = run.frames.at(-1);
-    expect(terminal?.event).toBe('end');
-    expect(terminal?.data.canceled).toBe(true);
-    expect(Number(terminal?.data.tokens_out)).toBeLessThan(1500);
-    const afterEnd = run.frames.slice(run.frames.indexOf(terminal!) + 1);
-    expect(afterEnd.filter((f) => f.event === 'token')).toEqual([]);
+    // The recorder reads until orchestratord closes the stream, so anything sent after the
+    // terminal frame (a late token, a second end) is in run.frames.
+    const terminals = run.frames.filter((f) => f.event === 'end' || f.event === 'error');
+    expect(terminals.map((f) => f.event), 'exactly one terminal frame').toEqual(['end']);
+    const terminal = terminals[0]!;
+    expect(terminal.data.canceled).toBe(true);
+    expect(Number(terminal.data.tokens_out)).toBeLessThan(1500);
+    const afterEnd = run.frames.slice(run.frames.indexOf(terminal) + 1);
+    expect(afterEnd.map((f) => f.event), 'no frame (token or other) after the end').toEqual([]);
+    expect(run.closedWithoutTerminal).toBe(false);
 
     const engineUrl = await engineUrlOf(cluster, poolId);
     let idle = false;
@@ -190,7 +194,8 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
   }, 120_000);
 });
 
-describe.runIf(realMode)('e2e-haiku (real-model mode)', () => {
+// Without REQUIRE_REAL_LLAMA=1 these two show as skipped under their own names (never faked).
+describe.runIf(realMode)('e2e-haiku (real-model mode: runs with REQUIRE_REAL_LLAMA=1 and LLORCH_HAIKU_MODEL=<hf: ref or path>)', () => {
   it('writes a haiku with the minute word exactly once within 30 s', async () => {
     let run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 1, maxTokens: 64 });
     // the minute may flip between deriving the word and the model writing it: one retry
@@ -205,9 +210,4 @@ describe.runIf(realMode)('e2e-haiku (real-model mode)', () => {
     expect(countWord(run.text, run.minute), run.text).toBe(1);
     expect(run.finishedAt - run.startedAt).toBeLessThanOrEqual(30_000);
   }, 120_000);
-});
-
-describe.skipIf(realMode)('e2e-haiku (real-model mode: set REQUIRE_REAL_LLAMA=1 and LLORCH_HAIKU_MODEL=<hf: ref or path> to run; skipped, never faked)', () => {
-  it.skip('real-model haiku', () => undefined);
-  it.skip('real-model chat haiku', () => undefined);
 });

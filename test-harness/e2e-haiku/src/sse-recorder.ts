@@ -10,8 +10,11 @@ export interface RecordedFrame {
 }
 
 /**
- * Reads an SSE stream incrementally, recording every frame with its arrival time, until a
- * terminal frame (`end` / `error`) or the body closes. `onFrame` may abort via the returned signal.
+ * Reads an SSE stream incrementally, recording every frame with its arrival time, until the server
+ * closes the connection (orchestratord closes a task's stream after its terminal frame). Nothing is
+ * dropped: a second terminal frame or a token after `end` is in `frames` for the caller to see.
+ * `closedWithoutTerminal`: the connection closed and no frame was `end` / `error`. `onFrame` may
+ * abort via `opts.signal`; the frames read until then are returned.
  */
 export async function recordStream(
   url: string,
@@ -34,16 +37,12 @@ export async function recordStream(
         const frame: RecordedFrame = { received_at: Date.now(), id: e.id, event: e.event ?? 'message', data: JSON.parse(e.data) as Record<string, unknown> };
         frames.push(frame);
         opts.onFrame?.(frame);
-        if (frame.event === 'end' || frame.event === 'error') {
-          res.body.destroy();
-          return { frames, status: 200, closedWithoutTerminal: false };
-        }
       }
     }
   } catch (err) {
     if (!opts.signal?.aborted) throw err;
   }
-  return { frames, status: 200, closedWithoutTerminal: true };
+  return { frames, status: 200, closedWithoutTerminal: !frames.some((f) => f.event === 'end' || f.event === 'error') };
 }
 
 /** Sends a `/completion` request straight to a llama-server and returns its text and token count. */
