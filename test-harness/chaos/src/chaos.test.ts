@@ -1,9 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ChaosCluster } from './chaos-cluster.js';
 import { runChaos, type ChaosReport } from './chaos-run.js';
 import { writeReport } from './report.js';
 
 const HEARTBEAT_MS = 300;
+// Printed at the start and again on any failure: CHAOS_SEED=<seed> replays the run's random choices.
+const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);
 
 describe('chaos run: real cluster under load with engine kill, node stop and orchestratord restart', () => {
   let cluster: ChaosCluster;
@@ -11,22 +13,34 @@ describe('chaos run: real cluster under load with engine kill, node stop and orc
   let reportPath: string;
 
   beforeAll(async () => {
+    process.stdout.write(`[chaos] seed ${SEED}\n`);
     cluster = await ChaosCluster.start({ nodes: 2, slots: 4, heartbeatMs: HEARTBEAT_MS, ctx: 2048, threads: 1 });
-    report = await runChaos(cluster, {
-      targetAdmitted: 520,
-      maxSubmitted: 900,
-      concurrency: 14,
-      maxTokens: { min: 4, max: 48 },
-      cancelRate: 0.15,
-      disconnectRate: 0.1,
-      taskTimeoutMs: 60_000,
-      heartbeatMs: HEARTBEAT_MS,
-      seed: Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000),
-      model: 'synthetic:llama',
-      log: (m) => process.stdout.write(`[chaos] ${m}\n`),
-    });
+    try {
+      report = await runChaos(cluster, {
+        targetAdmitted: 520,
+        maxSubmitted: 900,
+        concurrency: 14,
+        maxTokens: { min: 4, max: 48 },
+        cancelRate: 0.15,
+        disconnectRate: 0.1,
+        taskTimeoutMs: 60_000,
+        heartbeatMs: HEARTBEAT_MS,
+        seed: SEED,
+        model: 'synthetic:llama',
+        log: (m) => process.stdout.write(`[chaos] ${m}\n`),
+      });
+    } catch (err) {
+      process.stdout.write(`[chaos] run failed: replay with CHAOS_SEED=${SEED}\n`);
+      throw err;
+    }
     reportPath = await writeReport(report);
     process.stdout.write(`[chaos] report ${reportPath}\n[chaos] counts ${JSON.stringify(report.counts)}\n[chaos] rss ${JSON.stringify(report.rss)}\n`);
+  });
+
+  beforeEach(({ task, onTestFailed }) => {
+    onTestFailed(() => {
+      process.stdout.write(`[chaos] FAILED "${task.name}": replay with CHAOS_SEED=${SEED}\n`);
+    });
   });
 
   afterAll(async () => {

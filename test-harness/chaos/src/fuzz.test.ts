@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Agent } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { metricSum } from '@llama-orch/e2e-haiku';
 import { ChaosCluster, type ChaosNode } from './chaos-cluster.js';
 import {
@@ -11,7 +11,8 @@ import { writeReport } from './report.js';
 import { fillPath, ROUTES, type RouteContext, type RouteSpec } from './routes.js';
 import { fuzzHandoffDir } from './handoff-fuzz.js';
 
-// Bounded: about 4,000 loopback requests in all; the seed is printed so a failure can be replayed.
+// Bounded: about 4,000 loopback requests in all; the seed is printed at the start and again after
+// each failed test, so a failing run can be replayed with FUZZ_SEED=<seed>.
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
 const STREAM_CAP = 16 * 1024;
@@ -22,6 +23,8 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
   let ctx: RouteContext;
   let dispatcher: Agent;
   let enginePid: number;
+  /** Each daemon's `process_cpu_user_seconds_total` before the fuzzing. */
+  const cpuBefore = new Map<string, number>();
   const findings: Array<{ property: string; request: string; status: number; problems: string[]; response?: string }> = [];
   let requests = 0;
 
@@ -57,7 +60,14 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
     dispatcher = new Agent({ connections: 32 });
     const h = (await cluster.handoffs(node)).find((x) => x.pool_id === node.poolId);
     enginePid = h?.pid ?? 0;
+    for (const d of [cluster.orchestrator, node.daemon]) cpuBefore.set(d.name, cpuUserSeconds((await probe(d.url, { method: 'GET', path: '/metrics' })).text, d.name));
     process.stdout.write(`[fuzz] seed ${SEED}, ${RUNS} runs per property\n`);
+  });
+
+  beforeEach(({ task, onTestFailed }) => {
+    onTestFailed(() => {
+      process.stdout.write(`[fuzz] FAILED "${task.name}": replay with FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS}\n`);
+    });
   });
 
   afterAll(async () => {
@@ -189,7 +199,8 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
       expect(d.alive(), d.name).toBe(true);
       const m = await probe(d.url, { method: 'GET', path: '/metrics' });
       expect(m.status, `${d.name} /metrics`).toBe(200);
-      expect(metricSum(m.text, 'process_cpu_user_seconds_total')).toBeGreaterThanOrEqual(0);
+      // thousands of requests later the process has burnt CPU time: the metric is there and moved
+      expect(cpuUserSeconds(m.text, d.name)).toBeGreaterThan(cpuBefore.get(d.name) ?? Number.POSITIVE_INFINITY);
     }
     await cluster.waitPoolsReady(30_000);
     const pools = await cluster.nodePools(node);
@@ -199,3 +210,9 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
     expect(findings).toEqual([]);
   });
 });
+
+/** `process_cpu_user_seconds_total` from a scrape; throws when the sample is absent (metricSum would read 0). */
+function cpuUserSeconds(text: string, daemon: string): number {
+  if (!/^process_cpu_user_seconds_total(\{[^}]*\})? \S+$/m.test(text)) throw new Error(`${daemon} /metrics has no process_cpu_user_seconds_total sample`);
+  return metricSum(text, 'process_cpu_user_seconds_total');
+}
