@@ -134,7 +134,9 @@ describe('pool-managerd as a process', () => {
     expect((await d.exited).code).toBe(0);
   });
 
-  it('registers with orchestratord, heartbeats ready only once the engine is healthy, deregisters and stops engines on SIGTERM', async () => {
+  // The orchestrator here is FakeOrchestrator: it records the node API calls (zod-parsed) and answers
+  // them; the real orchestratord side is covered by the e2e suites.
+  it('registers with an orchestrator (fake, recording the node API), heartbeats ready only once the engine is healthy, deregisters and stops engines on SIGTERM', async () => {
     const orch = new FakeOrchestrator(TOKEN);
     await orch.listen();
     cleanups.push(() => orch.close());
@@ -153,8 +155,19 @@ describe('pool-managerd as a process', () => {
     const firstReady = orch.heartbeats.find((x) => x.body.pools[0]?.ready === true);
     expect(firstReady?.at).toBeGreaterThanOrEqual(healthyAt);
     expect(orch.heartbeats.filter((x) => x.at < healthyAt).every((x) => x.body.pools[0]?.ready === false)).toBe(true);
-    // The registration carries whatever is true when it is sent: ready only if the engine was healthy.
-    if (orch.registrations[0]?.pools[0]?.ready === true) expect(orch.registrationTimes[0]).toBeGreaterThanOrEqual(healthyAt);
+    // The registration carries whatever is true when it is sent (the engine may or may not be healthy
+    // by then): ready only after 'engine healthy'; not ready → a consistent not-ready snapshot, and
+    // the ready heartbeat came after it. Both cases check something.
+    const regPool = orch.registrations[0]?.pools[0];
+    expect(regPool?.pool_id).toBe('p0');
+    report(`registration sent with p0 ${regPool?.ready === true ? 'ready' : `not ready (state ${regPool?.state})`}`);
+    if (regPool?.ready === true) {
+      expect(orch.registrationTimes[0]).toBeGreaterThanOrEqual(healthyAt);
+      expect(regPool.state).toBe('ready');
+    } else {
+      expect(regPool?.state).not.toBe('ready');
+      expect(firstReady?.at).toBeGreaterThanOrEqual(orch.registrationTimes[0]!);
+    }
     // The h2c dispatch listener: registered, and it streams a real completion over HTTP/2.
     const h2cUrl = orch.registrations[0]?.dispatch_h2c;
     expect(h2cUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);

@@ -189,10 +189,20 @@ describe('SIGTERM ends pool-managerd within its grace period', () => {
         return undefined;
       }
     }, 'engine spawned', 120_000, 1);
+    // The engine is still loading when the SIGTERM goes: its /health does not answer 200 yet
+    // (connection refused before it binds, 503 while the model loads).
+    const argv = processCmdline(pid) ?? [];
+    const enginePort = argv[argv.indexOf('--port') + 1];
+    expect(enginePort, argv.join(' ')).toMatch(/^\d+$/);
+    const health = await request(`http://127.0.0.1:${enginePort}/health`).then(async (r) => {
+      await r.body.dump();
+      return r.statusCode;
+    }, (err: unknown) => (err as NodeJS.ErrnoException).code ?? String(err));
+    expect(health, 'engine /health just before the SIGTERM').not.toBe(200);
     const exit = await sigterm(d, 'engine loading');
     expect(exit).toEqual({ code: 0, signal: null });
     expect(processCmdline(pid)).toBeUndefined();
     expect(d.lines.some((l) => l.msg === 'pool ready')).toBe(false);
-    report(`engine loading at SIGTERM: 'engine healthy' ${d.lines.some((l) => l.msg === 'engine healthy') ? 'was' : 'was not'} logged`);
+    report(`engine loading at SIGTERM: /health answered ${health}; 'engine healthy' ${d.lines.some((l) => l.msg === 'engine healthy') ? 'was' : 'was not'} logged`);
   });
 });

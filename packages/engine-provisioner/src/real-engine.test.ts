@@ -27,9 +27,12 @@ describe('real llama-server from the bundle', () => {
     expect(provenance).toMatchObject({ source: 'bundle:v0.5.0', commit: expect.stringMatching(/^de3ff81[0-9a-f]{33}$/), cuda: false });
     expect(provenance.cmake_flags).toEqual(expect.arrayContaining(['-DBUILD_SHARED_LIBS=OFF', '-DGGML_NATIVE=OFF', '-DGGML_CUDA=OFF', '-DLLAMA_USE_PREBUILT_UI=OFF', '-DLLAMA_OPENSSL=OFF']));
     expect(provenance.build_ms).toBeGreaterThan(0);
-    // self-contained: no RUNPATH into a build dir, so the cached copy runs anywhere
+    // self-contained: no RUNPATH into a build dir, so the cached copy runs anywhere. readelf comes
+    // with binutils, which the C++ toolchain that built the engine brings: without it this fails.
     const readelf = await execa('readelf', ['-d', bin.binary_path], { reject: false });
-    if (readelf.exitCode === 0) expect(String(readelf.stdout)).not.toMatch(/RUNPATH|RPATH/);
+    expect(readelf.exitCode, `readelf -d ${bin.binary_path}: ${String(readelf.stderr) || readelf.shortMessage}`).toBe(0);
+    expect(String(readelf.stdout)).toMatch(/Dynamic section/);
+    expect(String(readelf.stdout)).not.toMatch(/RUNPATH|RPATH/);
   }, BUILD_TIMEOUT);
 
   it('a second ensure of the same pool is a cache hit: no cmake, build.json untouched', async () => {

@@ -92,17 +92,19 @@ describe('pool-managerd with real llama-server pools', () => {
     expect((await poolStatus(h, 'det')).decode_tps).toBeGreaterThan(0);
   });
 
-  it('client disconnect mid-stream frees the engine slot within 100 ms and releases the lease', async () => {
+  // How fast is a performance figure: `pnpm bench cancel` (dispatch_p50, target ≤ 100 ms). Here the
+  // bound is generous; without the cancel the slot would stay busy for seconds (4096-token context,
+  // max_tokens 100,000), so an idle slot within it still means the disconnect reached the engine.
+  it('client disconnect mid-stream frees the engine slot (within a generous 2 s) and releases the lease', async () => {
     const engine = new LlamaServerClient({ baseUrl: handoff('det').url });
     const samples: number[] = [];
-    // Five cancels; the median is asserted (one /slots probe on a loaded 2-core box can take longer
-    // than the cancel itself). Without the cancel the slot would stay busy for seconds (4096-token context).
     for (let k = 0; k < 5; k++) {
       const d = await dispatch(h, 'det', { prompt: `a long story ${k}`, max_tokens: 100_000, greedy: true });
       let n = 0;
       for await (const e of d.events) {
         if (e.type === 'token' && ++n === 3) break;
       }
+      expect(await engineSlotsIdle(engine), 'the slot was generating when the client left').toBe(false);
       const t0 = performance.now();
       d.destroy();
       await until(() => engineSlotsIdle(engine), 'engine slot idle', 5000, 1);
@@ -110,10 +112,8 @@ describe('pool-managerd with real llama-server pools', () => {
       await until(() => h.manager.pools.activeLeases('det') === 0, 'lease released', 5000, 2);
     }
     await engine.close();
-    const sorted = [...samples].sort((a, b) => a - b);
-    report(`dispatch cancel (client disconnect) → engine slot idle: ${samples.map((x) => x.toFixed(1)).join(', ')} ms (median ${sorted[2]?.toFixed(1)} ms)`);
-    expect(sorted[2]).toBeLessThanOrEqual(100);
-    expect(sorted[4]).toBeLessThanOrEqual(2000);
+    report(`dispatch cancel (client disconnect) → engine slot idle: ${samples.map((x) => x.toFixed(1)).join(', ')} ms (figures: pnpm bench cancel)`);
+    for (const ms of samples) expect(ms).toBeLessThanOrEqual(2000);
     expect((await poolStatus(h, 'det')).slots_free).toBe(1);
     const metrics = await (await request(`${h.url}/metrics`)).body.text();
     expect(metrics).toMatch(/llorch_dispatch_streams_total\{pool_id="det",outcome="canceled"\} [5-9]/);
