@@ -162,7 +162,7 @@ describe('pool-managerd as a process', () => {
     expect(regPool?.pool_id).toBe('p0');
     report(`registration sent with p0 ${regPool?.ready === true ? 'ready' : `not ready (state ${regPool?.state})`}`);
     if (regPool?.ready === true) {
-      expect(orch.registrationTimes[0]).toBeGreaterThanOrEqual(healthyAt);
+      expect(orch.registrationTimes[0], 'a ready registration arrived after \'engine healthy\'').toBeGreaterThanOrEqual(healthyAt);
       expect(regPool.state).toBe('ready');
     } else {
       expect(regPool?.state).not.toBe('ready');
