@@ -28,10 +28,10 @@ export { HandoffFileSchema } from './handoff.js';
 export type { HandoffFile } from './handoff.js';
 export {
   PoolStateSchema, ProvisioningProgressSchema, BreakerStateSchema, PoolFactsSchema, PoolStatusSchema, ManagerHealthSchema, DrainRequestSchema,
-  ReloadRequestSchema, PoolOperationResponseSchema, DispatchRequestSchema, DispatchEventSchema, PoolStatusListSchema,
+  ReloadRequestSchema, PoolOperationResponseSchema, DispatchRequestSchema, DispatchEventSchema, DispatchResultEventSchema, PoolStatusListSchema,
 } from './pool.js';
 export type {
-  PoolState, ProvisioningProgress, PoolStatus, DrainRequest, ReloadRequest, DispatchRequest, DispatchRequestInput, DispatchEvent,
+  PoolState, ProvisioningProgress, PoolStatus, DrainRequest, ReloadRequest, DispatchRequest, DispatchRequestInput, DispatchEvent, DispatchResultEvent,
 } from './pool.js';
 export {
   GpuInfoSchema, NodeCapabilitiesSchema, PoolSnapshotSchema, NodeRegisterRequestSchema, NodeAckSchema, HeartbeatRequestSchema,

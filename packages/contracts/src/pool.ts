@@ -172,6 +172,13 @@ export const DispatchRequestSchema = z
     cache_prompt: z.boolean().default(false),
     /** Deadline for the whole stream, milliseconds from receipt. */
     deadline_ms: z.int().positive().optional(),
+    /**
+     * `false`: the engine is asked for one non-streamed answer on its OpenAI route
+     * (`/v1/chat/completions` for a chat, `/v1/completions` for a completion) and the reply is one
+     * `result` event ({@link DispatchResultEventSchema}) instead of `token` events and an `end`.
+     * Absent or `true`: token events. @default true
+     */
+    stream: z.boolean().optional(),
   })
   .superRefine((r, ctx) => {
     if (r.workload === 'chat' && r.messages === undefined) ctx.addIssue({ code: 'custom', message: 'messages is required for a chat', path: ['messages'] });
@@ -228,6 +235,40 @@ export const DispatchEventSchema = z
   ])
   .meta({ id: 'DispatchEvent' });
 export type DispatchEvent = z.infer<typeof DispatchEventSchema>;
+
+/**
+ * The one event of a non-streamed dispatch (`stream: false`) that succeeded: the `end` figures
+ * (from the engine's `usage`, `timings` and finish reason) and the engine's own OpenAI body as it
+ * answered (`chat.completion` or `text_completion`: choices with message or text, tool calls,
+ * logprobs, usage, timings), last on the line so pool-managerd writes the engine's bytes as they
+ * came. A failure is the usual `error` event instead.
+ */
+export const DispatchResultEventSchema = z
+  .strictObject({
+    type: z.literal('result'),
+    /** Engine's generated-token count (`usage.completion_tokens`). */
+    tokens_out: z.int().nonnegative(),
+    /** Engine decode time, ms (`timings.predicted_ms`; 0 when the engine sent no timings). */
+    decode_ms: z.number().nonnegative(),
+    /** `limit` for finish reason `length`, else `eos`. */
+    stop_type: z.enum(['eos', 'limit']),
+    /** The engine's finish reason. */
+    finish_reason: z.enum(['stop', 'length', 'tool_calls']),
+    /** Prompt tokens (`usage.prompt_tokens`). */
+    prompt_tokens: z.int().nonnegative(),
+    /** Of those, served from the engine's prompt cache (`usage.prompt_tokens_details.cached_tokens`), when the engine says. */
+    cached_tokens: z.int().nonnegative().optional(),
+    /** Engine build identity. */
+    engine_version: z.string(),
+    /** Pool id. */
+    pool_id: z.string(),
+    /** Node id. */
+    node_id: z.string(),
+    /** The engine's answer body; its members are not re-validated here (see pool-managerd's check). */
+    body: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: 'DispatchResultEvent' });
+export type DispatchResultEvent = z.infer<typeof DispatchResultEventSchema>;
 
 /** `GET /v2/pools` on pool-managerd. */
 export const PoolStatusListSchema = z.strictObject({ pools: z.array(PoolStatusSchema) }).meta({ id: 'PoolStatusList' });

@@ -2,6 +2,8 @@ export { LlamaServerClient } from './llama-server-client.js';
 export type { LlamaServerClientOptions, EngineHealth, EngineProps, EngineSlot } from './llama-server-client.js';
 export { toCompletionBody, toChatBody, DEFAULT_TEMPERATURE } from './completion-body.js';
 export type { CompletionBody, CompletionInput, ChatBody, ChatInput } from './completion-body.js';
+export { answerFigures, answerRequestOf, readAnswer } from './answer.js';
+export type { AnswerFigures, AnswerInput, EngineAnswer } from './answer.js';
 export type { CompletionEvent, FinishReason } from './stream-events.js';
 export { parseSseData } from './testing/sse-parser.js';
 export { pullEvents, completeEvents, chatEvents } from './testing/pull-events.js';

@@ -12,6 +12,7 @@ import {
   EngineUnreachableError,
   WorkerResetError,
 } from './errors.js';
+import { requestAnswer, type AnswerInput, type EngineAnswer } from './answer.js';
 import { pushEngineStream, type EventSink, type StreamErrors } from './push-stream.js';
 import { ChatDecoder, CompletionDecoder } from './stream-events.js';
 
@@ -185,6 +186,29 @@ export class LlamaServerClient {
     return this.#streamInto('/v1/chat/completions', toChatBody(req), new ChatDecoder(this.baseUrl), onEvent, signal);
   }
 
+  /**
+   * One non-streamed answer from the engine's OpenAI route for the workload (`/v1/chat/completions`
+   * or `/v1/completions`, `stream: false`): no event per token. See `requestAnswer` (answer.ts) for
+   * its errors; aborting closes the socket (llama-server's cancel).
+   */
+  answer(input: AnswerInput, signal?: AbortSignal): Promise<EngineAnswer> {
+    if (this.#state === 'closed') return Promise.reject(new ClientClosedError());
+    return requestAnswer({
+      dispatcher: this.#dispatcher, baseUrl: this.baseUrl, headers: { 'content-type': 'application/json', ...this.#authHeader },
+      headersTimeoutMs: this.#headersTimeoutMs, bodyTimeoutMs: this.#bodyTimeoutMs, statusError: (status, text, path) => this.#statusError(status, text, path),
+    }, input, signal);
+  }
+
+  /** The error for a non-200 answer to a POST (the engine's JSON error when it sent one). */
+  #statusError(status: number, text: string, path: string): Error {
+    try {
+      this.#throwForStatus(status, text, path);
+    } catch (err) {
+      return err as Error;
+    }
+    return new EngineProtocolError(`POST ${path} answered ${status}`, { url: this.baseUrl });
+  }
+
   /** What a broken or aborted body becomes. */
   #bodyError(err: unknown, signal: AbortSignal | undefined): Error {
     if (err instanceof AdapterError) return err;
@@ -196,14 +220,7 @@ export class LlamaServerClient {
     if (this.#state === 'closed') return Promise.reject(new ClientClosedError());
     const url = new URL(`${this.baseUrl}${path}`);
     const errors: StreamErrors = {
-      status: (status, text) => {
-        try {
-          this.#throwForStatus(status, text, path);
-        } catch (err) {
-          return err as Error;
-        }
-        return new EngineProtocolError(`POST ${path} answered ${status}`, { url: this.baseUrl });
-      },
+      status: (status, text) => this.#statusError(status, text, path),
       beforeHeaders: (err) => {
         if (isAbort(err, signal)) return new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
         if (isConnectionError(err)) return new EngineUnreachableError(`llama-server at ${this.baseUrl} unreachable: ${err.message}`, { url: this.baseUrl }, { cause: err });

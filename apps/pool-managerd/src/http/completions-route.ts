@@ -9,13 +9,16 @@ const PoolParams = z.strictObject({ id: PoolIdSchema });
 /**
  * `POST /v2/pools/{id}/completions`: opens a completion on the pool (404 unknown pool, 503
  * POOL_UNREADY when not ready or draining, 503 REPLICA_EXHAUSTED when every slot is leased), then
- * streams DispatchEvents as NDJSON. Client disconnect aborts the engine request, which frees the
+ * streams DispatchEvents as NDJSON — or, for `stream: false`, writes one `result` (or `error`) line. Client disconnect aborts the engine request, which frees the
  * engine's slot. Every line about the dispatch carries the request's `correlation_id`.
  */
 export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
   app.post('/v2/pools/:id/completions', { schema: { params: PoolParams, body: DispatchRequestSchema } }, async (request, reply) => {
     const clientGone = new AbortController();
-    const run = manager.openCompletion(request.params.id, request.body, { signal: clientGone.signal, log: request.log });
+    const options = { signal: clientGone.signal, log: request.log };
+    // `stream: false`: one answer from the engine, one `result` line (pools/answer-dispatch.ts).
+    const answer = request.body.stream === false ? manager.openAnswer(request.params.id, request.body, options) : undefined;
+    const run = answer === undefined ? manager.openCompletion(request.params.id, request.body, options) : undefined;
     reply.raw.on('close', () => {
       // HTTP/1.1: closed before the response finished. HTTP/2 (the h2c listener): the stream was
       // reset, which marks the request aborted even though the response counts as finished.
@@ -33,9 +36,18 @@ export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> =
     // HTTP/1.1 would hold them back until the first token, after the engine's prompt processing.
     // HTTP/2 sends them with writeHead.
     if (request.raw.httpVersionMajor === 1) res.flushHeaders();
+    if (answer !== undefined) {
+      let sent = false;
+      await answer((line) => {
+        sent = true;
+        if (!res.destroyed) res.end(line);
+      });
+      if (!sent && !res.destroyed) res.end();
+      return;
+    }
     const writer = new NdjsonEventWriter(res);
     try {
-      await run(writer.event);
+      await (run as NonNullable<typeof run>)(writer.event);
     } finally {
       writer.end();
     }

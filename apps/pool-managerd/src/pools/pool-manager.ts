@@ -19,7 +19,8 @@ import type { RotatingLogOptions } from '../support/rotating-log.js';
 import type { RuntimeDir } from '../support/runtime-dir.js';
 import { AdoptedEngine } from './adopted-engine.js';
 import { EngineMetricsScraper } from './engine-metrics.js';
-import { runDispatch, type DispatchEmit, type DispatchLogger } from './dispatch.js';
+import { runAnswerDispatch, type AnswerSend } from './answer-dispatch.js';
+import { runDispatch, type DispatchEmit, type DispatchLogger, type DispatchOptions } from './dispatch.js';
 import { ExternalPool } from './external-pool.js';
 import { ManagedPool } from './managed-pool.js';
 import { PoolTable, UNREADY_RETRY_MS } from './pool-table.js';
@@ -190,7 +191,21 @@ export class PoolManager {
    * engine's events into the `emit` it is given (see {@link runDispatch}). Throws before any event — {@link PoolNotFoundError}, a
    * {@link PoolUnreadyError} or ReplicaExhaustedError — so the caller can still answer with a status.
    */
-  openCompletion(poolId: string, request: DispatchRequest, { signal, log }: OpenCompletionOptions): (emit: DispatchEmit) => Promise<void> {
+  openCompletion(poolId: string, request: DispatchRequest, options: OpenCompletionOptions): (emit: DispatchEmit) => Promise<void> {
+    const dispatch = this.#leaseDispatch(poolId, request, options);
+    return (emit) => runDispatch(dispatch, emit);
+  }
+
+  /**
+   * {@link openCompletion} for a non-streamed dispatch (`stream: false`): the same lease and
+   * refusals; the run hands its one `result` (or `error`) line to `send`.
+   */
+  openAnswer(poolId: string, request: DispatchRequest, options: OpenCompletionOptions): (send: AnswerSend) => Promise<void> {
+    const dispatch = this.#leaseDispatch(poolId, request, options);
+    return (send) => runAnswerDispatch(dispatch, send);
+  }
+
+  #leaseDispatch(poolId: string, request: DispatchRequest, { signal, log }: OpenCompletionOptions): DispatchOptions {
     const lease = this.pools.lease(poolId);
     const engine = this.pools.engine(poolId);
     let client: LlamaServerClient | undefined;
@@ -202,11 +217,10 @@ export class PoolManager {
       lease.release();
       throw err;
     }
-    const options = {
+    return {
       poolId, nodeId: this.nodeId, request, lease, client, engineUrl: engine.url, engineVersion: engine.engine_version, pools: this.pools, metrics: this.metrics,
       logger: log, clientGone: signal,
     };
-    return (emit) => runDispatch(options, emit);
   }
 
   /**
