@@ -6,6 +6,7 @@ import {
   COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady,
 } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
+import { answerAddedOver, answerGeneration, AnswerVariant, engineAnswerBody } from '../lib/answer-variants.js';
 import { startPassthroughProxy } from '../lib/fixture.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import { cpuSeconds } from '../lib/proc.js';
@@ -58,6 +59,9 @@ export const relayBench: Bench = {
     { figure: 'chat_itl_p99_over_nginx', op: '<=', value: 0.3, unit: 'ms' },
     { figure: 'chat_tps_vs_nginx', op: '>=', value: 0.99, unit: '×' },
     { figure: 'chat_cpu_vs_nginx', op: '<=', value: 2, unit: '×' },
+    // Issue 28: a non-streamed 128-token chat through the door against the engine answering it directly.
+    { figure: 'answer_chat_added_p50', op: '<=', value: 2, unit: 'ms' },
+    { figure: 'answer_chat_cpu_ms', op: '<=', value: 2, unit: 'ms' },
     // Earlier absolute targets (against the direct engine).
     { figure: 'ttft_added_p50', op: '<=', value: 1, unit: 'ms' },
     { figure: 'ttft_added_p99', op: '<=', value: 5, unit: 'ms' },
@@ -115,6 +119,20 @@ export const relayBench: Bench = {
       };
       type Name = keyof typeof v;
       const names = Object.keys(v) as Name[];
+      // Non-streamed answers (issue 28): the engine's OpenAI routes with stream false, directly, through
+      // the two nginx hops, and through the /v1 door (orchestratord → pool-managerd).
+      const av = {
+        answer_chat_direct: new AnswerVariant('answer_chat_direct', []),
+        answer_chat_nginx2: new AnswerVariant('answer_chat_nginx2', [mOuter, mInner]),
+        answer_chat_door: new AnswerVariant('answer_chat_door', [mOrch, mPm]),
+        answer_cmpl_direct: new AnswerVariant('answer_cmpl_direct', []),
+        answer_cmpl_nginx2: new AnswerVariant('answer_cmpl_nginx2', [mOuter, mInner]),
+        answer_cmpl_door: new AnswerVariant('answer_cmpl_door', [mOrch, mPm]),
+      };
+      type AnswerName = keyof typeof av;
+      const answerNames = Object.keys(av) as AnswerName[];
+      const isAnswer = (n: string): n is AnswerName => n in av;
+      const allNames: Array<Name | AnswerName> = [...names, ...answerNames];
 
       const agent = new Agent({ connections: 4, keepAliveTimeout: 30_000 });
       const maxTokens = 128;
@@ -140,16 +158,38 @@ export const relayBench: Bench = {
           }, agent, { token });
         }
       };
+      const answer = (name: AnswerName, seed: number) => {
+        const kind = name.startsWith('answer_chat') ? 'chat' as const : 'completion' as const;
+        const engineBody = engineAnswerBody(kind, PROMPT, maxTokens, seed);
+        if (name.endsWith('_direct')) return answerGeneration(engineUrl, kind, engineBody, agent, { reset: true });
+        if (name.endsWith('_nginx2')) return answerGeneration(nginxOuter.url, kind, engineBody, agent);
+        const door = kind === 'chat'
+          ? { model: SYNTHETIC_MODEL, messages: engineBody.messages, max_tokens: maxTokens, seed, temperature: 0 }
+          : { model: SYNTHETIC_MODEL, prompt: PROMPT, max_tokens: maxTokens, seed, temperature: 0 };
+        return answerGeneration(orch.url, kind, door, agent, { token });
+      };
       let mismatches = 0;
-      ctx.log(`relay: ${warmup} warm-up + ${rounds} interleaved rounds of ${maxTokens}-token generations (${names.join(', ')}); ${nginxVersion(nginxBin)}`);
+      ctx.log(`relay: ${warmup} warm-up + ${rounds} interleaved rounds of ${maxTokens}-token generations (${allNames.join(', ')}); ${nginxVersion(nginxBin)}`);
       for (let i = 0; i < warmup + rounds; i++) {
         const seed = 1000 + i;
         const counted = i >= warmup;
         // Rotate which variant goes first so none always follows another's engine work.
-        const order = names.map((_, k) => names[(i + k) % names.length] as Name);
+        const order = allNames.map((_, k) => allNames[(i + k) % allNames.length] as Name | AnswerName);
         const texts: string[] = [];
         const chatTexts: string[] = [];
+        const cmplTexts: string[] = [];
         for (const name of order) {
+          if (isAnswer(name)) {
+            const variant = av[name];
+            variant.meterStart();
+            const a = await answer(name, seed);
+            await sleep(10);
+            variant.meterStop(counted);
+            await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
+            if (counted) variant.answers.push(a);
+            (name.startsWith('answer_chat') ? chatTexts : cmplTexts).push(a.text);
+            continue;
+          }
           const variant = v[name];
           variant.meterStart();
           const g = await generate(name, seed);
@@ -162,7 +202,7 @@ export const relayBench: Bench = {
           if (counted) variant.generations.push(g);
           (name.startsWith('chat_') ? chatTexts : texts).push(g.text);
         }
-        if (counted && (texts.some((t) => t !== texts[0]) || chatTexts.some((t) => t !== chatTexts[0]))) mismatches += 1;
+        if (counted && [texts, chatTexts, cmplTexts].some((group) => group.some((t) => t !== group[0]))) mismatches += 1;
       }
       await agent.close();
 
@@ -180,6 +220,15 @@ export const relayBench: Bench = {
       const chatNgx2 = addedOver(v.chat_nginx2, v.chat_direct);
       const cpuChatRelay = v.chat_relay.cpuUsPerToken();
       const cpuChatNginx2 = v.chat_nginx2.cpuUsPerToken();
+      const ansChat = answerAddedOver(av.answer_chat_door, av.answer_chat_direct);
+      const ansChatNginx = answerAddedOver(av.answer_chat_nginx2, av.answer_chat_direct);
+      const ansCmpl = answerAddedOver(av.answer_cmpl_door, av.answer_cmpl_direct);
+      const ansCmplNginx = answerAddedOver(av.answer_cmpl_nginx2, av.answer_cmpl_direct);
+      const cpuAnsChat = av.answer_chat_door.cpuMsPerRequest();
+      const cpuAnsCmpl = av.answer_cmpl_door.cpuMsPerRequest();
+      // The streamed /v1 chat of the same generation, per request: what a non-streamed request cost
+      // before issue 28, when it was generated as a stream and assembled at the end.
+      const streamedChatCpuMs = ((cpuChatRelay.total as number) * v.chat_relay.tokens) / v.chat_relay.generations.length / 1000;
       const pairedTtft = summarize(v.relay.generations.map((r, k) => {
         const d = v.direct.generations[k] as TimedGeneration;
         return ((r.tokenAt[0] as number) - r.sentAt) - ((d.tokenAt[0] as number) - d.sentAt);
@@ -201,6 +250,12 @@ export const relayBench: Bench = {
           'chat direct = the engine\'s own chat route with the body the adapter sends it (prompt cache on, as the /v1 door asks), ' +
           'chat through nginx = that request through the two nginx hops, chat relay = POST /v1/chat/completions on orchestratord; ' +
           'chat figures are added over chat direct. ' +
+          'Non-streamed rows (issue 28): the same prompt answered in one body (stream false) by the engine\'s OpenAI routes ' +
+          '(chat: /v1/chat/completions with the prompt as one user message; completion: /v1/completions), each with the body ' +
+          'the adapter sends for a /v1 door request (temperature 0, same seed, prompt cache on): directly, through the two nginx ' +
+          'hops, and as the door request (POST /v1/chat/completions or /v1/completions on orchestratord, not streamed); latency = ' +
+          'request send → whole body read, added = percentile − the direct percentile; CPU per request = the processes\' utime + ' +
+          'stime metered around each request as above, ÷ requests. ' +
           'TTFT = request send → arrival of the first token frame (relay: the clock starts before POST /v2/tasks, so admission, ' +
           'the SSE request and both hops count); inter-token = gaps between consecutive token frames at the client. ' +
           'Added = variant percentile − direct percentile; "over nginx" = relay added − two nginx hops added. Tokens/s = ' +
@@ -235,6 +290,23 @@ export const relayBench: Bench = {
           chat_nginx2_ttft_added_p50: { label: '/v1 chat through two nginx hops: added TTFT p50', value: chatNgx2.ttftP50, unit: ms },
           chat_nginx2_cpu_us_per_token: { label: '/v1 chat through two nginx hops: CPU per token (both)', value: cpuChatNginx2.total as number, unit: 'µs' },
           ...againstNginx('chat', v.chat_relay, v.chat_nginx2, v.chat_direct),
+          answer_chat_added_p50: { label: 'non-streamed /v1 chat (128 tokens) through the door: added latency p50 over the engine answering directly', value: ansChat.p50, unit: ms },
+          answer_chat_added_p99: { label: 'non-streamed /v1 chat through the door: added latency p99', value: ansChat.p99, unit: ms },
+          answer_chat_cpu_ms: { label: 'non-streamed /v1 chat through the door: CPU per request, both daemons', value: cpuAnsChat.total as number, unit: ms },
+          answer_chat_cpu_ms_orchestratord: { label: 'of which orchestratord', value: cpuAnsChat.orchestratord as number, unit: ms },
+          answer_chat_cpu_ms_pool_managerd: { label: 'of which pool-managerd', value: cpuAnsChat.pool_managerd as number, unit: ms },
+          answer_chat_nginx2_added_p50: { label: 'non-streamed chat through two nginx hops: added latency p50', value: ansChatNginx.p50, unit: ms },
+          answer_chat_nginx2_added_p99: { label: 'non-streamed chat through two nginx hops: added latency p99', value: ansChatNginx.p99, unit: ms },
+          answer_chat_nginx2_cpu_ms: { label: 'non-streamed chat through two nginx hops: CPU per request (both)', value: av.answer_chat_nginx2.cpuMsPerRequest().total as number, unit: ms },
+          answer_chat_streamed_door_cpu_ms: { label: 'the same chat streamed through the door (how a non-streamed one ran before): CPU per request, both daemons', value: streamedChatCpuMs, unit: ms },
+          answer_cmpl_added_p50: { label: 'non-streamed /v1 completion (128 tokens) through the door: added latency p50 over the engine directly', value: ansCmpl.p50, unit: ms },
+          answer_cmpl_added_p99: { label: 'non-streamed /v1 completion through the door: added latency p99', value: ansCmpl.p99, unit: ms },
+          answer_cmpl_cpu_ms: { label: 'non-streamed /v1 completion through the door: CPU per request, both daemons', value: cpuAnsCmpl.total as number, unit: ms },
+          answer_cmpl_cpu_ms_orchestratord: { label: 'of which orchestratord', value: cpuAnsCmpl.orchestratord as number, unit: ms },
+          answer_cmpl_cpu_ms_pool_managerd: { label: 'of which pool-managerd', value: cpuAnsCmpl.pool_managerd as number, unit: ms },
+          answer_cmpl_nginx2_added_p50: { label: 'non-streamed completion through two nginx hops: added latency p50', value: ansCmplNginx.p50, unit: ms },
+          answer_cmpl_nginx2_added_p99: { label: 'non-streamed completion through two nginx hops: added latency p99', value: ansCmplNginx.p99, unit: ms },
+          answer_cmpl_nginx2_cpu_ms: { label: 'non-streamed completion through two nginx hops: CPU per request (both)', value: av.answer_cmpl_nginx2.cpuMsPerRequest().total as number, unit: ms },
           ttft_pool_managerd_p50: { label: 'pool-managerd\'s hop alone (its dispatch API − direct): added TTFT p50', value: pool.ttftP50, unit: ms },
           cpu_us_per_token_pool_managerd_alone: { label: 'pool-managerd\'s hop alone: CPU per token', value: cpuPool.total as number, unit: 'µs' },
           nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },
@@ -244,6 +316,7 @@ export const relayBench: Bench = {
         },
         details: {
           variants: Object.fromEntries(names.map((n) => [n, v[n].details()])),
+          answer_variants: Object.fromEntries(answerNames.map((n) => [n, av[n].details()])),
           added_over_direct: { relay, single_request: single, nginx2: ngx2, nginx1: ngx1, pool_managerd_alone: pool, floor_passthrough: floor },
           chat_added_over_chat_direct: { relay: chatRelay, nginx2: chatNgx2 },
           relay_minus_direct_paired_ttft_ms: rounded(pairedTtft),

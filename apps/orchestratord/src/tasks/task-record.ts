@@ -1,4 +1,4 @@
-import type { DispatchRequest, EndEvent, TaskRequest } from '@llama-orch/contracts';
+import type { DispatchRequest, DispatchResultEvent, EndEvent, TaskRequest } from '@llama-orch/contracts';
 import type { Lease } from '../registry/pool-view.js';
 import type { PoolRef } from '../scheduling/placement.js';
 import { PlacementTicket } from '../scheduling/placement-ticket.js';
@@ -16,6 +16,13 @@ export type TaskState = 'queued' | 'running' | 'ended';
 
 /** Finer phase for narration: what a running/queued task is waiting on. */
 export type TaskPhase = 'queued' | 'preparing' | 'dispatching' | 'streaming';
+
+/**
+ * How the task's output reaches its client: `stream` = token events (the /v2 streams, streamed
+ * /v1 requests); `answer` = one non-streamed answer from the engine (`stream: false` dispatch,
+ * non-streamed /v1 requests): no token frames, the answer on the record when `end` is written.
+ */
+export type Delivery = 'stream' | 'answer';
 
 export interface TaskPlacement {
   readonly node_id: string;
@@ -41,6 +48,9 @@ export interface TaskRecord {
   readonly admittedAt: number;
   readonly deadlineAt: number;
   readonly predictedStartMs: number;
+  readonly delivery: Delivery;
+  /** The node's answer of an `answer` task, once it came (the /v1 door renders it). */
+  answer: DispatchResultEvent | undefined;
   state: TaskState;
   phase: TaskPhase;
   /** Failed attempts before the first token (node loss, broken stream). */
@@ -79,9 +89,11 @@ export interface NewTaskOptions {
   now: number;
   predictedStartMs: number;
   phase: TaskPhase;
+  /** @default 'stream' */
+  delivery?: Delivery | undefined;
 }
 
-export function newTaskRecord({ request, modelName, affinity, log, correlationId, clientKey, now, predictedStartMs, phase }: NewTaskOptions): TaskRecord {
+export function newTaskRecord({ request, modelName, affinity, log, correlationId, clientKey, now, predictedStartMs, phase, delivery }: NewTaskOptions): TaskRecord {
   return {
     id: request.task_id,
     request,
@@ -94,6 +106,8 @@ export function newTaskRecord({ request, modelName, affinity, log, correlationId
     admittedAt: now,
     deadlineAt: now + request.deadline_ms,
     predictedStartMs,
+    delivery: delivery ?? 'stream',
+    answer: undefined,
     state: 'queued',
     phase,
     failedAttempts: 0,
@@ -146,5 +160,6 @@ export function dispatchRequest(task: TaskRecord, now: number): DispatchRequest 
   else body.prompt = r.prompt;
   if (r.sampling !== undefined) body.sampling = r.sampling;
   if (r.seed !== undefined) body.seed = r.seed;
+  if (task.delivery === 'answer') body.stream = false;
   return body;
 }

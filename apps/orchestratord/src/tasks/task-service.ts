@@ -10,6 +10,7 @@ import { Scheduler } from '../scheduling/scheduler.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { AttemptAbort } from '../upstream/attempt-abort.js';
+import { runAnswerAttempt } from '../upstream/answer-attempt.js';
 import { runAttempt, type AttemptOutcome, type Penalty } from '../upstream/dispatch-attempt.js';
 import type { PoolClient } from '../upstream/pool-client.js';
 import { NodeLostError } from '../upstream/upstream-errors.js';
@@ -18,7 +19,8 @@ import { QueueMetrics } from './queue-metrics.js';
 import { TaskEvents, type TaskEventListener } from './task-events.js';
 import { taskLoad, tokensRelayed, type TaskLoad } from './task-load.js';
 import { TaskObserver, type CancelReason } from './task-observer.js';
-import { canceledEnd, dispatchRequest, newTaskRecord, type RetainedTask, type TaskRecord } from './task-record.js';
+import { answerSink } from './answer-sink.js';
+import { canceledEnd, dispatchRequest, newTaskRecord, type Delivery, type RetainedTask, type TaskRecord } from './task-record.js';
 import { tokenSink } from './token-sink.js';
 import { TaskTable } from './task-table.js';
 import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } from './task-service-types.js';
@@ -138,9 +140,9 @@ export class TaskService {
    * (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT, QUEUE_FULL_DROP_LRU)
    * that the error handler maps to envelopes. `log` and `correlationId` are the admitting
    * request's: the task's log lines and its dispatches carry them; `clientKey` the name of the
-   * key that sent it (its tokens are counted under that name).
+   * key that sent it (its tokens are counted under that name); `delivery` how its output goes out.
    */
-  admit(named: TaskRequest, log: Log, correlationId: string, clientKey?: string): Admitted {
+  admit(named: TaskRequest, log: Log, correlationId: string, clientKey?: string, delivery?: Delivery): Admitted {
     if (this.#state !== 'running') throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     // An alias becomes the model ref the pools list: one queue group, one wait key per model.
     const modelRef = this.#registry.canonicalModel(named.model_ref);
@@ -158,7 +160,7 @@ export class TaskService {
     });
     const task = newTaskRecord({
       request, modelName: named.model_ref, affinity: this.#sessions.lastPool(request.session_id), log, correlationId, clientKey, now: this.#clock.now(), predictedStartMs: prediction.startMs,
-      phase: avail.ready.length > 0 ? 'queued' : 'preparing',
+      phase: avail.ready.length > 0 ? 'queued' : 'preparing', delivery,
     });
     const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);
     if (result.kind === 'full') {
@@ -253,17 +255,12 @@ export class TaskService {
   /** The attempt's outcome; a throw while starting it (a bug) becomes its rejection. */
   #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort): Promise<AttemptOutcome> {
     try {
-      return runAttempt({
-        client: this.#poolClient,
-        target: view.dispatch,
-        poolId: view.pool_id,
-        body: dispatchRequest(task, this.#clock.now()),
-        controller,
-        correlationId: task.correlationId,
-        sink: tokenSink(task, view, this.#clock, this.#observer),
-        failedAttempts: task.failedAttempts,
-        maxRetries: this.#maxRetries,
-      });
+      const input = {
+        client: this.#poolClient, target: view.dispatch, poolId: view.pool_id, body: dispatchRequest(task, this.#clock.now()), controller,
+        correlationId: task.correlationId, failedAttempts: task.failedAttempts, maxRetries: this.#maxRetries,
+      };
+      if (task.delivery === 'answer') return runAnswerAttempt({ ...input, sink: answerSink(task, view, this.#clock, this.#observer) });
+      return runAttempt({ ...input, sink: tokenSink(task, view, this.#clock, this.#observer) });
     } catch (err) {
       return Promise.reject(err);
     }

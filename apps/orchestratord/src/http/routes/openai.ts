@@ -4,10 +4,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { NotFoundError } from '../../errors.js';
 import { findModel, listModels } from '../../openai/models.js';
+import { respondWithAnswer } from '../../openai/answer-response.js';
 import { relayOpenAi } from '../../openai/relay.js';
 import { chatCall, completionCall, type OpenAiCall } from '../../openai/request-mapping.js';
 import { sessionIdFor } from '../../openai/session-key.js';
-import type { TaskRecord } from '../../tasks/task-record.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
 import { withPriorityCeiling } from '../client-keys.js';
 
@@ -27,28 +27,36 @@ function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply,
   }
   const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
   // `door` on every line of the task: operators tell /v1 traffic from /v2 in the same log.
-  const admitted = services.tasks.admit(withPriorityCeiling(request, req), req.log.child({ door: 'v1' }), req.id, req.principal?.name);
+  // Not streamed: the engine is asked for one answer, no token crosses the daemons (answer-response.ts).
+  const delivery = call.stream ? 'stream' : 'answer';
+  const admitted = services.tasks.admit(withPriorityCeiling(request, req), req.log.child({ door: 'v1' }), req.id, req.principal?.name, delivery);
   const task = services.tasks.get(admitted.task_id);
-  if (task === undefined) throw new Error(`admitted task ${admitted.task_id} is not in the table`);
+  if (task === undefined || !('delivery' in task)) throw new Error(`admitted task ${admitted.task_id} is not in the table`);
   reply.hijack();
+  const who = {
+    kind: call.kind,
+    id: `${call.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${task.id}`,
+    created: Math.floor(services.clock.now() / 1000),
+    model: call.model,
+  };
+  const onClientGone = (): void => {
+    req.log.debug({ task_id: task.id }, 'openai client left');
+    if (task.stream.subscriberCount === 0) services.tasks.cancel(task.id, 'disconnect');
+  };
+  if (delivery === 'answer') {
+    respondWithAnswer({ res: reply.raw, task, who, headers: { [CORRELATION_ID_HEADER]: req.id }, onClientGone });
+    return;
+  }
   relayOpenAi({
     res: reply.raw,
     stream: task.stream,
-    who: {
-      kind: call.kind,
-      id: `${call.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${task.id}`,
-      created: Math.floor(services.clock.now() / 1000),
-      model: call.model,
-    },
+    who,
     streaming: call.stream,
     includeUsage: call.includeUsage,
     keepaliveMs: services.config.sse_keepalive_ms,
     headers: { [CORRELATION_ID_HEADER]: req.id },
-    fingerprint: () => (task as TaskRecord).placement?.engine_version,
-    onClientGone: () => {
-      req.log.debug({ task_id: task.id }, 'openai client left');
-      if (task.stream.subscriberCount === 0) services.tasks.cancel(task.id, 'disconnect');
-    },
+    fingerprint: () => task.placement?.engine_version,
+    onClientGone,
   });
 }
 

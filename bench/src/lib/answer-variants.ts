@@ -1,0 +1,109 @@
+import { request, type Dispatcher } from 'undici';
+import { UnexpectedResponseError } from '../errors.js';
+import type { MeteredProcess } from './relay-variants.js';
+import { rounded, summarize, type Summary } from './stats.js';
+
+/** One non-streamed answer as the client saw it (times: performance.now(), ms). */
+export interface TimedAnswer {
+  sentAt: number;
+  /** The whole body read. */
+  endAt: number;
+  /** The answer's text (`message.content` / `text`), to check every path got the same. */
+  text: string;
+  completionTokens: number;
+}
+
+/**
+ * One way of asking for a non-streamed answer in the relay benchmark (the engine directly, two
+ * nginx hops, the /v1 door): its answers, and the CPU its processes spent inside its own rounds
+ * (metered like {@link RelayVariant}: from just before its request to the pause after it).
+ */
+export class AnswerVariant {
+  readonly answers: TimedAnswer[] = [];
+  readonly #cpu = new Map<string, number>();
+  #before: number[] = [];
+
+  constructor(readonly name: string, readonly processes: readonly MeteredProcess[]) {
+    for (const p of processes) this.#cpu.set(p.name, 0);
+  }
+
+  meterStart(): void {
+    this.#before = this.processes.map((p) => p.cpuSeconds());
+  }
+
+  meterStop(counted: boolean): void {
+    if (!counted) return;
+    this.processes.forEach((p, k) => {
+      this.#cpu.set(p.name, (this.#cpu.get(p.name) ?? 0) + p.cpuSeconds() - (this.#before[k] as number));
+    });
+  }
+
+  /** Request → whole body, ms. */
+  latency(): Summary {
+    return summarize(this.answers.map((a) => a.endAt - a.sentAt));
+  }
+
+  /** CPU ms per request, by process and in total (NaN without processes). */
+  cpuMsPerRequest(): Record<string, number> {
+    const out: Record<string, number> = {};
+    let total = 0;
+    for (const [name, s] of this.#cpu) {
+      out[name] = (s * 1e3) / this.answers.length;
+      total += s;
+    }
+    out.total = this.processes.length === 0 ? Number.NaN : (total * 1e3) / this.answers.length;
+    return out;
+  }
+
+  details(): Record<string, unknown> {
+    return {
+      latency_ms: rounded(this.latency()),
+      answers: this.answers.length,
+      completion_tokens: this.answers[0]?.completionTokens,
+      cpu_ms_per_request: Object.fromEntries(Object.entries(this.cpuMsPerRequest()).map(([k, v]) => [k, Math.round(v * 1000) / 1000])),
+    };
+  }
+}
+
+/** Added latency of a variant over the direct one: p50 and p99 differences. */
+export function answerAddedOver(v: AnswerVariant, direct: AnswerVariant): { p50: number; p99: number } {
+  const a = v.latency();
+  const d = direct.latency();
+  return { p50: a.p50 - d.p50, p99: a.p99 - d.p99 };
+}
+
+/**
+ * The engine body pool-managerd's adapter sends for a non-streamed door request with temperature 0
+ * and a seed (llamacpp-adapter `answerRequestOf`; the door asks for the prompt cache): what the
+ * direct and nginx variants send, so every path makes the engine do the same work.
+ */
+export function engineAnswerBody(kind: 'chat' | 'completion', content: string, maxTokens: number, seed: number): Record<string, unknown> {
+  if (kind === 'chat') return { messages: [{ role: 'user', content }], max_tokens: maxTokens, stream: false, cache_prompt: true, seed, temperature: 0 };
+  return { prompt: content, n_predict: maxTokens, stream: false, cache_prompt: true, seed, temperature: 0 };
+}
+
+/** The OpenAI route of a kind. */
+export const ANSWER_PATH = { chat: '/v1/chat/completions', completion: '/v1/completions' } as const;
+
+/**
+ * One non-streamed `POST <baseUrl><path>`: the engine itself, a proxy in front of it, or
+ * orchestratord's door (with `token`). Ends when the whole body was read.
+ */
+export async function answerGeneration(
+  baseUrl: string, kind: 'chat' | 'completion', body: Record<string, unknown>, dispatcher: Dispatcher, opts: { token?: string; reset?: boolean } = {},
+): Promise<TimedAnswer> {
+  const sentAt = performance.now();
+  const res = await request(`${baseUrl}${ANSWER_PATH[kind]}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}) },
+    body: JSON.stringify(body),
+    dispatcher,
+    reset: opts.reset ?? false,
+  });
+  const text = await res.body.text();
+  const endAt = performance.now();
+  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${baseUrl}${ANSWER_PATH[kind]} answered ${res.statusCode}: ${text.slice(0, 500)}`);
+  const json = JSON.parse(text) as { choices?: Array<{ text?: string; message?: { content?: string | null } }>; usage?: { completion_tokens?: number } };
+  const choice = json.choices?.[0];
+  return { sentAt, endAt, text: choice?.message?.content ?? choice?.text ?? '', completionTokens: json.usage?.completion_tokens ?? 0 };
+}
