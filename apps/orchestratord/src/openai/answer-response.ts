@@ -1,13 +1,21 @@
 import type { ServerResponse } from 'node:http';
 import { ERROR_STATUS, needsBackoffHeaders, type ErrorEvent } from '@llama-orch/contracts';
-import type { TaskRecord } from '../tasks/task-record.js';
+import type { TaskStream } from '../streams/task-stream.js';
 import { ResponseCollector, type ResponseIdentity } from './chunks.js';
 import { openAiErrorBody } from './openai-errors.js';
+
+/** What the responder reads of an `answer` task (the task record; `openai/` does not import `tasks/`). */
+export interface AnswerTask {
+  readonly stream: TaskStream;
+  /** The node's answer once it came; taken (set undefined) when sent. */
+  answer: { readonly body: Record<string, unknown> } | undefined;
+  readonly placement: { readonly engine_version: string } | undefined;
+}
 
 export interface AnswerResponseOptions {
   res: ServerResponse;
   /** The admitted `answer` task. */
-  task: TaskRecord;
+  task: AnswerTask;
   who: ResponseIdentity;
   /** Extra response headers (correlation id). */
   headers: Readonly<Record<string, string>>;
