@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import {
   AdmissionResponseSchema, AvailabilitySchema, CapabilitiesSchema, CatalogRegisterRequestSchema,
-  ClusterModelListSchema, ClusterModelSchema, ClusterPoolListSchema, DispatchEventSchema, DispatchRequestSchema, DrainRequestSchema,
+  ClusterModelListSchema, ClusterModelSchema, ClusterPoolListSchema, DispatchEventSchema, DispatchRequestSchema, DispatchResultEventSchema, DrainRequestSchema,
   ErrorEnvelopeSchema, HeartbeatRequestSchema, ManagerHealthSchema, NodeAckSchema, NodeListSchema, NodeRegisterRequestSchema,
   PoolHealthSchema, PoolOperationResponseSchema, PoolStatusListSchema, PoolStatusSchema, ReloadRequestSchema, SessionInfoSchema,
   SSE_EVENTS, SseFrameSchema, TaskRequestSchema, ChatCompletionRequestSchema, ChatCompletionSchema, ChatCompletionChunkSchema,
@@ -162,8 +162,8 @@ export const POOL_MANAGER: RouteSpec[] = [
     body: ReloadRequestSchema, ok: { status: 202, schema: PoolOperationResponseSchema }, errors: [400, ...nodeAuth, 404, 503] },
   { method: 'post', path: '/v2/pools/{id}/completions', summary: 'Run one completion on a leased slot', auth: true, params: id,
     body: DispatchRequestSchema,
-    ok: { status: 200, contentType: 'application/x-ndjson', schema: DispatchEventSchema,
-      description: 'One DispatchEvent per line: token* then exactly one end or error. Closing the request cancels the engine request.' },
+    ok: { status: 200, contentType: 'application/x-ndjson', schema: z.union([DispatchEventSchema, DispatchResultEventSchema]),
+      description: 'One DispatchEvent per line: token* then exactly one end or error. With stream: false, exactly one line: a DispatchResultEvent (the engine\'s non-streamed answer) or an error. Closing the request cancels the engine request.' },
     errors: [400, ...nodeAuth, 404, 503] },
   { method: 'get', path: '/metrics', summary: 'Prometheus metrics (no auth)', auth: false,
     ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' }, errors: [] },

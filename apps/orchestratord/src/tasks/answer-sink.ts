@@ -1,5 +1,5 @@
 import type { PoolView } from '../registry/pool-view.js';
-import type { Clock } from '../support/clock.js';
+import type { Clock } from '@llama-orch/daemon-support';
 import type { AnswerSink } from '../upstream/answer-attempt.js';
 import type { TaskObserver } from './task-observer.js';
 import type { TaskRecord } from './task-record.js';
