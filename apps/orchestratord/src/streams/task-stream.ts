@@ -1,8 +1,11 @@
-import { formatSseFrame, type SseFrame } from '@llama-orch/contracts';
+import { formatSseFrame, type MetricsEvent, type SseEventName, type SseFrame, type TokenEvent } from '@llama-orch/contracts';
 
 /**
- * Per-task frame log: the single source every SSE subscriber reads from, so late subscribers and
- * `Last-Event-ID` resumes see exactly the frames others saw, with the same ids.
+ * Per-task frame log: the single source every subscriber reads from, whatever its door, so late
+ * subscribers and `Last-Event-ID` resumes see exactly the frames others saw, with the same ids.
+ * It keeps records (each frame's payload as a plain object), never wire text: each door encodes a
+ * record when it writes it (`streams/frame-encoder.ts`), so a token is serialised once, by the door
+ * that sends it.
  *
  * Grammar enforced here: `started` first → `metrics`* → `token`* → exactly one of `end` | `error`.
  * Anything else (a second `started`, metrics after a token, anything after the terminal frame) is
@@ -17,38 +20,36 @@ export function isTerminal(frame: SseFrame): boolean {
   return frame.event === 'end' || frame.event === 'error';
 }
 
+/** A subscriber's callback, run after every append. */
+export type FrameListener = () => void;
+
 export class TaskStream {
   /**
-   * Each frame as it goes on the wire (`formatSseFrame`), serialised once at append: subscribers
-   * write these strings, and a long stream keeps one string per frame instead of three objects.
+   * Each frame's payload, by id. The grammar fixes every frame's event by its position (0 is
+   * `started`, then `metrics` up to the first token, tokens, and the terminal frame last), so a
+   * token's record is its payload alone: `{t, i}` and nothing around it.
    */
-  readonly #texts: string[] = [];
+  readonly #records: unknown[] = [];
+  /** Id of the first token frame; the length while there is none. */
+  #firstToken = -1;
   /** Verbose variants of `metrics` frames, by id (created with the first; most tasks never get one). */
-  #verbose: Map<number, string> | undefined;
+  #verbose: Map<number, MetricsEvent> | undefined;
   /**
    * Subscribers: none, the one function (the usual case: a Set per open stream was ~150 B), or a Set
    * from the second on (kept once made).
    */
-  #listeners: (() => void) | Set<() => void> | undefined;
-  /**
-   * The frame being appended, while its listeners run: a reader that keeps up (the /v1 door reads
-   * each frame from its append's listener call) gets it without parsing the wire text back. Dropped
-   * when they return, so the log holds only strings: kept until the next append, a token's objects
-   * outlived two young-generation GCs on a slow stream and became old-generation garbage (~0.9 KB
-   * per stream in `pnpm bench streams`; performance notes: frame objects not kept).
-   */
+  #listeners: FrameListener | Set<FrameListener> | undefined;
+  /** The frame being appended, while its listeners run: what {@link frame} returns for it. */
   #last: SseFrame | undefined;
-  #state: TaskStreamState = 'open';
-  #sawToken = false;
   #terminal: SseFrame | undefined;
 
   get state(): TaskStreamState {
-    return this.#state;
+    return this.#terminal === undefined ? 'open' : 'ended';
   }
 
   /** Frames stored so far; ids are 0 … length − 1. */
   get length(): number {
-    return this.#texts.length;
+    return this.#records.length;
   }
 
   get subscriberCount(): number {
@@ -63,19 +64,15 @@ export class TaskStream {
 
   /** Appends a frame; returns its id, or undefined when the grammar forbids it now. */
   append(frame: SseFrame, verbose?: SseFrame): number | undefined {
-    if (this.#state === 'ended') return undefined;
-    const first = this.#texts.length === 0;
-    if (first !== (frame.event === 'started')) return undefined;
-    if (frame.event === 'metrics' && this.#sawToken) return undefined;
-    if (frame.event === 'token') this.#sawToken = true;
-    const id = this.#texts.length;
-    this.#texts.push(formatSseFrame(id, frame));
+    if (this.#terminal !== undefined) return undefined;
+    const id = this.#records.length;
+    if ((id === 0) !== (frame.event === 'started')) return undefined;
+    if (frame.event === 'metrics' && this.#firstToken >= 0) return undefined;
+    if (frame.event === 'token' && this.#firstToken < 0) this.#firstToken = id;
+    this.#records.push(frame.data);
+    if (frame.event === 'metrics' && verbose?.event === 'metrics') (this.#verbose ??= new Map()).set(id, verbose.data);
+    if (isTerminal(frame)) this.#terminal = frame;
     this.#last = frame;
-    if (frame.event === 'metrics' && verbose !== undefined) (this.#verbose ??= new Map()).set(id, formatSseFrame(id, verbose));
-    if (isTerminal(frame)) {
-      this.#state = 'ended';
-      this.#terminal = frame;
-    }
     // A Set tolerates a listener removing itself mid-iteration; no per-frame copy.
     const listeners = this.#listeners;
     if (typeof listeners === 'function') listeners();
@@ -84,27 +81,42 @@ export class TaskStream {
     return id;
   }
 
-  /** Wire text of a frame (its verbose variant when asked and there is one). */
-  text(id: number, verbose = false): string | undefined {
-    return (verbose ? this.#verbose?.get(id) : undefined) ?? this.#texts[id];
+  /** Appends a token frame (the relay's path: no frame object around the record). */
+  appendToken(token: TokenEvent): number | undefined {
+    return this.append({ event: 'token', data: token });
+  }
+
+  /** The event name of frame `id` (undefined past the end). */
+  event(id: number): SseEventName | undefined {
+    const n = this.#records.length;
+    if (id < 0 || id >= n) return undefined;
+    if (id === 0) return 'started';
+    if (this.#terminal !== undefined && id === n - 1) return this.#terminal.event;
+    return this.#firstToken >= 0 && id >= this.#firstToken ? 'token' : 'metrics';
   }
 
   /**
-   * A frame back as an object, parsed from its wire text (`event` and `data` lines): for readers
-   * that re-encode frames (the /v1 door's OpenAI chunks). Undefined past the end. Read from a
-   * listener, the frame being appended is the appended object itself (readers must not modify it).
+   * Frame `id` as a record (its verbose variant when asked and there is one); undefined past the
+   * end. Read from a listener, the frame being appended is the appended object itself. Readers must
+   * not modify what they get.
    */
-  frame(id: number): SseFrame | undefined {
-    if (id === this.#texts.length - 1 && this.#last !== undefined) return this.#last;
-    const text = this.#texts[id];
-    if (text === undefined) return undefined;
-    const ev = text.indexOf('\nevent: ') + 8;
-    const data = text.indexOf('\ndata: ', ev);
-    return { event: text.slice(ev, data), data: JSON.parse(text.slice(data + 7, text.length - 2)) } as SseFrame;
+  frame(id: number, verbose = false): SseFrame | undefined {
+    const variant = verbose ? this.#verbose?.get(id) : undefined;
+    const last = this.#last;
+    if (last !== undefined && variant === undefined && id === this.#records.length - 1) return last;
+    const event = this.event(id);
+    if (event === undefined) return undefined;
+    return { event, data: variant ?? this.#records[id] } as SseFrame;
+  }
+
+  /** Frame `id` as `/v2` sends it (`formatSseFrame`); undefined past the end. */
+  text(id: number, verbose = false): string | undefined {
+    const frame = this.frame(id, verbose);
+    return frame === undefined ? undefined : formatSseFrame(id, frame);
   }
 
   /** Called after every append. Returns an unsubscribe function (or call {@link unsubscribe}). */
-  subscribe(listener: () => void): () => void {
+  subscribe(listener: FrameListener): () => void {
     const l = this.#listeners;
     if (l === undefined) this.#listeners = listener;
     else if (typeof l === 'function') this.#listeners = new Set([l, listener]);
@@ -112,9 +124,18 @@ export class TaskStream {
     return () => this.unsubscribe(listener);
   }
 
-  unsubscribe(listener: () => void): void {
+  unsubscribe(listener: FrameListener): void {
     const l = this.#listeners;
     if (l === listener) this.#listeners = undefined;
     else if (typeof l === 'object') l.delete(listener);
+  }
+
+  /**
+   * A subscriber's client went away: unsubscribes it and says whether the task is now abandoned
+   * (still open, nobody left reading it), which is when a disconnect cancels the task.
+   */
+  leave(listener: FrameListener): boolean {
+    this.unsubscribe(listener);
+    return this.#terminal === undefined && this.subscriberCount === 0;
   }
 }

@@ -23,7 +23,7 @@ export function tokenSink(task: TaskRecord, view: PoolView, clock: Clock, observ
       const data: TokenEvent = { t: ev.t, i: task.tokens };
       if (ev.delta !== undefined) data.delta = ev.delta;
       if (ev.logprobs !== undefined) data.logprobs = ev.logprobs;
-      if (task.stream.append({ event: 'token', data }) === undefined) return false;
+      if (task.stream.appendToken(data) === undefined) return false;
       task.tokens += 1;
       if (task.tokens === 1) {
         const now = clock.now();

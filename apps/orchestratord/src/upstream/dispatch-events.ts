@@ -3,20 +3,6 @@ import type { Readable } from 'node:stream';
 import { UpstreamStreamError } from './upstream-errors.js';
 
 /**
- * A plain token event (`{type:'token', t, i}` and nothing else) checked by hand: exactly what
- * `DispatchEventSchema` accepts with those three fields; anything else (other fields, an `end`, an
- * `error`, a wrong type) returns undefined and takes the schema. Performance notes: token events
- * checked by hand.
- */
-export function plainTokenEvent(json: unknown): DispatchEvent | undefined {
-  if (typeof json !== 'object' || json === null) return undefined;
-  const o = json as Record<string, unknown>;
-  if (o.type !== 'token' || typeof o.t !== 'string' || !Number.isSafeInteger(o.i) || (o.i as number) < 0) return undefined;
-  for (const k in o) if (k !== 'type' && k !== 't' && k !== 'i') return undefined;
-  return o as DispatchEvent;
-}
-
-/**
  * Reads a node's NDJSON event stream with push callbacks: `onEvent` gets every parsed event in
  * order and returns false to stop reading (the body is destroyed, which closes the upstream
  * request). Resolves when the body ended or reading stopped; rejects with
@@ -54,16 +40,12 @@ export function readDispatchEvents(body: Readable, onEvent: (ev: DispatchEvent) 
         stop(new UpstreamStreamError('node sent a line that is not JSON', { cause: err }));
         return false;
       }
-      let ev = plainTokenEvent(json);
-      if (ev === undefined) {
-        const parsed = DispatchEventSchema.safeParse(json);
-        if (!parsed.success) {
-          stop(new UpstreamStreamError(`node sent an invalid dispatch event: ${parsed.error.issues[0]?.message ?? 'invalid'}`));
-          return false;
-        }
-        ev = parsed.data;
+      const parsed = DispatchEventSchema.safeParse(json);
+      if (!parsed.success) {
+        stop(new UpstreamStreamError(`node sent an invalid dispatch event: ${parsed.error.issues[0]?.message ?? 'invalid'}`));
+        return false;
       }
-      if (!onEvent(ev)) {
+      if (!onEvent(parsed.data)) {
         stop();
         return false;
       }

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { CORRELATION_ID_HEADER, resolveTaskRequest, TaskRequestSchema, type AdmissionResponse } from '@llama-orch/contracts';
+import { resolveTaskRequest, TaskRequestSchema, type AdmissionResponse } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { serveTaskStream } from '../../streams/sse-writer.js';
+import { V2_SSE } from '../../streams/frame-encoder.js';
 import { withPriorityCeiling } from '../client-keys.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
+import { serveTaskEvents } from '../task-streams.js';
 
 /**
  * Sends the 202. When admission dispatched the task at once, the reply goes out after that
@@ -32,19 +33,7 @@ export function wantsEventStream(req: FastifyRequest): boolean {
 export function streamAdmitted(services: AppServices, req: FastifyRequest, reply: FastifyReply, taskId: string): void {
   const task = services.tasks.get(taskId);
   if (task === undefined) throw new Error(`admitted task ${taskId} is not in the table`);
-  reply.hijack();
-  serveTaskStream({
-    res: reply.raw,
-    stream: task.stream,
-    verbose: false,
-    afterId: undefined,
-    keepaliveMs: services.config.sse_keepalive_ms,
-    headers: { [CORRELATION_ID_HEADER]: req.id },
-    onClientGone: () => {
-      req.log.debug({ task_id: task.id }, 'stream subscriber left');
-      if (task.stream.subscriberCount === 0) services.tasks.cancel(task.id, 'disconnect');
-    },
-  });
+  serveTaskEvents(services, req, reply, task, { encoder: V2_SSE });
 }
 
 /**

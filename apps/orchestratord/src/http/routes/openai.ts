@@ -1,23 +1,44 @@
 import { randomUUID } from 'node:crypto';
-import { CORRELATION_ID_HEADER, OpenAiModelListSchema, resolveTaskRequest } from '@llama-orch/contracts';
+import type { ServerResponse } from 'node:http';
+import { CORRELATION_ID_HEADER, ERROR_STATUS, needsBackoffHeaders, OpenAiModelListSchema, resolveTaskRequest, type ErrorEvent } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { NotFoundError } from '../../errors.js';
 import { findModel, listModels } from '../../openai/models.js';
 import { respondWithAnswer } from '../../openai/answer-response.js';
-import { relayOpenAi } from '../../openai/relay.js';
+import { OpenAiChunkEncoder } from '../../openai/chunk-encoder.js';
+import { openAiErrorBody } from '../../openai/openai-errors.js';
 import { chatCall, completionCall, type OpenAiCall } from '../../openai/request-mapping.js';
 import { sessionIdFor } from '../../openai/session-key.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
 import { withPriorityCeiling } from '../client-keys.js';
+import { abandonTask, serveTaskEvents } from '../task-streams.js';
 
 /**
  * The OpenAI-compatible door. Each request becomes the same internal task a `POST /v2/tasks`
  * makes (`openai/request-mapping.ts`) and is admitted through the same `TaskService`: auth,
  * admission queue and lanes, placement and session affinity, the default deadline, cancel on
  * disconnect, metrics and correlated logs are the /v2 ones. The answer is rendered from the task's
- * frame log (`openai/relay.ts`). Errors take OpenAI's shape (http/error-handler.ts).
+ * frame log: streamed through the OpenAI chunk encoder (`openai/chunk-encoder.ts`; the 200 goes out
+ * with the first chunk, as llama-server does, or with the first keep-alive, so that proxies see
+ * bytes), or answered once from the engine's own answer (`openai/answer-response.ts`). Errors take OpenAI's shape
+ * (http/error-handler.ts); a task that fails before anything was sent is a plain HTTP error with
+ * the ErrorEnvelope status, after that one last `data: {"error"…}` event.
  */
+
+/** A JSON answer on a hijacked /v1 response. */
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>>): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+}
+
+/** A task's failure as the /v1 answer: its ErrorEnvelope status, `Retry-After` on 429/503. */
+function refuse(res: ServerResponse, err: ErrorEvent, correlationId: string): void {
+  const headers: Record<string, string> = needsBackoffHeaders(err.code) ? { 'retry-after': '1', 'x-backoff-ms': '1000' } : {};
+  headers[CORRELATION_ID_HEADER] = correlationId;
+  sendJson(res, ERROR_STATUS[err.code], openAiErrorBody(err), headers);
+}
 
 function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: OpenAiCall): void {
   // A name no pool lists at all is the client's mistake (404); one whose pools are all down or
@@ -32,32 +53,25 @@ function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply,
   const admitted = services.tasks.admit(withPriorityCeiling(request, req), req.log.child({ door: 'v1' }), req.id, req.principal?.name, delivery);
   const task = services.tasks.get(admitted.task_id);
   if (task === undefined || !('delivery' in task)) throw new Error(`admitted task ${admitted.task_id} is not in the table`);
-  reply.hijack();
   const who = {
     kind: call.kind,
     id: `${call.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${task.id}`,
     created: Math.floor(services.clock.now() / 1000),
     model: call.model,
   };
-  const onClientGone = (): void => {
-    req.log.debug({ task_id: task.id }, 'openai client left');
-    if (task.stream.subscriberCount === 0) services.tasks.cancel(task.id, 'disconnect');
-  };
   if (delivery === 'answer') {
+    reply.hijack();
+    const abandon = abandonTask(services, req, task);
+    // respondWithAnswer has unsubscribed when it calls this: the task is abandoned when nobody else reads it.
+    const onClientGone = (): void => {
+      if (task.stream.subscriberCount === 0) abandon();
+    };
     respondWithAnswer({ res: reply.raw, task, who, headers: { [CORRELATION_ID_HEADER]: req.id }, onClientGone });
     return;
   }
-  relayOpenAi({
-    res: reply.raw,
-    stream: task.stream,
-    who,
-    streaming: call.stream,
-    includeUsage: call.includeUsage,
-    keepaliveMs: services.config.sse_keepalive_ms,
-    headers: { [CORRELATION_ID_HEADER]: req.id },
-    fingerprint: () => task.placement?.engine_version,
-    onClientGone,
-  });
+  const fingerprint = (): string | undefined => task.placement?.engine_version;
+  const onRefused = (err: ErrorEvent): void => refuse(reply.raw, err, req.id);
+  serveTaskEvents(services, req, reply, task, { encoder: new OpenAiChunkEncoder(who, call.includeUsage, fingerprint), lazyHead: true, onRefused });
 }
 
 /** `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /v1/models/{id}`. */

@@ -1,9 +1,9 @@
-import { CORRELATION_ID_HEADER } from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidParamsError, NotFoundError } from '../../errors.js';
+import { V2_SSE, V2_SSE_VERBOSE } from '../../streams/frame-encoder.js';
 import type { ServicesOptions } from '../app-services.js';
-import { serveTaskStream } from '../../streams/sse-writer.js';
+import { serveTaskEvents } from '../task-streams.js';
 
 const TaskParams = z.object({ id: z.string() });
 const StreamQuery = z.object({
@@ -32,20 +32,8 @@ export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
     const header = req.headers['last-event-id'];
     const afterId = parseLastEventId(typeof header === 'string' ? header.trim() : req.query.last_event_id);
     const verbose = req.query.verbose === 'true' || req.query.verbose === '1';
-    reply.hijack();
     req.log.debug({ task_id: task.id, verbose, after_id: afterId }, 'stream subscriber attached');
-    serveTaskStream({
-      res: reply.raw,
-      stream: task.stream,
-      verbose,
-      afterId,
-      keepaliveMs: config.sse_keepalive_ms,
-      headers: { [CORRELATION_ID_HEADER]: req.id },
-      onClientGone: () => {
-        req.log.debug({ task_id: task.id }, 'stream subscriber left');
-        if (task.stream.subscriberCount === 0) tasks.cancel(task.id, 'disconnect');
-      },
-    });
+    serveTaskEvents(services, req, reply, task, { encoder: verbose ? V2_SSE_VERBOSE : V2_SSE, afterId });
   });
 
   // A plain function, like admission's: no promise per cancel.
