@@ -1,4 +1,4 @@
-import { formatSseFrame, type MetricsEvent, type SseEventName, type SseFrame, type TokenEvent } from '@llama-orch/contracts';
+import { formatSseFrame, type MetricsEvent, type SseFrame, type TokenEvent } from '@llama-orch/contracts';
 
 /**
  * Per-task frame log: the single source every subscriber reads from, whatever its door, so late
@@ -25,18 +25,19 @@ export type FrameListener = () => void;
 
 export class TaskStream {
   /**
-   * Each frame's payload, by id. The grammar fixes every frame's event by its position (0 is
-   * `started`, then `metrics` up to the first token, tokens, and the terminal frame last), so a
-   * token's record is its payload alone: `{t, i}` and nothing around it.
+   * The frames, by id: a token frame as its payload alone (`{t, i}`, nothing around it: most of a
+   * log), every other frame as appended. Tokens are contiguous (the grammar), so the ids from
+   * {@link #firstToken} to {@link #tokenEnd} are the token frames.
    */
-  readonly #records: unknown[] = [];
-  /** Id of the first token frame; the length while there is none. */
+  readonly #records: (TokenEvent | SseFrame)[] = [];
+  /** Id of the first token frame (-1: none yet) and one past the last. */
   #firstToken = -1;
+  #tokenEnd = -1;
   /** Verbose variants of `metrics` frames, by id (created with the first; most tasks never get one). */
   #verbose: Map<number, MetricsEvent> | undefined;
   /**
-   * Subscribers: none, the one function (the usual case: a Set per open stream was ~150 B), or a Set
-   * from the second on (kept once made).
+   * Subscribers: none, the one function (the usual case), or a Set from the second on (kept once
+   * made). Performance notes: one subscriber without a Set.
    */
   #listeners: FrameListener | Set<FrameListener> | undefined;
   /** The frame being appended, while its listeners run: what {@link frame} returns for it. */
@@ -68,8 +69,13 @@ export class TaskStream {
     const id = this.#records.length;
     if ((id === 0) !== (frame.event === 'started')) return undefined;
     if (frame.event === 'metrics' && this.#firstToken >= 0) return undefined;
-    if (frame.event === 'token' && this.#firstToken < 0) this.#firstToken = id;
-    this.#records.push(frame.data);
+    if (frame.event === 'token') {
+      if (this.#firstToken < 0) this.#firstToken = id;
+      this.#tokenEnd = id + 1;
+      this.#records.push(frame.data);
+    } else {
+      this.#records.push(frame);
+    }
     if (frame.event === 'metrics' && verbose?.event === 'metrics') (this.#verbose ??= new Map()).set(id, verbose.data);
     if (isTerminal(frame)) this.#terminal = frame;
     this.#last = frame;
@@ -86,15 +92,6 @@ export class TaskStream {
     return this.append({ event: 'token', data: token });
   }
 
-  /** The event name of frame `id` (undefined past the end). */
-  event(id: number): SseEventName | undefined {
-    const n = this.#records.length;
-    if (id < 0 || id >= n) return undefined;
-    if (id === 0) return 'started';
-    if (this.#terminal !== undefined && id === n - 1) return this.#terminal.event;
-    return this.#firstToken >= 0 && id >= this.#firstToken ? 'token' : 'metrics';
-  }
-
   /**
    * Frame `id` as a record (its verbose variant when asked and there is one); undefined past the
    * end. Read from a listener, the frame being appended is the appended object itself. Readers must
@@ -104,9 +101,10 @@ export class TaskStream {
     const variant = verbose ? this.#verbose?.get(id) : undefined;
     const last = this.#last;
     if (last !== undefined && variant === undefined && id === this.#records.length - 1) return last;
-    const event = this.event(id);
-    if (event === undefined) return undefined;
-    return { event, data: variant ?? this.#records[id] } as SseFrame;
+    if (variant !== undefined) return { event: 'metrics', data: variant };
+    const record = this.#records[id];
+    if (record === undefined) return undefined;
+    return id >= this.#firstToken && id < this.#tokenEnd ? { event: 'token', data: record as TokenEvent } : (record as SseFrame);
   }
 
   /** Frame `id` as `/v2` sends it (`formatSseFrame`); undefined past the end. */
