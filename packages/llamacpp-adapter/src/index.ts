@@ -4,7 +4,7 @@ export { toCompletionBody, toChatBody, DEFAULT_TEMPERATURE } from './completion-
 export type { CompletionBody, CompletionInput, ChatBody, ChatInput } from './completion-body.js';
 export { answerFigures, answerRequestOf, readAnswer } from './answer.js';
 export type { AnswerFigures, AnswerInput, EngineAnswer } from './answer.js';
-export type { CompletionEvent, FinishReason } from './stream-events.js';
+export type { CompletionEvent, FinishReason, TokenRecord } from './stream-events.js';
 export { parseSseData } from './testing/sse-parser.js';
 export { pullEvents, completeEvents, chatEvents } from './testing/pull-events.js';
 export {

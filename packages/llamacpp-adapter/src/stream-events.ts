@@ -1,3 +1,4 @@
+import type { DispatchEvent } from '@llama-orch/contracts';
 import type { z } from 'zod';
 import { ChatChunkSchema, CompletionFrameSchema, EngineErrorBodySchema } from './engine-schemas.js';
 import { EngineProtocolError, EngineRejectedError, WorkerResetError } from './errors.js';
@@ -6,21 +7,22 @@ import { EngineProtocolError, EngineRejectedError, WorkerResetError } from './er
 export type FinishReason = 'stop' | 'length' | 'tool_calls';
 
 /**
+ * The token record: one piece of generated text, `{type: 'token', t, i, delta?, logprobs?}`
+ * (`t`: the text piece, '' for a chat delta that carries only other fields; `i` from 0, no gaps;
+ * `delta`: a chat delta's fields other than `content` and `role`; `logprobs`: the engine's
+ * probabilities for this piece). The same record from the decoder to the client's door:
+ * pool-managerd writes it as an NDJSON line, orchestratord validates it with
+ * `DispatchEventSchema` and keeps its `{t, i, delta?, logprobs?}` in the task's frame log, and each
+ * door encodes that when it writes.
+ */
+export type TokenRecord = Extract<DispatchEvent, { type: 'token' }>;
+
+/**
  * Normalised events of either engine stream (`/completion` or `/v1/chat/completions`). Exactly one
  * `end` closes a successful stream.
  */
 export type CompletionEvent =
-  | {
-      type: 'token';
-      /** Text piece ('' for a chat delta that carries only other fields). */
-      t: string;
-      /** From 0, no gaps. */
-      i: number;
-      /** A chat delta's fields other than `content` and `role` (`tool_calls`, `reasoning_content` …). */
-      delta?: Record<string, unknown>;
-      /** The engine's probabilities for this piece (`completion_probabilities` / the chunk's `logprobs`). */
-      logprobs?: unknown;
-    }
+  | TokenRecord
   | {
       type: 'end';
       /** Engine's generated-token count (token events may be fewer: UTF-8 merging, reference §4.2). */

@@ -90,3 +90,31 @@ describe('TaskStream', () => {
     expect(s.text(2)).toBeUndefined();
   });
 });
+
+describe('TaskStream records', () => {
+  it('keeps a token as its payload (no wire text, no frame around it) and other frames as appended', () => {
+    const s = new TaskStream();
+    s.append(started);
+    const data = { t: 'a', i: 0 };
+    expect(s.appendToken(data)).toBe(1);
+    expect(s.frame(1)?.data).toBe(data);
+    expect(s.frame(0)).toBe(started);
+    s.append(end);
+    expect(s.frame(2)).toBe(end);
+    expect(s.text(1)).toBe('id: 1\nevent: token\ndata: {"t":"a","i":0}\n\n');
+  });
+
+  it('leave(): unsubscribes and says whether the task is abandoned (open, nobody left)', () => {
+    const s = new TaskStream();
+    s.append(started);
+    const a = (): void => undefined;
+    const b = (): void => undefined;
+    s.subscribe(a);
+    s.subscribe(b);
+    expect(s.leave(a)).toBe(false);
+    expect(s.leave(b)).toBe(true);
+    s.subscribe(a);
+    s.append(end);
+    expect(s.leave(a)).toBe(false);
+  });
+});
