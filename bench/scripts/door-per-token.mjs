@@ -29,12 +29,12 @@ time('chunk: general form', () => {
   const r = new ChunkRenderer(who, false); r.open('b1-de3ff81');
   let n = 0; for (const t of pieces) n += r.token({ t, i: 0, delta: {} }).length; return n;
 });
-// Both append every frame (formatting its wire text); they differ in reading the newest or the one before.
+// Both append every frame (kept as a record); they differ in reading the newest (the appended object) or the one before (a view made for the read).
 time('frame log: append + read the newest (object)', () => {
   const s = new TaskStream(); s.append(started);
   let n = 0; for (const f of frames) n += s.frame(s.append(f)).data.i + 1; return n;
 });
-time('frame log: append + read one back (parsed)', () => {
+time('frame log: append + read one back (view)', () => {
   const s = new TaskStream(); s.append(started);
   let n = 0; for (const f of frames) n += s.frame(s.append(f) - 1) === undefined ? 0 : 1; return n;
 });
