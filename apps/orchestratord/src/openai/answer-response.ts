@@ -1,8 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import { ERROR_STATUS, needsBackoffHeaders, type ErrorEvent } from '@llama-orch/contracts';
+import type { ErrorEvent } from '@llama-orch/contracts';
 import type { TaskStream } from '../streams/task-stream.js';
 import { ResponseCollector, type ResponseIdentity } from './chunks.js';
-import { openAiErrorBody } from './openai-errors.js';
 
 /** What the responder reads of an `answer` task (the task record; `openai/` does not import `tasks/`). */
 export interface AnswerTask {
@@ -17,8 +16,10 @@ export interface AnswerResponseOptions {
   /** The admitted `answer` task. */
   task: AnswerTask;
   who: ResponseIdentity;
-  /** Extra response headers (correlation id). */
-  headers: Readonly<Record<string, string>>;
+  /** Sends the 200 answer body (JSON text); statuses are written in `http/`. */
+  sendAnswer: (text: string) => void;
+  /** Sends the task's failure (its ErrorEnvelope status, in OpenAI's shape). */
+  sendRefusal: (err: ErrorEvent) => void;
   /** The client went away before the answer was sent (the caller cancels the task). */
   onClientGone: () => void;
 }
@@ -39,8 +40,8 @@ export function answerText(body: Record<string, unknown>, who: ResponseIdentity)
 
 /**
  * Answers a non-streamed /v1 request from its `answer` task (no token frames on this path): waits
- * for the task's terminal frame, then one response — the engine's answer (200), or the task's
- * error with its ErrorEnvelope status (429/503 with `Retry-After`). A task cancelled from
+ * for the task's terminal frame, then one response through `sendAnswer` (the engine's answer) or
+ * `sendRefusal` (the task's error). A task cancelled from
  * elsewhere (`POST /v2/tasks/{id}/cancel`) before its answer gets an empty answer, as a streamed
  * one gets its finish. A client that leaves before the answer calls `onClientGone` (cancel: the
  * dispatch is aborted, and with it the engine request).
@@ -50,29 +51,23 @@ export function respondWithAnswer(o: AnswerResponseOptions): void {
   const stream = task.stream;
   let done = false;
 
-  const send = (status: number, text: string, extra: Record<string, string> = {}): void => {
+  const finish = (): void => {
     done = true;
     stream.unsubscribe(check);
     res.off('close', onClose);
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...extra, ...o.headers });
-    res.end(text);
   };
 
   function check(): void {
     const terminal = stream.terminal;
     if (done || terminal === undefined) return;
-    if (terminal.event === 'error') {
-      const err: ErrorEvent = terminal.data;
-      send(ERROR_STATUS[err.code], JSON.stringify(openAiErrorBody(err)), needsBackoffHeaders(err.code) ? { 'retry-after': '1', 'x-backoff-ms': '1000' } : {});
-      return;
-    }
+    finish();
+    if (terminal.event === 'error') return o.sendRefusal(terminal.data);
     const answer = task.answer;
     if (answer !== undefined) {
       task.answer = undefined;
-      send(200, answerText(answer.body, o.who));
-      return;
+      return o.sendAnswer(answerText(answer.body, o.who));
     }
-    if (terminal.event === 'end') send(200, JSON.stringify(new ResponseCollector(o.who).body(terminal.data, task.placement?.engine_version)));
+    if (terminal.event === 'end') o.sendAnswer(JSON.stringify(new ResponseCollector(o.who).body(terminal.data, task.placement?.engine_version)));
   }
 
   const onClose = (): void => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { CORRELATION_ID_HEADER, ERROR_STATUS, needsBackoffHeaders, OpenAiModelListSchema, resolveTaskRequest, type ErrorEvent } from '@llama-orch/contracts';
+import { backoffHeaders, DEFAULT_BACKOFF_MS } from '@llama-orch/daemon-support';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { NotFoundError } from '../../errors.js';
@@ -26,18 +27,17 @@ import { abandonTask, serveTaskEvents } from '../task-streams.js';
  * the ErrorEnvelope status, after that one last `data: {"error"…}` event.
  */
 
-/** A JSON answer on a hijacked /v1 response. */
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>>): void {
-  const text = JSON.stringify(body);
+/** JSON text as the answer of a hijacked /v1 response. */
+function sendText(res: ServerResponse, status: number, text: string, headers: Readonly<Record<string, string>>): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...headers });
   res.end(text);
 }
 
 /** A task's failure as the /v1 answer: its ErrorEnvelope status, `Retry-After` on 429/503. */
 function refuse(res: ServerResponse, err: ErrorEvent, correlationId: string): void {
-  const headers: Record<string, string> = needsBackoffHeaders(err.code) ? { 'retry-after': '1', 'x-backoff-ms': '1000' } : {};
+  const headers: Record<string, string> = needsBackoffHeaders(err.code) ? backoffHeaders(DEFAULT_BACKOFF_MS) : {};
   headers[CORRELATION_ID_HEADER] = correlationId;
-  sendJson(res, ERROR_STATUS[err.code], openAiErrorBody(err), headers);
+  sendText(res, ERROR_STATUS[err.code], JSON.stringify(openAiErrorBody(err)), headers);
 }
 
 function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: OpenAiCall): void {
@@ -66,7 +66,11 @@ function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply,
     const onClientGone = (): void => {
       if (task.stream.subscriberCount === 0) abandon();
     };
-    respondWithAnswer({ res: reply.raw, task, who, headers: { [CORRELATION_ID_HEADER]: req.id }, onClientGone });
+    respondWithAnswer({
+      res: reply.raw, task, who, onClientGone,
+      sendAnswer: (text) => sendText(reply.raw, 200, text, { [CORRELATION_ID_HEADER]: req.id }),
+      sendRefusal: (err) => refuse(reply.raw, err, req.id),
+    });
     return;
   }
   const fingerprint = (): string | undefined => task.placement?.engine_version;
