@@ -1,6 +1,7 @@
 import type { DispatchEvent } from '@llama-orch/contracts';
 import { AdapterError, CompletionAbortedError, type AnswerFigures, type EngineAnswer } from '@llama-orch/llamacpp-adapter';
-import { DispatchAbort, type DispatchOptions } from './dispatch.js';
+import type { DispatchOptions } from './dispatch.js';
+import { DispatchAbort, dispatchSignal } from './dispatch-signal.js';
 
 /** Receives the one NDJSON line of a non-streamed dispatch (a `result` or an `error` event). */
 export type AnswerSend = (line: string) => void;
@@ -50,18 +51,7 @@ export async function runAnswerDispatch({
   poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone,
 }: DispatchOptions, send: AnswerSend): Promise<void> {
   const taskId = req.task_id;
-  const ac = new AbortController();
-  const onClientGone = (): void => ac.abort(new DispatchAbort('client_gone', 'client disconnected'));
-  const onLeaseAbort = (): void => ac.abort(new DispatchAbort('pool_stopping', `pool ${poolId} stopped in-flight work: ${String((lease.signal.reason as Error | undefined)?.message ?? 'stopping')}`));
-  if (clientGone.aborted) onClientGone();
-  clientGone.addEventListener('abort', onClientGone, { once: true });
-  lease.signal.addEventListener('abort', onLeaseAbort, { once: true });
-  if (lease.signal.aborted) onLeaseAbort();
-  let deadline: NodeJS.Timeout | undefined;
-  if (req.deadline_ms !== undefined) {
-    deadline = setTimeout(() => ac.abort(new DispatchAbort('deadline', `deadline of ${req.deadline_ms} ms passed`)), req.deadline_ms);
-    deadline.unref();
-  }
+  const ac = dispatchSignal(poolId, lease, clientGone, req.deadline_ms);
   const started = performance.now();
   let outcome = 'error';
   let figures: AnswerFigures | undefined;
@@ -98,10 +88,7 @@ export async function runAnswerDispatch({
     log.error({ err, pool_id: poolId, task_id: taskId }, 'dispatch failed unexpectedly');
     send(errorLine({ type: 'error', code: 'INTERNAL', message: 'internal error while answering', retriable: false }));
   } finally {
-    if (deadline !== undefined) clearTimeout(deadline);
-    clientGone.removeEventListener('abort', onClientGone);
-    lease.signal.removeEventListener('abort', onLeaseAbort);
-    if (!ac.signal.aborted) ac.abort(new DispatchAbort('client_gone', 'dispatch over'));
+    ac.dispose('dispatch over');
     lease.release();
     metrics.dispatches.inc({ pool_id: poolId, outcome });
     const ms = Math.round(performance.now() - started);

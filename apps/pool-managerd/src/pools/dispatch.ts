@@ -2,6 +2,7 @@ import type { DispatchEvent, DispatchRequest } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
 import { AdapterError, CompletionAbortedError, type CompletionEvent, type LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 import type { PoolManagerMetrics } from '../support/metrics.js';
+import { DispatchAbort, dispatchSignal } from './dispatch-signal.js';
 import type { Lease, PoolTable } from './pool-table.js';
 
 /**
@@ -10,13 +11,7 @@ import type { Lease, PoolTable } from './pool-table.js';
  */
 export type DispatchLogger = Omit<Log, 'child'>;
 
-/** Why a dispatch was aborted from our side (the reason object of its AbortSignal). */
-export class DispatchAbort extends Error {
-  override readonly name = 'DispatchAbort';
-  constructor(readonly why: 'client_gone' | 'deadline' | 'pool_stopping', message: string) {
-    super(message);
-  }
-}
+export { DispatchAbort } from './dispatch-signal.js';
 
 export interface DispatchOptions {
   poolId: string;
@@ -75,18 +70,7 @@ export async function runDispatch({
   // pool_id and task_id are written on each line, not bound in a child logger per dispatch, and
   // each line's fields are one object literal (performance notes: dispatch log lines).
   const taskId = req.task_id;
-  const ac = new AbortController();
-  const onClientGone = (): void => ac.abort(new DispatchAbort('client_gone', 'client disconnected'));
-  const onLeaseAbort = (): void => ac.abort(new DispatchAbort('pool_stopping', `pool ${poolId} stopped in-flight work: ${String((lease.signal.reason as Error | undefined)?.message ?? 'stopping')}`));
-  if (clientGone.aborted) onClientGone();
-  clientGone.addEventListener('abort', onClientGone, { once: true });
-  lease.signal.addEventListener('abort', onLeaseAbort, { once: true });
-  if (lease.signal.aborted) onLeaseAbort();
-  let deadline: NodeJS.Timeout | undefined;
-  if (req.deadline_ms !== undefined) {
-    deadline = setTimeout(() => ac.abort(new DispatchAbort('deadline', `deadline of ${req.deadline_ms} ms passed`)), req.deadline_ms);
-    deadline.unref();
-  }
+  const ac = dispatchSignal(poolId, lease, clientGone, req.deadline_ms);
   const started = performance.now();
   let tokens = 0;
   let outcome = 'error';
@@ -141,11 +125,8 @@ export async function runDispatch({
     log.error({ err, pool_id: poolId, task_id: taskId }, 'dispatch failed unexpectedly');
     await emit({ type: 'error', code: 'INTERNAL', message: 'internal error while streaming', retriable: false });
   } finally {
-    if (deadline !== undefined) clearTimeout(deadline);
-    clientGone.removeEventListener('abort', onClientGone);
-    lease.signal.removeEventListener('abort', onLeaseAbort);
     // Ends the engine request if the consumer failed mid-stream.
-    if (!ac.signal.aborted) ac.abort(new DispatchAbort('client_gone', 'stream closed'));
+    ac.dispose('stream closed');
     lease.release();
     metrics.dispatches.inc({ pool_id: poolId, outcome });
     const ms = Math.round(performance.now() - started);
