@@ -4,17 +4,17 @@ import { AdmissionQueue } from '../admission/admission-queue.js';
 import { preparationSteps } from '../admission/model-availability.js';
 import { Predictor } from '../admission/predictor.js';
 import { InternalError, InvalidParamsError, QueueFullError } from '../errors.js';
-import type { NodeRegistry, RegistryEvent } from '../registry/node-registry.js';
+import type { NodeRegistry } from '../registry/node-registry.js';
 import type { Lease, PoolView } from '../registry/pool-view.js';
 import { Scheduler } from '../scheduling/scheduler.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { AttemptAbort } from '../upstream/attempt-abort.js';
 import { runAnswerAttempt } from '../upstream/answer-attempt.js';
-import { runAttempt, type AttemptOutcome, type Penalty } from '../upstream/dispatch-attempt.js';
+import { runAttempt, type AttemptOutcome } from '../upstream/dispatch-attempt.js';
 import type { PoolClient } from '../upstream/pool-client.js';
-import { NodeLostError } from '../upstream/upstream-errors.js';
 import { InFlight } from './in-flight.js';
+import { abandonNode, applyPenalty } from './node-faults.js';
 import { QueueMetrics } from './queue-metrics.js';
 import { TaskEvents, type TaskEventListener } from './task-events.js';
 import { taskLoad, tokensRelayed, type TaskLoad } from './task-load.js';
@@ -95,7 +95,7 @@ export class TaskService {
       },
     });
     this.#unsubscribe = registry.subscribe((e) => {
-      if (e.type === 'offline' || e.type === 'deregistered') this.#abandonNode(e);
+      if (e.type === 'offline' || e.type === 'deregistered') abandonNode(this.#table.running(), e);
       this.#scheduler.pump();
     });
     this.#tick = setInterval(() => this.#housekeeping(), tickMs);
@@ -308,7 +308,7 @@ export class TaskService {
       this.#end(task, { event: 'end', data: end });
       return;
     }
-    this.#penalize(task, view, outcome.penalty);
+    applyPenalty(this.#registry, task, view, outcome.penalty);
     if (outcome.kind === 'fail') {
       if (outcome.attempts !== undefined) this.#observer.gaveUp(task, outcome.cause ?? outcome.code, outcome.attempts);
       else this.#observer.failedOn(task, view, outcome.code, outcome.message);
@@ -323,18 +323,6 @@ export class TaskService {
     task.placement = undefined;
     this.#queue.requeueFront(task.id, task.request.priority, task, task.deadlineAt);
     this.#scheduler.pump();
-  }
-
-  /** What a failed attempt says about its pool goes to the registry; a failure counts against the task's retries. */
-  #penalize(task: TaskRecord, view: PoolView, penalty: Penalty | undefined): void {
-    if (penalty === undefined) return;
-    if (penalty === 'saturated') {
-      this.#registry.markSaturated(view.node_id, view.pool_id);
-      return;
-    }
-    this.#registry.markSuspect(view.node_id, view.pool_id, penalty === 'node');
-    task.failedAttempts += 1;
-    task.ticket.avoid(view);
   }
 
   #fail(task: TaskRecord, code: ErrorCode, message: string, retriable: boolean): void {
@@ -353,18 +341,6 @@ export class TaskService {
     const served = frame.event === 'end' ? task.placement : undefined;
     this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
     this.#table.retire(task, this.#clock.now());
-  }
-
-  /**
-   * A node that stopped heartbeating (or left) may be frozen rather than dead: its sockets stay
-   * open and a dispatch to it would hang until the task's deadline. Abort the attempts running
-   * there with a {@link NodeLostError}; the failure policy re-places them or ends them.
-   */
-  #abandonNode(e: RegistryEvent): void {
-    for (const task of this.#table.running()) {
-      if (task.placement?.node_id !== e.nodeId || task.state !== 'running') continue;
-      task.controller?.abort(new NodeLostError(`node ${e.nodeId} went ${e.type === 'offline' ? 'offline (missed heartbeats)' : 'away (deregistered)'} while running the task`));
-    }
   }
 
   #housekeeping(): void {

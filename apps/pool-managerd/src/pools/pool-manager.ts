@@ -2,9 +2,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { closeAll } from '@llama-orch/daemon-support';
-import { HandoffFileSchema, type DispatchRequest, type HandoffFile, type PoolConfig } from '@llama-orch/contracts';
-import type { EngineProvisioner } from '@llama-orch/engine-provisioner';
-import type { ModelProvisioner } from '@llama-orch/model-provisioner';
+import { HandoffFileSchema, type DispatchRequest, type HandoffFile } from '@llama-orch/contracts';
 import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 import { EngineNotReachedError, HandoffError, PoolNotFoundError, PoolNotManagedError, PoolUnreadyError } from '../errors.js';
 import { probeExternalEngine } from '../handoff/adoption.js';
@@ -12,62 +10,22 @@ import { HandoffWatcher } from '../handoff/handoff-watcher.js';
 import { drain } from '../operations/drain.js';
 import { reload } from '../operations/reload.js';
 import type { EngineClients } from '../replicas/engine-clients.js';
-import type { SupervisionSettings } from '../supervision/settings.js';
 import { PoolManagerMetrics } from '../support/metrics.js';
 import { sweepStalePidFiles } from '../support/pid-files.js';
-import type { RotatingLogOptions } from '../support/rotating-log.js';
 import type { RuntimeDir } from '../support/runtime-dir.js';
 import { AdoptedEngine } from './adopted-engine.js';
 import { EngineMetricsScraper } from './engine-metrics.js';
 import { runAnswerDispatch, type AnswerSend } from './answer-dispatch.js';
-import { runDispatch, type DispatchEmit, type DispatchLogger, type DispatchOptions } from './dispatch.js';
+import { runDispatch, type DispatchEmit, type DispatchOptions } from './dispatch.js';
 import { ExternalPool } from './external-pool.js';
 import { ManagedPool } from './managed-pool.js';
 import { PoolTable, UNREADY_RETRY_MS } from './pool-table.js';
+import type { OpenCompletionOptions, PoolManagerOptions } from './pool-manager-options.js';
 
-export interface PoolManagerOptions {
-  nodeId: string;
-  pools: readonly PoolConfig[];
-  runtime: RuntimeDir;
-  logger: Logger;
-  engines: Pick<EngineProvisioner, 'ensureBinary' | 'prepare'>;
-  models: Pick<ModelProvisioner, 'ensure'>;
-  /** Complete, scrubbed environment for engine processes. */
-  engineEnv: Readonly<Record<string, string>>;
-  /**
-   * Exec-in-place prefix that ties engines to this process's life (setpriv); [] when unavailable.
-   * May be a promise (main verifies setpriv while the pools provision); awaited before each spawn.
-   */
-  wrapper: readonly string[] | Promise<readonly string[]>;
-  supervision: SupervisionSettings;
-  engineLog?: RotatingLogOptions;
-  /** Probe interval of adopted external engines, ms. @default 2000 */
-  externalProbeMs?: number;
-  /** How long an adopted engine may take to answer /health 200, ms. @default 30000 */
-  adoptTimeoutMs?: number;
-  /** Handoff watcher stability threshold, ms. @default 100 */
-  handoffStabilityMs?: number;
-  /** Tick of the engines' `/metrics` scrape, ms: the node's heartbeat interval. @default 5000 */
-  engineMetricsIntervalMs?: number;
-  /**
-   * Settles once the daemon's HTTP API listens. Engines are provisioned, spawned and checked before
-   * it (their start overlaps the daemon's own start-up), but no pool is reported ready and no
-   * external engine is adopted until it settled, so a ready pool can always be reached.
-   * @default settled (in-process use: the caller listens first)
-   */
-  serving?: Promise<void>;
-}
+export type { OpenCompletionOptions, PoolManagerOptions } from './pool-manager-options.js';
 
 /** Time a pool's close may take beyond its engine's SIGTERM grace (SIGKILL, files), ms. */
 const CLOSE_MARGIN_MS = 5000;
-
-/** Per-dispatch options of {@link PoolManager.openCompletion}. */
-export interface OpenCompletionOptions {
-  /** Aborted when the caller (the HTTP client) goes away: the engine request is aborted, its slot freed. */
-  signal: AbortSignal;
-  /** The dispatch's logger; its lines carry the caller's `correlation_id` binding. */
-  log: DispatchLogger;
-}
 
 /**
  * Everything pool-managerd runs: one {@link ManagedPool} per configured pool, the pools made of

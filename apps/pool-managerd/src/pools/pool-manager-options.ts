@@ -1,0 +1,51 @@
+import type { Logger } from 'pino';
+import type { PoolConfig } from '@llama-orch/contracts';
+import type { EngineProvisioner } from '@llama-orch/engine-provisioner';
+import type { ModelProvisioner } from '@llama-orch/model-provisioner';
+import type { SupervisionSettings } from '../supervision/settings.js';
+import type { RotatingLogOptions } from '../support/rotating-log.js';
+import type { RuntimeDir } from '../support/runtime-dir.js';
+import type { DispatchLogger } from './dispatch.js';
+
+// The options of PoolManager and of its dispatches, apart from the behaviour in pool-manager.ts.
+
+export interface PoolManagerOptions {
+  nodeId: string;
+  pools: readonly PoolConfig[];
+  runtime: RuntimeDir;
+  logger: Logger;
+  engines: Pick<EngineProvisioner, 'ensureBinary' | 'prepare'>;
+  models: Pick<ModelProvisioner, 'ensure'>;
+  /** Complete, scrubbed environment for engine processes. */
+  engineEnv: Readonly<Record<string, string>>;
+  /**
+   * Exec-in-place prefix that ties engines to this process's life (setpriv); [] when unavailable.
+   * May be a promise (main verifies setpriv while the pools provision); awaited before each spawn.
+   */
+  wrapper: readonly string[] | Promise<readonly string[]>;
+  supervision: SupervisionSettings;
+  engineLog?: RotatingLogOptions;
+  /** Probe interval of adopted external engines, ms. @default 2000 */
+  externalProbeMs?: number;
+  /** How long an adopted engine may take to answer /health 200, ms. @default 30000 */
+  adoptTimeoutMs?: number;
+  /** Handoff watcher stability threshold, ms. @default 100 */
+  handoffStabilityMs?: number;
+  /** Tick of the engines' `/metrics` scrape, ms: the node's heartbeat interval. @default 5000 */
+  engineMetricsIntervalMs?: number;
+  /**
+   * Settles once the daemon's HTTP API listens. Engines are provisioned, spawned and checked before
+   * it (their start overlaps the daemon's own start-up), but no pool is reported ready and no
+   * external engine is adopted until it settled, so a ready pool can always be reached.
+   * @default settled (in-process use: the caller listens first)
+   */
+  serving?: Promise<void>;
+}
+
+/** Per-dispatch options of `PoolManager.openCompletion`. */
+export interface OpenCompletionOptions {
+  /** Aborted when the caller (the HTTP client) goes away: the engine request is aborted, its slot freed. */
+  signal: AbortSignal;
+  /** The dispatch's logger; its lines carry the caller's `correlation_id` binding. */
+  log: DispatchLogger;
+}
