@@ -22,35 +22,54 @@ function appLayers(app, layers, roots) {
     const above = layers.slice(0, i).flat();
     if (above.length > 0) {
       rules.push({
-        name: `${app}-layers-${layer.join('-')}`, severity: 'error',
+        name: `${app}-layers-${layer.join('-')}`,
+        severity: 'error',
         comment: `${layer.join(', ')} sit below ${above.join(', ')} and must not import them (DESIGN.md §2).`,
-        from: { path: folders(layer), pathNot: exempt }, to: { path: folders(above) },
+        from: { path: folders(layer), pathNot: exempt },
+        to: { path: folders(above) },
       });
     }
     for (const peer of layer) {
       const others = layer.filter((p) => p !== peer);
       if (others.length === 0) continue;
       rules.push({
-        name: `${app}-peers-${peer}`, severity: 'error',
+        name: `${app}-peers-${peer}`,
+        severity: 'error',
         comment: `${peer} and ${others.join(', ')} are peers on one layer: neither imports the other.`,
-        from: { path: folders([peer]), pathNot: exempt }, to: { path: folders(others) },
+        from: { path: folders([peer]), pathNot: exempt },
+        to: { path: folders(others) },
       });
     }
   });
   rules.push(
-    { name: `${app}-only-http-knows-fastify`, severity: 'error',
+    {
+      name: `${app}-only-http-knows-fastify`,
+      severity: 'error',
       comment: 'Routes, plugins and hooks live in http/; the capability folders below it are plain objects.',
       from: { path: src, pathNot: [`${src}http/`, `${src}(${roots.join('|')})[.]ts$`, ...exempt] },
-      to: { path: 'node_modules/(fastify|fastify-plugin|fastify-type-provider-zod|@fastify/[^/]+)/' } },
-    { name: `${app}-folders-never-import-roots`, severity: 'error',
+      to: { path: 'node_modules/(fastify|fastify-plugin|fastify-type-provider-zod|@fastify/[^/]+)/' },
+    },
+    {
+      name: `${app}-folders-never-import-roots`,
+      severity: 'error',
       comment: `Nothing in a folder imports the app's roots (${roots.join(', ')}): they assemble the folders.`,
-      from: { path: `${src}[^/]+/`, pathNot: exempt }, to: { path: `${src}(${roots.join('|')})[.]ts$` } },
-    { name: `${app}-product-never-imports-test-code`, severity: 'error',
+      from: { path: `${src}[^/]+/`, pathNot: exempt },
+      to: { path: `${src}(${roots.join('|')})[.]ts$` },
+    },
+    {
+      name: `${app}-product-never-imports-test-code`,
+      severity: 'error',
       comment: 'Product code never imports tests, harnesses or fixtures.',
-      from: { path: src, pathNot: exempt }, to: { path: `${src}(testing|fixtures|bench)/` } },
-    { name: `${app}-src-top-level`, severity: 'error',
+      from: { path: src, pathNot: exempt },
+      to: { path: `${src}(testing|fixtures|bench)/` },
+    },
+    {
+      name: `${app}-src-top-level`,
+      severity: 'error',
       comment: 'src/ keeps only the entry, app factory, daemon wiring, config, errors and index; the rest lives in capability folders.',
-      from: { path: `${src}[^/]+[.]ts$`, pathNot: [`${src}(${[...roots, 'config', 'errors'].join('|')})[.]ts$`, ...exempt] }, to: {} },
+      from: { path: `${src}[^/]+[.]ts$`, pathNot: [`${src}(${[...roots, 'config', 'errors'].join('|')})[.]ts$`, ...exempt] },
+      to: {},
+    },
   );
   return rules;
 }
@@ -64,40 +83,76 @@ const SUBPATH_ENTRIES = ['^packages/daemon-support/src/argv\\.ts$'];
 
 module.exports = {
   forbidden: [
-    ...appLayers('orchestratord',
+    ...appLayers(
+      'orchestratord',
       [['http'], ['dashboard'], ['openai', 'tasks'], ['admission'], ['scheduling'], ['registry'], ['upstream', 'streams', 'sessions', 'catalog'], ['support']],
-      ['main', 'app', 'server', 'index']),
-    ...appLayers('pool-managerd',
+      ['main', 'app', 'server', 'index'],
+    ),
+    ...appLayers(
+      'pool-managerd',
       [['http'], ['pools'], ['operations'], ['replicas'], ['provisioning', 'handoff', 'node'], ['supervision'], ['support']],
-      ['main', 'app', 'daemon', 'index']),
+      ['main', 'app', 'daemon', 'index'],
+    ),
 
-    { name: 'dashboard-page-runs-in-a-browser', severity: 'error',
+    {
+      name: 'dashboard-page-runs-in-a-browser',
+      severity: 'error',
       comment: 'The page (packages/dashboard/web) runs in the browser: no Node built-ins, and of the workspace only contracts (for types).',
       from: { path: '^packages/dashboard/web/', pathNot: '[.]test[.]tsx?$' },
-      to: { dependencyTypes: ['core'] } },
-    { name: 'dashboard-page-only-contracts', severity: 'error',
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'dashboard-page-only-contracts',
+      severity: 'error',
       comment: 'The page reads the product over HTTP; of the workspace it imports only contracts (types).',
-      from: { path: '^packages/dashboard/web/' }, to: { path: '^(apps|packages|test-harness)/', pathNot: '^packages/(contracts|dashboard/web)/' } },
+      from: { path: '^packages/dashboard/web/' },
+      to: { path: '^(apps|packages|test-harness)/', pathNot: '^packages/(contracts|dashboard/web)/' },
+    },
 
-    { name: 'no-circular', severity: 'error', comment: 'Import cycles make start-up order and mocks fragile.',
-      from: {}, to: { circular: true } },
-    { name: 'contracts-only-zod', severity: 'error', comment: 'packages/contracts depends only on zod (and node built-ins).',
+    { name: 'no-circular', severity: 'error', comment: 'Import cycles make start-up order and mocks fragile.', from: {}, to: { circular: true } },
+    {
+      name: 'contracts-only-zod',
+      severity: 'error',
+      comment: 'packages/contracts depends only on zod (and node built-ins).',
       from: { path: '^packages/contracts/', pathNot: '[.]test[.]ts$' },
-      to: { dependencyTypes: ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-no-pkg', 'npm-unknown', 'unknown', 'undetermined'], pathNot: '/zod/' } },
-    { name: 'contracts-no-workspace', severity: 'error', comment: 'contracts is the leaf of the workspace graph.',
-      from: { path: '^packages/contracts/' }, to: { path: '^(apps|packages|test-harness)/', pathNot: '^packages/contracts/' } },
-    { name: 'packages-never-import-apps', severity: 'error', comment: 'Nothing depends on an app.',
-      from: { path: '^(packages|test-harness|bench)/' }, to: { path: '^apps/' } },
-    { name: 'apps-never-import-apps', severity: 'error', comment: 'Apps talk over HTTP, never by import.',
-      from: { path: '^apps/([^/]+)/' }, to: { path: '^apps/', pathNot: '^apps/$1/' } },
-    { name: 'e2e-http-only', severity: 'error', comment: 'The e2e harness talks to the product over HTTP only.',
-      from: { path: '^test-harness/' }, to: { path: '^(apps|packages)/' } },
-    { name: 'no-deep-imports', severity: 'error', comment: 'Import another package by its name (its index.ts), never its src/ or dist/ files.',
+      to: { dependencyTypes: ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-no-pkg', 'npm-unknown', 'unknown', 'undetermined'], pathNot: '/zod/' },
+    },
+    {
+      name: 'contracts-no-workspace',
+      severity: 'error',
+      comment: 'contracts is the leaf of the workspace graph.',
+      from: { path: '^packages/contracts/' },
+      to: { path: '^(apps|packages|test-harness)/', pathNot: '^packages/contracts/' },
+    },
+    { name: 'packages-never-import-apps', severity: 'error', comment: 'Nothing depends on an app.', from: { path: '^(packages|test-harness|bench)/' }, to: { path: '^apps/' } },
+    {
+      name: 'apps-never-import-apps',
+      severity: 'error',
+      comment: 'Apps talk over HTTP, never by import.',
+      from: { path: '^apps/([^/]+)/' },
+      to: { path: '^apps/', pathNot: '^apps/$1/' },
+    },
+    {
+      name: 'e2e-http-only',
+      severity: 'error',
+      comment: 'The e2e harness talks to the product over HTTP only.',
+      from: { path: '^test-harness/' },
+      to: { path: '^(apps|packages)/' },
+    },
+    {
+      name: 'no-deep-imports',
+      severity: 'error',
+      comment: 'Import another package by its name (its index.ts), never its src/ or dist/ files.',
       from: { path: '^(apps|packages|test-harness|bench)/([^/]+)/' },
-      to: { path: '^(apps|packages|test-harness)/([^/]+)/(src|dist)/', pathNot: ['^$1/$2/', '^(apps|packages|test-harness)/[^/]+/src/index\\.ts$', ...SUBPATH_ENTRIES] } },
-    { name: 'no-relative-cross-package', severity: 'error', comment: 'Workspace packages are imported by name, not by ../../ paths.',
+      to: { path: '^(apps|packages|test-harness)/([^/]+)/(src|dist)/', pathNot: ['^$1/$2/', '^(apps|packages|test-harness)/[^/]+/src/index\\.ts$', ...SUBPATH_ENTRIES] },
+    },
+    {
+      name: 'no-relative-cross-package',
+      severity: 'error',
+      comment: 'Workspace packages are imported by name, not by ../../ paths.',
       from: { path: '^(apps|packages|test-harness)/([^/]+)/' },
-      to: { dependencyTypes: ['local'], path: '^(apps|packages|test-harness)/', pathNot: '^$1/$2/' } },
+      to: { dependencyTypes: ['local'], path: '^(apps|packages|test-harness)/', pathNot: '^$1/$2/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -22,19 +22,31 @@ function time(label, fn) {
 
 // An empty `delta` object sends a piece down the general path (object + JSON.stringify) with the same bytes.
 time('chunk: cached head (plain piece)', () => {
-  const r = new ChunkRenderer(who, false); r.open('b1-de3ff81');
-  let n = 0; for (const t of pieces) n += r.token({ t, i: 0 }).length; return n;
+  const r = new ChunkRenderer(who, false);
+  r.open('b1-de3ff81');
+  let n = 0;
+  for (const t of pieces) n += r.token({ t, i: 0 }).length;
+  return n;
 });
 time('chunk: general form', () => {
-  const r = new ChunkRenderer(who, false); r.open('b1-de3ff81');
-  let n = 0; for (const t of pieces) n += r.token({ t, i: 0, delta: {} }).length; return n;
+  const r = new ChunkRenderer(who, false);
+  r.open('b1-de3ff81');
+  let n = 0;
+  for (const t of pieces) n += r.token({ t, i: 0, delta: {} }).length;
+  return n;
 });
 // Both append every frame (kept as a record); they differ in reading the newest (the appended object) or the one before (a view made for the read).
 time('frame log: append + read the newest (object)', () => {
-  const s = new TaskStream(); s.append(started);
-  let n = 0; for (const f of frames) n += s.frame(s.append(f)).data.i + 1; return n;
+  const s = new TaskStream();
+  s.append(started);
+  let n = 0;
+  for (const f of frames) n += s.frame(s.append(f)).data.i + 1;
+  return n;
 });
 time('frame log: append + read one back (view)', () => {
-  const s = new TaskStream(); s.append(started);
-  let n = 0; for (const f of frames) n += s.frame(s.append(f) - 1) === undefined ? 0 : 1; return n;
+  const s = new TaskStream();
+  s.append(started);
+  let n = 0;
+  for (const f of frames) n += s.frame(s.append(f) - 1) === undefined ? 0 : 1;
+  return n;
 });

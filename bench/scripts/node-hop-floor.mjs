@@ -30,7 +30,10 @@ if (process.argv[2] === '--hop') {
       u.setNoDelay(true);
       c.pipe(u);
       u.pipe(c);
-      for (const [a, b] of [[c, u], [u, c]]) {
+      for (const [a, b] of [
+        [c, u],
+        [u, c],
+      ]) {
         a.on('error', () => b.destroy());
         a.on('close', () => b.destroy());
       }
@@ -49,12 +52,28 @@ if (process.argv[2] === '--hop') {
       const body = [];
       req.on('data', (c) => body.push(c));
       req.on('end', () => {
-        pool.dispatch({ method: 'POST', path: req.url, headers: { 'content-type': 'application/json' }, body: Buffer.concat(body), reset: true }, {
-          onConnect() {}, onUpgrade() {}, onError() { res.destroy(); },
-          onHeaders(status) { res.writeHead(status, { 'content-type': 'text/event-stream' }); res.flushHeaders(); return true; },
-          onData(chunk) { res.write(chunk); return true; },
-          onComplete() { res.end(); },
-        });
+        pool.dispatch(
+          { method: 'POST', path: req.url, headers: { 'content-type': 'application/json' }, body: Buffer.concat(body), reset: true },
+          {
+            onConnect() {},
+            onUpgrade() {},
+            onError() {
+              res.destroy();
+            },
+            onHeaders(status) {
+              res.writeHead(status, { 'content-type': 'text/event-stream' });
+              res.flushHeaders();
+              return true;
+            },
+            onData(chunk) {
+              res.write(chunk);
+              return true;
+            },
+            onComplete() {
+              res.end();
+            },
+          },
+        );
       });
     });
   }
@@ -72,13 +91,25 @@ if (process.argv[2] === '--hop') {
   const EP = 18977;
   const engine = spawn(BIN, ['-m', MODEL, '--port', String(EP), '-np', '1', '-t', '1', '-c', '4096', '--no-webui'], { stdio: 'ignore' });
   for (let i = 0; i < 200; i++) {
-    try { if ((await fetch(`http://127.0.0.1:${EP}/health`)).ok) break; } catch { /* starting */ }
+    try {
+      if ((await fetch(`http://127.0.0.1:${EP}/health`)).ok) break;
+    } catch {
+      /* starting */
+    }
     await sleep(50);
   }
   const startHop = async (kind) => {
     const child = fork(new URL(import.meta.url).pathname, ['--hop', kind, String(EP)]);
     const port = await new Promise((r) => child.once('message', r));
-    return { child, port, cpu: () => new Promise((r) => { child.once('message', r); child.send('cpu'); }) };
+    return {
+      child,
+      port,
+      cpu: () =>
+        new Promise((r) => {
+          child.once('message', r);
+          child.send('cpu');
+        }),
+    };
   };
   const hops = { raw: await startHop('raw'), http: await startHop('http'), undici: await startHop('undici') };
   const agent = new Agent({ connections: 2 });
@@ -86,7 +117,8 @@ if (process.argv[2] === '--hop') {
   const ttft = Object.fromEntries(names.map((n) => [n, []]));
   const cpu = Object.fromEntries(names.map((n) => [n, 0]));
   const frames = Object.fromEntries(names.map((n) => [n, 0]));
-  const WARMUP = 10, ROUNDS = 200;
+  const WARMUP = 10,
+    ROUNDS = 200;
   for (let i = 0; i < WARMUP + ROUNDS; i++) {
     for (let k = 0; k < names.length; k++) {
       const n = names[(i + k) % names.length];
@@ -94,7 +126,10 @@ if (process.argv[2] === '--hop') {
       const before = hop === undefined ? 0 : await hop.cpu();
       const t0 = performance.now();
       const res = await request(`http://127.0.0.1:${hop?.port ?? EP}/completion`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, dispatcher: agent, reset: hop === undefined,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        dispatcher: agent,
+        reset: hop === undefined,
         body: JSON.stringify({ prompt: 'Once upon a time, in a data centre far away,', n_predict: 128, stream: true, cache_prompt: false, seed: i, temperature: 0 }),
       });
       let first;

@@ -41,17 +41,33 @@ async function load(root) {
   const dist = pathToFileURL(resolve(root, 'apps/orchestratord/dist')).href;
   const imp = (p) => import(`${dist}/${p}`).catch(() => undefined);
   const [taskStream, events, sseWriter, relay, taskEventStream, frameEncoder, chunkEncoder] = await Promise.all([
-    imp('streams/task-stream.js'), imp('upstream/dispatch-events.js'), imp('streams/sse-writer.js'), imp('openai/relay.js'),
-    imp('streams/task-event-stream.js'), imp('streams/frame-encoder.js'), imp('openai/chunk-encoder.js'),
+    imp('streams/task-stream.js'),
+    imp('upstream/dispatch-events.js'),
+    imp('streams/sse-writer.js'),
+    imp('openai/relay.js'),
+    imp('streams/task-event-stream.js'),
+    imp('streams/frame-encoder.js'),
+    imp('openai/chunk-encoder.js'),
   ]);
   const common = { keepaliveMs: 60_000, headers: {} };
   // One subscriber per door, by whichever API the build has.
-  const v2 = taskEventStream !== undefined
-    ? (res, stream) => new taskEventStream.TaskEventStream({ ...common, res, stream, encoder: frameEncoder.V2_SSE, onAbandoned: () => undefined })
-    : (res, stream) => sseWriter.serveTaskStream({ ...common, res, stream, verbose: false, afterId: undefined, onClientGone: () => undefined });
-  const v1 = chunkEncoder !== undefined
-    ? (res, stream) => new taskEventStream.TaskEventStream({ ...common, res, stream, encoder: new chunkEncoder.OpenAiChunkEncoder(who, false, () => 'b1'), lazyHead: true, onRefused: () => undefined, onAbandoned: () => undefined })
-    : (res, stream) => relay.relayOpenAi({ ...common, res, stream, who, streaming: true, includeUsage: false, fingerprint: () => 'b1', onClientGone: () => undefined });
+  const v2 =
+    taskEventStream !== undefined
+      ? (res, stream) => new taskEventStream.TaskEventStream({ ...common, res, stream, encoder: frameEncoder.V2_SSE, onAbandoned: () => undefined })
+      : (res, stream) => sseWriter.serveTaskStream({ ...common, res, stream, verbose: false, afterId: undefined, onClientGone: () => undefined });
+  const v1 =
+    chunkEncoder !== undefined
+      ? (res, stream) =>
+          new taskEventStream.TaskEventStream({
+            ...common,
+            res,
+            stream,
+            encoder: new chunkEncoder.OpenAiChunkEncoder(who, false, () => 'b1'),
+            lazyHead: true,
+            onRefused: () => undefined,
+            onAbandoned: () => undefined,
+          })
+      : (res, stream) => relay.relayOpenAi({ ...common, res, stream, who, streaming: true, includeUsage: false, fingerprint: () => 'b1', onClientGone: () => undefined });
   return { TaskStream: taskStream.TaskStream, readDispatchEvents: events.readDispatchEvents, v2, v1 };
 }
 

@@ -31,7 +31,14 @@ async function main(argv: string[]): Promise<number> {
   }
   const quick = argv.includes('--quick');
   const cpuProf = argv.includes('--cpu-prof');
-  const nodeFlags = argv.filter((a) => a.startsWith('--node-flags=')).flatMap((a) => a.slice('--node-flags='.length).split(' ').filter((f) => f !== ''));
+  const nodeFlags = argv
+    .filter((a) => a.startsWith('--node-flags='))
+    .flatMap((a) =>
+      a
+        .slice('--node-flags='.length)
+        .split(' ')
+        .filter((f) => f !== ''),
+    );
   const paths = benchPaths(process.env);
   // Diagnostic runs (quick, profiled, extra flags, another daemon build) never replace the reported results.
   const diagnostic = quick || cpuProf || nodeFlags.length > 0 || paths.overridden;
@@ -63,7 +70,13 @@ async function main(argv: string[]): Promise<number> {
     const dir = join(runDir, name);
     await mkdir(dir, { recursive: true });
     const ctx: BenchContext = {
-      paths, dir, quick, cpuProf, nodeFlags, signal: controller.signal, log: (m) => say(m),
+      paths,
+      dir,
+      quick,
+      cpuProf,
+      nodeFlags,
+      signal: controller.signal,
+      log: (m) => say(m),
     };
     const startedAt = performance.now();
     const loadAtStart = currentLoad();

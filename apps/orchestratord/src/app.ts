@@ -97,7 +97,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     // bypass hooks and the error handler; without this they leave as Fastify's own JSON with
     // status 400/414 and no correlation id instead of an ErrorEnvelope.
     frameworkErrors: (err, _req, reply) => {
-      sendError(reply, new InvalidParamsError(`path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 1024 characters' : 'not a valid URL (bad percent-encoding)'}`));
+      sendError(
+        reply,
+        new InvalidParamsError(`path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 1024 characters' : 'not a valid URL (bad percent-encoding)'}`),
+      );
     },
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -106,7 +109,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }) });
   const poolClient = new PoolClient({
-    dispatcher: deps.upstream, h2cDispatcher: deps.upstreamH2c, token: config.node_token ?? config.api_token,
+    dispatcher: deps.upstream,
+    h2cDispatcher: deps.upstreamH2c,
+    token: config.node_token ?? config.api_token,
     acceptTimeoutMs: config.dispatch_accept_timeout_ms ?? Math.max(config.heartbeat_interval_ms, 1000),
     http1PerNode: config.dispatch_http1_per_node,
   });
@@ -117,7 +122,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     pools: () => registry.pools().map((p) => ({ pool_id: p.pool_id, node_id: p.node_id, leased: p.leased, free: p.free, placeable: isPlaceable(p) })),
   });
   const sessions = new SessionStore({
-    ttlMs: config.session_ttl_ms, maxSessions: config.session_max, tokenBudget: config.session_token_budget, clock,
+    ttlMs: config.session_ttl_ms,
+    maxSessions: config.session_max,
+    tokenBudget: config.session_token_budget,
+    clock,
     onEvict: () => metrics.sessionsEvicted.inc(),
   });
   const tasks = new TaskService({
@@ -142,11 +150,24 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   });
 
   const dashboard = new DashboardFeed({
-    registry, tasks, clock, version: deps.version ?? packageVersion(), ...(tuning.dashboardBucketMs !== undefined ? { bucketMs: tuning.dashboardBucketMs } : {}),
+    registry,
+    tasks,
+    clock,
+    version: deps.version ?? packageVersion(),
+    ...(tuning.dashboardBucketMs !== undefined ? { bucketMs: tuning.dashboardBucketMs } : {}),
   });
 
   const services: AppServices = {
-    config, registry, tasks, sessions, catalog, poolClient, metrics, metricsRegistry, clock, dashboard,
+    config,
+    registry,
+    tasks,
+    sessions,
+    catalog,
+    poolClient,
+    metrics,
+    metricsRegistry,
+    clock,
+    dashboard,
     publicBase: publicBaseResolver(app, config.addr, config.public_url),
   };
   app.decorate('services', services);
@@ -166,13 +187,20 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   });
   // Each of these is closed even when another fails; any failure fails app.close().
   app.addHook('onClose', async () => {
-    const report = await closeAll([
-      { name: 'dashboard feed', close: () => dashboard.close() },
-      { name: 'node registry', close: () => registry.close() },
-      { name: 'sessions', close: () => sessions.close() },
-      { name: 'catalog', close: () => catalog.close() },
-    ], { log: logger });
-    if (report.failed.length > 0) throw new AggregateError(report.failed.map((f) => f.err), `${report.failed.map((f) => f.name).join(', ')} failed to close`);
+    const report = await closeAll(
+      [
+        { name: 'dashboard feed', close: () => dashboard.close() },
+        { name: 'node registry', close: () => registry.close() },
+        { name: 'sessions', close: () => sessions.close() },
+        { name: 'catalog', close: () => catalog.close() },
+      ],
+      { log: logger },
+    );
+    if (report.failed.length > 0)
+      throw new AggregateError(
+        report.failed.map((f) => f.err),
+        `${report.failed.map((f) => f.name).join(', ')} failed to close`,
+      );
   });
 
   await app.register(correlationPlugin);
@@ -181,7 +209,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(corsOriginsPlugin, { origins: config.cors_origins ?? [] });
   const credentials = deps.credentials ?? loadCredentials({ config: { ...config, keys_file: undefined }, env: {} });
   await app.register(authPlugin, {
-    credentials, openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS, ...DASHBOARD_PAGE_PATHS], openPrefixes: [DOCS_PREFIX, DASHBOARD_ASSETS_PREFIX],
+    credentials,
+    openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS, ...DASHBOARD_PAGE_PATHS],
+    openPrefixes: [DOCS_PREFIX, DASHBOARD_ASSETS_PREFIX],
   });
   await app.register(clientKeysPlugin, { registry: metricsRegistry, rateLimited: credentials.keys.some((k) => k.rateLimit !== undefined) });
   await app.register(probeRoutes, { readiness });

@@ -6,15 +6,28 @@ import { ConfigError } from './errors.js';
 describe('loadConfig', () => {
   it('applies defaults and is frozen', () => {
     const c = loadConfig({ env: {} });
-    expect(c).toMatchObject({ addr: '127.0.0.1:8080', admission_capacity: 1024, admission_policy: 'reject', placement_strategy: 'least-loaded', heartbeat_interval_ms: 5000, sse_keepalive_ms: 15000 });
+    expect(c).toMatchObject({
+      addr: '127.0.0.1:8080',
+      admission_capacity: 1024,
+      admission_policy: 'reject',
+      placement_strategy: 'least-loaded',
+      heartbeat_interval_ms: 5000,
+      sse_keepalive_ms: 15000,
+    });
     expect(Object.isFrozen(c)).toBe(true);
   });
 
   it('reads the known variables and coerces numbers; empty values count as unset', () => {
     const c = loadConfig({
       env: {
-        ORCHD_ADDR: '0.0.0.0:0', LLORCH_API_TOKEN: 'a-token-of-16-chars!', ORCHD_ADMISSION_CAPACITY: '8', ORCHD_ADMISSION_POLICY: 'drop-lru',
-        ORCHESTRATORD_PLACEMENT_STRATEGY: 'round-robin', ORCHD_NODE_HEARTBEAT_MS: '100', ORCHD_PUBLIC_URL: '', UNRELATED: 'x',
+        ORCHD_ADDR: '0.0.0.0:0',
+        LLORCH_API_TOKEN: 'a-token-of-16-chars!',
+        ORCHD_ADMISSION_CAPACITY: '8',
+        ORCHD_ADMISSION_POLICY: 'drop-lru',
+        ORCHESTRATORD_PLACEMENT_STRATEGY: 'round-robin',
+        ORCHD_NODE_HEARTBEAT_MS: '100',
+        ORCHD_PUBLIC_URL: '',
+        UNRELATED: 'x',
       },
     });
     expect(c).toMatchObject({ addr: '0.0.0.0:0', admission_capacity: 8, admission_policy: 'drop-lru', placement_strategy: 'round-robin', heartbeat_interval_ms: 100 });

@@ -1,6 +1,4 @@
-import {
-  ORCHESTRATOR_ENV, OrchestratorConfigSchema, formatIssues, type OrchestratorConfig,
-} from '@llama-orch/contracts';
+import { ORCHESTRATOR_ENV, OrchestratorConfigSchema, formatIssues, type OrchestratorConfig } from '@llama-orch/contracts';
 import { isLoopbackHost, splitHostPort } from '@llama-orch/daemon-support';
 import { ConfigError } from './errors.js';
 
@@ -10,9 +8,7 @@ export interface LoadConfigOptions {
   env: Readonly<Record<string, string | undefined>>;
 }
 
-const KEY_TO_ENV: Readonly<Record<string, string>> = Object.freeze(
-  Object.fromEntries(Object.entries(ORCHESTRATOR_ENV).map(([env, key]) => [key, env])),
-);
+const KEY_TO_ENV: Readonly<Record<string, string>> = Object.freeze(Object.fromEntries(Object.entries(ORCHESTRATOR_ENV).map(([env, key]) => [key, env])));
 
 /**
  * Parses and validates orchestratord's configuration once. Every problem (bad values, a port out

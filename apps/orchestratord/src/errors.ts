@@ -1,6 +1,4 @@
-import {
-  ERROR_STATUS, RETRIABLE_BY_DEFAULT, type ErrorCode, type ErrorEnvelope,
-} from '@llama-orch/contracts';
+import { ERROR_STATUS, RETRIABLE_BY_DEFAULT, type ErrorCode, type ErrorEnvelope } from '@llama-orch/contracts';
 
 /** Options shared by every typed error of orchestratord. */
 export interface OrchdErrorOptions {
@@ -33,7 +31,11 @@ export class OrchdError extends Error {
   readonly param: string | undefined;
   readonly context: Readonly<Record<string, unknown>>;
 
-  constructor(readonly code: ErrorCode, message: string, options: OrchdErrorOptions = {}) {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options: OrchdErrorOptions = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.status = ERROR_STATUS[code];
     this.retriable = options.retriable ?? RETRIABLE_BY_DEFAULT[code];

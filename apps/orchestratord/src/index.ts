@@ -18,9 +18,7 @@ export type { NodeRegistryOptions, RegistryEvent, RegistryState } from './regist
 export { isPlaceable, compareCandidates, candidateKey, servesModel } from './registry/pool-view.js';
 export type { PoolCandidate, PoolView, CandidateIndex, Lease } from './registry/pool-view.js';
 export { TaskService } from './tasks/task-service.js';
-export type {
-  TaskServiceOptions, AdmissionResult, Admitted, CancelResult, CancelReason, TaskServiceState,
-} from './tasks/task-service.js';
+export type { TaskServiceOptions, AdmissionResult, Admitted, CancelResult, CancelReason, TaskServiceState } from './tasks/task-service.js';
 export type { TaskEvent, TaskEventListener, EndedTask, TaskOutcome } from './tasks/task-events.js';
 export type { TaskLoad } from './tasks/task-load.js';
 export { DashboardFeed } from './dashboard/dashboard-feed.js';
@@ -33,15 +31,32 @@ export type { PoolClientOptions, PoolOperationReply, DispatchTarget } from './up
 export { runAttempt, failurePolicy } from './upstream/dispatch-attempt.js';
 export type { AttemptInput, AttemptOutcome, Penalty, TokenSink } from './upstream/dispatch-attempt.js';
 export {
-  DispatchFailure, UpstreamConnectError, UpstreamStreamError, PoolSaturatedError, DispatchInvalidError, PoolRefusedError,
-  EngineError, NodeLostError,
+  DispatchFailure,
+  UpstreamConnectError,
+  UpstreamStreamError,
+  PoolSaturatedError,
+  DispatchInvalidError,
+  PoolRefusedError,
+  EngineError,
+  NodeLostError,
 } from './upstream/upstream-errors.js';
 export { readDispatchEvents } from './upstream/dispatch-events.js';
 export { SessionStore } from './sessions/session-store.js';
 export { CatalogStore } from './catalog/catalog-store.js';
 export type { CatalogInterest, CatalogStoreState } from './catalog/catalog-store.js';
 export {
-  OrchdError, InvalidParamsError, DeadlineUnmetError, UnauthorizedError, NotFoundError, PayloadTooLargeError, QueueFullError, BudgetSpentError,
-  ModelNotAvailableError, PoolUnavailableError, PoolUnreadyError, InternalError, ConfigError,
+  OrchdError,
+  InvalidParamsError,
+  DeadlineUnmetError,
+  UnauthorizedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  QueueFullError,
+  BudgetSpentError,
+  ModelNotAvailableError,
+  PoolUnavailableError,
+  PoolUnreadyError,
+  InternalError,
+  ConfigError,
 } from './errors.js';
 export type { OrchdErrorOptions } from './errors.js';

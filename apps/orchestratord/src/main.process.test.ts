@@ -59,7 +59,9 @@ async function startDaemon(env: Record<string, string> = {}): Promise<Daemon> {
     child.once('exit', () => reject(new Error(`orchestratord exited before listening: ${out.text}`)));
   });
   return {
-    child, url, out,
+    child,
+    url,
+    out,
     exit: async (since) => {
       const r = await exited;
       return { ...r, ms: Date.now() - since };
@@ -77,7 +79,10 @@ function terminate(d: Daemon): number {
 }
 
 function records(text: string): Array<Record<string, unknown>> {
-  return text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 describe('orchestratord process: SIGTERM always ends it within the grace period', () => {
@@ -86,14 +91,18 @@ describe('orchestratord process: SIGTERM always ends it within the grace period'
     const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: TOKEN, tokenIntervalMs: 20 });
     onTestFinished(() => node.close());
     await node.startHeartbeats(d.url, HB_MS);
-    const streams = await Promise.all([1, 2].map(async () => {
-      const res = await request(`${d.url}/v2/tasks`, {
-        method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(taskBody({ max_tokens: 2000 })),
-      });
-      expect(res.statusCode).toBe(202);
-      const json = (await res.body.json()) as { task_id: string; streams: { sse: string } };
-      return { id: json.task_id, sse: await openSse(json.streams.sse, { authorization: `Bearer ${TOKEN}` }) };
-    }));
+    const streams = await Promise.all(
+      [1, 2].map(async () => {
+        const res = await request(`${d.url}/v2/tasks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify(taskBody({ max_tokens: 2000 })),
+        });
+        expect(res.statusCode).toBe(202);
+        const json = (await res.body.json()) as { task_id: string; streams: { sse: string } };
+        return { id: json.task_id, sse: await openSse(json.streams.sse, { authorization: `Bearer ${TOKEN}` }) };
+      }),
+    );
     await Promise.all(streams.map((s) => s.sse.waitForFrame((f) => f.event === 'token')));
     const exit = await d.exit(terminate(d));
     expect(exit).toMatchObject({ code: 0, signal: null });

@@ -37,18 +37,26 @@ const UPSTREAM_CLOSE_MS = 2000;
  */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const upstream = createUpstreamDispatchers();
-  const app = await buildApp({
-    logger: options.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c,
-    ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
-  }, options.config);
+  const app = await buildApp(
+    {
+      logger: options.logger,
+      upstream: upstream.http1,
+      upstreamH2c: upstream.h2c,
+      ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
+    },
+    options.config,
+  );
   const { host, port } = splitHostPort(options.config.addr);
   try {
     await listenQuietly(app, { host, port });
   } catch (err) {
-    await closeAll([
-      { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
-      { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS) },
-    ], { log: options.logger });
+    await closeAll(
+      [
+        { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
+        { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS) },
+      ],
+      { log: options.logger },
+    );
     throw err;
   }
   const address = app.server.address();
@@ -61,10 +69,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     app,
     url,
     close: () => {
-      closing ??= closeAll([
-        { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
-        { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS), timeoutMs: UPSTREAM_CLOSE_MS + 1000 },
-      ], { log: options.logger });
+      closing ??= closeAll(
+        [
+          { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
+          { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS), timeoutMs: UPSTREAM_CLOSE_MS + 1000 },
+        ],
+        { log: options.logger },
+      );
       return closing;
     },
   };

@@ -76,7 +76,9 @@ describe('pool-managerd HTTP API', () => {
 
   it('dispatch to a pool that is not ready is a 503 POOL_UNREADY with backoff headers', async () => {
     const res = await app.inject({
-      method: 'POST', url: '/v2/pools/p0/completions', headers: auth,
+      method: 'POST',
+      url: '/v2/pools/p0/completions',
+      headers: auth,
       payload: { task_id: '5f0c6f8e-8f0e-4e43-9d61-3b8a4f9b8c11', prompt: 'hi', max_tokens: 4 },
     });
     expect(res.statusCode).toBe(503);
@@ -84,7 +86,9 @@ describe('pool-managerd HTTP API', () => {
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(Number(res.headers['x-backoff-ms'])).toBeGreaterThan(0);
     const unknown = await app.inject({
-      method: 'POST', url: '/v2/pools/nope/completions', headers: auth,
+      method: 'POST',
+      url: '/v2/pools/nope/completions',
+      headers: auth,
       payload: { task_id: '5f0c6f8e-8f0e-4e43-9d61-3b8a4f9b8c11', prompt: 'hi', max_tokens: 4 },
     });
     expect(unknown.statusCode).toBe(404);
@@ -92,7 +96,9 @@ describe('pool-managerd HTTP API', () => {
 
   it('invalid bodies are 400 INVALID_PARAMS naming the field', async () => {
     const res = await app.inject({
-      method: 'POST', url: '/v2/pools/p0/completions', headers: auth,
+      method: 'POST',
+      url: '/v2/pools/p0/completions',
+      headers: auth,
       payload: { task_id: 'not-a-uuid', prompt: 'hi', max_tokens: 0, extra: 1 },
     });
     expect(res.statusCode).toBe(400);

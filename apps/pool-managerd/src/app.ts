@@ -1,5 +1,13 @@
 import type { Http2Server } from 'node:http2';
-import Fastify, { LogController, type FastifyError, type FastifyHttp2Options, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyHttp2Options,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { PoolManagerConfig } from '@llama-orch/contracts';

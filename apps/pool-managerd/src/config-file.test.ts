@@ -7,7 +7,9 @@ import { loadPoolManagerConfig } from './config.js';
 import { ConfigError } from './errors.js';
 
 const dirs: string[] = [];
-afterAll(async () => { await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))); });
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
 async function writeConfig(text: string): Promise<string> {
   const d = await mkdtemp(join(tmpdir(), 'llorch-cfg-'));
   dirs.push(d);
@@ -17,7 +19,10 @@ async function writeConfig(text: string): Promise<string> {
 }
 
 async function loadError(path: string, env: Record<string, string> = {}): Promise<ConfigError> {
-  const err = await loadPoolManagerConfig(path, env).then(() => undefined, (e: unknown) => e);
+  const err = await loadPoolManagerConfig(path, env).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ConfigError);
   return err as ConfigError;
 }
@@ -40,16 +45,9 @@ describe('loadPoolManagerConfig', () => {
   });
 
   it('rejects unknown keys and bad values, all in one error', async () => {
-    const path = await writeConfig([
-      'node: { id: n1, colour: blue }',
-      'pools:',
-      '  - id: p0',
-      '    model: synthetic:llama',
-      '    gpu: sometimes',
-      '    ctx: 10',
-      '    turbo: true',
-      'extra_top: 1',
-    ].join('\n'));
+    const path = await writeConfig(
+      ['node: { id: n1, colour: blue }', 'pools:', '  - id: p0', '    model: synthetic:llama', '    gpu: sometimes', '    ctx: 10', '    turbo: true', 'extra_top: 1'].join('\n'),
+    );
     const err = await loadError(path);
     expect(err.code).toBe('CONFIG_INVALID');
     expect(err.message).toMatch(/colour/);

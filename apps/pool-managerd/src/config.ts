@@ -25,7 +25,7 @@ export interface DaemonSettings {
 export function parseArgv(argv: readonly string[]): { configPath: string } {
   const outcome = parseDaemonArgv(argv, ARGV_SPEC);
   if (outcome.action !== 'run' || outcome.value === undefined) {
-    throw new ConfigError(outcome.action === 'exit' && outcome.stderr !== undefined ? outcome.stderr.split('\n', 1)[0] ?? '' : 'missing --config <file.yaml>');
+    throw new ConfigError(outcome.action === 'exit' && outcome.stderr !== undefined ? (outcome.stderr.split('\n', 1)[0] ?? '') : 'missing --config <file.yaml>');
   }
   return { configPath: outcome.value };
 }
@@ -71,7 +71,8 @@ export function parsePoolManagerConfig(text: string, origin: string, env: Env = 
   // dispatches here carry; the shared LLORCH_API_TOKEN when the cluster has no separate one.
   const fromEnv = (name: string): string | undefined => (env[name] !== undefined && env[name] !== '' ? env[name] : undefined);
   const apiToken = parsed.data.api_token ?? fromEnv('LLORCH_NODE_TOKEN') ?? fromEnv('LLORCH_API_TOKEN');
-  if (apiToken !== undefined && apiToken.length < 16) throw new ConfigError('the node token (api_token, LLORCH_NODE_TOKEN or LLORCH_API_TOKEN) must be at least 16 characters', { path: origin });
+  if (apiToken !== undefined && apiToken.length < 16)
+    throw new ConfigError('the node token (api_token, LLORCH_NODE_TOKEN or LLORCH_API_TOKEN) must be at least 16 characters', { path: origin });
   return deepFreeze(apiToken === undefined ? parsed.data : { ...parsed.data, api_token: apiToken });
 }
 
@@ -96,8 +97,11 @@ export async function loadSettings(argv: readonly string[], env: Env, home: stri
     throw new ConfigError(`node.dispatch_h2c_addr ${h2c} is not loopback: set api_token or LLORCH_API_TOKEN (refusing an open API)`);
   }
   const runtimeDir = config.runtime_dir !== undefined ? abs(config.runtime_dir) : join(home, '.local', 'state', 'llama-orch', config.node.id);
-  const cacheDir = env.LLORCH_CACHE_DIR !== undefined && env.LLORCH_CACHE_DIR !== ''
-    ? resolve(env.LLORCH_CACHE_DIR)
-    : config.cache_dir !== undefined ? abs(config.cache_dir) : defaultCacheDir(home);
+  const cacheDir =
+    env.LLORCH_CACHE_DIR !== undefined && env.LLORCH_CACHE_DIR !== ''
+      ? resolve(env.LLORCH_CACHE_DIR)
+      : config.cache_dir !== undefined
+        ? abs(config.cache_dir)
+        : defaultCacheDir(home);
   return { config, configPath, configDir, apiToken, host, port, runtimeDir, cacheDir };
 }

@@ -50,7 +50,9 @@ afterAll(() => {
 function writeConfig(name: string, extra = ''): { path: string; runtime: string } {
   const runtime = join(dir, `${name}-run`);
   const path = join(dir, `${name}.yaml`);
-  writeFileSync(path, `node:
+  writeFileSync(
+    path,
+    `node:
   id: ${name}
   addr: 127.0.0.1:0
 runtime_dir: ${runtime}
@@ -59,7 +61,8 @@ ${extra}pools:
     model: synthetic:llama
     ctx: 512
     threads: 1
-`);
+`,
+  );
   return { path, runtime };
 }
 
@@ -124,7 +127,10 @@ describe('pool-managerd as a process', () => {
     cleanups.push(() => orphan.stop());
     const { mkdirSync } = await import('node:fs');
     mkdirSync(join(cfg.runtime, 'pids'), { recursive: true });
-    writeFileSync(join(cfg.runtime, 'pids', 'p0-r0.pid'), JSON.stringify({ pid: orphan.pid, pool_id: 'p0', replica_id: 'r0', binary_path: 'x', started_at: new Date().toISOString() }));
+    writeFileSync(
+      join(cfg.runtime, 'pids', 'p0-r0.pid'),
+      JSON.stringify({ pid: orphan.pid, pool_id: 'p0', replica_id: 'r0', binary_path: 'x', started_at: new Date().toISOString() }),
+    );
     const d = await startDaemon(cfg.path);
     await until(() => orphan.child.exitCode !== null || orphan.child.signalCode !== null, 'orphan killed', 10_000);
     expect(orphan.child.signalCode).toBe('SIGKILL');
@@ -162,7 +168,7 @@ describe('pool-managerd as a process', () => {
     expect(regPool?.pool_id).toBe('p0');
     report(`registration sent with p0 ${regPool?.ready === true ? 'ready' : `not ready (state ${regPool?.state})`}`);
     if (regPool?.ready === true) {
-      expect(orch.registrationTimes[0], 'a ready registration arrived after \'engine healthy\'').toBeGreaterThanOrEqual(healthyAt);
+      expect(orch.registrationTimes[0], "a ready registration arrived after 'engine healthy'").toBeGreaterThanOrEqual(healthyAt);
       expect(regPool.state).toBe('ready');
     } else {
       expect(regPool?.state).not.toBe('ready');
@@ -175,12 +181,17 @@ describe('pool-managerd as a process', () => {
     const h2 = new Agent({ factory: (origin, opts) => new H2CClient(origin, opts) });
     try {
       const res = await h2.request({
-        origin: h2cUrl as string, path: '/v2/pools/p0/completions', method: 'POST',
+        origin: h2cUrl as string,
+        path: '/v2/pools/p0/completions',
+        method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
         body: JSON.stringify({ task_id: randomUUID(), prompt: 'Hello', max_tokens: 4, greedy: true }),
       });
       expect(res.statusCode).toBe(200);
-      const events = (await res.body.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+      const events = (await res.body.text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { type: string });
       expect(events.at(-1)).toMatchObject({ type: 'end', pool_id: 'p0', node_id: 'withorch' });
       expect(events.filter((e) => e.type === 'token').length).toBeGreaterThan(0);
     } finally {
@@ -200,7 +211,11 @@ describe('pool-managerd as a process', () => {
     writeFileSync(path, 'node:\n  id: Bad Id\n  bogus: 1\npools: []\n');
     const r = await execa(process.execPath, [MAIN, '--config', path], { reject: false, env: { ...process.env, LLORCH_CACHE_DIR: testCacheDir() }, timeout: 30_000 });
     expect(r.exitCode).toBe(1);
-    const fatal = String(r.stdout).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { msg: string; err?: { message: string } }).find((l) => l.msg === 'pool-managerd failed to start');
+    const fatal = String(r.stdout)
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { msg: string; err?: { message: string } })
+      .find((l) => l.msg === 'pool-managerd failed to start');
     expect(fatal?.err?.message).toMatch(/node\.id/);
     expect(fatal?.err?.message).toMatch(/bogus|Unrecognized/);
     expect(fatal?.err?.message).toMatch(/pools/);

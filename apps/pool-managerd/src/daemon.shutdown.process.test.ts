@@ -44,7 +44,9 @@ interface ConfigOptions {
 function writeConfig(name: string, o: ConfigOptions = {}): { path: string; runtime: string } {
   const runtime = join(dir, `${name}-run`);
   const path = join(dir, `${name}.yaml`);
-  writeFileSync(path, `node:
+  writeFileSync(
+    path,
+    `node:
   id: ${name}
   addr: ${o.addr ?? '127.0.0.1:0'}
 runtime_dir: ${runtime}
@@ -54,7 +56,8 @@ ${o.extra ?? ''}pools:
     ctx: ${o.ctx ?? 512}
     slots: ${o.slots ?? 1}
     threads: 1
-`);
+`,
+  );
   return { path, runtime };
 }
 
@@ -65,11 +68,16 @@ function start(configPath: string, stdout: 'read' | 'unread', logLevel?: string)
 }
 
 async function waitReady(url: string): Promise<void> {
-  await until(async () => {
-    const res = await request(`${url}/v2/pools/p0`, { headers: auth }).catch(() => undefined);
-    if (res === undefined) return false;
-    return ((await res.body.json()) as PoolStatus).ready;
-  }, 'p0 ready', 120_000, 20);
+  await until(
+    async () => {
+      const res = await request(`${url}/v2/pools/p0`, { headers: auth }).catch(() => undefined);
+      if (res === undefined) return false;
+      return ((await res.body.json()) as PoolStatus).ready;
+    },
+    'p0 ready',
+    120_000,
+    20,
+  );
 }
 
 function enginePid(runtime: string): number {
@@ -96,18 +104,22 @@ describe('SIGTERM ends pool-managerd within its grace period', () => {
     const url = String((await lineWith(d, 'listening')).url);
     await waitReady(url);
     const pid = enginePid(cfg.runtime);
-    const streams = await Promise.all([0, 1].map(async (k) => {
-      const res = await request(`${url}/v2/pools/p0/completions`, {
-        method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, reset: true,
-        body: JSON.stringify({ task_id: randomUUID(), prompt: `a long story ${k}`, max_tokens: 100_000, greedy: true }),
-      });
-      expect(res.statusCode).toBe(200);
-      const body = res.body[Symbol.asyncIterator]();
-      let text = '';
-      // Streaming: at least one token arrived.
-      while (!text.includes('"type":"token"')) text += String((await body.next()).value ?? '');
-      return { body, text };
-    }));
+    const streams = await Promise.all(
+      [0, 1].map(async (k) => {
+        const res = await request(`${url}/v2/pools/p0/completions`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          reset: true,
+          body: JSON.stringify({ task_id: randomUUID(), prompt: `a long story ${k}`, max_tokens: 100_000, greedy: true }),
+        });
+        expect(res.statusCode).toBe(200);
+        const body = res.body[Symbol.asyncIterator]();
+        let text = '';
+        // Streaming: at least one token arrived.
+        while (!text.includes('"type":"token"')) text += String((await body.next()).value ?? '');
+        return { body, text };
+      }),
+    );
     const exit = await sigterm(d, 'tasks streaming');
     expect(exit).toEqual({ code: 0, signal: null });
     for (const s of streams) {
@@ -161,11 +173,13 @@ describe('SIGTERM ends pool-managerd within its grace period', () => {
     try {
       let ok = 0;
       for (let batch = 0; batch < 50; batch++) {
-        const codes = await Promise.all(Array.from({ length: 50 }, async () => {
-          const res = await client.request({ path: '/health', method: 'GET', headers: auth });
-          await res.body.dump();
-          return res.statusCode;
-        }));
+        const codes = await Promise.all(
+          Array.from({ length: 50 }, async () => {
+            const res = await client.request({ path: '/health', method: 'GET', headers: auth });
+            await res.body.dump();
+            return res.statusCode;
+          }),
+        );
         ok += codes.filter((c) => c === 200).length;
       }
       expect(ok).toBe(2500);
@@ -182,22 +196,30 @@ describe('SIGTERM ends pool-managerd within its grace period', () => {
     const d = start(cfg.path, 'read');
     // The PID file appears right after the spawn, long before the model is loaded.
     const pidFile = join(cfg.runtime, 'pids', 'p0-r0.pid');
-    const pid = await until(() => {
-      try {
-        return (JSON.parse(readFileSync(pidFile, 'utf8')) as { pid: number }).pid;
-      } catch {
-        return undefined;
-      }
-    }, 'engine spawned', 120_000, 1);
+    const pid = await until(
+      () => {
+        try {
+          return (JSON.parse(readFileSync(pidFile, 'utf8')) as { pid: number }).pid;
+        } catch {
+          return undefined;
+        }
+      },
+      'engine spawned',
+      120_000,
+      1,
+    );
     // The engine is still loading when the SIGTERM goes: its /health does not answer 200 yet
     // (connection refused before it binds, 503 while the model loads).
     const argv = processCmdline(pid) ?? [];
     const enginePort = argv[argv.indexOf('--port') + 1];
     expect(enginePort, argv.join(' ')).toMatch(/^\d+$/);
-    const health = await request(`http://127.0.0.1:${enginePort}/health`).then(async (r) => {
-      await r.body.dump();
-      return r.statusCode;
-    }, (err: unknown) => (err as NodeJS.ErrnoException).code ?? String(err));
+    const health = await request(`http://127.0.0.1:${enginePort}/health`).then(
+      async (r) => {
+        await r.body.dump();
+        return r.statusCode;
+      },
+      (err: unknown) => (err as NodeJS.ErrnoException).code ?? String(err),
+    );
     expect(health, 'engine /health just before the SIGTERM').not.toBe(200);
     const exit = await sigterm(d, 'engine loading');
     expect(exit).toEqual({ code: 0, signal: null });

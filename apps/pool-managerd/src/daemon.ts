@@ -76,17 +76,20 @@ async function shutdown(log: Logger, r: Running): Promise<boolean> {
   r.closing = true;
   const step = (name: string, close: (() => unknown) | undefined, timeoutMs?: number): CloseStep | undefined =>
     close === undefined ? undefined : { name, close, ...(timeoutMs !== undefined ? { timeoutMs } : {}) };
-  const report = await closeAll([
-    // Deregistration first: orchestratord stops placing here while the engines still run.
-    step('node client', r.nodeClient && (() => r.nodeClient?.close())),
-    step('gpu memory monitor', r.gpuMemory && (() => r.gpuMemory?.close())),
-    // Engines get their SIGTERM grace, then SIGKILL; the pools stop concurrently.
-    step('pool manager', r.manager && (() => r.manager?.close()), r.stopTimeoutMs + 7000),
-    step('http api', r.app && (() => r.app?.close())),
-    step('h2c dispatch listener', r.dispatchApp && (() => r.dispatchApp?.close())),
-    step('model provisioner', r.models && (() => r.models?.close())),
-    step('runtime dir', r.releaseRuntime),
-  ], { log });
+  const report = await closeAll(
+    [
+      // Deregistration first: orchestratord stops placing here while the engines still run.
+      step('node client', r.nodeClient && (() => r.nodeClient?.close())),
+      step('gpu memory monitor', r.gpuMemory && (() => r.gpuMemory?.close())),
+      // Engines get their SIGTERM grace, then SIGKILL; the pools stop concurrently.
+      step('pool manager', r.manager && (() => r.manager?.close()), r.stopTimeoutMs + 7000),
+      step('http api', r.app && (() => r.app?.close())),
+      step('h2c dispatch listener', r.dispatchApp && (() => r.dispatchApp?.close())),
+      step('model provisioner', r.models && (() => r.models?.close())),
+      step('runtime dir', r.releaseRuntime),
+    ],
+    { log },
+  );
   return report.failed.length === 0;
 }
 
@@ -185,14 +188,15 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   await started;
   if (config.orchestrator === undefined || stopping(running)) return;
   const [{ NodeClient }, { detectCapabilities, machineId }, { GpuMemoryMonitor, withVramFree }] = await Promise.all([
-    import('./node/node-client.js'), import('./node/capabilities.js'), import('./node/gpu-memory.js'),
+    import('./node/node-client.js'),
+    import('./node/capabilities.js'),
+    import('./node/gpu-memory.js'),
   ]);
   const capabilities = await detectCapabilities(log);
   if (stopping(running)) return;
   // GPU hosts report each GPU pool's free device memory with its heartbeats (sampled once per interval).
-  const monitor = capabilities.gpus.length > 0
-    ? new GpuMemoryMonitor({ intervalMs: config.orchestrator.heartbeat_interval_ms, logger: log.child({ component: 'gpu-memory' }) })
-    : undefined;
+  const monitor =
+    capabilities.gpus.length > 0 ? new GpuMemoryMonitor({ intervalMs: config.orchestrator.heartbeat_interval_ms, logger: log.child({ component: 'gpu-memory' }) }) : undefined;
   if (monitor !== undefined) running.gpuMemory = monitor;
   monitor?.start();
   const wildcard = settings.host === '0.0.0.0' || settings.host === '::';

@@ -99,7 +99,10 @@ export class EngineNotReachedError extends PoolManagerError {
 /** Another operation (drain, reload, shutdown) holds the pool. */
 export class PoolBusyError extends PoolManagerError {
   override readonly name = 'PoolBusyError';
-  constructor(readonly poolId: string, operation: string) {
+  constructor(
+    readonly poolId: string,
+    operation: string,
+  ) {
     super('POOL_BUSY', 'POOL_UNAVAILABLE', `pool '${poolId}' is busy with ${operation}`, { poolId, operation });
   }
 }

@@ -62,8 +62,21 @@ export type { RootLogger } from './support/logging.js';
 export { loadSettings, loadPoolManagerConfig, parsePoolManagerConfig, parseArgv } from './config.js';
 export type { DaemonSettings } from './config.js';
 export {
-  PoolManagerError, ConfigError, PoolNotFoundError, RetriableRefusal, PoolUnreadyError, ReplicaExhaustedError, EngineNotReachedError, PoolBusyError,
-  PoolNotManagedError, InvalidTransitionError, EngineSpawnError, EngineReadinessError, HandoffError, RuntimeDirLockedError, UnauthorizedError,
+  PoolManagerError,
+  ConfigError,
+  PoolNotFoundError,
+  RetriableRefusal,
+  PoolUnreadyError,
+  ReplicaExhaustedError,
+  EngineNotReachedError,
+  PoolBusyError,
+  PoolNotManagedError,
+  InvalidTransitionError,
+  EngineSpawnError,
+  EngineReadinessError,
+  HandoffError,
+  RuntimeDirLockedError,
+  UnauthorizedError,
   NodeRegistrationError,
 } from './errors.js';
 export type { PoolManagerErrorCode } from './errors.js';

@@ -127,11 +127,22 @@ export const admissionBench: Bench = {
     const dir = ctx.dir;
     const token = newToken();
     const orch = await startOrchestratord({
-      paths: ctx.paths, dir, token, heartbeatMs: 1000,
+      paths: ctx.paths,
+      dir,
+      token,
+      heartbeatMs: 1000,
       nodeFlags: profFlags(ctx, 'admission-orchestratord'),
     });
     const fixture = await startFixtureNode(ctx.paths, dir, {
-      orchestratorUrl: orch.url, token, nodes: 1, slotsPerPool: 1, model: MODEL, mode: 'busy', tokenIntervalMs: 1000, heartbeatMs: 1000, idPrefix: 'busy',
+      orchestratorUrl: orch.url,
+      token,
+      nodes: 1,
+      slotsPerPool: 1,
+      model: MODEL,
+      mode: 'busy',
+      tokenIntervalMs: 1000,
+      heartbeatMs: 1000,
+      idPrefix: 'busy',
     });
     try {
       await waitPoolsReady(orch.url, token, ['busy-0'], [orch, fixture], 30_000);
@@ -165,7 +176,10 @@ export const admissionBench: Bench = {
         details: {
           latency_ms: rounded(lat),
           autocannon: {
-            requests_per_s: p.result.requests.average, errors: p.result.errors, timeouts: p.result.timeouts, non2xx: p.result.non2xx,
+            requests_per_s: p.result.requests.average,
+            errors: p.result.errors,
+            timeouts: p.result.timeouts,
+            non2xx: p.result.non2xx,
             latency_ms_integer_histogram: { p50: p.result.latency.p50, p99: p.result.latency.p99, max: p.result.latency.max },
           },
           orchestratord_cpu_s: orchCpu,
@@ -178,7 +192,7 @@ export const admissionBench: Bench = {
         },
         notes: [
           'Before this design the cancels came from a separate loop; it fell behind, the queue reached 3,707 tasks and ' +
-          'every admission then paid for a dispatcher pass over the whole queue: 517 tasks/s, p99 52.8 ms (18:41 run).',
+            'every admission then paid for a dispatcher pass over the whole queue: 517 tasks/s, p99 52.8 ms (18:41 run).',
         ],
       };
     } finally {

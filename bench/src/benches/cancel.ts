@@ -2,9 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { BenchError } from '../errors.js';
-import {
-  COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady,
-} from '../lib/cluster.js';
+import { COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { engineBusy, waitEngineIdle } from '../lib/engine.js';
 import type { BenchOutcome } from '../lib/result.js';
@@ -20,7 +18,12 @@ const POLL_MS = 2;
 async function directDisconnect(engineUrl: string, body: Record<string, unknown>, dispatcher: Agent): Promise<number> {
   const ac = new AbortController();
   const res = await request(`${engineUrl}/completion`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), dispatcher, reset: true, signal: ac.signal,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    dispatcher,
+    reset: true,
+    signal: ac.signal,
   });
   const parser = new SseParser();
   let seen = 0;
@@ -47,15 +50,15 @@ async function directDisconnect(engineUrl: string, body: Record<string, unknown>
  * pool-managerd variant: its dispatch route (`POST /v2/pools/{id}/completions`, NDJSON, what
  * orchestratord sends), dropped after a few token events. Returns the drop time.
  */
-async function dispatchDisconnect(
-  pmUrl: string, poolId: string, token: string, body: { prompt: string; max_tokens: number; seed: number }, dispatcher: Agent,
-): Promise<number> {
+async function dispatchDisconnect(pmUrl: string, poolId: string, token: string, body: { prompt: string; max_tokens: number; seed: number }, dispatcher: Agent): Promise<number> {
   const ac = new AbortController();
   const res = await request(`${pmUrl}/v2/pools/${encodeURIComponent(poolId)}/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, accept: 'application/x-ndjson' },
     body: JSON.stringify({ task_id: randomUUID(), greedy: true, ...body }),
-    dispatcher, reset: true, signal: ac.signal,
+    dispatcher,
+    reset: true,
+    signal: ac.signal,
   });
   if (res.statusCode !== 200) throw new BenchError(`pool-managerd answered ${res.statusCode}: ${await res.body.text()}`);
   let seen = 0;
@@ -84,21 +87,34 @@ async function dispatchDisconnect(
 
 type Variant = 'relay' | 'dispatch' | 'direct';
 /** Orders rotated per round, so no variant always runs right after the same one. */
-const ORDERS: readonly (readonly Variant[])[] = [['relay', 'dispatch', 'direct'], ['dispatch', 'direct', 'relay'], ['direct', 'relay', 'dispatch']];
+const ORDERS: readonly (readonly Variant[])[] = [
+  ['relay', 'dispatch', 'direct'],
+  ['dispatch', 'direct', 'relay'],
+  ['direct', 'relay', 'dispatch'],
+];
 
 export const cancelBench: Bench = {
   name: 'cancel',
   title: 'Cancel latency (client disconnect → engine slot idle)',
   // dispatch_p50: the check pool-managerd's tests used to make (median ≤ 100 ms), kept here as a target.
-  targets: [{ figure: 'relay_p99', op: '<=', value: 100, unit: 'ms' }, { figure: 'dispatch_p50', op: '<=', value: 100, unit: 'ms' }],
+  targets: [
+    { figure: 'relay_p99', op: '<=', value: 100, unit: 'ms' },
+    { figure: 'dispatch_p50', op: '<=', value: 100, unit: 'ms' },
+  ],
   async run(ctx: BenchContext): Promise<BenchOutcome> {
     const dir = ctx.dir;
     const token = newToken();
     const heartbeatMs = 1000;
     const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'cancel-orchestratord') });
     const pm = await startPoolManagerd({
-      paths: ctx.paths, dir, nodeId: 'cancel-node', token, orchestratorUrl: orch.url, heartbeatMs,
-      pools: [{ id: 'cancel', slots: 1, ctx: 4096, determinism: true, threads: 1 }], nodeFlags: profFlags(ctx, 'cancel-pool-managerd'),
+      paths: ctx.paths,
+      dir,
+      nodeId: 'cancel-node',
+      token,
+      orchestratorUrl: orch.url,
+      heartbeatMs,
+      pools: [{ id: 'cancel', slots: 1, ctx: 4096, determinism: true, threads: 1 }],
+      nodeFlags: profFlags(ctx, 'cancel-pool-managerd'),
     });
     try {
       ctx.log('cancel: waiting for the pool');
@@ -121,10 +137,8 @@ export const cancelBench: Bench = {
           let droppedAt: number;
           if (variant === 'relay') {
             let tokens = 0;
-            const g = await relayGeneration(
-              { orchUrl: orch.url, token, model: SYNTHETIC_MODEL, prompt: PROMPT, maxTokens, seed: i, determinism: 'strict' },
-              agent,
-              (f) => (f.event === 'token' && ++tokens >= DISCONNECT_AFTER_TOKENS ? 'disconnect' : undefined),
+            const g = await relayGeneration({ orchUrl: orch.url, token, model: SYNTHETIC_MODEL, prompt: PROMPT, maxTokens, seed: i, determinism: 'strict' }, agent, (f) =>
+              f.event === 'token' && ++tokens >= DISCONNECT_AFTER_TOKENS ? 'disconnect' : undefined,
             );
             if (g.disconnectedAt === undefined) throw new BenchError('relay stream ended before the disconnect');
             droppedAt = g.disconnectedAt;
@@ -166,7 +180,9 @@ export const cancelBench: Bench = {
           added_p50: { label: 'added vs direct engine disconnect, p50', value: r.p50 - d.p50, unit: 'ms' },
         },
         details: {
-          relay_ms: rounded(r), dispatch_ms: rounded(p), direct_ms: rounded(d),
+          relay_ms: rounded(r),
+          dispatch_ms: rounded(p),
+          direct_ms: rounded(d),
           slot_busy_at_first_poll: busyAtDisconnect,
           poll_interval_ms: POLL_MS,
         },

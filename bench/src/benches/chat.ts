@@ -71,18 +71,36 @@ async function conversation(a: ConversationArgs): Promise<TurnRecord[]> {
     if (turn > 1) await sleep(rand() * THINK_MAX_MS);
     messages.push({ role: 'user', content: userText(rand, WORDS_PER_TURN) });
     const correlationId = randomUUID();
-    const t = await chatTurn({
-      orchUrl: a.orchUrl, token: a.token, model: MODEL, messages, maxTokens: MAX_TOKENS, seed: seed * 10 + turn,
-      user: a.variant === 'affinity' ? user : `chat-bench-${randomUUID()}`, correlationId,
-    }, a.agent);
+    const t = await chatTurn(
+      {
+        orchUrl: a.orchUrl,
+        token: a.token,
+        model: MODEL,
+        messages,
+        maxTokens: MAX_TOKENS,
+        seed: seed * 10 + turn,
+        user: a.variant === 'affinity' ? user : `chat-bench-${randomUUID()}`,
+        correlationId,
+      },
+      a.agent,
+    );
     messages.push({ role: 'assistant', content: t.text });
     const previous = records.at(-1);
     records.push({
-      variant: a.variant, round: a.round, conversation: a.conversation, turn, correlation_id: correlationId,
-      ttft_ms: t.firstTokenAt - t.sentAt, prompt_tokens: t.promptTokens, cached_tokens: t.cachedTokens, completion_tokens: t.completionTokens,
-      ...(previous === undefined ? {} : {
-        prior_cached_share: priorCachedShare(t.cachedTokens, { promptTokens: previous.prompt_tokens, completionTokens: previous.completion_tokens }),
-      }),
+      variant: a.variant,
+      round: a.round,
+      conversation: a.conversation,
+      turn,
+      correlation_id: correlationId,
+      ttft_ms: t.firstTokenAt - t.sentAt,
+      prompt_tokens: t.promptTokens,
+      cached_tokens: t.cachedTokens,
+      completion_tokens: t.completionTokens,
+      ...(previous === undefined
+        ? {}
+        : {
+            prior_cached_share: priorCachedShare(t.cachedTokens, { promptTokens: previous.prompt_tokens, completionTokens: previous.completion_tokens }),
+          }),
     });
   }
   return records;
@@ -92,8 +110,7 @@ async function conversation(a: ConversationArgs): Promise<TurnRecord[]> {
 function summary(records: readonly TurnRecord[], variant: Variant) {
   const all = records.filter((r) => r.variant === variant);
   const later = all.filter((r) => r.turn >= 2);
-  const previousOf = (r: TurnRecord): TurnRecord | undefined =>
-    all.find((p) => p.round === r.round && p.conversation === r.conversation && p.turn === r.turn - 1);
+  const previousOf = (r: TurnRecord): TurnRecord | undefined => all.find((p) => p.round === r.round && p.conversation === r.conversation && p.turn === r.turn - 1);
   let cached = 0;
   let prior = 0;
   let prompt = 0;
@@ -143,10 +160,20 @@ export const chatBench: Bench = {
     const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'chat-orchestratord') });
     // determinism off: the strict profile bypasses the prompt cache, which is what is measured here
     const pool = (id: string) => ({ id, model: MODEL, ctx: 4096, slots: 1, determinism: false, threads: 1 });
-    const nodes = await Promise.all(POOLS.map((id, i) => startPoolManagerd({
-      paths: ctx.paths, dir, nodeId: `chat-node-${i + 1}`, token, orchestratorUrl: orch.url, heartbeatMs, pools: [pool(id)],
-      nodeFlags: profFlags(ctx, `chat-node-${i + 1}`),
-    })));
+    const nodes = await Promise.all(
+      POOLS.map((id, i) =>
+        startPoolManagerd({
+          paths: ctx.paths,
+          dir,
+          nodeId: `chat-node-${i + 1}`,
+          token,
+          orchestratorUrl: orch.url,
+          heartbeatMs,
+          pools: [pool(id)],
+          nodeFlags: profFlags(ctx, `chat-node-${i + 1}`),
+        }),
+      ),
+    );
     const agent = new Agent({ connections: 8, keepAliveTimeout: 30_000 });
     try {
       ctx.log('chat: waiting for both pools (a cold cache builds llama-server and generates the model first)');
@@ -158,8 +185,7 @@ export const chatBench: Bench = {
       for (let i = 0; i < warmup + rounds; i++) {
         const variant: Variant = i % 2 === 0 ? 'affinity' : 'fresh';
         for (const n of nodes) await waitNodeIdle(orch.url, token, n.nodeId, 20_000);
-        const convs = await Promise.all(Array.from({ length: CONVERSATIONS }, (_, c) =>
-          conversation({ orchUrl: orch.url, token, variant, round: i, conversation: c, agent })));
+        const convs = await Promise.all(Array.from({ length: CONVERSATIONS }, (_, c) => conversation({ orchUrl: orch.url, token, variant, round: i, conversation: c, agent })));
         if (i >= warmup) records.push(...convs.flat());
       }
       // Which pool served each turn: orchestratord's `task placed` line carries the turn's correlation id.
@@ -188,7 +214,7 @@ export const chatBench: Bench = {
           '`user` per turn, so placement alone decides), after warm-up rounds. Cached share = Σ cached_tokens ÷ Σ (previous ' +
           "turn's prompt + answer tokens) over turns 2+ (usage.prompt_tokens_details.cached_tokens; the cache can also hold " +
           'an earlier prefix of a conversation, so each turn counts at most its prior conversation). TTFT = request sent → ' +
-          "first chunk with content, turns 2+; the ratio is fresh p50 ÷ affinity p50. The pool of each turn comes from " +
+          'first chunk with content, turns 2+; the ratio is fresh p50 ÷ affinity p50. The pool of each turn comes from ' +
           "orchestratord's `task placed` log line with the turn's correlation id.",
         samples: { rounds, conversations: rounds * CONVERSATIONS, turns_2plus_affinity: withAff.turns, turns_2plus_fresh: fresh.turns },
         figures: {
@@ -209,18 +235,24 @@ export const chatBench: Bench = {
           ttft_ms_history_cached: rounded(hit, 1),
           ttft_ms_history_uncached: rounded(miss, 1),
           affinity: {
-            ttft_ms: rounded(withAff.ttft, 1), ttft_ms_by_turn: withAff.ttftByTurn, cached_of_prompt: round(withAff.cachedOfPrompt),
-            prior_cached_share: round(withAff.priorCachedShare), same_pool_share: round(withAff.samePoolShare),
+            ttft_ms: rounded(withAff.ttft, 1),
+            ttft_ms_by_turn: withAff.ttftByTurn,
+            cached_of_prompt: round(withAff.cachedOfPrompt),
+            prior_cached_share: round(withAff.priorCachedShare),
+            same_pool_share: round(withAff.samePoolShare),
           },
           fresh: {
-            ttft_ms: rounded(fresh.ttft, 1), ttft_ms_by_turn: fresh.ttftByTurn, cached_of_prompt: round(fresh.cachedOfPrompt),
-            prior_cached_share: round(fresh.priorCachedShare), same_pool_share: round(fresh.samePoolShare),
+            ttft_ms: rounded(fresh.ttft, 1),
+            ttft_ms_by_turn: fresh.ttftByTurn,
+            cached_of_prompt: round(fresh.cachedOfPrompt),
+            prior_cached_share: round(fresh.priorCachedShare),
+            same_pool_share: round(fresh.samePoolShare),
           },
           turns: records.map((r) => ({ ...r, ttft_ms: round(r.ttft_ms, 2), prior_cached_share: r.prior_cached_share === undefined ? undefined : round(r.prior_cached_share) })),
         },
         notes: [
           "llama-server keeps a host-RAM prompt cache (`--cache-ram`, 8 GiB by default) besides the slot's KV cache: a turn placed on a pool " +
-            'that served an earlier turn of the same conversation gets that turn\'s prefix back from RAM. With two pools, a conversation without ' +
+            "that served an earlier turn of the same conversation gets that turn's prefix back from RAM. With two pools, a conversation without " +
             'affinity therefore misses its cache only on its first visit to the other pool; ttft_miss_over_hit is what each such miss costs, and ' +
             'uncached_turns_fresh how often it happened. With more pools the share of such first visits, and so the gap, grows.',
         ],

@@ -1,8 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
-import {
-  COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady,
-} from '../lib/cluster.js';
+import { COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { httpJson } from '../lib/http.js';
 import type { BenchOutcome } from '../lib/result.js';
@@ -34,7 +32,16 @@ export const failoverBench: Bench = {
     const heartbeatMs = 500;
     const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'failover-orchestratord') });
     const pools = [{ id: 'fa', slots: 1, determinism: true, threads: 1 }];
-    const a = await startPoolManagerd({ paths: ctx.paths, dir, nodeId: 'node-a', token, orchestratorUrl: orch.url, heartbeatMs, pools, nodeFlags: profFlags(ctx, 'failover-node-a') });
+    const a = await startPoolManagerd({
+      paths: ctx.paths,
+      dir,
+      nodeId: 'node-a',
+      token,
+      orchestratorUrl: orch.url,
+      heartbeatMs,
+      pools,
+      nodeFlags: profFlags(ctx, 'failover-node-a'),
+    });
     const b = await startPoolManagerd({ paths: ctx.paths, dir, nodeId: 'node-b', token, orchestratorUrl: orch.url, heartbeatMs, pools: [{ ...pools[0], id: 'fb' }] });
     const agent = new Agent({ connections: 8 });
     try {
@@ -53,7 +60,16 @@ export const failoverBench: Bench = {
         a.daemon.signal('SIGSTOP');
         // A task that prefers node-a's pool: placement still sees node-a online with a free slot.
         const task = relayGeneration(
-          { orchUrl: orch.url, token, model: SYNTHETIC_MODEL, prompt: 'Failover probe.', maxTokens: 8, seed: t, deadlineMs: 60_000, placement: { mode: 'prefer', prefer_pools: ['fa'], allow_fallback: true } },
+          {
+            orchUrl: orch.url,
+            token,
+            model: SYNTHETIC_MODEL,
+            prompt: 'Failover probe.',
+            maxTokens: 8,
+            seed: t,
+            deadlineMs: 60_000,
+            placement: { mode: 'prefer', prefer_pools: ['fa'], allow_fallback: true },
+          },
           agent,
         ).then(
           (g) => ({ firstToken: g.tokenAt[0], end: g.frames.at(-1) }),
@@ -82,7 +98,9 @@ export const failoverBench: Bench = {
           servedBy: end?.event === 'end' ? String(end.data.node_id) : undefined,
           outcome: end === undefined ? 'none' : end.event === 'error' ? `error ${String(end.data.code)}` : end.event,
         });
-        ctx.log(`failover: trial ${t + 1}: offline after ${Math.round(offlineSince - stoppedEpoch)} ms (seen at ${Math.round(offlineAt - stoppedAt)} ms), task ${trials.at(-1)?.outcome} on ${trials.at(-1)?.servedBy ?? '-'} first token at ${Math.round(trials.at(-1)?.startElsewhereMs ?? NaN)} ms`);
+        ctx.log(
+          `failover: trial ${t + 1}: offline after ${Math.round(offlineSince - stoppedEpoch)} ms (seen at ${Math.round(offlineAt - stoppedAt)} ms), task ${trials.at(-1)?.outcome} on ${trials.at(-1)?.servedBy ?? '-'} first token at ${Math.round(trials.at(-1)?.startElsewhereMs ?? NaN)} ms`,
+        );
       }
       const offline = summarize(trials.map((x) => x.offlineMs));
       const offlineSeen = summarize(trials.map((x) => x.offlineSeenMs));
@@ -94,7 +112,7 @@ export const failoverBench: Bench = {
           `sides. ${count} trials: after a random fraction of an interval, SIGSTOP node-a and at once submit a task that ` +
           "prefers node-a's pool (fallback allowed), which orchestratord still sees as placeable; GET /v2/nodes is polled every " +
           "5 ms until node-a is offline, and the node's `state_since` (when orchestratord marked it, ms resolution) times the " +
-          'transition (the poll\'s own delay is kept as offline_seen_ms); the task\'s first token frame (from node-b) marks recovery ' +
+          "transition (the poll's own delay is kept as offline_seen_ms); the task's first token frame (from node-b) marks recovery " +
           '(dispatch accept timeout at its default, max(interval, 1 s)). Each trial waits at most ' +
           `${waitLimitMs / heartbeatMs} intervals, then SIGCONT; node-a rejoins before the next trial. Figures are in heartbeat ` +
           'intervals (max over trials) from the SIGSTOP.',

@@ -3,7 +3,12 @@ import { BenchError } from '../errors.js';
 import type { Bench, BenchContext } from '../lib/context.js';
 import type { BenchOutcome } from '../lib/result.js';
 
-interface Summary { n: number; p50: number; p99: number; max: number }
+interface Summary {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
 
 interface PlacementReport {
   nodes: number;
@@ -30,8 +35,12 @@ async function runPlacementProcess(ctx: BenchContext): Promise<PlacementReport> 
     const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.on('data', (c: Buffer) => { out += c.toString('utf8'); });
-    child.stderr.on('data', (c: Buffer) => { err += c.toString('utf8'); });
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString('utf8');
+    });
     child.once('exit', (code) => {
       if (code !== 0) {
         reject(new BenchError(`placement-bench exited ${code}: ${err}`));

@@ -48,8 +48,13 @@ async function poolManagerdSample(ctx: BenchContext, i: number, token: string): 
   let pm: PoolManagerdHandle | undefined;
   try {
     pm = await startPoolManagerd({
-      paths: ctx.paths, dir: ctx.dir, nodeId: `start-${i}`, token, pools: [{ id: POOL, slots: 1, determinism: true, threads: 1 }],
-      nodeFlags: profFlags(ctx, `pool-start-${i}`), timeoutMs: COLD_START_TIMEOUT_MS,
+      paths: ctx.paths,
+      dir: ctx.dir,
+      nodeId: `start-${i}`,
+      token,
+      pools: [{ id: POOL, slots: 1, determinism: true, threads: 1 }],
+      nodeFlags: profFlags(ctx, `pool-start-${i}`),
+      timeoutMs: COLD_START_TIMEOUT_MS,
     });
     const deadline = performance.now() + COLD_START_TIMEOUT_MS;
     for (;;) {
@@ -145,7 +150,9 @@ export const poolStartBench: Bench = {
     }
     const notBundled = pool.filter((s) => !s.startup.startsWith('bundle/')).length;
     if (notBundled > 0) {
-      ctx.log(`pool-start: ${notBundled} of ${pool.length} starts ran pool-managerd from the tsc output, not its bundle (missing or stale: pnpm --filter @llama-orch/pool-managerd build)`);
+      ctx.log(
+        `pool-start: ${notBundled} of ${pool.length} starts ran pool-managerd from the tsc output, not its bundle (missing or stale: pnpm --filter @llama-orch/pool-managerd build)`,
+      );
     }
     const p = summarize(pool.map((s) => s.totalMs));
     const e = summarize(engine);
@@ -156,7 +163,7 @@ export const poolStartBench: Bench = {
         `(standalone, one pool: synthetic model, 1 slot; engine and model already cached) → its \`pool ready\` log line ` +
         '(pino time, ms; the pool is then ready on GET /v2/pools/{id}): Node start-up, config, provisioning cache checks, ' +
         'engine spawn, readiness polling, /props and the handoff file all count. Engine = spawn the same llama-server ' +
-        'binary with the same flags (read from /proc/<pid>/cmdline of the pool\'s engine, --port replaced) → first ' +
+        "binary with the same flags (read from /proc/<pid>/cmdline of the pool's engine, --port replaced) → first " +
         'GET /health 200, polled every 2 ms. Added = median(pool) − median(engine). dist/main.js runs the package bundle with ' +
         'its V8 code cache when the package build made a current one (a missing cache is written when a run exits, e.g. the ' +
         'uncounted start), else the tsc output module by module: details.startup_counted says which ran, details.first_start ' +

@@ -2,17 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { BenchError } from '../errors.js';
 import type { Daemon } from '../lib/daemon.js';
-import {
-  COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady,
-} from '../lib/cluster.js';
+import { COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { answerAddedOver, answerGeneration, AnswerVariant, engineAnswerBody } from '../lib/answer-variants.js';
 import { startPassthroughProxy } from '../lib/fixture.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import { cpuSeconds } from '../lib/proc.js';
-import {
-  addedOver, chatGeneration, engineChatBody, RelayVariant, singleRequestGeneration, type MeteredProcess,
-} from '../lib/relay-variants.js';
+import { addedOver, chatGeneration, engineChatBody, RelayVariant, singleRequestGeneration, type MeteredProcess } from '../lib/relay-variants.js';
 import type { BenchOutcome, Figure } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
 import { directBody, directGeneration, poolManagerdGeneration, relayGeneration, type TimedGeneration } from '../lib/streams.js';
@@ -38,7 +34,9 @@ function againstNginx(door: '' | 'chat', relay: RelayVariant, nginx: RelayVarian
     [`${key}itl_p99_over_nginx`]: { label: `${label}relay − two nginx hops: added inter-token p99`, value: r.itlP99 - n.itlP99, unit: 'ms' },
     [`${key}tps_vs_nginx`]: { label: `${label}relay tokens/s ÷ two nginx hops' (median)`, value: relay.rate().p50 / nginx.rate().p50, unit: '×' },
     [`${key}cpu_vs_nginx`]: {
-      label: `${label}relay CPU per token ÷ two nginx hops'`, value: (relay.cpuUsPerToken().total as number) / (nginx.cpuUsPerToken().total as number), unit: '×',
+      label: `${label}relay CPU per token ÷ two nginx hops'`,
+      value: (relay.cpuUsPerToken().total as number) / (nginx.cpuUsPerToken().total as number),
+      unit: '×',
     },
   };
 }
@@ -75,8 +73,14 @@ export const relayBench: Bench = {
     const heartbeatMs = 1000;
     const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'relay-orchestratord') });
     const pm = await startPoolManagerd({
-      paths: ctx.paths, dir, nodeId: 'relay-node', token, orchestratorUrl: orch.url, heartbeatMs,
-      pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }], nodeFlags: profFlags(ctx, 'relay-pool-managerd'),
+      paths: ctx.paths,
+      dir,
+      nodeId: 'relay-node',
+      token,
+      orchestratorUrl: orch.url,
+      heartbeatMs,
+      pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }],
+      nodeFlags: profFlags(ctx, 'relay-pool-managerd'),
     });
     const proxies: Daemon[] = [];
     const hops: NginxHop[] = [];
@@ -143,29 +147,50 @@ export const relayBench: Bench = {
         const body = directBody(PROMPT, maxTokens, seed);
         const chatBody = engineChatBody(PROMPT, maxTokens, seed);
         switch (name) {
-          case 'direct': return directGeneration(engineUrl, body, agent);
-          case 'nginx1': return directGeneration(nginxInner.url, body, agent, undefined, false);
-          case 'nginx2': return directGeneration(nginxOuter.url, body, agent, undefined, false);
-          case 'floor': return directGeneration(floorOuter.url, body, agent, undefined, false);
-          case 'pool': return poolManagerdGeneration(pm.daemon.url, 'relay', token, { prompt: PROMPT, max_tokens: maxTokens, seed }, agent);
-          case 'relay': return relayGeneration({ ...task, seed }, agent);
-          case 'single': return singleRequestGeneration({ ...task, seed }, agent);
-          case 'chat_direct': return chatGeneration(engineUrl, chatBody, agent, { reset: true });
-          case 'chat_nginx2': return chatGeneration(nginxOuter.url, chatBody, agent);
-          case 'chat_relay': return chatGeneration(orch.url, {
-            model: SYNTHETIC_MODEL, messages: chatBody.messages, max_tokens: maxTokens, seed, temperature: 0, stream: true,
-            stream_options: { include_usage: true },
-          }, agent, { token });
+          case 'direct':
+            return directGeneration(engineUrl, body, agent);
+          case 'nginx1':
+            return directGeneration(nginxInner.url, body, agent, undefined, false);
+          case 'nginx2':
+            return directGeneration(nginxOuter.url, body, agent, undefined, false);
+          case 'floor':
+            return directGeneration(floorOuter.url, body, agent, undefined, false);
+          case 'pool':
+            return poolManagerdGeneration(pm.daemon.url, 'relay', token, { prompt: PROMPT, max_tokens: maxTokens, seed }, agent);
+          case 'relay':
+            return relayGeneration({ ...task, seed }, agent);
+          case 'single':
+            return singleRequestGeneration({ ...task, seed }, agent);
+          case 'chat_direct':
+            return chatGeneration(engineUrl, chatBody, agent, { reset: true });
+          case 'chat_nginx2':
+            return chatGeneration(nginxOuter.url, chatBody, agent);
+          case 'chat_relay':
+            return chatGeneration(
+              orch.url,
+              {
+                model: SYNTHETIC_MODEL,
+                messages: chatBody.messages,
+                max_tokens: maxTokens,
+                seed,
+                temperature: 0,
+                stream: true,
+                stream_options: { include_usage: true },
+              },
+              agent,
+              { token },
+            );
         }
       };
       const answer = (name: AnswerName, seed: number) => {
-        const kind = name.startsWith('answer_chat') ? 'chat' as const : 'completion' as const;
+        const kind = name.startsWith('answer_chat') ? ('chat' as const) : ('completion' as const);
         const engineBody = engineAnswerBody(kind, PROMPT, maxTokens, seed);
         if (name.endsWith('_direct')) return answerGeneration(engineUrl, kind, engineBody, agent, { reset: true });
         if (name.endsWith('_nginx2')) return answerGeneration(nginxOuter.url, kind, engineBody, agent);
-        const door = kind === 'chat'
-          ? { model: SYNTHETIC_MODEL, messages: engineBody.messages, max_tokens: maxTokens, seed, temperature: 0 }
-          : { model: SYNTHETIC_MODEL, prompt: PROMPT, max_tokens: maxTokens, seed, temperature: 0 };
+        const door =
+          kind === 'chat'
+            ? { model: SYNTHETIC_MODEL, messages: engineBody.messages, max_tokens: maxTokens, seed, temperature: 0 }
+            : { model: SYNTHETIC_MODEL, prompt: PROMPT, max_tokens: maxTokens, seed, temperature: 0 };
         return answerGeneration(orch.url, kind, door, agent, { token });
       };
       let mismatches = 0;
@@ -229,10 +254,12 @@ export const relayBench: Bench = {
       // The streamed /v1 chat of the same generation, per request: what a non-streamed request cost
       // before issue 28, when it was generated as a stream and assembled at the end.
       const streamedChatCpuMs = ((cpuChatRelay.total as number) * v.chat_relay.tokens) / v.chat_relay.generations.length / 1000;
-      const pairedTtft = summarize(v.relay.generations.map((r, k) => {
-        const d = v.direct.generations[k] as TimedGeneration;
-        return ((r.tokenAt[0] as number) - r.sentAt) - ((d.tokenAt[0] as number) - d.sentAt);
-      }));
+      const pairedTtft = summarize(
+        v.relay.generations.map((r, k) => {
+          const d = v.direct.generations[k] as TimedGeneration;
+          return (r.tokenAt[0] as number) - r.sentAt - ((d.tokenAt[0] as number) - d.sentAt);
+        }),
+      );
       const ms = 'ms';
       return {
         method:
@@ -247,20 +274,20 @@ export const relayBench: Bench = {
           'one hop = the inner alone; the client keeps its connection to the first hop as it does to orchestratord. ' +
           'floor (diagnostic) = the same two places taken by two FIXTURE processes that only pass bytes through (node:http). ' +
           'Chat rows: the same prompt as one user message, streamed from /v1/chat/completions (temperature 0, same seed): ' +
-          'chat direct = the engine\'s own chat route with the body the adapter sends it (prompt cache on, as the /v1 door asks), ' +
+          "chat direct = the engine's own chat route with the body the adapter sends it (prompt cache on, as the /v1 door asks), " +
           'chat through nginx = that request through the two nginx hops, chat relay = POST /v1/chat/completions on orchestratord; ' +
           'chat figures are added over chat direct. ' +
-          'Non-streamed rows (issue 28): the same prompt answered in one body (stream false) by the engine\'s OpenAI routes ' +
+          "Non-streamed rows (issue 28): the same prompt answered in one body (stream false) by the engine's OpenAI routes " +
           '(chat: /v1/chat/completions with the prompt as one user message; completion: /v1/completions), each with the body ' +
           'the adapter sends for a /v1 door request (temperature 0, same seed, prompt cache on): directly, through the two nginx ' +
           'hops, and as the door request (POST /v1/chat/completions or /v1/completions on orchestratord, not streamed); latency = ' +
-          'request send → whole body read, added = percentile − the direct percentile; CPU per request = the processes\' utime + ' +
+          "request send → whole body read, added = percentile − the direct percentile; CPU per request = the processes' utime + " +
           'stime metered around each request as above, ÷ requests. ' +
           'TTFT = request send → arrival of the first token frame (relay: the clock starts before POST /v2/tasks, so admission, ' +
           'the SSE request and both hops count); inter-token = gaps between consecutive token frames at the client. ' +
           'Added = variant percentile − direct percentile; "over nginx" = relay added − two nginx hops added. Tokens/s = ' +
           '(frames − 1) / (last − first frame) per generation, ratio of medians. CPU per token = utime + stime (/proc/<pid>/stat, ' +
-          'nginx master + worker) of the variant\'s own processes, metered from just before each of its requests to the pause ' +
+          "nginx master + worker) of the variant's own processes, metered from just before each of its requests to the pause " +
           'after it (10 ms, 80 ms for pool-managerd alone), summed over its rounds, ÷ token frames the client received.',
         samples: { rounds, 'token gaps per variant': v.direct.itl().n },
         figures: {
@@ -283,22 +310,34 @@ export const relayBench: Bench = {
           single_ttft_added_p99: { label: 'single-request /v2 stream: added TTFT p99', value: single.ttftP99, unit: ms },
           single_itl_added_p99: { label: 'single-request /v2 stream: added inter-token p99', value: single.itlP99, unit: ms },
           single_cpu_us_per_token: { label: 'single-request /v2 stream: CPU per token, both daemons', value: v.single.cpuUsPerToken().total as number, unit: 'µs' },
-          chat_ttft_added_p50: { label: '/v1/chat/completions stream through the daemons: added TTFT p50 (over the engine\'s own chat route)', value: chatRelay.ttftP50, unit: ms },
+          chat_ttft_added_p50: { label: "/v1/chat/completions stream through the daemons: added TTFT p50 (over the engine's own chat route)", value: chatRelay.ttftP50, unit: ms },
           chat_ttft_added_p99: { label: '/v1 chat through the daemons: added TTFT p99', value: chatRelay.ttftP99, unit: ms },
           chat_itl_added_p99: { label: '/v1 chat through the daemons: added inter-token p99', value: chatRelay.itlP99, unit: ms },
           chat_cpu_us_per_token: { label: '/v1 chat through the daemons: CPU per token, both daemons', value: cpuChatRelay.total as number, unit: 'µs' },
           chat_nginx2_ttft_added_p50: { label: '/v1 chat through two nginx hops: added TTFT p50', value: chatNgx2.ttftP50, unit: ms },
           chat_nginx2_cpu_us_per_token: { label: '/v1 chat through two nginx hops: CPU per token (both)', value: cpuChatNginx2.total as number, unit: 'µs' },
           ...againstNginx('chat', v.chat_relay, v.chat_nginx2, v.chat_direct),
-          answer_chat_added_p50: { label: 'non-streamed /v1 chat (128 tokens) through the door: added latency p50 over the engine answering directly', value: ansChat.p50, unit: ms },
+          answer_chat_added_p50: {
+            label: 'non-streamed /v1 chat (128 tokens) through the door: added latency p50 over the engine answering directly',
+            value: ansChat.p50,
+            unit: ms,
+          },
           answer_chat_added_p99: { label: 'non-streamed /v1 chat through the door: added latency p99', value: ansChat.p99, unit: ms },
           answer_chat_cpu_ms: { label: 'non-streamed /v1 chat through the door: CPU per request, both daemons', value: cpuAnsChat.total as number, unit: ms },
           answer_chat_cpu_ms_orchestratord: { label: 'of which orchestratord', value: cpuAnsChat.orchestratord as number, unit: ms },
           answer_chat_cpu_ms_pool_managerd: { label: 'of which pool-managerd', value: cpuAnsChat.pool_managerd as number, unit: ms },
           answer_chat_nginx2_added_p50: { label: 'non-streamed chat through two nginx hops: added latency p50', value: ansChatNginx.p50, unit: ms },
           answer_chat_nginx2_added_p99: { label: 'non-streamed chat through two nginx hops: added latency p99', value: ansChatNginx.p99, unit: ms },
-          answer_chat_nginx2_cpu_ms: { label: 'non-streamed chat through two nginx hops: CPU per request (both)', value: av.answer_chat_nginx2.cpuMsPerRequest().total as number, unit: ms },
-          answer_chat_streamed_door_cpu_ms: { label: 'the same chat streamed through the door (how a non-streamed one ran before): CPU per request, both daemons', value: streamedChatCpuMs, unit: ms },
+          answer_chat_nginx2_cpu_ms: {
+            label: 'non-streamed chat through two nginx hops: CPU per request (both)',
+            value: av.answer_chat_nginx2.cpuMsPerRequest().total as number,
+            unit: ms,
+          },
+          answer_chat_streamed_door_cpu_ms: {
+            label: 'the same chat streamed through the door (how a non-streamed one ran before): CPU per request, both daemons',
+            value: streamedChatCpuMs,
+            unit: ms,
+          },
           answer_cmpl_added_p50: { label: 'non-streamed /v1 completion (128 tokens) through the door: added latency p50 over the engine directly', value: ansCmpl.p50, unit: ms },
           answer_cmpl_added_p99: { label: 'non-streamed /v1 completion through the door: added latency p99', value: ansCmpl.p99, unit: ms },
           answer_cmpl_cpu_ms: { label: 'non-streamed /v1 completion through the door: CPU per request, both daemons', value: cpuAnsCmpl.total as number, unit: ms },
@@ -306,9 +345,13 @@ export const relayBench: Bench = {
           answer_cmpl_cpu_ms_pool_managerd: { label: 'of which pool-managerd', value: cpuAnsCmpl.pool_managerd as number, unit: ms },
           answer_cmpl_nginx2_added_p50: { label: 'non-streamed completion through two nginx hops: added latency p50', value: ansCmplNginx.p50, unit: ms },
           answer_cmpl_nginx2_added_p99: { label: 'non-streamed completion through two nginx hops: added latency p99', value: ansCmplNginx.p99, unit: ms },
-          answer_cmpl_nginx2_cpu_ms: { label: 'non-streamed completion through two nginx hops: CPU per request (both)', value: av.answer_cmpl_nginx2.cpuMsPerRequest().total as number, unit: ms },
-          ttft_pool_managerd_p50: { label: 'pool-managerd\'s hop alone (its dispatch API − direct): added TTFT p50', value: pool.ttftP50, unit: ms },
-          cpu_us_per_token_pool_managerd_alone: { label: 'pool-managerd\'s hop alone: CPU per token', value: cpuPool.total as number, unit: 'µs' },
+          answer_cmpl_nginx2_cpu_ms: {
+            label: 'non-streamed completion through two nginx hops: CPU per request (both)',
+            value: av.answer_cmpl_nginx2.cpuMsPerRequest().total as number,
+            unit: ms,
+          },
+          ttft_pool_managerd_p50: { label: "pool-managerd's hop alone (its dispatch API − direct): added TTFT p50", value: pool.ttftP50, unit: ms },
+          cpu_us_per_token_pool_managerd_alone: { label: "pool-managerd's hop alone: CPU per token", value: cpuPool.total as number, unit: 'µs' },
           nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },
           nginx1_cpu_us_per_token: { label: 'one nginx hop: CPU per token', value: v.nginx1.cpuUsPerToken().total as number, unit: 'µs' },
           ttft_floor_p50: { label: 'floor (diagnostic): two bare node:http pass-through processes (FIXTURE), added TTFT p50', value: floor.ttftP50, unit: ms },

@@ -25,9 +25,19 @@ type Measured = Extract<ClientReply, { type: 'measured' }>;
 
 async function openOn(clients: readonly ClientHandle[], total: number, orchUrl: string, token: string): Promise<{ opened: number; failed: number; errors: string[]; ms: number }> {
   const per = Math.floor(total / clients.length);
-  const replies = await Promise.all(clients.map((c, i) => c.send({
-    type: 'open', orchUrl, token, model: MODEL, count: i === clients.length - 1 ? total - per * (clients.length - 1) : per, maxTokens: 30_000, concurrency: 32,
-  })));
+  const replies = await Promise.all(
+    clients.map((c, i) =>
+      c.send({
+        type: 'open',
+        orchUrl,
+        token,
+        model: MODEL,
+        count: i === clients.length - 1 ? total - per * (clients.length - 1) : per,
+        maxTokens: 30_000,
+        concurrency: 32,
+      }),
+    ),
+  );
   const out = { opened: 0, failed: 0, errors: [] as string[], ms: 0 };
   for (const r of replies) {
     if (r.type !== 'opened') throw new BenchError(`unexpected reply ${r.type}`);
@@ -41,7 +51,10 @@ async function openOn(clients: readonly ClientHandle[], total: number, orchUrl: 
 
 async function status(clients: readonly ClientHandle[]): Promise<Omit<Status, 'type'>> {
   const all = (await Promise.all(clients.map((c) => c.send({ type: 'status' })))) as Status[];
-  return all.reduce((a, s) => ({ alive: a.alive + s.alive, withTokens: a.withTokens + s.withTokens, ended: a.ended + s.ended, errored: a.errored + s.errored, tokens: a.tokens + s.tokens }), { alive: 0, withTokens: 0, ended: 0, errored: 0, tokens: 0 });
+  return all.reduce(
+    (a, s) => ({ alive: a.alive + s.alive, withTokens: a.withTokens + s.withTokens, ended: a.ended + s.ended, errored: a.errored + s.errored, tokens: a.tokens + s.tokens }),
+    { alive: 0, withTokens: 0, ended: 0, errored: 0, tokens: 0 },
+  );
 }
 
 /** Waits until every live stream has received a token (or the time runs out). */
@@ -69,18 +82,40 @@ export const streamsBench: Bench = {
     const limits = nofileLimits();
     const token = newToken();
     const orch = await startOrchestratord({
-      paths: ctx.paths, dir, token, heartbeatMs: 1000, nofile: limits.hard,
+      paths: ctx.paths,
+      dir,
+      token,
+      heartbeatMs: 1000,
+      nofile: limits.hard,
       env: { ORCHD_ADMISSION_CAPACITY: String(target * 2) },
       nodeFlags: profFlags(ctx, 'streams-orchestratord'),
     });
     const nodes = Math.ceil((target * 1.05) / SLOTS_PER_NODE);
-    const fixture = await startFixtureNode(ctx.paths, dir, {
-      orchestratorUrl: orch.url, token, nodes, slotsPerPool: SLOTS_PER_NODE, model: MODEL, mode: 'stream',
-      tokenIntervalMs: TOKEN_INTERVAL_MS, heartbeatMs: 1000, idPrefix: 'stream',
-    }, limits.hard);
+    const fixture = await startFixtureNode(
+      ctx.paths,
+      dir,
+      {
+        orchestratorUrl: orch.url,
+        token,
+        nodes,
+        slotsPerPool: SLOTS_PER_NODE,
+        model: MODEL,
+        mode: 'stream',
+        tokenIntervalMs: TOKEN_INTERVAL_MS,
+        heartbeatMs: 1000,
+        idPrefix: 'stream',
+      },
+      limits.hard,
+    );
     const clients: ClientHandle[] = [];
     try {
-      await waitPoolsReady(orch.url, token, Array.from({ length: nodes }, (_, i) => `stream-${i}`), [orch, fixture], 60_000);
+      await waitPoolsReady(
+        orch.url,
+        token,
+        Array.from({ length: nodes }, (_, i) => `stream-${i}`),
+        [orch, fixture],
+        60_000,
+      );
       for (let i = 0; i < CLIENTS; i++) clients.push(new ClientHandle(ctx.paths.streamClient));
 
       // Warm-up: code paths JIT-compiled and pools connected before the baseline is read.
@@ -147,7 +182,11 @@ export const streamsBench: Bench = {
           rss_per_stream_kb: { label: 'orchestratord RSS per stream', value: perStream / 1024, unit: 'KB' },
           delay_p50: { label: 'fixture token → client frame, p50', value: d.p50, unit: 'ms' },
           delay_p99: { label: 'fixture token → client frame, p99', value: d.p99, unit: 'ms' },
-          cpu_us_per_token: { label: 'orchestratord CPU per relayed token (window: heartbeats and keep-alives included)', value: (cpuS * 1e6) / Math.max(1, delays.length), unit: 'µs' },
+          cpu_us_per_token: {
+            label: 'orchestratord CPU per relayed token (window: heartbeats and keep-alives included)',
+            value: (cpuS * 1e6) / Math.max(1, delays.length),
+            unit: 'µs',
+          },
         },
         details: {
           target_streams: target,
@@ -165,9 +204,7 @@ export const streamsBench: Bench = {
             cpu_us_per_relayed_token: (cpuS * 1e6) / Math.max(1, delays.length),
           },
         },
-        notes: held < target && limits.hard < target + 64
-          ? [`every stream holds one client socket in orchestratord; the hard open-file limit here is ${limits.hard}`]
-          : [],
+        notes: held < target && limits.hard < target + 64 ? [`every stream holds one client socket in orchestratord; the hard open-file limit here is ${limits.hard}`] : [],
       };
     } finally {
       for (const c of clients) await c.close();

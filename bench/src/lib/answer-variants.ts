@@ -23,7 +23,10 @@ export class AnswerVariant {
   readonly #cpu = new Map<string, number>();
   #before: number[] = [];
 
-  constructor(readonly name: string, readonly processes: readonly MeteredProcess[]) {
+  constructor(
+    readonly name: string,
+    readonly processes: readonly MeteredProcess[],
+  ) {
     for (const p of processes) this.#cpu.set(p.name, 0);
   }
 
@@ -90,7 +93,11 @@ export const ANSWER_PATH = { chat: '/v1/chat/completions', completion: '/v1/comp
  * orchestratord's door (with `token`). Ends when the whole body was read.
  */
 export async function answerGeneration(
-  baseUrl: string, kind: 'chat' | 'completion', body: Record<string, unknown>, dispatcher: Dispatcher, opts: { token?: string; reset?: boolean } = {},
+  baseUrl: string,
+  kind: 'chat' | 'completion',
+  body: Record<string, unknown>,
+  dispatcher: Dispatcher,
+  opts: { token?: string; reset?: boolean } = {},
 ): Promise<TimedAnswer> {
   const sentAt = performance.now();
   const res = await request(`${baseUrl}${ANSWER_PATH[kind]}`, {

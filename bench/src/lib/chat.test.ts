@@ -18,7 +18,14 @@ describe('ChatStreamReader', () => {
     const done = stream.map((s, i) => r.feed(s, 10 + i));
     expect(done.at(-1)).toBe(true);
     expect(r.result(5, 20)).toEqual({
-      sentAt: 5, firstTokenAt: 11, endAt: 20, text: 'Hello', finishReason: 'length', promptTokens: 900, completionTokens: 2, cachedTokens: 850,
+      sentAt: 5,
+      firstTokenAt: 11,
+      endAt: 20,
+      text: 'Hello',
+      finishReason: 'length',
+      promptTokens: 900,
+      completionTokens: 2,
+      cachedTokens: 850,
     });
   });
 

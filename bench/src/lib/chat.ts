@@ -59,8 +59,13 @@ export class ChatStreamReader {
     if (!this.#done) throw new UnexpectedResponseError('chat stream ended without data: [DONE]');
     if (!this.#usage) throw new UnexpectedResponseError('chat stream carried no usage chunk (stream_options.include_usage)');
     return {
-      sentAt, firstTokenAt: this.#firstTokenAt, endAt, text: this.#pieces.join(''), finishReason: this.#finishReason,
-      promptTokens: this.#usage.prompt_tokens, completionTokens: this.#usage.completion_tokens,
+      sentAt,
+      firstTokenAt: this.#firstTokenAt,
+      endAt,
+      text: this.#pieces.join(''),
+      finishReason: this.#finishReason,
+      promptTokens: this.#usage.prompt_tokens,
+      completionTokens: this.#usage.completion_tokens,
       cachedTokens: this.#usage.prompt_tokens_details?.cached_tokens ?? 0,
     };
   }
@@ -84,10 +89,19 @@ export async function chatTurn(r: ChatTurnRequest, dispatcher: Dispatcher): Prom
   const res = await request(`${r.orchUrl}/v1/chat/completions`, {
     method: 'POST',
     headers: {
-      'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${r.token}`, 'x-correlation-id': r.correlationId,
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      authorization: `Bearer ${r.token}`,
+      'x-correlation-id': r.correlationId,
     },
     body: JSON.stringify({
-      model: r.model, messages: r.messages, max_tokens: r.maxTokens, seed: r.seed, user: r.user, stream: true, stream_options: { include_usage: true },
+      model: r.model,
+      messages: r.messages,
+      max_tokens: r.maxTokens,
+      seed: r.seed,
+      user: r.user,
+      stream: true,
+      stream_options: { include_usage: true },
     }),
     dispatcher,
   });

@@ -144,7 +144,9 @@ export async function waitPoolsReady(orchUrl: string, token: string, poolIds: re
     for (const d of daemons) {
       if (d.state === 'exited') throw new ClusterNotReadyError(`${d.name} exited while the cluster was starting:\n${d.tail()}`);
     }
-    const r = await httpJson<{ pools?: Array<{ pool_id: string; ready: boolean; state: string; node_state: string }> }>('GET', `${orchUrl}/v2/pools`, { token }).catch(() => undefined);
+    const r = await httpJson<{ pools?: Array<{ pool_id: string; ready: boolean; state: string; node_state: string }> }>('GET', `${orchUrl}/v2/pools`, { token }).catch(
+      () => undefined,
+    );
     if (r?.status === 200) {
       last = JSON.stringify(r.body.pools?.map((p) => `${p.pool_id}:${p.state}/${p.node_state}`));
       if (poolIds.every((id) => r.body.pools?.some((p) => p.pool_id === id && p.ready && p.node_state === 'online'))) return;
@@ -158,7 +160,11 @@ export async function waitPoolsReady(orchUrl: string, token: string, poolIds: re
 export async function waitNodeIdle(orchUrl: string, token: string, nodeId: string, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
-    const r = await httpJson<{ pools: Array<{ node_id: string; ready: boolean; node_state: string; leased: number; slots_free: number; slots_total: number }> }>('GET', `${orchUrl}/v2/pools`, { token }).catch(() => undefined);
+    const r = await httpJson<{ pools: Array<{ node_id: string; ready: boolean; node_state: string; leased: number; slots_free: number; slots_total: number }> }>(
+      'GET',
+      `${orchUrl}/v2/pools`,
+      { token },
+    ).catch(() => undefined);
     const pools = r?.status === 200 ? r.body.pools.filter((p) => p.node_id === nodeId) : [];
     if (pools.length > 0 && pools.every((p) => p.node_state === 'online' && p.ready && p.leased === 0 && p.slots_free === p.slots_total)) return;
     await sleep(20);

@@ -161,9 +161,10 @@ export async function spawnDaemon(o: SpawnDaemonOptions): Promise<Daemon> {
   };
   const spawnedAt = performance.now();
   const spawnedAtWall = Date.now();
-  const child = o.nofile === undefined
-    ? spawn(process.execPath, nodeArgv, { env, stdio: ['ignore', fd, fd] })
-    : spawn('bash', ['-c', `ulimit -n ${o.nofile} && exec ${[process.execPath, ...nodeArgv].map(shellQuote).join(' ')}`], { env, stdio: ['ignore', fd, fd] });
+  const child =
+    o.nofile === undefined
+      ? spawn(process.execPath, nodeArgv, { env, stdio: ['ignore', fd, fd] })
+      : spawn('bash', ['-c', `ulimit -n ${o.nofile} && exec ${[process.execPath, ...nodeArgv].map(shellQuote).join(' ')}`], { env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   live.add(child);
   const daemon = new Daemon(o.name, child, o.logFile, spawnedAt, spawnedAtWall);

@@ -25,11 +25,16 @@ export function ensureNginx(log: (m: string) => void): string {
   const found = findNginx();
   if (found !== undefined) return found;
   if (process.getuid?.() !== 0) {
-    throw new UsageError('the relay benchmark compares with nginx, which is not installed: run `sudo apt-get update && sudo apt-get install -y nginx-light` (Debian/Ubuntu), then run the benchmark again');
+    throw new UsageError(
+      'the relay benchmark compares with nginx, which is not installed: run `sudo apt-get update && sudo apt-get install -y nginx-light` (Debian/Ubuntu), then run the benchmark again',
+    );
   }
   log('relay: nginx missing; installing Debian nginx-light (apt-get)');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', 'nginx-light']]) {
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', 'nginx-light'],
+  ]) {
     const r = spawnSync('apt-get', args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
     if (r.status !== 0) throw new BenchError(`apt-get ${args.join(' ')} failed (${r.status}): ${r.stderr.toString().slice(-500)}`);
   }
@@ -110,7 +115,11 @@ export interface NginxHop {
 
 function childPids(pid: number): number[] {
   try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter((s) => s !== '').map(Number);
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter((s) => s !== '')
+      .map(Number);
   } catch {
     return [];
   }
@@ -142,7 +151,10 @@ export async function startNginxHop(binary: string, dir: string, name: string, t
   const deadline = performance.now() + 10_000;
   for (;;) {
     if (gone) throw new BenchError(`nginx ${name} exited: ${readFileSync(join(dir, `nginx-${name}.error.log`), 'utf8').slice(-500)}`);
-    const up = await fetch(`${url}/health`).then((r) => r.status > 0, () => false);
+    const up = await fetch(`${url}/health`).then(
+      (r) => r.status > 0,
+      () => false,
+    );
     if (up && childPids(pid).length > 0) break;
     if (performance.now() > deadline) throw new BenchError(`nginx ${name} did not answer on ${url} within 10 s`);
     await sleep(20);

@@ -8,7 +8,10 @@ import { buildResult } from './result.js';
 const result = buildResult({
   name: 'relay',
   title: 'Relay overhead',
-  targets: [{ figure: 'ttft', op: '<=', value: 1, unit: 'ms' }, { figure: 'ratio', op: '>=', value: 0.99, unit: '×' }],
+  targets: [
+    { figure: 'ttft', op: '<=', value: 1, unit: 'ms' },
+    { figure: 'ratio', op: '>=', value: 0.99, unit: '×' },
+  ],
   outcome: {
     method: 'interleaved pairs',
     samples: { pairs: 10 },
@@ -27,7 +30,11 @@ describe('results and the README table', () => {
   });
 
   it('a target whose figure is missing counts as missed', () => {
-    const r = buildResult({ ...{ name: 'x', title: 'X', startedAt: 0, loadAtStart: [] }, targets: [{ figure: 'gone', op: '<=', value: 1, unit: 'ms' }], outcome: { method: '', samples: {}, figures: {}, details: {} } });
+    const r = buildResult({
+      ...{ name: 'x', title: 'X', startedAt: 0, loadAtStart: [] },
+      targets: [{ figure: 'gone', op: '<=', value: 1, unit: 'ms' }],
+      outcome: { method: '', samples: {}, figures: {}, details: {} },
+    });
     expect(r.met).toBe(false);
   });
 

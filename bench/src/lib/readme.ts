@@ -60,11 +60,15 @@ export function renderSection(results: readonly BenchResult[]): string {
   lines.push('| Benchmark | Figure | Result | Target | Met | Samples | Machine (cores, load at start) | Reproduce |');
   lines.push('|---|---|---|---|---|---|---|---|');
   for (const r of results) {
-    const samples = Object.entries(r.samples).map(([k, v]) => `${v.toLocaleString('en-US')} ${k}`).join(', ');
+    const samples = Object.entries(r.samples)
+      .map(([k, v]) => `${v.toLocaleString('en-US')} ${k}`)
+      .join(', ');
     const niceText = r.nice !== undefined && r.nice !== 0 ? `, nice ${r.nice}` : '';
     const machine = `${r.cores} cores, load ${r.load_avg_at_start[0] ?? '?'}${niceText}; ${r.date.slice(0, 10)}`;
     r.rows.forEach((row, i) => {
-      lines.push(`| ${i === 0 ? r.title : ''} | ${row.label} | ${fmt(row.value, row.unit)} | ${targetText(row)} | ${metText(row)} | ${i === 0 ? samples : ''} | ${i === 0 ? machine : ''} | ${i === 0 ? `\`pnpm bench ${r.name}\`` : ''} |`);
+      lines.push(
+        `| ${i === 0 ? r.title : ''} | ${row.label} | ${fmt(row.value, row.unit)} | ${targetText(row)} | ${metText(row)} | ${i === 0 ? samples : ''} | ${i === 0 ? machine : ''} | ${i === 0 ? `\`pnpm bench ${r.name}\`` : ''} |`,
+      );
     });
   }
   lines.push('');

@@ -21,7 +21,10 @@ export class RelayVariant {
   readonly #cpu = new Map<string, number>();
   #before: number[] = [];
 
-  constructor(readonly name: string, readonly processes: readonly MeteredProcess[]) {
+  constructor(
+    readonly name: string,
+    readonly processes: readonly MeteredProcess[],
+  ) {
     for (const p of processes) this.#cpu.set(p.name, 0);
   }
 
@@ -133,10 +136,15 @@ export async function singleRequestGeneration(o: TaskOptions, dispatcher: Dispat
     dispatcher,
   });
   if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST /v2/tasks (event stream) answered ${res.statusCode}: ${await res.body.text()}`);
-  return timeGeneration(res.body, sentAt, (f) => {
-    if (f.event === 'token') return { token: String((JSON.parse(f.data) as { t: unknown }).t) };
-    return { end: f.event === 'end' || f.event === 'error' };
-  }, 'single-request stream');
+  return timeGeneration(
+    res.body,
+    sentAt,
+    (f) => {
+      if (f.event === 'token') return { token: String((JSON.parse(f.data) as { t: unknown }).t) };
+      return { end: f.event === 'end' || f.event === 'error' };
+    },
+    'single-request stream',
+  );
 }
 
 /**
@@ -146,8 +154,13 @@ export async function singleRequestGeneration(o: TaskOptions, dispatcher: Dispat
  */
 export function engineChatBody(content: string, maxTokens: number, seed: number): Record<string, unknown> {
   return {
-    messages: [{ role: 'user', content }], max_tokens: maxTokens, stream: true, stream_options: { include_usage: true },
-    cache_prompt: true, seed, temperature: 0,
+    messages: [{ role: 'user', content }],
+    max_tokens: maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+    cache_prompt: true,
+    seed,
+    temperature: 0,
   };
 }
 
@@ -157,13 +170,17 @@ export function engineChatBody(content: string, maxTokens: number, seed: number)
  * content; the generation ends at `data: [DONE]`. `reset` as in {@link directGeneration}.
  */
 export async function chatGeneration(
-  baseUrl: string, body: Record<string, unknown>, dispatcher: Dispatcher, opts: { token?: string; reset?: boolean } = {},
+  baseUrl: string,
+  body: Record<string, unknown>,
+  dispatcher: Dispatcher,
+  opts: { token?: string; reset?: boolean } = {},
 ): Promise<TimedGeneration> {
   const sentAt = performance.now();
   const res = await request(`${baseUrl}/v1/chat/completions`, {
     method: 'POST',
     headers: {
-      'content-type': 'application/json', accept: 'text/event-stream',
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
       ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}),
     },
     body: JSON.stringify(body),
@@ -171,9 +188,14 @@ export async function chatGeneration(
     reset: opts.reset ?? false,
   });
   if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${baseUrl}/v1/chat/completions answered ${res.statusCode}: ${(await res.body.text()).slice(0, 500)}`);
-  return timeGeneration(res.body, sentAt, (f) => {
-    if (f.data === '[DONE]') return { end: true };
-    const content = (JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string | null } }> }).choices?.[0]?.delta?.content;
-    return typeof content === 'string' && content !== '' ? { token: content } : undefined;
-  }, 'chat stream (data: [DONE])');
+  return timeGeneration(
+    res.body,
+    sentAt,
+    (f) => {
+      if (f.data === '[DONE]') return { end: true };
+      const content = (JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string | null } }> }).choices?.[0]?.delta?.content;
+      return typeof content === 'string' && content !== '' ? { token: content } : undefined;
+    },
+    'chat stream (data: [DONE])',
+  );
 }

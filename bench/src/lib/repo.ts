@@ -50,8 +50,7 @@ export function benchPaths(env: Readonly<Record<string, string | undefined>>): B
     fixtureNode: join(dist, 'fixtures', 'fixture-node-main.js'),
     passthroughProxy: join(dist, 'fixtures', 'passthrough-proxy-main.js'),
     streamClient: join(dist, 'load', 'stream-client-main.js'),
-    cacheDir: env.LLORCH_TEST_CACHE_DIR !== undefined && env.LLORCH_TEST_CACHE_DIR !== ''
-      ? env.LLORCH_TEST_CACHE_DIR : join(root, '.cache', 'llama-orch'),
+    cacheDir: env.LLORCH_TEST_CACHE_DIR !== undefined && env.LLORCH_TEST_CACHE_DIR !== '' ? env.LLORCH_TEST_CACHE_DIR : join(root, '.cache', 'llama-orch'),
     workDir: join(root, 'bench', '.work'),
     overridden: override('LLORCH_BENCH_ORCHESTRATORD') !== undefined || override('LLORCH_BENCH_POOL_MANAGERD') !== undefined,
     resultsDir: join(root, 'bench', 'results'),

@@ -66,14 +66,7 @@ export function isMet(t: Target, value: number): boolean {
   return t.op === '<=' ? value <= t.value : value >= t.value;
 }
 
-export function buildResult(args: {
-  name: string;
-  title: string;
-  targets: readonly Target[];
-  outcome: BenchOutcome;
-  startedAt: number;
-  loadAtStart: number[];
-}): BenchResult {
+export function buildResult(args: { name: string; title: string; targets: readonly Target[]; outcome: BenchOutcome; startedAt: number; loadAtStart: number[] }): BenchResult {
   const { outcome, targets } = args;
   const rows: FigureRow[] = Object.entries(outcome.figures).map(([key, f]) => {
     const target = targets.find((t) => t.figure === key);

@@ -15,6 +15,9 @@ describe('SseParser', () => {
 
   it("reads llama-server's data-only frames as 'message' events and handles CRLF", () => {
     const frames = new SseParser().feed('data: {"content":"a"}\r\n\r\ndata: {"stop":true}\n\n');
-    expect(frames.map((f) => [f.event, f.data])).toEqual([['message', '{"content":"a"}'], ['message', '{"stop":true}']]);
+    expect(frames.map((f) => [f.event, f.data])).toEqual([
+      ['message', '{"content":"a"}'],
+      ['message', '{"stop":true}'],
+    ]);
   });
 });

@@ -49,7 +49,12 @@ export function round(value: number, digits = 3): number {
 /** A Summary with every field rounded, for JSON output. */
 export function rounded(s: Summary, digits = 3): Summary {
   return {
-    n: s.n, min: round(s.min, digits), p50: round(s.p50, digits), p90: round(s.p90, digits),
-    p99: round(s.p99, digits), max: round(s.max, digits), mean: round(s.mean, digits),
+    n: s.n,
+    min: round(s.min, digits),
+    p50: round(s.p50, digits),
+    p90: round(s.p90, digits),
+    p99: round(s.p99, digits),
+    max: round(s.max, digits),
+    mean: round(s.mean, digits),
   };
 }

@@ -24,9 +24,7 @@ export interface FrameReading {
  * Reads a streamed response to its end as a {@link TimedGeneration}: every frame goes to `read`,
  * stamped with its chunk's arrival. `what` names the stream when its end never came.
  */
-export async function timeGeneration(
-  body: AsyncIterable<unknown>, sentAt: number, read: (f: SseFrame) => FrameReading | undefined, what: string,
-): Promise<TimedGeneration> {
+export async function timeGeneration(body: AsyncIterable<unknown>, sentAt: number, read: (f: SseFrame) => FrameReading | undefined, what: string): Promise<TimedGeneration> {
   const parser = new SseParser();
   const tokenAt: number[] = [];
   const pieces: string[] = [];
@@ -60,9 +58,7 @@ export function directBody(prompt: string, maxTokens: number, seed: number): Rec
  * same). Token times are the arrival of events with non-empty `content` — what the adapter relays.
  * `reset: false` keeps the connection (a proxy in front of the engine, reached like orchestratord).
  */
-export async function directGeneration(
-  engineUrl: string, body: Record<string, unknown>, dispatcher: Dispatcher, signal?: AbortSignal, reset = true,
-): Promise<TimedGeneration> {
+export async function directGeneration(engineUrl: string, body: Record<string, unknown>, dispatcher: Dispatcher, signal?: AbortSignal, reset = true): Promise<TimedGeneration> {
   const sentAt = performance.now();
   const res = await request(`${engineUrl}/completion`, {
     method: 'POST',
@@ -73,10 +69,15 @@ export async function directGeneration(
     ...(signal !== undefined ? { signal } : {}),
   });
   if (res.statusCode !== 200) throw new UnexpectedResponseError(`engine answered ${res.statusCode}: ${await res.body.text()}`);
-  return timeGeneration(res.body, sentAt, (f) => {
-    const ev = JSON.parse(f.data) as { content?: string; stop?: boolean };
-    return { ...(ev.content !== undefined && ev.content !== '' ? { token: ev.content } : {}), end: ev.stop === true };
-  }, 'engine stream (stop:true)');
+  return timeGeneration(
+    res.body,
+    sentAt,
+    (f) => {
+      const ev = JSON.parse(f.data) as { content?: string; stop?: boolean };
+      return { ...(ev.content !== undefined && ev.content !== '' ? { token: ev.content } : {}), end: ev.stop === true };
+    },
+    'engine stream (stop:true)',
+  );
 }
 
 /**
@@ -84,7 +85,11 @@ export async function directGeneration(
  * seed) and read its NDJSON token events: the pool-managerd hop alone, without orchestratord.
  */
 export async function poolManagerdGeneration(
-  pmUrl: string, poolId: string, token: string, body: { prompt: string; max_tokens: number; seed: number }, dispatcher: Dispatcher,
+  pmUrl: string,
+  poolId: string,
+  token: string,
+  body: { prompt: string; max_tokens: number; seed: number },
+  dispatcher: Dispatcher,
 ): Promise<TimedGeneration> {
   const sentAt = performance.now();
   const res = await request(`${pmUrl}/v2/pools/${encodeURIComponent(poolId)}/completions`, {

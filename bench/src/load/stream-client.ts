@@ -21,11 +21,7 @@ export interface OpenCommand {
   concurrency: number;
 }
 
-export type ClientCommand =
-  | OpenCommand
-  | { type: 'measure'; on: boolean }
-  | { type: 'status' }
-  | { type: 'close' };
+export type ClientCommand = OpenCommand | { type: 'measure'; on: boolean } | { type: 'status' } | { type: 'close' };
 
 export type ClientReply =
   | { type: 'opened'; opened: number; failed: number; errors: string[]; ms: number }
@@ -74,11 +70,21 @@ export class StreamClient {
   async #openOne(cmd: OpenCommand): Promise<void> {
     const pool = this.#pool as Pool;
     const body = JSON.stringify({
-      task_id: randomUUID(), session_id: randomUUID(), workload: 'completion', model_ref: cmd.model, engine: 'llamacpp',
-      ctx: 0, priority: 'interactive', prompt: 'stream', max_tokens: cmd.maxTokens, deadline_ms: 3_600_000,
+      task_id: randomUUID(),
+      session_id: randomUUID(),
+      workload: 'completion',
+      model_ref: cmd.model,
+      engine: 'llamacpp',
+      ctx: 0,
+      priority: 'interactive',
+      prompt: 'stream',
+      max_tokens: cmd.maxTokens,
+      deadline_ms: 3_600_000,
     });
     const res = await pool.request({
-      method: 'POST', path: '/v2/tasks', body,
+      method: 'POST',
+      path: '/v2/tasks',
+      body,
       headers: { 'content-type': 'application/json', authorization: `Bearer ${cmd.token}` },
     });
     const text = await res.body.text();
@@ -86,7 +92,11 @@ export class StreamClient {
     const sse = new URL((JSON.parse(text) as { streams: { sse: string } }).streams.sse);
     await new Promise<void>((resolve, reject) => {
       const req = httpRequest({
-        host: sse.hostname, port: sse.port, path: `${sse.pathname}${sse.search}`, method: 'GET', agent: false,
+        host: sse.hostname,
+        port: sse.port,
+        path: `${sse.pathname}${sse.search}`,
+        method: 'GET',
+        agent: false,
         headers: { accept: 'text/event-stream', authorization: `Bearer ${cmd.token}` },
       });
       const stream: Stream = { req, res: undefined, tokens: 0, ended: false, terminal: undefined };
@@ -142,7 +152,9 @@ export class StreamClient {
     const terminal: Record<string, number> = {};
     for (const s of this.#streams) if (s.terminal !== undefined) terminal[s.terminal] = (terminal[s.terminal] ?? 0) + 1;
     return {
-      type: 'measured', delaysUs: this.#delays, tokens: this.#tokensInWindow,
+      type: 'measured',
+      delaysUs: this.#delays,
+      tokens: this.#tokensInWindow,
       alive: this.#streams.filter((s) => !s.ended).length,
       ended: this.#streams.filter((s) => s.terminal === 'end').length,
       errored: this.#streams.filter((s) => s.ended && s.terminal !== 'end').length,

@@ -6,9 +6,22 @@ import { readFileSync } from 'node:fs';
  * function of a V8 CPU profile (what `pnpm bench --cpu-prof` leaves in bench/.work/<run>/), the
  * N largest of each, so a missed target can be traced to the code that costs the time.
  */
-interface CallFrame { functionName: string; url: string; lineNumber: number }
-interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
-interface CpuProfile { nodes: ProfileNode[]; samples: number[]; startTime: number; endTime: number }
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+interface ProfileNode {
+  id: number;
+  callFrame: CallFrame;
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  startTime: number;
+  endTime: number;
+}
 
 function key(n: ProfileNode): string {
   const url = n.callFrame.url.replace(/^.*node_modules\//, 'nm:').replace(/^file:\/\/.*?\/(apps|packages|bench)\//, '$1/');

@@ -12,18 +12,55 @@ function submitOf(argv: string[]): SubmitArgs {
 }
 
 describe('parseCommandLine: submit', () => {
-  it('defaults to a chat message with the engine\'s sampling', () => {
+  it("defaults to a chat message with the engine's sampling", () => {
     expect(submitOf(['submit', 'Write', 'a', 'haiku'])).toEqual({
-      text: 'Write a haiku', raw: false, system: undefined, model: 'synthetic', maxTokens: 64, seed: undefined,
-      priority: 'interactive', sampling: {}, jsonSchemaFile: undefined,
+      text: 'Write a haiku',
+      raw: false,
+      system: undefined,
+      model: 'synthetic',
+      maxTokens: 64,
+      seed: undefined,
+      priority: 'interactive',
+      sampling: {},
+      jsonSchemaFile: undefined,
     });
   });
 
   it('takes --raw, --system, sampling flags, repeated --stop and --json-schema', () => {
-    expect(submitOf(['submit', 'hi', '--system', 'Be brief.', '--temperature', '0.2', '--top-p', '0.9', '--stop', '\n\n', '--stop', 'END',
-      '--json-schema', 'answer.json', '--seed', '7', '--max-tokens', '12', '--batch', '--model', 'tiny'])).toEqual({
-      text: 'hi', raw: false, system: 'Be brief.', model: 'tiny', maxTokens: 12, seed: 7, priority: 'batch',
-      sampling: { temperature: 0.2, top_p: 0.9, stop: ['\n\n', 'END'] }, jsonSchemaFile: 'answer.json',
+    expect(
+      submitOf([
+        'submit',
+        'hi',
+        '--system',
+        'Be brief.',
+        '--temperature',
+        '0.2',
+        '--top-p',
+        '0.9',
+        '--stop',
+        '\n\n',
+        '--stop',
+        'END',
+        '--json-schema',
+        'answer.json',
+        '--seed',
+        '7',
+        '--max-tokens',
+        '12',
+        '--batch',
+        '--model',
+        'tiny',
+      ]),
+    ).toEqual({
+      text: 'hi',
+      raw: false,
+      system: 'Be brief.',
+      model: 'tiny',
+      maxTokens: 12,
+      seed: 7,
+      priority: 'batch',
+      sampling: { temperature: 0.2, top_p: 0.9, stop: ['\n\n', 'END'] },
+      jsonSchemaFile: 'answer.json',
     });
     expect(submitOf(['submit', '--raw', 'Once upon a time', '--temperature', '0'])).toMatchObject({ text: 'Once upon a time', raw: true, sampling: { temperature: 0 } });
   });
@@ -50,8 +87,11 @@ describe('parseCommandLine: target and other commands', () => {
   it('takes the URL and token from flags, else the environment, else the default address', () => {
     expect(parseCommandLine(['status'], {})).toEqual({ command: 'status', json: false, target: { url: 'http://127.0.0.1:8080', token: undefined } });
     expect(parseCommandLine(['nodes'], { LLORCH_URL: 'http://o:1', LLORCH_API_TOKEN: 't' })).toEqual({ command: 'nodes', json: false, target: { url: 'http://o:1', token: 't' } });
-    expect(parseCommandLine(['status', '--url', 'http://x:2', '--token', 'u'], { LLORCH_URL: 'http://o:1', LLORCH_API_TOKEN: 't' }))
-      .toEqual({ command: 'status', json: false, target: { url: 'http://x:2', token: 'u' } });
+    expect(parseCommandLine(['status', '--url', 'http://x:2', '--token', 'u'], { LLORCH_URL: 'http://o:1', LLORCH_API_TOKEN: 't' })).toEqual({
+      command: 'status',
+      json: false,
+      target: { url: 'http://x:2', token: 'u' },
+    });
     // global flags may come before the command
     expect(parseCommandLine(['--url', 'http://x:2', 'models', '--json'], {})).toEqual({ command: 'models', json: true, target: { url: 'http://x:2', token: undefined } });
     expect(parseCommandLine(['up', '--addr', '0.0.0.0:9000'], {})).toMatchObject({ command: 'up', addr: '0.0.0.0:9000', target: { url: 'http://0.0.0.0:9000' } });
@@ -85,8 +125,14 @@ describe('parseCommandLine: target and other commands', () => {
     expect(parseCommandLine(['drain', 'p1'], {})).toEqual({ command: 'drain', target, poolId: 'p1', deadlineMs: 30_000 });
     expect(parseCommandLine(['drain', 'p1', '--deadline-ms', '0'], {})).toMatchObject({ deadlineMs: 0 });
     const sha = 'a'.repeat(64);
-    expect(parseCommandLine(['reload', 'p1', 'hf:org/repo/m.gguf', '--sha256', sha, '--deadline-ms', '5000'], {}))
-      .toEqual({ command: 'reload', target, poolId: 'p1', modelRef: 'hf:org/repo/m.gguf', sha256: sha, deadlineMs: 5000 });
+    expect(parseCommandLine(['reload', 'p1', 'hf:org/repo/m.gguf', '--sha256', sha, '--deadline-ms', '5000'], {})).toEqual({
+      command: 'reload',
+      target,
+      poolId: 'p1',
+      modelRef: 'hf:org/repo/m.gguf',
+      sha256: sha,
+      deadlineMs: 5000,
+    });
   });
 
   it('names what is missing or extra (usage, exit 2) and bad values (exit 1)', () => {
@@ -97,7 +143,11 @@ describe('parseCommandLine: target and other commands', () => {
     expect(() => parseCommandLine(['status', '--url'], {})).toThrow(new UsageError('--url needs a value', COMMAND_USAGE.status));
     expect(() => parseCommandLine(['--frob'], {})).toThrow(new UsageError("unknown option '--frob'", USAGE));
     const bad = (argv: string[]): CliError => {
-      try { parseCommandLine(argv, {}); } catch (err) { return err as CliError; }
+      try {
+        parseCommandLine(argv, {});
+      } catch (err) {
+        return err as CliError;
+      }
       throw new Error('parsed');
     };
     expect(bad(['drain', 'p1', '--deadline-ms=-1'])).toMatchObject({ exitCode: 1, message: '--deadline-ms must be an integer from 0 to 3600000' });
@@ -109,14 +159,19 @@ describe('parseCommandLine: target and other commands', () => {
 
 describe('loadJsonSchemaFormat', () => {
   let dir: string;
-  beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'llorch-cli-')); });
-  afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'llorch-cli-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
 
-  it('wraps the file\'s schema as a json_schema response_format named after the file', async () => {
+  it("wraps the file's schema as a json_schema response_format named after the file", async () => {
     const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] };
     await writeFile(join(dir, 'my answer.schema.json'), JSON.stringify(schema));
     await expect(loadJsonSchemaFormat(join(dir, 'my answer.schema.json'))).resolves.toEqual({
-      type: 'json_schema', json_schema: { name: 'my_answer_schema', schema },
+      type: 'json_schema',
+      json_schema: { name: 'my_answer_schema', schema },
     });
   });
 

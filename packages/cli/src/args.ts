@@ -46,10 +46,18 @@ const DEADLINE: Options = { 'deadline-ms': { type: 'string' } };
 const COMMAND_OPTIONS: Readonly<Record<CommandName, Options>> = {
   up: { config: { type: 'string' }, addr: { type: 'string' }, token: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   submit: {
-    ...TARGET, ...JSON_OPT,
-    model: { type: 'string' }, 'max-tokens': { type: 'string' }, seed: { type: 'string' }, batch: { type: 'boolean' },
-    raw: { type: 'boolean' }, system: { type: 'string' }, temperature: { type: 'string' }, 'top-p': { type: 'string' },
-    stop: { type: 'string', multiple: true }, 'json-schema': { type: 'string' },
+    ...TARGET,
+    ...JSON_OPT,
+    model: { type: 'string' },
+    'max-tokens': { type: 'string' },
+    seed: { type: 'string' },
+    batch: { type: 'boolean' },
+    raw: { type: 'boolean' },
+    system: { type: 'string' },
+    temperature: { type: 'string' },
+    'top-p': { type: 'string' },
+    stop: { type: 'string', multiple: true },
+    'json-schema': { type: 'string' },
   },
   status: { ...TARGET, ...JSON_OPT },
   nodes: { ...TARGET, ...JSON_OPT },
@@ -91,7 +99,14 @@ export function parseCommandLine(argv: string[], env: Record<string, string | un
   const target: Target = { url: str('url') ?? env.LLORCH_URL ?? 'http://127.0.0.1:8080', token };
   const json = values.json === true;
   const args = (names: string[]): string[] => {
-    if (positionals.length < names.length) throw new UsageError(`${command} needs ${names.slice(positionals.length).map((n) => `<${n}>`).join(' ')}`, usage);
+    if (positionals.length < names.length)
+      throw new UsageError(
+        `${command} needs ${names
+          .slice(positionals.length)
+          .map((n) => `<${n}>`)
+          .join(' ')}`,
+        usage,
+      );
     if (positionals.length > names.length) throw new UsageError(`unexpected argument '${positionals[names.length]}'`, usage);
     return positionals;
   };
@@ -151,8 +166,16 @@ function deadlineMs(value: string | undefined): number {
 
 function submitArgs(all: Values, text: string): SubmitArgs {
   const values = all as {
-    raw?: boolean; system?: string; 'max-tokens'?: string; seed?: string; temperature?: string; 'top-p'?: string;
-    stop?: string[]; model?: string; batch?: boolean; 'json-schema'?: string;
+    raw?: boolean;
+    system?: string;
+    'max-tokens'?: string;
+    seed?: string;
+    temperature?: string;
+    'top-p'?: string;
+    stop?: string[];
+    model?: string;
+    batch?: boolean;
+    'json-schema'?: string;
   };
   const raw = values.raw ?? false;
   if (!text) throw new UsageError(`submit needs a ${raw ? 'prompt' : 'message'}: llorch submit "Write a haiku"`, COMMAND_USAGE.submit);
@@ -168,8 +191,15 @@ function submitArgs(all: Values, text: string): SubmitArgs {
   const sampling = SamplingSchema.safeParse(candidate);
   if (!sampling.success) throw new CliError(flagNames(formatIssues(sampling.error)).split('\n').join('; '));
   return {
-    text, raw, system: values.system, model: values.model ?? 'synthetic', maxTokens, seed,
-    priority: values.batch === true ? 'batch' : 'interactive', sampling: sampling.data, jsonSchemaFile: values['json-schema'],
+    text,
+    raw,
+    system: values.system,
+    model: values.model ?? 'synthetic',
+    maxTokens,
+    seed,
+    priority: values.batch === true ? 'batch' : 'interactive',
+    sampling: sampling.data,
+    jsonSchemaFile: values['json-schema'],
   };
 }
 
@@ -202,6 +232,9 @@ export async function loadJsonSchemaFormat(path: string): Promise<ResponseFormat
     throw new CliError(`--json-schema: ${path} is not JSON: ${(err as Error).message}`);
   }
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new CliError(`--json-schema: ${path} must hold a JSON Schema object`);
-  const name = basename(path, extname(path)).replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'schema';
+  const name =
+    basename(path, extname(path))
+      .replace(/[^A-Za-z0-9_-]/g, '_')
+      .slice(0, 64) || 'schema';
   return { type: 'json_schema', json_schema: { name, schema: schema as Record<string, unknown> } };
 }

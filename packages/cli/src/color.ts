@@ -13,7 +13,10 @@ export interface Paint {
  */
 export function paintFor(stream: { isTTY?: boolean }, env: Readonly<Record<string, string | undefined>>): Paint {
   const enabled = stream.isTTY === true && (env.NO_COLOR === undefined || env.NO_COLOR === '');
-  const style = (open: number, close: number) => (text: string): string => (enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text);
+  const style =
+    (open: number, close: number) =>
+    (text: string): string =>
+      enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text;
   return { enabled, red: style(31, 39), yellow: style(33, 39), green: style(32, 39), dim: style(2, 22) };
 }
 

@@ -75,7 +75,9 @@ describe.skipIf(!hasSystemdAnalyze)('deploy/systemd units: systemd-analyze (skip
       else await writeFile(join(dir, unit), text.replaceAll('/usr/bin/node ', `${process.execPath} `));
     }
   });
-  afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
 
   it('systemd-analyze verify accepts both units without a single warning', () => {
     const r = spawnSync('systemd-analyze', ['verify', '--man=no', ...UNITS.map((u) => join(dir, u))], { encoding: 'utf8' });

@@ -12,7 +12,10 @@ export class CliError extends Error {
 export class UsageError extends CliError {
   override readonly name = 'UsageError';
   override readonly exitCode = 2;
-  constructor(message: string, readonly usage: string) {
+  constructor(
+    message: string,
+    readonly usage: string,
+  ) {
     super(message);
   }
 }

@@ -20,7 +20,9 @@ beforeAll(() => {
 }, 120_000);
 
 const servers: FixtureOrchestrator[] = [];
-afterEach(async () => { await Promise.all(servers.splice(0).map((s) => s.close())); });
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
 async function fixture(frames: string[], opts: FixtureOptions = {}): Promise<FixtureOrchestrator> {
   const f = await fixtureOrchestrator(frames, opts);
   servers.push(f);
@@ -33,12 +35,28 @@ function llorch(args: string[], env: Record<string, string> = {}) {
 }
 
 const NODE = {
-  node_id: 'n1', machine_id: 'm1', address: 'http://127.0.0.1:9200', state: 'online', state_since: '2026-01-01T00:00:00Z',
-  last_seen: '2026-01-01T00:00:01Z', capabilities: { gpus: [], cpu_cores: 4, ram_total_bytes: 1024 }, version: '0.1.0', pools: [],
+  node_id: 'n1',
+  machine_id: 'm1',
+  address: 'http://127.0.0.1:9200',
+  state: 'online',
+  state_since: '2026-01-01T00:00:00Z',
+  last_seen: '2026-01-01T00:00:01Z',
+  capabilities: { gpus: [], cpu_cores: 4, ram_total_bytes: 1024 },
+  version: '0.1.0',
+  pools: [],
 };
 const POOL = {
-  pool_id: 'p1', node_id: 'n1', node_state: 'online', state: 'ready', ready: true, draining: false, slots_total: 2, slots_free: 1,
-  leased: 1, models: ['synthetic:llama'], engine_version: 'b1',
+  pool_id: 'p1',
+  node_id: 'n1',
+  node_state: 'online',
+  state: 'ready',
+  ready: true,
+  draining: false,
+  slots_total: 2,
+  slots_free: 1,
+  leased: 1,
+  models: ['synthetic:llama'],
+  engine_version: 'b1',
 };
 const MODEL = { id: 'synthetic:llama', ref: 'synthetic:llama', status: 'ready', pools: ['n1/p1'], aliases: ['synthetic'], registered: false };
 const ROUTES: FixtureOptions['routes'] = {
@@ -122,7 +140,12 @@ describe('llorch: --json and tables', () => {
 
   it('tables are plain text when piped; colour only on a terminal without NO_COLOR', async () => {
     const f = await fixture([], { routes: ROUTES });
-    const tty = (extra: string) => execa('script', ['-qec', `${extra} ${process.execPath} ${MAIN} status --url ${f.url}`, '/dev/null'], { reject: false, env: { PATH: process.env.PATH ?? '' }, extendEnv: false });
+    const tty = (extra: string) =>
+      execa('script', ['-qec', `${extra} ${process.execPath} ${MAIN} status --url ${f.url}`, '/dev/null'], {
+        reject: false,
+        env: { PATH: process.env.PATH ?? '' },
+        extendEnv: false,
+      });
     // `script` gives the command a pseudo-terminal
     const [piped, models, coloured, noColor] = await Promise.all([llorch(['status', '--url', f.url]), llorch(['models', '--url', f.url]), tty(''), tty('env NO_COLOR=1')]);
     expect(piped.stdout).toContain('p1    n1    ready');
@@ -143,8 +166,16 @@ describe('llorch: --json and tables', () => {
     const r = await llorch(['submit', 'hi', '--json', '--url', f.url]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({
-      task_id: TASK, text: 'Hello there', tokens_out: 2, canceled: false, interrupted: false, decode_ms: 3,
-      finish_reason: 'length', node_id: 'n1', pool_id: 'p1', engine_version: 'b1',
+      task_id: TASK,
+      text: 'Hello there',
+      tokens_out: 2,
+      canceled: false,
+      interrupted: false,
+      decode_ms: 3,
+      finish_reason: 'length',
+      node_id: 'n1',
+      pool_id: 'p1',
+      engine_version: 'b1',
     });
     expect(r.stderr).toBe('');
   });
@@ -166,12 +197,16 @@ describe('llorch: task and pool operations', () => {
   });
 
   it('Ctrl-C during submit cancels the task and exits 130', async () => {
-    const f = await fixture([
-      formatSseFrame(1, { event: 'started', data: { queue_position: 0, predicted_start_ms: 5 } }),
-      formatSseFrame(2, { event: 'token', data: { t: 'Once', i: 0 } }),
-    ], { holdOpen: true });
+    const f = await fixture(
+      [formatSseFrame(1, { event: 'started', data: { queue_position: 0, predicted_start_ms: 5 } }), formatSseFrame(2, { event: 'token', data: { t: 'Once', i: 0 } })],
+      { holdOpen: true },
+    );
     const child = execa(process.execPath, [MAIN, 'submit', 'hi', '--url', f.url], { reject: false, env: { PATH: process.env.PATH ?? '' }, extendEnv: false });
-    await new Promise<void>((resolve) => child.stdout.on('data', (c: Buffer) => { if (c.toString().includes('Once')) resolve(); }));
+    await new Promise<void>((resolve) =>
+      child.stdout.on('data', (c: Buffer) => {
+        if (c.toString().includes('Once')) resolve();
+      }),
+    );
     child.kill('SIGINT');
     const r = await child;
     expect(r.exitCode).toBe(130);

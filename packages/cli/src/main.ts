@@ -12,7 +12,9 @@ import { cliVersion } from './version.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const env = process.env;
-const out = (text: string): void => { process.stdout.write(`${text}\n`); };
+const out = (text: string): void => {
+  process.stdout.write(`${text}\n`);
+};
 const json = (doc: unknown): void => out(JSON.stringify(doc, null, 2));
 
 async function main(argv: string[]): Promise<number> {
@@ -68,7 +70,10 @@ async function run(cmd: Exclude<CommandLine, { command: 'help' | 'version' }>, s
       const result = await submit(cmd.target, {
         ...rest,
         sampling: responseFormat === undefined ? sampling : { ...sampling, response_format: responseFormat },
-        out: process.stdout, err: process.stderr, signal, json: cmd.json,
+        out: process.stdout,
+        err: process.stderr,
+        signal,
+        json: cmd.json,
       });
       if (cmd.json) json(result);
       return result.interrupted ? 130 : 0;
@@ -122,6 +127,10 @@ function report(err: unknown): number {
 }
 
 main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
-  (err: unknown) => { process.exitCode = report(err); },
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.exitCode = report(err);
+  },
 );

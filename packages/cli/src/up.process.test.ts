@@ -28,10 +28,14 @@ beforeAll(async () => {
   await mkdir(join(root, 'apps', 'pool-managerd', 'dist'), { recursive: true });
   // Node resolves the symlink, so the real orchestratord finds its own node_modules.
   await symlink(ORCH_MAIN, join(root, 'apps', 'orchestratord', 'dist', 'main.js'));
-  await writeFile(join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
-    "process.stdout.write(JSON.stringify({ level: 30, msg: 'stand-in pool-managerd up' }) + '\\n'); setInterval(() => {}, 1000);\n");
+  await writeFile(
+    join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
+    "process.stdout.write(JSON.stringify({ level: 30, msg: 'stand-in pool-managerd up' }) + '\\n'); setInterval(() => {}, 1000);\n",
+  );
 }, 120_000);
-afterAll(async () => { await rm(root, { recursive: true, force: true }); });
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
 
 describe('llorch up', () => {
   it('finds a working setpriv --pdeathsig on this host (else the daemons would outlive a killed llorch)', () => {
@@ -42,7 +46,9 @@ describe('llorch up', () => {
     expect(existsSync(ORCH_MAIN), `${ORCH_MAIN} missing: build apps/orchestratord`).toBe(true);
     const driver = execa(process.execPath, [DRIVER, root, join(root, 'pool.yaml')], { reject: false, env: { LOG_LEVEL: 'info' } });
     let out = '';
-    driver.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+    driver.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
     const pid = driver.pid!;
     let daemons: number[] = [];
     const until = Date.now() + 20_000;

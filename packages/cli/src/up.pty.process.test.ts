@@ -44,54 +44,72 @@ afterAll(async () => {
 });
 
 describe('llorch up in a terminal, then Ctrl-C', () => {
-  it('starts, then stops cleanly: one stopping line, no WARN or ERROR, node deregistered, exit 0, no process left', async () => {
-    for (const f of [MAIN, join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'), join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js')]) {
-      expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
-    }
-    const orchPort = await freePort();
-    const config = join(dir, 'pool.yaml');
-    const base = readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8');
-    await writeFile(config, base
-      .replace(/addr: 127\.0\.0\.1:\d+/, 'addr: 127.0.0.1:0')
-      .replace(/url: http:\/\/127\.0\.0\.1:\d+/, `url: http://127.0.0.1:${orchPort}`)
-      .replace(/heartbeat_interval_ms: \d+/, 'heartbeat_interval_ms: 1000')
-      .replace(/^node:/m, `runtime_dir: ${join(dir, 'run')}\nnode:`));
-    const command = `${process.execPath} ${MAIN} up --addr 127.0.0.1:${orchPort} --config ${config}`;
-    const term = execa('script', ['-qefc', command, '/dev/null'], {
-      reject: false,
-      stdin: 'pipe',
-      env: { LLORCH_CACHE_DIR: CACHE, LOG_LEVEL: 'info' },
-    });
-    let raw = '';
-    term.stdout.on('data', (c: Buffer) => { raw += c.toString(); });
+  it(
+    'starts, then stops cleanly: one stopping line, no WARN or ERROR, node deregistered, exit 0, no process left',
+    async () => {
+      for (const f of [MAIN, join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'), join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js')]) {
+        expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
+      }
+      const orchPort = await freePort();
+      const config = join(dir, 'pool.yaml');
+      const base = readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8');
+      await writeFile(
+        config,
+        base
+          .replace(/addr: 127\.0\.0\.1:\d+/, 'addr: 127.0.0.1:0')
+          .replace(/url: http:\/\/127\.0\.0\.1:\d+/, `url: http://127.0.0.1:${orchPort}`)
+          .replace(/heartbeat_interval_ms: \d+/, 'heartbeat_interval_ms: 1000')
+          .replace(/^node:/m, `runtime_dir: ${join(dir, 'run')}\nnode:`),
+      );
+      const command = `${process.execPath} ${MAIN} up --addr 127.0.0.1:${orchPort} --config ${config}`;
+      const term = execa('script', ['-qefc', command, '/dev/null'], {
+        reject: false,
+        stdin: 'pipe',
+        env: { LLORCH_CACHE_DIR: CACHE, LOG_LEVEL: 'info' },
+      });
+      let raw = '';
+      term.stdout.on('data', (c: Buffer) => {
+        raw += c.toString();
+      });
 
-    const until = Date.now() + 5 * 60_000;
-    while (Date.now() < until && !plain(raw).includes('llama-orch is up') && term.exitCode === null) await sleep(200);
-    expect(plain(raw), 'llorch up did not report a ready cluster').toContain('llama-orch is up');
-    const tree = descendants(term.pid!);
-    expect(tree.map(cmdline).join('\n')).toMatch(/llama-server/);
+      const until = Date.now() + 5 * 60_000;
+      while (Date.now() < until && !plain(raw).includes('llama-orch is up') && term.exitCode === null) await sleep(200);
+      expect(plain(raw), 'llorch up did not report a ready cluster').toContain('llama-orch is up');
+      const tree = descendants(term.pid!);
+      expect(tree.map(cmdline).join('\n')).toMatch(/llama-server/);
 
-    term.stdin.write('\x03');
-    const result = await Promise.race([term, sleep(60_000).then(() => undefined)]);
-    if (result === undefined) for (const p of [term.pid!, ...tree]) if (running(p)) process.kill(p, 'SIGKILL');
-    const out = plain(raw);
-    expect(result?.exitCode, out).toBe(0);
+      term.stdin.write('\x03');
+      const result = await Promise.race([term, sleep(60_000).then(() => undefined)]);
+      if (result === undefined) for (const p of [term.pid!, ...tree]) if (running(p)) process.kill(p, 'SIGKILL');
+      const out = plain(raw);
+      expect(result?.exitCode, out).toBe(0);
 
-    const lines = out.split('\n').map((l) => l.trim()).filter(Boolean);
-    expect(lines.filter((l) => l === STOPPING_LINE), out).toHaveLength(1);
-    expect(lines.filter((l) => /\b(WARN|ERROR|FATAL)\b/.test(l)), out).toEqual([]);
-    expect(out).toMatch(/\[pool-managerd\] node dev-node deregistered/);
-    expect(out).toMatch(/\[orchestratord\] Node dev-node deregistered/);
-    // one line per event: orchestratord's listening line once, and Fastify's own not at all
-    expect(lines.filter((l) => l.startsWith('[orchestratord] listening'))).toHaveLength(1);
-    expect(out).not.toMatch(/Server listening at|fastify listening/);
-    // every step each daemon takes on the way down is narrated, and both said they stopped
-    expect(lines.filter((l) => /^\[(orchestratord|pool-managerd)\] stopped\b/.test(l))).toHaveLength(2);
+      const lines = out
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean);
+      expect(
+        lines.filter((l) => l === STOPPING_LINE),
+        out,
+      ).toHaveLength(1);
+      expect(
+        lines.filter((l) => /\b(WARN|ERROR|FATAL)\b/.test(l)),
+        out,
+      ).toEqual([]);
+      expect(out).toMatch(/\[pool-managerd\] node dev-node deregistered/);
+      expect(out).toMatch(/\[orchestratord\] Node dev-node deregistered/);
+      // one line per event: orchestratord's listening line once, and Fastify's own not at all
+      expect(lines.filter((l) => l.startsWith('[orchestratord] listening'))).toHaveLength(1);
+      expect(out).not.toMatch(/Server listening at|fastify listening/);
+      // every step each daemon takes on the way down is narrated, and both said they stopped
+      expect(lines.filter((l) => /^\[(orchestratord|pool-managerd)\] stopped\b/.test(l))).toHaveLength(2);
 
-    const exitedAt = Date.now();
-    while (Date.now() - exitedAt < 5000 && tree.some(running)) await sleep(100);
-    const left = tree.filter(running);
-    for (const p of left) process.kill(p, 'SIGKILL');
-    expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
-  }, 8 * 60_000);
+      const exitedAt = Date.now();
+      while (Date.now() - exitedAt < 5000 && tree.some(running)) await sleep(100);
+      const left = tree.filter(running);
+      for (const p of left) process.kill(p, 'SIGKILL');
+      expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
+    },
+    8 * 60_000,
+  );
 });

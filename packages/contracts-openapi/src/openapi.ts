@@ -11,26 +11,34 @@ interface DocumentSpec {
 }
 
 const STATUS_TEXT: Record<number, string> = {
-  400: 'Invalid request (INVALID_PARAMS, DEADLINE_UNMET)', 401: 'Missing or wrong Bearer token (UNAUTHORIZED)',
+  400: 'Invalid request (INVALID_PARAMS, DEADLINE_UNMET)',
+  401: 'Missing or wrong Bearer token (UNAUTHORIZED)',
   403: 'A valid credential of the wrong role: a client key on a node or operator route, the node token on a client route (FORBIDDEN)',
-  404: 'Unknown resource (NOT_FOUND)', 413: 'Body over the limit (PAYLOAD_TOO_LARGE)',
+  404: 'Unknown resource (NOT_FOUND)',
+  413: 'Body over the limit (PAYLOAD_TOO_LARGE)',
   429: 'Queue full (ADMISSION_REJECT, QUEUE_FULL_DROP_LRU), or the key is over its rate limit (ADMISSION_REJECT, policy_label rate_limit); Retry-After and X-Backoff-Ms set',
-  500: 'Failed while running (DECODE_TIMEOUT, INTERNAL)', 502: 'Upstream node failed (WORKER_RESET)',
+  500: 'Failed while running (DECODE_TIMEOUT, INTERNAL)',
+  502: 'Upstream node failed (WORKER_RESET)',
   503: 'Not available now (POOL_UNREADY, POOL_UNAVAILABLE, MODEL_NOT_AVAILABLE, REPLICA_EXHAUSTED); Retry-After and X-Backoff-Ms set',
 };
 
 export const DOCUMENTS: readonly DocumentSpec[] = [
-  { file: 'data-plane.yaml', title: 'llama-orch orchestratord — data plane',
-    description: 'Task admission, SSE token streams, cancel, sessions.', routes: DATA_PLANE },
-  { file: 'openai.yaml', title: 'llama-orch orchestratord — OpenAI-compatible door',
-    description: 'POST /v1/chat/completions, /v1/completions, GET /v1/models: OpenAI clients work unchanged; admitted through the same queue, placement, auth and deadlines as /v2 tasks. Errors are `{error: {message, type, param, code}}` with the ErrorEnvelope statuses (404 `model_not_found`; 429/503 with Retry-After).',
-    routes: OPENAI },
-  { file: 'control-plane.yaml', title: 'llama-orch orchestratord — control plane',
-    description: 'Capabilities, pools, drain/reload, catalog, metrics.', routes: CONTROL_PLANE },
-  { file: 'nodes.yaml', title: 'llama-orch orchestratord — node registry',
-    description: 'Registration and heartbeats from pool-managerd.', routes: NODES },
-  { file: 'pool-managerd.yaml', title: 'llama-orch pool-managerd',
-    description: 'GPU-node daemon: pools, drain/reload, dispatch of one completion, metrics.', routes: POOL_MANAGER },
+  { file: 'data-plane.yaml', title: 'llama-orch orchestratord — data plane', description: 'Task admission, SSE token streams, cancel, sessions.', routes: DATA_PLANE },
+  {
+    file: 'openai.yaml',
+    title: 'llama-orch orchestratord — OpenAI-compatible door',
+    description:
+      'POST /v1/chat/completions, /v1/completions, GET /v1/models: OpenAI clients work unchanged; admitted through the same queue, placement, auth and deadlines as /v2 tasks. Errors are `{error: {message, type, param, code}}` with the ErrorEnvelope statuses (404 `model_not_found`; 429/503 with Retry-After).',
+    routes: OPENAI,
+  },
+  { file: 'control-plane.yaml', title: 'llama-orch orchestratord — control plane', description: 'Capabilities, pools, drain/reload, catalog, metrics.', routes: CONTROL_PLANE },
+  { file: 'nodes.yaml', title: 'llama-orch orchestratord — node registry', description: 'Registration and heartbeats from pool-managerd.', routes: NODES },
+  {
+    file: 'pool-managerd.yaml',
+    title: 'llama-orch pool-managerd',
+    description: 'GPU-node daemon: pools, drain/reload, dispatch of one completion, metrics.',
+    routes: POOL_MANAGER,
+  },
 ];
 
 /** A document's routes, tagged when a served document merges several. */
@@ -43,41 +51,42 @@ function buildDocument(spec: Pick<DocumentSpec, 'title' | 'description'>, sectio
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   // schemas carrying a zod `.meta({ id })` become components wherever a route references them
-  for (const { tag, routes } of sections) for (const r of routes) {
-    const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
-    const okContentType = r.ok.contentType ?? 'application/json';
-    // streams and text bodies without a schema are described in prose only
-    responses[String(r.ok.status)] = {
-      description: r.ok.description ?? 'Success',
-      ...(r.ok.schema ? { content: { [okContentType]: { schema: r.ok.schema } } } : {}),
-    };
-    // A negotiated alternative (a stream instead of JSON): another content type of its status.
-    if (r.alt !== undefined) {
-      const at = String(r.alt.status);
-      const existing = responses[at];
-      const content = { ...(existing?.content ?? {}), [r.alt.contentType]: { schema: r.alt.schema } };
-      responses[at] = { description: existing === undefined ? r.alt.description : `${existing.description} ${r.alt.description}`, content };
-    }
-    for (const status of r.errors) {
-      responses[String(status)] = {
-        description: STATUS_TEXT[status] ?? 'Error',
-        content: { 'application/json': { schema: r.errorSchema ?? ERROR_RESPONSE_SCHEMA } },
+  for (const { tag, routes } of sections)
+    for (const r of routes) {
+      const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
+      const okContentType = r.ok.contentType ?? 'application/json';
+      // streams and text bodies without a schema are described in prose only
+      responses[String(r.ok.status)] = {
+        description: r.ok.description ?? 'Success',
+        ...(r.ok.schema ? { content: { [okContentType]: { schema: r.ok.schema } } } : {}),
       };
+      // A negotiated alternative (a stream instead of JSON): another content type of its status.
+      if (r.alt !== undefined) {
+        const at = String(r.alt.status);
+        const existing = responses[at];
+        const content = { ...(existing?.content ?? {}), [r.alt.contentType]: { schema: r.alt.schema } };
+        responses[at] = { description: existing === undefined ? r.alt.description : `${existing.description} ${r.alt.description}`, content };
+      }
+      for (const status of r.errors) {
+        responses[String(status)] = {
+          description: STATUS_TEXT[status] ?? 'Error',
+          content: { 'application/json': { schema: r.errorSchema ?? ERROR_RESPONSE_SCHEMA } },
+        };
+      }
+      registry.registerPath({
+        method: r.method,
+        path: r.path,
+        summary: r.summary,
+        ...(tag !== undefined ? { tags: [tag] } : {}),
+        security: r.auth ? [{ bearer: [] }] : [],
+        request: {
+          ...(r.params ? { params: r.params } : {}),
+          ...(r.query ? { query: r.query } : {}),
+          ...(r.body ? { body: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+        },
+        responses,
+      });
     }
-    registry.registerPath({
-      method: r.method,
-      path: r.path,
-      summary: r.summary,
-      ...(tag !== undefined ? { tags: [tag] } : {}),
-      security: r.auth ? [{ bearer: [] }] : [],
-      request: {
-        ...(r.params ? { params: r.params } : {}),
-        ...(r.query ? { query: r.query } : {}),
-        ...(r.body ? { body: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
-      },
-      responses,
-    });
-  }
   const generator = new OpenApiGeneratorV31(registry.definitions);
   return generator.generateDocument({
     openapi: '3.1.0',
@@ -106,11 +115,18 @@ interface ServedSpec {
  * each route tagged with its document's title; pool-managerd's is its own.
  */
 const SERVED: readonly ServedSpec[] = [
-  { path: 'apps/orchestratord/src/http/openapi.json', title: 'llama-orch orchestratord',
+  {
+    path: 'apps/orchestratord/src/http/openapi.json',
+    title: 'llama-orch orchestratord',
     description: 'Every route of orchestratord: the /v2 data plane, the OpenAI-compatible /v1 door, the control plane and the node registry.',
-    docs: ['data-plane.yaml', 'openai.yaml', 'control-plane.yaml', 'nodes.yaml'] },
-  { path: 'apps/pool-managerd/src/http/openapi.json', title: 'llama-orch pool-managerd',
-    description: 'GPU-node daemon: pools, drain/reload, dispatch of one completion, metrics.', docs: ['pool-managerd.yaml'] },
+    docs: ['data-plane.yaml', 'openai.yaml', 'control-plane.yaml', 'nodes.yaml'],
+  },
+  {
+    path: 'apps/pool-managerd/src/http/openapi.json',
+    title: 'llama-orch pool-managerd',
+    description: 'GPU-node daemon: pools, drain/reload, dispatch of one completion, metrics.',
+    docs: ['pool-managerd.yaml'],
+  },
 ];
 
 /** The served OpenAPI documents as JSON text, by repo-relative path. */

@@ -11,8 +11,23 @@ describe('isLoopbackHost', () => {
   });
 
   it('refuses wildcards, other hosts, look-alikes and malformed addresses', () => {
-    for (const h of ['0.0.0.0', '::', '[::]', '10.0.0.1', '128.0.0.1', 'example.com', '127.0.0.1.example.com', 'localhost.example.com',
-      '127.0.0.256', '127.1', '[::1', '::1]', '::2', '::ffff:10.0.0.1', '']) {
+    for (const h of [
+      '0.0.0.0',
+      '::',
+      '[::]',
+      '10.0.0.1',
+      '128.0.0.1',
+      'example.com',
+      '127.0.0.1.example.com',
+      'localhost.example.com',
+      '127.0.0.256',
+      '127.1',
+      '[::1',
+      '::1]',
+      '::2',
+      '::ffff:10.0.0.1',
+      '',
+    ]) {
       expect(isLoopbackHost(h), h).toBe(false);
     }
   });

@@ -11,7 +11,7 @@ describe('parseDaemonArgv', () => {
     expect(parseDaemonArgv(['-c', 'x.yaml', '-V'], withConfig)).toMatchObject({ action: 'exit', code: 0 });
   });
 
-  it('runs with the required option\'s value', () => {
+  it("runs with the required option's value", () => {
     expect(parseDaemonArgv([], plain)).toEqual({ action: 'run' });
     expect(parseDaemonArgv(['--config', 'a.yaml'], withConfig)).toEqual({ action: 'run', value: 'a.yaml' });
     expect(parseDaemonArgv(['--config=b.yaml'], withConfig)).toEqual({ action: 'run', value: 'b.yaml' });

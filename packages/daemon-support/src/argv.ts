@@ -30,9 +30,12 @@ export function parseDaemonArgv(argv: readonly string[], spec: DaemonArgvSpec): 
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
-      args: [...argv], strict: true, allowPositionals: false,
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
       options: {
-        help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'V' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'V' },
         ...(req !== undefined ? { [req.name]: { type: 'string', short: req.short } } : {}),
       },
     }));
@@ -40,8 +43,13 @@ export function parseDaemonArgv(argv: readonly string[], spec: DaemonArgvSpec): 
     const { code, message } = err as { code?: string; message: string };
     const quoted = /'([^']+)'/.exec(message)?.[1] ?? String(argv[0]);
     const flag = /--[\w-]+/.exec(quoted)?.[0] ?? quoted.split(' ')[0] ?? quoted;
-    return usageError(code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' ? `unexpected argument '${quoted}'`
-      : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `${flag} needs a value` : `unknown option '${flag}'`);
+    return usageError(
+      code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
+        ? `unexpected argument '${quoted}'`
+        : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
+          ? `${flag} needs a value`
+          : `unknown option '${flag}'`,
+    );
   }
   if (values.help === true) return { action: 'exit', code: 0, stdout: `${spec.usage}\n` };
   if (values.version === true) return { action: 'exit', code: 0, stdout: `${spec.name} ${spec.version()}\n` };

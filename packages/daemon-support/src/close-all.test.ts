@@ -5,13 +5,34 @@ describe('closeAll', () => {
   it('runs every step in order even when earlier ones throw or hang', async () => {
     const ran: string[] = [];
     const logged: string[] = [];
-    const report = await closeAll([
-      { name: 'a', close: () => { ran.push('a'); throw new Error('a broke'); } },
-      undefined,
-      { name: 'b', close: () => new Promise(() => { ran.push('b'); }), timeoutMs: 50 },
-      { name: 'c', close: async () => { ran.push('c'); } },
-      { name: 'd', close: () => Promise.reject(new Error('d broke')) },
-    ], { log: { error: (obj) => logged.push((obj as { step: string }).step) } });
+    const report = await closeAll(
+      [
+        {
+          name: 'a',
+          close: () => {
+            ran.push('a');
+            throw new Error('a broke');
+          },
+        },
+        undefined,
+        {
+          name: 'b',
+          close: () =>
+            new Promise(() => {
+              ran.push('b');
+            }),
+          timeoutMs: 50,
+        },
+        {
+          name: 'c',
+          close: async () => {
+            ran.push('c');
+          },
+        },
+        { name: 'd', close: () => Promise.reject(new Error('d broke')) },
+      ],
+      { log: { error: (obj) => logged.push((obj as { step: string }).step) } },
+    );
     expect(ran).toEqual(['a', 'b', 'c']);
     expect(report.failed.map((f) => f.name)).toEqual(['a', 'b', 'd']);
     expect(report.failed[1]?.err).toBeInstanceOf(CloseTimeoutError);

@@ -19,7 +19,10 @@ export interface CloseLog {
 /** Thrown (as a report entry) for a step that ran past its timeout. */
 export class CloseTimeoutError extends Error {
   override readonly name = 'CloseTimeoutError';
-  constructor(readonly step: string, readonly timeoutMs: number) {
+  constructor(
+    readonly step: string,
+    readonly timeoutMs: number,
+  ) {
     super(`${step} did not close within ${timeoutMs} ms`);
   }
 }

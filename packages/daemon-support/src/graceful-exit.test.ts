@@ -15,11 +15,17 @@ interface Run {
 /** Starts the fixture, sends `signals` (the later ones while the shutdown runs), waits for the exit. */
 async function run(signals: NodeJS.Signals[], shutdownMs = 600): Promise<Run> {
   const child = spawn(process.execPath, [DAEMON, String(shutdownMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  onTestFinished(() => { child.kill('SIGKILL'); });
+  onTestFinished(() => {
+    child.kill('SIGKILL');
+  });
   let out = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+  });
   await new Promise<void>((resolve) => {
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { if (d.includes('ready')) resolve(); });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      if (d.includes('ready')) resolve();
+    });
   });
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   for (const [i, s] of signals.entries()) {
@@ -28,7 +34,13 @@ async function run(signals: NodeJS.Signals[], shutdownMs = 600): Promise<Run> {
     if (i === 0) while (!out.includes('step: engines')) await new Promise((r) => setTimeout(r, 10));
   }
   const [code] = await exited;
-  return { code, lines: out.trim().split('\n').map((l) => JSON.parse(l) as Run['lines'][number]) };
+  return {
+    code,
+    lines: out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Run['lines'][number]),
+  };
 }
 
 describe('installGracefulExit', () => {

@@ -6,7 +6,12 @@ import { listenQuietly } from './listen-quietly.js';
 
 function capture(level: string): { lines: Array<{ level: number; msg: string }>; logger: Logger } {
   const lines: Array<{ level: number; msg: string }> = [];
-  const sink = new Writable({ write(chunk: Buffer, _enc, cb) { lines.push(JSON.parse(chunk.toString()) as { level: number; msg: string }); cb(); } });
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(JSON.parse(chunk.toString()) as { level: number; msg: string });
+      cb();
+    },
+  });
   return { lines, logger: pino({ level }, sink) };
 }
 

@@ -59,7 +59,10 @@ describe('logDestination', () => {
     w.child.kill('SIGTERM');
     expect(await w.exitWithin(10_000)).toBe(0);
     await ended;
-    const numbers = out.split('\n').filter((l) => l.startsWith('{"n"')).map((l) => (JSON.parse(l) as { n: number }).n);
+    const numbers = out
+      .split('\n')
+      .filter((l) => l.startsWith('{"n"'))
+      .map((l) => (JSON.parse(l) as { n: number }).n);
     expect(numbers).toEqual(Array.from({ length: 5000 }, (_, i) => i));
     expect(out.trimEnd().endsWith('{"msg":"stopped"}')).toBe(true);
   });

@@ -13,7 +13,9 @@ import { createFixtureSource } from './fixtures/fixture-source.js';
 
 const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
 const dirs: string[] = [];
-afterAll(async () => { await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))); });
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
 
 describe('cross-process build lock', () => {
   it('two processes ensuring one fingerprint build it once and get the same binary', async () => {
@@ -24,14 +26,17 @@ describe('cross-process build lock', () => {
     const cacheDir = join(dir, 'cache');
     const counter = join(dir, 'configure-count');
     const config = join(dir, 'config.yaml');
-    await writeFile(config, [
-      'node: { id: lock-test }',
-      'pools:',
-      '  - id: mini',
-      '    model: /models/none.gguf',
-      `    source: { kind: bundle, bundle_path: ${JSON.stringify(fixture.bundlePath)} }`,
-      `    build_flags: [${JSON.stringify(`-DFIXTURE_COUNTER=${counter}`)}, -DFIXTURE_SLEEP=3]`,
-    ].join('\n'));
+    await writeFile(
+      config,
+      [
+        'node: { id: lock-test }',
+        'pools:',
+        '  - id: mini',
+        '    model: /models/none.gguf',
+        `    source: { kind: bundle, bundle_path: ${JSON.stringify(fixture.bundlePath)} }`,
+        `    build_flags: [${JSON.stringify(`-DFIXTURE_COUNTER=${counter}`)}, -DFIXTURE_SLEEP=3]`,
+      ].join('\n'),
+    );
     const run = () => execa('node', [CLI, '--config', config, '--pool', 'mini', '--binary-only', '--cache-dir', cacheDir], { reject: false, timeout: 180_000 });
     const [a, b] = await Promise.all([run(), run()]);
     expect(a.exitCode, String(a.stderr)).toBe(0);

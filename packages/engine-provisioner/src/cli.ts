@@ -76,15 +76,22 @@ async function main(): Promise<number> {
     const config = await readPoolsFile(values.config);
     const pool: PoolConfig | undefined = values.pool ? config.pools.find((p) => p.id === values.pool) : config.pools[0];
     if (!pool) {
-      throw new EngineProvisionError('CONFIG_INVALID', `pool '${values.pool ?? ''}' is not in ${values.config} (pools: ${config.pools.map((p) => p.id).join(', ')})`, { pool: values.pool });
+      throw new EngineProvisionError('CONFIG_INVALID', `pool '${values.pool ?? ''}' is not in ${values.config} (pools: ${config.pools.map((p) => p.id).join(', ')})`, {
+        pool: values.pool,
+      });
     }
     const modelPath = values.model ? resolve(values.model) : localModelPath(pool.model);
     if (!values['binary-only'] && !modelPath) {
-      throw new EngineProvisionError('CONFIG_INVALID', `pool ${pool.id} model '${pool.model}' is not a local file; pass --model <path> (pool-managerd resolves refs with model-provisioner) or use --binary-only`, { poolId: pool.id });
+      throw new EngineProvisionError(
+        'CONFIG_INVALID',
+        `pool ${pool.id} model '${pool.model}' is not a local file; pass --model <path> (pool-managerd resolves refs with model-provisioner) or use --binary-only`,
+        { poolId: pool.id },
+      );
     }
     const cacheDir = resolve(expandHome(values['cache-dir'] ?? config.cacheDir ?? defaultCacheDir(homedir())));
     const jobs = values.jobs ? Number(values.jobs) : undefined;
-    if (jobs !== undefined && (!Number.isInteger(jobs) || jobs < 1)) throw new EngineProvisionError('CONFIG_INVALID', `--jobs must be a positive integer, got ${values.jobs ?? ''}`);
+    if (jobs !== undefined && (!Number.isInteger(jobs) || jobs < 1))
+      throw new EngineProvisionError('CONFIG_INVALID', `--jobs must be a positive integer, got ${values.jobs ?? ''}`);
     const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : undefined;
     const provisioner = new EngineProvisioner({ cacheDir, logger: log, env: process.env, logProgress: !bar, ...(jobs ? { jobs } : {}) });
     const common = { signal: controller.signal, ...(bar ? { onProgress: bar.update } : {}) };
@@ -113,7 +120,9 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => { process.exitCode = code; },
+  (code) => {
+    process.exitCode = code;
+  },
   (err: unknown) => {
     process.stderr.write(`engine-provisioner: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exitCode = 2;

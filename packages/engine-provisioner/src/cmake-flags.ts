@@ -6,9 +6,7 @@ import { EngineProvisionError } from './errors.js';
  * Flags this package decides itself; a pool's `build_flags` may not set them, because doing so
  * would silently contradict the pool's `gpu`/`native` policy or the self-contained binary.
  */
-const MANAGED_CMAKE_VARS = new Set([
-  'GGML_CUDA', 'CMAKE_CUDA_ARCHITECTURES', 'CMAKE_CUDA_COMPILER', 'CUDAToolkit_ROOT', 'GGML_NATIVE', 'BUILD_SHARED_LIBS',
-]);
+const MANAGED_CMAKE_VARS = new Set(['GGML_CUDA', 'CMAKE_CUDA_ARCHITECTURES', 'CMAKE_CUDA_COMPILER', 'CUDAToolkit_ROOT', 'GGML_NATIVE', 'BUILD_SHARED_LIBS']);
 
 /**
  * CMake `-D` flags for a llama-server build of `pool`, in order (the order is part of the

@@ -22,10 +22,7 @@ const TAIL_LINES = 25;
  * each line to `onLine` (progress parsing). Never throws: the caller maps failures to typed errors
  * that point at the log.
  */
-export async function runCmake(
-  args: readonly string[],
-  opts: { env: Env; log: WriteStream; signal?: AbortSignal; onLine?: (line: string) => void },
-): Promise<CmakeRun> {
+export async function runCmake(args: readonly string[], opts: { env: Env; log: WriteStream; signal?: AbortSignal; onLine?: (line: string) => void }): Promise<CmakeRun> {
   opts.log.write(`$ cmake ${args.join(' ')}\n`);
   const child = execa('cmake', args, {
     env: opts.env,
@@ -55,7 +52,7 @@ export async function runCmake(
   // readline may still hold the last lines when the process promise settles
   await drained;
   const aborted = Boolean(res.isCanceled);
-  const failure = res.failed && res.exitCode === undefined ? (res.originalMessage || res.shortMessage) : undefined;
+  const failure = res.failed && res.exitCode === undefined ? res.originalMessage || res.shortMessage : undefined;
   opts.log.write(`# exit ${String(res.exitCode)}${failure ? ` (${failure})` : ''}\n`);
   return { exitCode: res.exitCode, tail, aborted, ...(failure ? { failure } : {}) };
 }

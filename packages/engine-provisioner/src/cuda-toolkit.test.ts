@@ -8,7 +8,9 @@ import { CUDA_DRIVER_COMPONENT, findCudaToolkit, lookupCudaToolkit } from './cud
 import { writeScript } from './fixtures/fixture-source.js';
 
 const dirs: string[] = [];
-afterAll(async () => { await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))); });
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
 async function temp(): Promise<string> {
   const d = await mkdtemp(join(tmpdir(), 'llorch-cuda-'));
   dirs.push(d);
@@ -37,7 +39,10 @@ describe('findCudaToolkit', () => {
     const cuda = join(root, 'cuda');
     await writeScript(join(cuda, 'bin', 'nvcc'), FAKE_NVCC);
     expect((await findCudaToolkit({ PATH: '' }, [root]))?.missing).toEqual([
-      'CUDA runtime headers (cuda_runtime.h)', 'CUDA runtime library (libcudart)', 'cuBLAS headers (cublas_v2.h)', 'cuBLAS library (libcublas)',
+      'CUDA runtime headers (cuda_runtime.h)',
+      'CUDA runtime library (libcudart)',
+      'cuBLAS headers (cublas_v2.h)',
+      'cuBLAS library (libcublas)',
       ...(existsSync('/usr/lib/x86_64-linux-gnu/libcuda.so') || existsSync('/usr/lib64/libcuda.so') ? [] : [CUDA_DRIVER_COMPONENT]),
     ]);
     await mkdir(join(cuda, 'include'), { recursive: true });

@@ -85,10 +85,7 @@ export async function findCudaToolkit(
 }
 
 /** {@link findCudaToolkit} plus the list of places it tried (for `GPU_TOOLKIT_MISSING` messages). */
-export async function lookupCudaToolkit(
-  env: Readonly<Record<string, string | undefined>>,
-  searchRoots: readonly string[] = DEFAULT_CUDA_SEARCH_ROOTS,
-): Promise<CudaLookupReport> {
+export async function lookupCudaToolkit(env: Readonly<Record<string, string | undefined>>, searchRoots: readonly string[] = DEFAULT_CUDA_SEARCH_ROOTS): Promise<CudaLookupReport> {
   const tried: string[] = [];
   const seen = new Set<string>();
   for (const c of await candidates(env, searchRoots)) {

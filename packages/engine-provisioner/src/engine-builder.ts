@@ -163,7 +163,10 @@ export async function configureEngine(req: { sourceDir: string; buildDir: string
   await closeLog(logStream);
   if (run.aborted) throw new EngineProvisionError('ABORTED', 'cmake configure aborted', {});
   if (run.exitCode !== 0) {
-    throw new EngineProvisionError('BUILD_FAILED', `cmake configure failed (${run.failure ?? `exit ${String(run.exitCode)}`}); log: ${logPath}\n${run.tail.slice(-8).join('\n')}`, { phase: 'configure', logPath });
+    throw new EngineProvisionError('BUILD_FAILED', `cmake configure failed (${run.failure ?? `exit ${String(run.exitCode)}`}); log: ${logPath}\n${run.tail.slice(-8).join('\n')}`, {
+      phase: 'configure',
+      logPath,
+    });
   }
   return { buildDir: req.buildDir, cmakeFlags: [...req.cmakeFlags], logPath, durationMs: Math.round(performance.now() - started) };
 }

@@ -45,7 +45,12 @@ export async function ensureCacheWritable(layout: EngineCacheLayout): Promise<vo
     await rm(probeDir, { recursive: true, force: true });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'unknown';
-    throw new EngineProvisionError('CACHE_UNWRITABLE', `engine cache ${layout.root} is not writable (${code}); set cache_dir to a writable directory`, { path: layout.root, errno: code }, { cause: err });
+    throw new EngineProvisionError(
+      'CACHE_UNWRITABLE',
+      `engine cache ${layout.root} is not writable (${code}); set cache_dir to a writable directory`,
+      { path: layout.root, errno: code },
+      { cause: err },
+    );
   }
 }
 

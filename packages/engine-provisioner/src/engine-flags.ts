@@ -11,9 +11,7 @@ const GPU_LAYER_ALIASES = new Set(['--n-gpu-layers', '--gpu-layers', '--ngl', '-
  * Flags the provisioner owns; setting them in `extra_flags` would break an invariant (loopback
  * bind, the chosen port, the configured model/ctx/slots), so it is a config error.
  */
-const MANAGED_FLAGS = new Set([
-  '-m', '--model', '--host', '--port', '-c', '--ctx-size', '-np', '--parallel', '-hf', '--hf-repo', '--api-key', '--api-key-file',
-]);
+const MANAGED_FLAGS = new Set(['-m', '--model', '--host', '--port', '-c', '--ctx-size', '-np', '--parallel', '-hf', '--hf-repo', '--api-key', '--api-key-file']);
 
 /** Inputs of {@link buildEngineFlags}. */
 export interface EngineFlagsInput {
@@ -62,11 +60,10 @@ export function normaliseExtraFlags(extra: readonly string[], poolId: string): {
     flags.push(token);
   }
   if (managed.length > 0) {
-    throw new EngineProvisionError(
-      'CONFIG_INVALID',
-      `pools[${poolId}].extra_flags may not set ${managed.join(', ')}: model, host, port, ctx and slots come from the pool config`,
-      { poolId, flags: managed },
-    );
+    throw new EngineProvisionError('CONFIG_INVALID', `pools[${poolId}].extra_flags may not set ${managed.join(', ')}: model, host, port, ctx and slots come from the pool config`, {
+      poolId,
+      flags: managed,
+    });
   }
   return gpuLayers === undefined ? { flags } : { flags, gpuLayers };
 }
@@ -88,11 +85,16 @@ export function buildEngineFlags(input: EngineFlagsInput): string[] {
     throw new EngineProvisionError('CONFIG_INVALID', `pools[${pool.id}]: gpu_layers is set and extra_flags sets it again; keep one`, { poolId: pool.id });
   }
   const flags = [
-    '-m', modelPath,
-    '--host', input.host ?? ENGINE_HOST,
-    '--port', String(port),
-    '-c', String(pool.ctx),
-    '-np', String(effectiveSlots(pool)),
+    '-m',
+    modelPath,
+    '--host',
+    input.host ?? ENGINE_HOST,
+    '--port',
+    String(port),
+    '-c',
+    String(pool.ctx),
+    '-np',
+    String(effectiveSlots(pool)),
     '--metrics',
     '--no-webui',
   ];

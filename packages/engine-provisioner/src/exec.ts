@@ -29,7 +29,7 @@ export async function probe(
     cwd: opts.cwd,
     stripFinalNewline: true,
   });
-  const failure = res.failed && res.exitCode === undefined ? (res.originalMessage || res.shortMessage) : undefined;
+  const failure = res.failed && res.exitCode === undefined ? res.originalMessage || res.shortMessage : undefined;
   return {
     exitCode: res.exitCode,
     stdout: String(res.stdout ?? ''),

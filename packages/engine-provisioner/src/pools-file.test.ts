@@ -7,7 +7,9 @@ import { defaultCacheDir, readPoolsFile } from './pools-file.js';
 import { repoRoot } from './testing.js';
 
 const dirs: string[] = [];
-afterAll(async () => { await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))); });
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
 async function writeConfig(text: string): Promise<string> {
   const d = await mkdtemp(join(tmpdir(), 'llorch-pools-'));
   dirs.push(d);
@@ -33,7 +35,10 @@ describe('readPoolsFile', () => {
       await writeConfig('node: { id: n1 }\n'),
       '/nonexistent/config.yaml',
     ]) {
-      const err = await readPoolsFile(path).then(() => undefined, (e: unknown) => e);
+      const err = await readPoolsFile(path).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(EngineProvisionError);
       expect((err as EngineProvisionError).code).toBe('CONFIG_INVALID');
     }

@@ -12,7 +12,14 @@ describe('cmake progress', () => {
   });
 
   it('maps phases onto one monotonic 0..1 engine fraction', () => {
-    const seq = [overallFraction('source', 0), overallFraction('configure', 0.5), overallFraction('build', 0), overallFraction('build', 0.5), overallFraction('build', 1), overallFraction('verify', 1)];
+    const seq = [
+      overallFraction('source', 0),
+      overallFraction('configure', 0.5),
+      overallFraction('build', 0),
+      overallFraction('build', 0.5),
+      overallFraction('build', 1),
+      overallFraction('verify', 1),
+    ];
     expect(seq).toEqual([...seq].sort((a, b) => a - b));
     expect(seq[0]).toBe(0);
     expect(overallFraction('done')).toBe(1);

@@ -15,7 +15,9 @@ import type { EngineProgress } from './progress.js';
 
 const log = pino({ level: 'silent' });
 const dirs: string[] = [];
-afterAll(async () => { await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))); });
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
 async function temp(prefix = 'llorch-ep-'): Promise<string> {
   const d = await mkdtemp(join(tmpdir(), prefix));
   dirs.push(d);
@@ -31,7 +33,10 @@ const pool = (over: Partial<PoolConfigInput> = {}) =>
   PoolConfigSchema.parse({ id: 'mini', model: '/models/x.gguf', source: { kind: 'bundle', bundle_path: fixture.bundlePath }, ...over });
 
 async function errorOf(p: Promise<unknown>): Promise<EngineProvisionError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(EngineProvisionError);
   return err as EngineProvisionError;
 }
@@ -53,7 +58,16 @@ describe('EngineProvisioner with the fixture source', () => {
     expect(first.binary_path).toBe(join(cacheDir, 'engines', first.engine_fingerprint, 'llama-server'));
     const provenance = BuildProvenanceSchema.parse(JSON.parse(await readFile(join(cacheDir, 'engines', first.engine_fingerprint, 'build.json'), 'utf8')));
     expect(provenance).toMatchObject({ source: 'bundle:custom', commit: fixture.commit, cuda: false });
-    expect(provenance.cmake_flags).toEqual(expect.arrayContaining(['-DBUILD_SHARED_LIBS=OFF', '-DLLAMA_USE_PREBUILT_UI=OFF', '-DLLAMA_OPENSSL=OFF', '-DGGML_NATIVE=OFF', '-DGGML_CUDA=OFF', `-DFIXTURE_COUNTER=${counter}`]));
+    expect(provenance.cmake_flags).toEqual(
+      expect.arrayContaining([
+        '-DBUILD_SHARED_LIBS=OFF',
+        '-DLLAMA_USE_PREBUILT_UI=OFF',
+        '-DLLAMA_OPENSSL=OFF',
+        '-DGGML_NATIVE=OFF',
+        '-DGGML_CUDA=OFF',
+        `-DFIXTURE_COUNTER=${counter}`,
+      ]),
+    );
     expect(Object.keys(provenance.toolchain)).toEqual(expect.arrayContaining(['cmake', 'cxx']));
     expect(provenance.version_output).toMatch(/^version: 9\.9\.9-fixture/);
     expect(progress.at(-1)).toMatchObject({ phase: 'done', fraction: 1, cached: false });
@@ -80,8 +94,9 @@ describe('EngineProvisioner with the fixture source', () => {
     expect(viaGit.build_provenance.commit).toBe(fixture.commit);
     // same commit and flags: the bundle's cache entry is reused (its provenance names the first origin)
     expect(viaGit).toMatchObject({ engine_fingerprint: a.engine_fingerprint, cached: true });
-    const viaGitOnly = await new EngineProvisioner({ cacheDir: await temp(), logger: log, env: process.env })
-      .ensureBinary(pool({ source: { kind: 'git', repo: fixture.repoDir, ref: 'v1.0.0' } }));
+    const viaGitOnly = await new EngineProvisioner({ cacheDir: await temp(), logger: log, env: process.env }).ensureBinary(
+      pool({ source: { kind: 'git', repo: fixture.repoDir, ref: 'v1.0.0' } }),
+    );
     expect(viaGitOnly.build_provenance.source).toBe(`git:${fixture.repoDir}@v1.0.0`);
     expect(viaGitOnly.engine_fingerprint).toBe(a.engine_fingerprint);
   });
@@ -91,7 +106,15 @@ describe('EngineProvisioner with the fixture source', () => {
     const prov = new EngineProvisioner({ cacheDir, logger: log, env: process.env });
     const prepared = await prov.prepare(pool({ ctx: 512, slots: 3, device_mask: '0,1' }), { modelPath: '/models/x.gguf', replicaId: 'r1' });
     expect(PreparedEngineSchema.parse(prepared)).toEqual(prepared);
-    expect(prepared).toMatchObject({ host: '127.0.0.1', model_path: '/models/x.gguf', pool_id: 'mini', replica_id: 'r1', device_mask: '0,1', gpu_policy: 'off', engine: 'llamacpp' });
+    expect(prepared).toMatchObject({
+      host: '127.0.0.1',
+      model_path: '/models/x.gguf',
+      pool_id: 'mini',
+      replica_id: 'r1',
+      device_mask: '0,1',
+      gpu_policy: 'off',
+      engine: 'llamacpp',
+    });
     expect(prepared.port).toBeGreaterThan(0);
     expect(prepared.flags.slice(0, 10)).toEqual(['-m', '/models/x.gguf', '--host', '127.0.0.1', '--port', String(prepared.port), '-c', '512', '-np', '3']);
   });
@@ -125,7 +148,13 @@ describe('EngineProvisioner with the fixture source', () => {
 
   it('gpu: optional without a toolkit builds for CPU', async () => {
     const cacheDir = await temp();
-    const env: Record<string, string | undefined> = { ...process.env, PATH: (process.env.PATH ?? '').split(':').filter((d) => d !== '/usr/local/bin').join(':') };
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      PATH: (process.env.PATH ?? '')
+        .split(':')
+        .filter((d) => d !== '/usr/local/bin')
+        .join(':'),
+    };
     delete env.CUDA_HOME;
     delete env.CUDA_PATH;
     const prov = new EngineProvisioner({ cacheDir, logger: log, env, cudaSearchRoots: [await temp('llorch-nocuda-')] });
@@ -179,7 +208,9 @@ describe('EngineProvisioner with the fixture source', () => {
     const ac = new AbortController();
     const pending = prov.ensureBinary(pool({ build_flags: ['-DFIXTURE_SLEEP=30'] }), {
       signal: ac.signal,
-      onProgress: (e) => { if (e.phase === 'configure') setTimeout(() => ac.abort(), 300); },
+      onProgress: (e) => {
+        if (e.phase === 'configure') setTimeout(() => ac.abort(), 300);
+      },
     });
     const err = await errorOf(pending);
     expect(err.code).toBe('ABORTED');

@@ -1,16 +1,12 @@
 import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
-import {
-  PoolConfigSchema, PreparedEngineSchema, formatIssues, type BuildProvenance, type PoolConfig, type PreparedEngine,
-} from '@llama-orch/contracts';
+import { PoolConfigSchema, PreparedEngineSchema, formatIssues, type BuildProvenance, type PoolConfig, type PreparedEngine } from '@llama-orch/contracts';
 import { ensureSourceTree, SourceError, type SourceSpec, type SourceTree } from '@llama-orch/llamacpp-source';
 import { cmakeFlagsFor } from './cmake-flags.js';
 import { CUDA_DRIVER_COMPONENT, DEFAULT_CUDA_SEARCH_ROOTS, lookupCudaToolkit, type CudaToolkit } from './cuda-toolkit.js';
 import { buildEngine, configureEngine, type ConfigureResult } from './engine-builder.js';
-import {
-  acquireBuildLock, engineCacheLayout, ensureCacheWritable, readCacheEntry, removeStaleStages, type CacheEntry, type EngineCacheLayout,
-} from './engine-cache.js';
+import { acquireBuildLock, engineCacheLayout, ensureCacheWritable, readCacheEntry, removeStaleStages, type CacheEntry, type EngineCacheLayout } from './engine-cache.js';
 import { ENGINE_HOST, buildEngineFlags } from './engine-flags.js';
 import { parseVersionOutput } from './engine-version.js';
 import { EngineProvisionError } from './errors.js';
@@ -120,7 +116,10 @@ export class EngineProvisioner {
     if (pool.source.kind === 'external') {
       const ext = await verifyExternalEngine(pool.source.binary_path, this.env, opts.signal).catch((e: unknown) => mapAbort(e, 'external verify'));
       if (pool.gpu === 'required' && !ext.provenance.cuda) {
-        throw new EngineProvisionError('EXTERNAL_BINARY_INVALID', `pool ${pool.id} requires GPU but external llama-server ${ext.binaryPath} has no CUDA backend`, { poolId: pool.id, path: ext.binaryPath });
+        throw new EngineProvisionError('EXTERNAL_BINARY_INVALID', `pool ${pool.id} requires GPU but external llama-server ${ext.binaryPath} has no CUDA backend`, {
+          poolId: pool.id,
+          path: ext.binaryPath,
+        });
       }
       log.info({ binary: ext.binaryPath, engineVersion: ext.engineVersion }, 'using external llama-server');
       report('done', 1, { cached: true });
@@ -227,7 +226,8 @@ export class EngineProvisioner {
    */
   async configureOnly(poolInput: PoolConfig, opts: { buildDir: string; signal?: AbortSignal }): Promise<ConfigureResult & { cuda: boolean }> {
     const pool = this.validatePool(poolInput);
-    if (pool.source.kind === 'external') throw new EngineProvisionError('CONFIG_INVALID', `pool ${pool.id} uses an external binary; there is nothing to configure`, { poolId: pool.id });
+    if (pool.source.kind === 'external')
+      throw new EngineProvisionError('CONFIG_INVALID', `pool ${pool.id} uses an external binary; there is nothing to configure`, { poolId: pool.id });
     const cuda = await this.decideCuda(pool, this.log.child({ poolId: pool.id }));
     const cmakeFlags = cmakeFlagsFor(pool, cuda);
     await ensureCacheWritable(this.layout);
@@ -332,5 +332,8 @@ export class EngineProvisioner {
 type ProgressReporter = (phase: EnginePhase, within: number, extra?: Partial<EngineProgress>) => void;
 
 async function isFile(path: string): Promise<boolean> {
-  return stat(path).then((st) => st.isFile(), () => false);
+  return stat(path).then(
+    (st) => st.isFile(),
+    () => false,
+  );
 }

@@ -9,9 +9,16 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** First line of `<tool> --version`; `TOOL_MISSING` when the tool does not run. */
 export async function toolVersion(tool: string, env: Env, signal?: AbortSignal): Promise<string> {
   const res = await probe(tool, ['--version'], { env, timeoutMs: 30_000, signal });
-  const line = `${res.stdout}\n${res.stderr}`.split('\n').map((l) => l.trim()).find(Boolean);
+  const line = `${res.stdout}\n${res.stderr}`
+    .split('\n')
+    .map((l) => l.trim())
+    .find(Boolean);
   if (res.exitCode !== 0 || !line) {
-    throw new EngineProvisionError('TOOL_MISSING', `'${tool}' is required to build llama-server but did not run (${res.failure ?? `exit ${String(res.exitCode)}`}); install it or fix PATH`, { tool });
+    throw new EngineProvisionError(
+      'TOOL_MISSING',
+      `'${tool}' is required to build llama-server but did not run (${res.failure ?? `exit ${String(res.exitCode)}`}); install it or fix PATH`,
+      { tool },
+    );
   }
   return line;
 }

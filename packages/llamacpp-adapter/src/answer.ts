@@ -83,7 +83,10 @@ export function answerFigures(json: unknown): AnswerFigures | undefined {
   const details = usage.prompt_tokens_details;
   const cached = isRecord(details) && count(details.cached_tokens) ? details.cached_tokens : count(cacheN) ? cacheN : undefined;
   const figures: AnswerFigures = {
-    tokens_out: usage.completion_tokens, decode_ms: decode, stop_type: reason === 'length' ? 'limit' : 'eos', finish_reason: reason,
+    tokens_out: usage.completion_tokens,
+    decode_ms: decode,
+    stop_type: reason === 'length' ? 'limit' : 'eos',
+    finish_reason: reason,
     prompt_tokens: usage.prompt_tokens,
   };
   if (cached !== undefined) figures.cached_tokens = cached;
@@ -141,8 +144,14 @@ export async function requestAnswer(t: AnswerTransport, input: AnswerInput, sign
   let text: string;
   try {
     const res = await request(`${url}${path}`, {
-      method: 'POST', dispatcher: t.dispatcher, headers: t.headers, body: JSON.stringify(body), reset: true,
-      headersTimeout: t.headersTimeoutMs, bodyTimeout: t.bodyTimeoutMs, ...(signal !== undefined ? { signal } : {}),
+      method: 'POST',
+      dispatcher: t.dispatcher,
+      headers: t.headers,
+      body: JSON.stringify(body),
+      reset: true,
+      headersTimeout: t.headersTimeoutMs,
+      bodyTimeout: t.bodyTimeoutMs,
+      ...(signal !== undefined ? { signal } : {}),
     });
     status = res.statusCode;
     text = await res.body.text();

@@ -34,22 +34,27 @@ const req = { messages: [{ role: 'user' as const, content: 'hi' }], max_tokens: 
 const chunk = (choice: object | undefined, extra: object = {}): string =>
   `data: ${JSON.stringify({ choices: choice === undefined ? [] : [{ index: 0, finish_reason: null, ...choice }], object: 'chat.completion.chunk', ...extra })}\n\n`;
 const usage = (completion: number, prompt: number, cached: number): string =>
-  chunk(undefined, { usage: { completion_tokens: completion, prompt_tokens: prompt, total_tokens: completion + prompt, prompt_tokens_details: { cached_tokens: cached } }, timings: { cache_n: cached, predicted_ms: 2.5 } });
+  chunk(undefined, {
+    usage: { completion_tokens: completion, prompt_tokens: prompt, total_tokens: completion + prompt, prompt_tokens_details: { cached_tokens: cached } },
+    timings: { cache_n: cached, predicted_ms: 2.5 },
+  });
 
 describe('chat stream mapping (fault fixtures)', () => {
   it('role chunk makes no event; content, tool-call deltas and logprobs become tokens; [DONE] ends with usage', async () => {
     const toolCall = [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }];
     const logprobs = { content: [{ id: 5, token: 'b', logprob: -1 }] };
-    const client = await server([
-      chunk({ delta: { role: 'assistant', content: null } }),
-      chunk({ delta: { content: 'a' } }),
-      ':\n\n',
-      chunk({ delta: { content: 'b' }, logprobs }),
-      chunk({ delta: { tool_calls: toolCall } }),
-      chunk({ delta: {}, finish_reason: 'tool_calls' }),
-      usage(3, 12, 8),
-      'data: [DONE]\n\n',
-    ].join(''));
+    const client = await server(
+      [
+        chunk({ delta: { role: 'assistant', content: null } }),
+        chunk({ delta: { content: 'a' } }),
+        ':\n\n',
+        chunk({ delta: { content: 'b' }, logprobs }),
+        chunk({ delta: { tool_calls: toolCall } }),
+        chunk({ delta: {}, finish_reason: 'tool_calls' }),
+        usage(3, 12, 8),
+        'data: [DONE]\n\n',
+      ].join(''),
+    );
     expect(await collect(chatEvents(client, req))).toEqual([
       { type: 'token', t: 'a', i: 0 },
       { type: 'token', t: 'b', i: 1, logprobs },

@@ -85,10 +85,15 @@ describe('chat stream against the real llama-server', () => {
   });
 
   it('response_format json_schema: the content parses and matches the schema', async () => {
-    const events = await collect(chatEvents(client, {
-      messages: conversation, max_tokens: 200, seed: 42, greedy: true,
-      sampling: { response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: answerSchema } } },
-    }));
+    const events = await collect(
+      chatEvents(client, {
+        messages: conversation,
+        max_tokens: 200,
+        seed: 42,
+        greedy: true,
+        sampling: { response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: answerSchema } } },
+      }),
+    );
     expect(endOf(events).finish_reason).toBe('stop');
     expect(JSON.parse(text(events))).toEqual({ answer: expect.stringMatching(/^(yes|no)$/) as unknown });
   });
@@ -149,10 +154,14 @@ describe('completion sampling against the real llama-server', () => {
   });
 
   it('response_format json_schema becomes the engine grammar: the text parses and matches', async () => {
-    const events = await collect(completeEvents(client, {
-      prompt, max_tokens: 200, greedy: true,
-      sampling: { response_format: { type: 'json_schema', json_schema: { schema: answerSchema } } },
-    }));
+    const events = await collect(
+      completeEvents(client, {
+        prompt,
+        max_tokens: 200,
+        greedy: true,
+        sampling: { response_format: { type: 'json_schema', json_schema: { schema: answerSchema } } },
+      }),
+    );
     expect(endOf(events).finish_reason).toBe('stop');
     expect(JSON.parse(text(events))).toEqual({ answer: expect.stringMatching(/^(yes|no)$/) as unknown });
   });

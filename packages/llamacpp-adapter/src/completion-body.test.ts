@@ -9,7 +9,11 @@ describe('toCompletionBody', () => {
 
   it('omits seed when absent and uses the given or default temperature', () => {
     expect(toCompletionBody({ prompt: 'p', max_tokens: 1 })).toEqual({
-      prompt: 'p', n_predict: 1, stream: true, cache_prompt: false, temperature: DEFAULT_TEMPERATURE,
+      prompt: 'p',
+      n_predict: 1,
+      stream: true,
+      cache_prompt: false,
+      temperature: DEFAULT_TEMPERATURE,
     });
     expect(toCompletionBody({ prompt: 'p', max_tokens: 1, greedy: false, temperature: 0.2 }).temperature).toBe(0.2);
     expect('seed' in toCompletionBody({ prompt: 'p', max_tokens: 1 })).toBe(false);
@@ -19,15 +23,25 @@ describe('toCompletionBody', () => {
 describe('toCompletionBody with sampling', () => {
   it('appends the sampling fields after the six base fields, native names, fixed order', () => {
     const body = toCompletionBody({
-      prompt: 'p', max_tokens: 8, seed: 1, cache_prompt: true,
+      prompt: 'p',
+      max_tokens: 8,
+      seed: 1,
+      cache_prompt: true,
       sampling: {
-        stop: ['\n'], logit_bias: { '15043': -100 }, repeat_penalty: 1.1, frequency_penalty: 0.5, presence_penalty: 0.25,
-        min_p: 0.05, top_k: 40, top_p: 0.9, temperature: 0.3,
+        stop: ['\n'],
+        logit_bias: { '15043': -100 },
+        repeat_penalty: 1.1,
+        frequency_penalty: 0.5,
+        presence_penalty: 0.25,
+        min_p: 0.05,
+        top_k: 40,
+        top_p: 0.9,
+        temperature: 0.3,
       },
     });
     expect(JSON.stringify(body)).toBe(
-      '{"prompt":"p","n_predict":8,"stream":true,"cache_prompt":true,"seed":1,"temperature":0.3,"top_p":0.9,"top_k":40,"min_p":0.05,'
-      + '"presence_penalty":0.25,"frequency_penalty":0.5,"repeat_penalty":1.1,"logit_bias":{"15043":-100},"stop":["\\n"]}',
+      '{"prompt":"p","n_predict":8,"stream":true,"cache_prompt":true,"seed":1,"temperature":0.3,"top_p":0.9,"top_k":40,"min_p":0.05,' +
+        '"presence_penalty":0.25,"frequency_penalty":0.5,"repeat_penalty":1.1,"logit_bias":{"15043":-100},"stop":["\\n"]}',
     );
   });
 
@@ -38,7 +52,9 @@ describe('toCompletionBody with sampling', () => {
 
   it('response_format becomes json_schema; logprobs become n_probs; tools are not sent', () => {
     const schema = { type: 'object', properties: { a: { type: 'integer' } } };
-    expect(toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } } }).json_schema).toEqual(schema);
+    expect(toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } } }).json_schema).toEqual(
+      schema,
+    );
     expect(toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'json_object' } } }).json_schema).toEqual({});
     expect(toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'json_object', schema } } }).json_schema).toEqual(schema);
     expect('json_schema' in toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'text' } } })).toBe(false);
@@ -60,9 +76,20 @@ describe('toChatBody', () => {
 
   it('passes every sampling field under its OpenAI name, llama.cpp extras included', () => {
     const sampling = {
-      temperature: 0.5, top_p: 0.9, top_k: 20, min_p: 0.1, presence_penalty: 0.1, frequency_penalty: 0.2, repeat_penalty: 1.2,
-      logit_bias: { '2': 5 }, stop: 'END', response_format: { type: 'json_object' as const }, logprobs: true, top_logprobs: 2,
-      tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'auto' as const,
+      temperature: 0.5,
+      top_p: 0.9,
+      top_k: 20,
+      min_p: 0.1,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.2,
+      repeat_penalty: 1.2,
+      logit_bias: { '2': 5 },
+      stop: 'END',
+      response_format: { type: 'json_object' as const },
+      logprobs: true,
+      top_logprobs: 2,
+      tools: [{ type: 'function', function: { name: 'f' } }],
+      tool_choice: 'auto' as const,
     };
     const body = toChatBody({ messages, max_tokens: 4, cache_prompt: true, sampling });
     const { temperature, ...rest } = sampling;

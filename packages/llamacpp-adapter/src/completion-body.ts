@@ -7,8 +7,7 @@ import type { ChatMessage, DispatchRequest, Sampling } from '@llama-orch/contrac
 export const DEFAULT_TEMPERATURE = 0.8;
 
 /** The fields of a dispatch that shape any engine request. */
-type GenerationInput = Pick<DispatchRequest, 'max_tokens'> &
-  Partial<Pick<DispatchRequest, 'seed' | 'greedy' | 'temperature' | 'sampling' | 'cache_prompt'>>;
+type GenerationInput = Pick<DispatchRequest, 'max_tokens'> & Partial<Pick<DispatchRequest, 'seed' | 'greedy' | 'temperature' | 'sampling' | 'cache_prompt'>>;
 
 /** What {@link toCompletionBody} needs: a prompt and the generation fields. */
 export type CompletionInput = GenerationInput & { prompt: string };

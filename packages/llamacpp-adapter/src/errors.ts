@@ -4,14 +4,7 @@ import type { ErrorCode } from '@llama-orch/contracts';
  * Stable codes of the llama-server adapter. Callers branch on the class (or `code`), never on text.
  * `errorCode` is the wire code (contracts' ErrorCode) a service should put in its envelope/event.
  */
-export type AdapterErrorCode =
-  | 'ENGINE_UNREACHABLE'
-  | 'ENGINE_LOADING'
-  | 'ENGINE_REJECTED'
-  | 'ENGINE_PROTOCOL'
-  | 'WORKER_RESET'
-  | 'ABORTED'
-  | 'CLIENT_CLOSED';
+export type AdapterErrorCode = 'ENGINE_UNREACHABLE' | 'ENGINE_LOADING' | 'ENGINE_REJECTED' | 'ENGINE_PROTOCOL' | 'WORKER_RESET' | 'ABORTED' | 'CLIENT_CLOSED';
 
 export class AdapterError extends Error {
   override readonly name: string = 'AdapterError';

@@ -65,8 +65,19 @@ export interface LlamaServerClientOptions {
 }
 
 const CONNECTION_ERROR_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT',
-  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
 ]);
 
 function errorCode(err: unknown): string | undefined {
@@ -193,10 +204,18 @@ export class LlamaServerClient {
    */
   answer(input: AnswerInput, signal?: AbortSignal): Promise<EngineAnswer> {
     if (this.#state === 'closed') return Promise.reject(new ClientClosedError());
-    return requestAnswer({
-      dispatcher: this.#dispatcher, baseUrl: this.baseUrl, headers: { 'content-type': 'application/json', ...this.#authHeader },
-      headersTimeoutMs: this.#headersTimeoutMs, bodyTimeoutMs: this.#bodyTimeoutMs, statusError: (status, text, path) => this.#statusError(status, text, path),
-    }, input, signal);
+    return requestAnswer(
+      {
+        dispatcher: this.#dispatcher,
+        baseUrl: this.baseUrl,
+        headers: { 'content-type': 'application/json', ...this.#authHeader },
+        headersTimeoutMs: this.#headersTimeoutMs,
+        bodyTimeoutMs: this.#bodyTimeoutMs,
+        statusError: (status, text, path) => this.#statusError(status, text, path),
+      },
+      input,
+      signal,
+    );
   }
 
   /** The error for a non-200 answer to a POST (the engine's JSON error when it sent one). */

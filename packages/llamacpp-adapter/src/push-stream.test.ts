@@ -153,10 +153,16 @@ describe('completeInto: the same events and errors as complete', () => {
       res.on('close', () => closed());
     });
     const ac = new AbortController();
-    const out = await push((on) => client.completeInto(req, (ev) => {
-      on(ev);
-      ac.abort();
-    }, ac.signal));
+    const out = await push((on) =>
+      client.completeInto(
+        req,
+        (ev) => {
+          on(ev);
+          ac.abort();
+        },
+        ac.signal,
+      ),
+    );
     expect(out.error).toBeInstanceOf(CompletionAbortedError);
     expect(out.events).toHaveLength(1);
     await socketClosed;

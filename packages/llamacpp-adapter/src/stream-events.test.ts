@@ -15,7 +15,10 @@ describe('plainTokenFrame (token frames checked by hand)', () => {
     { content: 'a' },
     { content: '', stop: true, tokens_predicted: 1, stop_type: 'eos', timings: { predicted_ms: 1 } },
     { error: { message: 'x' }, content: 'a', stop: false },
-    null, 'a', [], 1,
+    null,
+    'a',
+    [],
+    1,
   ];
   it('accepts only frames the schema accepts as tokens (the rest go to the schema)', () => {
     for (const f of frames) {
@@ -53,7 +56,10 @@ describe('plainChatPiece (chat pieces checked by hand)', () => {
     { choices: [], ...head },
     { choices: [{ delta: { content: 'a' } }, { delta: { content: 'b' } }], ...head },
     { choices: 'a', ...head },
-    null, 'a', [], 1,
+    null,
+    'a',
+    [],
+    1,
   ];
 
   it('accepts only chunks the schema accepts, as the content piece the general path makes of them', () => {
@@ -76,15 +82,15 @@ describe('plainChatPiece (chat pieces checked by hand)', () => {
       chunk({ finish_reason: 'length', index: 0, delta: {} }),
       { choices: [], ...head, usage: { completion_tokens: 2, prompt_tokens: 5, prompt_tokens_details: { cached_tokens: 1 } }, timings: { predicted_ms: 3 } },
     ].map((c) => d.payload(JSON.stringify(c)));
-    expect(events).toEqual([
-      undefined,
-      { type: 'token', t: 'Hi', i: 0 },
-      { type: 'token', t: ' there', i: 1 },
-      undefined,
-      undefined,
-    ]);
+    expect(events).toEqual([undefined, { type: 'token', t: 'Hi', i: 0 }, { type: 'token', t: ' there', i: 1 }, undefined, undefined]);
     expect(d.payload('[DONE]')).toEqual({
-      type: 'end', tokens_out: 2, decode_ms: 3, prompt_tokens: 5, cached_tokens: 1, stop_type: 'limit', finish_reason: 'length',
+      type: 'end',
+      tokens_out: 2,
+      decode_ms: 3,
+      prompt_tokens: 5,
+      cached_tokens: 1,
+      stop_type: 'limit',
+      finish_reason: 'length',
     });
   });
 });

@@ -73,7 +73,12 @@ describe('completion stream mapping (fault fixtures)', () => {
     });
     const e1 = await collect(completeEvents(before, req)).catch((e: unknown) => e);
     expect(e1).toBeInstanceOf(EngineRejectedError);
-    expect(e1).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS', engineType: 'exceed_context_size_error', message: 'request (402 tokens) exceeds the available context size' });
+    expect(e1).toMatchObject({
+      status: 400,
+      errorCode: 'INVALID_PARAMS',
+      engineType: 'exceed_context_size_error',
+      message: 'request (402 tokens) exceeds the available context size',
+    });
     const inside = await server((res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(`${sse({ content: 'a', stop: false })}${sse({ error: { code: 500, message: 'decode failed', type: 'server_error' } })}`);

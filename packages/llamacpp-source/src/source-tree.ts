@@ -30,7 +30,10 @@ export interface EnsureSourceOptions {
 const COMPLETE_MARKER = '.llorch-source-complete';
 
 async function exists(path: string): Promise<boolean> {
-  return stat(path).then(() => true, () => false);
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function git(args: string[], opts: { cwd?: string; signal?: AbortSignal } = {}): Promise<string> {

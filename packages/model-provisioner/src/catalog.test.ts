@@ -18,21 +18,33 @@ const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 
 function entry(id: string, over: Partial<CatalogEntry> = {}): CatalogEntry {
   return {
-    id, ref: `file:/m/${id}.gguf`, local_path: `/m/${id}.gguf`, sha256: sha(id), size_bytes: 100, lifecycle: 'Active',
-    last_used: new Date(0).toISOString(), provenance: { source: 'file' }, ...over,
+    id,
+    ref: `file:/m/${id}.gguf`,
+    local_path: `/m/${id}.gguf`,
+    sha256: sha(id),
+    size_bytes: 100,
+    lifecycle: 'Active',
+    last_used: new Date(0).toISOString(),
+    provenance: { source: 'file' },
+    ...over,
   };
 }
 
 async function provenance(c: Catalog): Promise<ProvenanceRecord[]> {
   const text = await readFile(c.provenancePath, 'utf8');
-  return text.trim().split('\n').map((l) => ProvenanceRecordSchema.parse(JSON.parse(l)));
+  return text
+    .trim()
+    .split('\n')
+    .map((l) => ProvenanceRecordSchema.parse(JSON.parse(l)));
 }
 
 function runWriter(dir: string, prefix: string, count: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(pkgDir, 'fixtures', 'catalog-writer.mjs'), dir, prefix, String(count)], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     child.on('error', reject);
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${prefix} exited ${code}: ${stderr}`))));
   });
@@ -55,7 +67,11 @@ describe('catalog', () => {
     expect(await c.get('a-model')).toBeUndefined();
     await c.put(entry('b-model', { sha256: sha('new bytes') }));
     expect((await provenance(c)).map((p) => `${p.action}:${p.id}${p.detail ? `:${p.detail}` : ''}`)).toEqual([
-      'add:b-model', 'add:a-model', 'state:a-model:Active->Retired', 'delete:a-model', 'update:b-model',
+      'add:b-model',
+      'add:a-model',
+      'state:a-model:Active->Retired',
+      'delete:a-model',
+      'update:b-model',
     ]);
     // the file of a model the cache does not own (a file: ref) is never deleted
     await expect(c.touch('nope')).rejects.toMatchObject({ code: 'MODEL_NOT_FOUND' });
@@ -82,7 +98,9 @@ describe('catalog', () => {
     await Promise.all([
       runWriter(dir, 'p1', n),
       runWriter(dir, 'p2', n),
-      (async () => { for (let i = 0; i < 10; i++) await local.put(entry(`local-${i}`)); })(),
+      (async () => {
+        for (let i = 0; i < 10; i++) await local.put(entry(`local-${i}`));
+      })(),
     ]);
     const all = await local.list();
     expect(all).toHaveLength(2 * n + 10);

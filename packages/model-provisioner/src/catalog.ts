@@ -213,7 +213,9 @@ export class Catalog {
   private async removeFileIfUnused(index: Index, e: CatalogEntry): Promise<void> {
     if (!this.ownsFile(e.local_path)) return;
     if (Object.values(index.models).some((o) => o.local_path === e.local_path)) return;
-    await rm(e.local_path, { force: true }).catch((err: unknown) => { throw cacheError(err, e.local_path); });
+    await rm(e.local_path, { force: true }).catch((err: unknown) => {
+      throw cacheError(err, e.local_path);
+    });
   }
 
   private mustGet(index: Index, id: string): CatalogEntry {
@@ -224,8 +226,16 @@ export class Catalog {
 
   private record(action: ProvenanceAction, e: CatalogEntry, detail?: string): ProvenanceRecord {
     return {
-      ts: this.now().toISOString(), action, id: e.id, ref: e.ref, sha256: e.sha256, size_bytes: e.size_bytes,
-      lifecycle: e.lifecycle, source: e.provenance.source, ...(detail === undefined ? {} : { detail }), pid: process.pid,
+      ts: this.now().toISOString(),
+      action,
+      id: e.id,
+      ref: e.ref,
+      sha256: e.sha256,
+      size_bytes: e.size_bytes,
+      lifecycle: e.lifecycle,
+      source: e.provenance.source,
+      ...(detail === undefined ? {} : { detail }),
+      pid: process.pid,
     };
   }
 
@@ -254,12 +264,16 @@ export class Catalog {
       try {
         const index = await this.read(true);
         const lines: string[] = [];
-        const result = await fn(index, (action, e, detail) => { lines.push(`${JSON.stringify(this.record(action, e, detail))}\n`); });
+        const result = await fn(index, (action, e, detail) => {
+          lines.push(`${JSON.stringify(this.record(action, e, detail))}\n`);
+        });
         await writeFileAtomic(this.indexPath, `${JSON.stringify(index, null, 2)}\n`);
         // appended under the lock after the index is written, so the log never records a change
         // that did not happen; one O_APPEND write per line keeps lines of several processes whole
         for (const line of lines) {
-          await appendFile(this.provenancePath, line).catch((err: unknown) => { throw cacheError(err, this.provenancePath); });
+          await appendFile(this.provenancePath, line).catch((err: unknown) => {
+            throw cacheError(err, this.provenancePath);
+          });
         }
         return result;
       } finally {

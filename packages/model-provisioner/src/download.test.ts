@@ -34,16 +34,24 @@ async function server(handler: Parameters<typeof startServer>[0]): Promise<TestS
 }
 
 async function provisioner(extra: Partial<ModelProvisionerOptions> = {}): Promise<{ p: ModelProvisioner; cacheDir: string }> {
-  const cacheDir = extra.cacheDir ?? await temp.make();
+  const cacheDir = extra.cacheDir ?? (await temp.make());
   const p = new ModelProvisioner({
-    cacheDir, logger: testLogger(), allowInsecureHttp: true, retry: { attempts: 3, baseMs: 10, maxMs: 50 }, progressTty: false, ...extra,
+    cacheDir,
+    logger: testLogger(),
+    allowInsecureHttp: true,
+    retry: { attempts: 3, baseMs: 10, maxMs: 50 },
+    progressTty: false,
+    ...extra,
   });
   cleanups.push(() => p.close());
   return { p, cacheDir };
 }
 
 async function errorOf(p: Promise<unknown>): Promise<ModelProvisionError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ModelProvisionError);
   return err as ModelProvisionError;
 }
@@ -57,7 +65,10 @@ describe('downloads', () => {
     const events: ModelProgress[] = [];
     const r = await p.ensure(`${s.origin}/models/tiny.gguf`, { sha256: modelSha, onProgress: (e) => events.push(e) });
     expect(r).toMatchObject({
-      ref: `${s.origin}/models/tiny.gguf`, sha256: modelSha, size_bytes: model.length, source: 'https',
+      ref: `${s.origin}/models/tiny.gguf`,
+      sha256: modelSha,
+      size_bytes: model.length,
+      source: 'https',
       local_path: join(cacheDir, 'models', 'sha256', `${modelSha}.gguf`),
       gguf: { architecture: 'llama', context_length: 256, tensor_count: 20 },
     });
@@ -130,7 +141,9 @@ describe('downloads', () => {
   });
 
   it('lets one of two waiting callers give up without stopping the download', async () => {
-    const s = await server((req, res) => { setTimeout(() => serveBytes(model, req, res), 500); });
+    const s = await server((req, res) => {
+      setTimeout(() => serveBytes(model, req, res), 500);
+    });
     const { p } = await provisioner();
     const url = `${s.origin}/m.gguf`;
     const [quitter, stayer] = await Promise.allSettled([p.ensure(url, { signal: AbortSignal.timeout(100) }), p.ensure(url)]);
@@ -173,7 +186,10 @@ describe('downloads', () => {
   });
 
   it('retries 5xx with backoff and then fails typed; 404 and 401 are not retried', async () => {
-    const s500 = await server((_req, res) => { res.writeHead(500); res.end('boom'); });
+    const s500 = await server((_req, res) => {
+      res.writeHead(500);
+      res.end('boom');
+    });
     const { p } = await provisioner();
     const e500 = await errorOf(p.ensure(`${s500.origin}/m.gguf`));
     expect(e500.code).toBe('MODEL_FETCH_FAILED');
@@ -181,12 +197,18 @@ describe('downloads', () => {
     expect(e500.retriable).toBe(true);
     expect(s500.requests).toHaveLength(3);
 
-    const s404 = await server((_req, res) => { res.writeHead(404); res.end(); });
+    const s404 = await server((_req, res) => {
+      res.writeHead(404);
+      res.end();
+    });
     const e404 = await errorOf(p.ensure(`${s404.origin}/missing.gguf`));
     expect(e404.code).toBe('MODEL_NOT_FOUND');
     expect(s404.requests).toHaveLength(1);
 
-    const s401 = await server((_req, res) => { res.writeHead(401); res.end(); });
+    const s401 = await server((_req, res) => {
+      res.writeHead(401);
+      res.end();
+    });
     const e401 = await errorOf(p.ensure(`${s401.origin}/private.gguf`));
     expect(e401.code).toBe('MODEL_FETCH_FAILED');
     expect(e401.message).toMatch(/401.*token/);
@@ -195,7 +217,11 @@ describe('downloads', () => {
 
   it('recovers when a 503 is followed by success', async () => {
     const s = await server((req, res, n) => {
-      if (n === 1) { res.writeHead(503); res.end(); return; }
+      if (n === 1) {
+        res.writeHead(503);
+        res.end();
+        return;
+      }
       serveBytes(model, req, res);
     });
     const { p } = await provisioner();
@@ -247,7 +273,10 @@ describe('downloads', () => {
 
   it('does not carry the hf token across a redirect to another origin (the CDN)', async () => {
     const cdn = await server((req, res) => serveBytes(model, req, res));
-    const hub = await server((_req, res) => { res.writeHead(302, { location: `${cdn.origin}/blob` }); res.end(); });
+    const hub = await server((_req, res) => {
+      res.writeHead(302, { location: `${cdn.origin}/blob` });
+      res.end();
+    });
     const { p } = await provisioner({ hfBaseUrl: hub.origin, hfToken: 'hf_secret_test_token' });
     expect((await p.ensure('hf:o/r/m.gguf')).sha256).toBe(modelSha);
     expect(hub.requests[0]?.headers.authorization).toBe('Bearer hf_secret_test_token');
@@ -276,13 +305,16 @@ describe('downloads', () => {
 
   it('downloads once when two processes ensure the same ref', async () => {
     const fixture = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'ensure-model.mjs');
-    const s = await server((req, res) => { setTimeout(() => serveBytes(model, req, res), 500); });
-    const cacheDir = await temp.make();
-    const run = (): Promise<string> => new Promise((resolve, reject) => {
-      execFile(process.execPath, [fixture, cacheDir, `${s.origin}/two.gguf`], (err, stdout, stderr) => (err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout)));
+    const s = await server((req, res) => {
+      setTimeout(() => serveBytes(model, req, res), 500);
     });
+    const cacheDir = await temp.make();
+    const run = (): Promise<string> =>
+      new Promise((resolve, reject) => {
+        execFile(process.execPath, [fixture, cacheDir, `${s.origin}/two.gguf`], (err, stdout, stderr) => (err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout)));
+      });
     const outs = await Promise.all([run(), run()]);
-    const paths = outs.map((o) => (JSON.parse(o) as { local_path: string; sha256: string }));
+    const paths = outs.map((o) => JSON.parse(o) as { local_path: string; sha256: string });
     expect(paths[0]).toEqual(paths[1]);
     expect(paths[0]?.sha256).toBe(modelSha);
     expect(s.requests).toHaveLength(1);
@@ -293,7 +325,10 @@ describe('downloads', () => {
     const agent = new Agent();
     cleanups.push(() => agent.close());
     let dispatched = 0;
-    const counting = agent.compose((dispatch) => (opts, handler) => { dispatched++; return dispatch(opts, handler); });
+    const counting = agent.compose((dispatch) => (opts, handler) => {
+      dispatched++;
+      return dispatch(opts, handler);
+    });
     const { p } = await provisioner({ dispatcher: counting });
     await p.ensure(`${s.origin}/m.gguf`);
     expect(dispatched).toBeGreaterThan(0);

@@ -65,7 +65,10 @@ function safeUrl(url: string): string {
 }
 
 async function fileSize(path: string): Promise<number> {
-  return stat(path).then((s) => s.size, () => 0);
+  return stat(path).then(
+    (s) => s.size,
+    () => 0,
+  );
 }
 
 function parseContentRange(v: string | string[] | undefined): { start?: number; total?: number } {
@@ -198,7 +201,9 @@ async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResu
     pendingBytes = 0;
     let left = bufs;
     while (left.length > 0) {
-      const { bytesWritten } = await fh.writev(left).catch((err: unknown) => { throw cacheError(err, opts.partialPath); });
+      const { bytesWritten } = await fh.writev(left).catch((err: unknown) => {
+        throw cacheError(err, opts.partialPath);
+      });
       left = skipBytes(left, bytesWritten);
     }
   };
@@ -232,7 +237,9 @@ async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResu
  */
 export async function download(opts: DownloadOptions): Promise<DownloadResult> {
   const log = opts.logger.child({ url: safeUrl(opts.url) });
-  await mkdir(dirname(opts.partialPath), { recursive: true }).catch((err: unknown) => { throw cacheError(err, opts.partialPath); });
+  await mkdir(dirname(opts.partialPath), { recursive: true }).catch((err: unknown) => {
+    throw cacheError(err, opts.partialPath);
+  });
   let lastErr: unknown;
   for (let i = 1; i <= opts.retry.attempts; i++) {
     try {

@@ -13,14 +13,7 @@
  * - `PROVISIONER_CLOSED`: `ensure()` after `close()`.
  */
 export type ModelProvisionErrorCode =
-  | 'INVALID_MODEL_REF'
-  | 'MODEL_NOT_FOUND'
-  | 'MODEL_FETCH_FAILED'
-  | 'DIGEST_MISMATCH'
-  | 'INVALID_GGUF'
-  | 'CACHE_UNWRITABLE'
-  | 'DEADLINE_EXCEEDED'
-  | 'PROVISIONER_CLOSED';
+  'INVALID_MODEL_REF' | 'MODEL_NOT_FOUND' | 'MODEL_FETCH_FAILED' | 'DIGEST_MISMATCH' | 'INVALID_GGUF' | 'CACHE_UNWRITABLE' | 'DEADLINE_EXCEEDED' | 'PROVISIONER_CLOSED';
 
 /** Codes whose cause may go away by itself (a later attempt can succeed). */
 const RETRIABLE: ReadonlySet<ModelProvisionErrorCode> = new Set(['MODEL_FETCH_FAILED', 'DEADLINE_EXCEEDED']);

@@ -46,17 +46,40 @@ export const GGML_TYPE_F16 = 1;
 
 /** GGUF metadata value types (`gguf.h` `enum gguf_type`). */
 export const GGUF_TYPE = {
-  UINT8: 0, INT8: 1, UINT16: 2, INT16: 3, UINT32: 4, INT32: 5, FLOAT32: 6, BOOL: 7, STRING: 8, ARRAY: 9,
-  UINT64: 10, INT64: 11, FLOAT64: 12,
+  UINT8: 0,
+  INT8: 1,
+  UINT16: 2,
+  INT16: 3,
+  UINT32: 4,
+  INT32: 5,
+  FLOAT32: 6,
+  BOOL: 7,
+  STRING: 8,
+  ARRAY: 9,
+  UINT64: 10,
+  INT64: 11,
+  FLOAT64: 12,
 } as const;
 
 /** Fixed byte size of a scalar GGUF type; undefined for strings and arrays. */
 export function ggufScalarSize(type: number): number | undefined {
   switch (type) {
-    case GGUF_TYPE.UINT8: case GGUF_TYPE.INT8: case GGUF_TYPE.BOOL: return 1;
-    case GGUF_TYPE.UINT16: case GGUF_TYPE.INT16: return 2;
-    case GGUF_TYPE.UINT32: case GGUF_TYPE.INT32: case GGUF_TYPE.FLOAT32: return 4;
-    case GGUF_TYPE.UINT64: case GGUF_TYPE.INT64: case GGUF_TYPE.FLOAT64: return 8;
-    default: return undefined;
+    case GGUF_TYPE.UINT8:
+    case GGUF_TYPE.INT8:
+    case GGUF_TYPE.BOOL:
+      return 1;
+    case GGUF_TYPE.UINT16:
+    case GGUF_TYPE.INT16:
+      return 2;
+    case GGUF_TYPE.UINT32:
+    case GGUF_TYPE.INT32:
+    case GGUF_TYPE.FLOAT32:
+      return 4;
+    case GGUF_TYPE.UINT64:
+    case GGUF_TYPE.INT64:
+    case GGUF_TYPE.FLOAT64:
+      return 8;
+    default:
+      return undefined;
   }
 }

@@ -18,7 +18,10 @@ beforeAll(async () => {
 afterAll(() => temp.cleanup());
 
 async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ModelProvisionError);
   return (err as ModelProvisionError).code;
 }

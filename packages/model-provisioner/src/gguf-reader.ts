@@ -53,7 +53,10 @@ class Cursor {
   pos = 0;
   private buf = Buffer.alloc(0);
   private bufStart = 0;
-  constructor(private readonly fh: FileHandle, readonly size: number) {}
+  constructor(
+    private readonly fh: FileHandle,
+    readonly size: number,
+  ) {}
 
   get remaining(): number {
     return this.size - this.pos;
@@ -148,17 +151,28 @@ async function readScalar(c: Cursor, type: number): Promise<GgufValue> {
   if (size === undefined) throw new Error(`invalid value type ${type}`);
   const b = await c.bytes(size);
   switch (type) {
-    case GGUF_TYPE.UINT8: return b.readUInt8(0);
-    case GGUF_TYPE.INT8: return b.readInt8(0);
-    case GGUF_TYPE.BOOL: return b.readUInt8(0) !== 0;
-    case GGUF_TYPE.UINT16: return b.readUInt16LE(0);
-    case GGUF_TYPE.INT16: return b.readInt16LE(0);
-    case GGUF_TYPE.UINT32: return b.readUInt32LE(0);
-    case GGUF_TYPE.INT32: return b.readInt32LE(0);
-    case GGUF_TYPE.FLOAT32: return b.readFloatLE(0);
-    case GGUF_TYPE.UINT64: return toNumberish(b.readBigUInt64LE(0));
-    case GGUF_TYPE.INT64: return toNumberish(b.readBigInt64LE(0));
-    default: return b.readDoubleLE(0);
+    case GGUF_TYPE.UINT8:
+      return b.readUInt8(0);
+    case GGUF_TYPE.INT8:
+      return b.readInt8(0);
+    case GGUF_TYPE.BOOL:
+      return b.readUInt8(0) !== 0;
+    case GGUF_TYPE.UINT16:
+      return b.readUInt16LE(0);
+    case GGUF_TYPE.INT16:
+      return b.readInt16LE(0);
+    case GGUF_TYPE.UINT32:
+      return b.readUInt32LE(0);
+    case GGUF_TYPE.INT32:
+      return b.readInt32LE(0);
+    case GGUF_TYPE.FLOAT32:
+      return b.readFloatLE(0);
+    case GGUF_TYPE.UINT64:
+      return toNumberish(b.readBigUInt64LE(0));
+    case GGUF_TYPE.INT64:
+      return toNumberish(b.readBigInt64LE(0));
+    default:
+      return b.readDoubleLE(0);
   }
 }
 

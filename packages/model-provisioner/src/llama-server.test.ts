@@ -46,7 +46,9 @@ async function startEngine(modelPath: string): Promise<{ base: string; child: Ch
   });
   children.push(child);
   let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-8000); });
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-8000);
+  });
   return { base: `http://127.0.0.1:${port}`, child, stderr: () => stderr };
 }
 
@@ -54,7 +56,13 @@ async function waitHealthy(base: string, child: ChildProcess, stderr: () => stri
   const until = Date.now() + 60_000;
   while (Date.now() < until) {
     if (child.exitCode !== null) throw new Error(`llama-server exited ${child.exitCode} while loading:\n${stderr()}`);
-    const status = await request(`${base}/health`).then(async (r) => { await r.body.dump(); return r.statusCode; }, () => 0);
+    const status = await request(`${base}/health`).then(
+      async (r) => {
+        await r.body.dump();
+        return r.statusCode;
+      },
+      () => 0,
+    );
     if (status === 200) return;
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -89,14 +97,14 @@ describe('synthetic model in the real llama-server', () => {
     expect(a.content.length).toBeGreaterThan(0);
     const b = await complete(base, 42);
     expect(b.tokens).toEqual(a.tokens);
-    const props = await request(`${base}/props`).then((r) => r.body.json()) as { model_path?: string; total_slots?: number };
+    const props = (await request(`${base}/props`).then((r) => r.body.json())) as { model_path?: string; total_slots?: number };
     expect(props.total_slots).toBe(1);
   });
 
   it('carries a chat template the engine reports, renders and can constrain with a JSON schema', async () => {
     const { base, child, stderr } = await startEngine(model.local_path);
     await waitHealthy(base, child, stderr);
-    const props = await request(`${base}/props`).then((r) => r.body.json()) as { chat_template?: string };
+    const props = (await request(`${base}/props`).then((r) => r.body.json())) as { chat_template?: string };
     expect(props.chat_template).toBe(SYNTHETIC_CHAT_TEMPLATE);
     const post = async (path: string, body: unknown): Promise<{ status: number; json: unknown }> => {
       const res = await request(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -116,7 +124,10 @@ describe('synthetic model in the real llama-server', () => {
     // generation prompt, which this template keeps empty).
     const schema = { type: 'object', properties: { answer: { type: 'string', enum: ['yes', 'no'] } }, required: ['answer'], additionalProperties: false };
     const chat = await post('/v1/chat/completions', {
-      messages: conversation.slice(0, 2), max_tokens: 200, temperature: 0, seed: 42,
+      messages: conversation.slice(0, 2),
+      max_tokens: 200,
+      temperature: 0,
+      seed: 42,
       response_format: { type: 'json_schema', json_schema: { name: 'answer', schema } },
     });
     expect(chat.status).toBe(200);

@@ -20,7 +20,9 @@ export interface LockOptions {
  * and stops waiting when `signal` aborts.
  */
 export async function acquireLock(dir: string, name: string, opts: LockOptions): Promise<() => Promise<void>> {
-  await mkdir(dir, { recursive: true }).catch((err: unknown) => { throw cacheError(err, dir); });
+  await mkdir(dir, { recursive: true }).catch((err: unknown) => {
+    throw cacheError(err, dir);
+  });
   // proper-lockfile books held locks by their target path, so each lock needs its own target
   // (one shared target with several lockfilePaths makes one release free another lock)
   const target = join(dir, name);

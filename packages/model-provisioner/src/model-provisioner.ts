@@ -92,13 +92,15 @@ export class ModelProvisioner {
   constructor(private readonly opts: ModelProvisionerOptions) {
     this.log = opts.logger.child({ component: 'model-provisioner' });
     this.store = new ModelStore(join(opts.cacheDir, 'models'), this.log);
-    this.catalog = opts.catalog ?? new Catalog({
-      dir: this.store.root,
-      logger: opts.logger,
-      ...(opts.budgetBytes === undefined ? {} : { budgetBytes: opts.budgetBytes }),
-      ...(opts.isPinned ? { isPinned: opts.isPinned } : {}),
-      storeDir: this.store.blobDir,
-    });
+    this.catalog =
+      opts.catalog ??
+      new Catalog({
+        dir: this.store.root,
+        logger: opts.logger,
+        ...(opts.budgetBytes === undefined ? {} : { budgetBytes: opts.budgetBytes }),
+        ...(opts.isPinned ? { isPinned: opts.isPinned } : {}),
+        storeDir: this.store.blobDir,
+      });
     this.retry = { attempts: 4, baseMs: 500, maxMs: 10_000, ...opts.retry };
     this.hfBaseUrl = (opts.hfBaseUrl ?? 'https://huggingface.co').replace(/\/+$/, '');
   }
@@ -121,11 +123,11 @@ export class ModelProvisioner {
       if (!s.success) throw new ModelProvisionError('INVALID_MODEL_REF', `expected sha256 '${opts.sha256}' is not 64 hex characters`, { ref });
       expected = s.data;
     }
-    const resolved = await this.jobs.run(
-      `${parsed.canonical}\n${expected ?? ''}`,
-      (signal, listeners) => this.resolve(parsed, expected, signal, listeners),
-      { signal: opts.signal, onProgress: opts.onProgress, what: `ensure ${parsed.id}` },
-    );
+    const resolved = await this.jobs.run(`${parsed.canonical}\n${expected ?? ''}`, (signal, listeners) => this.resolve(parsed, expected, signal, listeners), {
+      signal: opts.signal,
+      onProgress: opts.onProgress,
+      what: `ensure ${parsed.id}`,
+    });
     return { ...resolved, ref };
   }
 
@@ -141,16 +143,16 @@ export class ModelProvisioner {
     return this.closing;
   }
 
-  private async resolve(
-    ref: ModelRef,
-    expected: string | undefined,
-    signal: AbortSignal,
-    listeners: ReadonlySet<(p: ModelProgress) => void>,
-  ): Promise<Omit<ResolvedModel, 'ref'>> {
+  private async resolve(ref: ModelRef, expected: string | undefined, signal: AbortSignal, listeners: ReadonlySet<(p: ModelProgress) => void>): Promise<Omit<ResolvedModel, 'ref'>> {
     const log = this.log.child({ model: ref.id });
     try {
-      await Promise.all([this.store.blobDir, this.store.refDir, this.store.tmpDir, this.store.lockDir].map((d) =>
-        mkdir(d, { recursive: true }).catch((err: unknown) => { throw cacheError(err, d); })));
+      await Promise.all(
+        [this.store.blobDir, this.store.refDir, this.store.tmpDir, this.store.lockDir].map((d) =>
+          mkdir(d, { recursive: true }).catch((err: unknown) => {
+            throw cacheError(err, d);
+          }),
+        ),
+      );
       let located: Located;
       if (ref.kind === 'file') located = await this.resolveFile(ref, expected, signal);
       else if (ref.kind === 'synthetic') located = await this.resolveSynthetic(ref, expected, signal, log);
@@ -163,7 +165,12 @@ export class ModelProvisioner {
       await this.register(ref, located);
       log.info({ sha256: located.sha256, size_bytes: located.size, architecture: gguf.architecture, path: located.path }, 'model ready');
       return ResolvedModelSchema.omit({ ref: true }).parse({
-        id: ref.id, local_path: located.path, size_bytes: located.size, sha256: located.sha256, gguf, source: sourceOf(ref),
+        id: ref.id,
+        local_path: located.path,
+        size_bytes: located.size,
+        sha256: located.sha256,
+        gguf,
+        source: sourceOf(ref),
       });
     } catch (err) {
       if (signal.aborted && !(err instanceof ModelProvisionError && err.code === 'DEADLINE_EXCEEDED')) {
@@ -174,11 +181,7 @@ export class ModelProvisioner {
   }
 
   private digestMismatch(ref: ModelRef, expected: string, actual: string): ModelProvisionError {
-    return new ModelProvisionError(
-      'DIGEST_MISMATCH',
-      `${ref.canonical}: sha256 mismatch: expected ${expected}, got ${actual}`,
-      { id: ref.id, expected, actual },
-    );
+    return new ModelProvisionError('DIGEST_MISMATCH', `${ref.canonical}: sha256 mismatch: expected ${expected}, got ${actual}`, { id: ref.id, expected, actual });
   }
 
   /** Local files are used in place; their hash is cached by (path, size, mtime). */
@@ -197,7 +200,10 @@ export class ModelProvisioner {
       await readGgufHeader(ref.path);
       sha = await sha256File(ref.path, signal);
       await this.store.writeRef(key, {
-        ref: ref.canonical, sha256: sha, size_bytes: st.size, file: { path: ref.path, size: st.size, mtime_ms: st.mtimeMs },
+        ref: ref.canonical,
+        sha256: sha,
+        size_bytes: st.size,
+        file: { path: ref.path, size: st.size, mtime_ms: st.mtimeMs },
         updated_at: new Date().toISOString(),
       });
     }
@@ -245,12 +251,7 @@ export class ModelProvisioner {
     return join(dir, SYNTHETIC_VOCAB_FILE);
   }
 
-  private async resolveSynthetic(
-    ref: Extract<ModelRef, { kind: 'synthetic' }>,
-    expected: string | undefined,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<Located> {
+  private async resolveSynthetic(ref: Extract<ModelRef, { kind: 'synthetic' }>, expected: string | undefined, signal: AbortSignal, log: Logger): Promise<Located> {
     // The generator's version is part of the key: a file an older generator wrote for the same
     // parameters (other bytes, e.g. without a chat template) is never picked up again.
     const key = ModelStore.keyOf(`${ref.canonical}#generator=${SYNTHETIC_GENERATOR_VERSION}`);
@@ -308,19 +309,32 @@ export class ModelProvisioner {
       const partial = this.store.partialPath(key);
       const headers: Record<string, string> = { 'user-agent': 'llama-orch-model-provisioner' };
       if (ref.kind === 'hf' && this.opts.hfToken) headers.authorization = `Bearer ${this.opts.hfToken}`;
-      const progress = new ProgressReporter({
-        logger: log,
-        tty: this.opts.progressTty === false ? undefined : (this.opts.progressTty ?? process.stderr),
-        listeners,
-      }, ref.id);
-      const resumeFrom = await stat(partial).then((s) => s.size, () => 0);
+      const progress = new ProgressReporter(
+        {
+          logger: log,
+          tty: this.opts.progressTty === false ? undefined : (this.opts.progressTty ?? process.stderr),
+          listeners,
+        },
+        ref.id,
+      );
+      const resumeFrom = await stat(partial).then(
+        (s) => s.size,
+        () => 0,
+      );
       log.info({ ref: ref.canonical, resume_from: resumeFrom }, 'downloading model');
       const t0 = performance.now();
       let res;
       try {
         res = await download({
-          url, partialPath: partial, headers, dispatcher: await this.dispatcher(), retry: this.retry,
-          stallTimeoutMs: this.opts.stallTimeoutMs ?? 60_000, logger: log, progress, signal,
+          url,
+          partialPath: partial,
+          headers,
+          dispatcher: await this.dispatcher(),
+          retry: this.retry,
+          stallTimeoutMs: this.opts.stallTimeoutMs ?? 60_000,
+          logger: log,
+          progress,
+          signal,
         });
       } catch (err) {
         // bytes from transient failures stay for the next ensure to resume; anything else is dropped
@@ -345,7 +359,10 @@ export class ModelProvisioner {
       const located = { path, sha256: res.sha256, size: res.size_bytes };
       await this.record(key, ref, located);
       const secs = (performance.now() - t0) / 1000;
-      log.info({ sha256: res.sha256, size_bytes: res.size_bytes, seconds: Number(secs.toFixed(3)), mib_per_s: Number((res.size_bytes / 2 ** 20 / secs).toFixed(1)) }, 'model downloaded and verified');
+      log.info(
+        { sha256: res.sha256, size_bytes: res.size_bytes, seconds: Number(secs.toFixed(3)), mib_per_s: Number((res.size_bytes / 2 ** 20 / secs).toFixed(1)) },
+        'model downloaded and verified',
+      );
       return located;
     });
   }
@@ -355,10 +372,14 @@ export class ModelProvisioner {
     if (existing && existing.sha256 === located.sha256 && existing.local_path === located.path) {
       await this.catalog.touch(ref.id);
     } else {
-      const detail = ref.kind === 'hf' ? this.urlOf(ref)
-        : ref.kind === 'url' ? ref.url.split('?')[0] ?? ref.url
-          : ref.kind === 'file' ? ref.path
-            : `${ref.canonical} (random weights; text is noise)`;
+      const detail =
+        ref.kind === 'hf'
+          ? this.urlOf(ref)
+          : ref.kind === 'url'
+            ? (ref.url.split('?')[0] ?? ref.url)
+            : ref.kind === 'file'
+              ? ref.path
+              : `${ref.canonical} (random weights; text is noise)`;
       await this.catalog.put({
         id: ref.id,
         ref: ref.canonical,

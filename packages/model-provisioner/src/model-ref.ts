@@ -7,8 +7,8 @@ import type { SyntheticLlamaParams } from './synthetic-params.js';
 
 /** The grammar, quoted in every `INVALID_MODEL_REF` message. */
 export const MODEL_REF_GRAMMAR =
-  'hf:<org>/<repo>/<path>.gguf | https://<host>/<path> | file:<path> | <path> (absolute, or relative to the config directory) | '
-  + 'synthetic:llama[?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32|f16]';
+  'hf:<org>/<repo>/<path>.gguf | https://<host>/<path> | file:<path> | <path> (absolute, or relative to the config directory) | ' +
+  'synthetic:llama[?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32|f16]';
 
 /**
  * A parsed model ref. `canonical` is the normalised spelling (absolute file path, explicit
@@ -42,7 +42,12 @@ function invalid(ref: string, why: string): ModelProvisionError {
 }
 
 function slug(name: string): string {
-  const s = name.replace(/\.gguf$/i, '').toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 64);
+  const s = name
+    .replace(/\.gguf$/i, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[^a-z0-9]+/, '')
+    .slice(0, 64);
   return s.replace(/[.-]+$/, '') || 'model';
 }
 
@@ -98,7 +103,7 @@ function parsePath(ref: string, raw: string, baseDir: string | undefined): Model
   if (isAbsolute(raw)) {
     abs = resolve(raw);
   } else {
-    if (!baseDir) throw invalid(ref, 'a relative path needs a base directory (the config file\'s directory)');
+    if (!baseDir) throw invalid(ref, "a relative path needs a base directory (the config file's directory)");
     abs = resolve(baseDir, raw);
   }
   const canonical = `file:${abs}`;

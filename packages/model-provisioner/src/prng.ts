@@ -64,7 +64,10 @@ export class Xoshiro128ss {
 export class GaussianStream {
   private readonly rng: Xoshiro128ss;
   private spare: number | undefined;
-  constructor(seed: number, private readonly std: number) {
+  constructor(
+    seed: number,
+    private readonly std: number,
+  ) {
     this.rng = new Xoshiro128ss(seed);
   }
 

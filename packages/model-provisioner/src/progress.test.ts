@@ -7,8 +7,22 @@ import { testLogger } from './test-helpers.js';
 function fakeTty(isTTY: boolean): { stream: NodeJS.WriteStream; text: () => string } {
   const s = new PassThrough();
   let out = '';
-  s.on('data', (d: Buffer) => { out += d.toString(); });
-  Object.assign(s, { isTTY, columns: 120, cursorTo: (_x: number, _y?: number, cb?: () => void) => { cb?.(); return true; }, clearLine: (_d: number, cb?: () => void) => { cb?.(); return true; }, moveCursor: () => true });
+  s.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  Object.assign(s, {
+    isTTY,
+    columns: 120,
+    cursorTo: (_x: number, _y?: number, cb?: () => void) => {
+      cb?.();
+      return true;
+    },
+    clearLine: (_d: number, cb?: () => void) => {
+      cb?.();
+      return true;
+    },
+    moveCursor: () => true,
+  });
   return { stream: s as unknown as NodeJS.WriteStream, text: () => out };
 }
 

@@ -31,7 +31,10 @@ export class ProgressReporter {
   private readonly intervalMs: number;
   private readonly logIntervalMs: number;
 
-  constructor(private readonly opts: ProgressReporterOptions, private readonly label: string) {
+  constructor(
+    private readonly opts: ProgressReporterOptions,
+    private readonly label: string,
+  ) {
     this.intervalMs = opts.intervalMs ?? 250;
     this.logIntervalMs = opts.logIntervalMs ?? 5000;
   }

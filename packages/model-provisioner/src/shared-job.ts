@@ -85,8 +85,12 @@ export class SharedJobs<T, P> {
       }
       signal?.addEventListener('abort', onAbort, { once: true });
       j.promise.then(
-        (v) => { if (leave()) resolve(v); },
-        (err: unknown) => { if (leave()) reject(err); },
+        (v) => {
+          if (leave()) resolve(v);
+        },
+        (err: unknown) => {
+          if (leave()) reject(err);
+        },
       );
     });
   }

@@ -31,7 +31,10 @@ export class ModelStore {
   readonly tmpDir: string;
   readonly lockDir: string;
 
-  constructor(readonly root: string, private readonly log: Logger) {
+  constructor(
+    readonly root: string,
+    private readonly log: Logger,
+  ) {
     this.blobDir = join(root, 'sha256');
     this.refDir = join(root, 'refs');
     this.tmpDir = join(root, 'tmp');
@@ -57,7 +60,10 @@ export class ModelStore {
    * under a digest (pointing out of the cache, at content with another digest) must not be served.
    */
   async blobSize(digest: string): Promise<number | undefined> {
-    return lstat(this.blobPath(digest)).then((s) => (s.isFile() ? s.size : undefined), () => undefined);
+    return lstat(this.blobPath(digest)).then(
+      (s) => (s.isFile() ? s.size : undefined),
+      () => undefined,
+    );
   }
 
   async readRef(key: string): Promise<RefRecord | undefined> {

@@ -2,9 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ModelProvisionError, ModelProvisioner, ModelStore, SYNTHETIC_CHAT_TEMPLATE, parseSyntheticParams, readGgufHeader, readGgufInfo, writeSyntheticModel,
-} from './index.js';
+import { ModelProvisionError, ModelProvisioner, ModelStore, SYNTHETIC_CHAT_TEMPLATE, parseSyntheticParams, readGgufHeader, readGgufInfo, writeSyntheticModel } from './index.js';
 import { TempDirs, testLogger, testVocabPath } from './test-helpers.js';
 
 const temp = new TempDirs();
@@ -16,7 +14,10 @@ beforeAll(async () => {
 });
 afterAll(() => temp.cleanup());
 
-const sha = async (p: string): Promise<string> => createHash('sha256').update(await readFile(p)).digest('hex');
+const sha = async (p: string): Promise<string> =>
+  createHash('sha256')
+    .update(await readFile(p))
+    .digest('hex');
 
 describe('synthetic llama generator', () => {
   it('writes byte-identical files for the same parameters and different ones for another seed', async () => {
@@ -130,9 +131,15 @@ describe('ensure(synthetic:…)', () => {
       const old = await p.ensure('synthetic:llama?seed=7');
       const canonical = 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32';
       await mkdir(join(cacheDir, 'models', 'refs'), { recursive: true });
-      await writeFile(join(cacheDir, 'models', 'refs', `${ModelStore.keyOf(canonical)}.json`), JSON.stringify({
-        ref: canonical, sha256: old.sha256, size_bytes: old.size_bytes, updated_at: new Date().toISOString(),
-      }));
+      await writeFile(
+        join(cacheDir, 'models', 'refs', `${ModelStore.keyOf(canonical)}.json`),
+        JSON.stringify({
+          ref: canonical,
+          sha256: old.sha256,
+          size_bytes: old.size_bytes,
+          updated_at: new Date().toISOString(),
+        }),
+      );
       const fresh = await p.ensure('synthetic:llama');
       expect(fresh.sha256).not.toBe(old.sha256);
       const h = await readGgufHeader(fresh.local_path);

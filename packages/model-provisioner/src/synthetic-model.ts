@@ -33,17 +33,17 @@ export const SYNTHETIC_GENERATOR_VERSION = 2;
  * Content that is not a string (null next to tool calls; parts are joined by the engine) renders as ''.
  */
 export const SYNTHETIC_CHAT_TEMPLATE = [
-  "{%- for message in messages -%}",
+  '{%- for message in messages -%}',
   "{%- set content = message.content if message.content is string else '' -%}",
   "{%- if message.role == 'assistant' -%}",
   "{{- ' ' + content + '\\n' -}}",
-  "{%- else -%}",
+  '{%- else -%}',
   "{{- message.role | capitalize + ': ' + content + '\\n' -}}",
-  "{%- endif -%}",
+  '{%- endif -%}',
   "{%- if (loop.last and message.role != 'assistant') or (not loop.last and messages[loop.index0 + 1].role == 'assistant') -%}",
   "{{- 'Assistant:' -}}",
-  "{%- endif -%}",
-  "{%- endfor -%}",
+  '{%- endif -%}',
+  '{%- endfor -%}',
 ].join('\n');
 
 const ALIGN = 32;
@@ -202,12 +202,7 @@ async function writeTensor(fh: FileHandle, hash: ReturnType<typeof createHash>, 
  * model's text is noise: it exists so the real engine can load and run something without
  * downloads. Written to a temp file and renamed onto `outPath`.
  */
-export async function writeSyntheticModel(
-  params: SyntheticLlamaParams,
-  outPath: string,
-  vocabPath: string,
-  opts: { signal?: AbortSignal } = {},
-): Promise<SyntheticModelResult> {
+export async function writeSyntheticModel(params: SyntheticLlamaParams, outPath: string, vocabPath: string, opts: { signal?: AbortSignal } = {}): Promise<SyntheticModelResult> {
   const { raw, nVocab } = await loadTokenizer(vocabPath);
   const tensors = planTensors(params, nVocab);
   const last = tensors[tensors.length - 1];
@@ -253,7 +248,9 @@ export async function writeSyntheticModel(
   const hash = createHash('sha256');
   let fh: FileHandle | undefined;
   try {
-    fh = await open(tmp, 'wx').catch((err: unknown) => { throw cacheError(err, tmp); });
+    fh = await open(tmp, 'wx').catch((err: unknown) => {
+      throw cacheError(err, tmp);
+    });
     await writeAll(fh, hash, header);
     for (const t of tensors) {
       opts.signal?.throwIfAborted();

@@ -19,7 +19,13 @@ export interface SyntheticLlamaParams {
 }
 
 export const SYNTHETIC_LLAMA_DEFAULTS: Readonly<SyntheticLlamaParams> = Object.freeze({
-  layers: 2, embd: 64, heads: 4, ff: 128, ctx: 256, seed: 42, type: 'f32',
+  layers: 2,
+  embd: 64,
+  heads: 4,
+  ff: 128,
+  ctx: 256,
+  seed: 42,
+  type: 'f32',
 });
 
 /** Order of the parameters in a canonical ref; also the set of accepted names. */
@@ -36,11 +42,7 @@ const INT_BOUNDS: Record<Exclude<ParamName, 'type'>, readonly [number, number]> 
 };
 
 function invalid(query: string, why: string): ModelProvisionError {
-  return new ModelProvisionError(
-    'INVALID_MODEL_REF',
-    `invalid synthetic model parameters '${query}': ${why} (accepted: ${ORDER.join(', ')}; type=f32|f16)`,
-    { query },
-  );
+  return new ModelProvisionError('INVALID_MODEL_REF', `invalid synthetic model parameters '${query}': ${why} (accepted: ${ORDER.join(', ')}; type=f32|f16)`, { query });
 }
 
 /**

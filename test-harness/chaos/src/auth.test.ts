@@ -34,15 +34,21 @@ describe('auth matrix, token hygiene and loopback binds', () => {
     if (r.path.includes('/pools/')) return node.poolId;
     return '00000000-0000-4000-8000-000000000000';
   };
-  const send = (r: RouteSpec, authorization: string | undefined) => probe(base(r), {
-    method: r.method,
-    path: fillPath(r.path, idFor(r)),
-    headers: {
-      ...(authorization !== undefined ? { authorization } : {}),
-      ...(r.validBody !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    ...(r.validBody !== undefined ? { body: JSON.stringify(r.validBody({ model: 'synthetic:llama', realPoolId: node.poolId, nodeId: node.id })) } : {}),
-  }, undefined, 16 * 1024);
+  const send = (r: RouteSpec, authorization: string | undefined) =>
+    probe(
+      base(r),
+      {
+        method: r.method,
+        path: fillPath(r.path, idFor(r)),
+        headers: {
+          ...(authorization !== undefined ? { authorization } : {}),
+          ...(r.validBody !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(r.validBody !== undefined ? { body: JSON.stringify(r.validBody({ model: 'synthetic:llama', realPoolId: node.poolId, nodeId: node.id })) } : {}),
+      },
+      undefined,
+      16 * 1024,
+    );
 
   it('every non-public route of both services answers 401 UNAUTHORIZED (JSON, correlation id) to a missing or wrong token, and not 401 to the right one', async () => {
     const token = cluster.token;
@@ -107,7 +113,10 @@ describe('auth matrix, token hygiene and loopback binds', () => {
     expect(refused.exit.code).not.toBeUndefined();
     expect(refused.lines.map((l) => l.text).join('\n')).toMatch(/LLORCH_API_TOKEN/);
     const token = newToken('bind-check');
-    const ok = await startChaosDaemon({ name: 'orchestratord-wildcard', script: appMain('orchestratord'), args: [], env: { ORCHD_ADDR: '0.0.0.0:0', LLORCH_API_TOKEN: token } }, 20_000);
+    const ok = await startChaosDaemon(
+      { name: 'orchestratord-wildcard', script: appMain('orchestratord'), args: [], env: { ORCHD_ADDR: '0.0.0.0:0', LLORCH_API_TOKEN: token } },
+      20_000,
+    );
     try {
       expect(ok.alive()).toBe(true);
     } finally {
@@ -116,22 +125,29 @@ describe('auth matrix, token hygiene and loopback binds', () => {
   });
 
   it('pool-managerd refuses a non-loopback node.addr without api_token (and starts with one)', async () => {
-    const config = (withToken: boolean) => stringify({
-      node: { id: `open-node-${withToken ? 't' : 'n'}`, addr: '0.0.0.0:0' },
-      ...(withToken ? { api_token: newToken('bind-check') } : {}),
-      runtime_dir: join(dir, withToken ? 'rt-t' : 'rt-n'),
-      cache_dir: join(dir, 'cache'),
-      // Nothing to provision: a missing external binary and model fail the pool at once (no build).
-      pools: [{ id: 'p0', model: `file:${join(dir, 'absent.gguf')}`, gpu: 'off', source: { kind: 'external', binary_path: join(dir, 'no-llama-server') } }],
-    });
+    const config = (withToken: boolean) =>
+      stringify({
+        node: { id: `open-node-${withToken ? 't' : 'n'}`, addr: '0.0.0.0:0' },
+        ...(withToken ? { api_token: newToken('bind-check') } : {}),
+        runtime_dir: join(dir, withToken ? 'rt-t' : 'rt-n'),
+        cache_dir: join(dir, 'cache'),
+        // Nothing to provision: a missing external binary and model fail the pool at once (no build).
+        pools: [{ id: 'p0', model: `file:${join(dir, 'absent.gguf')}`, gpu: 'off', source: { kind: 'external', binary_path: join(dir, 'no-llama-server') } }],
+      });
     await writeFile(join(dir, 'open.yaml'), config(false));
-    const refused = await runToExit({ name: 'pool-managerd-open', script: appMain('pool-managerd'), args: ['--config', join(dir, 'open.yaml')], env: { LLORCH_API_TOKEN: '' } }, 20_000);
+    const refused = await runToExit(
+      { name: 'pool-managerd-open', script: appMain('pool-managerd'), args: ['--config', join(dir, 'open.yaml')], env: { LLORCH_API_TOKEN: '' } },
+      20_000,
+    );
     expect(refused.listened).toBe(false);
     expect(refused.exit.code).not.toBe(0);
     expect(refused.exit.code).not.toBeUndefined();
     expect(refused.lines.map((l) => l.text).join('\n')).toMatch(/not loopback.*api_token|api_token.*LLORCH_API_TOKEN/);
     await writeFile(join(dir, 'closed.yaml'), config(true));
-    const ok = await startChaosDaemon({ name: 'pool-managerd-wildcard', script: appMain('pool-managerd'), args: ['--config', join(dir, 'closed.yaml')], env: { LLORCH_API_TOKEN: '' } }, 30_000);
+    const ok = await startChaosDaemon(
+      { name: 'pool-managerd-wildcard', script: appMain('pool-managerd'), args: ['--config', join(dir, 'closed.yaml')], env: { LLORCH_API_TOKEN: '' } },
+      30_000,
+    );
     try {
       expect(ok.alive()).toBe(true);
     } finally {
@@ -154,7 +170,10 @@ describe('auth matrix, token hygiene and loopback binds', () => {
     for (const d of [cluster.orchestrator, node.daemon]) {
       const socks = listeningSockets(d.pid);
       // non-empty, or the loop below would check nothing: at least the daemon's own URL is listed
-      expect(socks.map((s) => s.port), `listening sockets of ${d.name}`).toContain(Number(new URL(d.url).port));
+      expect(
+        socks.map((s) => s.port),
+        `listening sockets of ${d.name}`,
+      ).toContain(Number(new URL(d.url).port));
       for (const s of socks) expect(s, d.name).toMatchObject({ address: '127.0.0.1' });
     }
   });

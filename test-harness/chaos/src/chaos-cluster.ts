@@ -149,23 +149,36 @@ export class ChaosCluster {
     const runtimeDir = join(this.workDir, id);
     await mkdir(runtimeDir, { recursive: true });
     const configPath = join(this.workDir, `${id}.yaml`);
-    await writeFile(configPath, stringify({
-      node: { id, addr: '127.0.0.1:0' },
-      orchestrator: { url: `http://127.0.0.1:${this.port}`, heartbeat_interval_ms: this.#opts.heartbeatMs },
-      api_token: this.token,
-      runtime_dir: runtimeDir,
-      cache_dir: this.#opts.cacheDir ?? sharedCacheDir(),
-      pools: [{
-        id: poolId, model: this.#opts.model ?? 'synthetic:llama', gpu: 'off', ctx: this.#opts.ctx ?? 2048, slots: this.#opts.slots, threads: this.#opts.threads ?? 1,
-      }],
-    }));
-    const daemon = await startChaosDaemon({
-      name: `pool-managerd:${id}`,
-      script: appMain('pool-managerd'),
-      args: ['--config', configPath],
-      env: { LOG_LEVEL: this.#opts.logLevel ?? 'info', LLORCH_CHAOS_RUN: this.workDir },
-      cwd: runtimeDir,
-    }, 60_000);
+    await writeFile(
+      configPath,
+      stringify({
+        node: { id, addr: '127.0.0.1:0' },
+        orchestrator: { url: `http://127.0.0.1:${this.port}`, heartbeat_interval_ms: this.#opts.heartbeatMs },
+        api_token: this.token,
+        runtime_dir: runtimeDir,
+        cache_dir: this.#opts.cacheDir ?? sharedCacheDir(),
+        pools: [
+          {
+            id: poolId,
+            model: this.#opts.model ?? 'synthetic:llama',
+            gpu: 'off',
+            ctx: this.#opts.ctx ?? 2048,
+            slots: this.#opts.slots,
+            threads: this.#opts.threads ?? 1,
+          },
+        ],
+      }),
+    );
+    const daemon = await startChaosDaemon(
+      {
+        name: `pool-managerd:${id}`,
+        script: appMain('pool-managerd'),
+        args: ['--config', configPath],
+        env: { LOG_LEVEL: this.#opts.logLevel ?? 'info', LLORCH_CHAOS_RUN: this.workDir },
+        cwd: runtimeDir,
+      },
+      60_000,
+    );
     const node = { id, poolId, runtimeDir, configPath, daemon };
     this.nodes.push(node);
     return node;
@@ -183,7 +196,13 @@ export class ChaosCluster {
     let last = '';
     while (Date.now() < deadline) {
       for (const d of [this.orchestrator, ...this.nodes.map((n) => n.daemon)]) {
-        if (!d.alive()) throw new Error(`${d.name} exited while waiting for pools:\n${d.lines.slice(-20).map((l) => l.text).join('\n')}`);
+        if (!d.alive())
+          throw new Error(
+            `${d.name} exited while waiting for pools:\n${d.lines
+              .slice(-20)
+              .map((l) => l.text)
+              .join('\n')}`,
+          );
       }
       const res = await request(new URL('/v2/pools', this.url), { headers: this.auth }).catch(() => undefined);
       if (res !== undefined) {
@@ -220,7 +239,11 @@ export class ChaosCluster {
   }
 
   /** pool-managerd's own view of its pools (`GET /v2/pools` on the node). */
-  async nodePools(node: ChaosNode): Promise<Array<Record<string, unknown> & { pool_id: string; ready: boolean; state: string; slots_total: number; slots_free: number; active_leases: number; engine_url?: string }>> {
+  async nodePools(
+    node: ChaosNode,
+  ): Promise<
+    Array<Record<string, unknown> & { pool_id: string; ready: boolean; state: string; slots_total: number; slots_free: number; active_leases: number; engine_url?: string }>
+  > {
     const res = await request(new URL('/v2/pools', node.daemon.url), { headers: this.auth });
     const body = (await res.body.json()) as { pools: never[] };
     if (res.statusCode !== 200) throw new Error(`${node.id} /v2/pools answered ${res.statusCode}`);

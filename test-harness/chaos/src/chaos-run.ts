@@ -243,7 +243,13 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
       if (!slots.ok) leaks.push(`${n.id}/${p.pool_id}: engine slots still processing: ${JSON.stringify(slots.value)}`);
     }
   }
-  const metrics = await request(new URL('/metrics', cluster.url)).then(async (r) => { await r.body.text(); return r.statusCode; }, () => 0);
+  const metrics = await request(new URL('/metrics', cluster.url)).then(
+    async (r) => {
+      await r.body.text();
+      return r.statusCode;
+    },
+    () => 0,
+  );
   if (metrics !== 200) leaks.push(`orchestratord /metrics answered ${metrics} after the run`);
   sampleEnd(`orchestratord#${cluster.orchestrators.length - 1}`, cluster.orchestrator.pid);
   for (const n of cluster.nodes) sampleEnd(`pool-managerd:${n.id}`, n.daemon.pid);
@@ -271,7 +277,11 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
   if (tokenLeaks > 0) leaks.push(`API token in ${tokenLeaks} log line(s)`);
 
   const rssSamples: RssSample[] = [...rss.entries()].map(([name, s]) => ({
-    process: name, pid: s.pid, start_bytes: s.start, end_bytes: s.end, within_bound: rssBound(s.start, s.end),
+    process: name,
+    pid: s.pid,
+    start_bytes: s.start,
+    end_bytes: s.end,
+    within_bound: rssBound(s.start, s.end),
   }));
 
   const outcomes: Partial<Record<TaskOutcome, number>> = {};
@@ -283,7 +293,8 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
   for (const t of traces) {
     if (!t.admitted) {
       if (t.admission.status !== undefined) bump(rejected, t.admission.code ?? String(t.admission.status));
-      if (t.admission.problems.length > 0) violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: 'no_terminal', problems: t.admission.problems.map((p) => `rejection: ${p}`) });
+      if (t.admission.problems.length > 0)
+        violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: 'no_terminal', problems: t.admission.problems.map((p) => `rejection: ${p}`) });
       continue;
     }
     const v = judgeTask(t, restarts);

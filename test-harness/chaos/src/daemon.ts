@@ -91,11 +91,17 @@ export async function startChaosDaemon(spec: DaemonSpec, timeoutMs: number): Pro
   const { child, exited } = spawn(spec, lines);
   const pid = child.pid;
   if (pid === undefined) throw new Error(`${spec.name}: spawn failed`);
-  const tail = (): string => lines.slice(-40).map((l) => l.text).join('\n');
+  const tail = (): string =>
+    lines
+      .slice(-40)
+      .map((l) => l.text)
+      .join('\n');
   const started = Date.now();
   let url: string | undefined;
   let exit: DaemonExit | undefined;
-  void exited.then((e) => { exit = e; });
+  void exited.then((e) => {
+    exit = e;
+  });
   while (url === undefined) {
     const seen = lines.find((l) => l.json?.msg === 'listening' && typeof l.json.url === 'string');
     if (seen !== undefined) url = String(seen.json?.url);

@@ -10,7 +10,9 @@ describe('envelopeProblems', () => {
   });
 
   it('catches Fastify default bodies, wrong statuses, unknown codes, missing headers', () => {
-    expect(envelopeProblems(400, { 'content-type': 'application/json' }, '{"error":"Bad Request","statusCode":400,"message":"x"}').join()).toMatch(/X-Correlation-Id.*unexpected envelope key 'error'/);
+    expect(envelopeProblems(400, { 'content-type': 'application/json' }, '{"error":"Bad Request","statusCode":400,"message":"x"}').join()).toMatch(
+      /X-Correlation-Id.*unexpected envelope key 'error'/,
+    );
     expect(envelopeProblems(500, json, '{"code":"INVALID_PARAMS","message":"x"}').join()).toMatch(/status 400 in the table/);
     expect(envelopeProblems(418, json, '{"code":"TEAPOT","message":"x"}').join()).toMatch(/unknown code/);
     expect(envelopeProblems(503, json, '{"code":"POOL_UNREADY","message":"x"}').join()).toMatch(/Retry-After.*X-Backoff-Ms/);

@@ -86,15 +86,19 @@ export async function stopNode(cluster: ChaosCluster, node: ChaosNode, heartbeat
   try {
     // Every poll: offline must not show before 3 intervals passed since the node's last heartbeat
     // (orchestratord's own `last_seen`), and must show some time after.
-    const offline = await until(async () => {
-      const info = await nodeInfo(cluster, node.id);
-      const now = Date.now();
-      if (info?.state !== 'offline') return undefined;
-      const silentMs = now - info.lastSeen;
-      if (silentMs < timeoutMs - 50) rec.problems.push(`${node.id} offline after only ${silentMs} ms without a heartbeat (timeout ${timeoutMs} ms)`);
-      rec.details.silent_ms_when_seen_offline = silentMs;
-      return now;
-    }, timeoutMs * 4 + 5000, 25);
+    const offline = await until(
+      async () => {
+        const info = await nodeInfo(cluster, node.id);
+        const now = Date.now();
+        if (info?.state !== 'offline') return undefined;
+        const silentMs = now - info.lastSeen;
+        if (silentMs < timeoutMs - 50) rec.problems.push(`${node.id} offline after only ${silentMs} ms without a heartbeat (timeout ${timeoutMs} ms)`);
+        rec.details.silent_ms_when_seen_offline = silentMs;
+        return now;
+      },
+      timeoutMs * 4 + 5000,
+      25,
+    );
     if (offline === undefined) rec.problems.push(`orchestratord never marked ${node.id} offline while it was stopped`);
     else rec.details.offline_after_ms = offline - t0;
     const minStopped = timeoutMs + 2 * heartbeatMs;
@@ -119,7 +123,15 @@ export async function stopNode(cluster: ChaosCluster, node: ChaosNode, heartbeat
  * waits until every node re-registered and its pools are ready again.
  */
 export async function restartOrchestrator(cluster: ChaosCluster, window: RestartWindow): Promise<FaultRecord> {
-  const rec: FaultRecord = { kind: 'restart_orchestrator', at: new Date().toISOString(), target: 'orchestratord', pid: cluster.orchestrator.pid, details: {}, recoveredMs: undefined, problems: [] };
+  const rec: FaultRecord = {
+    kind: 'restart_orchestrator',
+    at: new Date().toISOString(),
+    target: 'orchestratord',
+    pid: cluster.orchestrator.pid,
+    details: {},
+    recoveredMs: undefined,
+    problems: [],
+  };
   window.begunAt = Date.now();
   const r = await cluster.restartOrchestrator('SIGTERM');
   window.listeningAt = Date.now();

@@ -20,9 +20,28 @@ export const nastyString: fc.Arbitrary<string> = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 64 }),
   fc.integer({ min: 1000, max: 300_000 }).map((n) => 'x'.repeat(n)),
   fc.constantFrom(
-    '', ' ', '\u0000', '\ud800', '\udfff\ud800', '../../../../etc/passwd', '..%2F..%2Fetc', '%00', '\r\nX-Injected: 1',
-    '${jndi:ldap://x}', '<script>', "' OR 1=1 --", '__proto__', 'constructor', 'NaN', 'Infinity', '-0', '1e309',
-    '\u202e', '\ufeff', 'ﬀ'.repeat(1000), '🦙'.repeat(5000),
+    '',
+    ' ',
+    '\u0000',
+    '\ud800',
+    '\udfff\ud800',
+    '../../../../etc/passwd',
+    '..%2F..%2Fetc',
+    '%00',
+    '\r\nX-Injected: 1',
+    '${jndi:ldap://x}',
+    '<script>',
+    "' OR 1=1 --",
+    '__proto__',
+    'constructor',
+    'NaN',
+    'Infinity',
+    '-0',
+    '1e309',
+    '\u202e',
+    '\ufeff',
+    'ﬀ'.repeat(1000),
+    '🦙'.repeat(5000),
   ),
 );
 
@@ -36,10 +55,7 @@ export const anyValue: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 export type Mutation =
-  | { kind: 'set'; key: string | undefined; value: unknown }
-  | { kind: 'delete'; key: string | undefined }
-  | { kind: 'extra'; key: string; value: unknown }
-  | { kind: 'proto' };
+  { kind: 'set'; key: string | undefined; value: unknown } | { kind: 'delete'; key: string | undefined } | { kind: 'extra'; key: string; value: unknown } | { kind: 'proto' };
 
 /** One change to a valid body: a field with a wrong value, a missing field, an unknown field, a prototype trick. */
 export const mutation: fc.Arbitrary<Mutation[]> = fc.array(
@@ -57,7 +73,8 @@ export function applyMutations(valid: Record<string, unknown>, muts: readonly Mu
   const body: Record<string, unknown> = { ...valid };
   const keys = Object.keys(valid);
   muts.forEach((m, i) => {
-    const pick = (k: string | undefined): string => (k === undefined || k.length === 0 ? (keys[i % keys.length] ?? 'x') : keys.find((x) => x.startsWith(k)) ?? (keys[k.length % keys.length] ?? 'x'));
+    const pick = (k: string | undefined): string =>
+      k === undefined || k.length === 0 ? (keys[i % keys.length] ?? 'x') : (keys.find((x) => x.startsWith(k)) ?? keys[k.length % keys.length] ?? 'x');
     if (m.kind === 'set') body[pick(m.key)] = m.value;
     else if (m.kind === 'delete') delete body[pick(m.key)];
     else if (m.kind === 'extra') body[m.key] = m.value;
@@ -71,27 +88,44 @@ export function applyMutations(valid: Record<string, unknown>, muts: readonly Mu
 export const invalidUtf8Body: fc.Arbitrary<Buffer> = fc
   .record({
     bad: fc.constantFrom(
-      [0xff], [0xc3, 0x28], [0xa0, 0xa1], [0xe2, 0x28, 0xa1], [0xf0, 0x28, 0x8c, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xfe, 0xfe, 0xff, 0xff],
+      [0xff],
+      [0xc3, 0x28],
+      [0xa0, 0xa1],
+      [0xe2, 0x28, 0xa1],
+      [0xf0, 0x28, 0x8c, 0x28],
+      [0xc0, 0xaf],
+      [0xed, 0xa0, 0x80],
+      [0xf8, 0x88, 0x80, 0x80, 0x80],
+      [0xfe, 0xfe, 0xff, 0xff],
     ),
     field: fc.constantFrom('prompt', 'model_ref', 'task_id', 'new_model_ref', 'node_id', 'ref', 'x'),
     repeat: fc.integer({ min: 1, max: 50 }),
   })
-  .map(({ bad, field, repeat }) => Buffer.concat([
-    Buffer.from(`{"${field}":"`),
-    Buffer.from(Array.from({ length: repeat }, () => bad).flat()),
-    Buffer.from('"}'),
-  ]));
+  .map(({ bad, field, repeat }) => Buffer.concat([Buffer.from(`{"${field}":"`), Buffer.from(Array.from({ length: repeat }, () => bad).flat()), Buffer.from('"}')]));
 
 /** Content types a JSON route may be sent. */
 export const contentType: fc.Arbitrary<string | undefined> = fc.constantFrom(
-  undefined, 'application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'text/plain',
-  'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/octet-stream', 'application/xml',
-  'application/json-patch+json', 'text/event-stream', '*/*', 'application/ json', ';;;', 'a'.repeat(2000),
+  undefined,
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json; charset=latin1',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/octet-stream',
+  'application/xml',
+  'application/json-patch+json',
+  'text/event-stream',
+  '*/*',
+  'application/ json',
+  ';;;',
+  'a'.repeat(2000),
 );
 
 /** Bodies as bytes: truncated JSON, non-JSON text, BOM, empty, NUL bytes. */
 export const rawBody: fc.Arbitrary<Buffer> = fc.oneof(
-  fc.constantFrom('', '{', '{"a":', '[', 'null', 'true', '0', '"x"', '{}', '[]', 'a=1&b=2', '<xml/>', '\ufeff{}', '{"a":1}{"b":2}', '{"a":1,}', "{'a':1}", 'NaN', '{"a":1e999999}')
+  fc
+    .constantFrom('', '{', '{"a":', '[', 'null', 'true', '0', '"x"', '{}', '[]', 'a=1&b=2', '<xml/>', '\ufeff{}', '{"a":1}{"b":2}', '{"a":1,}', "{'a':1}", 'NaN', '{"a":1e999999}')
     .map((s) => Buffer.from(s)),
   fc.uint8Array({ maxLength: 512 }).map((a) => Buffer.from(a)),
   deepJson.map((s) => Buffer.from(s)),
@@ -105,16 +139,57 @@ export const pathId: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** Methods the HTTP parser accepts, most of which no route serves. */
-export const method: fc.Arbitrary<string> = fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'PROPFIND', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'SEARCH', 'PURGE');
+export const method: fc.Arbitrary<string> = fc.constantFrom(
+  'GET',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'OPTIONS',
+  'HEAD',
+  'PROPFIND',
+  'MKCOL',
+  'COPY',
+  'MOVE',
+  'LOCK',
+  'SEARCH',
+  'PURGE',
+);
 
 /** Odd request targets: traversal, encodings, duplicated slashes, huge queries. */
 export const oddPath: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(
-    '/', '//', '/v2', '/v2/', '/v2//tasks', '/v2/tasks/', '/v2/./tasks', '/v2/../v2/pools', '/v2/%2e%2e/metrics', '/%00', '/v2/tasks/%ZZ/events',
-    '/v2/pools/%/health', '/v2/pools/%E0%A4%A/health', '/metrics/', '/METRICS', '/v2/pools?x=' + 'y'.repeat(8000), '/health?' + '&a=1'.repeat(1000),
-    '/v2/nodes/' + 'n'.repeat(3000) + '/heartbeat', '/v2/tasks/x/events?verbose=maybe', '/v2/tasks/x/events?last_event_id=-1',
-    '/v2/catalog/models/..%2F..%2Fetc%2Fpasswd', '/v2/catalog/models/%2e%2e%2f%2e%2e%2fetc', '/v2/sessions/%00%00', '/*', '/v2/pools/*',
+    '/',
+    '//',
+    '/v2',
+    '/v2/',
+    '/v2//tasks',
+    '/v2/tasks/',
+    '/v2/./tasks',
+    '/v2/../v2/pools',
+    '/v2/%2e%2e/metrics',
+    '/%00',
+    '/v2/tasks/%ZZ/events',
+    '/v2/pools/%/health',
+    '/v2/pools/%E0%A4%A/health',
+    '/metrics/',
+    '/METRICS',
+    '/v2/pools?x=' + 'y'.repeat(8000),
+    '/health?' + '&a=1'.repeat(1000),
+    '/v2/nodes/' + 'n'.repeat(3000) + '/heartbeat',
+    '/v2/tasks/x/events?verbose=maybe',
+    '/v2/tasks/x/events?last_event_id=-1',
+    '/v2/catalog/models/..%2F..%2Fetc%2Fpasswd',
+    '/v2/catalog/models/%2e%2e%2f%2e%2e%2fetc',
+    '/v2/sessions/%00%00',
+    '/*',
+    '/v2/pools/*',
   ),
   fc.webPath().map((p) => (p.startsWith('/') ? p : `/${p}`)),
-  fc.array(fc.string({ maxLength: 10 }).map((s) => encodeURIComponent(s)), { maxLength: 6 }).map((segs) => `/${segs.join('/')}`),
+  fc
+    .array(
+      fc.string({ maxLength: 10 }).map((s) => encodeURIComponent(s)),
+      { maxLength: 6 },
+    )
+    .map((segs) => `/${segs.join('/')}`),
 );

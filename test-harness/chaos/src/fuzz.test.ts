@@ -3,9 +3,7 @@ import { Agent } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { metricSum } from '@llama-orch/e2e-haiku';
 import { ChaosCluster, type ChaosNode } from './chaos-cluster.js';
-import {
-  anyValue, applyMutations, contentType, deepJson, invalidUtf8Body, method, mutation, nastyString, oddPath, pathId, rawBody,
-} from './fuzz-arbitraries.js';
+import { anyValue, applyMutations, contentType, deepJson, invalidUtf8Body, method, mutation, nastyString, oddPath, pathId, rawBody } from './fuzz-arbitraries.js';
 import { probe, rawExchange, responseProblems, uploadProbe, type ProbeResponse } from './http-probe.js';
 import { writeReport } from './report.js';
 import { fillPath, ROUTES, type RouteContext, type RouteSpec } from './routes.js';
@@ -44,7 +42,13 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
     }
     const problems = responseProblems(req.method, res);
     if (problems.length > 0) {
-      findings.push({ property, request: `${baseUrl === cluster.url ? 'orchestratord' : 'pool-managerd'} ${req.method} ${req.path.slice(0, 200)} body=${String(req.body ?? '').slice(0, 200)}`, status: res.status, problems, response: res.text.slice(0, 300) });
+      findings.push({
+        property,
+        request: `${baseUrl === cluster.url ? 'orchestratord' : 'pool-managerd'} ${req.method} ${req.path.slice(0, 200)} body=${String(req.body ?? '').slice(0, 200)}`,
+        status: res.status,
+        problems,
+        response: res.text.slice(0, 300),
+      });
       throw new Error(`${req.method} ${req.path.slice(0, 120)} → ${res.status}: ${problems.join('; ')} (body ${res.text.slice(0, 300)})`);
     }
     return res;
@@ -82,51 +86,81 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
   const withBody = ROUTES.filter((r) => r.validBody !== undefined);
 
   it.each(withBody.map((r) => [`${r.service} ${r.method} ${r.path}`, r] as const))('mutated valid bodies: %s', async (_name, route) => {
-    await fc.assert(fc.asyncProperty(mutation, pathId, fc.boolean(), async (muts, id, realId) => {
-      const pathIdValue = safeId(route, realId ? (route.path.includes('/nodes/') ? ctx.nodeId : ctx.realPoolId) : id);
-      const body = applyMutations(route.validBody!(ctx), muts);
-      await check('mutated', base(route), {
-        method: route.method, path: fillPath(route.path, pathIdValue), headers: { ...auth(), 'content-type': 'application/json' }, body,
-      });
-    }), { numRuns: RUNS, seed: SEED });
+    await fc.assert(
+      fc.asyncProperty(mutation, pathId, fc.boolean(), async (muts, id, realId) => {
+        const pathIdValue = safeId(route, realId ? (route.path.includes('/nodes/') ? ctx.nodeId : ctx.realPoolId) : id);
+        const body = applyMutations(route.validBody!(ctx), muts);
+        await check('mutated', base(route), {
+          method: route.method,
+          path: fillPath(route.path, pathIdValue),
+          headers: { ...auth(), 'content-type': 'application/json' },
+          body,
+        });
+      }),
+      { numRuns: RUNS, seed: SEED },
+    );
   });
 
   it('random JSON values, raw bytes and deep nesting as bodies of every route, any content type', async () => {
-    await fc.assert(fc.asyncProperty(
-      fc.constantFrom(...ROUTES),
-      fc.oneof(anyValue.map((v) => JSON.stringify(v) ?? 'null'), rawBody, deepJson),
-      contentType,
-      pathId,
-      async (route, body, ctype, id) => {
-        const headers: Record<string, string> = { ...auth() };
-        if (ctype !== undefined) headers['content-type'] = ctype;
-        await check('random-body', base(route), { method: route.method === 'GET' ? 'POST' : route.method, path: fillPath(route.path, safeId(route, id)), headers, body });
-        await check('random-body', base(route), { method: route.method, path: fillPath(route.path, safeId(route, id)), headers, body: route.method === 'GET' ? undefined : body });
-      },
-    ), { numRuns: RUNS * 4, seed: SEED });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...ROUTES),
+        fc.oneof(
+          anyValue.map((v) => JSON.stringify(v) ?? 'null'),
+          rawBody,
+          deepJson,
+        ),
+        contentType,
+        pathId,
+        async (route, body, ctype, id) => {
+          const headers: Record<string, string> = { ...auth() };
+          if (ctype !== undefined) headers['content-type'] = ctype;
+          await check('random-body', base(route), { method: route.method === 'GET' ? 'POST' : route.method, path: fillPath(route.path, safeId(route, id)), headers, body });
+          await check('random-body', base(route), {
+            method: route.method,
+            path: fillPath(route.path, safeId(route, id)),
+            headers,
+            body: route.method === 'GET' ? undefined : body,
+          });
+        },
+      ),
+      { numRuns: RUNS * 4, seed: SEED },
+    );
   });
 
   it('invalid UTF-8 inside JSON bodies', async () => {
-    await fc.assert(fc.asyncProperty(fc.constantFrom(...withBody), invalidUtf8Body, async (route, body) => {
-      await check('invalid-utf8', base(route), {
-        method: route.method, path: fillPath(route.path, `${ctx.realPoolId}-zz`), headers: { ...auth(), 'content-type': 'application/json' }, body,
-      });
-    }), { numRuns: RUNS * 2, seed: SEED });
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...withBody), invalidUtf8Body, async (route, body) => {
+        await check('invalid-utf8', base(route), {
+          method: route.method,
+          path: fillPath(route.path, `${ctx.realPoolId}-zz`),
+          headers: { ...auth(), 'content-type': 'application/json' },
+          body,
+        });
+      }),
+      { numRuns: RUNS * 2, seed: SEED },
+    );
   });
 
   it('huge strings and arrays in every field, below the body limit', async () => {
-    await fc.assert(fc.asyncProperty(fc.constantFrom(...withBody), nastyString, fc.integer({ min: 1, max: 60_000 }), async (route, s, n) => {
-      const valid = route.validBody!(ctx);
-      for (const key of Object.keys(valid)) {
-        for (const value of [s, Array.from({ length: n }, () => s.slice(0, 8))]) {
-          const body = JSON.stringify({ ...valid, [key]: value });
-          if (body.length > 900_000) continue;
-          await check('huge-values', base(route), {
-            method: route.method, path: fillPath(route.path, `${ctx.realPoolId}-zz`), headers: { ...auth(), 'content-type': 'application/json' }, body,
-          });
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...withBody), nastyString, fc.integer({ min: 1, max: 60_000 }), async (route, s, n) => {
+        const valid = route.validBody!(ctx);
+        for (const key of Object.keys(valid)) {
+          for (const value of [s, Array.from({ length: n }, () => s.slice(0, 8))]) {
+            const body = JSON.stringify({ ...valid, [key]: value });
+            if (body.length > 900_000) continue;
+            await check('huge-values', base(route), {
+              method: route.method,
+              path: fillPath(route.path, `${ctx.realPoolId}-zz`),
+              headers: { ...auth(), 'content-type': 'application/json' },
+              body,
+            });
+          }
         }
-      }
-    }), { numRuns: Math.max(5, Math.floor(RUNS / 4)), seed: SEED });
+      }),
+      { numRuns: Math.max(5, Math.floor(RUNS / 4)), seed: SEED },
+    );
   });
 
   it('bodies over the limit are refused with 413 PAYLOAD_TOO_LARGE on every body route', async () => {
@@ -146,39 +180,55 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
   });
 
   it('odd paths and methods', async () => {
-    await fc.assert(fc.asyncProperty(fc.constantFrom<'orchestratord' | 'pool-managerd'>('orchestratord', 'pool-managerd'), method, oddPath, fc.boolean(), async (svc, m, path, withAuth) => {
-      if (/\/(drain|reload)$/.test(path.split('?')[0] ?? '')) return;
-      await check('odd-path', svc === 'orchestratord' ? cluster.url : node.daemon.url, { method: m, path, headers: withAuth ? auth() : {} });
-    }), { numRuns: RUNS * 4, seed: SEED });
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom<'orchestratord' | 'pool-managerd'>('orchestratord', 'pool-managerd'), method, oddPath, fc.boolean(), async (svc, m, path, withAuth) => {
+        if (/\/(drain|reload)$/.test(path.split('?')[0] ?? '')) return;
+        await check('odd-path', svc === 'orchestratord' ? cluster.url : node.daemon.url, { method: m, path, headers: withAuth ? auth() : {} });
+      }),
+      { numRuns: RUNS * 4, seed: SEED },
+    );
   });
 
   it('heartbeats and registrations with hostile payloads for real and unknown node ids', async () => {
-    const snapshot = fc.record({
-      pool_id: fc.oneof(fc.constant(node.poolId), fc.string({ maxLength: 70 })),
-      state: fc.oneof(fc.constantFrom('ready', 'failed', 'draining'), fc.string({ maxLength: 5 })),
-      ready: fc.oneof(fc.boolean(), anyValue),
-      draining: fc.boolean(),
-      slots_total: fc.oneof(fc.nat(), fc.integer(), fc.double()),
-      slots_free: fc.oneof(fc.nat(), fc.integer({ min: -10, max: 10 })),
-      models: fc.oneof(fc.array(fc.string({ maxLength: 20 }), { maxLength: 70 }), anyValue),
-      engine_version: nastyString,
-      ctx: fc.integer(),
-      deterministic: fc.boolean(),
-      decode_tps: fc.oneof(fc.double(), fc.constant(-1)),
-    }, { requiredKeys: [] });
-    await fc.assert(fc.asyncProperty(fc.oneof(fc.constant(ctx.nodeId), pathId), fc.array(snapshot, { maxLength: 300 }), anyValue, async (id, pools, ts) => {
-      await check('heartbeat', cluster.url, {
-        method: 'POST', path: `/v2/nodes/${encodeURIComponent(id)}/heartbeat`, headers: { ...auth(), 'content-type': 'application/json' },
-        body: JSON.stringify({ timestamp: typeof ts === 'string' ? ts : new Date().toISOString(), pools }),
-      });
-    }), { numRuns: RUNS * 2, seed: SEED });
+    const snapshot = fc.record(
+      {
+        pool_id: fc.oneof(fc.constant(node.poolId), fc.string({ maxLength: 70 })),
+        state: fc.oneof(fc.constantFrom('ready', 'failed', 'draining'), fc.string({ maxLength: 5 })),
+        ready: fc.oneof(fc.boolean(), anyValue),
+        draining: fc.boolean(),
+        slots_total: fc.oneof(fc.nat(), fc.integer(), fc.double()),
+        slots_free: fc.oneof(fc.nat(), fc.integer({ min: -10, max: 10 })),
+        models: fc.oneof(fc.array(fc.string({ maxLength: 20 }), { maxLength: 70 }), anyValue),
+        engine_version: nastyString,
+        ctx: fc.integer(),
+        deterministic: fc.boolean(),
+        decode_tps: fc.oneof(fc.double(), fc.constant(-1)),
+      },
+      { requiredKeys: [] },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.constant(ctx.nodeId), pathId), fc.array(snapshot, { maxLength: 300 }), anyValue, async (id, pools, ts) => {
+        await check('heartbeat', cluster.url, {
+          method: 'POST',
+          path: `/v2/nodes/${encodeURIComponent(id)}/heartbeat`,
+          headers: { ...auth(), 'content-type': 'application/json' },
+          body: JSON.stringify({ timestamp: typeof ts === 'string' ? ts : new Date().toISOString(), pools }),
+        });
+      }),
+      { numRuns: RUNS * 2, seed: SEED },
+    );
   });
 
   it('raw garbage over TCP neither crashes nor wedges either service', async () => {
     const garbage = [
-      'GET / HTTP/1.1\r\n\r\n', 'BLAH /v2/pools HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /v2/pools HTTP/9.9\r\nHost: x\r\n\r\n',
-      `GET /v2/pools HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`, 'POST /v2/tasks HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
-      'POST /v2/tasks HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n', '\u0000\u0001\u0002\r\n\r\n', 'GET /v2/pools HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab',
+      'GET / HTTP/1.1\r\n\r\n',
+      'BLAH /v2/pools HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET /v2/pools HTTP/9.9\r\nHost: x\r\n\r\n',
+      `GET /v2/pools HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`,
+      'POST /v2/tasks HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      'POST /v2/tasks HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n',
+      '\u0000\u0001\u0002\r\n\r\n',
+      'GET /v2/pools HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab',
     ];
     for (const d of [cluster.orchestrator, node.daemon]) {
       const u = new URL(d.url);

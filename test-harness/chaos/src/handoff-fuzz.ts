@@ -71,7 +71,13 @@ export async function fuzzHandoffDir(opts: HandoffFuzzOptions): Promise<HandoffF
     await put(`fz${i}-v.json`, JSON.stringify(values[i]) ?? 'undefined');
     // A mutated copy of the real handoff under its own (consistent) name, so the schema is what decides.
     const poolId = `fz${i}`;
-    const variant = { ...real, pool_id: poolId, replica_id: 'r0', ...(i % 3 === 0 ? { provisioning_mode: 'managed', pid: 1 } : {}), ...(i % 3 === 1 ? { provisioning_mode: 'external', url: 'http://127.0.0.1:9' } : {}) };
+    const variant = {
+      ...real,
+      pool_id: poolId,
+      replica_id: 'r0',
+      ...(i % 3 === 0 ? { provisioning_mode: 'managed', pid: 1 } : {}),
+      ...(i % 3 === 1 ? { provisioning_mode: 'external', url: 'http://127.0.0.1:9' } : {}),
+    };
     await put(`${poolId}-r0.json`, applyMutations(variant, muts[i] ?? []));
   }
   // A valid-looking managed handoff for a pool this daemon does not run, with a foreign pid.
@@ -96,9 +102,12 @@ export async function fuzzHandoffDir(opts: HandoffFuzzOptions): Promise<HandoffF
   let rssPeak = rssBefore;
   const deadline = Date.now() + 20_000;
   const mustReject = ['outside.json', 'zero.json', 'fifo.json', 'big.json'];
-  const rejectedNames = (): Set<string> => new Set(node.daemon.lines
-    .filter((l) => l.json !== undefined && String(l.json.msg).startsWith('handoff file rejected') && typeof l.json.path === 'string')
-    .map((l) => basename(String(l.json?.path))));
+  const rejectedNames = (): Set<string> =>
+    new Set(
+      node.daemon.lines
+        .filter((l) => l.json !== undefined && String(l.json.msg).startsWith('handoff file rejected') && typeof l.json.path === 'string')
+        .map((l) => basename(String(l.json?.path))),
+    );
   while (Date.now() < deadline && !mustReject.every((n) => rejectedNames().has(n))) {
     await sleep(50);
     rssPeak = Math.max(rssPeak, rssBytes(node.daemon.pid) ?? 0);
@@ -144,6 +153,13 @@ export async function fuzzHandoffDir(opts: HandoffFuzzOptions): Promise<HandoffF
   for (const p of [...written, ...specials]) await rm(p, { recursive: true, force: true });
   return {
     problems,
-    summary: { files: written.length + specials.length, rejectedBefore, rejectedAfter, rejectedDelta: rejectedAfter - rejectedBefore, rewrittenPid, rssGrowthBytes: rssPeak - rssBefore },
+    summary: {
+      files: written.length + specials.length,
+      rejectedBefore,
+      rejectedAfter,
+      rejectedDelta: rejectedAfter - rejectedBefore,
+      rewrittenPid,
+      rssGrowthBytes: rssPeak - rssBefore,
+    },
   };
 }

@@ -8,7 +8,9 @@ import { repoRoot } from '@llama-orch/e2e-haiku';
 /** Identity of a file, to prove the suite's inputs were never written to. */
 export async function fileIdentity(path: string): Promise<string> {
   const st = await stat(path);
-  const sha = createHash('sha256').update(await readFile(path)).digest('hex');
+  const sha = createHash('sha256')
+    .update(await readFile(path))
+    .digest('hex');
   return `${st.size}:${st.mtimeMs}:${sha}`;
 }
 
@@ -27,7 +29,10 @@ export async function isolatedCache(dir: string, shared: string): Promise<string
   await mkdir(join(cache, 'sources'), { recursive: true });
   const sources = join(shared, 'sources');
   for (const name of await readdir(sources).catch(() => [] as string[])) {
-    const complete = await stat(join(sources, name, '.llorch-source-complete')).then(() => true, () => false);
+    const complete = await stat(join(sources, name, '.llorch-source-complete')).then(
+      () => true,
+      () => false,
+    );
     if (complete) await symlink(join(sources, name), join(cache, 'sources', name));
   }
   return cache;
@@ -38,7 +43,11 @@ export async function brokenEngineRepo(dir: string): Promise<string> {
   const repo = join(dir, 'broken-engine');
   await cp(join(repoRoot(), 'test-harness', 'chaos', 'fixtures', 'broken-engine'), repo, { recursive: true });
   const env = { GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
-  for (const args of [['init', '--quiet', '-b', 'main'], ['add', '.'], ['commit', '--quiet', '-m', 'broken engine fixture']]) {
+  for (const args of [
+    ['init', '--quiet', '-b', 'main'],
+    ['add', '.'],
+    ['commit', '--quiet', '-m', 'broken engine fixture'],
+  ]) {
     await execa('git', args, { cwd: repo, env });
   }
   return repo;

@@ -98,28 +98,34 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     runtime = join(dir, 'runtime');
     await mkdir(runtime, { recursive: true });
     const configPath = join(dir, 'hostile.yaml');
-    await writeFile(configPath, stringify({
-      node: { id: 'hostile-node', addr: '127.0.0.1:0' },
-      orchestrator: { url: cluster.url, heartbeat_interval_ms: 500 },
-      api_token: cluster.token,
-      runtime_dir: runtime,
-      cache_dir: cache,
-      pools: [
-        pool('trav', '../../../../../../../../../../etc/passwd', {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
-        pool('travhf', 'hf:org/repo/../../../../etc/passwd.gguf', {}, { state: 'failed', code: 'INVALID_MODEL_REF', lastError: /\.\./ }),
-        pool('travsyn', 'synthetic:llama?vocab=../../../../etc/passwd', {}, { state: 'failed', code: 'INVALID_MODEL_REF', lastError: /vocab|parameter/i }),
-        pool('symlink', `file:${join(dir, 'link.gguf')}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
-        pool('truncated', `file:${models.truncated}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF|truncat|short|end/i }),
-        pool('corrupt', `file:${models.corrupt}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
-        pool('badsha', 'synthetic:llama?seed=77', { sha256: '0'.repeat(64) }, { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i }),
-        pool('badshafile', `file:${models.good}`, { sha256: 'f'.repeat(64) }, { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i }),
-        // Served only from the planted link if the store trusts it; the URL itself refuses connections.
-        pool('cachelink', `https://127.0.0.1:${await closedPort()}/m.gguf`, { sha256: FAKE_DIGEST }, { state: 'failed', code: 'MODEL_FETCH_FAILED' }),
-        pool('porttaken', `file:${models.good}`, { port: taken.port }, { state: 'ready' }),
-        { ...pool('build', `file:${models.good}`, {}, { state: 'failed', code: 'BUILD_FAILED', lastError: /build/i }), source: { kind: 'git', repo, ref: 'main' } },
-      ],
-    }));
-    daemon = await startChaosDaemon({ name: 'pool-managerd:hostile', script: appMain('pool-managerd'), args: ['--config', configPath], env: { LOG_LEVEL: 'info', LLORCH_CACHE_DIR: '' }, cwd: runtime }, 60_000);
+    await writeFile(
+      configPath,
+      stringify({
+        node: { id: 'hostile-node', addr: '127.0.0.1:0' },
+        orchestrator: { url: cluster.url, heartbeat_interval_ms: 500 },
+        api_token: cluster.token,
+        runtime_dir: runtime,
+        cache_dir: cache,
+        pools: [
+          pool('trav', '../../../../../../../../../../etc/passwd', {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
+          pool('travhf', 'hf:org/repo/../../../../etc/passwd.gguf', {}, { state: 'failed', code: 'INVALID_MODEL_REF', lastError: /\.\./ }),
+          pool('travsyn', 'synthetic:llama?vocab=../../../../etc/passwd', {}, { state: 'failed', code: 'INVALID_MODEL_REF', lastError: /vocab|parameter/i }),
+          pool('symlink', `file:${join(dir, 'link.gguf')}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
+          pool('truncated', `file:${models.truncated}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF|truncat|short|end/i }),
+          pool('corrupt', `file:${models.corrupt}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
+          pool('badsha', 'synthetic:llama?seed=77', { sha256: '0'.repeat(64) }, { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i }),
+          pool('badshafile', `file:${models.good}`, { sha256: 'f'.repeat(64) }, { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i }),
+          // Served only from the planted link if the store trusts it; the URL itself refuses connections.
+          pool('cachelink', `https://127.0.0.1:${await closedPort()}/m.gguf`, { sha256: FAKE_DIGEST }, { state: 'failed', code: 'MODEL_FETCH_FAILED' }),
+          pool('porttaken', `file:${models.good}`, { port: taken.port }, { state: 'ready' }),
+          { ...pool('build', `file:${models.good}`, {}, { state: 'failed', code: 'BUILD_FAILED', lastError: /build/i }), source: { kind: 'git', repo, ref: 'main' } },
+        ],
+      }),
+    );
+    daemon = await startChaosDaemon(
+      { name: 'pool-managerd:hostile', script: appMain('pool-managerd'), args: ['--config', configPath], env: { LOG_LEVEL: 'info', LLORCH_CACHE_DIR: '' }, cwd: runtime },
+      60_000,
+    );
     // Every hostile pool settles (failed or ready); the broken build takes a few seconds.
     const deadline = Date.now() + 180_000;
     for (;;) {
@@ -134,7 +140,10 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
   afterAll(async () => {
     if (daemon !== undefined) {
       const codes = Object.fromEntries([...expectations.keys()].map((id) => [id, (failureLog(id)?.err as { code?: string } | undefined)?.code]));
-      const path = await writeReport({ pools: final.map((p) => ({ pool_id: p.pool_id, state: p.state, ready: p.ready, last_error: p.last_error, logged_code: codes[p.pool_id] })) }, 'hostile');
+      const path = await writeReport(
+        { pools: final.map((p) => ({ pool_id: p.pool_id, state: p.state, ready: p.ready, last_error: p.last_error, logged_code: codes[p.pool_id] })) },
+        'hostile',
+      );
       process.stdout.write(`[hostile] report ${path}\n`);
     }
     await daemon?.stop();
@@ -144,9 +153,8 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
-  const failureLog = (poolId: string): Record<string, unknown> | undefined => daemon.lines
-    .map((l) => l.json)
-    .find((j) => j !== undefined && j.msg === 'pool provisioning failed' && (j.poolId === poolId || j.pool_id === poolId));
+  const failureLog = (poolId: string): Record<string, unknown> | undefined =>
+    daemon.lines.map((l) => l.json).find((j) => j !== undefined && j.msg === 'pool provisioning failed' && (j.poolId === poolId || j.pool_id === poolId));
 
   it('each hostile pool ends in its expected state with a clear, typed error', () => {
     const rows: string[] = [];
@@ -187,8 +195,16 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
 
   it('a task for a model only a failed pool names is refused with a typed 503, never placed', async () => {
     const body = {
-      task_id: randomUUID(), session_id: randomUUID(), workload: 'completion', model_ref: '../../../../etc/passwd', engine: 'llamacpp',
-      ctx: 0, priority: 'interactive', prompt: 'x', max_tokens: 2, deadline_ms: 10_000,
+      task_id: randomUUID(),
+      session_id: randomUUID(),
+      workload: 'completion',
+      model_ref: '../../../../etc/passwd',
+      engine: 'llamacpp',
+      ctx: 0,
+      priority: 'interactive',
+      prompt: 'x',
+      max_tokens: 2,
+      deadline_ms: 10_000,
     };
     const res = await probe(cluster.url, { method: 'POST', path: '/v2/tasks', headers: { ...cluster.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect(res.status).toBe(503);
@@ -232,7 +248,9 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
   it('a reload to a traversal ref is refused and rolled back: same engine, still ready, last_error says so', async () => {
     const before = JSON.parse(await readFile(join(runtime, 'engines', 'porttaken-r0.json'), 'utf8')) as { pid: number };
     const res = await probe(daemon.url, {
-      method: 'POST', path: '/v2/pools/porttaken/reload', headers: { ...cluster.auth, 'content-type': 'application/json' },
+      method: 'POST',
+      path: '/v2/pools/porttaken/reload',
+      headers: { ...cluster.auth, 'content-type': 'application/json' },
       body: JSON.stringify({ new_model_ref: '../../../../../../../../etc/passwd', deadline_ms: 1000 }),
     });
     expect(res.status).toBe(202);
@@ -251,8 +269,17 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
 
   it('a handoff file pointing at something that is not an engine is rejected; no pool becomes ready from it', async () => {
     const handoff = {
-      pool_id: 'notengine', replica_id: 'r0', engine: 'llamacpp', engine_version: 'x', url: fake.url, pid: process.pid,
-      model: { id: 'x', path: '/nonexistent' }, slots_total: 1, flags: [], provisioning_mode: 'external', written_at: new Date().toISOString(),
+      pool_id: 'notengine',
+      replica_id: 'r0',
+      engine: 'llamacpp',
+      engine_version: 'x',
+      url: fake.url,
+      pid: process.pid,
+      model: { id: 'x', path: '/nonexistent' },
+      slots_total: 1,
+      flags: [],
+      provisioning_mode: 'external',
+      written_at: new Date().toISOString(),
     };
     await writeFile(join(runtime, 'engines', 'notengine-r0.json'), JSON.stringify(handoff));
     let rejected: Record<string, unknown> | undefined;
@@ -281,15 +308,24 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
   });
 
   it('daemons refuse a listen port that is taken: non-zero exit with the reason', async () => {
-    const orch = await runToExit({ name: 'orchestratord-taken', script: appMain('orchestratord'), args: [], env: { ORCHD_ADDR: `127.0.0.1:${taken.port}`, LLORCH_API_TOKEN: cluster.token } }, 20_000);
+    const orch = await runToExit(
+      { name: 'orchestratord-taken', script: appMain('orchestratord'), args: [], env: { ORCHD_ADDR: `127.0.0.1:${taken.port}`, LLORCH_API_TOKEN: cluster.token } },
+      20_000,
+    );
     expect(orch.listened).toBe(false);
     expect(orch.exit.code).not.toBe(0);
     expect(orch.lines.map((l) => l.text).join('\n')).toMatch(/EADDRINUSE/);
     const cfg = join(dir, 'taken.yaml');
-    await writeFile(cfg, stringify({
-      node: { id: 'taken-node', addr: `127.0.0.1:${taken.port}` }, api_token: cluster.token, runtime_dir: join(dir, 'rt-taken'), cache_dir: cache,
-      pools: [{ id: 'p0', model: `file:${join(dir, 'good.gguf')}`, source: { kind: 'external', binary_path: join(dir, 'none') } }],
-    }));
+    await writeFile(
+      cfg,
+      stringify({
+        node: { id: 'taken-node', addr: `127.0.0.1:${taken.port}` },
+        api_token: cluster.token,
+        runtime_dir: join(dir, 'rt-taken'),
+        cache_dir: cache,
+        pools: [{ id: 'p0', model: `file:${join(dir, 'good.gguf')}`, source: { kind: 'external', binary_path: join(dir, 'none') } }],
+      }),
+    );
     const pm = await runToExit({ name: 'pool-managerd-taken', script: appMain('pool-managerd'), args: ['--config', cfg], env: {}, cwd: dir }, 20_000);
     expect(pm.listened).toBe(false);
     expect(pm.exit.code).not.toBe(0);

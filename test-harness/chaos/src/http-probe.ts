@@ -92,8 +92,15 @@ export async function rawExchange(host: string, port: number, bytes: Buffer, tim
  */
 export async function uploadProbe(baseUrl: string, path: string, headers: Record<string, string>, body: Buffer, timeoutMs = 15_000): Promise<ProbeResponse> {
   const url = new URL(baseUrl);
-  const head = [`POST ${path} HTTP/1.1`, `Host: ${url.host}`, `Content-Length: ${body.length}`, 'Connection: close',
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
+  const head = [
+    `POST ${path} HTTP/1.1`,
+    `Host: ${url.host}`,
+    `Content-Length: ${body.length}`,
+    'Connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    '',
+    '',
+  ].join('\r\n');
   const raw = await new Promise<Buffer>((resolve, reject) => {
     const sock = connect({ host: url.hostname, port: Number(url.port) });
     const chunks: Buffer[] = [];
@@ -121,8 +128,16 @@ export async function uploadProbe(baseUrl: string, path: string, headers: Record
       for (let off = 0; off < body.length && !answered && !sock.destroyed; off += 64 * 1024) {
         if (!sock.write(body.subarray(off, off + 64 * 1024))) {
           await new Promise<void>((r) => {
-            const t = setInterval(() => { if (answered || sock.destroyed) { clearInterval(t); r(); } }, 10);
-            sock.once('drain', () => { clearInterval(t); r(); });
+            const t = setInterval(() => {
+              if (answered || sock.destroyed) {
+                clearInterval(t);
+                r();
+              }
+            }, 10);
+            sock.once('drain', () => {
+              clearInterval(t);
+              r();
+            });
           });
         }
       }

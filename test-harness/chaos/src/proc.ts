@@ -29,7 +29,9 @@ export function rssBytes(pid: number): number | undefined {
 /** argv of a process, or undefined when it is gone. */
 export function cmdline(pid: number): string[] | undefined {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((a) => a !== '');
   } catch {
     return undefined;
   }
@@ -118,7 +120,10 @@ function hexToIPv6(hex: string): string {
     const le = [6, 4, 2, 0].map((i) => word.slice(i, i + 2)).join('');
     groups.push(le.slice(0, 4), le.slice(4, 8));
   }
-  return groups.map((g) => g.replace(/^0+(?=.)/, '')).join(':').toLowerCase();
+  return groups
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')
+    .toLowerCase();
 }
 
 /** A TCP socket in LISTEN state owned by a process. */

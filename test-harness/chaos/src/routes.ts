@@ -27,17 +27,37 @@ export interface RouteContext {
 }
 
 const snapshot = (poolId: string) => ({
-  pool_id: poolId, state: 'ready', ready: true, draining: false, slots_total: 1, slots_free: 1, models: ['fuzz-model'],
-  engine_version: 'fuzz', ctx: 512, deterministic: false, decode_tps: 0,
+  pool_id: poolId,
+  state: 'ready',
+  ready: true,
+  draining: false,
+  slots_total: 1,
+  slots_free: 1,
+  models: ['fuzz-model'],
+  engine_version: 'fuzz',
+  ctx: 512,
+  deterministic: false,
+  decode_tps: 0,
 });
 
 export const ROUTES: readonly RouteSpec[] = [
   // orchestratord: data plane
   {
-    service: 'orchestratord', method: 'POST', path: '/v2/tasks', public: false,
+    service: 'orchestratord',
+    method: 'POST',
+    path: '/v2/tasks',
+    public: false,
     validBody: (c) => ({
-      task_id: randomUUID(), session_id: randomUUID(), workload: 'completion', model_ref: c.model, engine: 'llamacpp', ctx: 0,
-      priority: 'batch', prompt: 'fuzz', max_tokens: 2, deadline_ms: 30_000,
+      task_id: randomUUID(),
+      session_id: randomUUID(),
+      workload: 'completion',
+      model_ref: c.model,
+      engine: 'llamacpp',
+      ctx: 0,
+      priority: 'batch',
+      prompt: 'fuzz',
+      max_tokens: 2,
+      deadline_ms: 30_000,
     }),
   },
   { service: 'orchestratord', method: 'GET', path: '/v2/tasks/{id}/events', public: false },
@@ -46,13 +66,26 @@ export const ROUTES: readonly RouteSpec[] = [
   { service: 'orchestratord', method: 'DELETE', path: '/v2/sessions/{id}', public: false },
   // orchestratord: node API
   {
-    service: 'orchestratord', method: 'POST', path: '/v2/nodes/register', public: false,
+    service: 'orchestratord',
+    method: 'POST',
+    path: '/v2/nodes/register',
+    public: false,
     validBody: () => ({
-      node_id: `fuzz-node-${randomUUID().slice(0, 8)}`, machine_id: 'fuzz', address: 'http://127.0.0.1:9', pools: [snapshot('fuzz-pool')],
-      capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 }, version: '0.0.0',
+      node_id: `fuzz-node-${randomUUID().slice(0, 8)}`,
+      machine_id: 'fuzz',
+      address: 'http://127.0.0.1:9',
+      pools: [snapshot('fuzz-pool')],
+      capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
+      version: '0.0.0',
     }),
   },
-  { service: 'orchestratord', method: 'POST', path: '/v2/nodes/{id}/heartbeat', public: false, validBody: () => ({ timestamp: new Date().toISOString(), pools: [snapshot('fuzz-pool')] }) },
+  {
+    service: 'orchestratord',
+    method: 'POST',
+    path: '/v2/nodes/{id}/heartbeat',
+    public: false,
+    validBody: () => ({ timestamp: new Date().toISOString(), pools: [snapshot('fuzz-pool')] }),
+  },
   { service: 'orchestratord', method: 'DELETE', path: '/v2/nodes/{id}', public: false },
   { service: 'orchestratord', method: 'GET', path: '/v2/nodes', public: false },
   // orchestratord: control plane
@@ -73,7 +106,10 @@ export const ROUTES: readonly RouteSpec[] = [
   { service: 'pool-managerd', method: 'POST', path: '/v2/pools/{id}/drain', public: false, validBody: () => ({ deadline_ms: 1000 }), mutatesRealPool: true },
   { service: 'pool-managerd', method: 'POST', path: '/v2/pools/{id}/reload', public: false, validBody: () => ({ new_model_ref: 'synthetic:llama?seed=7' }), mutatesRealPool: true },
   {
-    service: 'pool-managerd', method: 'POST', path: '/v2/pools/{id}/completions', public: false,
+    service: 'pool-managerd',
+    method: 'POST',
+    path: '/v2/pools/{id}/completions',
+    public: false,
     validBody: () => ({ task_id: randomUUID(), prompt: 'fuzz', max_tokens: 2 }),
   },
   { service: 'pool-managerd', method: 'GET', path: '/metrics', public: true },

@@ -191,19 +191,29 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
     trace.cancel = { status: undefined, error: undefined, sentAt, answeredAt: undefined, tokensBefore: tokens };
     const c = trace.cancel;
     cancelDone = request(new URL(`/v2/tasks/${plan.taskId}/cancel`, base), {
-      method: 'POST', dispatcher: ctx.dispatcher, headers: ctx.auth, headersTimeout: 15_000, bodyTimeout: 15_000,
-    }).then(async (r) => {
-      await r.body.text();
-      c.status = r.statusCode;
-      c.answeredAt = Date.now();
-    }, (err: unknown) => {
-      c.error = (err as Error).message;
-      c.answeredAt = Date.now();
-    });
+      method: 'POST',
+      dispatcher: ctx.dispatcher,
+      headers: ctx.auth,
+      headersTimeout: 15_000,
+      bodyTimeout: 15_000,
+    }).then(
+      async (r) => {
+        await r.body.text();
+        c.status = r.statusCode;
+        c.answeredAt = Date.now();
+      },
+      (err: unknown) => {
+        c.error = (err as Error).message;
+        c.answeredAt = Date.now();
+      },
+    );
   };
   try {
     const res = await request(sseUrl, {
-      method: 'GET', dispatcher: ctx.dispatcher, headers: { ...ctx.auth, accept: 'text/event-stream' }, signal: controller.signal,
+      method: 'GET',
+      dispatcher: ctx.dispatcher,
+      headers: { ...ctx.auth, accept: 'text/event-stream' },
+      signal: controller.signal,
     });
     trace.streamStatus = res.statusCode;
     if (res.statusCode !== 200) {

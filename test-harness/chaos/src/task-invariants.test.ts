@@ -4,16 +4,41 @@ import { judgeTask } from './task-invariants.js';
 
 // The oracle of the chaos run must be able to fail: each violation below is one it has to catch.
 const plan = (over: Partial<TaskPlan> = {}): TaskPlan => ({
-  index: 0, taskId: 't', sessionId: 's', priority: 'batch', maxTokens: 8, seed: 1, placement: { mode: 'auto' }, action: 'none', actAfterTokens: 0, ...over,
+  index: 0,
+  taskId: 't',
+  sessionId: 's',
+  priority: 'batch',
+  maxTokens: 8,
+  seed: 1,
+  placement: { mode: 'auto' },
+  action: 'none',
+  actAfterTokens: 0,
+  ...over,
 });
 let seq = 0;
 const f = (event: string, data: Record<string, unknown> = {}): Frame => ({ id: String(seq++), event, data, at: 0 });
 const trace = (frames: Frame[], over: Partial<TaskTrace> = {}): TaskTrace => ({
-  plan: plan(), postedAt: 100, admission: { status: 202, code: undefined, problems: [], error: undefined }, admitted: true, frames,
-  streamStatus: 200, streamCode: undefined, streamError: undefined, closedWithoutTerminal: false, framesAfterTerminal: 0, hung: false,
-  cancel: undefined, disconnectedAt: undefined, resume: undefined, endedAt: 200, ...over,
+  plan: plan(),
+  postedAt: 100,
+  admission: { status: 202, code: undefined, problems: [], error: undefined },
+  admitted: true,
+  frames,
+  streamStatus: 200,
+  streamCode: undefined,
+  streamError: undefined,
+  closedWithoutTerminal: false,
+  framesAfterTerminal: 0,
+  hung: false,
+  cancel: undefined,
+  disconnectedAt: undefined,
+  resume: undefined,
+  endedAt: 200,
+  ...over,
 });
-const ok = () => { seq = 0; return [f('started'), f('token', { i: 0, t: 'a' }), f('token', { i: 1, t: 'b' })]; };
+const ok = () => {
+  seq = 0;
+  return [f('started'), f('token', { i: 0, t: 'a' }), f('token', { i: 1, t: 'b' })];
+};
 const end = (data: Record<string, unknown> = { stop_type: 'limit', tokens_out: 2 }) => f('end', data);
 
 describe('judgeTask', () => {

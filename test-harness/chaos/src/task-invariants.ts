@@ -11,9 +11,7 @@ import type { Frame, TaskTrace } from './task-client.js';
  *   terminal, and orchestratord was restarted between admission and that moment;
  * - `hung`, `no_terminal`: failures.
  */
-export type TaskOutcome =
-  | 'completed' | 'canceled' | 'disconnected' | 'cancel_raced' | 'disconnect_raced'
-  | 'error' | 'lost_to_restart' | 'hung' | 'no_terminal';
+export type TaskOutcome = 'completed' | 'canceled' | 'disconnected' | 'cancel_raced' | 'disconnect_raced' | 'error' | 'lost_to_restart' | 'hung' | 'no_terminal';
 
 export interface TaskVerdict {
   outcome: TaskOutcome;

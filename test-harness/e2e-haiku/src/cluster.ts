@@ -51,12 +51,18 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const workDir = await mkdtemp(join(tmpdir(), 'llorch-e2e-'));
   const started: Daemon[] = [];
   try {
-    const orchestrator = await startDaemon('orchestratord', join(root, 'apps', 'orchestratord', 'dist', 'main.js'), [], {
-      ORCHD_ADDR: '127.0.0.1:0',
-      LLORCH_API_TOKEN: token,
-      ORCHD_NODE_HEARTBEAT_MS: String(opts.heartbeatMs),
-      LOG_LEVEL: 'info',
-    }, 30_000);
+    const orchestrator = await startDaemon(
+      'orchestratord',
+      join(root, 'apps', 'orchestratord', 'dist', 'main.js'),
+      [],
+      {
+        ORCHD_ADDR: '127.0.0.1:0',
+        LLORCH_API_TOKEN: token,
+        ORCHD_NODE_HEARTBEAT_MS: String(opts.heartbeatMs),
+        LOG_LEVEL: 'info',
+      },
+      30_000,
+    );
     started.push(orchestrator);
     const nodes: Cluster['nodes'] = [];
     for (let n = 1; n <= opts.nodes; n++) {
@@ -65,26 +71,49 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       const runtimeDir = join(workDir, id);
       await mkdir(runtimeDir, { recursive: true });
       const configPath = join(workDir, `${id}.yaml`);
-      await writeFile(configPath, stringify({
-        node: { id, addr: '127.0.0.1:0' },
-        orchestrator: { url: orchestrator.url, heartbeat_interval_ms: opts.heartbeatMs },
-        api_token: token,
-        runtime_dir: runtimeDir,
-        cache_dir: opts.cacheDir,
-        pools: [{
-          id: poolId, model: opts.pools?.[n - 1]?.model ?? opts.model, gpu: opts.gpu, ctx: 2048, slots: 1, determinism: true, threads: 1,
-          ...(opts.pools?.[n - 1]?.aliases ? { aliases: opts.pools[n - 1]!.aliases } : {}),
-          ...(opts.pools?.[n - 1]?.extraFlags ? { extra_flags: opts.pools[n - 1]!.extraFlags } : {}),
-          ...(opts.gpu === 'off' ? {} : { gpu_layers: 'all' }),
-        }],
-      }));
-      const daemon = await startDaemon(`pool-managerd:${id}`, join(root, 'apps', 'pool-managerd', 'dist', 'main.js'), ['--config', configPath], {
-        LOG_LEVEL: 'info',
-      }, 60_000);
+      await writeFile(
+        configPath,
+        stringify({
+          node: { id, addr: '127.0.0.1:0' },
+          orchestrator: { url: orchestrator.url, heartbeat_interval_ms: opts.heartbeatMs },
+          api_token: token,
+          runtime_dir: runtimeDir,
+          cache_dir: opts.cacheDir,
+          pools: [
+            {
+              id: poolId,
+              model: opts.pools?.[n - 1]?.model ?? opts.model,
+              gpu: opts.gpu,
+              ctx: 2048,
+              slots: 1,
+              determinism: true,
+              threads: 1,
+              ...(opts.pools?.[n - 1]?.aliases ? { aliases: opts.pools[n - 1]!.aliases } : {}),
+              ...(opts.pools?.[n - 1]?.extraFlags ? { extra_flags: opts.pools[n - 1]!.extraFlags } : {}),
+              ...(opts.gpu === 'off' ? {} : { gpu_layers: 'all' }),
+            },
+          ],
+        }),
+      );
+      const daemon = await startDaemon(
+        `pool-managerd:${id}`,
+        join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
+        ['--config', configPath],
+        {
+          LOG_LEVEL: 'info',
+        },
+        60_000,
+      );
       started.push(daemon);
       nodes.push({ id, poolId, daemon, runtimeDir });
     }
-    await waitAllReady(orchestrator.url, token, nodes.map((n) => n.poolId), opts.readyTimeoutMs, started);
+    await waitAllReady(
+      orchestrator.url,
+      token,
+      nodes.map((n) => n.poolId),
+      opts.readyTimeoutMs,
+      started,
+    );
     return {
       token,
       orchestrator,
@@ -148,7 +177,10 @@ export async function engineIdle(engineUrl: string): Promise<boolean> {
 export async function placedPool(cluster: Cluster, correlationId: string, timeoutMs = 3000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const line = cluster.allLogs().filter((l) => l.source === 'orchestratord' && l.line.msg === 'task placed' && l.line.correlation_id === correlationId).at(-1);
+    const line = cluster
+      .allLogs()
+      .filter((l) => l.source === 'orchestratord' && l.line.msg === 'task placed' && l.line.correlation_id === correlationId)
+      .at(-1);
     if (line && typeof line.line.pool_id === 'string') return line.line.pool_id;
     if (Date.now() > deadline) throw new Error(`no 'task placed' line for correlation id ${correlationId}`);
     await sleep(25);

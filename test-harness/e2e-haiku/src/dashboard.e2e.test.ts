@@ -30,7 +30,13 @@ beforeAll(async () => {
   // is quick once the engine is cached
   browser = await launchChromium();
   cluster = await startCluster({
-    model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000, pools: [{ aliases: [ALIAS] }],
+    model: MODEL,
+    nodes: 1,
+    gpu: 'off',
+    cacheDir,
+    heartbeatMs: 500,
+    readyTimeoutMs: 30 * 60_000,
+    pools: [{ aliases: [ALIAS] }],
   });
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.setDefaultTimeout(UI_TIMEOUT_MS);
@@ -101,7 +107,7 @@ describe('dashboard page in chromium against a real cluster', () => {
     await saveScreenshot(page, '02-cluster');
   });
 
-  it('passes axe-core\'s WCAG 2 A/AA checks in light and dark, and every control is reachable by keyboard', async () => {
+  it("passes axe-core's WCAG 2 A/AA checks in light and dark, and every control is reachable by keyboard", async () => {
     screenshotOnFailure('accessibility');
     // axe-core (npm) runs inside the page: labels, roles, names, contrast, table headers …
     const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');

@@ -19,7 +19,13 @@ let cluster: Cluster;
 
 beforeAll(async () => {
   cluster = await startCluster({
-    model: MODEL, nodes: 2, gpu: 'off', cacheDir, heartbeatMs: HEARTBEAT_MS, readyTimeoutMs: 30 * 60_000, pools: [SMALL_BATCHES, SMALL_BATCHES],
+    model: MODEL,
+    nodes: 2,
+    gpu: 'off',
+    cacheDir,
+    heartbeatMs: HEARTBEAT_MS,
+    readyTimeoutMs: 30 * 60_000,
+    pools: [SMALL_BATCHES, SMALL_BATCHES],
   });
 }, 31 * 60_000);
 
@@ -41,10 +47,14 @@ async function engineOf(nodeIndex: number): Promise<{ pid: number; url: string }
 /** Waits for a handoff file of a live engine other than `previousPid` (a restart after a kill). */
 async function newEngine(nodeIndex: number, previousPid: number): Promise<{ pid: number; url: string }> {
   let found: { pid: number; url: string } | undefined;
-  await waitFor(async () => {
-    found = await engineOf(nodeIndex).catch(() => undefined);
-    return found !== undefined && found.pid !== previousPid;
-  }, 120_000, `a restarted engine on node ${nodeIndex + 1}`);
+  await waitFor(
+    async () => {
+      found = await engineOf(nodeIndex).catch(() => undefined);
+      return found !== undefined && found.pid !== previousPid;
+    },
+    120_000,
+    `a restarted engine on node ${nodeIndex + 1}`,
+  );
   return found!;
 }
 
@@ -77,7 +87,12 @@ describe('orchestratord with real pool-managerds: engine and node failures', () 
     const { pid } = await engineOf(0);
     let killed = false;
     const run = await runHaiku({
-      orchUrl: cluster.orchestrator.url, token: cluster.token, model: MODEL, seed: 3, maxTokens: 1200, pinPoolId: 'p1',
+      orchUrl: cluster.orchestrator.url,
+      token: cluster.token,
+      model: MODEL,
+      seed: 3,
+      maxTokens: 1200,
+      pinPoolId: 'p1',
       onFrame: (f: RecordedFrame) => {
         if (f.event === 'token' && !killed) {
           killed = true;
@@ -108,7 +123,9 @@ describe('orchestratord with real pool-managerds: engine and node failures', () 
       const deadline = Date.now() + 60_000;
       let busy = false;
       let settled = false;
-      void done.finally(() => { settled = true; });
+      void done.finally(() => {
+        settled = true;
+      });
       while (!busy && !settled && Date.now() < deadline) {
         const slots = (await (await request(new URL('/slots', url))).body.json()) as Array<{ is_processing: boolean }>;
         busy = slots.some((s) => s.is_processing);
@@ -120,11 +137,19 @@ describe('orchestratord with real pool-managerds: engine and node failures', () 
       await newEngine(0, pid);
       const terminals = frames.filter((f) => f.event === 'end' || f.event === 'error');
       const tokenBeforeKill = frames.some((f) => f.event === 'token') && terminals[0]?.event === 'error';
-      outcomes.push(`attempt ${attempt}: ${frames.map((f) => f.event).filter((e) => e !== 'metrics').join(',')}`);
+      outcomes.push(
+        `attempt ${attempt}: ${frames
+          .map((f) => f.event)
+          .filter((e) => e !== 'metrics')
+          .join(',')}`,
+      );
       if (tokenBeforeKill && attempt < 3) continue; // the first token won the race: not this test's case
       process.stdout.write(`[failover] kill before the first token: ${outcomes.join(' | ')}\n`);
       expect(terminals, outcomes.join(' | ')).toHaveLength(1);
-      expect(frames.filter((f) => f.event === 'error'), outcomes.join(' | ')).toEqual([]);
+      expect(
+        frames.filter((f) => f.event === 'error'),
+        outcomes.join(' | '),
+      ).toEqual([]);
       expect(frames.at(-1)).toMatchObject({ event: 'end', data: { pool_id: 'p2' } });
       break;
     }
@@ -164,8 +189,19 @@ async function runHaikuWithPrompt(prompt: string): Promise<RecordedFrame[]> {
     method: 'POST',
     headers: { ...auth(), 'content-type': 'application/json' },
     body: JSON.stringify({
-      task_id: taskId, session_id: randomUUID(), workload: 'completion', model_ref: MODEL, engine: 'llamacpp', ctx: 0,
-      priority: 'interactive', seed: 11, determinism: 'strict', prompt, max_tokens: 8, deadline_ms: 120_000, placement: preferFirst,
+      task_id: taskId,
+      session_id: randomUUID(),
+      workload: 'completion',
+      model_ref: MODEL,
+      engine: 'llamacpp',
+      ctx: 0,
+      priority: 'interactive',
+      seed: 11,
+      determinism: 'strict',
+      prompt,
+      max_tokens: 8,
+      deadline_ms: 120_000,
+      placement: preferFirst,
     }),
   });
   const admission = (await res.body.json()) as { streams?: { sse: string } };

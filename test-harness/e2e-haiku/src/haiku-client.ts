@@ -68,9 +68,7 @@ export async function runHaiku(opts: HaikuOptions): Promise<HaikuRun> {
     priority: 'interactive',
     seed: opts.seed,
     determinism: opts.determinism ?? 'strict',
-    ...(opts.chat
-      ? { workload: 'chat', messages: [{ role: 'user', content: haikuRequest(minute) }] }
-      : { workload: 'completion', prompt: haikuPrompt(minute) }),
+    ...(opts.chat ? { workload: 'chat', messages: [{ role: 'user', content: haikuRequest(minute) }] } : { workload: 'completion', prompt: haikuPrompt(minute) }),
     ...(opts.temperature === undefined ? {} : { sampling: { temperature: opts.temperature } }),
     max_tokens: opts.maxTokens,
     deadline_ms: 120_000,
@@ -84,10 +82,24 @@ export async function runHaiku(opts: HaikuOptions): Promise<HaikuRun> {
   });
   const admission = (await res.body.json()) as Record<string, unknown>;
   if (res.statusCode !== 202) {
-    return { correlationId, request: body, admissionStatus: res.statusCode, admission, minute, frames: [], closedWithoutTerminal: false, text: '', startedAt, finishedAt: Date.now() };
+    return {
+      correlationId,
+      request: body,
+      admissionStatus: res.statusCode,
+      admission,
+      minute,
+      frames: [],
+      closedWithoutTerminal: false,
+      text: '',
+      startedAt,
+      finishedAt: Date.now(),
+    };
   }
   const sse = (admission.streams as { sse: string }).sse;
   const { frames, closedWithoutTerminal } = await recordStream(sse, headers, { onFrame: (f) => opts.onFrame?.(f, { taskId }) });
-  const text = frames.filter((f) => f.event === 'token').map((f) => String(f.data.t)).join('');
+  const text = frames
+    .filter((f) => f.event === 'token')
+    .map((f) => String(f.data.t))
+    .join('');
   return { correlationId, request: body, admissionStatus: res.statusCode, admission, minute, frames, closedWithoutTerminal, text, startedAt, finishedAt: Date.now() };
 }

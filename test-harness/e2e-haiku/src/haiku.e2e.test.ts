@@ -3,8 +3,21 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  countWord, directBody, directChat, directCompletion, engineUrlOf, metricSum, proofRoot, repoRoot, runHaiku, scrape, startCluster, writeProofBundle,
-  type Check, type Cluster, type HaikuRun,
+  countWord,
+  directBody,
+  directChat,
+  directCompletion,
+  engineUrlOf,
+  metricSum,
+  proofRoot,
+  repoRoot,
+  runHaiku,
+  scrape,
+  startCluster,
+  writeProofBundle,
+  type Check,
+  type Cluster,
+  type HaikuRun,
 } from './index.js';
 
 // Synthetic mode by default: the real llama-server built from the bundled llama.cpp and the
@@ -59,15 +72,30 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const orderOk = order[0] === 'started' && order.at(-1) === 'end' && order.slice(1, -1).every((n) => n === 'token');
     check(checks, 'event order started → token* → end', orderOk, order.join(','));
     const tokens = run.frames.filter((f) => f.event === 'token');
-    check(checks, 'token indices contiguous from 0', tokens.every((f, i) => f.data.i === i), tokens.map((f) => f.data.i).join(','));
-    check(checks, 'frame ids strictly increasing', run.frames.every((f, i) => i === 0 || Number(f.id) > Number(run.frames[i - 1]!.id)), run.frames.map((f) => f.id).join(','));
+    check(
+      checks,
+      'token indices contiguous from 0',
+      tokens.every((f, i) => f.data.i === i),
+      tokens.map((f) => f.data.i).join(','),
+    );
+    check(
+      checks,
+      'frame ids strictly increasing',
+      run.frames.every((f, i) => i === 0 || Number(f.id) > Number(run.frames[i - 1]!.id)),
+      run.frames.map((f) => f.id).join(','),
+    );
 
     const end = run.frames.find((f) => f.event === 'end')?.data ?? {};
     const poolId = String(end.pool_id);
     const engineUrl = await engineUrlOf(cluster, poolId);
     const direct = await directCompletion(engineUrl, directBody(String(run.request.prompt), MAX_TOKENS, 4242, 'best_effort'));
-    check(checks, 'end.tokens_out equals the engine\'s tokens_predicted', end.tokens_out === direct.tokensPredicted, `${String(end.tokens_out)} vs ${direct.tokensPredicted}`);
-    check(checks, 'text equals a direct engine request byte for byte', run.text === direct.text && new Set(run.text).size > 3, `${JSON.stringify(run.text)} vs ${JSON.stringify(direct.text)}`);
+    check(checks, "end.tokens_out equals the engine's tokens_predicted", end.tokens_out === direct.tokensPredicted, `${String(end.tokens_out)} vs ${direct.tokensPredicted}`);
+    check(
+      checks,
+      'text equals a direct engine request byte for byte',
+      run.text === direct.text && new Set(run.text).size > 3,
+      `${JSON.stringify(run.text)} vs ${JSON.stringify(direct.text)}`,
+    );
     const delta = metricSum(metricsAfter, 'llorch_tokens_out_total') - metricSum(metricsBefore, 'llorch_tokens_out_total');
     check(checks, 'llorch_tokens_out_total grew by exactly tokens_out', delta === end.tokens_out, `delta ${delta}`);
     check(checks, 'scraping twice without a task changes nothing', metricSum(metricsAgain, 'llorch_tokens_out_total') === metricSum(metricsAfter, 'llorch_tokens_out_total'), '');
@@ -77,11 +105,29 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     for (let i = 0; i < 50 && !ofTask().some((l) => l.line.msg === 'task ended'); i++) await sleep(50);
     const logs = ofTask();
     const narration = logs.map((l) => String(l.line.human ?? '')).filter(Boolean);
-    check(checks, 'logs narrate admission', narration.some((h) => /admit|accepted/i.test(h)), narration.join(' | '));
-    check(checks, 'logs narrate placement', narration.some((h) => /plac|dispatch/i.test(h)), '');
-    check(checks, 'logs narrate stream end', narration.some((h) => /end|finish|complet/i.test(h)), '');
+    check(
+      checks,
+      'logs narrate admission',
+      narration.some((h) => /admit|accepted/i.test(h)),
+      narration.join(' | '),
+    );
+    check(
+      checks,
+      'logs narrate placement',
+      narration.some((h) => /plac|dispatch/i.test(h)),
+      '',
+    );
+    check(
+      checks,
+      'logs narrate stream end',
+      narration.some((h) => /end|finish|complet/i.test(h)),
+      '',
+    );
     // short pieces can occur in any log message by chance; the whole answer cannot
-    const everyLog = cluster.allLogs().map((l) => JSON.stringify(l.line)).join('\n');
+    const everyLog = cluster
+      .allLogs()
+      .map((l) => JSON.stringify(l.line))
+      .join('\n');
     check(checks, 'generated text never logged', run.text.length < 12 || !everyLog.includes(JSON.stringify(run.text).slice(1, -1)), '');
 
     const dir = await writeProofBundle(proofRoot(), run, { metricsBefore, metricsAfter, logs, checks });
@@ -91,9 +137,16 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
 
   // Chat variant: the same request as a user message, rendered by the engine with the model's own
   // chat template (the synthetic model's GGUF carries one), relayed through both daemons.
-  it('chat variant: the haiku request as a user message streams end to end, byte-identical to the engine\'s own chat endpoint', async () => {
+  it("chat variant: the haiku request as a user message streams end to end, byte-identical to the engine's own chat endpoint", async () => {
     const run = await runHaiku({
-      orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 4242, maxTokens: MAX_TOKENS, determinism: 'best_effort', chat: true, temperature: 0.8,
+      orchUrl: cluster.orchestrator.url,
+      token: cluster.token,
+      model: model!,
+      seed: 4242,
+      maxTokens: MAX_TOKENS,
+      determinism: 'best_effort',
+      chat: true,
+      temperature: 0.8,
     });
     expect(run.admissionStatus, JSON.stringify(run.admission)).toBe(202);
     const order = run.frames.map((f) => f.event).filter((n) => n !== 'metrics');
@@ -104,7 +157,10 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     expect(tokens.map((f) => f.data.i)).toEqual(tokens.map((_, i) => i));
     const end = run.frames.at(-1)!.data;
     const direct = await directChat(await engineUrlOf(cluster, String(end.pool_id)), {
-      messages: run.request.messages, max_tokens: MAX_TOKENS, seed: 4242, temperature: 0.8,
+      messages: run.request.messages,
+      max_tokens: MAX_TOKENS,
+      seed: 4242,
+      temperature: 0.8,
     });
     expect(run.text).toBe(direct.text);
     expect(new Set(run.text).size, 'varied text from the engine').toBeGreaterThan(3);
@@ -115,7 +171,7 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
 
   // Issue 16: one id follows a task across both daemons, so an operator can grep one request's
   // whole path (admission, placement, the dispatch hop, the engine request, the end).
-  it('one X-Correlation-Id ties together both daemons\' log lines of a task', async () => {
+  it("one X-Correlation-Id ties together both daemons' log lines of a task", async () => {
     const run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 99, maxTokens: 8, determinism: 'best_effort' });
     expect(run.frames.at(-1)?.event, JSON.stringify(run.frames.at(-1))).toBe('end');
     // both daemons may buffer a line briefly; give the pipes time, then poll for the last lines
@@ -125,16 +181,27 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
       'pool-managerd': ['dispatch started', 'engine request sent', 'dispatch ended'],
     };
     const correlated = () => cluster.allLogs().filter((l) => l.line.correlation_id === run.correlationId);
-    const missing = (): string[] => Object.entries(want).flatMap(([daemon, msgs]) =>
-      msgs.filter((m) => !correlated().some((l) => l.source.startsWith(daemon) && l.line.msg === m)).map((m) => `${daemon}: ${m}`));
+    const missing = (): string[] =>
+      Object.entries(want).flatMap(([daemon, msgs]) =>
+        msgs.filter((m) => !correlated().some((l) => l.source.startsWith(daemon) && l.line.msg === m)).map((m) => `${daemon}: ${m}`),
+      );
     for (let i = 0; i < 40 && missing().length > 0; i++) await sleep(50);
-    expect(missing(), correlated().map((l) => `${l.source} ${String(l.line.msg)}`).join('\n')).toEqual([]);
+    expect(
+      missing(),
+      correlated()
+        .map((l) => `${l.source} ${String(l.line.msg)}`)
+        .join('\n'),
+    ).toEqual([]);
     const poolLines = correlated().filter((l) => l.source.startsWith('pool-managerd'));
     // the dispatch ran on exactly one node, and every line there names this task
     expect(new Set(poolLines.map((l) => l.source)).size).toBe(1);
     const taskId = String(run.request.task_id);
     expect(poolLines.filter((l) => String(l.line.msg).startsWith('dispatch') || l.line.msg === 'engine request sent').every((l) => l.line.task_id === taskId)).toBe(true);
-    expect(correlated().filter((l) => l.source === 'orchestratord' && String(l.line.msg).startsWith('task')).every((l) => l.line.task_id === taskId)).toBe(true);
+    expect(
+      correlated()
+        .filter((l) => l.source === 'orchestratord' && String(l.line.msg).startsWith('task'))
+        .every((l) => l.line.task_id === taskId),
+    ).toBe(true);
   }, 60_000);
 
   // Seeded sampling (not greedy): the seed decides every token, so the same seed must give the
@@ -143,7 +210,16 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const texts = new Map<number, string[]>();
     for (let seed = 1; seed <= 8; seed++) {
       for (const node of cluster.nodes) {
-        const run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed, maxTokens: 16, pinPoolId: node.poolId, determinism: 'best_effort', now: () => new Date(2026, 0, 1, 12, 30) });
+        const run = await runHaiku({
+          orchUrl: cluster.orchestrator.url,
+          token: cluster.token,
+          model: model!,
+          seed,
+          maxTokens: 16,
+          pinPoolId: node.poolId,
+          determinism: 'best_effort',
+          now: () => new Date(2026, 0, 1, 12, 30),
+        });
         const end = run.frames.at(-1);
         expect(end?.event, JSON.stringify(end)).toBe('end');
         expect(end?.data.pool_id).toBe(node.poolId);
@@ -159,7 +235,12 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const poolId = cluster.nodes[0]!.poolId;
     let canceled = false;
     const run = await runHaiku({
-      orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 7, maxTokens: 1500, pinPoolId: poolId,
+      orchUrl: cluster.orchestrator.url,
+      token: cluster.token,
+      model: model!,
+      seed: 7,
+      maxTokens: 1500,
+      pinPoolId: poolId,
       onFrame: (f, { taskId }) => {
         if (f.event === 'token' && f.data.i === 3 && !canceled) {
           canceled = true;
@@ -170,12 +251,18 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     // The recorder reads until orchestratord closes the stream, so anything sent after the
     // terminal frame (a late token, a second end) is in run.frames.
     const terminals = run.frames.filter((f) => f.event === 'end' || f.event === 'error');
-    expect(terminals.map((f) => f.event), 'exactly one terminal frame').toEqual(['end']);
+    expect(
+      terminals.map((f) => f.event),
+      'exactly one terminal frame',
+    ).toEqual(['end']);
     const terminal = terminals[0]!;
     expect(terminal.data.canceled).toBe(true);
     expect(Number(terminal.data.tokens_out)).toBeLessThan(1500);
     const afterEnd = run.frames.slice(run.frames.indexOf(terminal) + 1);
-    expect(afterEnd.map((f) => f.event), 'no frame (token or other) after the end').toEqual([]);
+    expect(
+      afterEnd.map((f) => f.event),
+      'no frame (token or other) after the end',
+    ).toEqual([]);
     expect(run.closedWithoutTerminal).toBe(false);
 
     const engineUrl = await engineUrlOf(cluster, poolId);

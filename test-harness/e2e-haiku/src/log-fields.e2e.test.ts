@@ -29,15 +29,22 @@ afterAll(async () => {
 
 describe('log field names', () => {
   it('the check itself flags camelCase, kebab-case and nested offenders', () => {
-    expect(offendingKeys({ pool_id: 'p', poolId: 'p', nested: { 'content-type': 'x', ok_key: [{ reqId: 1 }] } }))
-      .toEqual(['poolId', 'nested.content-type', 'nested.ok_key[0].reqId']);
+    expect(offendingKeys({ pool_id: 'p', poolId: 'p', nested: { 'content-type': 'x', ok_key: [{ reqId: 1 }] } })).toEqual([
+      'poolId',
+      'nested.content-type',
+      'nested.ok_key[0].reqId',
+    ]);
   });
 
   it('are snake_case on every line of both daemons (start-up, tasks, errors, shutdown)', async () => {
     const url = cluster.orchestrator.url;
     const auth = { authorization: `Bearer ${cluster.token}`, 'content-type': 'application/json' };
     await runHaiku({ orchUrl: url, token: cluster.token, model: 'synthetic:llama', seed: 7, maxTokens: 8, determinism: 'best_effort' });
-    const chat = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: auth, body: JSON.stringify({ model: 'synthetic:llama', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }) });
+    const chat = await request(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ model: 'synthetic:llama', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
+    });
     expect(chat.statusCode).toBe(200);
     await chat.body.dump();
     const bad = await request(`${url}/v2/tasks`, { method: 'POST', headers: auth, body: '{"model_ref": 5}' });
@@ -50,7 +57,12 @@ describe('log field names', () => {
 
     const logs = cluster.allLogs();
     // both daemons' lines, to the end of their shutdown
-    expect(logs.filter((l) => l.line.msg === 'stopped').map((l) => l.source.split(':')[0]).sort()).toEqual(['orchestratord', 'pool-managerd']);
+    expect(
+      logs
+        .filter((l) => l.line.msg === 'stopped')
+        .map((l) => l.source.split(':')[0])
+        .sort(),
+    ).toEqual(['orchestratord', 'pool-managerd']);
     const offenders = logs.flatMap((l) => offendingKeys(l.line).map((k) => `${l.source}: ${k} in "${String(l.line.msg)}"`));
     expect([...new Set(offenders)]).toEqual([]);
   });

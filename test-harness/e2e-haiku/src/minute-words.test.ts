@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { countWord, minuteWord } from './minute-words.js';
 
 describe('minuteWord', () => {
-  it.each([[0, 'zero'], [7, 'seven'], [13, 'thirteen'], [20, 'twenty'], [42, 'forty-two'], [59, 'fifty-nine']] as const)('%i → %s', (m, w) => {
+  it.each([
+    [0, 'zero'],
+    [7, 'seven'],
+    [13, 'thirteen'],
+    [20, 'twenty'],
+    [42, 'forty-two'],
+    [59, 'fifty-nine'],
+  ] as const)('%i → %s', (m, w) => {
     expect(minuteWord(m)).toBe(w);
   });
   it('rejects out-of-range minutes', () => {

@@ -39,14 +39,20 @@ describe('non-streamed /v1 answers against the real engine', () => {
   it.each([
     ['chat', '/v1/chat/completions', { messages: [{ role: 'user', content: 'A poem about cooling fans.' }], max_tokens: 24 }],
     ['completion', '/v1/completions', { prompt: 'The night shift at the data centre', max_tokens: 24 }],
-  ] as const)('%s: the body equals the engine\'s own non-streamed answer at a fixed seed and temperature 0, apart from id, created and model', async (kind, path, input) => {
+  ] as const)("%s: the body equals the engine's own non-streamed answer at a fixed seed and temperature 0, apart from id, created and model", async (kind, path, input) => {
     await waitClusterIdle(cluster);
     const correlationId = randomUUID();
     const engineUrl = await engineUrlOf(cluster, cluster.nodes[0]!.poolId);
-    const engineBody = kind === 'chat' ? { ...input, seed: 5, temperature: 0, ...ENGINE_EXTRA } : { prompt: input.prompt, n_predict: input.max_tokens, seed: 5, temperature: 0, ...ENGINE_EXTRA };
+    const engineBody =
+      kind === 'chat' ? { ...input, seed: 5, temperature: 0, ...ENGINE_EXTRA } : { prompt: input.prompt, n_predict: input.max_tokens, seed: 5, temperature: 0, ...ENGINE_EXTRA };
     // The same request once first, so the slot's cache holds the prompt for both compared answers.
     await post(engineUrl, path, engineBody);
-    const door = await post(cluster.orchestrator.url, path, { model: MODEL, ...input, seed: 5, temperature: 0 }, { authorization: `Bearer ${cluster.token}`, 'x-correlation-id': correlationId });
+    const door = await post(
+      cluster.orchestrator.url,
+      path,
+      { model: MODEL, ...input, seed: 5, temperature: 0 },
+      { authorization: `Bearer ${cluster.token}`, 'x-correlation-id': correlationId },
+    );
     expect(door.status, JSON.stringify(door.json)).toBe(200);
     const engine = await post(engineUrl, path, engineBody);
     expect(engine.status).toBe(200);
@@ -56,14 +62,22 @@ describe('non-streamed /v1 answers against the real engine', () => {
     expect((door.json.usage as { completion_tokens: number }).completion_tokens).toBe(24);
     // Correlated: the same id on orchestratord's placement line and pool-managerd's dispatch lines.
     await placedPool(cluster, correlationId);
-    const pmLines = cluster.allLogs().filter((l) => l.source !== 'orchestratord' && l.line.correlation_id === correlationId).map((l) => l.line.msg);
+    const pmLines = cluster
+      .allLogs()
+      .filter((l) => l.source !== 'orchestratord' && l.line.correlation_id === correlationId)
+      .map((l) => l.line.msg);
     expect(pmLines).toEqual(expect.arrayContaining(['dispatch started', 'engine request sent', 'dispatch ended']));
   });
 
   it('the task under /v2 shows started then end (tokens from the usage), no token frames; the token counter moves', async () => {
     await waitClusterIdle(cluster);
     const before = metricSum(await scrape(cluster.orchestrator.url), 'llorch_tokens_out_total');
-    const door = await post(cluster.orchestrator.url, '/v1/completions', { model: MODEL, prompt: 'Racks hum', max_tokens: 16, seed: 3, temperature: 0 }, { authorization: `Bearer ${cluster.token}` });
+    const door = await post(
+      cluster.orchestrator.url,
+      '/v1/completions',
+      { model: MODEL, prompt: 'Racks hum', max_tokens: 16, seed: 3, temperature: 0 },
+      { authorization: `Bearer ${cluster.token}` },
+    );
     expect(door.status).toBe(200);
     const taskId = String(door.json.id).slice('cmpl-'.length);
     const res = await request(new URL(`/v2/tasks/${taskId}/events`, cluster.orchestrator.url), { headers: { authorization: `Bearer ${cluster.token}` } });
@@ -83,7 +97,8 @@ describe('non-streamed /v1 answers against the real engine', () => {
     const correlationId = randomUUID();
     const maxTokens = 2000; // the pools run a 2048-token context
     const pending = request(new URL('/v1/completions', cluster.orchestrator.url), {
-      method: 'POST', signal: ac.signal,
+      method: 'POST',
+      signal: ac.signal,
       headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.token}`, 'x-correlation-id': correlationId },
       // logit_bias bans the end-of-text token (id 2): only a cancel stops it before max_tokens.
       body: JSON.stringify({ model: MODEL, prompt: 'Keep going', max_tokens: maxTokens, temperature: 0, logit_bias: { 2: -100 } }),
@@ -96,7 +111,10 @@ describe('non-streamed /v1 answers against the real engine', () => {
     expect(await engineIdle(engineUrl)).toBe(true);
     const slots = (await (await request(new URL('/slots', engineUrl))).body.json()) as Array<{ next_token?: Array<{ n_decoded: number }> }>;
     expect(slots[0]?.next_token?.[0]?.n_decoded ?? maxTokens).toBeLessThan(maxTokens);
-    const orchLines = cluster.allLogs().filter((l) => l.source === 'orchestratord' && l.line.correlation_id === correlationId).map((l) => l.line.msg);
+    const orchLines = cluster
+      .allLogs()
+      .filter((l) => l.source === 'orchestratord' && l.line.correlation_id === correlationId)
+      .map((l) => l.line.msg);
     expect(orchLines).toContain('task canceled');
     await waitClusterIdle(cluster);
   });

@@ -52,7 +52,10 @@ function notes(turn: number): string {
 
 describe('/v1 chat against the engine itself', () => {
   it('a fixed seed and temperature 0 give the same content as the same request sent straight to the engine', async () => {
-    const messages: Messages = [{ role: 'system', content: 'You write short poems.' }, { role: 'user', content: 'A poem about cooling fans.' }];
+    const messages: Messages = [
+      { role: 'system', content: 'You write short poems.' },
+      { role: 'user', content: 'A poem about cooling fans.' },
+    ];
     const viaDoor = await streamChat({ model: MODEL, messages, max_tokens: 24, seed: 11, temperature: 0 });
     const direct = await directChat(await engineUrlOf(cluster, viaDoor.pool), { messages, max_tokens: 24, seed: 11, temperature: 0 });
     expect(viaDoor.text.length).toBeGreaterThan(0);
@@ -64,7 +67,7 @@ describe('/v1 chat against the engine itself', () => {
 
   // Greedy decoding of a random model repeats one piece; seeded sampling shows varied text is
   // relayed unchanged too (the seed decides every token).
-  it('a fixed seed with sampling (temperature 0.8, top_p 0.9) gives the engine\'s own varied text', async () => {
+  it("a fixed seed with sampling (temperature 0.8, top_p 0.9) gives the engine's own varied text", async () => {
     const messages: Messages = [{ role: 'user', content: 'Describe a rack of servers at dawn.' }];
     const viaDoor = await streamChat({ model: MODEL, messages, max_tokens: 24, seed: 12, temperature: 0.8, top_p: 0.9 });
     const direct = await directChat(await engineUrlOf(cluster, viaDoor.pool), { messages, max_tokens: 24, seed: 12, temperature: 0.8, top_p: 0.9 });
@@ -115,7 +118,11 @@ describe('sampling controls end to end', () => {
     };
     for (const seed of [1, 2, 3]) {
       const r = await client.chat.completions.create({
-        model: MODEL, messages: [{ role: 'user', content: 'Pick a color and a count.' }], max_tokens: 200, seed, temperature: 0.8,
+        model: MODEL,
+        messages: [{ role: 'user', content: 'Pick a color and a count.' }],
+        max_tokens: 200,
+        seed,
+        temperature: 0.8,
         response_format: { type: 'json_schema', json_schema: { name: 'pick', schema } },
       });
       const content = r.choices[0]?.message.content ?? '';
@@ -141,7 +148,11 @@ describe('session affinity over two pools', () => {
     const blocker = await client.chat.completions.create(
       // logit_bias bans the end-of-text token (id 2 in the llama vocab): the blocker cannot end early
       {
-        model: MODEL, messages: [{ role: 'user', content: 'Keep talking.' }], max_tokens: 1500, stream: true, user: `other-${randomUUID()}`,
+        model: MODEL,
+        messages: [{ role: 'user', content: 'Keep talking.' }],
+        max_tokens: 1500,
+        stream: true,
+        user: `other-${randomUUID()}`,
         logit_bias: { 2: -100 },
       },
       { headers: { 'x-correlation-id': blockerId } },
@@ -151,7 +162,10 @@ describe('session affinity over two pools', () => {
     const blockedPool = await placedPool(cluster, blockerId);
 
     const key = keyed(`conversation-${randomUUID()}`);
-    const messages: Messages = [{ role: 'system', content: 'You summarise notes.' }, { role: 'user', content: notes(1) }];
+    const messages: Messages = [
+      { role: 'system', content: 'You summarise notes.' },
+      { role: 'user', content: notes(1) },
+    ];
     const turns = [await streamChat({ model: MODEL, messages, max_tokens: 8, seed: 1, ...key.body }, key.headers)];
     expect(turns[0]!.pool).not.toBe(blockedPool);
     blocker.controller.abort();
@@ -163,7 +177,10 @@ describe('session affinity over two pools', () => {
       turns.push(await streamChat({ model: MODEL, messages, max_tokens: 8, seed: turn, ...key.body }, key.headers));
     }
     const summary = turns.map((t) => `${t.pool}: prompt ${t.usage.prompt_tokens}, cached ${t.usage.prompt_tokens_details?.cached_tokens}`).join('; ');
-    expect(turns.map((t) => t.pool), summary).toEqual([turns[0]!.pool, turns[0]!.pool, turns[0]!.pool]);
+    expect(
+      turns.map((t) => t.pool),
+      summary,
+    ).toEqual([turns[0]!.pool, turns[0]!.pool, turns[0]!.pool]);
     const cached = turns.map((t) => t.usage.prompt_tokens_details?.cached_tokens ?? 0);
     expect(cached[1], summary).toBeGreaterThan(0);
     expect(cached[2], summary).toBeGreaterThan(cached[1]!);

@@ -19,7 +19,12 @@ let client: OpenAI;
 
 beforeAll(async () => {
   cluster = await startCluster({
-    model: MODEL, nodes: 2, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000,
+    model: MODEL,
+    nodes: 2,
+    gpu: 'off',
+    cacheDir,
+    heartbeatMs: 500,
+    readyTimeoutMs: 30 * 60_000,
     pools: [{ aliases: [ALIAS] }, { model: OTHER_MODEL }],
   });
   client = new OpenAI({ baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token, maxRetries: 0, timeout: 60_000 });
@@ -47,7 +52,7 @@ async function catalogIdOf(poolId: string, ref: string): Promise<string> {
 
 describe('/v1 with the openai client: models', () => {
   // The issue: one entry per model a pool serves, id = its alias, else its catalog id.
-  it('lists each pool\'s model once, by alias or else catalog id, and retrieves it by any name', async () => {
+  it("lists each pool's model once, by alias or else catalog id, and retrieves it by any name", async () => {
     const p2Catalog = await catalogIdOf('p2', OTHER_MODEL);
     const list = await client.models.list();
     const ids = list.data.map((m) => m.id);
@@ -60,7 +65,11 @@ describe('/v1 with the openai client: models', () => {
 
   it('serves a request naming the alias, the ref or the catalog id on the pool that has that model', async () => {
     const names = [
-      [ALIAS, 'p1'], [MODEL, 'p1'], [await catalogIdOf('p1', MODEL), 'p1'], [OTHER_MODEL, 'p2'], [await catalogIdOf('p2', OTHER_MODEL), 'p2'],
+      [ALIAS, 'p1'],
+      [MODEL, 'p1'],
+      [await catalogIdOf('p1', MODEL), 'p1'],
+      [OTHER_MODEL, 'p2'],
+      [await catalogIdOf('p2', OTHER_MODEL), 'p2'],
     ] as const;
     for (const [model, pool] of names) {
       const correlationId = randomUUID();
@@ -154,7 +163,7 @@ describe('/v1 with the openai client: chat and completions', () => {
   });
 });
 
-describe('/v1 with the openai client: errors in OpenAI\'s shape', () => {
+describe("/v1 with the openai client: errors in OpenAI's shape", () => {
   it('404 model_not_found for a model no pool serves', async () => {
     const err = await client.chat.completions.create({ model: 'no-such-model', messages: hello }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);

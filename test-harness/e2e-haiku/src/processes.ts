@@ -35,7 +35,9 @@ export async function startDaemon(name: string, script: string, args: string[], 
   const logs: LogRecord[] = [];
   const rawTail: string[] = [];
   let onUrl: (url: string) => void = () => undefined;
-  const urlSeen = new Promise<string>((resolve) => { onUrl = resolve; });
+  const urlSeen = new Promise<string>((resolve) => {
+    onUrl = resolve;
+  });
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream! }).on('line', (text) => {
       rawTail.push(text);
@@ -53,8 +55,12 @@ export async function startDaemon(name: string, script: string, args: string[], 
   let timer: NodeJS.Timeout | undefined;
   const url = await Promise.race([
     urlSeen,
-    child.then((r) => { throw new Error(`${name} exited (${r.exitCode ?? r.signal}) before listening:\n${rawTail.join('\n')}`); }),
-    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${name} did not listen within ${timeoutMs} ms:\n${rawTail.join('\n')}`)), timeoutMs); }),
+    child.then((r) => {
+      throw new Error(`${name} exited (${r.exitCode ?? r.signal}) before listening:\n${rawTail.join('\n')}`);
+    }),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${name} did not listen within ${timeoutMs} ms:\n${rawTail.join('\n')}`)), timeoutMs);
+    }),
   ]).finally(() => clearTimeout(timer));
   return {
     name,

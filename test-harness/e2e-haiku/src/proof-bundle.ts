@@ -9,12 +9,16 @@ export interface Check {
 }
 
 /** Writes one run's evidence: request, admission, SSE transcript, metrics, logs, verification. */
-export async function writeProofBundle(root: string, run: HaikuRun, extra: {
-  metricsBefore: string;
-  metricsAfter: string;
-  logs: unknown[];
-  checks: Check[];
-}): Promise<string> {
+export async function writeProofBundle(
+  root: string,
+  run: HaikuRun,
+  extra: {
+    metricsBefore: string;
+    metricsAfter: string;
+    logs: unknown[];
+    checks: Check[];
+  },
+): Promise<string> {
   const name = `${new Date(run.startedAt).toISOString().replace(/[:.]/g, '-')}-${String(run.request.task_id)}`;
   const dir = join(root, name);
   const tmp = `${dir}.tmp`;
@@ -25,14 +29,21 @@ export async function writeProofBundle(root: string, run: HaikuRun, extra: {
   await writeFile(join(tmp, 'metrics_before.txt'), extra.metricsBefore);
   await writeFile(join(tmp, 'metrics_after.txt'), extra.metricsAfter);
   await writeFile(join(tmp, 'logs.jsonl'), extra.logs.map((l) => JSON.stringify(l)).join('\n') + '\n');
-  await writeFile(join(tmp, 'verification.json'), `${JSON.stringify({
-    task_id: run.request.task_id,
-    correlation_id: run.correlationId,
-    minute_word: run.minute,
-    duration_ms: run.finishedAt - run.startedAt,
-    passed: extra.checks.every((c) => c.ok),
-    checks: extra.checks,
-  }, null, 2)}\n`);
+  await writeFile(
+    join(tmp, 'verification.json'),
+    `${JSON.stringify(
+      {
+        task_id: run.request.task_id,
+        correlation_id: run.correlationId,
+        minute_word: run.minute,
+        duration_ms: run.finishedAt - run.startedAt,
+        passed: extra.checks.every((c) => c.ok),
+        checks: extra.checks,
+      },
+      null,
+      2,
+    )}\n`,
+  );
   await rename(tmp, dir);
   return dir;
 }

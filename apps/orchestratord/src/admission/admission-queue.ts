@@ -59,9 +59,7 @@ class Lane_<T> {
   }
 }
 
-export type EnqueueResult<T> =
-  | { readonly kind: 'queued'; readonly position: number; readonly evicted?: QueueEntry<T> }
-  | { readonly kind: 'full'; readonly policy: QueuePolicy };
+export type EnqueueResult<T> = { readonly kind: 'queued'; readonly position: number; readonly evicted?: QueueEntry<T> } | { readonly kind: 'full'; readonly policy: QueuePolicy };
 
 export interface AdmissionQueueOptions<T> {
   /** Maximum queued entries. */

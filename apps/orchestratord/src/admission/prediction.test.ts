@@ -4,7 +4,7 @@ import { captureLogger, ManualClock, snapshot } from '../testing/test-helpers.js
 import { predictClusterWait } from './prediction.js';
 import { Predictor } from './predictor.js';
 
-describe('predictClusterWait (the dashboard\'s predicted wait)', () => {
+describe("predictClusterWait (the dashboard's predicted wait)", () => {
   const registries: NodeRegistry[] = [];
   afterEach(async () => {
     await Promise.all(registries.splice(0).map((r) => r.close()));
@@ -24,7 +24,11 @@ describe('predictClusterWait (the dashboard\'s predicted wait)', () => {
   it('is the longest predicted start over the models served; 0 for an idle or empty cluster', () => {
     const { r, node } = cluster();
     const input = (ahead: Record<string, number>, tokens = 100) => ({
-      predictor: new Predictor(), pools: r.pools(), poolsForModel: (m: string) => r.poolsForModel(m), ahead: (m: string) => ahead[m] ?? 0, tokens,
+      predictor: new Predictor(),
+      pools: r.pools(),
+      poolsForModel: (m: string) => r.poolsForModel(m),
+      ahead: (m: string) => ahead[m] ?? 0,
+      tokens,
     });
     expect(predictClusterWait(input({}))).toBe(0);
     node('n1', [snapshot({ pool_id: 'fast', models: ['m1'], decode_tps: 100 }), snapshot({ pool_id: 'slow', models: ['m2'], decode_tps: 10 })]);
@@ -38,9 +42,14 @@ describe('predictClusterWait (the dashboard\'s predicted wait)', () => {
     const { r, node } = cluster();
     node('n1', [snapshot({ pool_id: 'p', models: ['m'], decode_tps: 10 })]);
     const predictor = new Predictor();
-    const wait = (offline: boolean) => predictClusterWait({
-      predictor, pools: r.pools().map((v) => (offline ? { ...v, node_state: 'offline' as const } : v)), poolsForModel: (m) => r.poolsForModel(m), ahead: () => 5, tokens: 10,
-    });
+    const wait = (offline: boolean) =>
+      predictClusterWait({
+        predictor,
+        pools: r.pools().map((v) => (offline ? { ...v, node_state: 'offline' as const } : v)),
+        poolsForModel: (m) => r.poolsForModel(m),
+        ahead: () => 5,
+        tokens: 10,
+      });
     expect(wait(false)).toBe(5000);
     expect(wait(true)).toBe(0);
   });

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { onTimeProbability, Predictor, type PredictorPool } from './predictor.js';
 
 const pool = (over: Partial<PredictorPool> = {}): PredictorPool => ({
-  node_id: 'n', pool_id: 'p', slots_total: 2, free: 0, decode_tps: 0, serving: true, provisioningEtaMs: undefined, ...over,
+  node_id: 'n',
+  pool_id: 'p',
+  slots_total: 2,
+  free: 0,
+  decode_tps: 0,
+  serving: true,
+  provisioningEtaMs: undefined,
+  ...over,
 });
 
 describe('Predictor', () => {

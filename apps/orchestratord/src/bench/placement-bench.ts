@@ -80,9 +80,12 @@ function randomRequest(): PlacementRequest {
     model_ref: model(Math.floor(random() * MODELS)),
     ctx: pick([0, 0, 1024, 4096]),
     determinism: random() < 0.2 ? 'strict' : undefined,
-    placement: r < 0.8 ? undefined
-      : r < 0.9 ? { mode: 'prefer', prefer_pools: [poolId(Math.floor(random() * NODES), 0), poolId(Math.floor(random() * NODES), 1)], allow_fallback: true }
-        : { mode: 'pin', pin_pool_id: poolId(Math.floor(random() * NODES), Math.floor(random() * POOLS_PER_NODE)), allow_fallback: false },
+    placement:
+      r < 0.8
+        ? undefined
+        : r < 0.9
+          ? { mode: 'prefer', prefer_pools: [poolId(Math.floor(random() * NODES), 0), poolId(Math.floor(random() * NODES), 1)], allow_fallback: true }
+          : { mode: 'pin', pin_pool_id: poolId(Math.floor(random() * NODES), Math.floor(random() * POOLS_PER_NODE)), allow_fallback: false },
     // The scheduler always passes the task's (normally empty) exclusion set.
     exclude: new Set<string>(),
     // Half the tasks continue a conversation: their session's last pool (any pool; often not the model's).
@@ -98,7 +101,15 @@ function affinity(): PlacementRequest['affinity'] {
   return take ? { node_id: nodeId(n), pool_id: poolId(n, p) } : undefined;
 }
 
-interface Summary { n: number; min: number; p50: number; p90: number; p99: number; max: number; mean: number }
+interface Summary {
+  n: number;
+  min: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+}
 
 function summarize(values: number[]): Summary {
   const s = [...values].sort((a, b) => a - b);
@@ -127,8 +138,12 @@ class Cluster {
     for (let n = 0; n < NODES; n++) {
       const pools = Array.from({ length: POOLS_PER_NODE }, (_, p) => randomSnapshot(poolId(n, p)));
       this.registry.register({
-        node_id: nodeId(n), machine_id: `m${n}`, address: `http://10.0.${n >> 8}.${n & 255}:9200`, pools,
-        capabilities: { gpus: [], cpu_cores: 16, ram_total_bytes: 64 * 2 ** 30 }, version: 'bench',
+        node_id: nodeId(n),
+        machine_id: `m${n}`,
+        address: `http://10.0.${n >> 8}.${n & 255}:9200`,
+        pools,
+        capabilities: { gpus: [], cpu_cores: 16, ram_total_bytes: 64 * 2 ** 30 },
+        version: 'bench',
       });
       // 1 % of nodes never heartbeat: they stay `registering` and unplaceable.
       if (random() >= 0.01) this.registry.heartbeat(nodeId(n), { timestamp: this.#timestamp, pools });
@@ -155,7 +170,10 @@ class Cluster {
   }
 }
 
-interface Measured { us: Summary; outcomes: Record<string, number> }
+interface Measured {
+  us: Summary;
+  outcomes: Record<string, number>;
+}
 
 /** `withLease`: also time the lease an assignment takes (the pump step); otherwise lease untimed. */
 function benchDecision(cluster: Cluster, strategy: PlacementStrategy, withLease: boolean): Measured {
@@ -224,25 +242,27 @@ const pumpStep = benchDecision(cluster, 'least-loaded', true);
 const poolsCopy = benchPools(cluster);
 const flat = benchFlat(cluster);
 cluster.close();
-process.stdout.write(`${JSON.stringify({
-  nodes: NODES,
-  pools_per_node: POOLS_PER_NODE,
-  affinity_share: AFFINITY_SHARE,
-  candidates: NODES * POOLS_PER_NODE,
-  models: MODELS,
-  pools_per_model: { min: Math.min(...modelPools), max: Math.max(...modelPools) },
-  warmup: WARMUP,
-  decisions: DECISIONS,
-  registry_decisions: REGISTRY_DECISIONS,
-  timer_overhead_us: timerOverheadUs(),
-  decision_least_loaded_us: leastLoaded.us,
-  decision_least_loaded_outcomes: leastLoaded.outcomes,
-  decision_round_robin_us: roundRobin.us,
-  decision_round_robin_outcomes: roundRobin.outcomes,
-  pump_step_us: pumpStep.us,
-  pump_step_outcomes: pumpStep.outcomes,
-  registry_pools_us: poolsCopy,
-  flat_place_us: flat.us,
-  flat_place_outcomes: flat.outcomes,
-  node: process.version,
-})}\n`);
+process.stdout.write(
+  `${JSON.stringify({
+    nodes: NODES,
+    pools_per_node: POOLS_PER_NODE,
+    affinity_share: AFFINITY_SHARE,
+    candidates: NODES * POOLS_PER_NODE,
+    models: MODELS,
+    pools_per_model: { min: Math.min(...modelPools), max: Math.max(...modelPools) },
+    warmup: WARMUP,
+    decisions: DECISIONS,
+    registry_decisions: REGISTRY_DECISIONS,
+    timer_overhead_us: timerOverheadUs(),
+    decision_least_loaded_us: leastLoaded.us,
+    decision_least_loaded_outcomes: leastLoaded.outcomes,
+    decision_round_robin_us: roundRobin.us,
+    decision_round_robin_outcomes: roundRobin.outcomes,
+    pump_step_us: pumpStep.us,
+    pump_step_outcomes: pumpStep.outcomes,
+    registry_pools_us: poolsCopy,
+    flat_place_us: flat.us,
+    flat_place_outcomes: flat.outcomes,
+    node: process.version,
+  })}\n`,
+);

@@ -33,7 +33,10 @@ describe('CatalogStore', () => {
     await Promise.all([a.register({ ref: 'r1' }, T0), a.register({ ref: 'r2', sha256: SHA }, T0), a.register({ ref: 'r3' }, T0)]);
     expect(await a.delete('r3')).toBe(true);
     const b = await CatalogStore.open({ file, logger: logs.logger });
-    expect(b.list().map((i) => [i.ref, i.sha256])).toEqual([['r1', undefined], ['r2', SHA]]);
+    expect(b.list().map((i) => [i.ref, i.sha256])).toEqual([
+      ['r1', undefined],
+      ['r2', SHA],
+    ]);
     expect(await readdir(join(dir, 'state'))).toEqual(['catalog-interest.json']);
   });
 

@@ -82,7 +82,10 @@ export class CatalogStore {
     if (parsed === undefined) {
       const aside = `${file}.corrupt-${Date.now()}`;
       await rename(file, aside);
-      options.logger.warn({ file, moved_to: aside, human: `Catalog state ${file} is not valid; kept it as ${aside} and started with no registered interest` }, 'catalog state unreadable');
+      options.logger.warn(
+        { file, moved_to: aside, human: `Catalog state ${file} is not valid; kept it as ${aside} and started with no registered interest` },
+        'catalog state unreadable',
+      );
       return store;
     }
     store.#interests = new Map(parsed.interests.map((i) => [i.id, i] as const));

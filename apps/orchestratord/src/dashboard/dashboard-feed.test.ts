@@ -26,8 +26,19 @@ class TaskSide {
 function ended(id: string, clock: Clock, over: Partial<EndedTask> = {}): EndedTask {
   const now = clock.now();
   return {
-    taskId: id, correlationId: `corr-${id}`, model: 'm', priority: 'interactive', nodeId: 'n1', poolId: 'p', tokensOut: 3,
-    ttftMs: 5, admittedAt: now - 20, endedAt: now, outcome: 'ok', code: undefined, ...over,
+    taskId: id,
+    correlationId: `corr-${id}`,
+    model: 'm',
+    priority: 'interactive',
+    nodeId: 'n1',
+    poolId: 'p',
+    tokensOut: 3,
+    ttftMs: 5,
+    admittedAt: now - 20,
+    endedAt: now,
+    outcome: 'ok',
+    code: undefined,
+    ...over,
   };
 }
 
@@ -42,7 +53,10 @@ describe('DashboardFeed', () => {
     const tasks = new TaskSide();
     // Hour-wide buckets unless a test sets them: no bucket end lands inside a test on the system clock.
     const feed = new DashboardFeed({ registry, tasks, clock, version: '9.9.9', bucketMs: 3_600_000, buckets: 5, recentTasks: 3, ...over });
-    closers.push(() => feed.close(), () => registry.close());
+    closers.push(
+      () => feed.close(),
+      () => registry.close(),
+    );
     return { registry, tasks, feed };
   };
 
@@ -50,7 +64,10 @@ describe('DashboardFeed', () => {
     const clock = new ManualClock(1_700_000_000_000);
     const { registry, tasks, feed } = make(clock, { bucketMs: 1000 });
     registry.register({
-      node_id: 'n1', machine_id: 'h1', address: 'http://127.0.0.1:9', version: '0.1.0',
+      node_id: 'n1',
+      machine_id: 'h1',
+      address: 'http://127.0.0.1:9',
+      version: '0.1.0',
       pools: [snapshot({ pool_id: 'p', models: ['synthetic:llama'], aliases: ['synthetic'] })],
       capabilities: { gpus: [], cpu_cores: 2, ram_total_bytes: 1 },
     });
@@ -61,13 +78,18 @@ describe('DashboardFeed', () => {
     clock.advance(1000);
     const snap: DashboardSnapshot = DashboardSnapshotSchema.parse(feed.snapshot());
     expect(snap).toMatchObject({
-      version: '9.9.9', generated_at_ms: 1_700_000_001_000, bucket_ms: 1000,
+      version: '9.9.9',
+      generated_at_ms: 1_700_000_001_000,
+      bucket_ms: 1000,
       nodes: [{ node_id: 'n1', state: 'registering' }],
       pools: [{ pool_id: 'p', models: ['synthetic:llama'], aliases: ['synthetic'], node_state: 'registering' }],
       queue: { depth: { interactive: 2, batch: 1 }, capacity: 8, running: 1, predicted_wait_ms: 1234 },
       throughput: [{ t_ms: 1_700_000_000_000, tokens_per_s: 10, ttft_p50_ms: 40, tasks_ended: 2 }],
     });
-    expect(snap.recent_tasks.map((t) => [t.task_id, t.outcome, t.code])).toEqual([['b', 'error', 'WORKER_RESET'], ['a', 'ok', undefined]]);
+    expect(snap.recent_tasks.map((t) => [t.task_id, t.outcome, t.code])).toEqual([
+      ['b', 'error', 'WORKER_RESET'],
+      ['a', 'ok', undefined],
+    ]);
   });
 
   it('keeps only the newest ended tasks (ring), newest first', () => {

@@ -66,10 +66,7 @@ export class DashboardFeed {
     this.#minIntervalMs = o.minIntervalMs ?? 250;
     this.#recent = new RecentTasks(o.recentTasks ?? 50);
     this.#series = new ThroughputSeries({ bucketMs: o.bucketMs ?? 5000, buckets: o.buckets ?? 120, now: o.clock.now(), tokens: o.tasks.tokensRelayed() });
-    this.#unsubscribe = [
-      o.registry.subscribe(() => this.#changed()),
-      o.tasks.subscribe((e) => this.#onTask(e)),
-    ];
+    this.#unsubscribe = [o.registry.subscribe(() => this.#changed()), o.tasks.subscribe((e) => this.#onTask(e))];
     this.#armBucketTimer();
   }
 

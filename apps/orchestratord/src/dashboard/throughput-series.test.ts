@@ -36,7 +36,11 @@ describe('ThroughputSeries', () => {
     tokens = 50;
     s.advance(T0 + 1600, read); // three buckets ended since the last close
     expect(reads).toBe(1);
-    expect(s.points().map((p) => [p.t_ms - T0, p.tokens_per_s])).toEqual([[0, 100], [500, 0], [1000, 0]]);
+    expect(s.points().map((p) => [p.t_ms - T0, p.tokens_per_s])).toEqual([
+      [0, 100],
+      [500, 0],
+      [1000, 0],
+    ]);
   });
 
   it('keeps the last `buckets` closed buckets, and jumps over a long silence', () => {

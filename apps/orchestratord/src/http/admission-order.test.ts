@@ -31,10 +31,11 @@ describe('admission answers after the dispatch it started', () => {
     const order: string[] = [];
     const connect = buildConnector({});
     const http1 = new Agent({
-      connect: (opts, cb) => connect(opts, (err, socket) => {
-        if (socket !== null) tapWrites(socket as Socket, 'POST /v2/pools/', 'dispatch', order);
-        cb(err, socket as never);
-      }),
+      connect: (opts, cb) =>
+        connect(opts, (err, socket) => {
+          if (socket !== null) tapWrites(socket as Socket, 'POST /v2/pools/', 'dispatch', order);
+          cb(err, socket as never);
+        }),
     });
     t = await makeApp({ heartbeat_interval_ms: HB_MS }, { tickMs: 20 }, undefined, http1);
     t.app.server.on('connection', (s: Socket) => tapWrites(s, 'HTTP/1.1 202', '202', order));
@@ -51,7 +52,9 @@ describe('admission answers after the dispatch it started', () => {
     };
     // A first task opens the kept connection to the node (a dispatch that must connect first goes
     // out after the 202 whatever the order: nothing to wait for).
-    await (await openSse((await submit()).sse, auth)).done;
+    await (
+      await openSse((await submit()).sse, auth)
+    ).done;
     if (slots === 0) {
       // Occupy the only slot with a task the node never finishes, so the next one waits in the queue.
       node.nextBehaviours.push({ kind: 'hang' });

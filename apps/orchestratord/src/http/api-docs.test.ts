@@ -18,7 +18,20 @@ describe('served API docs', () => {
     expect(res.headers['content-type']).toMatch(/application\/json/);
     const doc = JSON.parse(res.body) as OpenApiDoc;
     expect(doc.openapi).toBe('3.1.0');
-    for (const path of ['/v1/chat/completions', '/v1/completions', '/v1/models', '/v2/tasks', '/v2/tasks/{id}/events', '/v2/nodes/register', '/v2/pools', '/healthz', '/readyz', '/v2/dashboard', '/v2/dashboard/events', '/']) {
+    for (const path of [
+      '/v1/chat/completions',
+      '/v1/completions',
+      '/v1/models',
+      '/v2/tasks',
+      '/v2/tasks/{id}/events',
+      '/v2/nodes/register',
+      '/v2/pools',
+      '/healthz',
+      '/readyz',
+      '/v2/dashboard',
+      '/v2/dashboard/events',
+      '/',
+    ]) {
       expect(Object.keys(doc.paths), path).toContain(path);
     }
     expect(doc.paths['/v2/tasks']?.post?.tags).toEqual(['data plane']);
@@ -51,7 +64,7 @@ describe('served API docs', () => {
     expect(initText).toContain('"validatorUrl":null'); // no badge fetched from validator.swagger.io
     const json = await request(`${base}/docs/json`);
     expect(json.statusCode).toBe(200);
-    expect(Object.keys((await json.body.json() as OpenApiDoc).paths)).toContain('/v2/tasks');
+    expect(Object.keys(((await json.body.json()) as OpenApiDoc).paths)).toContain('/v2/tasks');
     // Everything else still needs the token.
     const other = await request(`${base}/v2/nodes`);
     expect(other.statusCode).toBe(401);

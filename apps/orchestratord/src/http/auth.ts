@@ -62,26 +62,29 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, opts) => {
   // The same token may be two credentials (LLORCH_API_TOKEN as operator and node): the one whose
   // role the route needs wins.
   const nodeTwin = opts.credentials.keys.find((c) => c.name === 'node');
-  await app.register(bearerAuthPlugin, bearerAuthOptions({
-    credentials: opts.credentials.keys,
-    isOpen: (req) => {
-      const path = pathOf(req);
-      return open.has(path) || openPrefixes.some((p) => path.startsWith(p));
-    },
-    unauthorized: (reason) => new UnauthorizedError(reason === 'missing' ? 'missing bearer token' : 'invalid bearer token'),
-    admit: (req, matched) => {
-      let cred = matched;
-      const need = requiredRole(req.method, req.routeOptions.url);
-      if (need === 'node' && cred.role !== 'node' && nodeTwin !== undefined && nodeTwin.digest.equals(cred.digest)) cred = nodeTwin;
-      if (!allows(cred.role, need)) {
+  await app.register(
+    bearerAuthPlugin,
+    bearerAuthOptions({
+      credentials: opts.credentials.keys,
+      isOpen: (req) => {
         const path = pathOf(req);
-        req.log.warn({ path, key: cred.name, role: cred.role, needs: need }, 'forbidden request');
-        return new ForbiddenError(`this key (${cred.role}) cannot call ${req.method} ${path}: it needs a ${need} credential`);
-      }
-      req.principal = { name: cred.name, role: cred.role, maxPriority: cred.maxPriority, ...(cred.rateLimit !== undefined ? { rateLimit: cred.rateLimit } : {}) };
-      return undefined;
-    },
-  }));
+        return open.has(path) || openPrefixes.some((p) => path.startsWith(p));
+      },
+      unauthorized: (reason) => new UnauthorizedError(reason === 'missing' ? 'missing bearer token' : 'invalid bearer token'),
+      admit: (req, matched) => {
+        let cred = matched;
+        const need = requiredRole(req.method, req.routeOptions.url);
+        if (need === 'node' && cred.role !== 'node' && nodeTwin !== undefined && nodeTwin.digest.equals(cred.digest)) cred = nodeTwin;
+        if (!allows(cred.role, need)) {
+          const path = pathOf(req);
+          req.log.warn({ path, key: cred.name, role: cred.role, needs: need }, 'forbidden request');
+          return new ForbiddenError(`this key (${cred.role}) cannot call ${req.method} ${path}: it needs a ${need} credential`);
+        }
+        req.principal = { name: cred.name, role: cred.role, maxPriority: cred.maxPriority, ...(cred.rateLimit !== undefined ? { rateLimit: cred.rateLimit } : {}) };
+        return undefined;
+      },
+    }),
+  );
 };
 
 export const authPlugin = fp(auth, { name: 'auth', fastify: '5.x', dependencies: ['correlation'] });

@@ -30,8 +30,12 @@ const KEYS = `keys:
 `;
 const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 const register = (nodeId = 'n1') => ({
-  node_id: nodeId, machine_id: 'm', address: 'http://127.0.0.1:9', pools: [snapshot({ pool_id: 'p', slots_free: 0 })],
-  capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 }, version: 'x',
+  node_id: nodeId,
+  machine_id: 'm',
+  address: 'http://127.0.0.1:9',
+  pools: [snapshot({ pool_id: 'p', slots_free: 0 })],
+  capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
+  version: 'x',
 });
 
 describe('client keys and the node token', () => {
@@ -56,12 +60,19 @@ describe('client keys and the node token', () => {
     const { app: a } = await make();
     // the node token registers and heartbeats, and cannot submit tasks or read the cluster
     expect((await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(NODE), payload: register() })).statusCode).toBe(200);
-    const hb = await a.inject({ method: 'POST', url: '/v2/nodes/n1/heartbeat', headers: bearer(NODE), payload: { timestamp: new Date().toISOString(), pools: [snapshot({ pool_id: 'p', slots_free: 0 })] } });
+    const hb = await a.inject({
+      method: 'POST',
+      url: '/v2/nodes/n1/heartbeat',
+      headers: bearer(NODE),
+      payload: { timestamp: new Date().toISOString(), pools: [snapshot({ pool_id: 'p', slots_free: 0 })] },
+    });
     expect(hb.statusCode).toBe(200);
     const nodeSubmits = await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(NODE), payload: taskBody({ model_ref: 'm' }) });
     expect(nodeSubmits.statusCode).toBe(403);
     expect(ErrorEnvelopeSchema.parse(nodeSubmits.json())).toMatchObject({ code: 'FORBIDDEN', retriable: false });
-    expect((await a.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(NODE), payload: { model: 'm', messages: [{ role: 'user', content: 'x' }] } })).statusCode).toBe(403);
+    expect(
+      (await a.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(NODE), payload: { model: 'm', messages: [{ role: 'user', content: 'x' }] } })).statusCode,
+    ).toBe(403);
 
     // a client key submits, and can neither act as a node nor drain
     expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(ALICE), payload: taskBody({ model_ref: 'm' }) })).statusCode).toBe(202);
@@ -110,10 +121,10 @@ describe('client keys and the node token', () => {
     await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(NODE), payload: register() });
     const body = taskBody({ model_ref: 'm', priority: 'interactive' });
     expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(BOB), payload: body })).statusCode).toBe(202);
-    expect((a.services.tasks.get(body.task_id ?? "") as TaskRecord).request.priority).toBe('batch');
+    expect((a.services.tasks.get(body.task_id ?? '') as TaskRecord).request.priority).toBe('batch');
     const alice = taskBody({ model_ref: 'm', priority: 'interactive' });
     expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(ALICE), payload: alice })).statusCode).toBe(202);
-    expect((a.services.tasks.get(alice.task_id ?? "") as TaskRecord).request.priority).toBe('interactive');
+    expect((a.services.tasks.get(alice.task_id ?? '') as TaskRecord).request.priority).toBe('interactive');
     expect(a.services.tasks.queueDepth()).toEqual({ interactive: 1, batch: 1 });
   });
 
@@ -153,7 +164,13 @@ describe('client keys and the node token', () => {
 
   it('reports every keys-file problem at once', () => {
     const config = OrchestratorConfigSchema.parse({ keys_file: '/k' });
-    const bad = JSON.stringify({ keys: [{ name: 'a', key_env: 'UNSET' }, { name: 'b', key_sha256: 'zz' }, { name: 'a', key_sha256: sha('x'), key_env: 'Y' }] });
+    const bad = JSON.stringify({
+      keys: [
+        { name: 'a', key_env: 'UNSET' },
+        { name: 'b', key_sha256: 'zz' },
+        { name: 'a', key_sha256: sha('x'), key_env: 'Y' },
+      ],
+    });
     let err: unknown;
     try {
       loadCredentials({ config, env: {}, readFile: () => bad });

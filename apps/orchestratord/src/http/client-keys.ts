@@ -25,15 +25,17 @@ const WINDOW_MS = 60_000;
  */
 const clientKeys: FastifyPluginAsync<ClientKeysOptions> = async (app, { registry, rateLimited }) => {
   const requests = new Counter({ name: 'llorch_client_requests_total', help: 'Requests answered, by client key name', labelNames: ['key'], registers: [registry] });
-  if (rateLimited) await app.register(rateLimit, {
-    global: true,
-    hook: 'preHandler',
-    timeWindow: WINDOW_MS,
-    keyGenerator: (req: FastifyRequest) => req.principal?.name ?? '',
-    allowList: (req: FastifyRequest) => req.principal?.rateLimit === undefined,
-    max: (req: FastifyRequest) => req.principal?.rateLimit ?? 0,
-    errorResponseBuilder: (req, ctx) => new RateLimitedError(`key '${req.principal?.name ?? ''}' is over its rate limit of ${ctx.max} requests per minute`, { retryAfterMs: ctx.ttl }),
-  });
+  if (rateLimited)
+    await app.register(rateLimit, {
+      global: true,
+      hook: 'preHandler',
+      timeWindow: WINDOW_MS,
+      keyGenerator: (req: FastifyRequest) => req.principal?.name ?? '',
+      allowList: (req: FastifyRequest) => req.principal?.rateLimit === undefined,
+      max: (req: FastifyRequest) => req.principal?.rateLimit ?? 0,
+      errorResponseBuilder: (req, ctx) =>
+        new RateLimitedError(`key '${req.principal?.name ?? ''}' is over its rate limit of ${ctx.max} requests per minute`, { retryAfterMs: ctx.ttl }),
+    });
   app.addHook('onResponse', (req, _reply, done) => {
     if (req.principal !== undefined) requests.inc({ key: req.principal.name });
     done();

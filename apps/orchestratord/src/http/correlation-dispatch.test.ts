@@ -34,7 +34,9 @@ describe('X-Correlation-Id across the hop to pool-managerd', () => {
     const app = t as TestApp;
     const body = taskBody({ max_tokens: 3, ...over });
     const res = await request(`${url}/v2/tasks`, {
-      method: 'POST', headers: { ...app.auth, ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body),
+      method: 'POST',
+      headers: { ...app.auth, ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
     });
     const json = (await res.body.json()) as { streams: { sse: string } };
     expect(res.statusCode).toBe(202);
@@ -44,7 +46,10 @@ describe('X-Correlation-Id across the hop to pool-managerd', () => {
     return { id: body.task_id as string, correlation: String(res.headers['x-correlation-id']) };
   }
 
-  it.each([['HTTP/1.1', false], ['h2c', true]])('a dispatch over %s carries the admitting request\'s id; so does every log line about the task', async (_proto, h2c) => {
+  it.each([
+    ['HTTP/1.1', false],
+    ['h2c', true],
+  ])("a dispatch over %s carries the admitting request's id; so does every log line about the task", async (_proto, h2c) => {
     const url = await cluster(h2c, ['n1']);
     const { id } = await run(url, { 'x-correlation-id': 'corr-dispatch-1' });
     const node = nodes[0] as FixturePoolManager;
@@ -56,13 +61,16 @@ describe('X-Correlation-Id across the hop to pool-managerd', () => {
     for (const line of lines) expect(line, String(line.msg)).toMatchObject({ correlation_id: 'corr-dispatch-1', task_id: id });
   });
 
-  it('a task admitted without an id carries the one orchestratord made (the 202\'s), on each of its dispatches', async () => {
+  it("a task admitted without an id carries the one orchestratord made (the 202's), on each of its dispatches", async () => {
     const url = await cluster(false, ['n1', 'n2']);
     const [n1, n2] = nodes as [FixturePoolManager, FixturePoolManager];
     n1.nextBehaviours.push({ kind: 'crash-before-first-token' });
     const { id, correlation } = await run(url, {}, { placement: { mode: 'prefer', prefer_pools: ['p0'], allow_fallback: true } });
     expect(correlation).toMatch(/^[0-9a-f-]{36}$/);
-    expect([...n1.dispatches, ...n2.dispatches].map((d) => [d.body.task_id, d.correlationId])).toEqual([[id, correlation], [id, correlation]]);
+    expect([...n1.dispatches, ...n2.dispatches].map((d) => [d.body.task_id, d.correlationId])).toEqual([
+      [id, correlation],
+      [id, correlation],
+    ]);
     const requeued = (t as TestApp).logs.records().find((r) => r.task_id === id && r.msg === 'task re-queued');
     expect(requeued).toMatchObject({ correlation_id: correlation });
   });

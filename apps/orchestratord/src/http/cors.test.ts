@@ -7,10 +7,12 @@ describe('CORS (ORCHD_CORS_ORIGINS)', () => {
   let t: TestApp | undefined;
   afterEach(async () => t?.close());
 
-  const preflight = (origin: string, url: string) => t!.app.inject({
-    method: 'OPTIONS', url,
-    headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
-  });
+  const preflight = (origin: string, url: string) =>
+    t!.app.inject({
+      method: 'OPTIONS',
+      url,
+      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+    });
 
   it('answers preflights on /v2 and /v1 from an allowed origin with 204 and the headers, without a token', async () => {
     t = await makeApp({ cors_origins: `${ALLOWED}, http://localhost:5173` });

@@ -2,9 +2,7 @@ import { requestError, sendErrorEnvelope } from '@llama-orch/daemon-support';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import { isOpenAiPath, openAiErrorBody } from '../openai/openai-errors.js';
-import {
-  InternalError, InvalidParamsError, NotFoundError, OrchdError, PayloadTooLargeError,
-} from '../errors.js';
+import { InternalError, InvalidParamsError, NotFoundError, OrchdError, PayloadTooLargeError } from '../errors.js';
 
 /** Maps anything thrown in a request to an OrchdError. */
 export function toOrchdError(err: unknown): OrchdError {

@@ -80,7 +80,13 @@ describe('orchestratord /metrics names', () => {
     const names = families.map((f) => f.name).sort();
     expect(names.filter((n) => n.startsWith('llorch_'))).toEqual(OURS);
     expect(names.filter((n) => !n.startsWith('llorch_') && !n.startsWith('process_') && !n.startsWith('nodejs_'))).toEqual([]);
-    for (const std of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'process_start_time_seconds', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+    for (const std of [
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'process_start_time_seconds',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+    ]) {
       expect(names, std).toContain(std);
     }
   });

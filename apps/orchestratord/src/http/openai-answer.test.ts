@@ -14,10 +14,15 @@ describe('/v1 non-streamed answers', () => {
     c = undefined;
   });
 
-  it('one result from the node, the node\'s body with the door\'s id, created and model; under /v2 the task has no token frames', async () => {
+  it("one result from the node, the node's body with the door's id, created and model; under /v2 the task has no token frames", async () => {
     c = await startCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 2 }]);
     const res = await c.client.completions.create({ model: 'tiny-chat', prompt: 'a b c', max_tokens: 4 });
-    expect(res).toMatchObject({ object: 'text_completion', model: 'tiny-chat', system_fingerprint: 'b1-test', choices: [{ text: 'tok0 tok1 tok2 tok3 ', finish_reason: 'length' }] });
+    expect(res).toMatchObject({
+      object: 'text_completion',
+      model: 'tiny-chat',
+      system_fingerprint: 'b1-test',
+      choices: [{ text: 'tok0 tok1 tok2 tok3 ', finish_reason: 'length' }],
+    });
     expect(res.id).toMatch(/^cmpl-[0-9a-f-]{36}$/);
     // The engine's extra members ride along unchanged.
     expect((res as unknown as { timings: unknown }).timings).toMatchObject({ predicted_n: 4 });
@@ -35,7 +40,10 @@ describe('/v1 non-streamed answers', () => {
   });
 
   it('a node lost before it answered: the task is re-placed on the other node and answered there', async () => {
-    c = await startCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 2 }, { nodeId: 'n2', pools: [POOL], tokenIntervalMs: 2 }]);
+    c = await startCluster([
+      { nodeId: 'n1', pools: [POOL], tokenIntervalMs: 2 },
+      { nodeId: 'n2', pools: [POOL], tokenIntervalMs: 2 },
+    ]);
     const [n1, n2] = c.nodes;
     // Equal pools: least-loaded breaks the tie by node id, so the first attempt goes to n1.
     n1?.nextBehaviours.push({ kind: 'crash-before-first-token' });

@@ -11,7 +11,7 @@ describe('lazyChildLoggerFactory', () => {
     expect(ownOptions(own)).toBe(own);
   });
 
-  it('a request logger made from empty options logs at the root level, with its bindings and its children\'s; a route level still applies', () => {
+  it("a request logger made from empty options logs at the root level, with its bindings and its children's; a route level still applies", () => {
     const lines: string[] = [];
     const root = pino({ level: 'info' }, { write: (l: string) => lines.push(l) });
     const req = lazyChildLoggerFactory(root as unknown as FastifyBaseLogger, { correlation_id: 'c1' }, {});

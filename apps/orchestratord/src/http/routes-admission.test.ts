@@ -96,7 +96,10 @@ describe('POST /v2/tasks', () => {
     const res = await post(body);
     expect(res.statusCode).toBe(202);
     expect(res.json()).toEqual({
-      task_id: body.task_id, queue_position: 0, predicted_start_ms: 0, backoff_ms: 0,
+      task_id: body.task_id,
+      queue_position: 0,
+      predicted_start_ms: 0,
+      backoff_ms: 0,
       streams: { sse: `http://127.0.0.1:8080/v2/tasks/${body.task_id}/events`, sse_verbose: `http://127.0.0.1:8080/v2/tasks/${body.task_id}/events?verbose=true` },
       preparation: { steps: [] },
     });
@@ -114,10 +117,15 @@ describe('POST /v2/tasks', () => {
 
   it('admits a task for a model being provisioned and reports preparation steps with live progress', async () => {
     t = await makeApp();
-    await registerNode(t, 'n1', [snapshot({
-      pool_id: 'p', state: 'provisioning', ready: false, slots_free: 0,
-      progress: { engine: 1, model: 0.25, model_bytes_done: 250, model_bytes_total: 1000 },
-    })]);
+    await registerNode(t, 'n1', [
+      snapshot({
+        pool_id: 'p',
+        state: 'provisioning',
+        ready: false,
+        slots_free: 0,
+        progress: { engine: 1, model: 0.25, model_bytes_done: 250, model_bytes_total: 1000 },
+      }),
+    ]);
     const res = await post(taskBody());
     expect(res.statusCode).toBe(202);
     const steps = res.json().preparation.steps;
@@ -185,7 +193,10 @@ describe('POST /v2/tasks', () => {
     expect((await post(unknown)).statusCode).toBe(202);
     const failed = taskBody({ placement: { mode: 'pin', pin_pool_id: 'broken' } });
     expect((await post(failed)).statusCode).toBe(202);
-    for (const [task, code] of [[unknown, 'POOL_UNAVAILABLE'], [failed, 'POOL_UNREADY']] as const) {
+    for (const [task, code] of [
+      [unknown, 'POOL_UNAVAILABLE'],
+      [failed, 'POOL_UNREADY'],
+    ] as const) {
       const res = await t.app.inject({ method: 'GET', url: `/v2/tasks/${task.task_id}/events`, headers: t.auth });
       const f = frames(res.body);
       expect(f.map((x) => x.event)).toEqual(['started', 'error']);

@@ -77,8 +77,17 @@ describe('auth and correlation', () => {
   it('logs every line of a request with its correlation id, narrates admission, never logs the token or prompt', async () => {
     t = await makeApp();
     await t.app.inject({
-      method: 'POST', url: '/v2/nodes/register', headers: t.auth,
-      payload: { node_id: 'n1', machine_id: 'm', address: 'http://127.0.0.1:1', pools: [snapshot({ pool_id: 'p', slots_free: 0 })], capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 }, version: 'x' },
+      method: 'POST',
+      url: '/v2/nodes/register',
+      headers: t.auth,
+      payload: {
+        node_id: 'n1',
+        machine_id: 'm',
+        address: 'http://127.0.0.1:1',
+        pools: [snapshot({ pool_id: 'p', slots_free: 0 })],
+        capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
+        version: 'x',
+      },
     });
     const body = taskBody({ prompt: 'SECRET-PROMPT-TEXT' });
     const res = await t.app.inject({ method: 'POST', url: '/v2/tasks', headers: { ...t.auth, 'x-correlation-id': 'corr-xyz' }, payload: body });

@@ -1,9 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  AvailabilitySchema, CapabilitiesSchema, ClusterPoolListSchema, NodeListSchema, PoolHealthSchema,
-} from '@llama-orch/contracts';
+import { AvailabilitySchema, CapabilitiesSchema, ClusterPoolListSchema, NodeListSchema, PoolHealthSchema } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { makeApp, registerNode, snapshot, TOKEN, type TestApp } from '../testing/test-helpers.js';
@@ -19,15 +17,24 @@ describe('node, control, catalog and metrics routes', () => {
   it('node API: register 200, heartbeat 200 / 404 unknown, list, delete 204 / 404, invalid body 400', async () => {
     t = await makeApp({ heartbeat_interval_ms: 2500 });
     const reg = {
-      node_id: 'gpu-1', machine_id: 'host-1', address: 'http://10.0.0.5:9200', pools: [snapshot({ pool_id: 'p' })],
-      capabilities: { gpus: [{ device_id: 0, name: 'H100', vram_total_bytes: 80e9, compute_capability: '9.0' }], cpu_cores: 16, ram_total_bytes: 1e11 }, version: '0.1.0',
+      node_id: 'gpu-1',
+      machine_id: 'host-1',
+      address: 'http://10.0.0.5:9200',
+      pools: [snapshot({ pool_id: 'p' })],
+      capabilities: { gpus: [{ device_id: 0, name: 'H100', vram_total_bytes: 80e9, compute_capability: '9.0' }], cpu_cores: 16, ram_total_bytes: 1e11 },
+      version: '0.1.0',
     };
     const r = await t.app.inject({ method: 'POST', url: '/v2/nodes/register', headers: t.auth, payload: reg });
     expect(r.statusCode).toBe(200);
     expect(r.json()).toEqual({ next_heartbeat_ms: 2500 });
     let list = NodeListSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/nodes', headers: t.auth })).json());
     expect(list.nodes[0]).toMatchObject({ node_id: 'gpu-1', state: 'registering', address: 'http://10.0.0.5:9200', version: '0.1.0' });
-    const hb = await t.app.inject({ method: 'POST', url: '/v2/nodes/gpu-1/heartbeat', headers: t.auth, payload: { timestamp: new Date().toISOString(), pools: [snapshot({ pool_id: 'p', slots_free: 0 })] } });
+    const hb = await t.app.inject({
+      method: 'POST',
+      url: '/v2/nodes/gpu-1/heartbeat',
+      headers: t.auth,
+      payload: { timestamp: new Date().toISOString(), pools: [snapshot({ pool_id: 'p', slots_free: 0 })] },
+    });
     expect(hb.statusCode).toBe(200);
     expect(hb.json()).toEqual({ next_heartbeat_ms: 2500 });
     list = NodeListSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/nodes', headers: t.auth })).json());
@@ -40,13 +47,21 @@ describe('node, control, catalog and metrics routes', () => {
     expect(bad.json()).toMatchObject({ code: 'INVALID_PARAMS', message: expect.stringMatching(/address/) });
     expect((await t.app.inject({ method: 'DELETE', url: '/v2/nodes/gpu-1', headers: t.auth })).statusCode).toBe(204);
     expect((await t.app.inject({ method: 'DELETE', url: '/v2/nodes/gpu-1', headers: t.auth })).statusCode).toBe(404);
-    expect((await t.app.inject({ method: 'POST', url: '/v2/nodes/gpu-1/heartbeat', headers: t.auth, payload: { timestamp: new Date().toISOString(), pools: [] } })).statusCode).toBe(404);
+    expect(
+      (await t.app.inject({ method: 'POST', url: '/v2/nodes/gpu-1/heartbeat', headers: t.auth, payload: { timestamp: new Date().toISOString(), pools: [] } })).statusCode,
+    ).toBe(404);
   });
 
   it('capabilities, pools and pool health come from the registry', async () => {
     t = await makeApp({ ctx_max: 1000, admission_capacity: 7 });
     let caps = CapabilitiesSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: t.auth })).json());
-    expect(caps).toMatchObject({ ctx_max: 1000, models: [], engines: [{ engine: 'llamacpp', versions: [] }], workloads: ['completion'], admission: { capacity: 7, policy: 'reject' } });
+    expect(caps).toMatchObject({
+      ctx_max: 1000,
+      models: [],
+      engines: [{ engine: 'llamacpp', versions: [] }],
+      workloads: ['completion'],
+      admission: { capacity: 7, policy: 'reject' },
+    });
     await registerNode(t, 'n1', [
       snapshot({ pool_id: 'a', ctx: 8192, engine_version: 'b1-abc', models: ['m1', 'm2'], slots_total: 2, slots_free: 2, vram_free_bytes: 42 * 1024 ** 3 }),
       snapshot({ pool_id: 'z', state: 'failed', ready: false, last_error: 'engine crashed 5 times', models: ['m3'] }),
@@ -54,7 +69,10 @@ describe('node, control, catalog and metrics routes', () => {
     caps = CapabilitiesSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: t.auth })).json());
     expect(caps).toMatchObject({ ctx_max: 8192, models: ['m1', 'm2'], engines: [{ engine: 'llamacpp', versions: ['b1-abc'] }] });
     const pools = ClusterPoolListSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/pools', headers: t.auth })).json());
-    expect(pools.pools.map((p) => [p.pool_id, p.node_id, p.state, p.slots_free, p.leased, p.vram_free_bytes])).toEqual([['a', 'n1', 'ready', 2, 0, 42 * 1024 ** 3], ['z', 'n1', 'failed', 1, 0, undefined]]);
+    expect(pools.pools.map((p) => [p.pool_id, p.node_id, p.state, p.slots_free, p.leased, p.vram_free_bytes])).toEqual([
+      ['a', 'n1', 'ready', 2, 0, 42 * 1024 ** 3],
+      ['z', 'n1', 'failed', 1, 0, undefined],
+    ]);
     const health = PoolHealthSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/pools/a/health', headers: t.auth })).json());
     expect(health).toEqual({ pool_id: 'a', live: true, ready: true, draining: false, state: 'ready' });
     const failed = PoolHealthSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/pools/z/health', headers: t.auth })).json());
@@ -100,16 +118,15 @@ describe('node, control, catalog and metrics routes', () => {
 
   it('catalog: list from heartbeats + interest, register 202, delete 204/404, availability', async () => {
     t = await makeApp();
-    await registerNode(t, 'n1', [
-      snapshot({ pool_id: 'a', models: ['m1'] }),
-      snapshot({ pool_id: 'b', state: 'provisioning', ready: false, models: ['m2'] }),
-    ]);
+    await registerNode(t, 'n1', [snapshot({ pool_id: 'a', models: ['m1'] }), snapshot({ pool_id: 'b', state: 'provisioning', ready: false, models: ['m2'] })]);
     const reg = await t.app.inject({ method: 'POST', url: '/v2/catalog/models', headers: t.auth, payload: { ref: 'hf:org/repo/file.gguf' } });
     expect(reg.statusCode).toBe(202);
     expect(reg.json()).toEqual({ id: 'hf:org/repo/file.gguf', ref: 'hf:org/repo/file.gguf', status: 'registered', pools: [], aliases: [], registered: true });
     const list = await t.app.inject({ method: 'GET', url: '/v2/catalog/models', headers: t.auth });
     expect(list.json().models.map((m: { id: string; status: string }) => [m.id, m.status])).toEqual([
-      ['hf:org/repo/file.gguf', 'registered'], ['m1', 'ready'], ['m2', 'provisioning'],
+      ['hf:org/repo/file.gguf', 'registered'],
+      ['m1', 'ready'],
+      ['m2', 'provisioning'],
     ]);
     const avail = AvailabilitySchema.parse((await t.app.inject({ method: 'GET', url: '/v2/catalog/availability', headers: t.auth })).json());
     expect(avail.models).toEqual([
@@ -134,7 +151,9 @@ describe('node, control, catalog and metrics routes', () => {
       await t.close();
       t = await makeApp({ state_dir: stateDir });
       const list = await t.app.inject({ method: 'GET', url: '/v2/catalog/models', headers: t.auth });
-      expect(list.json().models).toEqual([{ id: 'hf:org/repo/kept.gguf', ref: 'hf:org/repo/kept.gguf', status: 'registered', pools: [], aliases: [], registered: true, sha256: 'b'.repeat(64) }]);
+      expect(list.json().models).toEqual([
+        { id: 'hf:org/repo/kept.gguf', ref: 'hf:org/repo/kept.gguf', status: 'registered', pools: [], aliases: [], registered: true, sha256: 'b'.repeat(64) },
+      ]);
     } finally {
       await rm(stateDir, { recursive: true, force: true });
     }
@@ -146,9 +165,22 @@ describe('node, control, catalog and metrics routes', () => {
     const a = await t.app.inject({ method: 'GET', url: '/metrics' });
     expect(a.statusCode).toBe(200);
     expect(a.headers['content-type']).toMatch(/text\/plain/);
-    for (const name of ['llorch_tasks_enqueued_total', 'llorch_tasks_started_total', 'llorch_tasks_canceled_total', 'llorch_tasks_rejected_total', 'llorch_tokens_out_total',
-      'llorch_admission_backpressure_events_total', 'llorch_placement_decisions_total', 'llorch_queue_depth', 'llorch_task_first_token_seconds', 'llorch_task_decode_seconds',
-      'llorch_node_registrations_total', 'llorch_node_heartbeats_total', 'llorch_nodes_online', 'llorch_active_leases']) {
+    for (const name of [
+      'llorch_tasks_enqueued_total',
+      'llorch_tasks_started_total',
+      'llorch_tasks_canceled_total',
+      'llorch_tasks_rejected_total',
+      'llorch_tokens_out_total',
+      'llorch_admission_backpressure_events_total',
+      'llorch_placement_decisions_total',
+      'llorch_queue_depth',
+      'llorch_task_first_token_seconds',
+      'llorch_task_decode_seconds',
+      'llorch_node_registrations_total',
+      'llorch_node_heartbeats_total',
+      'llorch_nodes_online',
+      'llorch_active_leases',
+    ]) {
       expect(a.body, name).toContain(`# TYPE ${name} `);
     }
     expect(a.body).toContain('llorch_nodes_online 1');

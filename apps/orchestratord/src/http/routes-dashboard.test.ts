@@ -37,7 +37,11 @@ async function openEvents(url: string, headers: Record<string, string> = auth) {
     }
   })();
   return {
-    status: res.statusCode, headers: res.headers, snapshots, state, done,
+    status: res.statusCode,
+    headers: res.headers,
+    snapshots,
+    state,
+    done,
     abort: () => controller.abort(),
     next: async (pred: (s: DashboardSnapshot) => boolean, timeoutMs = 5000, what = 'a matching snapshot') => {
       await waitFor(() => snapshots.some(pred) || state.ended, timeoutMs, what);
@@ -51,7 +55,8 @@ async function openEvents(url: string, headers: Record<string, string> = auth) {
 /** Runs one task to its end through `POST /v2/tasks` with `Accept: text/event-stream`. */
 async function runTask(url: string, correlationId: string): Promise<string> {
   const res = await request(`${url}/v2/tasks`, {
-    method: 'POST', headers: { ...auth, 'content-type': 'application/json', accept: 'text/event-stream', 'x-correlation-id': correlationId },
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json', accept: 'text/event-stream', 'x-correlation-id': correlationId },
     body: JSON.stringify({ model_ref: 'synthetic', prompt: 'hello there', max_tokens: 3 }),
   });
   expect(res.statusCode).toBe(200);
@@ -67,7 +72,10 @@ describe('dashboard routes', () => {
   });
   const cluster = async (hbMs?: number, bucketMs = 3_600_000) => {
     const c = await startFixtureCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 5 }], {}, hbMs, { tuning: { dashboardBucketMs: bucketMs } });
-    cleanups.push(() => Promise.all(c.nodes.map((f) => f.close())), () => c.t.close());
+    cleanups.push(
+      () => Promise.all(c.nodes.map((f) => f.close())),
+      () => c.t.close(),
+    );
     return c as { t: TestApp; url: string; nodes: [FixturePoolManager] };
   };
 
@@ -93,9 +101,17 @@ describe('dashboard routes', () => {
       await new Promise((r) => setTimeout(r, 50));
       after = DashboardSnapshotSchema.parse(await (await request(`${url}/v2/dashboard`, { headers: auth })).body.json());
     }
-    expect(after?.recent_tasks).toMatchObject([{
-      correlation_id: 'dash-corr-1', model: 'synthetic', priority: 'interactive', node_id: 'n1', pool_id: 'p', tokens_out: 3, outcome: 'ok',
-    }]);
+    expect(after?.recent_tasks).toMatchObject([
+      {
+        correlation_id: 'dash-corr-1',
+        model: 'synthetic',
+        priority: 'interactive',
+        node_id: 'n1',
+        pool_id: 'p',
+        tokens_out: 3,
+        outcome: 'ok',
+      },
+    ]);
     expect(after?.recent_tasks[0]?.ttft_ms).toBeTypeOf('number');
     expect(endedIn(after)).toBe(1);
     // Every token was relayed before the end, so the closed buckets hold all 3.
@@ -112,11 +128,15 @@ describe('dashboard routes', () => {
   });
 
   it('the queue and running tasks now, and how tasks ended: ok, error with its code, canceled', async () => {
-    const { url, nodes: [node] } = await cluster();
+    const {
+      url,
+      nodes: [node],
+    } = await cluster();
     const snap = async () => DashboardSnapshotSchema.parse(await (await request(`${url}/v2/dashboard`, { headers: auth })).body.json());
     const admit = async (correlationId: string): Promise<string> => {
       const res = await request(`${url}/v2/tasks`, {
-        method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'x-correlation-id': correlationId },
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json', 'x-correlation-id': correlationId },
         body: JSON.stringify({ model_ref: 'synthetic:llama', prompt: 'hi', max_tokens: 3 }),
       });
       expect(res.statusCode).toBe(202);
@@ -142,7 +162,10 @@ describe('dashboard routes', () => {
     const after = await snap();
     expect(after.queue).toMatchObject({ depth: { interactive: 0, batch: 0 }, running: 0 });
     expect(after.recent_tasks.map((r) => [r.correlation_id, r.outcome, r.code ?? null, r.tokens_out])).toEqual([
-      ['dash-held-2', 'canceled', null, 0], ['dash-held-1', 'canceled', null, 0], ['dash-queued', 'canceled', null, 0], ['dash-failed', 'error', 'WORKER_RESET', 1],
+      ['dash-held-2', 'canceled', null, 0],
+      ['dash-held-1', 'canceled', null, 0],
+      ['dash-queued', 'canceled', null, 0],
+      ['dash-failed', 'error', 'WORKER_RESET', 1],
     ]);
     // The queued one never reached a pool; the others ran on p.
     expect(after.recent_tasks.find((r) => r.correlation_id === 'dash-queued')?.pool_id).toBeUndefined();
@@ -151,7 +174,10 @@ describe('dashboard routes', () => {
   });
 
   it('GET /v2/dashboard/events pushes a snapshot on connect and another when a heartbeat marks the pool draining (no polling)', async () => {
-    const { url, nodes: [node] } = await cluster();
+    const {
+      url,
+      nodes: [node],
+    } = await cluster();
     const events = await openEvents(url, { ...auth, 'x-correlation-id': 'dash-events-1' });
     cleanups.push(async () => {
       events.abort();
@@ -176,7 +202,7 @@ describe('dashboard routes', () => {
     await events.next((s) => s.recent_tasks.some((t) => t.correlation_id === 'dash-corr-2'), 5000, 'a snapshot with the ended task');
   });
 
-  it('a drain forwarded through the API is pushed at once, before the node\'s next heartbeat', async () => {
+  it("a drain forwarded through the API is pushed at once, before the node's next heartbeat", async () => {
     const { url } = await cluster(5000); // the next heartbeat is seconds away
     const events = await openEvents(url);
     cleanups.push(async () => {
@@ -184,7 +210,11 @@ describe('dashboard routes', () => {
       await events.done;
     });
     await events.next(() => true);
-    const drain = await request(`${url}/v2/pools/p/drain`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ deadline_ms: 1000 }) });
+    const drain = await request(`${url}/v2/pools/p/drain`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ deadline_ms: 1000 }),
+    });
     expect(drain.statusCode).toBe(202);
     await drain.body.dump();
     const s = await events.next((x) => x.pools[0]?.draining === true, 2500, 'a snapshot with the pool marked draining');

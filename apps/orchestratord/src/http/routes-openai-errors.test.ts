@@ -18,7 +18,10 @@ describe('/v1 errors and request fields', () => {
   });
 
   async function refusal(p: Promise<unknown>): Promise<ApiError> {
-    const err = await p.then(() => undefined, (e: unknown) => e);
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(OpenAI.APIError);
     return err as ApiError;
   }
@@ -104,7 +107,10 @@ describe('/v1 errors and request fields', () => {
     const seen: string[] = [];
     const err = await (async () => {
       for await (const chunk of stream) seen.push(chunk.choices[0]?.delta.content ?? '<role>');
-    })().then(() => undefined, (e: unknown) => e);
+    })().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(seen).toEqual(['<role>', 'tok0 ', 'tok1 ']);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as ApiError).error).toMatchObject({ type: 'server_error', code: 'DECODE_TIMEOUT', message: 'fixture error' });
@@ -124,7 +130,8 @@ describe('/v1 errors and request fields', () => {
     if (node === undefined) throw new Error('no node');
     node.behaviour = { kind: 'hang' };
     const res = await fetch(`${c.url}/v1/chat/completions`, {
-      method: 'POST', headers: { ...c.t.auth, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { ...c.t.auth, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'tiny-chat', messages: user('x'), stream: true }),
     });
     // Headers came while the node still had not sent a token.
@@ -144,13 +151,18 @@ describe('/v1 errors and request fields', () => {
 
     // The same wait ended by a failure: a last data: {error} event, no [DONE].
     const res2 = await fetch(`${c.url}/v1/chat/completions`, {
-      method: 'POST', headers: { ...c.t.auth, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { ...c.t.auth, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'tiny-chat', messages: user('x'), stream: true }),
     });
     expect(res2.status).toBe(200);
     await c.t.app.services.tasks.close(); // shutdown ends every task with a retriable INTERNAL error
     const text2 = await res2.text();
-    const last = text2.split('\n\n').filter((e) => e.startsWith('data: ')).at(-1) ?? '';
+    const last =
+      text2
+        .split('\n\n')
+        .filter((e) => e.startsWith('data: '))
+        .at(-1) ?? '';
     expect(JSON.parse(last.slice(6))).toMatchObject({ error: { type: 'server_error', code: 'INTERNAL' } });
   });
 

@@ -15,11 +15,12 @@ describe('/v1 through the openai client', () => {
   });
 
   it('models.list and models.retrieve: ready and provisioning pools, by alias or ref; unknown → 404 model_not_found', async () => {
-    c = await startCluster([{ nodeId: 'n1', pools: [
-      POOL,
-      { pool_id: 'q', models: ['hf:org/repo/other.gguf'], slots: 1, state: 'provisioning' },
-      { pool_id: 'r', models: ['broken'], slots: 1, state: 'failed' },
-    ] }]);
+    c = await startCluster([
+      {
+        nodeId: 'n1',
+        pools: [POOL, { pool_id: 'q', models: ['hf:org/repo/other.gguf'], slots: 1, state: 'provisioning' }, { pool_id: 'r', models: ['broken'], slots: 1, state: 'failed' }],
+      },
+    ]);
     const before = Math.floor(Date.now() / 1000);
     const list = [];
     for await (const m of c.client.models.list()) list.push(m);
@@ -36,21 +37,35 @@ describe('/v1 through the openai client', () => {
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect((err as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({ code: 'model_not_found', param: 'model', type: 'not_found_error' });
     // A failed pool's model is not offered.
-    expect((await c.client.models.retrieve('broken').catch((e: unknown) => e))).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await c.client.models.retrieve('broken').catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
   });
 
   it('chat.completions.create, not streaming: one body with message, finish_reason and usage; the dispatch is a chat with the sampling forwarded', async () => {
     c = await startCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 5 }], { default_deadline_ms: 45_000 });
     // top_k and min_p are llama.cpp's, not in the client's types: sent as extra body fields.
     const body: OpenAI.ChatCompletionCreateParamsNonStreaming & { top_k: number; min_p: number } = {
-      model: 'tiny-chat', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'write a haiku' }],
-      max_completion_tokens: 3, temperature: 0.2, top_p: 0.9, top_k: 40, min_p: 0.05, stop: ['\n\n'], seed: 42,
-      presence_penalty: 0.1, frequency_penalty: 0.2, logit_bias: { 15: -100 },
+      model: 'tiny-chat',
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'write a haiku' },
+      ],
+      max_completion_tokens: 3,
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 40,
+      min_p: 0.05,
+      stop: ['\n\n'],
+      seed: 42,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.2,
+      logit_bias: { 15: -100 },
       response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } },
     };
     const res = await c.client.chat.completions.create(body);
     expect(res).toMatchObject({
-      object: 'chat.completion', model: 'tiny-chat', system_fingerprint: 'b1-test',
+      object: 'chat.completion',
+      model: 'tiny-chat',
+      system_fingerprint: 'b1-test',
       // The engine's own non-streamed body (here the fixture's), passed through: no logprobs asked, none sent.
       choices: [{ index: 0, message: { role: 'assistant', content: 'tok0 tok1 tok2 ' }, finish_reason: 'length' }],
       usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, prompt_tokens_details: { cached_tokens: 0 } },
@@ -59,10 +74,26 @@ describe('/v1 through the openai client', () => {
     expect(Math.abs(res.created - Date.now() / 1000)).toBeLessThan(60);
     const d = c.nodes[0]?.dispatches[0]?.body;
     expect(d).toMatchObject({
-      task_id: res.id.slice('chatcmpl-'.length), workload: 'chat', max_tokens: 3, seed: 42, greedy: false, cache_prompt: true, stream: false,
-      messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'write a haiku' }],
+      task_id: res.id.slice('chatcmpl-'.length),
+      workload: 'chat',
+      max_tokens: 3,
+      seed: 42,
+      greedy: false,
+      cache_prompt: true,
+      stream: false,
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'write a haiku' },
+      ],
       sampling: {
-        temperature: 0.2, top_p: 0.9, top_k: 40, min_p: 0.05, stop: ['\n\n'], presence_penalty: 0.1, frequency_penalty: 0.2, logit_bias: { 15: -100 },
+        temperature: 0.2,
+        top_p: 0.9,
+        top_k: 40,
+        min_p: 0.05,
+        stop: ['\n\n'],
+        presence_penalty: 0.1,
+        frequency_penalty: 0.2,
+        logit_bias: { 15: -100 },
         response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } },
       },
     });
@@ -79,7 +110,11 @@ describe('/v1 through the openai client', () => {
   it('chat.completions.create streaming with include_usage: role chunk, content chunks, finish chunk, usage chunk, [DONE]', async () => {
     c = await startCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 5 }]);
     const stream = await c.client.chat.completions.create({
-      model: 'tiny-chat', messages: [{ role: 'user', content: 'hi there' }], max_tokens: 3, stream: true, stream_options: { include_usage: true },
+      model: 'tiny-chat',
+      messages: [{ role: 'user', content: 'hi there' }],
+      max_tokens: 3,
+      stream: true,
+      stream_options: { include_usage: true },
     });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
@@ -101,7 +136,8 @@ describe('/v1 through the openai client', () => {
   it('the raw stream ends with data: [DONE]; without include_usage there is no usage chunk', async () => {
     c = await startCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 5 }]);
     const res = await fetch(`${c.url}/v1/chat/completions`, {
-      method: 'POST', headers: { ...c.t.auth, 'content-type': 'application/json', 'x-correlation-id': 'v1-corr' },
+      method: 'POST',
+      headers: { ...c.t.auth, 'content-type': 'application/json', 'x-correlation-id': 'v1-corr' },
       body: JSON.stringify({ model: 'tiny-chat', messages: [{ role: 'user', content: 'x' }], max_tokens: 2, stream: true }),
     });
     expect(res.status).toBe(200);
@@ -117,7 +153,9 @@ describe('/v1 through the openai client', () => {
     c = await startCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 5 }]);
     const res = await c.client.completions.create({ model: 'synthetic:llama', prompt: 'Once upon a time', max_tokens: 2, temperature: 0 });
     expect(res).toMatchObject({
-      object: 'text_completion', model: 'synthetic:llama', system_fingerprint: 'b1-test',
+      object: 'text_completion',
+      model: 'synthetic:llama',
+      system_fingerprint: 'b1-test',
       choices: [{ index: 0, text: 'tok0 tok1 ', finish_reason: 'length', logprobs: null }],
       usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 },
     });
@@ -142,7 +180,8 @@ describe('/v1 through the openai client', () => {
     c = await startCluster([{ nodeId: 'n1', pools: [{ ...POOL, slots: 1 }], tokenIntervalMs: 30 }]);
     const ac = new AbortController();
     const stream = await c.client.chat.completions.create(
-      { model: 'tiny-chat', messages: [{ role: 'user', content: 'long' }], max_tokens: 1000, stream: true }, { signal: ac.signal },
+      { model: 'tiny-chat', messages: [{ role: 'user', content: 'long' }], max_tokens: 1000, stream: true },
+      { signal: ac.signal },
     );
     let id = '';
     let seen = 0;

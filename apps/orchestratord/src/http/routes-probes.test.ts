@@ -27,9 +27,13 @@ describe('probes: /healthz and /readyz', () => {
     t = await makeApp();
     const app = t.app;
     let release!: () => void;
-    const gate = new Promise<void>((r) => { release = r; });
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
     let closeStarted!: () => void;
-    const started = new Promise<void>((r) => { closeStarted = r; });
+    const started = new Promise<void>((r) => {
+      closeStarted = r;
+    });
     // runs after the app's own preClose hook: the listener is still open, the close has begun
     app.addHook('preClose', async () => {
       closeStarted();

@@ -78,7 +78,7 @@ describe('POST /v2/tasks, the easier way', () => {
     }
   });
 
-  it('Accept: text/event-stream answers with the task\'s event stream: the same frames GET …/events gives, end with prompt and cached tokens', async () => {
+  it("Accept: text/event-stream answers with the task's event stream: the same frames GET …/events gives, end with prompt and cached tokens", async () => {
     c = await startCluster([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1, engine_version: 'b1-x' }], tokenIntervalMs: 5 }]);
     const task_id = '11111111-2222-4333-8444-555555555555';
     const res = await post(c, { task_id, model_ref: 'm', prompt: 'one two three', max_tokens: 3 }, { accept: 'text/event-stream', 'x-correlation-id': 'v2-sse' });
@@ -90,8 +90,16 @@ describe('POST /v2/tasks, the easier way', () => {
     expect(got.map((f) => f.event).filter((e) => e !== 'metrics')).toEqual(['started', 'token', 'token', 'token', 'end']);
     expect(got.map((f) => f.id)).toEqual(got.map((_, i) => i));
     expect(got.at(-1)?.data).toEqual({
-      tokens_out: 3, decode_ms: expect.any(Number), decode_time_ms: expect.any(Number), pool_id: 'p', node_id: 'n1', engine_version: 'b1-x',
-      stop_type: 'limit', finish_reason: 'length', prompt_tokens: 3, cached_tokens: 0,
+      tokens_out: 3,
+      decode_ms: expect.any(Number),
+      decode_time_ms: expect.any(Number),
+      pool_id: 'p',
+      node_id: 'n1',
+      engine_version: 'b1-x',
+      stop_type: 'limit',
+      finish_reason: 'length',
+      prompt_tokens: 3,
+      cached_tokens: 0,
     });
     const again = await request(`${c.url}/v2/tasks/${task_id}/events`, { headers: c.t.auth });
     expect(await again.body.text()).toBe(text);
@@ -102,7 +110,9 @@ describe('POST /v2/tasks, the easier way', () => {
     const ac = new AbortController();
     const task_id = '21111111-2222-4333-8444-555555555555';
     const res = await request(`${c.url}/v2/tasks`, {
-      method: 'POST', signal: ac.signal, headers: { ...c.t.auth, 'content-type': 'application/json', accept: 'text/event-stream' },
+      method: 'POST',
+      signal: ac.signal,
+      headers: { ...c.t.auth, 'content-type': 'application/json', accept: 'text/event-stream' },
       body: JSON.stringify({ task_id, model_ref: 'm', prompt: 'x', max_tokens: 500 }),
     });
     expect(res.statusCode).toBe(200);

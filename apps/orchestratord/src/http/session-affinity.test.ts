@@ -55,7 +55,10 @@ describe('session affinity across turns', () => {
       { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], tokenIntervalMs: 2 },
     ]);
     const cl = c;
-    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: 'You are a poet.' }, { role: 'user', content: 'Write a haiku about the sea.' }];
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'You are a poet.' },
+      { role: 'user', content: 'Write a haiku about the sea.' },
+    ];
     const turn = async (who: { user?: string }, msgs = messages) => cl.client.chat.completions.create({ model: 'm', messages: msgs, max_tokens: 3, ...who });
 
     // Turn 1 lands on pb because pa is busy.
@@ -108,7 +111,9 @@ describe('session affinity across turns', () => {
     const holdA = await occupy(cl, 'pa');
     const v2 = taskBody({ model_ref: 'm', session_id: sid, max_tokens: 2 });
     const res = await request(`${cl.url}/v2/tasks`, {
-      method: 'POST', headers: { ...cl.t.auth, 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(v2),
+      method: 'POST',
+      headers: { ...cl.t.auth, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify(v2),
     });
     expect(res.statusCode).toBe(200);
     expect(await res.body.text()).toMatch(/event: end\ndata: \{[^\n]*"pool_id":"pb"/);

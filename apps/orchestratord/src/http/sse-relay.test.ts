@@ -13,7 +13,6 @@ interface Cluster {
   nodes: FixturePoolManager[];
 }
 
-
 describe('SSE relay over real sockets with fixture nodes', () => {
   let cluster: Cluster | undefined;
   const extraNodes: FixturePoolManager[] = [];
@@ -33,7 +32,9 @@ describe('SSE relay over real sockets with fixture nodes', () => {
   async function submit(c: Cluster, over: Partial<TaskRequestInput> = {}): Promise<{ id: string; sse: string; body: Record<string, unknown> }> {
     const body = taskBody(over);
     const res = await request(`${c.url}/v2/tasks`, {
-      method: 'POST', headers: { ...c.t.auth, 'content-type': 'application/json' }, body: JSON.stringify(body),
+      method: 'POST',
+      headers: { ...c.t.auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
     });
     const json = (await res.body.json()) as Record<string, unknown>;
     expect(res.statusCode, JSON.stringify(json)).toBe(202);
@@ -69,7 +70,9 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(end?.decode_ms).toBe(end?.decode_time_ms);
     // What the node received: the mapped DispatchRequest with the Bearer token.
     expect(c.nodes[0]?.dispatches[0]).toMatchObject({
-      pool_id: 'p', authorization: `Bearer ${TOKEN}`, body: { task_id: task.id, prompt: 'hello', max_tokens: 5, seed: 7, greedy: false },
+      pool_id: 'p',
+      authorization: `Bearer ${TOKEN}`,
+      body: { task_id: task.id, prompt: 'hello', max_tokens: 5, seed: 7, greedy: false },
     });
     expect(c.nodes[0]?.dispatches[0]?.body.deadline_ms).toBeGreaterThan(0);
     expect(c.nodes[0]?.dispatches[0]?.body.deadline_ms).toBeLessThanOrEqual(60_000);
@@ -94,7 +97,16 @@ describe('SSE relay over real sockets with fixture nodes', () => {
   });
 
   it('strict determinism sends greedy sampling to a deterministic pool and sessions count tokens from end events', async () => {
-    const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'a', models: ['m'], slots: 4 }, { pool_id: 'det', models: ['m'], slots: 1, deterministic: true }], tokenIntervalMs: 5 }]);
+    const c = await start([
+      {
+        nodeId: 'n1',
+        pools: [
+          { pool_id: 'a', models: ['m'], slots: 4 },
+          { pool_id: 'det', models: ['m'], slots: 1, deterministic: true },
+        ],
+        tokenIntervalMs: 5,
+      },
+    ]);
     const session = taskBody().session_id as string;
     const task = await submit(c, { max_tokens: 3, seed: 42, determinism: 'strict', session_id: session });
     const s = await openSse(task.sse, c.t.auth);
@@ -102,7 +114,9 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(s.frames.at(-1)).toMatchObject({ event: 'end', data: { pool_id: 'det', tokens_out: 3 } });
     expect(c.nodes[0]?.dispatches[0]?.body).toMatchObject({ greedy: true, seed: 42 });
     const task2 = await submit(c, { max_tokens: 2, session_id: session });
-    await (await openSse(task2.sse, c.t.auth)).done;
+    await (
+      await openSse(task2.sse, c.t.auth)
+    ).done;
     const info = await request(`${c.url}/v2/sessions/${session}`, { headers: c.t.auth });
     expect(await info.body.json()).toMatchObject({ session_id: session, turns: 2, tokens_out: 5, active_tasks: 0 });
   });
@@ -202,11 +216,17 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(node.completed).not.toContain(task.id);
   });
 
-  it.each([['HTTP/1.1', false], ['h2c', true]])('a node that drops the connection before the first token (%s): the task is re-placed on another node', async (_proto, h2c) => {
-    const c = await start([
-      { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
-      { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
-    ], { dispatch_http1_per_node: h2c ? 0 : 8 });
+  it.each([
+    ['HTTP/1.1', false],
+    ['h2c', true],
+  ])('a node that drops the connection before the first token (%s): the task is re-placed on another node', async (_proto, h2c) => {
+    const c = await start(
+      [
+        { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
+        { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
+      ],
+      { dispatch_http1_per_node: h2c ? 0 : 8 },
+    );
     const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
     n1.nextBehaviours.push({ kind: 'crash-before-first-token' }, { kind: 'refuse' });
     for (const _ of [1, 2]) {
@@ -225,11 +245,17 @@ describe('SSE relay over real sockets with fixture nodes', () => {
     expect(metrics).toMatch(/llorch_tasks_replaced_total\{reason="WORKER_RESET"\} 2/);
   });
 
-  it.each([['HTTP/1.1', false], ['h2c', true]])('a node that drops the connection after the first token (%s): error WORKER_RESET (retriable), no re-placement', async (_proto, h2c) => {
-    const c = await start([
-      { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
-      { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
-    ], { dispatch_http1_per_node: h2c ? 0 : 8 });
+  it.each([
+    ['HTTP/1.1', false],
+    ['h2c', true],
+  ])('a node that drops the connection after the first token (%s): error WORKER_RESET (retriable), no re-placement', async (_proto, h2c) => {
+    const c = await start(
+      [
+        { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
+        { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
+      ],
+      { dispatch_http1_per_node: h2c ? 0 : 8 },
+    );
     const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
     n1.nextBehaviours.push({ kind: 'crash-after-tokens', tokens: 2 });
     const task = await submit(c, { max_tokens: 10 });
@@ -269,7 +295,10 @@ describe('SSE relay over real sockets with fixture nodes', () => {
       const s2 = await openSse(busy.sse, c.t.auth);
       await s2.done;
       expect(s2.frames.at(-1), kind).toMatchObject({ event: 'end', data: { tokens_out: 2 } });
-      expect(node.dispatches.filter((d) => d.body.task_id === busy.id), kind).toHaveLength(2);
+      expect(
+        node.dispatches.filter((d) => d.body.task_id === busy.id),
+        kind,
+      ).toHaveLength(2);
     }
   });
 
@@ -355,10 +384,13 @@ describe('SSE relay over real sockets with fixture nodes', () => {
   });
 
   it('a node that does not accept a dispatch in time (frozen, heartbeats still arriving): the task is re-placed at once', async () => {
-    const c = await start([
-      { nodeId: 'n1', pools: [{ pool_id: 'p1', models: ['m'], slots: 1 }] },
-      { nodeId: 'n2', pools: [{ pool_id: 'p2', models: ['m'], slots: 1 }] },
-    ], { dispatch_accept_timeout_ms: 300 });
+    const c = await start(
+      [
+        { nodeId: 'n1', pools: [{ pool_id: 'p1', models: ['m'], slots: 1 }] },
+        { nodeId: 'n2', pools: [{ pool_id: 'p2', models: ['m'], slots: 1 }] },
+      ],
+      { dispatch_accept_timeout_ms: 300 },
+    );
     const n1 = c.nodes[0] as FixturePoolManager;
     n1.behaviour = { kind: 'freeze' };
     const task = await submit(c, { max_tokens: 2, placement: { mode: 'prefer', prefer_pools: ['p1'], allow_fallback: true } });

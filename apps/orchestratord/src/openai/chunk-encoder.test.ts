@@ -8,7 +8,7 @@ const who: ResponseIdentity = { kind: 'chat', id: 'chatcmpl-1', created: 1_700_0
 const end: SseFrame = { event: 'end', data: { tokens_out: 2, decode_ms: 1, decode_time_ms: 1, stop_type: 'eos' } };
 
 describe('OpenAiChunkEncoder', () => {
-  it('a task\'s frames as the ChunkRenderer renders them: nothing for started/metrics, the role chunk with the first piece, finish + usage + [DONE] at the end', () => {
+  it("a task's frames as the ChunkRenderer renders them: nothing for started/metrics, the role chunk with the first piece, finish + usage + [DONE] at the end", () => {
     let fingerprint: string | undefined;
     const enc = new OpenAiChunkEncoder(who, true, () => fingerprint);
     const r = new ChunkRenderer(who, true);

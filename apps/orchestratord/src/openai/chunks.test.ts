@@ -8,7 +8,10 @@ const completion: ResponseIdentity = { kind: 'completion', id: 'cmpl-1', created
 /** The chunk as OpenAI's object in its documented key order, serialised the plain way. */
 function expected(who: ResponseIdentity, fingerprint: string | undefined, choice: Record<string, unknown>): string {
   const obj: Record<string, unknown> = {
-    id: who.id, object: who.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created: who.created, model: who.model,
+    id: who.id,
+    object: who.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+    created: who.created,
+    model: who.model,
   };
   if (fingerprint !== undefined) obj.system_fingerprint = fingerprint;
   obj.choices = [choice];

@@ -69,7 +69,10 @@ export class ChunkRenderer {
   #chunk(choices: unknown[], usage?: Usage): string {
     const w = this.#who;
     const obj: Record<string, unknown> = {
-      id: w.id, object: w.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created: w.created, model: w.model,
+      id: w.id,
+      object: w.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+      created: w.created,
+      model: w.model,
     };
     if (this.#fingerprint !== undefined) obj.system_fingerprint = this.#fingerprint;
     obj.choices = choices;
@@ -117,9 +120,8 @@ export class ChunkRenderer {
   end(end: EndEvent): string {
     this.#fingerprint ??= end.engine_version;
     const reason = finishReason(end);
-    let out = this.#who.kind === 'chat'
-      ? this.#chunk([{ index: 0, delta: {}, finish_reason: reason }])
-      : this.#chunk([{ index: 0, text: '', logprobs: null, finish_reason: reason }]);
+    let out =
+      this.#who.kind === 'chat' ? this.#chunk([{ index: 0, delta: {}, finish_reason: reason }]) : this.#chunk([{ index: 0, text: '', logprobs: null, finish_reason: reason }]);
     if (this.#includeUsage) out += this.#chunk([], usageOf(end));
     return out + DONE;
   }
@@ -181,7 +183,10 @@ export class ResponseCollector {
     const text = this.#parts.join('');
     const reason = finishReason(end);
     const head: Record<string, unknown> = {
-      id: w.id, object: w.kind === 'chat' ? 'chat.completion' : 'text_completion', created: w.created, model: w.model,
+      id: w.id,
+      object: w.kind === 'chat' ? 'chat.completion' : 'text_completion',
+      created: w.created,
+      model: w.model,
       system_fingerprint: fingerprint ?? end.engine_version,
     };
     if (head.system_fingerprint === undefined) delete head.system_fingerprint;

@@ -3,12 +3,29 @@ import type { PoolView } from '../registry/pool-view.js';
 import { findModel, listModels } from './models.js';
 
 const view = (over: Partial<PoolView> & { pool_id: string; models: string[] }): PoolView => ({
-  node_id: 'n1', node_state: 'online', state: 'ready', ready: true, draining: false, slots_total: 1, free: 1, leased: 0,
-  deterministic: false, ctx: 2048, address: 'http://x', dispatch: { url: 'http://x' }, provisioningEtaMs: undefined,
-  snapshot: {} as PoolView['snapshot'], ...over,
+  node_id: 'n1',
+  node_state: 'online',
+  state: 'ready',
+  ready: true,
+  draining: false,
+  slots_total: 1,
+  free: 1,
+  leased: 0,
+  deterministic: false,
+  ctx: 2048,
+  address: 'http://x',
+  dispatch: { url: 'http://x' },
+  provisioningEtaMs: undefined,
+  snapshot: {} as PoolView['snapshot'],
+  ...over,
 });
 
-const seen = new Map([['hf:a/b/m.gguf', 5_000_000], ['m-1234', 4_000_000], ['synthetic:llama', 9_000_000], ['other', 1_000]]);
+const seen = new Map([
+  ['hf:a/b/m.gguf', 5_000_000],
+  ['m-1234', 4_000_000],
+  ['synthetic:llama', 9_000_000],
+  ['other', 1_000],
+]);
 const firstSeen = (ref: string): number | undefined => seen.get(ref);
 
 describe('GET /v1/models listing', () => {
@@ -37,7 +54,8 @@ describe('GET /v1/models listing', () => {
 
   it('retrieve answers under the name asked, for any alias, catalog id or ref of an offered model', () => {
     const views = [view({ pool_id: 'b', models: ['hf:a/b/m.gguf', 'm-1234'], aliases: ['nice'] })];
-    for (const name of ['nice', 'm-1234', 'hf:a/b/m.gguf']) expect(findModel(views, name, firstSeen, 0)).toEqual({ id: name, object: 'model', created: 4000, owned_by: 'llama-orch' });
+    for (const name of ['nice', 'm-1234', 'hf:a/b/m.gguf'])
+      expect(findModel(views, name, firstSeen, 0)).toEqual({ id: name, object: 'model', created: 4000, owned_by: 'llama-orch' });
     expect(findModel(views, 'nope', firstSeen, 0)).toBeUndefined();
     expect(findModel([view({ pool_id: 'e', models: ['x'], state: 'failed' })], 'x', firstSeen, 0)).toBeUndefined();
   });

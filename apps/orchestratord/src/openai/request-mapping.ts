@@ -1,6 +1,12 @@
 import {
-  ChatCompletionRequestSchema, CompletionRequestSchema, SAMPLING_FIELDS, TaskRequestSchema,
-  type ChatCompletionRequest, type CompletionRequest, type TaskRequestBody, type TaskRequestInput,
+  ChatCompletionRequestSchema,
+  CompletionRequestSchema,
+  SAMPLING_FIELDS,
+  TaskRequestSchema,
+  type ChatCompletionRequest,
+  type CompletionRequest,
+  type TaskRequestBody,
+  type TaskRequestInput,
 } from '@llama-orch/contracts';
 import type { z } from 'zod';
 import { InvalidParamsError } from '../errors.js';
@@ -70,7 +76,11 @@ function finish(kind: 'chat' | 'completion', body: ChatCompletionRequest | Compl
   const parsed = TaskRequestSchema.safeParse(input);
   if (!parsed.success) throw invalid(parsed.error.issues[0]);
   return {
-    kind, model: body.model, stream: body.stream === true, includeUsage: body.stream_options?.include_usage === true, task: parsed.data,
+    kind,
+    model: body.model,
+    stream: body.stream === true,
+    includeUsage: body.stream_options?.include_usage === true,
+    task: parsed.data,
   };
 }
 

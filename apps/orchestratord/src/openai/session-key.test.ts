@@ -8,7 +8,7 @@ describe('the session of a /v1 request', () => {
     expect(sessionIdFor(['chat-42', 'other'], undefined)).toBe(nameUuid('session:chat-42'));
   });
 
-  it('else the body\'s user, hashed (the same user is the same session; a header text and a user of the same text are not)', () => {
+  it("else the body's user, hashed (the same user is the same session; a header text and a user of the same text are not)", () => {
     expect(sessionIdFor(undefined, 'alice')).toBe(sessionIdFor('', 'alice'));
     expect(sessionIdFor(undefined, 'alice')).not.toBe(sessionIdFor(undefined, 'bob'));
     expect(sessionIdFor(undefined, 'alice')).not.toBe(sessionIdFor('alice', undefined));

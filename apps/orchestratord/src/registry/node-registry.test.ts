@@ -5,8 +5,12 @@ import { isPlaceable } from './pool-view.js';
 import { captureLogger, ManualClock, snapshot } from '../testing/test-helpers.js';
 
 const reg = (nodeId: string, pools = [snapshot({ pool_id: 'p' })]): NodeRegisterRequest => ({
-  node_id: nodeId, machine_id: nodeId, address: `http://${nodeId}.invalid:9200`, pools,
-  capabilities: { gpus: [], cpu_cores: 2, ram_total_bytes: 1024 }, version: 't',
+  node_id: nodeId,
+  machine_id: nodeId,
+  address: `http://${nodeId}.invalid:9200`,
+  pools,
+  capabilities: { gpus: [], cpu_cores: 2, ram_total_bytes: 1024 },
+  version: 't',
 });
 const hb = (pools = [snapshot({ pool_id: 'p' })]) => ({ timestamp: new Date().toISOString(), pools });
 
@@ -59,7 +63,8 @@ describe('NodeRegistry', () => {
     expect(r.list()[0]).toMatchObject({ state: 'online', last_seen: new Date(clock.now() - 200).toISOString(), state_since: new Date(clock.now()).toISOString() });
     expectOfflineAfter(r, clock, 'n1', 2800);
     expect(r.list()[0]?.state_since).toBe(new Date(clock.now()).toISOString());
-    for (const skewed of [sentAgo(300), sentAgo(-50)]) { // too old, or from the future: the arrival counts
+    for (const skewed of [sentAgo(300), sentAgo(-50)]) {
+      // too old, or from the future: the arrival counts
       r.heartbeat('n1', skewed);
       expect(r.list()[0]?.last_seen).toBe(new Date(clock.now()).toISOString());
       expectOfflineAfter(r, clock, 'n1', 3000);
@@ -209,7 +214,10 @@ describe('NodeRegistry', () => {
     const r = make(new ManualClock());
     r.register(reg('n2'));
     r.register(reg('n1'));
-    expect(r.list().map((n) => [n.node_id, n.state])).toEqual([['n1', 'registering'], ['n2', 'registering']]);
+    expect(r.list().map((n) => [n.node_id, n.state])).toEqual([
+      ['n1', 'registering'],
+      ['n2', 'registering'],
+    ]);
     await r.close();
     await r.close();
     expect(r.state).toBe('closed');
@@ -258,7 +266,10 @@ describe('NodeRegistry', () => {
     r.register(reg('n1', [snapshot({ pool_id: 'q', models: ['m'] })]));
     expect(keys(r.poolsWithId('p'))).toEqual(['n2/p']);
     expect(keys(r.poolsForModel('x'))).toEqual([]);
-    expect(r.poolsForModel('m').map((v) => [v.node_id, v.pool_id, v.node_state])).toEqual([['n2', 'p', 'offline'], ['n1', 'q', 'registering']]);
+    expect(r.poolsForModel('m').map((v) => [v.node_id, v.pool_id, v.node_state])).toEqual([
+      ['n2', 'p', 'offline'],
+      ['n1', 'q', 'registering'],
+    ]);
     r.deregister('n2');
     expect(keys(r.poolsForModel('m'))).toEqual(['n1/q']);
     expect(r.poolsWithId('p')).toEqual([]);
@@ -278,9 +289,17 @@ describe('NodeRegistry', () => {
     const r = make(clock, 1000);
     const nodes = ['n1', 'n2', 'n3', 'n4'];
     const models = ['m', 'x', 'y'];
-    const randomPools = () => ['a', 'b', 'c'].filter(() => rand() < 0.7).map((id) => snapshot({
-      pool_id: id, slots_total: 4, slots_free: Math.floor(rand() * 5), models: models.filter(() => rand() < 0.5),
-    }));
+    const randomPools = () =>
+      ['a', 'b', 'c']
+        .filter(() => rand() < 0.7)
+        .map((id) =>
+          snapshot({
+            pool_id: id,
+            slots_total: 4,
+            slots_free: Math.floor(rand() * 5),
+            models: models.filter(() => rand() < 0.5),
+          }),
+        );
     const leases: { nodeId: string; poolId: string; release(): void }[] = [];
     const held = new Map<string, number>();
     const view = (n: string, id: string) => r.pools().find((v) => v.node_id === n && v.pool_id === id);
@@ -312,18 +331,25 @@ describe('NodeRegistry', () => {
         r.sweep();
       }
       const all = r.pools();
-      const listed = r.list().flatMap((node) => node.pools.map((p) => `${node.node_id}/${p.pool_id}`)).sort();
+      const listed = r
+        .list()
+        .flatMap((node) => node.pools.map((p) => `${node.node_id}/${p.pool_id}`))
+        .sort();
       expect(all.map((v) => `${v.node_id}/${v.pool_id}`).sort(), `step ${step}`).toEqual(listed);
       for (const m of models) expect(r.poolsForModel(m), `step ${step} model ${m}`).toEqual(all.filter((v) => v.models.includes(m)));
       for (const id of ['a', 'b', 'c']) expect(r.poolsWithId(id), `step ${step} pool ${id}`).toEqual(all.filter((v) => v.pool_id === id));
       for (const v of all) {
         expect(v.node_state, `step ${step}`).toBe(r.nodeState(v.node_id));
         expect(v.leased, `step ${step}`).toBe(held.get(`${v.node_id}/${v.pool_id}`) ?? 0);
-        expect(v.snapshot, `step ${step}`).toBe(r.list().find((node) => node.node_id === v.node_id)?.pools.find((p) => p.pool_id === v.pool_id));
+        expect(v.snapshot, `step ${step}`).toBe(
+          r
+            .list()
+            .find((node) => node.node_id === v.node_id)
+            ?.pools.find((p) => p.pool_id === v.pool_id),
+        );
         expect(v.free).toBeGreaterThanOrEqual(0);
         expect(v.free).toBeLessThanOrEqual(v.slots_total);
       }
     }
   });
 });
-

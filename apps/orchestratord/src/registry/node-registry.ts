@@ -1,6 +1,4 @@
-import type {
-  HeartbeatRequest, NodeAck, NodeInfo, NodeRegisterRequest, NodeState, PoolSnapshot,
-} from '@llama-orch/contracts';
+import type { HeartbeatRequest, NodeAck, NodeInfo, NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import type { DispatchTarget } from '../upstream/pool-client.js';
 import { PoolAccounting, type NodeFacts } from './pool-accounting.js';
@@ -112,14 +110,24 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const previous = this.#nodes.get(req.node_id);
     const dispatch: DispatchTarget = { url: req.address, h2c: req.dispatch_h2c };
     const node: NodeRecord = {
-      request: req, address: req.address, dispatch, state: 'registering', stateSince: now, lastSeen: now, pools, deadline: undefined,
+      request: req,
+      address: req.address,
+      dispatch,
+      state: 'registering',
+      stateSince: now,
+      lastSeen: now,
+      pools,
+      deadline: undefined,
     };
     if (previous?.deadline !== undefined) clearTimeout(previous.deadline);
     this.#nodes.set(req.node_id, node);
     this.#armDeadline(req.node_id, node);
     for (const p of req.pools) this.#observe(req.node_id, p, now);
     this.#refreshNode(req.node_id, node, previous?.pools, now);
-    this.#logger.info({ node_id: req.node_id, address: req.address, pools: req.pools.length, human: `Node ${req.node_id} registered with ${req.pools.length} pool(s) at ${req.address}` }, 'node registered');
+    this.#logger.info(
+      { node_id: req.node_id, address: req.address, pools: req.pools.length, human: `Node ${req.node_id} registered with ${req.pools.length} pool(s) at ${req.address}` },
+      'node registered',
+    );
     this.#emit({ type: 'registered', nodeId: req.node_id });
     return { next_heartbeat_ms: this.#heartbeatIntervalMs };
   }
@@ -174,13 +182,16 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   #armDeadline(nodeId: string, node: NodeRecord): void {
     if (node.deadline !== undefined) clearTimeout(node.deadline);
     const remaining = node.lastSeen + 3 * this.#heartbeatIntervalMs + 1 - this.#clock.now();
-    node.deadline = setTimeout(() => {
-      node.deadline = undefined;
-      if (this.#state !== 'running' || this.#nodes.get(nodeId) !== node) return;
-      this.#offlineIfLate(nodeId, node, this.#clock.now());
-      // Timers run on the event loop's cached time and may fire a little early by the clock.
-      if (node.state !== 'offline') this.#armDeadline(nodeId, node);
-    }, Math.max(0, remaining));
+    node.deadline = setTimeout(
+      () => {
+        node.deadline = undefined;
+        if (this.#state !== 'running' || this.#nodes.get(nodeId) !== node) return;
+        this.#offlineIfLate(nodeId, node, this.#clock.now());
+        // Timers run on the event loop's cached time and may fire a little early by the clock.
+        if (node.state !== 'offline') this.#armDeadline(nodeId, node);
+      },
+      Math.max(0, remaining),
+    );
     node.deadline.unref();
   }
 
@@ -189,7 +200,10 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     node.state = 'offline';
     node.stateSince = now;
     this.#refreshNode(nodeId, node, undefined, now);
-    this.#logger.warn({ node_id: nodeId, last_seen_ms_ago: now - node.lastSeen, human: `Node ${nodeId} missed 3 heartbeats; marked offline, its pools are unplaceable` }, 'node offline');
+    this.#logger.warn(
+      { node_id: nodeId, last_seen_ms_ago: now - node.lastSeen, human: `Node ${nodeId} missed 3 heartbeats; marked offline, its pools are unplaceable` },
+      'node offline',
+    );
     this.#emit({ type: 'offline', nodeId });
   }
 
@@ -249,8 +263,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
 
   /** Views of a pool id (normally one; pool ids are meant to be unique in the cluster), online nodes first. */
   poolsById(poolId: string): PoolView[] {
-    return [...this.poolsWithId(poolId)]
-      .sort((a, b) => Number(b.node_state === 'online') - Number(a.node_state === 'online'));
+    return [...this.poolsWithId(poolId)].sort((a, b) => Number(b.node_state === 'online') - Number(a.node_state === 'online'));
   }
 
   /** Takes one slot of a pool. The caller must release it when the dispatch ends, whatever the outcome. */
@@ -347,7 +360,11 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
 class SlotLease implements Lease {
   #giveBack: ((nodeId: string, poolId: string) => void) | undefined;
 
-  constructor(readonly nodeId: string, readonly poolId: string, giveBack: (nodeId: string, poolId: string) => void) {
+  constructor(
+    readonly nodeId: string,
+    readonly poolId: string,
+    giveBack: (nodeId: string, poolId: string) => void,
+  ) {
     this.#giveBack = giveBack;
   }
 

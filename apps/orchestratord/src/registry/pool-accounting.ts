@@ -148,8 +148,7 @@ export class PoolAccounting {
     let free = Math.min(total, Math.max(0, total - account.leases - foreignBusy));
     if (account.saturatedUntil > now) free = 0;
     const progress = account.progressAt;
-    const eta = progress !== undefined && account.progressRate !== undefined && account.progressRate > 0
-      ? Math.round((1 - progress.value) / account.progressRate) : undefined;
+    const eta = progress !== undefined && account.progressRate !== undefined && account.progressRate > 0 ? Math.round((1 - progress.value) / account.progressRate) : undefined;
     return {
       node_id: nodeId,
       pool_id: snap.pool_id,

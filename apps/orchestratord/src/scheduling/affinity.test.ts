@@ -6,8 +6,18 @@ import { place, type PlacementRequest, type RoundRobinCursor } from './placement
 
 function pool(over: Partial<PoolCandidate> & { pool_id: string }): PoolCandidate {
   return {
-    node_id: 'n1', node_state: 'online', state: 'ready', ready: true, draining: false,
-    slots_total: 2, free: 2, leased: 0, models: ['m'], deterministic: false, ctx: 4096, ...over,
+    node_id: 'n1',
+    node_state: 'online',
+    state: 'ready',
+    ready: true,
+    draining: false,
+    slots_total: 2,
+    free: 2,
+    leased: 0,
+    models: ['m'],
+    deterministic: false,
+    ctx: 4096,
+    ...over,
   };
 }
 const req = (over: Partial<PlacementRequest> = {}): PlacementRequest => ({ model_ref: 'm', ctx: 0, ...over });
@@ -20,7 +30,7 @@ const decide = (r: PlacementRequest, pools: PoolCandidate[], strategy: 'least-lo
 describe('place with session affinity', () => {
   const pools = [pool({ pool_id: 'a', free: 2 }), pool({ pool_id: 'b', free: 1 }), pool({ pool_id: 'b', node_id: 'n2', free: 2 })];
 
-  it('prefers the session\'s pool while it has a free slot, over least-loaded and round-robin', () => {
+  it("prefers the session's pool while it has a free slot, over least-loaded and round-robin", () => {
     expect(decide(req(), pools)).toBe('n1/a strategy');
     expect(decide(req({ affinity: { node_id: 'n1', pool_id: 'b' } }), pools)).toBe('n1/b affinity');
     expect(decide(req({ affinity: { node_id: 'n1', pool_id: 'b' } }), pools, 'round-robin')).toBe('n1/b affinity');
@@ -28,7 +38,7 @@ describe('place with session affinity', () => {
     expect(decide(req({ affinity: { node_id: 'n2', pool_id: 'b' } }), pools)).toBe('n2/b affinity');
   });
 
-  it('falls back to normal placement when the session\'s pool is full, gone, unready or does not serve the model', () => {
+  it("falls back to normal placement when the session's pool is full, gone, unready or does not serve the model", () => {
     const full = [pool({ pool_id: 'a', free: 1 }), pool({ pool_id: 'b', free: 0 })];
     expect(decide(req({ affinity: { node_id: 'n1', pool_id: 'b' } }), full)).toBe('n1/a strategy');
     expect(decide(req({ affinity: { node_id: 'n9', pool_id: 'zz' } }), pools)).toBe('n1/a strategy');
@@ -40,7 +50,7 @@ describe('place with session affinity', () => {
     expect(decide(req({ affinity: { node_id: 'n1', pool_id: 'b' } }), [pool({ pool_id: 'b', free: 0 })])).toBe('wait');
   });
 
-  it('never overrides the task\'s own constraints: avoid_pools, a better-ranked preferred pool, strict determinism, exclusions', () => {
+  it("never overrides the task's own constraints: avoid_pools, a better-ranked preferred pool, strict determinism, exclusions", () => {
     const aff = { node_id: 'n1', pool_id: 'b' };
     expect(decide(req({ affinity: aff, placement: { mode: 'auto', avoid_pools: ['b'], allow_fallback: true } }), pools)).toBe('n1/a strategy');
     expect(decide(req({ affinity: aff, placement: { mode: 'prefer', prefer_pools: ['a'], allow_fallback: true } }), pools)).toBe('n1/a preferred');

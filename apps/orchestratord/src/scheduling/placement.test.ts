@@ -4,8 +4,18 @@ import { place, type PlacementRequest, type RoundRobinCursor } from './placement
 
 function pool(over: Partial<PoolCandidate> & { pool_id: string }): PoolCandidate {
   return {
-    node_id: 'n1', node_state: 'online', state: 'ready', ready: true, draining: false,
-    slots_total: 2, free: 2, leased: 0, models: ['m'], deterministic: false, ctx: 4096, ...over,
+    node_id: 'n1',
+    node_state: 'online',
+    state: 'ready',
+    ready: true,
+    draining: false,
+    slots_total: 2,
+    free: 2,
+    leased: 0,
+    models: ['m'],
+    deterministic: false,
+    ctx: 4096,
+    ...over,
   };
 }
 const req = (over: Partial<PlacementRequest> = {}): PlacementRequest => ({ model_ref: 'm', ctx: 0, ...over });
@@ -24,7 +34,14 @@ describe('place', () => {
       pool({ pool_id: 'g', node_state: 'registering', free: 5 }),
     ];
     expect(chosen(place(req(), pools, 'least-loaded', rr()))).toBe('n1/f');
-    expect(place(req(), pools.filter((p) => p.pool_id !== 'f'), 'least-loaded', rr()).kind).toBe('wait');
+    expect(
+      place(
+        req(),
+        pools.filter((p) => p.pool_id !== 'f'),
+        'least-loaded',
+        rr(),
+      ).kind,
+    ).toBe('wait');
   });
 
   it('least-loaded: most free slots, then lowest load ratio, then pool id, then node id', () => {
@@ -113,11 +130,14 @@ function reference(r: PlacementRequest, cands: readonly PoolCandidate[], strateg
       return { kind: 'reject', code: 'POOL_UNREADY', message: `pinned pool '${c.pool_id}' is ${c.draining ? 'draining' : c.state}` };
     }
   }
-  const ok = (c: PoolCandidate, excl: boolean): boolean => serves(c) && !(r.ctx > 0 && c.ctx > 0 && c.ctx < r.ctx)
-    && !(r.determinism === 'strict' && !c.deterministic) && !(p?.avoid_pools ?? []).includes(c.pool_id)
-    && !(p?.mode === 'pin' && c.pool_id !== p.pin_pool_id)
-    && !(p?.mode === 'prefer' && !p.allow_fallback && !(p.prefer_pools ?? []).includes(c.pool_id))
-    && !(excl && (r.exclude?.has(`${c.node_id}/${c.pool_id}`) ?? false));
+  const ok = (c: PoolCandidate, excl: boolean): boolean =>
+    serves(c) &&
+    !(r.ctx > 0 && c.ctx > 0 && c.ctx < r.ctx) &&
+    !(r.determinism === 'strict' && !c.deterministic) &&
+    !(p?.avoid_pools ?? []).includes(c.pool_id) &&
+    !(p?.mode === 'pin' && c.pool_id !== p.pin_pool_id) &&
+    !(p?.mode === 'prefer' && !p.allow_fallback && !(p.prefer_pools ?? []).includes(c.pool_id)) &&
+    !(excl && (r.exclude?.has(`${c.node_id}/${c.pool_id}`) ?? false));
   let eligible = cands.filter((c) => ok(c, true));
   if (eligible.length === 0 && (r.exclude?.size ?? 0) > 0) eligible = cands.filter((c) => ok(c, false));
   if (eligible.length === 0) {
@@ -177,10 +197,17 @@ describe('place over an index and over a plain array', () => {
       const cands: PoolCandidate[] = [];
       for (let i = 0; i < 2 + Math.floor(rand() * 14); i += 1) {
         const c = pool({
-          pool_id: pick(ids), node_id: pick(['n1', 'n2', 'n3']), node_state: rand() < 0.85 ? 'online' : pick(['offline', 'registering'] as const),
+          pool_id: pick(ids),
+          node_id: pick(['n1', 'n2', 'n3']),
+          node_state: rand() < 0.85 ? 'online' : pick(['offline', 'registering'] as const),
           state: rand() < 0.8 ? 'ready' : pick(['starting', 'draining', 'failed', 'stopped', 'provisioning'] as const),
-          ready: rand() < 0.85, draining: rand() < 0.1, slots_total: pick([0, 1, 2, 4]), free: pick([0, 0, 1, 2, 3]),
-          models: rand() < 0.1 ? ['m', 'x'] : [pick(['m', 'm', 'x'])], deterministic: rand() < 0.4, ctx: pick([0, 2048, 8192]),
+          ready: rand() < 0.85,
+          draining: rand() < 0.1,
+          slots_total: pick([0, 1, 2, 4]),
+          free: pick([0, 0, 1, 2, 3]),
+          models: rand() < 0.1 ? ['m', 'x'] : [pick(['m', 'm', 'x'])],
+          deterministic: rand() < 0.4,
+          ctx: pick([0, 2048, 8192]),
         });
         if (seen.has(`${c.node_id}/${c.pool_id}`)) continue;
         seen.add(`${c.node_id}/${c.pool_id}`);
@@ -188,13 +215,19 @@ describe('place over an index and over a plain array', () => {
       }
       const mode = pick(['auto', 'auto', 'pin', 'prefer'] as const);
       const r = req({
-        model_ref: rand() < 0.9 ? 'm' : 'y', ctx: pick([0, 4096]), determinism: rand() < 0.2 ? 'strict' : undefined,
-        placement: rand() < 0.3 ? undefined : {
-          mode, allow_fallback: rand() < 0.6,
-          ...(mode === 'pin' ? { pin_pool_id: pick([...ids, 'zz']) } : {}),
-          ...(mode === 'prefer' && rand() < 0.9 ? { prefer_pools: [pick(ids), pick(ids), pick(ids)] } : {}),
-          ...(rand() < 0.3 ? { avoid_pools: [pick(ids)] } : {}),
-        },
+        model_ref: rand() < 0.9 ? 'm' : 'y',
+        ctx: pick([0, 4096]),
+        determinism: rand() < 0.2 ? 'strict' : undefined,
+        placement:
+          rand() < 0.3
+            ? undefined
+            : {
+                mode,
+                allow_fallback: rand() < 0.6,
+                ...(mode === 'pin' ? { pin_pool_id: pick([...ids, 'zz']) } : {}),
+                ...(mode === 'prefer' && rand() < 0.9 ? { prefer_pools: [pick(ids), pick(ids), pick(ids)] } : {}),
+                ...(rand() < 0.3 ? { avoid_pools: [pick(ids)] } : {}),
+              },
         exclude: rand() < 0.3 ? new Set(cands.filter(() => rand() < 0.4).map((c) => `${c.node_id}/${c.pool_id}`)) : new Set(),
       });
       for (const strategy of ['least-loaded', 'round-robin'] as const) {
@@ -210,18 +243,30 @@ describe('place over an index and over a plain array', () => {
     }
   });
 
-  it('only asks the index for the model\'s pools, or the pinned id\'s, and returns its own objects', () => {
+  it("only asks the index for the model's pools, or the pinned id's, and returns its own objects", () => {
     const pools = [pool({ pool_id: 'a', free: 1 }), pool({ pool_id: 'b', free: 3 }), pool({ pool_id: 'c', models: ['x'], free: 9 })];
     const asked: string[] = [];
     const index: CandidateIndex = {
-      poolsForModel: (m) => { asked.push(`model:${m}`); return pools.filter((c) => c.models.includes(m)); },
-      poolsWithId: (id) => { asked.push(`id:${id}`); return pools.filter((c) => c.pool_id === id); },
+      poolsForModel: (m) => {
+        asked.push(`model:${m}`);
+        return pools.filter((c) => c.models.includes(m));
+      },
+      poolsWithId: (id) => {
+        asked.push(`id:${id}`);
+        return pools.filter((c) => c.pool_id === id);
+      },
     };
     const d = place(req(), index, 'least-loaded', rr());
     expect(d.kind === 'assign' && d.candidate).toBe(pools[1]);
-    expect(place(req({ placement: { mode: 'pin', pin_pool_id: 'a', allow_fallback: true } }), index, 'least-loaded', rr())).toMatchObject({ kind: 'assign', reason: 'pinned', candidate: { pool_id: 'a' } });
+    expect(place(req({ placement: { mode: 'pin', pin_pool_id: 'a', allow_fallback: true } }), index, 'least-loaded', rr())).toMatchObject({
+      kind: 'assign',
+      reason: 'pinned',
+      candidate: { pool_id: 'a' },
+    });
     expect(place(req({ placement: { mode: 'pin', pin_pool_id: 'c', allow_fallback: true } }), index, 'least-loaded', rr())).toMatchObject({
-      kind: 'reject', code: 'POOL_UNAVAILABLE', message: "pinned pool 'c' does not serve model 'm'",
+      kind: 'reject',
+      code: 'POOL_UNAVAILABLE',
+      message: "pinned pool 'c' does not serve model 'm'",
     });
     expect(asked).toEqual(['model:m', 'id:a', 'id:c']);
   });

@@ -1,7 +1,5 @@
 import type { PlacementOverrides } from '@llama-orch/contracts';
-import {
-  candidateKey, compareCandidates, isPlaceable, servesModel, type CandidateIndex, type PoolCandidate,
-} from '../registry/pool-view.js';
+import { candidateKey, compareCandidates, isPlaceable, servesModel, type CandidateIndex, type PoolCandidate } from '../registry/pool-view.js';
 
 /**
  * Placement: pure functions from (task constraints, pool candidates) to a decision.
@@ -121,9 +119,7 @@ export function place<C extends PoolCandidate>(
   let checkModel = true;
   if (p?.mode === 'pin') {
     const pinId = p.pin_pool_id;
-    const pinned = isIndex(candidates)
-      ? (pinId === undefined ? [] : candidates.poolsWithId(pinId))
-      : candidates.filter((c) => c.pool_id === pinId);
+    const pinned = isIndex(candidates) ? (pinId === undefined ? [] : candidates.poolsWithId(pinId)) : candidates.filter((c) => c.pool_id === pinId);
     if (pinned.length === 0) {
       return { kind: 'reject', code: 'POOL_UNAVAILABLE', message: `pinned pool '${p.pin_pool_id}' is not known to the cluster` };
     }
@@ -207,8 +203,8 @@ export function place<C extends PoolCandidate>(
   } else {
     const k = rr.next % group.count;
     rr.next = (rr.next + 1) % Number.MAX_SAFE_INTEGER;
-    const inGroup = (c: C): boolean => (!checkModel || servesModel(c, req.model_ref)) && fitsConstraints(req, c)
-      && (isExcluded(req, c) ? 1 : 0) === gi && isPlaceable(c) && rankOf(c) === group.rank;
+    const inGroup = (c: C): boolean =>
+      (!checkModel || servesModel(c, req.model_ref)) && fitsConstraints(req, c) && (isExcluded(req, c) ? 1 : 0) === gi && isPlaceable(c) && rankOf(c) === group.rank;
     chosen = ordered ? nth(base, inGroup, k) : ([...base].filter(inGroup).sort(compareCandidates)[k] as C);
   }
 

@@ -25,7 +25,9 @@ describe('Scheduler', () => {
     const queue = new AdmissionQueue<Item>({ capacity: 10, policy: 'reject' });
     const log: string[] = [];
     const scheduler = new Scheduler<Item>({
-      registry, strategy: 'least-loaded', line: queue,
+      registry,
+      strategy: 'least-loaded',
+      line: queue,
       events: {
         waiting: (t) => log.push(`wait ${t.id}`),
         unplaceable: (t, d) => log.push(`reject ${t.id} ${d.code}`),
@@ -40,7 +42,14 @@ describe('Scheduler', () => {
 
   it('leases a slot per assignment inside the pass; tasks with one wait key share a decision; waiters do not block another model; waiting is reported once', () => {
     const { registry, queue, scheduler, log } = setup();
-    for (const [id, model] of [['t1', 'm'], ['t2', 'm'], ['t3', 'm'], ['t4', 'other'], ['t5', 'nowhere']] as const) queue.enqueue(id, 'interactive', item(id, model));
+    for (const [id, model] of [
+      ['t1', 'm'],
+      ['t2', 'm'],
+      ['t3', 'm'],
+      ['t4', 'other'],
+      ['t5', 'nowhere'],
+    ] as const)
+      queue.enqueue(id, 'interactive', item(id, model));
     scheduler.pump();
     expect(log).toEqual(['assign t1 a', 'wait t2', 'assign t4 b', 'reject t5 MODEL_NOT_AVAILABLE', 'moved']);
     expect([...queue].map((e) => e.id)).toEqual(['t2', 't3']);
@@ -54,7 +63,7 @@ describe('Scheduler', () => {
     expect(log).toHaveLength(before);
   });
 
-  it('a ticket\'s wait key changes only when a pool is avoided', () => {
+  it("a ticket's wait key changes only when a pool is avoided", () => {
     const ticket = new PlacementTicket({ model_ref: 'm', ctx: 0 });
     const key = ticket.waitKey;
     expect(ticket.exclude).toBeUndefined();

@@ -16,7 +16,9 @@ describe('SessionStore', () => {
   it('a flood of unique sessions stays at the cap: the least recently active idle session goes first', () => {
     const clock = new ManualClock();
     let evicted = 0;
-    const s = make(clock, 3, () => { evicted += 1; });
+    const s = make(clock, 3, () => {
+      evicted += 1;
+    });
     for (const id of ['a', 'b', 'c']) {
       s.taskStarted(id);
       s.taskEnded(id, 5);
@@ -54,7 +56,9 @@ describe('SessionStore', () => {
   it('keeps at most maxSessions idle sessions and counts each eviction once', () => {
     const clock = new ManualClock();
     let evicted = 0;
-    const s = make(clock, 100, () => { evicted += 1; });
+    const s = make(clock, 100, () => {
+      evicted += 1;
+    });
     for (let i = 0; i < 10_000; i++) {
       s.taskStarted(`s-${i}`);
       s.taskEnded(`s-${i}`, 1);

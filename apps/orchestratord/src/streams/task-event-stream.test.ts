@@ -66,7 +66,9 @@ function body(raw: string): string {
     if (nl < 0) return out;
     const size = Number.parseInt(rest.slice(0, nl), 16);
     if (size === 0 || Number.isNaN(size)) return out;
-    const chunk = Buffer.from(rest.slice(nl + 2), 'utf8').subarray(0, size).toString('utf8');
+    const chunk = Buffer.from(rest.slice(nl + 2), 'utf8')
+      .subarray(0, size)
+      .toString('utf8');
     out += chunk;
     rest = rest.slice(nl + 2 + chunk.length + 2);
   }
@@ -141,14 +143,19 @@ describe('TaskEventStream', () => {
     stream.append(started);
     const skipTokens: FrameEncoder = { verbose: false, encode: (id, f) => (f.event === 'token' ? formatSseFrame(id, f) : '') };
     const refused: ErrorEvent[] = [];
-    const { url } = await listen((res) => new TaskEventStream(options(res, stream, {
-      encoder: skipTokens,
-      lazyHead: true,
-      onRefused: (err) => {
-        refused.push(err);
-        res.writeHead(503, { 'retry-after': '1' }).end('{}');
-      },
-    })));
+    const { url } = await listen(
+      (res) =>
+        new TaskEventStream(
+          options(res, stream, {
+            encoder: skipTokens,
+            lazyHead: true,
+            onRefused: (err) => {
+              refused.push(err);
+              res.writeHead(503, { 'retry-after': '1' }).end('{}');
+            },
+          }),
+        ),
+    );
     const c = get(url.port);
     await until(() => stream.subscriberCount === 1, 'the subscriber');
     stream.append({ event: 'metrics', data: { queue_depth: 1, on_time_probability: 1 } });

@@ -46,7 +46,10 @@ describe('orchestratord argv', () => {
   });
 
   it('an unknown option or argument: one line and the usage on stderr, exit 2', async () => {
-    for (const [args, line] of [[['--port', '1'], "orchestratord: unknown option '--port'"], [['serve'], "orchestratord: unexpected argument 'serve'"]] as const) {
+    for (const [args, line] of [
+      [['--port', '1'], "orchestratord: unknown option '--port'"],
+      [['serve'], "orchestratord: unexpected argument 'serve'"],
+    ] as const) {
       const r = await run([...args]);
       expect(r.exitCode).toBe(2);
       expect(r.stdout).toBe('');

@@ -9,7 +9,7 @@ function capture(level: string): { logger: Logger; records: () => Record<string,
 }
 
 describe('lazyChild', () => {
-  it('logs with its bindings and its children\'s, merged into one child', () => {
+  it("logs with its bindings and its children's, merged into one child", () => {
     const c = capture('info');
     const req = lazyChild(c.logger, { correlation_id: 'c1' });
     const task = req.child({ task_id: 't1' });
@@ -36,7 +36,7 @@ describe('lazyChild', () => {
     expect(plain.level).toBe('info');
   });
 
-  it('logs errors as err with their message, and keeps the parent\'s bindings in children', () => {
+  it("logs errors as err with their message, and keeps the parent's bindings in children", () => {
     const c = capture('info');
     const req = lazyChild(c.logger, { correlation_id: 'c2' });
     req.warn('materialise');
@@ -49,10 +49,7 @@ describe('lazyChild', () => {
     const verbose = lazyChild(c.logger, { a: 1 }, { level: 'debug' });
     verbose.debug({ n: 2 }, 'shown');
     verbose.child({ b: 3 }).info('child shown');
-    expect(c.records()).toEqual([
-      expect.objectContaining({ a: 1, n: 2, msg: 'shown', level: 20 }),
-      expect.objectContaining({ a: 1, b: 3, msg: 'child shown', level: 30 }),
-    ]);
+    expect(c.records()).toEqual([expect.objectContaining({ a: 1, n: 2, msg: 'shown', level: 20 }), expect.objectContaining({ a: 1, b: 3, msg: 'child shown', level: 30 })]);
   });
 
   it('an Error as the first argument is logged as err', () => {

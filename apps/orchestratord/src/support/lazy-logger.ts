@@ -50,12 +50,24 @@ export class LazyChildLogger {
   }
 
   // Prototype methods, not per-instance closures: one of these objects exists per request.
-  fatal(...args: unknown[]): void { this.#log('fatal', args); }
-  error(...args: unknown[]): void { this.#log('error', args); }
-  warn(...args: unknown[]): void { this.#log('warn', args); }
-  info(...args: unknown[]): void { this.#log('info', args); }
-  debug(...args: unknown[]): void { this.#log('debug', args); }
-  trace(...args: unknown[]): void { this.#log('trace', args); }
+  fatal(...args: unknown[]): void {
+    this.#log('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.#log('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.#log('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.#log('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.#log('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.#log('trace', args);
+  }
   silent(): void {}
 
   get level(): string {

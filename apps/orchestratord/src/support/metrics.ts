@@ -83,7 +83,7 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
   return {
     sessionAffinity: new Counter({
       name: 'llorch_placement_session_affinity_total',
-      help: 'Placements of tasks whose session ran before: kept on the session\'s last pool, or moved elsewhere (it was busy or gone).',
+      help: "Placements of tasks whose session ran before: kept on the session's last pool, or moved elsewhere (it was busy or gone).",
       labelNames: ['outcome'] as const,
       registers,
     }),
@@ -100,8 +100,18 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       labelNames: ['engine', 'pool_id', 'reason'] as const,
       registers,
     }),
-    tasksRejected: new Counter({ name: 'llorch_tasks_rejected_total', help: 'Tasks refused or evicted at admission, by error code.', labelNames: ['engine', 'reason'] as const, registers }),
-    tasksFailed: new Counter({ name: 'llorch_tasks_failed_total', help: 'Admitted tasks that ended with an error frame, by code.', labelNames: ['engine', 'code'] as const, registers }),
+    tasksRejected: new Counter({
+      name: 'llorch_tasks_rejected_total',
+      help: 'Tasks refused or evicted at admission, by error code.',
+      labelNames: ['engine', 'reason'] as const,
+      registers,
+    }),
+    tasksFailed: new Counter({
+      name: 'llorch_tasks_failed_total',
+      help: 'Admitted tasks that ended with an error frame, by code.',
+      labelNames: ['engine', 'code'] as const,
+      registers,
+    }),
     tokensOut: new Counter({
       name: 'llorch_tokens_out_total',
       help: 'Tokens generated: the sum of end.tokens_out of every ended task.',
@@ -127,7 +137,12 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       registers,
     }),
     sessionsEvicted: new Counter({ name: 'llorch_sessions_evicted_total', help: 'Idle sessions evicted before their TTL because ORCHD_SESSION_MAX were kept.', registers }),
-    replacements: new Counter({ name: 'llorch_tasks_replaced_total', help: 'Tasks re-placed after a node failed before their first token.', labelNames: ['reason'] as const, registers }),
+    replacements: new Counter({
+      name: 'llorch_tasks_replaced_total',
+      help: 'Tasks re-placed after a node failed before their first token.',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
     nodeRegistrations: new Counter({ name: 'llorch_node_registrations_total', help: 'Node registrations.', labelNames: ['outcome'] as const, registers }),
     nodeHeartbeats: new Counter({ name: 'llorch_node_heartbeats_total', help: 'Node heartbeats.', labelNames: ['outcome'] as const, registers }),
     nodeDeregistrations: new Counter({ name: 'llorch_node_deregistrations_total', help: 'Node deregistrations.', labelNames: ['outcome'] as const, registers }),
@@ -147,4 +162,3 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
     }),
   };
 }
-

@@ -29,8 +29,11 @@ export function taskLoad({ queue, running, predictor, registry, expectedTokens }
     capacity: queue.capacity,
     running: running.size,
     predictedWaitMs: predictClusterWait({
-      predictor, pools: registry.pools(), poolsForModel: (m) => registry.poolsForModel(m),
-      ahead: (m) => queue.countAhead(m, 'interactive'), tokens: expectedTokens,
+      predictor,
+      pools: registry.pools(),
+      poolsForModel: (m) => registry.poolsForModel(m),
+      ahead: (m) => queue.countAhead(m, 'interactive'),
+      tokens: expectedTokens,
     }),
   };
 }

@@ -45,10 +45,16 @@ export class TaskObserver {
   admitted(task: TaskRecord, position: number): void {
     const r = task.request;
     this.#metrics.tasksEnqueued.inc({ engine: ENGINE, priority: r.priority });
-    task.log.info({
-      queue_position: position, predicted_start_ms: task.predictedStartMs, model_ref: r.model_ref, priority: r.priority,
-      human: `Accepted task ${task.id} for '${r.model_ref}'; queued at position ${position} (ETA ${task.predictedStartMs} ms)`,
-    }, 'task admitted');
+    task.log.info(
+      {
+        queue_position: position,
+        predicted_start_ms: task.predictedStartMs,
+        model_ref: r.model_ref,
+        priority: r.priority,
+        human: `Accepted task ${task.id} for '${r.model_ref}'; queued at position ${position} (ETA ${task.predictedStartMs} ms)`,
+      },
+      'task admitted',
+    );
     if (this.#events.observed) this.#events.emit({ type: 'admitted', taskId: task.id });
   }
 
@@ -76,10 +82,17 @@ export class TaskObserver {
       const kept = affinity.node_id === view.node_id && affinity.pool_id === view.pool_id;
       this.#metrics.sessionAffinity.inc({ outcome: kept ? 'kept' : 'moved' });
     }
-    task.log.info({
-      pool_id: view.pool_id, node_id: view.node_id, reason, attempt: task.failedAttempts + 1, waited_ms: now - task.admittedAt,
-      human: `Placed task ${task.id} on pool ${view.pool_id} of node ${view.node_id} (${reason}; ${view.free} free slot(s) before this one)`,
-    }, 'task placed');
+    task.log.info(
+      {
+        pool_id: view.pool_id,
+        node_id: view.node_id,
+        reason,
+        attempt: task.failedAttempts + 1,
+        waited_ms: now - task.admittedAt,
+        human: `Placed task ${task.id} on pool ${view.pool_id} of node ${view.node_id} (${reason}; ${view.free} free slot(s) before this one)`,
+      },
+      'task placed',
+    );
     if (this.#events.observed) this.#events.emit({ type: 'dispatched', taskId: task.id });
   }
 
@@ -98,7 +111,15 @@ export class TaskObserver {
       sinceAdmission / 1000,
     );
     this.#predictor.observeFirstToken(view.node_id, view.pool_id, now - (task.dispatchedAt ?? now));
-    task.log.info({ pool_id: view.pool_id, node_id: view.node_id, first_token_ms: sinceAdmission, human: `Streaming task ${task.id} from pool ${view.pool_id}; first token after ${sinceAdmission} ms` }, 'stream started');
+    task.log.info(
+      {
+        pool_id: view.pool_id,
+        node_id: view.node_id,
+        first_token_ms: sinceAdmission,
+        human: `Streaming task ${task.id} from pool ${view.pool_id}; first token after ${sinceAdmission} ms`,
+      },
+      'stream started',
+    );
     if (this.#events.observed) this.#events.emit({ type: 'first-token', taskId: task.id, at: now, ttftMs: Math.max(0, sinceAdmission) });
   }
 
@@ -106,15 +127,31 @@ export class TaskObserver {
   finished(task: TaskRecord, view: PoolView, ev: EndDispatchEvent): void {
     this.#predictor.observeEnd(view.node_id, view.pool_id, ev.tokens_out, ev.decode_ms);
     this.#metrics.decodeSeconds.observe({ engine: ENGINE, engine_version: ev.engine_version, pool_id: ev.pool_id, priority: task.request.priority }, ev.decode_ms / 1000);
-    task.log.info({
-      pool_id: ev.pool_id, node_id: ev.node_id, tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, stop_type: ev.stop_type,
-      human: `Task ${task.id} finished on pool ${ev.pool_id}: ${ev.tokens_out} token(s) in ${Math.round(ev.decode_ms)} ms (${ev.stop_type})`,
-    }, 'task ended');
+    task.log.info(
+      {
+        pool_id: ev.pool_id,
+        node_id: ev.node_id,
+        tokens_out: ev.tokens_out,
+        decode_ms: ev.decode_ms,
+        stop_type: ev.stop_type,
+        human: `Task ${task.id} finished on pool ${ev.pool_id}: ${ev.tokens_out} token(s) in ${Math.round(ev.decode_ms)} ms (${ev.stop_type})`,
+      },
+      'task ended',
+    );
   }
 
   /** The attempt on `view` failed for good. */
   failedOn(task: TaskRecord, view: PoolView, code: ErrorCode, message: string): void {
-    task.log.warn({ code, pool_id: view.pool_id, node_id: view.node_id, tokens_out: task.tokens, human: `Task ${task.id} failed on pool ${view.pool_id} after ${task.tokens} token(s): ${message}` }, 'task failed');
+    task.log.warn(
+      {
+        code,
+        pool_id: view.pool_id,
+        node_id: view.node_id,
+        tokens_out: task.tokens,
+        human: `Task ${task.id} failed on pool ${view.pool_id} after ${task.tokens} token(s): ${message}`,
+      },
+      'task failed',
+    );
   }
 
   /** Every attempt the task may make failed before its first token. */
@@ -126,21 +163,33 @@ export class TaskObserver {
   requeued(task: TaskRecord, view: PoolView, code: ErrorCode, message: string, penalty: Penalty): void {
     const saturated = penalty === 'saturated';
     if (!saturated) this.#metrics.replacements.inc({ reason: code });
-    task.log.info({
-      pool_id: view.pool_id, node_id: view.node_id, code, saturated,
-      human: saturated
-        ? `Pool ${view.pool_id} had no free slot for task ${task.id}; back to the head of the queue`
-        : `Pool ${view.pool_id} on node ${view.node_id} failed task ${task.id} before its first token (${message}); re-placing`,
-    }, 'task re-queued');
+    task.log.info(
+      {
+        pool_id: view.pool_id,
+        node_id: view.node_id,
+        code,
+        saturated,
+        human: saturated
+          ? `Pool ${view.pool_id} had no free slot for task ${task.id}; back to the head of the queue`
+          : `Pool ${view.pool_id} on node ${view.node_id} failed task ${task.id} before its first token (${message}); re-placing`,
+      },
+      'task re-queued',
+    );
   }
 
   canceled(task: TaskRecord, reason: CancelReason): void {
     this.#metrics.tasksCanceled.inc({ engine: ENGINE, pool_id: task.placement?.pool_id ?? '', reason });
-    task.log.info({ reason, tokens_out: task.tokens, human: `Task ${task.id} canceled (${reason === 'client' ? 'client request' : 'client disconnected'}) after ${task.tokens} token(s)` }, 'task canceled');
+    task.log.info(
+      { reason, tokens_out: task.tokens, human: `Task ${task.id} canceled (${reason === 'client' ? 'client request' : 'client disconnected'}) after ${task.tokens} token(s)` },
+      'task canceled',
+    );
   }
 
   expiredInQueue(task: TaskRecord, now: number): void {
-    task.log.warn({ waited_ms: now - task.admittedAt, human: `Task ${task.id} expired in the queue after ${now - task.admittedAt} ms (deadline ${task.request.deadline_ms} ms)` }, 'deadline expired');
+    task.log.warn(
+      { waited_ms: now - task.admittedAt, human: `Task ${task.id} expired in the queue after ${now - task.admittedAt} ms (deadline ${task.request.deadline_ms} ms)` },
+      'deadline expired',
+    );
   }
 
   timedOut(task: TaskRecord): void {
@@ -166,13 +215,20 @@ export class TaskObserver {
     this.#events.emit({
       type: 'ended',
       task: {
-        taskId: task.id, correlationId: task.correlationId, model: task.modelName, priority: task.request.priority,
-        nodeId: task.placement?.node_id, poolId: task.placement?.pool_id,
+        taskId: task.id,
+        correlationId: task.correlationId,
+        model: task.modelName,
+        priority: task.request.priority,
+        nodeId: task.placement?.node_id,
+        poolId: task.placement?.pool_id,
         // The engine's count when it ended the task (what usage and llorch_tokens_out_total say): it
         // can exceed the token frames when the engine merged pieces into one frame.
         tokensOut: frame.event === 'end' ? frame.data.tokens_out : task.tokens,
         ttftMs: task.firstTokenAt === undefined ? undefined : Math.max(0, task.firstTokenAt - task.admittedAt),
-        admittedAt: task.admittedAt, endedAt: now, outcome, code: frame.event === 'error' ? frame.data.code : undefined,
+        admittedAt: task.admittedAt,
+        endedAt: now,
+        outcome,
+        code: frame.event === 'error' ? frame.data.code : undefined,
       },
     });
   }

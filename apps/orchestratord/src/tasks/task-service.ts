@@ -74,7 +74,9 @@ export class TaskService {
     this.#observer = new TaskObserver(metrics, this.#predictor, this.#events);
     this.#table = new TaskTable({ graceMs: options.streamGraceMs, maxEnded: options.streamGraceMaxTasks ?? 100_000 });
     this.#queue = new AdmissionQueue<TaskRecord>({
-      capacity: options.admissionCapacity, policy: options.admissionPolicy, groupOf: (t) => t.request.model_ref,
+      capacity: options.admissionCapacity,
+      policy: options.admissionPolicy,
+      groupOf: (t) => t.request.model_ref,
     });
     this.#queueMetrics = new QueueMetrics({ registry, predictor: this.#predictor, intervalMs: metricsIntervalMs });
     this.#scheduler = new Scheduler<TaskRecord>({
@@ -159,15 +161,28 @@ export class TaskService {
       onReject: (code) => this.#observer.refused(code),
     });
     const task = newTaskRecord({
-      request, modelName: named.model_ref, affinity: this.#sessions.lastPool(request.session_id), log, correlationId, clientKey, now: this.#clock.now(), predictedStartMs: prediction.startMs,
-      phase: avail.ready.length > 0 ? 'queued' : 'preparing', delivery,
+      request,
+      modelName: named.model_ref,
+      affinity: this.#sessions.lastPool(request.session_id),
+      log,
+      correlationId,
+      clientKey,
+      now: this.#clock.now(),
+      predictedStartMs: prediction.startMs,
+      phase: avail.ready.length > 0 ? 'queued' : 'preparing',
+      delivery,
     });
     const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);
     if (result.kind === 'full') {
       this.#observer.queueFull(log, task.id, result.policy, this.#queue.size, this.#queue.capacity);
-      throw new QueueFullError(result.policy === 'reject' ? 'ADMISSION_REJECT' : 'QUEUE_FULL_DROP_LRU', `admission queue is full (${this.#queue.capacity} tasks, policy ${result.policy})`, {
-        policyLabel: result.policy, retryAfterMs: Math.max(1000, prediction.serviceMs ?? 1000),
-      });
+      throw new QueueFullError(
+        result.policy === 'reject' ? 'ADMISSION_REJECT' : 'QUEUE_FULL_DROP_LRU',
+        `admission queue is full (${this.#queue.capacity} tasks, policy ${result.policy})`,
+        {
+          policyLabel: result.policy,
+          retryAfterMs: Math.max(1000, prediction.serviceMs ?? 1000),
+        },
+      );
     }
     this.#table.add(task);
     this.#sessions.taskStarted(request.session_id);
@@ -256,8 +271,14 @@ export class TaskService {
   #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort): Promise<AttemptOutcome> {
     try {
       const input = {
-        client: this.#poolClient, target: view.dispatch, poolId: view.pool_id, body: dispatchRequest(task, this.#clock.now()), controller,
-        correlationId: task.correlationId, failedAttempts: task.failedAttempts, maxRetries: this.#maxRetries,
+        client: this.#poolClient,
+        target: view.dispatch,
+        poolId: view.pool_id,
+        body: dispatchRequest(task, this.#clock.now()),
+        controller,
+        correlationId: task.correlationId,
+        failedAttempts: task.failedAttempts,
+        maxRetries: this.#maxRetries,
       };
       if (task.delivery === 'answer') return runAnswerAttempt({ ...input, sink: answerSink(task, view, this.#clock, this.#observer) });
       return runAttempt({ ...input, sink: tokenSink(task, view, this.#clock, this.#observer) });
@@ -298,8 +319,13 @@ export class TaskService {
       const ev = outcome.event;
       this.#observer.finished(task, view, ev);
       const end: EndEvent = {
-        tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, decode_time_ms: ev.decode_ms, pool_id: ev.pool_id, node_id: ev.node_id,
-        engine_version: ev.engine_version, stop_type: ev.stop_type,
+        tokens_out: ev.tokens_out,
+        decode_ms: ev.decode_ms,
+        decode_time_ms: ev.decode_ms,
+        pool_id: ev.pool_id,
+        node_id: ev.node_id,
+        engine_version: ev.engine_version,
+        stop_type: ev.stop_type,
       };
       // Only what the node reported: a node that does not count prompt tokens leaves them out.
       if (ev.prompt_tokens !== undefined) end.prompt_tokens = ev.prompt_tokens;

@@ -6,15 +6,27 @@ import { TaskTable } from './task-table.js';
 function task(id: string, now = 0): TaskRecord {
   return newTaskRecord({
     request: {
-      task_id: id, session_id: 's', workload: 'completion', model_ref: 'm', engine: 'llamacpp', ctx: 0, priority: 'interactive', prompt: 'p',
-      max_tokens: 1, deadline_ms: 1000,
+      task_id: id,
+      session_id: 's',
+      workload: 'completion',
+      model_ref: 'm',
+      engine: 'llamacpp',
+      ctx: 0,
+      priority: 'interactive',
+      prompt: 'p',
+      max_tokens: 1,
+      deadline_ms: 1000,
     },
-    log: captureLogger().logger, correlationId: 'c', now, predictedStartMs: 0, phase: 'queued',
+    log: captureLogger().logger,
+    correlationId: 'c',
+    now,
+    predictedStartMs: 0,
+    phase: 'queued',
   });
 }
 
 describe('TaskTable', () => {
-  it('keeps an ended task\'s frames for the grace period only, then forgets it', () => {
+  it("keeps an ended task's frames for the grace period only, then forgets it", () => {
     const table = new TaskTable({ graceMs: 100, maxEnded: 10 });
     const a = task('a');
     table.add(a);

@@ -25,7 +25,10 @@ export type FixtureNodeSpec = { nodeId: string; pools: FixturePoolSpec[]; tokenI
  * `app` adds tuning (housekeeping every 20 ms unless set) and deps.
  */
 export async function startFixtureCluster(
-  nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}, hbMs = HB_MS, app: { tuning?: AppTuning; deps?: ExtraDeps } = {},
+  nodes: FixtureNodeSpec[],
+  over: Record<string, unknown> = {},
+  hbMs = HB_MS,
+  app: { tuning?: AppTuning; deps?: ExtraDeps } = {},
 ): Promise<{ t: TestApp; url: string; nodes: FixturePoolManager[] }> {
   const t = await makeApp({ heartbeat_interval_ms: hbMs, ...over }, { tickMs: 20, ...app.tuning }, undefined, undefined, app.deps);
   await t.app.listen({ host: '127.0.0.1', port: 0 });
@@ -44,7 +47,10 @@ export async function startCluster(nodes: FixtureNodeSpec[], over: Record<string
   const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over);
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 20_000 });
   return {
-    t, url, nodes: fixtures, client,
+    t,
+    url,
+    nodes: fixtures,
+    client,
     close: async () => {
       await t.close();
       await Promise.all(fixtures.map((f) => f.close()));

@@ -34,8 +34,17 @@ export function captureLogger(level = 'debug'): { logger: Logger; lines: string[
 
 export function snapshot(over: Partial<PoolSnapshot> & { pool_id: string }): PoolSnapshot {
   return {
-    state: 'ready', ready: true, draining: false, slots_total: 1, slots_free: 1, models: ['m'], engine_version: 'v1',
-    ctx: 4096, deterministic: false, decode_tps: 0, ...over,
+    state: 'ready',
+    ready: true,
+    draining: false,
+    slots_total: 1,
+    slots_free: 1,
+    models: ['m'],
+    engine_version: 'v1',
+    ctx: 4096,
+    deterministic: false,
+    decode_tps: 0,
+    ...over,
   };
 }
 
@@ -47,13 +56,21 @@ export async function waitFor(cond: () => boolean, timeoutMs = 10_000, what = 'c
   }
 }
 
-
 export const TOKEN = 'test-token-0123456789abcdef';
 
 export function taskBody(over: Partial<TaskRequestInput> = {}): TaskRequestInput {
   return {
-    task_id: randomUUID(), session_id: randomUUID(), workload: 'completion', model_ref: 'm', engine: 'llamacpp', ctx: 0,
-    priority: 'interactive', prompt: 'hello', max_tokens: 4, deadline_ms: 60_000, ...over,
+    task_id: randomUUID(),
+    session_id: randomUUID(),
+    workload: 'completion',
+    model_ref: 'm',
+    engine: 'llamacpp',
+    ctx: 0,
+    priority: 'interactive',
+    prompt: 'hello',
+    max_tokens: 4,
+    deadline_ms: 60_000,
+    ...over,
   };
 }
 
@@ -74,7 +91,11 @@ export type ExtraDeps = Pick<AppDeps, 'dashboardDir' | 'version'>;
  * env values). `http1` replaces the HTTP/1.1 upstream agent (closed with the app).
  */
 export async function makeApp(
-  over: Partial<Record<keyof OrchestratorConfig, unknown>> = {}, tuning: AppTuning = {}, clock?: Clock, http1?: Agent, extra: ExtraDeps = {},
+  over: Partial<Record<keyof OrchestratorConfig, unknown>> = {},
+  tuning: AppTuning = {},
+  clock?: Clock,
+  http1?: Agent,
+  extra: ExtraDeps = {},
 ): Promise<TestApp> {
   const config = OrchestratorConfigSchema.parse({ api_token: TOKEN, heartbeat_interval_ms: 1000, ...over });
   const logs = captureLogger();
@@ -84,7 +105,11 @@ export async function makeApp(
   const auth: Record<string, string> = config.api_token === undefined ? {} : { authorization: `Bearer ${config.api_token}` };
   let closing: Promise<void> | undefined;
   return {
-    app, agent, logs, config, auth,
+    app,
+    agent,
+    logs,
+    config,
+    auth,
     close: () => {
       closing ??= (async () => {
         await app.close();
@@ -99,7 +124,9 @@ export async function makeApp(
 /** Registers a node and sends its first heartbeat (→ online) through the routes. */
 export async function registerNode(t: TestApp, nodeId: string, pools: PoolSnapshot[], address = 'http://127.0.0.1:9'): Promise<void> {
   const reg = await t.app.inject({
-    method: 'POST', url: '/v2/nodes/register', headers: t.auth,
+    method: 'POST',
+    url: '/v2/nodes/register',
+    headers: t.auth,
     payload: { node_id: nodeId, machine_id: nodeId, address, pools, capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 }, version: 'x' },
   });
   expect(reg.statusCode).toBe(200);
@@ -109,16 +136,18 @@ export async function registerNode(t: TestApp, nodeId: string, pools: PoolSnapsh
 
 /** Parses an SSE body into frames (comments skipped). */
 export function frames(body: string): { id: number; event: string; data: Record<string, unknown> }[] {
-  return body.split('\n\n').filter((b) => b.startsWith('id:')).map((block) => {
-    const lines = block.split('\n');
-    return {
-      id: Number(lines[0]?.slice(4)),
-      event: String(lines[1]?.slice(7)),
-      data: JSON.parse(String(lines[2]?.slice(6))) as Record<string, unknown>,
-    };
-  });
+  return body
+    .split('\n\n')
+    .filter((b) => b.startsWith('id:'))
+    .map((block) => {
+      const lines = block.split('\n');
+      return {
+        id: Number(lines[0]?.slice(4)),
+        event: String(lines[1]?.slice(7)),
+        data: JSON.parse(String(lines[2]?.slice(6))) as Record<string, unknown>,
+      };
+    });
 }
-
 
 export interface SseFrameRecord {
   id: number;

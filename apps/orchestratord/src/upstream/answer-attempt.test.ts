@@ -4,9 +4,24 @@ import { endOf, parseAnswerLine } from './answer-attempt.js';
 import { UpstreamStreamError } from './upstream-errors.js';
 
 const RESULT = {
-  type: 'result', tokens_out: 3, decode_ms: 1.5, stop_type: 'limit', finish_reason: 'length', prompt_tokens: 4, cached_tokens: 2,
-  engine_version: 'b1', pool_id: 'p', node_id: 'n',
-  body: { choices: [{ text: 'abc', index: 0, logprobs: null, finish_reason: 'length' }], created: 1, model: 'engine.gguf', object: 'text_completion', id: 'chatcmpl-e', timings: { predicted_ms: 1.5 } },
+  type: 'result',
+  tokens_out: 3,
+  decode_ms: 1.5,
+  stop_type: 'limit',
+  finish_reason: 'length',
+  prompt_tokens: 4,
+  cached_tokens: 2,
+  engine_version: 'b1',
+  pool_id: 'p',
+  node_id: 'n',
+  body: {
+    choices: [{ text: 'abc', index: 0, logprobs: null, finish_reason: 'length' }],
+    created: 1,
+    model: 'engine.gguf',
+    object: 'text_completion',
+    id: 'chatcmpl-e',
+    timings: { predicted_ms: 1.5 },
+  },
 };
 
 describe('parseAnswerLine', () => {
@@ -30,7 +45,16 @@ describe('parseAnswerLine', () => {
     const ev = parseAnswerLine(JSON.stringify(RESULT));
     if (ev.type !== 'result') throw new Error('expected a result');
     expect(endOf(ev)).toEqual({
-      type: 'end', tokens_out: 3, decode_ms: 1.5, stop_type: 'limit', finish_reason: 'length', prompt_tokens: 4, cached_tokens: 2, engine_version: 'b1', pool_id: 'p', node_id: 'n',
+      type: 'end',
+      tokens_out: 3,
+      decode_ms: 1.5,
+      stop_type: 'limit',
+      finish_reason: 'length',
+      prompt_tokens: 4,
+      cached_tokens: 2,
+      engine_version: 'b1',
+      pool_id: 'p',
+      node_id: 'n',
     });
   });
 });
@@ -39,6 +63,8 @@ describe('answerText (performance notes: engine answer passed through)', () => {
   it('replaces id, created and model in place and keeps every other member and the key order', () => {
     const body = structuredClone(RESULT.body) as Record<string, unknown>;
     const text = answerText(body, { kind: 'completion', id: 'cmpl-t', created: 99, model: 'tiny' });
-    expect(text).toBe('{"choices":[{"text":"abc","index":0,"logprobs":null,"finish_reason":"length"}],"created":99,"model":"tiny","object":"text_completion","id":"cmpl-t","timings":{"predicted_ms":1.5}}');
+    expect(text).toBe(
+      '{"choices":[{"text":"abc","index":0,"logprobs":null,"finish_reason":"length"}],"created":99,"model":"tiny","object":"text_completion","id":"cmpl-t","timings":{"predicted_ms":1.5}}',
+    );
   });
 });

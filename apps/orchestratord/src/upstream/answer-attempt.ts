@@ -53,8 +53,15 @@ export async function runAnswerAttempt(input: AnswerAttemptInput): Promise<Attem
 /** The `end` a result stands for: the figures the task's `end` frame, metrics and logs take. */
 export function endOf(ev: DispatchResultEvent): EndDispatchEvent {
   const end: EndDispatchEvent = {
-    type: 'end', tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, stop_type: ev.stop_type, finish_reason: ev.finish_reason,
-    prompt_tokens: ev.prompt_tokens, engine_version: ev.engine_version, pool_id: ev.pool_id, node_id: ev.node_id,
+    type: 'end',
+    tokens_out: ev.tokens_out,
+    decode_ms: ev.decode_ms,
+    stop_type: ev.stop_type,
+    finish_reason: ev.finish_reason,
+    prompt_tokens: ev.prompt_tokens,
+    engine_version: ev.engine_version,
+    pool_id: ev.pool_id,
+    node_id: ev.node_id,
   };
   if (ev.cached_tokens !== undefined) end.cached_tokens = ev.cached_tokens;
   return end;

@@ -48,7 +48,10 @@ describe('AttemptAbort', () => {
     res.write('{"type":"token","t":"a","i":0}\n');
   };
 
-  it.each([['HTTP/1.1', false], ['h2c', true]])('is an undici request\'s signal (%s): aborting it mid-stream closes the request with its reason, and undici removes its listener', async (_proto, h2c) => {
+  it.each([
+    ['HTTP/1.1', false],
+    ['h2c', true],
+  ])("is an undici request's signal (%s): aborting it mid-stream closes the request with its reason, and undici removes its listener", async (_proto, h2c) => {
     let server: Server | Http2Server;
     const closed: Promise<unknown>[] = [];
     if (h2c) {

@@ -3,9 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AttemptAbort } from './attempt-abort.js';
 import { failurePolicy, runAttempt, type AttemptInput, type TokenSink } from './dispatch-attempt.js';
 import type { PoolClient } from './pool-client.js';
-import {
-  DispatchInvalidError, EngineError, NodeLostError, PoolRefusedError, PoolSaturatedError, UpstreamConnectError, UpstreamStreamError,
-} from './upstream-errors.js';
+import { DispatchInvalidError, EngineError, NodeLostError, PoolRefusedError, PoolSaturatedError, UpstreamConnectError, UpstreamStreamError } from './upstream-errors.js';
 
 const first = { failedAttempts: 0, maxRetries: 1 };
 const last = { failedAttempts: 1, maxRetries: 1 };
@@ -30,8 +28,13 @@ describe('failurePolicy', () => {
 
   it('past the last retry: WORKER_RESET (retriable), the penalty still applies, the cause kept', () => {
     expect(failurePolicy(new PoolRefusedError('POOL_UNAVAILABLE', 'no'), 0, last)).toEqual({
-      kind: 'fail', code: 'WORKER_RESET', message: 'node failed before the first token (2 attempts): no', retriable: true,
-      penalty: 'pool', attempts: 2, cause: 'POOL_UNAVAILABLE',
+      kind: 'fail',
+      code: 'WORKER_RESET',
+      message: 'node failed before the first token (2 attempts): no',
+      retriable: true,
+      penalty: 'pool',
+      attempts: 2,
+      cause: 'POOL_UNAVAILABLE',
     });
   });
 
@@ -61,11 +64,24 @@ function input(lines: string[] | Error, over: Partial<AttemptInput> = {}): { inp
   const client = {
     dispatch: async () => {
       if (lines instanceof Error) throw lines;
-      return Readable.from(lines.map((l) => `${l}\n`), { objectMode: false });
+      return Readable.from(
+        lines.map((l) => `${l}\n`),
+        { objectMode: false },
+      );
     },
   } as unknown as PoolClient;
   return {
-    input: { client, target: { url: 'http://n' }, poolId: 'p', body: { task_id: 't', workload: 'completion', prompt: 'x', max_tokens: 2, greedy: false, cache_prompt: false }, controller: new AttemptAbort(), correlationId: 'c', sink, ...first, ...over },
+    input: {
+      client,
+      target: { url: 'http://n' },
+      poolId: 'p',
+      body: { task_id: 't', workload: 'completion', prompt: 'x', max_tokens: 2, greedy: false, cache_prompt: false },
+      controller: new AttemptAbort(),
+      correlationId: 'c',
+      sink,
+      ...first,
+      ...over,
+    },
     tokens,
     accepted: () => accepted,
   };
@@ -75,7 +91,7 @@ const tok = (i: number): string => JSON.stringify({ type: 'token', t: `t${i}`, i
 const END = JSON.stringify({ type: 'end', tokens_out: 2, decode_ms: 1, stop_type: 'limit', engine_version: 'v', pool_id: 'p', node_id: 'n' });
 
 describe('runAttempt', () => {
-  it('relays tokens to the sink and ends with the node\'s end event', async () => {
+  it("relays tokens to the sink and ends with the node's end event", async () => {
     const a = input([tok(0), tok(1), END]);
     expect(await runAttempt(a.input)).toMatchObject({ kind: 'end', event: { tokens_out: 2 } });
     expect(a.tokens).toEqual(['t0', 't1']);
@@ -93,7 +109,7 @@ describe('runAttempt', () => {
     expect(a.accepted()).toBe(false);
   });
 
-  it('our own abort ends the attempt quietly, unless the reason is a failure (the node\'s loss, the dispatch not accepted)', async () => {
+  it("our own abort ends the attempt quietly, unless the reason is a failure (the node's loss, the dispatch not accepted)", async () => {
     const canceled = new AttemptAbort();
     canceled.abort();
     expect(await runAttempt(input(new Error('aborted'), { controller: canceled }).input)).toEqual({ kind: 'aborted' });

@@ -4,8 +4,14 @@ import type { AttemptAbort } from './attempt-abort.js';
 import { readDispatchEvents } from './dispatch-events.js';
 import type { DispatchTarget, PoolClient } from './pool-client.js';
 import {
-  DispatchFailure, DispatchInvalidError, EngineError, NodeLostError, PoolRefusedError, PoolSaturatedError,
-  UpstreamConnectError, UpstreamStreamError,
+  DispatchFailure,
+  DispatchInvalidError,
+  EngineError,
+  NodeLostError,
+  PoolRefusedError,
+  PoolSaturatedError,
+  UpstreamConnectError,
+  UpstreamStreamError,
 } from './upstream-errors.js';
 
 export type EndDispatchEvent = Extract<DispatchEvent, { type: 'end' }>;
@@ -31,9 +37,14 @@ export type Penalty = 'saturated' | 'pool' | 'node';
 export type AttemptOutcome =
   | { readonly kind: 'end'; readonly event: EndDispatchEvent }
   | {
-    readonly kind: 'fail'; readonly code: ErrorCode; readonly message: string; readonly retriable: boolean;
-    readonly penalty?: Penalty | undefined; readonly attempts?: number | undefined; readonly cause?: ErrorCode | undefined;
-  }
+      readonly kind: 'fail';
+      readonly code: ErrorCode;
+      readonly message: string;
+      readonly retriable: boolean;
+      readonly penalty?: Penalty | undefined;
+      readonly attempts?: number | undefined;
+      readonly cause?: ErrorCode | undefined;
+    }
   | { readonly kind: 'retry'; readonly code: ErrorCode; readonly message: string; readonly penalty: Penalty }
   | { readonly kind: 'aborted' };
 

@@ -8,7 +8,8 @@ describe('readDispatchEvents', () => {
     const body = new PassThrough();
     const seen: DispatchEvent[] = [];
     const done = readDispatchEvents(body, (ev) => (seen.push(ev), true));
-    const text = '{"type":"token","t":"é","i":0}\n{"type":"token","t":"","i":1,"delta":{"tool_calls":[]}}\n' +
+    const text =
+      '{"type":"token","t":"é","i":0}\n{"type":"token","t":"","i":1,"delta":{"tool_calls":[]}}\n' +
       '{"type":"end","tokens_out":2,"decode_ms":1,"stop_type":"eos","engine_version":"b1","pool_id":"p","node_id":"n"}\n';
     for (const b of Buffer.from(text)) body.write(Buffer.of(b));
     body.end();

@@ -21,7 +21,10 @@ describe('readDispatchEvents', () => {
   it('parses lines split across chunks, a UTF-8 character split across chunks, and a last line without newline', async () => {
     const euro = Buffer.from('{"type":"token","t":"€","i":1}\n');
     const evs = await collect([
-      '{"type":"token","t":"a",', '"i":0}\n\n', euro.subarray(0, 22), euro.subarray(22),
+      '{"type":"token","t":"a",',
+      '"i":0}\n\n',
+      euro.subarray(0, 22),
+      euro.subarray(22),
       '{"type":"end","tokens_out":2,"decode_ms":1,"stop_type":"limit","engine_version":"x","pool_id":"p","node_id":"n"}',
     ]);
     expect(evs.map((e) => (e.type === 'token' ? e.t : e.type))).toEqual(['a', '€', 'end']);
@@ -54,7 +57,7 @@ describe('readDispatchEvents', () => {
 });
 
 describe('PoolClient.dispatch accept timeout', () => {
-  it('a node that takes the request and never answers: UpstreamConnectError when the timeout is up, not at undici\'s next coarse tick', async () => {
+  it("a node that takes the request and never answers: UpstreamConnectError when the timeout is up, not at undici's next coarse tick", async () => {
     // A frozen node: the kernel accepts the connection and the request bytes, nothing answers.
     const sockets: Socket[] = [];
     const server = createServer((s) => sockets.push(s));

@@ -1,12 +1,8 @@
-import {
-  CORRELATION_ID_HEADER, ErrorEnvelopeSchema, type DispatchRequest, type ErrorEnvelope,
-} from '@llama-orch/contracts';
+import { CORRELATION_ID_HEADER, ErrorEnvelopeSchema, type DispatchRequest, type ErrorEnvelope } from '@llama-orch/contracts';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { AttemptAbort } from './attempt-abort.js';
-import {
-  DispatchInvalidError, PoolRefusedError, PoolSaturatedError, UpstreamConnectError, UpstreamStreamError, type DispatchFailure,
-} from './upstream-errors.js';
+import { DispatchInvalidError, PoolRefusedError, PoolSaturatedError, UpstreamConnectError, UpstreamStreamError, type DispatchFailure } from './upstream-errors.js';
 
 /**
  * HTTP client for pool-managerd (the only way orchestratord reaches engines). Takes injected
@@ -152,9 +148,9 @@ export class PoolClient {
    */
   async dispatch(node: DispatchTarget, poolId: string, body: DispatchRequest, controller: AttemptAbort, correlationId?: string): Promise<Readable> {
     const h2c = this.#protocol.useH2c(node, this.#h2cDispatcher !== undefined);
-    const address = h2c ? node.h2c as string : node.url;
+    const address = h2c ? (node.h2c as string) : node.url;
     const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/completions`);
-    const dispatcher = h2c ? this.#h2cDispatcher as Dispatcher : this.#dispatcher;
+    const dispatcher = h2c ? (this.#h2cDispatcher as Dispatcher) : this.#dispatcher;
     if (!h2c) this.#protocol.started(node.url);
     // Performance notes: one abort switch per dispatch (the deadline aborts the caller's).
     const accept = setTimeout(abortUnaccepted, this.#acceptTimeoutMs, controller, address, this.#acceptTimeoutMs);

@@ -31,7 +31,10 @@ export class PoolSaturatedError extends DispatchFailure {
 /** The node refused the request itself as invalid (400, 413): no other pool would take it either. */
 export class DispatchInvalidError extends DispatchFailure {
   override readonly name = 'DispatchInvalidError';
-  constructor(readonly errorCode: ErrorCode, message: string) {
+  constructor(
+    readonly errorCode: ErrorCode,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -39,7 +42,10 @@ export class DispatchInvalidError extends DispatchFailure {
 /** The node refused the dispatch for a reason of its own (any other status): another pool may take it. */
 export class PoolRefusedError extends DispatchFailure {
   override readonly name = 'PoolRefusedError';
-  constructor(readonly errorCode: ErrorCode, message: string) {
+  constructor(
+    readonly errorCode: ErrorCode,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -47,7 +53,11 @@ export class PoolRefusedError extends DispatchFailure {
 /** The node's engine reported an error event on the stream. */
 export class EngineError extends DispatchFailure {
   override readonly name = 'EngineError';
-  constructor(readonly errorCode: ErrorCode, message: string, readonly retriable: boolean) {
+  constructor(
+    readonly errorCode: ErrorCode,
+    message: string,
+    readonly retriable: boolean,
+  ) {
     super(message);
   }
 }

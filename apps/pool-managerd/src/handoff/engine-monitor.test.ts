@@ -17,8 +17,12 @@ describe('EngineMonitor', () => {
     } as unknown as LlamaServerClient;
     const calls: string[] = [];
     const monitor = new EngineMonitor({
-      client, logger: pino({ level: 'silent' }), intervalMs: 5, failuresToDown: 1,
-      onDown: () => calls.push('down'), onUp: () => calls.push('up'),
+      client,
+      logger: pino({ level: 'silent' }),
+      intervalMs: 5,
+      failuresToDown: 1,
+      onDown: () => calls.push('down'),
+      onUp: () => calls.push('up'),
     });
     while (probeSignal === undefined) await new Promise((r) => setTimeout(r, 5));
     monitor.close();

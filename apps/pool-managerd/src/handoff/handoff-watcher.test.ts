@@ -15,8 +15,18 @@ afterEach(async () => {
 
 function handoff(over: Partial<HandoffFile> = {}): HandoffFile {
   return {
-    pool_id: 'ext', replica_id: 'r0', engine: 'llamacpp', engine_version: 'b1-x', url: 'http://127.0.0.1:1', pid: 4242,
-    model: { id: 'm', path: '/m.gguf' }, slots_total: 1, flags: [], provisioning_mode: 'external', written_at: new Date().toISOString(), ...over,
+    pool_id: 'ext',
+    replica_id: 'r0',
+    engine: 'llamacpp',
+    engine_version: 'b1-x',
+    url: 'http://127.0.0.1:1',
+    pid: 4242,
+    model: { id: 'm', path: '/m.gguf' },
+    slots_total: 1,
+    flags: [],
+    provisioning_mode: 'external',
+    written_at: new Date().toISOString(),
+    ...over,
   };
 }
 

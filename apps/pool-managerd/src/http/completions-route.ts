@@ -30,7 +30,9 @@ export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> =
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
-      [CORRELATION_ID_HEADER]: request.id, 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store',
+      [CORRELATION_ID_HEADER]: request.id,
+      'content-type': 'application/x-ndjson; charset=utf-8',
+      'cache-control': 'no-store',
     });
     // Accepted: orchestratord waits only so long for these headers (a silent node is frozen), and
     // HTTP/1.1 would hold them back until the first token, after the engine's prompt processing.

@@ -56,7 +56,13 @@ describe('X-Correlation-Id across the dispatch hop', () => {
     });
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-correlation-id']).toBe(correlationId);
-    expect((await res.body.text()).trim().split('\n').map((l) => (JSON.parse(l) as { type: string }).type).at(-1)).toBe('end');
+    expect(
+      (await res.body.text())
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { type: string }).type)
+        .at(-1),
+    ).toBe('end');
     await expectCorrelated(taskId, correlationId);
   });
 
@@ -66,7 +72,9 @@ describe('X-Correlation-Id across the dispatch hop', () => {
     const agent = new Agent({ factory: (origin, opts) => new H2CClient(origin, opts) });
     try {
       const res = await agent.request({
-        origin: h2cOrigin, path: '/v2/pools/corr/completions', method: 'POST',
+        origin: h2cOrigin,
+        path: '/v2/pools/corr/completions',
+        method: 'POST',
         headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json', 'x-correlation-id': correlationId },
         body: JSON.stringify({ task_id: taskId, prompt: 'Hello', max_tokens: 3, greedy: true }),
       });

@@ -13,6 +13,9 @@ export const openApiRoute: FastifyPluginAsync = async (app) => {
   let text: Promise<string> | undefined;
   app.get(OPENAPI_PATH, async (_request, reply) => {
     text ??= import('./openapi.json', { with: { type: 'json' } }).then((m) => JSON.stringify(m.default));
-    return reply.type('application/json; charset=utf-8').header('cache-control', 'no-cache').send(await text);
+    return reply
+      .type('application/json; charset=utf-8')
+      .header('cache-control', 'no-cache')
+      .send(await text);
   });
 };

@@ -66,8 +66,11 @@ describe('pool-managerd probes', () => {
     expect(r.status).toBe(503);
     expect(r.retryAfter).toBe('1');
     expect(r.body).toEqual({
-      status: 'not_ready', node_id: 'n1', reason: 'pools still in their first provisioning: p0, p1',
-      pools: { p0: { state: 'provisioning', first_provisioning: true }, p1: { state: 'provisioning', first_provisioning: true } }, failed: [],
+      status: 'not_ready',
+      node_id: 'n1',
+      reason: 'pools still in their first provisioning: p0, p1',
+      pools: { p0: { state: 'provisioning', first_provisioning: true }, p1: { state: 'provisioning', first_provisioning: true } },
+      failed: [],
     });
 
     manager.pools.transition('p0', 'starting');
@@ -77,7 +80,8 @@ describe('pool-managerd probes', () => {
     r = await get();
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
-      status: 'ready', node_id: 'n1',
+      status: 'ready',
+      node_id: 'n1',
       pools: { p0: { state: 'ready', first_provisioning: false }, p1: { state: 'failed', first_provisioning: false, last_error: 'model fetch failed: 404' } },
       failed: ['p1'],
     });

@@ -33,7 +33,8 @@ export async function detectGpus(logger: Logger, nvidiaSmi = 'nvidia-smi'): Prom
   try {
     const r = await execa(nvidiaSmi, ['--query-gpu=index,name,memory.total,compute_cap', '--format=csv,noheader'], { timeout: 10_000, reject: false });
     if (r.exitCode !== 0) {
-      if (r.failed && (r as { code?: string }).code !== 'ENOENT') logger.warn({ exit_code: r.exitCode, stderr: String(r.stderr).slice(0, 300) }, 'nvidia-smi failed; reporting no GPUs');
+      if (r.failed && (r as { code?: string }).code !== 'ENOENT')
+        logger.warn({ exit_code: r.exitCode, stderr: String(r.stderr).slice(0, 300) }, 'nvidia-smi failed; reporting no GPUs');
       return [];
     }
     return parseNvidiaSmi(String(r.stdout));

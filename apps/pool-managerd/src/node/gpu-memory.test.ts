@@ -13,14 +13,27 @@ const silent = pino({ level: 'silent' });
 
 function snapshot(pool_id: string): PoolSnapshot {
   return {
-    pool_id, state: 'ready', ready: true, draining: false, slots_total: 1, slots_free: 1, models: ['m'], engine_version: 'b1', ctx: 2048, deterministic: false, decode_tps: 0,
+    pool_id,
+    state: 'ready',
+    ready: true,
+    draining: false,
+    slots_total: 1,
+    slots_free: 1,
+    models: ['m'],
+    engine_version: 'b1',
+    ctx: 2048,
+    deterministic: false,
+    decode_tps: 0,
   };
 }
 
 describe('parseFreeMemory', () => {
   it('reads index, MiB free per line and skips what does not parse', () => {
     const free = parseFreeMemory('0, 80123\n1, 512\n[N/A]\n2, n/a\n');
-    expect([...free]).toEqual([[0, 80123 * MIB], [1, 512 * MIB]]);
+    expect([...free]).toEqual([
+      [0, 80123 * MIB],
+      [1, 512 * MIB],
+    ]);
   });
 });
 
@@ -39,11 +52,14 @@ describe('GpuMemoryMonitor with a FIXTURE nvidia-smi', () => {
     const data = join(dir, 'readings');
     const smi = join(dir, 'nvidia-smi');
     await writeFile(data, readings);
-    await writeFile(smi, `#!/bin/sh
+    await writeFile(
+      smi,
+      `#!/bin/sh
 [ "$1" = "--query-gpu=index,memory.free" ] && [ "$2" = "--format=csv,noheader,nounits" ] || { echo "unexpected args: $*" >&2; exit 2; }
 grep -q fail "${data}" && { echo "NVIDIA-SMI has failed" >&2; exit 9; }
 cat "${data}"
-`);
+`,
+    );
     await chmod(smi, 0o755);
     return { smi, set: (text) => writeFile(data, text) };
   }
@@ -77,7 +93,7 @@ cat "${data}"
     expect(monitor.freeBytes()).toBeUndefined();
   });
 
-  it('heartbeat snapshots: GPU pools get their devices\' free memory, CPU pools none', async () => {
+  it("heartbeat snapshots: GPU pools get their devices' free memory, CPU pools none", async () => {
     const f = await fixture('0, 1000\n1, 3000\n');
     monitor = new GpuMemoryMonitor({ intervalMs: 60_000, logger: silent, nvidiaSmi: f.smi });
     await monitor.sample();

@@ -76,7 +76,9 @@ export class GpuMemoryMonitor {
 
   async #sample(): Promise<void> {
     const r = await execa(this.#nvidiaSmi, ['--query-gpu=index,memory.free', '--format=csv,noheader,nounits'], {
-      timeout: this.#sampleTimeoutMs, cancelSignal: this.#closed.signal, reject: false,
+      timeout: this.#sampleTimeoutMs,
+      cancelSignal: this.#closed.signal,
+      reject: false,
     });
     if (this.#state === 'closed') return;
     const free = r.exitCode === 0 ? parseFreeMemory(String(r.stdout)) : new Map<number, number>();
@@ -95,7 +97,13 @@ export class GpuMemoryMonitor {
    * GPU when it is absent; undefined when any of them has no reading.
    */
   freeBytes(deviceMask?: string): number | undefined {
-    const ids = deviceMask === undefined ? [...this.#free.keys()] : deviceMask.split(',').filter((s) => s !== '').map(Number);
+    const ids =
+      deviceMask === undefined
+        ? [...this.#free.keys()]
+        : deviceMask
+            .split(',')
+            .filter((s) => s !== '')
+            .map(Number);
     if (ids.length === 0) return undefined;
     let sum = 0;
     for (const id of ids) {

@@ -1,8 +1,6 @@
 import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
-import {
-  HeartbeatRequestSchema, NodeAckSchema, NodeRegisterRequestSchema, type NodeAck, type NodeRegisterRequest, type PoolSnapshot,
-} from '@llama-orch/contracts';
+import { HeartbeatRequestSchema, NodeAckSchema, NodeRegisterRequestSchema, type NodeAck, type NodeRegisterRequest, type PoolSnapshot } from '@llama-orch/contracts';
 import { NodeRegistrationError } from '../errors.js';
 import { BackoffPolicy } from '../supervision/backoff.js';
 import type { NodeCapabilities } from './capabilities.js';
@@ -38,7 +36,10 @@ export interface NodeClientOptions {
 const NUDGE_DEBOUNCE_MS = 50;
 
 class HttpStatusError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -76,7 +77,19 @@ export class NodeClient {
   #registrations = 0;
 
   constructor({
-    orchestratorUrl, nodeId, machineId, address, dispatchH2c, version, capabilities, apiToken, heartbeatIntervalMs, snapshots, logger, dispatcher, backoff,
+    orchestratorUrl,
+    nodeId,
+    machineId,
+    address,
+    dispatchH2c,
+    version,
+    capabilities,
+    apiToken,
+    heartbeatIntervalMs,
+    snapshots,
+    logger,
+    dispatcher,
+    backoff,
     requestTimeoutMs = 5000,
   }: NodeClientOptions) {
     this.#orchestratorUrl = orchestratorUrl;

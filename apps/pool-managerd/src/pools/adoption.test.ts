@@ -28,8 +28,18 @@ afterAll(async () => {
 
 function external(e: Pick<ExternalEngine, 'url' | 'pid' | 'modelPath' | 'args'>, poolId: string, over: Partial<HandoffFile> = {}): HandoffFile {
   return {
-    pool_id: poolId, replica_id: 'r0', engine: 'llamacpp', engine_version: 'set-by-operator', url: e.url, pid: e.pid,
-    model: { id: 'synthetic:llama', path: e.modelPath }, slots_total: 1, flags: e.args, provisioning_mode: 'external', written_at: new Date().toISOString(), ...over,
+    pool_id: poolId,
+    replica_id: 'r0',
+    engine: 'llamacpp',
+    engine_version: 'set-by-operator',
+    url: e.url,
+    pid: e.pid,
+    model: { id: 'synthetic:llama', path: e.modelPath },
+    slots_total: 1,
+    flags: e.args,
+    provisioning_mode: 'external',
+    written_at: new Date().toISOString(),
+    ...over,
   };
 }
 
@@ -65,10 +75,14 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
     expect(ev.at(-1)).toMatchObject({ type: 'end', tokens_out: 8, pool_id: 'ext0' });
     expect(textOf(ev).length).toBeGreaterThan(0);
     unlinkSync(path);
-    const gone = await until(async () => {
-      const st = await poolStatus(h, 'ext0');
-      return st.ready ? undefined : st;
-    }, 'ext0 not ready', 10_000);
+    const gone = await until(
+      async () => {
+        const st = await poolStatus(h, 'ext0');
+        return st.ready ? undefined : st;
+      },
+      'ext0 not ready',
+      10_000,
+    );
     expect(gone).toMatchObject({ state: 'stopped', live: false });
     expect((await dispatch(h, 'ext0', { prompt: 'x', max_tokens: 1 })).status).toBe(503);
     expect(e.child.exitCode).toBeNull(); // not ours: released, never killed
@@ -80,10 +94,14 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
     await writeHandoffFile(h.runtime.engines, external(e, 'ext1'));
     await waitReady(h, 'ext1', 20_000);
     await e.stop();
-    const s = await until(async () => {
-      const st = await poolStatus(h, 'ext1');
-      return st.ready ? undefined : st;
-    }, 'ext1 not ready', 10_000);
+    const s = await until(
+      async () => {
+        const st = await poolStatus(h, 'ext1');
+        return st.ready ? undefined : st;
+      },
+      'ext1 not ready',
+      10_000,
+    );
     expect(s.state).toBe('failed');
     expect(s.last_error).toMatch(/external engine/);
   });
@@ -91,8 +109,17 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
   it('a handoff for an unreachable engine, or for a configured pool that has its own engine, is rejected', async () => {
     const port = await findFreePort();
     await writeHandoffFile(h.runtime.engines, {
-      pool_id: 'ghost', replica_id: 'r0', engine: 'llamacpp', engine_version: 'x', url: `http://127.0.0.1:${port}`, pid: 999_999,
-      model: { id: 'm', path: '/nope' }, slots_total: 1, flags: [], provisioning_mode: 'external', written_at: new Date().toISOString(),
+      pool_id: 'ghost',
+      replica_id: 'r0',
+      engine: 'llamacpp',
+      engine_version: 'x',
+      url: `http://127.0.0.1:${port}`,
+      pid: 999_999,
+      model: { id: 'm', path: '/nope' },
+      slots_total: 1,
+      flags: [],
+      provisioning_mode: 'external',
+      written_at: new Date().toISOString(),
     });
     const unreachable = await until(() => logged(/^handoff file rejected: engine at .* is not healthy/), 'unreachable rejection', 15_000);
     expect(unreachable).toMatchObject({ reason: 'rejected' });
@@ -108,7 +135,9 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
 
   it('a configured pool without an engine (drained) adopts an external engine', async () => {
     const res = await request(`${h.url}/v2/pools/own/drain`, {
-      method: 'POST', headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ deadline_ms: 1000 }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ deadline_ms: 1000 }),
     });
     expect(res.statusCode).toBe(202);
     await until(async () => (await poolStatus(h, 'own')).state === 'stopped', 'own stopped', 20_000);

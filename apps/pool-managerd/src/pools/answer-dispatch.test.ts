@@ -27,8 +27,10 @@ function engineUrl(): string {
 /** The one NDJSON line of a non-streamed dispatch, raw. */
 async function answerLine(body: Record<string, unknown>): Promise<string> {
   const res = await request(`${h.url}/v2/pools/ans/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ task_id: crypto.randomUUID(), stream: false, ...body }), reset: true,
+    method: 'POST',
+    headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ task_id: crypto.randomUUID(), stream: false, ...body }),
+    reset: true,
   });
   expect(res.statusCode).toBe(200);
   expect(res.headers['content-type']).toContain('application/x-ndjson');
@@ -57,10 +59,13 @@ async function engineSlots(): Promise<Array<{ is_processing: boolean; next_token
   return (await res.body.json()) as Array<{ is_processing: boolean; next_token?: Array<{ n_decoded: number }> }>;
 }
 
-const conversation: ChatMessage[] = [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'One line about tides.' }];
+const conversation: ChatMessage[] = [
+  { role: 'system', content: 'You are terse.' },
+  { role: 'user', content: 'One line about tides.' },
+];
 
 describe('non-streamed dispatch to the real llama-server', () => {
-  it('a chat answers with one result event carrying the engine\'s own non-streamed body', async () => {
+  it("a chat answers with one result event carrying the engine's own non-streamed body", async () => {
     const req = { workload: 'chat' as const, messages: conversation, max_tokens: 24, seed: 42, greedy: true };
     const line = await answerLine(req);
     const ev = DispatchResultEventSchema.parse(JSON.parse(line));
@@ -77,7 +82,7 @@ describe('non-streamed dispatch to the real llama-server', () => {
     expect(metrics).toMatch(/llorch_dispatch_tokens_out_total\{pool_id="ans"\} [1-9]/);
   });
 
-  it('a completion answers with the engine\'s /v1/completions body, logprobs as the engine gave them', async () => {
+  it("a completion answers with the engine's /v1/completions body, logprobs as the engine gave them", async () => {
     const req = { workload: 'completion' as const, prompt: 'The tide came in', max_tokens: 6, seed: 7, greedy: true, sampling: { logprobs: true, top_logprobs: 2 } };
     const ev = DispatchResultEventSchema.parse(JSON.parse(await answerLine(req)));
     expect(ev.body.object).toBe('text_completion');
@@ -97,9 +102,19 @@ describe('non-streamed dispatch to the real llama-server', () => {
     const maxTokens = 3800;
     const ac = new AbortController();
     const res = await request(`${h.url}/v2/pools/ans/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }, signal: ac.signal,
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
+      signal: ac.signal,
       // logit_bias bans the end-of-text token (id 2): the generation runs to max_tokens unless cancelled.
-      body: JSON.stringify({ task_id: crypto.randomUUID(), stream: false, workload: 'completion', prompt: 'hold the slot', max_tokens: maxTokens, greedy: true, sampling: { logit_bias: { 2: -100 } } }),
+      body: JSON.stringify({
+        task_id: crypto.randomUUID(),
+        stream: false,
+        workload: 'completion',
+        prompt: 'hold the slot',
+        max_tokens: maxTokens,
+        greedy: true,
+        sampling: { logit_bias: { 2: -100 } },
+      }),
     });
     expect(res.statusCode).toBe(200);
     await until(async () => (await engineSlots())[0]?.is_processing === true, 'engine slot busy', 10_000, 5);

@@ -26,9 +26,16 @@ export interface ResultMeta {
 export function resultLine(answer: EngineAnswer, meta: ResultMeta): string {
   const f: AnswerFigures = answer.figures;
   const head = {
-    type: 'result', tokens_out: f.tokens_out, decode_ms: f.decode_ms, stop_type: f.stop_type, finish_reason: f.finish_reason,
-    prompt_tokens: f.prompt_tokens, ...(f.cached_tokens !== undefined ? { cached_tokens: f.cached_tokens } : {}),
-    engine_version: meta.engine_version, pool_id: meta.pool_id, node_id: meta.node_id,
+    type: 'result',
+    tokens_out: f.tokens_out,
+    decode_ms: f.decode_ms,
+    stop_type: f.stop_type,
+    finish_reason: f.finish_reason,
+    prompt_tokens: f.prompt_tokens,
+    ...(f.cached_tokens !== undefined ? { cached_tokens: f.cached_tokens } : {}),
+    engine_version: meta.engine_version,
+    pool_id: meta.pool_id,
+    node_id: meta.node_id,
   };
   const json = JSON.stringify(head);
   const body = answer.text.includes('\n') ? JSON.stringify(answer.body) : answer.text;
@@ -47,17 +54,30 @@ const errorLine = (ev: ErrorEvent): string => `${JSON.stringify(ev)}\n`;
  * reference §5). Logged at info: `dispatch started` (`stream: false`), `engine request sent`,
  * one `dispatch ended`.
  */
-export async function runAnswerDispatch({
-  poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone,
-}: DispatchOptions, send: AnswerSend): Promise<void> {
+export async function runAnswerDispatch(
+  { poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone }: DispatchOptions,
+  send: AnswerSend,
+): Promise<void> {
   const taskId = req.task_id;
   const ac = dispatchSignal(poolId, lease, clientGone, req.deadline_ms);
   const started = performance.now();
   let outcome = 'error';
   let figures: AnswerFigures | undefined;
-  log.info({ pool_id: poolId, task_id: taskId, workload: req.workload, max_tokens: req.max_tokens, cache_prompt: req.cache_prompt, stream: false, human: `answer start on pool ${poolId}` }, 'dispatch started');
+  log.info(
+    {
+      pool_id: poolId,
+      task_id: taskId,
+      workload: req.workload,
+      max_tokens: req.max_tokens,
+      cache_prompt: req.cache_prompt,
+      stream: false,
+      human: `answer start on pool ${poolId}`,
+    },
+    'dispatch started',
+  );
   try {
-    const input = req.workload === 'chat' ? { ...req, workload: 'chat' as const, messages: req.messages ?? [] } : { ...req, workload: 'completion' as const, prompt: req.prompt ?? '' };
+    const input =
+      req.workload === 'chat' ? { ...req, workload: 'chat' as const, messages: req.messages ?? [] } : { ...req, workload: 'completion' as const, prompt: req.prompt ?? '' };
     const running = client.answer(input, ac.signal);
     log.info({ pool_id: poolId, task_id: taskId, engine_url: engineUrl }, 'engine request sent');
     const answer = await running;
@@ -94,10 +114,23 @@ export async function runAnswerDispatch({
     const ms = Math.round(performance.now() - started);
     const f = figures;
     if (f !== undefined) {
-      log.info({
-        pool_id: poolId, task_id: taskId, outcome, ms, stream: false, tokens_out: f.tokens_out, decode_ms: f.decode_ms, stop_type: f.stop_type, finish_reason: f.finish_reason,
-        prompt_tokens: f.prompt_tokens, cached_tokens: f.cached_tokens, human: `answer end: ${f.tokens_out} tokens`,
-      }, 'dispatch ended');
+      log.info(
+        {
+          pool_id: poolId,
+          task_id: taskId,
+          outcome,
+          ms,
+          stream: false,
+          tokens_out: f.tokens_out,
+          decode_ms: f.decode_ms,
+          stop_type: f.stop_type,
+          finish_reason: f.finish_reason,
+          prompt_tokens: f.prompt_tokens,
+          cached_tokens: f.cached_tokens,
+          human: `answer end: ${f.tokens_out} tokens`,
+        },
+        'dispatch ended',
+      );
     } else {
       log.info({ pool_id: poolId, task_id: taskId, outcome, ms, stream: false }, 'dispatch ended');
     }

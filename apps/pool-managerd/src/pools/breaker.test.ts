@@ -9,10 +9,26 @@ import { dispatch, poolStatus, startHarness, until, type Harness } from '../test
 const CRASHING = fileURLToPath(new URL('../fixtures/crashing-engine.mjs', import.meta.url));
 const provenance = { source: 'fixture', cmake_flags: [], cuda: false, toolchain: {}, build_ms: 0, version_output: 'fixture', built_at: new Date().toISOString() };
 const engines = {
-  ensureBinary: async (): Promise<EngineBinary> => ({ binary_path: CRASHING, engine_version: 'fixture', engine_fingerprint: 'fixture', build_provenance: provenance, cached: true }),
+  ensureBinary: async (): Promise<EngineBinary> => ({
+    binary_path: CRASHING,
+    engine_version: 'fixture',
+    engine_fingerprint: 'fixture',
+    build_provenance: provenance,
+    cached: true,
+  }),
   prepare: async (pool: PoolConfig, o: { modelPath: string; replicaId: string }): Promise<PreparedEngine> => ({
-    binary_path: CRASHING, flags: ['-m', o.modelPath], host: '127.0.0.1', port: await findFreePort(), model_path: o.modelPath, engine: 'llamacpp',
-    engine_version: 'fixture', engine_fingerprint: 'fixture', build_provenance: provenance, pool_id: pool.id, replica_id: o.replicaId, gpu_policy: 'off',
+    binary_path: CRASHING,
+    flags: ['-m', o.modelPath],
+    host: '127.0.0.1',
+    port: await findFreePort(),
+    model_path: o.modelPath,
+    engine: 'llamacpp',
+    engine_version: 'fixture',
+    engine_fingerprint: 'fixture',
+    build_provenance: provenance,
+    pool_id: pool.id,
+    replica_id: o.replicaId,
+    gpu_policy: 'off',
   }),
 };
 
@@ -31,10 +47,15 @@ afterAll(async () => {
 
 describe('circuit breaker on a pool whose engine always crashes', () => {
   it('opens after 5 consecutive failures: pool failed with last_error, breaker open, never dispatchable', async () => {
-    const s = await until(async () => {
-      const st = await poolStatus(h, 'crashy');
-      return st.state === 'failed' ? st : undefined;
-    }, 'pool failed', 60_000, 20);
+    const s = await until(
+      async () => {
+        const st = await poolStatus(h, 'crashy');
+        return st.state === 'failed' ? st : undefined;
+      },
+      'pool failed',
+      60_000,
+      20,
+    );
     expect(s).toMatchObject({ ready: false, breaker: 'open', restarts: 4 });
     expect(s.last_error).toMatch(/circuit open after 5 consecutive failures/);
     expect(s.last_error).toMatch(/exited during load \(code 1/);

@@ -146,9 +146,17 @@ describe('chat dispatch through pool-managerd to the real llama-server', () => {
     const orch = new FakeOrchestrator('t0ken-for-the-fake-orchestrator-0123');
     await orch.listen();
     const client = new NodeClient({
-      orchestratorUrl: orch.url, nodeId: 'test-node', machineId: 'm', address: h.url, version: '0.0.0',
-      capabilities: { gpus: [], cpu_cores: 2, ram_total_bytes: 1024 }, apiToken: 't0ken-for-the-fake-orchestrator-0123', heartbeatIntervalMs: 50,
-      snapshots: () => h.manager.pools.snapshots(), logger: pino({ level: 'silent' }), backoff: new BackoffPolicy({ baseMs: 20, maxMs: 100 }),
+      orchestratorUrl: orch.url,
+      nodeId: 'test-node',
+      machineId: 'm',
+      address: h.url,
+      version: '0.0.0',
+      capabilities: { gpus: [], cpu_cores: 2, ram_total_bytes: 1024 },
+      apiToken: 't0ken-for-the-fake-orchestrator-0123',
+      heartbeatIntervalMs: 50,
+      snapshots: () => h.manager.pools.snapshots(),
+      logger: pino({ level: 'silent' }),
+      backoff: new BackoffPolicy({ baseMs: 20, maxMs: 100 }),
     });
     try {
       client.start();

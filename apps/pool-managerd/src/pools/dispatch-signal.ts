@@ -3,7 +3,10 @@ import type { Lease } from './pool-table.js';
 /** Why a dispatch was aborted from our side (the reason object of its AbortSignal). */
 export class DispatchAbort extends Error {
   override readonly name = 'DispatchAbort';
-  constructor(readonly why: 'client_gone' | 'deadline' | 'pool_stopping', message: string) {
+  constructor(
+    readonly why: 'client_gone' | 'deadline' | 'pool_stopping',
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -23,7 +26,8 @@ export interface DispatchSignal {
 export function dispatchSignal(poolId: string, lease: Lease, clientGone: AbortSignal, deadlineMs: number | undefined): DispatchSignal {
   const ac = new AbortController();
   const onClientGone = (): void => ac.abort(new DispatchAbort('client_gone', 'client disconnected'));
-  const onLeaseAbort = (): void => ac.abort(new DispatchAbort('pool_stopping', `pool ${poolId} stopped in-flight work: ${String((lease.signal.reason as Error | undefined)?.message ?? 'stopping')}`));
+  const onLeaseAbort = (): void =>
+    ac.abort(new DispatchAbort('pool_stopping', `pool ${poolId} stopped in-flight work: ${String((lease.signal.reason as Error | undefined)?.message ?? 'stopping')}`));
   if (clientGone.aborted) onClientGone();
   clientGone.addEventListener('abort', onClientGone, { once: true });
   lease.signal.addEventListener('abort', onLeaseAbort, { once: true });

@@ -64,9 +64,10 @@ export type DispatchEmit = (ev: DispatchEvent) => Promise<void> | void;
  * info: the start, the engine request, and one `dispatch ended` line whatever the outcome.
  * Push, not an async generator: performance notes, push dispatch.
  */
-export async function runDispatch({
-  poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone,
-}: DispatchOptions, emit: DispatchEmit): Promise<void> {
+export async function runDispatch(
+  { poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone }: DispatchOptions,
+  emit: DispatchEmit,
+): Promise<void> {
   // pool_id and task_id are written on each line, not bound in a child logger per dispatch, and
   // each line's fields are one object literal (performance notes: dispatch log lines).
   const taskId = req.task_id;
@@ -133,8 +134,16 @@ export async function runDispatch({
     if (end !== undefined) {
       log.info(
         {
-          pool_id: poolId, task_id: taskId, outcome, ms, tokens_out: end.tokens_out, decode_ms: end.decode_ms, stop_type: end.stop_type,
-          finish_reason: end.finish_reason, prompt_tokens: end.prompt_tokens, cached_tokens: end.cached_tokens,
+          pool_id: poolId,
+          task_id: taskId,
+          outcome,
+          ms,
+          tokens_out: end.tokens_out,
+          decode_ms: end.decode_ms,
+          stop_type: end.stop_type,
+          finish_reason: end.finish_reason,
+          prompt_tokens: end.prompt_tokens,
+          cached_tokens: end.cached_tokens,
           human: `stream end: ${end.tokens_out} tokens`,
         },
         'dispatch ended',

@@ -14,24 +14,28 @@ type Answer = string | undefined | Error | (() => Promise<string>);
 
 function setup(answers: Record<string, Answer>) {
   const logs: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'debug' }, new Writable({
-    write(chunk: Buffer, _e, cb) {
-      logs.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
-      cb();
-    },
-  }));
+  const logger = pino(
+    { level: 'debug' },
+    new Writable({
+      write(chunk: Buffer, _e, cb) {
+        logs.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
+        cb();
+      },
+    }),
+  );
   const table = new PoolTable();
   const registry = new Registry();
   const series = new EngineSeries(registry);
   const asked: string[] = [];
-  const clientFor = async (url: string) => ({
-    metricsText: async () => {
-      asked.push(url);
-      const a = answers[url];
-      if (a instanceof Error) throw a;
-      return typeof a === 'function' ? a() : a;
-    },
-  }) as unknown as LlamaServerClient;
+  const clientFor = async (url: string) =>
+    ({
+      metricsText: async () => {
+        asked.push(url);
+        const a = answers[url];
+        if (a instanceof Error) throw a;
+        return typeof a === 'function' ? a() : a;
+      },
+    }) as unknown as LlamaServerClient;
   const scraper = new EngineMetricsScraper({ table, series, clientFor, intervalMs: 60_000, logger });
   const bind = (poolId: string, url: string, replica = 'r0') => {
     if (!table.has(poolId)) table.register(poolId, { managed: true, models: ['m'], deterministic: false, ctx: 512, slotsTotal: 1 });
@@ -53,7 +57,7 @@ describe('EngineMetricsScraper', () => {
     expect(s.asked.sort()).toEqual(['http://a', 'http://b']);
   });
 
-  it('a failed scrape drops that engine\'s series (no stale numbers) and logs at debug; the others stay', async () => {
+  it("a failed scrape drops that engine's series (no stale numbers) and logs at debug; the others stay", async () => {
     const answers: Record<string, Answer> = { 'http://a': TEXT(1), 'http://b': TEXT(2) };
     const s = setup(answers);
     s.bind('pa', 'http://a');
@@ -78,7 +82,13 @@ describe('EngineMetricsScraper', () => {
 
   it('an engine replaced while its scrape was in flight: what was read is not exported', async () => {
     let release!: (t: string) => void;
-    const s = setup({ 'http://old': () => new Promise<string>((r) => { release = r; }), 'http://new': TEXT(9) });
+    const s = setup({
+      'http://old': () =>
+        new Promise<string>((r) => {
+          release = r;
+        }),
+      'http://new': TEXT(9),
+    });
     s.bind('p', 'http://old');
     const pass = s.scraper.scrape();
     await new Promise((r) => setTimeout(r, 10));
@@ -95,7 +105,19 @@ describe('EngineMetricsScraper', () => {
   it('start() scrapes at once and on every tick; close() stops it', async () => {
     const s = setup({ 'http://a': TEXT(1) });
     s.bind('pa', 'http://a');
-    const scraper = new EngineMetricsScraper({ table: s.table, series: s.series, clientFor: async () => ({ metricsText: async () => { s.asked.push('tick'); return TEXT(1); } }) as unknown as LlamaServerClient, intervalMs: 30, logger: pino({ level: 'silent' }) });
+    const scraper = new EngineMetricsScraper({
+      table: s.table,
+      series: s.series,
+      clientFor: async () =>
+        ({
+          metricsText: async () => {
+            s.asked.push('tick');
+            return TEXT(1);
+          },
+        }) as unknown as LlamaServerClient,
+      intervalMs: 30,
+      logger: pino({ level: 'silent' }),
+    });
     scraper.start();
     await new Promise((r) => setTimeout(r, 100));
     scraper.close();

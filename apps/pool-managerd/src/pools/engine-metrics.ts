@@ -94,7 +94,10 @@ export class EngineMetricsScraper {
     } catch (err) {
       series.drop(poolId);
       if (this.#stop.signal.aborted) return;
-      this.#logger.debug({ pool_id: poolId, replica_id: engine.replica_id, engine_url: engine.url, err: err instanceof Error ? { message: err.message } : err }, 'engine /metrics scrape failed; its series dropped');
+      this.#logger.debug(
+        { pool_id: poolId, replica_id: engine.replica_id, engine_url: engine.url, err: err instanceof Error ? { message: err.message } : err },
+        'engine /metrics scrape failed; its series dropped',
+      );
     }
   }
 }

@@ -87,7 +87,20 @@ export class ManagedPool implements ReloadablePool {
   #markFirstSpawn!: () => void;
 
   constructor({
-    pool, table, engines, models, runtime, logger, metrics, engineEnv, wrapper, clientFor, supervision, engineLog, externalProbeMs, adoptTimeoutMs = 30_000,
+    pool,
+    table,
+    engines,
+    models,
+    runtime,
+    logger,
+    metrics,
+    engineEnv,
+    wrapper,
+    clientFor,
+    supervision,
+    engineLog,
+    externalProbeMs,
+    adoptTimeoutMs = 30_000,
     serving = Promise.resolve(),
   }: ManagedPoolOptions) {
     this.poolId = pool.id;
@@ -193,16 +206,24 @@ export class ManagedPool implements ReloadablePool {
     this.#provisioning = ac;
     if (withEngine) this.lifecycle.transition('provisioning', `provisioning engine and model ${ref}`);
     const done = provision({
-      pool: this.#pool, ref, sha256, withEngine, signal: ac.signal, engines: this.#engines, models: this.#models, metrics: this.#metrics, logger: this.log,
+      pool: this.#pool,
+      ref,
+      sha256,
+      withEngine,
+      signal: ac.signal,
+      engines: this.#engines,
+      models: this.#models,
+      metrics: this.#metrics,
+      logger: this.log,
       onProgress: (p) => this.#table.setProgress(this.poolId, p),
-    }).then(
-      ({ model, binary }) => {
+    })
+      .then(({ model, binary }) => {
         if (binary !== undefined) this.#binary = binary;
         return model;
-      },
-    ).finally(() => {
-      if (this.#provisioning === ac) this.#provisioning = undefined;
-    });
+      })
+      .finally(() => {
+        if (this.#provisioning === ac) this.#provisioning = undefined;
+      });
     return { ac, done };
   }
 
@@ -331,7 +352,15 @@ export class ManagedPool implements ReloadablePool {
     this.cancelBackground('external engine adopted');
     await this.stopEngine('adopting an external engine');
     this.#external = new AdoptedEngine({
-      table: this.#table, poolId: this.poolId, path, handoff, props, client, probeMs: this.#externalProbeMs, metrics: this.#metrics, logger: this.log,
+      table: this.#table,
+      poolId: this.poolId,
+      path,
+      handoff,
+      props,
+      client,
+      probeMs: this.#externalProbeMs,
+      metrics: this.#metrics,
+      logger: this.log,
     });
   }
 

@@ -65,7 +65,7 @@ afterAll(async () => {
 });
 
 describe('pool-managerd /metrics names', () => {
-  it('lists every exported family: ours, the engine\'s under llorch_engine_, the standard process and Node.js series', () => {
+  it("lists every exported family: ours, the engine's under llorch_engine_, the standard process and Node.js series", () => {
     const names = families.map((f) => f.name).sort();
     expect(names.filter((n) => n.startsWith('llorch_') && !n.startsWith('llorch_engine_'))).toEqual(OURS);
     expect(names.filter((n) => n.startsWith('llorch_engine_'))).toEqual(expect.arrayContaining(ENGINE));

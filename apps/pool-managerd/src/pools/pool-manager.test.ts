@@ -63,8 +63,19 @@ describe('pool-managerd with real llama-server pools', () => {
     const { pools } = (await res.body.json()) as { pools: Array<Record<string, unknown>> };
     expect(pools.map((p) => p.pool_id)).toEqual(['det', 'two']);
     expect(pools[0]).toMatchObject({
-      state: 'ready', ready: true, live: true, draining: false, slots_total: 1, slots_free: 1, active_leases: 0,
-      engine_version: hf.engine_version, engine_url: hf.url, deterministic: true, ctx: 4096, breaker: 'closed', restarts: 0,
+      state: 'ready',
+      ready: true,
+      live: true,
+      draining: false,
+      slots_total: 1,
+      slots_free: 1,
+      active_leases: 0,
+      engine_version: hf.engine_version,
+      engine_url: hf.url,
+      deterministic: true,
+      ctx: 4096,
+      breaker: 'closed',
+      restarts: 0,
     });
     expect(pools[0]?.models).toEqual(expect.arrayContaining([DET_MODEL]));
     expect(pools[1]).toMatchObject({ state: 'ready', slots_total: 2, slots_free: 2, deterministic: false });
@@ -163,10 +174,15 @@ describe('pool-managerd with real llama-server pools', () => {
     const terminal = rest.at(-1);
     expect(terminal).toMatchObject({ type: 'error', code: 'WORKER_RESET', retriable: true });
     expect(rest.filter((e) => e.type !== 'token')).toHaveLength(1);
-    const notReady = await until(async () => {
-      const s = await poolStatus(h, 'det');
-      return s.ready ? undefined : s;
-    }, 'pool not ready after kill', 2000, 2);
+    const notReady = await until(
+      async () => {
+        const s = await poolStatus(h, 'det');
+        return s.ready ? undefined : s;
+      },
+      'pool not ready after kill',
+      2000,
+      2,
+    );
     off();
     const leftReadyMs = leftReadyAt - killedAt;
     expect(leftReadyAt).toBeGreaterThan(0);
@@ -191,14 +207,21 @@ describe('pool-managerd with real llama-server pools', () => {
     const bad = join(h.dir, 'not-a-model.gguf');
     writeFileSync(bad, 'this is not a GGUF file\n'.repeat(100));
     const res = await request(`${h.url}/v2/pools/det/reload`, {
-      method: 'POST', headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ new_model_ref: bad, deadline_ms: 5000 }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ new_model_ref: bad, deadline_ms: 5000 }),
     });
     expect(res.statusCode).toBe(202);
     expect(await res.body.json()).toMatchObject({ pool_id: 'det', operation: 'reload', state: 'draining' });
-    const s = await until(async () => {
-      const st = await poolStatus(h, 'det');
-      return st.ready && st.last_error !== undefined ? st : undefined;
-    }, 'reload rolled back', 60_000, 20);
+    const s = await until(
+      async () => {
+        const st = await poolStatus(h, 'det');
+        return st.ready && st.last_error !== undefined ? st : undefined;
+      },
+      'reload rolled back',
+      60_000,
+      20,
+    );
     expect(s.last_error).toMatch(/reload to .*not-a-model\.gguf failed/);
     expect(s.models).toEqual(expect.arrayContaining([DET_MODEL]));
     expect(handoff('det').pid).toBe(before.pid); // the old engine never stopped
@@ -216,13 +239,20 @@ describe('pool-managerd with real llama-server pools', () => {
     const broken = join(h.dir, 'unknown-arch.gguf');
     writeFileSync(broken, buf);
     const res = await request(`${h.url}/v2/pools/det/reload`, {
-      method: 'POST', headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ new_model_ref: broken, deadline_ms: 5000 }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ new_model_ref: broken, deadline_ms: 5000 }),
     });
     expect(res.statusCode).toBe(202);
-    const s = await until(async () => {
-      const st = await poolStatus(h, 'det');
-      return st.ready && handoffPidChanged(before.pid) && st.last_error?.includes('unknown-arch') === true ? st : undefined;
-    }, 'reload rolled back after engine failure', 60_000, 20);
+    const s = await until(
+      async () => {
+        const st = await poolStatus(h, 'det');
+        return st.ready && handoffPidChanged(before.pid) && st.last_error?.includes('unknown-arch') === true ? st : undefined;
+      },
+      'reload rolled back after engine failure',
+      60_000,
+      20,
+    );
     expect(s.last_error).toMatch(/rolled back/);
     expect(s.last_error).toMatch(/exited during load/);
     expect(handoff('det').model.path).toBe(before.model.path);
@@ -231,13 +261,20 @@ describe('pool-managerd with real llama-server pools', () => {
 
   it('reload to another model swaps the engine', async () => {
     const res = await request(`${h.url}/v2/pools/det/reload`, {
-      method: 'POST', headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ new_model_ref: 'synthetic:llama?seed=7', deadline_ms: 5000 }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ new_model_ref: 'synthetic:llama?seed=7', deadline_ms: 5000 }),
     });
     expect(res.statusCode).toBe(202);
-    const s = await until(async () => {
-      const st = await poolStatus(h, 'det');
-      return st.ready && st.models.includes('synthetic:llama?seed=7') ? st : undefined;
-    }, 'reload to seed=7', 60_000, 20);
+    const s = await until(
+      async () => {
+        const st = await poolStatus(h, 'det');
+        return st.ready && st.models.includes('synthetic:llama?seed=7') ? st : undefined;
+      },
+      'reload to seed=7',
+      60_000,
+      20,
+    );
     expect(s.last_error).toBeUndefined();
     expect(textOf(await collect((await dispatch(h, 'det', REQ)).events))).not.toBe(baselineText);
   });
@@ -248,7 +285,9 @@ describe('pool-managerd with real llama-server pools', () => {
     const first = await d.events.next();
     expect(first.value?.type).toBe('token');
     const res = await request(`${h.url}/v2/pools/two/drain`, {
-      method: 'POST', headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ deadline_ms: 30_000 }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ deadline_ms: 30_000 }),
     });
     expect(res.statusCode).toBe(202);
     expect(await res.body.json()).toMatchObject({ pool_id: 'two', operation: 'drain', state: 'draining' });
@@ -257,10 +296,15 @@ describe('pool-managerd with real llama-server pools', () => {
     expect(refused.json).toMatchObject({ code: 'POOL_UNREADY' });
     const rest = await collect(d.events);
     expect(rest.at(-1)).toMatchObject({ type: 'end', tokens_out: 200 });
-    const stopped = await until(async () => {
-      const st = await poolStatus(h, 'two');
-      return st.state === 'stopped' ? st : undefined;
-    }, 'pool two stopped', 30_000, 20);
+    const stopped = await until(
+      async () => {
+        const st = await poolStatus(h, 'two');
+        return st.state === 'stopped' ? st : undefined;
+      },
+      'pool two stopped',
+      30_000,
+      20,
+    );
     expect(stopped).toMatchObject({ ready: false, live: false, draining: false });
     await until(() => processCmdline(hf.pid) === undefined, 'engine process gone', 10_000);
     expect(existsSync(join(h.runtime.engines, 'two-r0.json'))).toBe(false);
@@ -283,7 +327,15 @@ describe('pool-managerd with real llama-server pools', () => {
     expect(h.transitions.every((t) => canTransition(t.from, t.to))).toBe(true);
     const seen = new Set(h.transitions.map((t) => `${t.pool_id}:${t.from}>${t.to}`));
     // Start, crash restart, reload (rollback and swap) and drain all went through the machine.
-    for (const step of ['det:provisioning>starting', 'det:starting>ready', 'det:ready>starting', 'det:ready>draining', 'det:draining>ready', 'det:draining>starting', 'two:draining>stopped']) {
+    for (const step of [
+      'det:provisioning>starting',
+      'det:starting>ready',
+      'det:ready>starting',
+      'det:ready>draining',
+      'det:draining>ready',
+      'det:draining>starting',
+      'two:draining>stopped',
+    ]) {
       expect(seen).toContain(step);
     }
   });

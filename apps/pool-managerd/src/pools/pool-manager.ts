@@ -71,23 +71,26 @@ export class PoolManager {
       logger: this.#log.child({ component: 'engine-metrics' }),
     });
     for (const pool of options.pools) {
-      this.#managed.set(pool.id, new ManagedPool({
-        pool,
-        table: this.pools,
-        engines: options.engines,
-        models: options.models,
-        runtime,
-        logger,
-        metrics: this.metrics,
-        engineEnv: options.engineEnv,
-        wrapper: options.wrapper,
-        clientFor: (url) => this.engineClient(url),
-        supervision: options.supervision,
-        engineLog: options.engineLog,
-        externalProbeMs,
-        adoptTimeoutMs,
-        serving,
-      }));
+      this.#managed.set(
+        pool.id,
+        new ManagedPool({
+          pool,
+          table: this.pools,
+          engines: options.engines,
+          models: options.models,
+          runtime,
+          logger,
+          metrics: this.metrics,
+          engineEnv: options.engineEnv,
+          wrapper: options.wrapper,
+          clientFor: (url) => this.engineClient(url),
+          supervision: options.supervision,
+          engineLog: options.engineLog,
+          externalProbeMs,
+          adoptTimeoutMs,
+          serving,
+        }),
+      );
     }
     this.#watcher = new HandoffWatcher({
       dir: runtime.engines,
@@ -176,8 +179,17 @@ export class PoolManager {
       throw err;
     }
     return {
-      poolId, nodeId: this.nodeId, request, lease, client, engineUrl: engine.url, engineVersion: engine.engine_version, pools: this.pools, metrics: this.metrics,
-      logger: log, clientGone: signal,
+      poolId,
+      nodeId: this.nodeId,
+      request,
+      lease,
+      client,
+      engineUrl: engine.url,
+      engineVersion: engine.engine_version,
+      pools: this.pools,
+      metrics: this.metrics,
+      logger: log,
+      clientGone: signal,
     };
   }
 
@@ -267,7 +279,15 @@ export class PoolManager {
       signal,
       onHealth: (r) => this.metrics.healthChecks.inc({ pool_id: poolId, result: r }),
     });
-    this.pools.register(poolId, { managed: false, models: [h.model.id], deterministic: false, ctx: props.n_ctx, slotsTotal: props.total_slots, state: 'stopped', reason: 'adopting' });
+    this.pools.register(poolId, {
+      managed: false,
+      models: [h.model.id],
+      deterministic: false,
+      ctx: props.n_ctx,
+      slotsTotal: props.total_slots,
+      state: 'stopped',
+      reason: 'adopting',
+    });
     const busy = this.pools.operation(poolId);
     if (busy !== undefined) throw new HandoffError(`pool ${poolId} is busy with ${busy}`, { poolId });
     this.#external.get(poolId)?.close();
@@ -316,14 +336,17 @@ export class PoolManager {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#state = 'closing';
-      const report = await closeAll([
-        { name: 'engine metrics', close: () => this.engineMetrics.close() },
-        { name: 'handoff watcher', close: () => this.#watcher.close() },
-        { name: 'adopted engines', close: () => [...this.#external.values()].forEach((p) => p.close()) },
-        // Concurrently: each pool's engine gets its SIGTERM grace at the same time.
-        { name: 'pools', close: () => this.#closePools(), timeoutMs: this.#stopTimeoutMs + CLOSE_MARGIN_MS },
-        { name: 'engine clients', close: () => this.#closeClients() },
-      ], { log: this.#log });
+      const report = await closeAll(
+        [
+          { name: 'engine metrics', close: () => this.engineMetrics.close() },
+          { name: 'handoff watcher', close: () => this.#watcher.close() },
+          { name: 'adopted engines', close: () => [...this.#external.values()].forEach((p) => p.close()) },
+          // Concurrently: each pool's engine gets its SIGTERM grace at the same time.
+          { name: 'pools', close: () => this.#closePools(), timeoutMs: this.#stopTimeoutMs + CLOSE_MARGIN_MS },
+          { name: 'engine clients', close: () => this.#closeClients() },
+        ],
+        { log: this.#log },
+      );
       this.#state = 'closed';
       if (report.failed.length > 0) throw new Error(`pool manager: ${report.failed.map((f) => f.name).join(', ')} failed to close`);
     })();
@@ -334,7 +357,11 @@ export class PoolManager {
     const pools = [...this.#managed.values()];
     const results = await Promise.allSettled(pools.map((p) => p.close()));
     const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [{ pool: pools[i]?.poolId, err: r.reason as unknown }] : []));
-    if (failed.length > 0) throw new AggregateError(failed.map((f) => f.err), `pools ${failed.map((f) => f.pool).join(', ')} failed to close`);
+    if (failed.length > 0)
+      throw new AggregateError(
+        failed.map((f) => f.err),
+        `pools ${failed.map((f) => f.pool).join(', ')} failed to close`,
+      );
   }
 
   async #closeClients(): Promise<void> {

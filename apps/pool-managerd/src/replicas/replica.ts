@@ -117,7 +117,22 @@ export class Replica {
   #stopping: Promise<void> | undefined;
 
   constructor({
-    pool, replicaId, model, binary, engines, engineEnv, wrapper, clientFor, runtime, supervision, engineLog, metrics, serving, trial, logger, events,
+    pool,
+    replicaId,
+    model,
+    binary,
+    engines,
+    engineEnv,
+    wrapper,
+    clientFor,
+    runtime,
+    supervision,
+    engineLog,
+    metrics,
+    serving,
+    trial,
+    logger,
+    events,
   }: ReplicaOptions) {
     this.poolId = pool.id;
     this.replicaId = replicaId;
@@ -248,9 +263,7 @@ export class Replica {
       args: prepared.flags,
       // PCI bus order makes the mask's indices nvidia-smi's (CUDA otherwise numbers the fastest
       // GPU first), so `device_mask` and the reported free memory name the same devices.
-      env: prepared.device_mask !== undefined
-        ? { ...this.#engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: prepared.device_mask }
-        : this.#engineEnv,
+      env: prepared.device_mask !== undefined ? { ...this.#engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: prepared.device_mask } : this.#engineEnv,
       health: async (signal) => {
         const h = await (await client()).health(signal);
         this.#metrics.healthChecks.inc({ pool_id: this.poolId, result: h });

@@ -37,14 +37,21 @@ async function realEngine(name: string): Promise<{ proc: EngineProcess; client: 
   const client = new LlamaServerClient({ baseUrl: `http://${prepared.host}:${prepared.port}` });
   const seen: EngineHealth[] = [];
   const proc = new EngineProcess({
-    name: `${name}-r0`, poolId: name, replicaId: 'r0', binaryPath: prepared.binary_path, args: prepared.flags,
+    name: `${name}-r0`,
+    poolId: name,
+    replicaId: 'r0',
+    binaryPath: prepared.binary_path,
+    args: prepared.flags,
     env: scrubEngineEnv(process.env),
     health: async (signal) => {
       const h = await client.health(signal);
       if (seen.at(-1) !== h) seen.push(h);
       return h;
     },
-    logDir: join(dir, 'logs'), pidDir: join(dir, 'pids'), logger, wrapper: (await detectPdeathsigWrapper()) ?? [],
+    logDir: join(dir, 'logs'),
+    pidDir: join(dir, 'pids'),
+    logger,
+    wrapper: (await detectPdeathsigWrapper()) ?? [],
     readinessIntervalMs: 5,
   });
   return { proc, client, seen };
@@ -106,14 +113,21 @@ describe('EngineProcess', () => {
     const probes: string[] = [];
     const spawned: number[] = [];
     const proc: EngineProcess = new EngineProcess({
-      name: 'announce-r0', poolId: 'announce', replicaId: 'r0', binaryPath: ANNOUNCING, args: [], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      name: 'announce-r0',
+      poolId: 'announce',
+      replicaId: 'r0',
+      binaryPath: ANNOUNCING,
+      args: [],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       // "Healthy" once the announcement is out: only a probe after it can succeed.
       health: async () => {
         const h = proc.outputTail().includes('listening on http://') ? 'ready' : 'loading';
         probes.push(h);
         return h;
       },
-      logDir: join(dir, 'logs'), pidDir: join(dir, 'pids'), logger,
+      logDir: join(dir, 'logs'),
+      pidDir: join(dir, 'pids'),
+      logger,
       // A poll tick far beyond the test timeout: only the announcement can end the wait in time.
       readinessIntervalMs: 600_000,
       onSpawn: (pid) => spawned.push(pid),
@@ -129,8 +143,17 @@ describe('EngineProcess', () => {
   it('a hung engine fails readiness on timeout and is killed; stop escalates SIGTERM → SIGKILL', async () => {
     const make = (timeout: number): EngineProcess =>
       new EngineProcess({
-        name: 'hang-r0', poolId: 'hang', replicaId: 'r0', binaryPath: HANGING, args: [], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-        health: async () => 'loading', logDir: join(dir, 'logs'), pidDir: join(dir, 'pids'), logger, readinessTimeoutMs: timeout,
+        name: 'hang-r0',
+        poolId: 'hang',
+        replicaId: 'r0',
+        binaryPath: HANGING,
+        args: [],
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        health: async () => 'loading',
+        logDir: join(dir, 'logs'),
+        pidDir: join(dir, 'pids'),
+        logger,
+        readinessTimeoutMs: timeout,
       });
     const p1 = make(300);
     await expect(p1.start()).rejects.toBeInstanceOf(EngineReadinessError);

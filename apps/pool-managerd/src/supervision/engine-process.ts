@@ -96,8 +96,22 @@ export class EngineProcess {
   #resolveExited!: (exit: EngineExit) => void;
 
   constructor({
-    name, poolId, replicaId, binaryPath, args, env, health, logDir, pidDir, logger, wrapper = [],
-    readinessTimeoutMs = 120_000, readinessIntervalMs = 50, readyHint = READY_HINT, onSpawn, log,
+    name,
+    poolId,
+    replicaId,
+    binaryPath,
+    args,
+    env,
+    health,
+    logDir,
+    pidDir,
+    logger,
+    wrapper = [],
+    readinessTimeoutMs = 120_000,
+    readinessIntervalMs = 50,
+    readyHint = READY_HINT,
+    onSpawn,
+    log,
   }: EngineProcessOptions) {
     this.name = name;
     this.#poolId = poolId;
@@ -230,10 +244,11 @@ export class EngineProcess {
     const started = Date.now();
     for (;;) {
       if (this.#exit !== undefined) {
-        throw new EngineReadinessError(
-          `engine exited during load (code ${this.#exit.code}, signal ${this.#exit.signal}): ${lastLines(this.#tail)}`,
-          { pid: this.pid, code: this.#exit.code, signal: this.#exit.signal },
-        );
+        throw new EngineReadinessError(`engine exited during load (code ${this.#exit.code}, signal ${this.#exit.signal}): ${lastLines(this.#tail)}`, {
+          pid: this.pid,
+          code: this.#exit.code,
+          signal: this.#exit.signal,
+        });
       }
       if (signal?.aborted === true) {
         await this.stop('SIGKILL', 1000);
@@ -261,10 +276,13 @@ export class EngineProcess {
       // Just after the hint the engine is about to answer: short pauses for a while, not full ticks.
       const hinted = this.#hintedAt !== undefined && Date.now() - this.#hintedAt < HINT_FAST_POLL_MS;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          this.#wake = undefined;
-          resolve();
-        }, hinted ? Math.min(intervalMs, 5) : intervalMs);
+        const timer = setTimeout(
+          () => {
+            this.#wake = undefined;
+            resolve();
+          },
+          hinted ? Math.min(intervalMs, 5) : intervalMs,
+        );
         timer.unref();
         this.#wake = () => {
           this.#wake = undefined;

@@ -8,7 +8,8 @@ describe('supervision config', () => {
   });
   it('overrides only what the YAML sets', () => {
     const cfg = PoolManagerConfigSchema.parse({
-      node: { id: 'n' }, pools: [{ id: 'p', model: 'synthetic:llama' }],
+      node: { id: 'n' },
+      pools: [{ id: 'p', model: 'synthetic:llama' }],
       supervision: { breaker_cooldown_ms: 30_000, backoff_base_ms: 250 },
     });
     expect(supervisionSettings(cfg.supervision)).toEqual({ ...DEFAULT_SUPERVISION, breakerCooldownMs: 30_000, backoffBaseMs: 250 });

@@ -76,7 +76,16 @@ export class Supervisor<M = unknown> {
   #attempt = 0;
 
   constructor({
-    name, logger, createProcess, backoff, breaker, limiter, clock = systemClock, stableAfterMs = 60_000, failFast = false, stopTimeoutMs = 5000,
+    name,
+    logger,
+    createProcess,
+    backoff,
+    breaker,
+    limiter,
+    clock = systemClock,
+    stableAfterMs = 60_000,
+    failFast = false,
+    stopTimeoutMs = 5000,
   }: SupervisorOptions<M>) {
     this.name = name;
     this.#log = logger;

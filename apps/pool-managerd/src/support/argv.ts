@@ -36,6 +36,8 @@ export function packageVersion(): string {
  * which is required (the value `run` carries).
  */
 export const ARGV_SPEC: DaemonArgvSpec = Object.freeze({
-  name: 'pool-managerd', usage: USAGE, version: packageVersion,
+  name: 'pool-managerd',
+  usage: USAGE,
+  version: packageVersion,
   required: Object.freeze({ name: 'config', short: 'c', placeholder: '<file.yaml>' }),
 });

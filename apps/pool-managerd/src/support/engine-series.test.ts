@@ -33,12 +33,19 @@ describe('EngineSeries', () => {
     const { families, skipped } = parsePrometheusText(text);
     expect(skipped).toBe(0);
     expect(metricNamingProblems(families, RULES)).toEqual([]);
-    expect(families.map((f) => f.name)).toEqual(expect.arrayContaining([
-      'llorch_engine_prompt_tokens_total', 'llorch_engine_tokens_predicted_total', 'llorch_engine_requests_processing',
-      'llorch_engine_requests_deferred', 'llorch_engine_predicted_tokens_per_second', 'llorch_engine_n_tokens_max',
-    ]));
+    expect(families.map((f) => f.name)).toEqual(
+      expect.arrayContaining([
+        'llorch_engine_prompt_tokens_total',
+        'llorch_engine_tokens_predicted_total',
+        'llorch_engine_requests_processing',
+        'llorch_engine_requests_deferred',
+        'llorch_engine_predicted_tokens_per_second',
+        'llorch_engine_n_tokens_max',
+      ]),
+    );
     expect(families.find((f) => f.name === 'llorch_engine_tokens_predicted_total')).toEqual({
-      name: 'llorch_engine_tokens_predicted_total', type: 'counter',
+      name: 'llorch_engine_tokens_predicted_total',
+      type: 'counter',
       help: 'Number of generation tokens processed (engine metric llamacpp:tokens_predicted_total)',
       samples: [
         { name: 'llorch_engine_tokens_predicted_total', labels: { pool_id: 'p0', replica_id: 'r0' }, value: 8 },
@@ -54,7 +61,12 @@ describe('EngineSeries', () => {
     const series = new EngineSeries(registry);
     series.set('p0', 'r0', parsePrometheusText('# HELP llamacpp:a A.\n# TYPE llamacpp:a gauge\nllamacpp:a 1\n').families);
     series.set('p1', 'r0', parsePrometheusText('# HELP llamacpp:b B.\n# TYPE llamacpp:b gauge\nllamacpp:b 2\n').families);
-    expect(registry.getMetricsAsArray().map((m) => m.name).sort()).toEqual(['llorch_engine_a', 'llorch_engine_b', 'llorch_other']);
+    expect(
+      registry
+        .getMetricsAsArray()
+        .map((m) => m.name)
+        .sort(),
+    ).toEqual(['llorch_engine_a', 'llorch_engine_b', 'llorch_other']);
     series.drop('p0');
     expect(series.pools()).toEqual(['p1']);
     const text = await registry.metrics();
@@ -71,18 +83,30 @@ describe('EngineSeries', () => {
   it('keeps engine labels (renaming ours), histogram samples keep their suffixes', async () => {
     const registry = new Registry();
     const series = new EngineSeries(registry);
-    series.set('p0', 'r0', parsePrometheusText([
-      '# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter',
-      'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="1",pool_id="theirs"} 4',
-      '# TYPE llamacpp:step_seconds histogram',
-      'llamacpp:step_seconds_bucket{le="0.1"} 1', 'llamacpp:step_seconds_bucket{le="+Inf"} 2', 'llamacpp:step_seconds_sum 0.3', 'llamacpp:step_seconds_count 2',
-    ].join('\n')).families);
+    series.set(
+      'p0',
+      'r0',
+      parsePrometheusText(
+        [
+          '# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter',
+          'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="1",pool_id="theirs"} 4',
+          '# TYPE llamacpp:step_seconds histogram',
+          'llamacpp:step_seconds_bucket{le="0.1"} 1',
+          'llamacpp:step_seconds_bucket{le="+Inf"} 2',
+          'llamacpp:step_seconds_sum 0.3',
+          'llamacpp:step_seconds_count 2',
+        ].join('\n'),
+      ).families,
+    );
     const { families } = parsePrometheusText(await registry.metrics());
     expect(metricNamingProblems(families.slice(1), RULES)).toEqual([]);
     expect(families[0]?.samples[0]?.labels).toEqual({ position: '1', exported_pool_id: 'theirs', pool_id: 'p0', replica_id: 'r0' });
     expect(families[1]).toMatchObject({ name: 'llorch_engine_step_seconds', type: 'histogram' });
     expect(families[1]?.samples.map((s) => s.name)).toEqual([
-      'llorch_engine_step_seconds_bucket', 'llorch_engine_step_seconds_bucket', 'llorch_engine_step_seconds_sum', 'llorch_engine_step_seconds_count',
+      'llorch_engine_step_seconds_bucket',
+      'llorch_engine_step_seconds_bucket',
+      'llorch_engine_step_seconds_sum',
+      'llorch_engine_step_seconds_count',
     ]);
   });
 });

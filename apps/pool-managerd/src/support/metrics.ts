@@ -56,7 +56,12 @@ export class PoolManagerMetrics {
     this.restarts = new Counter({ name: 'llorch_pool_engine_restarts_total', help: 'Engine restarts after a crash or failed start.', labelNames: ['pool_id'], registers: [r] });
     this.handoffsProcessed = new Counter({ name: 'llorch_handoff_files_processed_total', help: 'Handoff files ingested.', labelNames: ['mode'], registers: [r] });
     this.handoffsRejected = new Counter({ name: 'llorch_handoff_files_rejected_total', help: 'Handoff files rejected, by reason.', labelNames: ['reason'], registers: [r] });
-    this.healthChecks = new Counter({ name: 'llorch_pool_engine_health_checks_total', help: 'Engine /health probes by result.', labelNames: ['pool_id', 'result'], registers: [r] });
+    this.healthChecks = new Counter({
+      name: 'llorch_pool_engine_health_checks_total',
+      help: 'Engine /health probes by result.',
+      labelNames: ['pool_id', 'result'],
+      registers: [r],
+    });
     this.provisioningSeconds = new Histogram({
       name: 'llorch_pool_provisioning_duration_seconds',
       help: 'Time to provision engine binaries and models, and to start engines.',
@@ -64,11 +69,25 @@ export class PoolManagerMetrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800],
       registers: [r],
     });
-    this.dispatches = new Counter({ name: 'llorch_dispatch_streams_total', help: 'Completion streams by outcome (end, error, canceled).', labelNames: ['pool_id', 'outcome'], registers: [r] });
+    this.dispatches = new Counter({
+      name: 'llorch_dispatch_streams_total',
+      help: 'Completion streams by outcome (end, error, canceled).',
+      labelNames: ['pool_id', 'outcome'],
+      registers: [r],
+    });
     this.tokensOut = new Counter({ name: 'llorch_dispatch_tokens_out_total', help: 'Tokens generated (engine count from end events).', labelNames: ['pool_id'], registers: [r] });
-    this.promptTokens = new Counter({ name: 'llorch_dispatch_prompt_tokens_total', help: 'Prompt tokens of finished streams, cached ones included (engine count).', labelNames: ['pool_id'], registers: [r] });
+    this.promptTokens = new Counter({
+      name: 'llorch_dispatch_prompt_tokens_total',
+      help: 'Prompt tokens of finished streams, cached ones included (engine count).',
+      labelNames: ['pool_id'],
+      registers: [r],
+    });
     // With the prompt total: the share of prompts the engines' prompt caches served.
-    this.cachedPromptTokens = new Counter({ name: 'llorch_dispatch_prompt_tokens_cached_total', help: 'Prompt tokens taken from the engine prompt cache.', labelNames: ['pool_id'], registers: [r] });
+    this.cachedPromptTokens = new Counter({
+      name: 'llorch_dispatch_prompt_tokens_cached_total',
+      help: 'Prompt tokens taken from the engine prompt cache.',
+      labelNames: ['pool_id'],
+      registers: [r],
+    });
   }
 }
-

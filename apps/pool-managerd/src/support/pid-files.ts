@@ -34,7 +34,9 @@ export async function removePidFile(path: string): Promise<void> {
  */
 export function processCmdline(pid: number): string[] | undefined {
   try {
-    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((s) => s !== '');
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((s) => s !== '');
     return argv.length > 0 ? argv : undefined;
   } catch {
     return undefined;

@@ -74,7 +74,9 @@ export function spawnDaemon(configPath: string, opts: { token: string; stdout: '
     child.stdout!.pause();
   }
   return {
-    child, lines, exited,
+    child,
+    lines,
+    exited,
     kill: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;

@@ -34,7 +34,11 @@ export async function startExternalEngine(opts: { slots?: number; ctx?: number }
   }
   await client.close();
   return {
-    url, pid: child.pid, modelPath, args, child,
+    url,
+    pid: child.pid,
+    modelPath,
+    args,
+    child,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;

@@ -91,8 +91,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
   manager.pools.onChange((poolId, change) => {
     if (change !== undefined) transitions.push({ pool_id: poolId, from: change.from, to: change.to, reason: change.reason });
   });
-  const illegalTransitions = (): Array<Record<string, unknown>> =>
-    logs.filter((l) => (l.err as { type?: unknown } | undefined)?.type === 'InvalidTransitionError');
+  const illegalTransitions = (): Array<Record<string, unknown>> => logs.filter((l) => (l.err as { type?: unknown } | undefined)?.type === 'InvalidTransitionError');
   const app = await buildApp({ manager, logger, apiToken: TEST_TOKEN }, { node: { id: opts.nodeId ?? 'test-node', addr: '127.0.0.1:0' } });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
@@ -100,7 +99,16 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
   if (opts.start !== false) await manager.start();
   let closed = false;
   return {
-    dir, runtime, manager, app, url, token: TEST_TOKEN, logs, logger, transitions, illegalTransitions,
+    dir,
+    runtime,
+    manager,
+    app,
+    url,
+    token: TEST_TOKEN,
+    logs,
+    logger,
+    transitions,
+    illegalTransitions,
     close: async () => {
       if (closed) return;
       closed = true;
@@ -134,10 +142,15 @@ export async function poolStatus(h: Harness, poolId: string): Promise<PoolStatus
 }
 
 export async function waitReady(h: Harness, poolId: string, ms = 120_000): Promise<PoolStatus> {
-  return until(async () => {
-    const s = await poolStatus(h, poolId);
-    return s.ready ? s : undefined;
-  }, `pool ${poolId} ready`, ms, 20);
+  return until(
+    async () => {
+      const s = await poolStatus(h, poolId);
+      return s.ready ? s : undefined;
+    },
+    `pool ${poolId} ready`,
+    ms,
+    20,
+  );
 }
 
 /** Opens a dispatch; returns the HTTP status and an iterator of parsed NDJSON events. */

@@ -1,6 +1,4 @@
-import {
-  ClusterModelListSchema, ClusterPoolListSchema, NodeListSchema, type ClusterModel, type ClusterPool,
-} from '@llama-orch/contracts';
+import { ClusterModelListSchema, ClusterPoolListSchema, NodeListSchema, type ClusterModel, type ClusterPool } from '@llama-orch/contracts';
 import type { z } from 'zod';
 import { PLAIN, type Paint } from '../color.js';
 import { callJson, callText, type Target } from '../http.js';
@@ -30,18 +28,24 @@ export async function listModels(target: Target): Promise<ClusterModel[]> {
 
 export function renderNodes(nodes: readonly NodeInfo[], paint: Paint = PLAIN): string {
   if (nodes.length === 0) return 'no nodes registered';
-  return renderTable([
-    ['NODE', 'STATE', 'ADDRESS', 'POOLS', 'GPUS', 'CPUS', 'LAST SEEN'],
-    ...nodes.map((n) => [n.node_id, n.state, n.address, String(n.pools.length), String(n.capabilities.gpus.length), String(n.capabilities.cpu_cores), n.last_seen]),
-  ], stateColour(paint, 1));
+  return renderTable(
+    [
+      ['NODE', 'STATE', 'ADDRESS', 'POOLS', 'GPUS', 'CPUS', 'LAST SEEN'],
+      ...nodes.map((n) => [n.node_id, n.state, n.address, String(n.pools.length), String(n.capabilities.gpus.length), String(n.capabilities.cpu_cores), n.last_seen]),
+    ],
+    stateColour(paint, 1),
+  );
 }
 
 export function renderModels(models: readonly ClusterModel[], paint: Paint = PLAIN): string {
   if (models.length === 0) return 'no models';
-  return renderTable([
-    ['MODEL', 'ALIASES', 'STATUS', 'LOADED ON', 'REGISTERED'],
-    ...models.map((m) => [m.id, m.aliases.join(',') || '-', m.status, m.pools.join(',') || '-', m.registered ? 'yes' : 'no']),
-  ], stateColour(paint, 2));
+  return renderTable(
+    [
+      ['MODEL', 'ALIASES', 'STATUS', 'LOADED ON', 'REGISTERED'],
+      ...models.map((m) => [m.id, m.aliases.join(',') || '-', m.status, m.pools.join(',') || '-', m.registered ? 'yes' : 'no']),
+    ],
+    stateColour(paint, 2),
+  );
 }
 
 /** `llorch nodes`: one line per registered node. */
@@ -69,25 +73,35 @@ export function queueDepth(metrics: string): number | null {
 
 /** Everything `llorch status` shows. */
 export async function statusDocument(target: Target): Promise<StatusDocument> {
-  const [nodes, { pools }, metrics] = await Promise.all([
-    listNodes(target),
-    callJson(target, 'GET', '/v2/pools', ClusterPoolListSchema),
-    callText(target, '/metrics'),
-  ]);
+  const [nodes, { pools }, metrics] = await Promise.all([listNodes(target), callJson(target, 'GET', '/v2/pools', ClusterPoolListSchema), callText(target, '/metrics')]);
   return { nodes, pools, queued: queueDepth(metrics), leased: pools.reduce((sum, p) => sum + p.leased, 0) };
 }
 
 export function renderStatus(doc: StatusDocument, paint: Paint = PLAIN): string {
-  const poolTable = doc.pools.length === 0
-    ? 'no pools'
-    : renderTable([
-        ['POOL', 'NODE', 'STATE', 'READY', 'SLOTS FREE/TOTAL', 'LEASED', 'MODELS', 'ENGINE', 'LAST ERROR'],
-        ...doc.pools.map((p) => [
-          p.pool_id, p.node_id, p.draining ? `${p.state} (draining)` : p.state, p.ready ? 'yes' : 'no', `${p.slots_free}/${p.slots_total}`,
-          String(p.leased), p.models.join(','), p.engine_version, p.last_error ?? '',
-        ]),
-      ], stateColour(paint, 2));
-  const queue = renderTable([['QUEUED', 'RUNNING (leased slots)'], [doc.queued === null ? '?' : String(doc.queued), String(doc.leased)]]);
+  const poolTable =
+    doc.pools.length === 0
+      ? 'no pools'
+      : renderTable(
+          [
+            ['POOL', 'NODE', 'STATE', 'READY', 'SLOTS FREE/TOTAL', 'LEASED', 'MODELS', 'ENGINE', 'LAST ERROR'],
+            ...doc.pools.map((p) => [
+              p.pool_id,
+              p.node_id,
+              p.draining ? `${p.state} (draining)` : p.state,
+              p.ready ? 'yes' : 'no',
+              `${p.slots_free}/${p.slots_total}`,
+              String(p.leased),
+              p.models.join(','),
+              p.engine_version,
+              p.last_error ?? '',
+            ]),
+          ],
+          stateColour(paint, 2),
+        );
+  const queue = renderTable([
+    ['QUEUED', 'RUNNING (leased slots)'],
+    [doc.queued === null ? '?' : String(doc.queued), String(doc.leased)],
+  ]);
   return `Nodes\n${renderNodes(doc.nodes, paint)}\n\nPools\n${poolTable}\n\nQueue\n${queue}`;
 }
 

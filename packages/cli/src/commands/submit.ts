@@ -78,7 +78,9 @@ export interface SubmitResult {
 export async function submit(target: Target, opts: SubmitOptions & { json?: boolean }): Promise<SubmitResult> {
   const admission = await callJson(target, 'POST', '/v2/tasks', AdmissionResponseSchema, taskBody(opts));
   const taskId = admission.task_id;
-  const say = (line: string): void => { if (!opts.json) opts.err.write(line); };
+  const say = (line: string): void => {
+    if (!opts.json) opts.err.write(line);
+  };
   say(`task ${taskId} admitted (queue position ${admission.queue_position}, predicted start ${admission.predicted_start_ms} ms)\n`);
   const streamAbort = new AbortController();
   let interrupted = false;
@@ -87,7 +89,10 @@ export async function submit(target: Target, opts: SubmitOptions & { json?: bool
   const onInterrupt = (): void => {
     interrupted = true;
     say(`\ncanceling task ${taskId}\n`);
-    cancelled = callNoContent(target, 'POST', `/v2/tasks/${encodeURIComponent(taskId)}/cancel`).then(() => undefined, (err: unknown) => err);
+    cancelled = callNoContent(target, 'POST', `/v2/tasks/${encodeURIComponent(taskId)}/cancel`).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     grace = setTimeout(() => streamAbort.abort(), CANCEL_GRACE_MS);
   };
   if (opts.signal?.aborted) onInterrupt();
@@ -110,8 +115,20 @@ export async function submit(target: Target, opts: SubmitOptions & { json?: bool
               ` on ${d.node_id ?? '-'}/${d.pool_id ?? '-'} (${d.engine_version ?? 'unknown engine'})\n`,
           );
           return {
-            task_id: taskId, text, tokens_out: d.tokens_out, canceled: d.canceled === true, interrupted, decode_ms: d.decode_ms,
-            ...defined({ prompt_tokens: d.prompt_tokens, cached_tokens: d.cached_tokens, finish_reason: d.finish_reason, node_id: d.node_id, pool_id: d.pool_id, engine_version: d.engine_version }),
+            task_id: taskId,
+            text,
+            tokens_out: d.tokens_out,
+            canceled: d.canceled === true,
+            interrupted,
+            decode_ms: d.decode_ms,
+            ...defined({
+              prompt_tokens: d.prompt_tokens,
+              cached_tokens: d.cached_tokens,
+              finish_reason: d.finish_reason,
+              node_id: d.node_id,
+              pool_id: d.pool_id,
+              engine_version: d.engine_version,
+            }),
           };
         }
         case 'error':

@@ -134,8 +134,7 @@ export async function up(opts: UpOptions): Promise<void> {
   const prefix = await detectPdeathsigPrefix('SIGTERM');
   if (prefix === undefined) opts.out.write(`${paint.yellow('WARN')} setpriv --pdeathsig is unavailable: if llorch is killed (SIGKILL), the daemons keep running\n`);
   const [bin, ...lead] = prefix === undefined ? [process.execPath] : [...prefix, process.execPath];
-  const daemon = (args: string[], childEnv: Record<string, string | undefined>): Child =>
-    execa(bin!, [...lead, ...args], { ...common, env: childEnv }) as Child;
+  const daemon = (args: string[], childEnv: Record<string, string | undefined>): Child => execa(bin!, [...lead, ...args], { ...common, env: childEnv }) as Child;
 
   opts.out.write(`starting orchestratord on ${target.url}\n`);
   const orch = daemon([orchMain], { ...env, ORCHD_ADDR: opts.addr });
@@ -143,7 +142,9 @@ export async function up(opts: UpOptions): Promise<void> {
   // first run builds llama-server for minutes): say where it is right away
   let dashboard = dashboardUrl(target.url);
   let announceListening: (() => void) | undefined;
-  const listening = new Promise<void>((resolve) => { announceListening = resolve; });
+  const listening = new Promise<void>((resolve) => {
+    announceListening = resolve;
+  });
   relay('orchestratord', orch, print, paint, live, (line) => {
     const url = listeningUrl(line);
     if (url === undefined || announceListening === undefined) return;
@@ -197,7 +198,10 @@ export async function up(opts: UpOptions): Promise<void> {
           'llama-orch is up',
           `  orchestratord  ${target.url}`,
           `  dashboard      ${dashboard}`,
-          ...ready.map((p) => `  pool ${p.pool_id} on node ${p.node_id}: ready, ${p.slots_total} slot(s), model ${p.models.join(', ')}${p.aliases?.length ? ` (clients may say ${p.aliases.join(', ')})` : ''}`),
+          ...ready.map(
+            (p) =>
+              `  pool ${p.pool_id} on node ${p.node_id}: ready, ${p.slots_total} slot(s), model ${p.models.join(', ')}${p.aliases?.length ? ` (clients may say ${p.aliases.join(', ')})` : ''}`,
+          ),
           '  (synthetic:llama produces noise text from a real engine; configure an hf: model for real text)',
           '',
           `Try:  node ${cli} submit "Write a haiku about GPUs"`,
@@ -222,7 +226,10 @@ export async function up(opts: UpOptions): Promise<void> {
 async function waitReady(target: Target, timeoutMs: number, signal: AbortSignal): Promise<ClusterPool[] | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !signal.aborted) {
-    const pools = await callJson(target, 'GET', '/v2/pools', ClusterPoolListSchema).then((r) => r.pools, () => []);
+    const pools = await callJson(target, 'GET', '/v2/pools', ClusterPoolListSchema).then(
+      (r) => r.pools,
+      () => [],
+    );
     const ready = pools.filter((p) => p.ready);
     if (ready.length > 0 && ready.length === pools.length) return ready;
     await sleep(500, undefined, { signal }).catch(() => undefined);

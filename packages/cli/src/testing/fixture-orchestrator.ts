@@ -42,7 +42,9 @@ export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions
       return;
     }
     let raw = '';
-    req.on('data', (c: Buffer) => { raw += c.toString(); });
+    req.on('data', (c: Buffer) => {
+      raw += c.toString();
+    });
     req.on('end', () => {
       if (req.method === 'POST' && raw) bodies.push(JSON.parse(raw) as Record<string, unknown>);
       const canned = opts.routes?.[key];
@@ -55,11 +57,16 @@ export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions
         const task = bodies[bodies.length - 1] ?? {};
         // orchestratord fills a missing task_id in; so does the fixture
         const taskId = typeof task.task_id === 'string' ? task.task_id : TASK_ID;
-        res.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({
-          task_id: taskId, queue_position: 0, predicted_start_ms: 5, backoff_ms: 0,
-          streams: { sse: `${base}/v2/tasks/${taskId}/events`, sse_verbose: `${base}/v2/tasks/${taskId}/events?verbose=true` },
-          preparation: { steps: [] },
-        }));
+        res.writeHead(202, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            task_id: taskId,
+            queue_position: 0,
+            predicted_start_ms: 5,
+            backoff_ms: 0,
+            streams: { sse: `${base}/v2/tasks/${taskId}/events`, sse_verbose: `${base}/v2/tasks/${taskId}/events?verbose=true` },
+            preparation: { steps: [] },
+          }),
+        );
         return;
       }
       if (req.method === 'POST' && /^\/v2\/tasks\/[^/]+\/cancel$/.test(req.url ?? '')) {
@@ -96,6 +103,10 @@ export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
     bodies,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

@@ -5,6 +5,12 @@ import { up } from '../commands/up.js';
 const [repoRoot, config] = process.argv.slice(2);
 if (repoRoot === undefined || config === undefined) throw new Error('usage: up-driver <repo root> <config>');
 await up({
-  repoRoot, config, addr: '127.0.0.1:0', token: undefined, cacheDir: repoRoot, out: process.stdout,
-  signal: new AbortController().signal, readyTimeoutMs: 10 * 60_000,
+  repoRoot,
+  config,
+  addr: '127.0.0.1:0',
+  token: undefined,
+  cacheDir: repoRoot,
+  out: process.stdout,
+  signal: new AbortController().signal,
+  readyTimeoutMs: 10 * 60_000,
 });

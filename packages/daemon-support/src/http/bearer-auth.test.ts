@@ -4,7 +4,10 @@ import { bearerAuthOptions, bearerAuthPlugin, bearerToken, credentialLookup, sha
 import { correlationPlugin } from './correlation.js';
 
 class Refused extends Error {
-  constructor(readonly statusCode: number, message: string) {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -22,7 +25,11 @@ describe('bearer tokens', () => {
   it('matches in constant time by digest; the first of two credentials with one key wins', () => {
     expect(tokenMatches('secret', 'secret')).toBe(true);
     expect(tokenMatches('', 'secret')).toBe(false);
-    const lookup = credentialLookup([{ name: 'a', digest: sha256('k1') }, { name: 'b', digest: sha256('k1') }, { name: 'c', digest: sha256('k2') }]);
+    const lookup = credentialLookup([
+      { name: 'a', digest: sha256('k1') },
+      { name: 'b', digest: sha256('k1') },
+      { name: 'c', digest: sha256('k2') },
+    ]);
     expect(lookup('k1')?.name).toBe('a');
     expect(lookup('k2')?.name).toBe('c');
     expect(lookup('k3')).toBeUndefined();
@@ -36,18 +43,24 @@ describe('bearerAuthPlugin', () => {
   async function build(credentials: { name: string; digest: Buffer }[]): Promise<FastifyInstance> {
     app = Fastify();
     await app.register(correlationPlugin);
-    await app.register(bearerAuthPlugin, bearerAuthOptions({
-      credentials,
-      isOpen: (req) => req.routeOptions.url === '/open',
-      unauthorized: (reason) => new Refused(401, reason),
-      admit: (req, c) => (req.url === '/admin' && c.name !== 'admin' ? new Refused(403, `${c.name} is no admin`) : undefined),
-    }));
+    await app.register(
+      bearerAuthPlugin,
+      bearerAuthOptions({
+        credentials,
+        isOpen: (req) => req.routeOptions.url === '/open',
+        unauthorized: (reason) => new Refused(401, reason),
+        admit: (req, c) => (req.url === '/admin' && c.name !== 'admin' ? new Refused(403, `${c.name} is no admin`) : undefined),
+      }),
+    );
     for (const url of ['/open', '/closed', '/admin']) app.get(url, async () => ({ ok: true }));
     return app;
   }
 
   it('lets open routes and known tokens through; 401 missing/invalid, admit refuses', async () => {
-    await build([{ name: 'user', digest: sha256('user-key') }, { name: 'admin', digest: sha256('admin-key') }]);
+    await build([
+      { name: 'user', digest: sha256('user-key') },
+      { name: 'admin', digest: sha256('admin-key') },
+    ]);
     const get = async (url: string, token?: string) => {
       const r = await app.inject({ url, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
       return [r.statusCode, r.statusCode === 200 ? '' : (r.json() as { message: string }).message];

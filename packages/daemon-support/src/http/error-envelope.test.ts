@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { BACKOFF_FLOOR_MS, backoffHeaders, backoffMs, describeValidation, requestError, sendErrorEnvelope } from './error-envelope.js';
 
 describe('backoff of a 429/503', () => {
-  it('keeps the server\'s estimate in ms, floored at 1 ms; Retry-After is whole seconds, at least 1', () => {
+  it("keeps the server's estimate in ms, floored at 1 ms; Retry-After is whole seconds, at least 1", () => {
     expect(BACKOFF_FLOOR_MS).toBe(1);
     expect(backoffMs(undefined)).toBe(1000);
     expect(backoffMs(350)).toBe(350);
@@ -17,7 +17,9 @@ describe('backoff of a 429/503', () => {
     const app = Fastify({ genReqId: () => 'corr-1' });
     app.get('/busy', (_req, reply) => sendErrorEnvelope(reply, 429, { code: 'ADMISSION_REJECT', message: 'full', retry_after_ms: 250 }));
     app.get('/bad', (_req, reply) => sendErrorEnvelope(reply, 400, { code: 'INVALID_PARAMS', message: 'x: bad' }));
-    app.get('/v1', (_req, reply) => sendErrorEnvelope(reply, 503, { code: 'POOL_UNAVAILABLE', message: 'none' }, (e) => ({ error: { message: e.message, retry_ms: e.retry_after_ms } })));
+    app.get('/v1', (_req, reply) =>
+      sendErrorEnvelope(reply, 503, { code: 'POOL_UNAVAILABLE', message: 'none' }, (e) => ({ error: { message: e.message, retry_ms: e.retry_after_ms } })),
+    );
     const busy = await app.inject('/busy');
     expect([busy.statusCode, busy.headers['retry-after'], busy.headers['x-backoff-ms'], busy.headers['x-correlation-id']]).toEqual([429, '1', '250', 'corr-1']);
     expect(busy.json()).toEqual({ code: 'ADMISSION_REJECT', message: 'full', retry_after_ms: 250, retriable: true });
@@ -33,11 +35,13 @@ describe('backoff of a 429/503', () => {
 
 describe('request errors', () => {
   it('names each invalid field and every unknown one', () => {
-    expect(describeValidation('body', [
-      { instancePath: '/task_id', message: 'Invalid UUID' },
-      { instancePath: '', keyword: 'unrecognized_keys', params: { keys: ['extra', 'more'] } },
-      { instancePath: '', message: 'Required' },
-    ])).toBe("task_id: Invalid UUID; unknown fields 'extra', 'more'; body: Required");
+    expect(
+      describeValidation('body', [
+        { instancePath: '/task_id', message: 'Invalid UUID' },
+        { instancePath: '', keyword: 'unrecognized_keys', params: { keys: ['extra', 'more'] } },
+        { instancePath: '', message: 'Required' },
+      ]),
+    ).toBe("task_id: Invalid UUID; unknown fields 'extra', 'more'; body: Required");
   });
 
   it('maps what Fastify raises about a request to envelope codes, nothing else', () => {

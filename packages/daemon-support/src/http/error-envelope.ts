@@ -33,7 +33,10 @@ export function sendErrorEnvelope(reply: FastifyReply, status: number, envelope:
     reply.headers(backoffHeaders(ms));
   }
   reply.header(CORRELATION_ID_HEADER, reply.request.id);
-  return reply.code(status).type('application/json; charset=utf-8').send(render !== undefined ? render(envelope) : envelope);
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(render !== undefined ? render(envelope) : envelope);
 }
 
 interface ValidationIssue {

@@ -18,7 +18,10 @@ export interface FindPromtoolOptions {
 }
 
 async function executable(path: string): Promise<boolean> {
-  return access(path, constants.X_OK).then(() => true, () => false);
+  return access(path, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
@@ -46,7 +49,10 @@ export async function findPromtool(opts: FindPromtoolOptions = {}): Promise<{ pa
     try {
       await download();
     } catch (first) {
-      if (!canUpdate) return { unavailable: `no promtool: apt-get download prometheus failed (${firstLine(first)}) and this process is not root, so it cannot run apt-get update; install Debian's prometheus (promtool) by hand` };
+      if (!canUpdate)
+        return {
+          unavailable: `no promtool: apt-get download prometheus failed (${firstLine(first)}) and this process is not root, so it cannot run apt-get update; install Debian's prometheus (promtool) by hand`,
+        };
       log('promtool tests: apt-get update, then download again');
       await run('apt-get', ['update'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
       await download();
@@ -77,8 +83,12 @@ export function promtoolCheckMetrics(promtool: string, text: string): Promise<{ 
   return new Promise((resolve, reject) => {
     const child = spawn(promtool, ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
     let output = '';
-    child.stdout.on('data', (b: Buffer) => { output += b.toString(); });
-    child.stderr.on('data', (b: Buffer) => { output += b.toString(); });
+    child.stdout.on('data', (b: Buffer) => {
+      output += b.toString();
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      output += b.toString();
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, output: output.trim() }));
     child.stdin.end(text);

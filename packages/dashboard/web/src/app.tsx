@@ -39,14 +39,20 @@ export function App({ api }: { api: ApiClient }) {
 
   return (
     <>
-      <a class="skip" href="#main">Skip to the dashboard</a>
+      <a class="skip" href="#main">
+        Skip to the dashboard
+      </a>
       <header class="top">
         <div>
           <h1>llama-orch</h1>
           <p class="muted">{snapshot ? `orchestratord ${snapshot.version}` : 'orchestratord'}</p>
         </div>
         <ConnectionStatus status={status} updatedAt={snapshot?.generated_at_ms} />
-        {hasKey ? <button type="button" onClick={forgetKey}>Forget key</button> : null}
+        {hasKey ? (
+          <button type="button" onClick={forgetKey}>
+            Forget key
+          </button>
+        ) : null}
       </header>
       {askKey ? <KeyForm reason={streamRefused ?? refused} hadKey={hasKey} onSubmit={useKey} /> : null}
       <main id="main">

@@ -9,20 +9,26 @@ import type { CompletionEvent } from '../stream-events.js';
  * as a client going away does; `signal` aborts it from outside. Errors of the stream are thrown
  * after the events that came before them.
  */
-export async function* pullEvents(
-  start: (onEvent: EventSink, signal: AbortSignal) => Promise<void>,
-  signal?: AbortSignal,
-): AsyncGenerator<CompletionEvent, void, undefined> {
+export async function* pullEvents(start: (onEvent: EventSink, signal: AbortSignal) => Promise<void>, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
   const stop = new AbortController();
   const queue: CompletionEvent[] = [];
   let wake: (() => void) | undefined;
   let outcome: { error: unknown } | undefined;
-  const done = start((ev) => {
-    queue.push(ev);
-    wake?.();
-  }, signal !== undefined ? AbortSignal.any([signal, stop.signal]) : stop.signal).then(
-    () => { outcome = { error: undefined }; wake?.(); },
-    (error: unknown) => { outcome = { error }; wake?.(); },
+  const done = start(
+    (ev) => {
+      queue.push(ev);
+      wake?.();
+    },
+    signal !== undefined ? AbortSignal.any([signal, stop.signal]) : stop.signal,
+  ).then(
+    () => {
+      outcome = { error: undefined };
+      wake?.();
+    },
+    (error: unknown) => {
+      outcome = { error };
+      wake?.();
+    },
   );
   try {
     for (;;) {
@@ -35,7 +41,9 @@ export async function* pullEvents(
         if (outcome.error !== undefined) throw outcome.error;
         return;
       }
-      await new Promise<void>((resolve) => { wake = resolve; });
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
       wake = undefined;
     }
   } finally {

@@ -40,8 +40,21 @@ export async function spawnTestEngine(opts: { slots?: number; ctx?: number; extr
   const modelPath = await testModelPath();
   const port = await findFreePort();
   const args = [
-    '-m', modelPath, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.ctx ?? 4096), '-np', String(opts.slots ?? 1),
-    '--no-webui', '--metrics', '-t', '1', ...(opts.extra ?? []),
+    '-m',
+    modelPath,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '-c',
+    String(opts.ctx ?? 4096),
+    '-np',
+    String(opts.slots ?? 1),
+    '--no-webui',
+    '--metrics',
+    '-t',
+    '1',
+    ...(opts.extra ?? []),
   ];
   const child = spawn(bin.binary_path, args, { env: scrubEngineEnv(process.env), stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';

@@ -14,7 +14,10 @@ export interface EnsureChromiumOptions {
 }
 
 async function executable(path: string): Promise<boolean> {
-  return access(path, constants.X_OK).then(() => true, () => false);
+  return access(path, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
@@ -29,7 +32,9 @@ export async function ensureChromium(opts: EnsureChromiumOptions = {}): Promise<
   if (await executable(path)) return path;
   const canInstall = opts.canInstall ?? process.getuid?.() === 0;
   if (!canInstall) {
-    throw new Error(`${path} is missing and this process is not root, so it cannot install it: run \`sudo apt-get update && sudo apt-get install -y chromium\` (Debian's package; the browser tests never download a browser)`);
+    throw new Error(
+      `${path} is missing and this process is not root, so it cannot install it: run \`sudo apt-get update && sudo apt-get install -y chromium\` (Debian's package; the browser tests never download a browser)`,
+    );
   }
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   for (const args of [['update'], ['install', '-y', 'chromium']]) {

@@ -1,6 +1,4 @@
-import {
-  AvailabilitySchema, CatalogRegisterRequestSchema, ClusterModelListSchema, ClusterModelSchema, type ClusterModel,
-} from '@llama-orch/contracts';
+import { AvailabilitySchema, CatalogRegisterRequestSchema, ClusterModelListSchema, ClusterModelSchema, type ClusterModel } from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NotFoundError } from '../../errors.js';
@@ -26,9 +24,7 @@ export const catalogRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
     const avail = modelAvailability(views, model);
     const listing = views.filter((v) => v.models.includes(model));
     const interest = catalog.get(model);
-    const status: ClusterModel['status'] = avail.ready.length > 0 ? 'ready'
-      : avail.provisioning.length > 0 ? 'provisioning'
-        : listing.length > 0 ? 'unavailable' : 'registered';
+    const status: ClusterModel['status'] = avail.ready.length > 0 ? 'ready' : avail.provisioning.length > 0 ? 'provisioning' : listing.length > 0 ? 'unavailable' : 'registered';
     const aliases = [...new Set(listing.flatMap((v) => v.aliases ?? []))].sort();
     const entry: ClusterModel = { id: model, ref: model, status, pools: listing.map(candidateKey), aliases, registered: interest !== undefined };
     if (interest?.sha256 !== undefined) entry.sha256 = interest.sha256;
@@ -39,13 +35,17 @@ export const catalogRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
     models: allModels().map(describe),
   }));
 
-  app.post('/v2/catalog/models', {
-    schema: { body: CatalogRegisterRequestSchema, response: { 202: ClusterModelSchema } },
-  }, async (req, reply) => {
-    await catalog.register(req.body, new Date(clock.now()));
-    req.log.info({ ref: req.body.ref, human: `Registered interest in model '${req.body.ref}'` }, 'catalog register');
-    return reply.code(202).send(describe(req.body.ref));
-  });
+  app.post(
+    '/v2/catalog/models',
+    {
+      schema: { body: CatalogRegisterRequestSchema, response: { 202: ClusterModelSchema } },
+    },
+    async (req, reply) => {
+      await catalog.register(req.body, new Date(clock.now()));
+      req.log.info({ ref: req.body.ref, human: `Registered interest in model '${req.body.ref}'` }, 'catalog register');
+      return reply.code(202).send(describe(req.body.ref));
+    },
+  );
 
   app.delete('/v2/catalog/models/:id', { schema: { params: ModelParams } }, async (req, reply) => {
     if (!(await catalog.delete(req.params.id))) {

@@ -1,6 +1,4 @@
-import {
-  CapabilitiesSchema, ClusterPoolListSchema, DrainRequestSchema, PoolHealthSchema, ReloadRequestSchema, TASK_LIMITS,
-} from '@llama-orch/contracts';
+import { CapabilitiesSchema, ClusterPoolListSchema, DrainRequestSchema, PoolHealthSchema, ReloadRequestSchema, TASK_LIMITS } from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NotFoundError, PoolUnavailableError } from '../../errors.js';
@@ -76,7 +74,15 @@ export const controlRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
 
   app.post('/v2/pools/:id/reload', { schema: { params: PoolParams, body: ReloadRequestSchema } }, async (req, reply) => {
     const res = await forward(req.params.id, 'reload', req.body);
-    req.log.info({ pool_id: req.params.id, status: res.status, new_model_ref: req.body.new_model_ref, human: `Reload of pool ${req.params.id} to '${req.body.new_model_ref}' forwarded; node answered ${res.status}` }, 'pool reload');
+    req.log.info(
+      {
+        pool_id: req.params.id,
+        status: res.status,
+        new_model_ref: req.body.new_model_ref,
+        human: `Reload of pool ${req.params.id} to '${req.body.new_model_ref}' forwarded; node answered ${res.status}`,
+      },
+      'pool reload',
+    );
     return reply.code(res.status).send(res.body);
   });
 };

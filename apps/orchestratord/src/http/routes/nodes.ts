@@ -1,6 +1,4 @@
-import {
-  HeartbeatRequestSchema, NodeAckSchema, NodeIdSchema, NodeListSchema, NodeRegisterRequestSchema,
-} from '@llama-orch/contracts';
+import { HeartbeatRequestSchema, NodeAckSchema, NodeIdSchema, NodeListSchema, NodeRegisterRequestSchema } from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NotFoundError } from '../../errors.js';
@@ -12,25 +10,33 @@ const NodeParams = z.object({ id: z.string() });
 export const nodesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   const { registry, metrics } = services;
 
-  app.post('/v2/nodes/register', {
-    schema: { body: NodeRegisterRequestSchema, response: { 200: NodeAckSchema } },
-  }, async (req) => {
-    const ack = registry.register(req.body);
-    metrics.nodeRegistrations.inc({ outcome: 'success' });
-    return ack;
-  });
+  app.post(
+    '/v2/nodes/register',
+    {
+      schema: { body: NodeRegisterRequestSchema, response: { 200: NodeAckSchema } },
+    },
+    async (req) => {
+      const ack = registry.register(req.body);
+      metrics.nodeRegistrations.inc({ outcome: 'success' });
+      return ack;
+    },
+  );
 
-  app.post('/v2/nodes/:id/heartbeat', {
-    schema: { params: NodeParams, body: HeartbeatRequestSchema, response: { 200: NodeAckSchema } },
-  }, async (req) => {
-    const ack = NodeIdSchema.safeParse(req.params.id).success ? registry.heartbeat(req.params.id, req.body) : undefined;
-    if (ack === undefined) {
-      metrics.nodeHeartbeats.inc({ outcome: 'unknown_node' });
-      throw new NotFoundError(`node '${req.params.id}' is not registered; register again`);
-    }
-    metrics.nodeHeartbeats.inc({ outcome: 'success' });
-    return ack;
-  });
+  app.post(
+    '/v2/nodes/:id/heartbeat',
+    {
+      schema: { params: NodeParams, body: HeartbeatRequestSchema, response: { 200: NodeAckSchema } },
+    },
+    async (req) => {
+      const ack = NodeIdSchema.safeParse(req.params.id).success ? registry.heartbeat(req.params.id, req.body) : undefined;
+      if (ack === undefined) {
+        metrics.nodeHeartbeats.inc({ outcome: 'unknown_node' });
+        throw new NotFoundError(`node '${req.params.id}' is not registered; register again`);
+      }
+      metrics.nodeHeartbeats.inc({ outcome: 'success' });
+      return ack;
+    },
+  );
 
   app.delete('/v2/nodes/:id', { schema: { params: NodeParams } }, async (req, reply) => {
     if (!registry.deregister(req.params.id)) {

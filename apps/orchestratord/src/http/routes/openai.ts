@@ -67,7 +67,10 @@ function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply,
       if (task.stream.subscriberCount === 0) abandon();
     };
     respondWithAnswer({
-      res: reply.raw, task, who, onClientGone,
+      res: reply.raw,
+      task,
+      who,
+      onClientGone,
       sendAnswer: (text) => sendText(reply.raw, 200, text, { [CORRELATION_ID_HEADER]: req.id }),
       sendRefusal: (err) => refuse(reply.raw, err, req.id),
     });

@@ -21,7 +21,9 @@ export function NodesSection({ snapshot }: { snapshot: DashboardSnapshot }) {
     <section class="card" aria-labelledby="nodes-heading">
       <h2 id="nodes-heading">Nodes</h2>
       {snapshot.nodes.length === 0 ? (
-        <p class="empty">No node has registered. Start pool-managerd on a GPU host (or <code>llorch up</code> here).</p>
+        <p class="empty">
+          No node has registered. Start pool-managerd on a GPU host (or <code>llorch up</code> here).
+        </p>
       ) : (
         <div class="scroll">
           <table>
@@ -32,14 +34,20 @@ export function NodesSection({ snapshot }: { snapshot: DashboardSnapshot }) {
                 <tr key={n.node_id} data-node={n.node_id}>
                   <th scope="row">{n.node_id}</th>
                   <td>
-                    <span class={`badge state-${n.state}`} data-state={n.state}>{n.state}</span>
+                    <span class={`badge state-${n.state}`} data-state={n.state}>
+                      {n.state}
+                    </span>
                     {n.state !== 'online' ? <span class="muted"> since {formatAgo(n.state_since, now)}</span> : null}
                   </td>
-                  <td><time dateTime={n.last_seen}>{formatAgo(n.last_seen, now)}</time></td>
+                  <td>
+                    <time dateTime={n.last_seen}>{formatAgo(n.last_seen, now)}</time>
+                  </td>
                   <td>{gpus(n)}</td>
                   <td>{freeVram(n)}</td>
                   <td>{n.version}</td>
-                  <td><code>{n.address}</code></td>
+                  <td>
+                    <code>{n.address}</code>
+                  </td>
                 </tr>
               ))}
             </tbody>

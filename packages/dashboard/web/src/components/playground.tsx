@@ -59,7 +59,15 @@ export function Playground({ snapshot, api }: { snapshot: DashboardSnapshot; api
         <p class="field">
           <label for="pg-model">Model</label>
           <select id="pg-model" value={chosen} disabled={choices.length === 0} onChange={(e) => setModel(e.currentTarget.value)}>
-            {choices.length === 0 ? <option value="">no model is served</option> : choices.map((m) => <option key={m} value={m}>{m}</option>)}
+            {choices.length === 0 ? (
+              <option value="">no model is served</option>
+            ) : (
+              choices.map((m) => (
+                <option key={m} value={m}>
+                  {m}
+                </option>
+              ))
+            )}
           </select>
         </p>
         <p class="field">
@@ -68,20 +76,33 @@ export function Playground({ snapshot, api }: { snapshot: DashboardSnapshot; api
         </p>
         <p class="field wide">
           <label for="pg-prompt">Prompt</label>
-          <textarea id="pg-prompt" rows={3} required value={prompt} aria-describedby="pg-hint"
+          <textarea
+            id="pg-prompt"
+            rows={3}
+            required
+            value={prompt}
+            aria-describedby="pg-hint"
             onInput={(e) => setPrompt(e.currentTarget.value)}
             onKeyDown={(e) => {
               if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.current?.requestSubmit();
             }}
           />
-          <span id="pg-hint" class="muted">Ctrl+Enter sends.</span>
+          <span id="pg-hint" class="muted">
+            Ctrl+Enter sends.
+          </span>
         </p>
         <p class="buttons">
-          <button type="submit" disabled={streaming || !chosen}>Send</button>
-          <button type="button" disabled={!streaming} onClick={() => controller.current?.abort(new Error('stopped'))}>Stop</button>
+          <button type="submit" disabled={streaming || !chosen}>
+            Send
+          </button>
+          <button type="button" disabled={!streaming} onClick={() => controller.current?.abort(new Error('stopped'))}>
+            Stop
+          </button>
         </p>
       </form>
-      <p class="playground-status" role="status" data-phase={phase}>{message}</p>
+      <p class="playground-status" role="status" data-phase={phase}>
+        {message}
+      </p>
       <h3 id="pg-output-label">Reply</h3>
       <div id="pg-output" class="output" role="log" aria-live="polite" aria-busy={streaming} aria-labelledby="pg-output-label" data-phase={phase}>
         {output}

@@ -68,12 +68,18 @@ export function PoolActionDialog({ action, pool, api, onDone, onCancel }: Props)
           <label for={`${id}-deadline`}>Deadline for tasks in flight (seconds)</label>
           <input id={`${id}-deadline`} type="number" min={0} max={3600} step={1} required value={deadlineS} onInput={(e) => setDeadlineS(e.currentTarget.value)} />
         </p>
-        {error ? <p class="error" role="alert">{error}</p> : null}
+        {error ? (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        ) : null}
         <p class="buttons">
           <button type="submit" class={action === 'drain' ? 'danger' : ''} disabled={busy}>
             {action === 'drain' ? `Drain ${pool.pool_id}` : `Reload ${pool.pool_id}`}
           </button>
-          <button type="button" onClick={() => ref.current?.close()} disabled={busy}>Cancel</button>
+          <button type="button" onClick={() => ref.current?.close()} disabled={busy}>
+            Cancel
+          </button>
         </p>
       </form>
     </dialog>

@@ -21,7 +21,9 @@ export function PoolsSection({ snapshot, api }: { snapshot: DashboardSnapshot; a
   return (
     <section class="card" aria-labelledby="pools-heading">
       <h2 id="pools-heading">Pools</h2>
-      <p class="notice" role="status">{notice ?? ''}</p>
+      <p class="notice" role="status">
+        {notice ?? ''}
+      </p>
       {snapshot.pools.length === 0 ? (
         <p class="empty">No pools yet.</p>
       ) : (
@@ -37,20 +39,37 @@ export function PoolsSection({ snapshot, api }: { snapshot: DashboardSnapshot; a
                   <tr key={key(p)} data-pool={p.pool_id}>
                     <th scope="row">{p.pool_id}</th>
                     <td>{p.node_id}</td>
-                    <td><span class={`badge state-${p.state}`} data-state={p.state}>{state}</span></td>
                     <td>
-                      {p.models.map((m) => <div key={m}><code>{m}</code></div>)}
+                      <span class={`badge state-${p.state}`} data-state={p.state}>
+                        {state}
+                      </span>
+                    </td>
+                    <td>
+                      {p.models.map((m) => (
+                        <div key={m}>
+                          <code>{m}</code>
+                        </div>
+                      ))}
                       {aliases.length > 0 ? <div class="muted">aliases: {aliases.join(', ')}</div> : null}
                     </td>
                     <td>{p.engine_version || '—'}</td>
-                    <td>{p.slots_total - p.slots_free} / {p.slots_total}</td>
+                    <td>
+                      {p.slots_total - p.slots_free} / {p.slots_total}
+                    </td>
                     <td>{formatBytes(p.vram_free_bytes)}</td>
                     {p.last_error ? <td class="error-text">{p.last_error}</td> : <td>—</td>}
                     <td class="actions">
-                      <button type="button" aria-label={`Drain ${p.pool_id}`} disabled={p.draining || p.state === 'stopped'}
-                        onClick={() => setOpen({ action: 'drain', poolKey: key(p) })}>Drain</button>
-                      <button type="button" aria-label={`Reload ${p.pool_id}`} disabled={p.state === 'provisioning'}
-                        onClick={() => setOpen({ action: 'reload', poolKey: key(p) })}>Reload</button>
+                      <button
+                        type="button"
+                        aria-label={`Drain ${p.pool_id}`}
+                        disabled={p.draining || p.state === 'stopped'}
+                        onClick={() => setOpen({ action: 'drain', poolKey: key(p) })}
+                      >
+                        Drain
+                      </button>
+                      <button type="button" aria-label={`Reload ${p.pool_id}`} disabled={p.state === 'provisioning'} onClick={() => setOpen({ action: 'reload', poolKey: key(p) })}>
+                        Reload
+                      </button>
                     </td>
                   </tr>
                 );

@@ -20,12 +20,12 @@ const H = 48;
  */
 export function Sparkline({ id, title, values, format, window }: Props) {
   const s = summarize(values);
-  const summary = s.count === 0
-    ? `No data ${window}.`
-    : `Now ${format(s.latest)}, peak ${format(s.peak)}, mean ${format(s.mean)} ${window}.`;
+  const summary = s.count === 0 ? `No data ${window}.` : `Now ${format(s.latest)}, peak ${format(s.peak)}, mean ${format(s.mean)} ${window}.`;
   return (
     <figure class="spark" aria-labelledby={`${id}-title`}>
-      <figcaption id={`${id}-title`}><strong>{title}</strong> <span data-summary>{summary}</span></figcaption>
+      <figcaption id={`${id}-title`}>
+        <strong>{title}</strong> <span data-summary>{summary}</span>
+      </figcaption>
       <svg viewBox={`0 0 ${W} ${H}`} width={W} height={H} aria-hidden="true" focusable="false">
         <line x1={0} y1={H - 1} x2={W} y2={H - 1} class="axis" />
         <path d={sparklinePath(values, W, H, 3)} class="line" />

@@ -4,7 +4,9 @@ export function TableHead({ columns }: { columns: readonly string[] }) {
     <thead>
       <tr>
         {columns.map((c) => (
-          <th scope="col" key={c}>{c}</th>
+          <th scope="col" key={c}>
+            {c}
+          </th>
         ))}
       </tr>
     </thead>

@@ -25,14 +25,20 @@ export function TasksSection({ snapshot }: { snapshot: DashboardSnapshot }) {
             <tbody>
               {tasks.map((t) => (
                 <tr key={t.task_id} data-task={t.task_id}>
-                  <th scope="row"><code title={t.task_id}>{shortId(t.task_id)}</code></th>
+                  <th scope="row">
+                    <code title={t.task_id}>{shortId(t.task_id)}</code>
+                  </th>
                   <td>{t.model}</td>
                   <td>{t.pool_id ?? '—'}</td>
                   <td>{t.tokens_out}</td>
                   <td>{formatDuration(t.ttft_ms)}</td>
                   <td>{formatDuration(t.duration_ms)}</td>
-                  <td><span class={`badge outcome-${t.outcome}`}>{outcome(t)}</span></td>
-                  <td><code>{t.correlation_id}</code></td>
+                  <td>
+                    <span class={`badge outcome-${t.outcome}`}>{outcome(t)}</span>
+                  </td>
+                  <td>
+                    <code>{t.correlation_id}</code>
+                  </td>
                   <td>{formatAgo(t.ended_at_ms, snapshot.generated_at_ms)}</td>
                 </tr>
               ))}

@@ -15,7 +15,9 @@ export function ThroughputSection({ snapshot }: { snapshot: DashboardSnapshot })
         <Sparkline id="ttft" title="Time to first token (median)" values={points.map((p) => p.ttft_p50_ms)} format={formatDuration} window={window} />
       </div>
       <details>
-        <summary>Data table ({points.length} buckets of {formatDuration(snapshot.bucket_ms)})</summary>
+        <summary>
+          Data table ({points.length} buckets of {formatDuration(snapshot.bucket_ms)})
+        </summary>
         <div class="scroll">
           <table>
             <caption>Throughput per bucket, oldest first</caption>

@@ -23,7 +23,7 @@ describe('format', () => {
     expect(formatDuration(undefined)).toBe('—');
   });
 
-  it('time ago against the server\'s clock, from an ISO timestamp or epoch ms', () => {
+  it("time ago against the server's clock, from an ISO timestamp or epoch ms", () => {
     const now = Date.parse('2026-11-25T16:00:10.000Z');
     expect(formatAgo('2026-11-25T16:00:10.000Z', now)).toBe('just now');
     expect(formatAgo('2026-11-25T16:00:06.600Z', now)).toBe('3.4 s ago');

@@ -15,7 +15,15 @@ const servers: Server[] = [];
 const streams: SnapshotStream[] = [];
 afterEach(async () => {
   for (const s of streams.splice(0)) s.close();
-  await Promise.all(servers.splice(0).map((s) => new Promise((r) => { s.closeAllConnections(); s.close(r); })));
+  await Promise.all(
+    servers.splice(0).map(
+      (s) =>
+        new Promise((r) => {
+          s.closeAllConnections();
+          s.close(r);
+        }),
+    ),
+  );
 });
 
 async function serve(handlers: Handler[]): Promise<{ url: string; requests: IncomingMessage[] }> {
@@ -39,10 +47,12 @@ const unauthorized: Handler = (_req, res) => {
   res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'UNAUTHORIZED', message: 'missing or invalid API key' }));
 };
 /** Sends one snapshot per version and keeps the stream open. */
-const snapshots = (...versions: string[]): Handler => (_req, res) => {
-  sseHead(res);
-  for (const v of versions) res.write(frame(sampleSnapshot({ version: v })));
-};
+const snapshots =
+  (...versions: string[]): Handler =>
+  (_req, res) => {
+    sseHead(res);
+    for (const v of versions) res.write(frame(sampleSnapshot({ version: v })));
+  };
 
 function open(url: string, keys = new KeyStore(undefined), opts: { idleTimeoutMs?: number } = {}) {
   const seen: DashboardSnapshot[] = [];
@@ -50,8 +60,14 @@ function open(url: string, keys = new KeyStore(undefined), opts: { idleTimeoutMs
   const waiters: Array<() => void> = [];
   const stream = new SnapshotStream({
     api: new ApiClient({ keys, baseUrl: url }),
-    onSnapshot: (s) => { seen.push(s); waiters.splice(0).forEach((w) => w()); },
-    onStatus: (s) => { statuses.push(s); waiters.splice(0).forEach((w) => w()); },
+    onSnapshot: (s) => {
+      seen.push(s);
+      waiters.splice(0).forEach((w) => w());
+    },
+    onStatus: (s) => {
+      statuses.push(s);
+      waiters.splice(0).forEach((w) => w());
+    },
     backoff: { initialMs: 20, maxMs: 100, jitter: 0 },
     ...opts,
   });
@@ -61,7 +77,10 @@ function open(url: string, keys = new KeyStore(undefined), opts: { idleTimeoutMs
     const deadline = Date.now() + 10_000;
     while (!check()) {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(statuses)}`);
-      await new Promise<void>((r) => { waiters.push(r); setTimeout(r, 50); });
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, 50);
+      });
     }
   };
   return { stream, seen, statuses, until, keys };
@@ -96,7 +115,10 @@ describe('SnapshotStream', () => {
 
   it('reconnects with backoff when the stream ends or the server fails, and keeps delivering', async () => {
     const srv = await serve([
-      (_req, res) => { sseHead(res); res.end(frame(sampleSnapshot({ version: 'a' }))); },
+      (_req, res) => {
+        sseHead(res);
+        res.end(frame(sampleSnapshot({ version: 'a' })));
+      },
       (_req, res) => res.writeHead(503).end(),
       snapshots('b', 'c'),
     ]);
@@ -105,13 +127,19 @@ describe('SnapshotStream', () => {
     await s.until(() => s.seen.length === 3, 'three snapshots');
     expect(s.seen.map((x) => x.version)).toEqual(['a', 'b', 'c']);
     const retries = s.statuses.filter((x) => x.state === 'retrying');
-    expect(retries.map((x) => x.state === 'retrying' && [x.attempt, x.reason])).toEqual([[1, 'the event stream ended'], [2, 'HTTP 503 Service Unavailable']]);
+    expect(retries.map((x) => x.state === 'retrying' && [x.attempt, x.reason])).toEqual([
+      [1, 'the event stream ended'],
+      [2, 'HTTP 503 Service Unavailable'],
+    ]);
     expect(s.stream.status.state).toBe('live');
   });
 
   it('a malformed snapshot frame is a broken stream: reconnect, never a half-rendered page', async () => {
     const srv = await serve([
-      (_req, res) => { sseHead(res); res.write('event: snapshot\ndata: {"nodes":[]}\n\n'); },
+      (_req, res) => {
+        sseHead(res);
+        res.write('event: snapshot\ndata: {"nodes":[]}\n\n');
+      },
       snapshots('ok'),
     ]);
     const s = open(srv.url);
@@ -131,7 +159,12 @@ describe('SnapshotStream', () => {
 
   it('keep-alive comments hold a quiet connection open', async () => {
     let timer: NodeJS.Timeout | undefined;
-    const srv = await serve([(_req, res) => { snapshots('v')(_req, res); timer = setInterval(() => res.write(': keep-alive\n\n'), 50); }]);
+    const srv = await serve([
+      (_req, res) => {
+        snapshots('v')(_req, res);
+        timer = setInterval(() => res.write(': keep-alive\n\n'), 50);
+      },
+    ]);
     const s = open(srv.url, undefined, { idleTimeoutMs: 200 });
     s.stream.start();
     await s.until(() => s.seen.length === 1, 'a snapshot');

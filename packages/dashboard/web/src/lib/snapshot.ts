@@ -21,9 +21,16 @@ export function parseSnapshot(data: string): DashboardSnapshot {
     throw new MalformedSnapshotError('snapshot frame is not JSON');
   }
   if (
-    !isObject(v) || typeof v.version !== 'string' || typeof v.generated_at_ms !== 'number' || typeof v.bucket_ms !== 'number'
-    || !isArray(v.nodes) || !isArray(v.pools) || !isObject(v.queue) || !isObject(v.queue.depth)
-    || !isArray(v.throughput) || !isArray(v.recent_tasks)
+    !isObject(v) ||
+    typeof v.version !== 'string' ||
+    typeof v.generated_at_ms !== 'number' ||
+    typeof v.bucket_ms !== 'number' ||
+    !isArray(v.nodes) ||
+    !isArray(v.pools) ||
+    !isObject(v.queue) ||
+    !isObject(v.queue.depth) ||
+    !isArray(v.throughput) ||
+    !isArray(v.recent_tasks)
   ) {
     throw new MalformedSnapshotError('snapshot frame lacks the DashboardSnapshot fields');
   }

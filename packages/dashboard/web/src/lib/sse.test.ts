@@ -22,7 +22,10 @@ async function collect(parts: Array<string | Uint8Array>): Promise<{ events: Sse
 describe('readSse', () => {
   it('parses named events, data-only frames and comments', async () => {
     const { events, comments } = await collect([': keep-alive\n\n', 'event: snapshot\ndata: {"a":1}\n\n', 'data: [DONE]\n\n']);
-    expect(events).toEqual([{ event: 'snapshot', data: '{"a":1}', id: undefined }, { event: undefined, data: '[DONE]', id: undefined }]);
+    expect(events).toEqual([
+      { event: 'snapshot', data: '{"a":1}', id: undefined },
+      { event: undefined, data: '[DONE]', id: undefined },
+    ]);
     expect(comments).toEqual(['keep-alive']);
   });
 
@@ -43,7 +46,7 @@ describe('readSse', () => {
     expect(events.map((e) => e.data)).toEqual(['whole']);
   });
 
-  it('rejects with the handler\'s error and stops reading', async () => {
+  it("rejects with the handler's error and stops reading", async () => {
     const seen: string[] = [];
     const read = readSse(body(['data: 1\n\n', 'data: 2\n\n', 'data: 3\n\n']), {
       onEvent: (e) => {
