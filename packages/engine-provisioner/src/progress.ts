@@ -6,8 +6,8 @@ export interface EngineProgress {
   phase: EnginePhase;
   /** Overall engine progress 0..1; 1 once the binary is ready (cached or built). */
   fraction: number;
-  /** CMake's own build percentage during `build`. */
-  buildPercent?: number;
+  /** CMake's own build percentage during `build` (snake_case: the object is logged as it is). */
+  build_percent?: number;
   /** True when the binary came from the cache. */
   cached?: boolean;
 }

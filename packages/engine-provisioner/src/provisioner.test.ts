@@ -71,7 +71,7 @@ describe('EngineProvisioner with the fixture source', () => {
     expect(Object.keys(provenance.toolchain)).toEqual(expect.arrayContaining(['cmake', 'cxx']));
     expect(provenance.version_output).toMatch(/^version: 9\.9\.9-fixture/);
     expect(progress.at(-1)).toMatchObject({ phase: 'done', fraction: 1, cached: false });
-    expect(progress.some((e) => e.phase === 'build' && (e.buildPercent ?? 0) === 100)).toBe(true);
+    expect(progress.some((e) => e.phase === 'build' && (e.build_percent ?? 0) === 100)).toBe(true);
     const fractions = progress.map((e) => e.fraction);
     expect(fractions).toEqual([...fractions].sort((a, b) => a - b));
 

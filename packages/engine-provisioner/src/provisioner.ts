@@ -314,7 +314,7 @@ export class EngineProvisioner {
     let lastLoggedPct = -1;
     return (phase, within, extra = {}) => {
       const fraction = overallFraction(phase, within);
-      const progress: EngineProgress = { phase, fraction, ...(phase === 'build' ? { buildPercent: Math.round(within * 100) } : {}), ...extra };
+      const progress: EngineProgress = { phase, fraction, ...(phase === 'build' ? { build_percent: Math.round(within * 100) } : {}), ...extra };
       onProgress?.(progress);
       if (!this.logProgress) return;
       const pct = Math.floor(fraction * 10) * 10;
