@@ -41,6 +41,31 @@ function againstNginx(door: '' | 'chat', relay: RelayVariant, nginx: RelayVarian
   };
 }
 
+/**
+ * Issue 28's rows for one kind of non-streamed request (`chat`, `cmpl`): the door and two nginx
+ * hops, each added over the engine answering the same request directly, and CPU per request.
+ */
+function answerRows(kind: 'chat' | 'cmpl', door: AnswerVariant, nginx: AnswerVariant, direct: AnswerVariant): Record<string, Figure> {
+  const noun = kind === 'chat' ? 'chat' : 'completion';
+  const d = answerAddedOver(door, direct);
+  const n = answerAddedOver(nginx, direct);
+  const cpu = door.cpuMsPerRequest();
+  return {
+    [`answer_${kind}_added_p50`]: {
+      label: `non-streamed /v1 ${noun} (128 tokens) through the door: added latency p50 over the engine answering directly`,
+      value: d.p50,
+      unit: 'ms',
+    },
+    [`answer_${kind}_added_p99`]: { label: `non-streamed /v1 ${noun} through the door: added latency p99`, value: d.p99, unit: 'ms' },
+    [`answer_${kind}_cpu_ms`]: { label: `non-streamed /v1 ${noun} through the door: CPU per request, both daemons`, value: cpu.total as number, unit: 'ms' },
+    [`answer_${kind}_cpu_ms_orchestratord`]: { label: 'of which orchestratord', value: cpu.orchestratord as number, unit: 'ms' },
+    [`answer_${kind}_cpu_ms_pool_managerd`]: { label: 'of which pool-managerd', value: cpu.pool_managerd as number, unit: 'ms' },
+    [`answer_${kind}_nginx2_added_p50`]: { label: `non-streamed ${noun} through two nginx hops: added latency p50`, value: n.p50, unit: 'ms' },
+    [`answer_${kind}_nginx2_added_p99`]: { label: `non-streamed ${noun} through two nginx hops: added latency p99`, value: n.p99, unit: 'ms' },
+    [`answer_${kind}_nginx2_cpu_ms`]: { label: `non-streamed ${noun} through two nginx hops: CPU per request (both)`, value: nginx.cpuMsPerRequest().total as number, unit: 'ms' },
+  };
+}
+
 export const relayBench: Bench = {
   name: 'relay',
   title: 'Relay overhead (real llama-server)',
@@ -245,12 +270,6 @@ export const relayBench: Bench = {
       const chatNgx2 = addedOver(v.chat_nginx2, v.chat_direct);
       const cpuChatRelay = v.chat_relay.cpuUsPerToken();
       const cpuChatNginx2 = v.chat_nginx2.cpuUsPerToken();
-      const ansChat = answerAddedOver(av.answer_chat_door, av.answer_chat_direct);
-      const ansChatNginx = answerAddedOver(av.answer_chat_nginx2, av.answer_chat_direct);
-      const ansCmpl = answerAddedOver(av.answer_cmpl_door, av.answer_cmpl_direct);
-      const ansCmplNginx = answerAddedOver(av.answer_cmpl_nginx2, av.answer_cmpl_direct);
-      const cpuAnsChat = av.answer_chat_door.cpuMsPerRequest();
-      const cpuAnsCmpl = av.answer_cmpl_door.cpuMsPerRequest();
       // The streamed /v1 chat of the same generation, per request: what a non-streamed request cost
       // before issue 28, when it was generated as a stream and assembled at the end.
       const streamedChatCpuMs = ((cpuChatRelay.total as number) * v.chat_relay.tokens) / v.chat_relay.generations.length / 1000;
@@ -317,39 +336,13 @@ export const relayBench: Bench = {
           chat_nginx2_ttft_added_p50: { label: '/v1 chat through two nginx hops: added TTFT p50', value: chatNgx2.ttftP50, unit: ms },
           chat_nginx2_cpu_us_per_token: { label: '/v1 chat through two nginx hops: CPU per token (both)', value: cpuChatNginx2.total as number, unit: 'µs' },
           ...againstNginx('chat', v.chat_relay, v.chat_nginx2, v.chat_direct),
-          answer_chat_added_p50: {
-            label: 'non-streamed /v1 chat (128 tokens) through the door: added latency p50 over the engine answering directly',
-            value: ansChat.p50,
-            unit: ms,
-          },
-          answer_chat_added_p99: { label: 'non-streamed /v1 chat through the door: added latency p99', value: ansChat.p99, unit: ms },
-          answer_chat_cpu_ms: { label: 'non-streamed /v1 chat through the door: CPU per request, both daemons', value: cpuAnsChat.total as number, unit: ms },
-          answer_chat_cpu_ms_orchestratord: { label: 'of which orchestratord', value: cpuAnsChat.orchestratord as number, unit: ms },
-          answer_chat_cpu_ms_pool_managerd: { label: 'of which pool-managerd', value: cpuAnsChat.pool_managerd as number, unit: ms },
-          answer_chat_nginx2_added_p50: { label: 'non-streamed chat through two nginx hops: added latency p50', value: ansChatNginx.p50, unit: ms },
-          answer_chat_nginx2_added_p99: { label: 'non-streamed chat through two nginx hops: added latency p99', value: ansChatNginx.p99, unit: ms },
-          answer_chat_nginx2_cpu_ms: {
-            label: 'non-streamed chat through two nginx hops: CPU per request (both)',
-            value: av.answer_chat_nginx2.cpuMsPerRequest().total as number,
-            unit: ms,
-          },
+          ...answerRows('chat', av.answer_chat_door, av.answer_chat_nginx2, av.answer_chat_direct),
           answer_chat_streamed_door_cpu_ms: {
             label: 'the same chat streamed through the door (how a non-streamed one ran before): CPU per request, both daemons',
             value: streamedChatCpuMs,
             unit: ms,
           },
-          answer_cmpl_added_p50: { label: 'non-streamed /v1 completion (128 tokens) through the door: added latency p50 over the engine directly', value: ansCmpl.p50, unit: ms },
-          answer_cmpl_added_p99: { label: 'non-streamed /v1 completion through the door: added latency p99', value: ansCmpl.p99, unit: ms },
-          answer_cmpl_cpu_ms: { label: 'non-streamed /v1 completion through the door: CPU per request, both daemons', value: cpuAnsCmpl.total as number, unit: ms },
-          answer_cmpl_cpu_ms_orchestratord: { label: 'of which orchestratord', value: cpuAnsCmpl.orchestratord as number, unit: ms },
-          answer_cmpl_cpu_ms_pool_managerd: { label: 'of which pool-managerd', value: cpuAnsCmpl.pool_managerd as number, unit: ms },
-          answer_cmpl_nginx2_added_p50: { label: 'non-streamed completion through two nginx hops: added latency p50', value: ansCmplNginx.p50, unit: ms },
-          answer_cmpl_nginx2_added_p99: { label: 'non-streamed completion through two nginx hops: added latency p99', value: ansCmplNginx.p99, unit: ms },
-          answer_cmpl_nginx2_cpu_ms: {
-            label: 'non-streamed completion through two nginx hops: CPU per request (both)',
-            value: av.answer_cmpl_nginx2.cpuMsPerRequest().total as number,
-            unit: ms,
-          },
+          ...answerRows('cmpl', av.answer_cmpl_door, av.answer_cmpl_nginx2, av.answer_cmpl_direct),
           ttft_pool_managerd_p50: { label: "pool-managerd's hop alone (its dispatch API − direct): added TTFT p50", value: pool.ttftP50, unit: ms },
           cpu_us_per_token_pool_managerd_alone: { label: "pool-managerd's hop alone: CPU per token", value: cpuPool.total as number, unit: 'µs' },
           nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },

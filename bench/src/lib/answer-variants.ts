@@ -1,6 +1,6 @@
 import { request, type Dispatcher } from 'undici';
 import { UnexpectedResponseError } from '../errors.js';
-import type { MeteredProcess } from './relay-variants.js';
+import { CpuMeter } from './relay-variants.js';
 import { rounded, summarize, type Summary } from './stats.js';
 
 /** One non-streamed answer as the client saw it (times: performance.now(), ms). */
@@ -15,31 +15,10 @@ export interface TimedAnswer {
 
 /**
  * One way of asking for a non-streamed answer in the relay benchmark (the engine directly, two
- * nginx hops, the /v1 door): its answers, and the CPU its processes spent inside its own rounds
- * (metered like {@link RelayVariant}: from just before its request to the pause after it).
+ * nginx hops, the /v1 door): its answers, and the CPU its processes spent inside its own rounds.
  */
-export class AnswerVariant {
+export class AnswerVariant extends CpuMeter {
   readonly answers: TimedAnswer[] = [];
-  readonly #cpu = new Map<string, number>();
-  #before: number[] = [];
-
-  constructor(
-    readonly name: string,
-    readonly processes: readonly MeteredProcess[],
-  ) {
-    for (const p of processes) this.#cpu.set(p.name, 0);
-  }
-
-  meterStart(): void {
-    this.#before = this.processes.map((p) => p.cpuSeconds());
-  }
-
-  meterStop(counted: boolean): void {
-    if (!counted) return;
-    this.processes.forEach((p, k) => {
-      this.#cpu.set(p.name, (this.#cpu.get(p.name) ?? 0) + p.cpuSeconds() - (this.#before[k] as number));
-    });
-  }
 
   /** Request → whole body, ms. */
   latency(): Summary {
@@ -48,14 +27,7 @@ export class AnswerVariant {
 
   /** CPU ms per request, by process and in total (NaN without processes). */
   cpuMsPerRequest(): Record<string, number> {
-    const out: Record<string, number> = {};
-    let total = 0;
-    for (const [name, s] of this.#cpu) {
-      out[name] = (s * 1e3) / this.answers.length;
-      total += s;
-    }
-    out.total = this.processes.length === 0 ? Number.NaN : (total * 1e3) / this.answers.length;
-    return out;
+    return this.cpuPer(this.answers.length, 1e3);
   }
 
   details(): Record<string, unknown> {

@@ -11,13 +11,11 @@ export interface MeteredProcess {
 }
 
 /**
- * One way of reaching the engine in the relay benchmark (direct, the daemons, nginx …): its
- * generations, and the CPU its processes spent inside its own rounds only (each request is metered
- * from just before it is sent until the pause after it, so the variants of one interleaved run do
- * not charge each other).
+ * The CPU a variant's processes spent inside its own rounds only: each request is metered from
+ * just before it is sent until the pause after it, so the variants of one interleaved run do not
+ * charge each other.
  */
-export class RelayVariant {
-  readonly generations: TimedGeneration[] = [];
+export class CpuMeter {
   readonly #cpu = new Map<string, number>();
   #before: number[] = [];
 
@@ -41,20 +39,30 @@ export class RelayVariant {
     });
   }
 
+  /** CPU per unit of work (`scale`: 1e6 for µs, 1e3 for ms), by process and in total (NaN without processes). */
+  protected cpuPer(units: number, scale: number): Record<string, number> {
+    const out: Record<string, number> = {};
+    let total = 0;
+    for (const [name, s] of this.#cpu) {
+      out[name] = (s * scale) / units;
+      total += s;
+    }
+    out.total = this.processes.length === 0 ? Number.NaN : (total * scale) / units;
+    return out;
+  }
+}
+
+/** One way of reaching the engine in the relay benchmark (direct, the daemons, nginx …): its generations and their CPU. */
+export class RelayVariant extends CpuMeter {
+  readonly generations: TimedGeneration[] = [];
+
   get tokens(): number {
     return this.generations.reduce((a, g) => a + g.tokenAt.length, 0);
   }
 
   /** CPU µs per token this variant delivered, by process and in total (NaN without processes). */
   cpuUsPerToken(): Record<string, number> {
-    const out: Record<string, number> = {};
-    let total = 0;
-    for (const [name, s] of this.#cpu) {
-      out[name] = (s * 1e6) / this.tokens;
-      total += s;
-    }
-    out.total = this.processes.length === 0 ? Number.NaN : (total * 1e6) / this.tokens;
-    return out;
+    return this.cpuPer(this.tokens, 1e6);
   }
 
   ttft(): Summary {
