@@ -61,7 +61,9 @@ describe('llorch up in a terminal, then Ctrl-C', () => {
           .replace(/heartbeat_interval_ms: \d+/, 'heartbeat_interval_ms: 1000')
           .replace(/^node:/m, `runtime_dir: ${join(dir, 'run')}\nnode:`),
       );
-      const command = `${process.execPath} ${MAIN} up --addr 127.0.0.1:${orchPort} --config ${config}`;
+      // exec: the program itself is the terminal's foreground process, as when a person types it at a
+      // prompt; `sh -c` without it (dash, where SHELL is unset) would die of the ^C itself
+      const command = `exec ${process.execPath} ${MAIN} up --addr 127.0.0.1:${orchPort} --config ${config}`;
       const term = execa('script', ['-qefc', command, '/dev/null'], {
         reject: false,
         stdin: 'pipe',
