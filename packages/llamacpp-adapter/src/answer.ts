@@ -129,8 +129,8 @@ function neverConnected(err: unknown): boolean {
 }
 
 /**
- * POSTs one answer request and reads the whole body. The socket is not reused (as for streams:
- * a pooled socket the engine closed would fail the next request). Rejects with
+ * POSTs one answer request and reads the whole body, on a socket the dispatcher may keep for the
+ * next answer (llama-server closes its connection after a stream, not after an answer). Rejects with
  * {@link EngineUnreachableError} (no connection), the `statusError` of a non-200 answer,
  * {@link WorkerResetError} (the connection broke after the request went out: the engine died
  * while generating), {@link EngineProtocolError} (not an answer) or {@link CompletionAbortedError}
@@ -148,7 +148,6 @@ export async function requestAnswer(t: AnswerTransport, input: AnswerInput, sign
       dispatcher: t.dispatcher,
       headers: t.headers,
       body: JSON.stringify(body),
-      reset: true,
       headersTimeout: t.headersTimeoutMs,
       bodyTimeout: t.bodyTimeoutMs,
       ...(signal !== undefined ? { signal } : {}),

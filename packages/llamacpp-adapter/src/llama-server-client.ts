@@ -51,6 +51,14 @@ export interface LlamaServerClientOptions {
    * llama-server closes it after a stream anyway, and a pooled dead socket would fail the next request.
    */
   dispatcher?: Dispatcher;
+  /**
+   * undici dispatcher for non-streamed answers (`answer()`), whose sockets are kept between
+   * requests: llama-server keeps a connection open after a non-streamed response (it closes it only
+   * after a stream), and a new connection per answer costs both processes a connect and a close.
+   * Its idle sockets must close well before the engine's own 5 s keep-alive timeout.
+   * @default a private `Agent` keeping idle sockets 2 s, owned (and closed) by the client.
+   */
+  answerDispatcher?: Dispatcher;
   /** Timeout of the small GET probes (health, props, slots, metrics), ms. @default 5000 */
   probeTimeoutMs?: number;
   /**
@@ -96,9 +104,19 @@ function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {
   return signal?.aborted === true || err instanceof undiciErrors.RequestAbortedError || (err instanceof Error && err.name === 'AbortError');
 }
 
+/** Idle sockets kept for answers: 2 s, under llama-server's 5 s keep-alive (undici also honours its `Keep-Alive` hint). */
+export const ANSWER_KEEP_ALIVE_MS = 2000;
+
+/** The keep-alive options of a dispatcher for non-streamed answers. */
+export const ANSWER_KEEP_ALIVE = Object.freeze({ keepAliveTimeout: ANSWER_KEEP_ALIVE_MS, keepAliveMaxTimeout: ANSWER_KEEP_ALIVE_MS });
+
+function keptAliveAgent(): Agent {
+  return new Agent({ connections: 64, ...ANSWER_KEEP_ALIVE });
+}
+
 /**
  * HTTP client of one llama-server (reference §4). Stateless apart from its dispatcher; one instance
- * per engine URL. `close()` is idempotent and closes only a dispatcher the client created.
+ * per engine URL. `close()` is idempotent and closes only the dispatchers the client created.
  */
 export class LlamaServerClient {
   readonly baseUrl: string;
@@ -106,6 +124,8 @@ export class LlamaServerClient {
   #closing: Promise<void> | undefined;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  readonly #answerDispatcher: Dispatcher;
+  readonly #ownsAnswerDispatcher: boolean;
   readonly #probeTimeoutMs: number;
   readonly #headersTimeoutMs: number;
   readonly #bodyTimeoutMs: number;
@@ -115,6 +135,8 @@ export class LlamaServerClient {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher = options.dispatcher ?? new Agent({ pipelining: 0, connections: 64 });
+    this.#ownsAnswerDispatcher = options.answerDispatcher === undefined;
+    this.#answerDispatcher = options.answerDispatcher ?? keptAliveAgent();
     this.#probeTimeoutMs = options.probeTimeoutMs ?? 5000;
     this.#headersTimeoutMs = options.headersTimeoutMs ?? 300_000;
     this.#bodyTimeoutMs = options.bodyTimeoutMs ?? 300_000;
@@ -206,7 +228,7 @@ export class LlamaServerClient {
     if (this.#state === 'closed') return Promise.reject(new ClientClosedError());
     return requestAnswer(
       {
-        dispatcher: this.#dispatcher,
+        dispatcher: this.#answerDispatcher,
         baseUrl: this.baseUrl,
         headers: { 'content-type': 'application/json', ...this.#authHeader },
         headersTimeoutMs: this.#headersTimeoutMs,
@@ -272,7 +294,8 @@ export class LlamaServerClient {
   close(): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
     this.#state = 'closed';
-    this.#closing = this.#ownsDispatcher ? this.#dispatcher.destroy() : Promise.resolve();
+    const owned = [...(this.#ownsDispatcher ? [this.#dispatcher] : []), ...(this.#ownsAnswerDispatcher ? [this.#answerDispatcher] : [])];
+    this.#closing = Promise.all(owned.map((d) => d.destroy())).then(() => undefined);
     return this.#closing;
   }
 

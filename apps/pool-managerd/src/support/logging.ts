@@ -12,12 +12,13 @@ export interface RootLogger {
  * throwing — a reader that went away (EPIPE) or a full pipe drops lines instead of parking the main
  * thread, so a SIGTERM is always handled. Bearer tokens are redacted.
  *
- * A line is written as soon as no write is in flight (`minLength: 0`, pino's own behaviour): lines
- * logged meanwhile go out together with the next write, and whoever tails the log sees each line
- * at once (performance notes: log destination).
+ * Lines are buffered and written together every 100 ms (or once 4 KiB wait), as orchestratord's
+ * are: one write(2) per line cost pool-managerd about 0.25 ms of CPU on the test VMs, three lines
+ * per dispatch (performance notes: log destination). Whoever tails the log sees a line at most
+ * 100 ms late, and every line's `time` is when it was logged.
  */
 export function createRootLogger(level: string): RootLogger {
-  const destination = logDestination(1, { minLength: 0 });
+  const destination = logDestination(1);
   const logger = pino(
     {
       name: 'pool-managerd',
