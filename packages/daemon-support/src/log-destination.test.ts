@@ -1,8 +1,14 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { once } from 'node:events';
+import fs from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
+import { logDestination } from './log-destination.js';
 
 // Process-level: a sink's failure modes only show on a real pipe between two processes.
 const WRITER = fileURLToPath(new URL('./fixtures/log-writer.mjs', import.meta.url));
@@ -71,6 +77,28 @@ describe('logDestination', () => {
     const w = start(1);
     const [chunk] = (await once(w.child.stdout, 'data')) as [Buffer];
     expect(chunk.toString('utf8')).toMatch(/^\{"n":0,/);
+  });
+
+  it('makes no write while idle: the flush is armed by a line, not by the clock', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'log-destination-'));
+    const fd = fs.openSync(join(dir, 'log'), 'w');
+    onTestFinished(async () => {
+      fs.closeSync(fd);
+      await rm(dir, { recursive: true, force: true });
+    });
+    // sonic-boom writes through the fs module's own `write`
+    const writes = vi.spyOn(fs, 'write');
+    onTestFinished(() => writes.mockRestore());
+    const sink = logDestination(fd, { flushMs: 20 });
+    await sleep(200);
+    expect(writes).not.toHaveBeenCalled();
+    sink.write('{"msg":"one"}\n');
+    await sleep(200);
+    expect(await readFile(join(dir, 'log'), 'utf8')).toBe('{"msg":"one"}\n');
+    const after = writes.mock.calls.length;
+    expect(after).toBeGreaterThan(0);
+    await sleep(200);
+    expect(writes.mock.calls.length, 'writes after the line went out').toBe(after);
   });
 
   it('exits promptly when the reader goes away right after the signal (EPIPE)', async () => {

@@ -3,6 +3,8 @@ import sonicBoom from 'sonic-boom';
 // CommonJS: the class is the module's default export (its types also declare it by name).
 const { SonicBoom } = sonicBoom as unknown as typeof import('sonic-boom');
 
+const noop = (): void => undefined;
+
 /** A pino destination that never blocks the process and never throws. */
 export interface LogDestination {
   write(line: string): void;
@@ -15,7 +17,7 @@ export interface LogDestination {
 export interface LogDestinationOptions {
   /** Buffer lines until this many bytes wait (0: write each line at once). @default 4096 */
   minLength?: number;
-  /** Longest a buffered line waits, ms. @default 100 */
+  /** Longest a buffered line waits, ms (timed from the first line not yet written). @default 100 */
   flushMs?: number;
   /** Most bytes held while the reader is slow; past it lines are dropped, not queued. @default 16 MiB */
   maxBufferedBytes?: number;
@@ -58,12 +60,26 @@ export function logDestination(fd: number, options: LogDestinationOptions = {}):
     minLength,
     maxLength: maxBufferedBytes,
     contentMode: 'buffer',
-    periodicFlush: flushMs,
   });
   let failed = false;
+  // The flush is armed by a line, not by the clock: sonic-boom's own `periodicFlush` writes its
+  // (empty) buffer every period, ten write(2) calls a second from an idle daemon.
+  let flushTimer: NodeJS.Timeout | undefined;
+  const flushDue = (): void => {
+    flushTimer = undefined;
+    if (failed) return;
+    try {
+      // With a callback sonic-boom writes everything buffered, including what arrives during a
+      // write already in flight (a bare `flush()` leaves that until the next line).
+      boom.flush(noop);
+    } catch {
+      fail();
+    }
+  };
   const fail = (): void => {
     if (failed) return;
     failed = true;
+    clearTimeout(flushTimer);
     try {
       boom.destroy();
     } catch {
@@ -83,10 +99,17 @@ export function logDestination(fd: number, options: LogDestinationOptions = {}):
         writeBuffer(Buffer.from(line, 'utf8'));
       } catch {
         fail();
+        return;
+      }
+      if (flushTimer === undefined && minLength > 0) {
+        flushTimer = setTimeout(flushDue, flushMs);
+        flushTimer.unref();
       }
     },
     flushSync(): void {
       if (failed) return;
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
       try {
         // Not in sonic-boom's types; the bound applies to this flush (and the sink's last writes).
         (boom as unknown as { maxWriteRetries: number }).maxWriteRetries = flushRetries;
