@@ -42,14 +42,17 @@ function againstNginx(door: '' | 'chat', relay: RelayVariant, nginx: RelayVarian
 }
 
 /**
- * Issue 28's rows for one kind of non-streamed request (`chat`, `cmpl`): the door and two nginx
- * hops, each added over the engine answering the same request directly, and CPU per request.
+ * Issue 28's rows for one kind of non-streamed request (`chat`, `cmpl`): the door, two nginx hops
+ * and two bare node:http hops (the floor), each added over the engine answering the same request
+ * directly, and CPU per request.
  */
-function answerRows(kind: 'chat' | 'cmpl', door: AnswerVariant, nginx: AnswerVariant, direct: AnswerVariant): Record<string, Figure> {
+function answerRows(kind: 'chat' | 'cmpl', door: AnswerVariant, nginx: AnswerVariant, floor: AnswerVariant, direct: AnswerVariant): Record<string, Figure> {
   const noun = kind === 'chat' ? 'chat' : 'completion';
   const d = answerAddedOver(door, direct);
   const n = answerAddedOver(nginx, direct);
+  const f = answerAddedOver(floor, direct);
   const cpu = door.cpuMsPerRequest();
+  const floorCpu = floor.cpuMsPerRequest().total as number;
   return {
     [`answer_${kind}_added_p50`]: {
       label: `non-streamed /v1 ${noun} (128 tokens) through the door: added latency p50 over the engine answering directly`,
@@ -63,6 +66,9 @@ function answerRows(kind: 'chat' | 'cmpl', door: AnswerVariant, nginx: AnswerVar
     [`answer_${kind}_nginx2_added_p50`]: { label: `non-streamed ${noun} through two nginx hops: added latency p50`, value: n.p50, unit: 'ms' },
     [`answer_${kind}_nginx2_added_p99`]: { label: `non-streamed ${noun} through two nginx hops: added latency p99`, value: n.p99, unit: 'ms' },
     [`answer_${kind}_nginx2_cpu_ms`]: { label: `non-streamed ${noun} through two nginx hops: CPU per request (both)`, value: nginx.cpuMsPerRequest().total as number, unit: 'ms' },
+    [`answer_${kind}_floor_added_p50`]: { label: `non-streamed ${noun} through two bare node:http hops (FIXTURE floor): added latency p50`, value: f.p50, unit: 'ms' },
+    [`answer_${kind}_floor_cpu_ms`]: { label: `non-streamed ${noun} through two bare node:http hops: CPU per request (both)`, value: floorCpu, unit: 'ms' },
+    [`answer_${kind}_cpu_vs_floor`]: { label: `non-streamed ${noun}: the door's CPU per request ÷ the two bare node:http hops'`, value: (cpu.total as number) / floorCpu, unit: '×' },
   };
 }
 
@@ -128,6 +134,12 @@ export const relayBench: Bench = {
       proxies.push(floorInner);
       const floorOuter = await startPassthroughProxy(ctx.paths, dir, 'outer', floorInner.url, 'keepalive');
       proxies.push(floorOuter);
+      // The floor of the non-streamed rows keeps its connections at both hops, as the daemons do for answers.
+      const answerFloorInner = await startPassthroughProxy(ctx.paths, dir, 'answer-inner', engineUrl, 'keepalive');
+      proxies.push(answerFloorInner);
+      const answerFloorOuter = await startPassthroughProxy(ctx.paths, dir, 'answer-outer', answerFloorInner.url, 'keepalive');
+      proxies.push(answerFloorOuter);
+      const mFloorAnswer = [metered('floor_outer', answerFloorOuter.pid), metered('floor_inner', answerFloorInner.pid)];
 
       const mOrch = metered('orchestratord', orch.pid);
       const mPm = metered('pool_managerd', pm.daemon.pid);
@@ -154,9 +166,11 @@ export const relayBench: Bench = {
         answer_chat_direct: new AnswerVariant('answer_chat_direct', []),
         answer_chat_nginx2: new AnswerVariant('answer_chat_nginx2', [mOuter, mInner]),
         answer_chat_door: new AnswerVariant('answer_chat_door', [mOrch, mPm]),
+        answer_chat_floor: new AnswerVariant('answer_chat_floor', mFloorAnswer),
         answer_cmpl_direct: new AnswerVariant('answer_cmpl_direct', []),
         answer_cmpl_nginx2: new AnswerVariant('answer_cmpl_nginx2', [mOuter, mInner]),
         answer_cmpl_door: new AnswerVariant('answer_cmpl_door', [mOrch, mPm]),
+        answer_cmpl_floor: new AnswerVariant('answer_cmpl_floor', mFloorAnswer),
       };
       type AnswerName = keyof typeof av;
       const answerNames = Object.keys(av) as AnswerName[];
@@ -212,6 +226,7 @@ export const relayBench: Bench = {
         const engineBody = engineAnswerBody(kind, PROMPT, maxTokens, seed);
         if (name.endsWith('_direct')) return answerGeneration(engineUrl, kind, engineBody, agent, { reset: true });
         if (name.endsWith('_nginx2')) return answerGeneration(nginxOuter.url, kind, engineBody, agent);
+        if (name.endsWith('_floor')) return answerGeneration(answerFloorOuter.url, kind, engineBody, agent);
         const door =
           kind === 'chat'
             ? { model: SYNTHETIC_MODEL, messages: engineBody.messages, max_tokens: maxTokens, seed, temperature: 0 }
@@ -299,14 +314,16 @@ export const relayBench: Bench = {
           "Non-streamed rows (issue 28): the same prompt answered in one body (stream false) by the engine's OpenAI routes " +
           '(chat: /v1/chat/completions with the prompt as one user message; completion: /v1/completions), each with the body ' +
           'the adapter sends for a /v1 door request (temperature 0, same seed, prompt cache on): directly, through the two nginx ' +
-          'hops, and as the door request (POST /v1/chat/completions or /v1/completions on orchestratord, not streamed); latency = ' +
-          "request send → whole body read, added = percentile − the direct percentile; CPU per request = the processes' utime + " +
-          'stime metered around each request as above, ÷ requests. ' +
+          'hops, through two FIXTURE node:http pass-through processes that keep their connections at both hops (the floor of ' +
+          'what two Node processes cost, as the daemons keep theirs for answers), and as the door request (POST ' +
+          '/v1/chat/completions or /v1/completions on orchestratord, not streamed); latency = ' +
+          "request send → whole body read, added = percentile − the direct percentile; CPU per request = the processes' CPU time " +
+          'metered around each request as above, ÷ requests. ' +
           'TTFT = request send → arrival of the first token frame (relay: the clock starts before POST /v2/tasks, so admission, ' +
           'the SSE request and both hops count); inter-token = gaps between consecutive token frames at the client. ' +
           'Added = variant percentile − direct percentile; "over nginx" = relay added − two nginx hops added. Tokens/s = ' +
-          '(frames − 1) / (last − first frame) per generation, ratio of medians. CPU per token = utime + stime (/proc/<pid>/stat, ' +
-          "nginx master + worker) of the variant's own processes, metered from just before each of its requests to the pause " +
+          '(frames − 1) / (last − first frame) per generation, ratio of medians. CPU per token = time on CPU of every thread ' +
+          "(/proc/<pid>/task/*/schedstat, ns; nginx master + worker) of the variant's own processes, metered from just before each of its requests to the pause " +
           'after it (10 ms, 80 ms for pool-managerd alone), summed over its rounds, ÷ token frames the client received.',
         samples: { rounds, 'token gaps per variant': v.direct.itl().n },
         figures: {
@@ -336,13 +353,13 @@ export const relayBench: Bench = {
           chat_nginx2_ttft_added_p50: { label: '/v1 chat through two nginx hops: added TTFT p50', value: chatNgx2.ttftP50, unit: ms },
           chat_nginx2_cpu_us_per_token: { label: '/v1 chat through two nginx hops: CPU per token (both)', value: cpuChatNginx2.total as number, unit: 'µs' },
           ...againstNginx('chat', v.chat_relay, v.chat_nginx2, v.chat_direct),
-          ...answerRows('chat', av.answer_chat_door, av.answer_chat_nginx2, av.answer_chat_direct),
+          ...answerRows('chat', av.answer_chat_door, av.answer_chat_nginx2, av.answer_chat_floor, av.answer_chat_direct),
           answer_chat_streamed_door_cpu_ms: {
             label: 'the same chat streamed through the door (how a non-streamed one ran before): CPU per request, both daemons',
             value: streamedChatCpuMs,
             unit: ms,
           },
-          ...answerRows('cmpl', av.answer_cmpl_door, av.answer_cmpl_nginx2, av.answer_cmpl_direct),
+          ...answerRows('cmpl', av.answer_cmpl_door, av.answer_cmpl_nginx2, av.answer_cmpl_floor, av.answer_cmpl_direct),
           ttft_pool_managerd_p50: { label: "pool-managerd's hop alone (its dispatch API − direct): added TTFT p50", value: pool.ttftP50, unit: ms },
           cpu_us_per_token_pool_managerd_alone: { label: "pool-managerd's hop alone: CPU per token", value: cpuPool.total as number, unit: 'µs' },
           nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },

@@ -108,7 +108,7 @@ export interface NginxHop {
   readonly url: string;
   /** The master's pid (its worker is a child). */
   readonly pid: number;
-  /** CPU seconds of the master and its workers (/proc stat utime + stime). */
+  /** CPU seconds of the master and its workers (proc.ts `cpuSeconds`). */
   cpuSeconds(): number;
   stop(): Promise<void>;
 }

@@ -15,12 +15,22 @@ export function fdCount(pid: number): number {
   }
 }
 
-/** CPU time (user + system) of a process, seconds. */
+/**
+ * CPU time of a process, seconds: the time on CPU of each of its threads (`/proc/<pid>/task/<tid>/schedstat`,
+ * nanoseconds), summed. utime + stime of /proc/<pid>/stat count in 10 ms ticks, too coarse for a
+ * request that costs a few milliseconds; a thread that exits takes its time with it, which Node's
+ * long-lived threads (libuv's pool, V8's workers) do not do.
+ */
 export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // fields[11] = utime, fields[12] = stime (after pid and comm), in clock ticks (100 Hz on Linux).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread exited between the listing and the read
+    }
+  }
+  return ns / 1e9;
 }
 
 /** The soft and hard open-file limits of this process (`/proc/self/limits`). */
