@@ -68,7 +68,11 @@ function answerRows(kind: 'chat' | 'cmpl', door: AnswerVariant, nginx: AnswerVar
     [`answer_${kind}_nginx2_cpu_ms`]: { label: `non-streamed ${noun} through two nginx hops: CPU per request (both)`, value: nginx.cpuMsPerRequest().total as number, unit: 'ms' },
     [`answer_${kind}_floor_added_p50`]: { label: `non-streamed ${noun} through two bare node:http hops (FIXTURE floor): added latency p50`, value: f.p50, unit: 'ms' },
     [`answer_${kind}_floor_cpu_ms`]: { label: `non-streamed ${noun} through two bare node:http hops: CPU per request (both)`, value: floorCpu, unit: 'ms' },
-    [`answer_${kind}_cpu_vs_floor`]: { label: `non-streamed ${noun}: the door's CPU per request ÷ the two bare node:http hops'`, value: (cpu.total as number) / floorCpu, unit: '×' },
+    [`answer_${kind}_cpu_vs_floor`]: {
+      label: `non-streamed ${noun}: the door's CPU per request ÷ the two bare node:http hops'`,
+      value: (cpu.total as number) / floorCpu,
+      unit: '×',
+    },
   };
 }
 
