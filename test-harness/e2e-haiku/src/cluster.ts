@@ -187,6 +187,23 @@ export async function placedPool(cluster: Cluster, correlationId: string, timeou
   }
 }
 
+/**
+ * The `msg` of each line that carries `correlationId`, from the daemons `from` accepts by source,
+ * once every message of `want` is among them or `timeoutMs` passed (then the test's own assertion
+ * reports what is missing): both daemons buffer their log lines for up to 100 ms.
+ */
+export async function correlatedMessages(cluster: Cluster, correlationId: string, from: (source: string) => boolean, want: readonly string[], timeoutMs = 3000): Promise<unknown[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const msgs = cluster
+      .allLogs()
+      .filter((l) => from(l.source) && l.line.correlation_id === correlationId)
+      .map((l) => l.line.msg);
+    if (want.every((m) => msgs.includes(m)) || Date.now() > deadline) return msgs;
+    await sleep(25);
+  }
+}
+
 /** Waits until orchestratord sees every pool ready with all its slots free and nothing leased. */
 export async function waitClusterIdle(cluster: Cluster, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,4 +1,4 @@
-export { startCluster, repoRoot, proofRoot, engineUrlOf, engineIdle, placedPool, waitClusterIdle } from './cluster.js';
+export { startCluster, repoRoot, proofRoot, engineUrlOf, engineIdle, correlatedMessages, placedPool, waitClusterIdle } from './cluster.js';
 export type { Cluster, ClusterOptions } from './cluster.js';
 export { runHaiku, haikuPrompt, haikuRequest, directBody } from './haiku-client.js';
 export type { HaikuRun, HaikuOptions } from './haiku-client.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineIdle, engineUrlOf, metricSum, placedPool, repoRoot, scrape, startCluster, waitClusterIdle, type Cluster } from './index.js';
+import { correlatedMessages, engineIdle, engineUrlOf, metricSum, placedPool, repoRoot, scrape, startCluster, waitClusterIdle, type Cluster } from './index.js';
 
 // Non-streamed /v1 requests end to end (issue 28): orchestratord → pool-managerd → one real
 // llama-server (synthetic model with its chat template, 4096-token context so a long generation
@@ -62,11 +62,9 @@ describe('non-streamed /v1 answers against the real engine', () => {
     expect((door.json.usage as { completion_tokens: number }).completion_tokens).toBe(24);
     // Correlated: the same id on orchestratord's placement line and pool-managerd's dispatch lines.
     await placedPool(cluster, correlationId);
-    const pmLines = cluster
-      .allLogs()
-      .filter((l) => l.source !== 'orchestratord' && l.line.correlation_id === correlationId)
-      .map((l) => l.line.msg);
-    expect(pmLines).toEqual(expect.arrayContaining(['dispatch started', 'engine request sent', 'dispatch ended']));
+    const want = ['dispatch started', 'engine request sent', 'dispatch ended'];
+    const pmLines = await correlatedMessages(cluster, correlationId, (source) => source !== 'orchestratord', want);
+    expect(pmLines).toEqual(expect.arrayContaining(want));
   });
 
   it('the task under /v2 shows started then end (tokens from the usage), no token frames; the token counter moves', async () => {
@@ -111,10 +109,7 @@ describe('non-streamed /v1 answers against the real engine', () => {
     expect(await engineIdle(engineUrl)).toBe(true);
     const slots = (await (await request(new URL('/slots', engineUrl))).body.json()) as Array<{ next_token?: Array<{ n_decoded: number }> }>;
     expect(slots[0]?.next_token?.[0]?.n_decoded ?? maxTokens).toBeLessThan(maxTokens);
-    const orchLines = cluster
-      .allLogs()
-      .filter((l) => l.source === 'orchestratord' && l.line.correlation_id === correlationId)
-      .map((l) => l.line.msg);
+    const orchLines = await correlatedMessages(cluster, correlationId, (source) => source === 'orchestratord', ['task canceled']);
     expect(orchLines).toContain('task canceled');
     await waitClusterIdle(cluster);
   });
