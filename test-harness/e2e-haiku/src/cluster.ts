@@ -192,7 +192,13 @@ export async function placedPool(cluster: Cluster, correlationId: string, timeou
  * once every message of `want` is among them or `timeoutMs` passed (then the test's own assertion
  * reports what is missing): both daemons buffer their log lines for up to 100 ms.
  */
-export async function correlatedMessages(cluster: Cluster, correlationId: string, from: (source: string) => boolean, want: readonly string[], timeoutMs = 3000): Promise<unknown[]> {
+export async function correlatedMessages(
+  cluster: Cluster,
+  correlationId: string,
+  from: (source: string) => boolean,
+  want: readonly string[],
+  timeoutMs = 3000,
+): Promise<unknown[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const msgs = cluster
