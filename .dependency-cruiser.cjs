@@ -85,7 +85,7 @@ module.exports = {
   forbidden: [
     ...appLayers(
       'orchestratord',
-      [['http'], ['dashboard'], ['openai', 'tasks'], ['admission'], ['scheduling'], ['registry'], ['upstream', 'streams', 'sessions', 'catalog'], ['support']],
+      [['http'], ['dashboard'], ['openai', 'tasks'], ['admission'], ['scheduling'], ['registry'], ['upstream', 'streams', 'sessions', 'catalog'], ['store'], ['support']],
       ['main', 'app', 'server', 'index'],
     ),
     ...appLayers(

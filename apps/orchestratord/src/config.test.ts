@@ -34,6 +34,34 @@ describe('loadConfig', () => {
     expect(c.public_url).toBeUndefined();
   });
 
+  it('takes a Redis/Valkey store URL and key prefix; a malformed URL is a clear start-up error that never echoes the password', () => {
+    expect(loadConfig({ env: {} })).toMatchObject({ redis_prefix: 'llorch:' });
+    expect(loadConfig({ env: {} }).redis_url).toBeUndefined();
+    for (const url of ['redis://127.0.0.1:6379/0', 'rediss://cache.internal:6380/3', 'redis://user:s3cret@h', 'redis://h:6379', 'redis://[::1]:6379/']) {
+      expect(loadConfig({ env: { ORCHD_REDIS_URL: url, ORCHD_REDIS_PREFIX: 'prod-a:' } })).toMatchObject({ redis_url: url, redis_prefix: 'prod-a:' });
+    }
+    for (const [url, why] of [
+      ['http://h:6379', /scheme http: is not redis: or rediss:/],
+      ['redis://h:6379/zero', /path \/zero is not a database number/],
+      ['localhost:6379', /scheme localhost: is not redis:|not a URL/],
+      ['redis://h:99999', /not a URL|out of range/],
+      ['redis://h/0?tls=1', /query strings/],
+    ] as const) {
+      let err: unknown;
+      try {
+        loadConfig({ env: { ORCHD_REDIS_URL: url } });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).message).toMatch(/ORCHD_REDIS_URL/);
+      expect((err as ConfigError).message).toMatch(why);
+      expect((err as ConfigError).message).toMatch(/expected redis:\/\/host:port\/db/);
+    }
+    expect(() => loadConfig({ env: { ORCHD_REDIS_URL: 'redis://u:hunter2@h:1/x' } })).toThrow(/^(?![\s\S]*hunter2)/);
+    expect(() => loadConfig({ env: { ORCHD_REDIS_PREFIX: 'has space' } })).toThrow(/ORCHD_REDIS_PREFIX/);
+  });
+
   it('refuses a non-loopback bind without a token', () => {
     expect(() => loadConfig({ env: { ORCHD_ADDR: '0.0.0.0:8080' } })).toThrow(/requires LLORCH_API_TOKEN/);
     expect(() => loadConfig({ env: { ORCHD_ADDR: '[::]:8080' } })).toThrow(/requires LLORCH_API_TOKEN/);

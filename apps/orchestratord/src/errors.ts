@@ -159,6 +159,17 @@ export class InternalError extends OrchdError {
   }
 }
 
+/**
+ * 500, retriable: the cluster store (Redis/Valkey) did not answer — unreachable, timed out, or
+ * restarted while the command ran. Raised instead of waiting: a request never hangs on the store.
+ */
+export class StoreUnavailableError extends OrchdError {
+  override readonly name = 'StoreUnavailableError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('INTERNAL', message, { retriable: true, retryAfterMs: 1000, ...options });
+  }
+}
+
 /** Start-up configuration is invalid; `problems` lists every issue (one per line in `message`). */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -6,6 +6,30 @@ import { GpuPolicySchema, HttpUrlSchema, NodeIdSchema, PoolIdSchema, Sha256Schem
 const HostPortSchema = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, 'expected host:port');
 
 /**
+ * A Redis/Valkey URL: `redis://` or `rediss://`, a host, an optional port (1–65535) and database
+ * number; credentials in the userinfo are allowed. Query strings and other paths are refused.
+ */
+export const RedisUrlSchema = z.string().superRefine((value, ctx) => {
+  const problem = redisUrlProblem(value);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `${problem} (expected redis://host:port/db or rediss://host:port/db)` });
+});
+
+function redisUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'not a URL';
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return `scheme ${url.protocol} is not redis: or rediss:`;
+  if (url.hostname === '') return 'no host';
+  if (url.port !== '' && (Number(url.port) < 1 || Number(url.port) > 65_535)) return `port ${url.port} is out of range`;
+  if (!/^\/?(\d{1,5})?$/.test(url.pathname)) return `path ${url.pathname} is not a database number`;
+  if (url.search !== '' || url.hash !== '') return 'query strings and fragments are not supported';
+  return undefined;
+}
+
+/**
  * orchestratord configuration, read from the environment once at start-up (names from upstream).
  * Keys are the parsed form; {@link ORCHESTRATOR_ENV} maps env var names to them.
  */
@@ -86,6 +110,17 @@ export const OrchestratorConfigSchema = z
       .transform((s) => s.split(',').map((o) => o.trim()).filter((o) => o !== ''))
       .pipe(z.array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s,]+$/, 'an origin is scheme://host[:port], no path')])).min(1))
       .optional(),
+    /**
+     * Cluster store shared by orchestratord replicas: `redis://[user:password@]host[:port][/db]` or
+     * `rediss://…` (TLS), Redis ≥ 7.0 or Valkey ≥ 7.2. Absent = in-process state, one replica (the
+     * default; nothing new is loaded). See .specs/65-cluster-store.md. (env ORCHD_REDIS_URL)
+     */
+    redis_url: RedisUrlSchema.optional(),
+    /** Prefix of every key the cluster store writes, so two clusters can share one Redis. @default llorch: (env ORCHD_REDIS_PREFIX) */
+    redis_prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9._:-]{1,64}$/, 'a key prefix is 1–64 of [A-Za-z0-9._:-]')
+      .default('llorch:'),
     /** pino level. @default info (env LOG_LEVEL) */
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
@@ -116,6 +151,8 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_BODY_LIMIT: 'body_limit',
   ORCHD_STATE_DIR: 'state_dir',
   ORCHD_CORS_ORIGINS: 'cors_origins',
+  ORCHD_REDIS_URL: 'redis_url',
+  ORCHD_REDIS_PREFIX: 'redis_prefix',
   LOG_LEVEL: 'log_level',
 });
 

@@ -43,7 +43,7 @@ export {
 } from './control.js';
 export type { Capabilities, ClusterPool, PoolHealth, ClusterModel } from './control.js';
 export {
-  OrchestratorConfigSchema, ORCHESTRATOR_ENV, PoolConfigSchema, PoolManagerConfigSchema, SupervisionConfigSchema,
+  OrchestratorConfigSchema, ORCHESTRATOR_ENV, RedisUrlSchema, PoolConfigSchema, PoolManagerConfigSchema, SupervisionConfigSchema,
 } from './config.js';
 export type {
   OrchestratorConfig, PoolConfig, PoolConfigInput, PoolManagerConfig, PoolManagerConfigInput, SupervisionConfig,

@@ -17,7 +17,8 @@ usage: orchestratord [--help] [--version]
 
 Configuration comes from the environment only, read once at start; every problem is reported in
 one fatal log line and the process exits 1. Empty variables count as unset. A non-loopback
-ORCHD_ADDR requires LLORCH_API_TOKEN.
+ORCHD_ADDR requires LLORCH_API_TOKEN. ORCHD_REDIS_URL (redis://host:port/db or rediss://…, Redis
+>= 7.0 or Valkey >= 7.2) selects the shared cluster store; unset, all state stays in this process.
 
 ${lines.join('\n')}
 

@@ -1,0 +1,58 @@
+import { OrchestratorConfigSchema } from '@llama-orch/contracts';
+import type { Clock, Log } from '@llama-orch/daemon-support';
+import { z } from 'zod';
+import type { AdmissionQueueStore } from './admission-queue-store.js';
+import type { NodeLivenessStore } from './node-liveness-store.js';
+import type { RateLimitStore } from './rate-limit-store.js';
+import type { ReplicaMembershipStore } from './replica-membership-store.js';
+import type { SessionAffinityStore } from './session-affinity-store.js';
+import type { SlotLeaseStore } from './slot-lease-store.js';
+import type { TaskOwnershipStore } from './task-ownership-store.js';
+
+/**
+ * The store settings, taken from orchestratord's configuration (one source of truth: the same
+ * fields, the same validation) plus the store's own timeout.
+ */
+export const ClusterStoreSettingsSchema = OrchestratorConfigSchema.pick({
+  redis_url: true,
+  redis_prefix: true,
+  admission_capacity: true,
+  admission_policy: true,
+  heartbeat_interval_ms: true,
+  session_ttl_ms: true,
+  session_max: true,
+  session_token_budget: true,
+}).extend({
+  /** A Redis command not answered in this time fails (StoreUnavailableError), ms. @default 2000 */
+  command_timeout_ms: z.number().int().min(10).max(60_000).default(2000),
+});
+export type ClusterStoreSettings = z.infer<typeof ClusterStoreSettingsSchema>;
+export type ClusterStoreSettingsInput = z.input<typeof ClusterStoreSettingsSchema>;
+
+export type StoreHealth =
+  { readonly ok: true; readonly kind: 'memory' | 'redis'; readonly latency_ms: number } | { readonly ok: false; readonly kind: 'redis'; readonly error: string };
+
+/**
+ * Every piece of cluster state behind one seam (see .specs/65-cluster-store.md). `memory`: this
+ * process only, the default; `redis`: shared by every replica pointed at the same Redis and prefix.
+ */
+export interface ClusterStore {
+  readonly kind: 'memory' | 'redis';
+  readonly nodes: NodeLivenessStore;
+  readonly leases: SlotLeaseStore;
+  readonly queue: AdmissionQueueStore;
+  readonly tasks: TaskOwnershipStore;
+  readonly sessions: SessionAffinityStore;
+  readonly rateLimits: RateLimitStore;
+  readonly replicas: ReplicaMembershipStore;
+  /** Whether the store answers now (a PING with Redis); never throws. */
+  health(): Promise<StoreHealth>;
+  /** Releases connections within a bounded time; idempotent. */
+  close(): Promise<void>;
+}
+
+export interface ClusterStoreDeps {
+  /** The in-process store's clock (the Redis store uses the server's). */
+  clock: Clock;
+  logger: Log;
+}

@@ -1,0 +1,163 @@
+import type { Clock } from '@llama-orch/daemon-support';
+import type { AdmissionQueueStore, QueueAddOutcome, QueueEntryInput, QueueLane, QueueOverflowPolicy, QueueSizes, QueuedEntry } from '../admission-queue-store.js';
+
+interface Node extends QueuedEntry {
+  prev: Node | undefined;
+  next: Node | undefined;
+}
+
+/** One lane: a doubly linked list in dispatch order (O(1) add, head, removal). */
+class LaneList {
+  head: Node | undefined;
+  tail: Node | undefined;
+  size = 0;
+
+  pushBack(n: Node): void {
+    n.prev = this.tail;
+    n.next = undefined;
+    if (this.tail) this.tail.next = n;
+    else this.head = n;
+    this.tail = n;
+    this.size += 1;
+  }
+
+  pushFront(n: Node): void {
+    n.next = this.head;
+    n.prev = undefined;
+    if (this.head) this.head.prev = n;
+    else this.tail = n;
+    this.head = n;
+    this.size += 1;
+  }
+
+  unlink(n: Node): void {
+    if (n.prev) n.prev.next = n.next;
+    else this.head = n.next;
+    if (n.next) n.next.prev = n.prev;
+    else this.tail = n.prev;
+    n.prev = undefined;
+    n.next = undefined;
+    this.size -= 1;
+  }
+}
+
+const LANES: readonly QueueLane[] = ['interactive', 'batch'];
+
+/** The admission queue in this process (the semantics of `admission/admission-queue.ts`). */
+export class MemoryQueue implements AdmissionQueueStore {
+  readonly #lanes: Record<QueueLane, LaneList> = { interactive: new LaneList(), batch: new LaneList() };
+  readonly #byId = new Map<string, Node>();
+  readonly #groups = new Map<string, Record<QueueLane, number>>();
+  readonly #clock: Clock;
+
+  constructor(
+    readonly capacity: number,
+    readonly policy: QueueOverflowPolicy,
+    clock: Clock,
+  ) {
+    this.#clock = clock;
+  }
+
+  add(input: QueueEntryInput): Promise<QueueAddOutcome> {
+    if (this.#byId.has(input.id)) return Promise.resolve({ kind: 'duplicate' });
+    let evicted: QueuedEntry | undefined;
+    if (this.#byId.size >= this.capacity) {
+      const victim = this.#lanes.batch.head;
+      if (this.policy === 'reject' || victim === undefined) return Promise.resolve({ kind: 'full', policy: this.policy });
+      this.#unlink(victim);
+      evicted = entryOf(victim);
+    }
+    const node = this.#node(input);
+    this.#lanes[node.lane].pushBack(node);
+    this.#link(node);
+    const position = node.lane === 'interactive' ? this.#lanes.interactive.size - 1 : this.#byId.size - 1;
+    return Promise.resolve(evicted === undefined ? { kind: 'queued', position } : { kind: 'queued', position, evicted });
+  }
+
+  requeueFront(input: QueueEntryInput): Promise<boolean> {
+    if (this.#byId.has(input.id)) return Promise.resolve(false);
+    const node = this.#node(input);
+    this.#lanes[node.lane].pushFront(node);
+    this.#link(node);
+    return Promise.resolve(true);
+  }
+
+  claim(groups?: readonly string[]): Promise<QueuedEntry | undefined> {
+    const wanted = groups === undefined ? undefined : new Set(groups);
+    for (const lane of LANES) {
+      if (wanted !== undefined && ![...wanted].some((g) => (this.#groups.get(g)?.[lane] ?? 0) > 0)) continue;
+      for (let n = this.#lanes[lane].head; n !== undefined; n = n.next) {
+        if (wanted !== undefined && !wanted.has(n.group)) continue;
+        this.#unlink(n);
+        return Promise.resolve(entryOf(n));
+      }
+    }
+    return Promise.resolve(undefined);
+  }
+
+  remove(id: string): Promise<QueuedEntry | undefined> {
+    const n = this.#byId.get(id);
+    if (n === undefined) return Promise.resolve(undefined);
+    this.#unlink(n);
+    return Promise.resolve(entryOf(n));
+  }
+
+  position(id: string): Promise<number | undefined> {
+    const n = this.#byId.get(id);
+    if (n === undefined) return Promise.resolve(undefined);
+    let i = n.lane === 'batch' ? this.#lanes.interactive.size : 0;
+    for (let m = n.prev; m !== undefined; m = m.prev) i += 1;
+    return Promise.resolve(i);
+  }
+
+  countAhead(group: string, lane: QueueLane): Promise<number> {
+    const c = this.#groups.get(group);
+    if (c === undefined) return Promise.resolve(0);
+    return Promise.resolve(lane === 'interactive' ? c.interactive : c.interactive + c.batch);
+  }
+
+  sizes(): Promise<QueueSizes> {
+    return Promise.resolve({ interactive: this.#lanes.interactive.size, batch: this.#lanes.batch.size });
+  }
+
+  takeExpired(): Promise<QueuedEntry[]> {
+    const now = this.#clock.now();
+    const out: QueuedEntry[] = [];
+    for (const lane of LANES) {
+      for (let n = this.#lanes[lane].head; n !== undefined;) {
+        const next = n.next;
+        if (n.deadlineAt <= now) {
+          this.#unlink(n);
+          out.push(entryOf(n));
+        }
+        n = next;
+      }
+    }
+    return Promise.resolve(out);
+  }
+
+  #node(input: QueueEntryInput): Node {
+    const deadlineAt = input.deadlineMs === undefined ? Number.POSITIVE_INFINITY : this.#clock.now() + input.deadlineMs;
+    return { id: input.id, lane: input.lane, group: input.group, payload: input.payload, deadlineAt, prev: undefined, next: undefined };
+  }
+
+  #link(n: Node): void {
+    this.#byId.set(n.id, n);
+    const c = this.#groups.get(n.group);
+    if (c === undefined) this.#groups.set(n.group, { interactive: n.lane === 'interactive' ? 1 : 0, batch: n.lane === 'batch' ? 1 : 0 });
+    else c[n.lane] += 1;
+  }
+
+  #unlink(n: Node): void {
+    this.#lanes[n.lane].unlink(n);
+    this.#byId.delete(n.id);
+    const c = this.#groups.get(n.group);
+    if (c === undefined) return;
+    c[n.lane] -= 1;
+    if (c.interactive === 0 && c.batch === 0) this.#groups.delete(n.group);
+  }
+}
+
+function entryOf(n: Node): QueuedEntry {
+  return { id: n.id, lane: n.lane, group: n.group, payload: n.payload, deadlineAt: n.deadlineAt };
+}

@@ -1,0 +1,49 @@
+import type { Clock } from '@llama-orch/daemon-support';
+import type { SlotAcquireOutcome, SlotLeaseRequest, SlotLeaseStore } from '../slot-lease-store.js';
+
+/** Slot leases in this process: lease id → expiry per pool; expired leases are purged on each touch. */
+export class MemorySlotLeases implements SlotLeaseStore {
+  readonly #pools = new Map<string, Map<string, number>>();
+  readonly #clock: Clock;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  #live(poolKey: string, now: number): Map<string, number> | undefined {
+    const leases = this.#pools.get(poolKey);
+    if (leases === undefined) return undefined;
+    for (const [id, until] of leases) if (until <= now) leases.delete(id);
+    if (leases.size === 0) this.#pools.delete(poolKey);
+    return leases.size === 0 ? undefined : leases;
+  }
+
+  acquire({ poolKey, slots, leaseId, ttlMs }: SlotLeaseRequest): Promise<SlotAcquireOutcome> {
+    const now = this.#clock.now();
+    const leases = this.#live(poolKey, now) ?? new Map<string, number>();
+    const expiresAt = now + ttlMs;
+    if (!leases.has(leaseId) && leases.size >= slots) return Promise.resolve({ kind: 'full', held: leases.size });
+    leases.set(leaseId, expiresAt);
+    this.#pools.set(poolKey, leases);
+    return Promise.resolve({ kind: 'granted', expiresAt, held: leases.size });
+  }
+
+  renew(poolKey: string, leaseId: string, ttlMs: number): Promise<boolean> {
+    const now = this.#clock.now();
+    const leases = this.#live(poolKey, now);
+    if (leases?.has(leaseId) !== true) return Promise.resolve(false);
+    leases.set(leaseId, now + ttlMs);
+    return Promise.resolve(true);
+  }
+
+  release(poolKey: string, leaseId: string): Promise<boolean> {
+    const leases = this.#live(poolKey, this.#clock.now());
+    const had = leases?.delete(leaseId) === true;
+    if (leases?.size === 0) this.#pools.delete(poolKey);
+    return Promise.resolve(had);
+  }
+
+  held(poolKey: string): Promise<number> {
+    return Promise.resolve(this.#live(poolKey, this.#clock.now())?.size ?? 0);
+  }
+}

@@ -1,0 +1,65 @@
+import type { SlotAcquireOutcome, SlotLeaseRequest, SlotLeaseStore } from '../slot-lease-store.js';
+import { LuaScript, NOW_MS } from './lua-script.js';
+import type { RedisConnection } from './redis-client.js';
+
+// KEYS[1] = <prefix>leases:<poolKey>, a sorted set: lease id → expiry (server ms). Expired leases
+// are purged first on every touch; an empty set is deleted by Redis itself.
+const PURGE = `${NOW_MS}local now = now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+`;
+
+/** ARGV: lease id, slots, ttl ms → {granted 0|1, expires_at, held}. */
+const ACQUIRE = new LuaScript(
+  'lease-acquire',
+  `${PURGE}local exp = now + tonumber(ARGV[3])
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], exp, ARGV[1])
+  return {1, exp, redis.call('ZCARD', KEYS[1])}
+end
+local held = redis.call('ZCARD', KEYS[1])
+if held >= tonumber(ARGV[2]) then return {0, 0, held} end
+redis.call('ZADD', KEYS[1], exp, ARGV[1])
+return {1, exp, held + 1}`,
+);
+
+/** ARGV: lease id, ttl ms → 1 renewed, 0 lapsed or released. */
+const RENEW = new LuaScript(
+  'lease-renew',
+  `${PURGE}if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+return 1`,
+);
+
+/** ARGV: lease id → 1 released, 0 not held. */
+const RELEASE = new LuaScript('lease-release', `${PURGE}return redis.call('ZREM', KEYS[1], ARGV[1])`);
+
+const HELD = new LuaScript('lease-held', `${PURGE}return redis.call('ZCARD', KEYS[1])`);
+
+export class RedisSlotLeases implements SlotLeaseStore {
+  readonly #redis: RedisConnection;
+
+  constructor(redis: RedisConnection) {
+    this.#redis = redis;
+  }
+
+  #key(poolKey: string): string {
+    return `${this.#redis.prefix}leases:${poolKey}`;
+  }
+
+  async acquire({ poolKey, slots, leaseId, ttlMs }: SlotLeaseRequest): Promise<SlotAcquireOutcome> {
+    const [granted, expiresAt, held] = (await this.#redis.eval(ACQUIRE, [this.#key(poolKey)], [leaseId, slots, ttlMs])) as [number, number, number];
+    return granted === 1 ? { kind: 'granted', expiresAt, held } : { kind: 'full', held };
+  }
+
+  async renew(poolKey: string, leaseId: string, ttlMs: number): Promise<boolean> {
+    return (await this.#redis.eval(RENEW, [this.#key(poolKey)], [leaseId, ttlMs])) === 1;
+  }
+
+  async release(poolKey: string, leaseId: string): Promise<boolean> {
+    return (await this.#redis.eval(RELEASE, [this.#key(poolKey)], [leaseId])) === 1;
+  }
+
+  async held(poolKey: string): Promise<number> {
+    return (await this.#redis.eval(HELD, [this.#key(poolKey)], [])) as number;
+  }
+}

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
+
+const task = (id: string, owner: string, ttlMs = 10_000) => ({ id, owner, record: JSON.stringify({ id, model: 'm' }), ttlMs, lifetimeMs: 60_000 });
+
+describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
+  const h = storeHarness(kind);
+
+  it('create once; dispatch is idempotent per task; requeue and dispatch again; end exactly once; any replica reads it', async () => {
+    const [a, b] = await h.open(2);
+    const created = await a!.tasks.create(task('t1', 'A'));
+    expect(created).toMatchObject({ ok: true, fence: 1 });
+    expect(await b!.tasks.create(task('t1', 'B'))).toEqual({ ok: false, reason: 'exists' });
+    const d1 = await a!.tasks.dispatch('t1', 1, 'n1/p1');
+    expect(d1).toMatchObject({ ok: true, task: { state: 'running', attempt: 1, placement: 'n1/p1', owner: 'A', fence: 1 } });
+    // a redelivered dispatch (same owner, same fence) does not run the task twice
+    expect(await a!.tasks.dispatch('t1', 1, 'n1/p2')).toEqual({ ok: false, reason: 'state', state: 'running' });
+    expect(await a!.tasks.requeue('t1', 1)).toMatchObject({ ok: true, task: { state: 'queued', attempt: 1 } });
+    expect(await a!.tasks.requeue('t1', 1)).toEqual({ ok: false, reason: 'state', state: 'queued' });
+    expect(await a!.tasks.dispatch('t1', 1, 'n2/p1')).toMatchObject({ ok: true, task: { state: 'running', attempt: 2, placement: 'n2/p1' } });
+    expect(await a!.tasks.end('t1', 1, '{"end":true}', 60_000)).toMatchObject({ ok: true, task: { state: 'ended', outcome: '{"end":true}' } });
+    expect(await a!.tasks.end('t1', 1, '{"end":"again"}', 60_000)).toEqual({ ok: false, reason: 'state', state: 'ended' });
+    expect(await b!.tasks.get('t1')).toMatchObject({ id: 't1', state: 'ended', owner: 'A', attempt: 2, record: '{"id":"t1","model":"m"}', outcome: '{"end":true}' });
+    expect(await b!.tasks.acquire('t1', 'B', 1000)).toEqual({ ok: false, reason: 'state', state: 'ended' });
+    expect(await b!.tasks.get('nope')).toBeUndefined();
+    expect(await b!.tasks.dispatch('nope', 1, 'x')).toEqual({ ok: false, reason: 'unknown' });
+    expect(await b!.tasks.acquire('nope', 'B', 1000)).toEqual({ ok: false, reason: 'unknown' });
+  });
+
+  it('fencing: after a new owner takes the lease, the old owner can neither dispatch nor end the task', async () => {
+    const [a, b] = await h.open(2);
+    await a!.tasks.create(task('t1', 'A', 150));
+    expect(await b!.tasks.acquire('t1', 'B', 10_000)).toMatchObject({ ok: false, reason: 'held', owner: 'A' });
+    await sleep(200);
+    const taken = await b!.tasks.acquire('t1', 'B', 10_000);
+    expect(taken).toMatchObject({ ok: true, fence: 2 });
+    expect(await a!.tasks.dispatch('t1', 1, 'n1/p1')).toEqual({ ok: false, reason: 'fenced', owner: 'B', fence: 2 });
+    expect(await a!.tasks.end('t1', 1, '{"stale":true}', 1000)).toEqual({ ok: false, reason: 'fenced', owner: 'B', fence: 2 });
+    expect(await a!.tasks.renew('t1', 1, 10_000)).toEqual({ ok: false, reason: 'fenced', owner: 'B', fence: 2 });
+    expect(await b!.tasks.dispatch('t1', 2, 'n1/p1')).toMatchObject({ ok: true, task: { owner: 'B', state: 'running' } });
+    expect(await b!.tasks.end('t1', 2, '{"by":"B"}', 60_000)).toMatchObject({ ok: true });
+    expect(await a!.tasks.get('t1')).toMatchObject({ state: 'ended', outcome: '{"by":"B"}', owner: 'B', fence: 2 });
+  });
+
+  it('a lapsed lease fences its own holder until it acquires again (new fence); renew keeps it', async () => {
+    const [a] = await h.open(1);
+    await a!.tasks.create(task('t1', 'A', 150));
+    await sleep(90);
+    expect(await a!.tasks.renew('t1', 1, 150)).toMatchObject({ ok: true });
+    await sleep(90);
+    expect(await a!.tasks.dispatch('t1', 1, 'n1/p1')).toMatchObject({ ok: true });
+    await sleep(200);
+    expect(await a!.tasks.end('t1', 1, '{}', 1000)).toMatchObject({ ok: false, reason: 'fenced', fence: 1 });
+    expect(await a!.tasks.acquire('t1', 'A', 10_000)).toMatchObject({ ok: true, fence: 2 });
+    expect(await a!.tasks.end('t1', 2, '{}', 1000)).toMatchObject({ ok: true });
+  });
+
+  it('of 3 replicas racing for an orphaned task, exactly one becomes its owner', async () => {
+    const clients = await h.open(3);
+    await clients[0]!.tasks.create(task('orphan', 'dead', 50));
+    await sleep(100);
+    const r = await Promise.all(clients.map((c, i) => c.tasks.acquire('orphan', `R${i}`, 10_000)));
+    const winners = r.filter((x) => x.ok);
+    expect(winners).toHaveLength(1);
+    expect(r.filter((x) => !x.ok)).toEqual(expect.arrayContaining([expect.objectContaining({ reason: 'held' })]));
+    expect(winners[0]).toMatchObject({ fence: 2 });
+  });
+
+  it('an ended task is forgotten after its retention; an unended one after its lifetime', async () => {
+    const [a, b] = await h.open(2);
+    await a!.tasks.create(task('ends', 'A'));
+    await a!.tasks.end('ends', 1, '{}', 100);
+    await a!.tasks.create({ ...task('never-ends', 'A'), lifetimeMs: 100 });
+    expect(await b!.tasks.get('ends')).toBeDefined();
+    await sleep(200);
+    expect(await b!.tasks.get('ends')).toBeUndefined();
+    expect(await b!.tasks.get('never-ends')).toBeUndefined();
+    // the id is free again
+    expect(await b!.tasks.create(task('ends', 'B'))).toMatchObject({ ok: true, fence: 1 });
+  });
+});

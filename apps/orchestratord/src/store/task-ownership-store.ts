@@ -1,0 +1,75 @@
+/**
+ * Task records with one owner at a time (the shared part of `tasks/task-record.ts`).
+ *
+ * Lifecycle: `queued` → `running` (dispatched) → `ended`; `running` → `queued` when an attempt
+ * failed before its first token (re-placement). `ended` is final and kept `retainMs` for reads.
+ *
+ * Ownership is a lease with a fencing token. {@link TaskOwnershipStore.create} and
+ * {@link TaskOwnershipStore.acquire} grant it and return the fence; every transition names that
+ * fence and is refused (`fenced`) when another owner took the task since (the fence moved on) or
+ * the lease lapsed (store clock). A replica that lost its lease can neither dispatch nor end the
+ * task: it must acquire again, which gives a new fence, or let go. Dispatch is idempotent per task:
+ * a task already `running` answers `running`, so a redelivered dispatch never runs twice.
+ */
+export type StoredTaskState = 'queued' | 'running' | 'ended';
+
+export interface StoredTask {
+  readonly id: string;
+  readonly state: StoredTaskState;
+  readonly owner: string;
+  /** When the owner's lease lapses, store clock ms. */
+  readonly ownerUntil: number;
+  readonly fence: number;
+  /** Dispatches so far (the running one included). */
+  readonly attempt: number;
+  /** Opaque to the store: what the task service keeps to answer `GET /v2/tasks/{id}` anywhere. */
+  readonly record: string;
+  /** Where the current or last attempt runs (opaque), once dispatched. */
+  readonly placement: string | undefined;
+  /** The terminal outcome (opaque), once ended. */
+  readonly outcome: string | undefined;
+}
+
+export interface TaskCreate {
+  readonly id: string;
+  readonly owner: string;
+  readonly record: string;
+  /** The owner's lease, ms. */
+  readonly ttlMs: number;
+  /**
+   * Longest the task is kept if it never ends (its deadline plus the grace), ms: a task whose every
+   * owner died is forgotten then instead of staying for ever.
+   */
+  readonly lifetimeMs: number;
+}
+
+export type Granted = { readonly ok: true; readonly fence: number; readonly ownerUntil: number };
+
+/** Why a transition was refused. */
+export type TaskRefusal =
+  /** No such task (never created, or expired after it ended). */
+  | { readonly ok: false; readonly reason: 'unknown' }
+  /** The caller's fence is not the current one, or its lease lapsed. */
+  | { readonly ok: false; readonly reason: 'fenced'; readonly owner: string; readonly fence: number }
+  /** The task is not in a state that allows it (e.g. `running` for a second dispatch). */
+  | { readonly ok: false; readonly reason: 'state'; readonly state: StoredTaskState };
+
+export type CreateOutcome = Granted | { readonly ok: false; readonly reason: 'exists' };
+export type AcquireOutcome = Granted | { readonly ok: false; readonly reason: 'held'; readonly owner: string; readonly ownerUntil: number } | TaskRefusal;
+export type TransitionOutcome = { readonly ok: true; readonly task: StoredTask } | TaskRefusal;
+
+export interface TaskOwnershipStore {
+  /** Creates a `queued` task owned by `owner` (fence 1); `exists` when the id is taken (idempotent admission). */
+  create(task: TaskCreate): Promise<CreateOutcome>;
+  /** Takes ownership when the task has no live owner (or `owner` holds it already): a new fence. `ended` tasks cannot be taken. */
+  acquire(id: string, owner: string, ttlMs: number): Promise<AcquireOutcome>;
+  /** Extends the owner's lease. */
+  renew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome>;
+  /** `queued` → `running`, `attempt` + 1, records the placement. */
+  dispatch(id: string, fence: number, placement: string): Promise<TransitionOutcome>;
+  /** `running` → `queued` (the attempt failed before its first token). */
+  requeue(id: string, fence: number): Promise<TransitionOutcome>;
+  /** → `ended` with its outcome, kept `retainMs` for reads; exactly once. */
+  end(id: string, fence: number, outcome: string, retainMs: number): Promise<TransitionOutcome>;
+  get(id: string): Promise<StoredTask | undefined>;
+}

@@ -1,0 +1,56 @@
+// Test-only: opens cluster stores of either kind, as N replicas would.
+import { randomUUID } from 'node:crypto';
+import { systemClock } from '@llama-orch/daemon-support';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import type { ClusterStore, ClusterStoreSettingsInput } from '../store/cluster-store.js';
+import { createClusterStore } from '../store/create-cluster-store.js';
+import { startRedisServer, type RedisServerHandle } from './redis-server.js';
+
+export const STORE_KINDS = ['memory', 'redis'] as const;
+export type StoreKind = (typeof STORE_KINDS)[number];
+
+export interface StoreHarness {
+  /**
+   * `n` clients of one fresh store (a new key prefix each call): with Redis, `n` connections, as
+   * `n` replicas; in-process, the one store `n` times (a single process is its only client).
+   */
+  open(n?: number, settings?: Partial<ClusterStoreSettingsInput>): Promise<ClusterStore[]>;
+  /** The redis-server of this file (redis kind only). */
+  server(): RedisServerHandle;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Registers the hooks of one `describe` block: a redis-server for the block when `kind` is redis, every store closed after each test. */
+export function storeHarness(kind: StoreKind): StoreHarness {
+  let server: RedisServerHandle | undefined;
+  const opened: ClusterStore[] = [];
+  const logger = pino({ level: 'silent' });
+  beforeAll(async () => {
+    if (kind === 'redis') server = await startRedisServer();
+  });
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close()));
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return {
+    async open(n = 1, settings = {}) {
+      const full: ClusterStoreSettingsInput = { redis_prefix: `t${randomUUID().slice(0, 8)}:`, ...settings, redis_url: kind === 'redis' ? server?.url : undefined };
+      if (kind === 'memory') {
+        const one = await createClusterStore(full, { clock: systemClock, logger });
+        opened.push(one);
+        return Array.from({ length: n }, () => one);
+      }
+      const stores = await Promise.all(Array.from({ length: n }, () => createClusterStore(full, { clock: systemClock, logger })));
+      opened.push(...stores);
+      return stores;
+    },
+    server() {
+      if (server === undefined) throw new Error('no redis-server in a memory block');
+      return server;
+    },
+  };
+}
