@@ -49,13 +49,14 @@ describe('redis store faults', () => {
     expect(await store.health()).toMatchObject({ ok: true, kind: 'redis' });
 
     await server.kill();
-    for (const call of [
+    const calls: Array<() => Promise<unknown>> = [
       () => store.leases.acquire({ poolKey: 'n/p', slots: 1, leaseId: 't2', ttlMs: 1000 }),
       () => store.queue.add({ id: 'q', lane: 'batch', group: 'm', payload: '' }),
       () => store.tasks.dispatch('t1', 1, 'n/p'),
       () => store.nodes.sweep(),
       () => store.rateLimits.hit('k', 1, 1000),
-    ]) {
+    ];
+    for (const call of calls) {
       const r = await settle(call());
       expect(r.error).toBeInstanceOf(StoreUnavailableError);
       expect((r.error as StoreUnavailableError).retriable).toBe(true);
