@@ -16,6 +16,9 @@ import { apiDocsPlugin, DOCS_PATHS, DOCS_PREFIX } from './http/api-docs.js';
 import type { AppServices } from './http/app-services.js';
 import { authPlugin } from './http/auth.js';
 import { clientKeysPlugin } from './http/client-keys.js';
+import { storeSettingsOf, type ClusterStore } from './store/cluster-store.js';
+import { createMemoryStore } from './store/memory/memory-store.js';
+import { StoreHealthWatch } from './store/store-health-watch.js';
 import { corsOriginsPlugin } from './http/cors.js';
 import { errorsPlugin, sendError } from './http/error-handler.js';
 import { publicBaseResolver } from './http/public-base.js';
@@ -56,6 +59,12 @@ export interface AppDeps {
   dashboardDir?: string;
   /** Version the dashboard shows. @default this package's version */
   version?: string;
+  /**
+   * The cluster store (server.ts builds it from `config` with createClusterStore and closes it).
+   * Only per-key rate limits count through it so far; the rest of the state is still this
+   * process's own (.specs/65-cluster-store.md). @default the in-process store of `config`
+   */
+  store?: ClusterStore;
 }
 
 /** Internal timings, for tests. */
@@ -172,11 +181,15 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   };
   app.decorate('services', services);
 
+  const store = deps.store ?? createMemoryStore(storeSettingsOf(config), { clock, logger });
+  const storeHealth = new StoreHealthWatch(store, logger.child({ subsystem: 'store' }));
   // Not ready from the first moment of the close (before tasks end): load balancers stop sending.
   let closing = false;
   const readiness = (): Readiness => {
     if (closing) return { status: 'not_ready', reason: 'shutting down' };
     if (!app.server.listening) return { status: 'not_ready', reason: 'not listening' };
+    const storeProblem = storeHealth.problem;
+    if (storeProblem !== undefined) return { status: 'not_ready', reason: storeProblem };
     return { status: 'ready' };
   };
   // preClose runs before the server stops accepting and waits for connections: ending every task
@@ -190,6 +203,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     const report = await closeAll(
       [
         { name: 'dashboard feed', close: () => dashboard.close() },
+        { name: 'store health watch', close: () => storeHealth.close() },
         { name: 'node registry', close: () => registry.close() },
         { name: 'sessions', close: () => sessions.close() },
         { name: 'catalog', close: () => catalog.close() },
@@ -213,7 +227,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS, ...DASHBOARD_PAGE_PATHS],
     openPrefixes: [DOCS_PREFIX, DASHBOARD_ASSETS_PREFIX],
   });
-  await app.register(clientKeysPlugin, { registry: metricsRegistry, rateLimited: credentials.keys.some((k) => k.rateLimit !== undefined) });
+  await app.register(clientKeysPlugin, { registry: metricsRegistry, rateLimited: credentials.keys.some((k) => k.rateLimit !== undefined), rateLimits: store.rateLimits });
   await app.register(probeRoutes, { readiness });
   await app.register(metricsRoutes, { services });
   await app.register(apiDocsPlugin);

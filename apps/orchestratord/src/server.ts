@@ -5,6 +5,10 @@ import { buildApp, type OrchdApp } from './app.js';
 import { splitHostPort } from '@llama-orch/daemon-support';
 import type { Credentials } from './http/credentials.js';
 import { createUpstreamDispatchers } from './upstream/dispatchers.js';
+import { storeSettingsOf } from './store/cluster-store.js';
+import { createClusterStore } from './store/create-cluster-store.js';
+import { redactedUrl } from './store/redacted-url.js';
+import { systemClock } from '@llama-orch/daemon-support';
 
 export interface StartOptions {
   config: Readonly<OrchestratorConfig>;
@@ -30,18 +34,33 @@ export interface RunningServer {
 const APP_CLOSE_MS = 5000;
 /** Longest the upstream agents wait for requests in flight before they are destroyed. */
 const UPSTREAM_CLOSE_MS = 2000;
+/** Longest the cluster store's connection takes to close. */
+const STORE_CLOSE_MS = 2000;
 
 /**
  * Builds and listens. Logs `{"msg":"listening","url":…}` once the port is bound: the e2e harness
  * starts orchestratord on port 0 and reads the actual URL from that line.
  */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
+  // With ORCHD_REDIS_URL an unreachable Redis fails the start (StoreUnavailableError), before anything listens.
+  const store = await createClusterStore(storeSettingsOf(options.config), { clock: systemClock, logger: options.logger.child({ component: 'cluster-store' }) });
+  if (options.config.redis_url !== undefined) {
+    options.logger.warn(
+      {
+        redis: redactedUrl(options.config.redis_url),
+        prefix: options.config.redis_prefix,
+        human: 'Cluster store: Redis. Only per-key rate limits and /readyz use it so far; queue, registry, leases, tasks and sessions are still kept in this process',
+      },
+      'cluster store partly wired',
+    );
+  }
   const upstream = createUpstreamDispatchers();
   const app = await buildApp(
     {
       logger: options.logger,
       upstream: upstream.http1,
       upstreamH2c: upstream.h2c,
+      store,
       ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
     },
     options.config,
@@ -54,6 +73,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       [
         { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
         { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS) },
+        { name: 'cluster store', close: () => store.close(), timeoutMs: STORE_CLOSE_MS },
       ],
       { log: options.logger },
     );
@@ -73,6 +93,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         [
           { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
           { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS), timeoutMs: UPSTREAM_CLOSE_MS + 1000 },
+          { name: 'cluster store', close: () => store.close(), timeoutMs: STORE_CLOSE_MS },
         ],
         { log: options.logger },
       );

@@ -1,4 +1,4 @@
-import { OrchestratorConfigSchema } from '@llama-orch/contracts';
+import { OrchestratorConfigSchema, type OrchestratorConfig } from '@llama-orch/contracts';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { z } from 'zod';
 import type { AdmissionQueueStore } from './admission-queue-store.js';
@@ -28,6 +28,20 @@ export const ClusterStoreSettingsSchema = OrchestratorConfigSchema.pick({
 });
 export type ClusterStoreSettings = z.infer<typeof ClusterStoreSettingsSchema>;
 export type ClusterStoreSettingsInput = z.input<typeof ClusterStoreSettingsSchema>;
+
+/** The store's settings out of orchestratord's (validated) configuration. */
+export function storeSettingsOf(config: Readonly<OrchestratorConfig>): ClusterStoreSettings {
+  return ClusterStoreSettingsSchema.parse({
+    redis_url: config.redis_url,
+    redis_prefix: config.redis_prefix,
+    admission_capacity: config.admission_capacity,
+    admission_policy: config.admission_policy,
+    heartbeat_interval_ms: config.heartbeat_interval_ms,
+    session_ttl_ms: config.session_ttl_ms,
+    session_max: config.session_max,
+    session_token_budget: config.session_token_budget,
+  });
+}
 
 export type StoreHealth =
   { readonly ok: true; readonly kind: 'memory' | 'redis'; readonly latency_ms: number } | { readonly ok: false; readonly kind: 'redis'; readonly error: string };

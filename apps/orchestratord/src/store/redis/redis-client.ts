@@ -2,6 +2,7 @@ import type { Log } from '@llama-orch/daemon-support';
 import type { Redis as RedisClient } from 'ioredis';
 import { StoreUnavailableError } from '../../errors.js';
 import type { LuaScript } from './lua-script.js';
+import { redactedUrl } from '../redacted-url.js';
 
 export interface RedisConnectionOptions {
   url: string;
@@ -15,17 +16,6 @@ export interface RedisConnectionOptions {
 }
 
 export type RedisConnectionState = 'open' | 'closing' | 'closed';
-
-/** The URL without its password, for logs and errors. */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparseable url)';
-  }
-}
 
 /**
  * One ioredis connection shared by the store's parts. Commands never wait for a connection that is
