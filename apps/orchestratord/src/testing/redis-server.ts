@@ -1,6 +1,8 @@
 // Test-only: a real redis-server per test file, on a free loopback port.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { access, constants } from 'node:fs/promises';
+import { access, constants, mkdir, rmdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, connect } from 'node:net';
 
 /** Where Debian's `redis-server` package puts the server. */
@@ -46,10 +48,29 @@ export async function ensureRedisServer(opts: EnsureRedisServerOptions = {}): Pr
       `${path} is missing and this process is not root, so it cannot install it: run \`sudo apt-get update && sudo apt-get install -y redis-server\` (Debian's package)`,
     );
   }
-  for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'redis-server']]) {
-    log(`store tests: apt-get ${args.join(' ')} (${path} is missing)`);
-    const r = await run('apt-get', args);
-    if (r.code !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${r.code}); install Debian's redis-server by hand:\n${r.out.slice(-4000)}`);
+  // Test files run in parallel workers: one installs, the others wait for it (apt holds a lock too,
+  // but a second apt-get would fail on it rather than wait).
+  const lock = join(tmpdir(), 'llorch-redis-server-install.lock');
+  const deadline = Date.now() + 10 * 60_000;
+  for (;;) {
+    if (await executable(path)) return path;
+    const mine = await mkdir(lock).then(
+      () => true,
+      () => false,
+    );
+    if (mine) break;
+    if (Date.now() > deadline) throw new Error(`waited 10 min for another test worker to install redis-server (lock ${lock}); remove the lock if no install is running`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  try {
+    for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'redis-server']]) {
+      if (await executable(path)) break;
+      log(`store tests: apt-get ${args.join(' ')} (${path} is missing)`);
+      const r = await run('apt-get', args);
+      if (r.code !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${r.code}); install Debian's redis-server by hand:\n${r.out.slice(-4000)}`);
+    }
+  } finally {
+    await rmdir(lock).catch(() => undefined);
   }
   if (!(await executable(path))) throw new Error(`apt-get installed redis-server but ${path} is still missing`);
   return path;
