@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+import { systemClock } from '@llama-orch/daemon-support';
+import { pino } from 'pino';
+import type { ClusterStore } from '../store/cluster-store.js';
+import { createClusterStore } from '../store/create-cluster-store.js';
+import { startRedisServer } from '../testing/redis-server.js';
+
+/**
+ * Cluster store op latency, in-process vs Redis (a redis-server on loopback started here), for the
+ * figures in .specs/65-cluster-store.md. Run after a build: `node apps/orchestratord/dist/bench/store-bench.js`.
+ * Prints one JSON object: per store and op, p50/p99/mean in µs over `STORE_BENCH_OPS` calls made
+ * one at a time (the latency a request waits), after `STORE_BENCH_WARMUP` untimed ones.
+ *   - lease_acquire / lease_release: a 2-slot pool, acquire then release (never full);
+ *   - queue_add / queue_claim: add a batch entry, then claim it for its model (queue kept at 64
+ *     entries so claims scan a realistic lane);
+ *   - rate_limit_hit: one request of a key.
+ */
+
+const OPS = Number(process.env.STORE_BENCH_OPS ?? 5000);
+const WARMUP = Number(process.env.STORE_BENCH_WARMUP ?? 500);
+
+type Op = 'lease_acquire' | 'lease_release' | 'queue_add' | 'queue_claim' | 'rate_limit_hit';
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+const round1 = (x: number): number => Math.round(x * 10) / 10;
+
+async function time(samples: number[] | undefined, f: () => Promise<unknown>): Promise<void> {
+  const t = process.hrtime.bigint();
+  await f();
+  samples?.push(Number(process.hrtime.bigint() - t) / 1000);
+}
+
+async function measure(store: ClusterStore): Promise<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>> {
+  const s: Record<Op, number[]> = { lease_acquire: [], lease_release: [], queue_add: [], queue_claim: [], rate_limit_hit: [] };
+  for (let i = 0; i < 64; i += 1) await store.queue.add({ id: `filler-${i}`, lane: 'batch', group: `other-${i % 8}`, payload: '{}' });
+  for (let i = 0; i < WARMUP + OPS; i += 1) {
+    const keep = i >= WARMUP ? s : undefined;
+    const id = `t-${i}`;
+    await time(keep?.lease_acquire, () => store.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: id, ttlMs: 30_000 }));
+    await time(keep?.lease_release, () => store.leases.release('n1/p1', id));
+    await time(keep?.queue_add, () => store.queue.add({ id, lane: 'batch', group: 'm', payload: JSON.stringify({ id, model: 'm' }), deadlineMs: 60_000 }));
+    await time(keep?.queue_claim, () => store.queue.claim(['m']));
+    await time(keep?.rate_limit_hit, () => store.rateLimits.hit('bench-key', 1_000_000, 60_000));
+  }
+  const out = {} as Record<Op, { p50_us: number; p99_us: number; mean_us: number }>;
+  for (const [op, xs] of Object.entries(s) as [Op, number[]][]) {
+    const sorted = [...xs].sort((a, b) => a - b);
+    out[op] = { p50_us: round1(percentile(sorted, 50)), p99_us: round1(percentile(sorted, 99)), mean_us: round1(xs.reduce((a, b) => a + b, 0) / xs.length) };
+  }
+  return out;
+}
+
+const logger = pino({ level: 'silent' });
+const redis = await startRedisServer();
+try {
+  const memory = await createClusterStore({}, { clock: systemClock, logger });
+  const shared = await createClusterStore({ redis_url: redis.url, redis_prefix: 'bench:' }, { clock: systemClock, logger });
+  const result = { ops: OPS, warmup: WARMUP, node: process.version, memory: await measure(memory), redis: await measure(shared) };
+  await Promise.all([memory.close(), shared.close()]);
+  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+} finally {
+  await redis.stop();
+}
