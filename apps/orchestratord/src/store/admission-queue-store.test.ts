@@ -114,12 +114,12 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
 
   it('expired entries are taken once, by one replica, in dispatch order', async () => {
     const [a, b, c] = await h.open(3);
-    await a!.queue.add(entry('b-late', 'batch', 'm', 60));
-    await b!.queue.add(entry('i-late', 'interactive', 'm', 60));
+    await a!.queue.add(entry('b-late', 'batch', 'm', 300));
+    await b!.queue.add(entry('i-late', 'interactive', 'm', 300));
     await c!.queue.add(entry('keeps', 'batch', 'm'));
     await c!.queue.add(entry('later', 'batch', 'm', 60_000));
     expect(await a!.queue.takeExpired()).toEqual([]);
-    await sleep(120);
+    await sleep(400);
     const taken = await Promise.all([a!.queue.takeExpired(), b!.queue.takeExpired(), c!.queue.takeExpired()]);
     const all = taken.flat();
     expect(all.map((e) => e.id).sort()).toEqual(['b-late', 'i-late']);

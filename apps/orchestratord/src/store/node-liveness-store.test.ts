@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { snapshot } from '../testing/test-helpers.js';
 import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
 
-const HB_MS = 50;
+const HB_MS = 100;
 const register = (nodeId: string): NodeRegisterRequest => ({
   node_id: nodeId,
   machine_id: 'm',
@@ -45,11 +45,11 @@ describe.each(STORE_KINDS)('node registry and liveness (%s store)', (kind) => {
     await clients[1]!.nodes.heartbeat('n1', [], undefined);
     // heartbeats every interval keep it online
     for (let i = 0; i < 6; i += 1) {
-      await sleep(HB_MS - 10);
+      await sleep(HB_MS - 40);
       await clients[i % 3]!.nodes.heartbeat('n1', [], undefined);
       expect((await Promise.all(clients.map((c) => c.nodes.sweep()))).flat()).toEqual([]);
     }
-    await sleep(3 * HB_MS + 40);
+    await sleep(3 * HB_MS + 80);
     const swept = await Promise.all([...clients, ...clients].map((c) => c.nodes.sweep()));
     expect(swept.flat()).toEqual(['n1']);
     expect(await clients[2]!.nodes.get('n1')).toMatchObject({ state: 'offline' });

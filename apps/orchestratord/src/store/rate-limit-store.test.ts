@@ -19,10 +19,10 @@ describe.each(STORE_KINDS)('per-key rate limits (%s store)', (kind) => {
 
   it('a window ends after its length and the count starts again', async () => {
     const [a, b] = await h.open(2);
-    expect(await a!.rateLimits.hit('k', 2, 200)).toMatchObject({ count: 1, allowed: true });
-    expect(await b!.rateLimits.hit('k', 2, 200)).toMatchObject({ count: 2, allowed: true });
-    expect(await a!.rateLimits.hit('k', 2, 200)).toMatchObject({ count: 3, allowed: false });
-    await sleep(250);
-    expect(await b!.rateLimits.hit('k', 2, 200)).toMatchObject({ count: 1, allowed: true });
+    expect(await a!.rateLimits.hit('k', 2, 500)).toMatchObject({ count: 1, allowed: true });
+    expect(await b!.rateLimits.hit('k', 2, 500)).toMatchObject({ count: 2, allowed: true });
+    expect(await a!.rateLimits.hit('k', 2, 500)).toMatchObject({ count: 3, allowed: false });
+    await sleep(600);
+    expect(await b!.rateLimits.hit('k', 2, 500)).toMatchObject({ count: 1, allowed: true });
   });
 });

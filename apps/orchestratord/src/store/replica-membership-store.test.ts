@@ -12,11 +12,11 @@ describe.each(STORE_KINDS)('replica membership (%s store)', (kind) => {
     const seen = await clients[0]!.replicas.list();
     expect(seen.map((r) => r.replica_id)).toEqual(['r1', 'r2', 'r3']);
     expect(seen[0]).toEqual(info('r1'));
-    await clients[1]!.replicas.announce(info('r2', 7), 150);
+    await clients[1]!.replicas.announce(info('r2', 7), 500);
     expect((await clients[2]!.replicas.list()).find((r) => r.replica_id === 'r2')?.load).toBe(7);
     await clients[0]!.replicas.leave('r3');
     expect((await clients[1]!.replicas.list()).map((r) => r.replica_id)).toEqual(['r1', 'r2']);
-    await sleep(200);
+    await sleep(600);
     expect((await clients[1]!.replicas.list()).map((r) => r.replica_id)).toEqual(['r1']);
   });
 });

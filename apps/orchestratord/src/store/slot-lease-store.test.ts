@@ -23,18 +23,18 @@ describe.each(STORE_KINDS)('slot leases (%s store)', (kind) => {
 
   it("a dead holder's leases lapse after their ttl; a renewed lease does not", async () => {
     const [a, b] = await h.open(2);
-    const req = { poolKey: 'n1/p1', slots: 2, ttlMs: 150 };
+    const req = { poolKey: 'n1/p1', slots: 2, ttlMs: 400 };
     await a!.leases.acquire({ ...req, leaseId: 'dies' });
     const kept = await a!.leases.acquire({ ...req, leaseId: 'kept' });
     expect(kept.kind).toBe('granted');
     expect((await b!.leases.acquire({ ...req, leaseId: 'new' })).kind).toBe('full');
-    await sleep(90);
-    expect(await a!.leases.renew('n1/p1', 'kept', 300)).toBe(true);
-    await sleep(110);
-    // 'dies' lapsed (200 ms > 150 ms); 'kept' was renewed
+    await sleep(150);
+    expect(await a!.leases.renew('n1/p1', 'kept', 800)).toBe(true);
+    await sleep(350);
+    // 'dies' lapsed (500 ms > 400 ms); 'kept' was renewed
     expect(await b!.leases.held('n1/p1')).toBe(1);
     expect(await b!.leases.acquire({ ...req, leaseId: 'new' })).toMatchObject({ kind: 'granted', held: 2 });
-    expect(await a!.leases.renew('n1/p1', 'dies', 150)).toBe(false);
+    expect(await a!.leases.renew('n1/p1', 'dies', 400)).toBe(false);
   });
 
   it('3 replicas racing 200 tasks on a 2-slot pool never hold more than 2 leases at once', async () => {

@@ -29,9 +29,9 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
 
   it('fencing: after a new owner takes the lease, the old owner can neither dispatch nor end the task', async () => {
     const [a, b] = await h.open(2);
-    await a!.tasks.create(task('t1', 'A', 150));
+    await a!.tasks.create(task('t1', 'A', 400));
     expect(await b!.tasks.acquire('t1', 'B', 10_000)).toMatchObject({ ok: false, reason: 'held', owner: 'A' });
-    await sleep(200);
+    await sleep(500);
     const taken = await b!.tasks.acquire('t1', 'B', 10_000);
     expect(taken).toMatchObject({ ok: true, fence: 2 });
     expect(await a!.tasks.dispatch('t1', 1, 'n1/p1')).toEqual({ ok: false, reason: 'fenced', owner: 'B', fence: 2 });
@@ -44,12 +44,12 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
 
   it('a lapsed lease fences its own holder until it acquires again (new fence); renew keeps it', async () => {
     const [a] = await h.open(1);
-    await a!.tasks.create(task('t1', 'A', 150));
-    await sleep(90);
-    expect(await a!.tasks.renew('t1', 1, 150)).toMatchObject({ ok: true });
-    await sleep(90);
+    await a!.tasks.create(task('t1', 'A', 400));
+    await sleep(150);
+    expect(await a!.tasks.renew('t1', 1, 400)).toMatchObject({ ok: true });
+    await sleep(150);
     expect(await a!.tasks.dispatch('t1', 1, 'n1/p1')).toMatchObject({ ok: true });
-    await sleep(200);
+    await sleep(500);
     expect(await a!.tasks.end('t1', 1, '{}', 1000)).toMatchObject({ ok: false, reason: 'fenced', fence: 1 });
     expect(await a!.tasks.acquire('t1', 'A', 10_000)).toMatchObject({ ok: true, fence: 2 });
     expect(await a!.tasks.end('t1', 2, '{}', 1000)).toMatchObject({ ok: true });
@@ -69,10 +69,11 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
   it('an ended task is forgotten after its retention; an unended one after its lifetime', async () => {
     const [a, b] = await h.open(2);
     await a!.tasks.create(task('ends', 'A'));
-    await a!.tasks.end('ends', 1, '{}', 100);
-    await a!.tasks.create({ ...task('never-ends', 'A'), lifetimeMs: 100 });
+    await a!.tasks.end('ends', 1, '{}', 300);
+    await a!.tasks.create({ ...task('never-ends', 'A'), lifetimeMs: 300 });
     expect(await b!.tasks.get('ends')).toBeDefined();
-    await sleep(200);
+    expect(await b!.tasks.get('never-ends')).toBeDefined();
+    await sleep(450);
     expect(await b!.tasks.get('ends')).toBeUndefined();
     expect(await b!.tasks.get('never-ends')).toBeUndefined();
     // the id is free again
