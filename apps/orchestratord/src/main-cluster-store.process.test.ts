@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { startRedisServer, type RedisServerHandle } from './testing/redis-server.js';
+import { REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from './testing/redis-server.js';
 import { TOKEN } from './testing/test-helpers.js';
 
 const APP_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -15,7 +15,7 @@ let redis: RedisServerHandle;
 beforeAll(async () => {
   execFileSync('npx', ['tsc', '--build', APP_DIR], { cwd: APP_DIR, stdio: 'inherit' });
   redis = await startRedisServer();
-}, 120_000);
+}, REDIS_INSTALL_TIMEOUT_MS);
 afterAll(async () => {
   await redis.stop();
 });

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type OrchdApp } from '../app.js';
 import { storeSettingsOf, type ClusterStore } from '../store/cluster-store.js';
 import { createClusterStore } from '../store/create-cluster-store.js';
-import { startRedisServer, type RedisServerHandle } from '../testing/redis-server.js';
+import { REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from '../testing/redis-server.js';
 import { captureLogger } from '../testing/test-helpers.js';
 import { sleep } from '../testing/store-harness.js';
 import { createUpstreamDispatchers } from '../upstream/dispatchers.js';
@@ -26,7 +26,7 @@ describe('orchestratord replicas sharing a Redis store', () => {
   const cleanup: Array<() => Promise<unknown>> = [];
   beforeAll(async () => {
     server = await startRedisServer();
-  });
+  }, REDIS_INSTALL_TIMEOUT_MS);
   afterAll(async () => {
     await server.stop();
   });

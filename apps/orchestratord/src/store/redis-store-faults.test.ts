@@ -1,8 +1,8 @@
 import { systemClock } from '@llama-orch/daemon-support';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../errors.js';
-import { startRedisServer, type RedisServerHandle } from '../testing/redis-server.js';
+import { ensureRedisServer, REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from '../testing/redis-server.js';
 import { sleep } from '../testing/store-harness.js';
 import type { ClusterStore } from './cluster-store.js';
 import { createClusterStore } from './create-cluster-store.js';
@@ -21,6 +21,8 @@ async function settle<T>(p: Promise<T>): Promise<{ ms: number; value?: T; error?
 }
 
 describe('redis store faults', () => {
+  // Each test starts its own server; the install (when missing) happens once, here.
+  beforeAll(() => ensureRedisServer(), REDIS_INSTALL_TIMEOUT_MS);
   const cleanup: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const c of cleanup.splice(0).reverse()) await c();

@@ -5,6 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, connect } from 'node:net';
 
+/** How long a hook that may install redis-server (apt-get update + install) may take, ms. */
+export const REDIS_INSTALL_TIMEOUT_MS = 10 * 60_000;
+
 /** Where Debian's `redis-server` package puts the server. */
 export const DEBIAN_REDIS_SERVER = '/usr/bin/redis-server';
 

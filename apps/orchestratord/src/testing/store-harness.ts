@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { ClusterStore, ClusterStoreSettingsInput } from '../store/cluster-store.js';
 import { createClusterStore } from '../store/create-cluster-store.js';
-import { startRedisServer, type RedisServerHandle } from './redis-server.js';
+import { REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from './redis-server.js';
 
 export const STORE_KINDS = ['memory', 'redis'] as const;
 export type StoreKind = (typeof STORE_KINDS)[number];
@@ -29,7 +29,7 @@ export function storeHarness(kind: StoreKind): StoreHarness {
   const logger = pino({ level: 'silent' });
   beforeAll(async () => {
     if (kind === 'redis') server = await startRedisServer();
-  });
+  }, REDIS_INSTALL_TIMEOUT_MS);
   afterEach(async () => {
     await Promise.all(opened.splice(0).map((s) => s.close()));
   });
