@@ -134,7 +134,8 @@ describe('pool-managerd as a process', () => {
     const d = await startDaemon(cfg.path);
     await until(() => orphan.child.exitCode !== null || orphan.child.signalCode !== null, 'orphan killed', 10_000);
     expect(orphan.child.signalCode).toBe('SIGKILL');
-    expect(d.lines.some((l) => l.msg === 'killed orphan llama-server from a previous run' && l.pid === orphan.pid)).toBe(true);
+    // log lines reach stdout up to 100 ms after they are logged (the sink buffers them)
+    await until(() => d.lines.some((l) => l.msg === 'killed orphan llama-server from a previous run' && l.pid === orphan.pid), "'killed orphan' line", 5000);
     await until(async () => (await pool(d, 'p0')).ready, 'p0 ready', 120_000, 50);
     d.child.kill('SIGTERM');
     expect((await d.exited).code).toBe(0);
@@ -157,7 +158,8 @@ describe('pool-managerd as a process', () => {
     expect(hb.body.pools[0]).toMatchObject({ pool_id: 'p0', state: 'ready', slots_total: 1, slots_free: 1, ctx: 256 });
     expect(hb.body.pools[0]?.engine_version).toMatch(/^b\d+-/);
     // Ready is reported only after the engine answered /health 200 (logged as 'engine healthy').
-    const healthyAt = d.lines.find((l) => l.msg === 'engine healthy')?.time as number;
+    const healthy = await until(() => d.lines.find((l) => l.msg === 'engine healthy'), "'engine healthy' line", 5000);
+    const healthyAt = healthy.time as number;
     const firstReady = orch.heartbeats.find((x) => x.body.pools[0]?.ready === true);
     expect(firstReady?.at).toBeGreaterThanOrEqual(healthyAt);
     expect(orch.heartbeats.filter((x) => x.at < healthyAt).every((x) => x.body.pools[0]?.ready === false)).toBe(true);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { envelopeProblems } from './envelope.js';
+import { envelopeProblems, isOpenAiDoorPath, openAiErrorProblems } from './envelope.js';
 
 const json = { 'content-type': 'application/json; charset=utf-8', 'x-correlation-id': 'c' };
 
@@ -17,5 +17,19 @@ describe('envelopeProblems', () => {
     expect(envelopeProblems(418, json, '{"code":"TEAPOT","message":"x"}').join()).toMatch(/unknown code/);
     expect(envelopeProblems(503, json, '{"code":"POOL_UNREADY","message":"x"}').join()).toMatch(/Retry-After.*X-Backoff-Ms/);
     expect(envelopeProblems(404, { ...json, 'content-type': 'text/html' }, '<html>').join()).toMatch(/not application\/json.*not JSON/);
+  });
+
+  it("/v1 door errors: OpenAI's shape with the status's type, and the same headers", () => {
+    expect(isOpenAiDoorPath('/v1')).toBe(true);
+    expect(isOpenAiDoorPath('/v1/chat/completions')).toBe(true);
+    expect(isOpenAiDoorPath('/v10')).toBe(false);
+    expect(isOpenAiDoorPath('/v2/tasks')).toBe(false);
+    expect(openAiErrorProblems(401, json, '{"error":{"message":"missing bearer token","type":"authentication_error","param":null,"code":"UNAUTHORIZED"}}')).toEqual([]);
+    expect(openAiErrorProblems(400, json, '{"error":{"message":"x","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}')).toEqual([]);
+    expect(openAiErrorProblems(404, json, '{"code":"NOT_FOUND","message":"x"}').join()).toMatch(/unexpected key 'code'.*no 'error' object/);
+    expect(openAiErrorProblems(401, json, '{"error":{"message":"x","type":"invalid_request_error","param":null,"code":"UNAUTHORIZED"}}').join()).toMatch(/error.type/);
+    expect(openAiErrorProblems(429, json, '{"error":{"message":"x","type":"rate_limit_error","param":null,"code":"ADMISSION_REJECT"}}').join()).toMatch(
+      /Retry-After.*X-Backoff-Ms/,
+    );
   });
 });

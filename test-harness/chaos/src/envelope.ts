@@ -59,3 +59,52 @@ export function envelopeProblems(status: number, headers: Record<string, string 
   }
   return problems;
 }
+
+/** OpenAI's error `type` for a status, as the /v1 door writes it (test data, like the table above). */
+const OPENAI_ERROR_TYPE: Readonly<Record<number, string>> = Object.freeze({
+  401: 'authentication_error',
+  404: 'not_found_error',
+  429: 'rate_limit_error',
+  503: 'unavailable_error',
+});
+
+/** Whether a request path belongs to the /v1 door, whose errors take OpenAI's shape instead of the ErrorEnvelope. */
+export function isOpenAiDoorPath(path: string): boolean {
+  return path === '/v1' || path.startsWith('/v1/') || path.startsWith('/v1?');
+}
+
+/**
+ * Problems with an error response of the /v1 door (empty = fine): JSON `{error: {message, type,
+ * param, code}}` with no other keys, `type` OpenAI's name for the status, `param` a string or null,
+ * `code` a string, and the same headers as an ErrorEnvelope response (`X-Correlation-Id`;
+ * `Retry-After` + `X-Backoff-Ms` on 429/503).
+ */
+export function openAiErrorProblems(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): string[] {
+  const problems: string[] = [];
+  const ctype = String(headers['content-type'] ?? '');
+  if (!ctype.startsWith('application/json')) problems.push(`content-type '${ctype}' is not application/json`);
+  if (headers['x-correlation-id'] === undefined || headers['x-correlation-id'] === '') problems.push('no X-Correlation-Id header');
+  let body: unknown;
+  try {
+    body = JSON.parse(bodyText);
+  } catch {
+    problems.push(`body is not JSON: ${bodyText.slice(0, 120)}`);
+    return problems;
+  }
+  const outer = body as Record<string, unknown> | null;
+  if (typeof outer !== 'object' || outer === null || Array.isArray(outer)) return [...problems, 'body is not a JSON object'];
+  for (const k of Object.keys(outer)) if (k !== 'error') problems.push(`unexpected key '${k}' beside 'error'`);
+  const err = outer.error as Record<string, unknown> | undefined;
+  if (typeof err !== 'object' || err === null) return [...problems, "no 'error' object"];
+  if (typeof err.message !== 'string') problems.push('error.message is not a string');
+  const type = OPENAI_ERROR_TYPE[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
+  if (err.type !== type) problems.push(`error.type ${JSON.stringify(err.type)} for status ${status} (expected '${type}')`);
+  if (err.param !== null && typeof err.param !== 'string') problems.push('error.param is neither a string nor null');
+  if (typeof err.code !== 'string') problems.push('error.code is not a string');
+  if (status === 429 || status === 503) {
+    const ra = Number(headers['retry-after']);
+    if (!Number.isInteger(ra) || ra < 1) problems.push(`Retry-After '${String(headers['retry-after'])}' is not an integer ≥ 1`);
+    if (headers['x-backoff-ms'] === undefined) problems.push('no X-Backoff-Ms header');
+  }
+  return problems;
+}

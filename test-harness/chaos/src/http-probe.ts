@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { request, type Dispatcher } from 'undici';
-import { envelopeProblems } from './envelope.js';
+import { envelopeProblems, isOpenAiDoorPath, openAiErrorProblems } from './envelope.js';
 
 export interface ProbeRequest {
   method: string;
@@ -55,13 +55,14 @@ const AVAILABILITY_CODES = /"code":"(MODEL_NOT_AVAILABLE|POOL_UNREADY|POOL_UNAVA
 
 /**
  * The fuzz oracle for one response: never a 5xx (save the typed 503 availability answers above);
- * every 4xx/5xx is an ErrorEnvelope whose code maps to the status (HEAD answers carry no body and
- * are checked by status only).
+ * every 4xx/5xx is an ErrorEnvelope whose code maps to the status, or on orchestratord's /v1 door
+ * (`path` given) OpenAI's error shape (HEAD answers carry no body and are checked by status only).
  */
-export function responseProblems(method: string, res: ProbeResponse): string[] {
+export function responseProblems(method: string, res: ProbeResponse, path?: string): string[] {
   const problems: string[] = [];
   if (res.status >= 500 && !(res.status === 503 && AVAILABILITY_CODES.test(res.text))) problems.push(`status ${res.status}`);
-  if (res.status >= 400 && method !== 'HEAD') problems.push(...envelopeProblems(res.status, res.headers, res.text));
+  const shape = path !== undefined && isOpenAiDoorPath(path) ? openAiErrorProblems : envelopeProblems;
+  if (res.status >= 400 && method !== 'HEAD') problems.push(...shape(res.status, res.headers, res.text));
   if (res.status >= 400 && res.headers['x-correlation-id'] === undefined) problems.push('no X-Correlation-Id');
   return [...new Set(problems)];
 }
