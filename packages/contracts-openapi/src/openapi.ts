@@ -28,7 +28,7 @@ export const DOCUMENTS: readonly DocumentSpec[] = [
     file: 'openai.yaml',
     title: 'llama-orch orchestratord — OpenAI-compatible door',
     description:
-      'POST /v1/chat/completions, /v1/completions, GET /v1/models: OpenAI clients work unchanged; admitted through the same queue, placement, auth and deadlines as /v2 tasks. Errors are `{error: {message, type, param, code}}` with the ErrorEnvelope statuses (404 `model_not_found`; 429/503 with Retry-After).',
+      'POST /v1/chat/completions, /v1/completions, /v1/responses (stateless subset), GET /v1/models: OpenAI clients work unchanged; admitted through the same queue, placement, auth and deadlines as /v2 tasks. Errors are `{error: {message, type, param, code}}` with the ErrorEnvelope statuses (404 `model_not_found`; 429/503 with Retry-After).',
     routes: OPENAI,
   },
   {

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import {
+  ResponsesRequestSchema,
+  ResponseObjectSchema,
   AdmissionResponseSchema,
   AnthropicCountTokensRequestSchema,
   AnthropicCountTokensSchema,
@@ -148,6 +150,22 @@ export const OPENAI: RouteSpec[] = [
     body: CompletionRequestSchema,
     ok: { status: 200, schema: CompletionSchema, description: 'Without `stream`: one text_completion.' },
     alt: { status: 200, contentType: 'text/event-stream', schema: CompletionSchema, description: openAiStream },
+    ...openAiErrors,
+  },
+  {
+    method: 'post',
+    path: '/v1/responses',
+    summary: 'OpenAI Responses, stateless subset (translated to a chat task; previous_response_id, store: true, background and non-function tools refused with 400)',
+    auth: true,
+    body: ResponsesRequestSchema,
+    ok: { status: 200, schema: ResponseObjectSchema, description: 'Without `stream`: one response (`status: incomplete` when max_output_tokens cut it).' },
+    alt: {
+      status: 200,
+      contentType: 'text/event-stream',
+      schema: ResponseObjectSchema,
+      description:
+        'With `stream: true`: `event: <type>` + `data: <json>` events with `sequence_number`: response.created, response.in_progress, per output item output_item.added, its deltas (output_text, function_call_arguments, reasoning_text) and done events, then response.completed or response.incomplete carrying the response (schema below). A failure after the first event is one `error` event.',
+    },
     ...openAiErrors,
   },
   {

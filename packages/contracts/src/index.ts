@@ -72,3 +72,5 @@ export {
   AnthropicTextBlockSchema, AnthropicUsageSchema, AnthropicMessageSchema, AnthropicCountTokensSchema, AnthropicErrorSchema,
 } from './anthropic.js';
 export type { AnthropicMessagesRequest, AnthropicCountTokensRequest, AnthropicMessageParam, AnthropicMessage, AnthropicError } from './anthropic.js';
+export { ResponsesRequestSchema, ResponseInputItemSchema, ResponseFunctionToolSchema, ResponseObjectSchema } from './responses.js';
+export type { ResponsesRequest, ResponseInputItem, ResponseObject } from './responses.js';
