@@ -1,18 +1,16 @@
-import type { ServerResponse } from 'node:http';
-import { CORRELATION_ID_HEADER, ERROR_STATUS, needsBackoffHeaders, type ErrorEvent } from '@llama-orch/contracts';
-import { backoffHeaders, DEFAULT_BACKOFF_MS } from '@llama-orch/daemon-support';
+import type { ErrorEvent } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { anthropicErrorBody } from '../../anthropic/anthropic-errors.js';
 import { anthropicMessage } from '../../anthropic/message-answer.js';
 import { AnthropicEventEncoder } from '../../anthropic/message-encoder.js';
 import { countTokensCall, messagesCall, type MessagesCall } from '../../anthropic/message-mapping.js';
-import { respondWithAnswer } from '../../openai/answer-response.js';
+import type { ResponseIdentity } from '../../openai/chunks.js';
 import { sessionIdFor } from '../../openai/session-key.js';
 import type { TaskRecord } from '../../tasks/task-record.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
-import { admitDoorTask, sendJsonText } from '../door-tasks.js';
-import { abandonTask, serveTaskEvents } from '../task-streams.js';
+import { admitDoorTask, answerOnce, sendRefusal } from '../door-tasks.js';
+import { serveTaskEvents } from '../task-streams.js';
 
 /**
  * The Anthropic Messages door: `POST /v1/messages` (streamed and not) and
@@ -24,27 +22,9 @@ import { abandonTask, serveTaskEvents } from '../task-streams.js';
  * answer rendered by `anthropicMessage`. Errors take Anthropic's shape (http/error-handler.ts).
  */
 
-function refuse(res: ServerResponse, err: ErrorEvent, correlationId: string): void {
-  const headers: Record<string, string> = needsBackoffHeaders(err.code) ? backoffHeaders(DEFAULT_BACKOFF_MS) : {};
-  headers[CORRELATION_ID_HEADER] = correlationId;
-  sendJsonText(res, ERROR_STATUS[err.code], JSON.stringify(anthropicErrorBody(err)), headers);
-}
-
-/** Answers a non-streamed request once its task has the engine's answer, in the text `render` makes of it. */
-function answerOnce(services: AppServices, req: FastifyRequest, reply: FastifyReply, task: TaskRecord, model: string, render: (body: Record<string, unknown>) => string): void {
-  reply.hijack();
-  const abandon = abandonTask(services, req, task);
-  respondWithAnswer({
-    res: reply.raw,
-    task,
-    who: { kind: 'chat', id: `msg_${task.id}`, created: Math.floor(services.clock.now() / 1000), model },
-    render,
-    onClientGone: () => {
-      if (task.stream.subscriberCount === 0) abandon();
-    },
-    sendAnswer: (text) => sendJsonText(reply.raw, 200, text, { [CORRELATION_ID_HEADER]: req.id }),
-    sendRefusal: (err) => refuse(reply.raw, err, req.id),
-  });
+/** The chat identity of a task's engine answer (a task cancelled before its answer gets an empty one from it). */
+function chatIdentity(services: AppServices, task: TaskRecord, model: string): ResponseIdentity {
+  return { kind: 'chat', id: `msg_${task.id}`, created: Math.floor(services.clock.now() / 1000), model };
 }
 
 function sessionOf(req: FastifyRequest): string | undefined {
@@ -55,11 +35,9 @@ function sessionOf(req: FastifyRequest): string | undefined {
 function messages(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: MessagesCall): void {
   const task = admitDoorTask(services, req, call, 'anthropic');
   const who = { id: `msg_${task.id}`, model: call.model };
-  if (!call.stream) {
-    answerOnce(services, req, reply, task, call.model, (body) => JSON.stringify(anthropicMessage(body, who)));
-    return;
-  }
-  serveTaskEvents(services, req, reply, task, { encoder: new AnthropicEventEncoder(who), lazyHead: true, onRefused: (err) => refuse(reply.raw, err, req.id) });
+  const refuse = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, anthropicErrorBody(err));
+  if (call.stream) return serveTaskEvents(services, req, reply, task, { encoder: new AnthropicEventEncoder(who), lazyHead: true, onRefused: refuse });
+  answerOnce(services, req, reply, task, { who: chatIdentity(services, task, call.model), render: (body) => JSON.stringify(anthropicMessage(body, who)), refuse });
 }
 
 export const anthropicRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
@@ -69,9 +47,10 @@ export const anthropicRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
   app.post('/v1/messages/count_tokens', (req, reply) => {
     const call = countTokensCall(req.body, sessionOf(req));
     const task = admitDoorTask(services, req, call, 'anthropic');
-    answerOnce(services, req, reply, task, call.model, (body) => {
-      const usage = (body as { usage?: { prompt_tokens?: number } }).usage;
-      return JSON.stringify({ input_tokens: usage?.prompt_tokens ?? 0 });
+    answerOnce(services, req, reply, task, {
+      who: chatIdentity(services, task, call.model),
+      render: (body) => JSON.stringify({ input_tokens: (body as { usage?: { prompt_tokens?: number } }).usage?.prompt_tokens ?? 0 }),
+      refuse: (err) => sendRefusal(reply.raw, err, req.id, anthropicErrorBody(err)),
     });
   });
 };

@@ -1,18 +1,15 @@
-import type { ServerResponse } from 'node:http';
-import { CORRELATION_ID_HEADER, ERROR_STATUS, needsBackoffHeaders, OpenAiModelListSchema, type ErrorEvent } from '@llama-orch/contracts';
-import { backoffHeaders, DEFAULT_BACKOFF_MS } from '@llama-orch/daemon-support';
+import { OpenAiModelListSchema, type ErrorEvent } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { NotFoundError } from '../../errors.js';
 import { findModel, listModels } from '../../openai/models.js';
-import { respondWithAnswer } from '../../openai/answer-response.js';
 import { OpenAiChunkEncoder } from '../../openai/chunk-encoder.js';
 import { openAiErrorBody } from '../../openai/openai-errors.js';
 import { chatCall, completionCall, type OpenAiCall } from '../../openai/request-mapping.js';
 import { sessionIdFor } from '../../openai/session-key.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
-import { admitDoorTask, sendJsonText } from '../door-tasks.js';
-import { abandonTask, serveTaskEvents } from '../task-streams.js';
+import { admitDoorTask, answerOnce, sendRefusal } from '../door-tasks.js';
+import { serveTaskEvents } from '../task-streams.js';
 
 /**
  * The OpenAI-compatible door. Each request becomes the same internal task a `POST /v2/tasks`
@@ -26,13 +23,6 @@ import { abandonTask, serveTaskEvents } from '../task-streams.js';
  * the ErrorEnvelope status, after that one last `data: {"error"…}` event.
  */
 
-/** A task's failure as the /v1 answer: its ErrorEnvelope status, `Retry-After` on 429/503. */
-function refuse(res: ServerResponse, err: ErrorEvent, correlationId: string): void {
-  const headers: Record<string, string> = needsBackoffHeaders(err.code) ? backoffHeaders(DEFAULT_BACKOFF_MS) : {};
-  headers[CORRELATION_ID_HEADER] = correlationId;
-  sendJsonText(res, ERROR_STATUS[err.code], JSON.stringify(openAiErrorBody(err)), headers);
-}
-
 function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: OpenAiCall): void {
   const task = admitDoorTask(services, req, call, 'v1');
   const who = {
@@ -41,25 +31,9 @@ function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply,
     created: Math.floor(services.clock.now() / 1000),
     model: call.model,
   };
-  if (!call.stream) {
-    reply.hijack();
-    const abandon = abandonTask(services, req, task);
-    // respondWithAnswer has unsubscribed when it calls this: the task is abandoned when nobody else reads it.
-    const onClientGone = (): void => {
-      if (task.stream.subscriberCount === 0) abandon();
-    };
-    respondWithAnswer({
-      res: reply.raw,
-      task,
-      who,
-      onClientGone,
-      sendAnswer: (text) => sendJsonText(reply.raw, 200, text, { [CORRELATION_ID_HEADER]: req.id }),
-      sendRefusal: (err) => refuse(reply.raw, err, req.id),
-    });
-    return;
-  }
+  const onRefused = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
+  if (!call.stream) return answerOnce(services, req, reply, task, { who, refuse: onRefused });
   const fingerprint = (): string | undefined => task.placement?.engine_version;
-  const onRefused = (err: ErrorEvent): void => refuse(reply.raw, err, req.id);
   serveTaskEvents(services, req, reply, task, { encoder: new OpenAiChunkEncoder(who, call.includeUsage, fingerprint), lazyHead: true, onRefused });
 }
 
