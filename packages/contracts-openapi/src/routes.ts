@@ -3,11 +3,6 @@ import {
   ResponsesRequestSchema,
   ResponseObjectSchema,
   AdmissionResponseSchema,
-  AnthropicCountTokensRequestSchema,
-  AnthropicCountTokensSchema,
-  AnthropicErrorSchema,
-  AnthropicMessageSchema,
-  AnthropicMessagesRequestSchema,
   AvailabilitySchema,
   CapabilitiesSchema,
   CatalogRegisterRequestSchema,
@@ -70,7 +65,7 @@ export interface RouteSpec {
 
 const id = z.strictObject({ id: z.string().meta({ description: 'Identifier from the path.' }) });
 /** 401 without a valid credential; 403 with one whose role the route does not take (a client key on a node route). */
-const withAuth = [401, 403];
+export const withAuth = [401, 403];
 /** pool-managerd has one credential (the node token): no role to refuse. */
 const nodeAuth = [401];
 
@@ -400,34 +395,3 @@ export const POOL_MANAGER: RouteSpec[] = [
 ];
 
 export const ERROR_RESPONSE_SCHEMA = ErrorEnvelopeSchema;
-
-const anthropicStream = [
-  'With `stream: true`: Server-Sent Events `event: <type>` + `data: <json>`: `message_start` (usage zero: the prompt count comes with the end), `ping`,',
-  'per content block (`text`, `thinking`, `tool_use`) `content_block_start`, `content_block_delta`s (`text_delta`, `thinking_delta`, `input_json_delta`) and',
-  '`content_block_stop`, then `message_delta` (`stop_reason`, usage) and `message_stop`. The 200 is sent with the first token; a failure after it is one `error` event.',
-].join(' ');
-
-const anthropicErrors = { errors: [400, ...withAuth, 404, 413, 429, 500, 502, 503], errorSchema: AnthropicErrorSchema };
-
-/** The Anthropic Messages door of orchestratord: a chat task through the same queue, placement and keys (Bearer or `x-api-key`). */
-export const ANTHROPIC: RouteSpec[] = [
-  {
-    method: 'post',
-    path: '/v1/messages',
-    summary: 'Anthropic Messages (translated to a chat task; the engine renders and generates)',
-    auth: true,
-    body: AnthropicMessagesRequestSchema,
-    ok: { status: 200, schema: AnthropicMessageSchema, description: 'Without `stream`: one message.' },
-    alt: { status: 200, contentType: 'text/event-stream', schema: AnthropicMessageSchema, description: anthropicStream },
-    ...anthropicErrors,
-  },
-  {
-    method: 'post',
-    path: '/v1/messages/count_tokens',
-    summary: "Input tokens of a conversation, counted by the engine's tokenizer on a pool serving the model",
-    auth: true,
-    body: AnthropicCountTokensRequestSchema,
-    ok: { status: 200, schema: AnthropicCountTokensSchema },
-    ...anthropicErrors,
-  },
-];
