@@ -35,6 +35,7 @@ import { responsesRoutes } from './http/routes/responses.js';
 import { PROBE_PATHS, probeRoutes } from './http/routes/probes.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { streamRoutes } from './http/routes/streams.js';
+import { ClusterNodeSync } from './registry/cluster-node-sync.js';
 import { NodeRegistry } from './registry/node-registry.js';
 import { isPlaceable } from './registry/pool-view.js';
 import { SessionStore } from './sessions/session-store.js';
@@ -63,8 +64,9 @@ export interface AppDeps {
   version?: string;
   /**
    * The cluster store (server.ts builds it from `config` with createClusterStore and closes it).
-   * Only per-key rate limits count through it so far; the rest of the state is still this
-   * process's own (.specs/65-cluster-store.md). @default the in-process store of `config`
+   * Per-key rate limits and (with a Redis store) the node registry and liveness go through it; the
+   * rest of the state is still this process's own (.specs/65-cluster-store.md). @default the
+   * in-process store of `config`
    */
   store?: ClusterStore;
 }
@@ -118,7 +120,12 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   app.setSerializerCompiler(serializerCompiler);
 
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
-  const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }) });
+  const store = deps.store ?? createMemoryStore(storeSettingsOf(config), { clock, logger });
+  // In-process: the registry is the node store, on today's synchronous path. Redis: the store holds
+  // the nodes and decides offline for the cluster; the registry is this replica's cache of them.
+  const sharedNodes = store.kind === 'redis';
+  const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }), livenessFromStore: sharedNodes });
+  const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
   const poolClient = new PoolClient({
     dispatcher: deps.upstream,
     h2cDispatcher: deps.upstreamH2c,
@@ -171,6 +178,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const services: AppServices = {
     config,
     registry,
+    nodeSync,
     tasks,
     sessions,
     catalog,
@@ -183,7 +191,6 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   };
   app.decorate('services', services);
 
-  const store = deps.store ?? createMemoryStore(storeSettingsOf(config), { clock, logger });
   const storeHealth = new StoreHealthWatch(store, logger.child({ subsystem: 'store' }));
   // Not ready from the first moment of the close (before tasks end): load balancers stop sending.
   let closing = false;
@@ -206,6 +213,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
       [
         { name: 'dashboard feed', close: () => dashboard.close() },
         { name: 'store health watch', close: () => storeHealth.close() },
+        { name: 'cluster node sync', close: () => nodeSync?.close() ?? Promise.resolve() },
         { name: 'node registry', close: () => registry.close() },
         { name: 'sessions', close: () => sessions.close() },
         { name: 'catalog', close: () => catalog.close() },
@@ -219,6 +227,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
       );
   });
 
+  nodeSync?.start();
   await app.register(correlationPlugin);
   await app.register(errorsPlugin);
   // Before auth: preflights carry no token.

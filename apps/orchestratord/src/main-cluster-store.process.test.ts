@@ -71,7 +71,11 @@ describe('orchestratord process with a cluster store', () => {
 
   it('a live Redis: it says what is shared so far, /readyz is ready, SIGTERM exits 0', async () => {
     const r = await runDaemon({ ORCHD_REDIS_URL: redis.url, ORCHD_REDIS_PREFIX: 'proc:' }, '"msg":"listening"');
-    expect(r.lines.find((l) => l.msg === 'cluster store partly wired')).toMatchObject({ prefix: 'proc:', redis: redis.url });
+    expect(r.lines.find((l) => l.msg === 'cluster store partly wired')).toMatchObject({
+      prefix: 'proc:',
+      redis: redis.url,
+      shared: ['rate limits', 'readiness', 'node registry and liveness'],
+    });
     const url = (r.lines.find((l) => l.msg === 'listening') as { url: string }).url;
     let status = 0;
     for (let i = 0; i < 30 && status !== 200; i += 1) {

@@ -49,7 +49,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       {
         redis: redactedUrl(options.config.redis_url),
         prefix: options.config.redis_prefix,
-        human: 'Cluster store: Redis. Only per-key rate limits and /readyz use it so far; queue, registry, leases, tasks and sessions are still kept in this process',
+        shared: ['rate limits', 'readiness', 'node registry and liveness'],
+        local: ['slot leases', 'admission queue', 'task records', 'sessions'],
+        human:
+          'Cluster store: Redis. Shared so far: per-key rate limits, /readyz, the node registry and liveness; slot leases, the queue, tasks and sessions are still kept in this process',
       },
       'cluster store partly wired',
     );

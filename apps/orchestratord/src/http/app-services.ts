@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { CatalogStore } from '../catalog/catalog-store.js';
 import type { DashboardFeed } from '../dashboard/dashboard-feed.js';
+import type { ClusterNodeSync } from '../registry/cluster-node-sync.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock } from '@llama-orch/daemon-support';
@@ -14,6 +15,8 @@ import type { PoolClient } from '../upstream/pool-client.js';
 export interface AppServices {
   readonly config: Readonly<OrchestratorConfig>;
   readonly registry: NodeRegistry;
+  /** With a shared (Redis) store: the node routes write through it. Undefined in-process (the registry is the store). */
+  readonly nodeSync: ClusterNodeSync | undefined;
   readonly tasks: TaskService;
   readonly sessions: SessionStore;
   readonly catalog: CatalogStore;

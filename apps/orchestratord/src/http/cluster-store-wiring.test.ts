@@ -1,26 +1,42 @@
 import { createHash } from 'node:crypto';
-import { ErrorEnvelopeSchema, OrchestratorConfigSchema, ReadinessSchema } from '@llama-orch/contracts';
+import { ErrorEnvelopeSchema, NodeListSchema, OrchestratorConfigSchema, ReadinessSchema } from '@llama-orch/contracts';
 import { systemClock } from '@llama-orch/daemon-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type OrchdApp } from '../app.js';
 import { storeSettingsOf, type ClusterStore } from '../store/cluster-store.js';
 import { createClusterStore } from '../store/create-cluster-store.js';
 import { REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from '../testing/redis-server.js';
-import { captureLogger } from '../testing/test-helpers.js';
+import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { captureLogger, frames, taskBody } from '../testing/test-helpers.js';
 import { sleep } from '../testing/store-harness.js';
 import { createUpstreamDispatchers } from '../upstream/dispatchers.js';
 import { loadCredentials } from './credentials.js';
 
 const BOB = 'bob-key-0123456789abcdef-env';
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+const ANN = 'ann-key-0123456789abcdef-env';
+const NODE = 'node-token-0123456789abcdef';
 const KEYS = `keys:
   - name: bob
     key_sha256: ${sha(BOB)}
     rate_limit: 3
+  - name: ann
+    key_sha256: ${sha(ANN)}
+    role: operator
 `;
 const bearer = { authorization: `Bearer ${BOB}` };
+const annAuth = { authorization: `Bearer ${ANN}` };
+const nodeAuth = { authorization: `Bearer ${NODE}` };
 
-// What is wired to the cluster store in this version: per-key rate limits and /readyz.
+async function until(cond: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  const start = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+// What is wired to the cluster store in this version: per-key rate limits, /readyz, the node registry and liveness.
 describe('orchestratord replicas sharing a Redis store', () => {
   let server: RedisServerHandle;
   const cleanup: Array<() => Promise<unknown>> = [];
@@ -34,8 +50,8 @@ describe('orchestratord replicas sharing a Redis store', () => {
     for (const c of cleanup.splice(0).reverse()) await c();
   });
 
-  async function replica(prefix: string): Promise<{ app: OrchdApp; store: ClusterStore }> {
-    const config = OrchestratorConfigSchema.parse({ keys_file: '/k.yaml', node_token: 'node-token-0123456789abcdef', redis_url: server.url, redis_prefix: prefix });
+  async function replica(prefix: string, over: Record<string, unknown> = {}): Promise<{ app: OrchdApp; store: ClusterStore; logs: ReturnType<typeof captureLogger> }> {
+    const config = OrchestratorConfigSchema.parse({ keys_file: '/k.yaml', node_token: NODE, redis_url: server.url, redis_prefix: prefix, ...over });
     const credentials = loadCredentials({ config, env: {}, readFile: () => KEYS });
     const logs = captureLogger();
     const store = await createClusterStore(storeSettingsOf(config), { clock: systemClock, logger: logs.logger });
@@ -44,8 +60,39 @@ describe('orchestratord replicas sharing a Redis store', () => {
     cleanup.push(() => upstream.close());
     const app = await buildApp({ logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials, store }, config);
     cleanup.push(() => app.close());
-    return { app, store };
+    return { app, store, logs };
   }
+
+  it('node registry and liveness: registered on A, heard on B, placed on C; offline decided once; deregistered everywhere', async () => {
+    const [a, b, c] = await Promise.all([1, 2, 3].map(() => replica('nodes:', { heartbeat_interval_ms: 200 })));
+    const urls: string[] = [];
+    for (const r of [a, b, c]) urls.push(await r!.app.listen({ port: 0, host: '127.0.0.1' }));
+    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: NODE, tokenIntervalMs: 1 });
+    cleanup.push(() => node.close());
+    const nodesOf = async (r: typeof a) => NodeListSchema.parse((await r!.app.inject({ method: 'GET', url: '/v2/nodes', headers: annAuth })).json()).nodes;
+    expect(await node.register(urls[0]!)).toBe(200);
+    expect(await node.heartbeatOnce(urls[1]!)).toBe(200);
+    // C was told nothing: it reads the store (one sync period, 50 ms here)
+    await until(async () => (await nodesOf(c))[0]?.state === 'online', 'C to see n1 online');
+    expect((await nodesOf(c))[0]).toMatchObject({ node_id: 'n1', address: node.registration().address, pools: [{ pool_id: 'p', slots_total: 2 }] });
+    const task = taskBody();
+    expect((await c!.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task })).statusCode).toBe(202);
+    const events = await c!.app.inject({ method: 'GET', url: `/v2/tasks/${task.task_id}/events`, headers: annAuth });
+    expect(frames(events.body).at(-1)?.event).toBe('end');
+    expect(node.dispatches.map((d) => d.body.task_id)).toEqual([task.task_id]);
+
+    // silent for 3 intervals: offline on every replica, logged (warn) by exactly one of them
+    await until(async () => (await Promise.all([a, b, c].map(nodesOf))).every((n) => n[0]?.state === 'offline'), 'n1 offline everywhere');
+    const offlineWarns = [a, b, c].flatMap((r) => r!.logs.records().filter((l) => l.msg === 'node offline' && l.level === 40));
+    expect(offlineWarns).toHaveLength(1);
+    expect(await node.heartbeatOnce(urls[2]!)).toBe(200);
+    await until(async () => (await nodesOf(a))[0]?.state === 'online', 'A to see n1 online again');
+
+    expect((await b!.app.inject({ method: 'DELETE', url: '/v2/nodes/n1', headers: nodeAuth })).statusCode).toBe(204);
+    await until(async () => (await nodesOf(a)).length === 0 && (await nodesOf(c)).length === 0, 'n1 gone from A and C');
+    expect(await node.heartbeatOnce(urls[0]!)).toBe(404);
+    expect((await c!.app.inject({ method: 'DELETE', url: '/v2/nodes/n1', headers: nodeAuth })).statusCode).toBe(404);
+  });
 
   it('a key limited to 3 a minute gets 3 across 3 replicas, not 9', async () => {
     const replicas = await Promise.all([replica('rl:'), replica('rl:'), replica('rl:')]);

@@ -4,9 +4,13 @@ import { join } from 'node:path';
 import { AvailabilitySchema, CapabilitiesSchema, ClusterPoolListSchema, NodeListSchema, PoolHealthSchema } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
-import { makeApp, registerNode, snapshot, TOKEN, type TestApp } from '../testing/test-helpers.js';
+import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
+import { makeApp as makeAppWith, registerNode, snapshot, storeOf, TOKEN, type TestApp } from '../testing/test-helpers.js';
 
-describe('node, control, catalog and metrics routes', () => {
+// Against both cluster stores: with Redis the node routes write through the store (.specs/65-cluster-store.md).
+describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)', (kind) => {
+  const stores = storeHarness(kind);
+  const makeApp = (over: Parameters<typeof makeAppWith>[0] = {}): Promise<TestApp> => makeAppWith(over, {}, undefined, undefined, storeOf(kind, stores));
   let t: TestApp;
   const fixtures: FixturePoolManager[] = [];
   afterEach(async () => {

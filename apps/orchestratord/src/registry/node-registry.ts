@@ -1,8 +1,11 @@
 import type { HeartbeatRequest, NodeAck, NodeInfo, NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
 import type { Clock, Log } from '@llama-orch/daemon-support';
+import { lastSeenOf } from '../store/liveness.js';
+import type { StoredNode } from '../store/node-liveness-store.js';
 import type { DispatchTarget } from '../upstream/pool-client.js';
 import { PoolAccounting, type NodeFacts } from './pool-accounting.js';
 import { PoolIndex } from './pool-index.js';
+import { SlotLease } from './slot-lease.js';
 import { candidateKey, type CandidateIndex, type Lease, type PoolView } from './pool-view.js';
 
 /**
@@ -17,13 +20,17 @@ import { candidateKey, type CandidateIndex, type Lease, type PoolView } from './
  * The 3 intervals count from when the node sent its last heartbeat (its `timestamp`), not from when
  * it arrived: the node can only have failed after sending it, so a failure is found at most
  * 3 intervals after it happened however long the heartbeat was in flight or queued here. A
- * timestamp in the future or older than {@link plausibleTransitMs} on arrival (clock skew) is not
+ * timestamp in the future or older than `plausibleTransitMs` (store/liveness.ts) on arrival (clock skew) is not
  * trusted, and the arrival time counts instead.
  *
  * Slots are leased synchronously by the scheduler, so two tasks never race for one slot between
  * heartbeats; how leases, heartbeats and marks make a pool's free slots is in `pool-accounting.ts`.
  * Every pool's view is rebuilt when something it shows changes (register, heartbeat, deregister,
  * offline, lease taken or released, a mark, a saturation running out) and kept in `PoolIndex`.
+ *
+ * With a shared cluster store (`livenessFromStore`), the store holds the node records and decides
+ * offline; this registry is the replica's cache of them, fed by {@link applyStored} and
+ * {@link forget} (`cluster-node-sync.ts`), with no deadline timers of its own.
  */
 
 export type RegistryEvent =
@@ -40,6 +47,8 @@ export interface NodeRegistryOptions {
   logger: Log;
   /** How long a pool that answered 503 stays saturated without a heartbeat. @default min(heartbeatIntervalMs, 500) */
   saturationMs?: number;
+  /** Node records and offline come from the cluster store (`applyStored`), not from this registry's timers. */
+  livenessFromStore?: boolean;
 }
 
 interface NodeRecord extends NodeFacts {
@@ -52,11 +61,6 @@ interface NodeRecord extends NodeFacts {
   pools: Map<string, PoolSnapshot>;
   /** Fires 3 intervals after `lastSeen` (re-armed by each heartbeat). */
   deadline: NodeJS.Timeout | undefined;
-}
-
-/** The most a heartbeat's own timestamp may lag its arrival and still be trusted, ms. */
-function plausibleTransitMs(heartbeatIntervalMs: number): number {
-  return Math.min(heartbeatIntervalMs / 4, 1000);
 }
 
 export type RegistryState = 'running' | 'closed';
@@ -72,21 +76,25 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   readonly #heartbeatIntervalMs: number;
   readonly #clock: Clock;
   readonly #logger: Log;
-  readonly #sweep: NodeJS.Timeout;
+  readonly #sweep: NodeJS.Timeout | undefined;
+  readonly #livenessFromStore: boolean;
   /** Bound once: runs on every read that finds a saturation due. */
   readonly #refreshKey = (key: string): void => {
     const view = this.#index.get(key);
     if (view !== undefined) this.#refreshPool(view.node_id, view.pool_id);
   };
 
-  constructor({ heartbeatIntervalMs, clock, logger, saturationMs }: NodeRegistryOptions) {
+  constructor({ heartbeatIntervalMs, clock, logger, saturationMs, livenessFromStore = false }: NodeRegistryOptions) {
     this.#heartbeatIntervalMs = heartbeatIntervalMs;
     this.#clock = clock;
     this.#logger = logger;
+    this.#livenessFromStore = livenessFromStore;
     this.#accounting = new PoolAccounting(saturationMs ?? Math.min(heartbeatIntervalMs, 500));
     // Each node has its own deadline timer (exact); the sweep is only a backstop.
-    this.#sweep = setInterval(() => this.sweep(), Math.max(10, Math.floor(heartbeatIntervalMs / 4)));
-    this.#sweep.unref();
+    if (!livenessFromStore) {
+      this.#sweep = setInterval(() => this.sweep(), Math.max(10, Math.floor(heartbeatIntervalMs / 4)));
+      this.#sweep.unref();
+    }
   }
 
   get state(): RegistryState {
@@ -106,30 +114,35 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   /** Registers (or re-registers: overwrites, back to `registering`) a node. */
   register(req: NodeRegisterRequest): NodeAck {
     const now = this.#clock.now();
-    const pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
+    this.#install(req, { state: 'registering', stateSince: now, lastSeen: now, pools: req.pools }, 'info');
+    return { next_heartbeat_ms: this.#heartbeatIntervalMs };
+  }
+
+  #install(req: NodeRegisterRequest, n: Omit<StoredNode, 'request'>, level: 'info' | 'debug'): NodeRecord {
+    const now = this.#clock.now();
     const previous = this.#nodes.get(req.node_id);
     const dispatch: DispatchTarget = { url: req.address, h2c: req.dispatch_h2c };
     const node: NodeRecord = {
       request: req,
       address: req.address,
       dispatch,
-      state: 'registering',
-      stateSince: now,
-      lastSeen: now,
-      pools,
+      state: n.state,
+      stateSince: n.stateSince,
+      lastSeen: n.lastSeen,
+      pools: poolMap(n.pools),
       deadline: undefined,
     };
     if (previous?.deadline !== undefined) clearTimeout(previous.deadline);
     this.#nodes.set(req.node_id, node);
     this.#armDeadline(req.node_id, node);
-    for (const p of req.pools) this.#observe(req.node_id, p, now);
+    for (const p of n.pools) this.#observe(req.node_id, p, now, n.lastSeen);
     this.#refreshNode(req.node_id, node, previous?.pools, now);
-    this.#logger.info(
-      { node_id: req.node_id, address: req.address, pools: req.pools.length, human: `Node ${req.node_id} registered with ${req.pools.length} pool(s) at ${req.address}` },
+    this.#logger[level](
+      { node_id: req.node_id, address: req.address, pools: n.pools.length, human: `Node ${req.node_id} registered with ${n.pools.length} pool(s) at ${req.address}` },
       'node registered',
     );
     this.#emit({ type: 'registered', nodeId: req.node_id });
-    return { next_heartbeat_ms: this.#heartbeatIntervalMs };
+    return node;
   }
 
   /** Applies a heartbeat; undefined when the node is unknown (it must register again). */
@@ -137,39 +150,44 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const node = this.#nodes.get(nodeId);
     if (node === undefined) return undefined;
     const now = this.#clock.now();
-    const previous = node.state;
-    const sentAt = Date.parse(req.timestamp);
-    node.lastSeen = sentAt <= now && now - sentAt <= plausibleTransitMs(this.#heartbeatIntervalMs) ? sentAt : now;
-    if (previous !== 'online') node.stateSince = now;
-    node.state = 'online';
-    this.#armDeadline(nodeId, node);
-    const before = node.pools;
-    node.pools = new Map(req.pools.map((p) => [p.pool_id, p] as const));
-    for (const p of req.pools) this.#observe(nodeId, p, now, node.lastSeen);
-    this.#refreshNode(nodeId, node, before, now);
-    if (previous !== 'online') {
-      this.#logger.info({ node_id: nodeId, from: previous, human: `Node ${nodeId} is online` }, 'node online');
-      this.#emit({ type: 'online', nodeId });
-    }
-    this.#emit({ type: 'heartbeat', nodeId });
+    this.#heard(nodeId, node, lastSeenOf(Date.parse(req.timestamp), now, this.#heartbeatIntervalMs), now, req.pools, 'info');
     return { next_heartbeat_ms: this.#heartbeatIntervalMs };
   }
 
+  /** A heartbeat: the node is online, last seen at `lastSeen`, with these pools (marks end). */
+  #heard(nodeId: string, node: NodeRecord, lastSeen: number, stateSince: number, pools: readonly PoolSnapshot[], level: 'info' | 'debug'): void {
+    const now = this.#clock.now();
+    const previous = node.state;
+    node.lastSeen = lastSeen;
+    if (previous !== 'online') node.stateSince = stateSince;
+    node.state = 'online';
+    this.#armDeadline(nodeId, node);
+    const before = node.pools;
+    node.pools = poolMap(pools);
+    for (const p of pools) this.#observe(nodeId, p, now, lastSeen);
+    this.#refreshNode(nodeId, node, before, now);
+    if (previous !== 'online') {
+      this.#logger[level]({ node_id: nodeId, from: previous, human: `Node ${nodeId} is online` }, 'node online');
+      this.#emit({ type: 'online', nodeId });
+    }
+    this.#emit({ type: 'heartbeat', nodeId });
+  }
+
   /** Removes a node and its pools; in-flight streams to it end on their own. */
-  deregister(nodeId: string): boolean {
+  deregister(nodeId: string, loud = true): boolean {
     const node = this.#nodes.get(nodeId);
     if (node === undefined) return false;
     if (node.deadline !== undefined) clearTimeout(node.deadline);
     this.#nodes.delete(nodeId);
     for (const poolId of node.pools.keys()) this.#index.set(candidateKey({ node_id: nodeId, pool_id: poolId }), undefined);
-    this.#logger.info({ node_id: nodeId, human: `Node ${nodeId} deregistered` }, 'node deregistered');
+    this.#logger[loud ? 'info' : 'debug']({ node_id: nodeId, human: `Node ${nodeId} deregistered` }, 'node deregistered');
     this.#emit({ type: 'deregistered', nodeId });
     return true;
   }
 
   /** Marks nodes whose last heartbeat is older than 3 intervals as offline (backstop of the per-node timers). */
   sweep(): void {
-    if (this.#state !== 'running') return;
+    if (this.#state !== 'running' || this.#livenessFromStore) return;
     const now = this.#clock.now();
     for (const [nodeId, node] of this.#nodes) this.#offlineIfLate(nodeId, node, now);
   }
@@ -181,6 +199,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
    */
   #armDeadline(nodeId: string, node: NodeRecord): void {
     if (node.deadline !== undefined) clearTimeout(node.deadline);
+    if (this.#livenessFromStore) return;
     const remaining = node.lastSeen + 3 * this.#heartbeatIntervalMs + 1 - this.#clock.now();
     node.deadline = setTimeout(
       () => {
@@ -196,15 +215,47 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   }
 
   #offlineIfLate(nodeId: string, node: NodeRecord, now: number): void {
-    if (node.state === 'offline' || now - node.lastSeen <= 3 * this.#heartbeatIntervalMs) return;
+    if (node.state !== 'offline' && now - node.lastSeen > 3 * this.#heartbeatIntervalMs) this.#markOffline(nodeId, node, now, true);
+  }
+
+  #markOffline(nodeId: string, node: NodeRecord, since: number, loud: boolean): void {
+    const now = this.#clock.now();
     node.state = 'offline';
-    node.stateSince = now;
+    node.stateSince = since;
     this.#refreshNode(nodeId, node, undefined, now);
-    this.#logger.warn(
+    this.#logger[loud ? 'warn' : 'debug'](
       { node_id: nodeId, last_seen_ms_ago: now - node.lastSeen, human: `Node ${nodeId} missed 3 heartbeats; marked offline, its pools are unplaceable` },
       'node offline',
     );
     this.#emit({ type: 'offline', nodeId });
+  }
+
+  /**
+   * Takes a node record as the cluster store holds it (written here or by another replica): a newer
+   * registration replaces the node, a newer last-seen time is a heartbeat (marks end), offline is
+   * taken as the store decided it. Older records are ignored (a list read before a heartbeat cannot
+   * undo it). `loud`: this replica made the change (info/warn logs), else debug.
+   */
+  applyStored(n: StoredNode, loud: boolean): void {
+    if (this.#state !== 'running') return;
+    const nodeId = n.request.node_id;
+    let node = this.#nodes.get(nodeId);
+    // A later state_since while this replica saw the node online: it re-registered meanwhile.
+    if (node === undefined || (n.stateSince > node.stateSince && (n.state === 'registering' || (n.state === 'online' && node.state === 'online')))) {
+      node = this.#install(n.request, { ...n, state: n.state === 'offline' ? 'offline' : 'registering' }, loud ? 'info' : 'debug');
+    }
+    // Into online: the store stamped state_since when it turned online, after the state held here began.
+    if (n.state === 'online' && (node.state === 'online' ? n.lastSeen > node.lastSeen : n.stateSince >= node.stateSince)) {
+      this.#heard(nodeId, node, n.lastSeen, n.stateSince, n.pools, loud ? 'info' : 'debug');
+    } else if (n.state === 'offline' && node.state !== 'offline' && n.lastSeen >= node.lastSeen) {
+      node.lastSeen = n.lastSeen;
+      this.#markOffline(nodeId, node, n.stateSince, loud);
+    }
+  }
+
+  /** Node ids held here (the cluster sync drops those the store no longer has). */
+  nodeIds(): string[] {
+    return [...this.#nodes.keys()];
   }
 
   nodeState(nodeId: string): NodeState | undefined {
@@ -352,26 +403,6 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   }
 }
 
-/**
- * One slot of a pool, held for a dispatch. A lease lasts as long as its task's stream, so it is one
- * small object calling the registry's shared give-back, not a closure with its own context per
- * lease (performance notes: slot lease as one object).
- */
-class SlotLease implements Lease {
-  #giveBack: ((nodeId: string, poolId: string) => void) | undefined;
-
-  constructor(
-    readonly nodeId: string,
-    readonly poolId: string,
-    giveBack: (nodeId: string, poolId: string) => void,
-  ) {
-    this.#giveBack = giveBack;
-  }
-
-  release(): void {
-    const giveBack = this.#giveBack;
-    if (giveBack === undefined) return;
-    this.#giveBack = undefined;
-    giveBack(this.nodeId, this.poolId);
-  }
+function poolMap(pools: readonly PoolSnapshot[]): Map<string, PoolSnapshot> {
+  return new Map(pools.map((p) => [p.pool_id, p] as const));
 }

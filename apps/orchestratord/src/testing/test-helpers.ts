@@ -8,6 +8,8 @@ import { createUpstreamDispatchers } from '../upstream/dispatchers.js';
 import { pino, type Logger } from 'pino';
 import { expect } from 'vitest';
 import type { Clock } from '@llama-orch/daemon-support';
+import { storeSettingsOf, type ClusterStore } from '../store/cluster-store.js';
+import type { StoreHarness, StoreKind } from './store-harness.js';
 
 export class ManualClock implements Clock {
   constructor(public t = 1_700_000_000_000) {}
@@ -84,7 +86,22 @@ export interface TestApp {
 }
 
 /** Deps a test may set besides the logger, dispatchers and clock. */
-export type ExtraDeps = Pick<AppDeps, 'dashboardDir' | 'version'>;
+export type ExtraDeps = Pick<AppDeps, 'dashboardDir' | 'version'> & {
+  /** Opens the app's cluster store for its parsed config (closed by the caller's harness). @default the in-process store */
+  store?: (config: OrchestratorConfig) => Promise<ClusterStore>;
+};
+
+/** `extra.store` for a store harness of either kind: in-process → today's default (none passed). */
+export function storeOf(kind: StoreKind, harness: StoreHarness): ExtraDeps {
+  if (kind === 'memory') return {};
+  return {
+    store: async (config) => {
+      // The harness picks the URL and a fresh prefix; the rest as the app's config says.
+      const { redis_url: _url, redis_prefix: _prefix, ...settings } = storeSettingsOf(config);
+      return (await harness.open(1, settings))[0] as ClusterStore;
+    },
+  };
+}
 
 /**
  * buildApp with a captured logger, the real upstream dispatchers and config overrides (parsed like
@@ -101,7 +118,13 @@ export async function makeApp(
   const logs = captureLogger();
   const upstream = createUpstreamDispatchers();
   const agent = http1 ?? upstream.http1;
-  const app = await buildApp({ logger: logs.logger, upstream: agent, upstreamH2c: upstream.h2c, ...(clock ? { clock } : {}), ...extra }, config, tuning);
+  const { store: openStore, ...deps } = extra;
+  const store = openStore === undefined ? undefined : await openStore(config);
+  const app = await buildApp(
+    { logger: logs.logger, upstream: agent, upstreamH2c: upstream.h2c, ...(clock ? { clock } : {}), ...deps, ...(store ? { store } : {}) },
+    config,
+    tuning,
+  );
   const auth: Record<string, string> = config.api_token === undefined ? {} : { authorization: `Bearer ${config.api_token}` };
   let closing: Promise<void> | undefined;
   return {

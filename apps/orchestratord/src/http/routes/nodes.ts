@@ -8,7 +8,7 @@ const NodeParams = z.object({ id: z.string() });
 
 /** Node API (Bearer): register, heartbeat, deregister, list. */
 export const nodesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
-  const { registry, metrics } = services;
+  const { registry, nodeSync, metrics } = services;
 
   app.post(
     '/v2/nodes/register',
@@ -16,7 +16,7 @@ export const nodesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, {
       schema: { body: NodeRegisterRequestSchema, response: { 200: NodeAckSchema } },
     },
     async (req) => {
-      const ack = registry.register(req.body);
+      const ack = nodeSync === undefined ? registry.register(req.body) : await nodeSync.register(req.body);
       metrics.nodeRegistrations.inc({ outcome: 'success' });
       return ack;
     },
@@ -28,7 +28,8 @@ export const nodesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, {
       schema: { params: NodeParams, body: HeartbeatRequestSchema, response: { 200: NodeAckSchema } },
     },
     async (req) => {
-      const ack = NodeIdSchema.safeParse(req.params.id).success ? registry.heartbeat(req.params.id, req.body) : undefined;
+      const id = req.params.id;
+      const ack = !NodeIdSchema.safeParse(id).success ? undefined : nodeSync === undefined ? registry.heartbeat(id, req.body) : await nodeSync.heartbeat(id, req.body);
       if (ack === undefined) {
         metrics.nodeHeartbeats.inc({ outcome: 'unknown_node' });
         throw new NotFoundError(`node '${req.params.id}' is not registered; register again`);
@@ -39,7 +40,7 @@ export const nodesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, {
   );
 
   app.delete('/v2/nodes/:id', { schema: { params: NodeParams } }, async (req, reply) => {
-    if (!registry.deregister(req.params.id)) {
+    if (!(nodeSync === undefined ? registry.deregister(req.params.id) : await nodeSync.deregister(req.params.id))) {
       metrics.nodeDeregistrations.inc({ outcome: 'unknown_node' });
       throw new NotFoundError(`node '${req.params.id}' is not registered`);
     }

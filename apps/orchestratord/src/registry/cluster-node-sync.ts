@@ -1,0 +1,114 @@
+import type { HeartbeatRequest, NodeAck, NodeRegisterRequest } from '@llama-orch/contracts';
+import type { Log } from '@llama-orch/daemon-support';
+import type { NodeLivenessStore } from '../store/node-liveness-store.js';
+import type { NodeRegistry } from './node-registry.js';
+
+export interface ClusterNodeSyncOptions {
+  registry: NodeRegistry;
+  store: NodeLivenessStore;
+  logger: Log;
+  /** Sweep and refresh period, ms. @default max(10, heartbeat interval / 4) */
+  periodMs?: number;
+}
+
+/**
+ * Node registry and liveness shared through the cluster store (a Redis store; the in-process store
+ * keeps `NodeRegistry`'s own synchronous path). The node routes write through the store and apply
+ * the stored record to this replica's registry at once; every `periodMs` each replica sweeps
+ * (`store.sweep()` hands each late node to one replica, which logs it as offline) and refreshes
+ * its registry from `store.list()`, so a heartbeat sent to another replica shows here within one
+ * period plus a round trip.
+ */
+export class ClusterNodeSync {
+  readonly #registry: NodeRegistry;
+  readonly #store: NodeLivenessStore;
+  readonly #logger: Log;
+  readonly #periodMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #closed = false;
+  /** Bumped by each write here: a refresh that overlapped one does not drop nodes it did not list. */
+  #writes = 0;
+  /** Whether the last refresh failed (logged once per outage). */
+  #failing = false;
+
+  constructor({ registry, store, logger, periodMs }: ClusterNodeSyncOptions) {
+    this.#registry = registry;
+    this.#store = store;
+    this.#logger = logger;
+    this.#periodMs = periodMs ?? Math.max(10, Math.floor(registry.heartbeatIntervalMs / 4));
+  }
+
+  /** Starts the sweep-and-refresh loop (the first refresh now). */
+  start(): void {
+    if (this.#closed || this.#timer !== undefined || this.#running !== undefined) return;
+    this.#loop();
+  }
+
+  async register(req: NodeRegisterRequest): Promise<NodeAck> {
+    this.#writes += 1;
+    this.#registry.applyStored(await this.#store.register(req), true);
+    return { next_heartbeat_ms: this.#registry.heartbeatIntervalMs };
+  }
+
+  /** Undefined when the cluster does not know the node (it must register again). */
+  async heartbeat(nodeId: string, req: HeartbeatRequest): Promise<NodeAck | undefined> {
+    this.#writes += 1;
+    const sentAt = Date.parse(req.timestamp);
+    const applied = await this.#store.heartbeat(nodeId, req.pools, Number.isNaN(sentAt) ? undefined : sentAt);
+    if (applied === undefined) return undefined;
+    // The record as stored: last seen is decided on the store's clock.
+    const stored = await this.#store.get(nodeId);
+    if (stored !== undefined) this.#registry.applyStored(stored, true);
+    return { next_heartbeat_ms: this.#registry.heartbeatIntervalMs };
+  }
+
+  async deregister(nodeId: string): Promise<boolean> {
+    this.#writes += 1;
+    const removed = await this.#store.deregister(nodeId);
+    this.#registry.deregister(nodeId, removed);
+    return removed;
+  }
+
+  /** One sweep and refresh; rejects when the store does (the loop logs it). */
+  async refresh(): Promise<void> {
+    const writes = this.#writes;
+    const swept = new Set(await this.#store.sweep());
+    const nodes = await this.#store.list();
+    if (this.#closed) return;
+    // A register or deregister here overlapped the list: it may show what that write replaced.
+    const overlapped = writes !== this.#writes;
+    for (const n of nodes) if (!overlapped || swept.has(n.request.node_id)) this.#registry.applyStored(n, swept.has(n.request.node_id));
+    if (overlapped) return;
+    const listed = new Set(nodes.map((n) => n.request.node_id));
+    for (const id of this.#registry.nodeIds()) if (!listed.has(id)) this.#registry.deregister(id, false);
+  }
+
+  /** Stops the loop and waits for a refresh in flight. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  #loop(): void {
+    this.#timer = undefined;
+    this.#running = this.refresh().then(
+      () => {
+        if (this.#failing) this.#logger.info({ human: 'Node records are read from the cluster store again' }, 'node refresh recovered');
+        this.#failing = false;
+      },
+      (err: unknown) => {
+        if (!this.#failing) this.#logger.warn({ err, human: 'Cannot read node records from the cluster store; pool views here keep their last state' }, 'node refresh failed');
+        this.#failing = true;
+      },
+    );
+    void this.#running.then(() => {
+      this.#running = undefined;
+      if (this.#closed) return;
+      this.#timer = setTimeout(() => this.#loop(), this.#periodMs);
+      this.#timer.unref();
+    });
+  }
+}
