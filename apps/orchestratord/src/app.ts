@@ -36,6 +36,7 @@ import { PROBE_PATHS, probeRoutes } from './http/routes/probes.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { streamRoutes } from './http/routes/streams.js';
 import { ClusterNodeSync } from './registry/cluster-node-sync.js';
+import { ClusterSlotLeases } from './registry/cluster-slot-leases.js';
 import { NodeRegistry } from './registry/node-registry.js';
 import { isPlaceable } from './registry/pool-view.js';
 import { SessionStore } from './sessions/session-store.js';
@@ -126,6 +127,8 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const sharedNodes = store.kind === 'redis';
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }), livenessFromStore: sharedNodes });
   const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
+  // Redis: each dispatch also holds a cluster slot lease, so replicas never overfill a pool together.
+  const clusterLeases = sharedNodes ? new ClusterSlotLeases({ store: store.leases, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
   const poolClient = new PoolClient({
     dispatcher: deps.upstream,
     h2cDispatcher: deps.upstreamH2c,
@@ -148,6 +151,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   });
   const tasks = new TaskService({
     registry,
+    clusterLeases,
     poolClient,
     metrics,
     sessions,
@@ -214,6 +218,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
         { name: 'dashboard feed', close: () => dashboard.close() },
         { name: 'store health watch', close: () => storeHealth.close() },
         { name: 'cluster node sync', close: () => nodeSync?.close() ?? Promise.resolve() },
+        { name: 'cluster slot leases', close: () => clusterLeases?.close() ?? Promise.resolve() },
         { name: 'node registry', close: () => registry.close() },
         { name: 'sessions', close: () => sessions.close() },
         { name: 'catalog', close: () => catalog.close() },

@@ -49,10 +49,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       {
         redis: redactedUrl(options.config.redis_url),
         prefix: options.config.redis_prefix,
-        shared: ['rate limits', 'readiness', 'node registry and liveness'],
-        local: ['slot leases', 'admission queue', 'task records', 'sessions'],
+        shared: ['rate limits', 'readiness', 'node registry and liveness', 'slot leases'],
+        local: ['admission queue', 'task records', 'sessions'],
         human:
-          'Cluster store: Redis. Shared so far: per-key rate limits, /readyz, the node registry and liveness; slot leases, the queue, tasks and sessions are still kept in this process',
+          'Cluster store: Redis. Shared so far: per-key rate limits, /readyz, the node registry and liveness, slot leases; the queue, tasks and sessions are still kept in this process',
       },
       'cluster store partly wired',
     );

@@ -94,6 +94,32 @@ describe('orchestratord replicas sharing a Redis store', () => {
     expect((await c!.app.inject({ method: 'DELETE', url: '/v2/nodes/n1', headers: nodeAuth })).statusCode).toBe(404);
   });
 
+  it('slot leases: 200 concurrent tasks over 3 replicas on one 2-slot pool; the node never refuses a dispatch as saturated', { timeout: 120_000 }, async () => {
+    const replicas = await Promise.all([1, 2, 3].map(() => replica('leases:', { heartbeat_interval_ms: 200 })));
+    const urls: string[] = [];
+    for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
+    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: NODE, tokenIntervalMs: 1 });
+    cleanup.push(() => node.close());
+    expect(await node.register(urls[0]!)).toBe(200);
+    await node.startHeartbeats(urls[1]!, 200);
+    cleanup.push(() => Promise.resolve(node.stopHeartbeats()));
+    await until(async () => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
+    const tasks = Array.from({ length: 200 }, () => taskBody({ max_tokens: 4 }));
+    const ends = await Promise.all(
+      tasks.map(async (task, i) => {
+        const { app } = replicas[i % 3]!;
+        const admitted = await app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task });
+        expect(admitted.statusCode).toBe(202);
+        const events = await app.inject({ method: 'GET', url: `/v2/tasks/${task.task_id}/events`, headers: annAuth });
+        return frames(events.body).at(-1)?.event;
+      }),
+    );
+    expect(ends.filter((e) => e !== 'end')).toEqual([]);
+    expect(node.refusedSaturated).toEqual([]);
+    expect(new Set(node.completed).size).toBe(200);
+    for (const r of replicas) await until(async () => (await r.store.leases.held('n1/p')) === 0, 'every lease released');
+  });
+
   it('a key limited to 3 a minute gets 3 across 3 replicas, not 9', async () => {
     const replicas = await Promise.all([replica('rl:'), replica('rl:'), replica('rl:')]);
     const codes: number[] = [];

@@ -5,7 +5,8 @@ import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { HB_MS, startFixtureCluster, type FixtureNodeSpec } from '../testing/openai-cluster.js';
-import { openSse, taskBody, TOKEN, waitFor, type SseClient, type TestApp } from '../testing/test-helpers.js';
+import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
+import { openSse, storeOf, taskBody, TOKEN, waitFor, type SseClient, type TestApp } from '../testing/test-helpers.js';
 
 interface Cluster {
   t: TestApp;
@@ -13,7 +14,9 @@ interface Cluster {
   nodes: FixturePoolManager[];
 }
 
-describe('SSE relay over real sockets with fixture nodes', () => {
+// Against both cluster stores: with Redis the node registry, liveness and slot leases go through it.
+describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s store)', (kind) => {
+  const stores = storeHarness(kind);
   let cluster: Cluster | undefined;
   const extraNodes: FixturePoolManager[] = [];
 
@@ -24,7 +27,7 @@ describe('SSE relay over real sockets with fixture nodes', () => {
   });
 
   async function start(nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}): Promise<Cluster> {
-    const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over);
+    const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over, HB_MS, { deps: storeOf(kind, stores) });
     cluster = { t, url, nodes: fixtures };
     return cluster;
   }

@@ -1,3 +1,4 @@
+import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
 import type { AdmissionResponse } from '@llama-orch/contracts';
 import type { QueuePolicy } from '../admission/admission-queue.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
@@ -13,6 +14,8 @@ import type { CancelReason } from './task-observer.js';
 
 export interface TaskServiceOptions {
   registry: NodeRegistry;
+  /** Cluster slot leases (a Redis store): each dispatch also holds one. Undefined in-process. */
+  clusterLeases?: ClusterSlotLeases | undefined;
   poolClient: PoolClient;
   metrics: OrchdMetrics;
   sessions: SessionStore;

@@ -4,6 +4,7 @@ import { AdmissionQueue } from '../admission/admission-queue.js';
 import { preparationSteps } from '../admission/model-availability.js';
 import { Predictor } from '../admission/predictor.js';
 import { InternalError, InvalidParamsError, QueueFullError } from '../errors.js';
+import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { Lease, PoolView } from '../registry/pool-view.js';
 import { Scheduler } from '../scheduling/scheduler.js';
@@ -13,6 +14,7 @@ import { AttemptAbort } from '../upstream/attempt-abort.js';
 import { runAnswerAttempt } from '../upstream/answer-attempt.js';
 import { runAttempt, type AttemptOutcome } from '../upstream/dispatch-attempt.js';
 import type { PoolClient } from '../upstream/pool-client.js';
+import { withClusterLease } from './cluster-lease-attempt.js';
 import { InFlight } from './in-flight.js';
 import { abandonNode, applyPenalty } from './node-faults.js';
 import { QueueMetrics } from './queue-metrics.js';
@@ -41,6 +43,7 @@ const ENGINE = 'llamacpp';
 
 export class TaskService {
   readonly #registry: NodeRegistry;
+  readonly #clusterLeases: ClusterSlotLeases | undefined;
   readonly #poolClient: PoolClient;
   readonly #sessions: SessionStore;
   readonly #clock: Clock;
@@ -65,6 +68,7 @@ export class TaskService {
   constructor(options: TaskServiceOptions) {
     const { registry, metrics, tickMs = 100, metricsIntervalMs = 1000 } = options;
     this.#registry = registry;
+    this.#clusterLeases = options.clusterLeases;
     this.#poolClient = options.poolClient;
     this.#sessions = options.sessions;
     this.#clock = options.clock;
@@ -267,8 +271,14 @@ export class TaskService {
     );
   }
 
-  /** The attempt's outcome; a throw while starting it (a bug) becomes its rejection. */
+  /** The attempt's outcome; with a shared store, under a cluster slot lease. */
   #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort): Promise<AttemptOutcome> {
+    const leases = this.#clusterLeases;
+    return leases === undefined ? this.#runAttempt(task, view, controller) : withClusterLease(leases, view, task.id, () => this.#runAttempt(task, view, controller));
+  }
+
+  /** The attempt's outcome; a throw while starting it (a bug) becomes its rejection. */
+  #runAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort): Promise<AttemptOutcome> {
     try {
       const input = {
         client: this.#poolClient,

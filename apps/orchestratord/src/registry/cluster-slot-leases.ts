@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import type { Log } from '@llama-orch/daemon-support';
+import type { SlotLeaseStore } from '../store/slot-lease-store.js';
+
+export interface ClusterSlotLeasesOptions {
+  store: SlotLeaseStore;
+  logger: Log;
+  /** How long a lease lives without renewal, ms; renewed every third of it while its dispatch lasts. @default 15000 */
+  ttlMs?: number;
+}
+
+/**
+ * Slot leases shared through the cluster store (a Redis store; in-process, `pool-accounting.ts`'s
+ * synchronous leases are the only ones). The scheduler still leases locally first (its own free-slot
+ * arithmetic); before the dispatch leaves, the task takes a cluster lease on the pool with the
+ * pool's `slots_total` as the limit, so across replicas a pool never has more dispatches than
+ * slots. The leases held here are renewed together every `ttlMs / 3`; a replica that dies stops
+ * renewing and its leases lapse after `ttlMs`, freeing their slots for the others.
+ */
+export class ClusterSlotLeases {
+  readonly #store: SlotLeaseStore;
+  readonly #logger: Log;
+  readonly #ttlMs: number;
+  /** Lease id → pool key, for the leases held by this replica's dispatches. */
+  readonly #held = new Map<string, string>();
+  readonly #pending = new Set<Promise<unknown>>();
+  /** Lease ids are unique per dispatch: a re-placed task's new lease is never the old one's release. */
+  readonly #prefix = randomUUID().slice(0, 8);
+  #seq = 0;
+  readonly #renewTimer: NodeJS.Timeout;
+  #renewing = false;
+
+  constructor({ store, logger, ttlMs = 15_000 }: ClusterSlotLeasesOptions) {
+    this.#store = store;
+    this.#logger = logger;
+    this.#ttlMs = ttlMs;
+    this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(ttlMs / 3)));
+    this.#renewTimer.unref();
+  }
+
+  /** Leases a slot of the pool for one dispatch: its lease id, or undefined when every slot is leased across the cluster. Rejects when the store does. */
+  async acquire(poolKey: string, slots: number, taskId: string): Promise<string | undefined> {
+    this.#seq += 1;
+    const leaseId = `${taskId}#${this.#prefix}.${this.#seq}`;
+    const r = await this.#store.acquire({ poolKey, slots, leaseId, ttlMs: this.#ttlMs });
+    if (r.kind === 'full') return undefined;
+    this.#held.set(leaseId, poolKey);
+    return leaseId;
+  }
+
+  /** Gives the lease back (not awaited by the dispatch: a failed release lapses after `ttlMs`). */
+  release(leaseId: string): void {
+    const poolKey = this.#held.get(leaseId);
+    if (poolKey === undefined) return;
+    this.#held.delete(leaseId);
+    this.#track(
+      this.#store.release(poolKey, leaseId).catch((err: unknown) => {
+        this.#logger.warn(
+          { err, pool: poolKey, lease_id: leaseId, human: `Could not release a slot lease of ${poolKey}; it lapses in ${this.#ttlMs} ms` },
+          'slot lease release failed',
+        );
+      }),
+    );
+  }
+
+  /** Leases held by this replica now. */
+  get size(): number {
+    return this.#held.size;
+  }
+
+  /** Stops renewing and waits for releases in flight (each bounded by the store's command timeout). */
+  async close(): Promise<void> {
+    clearInterval(this.#renewTimer);
+    await Promise.all([...this.#pending]);
+  }
+
+  #renewAll(): void {
+    if (this.#renewing || this.#held.size === 0) return;
+    this.#renewing = true;
+    const leases = [...this.#held];
+    const done = Promise.all(
+      leases.map(([leaseId, poolKey]) =>
+        this.#store.renew(poolKey, leaseId, this.#ttlMs).then(
+          (alive) => {
+            if (!alive && this.#held.has(leaseId))
+              this.#logger.warn(
+                { pool: poolKey, lease_id: leaseId, human: `A slot lease of ${poolKey} lapsed while its dispatch ran; the slot may be granted to another task` },
+                'slot lease lapsed',
+              );
+          },
+          (err: unknown) => this.#logger.warn({ err, pool: poolKey, lease_id: leaseId, human: `Could not renew a slot lease of ${poolKey}` }, 'slot lease renew failed'),
+        ),
+      ),
+    ).finally(() => {
+      this.#renewing = false;
+    });
+    this.#track(done);
+  }
+
+  #track(p: Promise<unknown>): void {
+    this.#pending.add(p);
+    void p.finally(() => this.#pending.delete(p));
+  }
+}
