@@ -232,7 +232,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
       );
   });
 
-  nodeSync?.start();
+  await nodeSync?.start();
   await app.register(correlationPlugin);
   await app.register(errorsPlugin);
   // Before auth: preflights carry no token.

@@ -88,6 +88,9 @@ describe('orchestratord replicas sharing a Redis store', () => {
     expect(await node.heartbeatOnce(urls[2]!)).toBe(200);
     await until(async () => (await nodesOf(a))[0]?.state === 'online', 'A to see n1 online again');
 
+    // a replica started now knows the node from its first request (buildApp waits for the first refresh)
+    const late = await replica('nodes:', { heartbeat_interval_ms: 200 });
+    expect((await nodesOf(late)).map((n) => n.node_id)).toEqual(['n1']);
     expect((await b!.app.inject({ method: 'DELETE', url: '/v2/nodes/n1', headers: nodeAuth })).statusCode).toBe(204);
     await until(async () => (await nodesOf(a)).length === 0 && (await nodesOf(c)).length === 0, 'n1 gone from A and C');
     expect(await node.heartbeatOnce(urls[0]!)).toBe(404);

@@ -39,10 +39,13 @@ export class ClusterNodeSync {
     this.#periodMs = periodMs ?? Math.max(10, Math.floor(registry.heartbeatIntervalMs / 4));
   }
 
-  /** Starts the sweep-and-refresh loop (the first refresh now). */
-  start(): void {
-    if (this.#closed || this.#timer !== undefined || this.#running !== undefined) return;
-    this.#loop();
+  /**
+   * Starts the sweep-and-refresh loop. Resolves once the first refresh is done (or failed, which is
+   * logged): a replica that starts places on the cluster's nodes from its first request.
+   */
+  start(): Promise<void> {
+    if (this.#closed || this.#timer !== undefined || this.#running !== undefined) return Promise.resolve();
+    return this.#loop();
   }
 
   async register(req: NodeRegisterRequest): Promise<NodeAck> {
@@ -92,9 +95,9 @@ export class ClusterNodeSync {
     await this.#running;
   }
 
-  #loop(): void {
+  #loop(): Promise<void> {
     this.#timer = undefined;
-    this.#running = this.refresh().then(
+    const running = this.refresh().then(
       () => {
         if (this.#failing) this.#logger.info({ human: 'Node records are read from the cluster store again' }, 'node refresh recovered');
         this.#failing = false;
@@ -104,11 +107,13 @@ export class ClusterNodeSync {
         this.#failing = true;
       },
     );
-    void this.#running.then(() => {
+    this.#running = running;
+    void running.then(() => {
       this.#running = undefined;
       if (this.#closed) return;
-      this.#timer = setTimeout(() => this.#loop(), this.#periodMs);
+      this.#timer = setTimeout(() => void this.#loop(), this.#periodMs);
       this.#timer.unref();
     });
+    return running;
   }
 }
