@@ -137,7 +137,7 @@ describe('orchestratord replicas sharing a Redis store', () => {
     expect((await other.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer })).statusCode).toBe(200);
   });
 
-  it('/readyz turns not ready while Redis is unreachable and ready again once it is back; rate-limited requests fail typed meanwhile', async () => {
+  it('/readyz turns not ready while Redis is unreachable and ready again once it is back; rate-limited requests and node heartbeats fail typed meanwhile', async () => {
     const { app } = await replica('ready:');
     await app.listen({ port: 0, host: '127.0.0.1' });
     const ready = async () => ReadinessSchema.parse((await app.inject({ method: 'GET', url: '/readyz' })).json());
@@ -152,6 +152,10 @@ describe('orchestratord replicas sharing a Redis store', () => {
     const r = await app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer });
     expect(r.statusCode).toBe(500);
     expect(ErrorEnvelopeSchema.parse(r.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
+    // the node routes write through the store: a node is told to retry, not that it is unknown
+    const hb = await app.inject({ method: 'POST', url: '/v2/nodes/n1/heartbeat', headers: nodeAuth, payload: { timestamp: new Date().toISOString(), pools: [] } });
+    expect(hb.statusCode).toBe(500);
+    expect(ErrorEnvelopeSchema.parse(hb.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
     await server.restart();
     expect(await until('ready')).toEqual({ status: 'ready' });
     expect((await app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer })).statusCode).toBe(200);

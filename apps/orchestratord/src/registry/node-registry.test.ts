@@ -1,5 +1,6 @@
 import type { NodeRegisterRequest } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { StoredNode } from '../store/node-liveness-store.js';
 import { NodeRegistry, type RegistryEvent } from './node-registry.js';
 import { isPlaceable } from './pool-view.js';
 import { captureLogger, ManualClock, snapshot } from '../testing/test-helpers.js';
@@ -351,5 +352,64 @@ describe('NodeRegistry', () => {
         expect(v.free).toBeLessThanOrEqual(v.slots_total);
       }
     }
+  });
+});
+
+// With a shared store the registry is a cache of the store's records (registry/cluster-node-sync.ts).
+describe('NodeRegistry fed from the cluster store (applyStored)', () => {
+  const stored = (req: NodeRegisterRequest, state: StoredNode['state'], stateSince: number, lastSeen: number, pools = req.pools): StoredNode => ({
+    request: req,
+    state,
+    stateSince,
+    lastSeen,
+    pools,
+  });
+
+  it('takes registrations, heartbeats and offline as the store decided them; older records change nothing', async () => {
+    const clock = new ManualClock();
+    const logs = captureLogger();
+    const r = new NodeRegistry({ heartbeatIntervalMs: 1000, clock, logger: logs.logger, livenessFromStore: true });
+    const events: string[] = [];
+    r.subscribe((e: RegistryEvent) => events.push(e.type));
+    const t = clock.now();
+    const req = reg('n1');
+    r.applyStored(stored(req, 'registering', t, t), false);
+    expect(r.nodeState('n1')).toBe('registering');
+    r.applyStored(stored(req, 'online', t + 10, t + 10, [snapshot({ pool_id: 'p', slots_free: 0 })]), false);
+    expect(r.nodeState('n1')).toBe('online');
+    expect(r.pools()[0]?.free).toBe(0);
+    // a list read before that heartbeat: ignored
+    r.applyStored(stored(req, 'registering', t, t), false);
+    expect(r.nodeState('n1')).toBe('online');
+    // a later heartbeat: online since the first one (the store keeps state_since while the state holds)
+    r.applyStored(stored(req, 'online', t + 10, t + 1000), false);
+    expect(r.pools()[0]?.free).toBe(1);
+    // no timer of its own: silent for 10 intervals, still online until the store says offline
+    clock.advance(10_000);
+    r.sweep();
+    expect(r.nodeState('n1')).toBe('online');
+    r.applyStored(stored(req, 'offline', t + 4100, t + 1000), true);
+    expect(r.nodeState('n1')).toBe('offline');
+    expect(r.pools()[0]?.node_state).toBe('offline');
+    // the online record from before the offline (a stale read) does not bring it back; a new heartbeat does
+    r.applyStored(stored(req, 'online', t + 10, t + 1000), false);
+    expect(r.nodeState('n1')).toBe('offline');
+    r.applyStored(stored(req, 'online', t + 9000, t + 9000), false);
+    expect(r.nodeState('n1')).toBe('online');
+    // re-registered at another replica (new address) and heard again before this one refreshed
+    const moved = { ...req, address: 'http://n1-moved.invalid:9200' };
+    r.applyStored(stored(moved, 'online', t + 9500, t + 9600), false);
+    expect(r.pools()[0]?.address).toBe('http://n1-moved.invalid:9200');
+    expect(events).toEqual(['registered', 'online', 'heartbeat', 'heartbeat', 'offline', 'online', 'heartbeat', 'registered', 'online', 'heartbeat']);
+    // only the replica the store handed the offline to warns
+    expect(
+      logs
+        .records()
+        .filter((l) => l.msg === 'node offline')
+        .map((l) => l.level),
+    ).toEqual([40]);
+    expect(r.deregister('n1', false)).toBe(true);
+    expect(r.pools()).toEqual([]);
+    await r.close();
   });
 });
