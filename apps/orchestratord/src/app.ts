@@ -65,9 +65,9 @@ export interface AppDeps {
   version?: string;
   /**
    * The cluster store (server.ts builds it from `config` with createClusterStore and closes it).
-   * Per-key rate limits and (with a Redis store) the node registry and liveness go through it; the
-   * rest of the state is still this process's own (.specs/65-cluster-store.md). @default the
-   * in-process store of `config`
+   * Per-key rate limits and (with a Redis store) the node registry, liveness and slot leases go
+   * through it; the rest of the state is still this process's own (.specs/65-cluster-store.md).
+   * @default the in-process store of `config`
    */
   store?: ClusterStore;
 }
