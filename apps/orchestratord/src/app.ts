@@ -30,6 +30,7 @@ import { DASHBOARD_ASSETS_PREFIX, DASHBOARD_PAGE_PATHS, dashboardRoutes } from '
 import { metricsRoutes } from './http/routes/metrics.js';
 import { nodesRoutes } from './http/routes/nodes.js';
 import { openAiRoutes } from './http/routes/openai.js';
+import { engineDoorRoutes } from './http/routes/engine-doors.js';
 import { PROBE_PATHS, probeRoutes } from './http/routes/probes.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { streamRoutes } from './http/routes/streams.js';
@@ -238,6 +239,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(catalogRoutes, { services });
   await app.register(sessionRoutes, { services });
   await app.register(openAiRoutes, { services });
+  await app.register(engineDoorRoutes, { services });
   await app.register(dashboardRoutes, { services, dir: deps.dashboardDir ?? dashboardAssetsDir() });
   return app as unknown as OrchdApp;
 }

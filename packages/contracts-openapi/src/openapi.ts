@@ -1,7 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import type { z } from 'zod';
 import { stringify } from 'yaml';
-import { CONTROL_PLANE, DATA_PLANE, ERROR_RESPONSE_SCHEMA, NODES, OPENAI, POOL_MANAGER, type RouteSpec } from './routes.js';
+import { CONTROL_PLANE, DATA_PLANE, ENGINE_DOORS, ERROR_RESPONSE_SCHEMA, NODES, OPENAI, POOL_MANAGER, type RouteSpec } from './routes.js';
 
 interface DocumentSpec {
   file: string;
@@ -30,6 +30,13 @@ export const DOCUMENTS: readonly DocumentSpec[] = [
     description:
       'POST /v1/chat/completions, /v1/completions, GET /v1/models: OpenAI clients work unchanged; admitted through the same queue, placement, auth and deadlines as /v2 tasks. Errors are `{error: {message, type, param, code}}` with the ErrorEnvelope statuses (404 `model_not_found`; 429/503 with Retry-After).',
     routes: OPENAI,
+  },
+  {
+    file: 'engine-doors.yaml',
+    title: 'llama-orch orchestratord — engine-route doors',
+    description:
+      "POST /v1/embeddings (OpenAI's shape), /v1/rerank and /rerank, /infill (llama-server's shapes): the engine's own routes through the same queue, placement by pool capability, auth and rate limits as /v1 chat. Errors: OpenAI's shape under /v1, llama-server's `{error: {code, message, type}}` on /rerank and /infill.",
+    routes: ENGINE_DOORS,
   },
   { file: 'control-plane.yaml', title: 'llama-orch orchestratord — control plane', description: 'Capabilities, pools, drain/reload, catalog, metrics.', routes: CONTROL_PLANE },
   { file: 'nodes.yaml', title: 'llama-orch orchestratord — node registry', description: 'Registration and heartbeats from pool-managerd.', routes: NODES },
@@ -118,8 +125,8 @@ const SERVED: readonly ServedSpec[] = [
   {
     path: 'apps/orchestratord/src/http/openapi.json',
     title: 'llama-orch orchestratord',
-    description: 'Every route of orchestratord: the /v2 data plane, the OpenAI-compatible /v1 door, the control plane and the node registry.',
-    docs: ['data-plane.yaml', 'openai.yaml', 'control-plane.yaml', 'nodes.yaml'],
+    description: 'Every route of orchestratord: the /v2 data plane, the OpenAI-compatible /v1 door, the engine-route doors, the control plane and the node registry.',
+    docs: ['data-plane.yaml', 'openai.yaml', 'engine-doors.yaml', 'control-plane.yaml', 'nodes.yaml'],
   },
   {
     path: 'apps/pool-managerd/src/http/openapi.json',

@@ -67,3 +67,11 @@ export {
   DashboardOutcomeSchema, DashboardTaskSchema, ThroughputPointSchema, DashboardQueueSchema, DashboardSnapshotSchema,
 } from './dashboard.js';
 export type { DashboardOutcome, DashboardTask, ThroughputPoint, DashboardQueue, DashboardSnapshot } from './dashboard.js';
+export {
+  PoolCapabilitySchema, DEFAULT_POOL_CAPABILITIES, EngineCallKindSchema, ENGINE_CALL_ROUTES, EngineCallSchema, taskCapability, servesCapability,
+} from './engine-calls.js';
+export type { PoolCapability, EngineCallKind, EngineCall } from './engine-calls.js';
+export {
+  EmbeddingsRequestSchema, EmbeddingsResponseSchema, RerankRequestSchema, RerankResponseSchema, InfillRequestSchema, InfillResponseSchema,
+} from './doors.js';
+export type { EmbeddingsRequest, RerankRequest, InfillRequest } from './doors.js';

@@ -22,6 +22,10 @@ export interface AnswerResponseOptions {
   sendRefusal: (err: ErrorEvent) => void;
   /** The client went away before the answer was sent (the caller cancels the task). */
   onClientGone: () => void;
+  /** The engine's body as the door's answer text. @default {@link answerText} (`id`, `created`, `model` set) */
+  render?: (body: Record<string, unknown>) => string;
+  /** The task ended without an answer (cancelled from elsewhere). @default an empty chat or completion answer */
+  onNoAnswer?: () => void;
 }
 
 /**
@@ -65,8 +69,9 @@ export function respondWithAnswer(o: AnswerResponseOptions): void {
     const answer = task.answer;
     if (answer !== undefined) {
       task.answer = undefined;
-      return o.sendAnswer(answerText(answer.body, o.who));
+      return o.sendAnswer(o.render !== undefined ? o.render(answer.body) : answerText(answer.body, o.who));
     }
+    if (o.onNoAnswer !== undefined) return o.onNoAnswer();
     if (terminal.event === 'end') o.sendAnswer(JSON.stringify(new ResponseCollector(o.who).body(terminal.data, task.placement?.engine_version)));
   }
 

@@ -1,4 +1,4 @@
-import type { NodeState, PoolSnapshot, PoolState } from '@llama-orch/contracts';
+import type { NodeState, PoolCapability, PoolSnapshot, PoolState } from '@llama-orch/contracts';
 import type { DispatchTarget } from '../upstream/pool-client.js';
 
 /** A pool as placement sees it: the latest heartbeat snapshot plus local lease accounting. */
@@ -18,6 +18,8 @@ export interface PoolCandidate {
   readonly aliases?: readonly string[] | undefined;
   readonly deterministic: boolean;
   readonly ctx: number;
+  /** What the pool's engine serves (heartbeat); absent = chat and completion (contracts' DEFAULT_POOL_CAPABILITIES). */
+  readonly capabilities?: readonly PoolCapability[] | undefined;
 }
 
 /** A pool with its node and accounting, as routes and placement read it. */
