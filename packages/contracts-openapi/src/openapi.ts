@@ -1,7 +1,8 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import type { z } from 'zod';
 import { stringify } from 'yaml';
-import { CONTROL_PLANE, DATA_PLANE, ENGINE_DOORS, ERROR_RESPONSE_SCHEMA, NODES, OPENAI, POOL_MANAGER, type RouteSpec } from './routes.js';
+import { CONTROL_PLANE, DATA_PLANE, ERROR_RESPONSE_SCHEMA, NODES, OPENAI, POOL_MANAGER, type RouteSpec } from './routes.js';
+import { ENGINE_DOORS } from './engine-door-routes.js';
 
 interface DocumentSpec {
   file: string;
