@@ -5,6 +5,7 @@ import type { Daemon } from '../lib/daemon.js';
 import { COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { answerAddedOver, answerGeneration, AnswerVariant, engineAnswerBody } from '../lib/answer-variants.js';
+import { EMBED_POOL, EMBEDDING_METHOD, embeddingAnswer, embeddingRows, embeddingVariants } from '../lib/embedding-variants.js';
 import { startPassthroughProxy } from '../lib/fixture.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import { cpuSeconds } from '../lib/proc.js';
@@ -114,17 +115,17 @@ export const relayBench: Bench = {
       token,
       orchestratorUrl: orch.url,
       heartbeatMs,
-      pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }],
+      pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }, EMBED_POOL],
       nodeFlags: profFlags(ctx, 'relay-pool-managerd'),
     });
     const proxies: Daemon[] = [];
     const hops: NginxHop[] = [];
     try {
       ctx.log('relay: waiting for the pool (a cold cache builds llama-server first)');
-      await waitPoolsReady(orch.url, token, ['relay'], [orch, pm.daemon], COLD_START_TIMEOUT_MS);
-      const status = await poolStatus(pm, 'relay', token);
-      const engineUrl = status?.engine_url;
-      if (engineUrl === undefined) throw new BenchError('pool-managerd reports no engine_url for the ready pool');
+      await waitPoolsReady(orch.url, token, ['relay', 'embed'], [orch, pm.daemon], COLD_START_TIMEOUT_MS);
+      const engineUrl = (await poolStatus(pm, 'relay', token))?.engine_url;
+      const embedUrl = (await poolStatus(pm, 'embed', token))?.engine_url;
+      if (engineUrl === undefined || embedUrl === undefined) throw new BenchError('pool-managerd reports no engine_url for a ready pool');
       await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
       // The peer: nginx in the daemons' two places. The inner hop opens a connection to the engine
       // per request (like pool-managerd's adapter), the outer keeps its connection to the inner hop
@@ -175,6 +176,7 @@ export const relayBench: Bench = {
         answer_cmpl_nginx2: new AnswerVariant('answer_cmpl_nginx2', [mOuter, mInner]),
         answer_cmpl_door: new AnswerVariant('answer_cmpl_door', [mOrch, mPm]),
         answer_cmpl_floor: new AnswerVariant('answer_cmpl_floor', mFloorAnswer),
+        ...embeddingVariants([mOrch, mPm]),
       };
       type AnswerName = keyof typeof av;
       const answerNames = Object.keys(av) as AnswerName[];
@@ -226,6 +228,7 @@ export const relayBench: Bench = {
         }
       };
       const answer = (name: AnswerName, seed: number) => {
+        if (name === 'embed_direct' || name === 'embed_door') return embeddingAnswer(name, seed, { engineUrl: embedUrl, doorUrl: orch.url, token }, agent);
         const kind = name.startsWith('answer_chat') ? ('chat' as const) : ('completion' as const);
         const engineBody = engineAnswerBody(kind, PROMPT, maxTokens, seed);
         if (name.endsWith('_direct')) return answerGeneration(engineUrl, kind, engineBody, agent, { reset: true });
@@ -247,6 +250,7 @@ export const relayBench: Bench = {
         const texts: string[] = [];
         const chatTexts: string[] = [];
         const cmplTexts: string[] = [];
+        const embedTexts: string[] = [];
         for (const name of order) {
           if (isAnswer(name)) {
             const variant = av[name];
@@ -256,7 +260,7 @@ export const relayBench: Bench = {
             variant.meterStop(counted);
             await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
             if (counted) variant.answers.push(a);
-            (name.startsWith('answer_chat') ? chatTexts : cmplTexts).push(a.text);
+            (name.startsWith('embed_') ? embedTexts : name.startsWith('answer_chat') ? chatTexts : cmplTexts).push(a.text);
             continue;
           }
           const variant = v[name];
@@ -271,7 +275,7 @@ export const relayBench: Bench = {
           if (counted) variant.generations.push(g);
           (name.startsWith('chat_') ? chatTexts : texts).push(g.text);
         }
-        if (counted && [texts, chatTexts, cmplTexts].some((group) => group.some((t) => t !== group[0]))) mismatches += 1;
+        if (counted && [texts, chatTexts, cmplTexts, embedTexts].some((group) => group.some((t) => t !== group[0]))) mismatches += 1;
       }
       await agent.close();
 
@@ -323,6 +327,7 @@ export const relayBench: Bench = {
           '/v1/chat/completions or /v1/completions on orchestratord, not streamed); latency = ' +
           "request send → whole body read, added = percentile − the direct percentile; CPU per request = the processes' CPU time " +
           'metered around each request as above, ÷ requests. ' +
+          EMBEDDING_METHOD +
           'TTFT = request send → arrival of the first token frame (relay: the clock starts before POST /v2/tasks, so admission, ' +
           'the SSE request and both hops count); inter-token = gaps between consecutive token frames at the client. ' +
           'Added = variant percentile − direct percentile; "over nginx" = relay added − two nginx hops added. Tokens/s = ' +
@@ -364,6 +369,7 @@ export const relayBench: Bench = {
             unit: ms,
           },
           ...answerRows('cmpl', av.answer_cmpl_door, av.answer_cmpl_nginx2, av.answer_cmpl_floor, av.answer_cmpl_direct),
+          ...embeddingRows(av.embed_door, av.embed_direct),
           ttft_pool_managerd_p50: { label: "pool-managerd's hop alone (its dispatch API − direct): added TTFT p50", value: pool.ttftP50, unit: ms },
           cpu_us_per_token_pool_managerd_alone: { label: "pool-managerd's hop alone: CPU per token", value: cpuPool.total as number, unit: 'µs' },
           nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },
