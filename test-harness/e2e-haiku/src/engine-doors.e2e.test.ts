@@ -6,14 +6,15 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineUrlOf, placedPool, repoRoot, startCluster, waitClusterIdle, type Cluster } from './index.js';
+import { engineIdle, engineUrlOf, placedPool, repoRoot, startCluster, waitClusterIdle, type Cluster } from './index.js';
 
 // The engine-route doors end to end (issue 27): orchestratord → pool-managerd → real llama-server.
 // One synthetic embedding model (non-causal, mean pooling) served by two pools — p1 with
 // `embeddings: true`, p2 with `reranking: true` — so placement must pick the pool by what the
 // request needs, and one synthetic generator with fill-in-the-middle tokens (p3) for /infill.
 const EMBED = 'synthetic:llama?role=embed';
-const FIM = 'synthetic:llama?fim=1';
+// A 4096-token training context, so a long infill stays in flight for seconds (the cancel tests).
+const FIM = 'synthetic:llama?ctx=4096&fim=1';
 const cacheDir = process.env.LLORCH_TEST_CACHE_DIR ?? join(repoRoot(), '.cache', 'llama-orch');
 
 let cluster: Cluster;
@@ -221,6 +222,34 @@ describe('POST /infill', () => {
     const last = door.events.at(-1)!;
     expect(last).toMatchObject({ stop: true, tokens_predicted: 12, stop_type: 'limit', model: 'coder' });
     expect(last.tokens_evaluated).toBe(engine.events.at(-1)!.tokens_evaluated);
+  });
+
+  it.each([false, true])('a client leaving during a long infill (stream: %s) cancels it: the engine slot is freed before it could finish', async (stream) => {
+    await waitClusterIdle(cluster);
+    const engineUrl = await engineUrlOf(cluster, 'p3');
+    const ac = new AbortController();
+    const correlationId = randomUUID();
+    const nPredict = 2000; // the pool runs a 2048-token context
+    const pending = request(new URL('/infill', cluster.orchestrator.url), {
+      method: 'POST',
+      signal: ac.signal,
+      headers: { 'content-type': 'application/json', ...auth, 'x-correlation-id': correlationId },
+      // logit_bias bans the end-of-text token (id 2): only a cancel stops it before n_predict.
+      body: JSON.stringify({ model: 'coder', ...fill, n_predict: nPredict, logit_bias: [[2, false]], stream }),
+    }).catch((err: unknown) => err);
+    for (let i = 0; i < 400 && (await engineIdle(engineUrl)); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await engineIdle(engineUrl)).toBe(false);
+    ac.abort();
+    await pending;
+    for (let i = 0; i < 500 && !(await engineIdle(engineUrl)); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await engineIdle(engineUrl)).toBe(true);
+    const slots = (await (await request(new URL('/slots', engineUrl))).body.json()) as Array<{ next_token?: Array<{ n_decoded: number }> }>;
+    expect(slots[0]?.next_token?.[0]?.n_decoded ?? nPredict).toBeLessThan(nPredict);
+    // The line may still be in orchestratord's stdout pipe.
+    const canceled = (): boolean => cluster.allLogs().some((l) => l.source === 'orchestratord' && l.line.correlation_id === correlationId && l.line.msg === 'task canceled');
+    for (let i = 0; i < 150 && !canceled(); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(canceled()).toBe(true);
+    await waitClusterIdle(cluster);
   });
 
   it("refusals in llama-server's shape: a model without infill, a missing field", async () => {
