@@ -286,7 +286,7 @@ export class Replica {
     return { proc, meta: { prepared, client } };
   }
 
-  /** Reads `/props`, binds the engine, writes its handoff file, then (once the daemon serves) announces it. */
+  /** Reads `/props` and what the engine serves, binds the engine, writes its handoff file, then (once the daemon serves) announces it. */
   async #bind(proc: EngineProcess, { prepared, client }: AttemptMeta): Promise<void> {
     let props;
     let capabilities: PoolCapability[];
@@ -296,7 +296,7 @@ export class Replica {
       capabilities = await engineCapabilities(engineClient, prepared.flags);
     } catch (err) {
       // The engine died right after /health 200; its exit event handles the restart.
-      this.#log.warn({ err, pid: proc.pid }, 'engine healthy but /props failed');
+      this.#log.warn({ err, pid: proc.pid }, 'engine healthy but /props or the /infill probe failed');
       return;
     }
     const pid = proc.pid;
