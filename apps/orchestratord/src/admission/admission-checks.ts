@@ -1,7 +1,7 @@
-import { DEFAULT_POOL_CAPABILITIES, servesCapability, taskCapability, type ErrorCode, type TaskRequest } from '@llama-orch/contracts';
+import { DEFAULT_POOL_CAPABILITIES, taskCapability, type ErrorCode, type TaskRequest } from '@llama-orch/contracts';
 import { BudgetSpentError, DeadlineUnmetError, InvalidParamsError, ModelNotAvailableError } from '../errors.js';
 import { modelAvailability, type ModelAvailability } from './model-availability.js';
-import type { PoolView } from '../registry/pool-view.js';
+import { mayServe, type PoolView } from '../registry/pool-view.js';
 import type { Prediction, Predictor } from './predictor.js';
 import { predictTask } from './prediction.js';
 
@@ -45,7 +45,7 @@ export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult
     throw new ModelNotAvailableError(`model '${request.model_ref}' is not served or provisioned by any pool`, { retryAfterMs: input.retryAfterMs });
   }
   const kind = taskCapability(request);
-  if (!listed.some((p) => servesCapability(p.capabilities, kind))) {
+  if (!listed.some((p) => mayServe(p, kind))) {
     input.onReject('INVALID_PARAMS');
     const served = [...new Set(listed.flatMap((p) => p.capabilities ?? DEFAULT_POOL_CAPABILITIES))].join(', ');
     throw new InvalidParamsError(`model '${request.model_ref}' cannot serve ${kind}: its pools serve ${served}`, { param: 'model' });

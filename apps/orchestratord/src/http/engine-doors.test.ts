@@ -4,7 +4,7 @@
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../testing/openai-cluster.js';
-import { TOKEN } from '../testing/test-helpers.js';
+import { TOKEN, waitFor } from '../testing/test-helpers.js';
 
 const EMBED = { pool_id: 'e', models: ['emb-model'], aliases: ['embedder'], slots: 1, capabilities: ['embeddings' as const] };
 const RERANK = { pool_id: 'r', models: ['emb-model'], slots: 1, capabilities: ['rerank' as const] };
@@ -94,6 +94,23 @@ describe('engine-route doors', () => {
     expect((await post('/v1/chat/completions', { model: 'embedder', messages: [{ role: 'user', content: 'x' }] })).status).toBe(400);
     expect((await post('/v1/chat/completions', { model: 'old-model', messages: [{ role: 'user', content: 'x' }], max_tokens: 2 })).status).toBe(200);
     expect(c.nodes[0]!.dispatches.map((d) => d.pool_id)).toEqual(['o']);
+  });
+
+  it('infill for a generation pool whose engine has not said yet waits in the queue instead of a 400', async () => {
+    c = await startCluster([{ nodeId: 'n1', pools: [{ pool_id: 's', models: ['new-model'], slots: 1, state: 'starting' }] }]);
+    const ac = new AbortController();
+    const pending = request(`${c.url}/infill`, {
+      method: 'POST',
+      signal: ac.signal,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ model: 'new-model', input_prefix: 'a', input_suffix: 'b' }),
+    }).catch((err: unknown) => err);
+    await waitFor(() => c?.t.app.services.tasks.queueDepth().interactive === 1, 5000, 'the infill task queued');
+    ac.abort();
+    await pending;
+    await waitFor(() => c?.t.app.services.tasks.queueDepth().interactive === 0, 5000, 'the task gone with its client');
+    // Embeddings and reranking pools report theirs from their config: no wait for those kinds.
+    expect((await post('/v1/embeddings', { model: 'new-model', input: 'x' })).status).toBe(400);
   });
 
   it("errors in each door's shape: 400 naming the field, 404 for an unknown model, 503 with Retry-After when the model's pools are down", async () => {

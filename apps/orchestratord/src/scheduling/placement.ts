@@ -1,5 +1,5 @@
-import { servesCapability, type PlacementOverrides, type PoolCapability } from '@llama-orch/contracts';
-import { candidateKey, compareCandidates, isPlaceable, servesModel, type CandidateIndex, type PoolCandidate } from '../registry/pool-view.js';
+import type { PlacementOverrides, PoolCapability } from '@llama-orch/contracts';
+import { candidateKey, compareCandidates, isPlaceable, mayServe, servesModel, type CandidateIndex, type PoolCandidate } from '../registry/pool-view.js';
 
 /**
  * Placement: pure functions from (task constraints, pool candidates) to a decision.
@@ -58,7 +58,7 @@ export interface RoundRobinCursor {
 
 /** Eligibility apart from the model and the task's exclusions. */
 function fitsConstraints(req: PlacementRequest, c: PoolCandidate): boolean {
-  if (req.kind !== undefined && !servesCapability(c.capabilities, req.kind)) return false;
+  if (req.kind !== undefined && !mayServe(c, req.kind)) return false;
   if (req.ctx > 0 && c.ctx > 0 && c.ctx < req.ctx) return false;
   if (req.determinism === 'strict' && !c.deterministic) return false;
   const p = req.placement;
