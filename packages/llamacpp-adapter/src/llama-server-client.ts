@@ -22,6 +22,9 @@ export type { EventSink } from './push-stream.js';
 
 export type { CompletionEvent } from './stream-events.js';
 
+/** A body `/infill` refuses (400) after its FIM check (reference: tools/server `post_infill`). */
+const INFILL_PROBE = '{"input_prefix":"","input_suffix":"","input_extra":0}';
+
 /** What `GET /health` says: `ready` (200), `loading` (503), `down` (no HTTP answer). */
 export type EngineHealth = 'ready' | 'loading' | 'down';
 
@@ -249,8 +252,9 @@ export class LlamaServerClient {
 
   /**
    * Whether the loaded model can fill in the middle. `/props` does not say; `/infill` checks the
-   * model's FIM tokens before it reads the body and answers 501 `not_supported_error` without them,
-   * so an empty body asks without creating a task (it fails on the missing fields instead).
+   * model's FIM tokens before it reads the body and answers 501 `not_supported_error` without them.
+   * The probe's `input_extra` is not an array, so a model with them answers 400 for that field: no
+   * task is created and the engine logs no server error.
    */
   async supportsInfill(signal?: AbortSignal): Promise<boolean> {
     if (this.#state === 'closed') throw new ClientClosedError();
@@ -259,7 +263,7 @@ export class LlamaServerClient {
       method: 'POST',
       dispatcher: this.#dispatcher,
       headers: { 'content-type': 'application/json', ...this.#authHeader },
-      body: '{}',
+      body: INFILL_PROBE,
       signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
     }).catch((err: unknown) => {
       throw new EngineUnreachableError(`POST /infill on ${this.baseUrl} got no answer: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
