@@ -85,7 +85,18 @@ module.exports = {
   forbidden: [
     ...appLayers(
       'orchestratord',
-      [['http'], ['dashboard'], ['openai', 'tasks'], ['admission'], ['scheduling'], ['registry'], ['upstream', 'streams', 'sessions', 'catalog'], ['store'], ['support']],
+      [
+        ['http'],
+        ['dashboard'],
+        ['anthropic', 'responses'],
+        ['openai', 'tasks'],
+        ['admission'],
+        ['scheduling'],
+        ['registry'],
+        ['upstream', 'streams', 'sessions', 'catalog'],
+        ['store'],
+        ['support'],
+      ],
       ['main', 'app', 'server', 'index'],
     ),
     ...appLayers(

@@ -29,7 +29,9 @@ import { controlRoutes } from './http/routes/control.js';
 import { DASHBOARD_ASSETS_PREFIX, DASHBOARD_PAGE_PATHS, dashboardRoutes } from './http/routes/dashboard.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { nodesRoutes } from './http/routes/nodes.js';
+import { anthropicRoutes } from './http/routes/anthropic.js';
 import { openAiRoutes } from './http/routes/openai.js';
+import { responsesRoutes } from './http/routes/responses.js';
 import { engineDoorRoutes } from './http/routes/engine-doors.js';
 import { PROBE_PATHS, probeRoutes } from './http/routes/probes.js';
 import { sessionRoutes } from './http/routes/sessions.js';
@@ -239,6 +241,8 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(catalogRoutes, { services });
   await app.register(sessionRoutes, { services });
   await app.register(openAiRoutes, { services });
+  await app.register(anthropicRoutes, { services });
+  await app.register(responsesRoutes, { services });
   await app.register(engineDoorRoutes, { services });
   await app.register(dashboardRoutes, { services, dir: deps.dashboardDir ?? dashboardAssetsDir() });
   return app as unknown as OrchdApp;

@@ -9,6 +9,7 @@ import { EMBED_POOL, EMBEDDING_METHOD, embeddingAnswer, embeddingRows, embedding
 import { startPassthroughProxy } from '../lib/fixture.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import { cpuSeconds } from '../lib/proc.js';
+import { doorBody, doorGeneration, doorStreamRows } from '../lib/door-variants.js';
 import { addedOver, chatGeneration, engineChatBody, RelayVariant, singleRequestGeneration, type MeteredProcess } from '../lib/relay-variants.js';
 import type { BenchOutcome, Figure } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
@@ -162,6 +163,11 @@ export const relayBench: Bench = {
         chat_direct: new RelayVariant('chat_direct', []),
         chat_nginx2: new RelayVariant('chat_nginx2', [mOuter, mInner]),
         chat_relay: new RelayVariant('chat_relay', [mOrch, mPm]),
+        // Issue 27: the Anthropic Messages and OpenAI Responses streams, the engine's own route directly and through the doors.
+        msg_direct: new RelayVariant('msg_direct', []),
+        msg_relay: new RelayVariant('msg_relay', [mOrch, mPm]),
+        resp_direct: new RelayVariant('resp_direct', []),
+        resp_relay: new RelayVariant('resp_relay', [mOrch, mPm]),
       };
       type Name = keyof typeof v;
       const names = Object.keys(v) as Name[];
@@ -225,6 +231,14 @@ export const relayBench: Bench = {
               agent,
               { token },
             );
+          case 'msg_direct':
+            return doorGeneration('messages', engineUrl, doorBody('messages', PROMPT, maxTokens), agent, { reset: true });
+          case 'msg_relay':
+            return doorGeneration('messages', orch.url, { model: SYNTHETIC_MODEL, ...doorBody('messages', PROMPT, maxTokens) }, agent, { token });
+          case 'resp_direct':
+            return doorGeneration('responses', engineUrl, doorBody('responses', PROMPT, maxTokens), agent, { reset: true });
+          case 'resp_relay':
+            return doorGeneration('responses', orch.url, { model: SYNTHETIC_MODEL, ...doorBody('responses', PROMPT, maxTokens) }, agent, { token });
         }
       };
       const answer = (name: AnswerName, seed: number) => {
@@ -273,7 +287,8 @@ export const relayBench: Bench = {
           variant.meterStop(counted);
           await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
           if (counted) variant.generations.push(g);
-          (name.startsWith('chat_') ? chatTexts : texts).push(g.text);
+          // Every chat-rendered door (chat, messages, responses) generates the same greedy text.
+          (name.startsWith('chat_') || name.startsWith('msg_') || name.startsWith('resp_') ? chatTexts : texts).push(g.text);
         }
         if (counted && [texts, chatTexts, cmplTexts, embedTexts].some((group) => group.some((t) => t !== group[0]))) mismatches += 1;
       }
@@ -319,6 +334,9 @@ export const relayBench: Bench = {
           "chat direct = the engine's own chat route with the body the adapter sends it (prompt cache on, as the /v1 door asks), " +
           'chat through nginx = that request through the two nginx hops, chat relay = POST /v1/chat/completions on orchestratord; ' +
           'chat figures are added over chat direct. ' +
+          "Messages and Responses rows (issue 27): the same prompt as one user message streamed (temperature 0) from the engine's own " +
+          '/v1/messages and /v1/responses (direct) and through the doors (POST /v1/messages, /v1/responses on orchestratord: a chat ' +
+          "task, encoded as that API's events by the door); token times are the arrival of text deltas, added over that API's direct. " +
           "Non-streamed rows (issue 28): the same prompt answered in one body (stream false) by the engine's OpenAI routes " +
           '(chat: /v1/chat/completions with the prompt as one user message; completion: /v1/completions), each with the body ' +
           'the adapter sends for a /v1 door request (temperature 0, same seed, prompt cache on): directly, through the two nginx ' +
@@ -362,6 +380,8 @@ export const relayBench: Bench = {
           chat_nginx2_ttft_added_p50: { label: '/v1 chat through two nginx hops: added TTFT p50', value: chatNgx2.ttftP50, unit: ms },
           chat_nginx2_cpu_us_per_token: { label: '/v1 chat through two nginx hops: CPU per token (both)', value: cpuChatNginx2.total as number, unit: 'µs' },
           ...againstNginx('chat', v.chat_relay, v.chat_nginx2, v.chat_direct),
+          ...doorStreamRows('msg', v.msg_relay, v.msg_direct),
+          ...doorStreamRows('resp', v.resp_relay, v.resp_direct),
           ...answerRows('chat', av.answer_chat_door, av.answer_chat_nginx2, av.answer_chat_floor, av.answer_chat_direct),
           answer_chat_streamed_door_cpu_ms: {
             label: 'the same chat streamed through the door (how a non-streamed one ran before): CPU per request, both daemons',
@@ -382,6 +402,8 @@ export const relayBench: Bench = {
           answer_variants: Object.fromEntries(answerNames.map((n) => [n, av[n].details()])),
           added_over_direct: { relay, single_request: single, nginx2: ngx2, nginx1: ngx1, pool_managerd_alone: pool, floor_passthrough: floor },
           chat_added_over_chat_direct: { relay: chatRelay, nginx2: chatNgx2 },
+          messages_added_over_messages_direct: addedOver(v.msg_relay, v.msg_direct),
+          responses_added_over_responses_direct: addedOver(v.resp_relay, v.resp_direct),
           relay_minus_direct_paired_ttft_ms: rounded(pairedTtft),
           text_mismatches: mismatches,
           nginx: nginxVersion(nginxBin),

@@ -41,7 +41,7 @@ describe('checked-in contracts match the schemas', () => {
     const doc = parse(renderOpenApi().get('openai.yaml') ?? '') as {
       paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> }>>;
     };
-    expect(Object.keys(doc.paths).sort()).toEqual(['/v1/chat/completions', '/v1/completions', '/v1/models', '/v1/models/{id}']);
+    expect(Object.keys(doc.paths).sort()).toEqual(['/v1/chat/completions', '/v1/completions', '/v1/models', '/v1/models/{id}', '/v1/responses']);
     const chat = doc.paths['/v1/chat/completions']?.post?.responses ?? {};
     expect(Object.keys(chat['200']?.content ?? {}).sort()).toEqual(['application/json', 'text/event-stream']);
     expect(chat['200']?.content?.['text/event-stream']?.schema.$ref).toBe('#/components/schemas/ChatCompletionChunk');

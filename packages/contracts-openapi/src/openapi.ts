@@ -1,6 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import type { z } from 'zod';
 import { stringify } from 'yaml';
+import { ANTHROPIC } from './anthropic-routes.js';
 import { CONTROL_PLANE, DATA_PLANE, ERROR_RESPONSE_SCHEMA, NODES, OPENAI, POOL_MANAGER, type RouteSpec } from './routes.js';
 import { ENGINE_DOORS } from './engine-door-routes.js';
 
@@ -29,8 +30,15 @@ export const DOCUMENTS: readonly DocumentSpec[] = [
     file: 'openai.yaml',
     title: 'llama-orch orchestratord — OpenAI-compatible door',
     description:
-      'POST /v1/chat/completions, /v1/completions, GET /v1/models: OpenAI clients work unchanged; admitted through the same queue, placement, auth and deadlines as /v2 tasks. Errors are `{error: {message, type, param, code}}` with the ErrorEnvelope statuses (404 `model_not_found`; 429/503 with Retry-After).',
+      'POST /v1/chat/completions, /v1/completions, /v1/responses (stateless subset), GET /v1/models: OpenAI clients work unchanged; admitted through the same queue, placement, auth and deadlines as /v2 tasks. Errors are `{error: {message, type, param, code}}` with the ErrorEnvelope statuses (404 `model_not_found`; 429/503 with Retry-After).',
     routes: OPENAI,
+  },
+  {
+    file: 'anthropic.yaml',
+    title: 'llama-orch orchestratord — Anthropic Messages door',
+    description:
+      "POST /v1/messages and /v1/messages/count_tokens in Anthropic's shape: Anthropic clients work unchanged with the same keys (`x-api-key` or Bearer); each request is a chat task through the same queue, placement and deadlines. Errors are `{type: 'error', error: {type, message}}` with the ErrorEnvelope statuses.",
+    routes: ANTHROPIC,
   },
   {
     file: 'engine-doors.yaml',
@@ -126,8 +134,9 @@ const SERVED: readonly ServedSpec[] = [
   {
     path: 'apps/orchestratord/src/http/openapi.json',
     title: 'llama-orch orchestratord',
-    description: 'Every route of orchestratord: the /v2 data plane, the OpenAI-compatible /v1 door, the engine-route doors, the control plane and the node registry.',
-    docs: ['data-plane.yaml', 'openai.yaml', 'engine-doors.yaml', 'control-plane.yaml', 'nodes.yaml'],
+    description:
+      'Every route of orchestratord: the /v2 data plane, the OpenAI-compatible /v1 door, the Anthropic door, the engine-route doors, the control plane and the node registry.',
+    docs: ['data-plane.yaml', 'openai.yaml', 'anthropic.yaml', 'engine-doors.yaml', 'control-plane.yaml', 'nodes.yaml'],
   },
   {
     path: 'apps/pool-managerd/src/http/openapi.json',

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import {
+  ResponsesRequestSchema,
+  ResponseObjectSchema,
   AdmissionResponseSchema,
   AvailabilitySchema,
   CapabilitiesSchema,
@@ -63,7 +65,7 @@ export interface RouteSpec {
 
 const id = z.strictObject({ id: z.string().meta({ description: 'Identifier from the path.' }) });
 /** 401 without a valid credential; 403 with one whose role the route does not take (a client key on a node route). */
-const withAuth = [401, 403];
+export const withAuth = [401, 403];
 /** pool-managerd has one credential (the node token): no role to refuse. */
 const nodeAuth = [401];
 
@@ -143,6 +145,22 @@ export const OPENAI: RouteSpec[] = [
     body: CompletionRequestSchema,
     ok: { status: 200, schema: CompletionSchema, description: 'Without `stream`: one text_completion.' },
     alt: { status: 200, contentType: 'text/event-stream', schema: CompletionSchema, description: openAiStream },
+    ...openAiErrors,
+  },
+  {
+    method: 'post',
+    path: '/v1/responses',
+    summary: 'OpenAI Responses, stateless subset (translated to a chat task; previous_response_id, store: true, background and non-function tools refused with 400)',
+    auth: true,
+    body: ResponsesRequestSchema,
+    ok: { status: 200, schema: ResponseObjectSchema, description: 'Without `stream`: one response (`status: incomplete` when max_output_tokens cut it).' },
+    alt: {
+      status: 200,
+      contentType: 'text/event-stream',
+      schema: ResponseObjectSchema,
+      description:
+        'With `stream: true`: `event: <type>` + `data: <json>` events with `sequence_number`: response.created, response.in_progress, per output item output_item.added, its deltas (output_text, function_call_arguments, reasoning_text) and done events, then response.completed or response.incomplete carrying the response (schema below). A failure after the first event is one `error` event.',
+    },
     ...openAiErrors,
   },
   {

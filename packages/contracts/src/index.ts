@@ -51,9 +51,9 @@ export type {
 export { formatIssues } from './format-issues.js';
 export { CORRELATION_ID_HEADER, isCorrelationId } from './correlation.js';
 export {
-  StopSchema, ResponseFormatSchema, SamplingSchema, SAMPLING_FIELDS, ChatMessageSchema, ChatMessagesSchema,
+  StopSchema, ResponseFormatSchema, SamplingSchema, SAMPLING_FIELDS, ChatMessageSchema, ChatMessagesSchema, NamedToolChoiceSchema, toolName,
 } from './sampling.js';
-export type { ResponseFormat, Sampling, ChatMessage } from './sampling.js';
+export type { ResponseFormat, Sampling, ChatMessage, NamedToolChoice } from './sampling.js';
 export {
   ChatCompletionRequestSchema, CompletionRequestSchema, UsageSchema, ChatCompletionSchema, ChatCompletionChunkSchema, CompletionSchema,
   OpenAiModelSchema, OpenAiModelListSchema, OpenAiErrorSchema,
@@ -67,6 +67,13 @@ export {
   DashboardOutcomeSchema, DashboardTaskSchema, ThroughputPointSchema, DashboardQueueSchema, DashboardSnapshotSchema,
 } from './dashboard.js';
 export type { DashboardOutcome, DashboardTask, ThroughputPoint, DashboardQueue, DashboardSnapshot } from './dashboard.js';
+export {
+  AnthropicMessagesRequestSchema, AnthropicCountTokensRequestSchema, AnthropicMessageParamSchema, AnthropicToolSchema, AnthropicToolChoiceSchema,
+  AnthropicTextBlockSchema, AnthropicUsageSchema, AnthropicMessageSchema, AnthropicCountTokensSchema, AnthropicErrorSchema,
+} from './anthropic.js';
+export type { AnthropicMessagesRequest, AnthropicCountTokensRequest, AnthropicMessageParam, AnthropicMessage, AnthropicError } from './anthropic.js';
+export { ResponsesRequestSchema, ResponseInputItemSchema, ResponseFunctionToolSchema, ResponseObjectSchema } from './responses.js';
+export type { ResponsesRequest, ResponseInputItem, ResponseObject } from './responses.js';
 export {
   PoolCapabilitySchema, DEFAULT_POOL_CAPABILITIES, EngineCallKindSchema, ENGINE_CALL_ROUTES, EngineCallSchema, taskCapability, servesCapability,
 } from './engine-calls.js';

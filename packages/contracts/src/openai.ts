@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PoolCapabilitySchema } from './engine-calls.js';
-import { ChatMessagesSchema, ResponseFormatSchema, StopSchema } from './sampling.js';
+import { ChatMessagesSchema, NamedToolChoiceSchema, ResponseFormatSchema, StopSchema } from './sampling.js';
 import { TASK_LIMITS } from './task.js';
 
 /**
@@ -51,7 +51,7 @@ export const ChatCompletionRequestSchema = z
     logprobs: opt(z.boolean()),
     top_logprobs: opt(z.int().min(0).max(20)),
     tools: opt(z.array(Json).max(128)),
-    tool_choice: opt(z.union([z.enum(['none', 'auto', 'required']), Json])),
+    tool_choice: opt(z.union([z.enum(['none', 'auto', 'required']), NamedToolChoiceSchema])),
   })
   .meta({ id: 'ChatCompletionRequest' });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;

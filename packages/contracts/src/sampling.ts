@@ -31,6 +31,16 @@ export const ResponseFormatSchema = z
   .meta({ id: 'ResponseFormat' });
 export type ResponseFormat = z.infer<typeof ResponseFormatSchema>;
 
+/** A `tool_choice` naming the one function the model must call. */
+export const NamedToolChoiceSchema = z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string().min(1) }) });
+export type NamedToolChoice = z.infer<typeof NamedToolChoiceSchema>;
+
+/** The function name of an OpenAI chat tool (`{type: 'function', function: {name}}`), if it has one. */
+export function toolName(tool: Record<string, unknown>): string | undefined {
+  const fn = tool.function;
+  return typeof fn === 'object' && fn !== null && typeof (fn as { name?: unknown }).name === 'string' ? (fn as { name: string }).name : undefined;
+}
+
 /** Sampling and output controls. Absent fields take the engine's defaults. */
 export const SamplingSchema = z
   .strictObject({
@@ -54,12 +64,20 @@ export const SamplingSchema = z
     top_logprobs: z.int().min(0).max(20).optional(),
     /** Tools the model may call; passed to the engine unchanged (chat). */
     tools: z.array(Json).max(128).optional(),
-    /** Passed to the engine unchanged (chat). */
-    tool_choice: z.union([z.enum(['none', 'auto', 'required']), Json]).optional(),
+    /**
+     * `none`, `auto`, `required`, or one named function (`{type: 'function', function: {name}}`),
+     * which must be among `tools`. The engine reads only the strings, so the adapter sends a named
+     * choice as `required` over that one tool (chat).
+     */
+    tool_choice: z.union([z.enum(['none', 'auto', 'required']), NamedToolChoiceSchema]).optional(),
   })
   .refine((s) => s.top_logprobs === undefined || s.logprobs === true, {
     message: 'top_logprobs needs logprobs: true',
     path: ['top_logprobs'],
+  })
+  .refine((s) => typeof s.tool_choice !== 'object' || (s.tools ?? []).some((t) => toolName(t) === (s.tool_choice as NamedToolChoice).function.name), {
+    message: 'names a function that is not among tools',
+    path: ['tool_choice'],
   })
   .meta({ id: 'Sampling' });
 export type Sampling = z.infer<typeof SamplingSchema>;

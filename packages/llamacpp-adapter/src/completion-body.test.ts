@@ -95,4 +95,16 @@ describe('toChatBody', () => {
     const { temperature, ...rest } = sampling;
     expect(body).toEqual({ messages, max_tokens: 4, stream: true, stream_options: { include_usage: true }, cache_prompt: true, temperature, ...rest });
   });
+
+  it('sends a named tool_choice as required over that one tool (the engine reads only the strings)', () => {
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+    const tools = [
+      { type: 'function', function: { name: 'f' } },
+      { type: 'function', function: { name: 'g' } },
+    ];
+    const body = toChatBody({ messages, max_tokens: 4, sampling: { tools, tool_choice: { type: 'function', function: { name: 'g' } } } });
+    expect(body.tools).toEqual([{ type: 'function', function: { name: 'g' } }]);
+    expect(body.tool_choice).toBe('required');
+    expect(toChatBody({ messages, max_tokens: 4, sampling: { tools, tool_choice: 'auto' } })).toMatchObject({ tools, tool_choice: 'auto' });
+  });
 });

@@ -1,4 +1,4 @@
-import type { ChatMessage, DispatchRequest, Sampling } from '@llama-orch/contracts';
+import { toolName, type ChatMessage, type DispatchRequest, type Sampling } from '@llama-orch/contracts';
 
 /**
  * Sampling temperature sent when a request is not greedy and names none: llama-server's own
@@ -126,5 +126,17 @@ export function toChatBody(req: ChatInput): ChatBody {
     temperature: temperatureOf(req),
     ...pick(s, SHARED_FIELDS),
     ...pick(s, CHAT_ONLY_FIELDS),
+    ...namedChoice(s),
   };
+}
+
+/**
+ * A named `tool_choice` in the engine's terms: llama-server reads only `none`/`auto`/`required`
+ * (an object is taken as `auto`), so the call is required over that one tool. Nothing for any
+ * other choice.
+ */
+function namedChoice(s: Sampling | undefined): Pick<Sampling, 'tools' | 'tool_choice'> {
+  const choice = s?.tool_choice;
+  if (typeof choice !== 'object') return {};
+  return { tools: (s?.tools ?? []).filter((t) => toolName(t) === choice.function.name), tool_choice: 'required' };
 }

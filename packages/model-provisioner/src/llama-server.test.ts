@@ -7,7 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { ensureCpuTestEngine, findFreePort, scrubEngineEnv } from '@llama-orch/engine-provisioner';
-import { ModelProvisioner, SYNTHETIC_CHAT_TEMPLATE } from './index.js';
+import { ModelProvisioner, SYNTHETIC_CHAT_TEMPLATE, SYNTHETIC_TOOL_USE_TEMPLATE } from './index.js';
 import type { ResolvedModel } from '@llama-orch/contracts';
 import { TempDirs, testLogger, testVocabPath } from './test-helpers.js';
 
@@ -134,6 +134,51 @@ describe('synthetic model in the real llama-server', () => {
     const content = (chat.json as { choices: { message: { content: string }; finish_reason: string }[] }).choices[0]!;
     expect(content.finish_reason).toBe('stop');
     expect(JSON.parse(content.message.content)).toEqual({ answer: expect.stringMatching(/^(yes|no)$/) as unknown });
+  });
+
+  it('carries a tool-use template whose calls the engine parses and constrains: auto, required, streamed, and the follow-up turn', async () => {
+    const { base, child, stderr } = await startEngine(model.local_path);
+    await waitHealthy(base, child, stderr);
+    const props = (await request(`${base}/props`).then((r) => r.body.json())) as { chat_template_tool_use?: string; chat_template_caps?: Record<string, boolean> };
+    expect(props.chat_template_tool_use).toBe(SYNTHETIC_TOOL_USE_TEMPLATE);
+    const post = async (body: unknown): Promise<{ status: number; text: string }> => {
+      const res = await request(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: res.statusCode, text: await res.body.text() };
+    };
+    const tools = [
+      {
+        type: 'function',
+        function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } }, required: ['city'] } },
+      },
+      { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
+    ];
+    const ask = [{ role: 'user', content: 'What is the weather in Paris?' }];
+    type Answer = { choices: { finish_reason: string; message: { content: string | null; tool_calls?: { id: string; function: { name: string; arguments: string } }[] } }[] };
+    // A named function is the door's to honour (llama-server reads only the strings): 61-openai-door.md.
+    for (const tool_choice of ['auto', 'required']) {
+      const r = await post({ messages: ask, tools, tool_choice, max_tokens: 300, temperature: 0, seed: 5 });
+      expect(r.status).toBe(200);
+      const choice = (JSON.parse(r.text) as Answer).choices[0]!;
+      expect(choice.finish_reason).toBe('tool_calls');
+      expect(choice.message.tool_calls).toHaveLength(1);
+      const call = choice.message.tool_calls![0]!;
+      // The grammar wrote arguments that fit the tool's schema.
+      if (call.function.name === 'get_weather') expect(JSON.parse(call.function.arguments)).toEqual({ city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown });
+    }
+    const streamed = await post({ messages: ask, tools, tool_choice: 'required', max_tokens: 300, temperature: 0, seed: 5, stream: true });
+    expect(streamed.text).toContain('"tool_calls":[{"index":0');
+    expect(streamed.text).toContain('"finish_reason":"tool_calls"');
+    const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } };
+    const followUp = await post({
+      messages: [...ask, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21 C' }],
+      tools,
+      max_tokens: 12,
+      temperature: 0,
+      seed: 5,
+    });
+    const answer = (JSON.parse(followUp.text) as Answer).choices[0]!;
+    expect(answer.message.tool_calls ?? []).toEqual([]);
+    expect(answer.message.content).not.toBe('');
   });
 
   it('also loads the F16 variant', async () => {

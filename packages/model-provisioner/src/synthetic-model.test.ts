@@ -2,7 +2,17 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ModelProvisionError, ModelProvisioner, ModelStore, SYNTHETIC_CHAT_TEMPLATE, parseSyntheticParams, readGgufHeader, readGgufInfo, writeSyntheticModel } from './index.js';
+import {
+  ModelProvisionError,
+  ModelProvisioner,
+  ModelStore,
+  SYNTHETIC_CHAT_TEMPLATE,
+  SYNTHETIC_TOOL_USE_TEMPLATE,
+  parseSyntheticParams,
+  readGgufHeader,
+  readGgufInfo,
+  writeSyntheticModel,
+} from './index.js';
 import { TempDirs, testLogger, testVocabPath } from './test-helpers.js';
 
 const temp = new TempDirs();
@@ -77,7 +87,7 @@ describe('synthetic llama generator', () => {
     expect(std).toBeLessThan(0.021);
   });
 
-  it('copies every tokenizer.* record of the vocab file byte for byte, then adds its chat template', async () => {
+  it('copies every tokenizer.* record of the vocab file byte for byte, then adds its chat templates', async () => {
     const p = join(dir, 'tok.gguf');
     await writeSyntheticModel(parseSyntheticParams(''), p, vocab);
     const [vh, mh] = await Promise.all([readGgufHeader(vocab), readGgufHeader(p)]);
@@ -86,8 +96,9 @@ describe('synthetic llama generator', () => {
     const mTok = mh.kvs.filter((kv) => kv.key.startsWith('tokenizer.'));
     // The vocab file has no template of its own; the generator's is the only one.
     expect(vTok.map((kv) => kv.key)).not.toContain('tokenizer.chat_template');
-    expect(mTok.map((kv) => kv.key)).toEqual([...vTok.map((kv) => kv.key), 'tokenizer.chat_template']);
-    expect(mTok.at(-1)?.value).toBe(SYNTHETIC_CHAT_TEMPLATE);
+    expect(mTok.map((kv) => kv.key)).toEqual([...vTok.map((kv) => kv.key), 'tokenizer.chat_template', 'tokenizer.chat_template.tool_use']);
+    expect(mTok.at(-2)?.value).toBe(SYNTHETIC_CHAT_TEMPLATE);
+    expect(mTok.at(-1)?.value).toBe(SYNTHETIC_TOOL_USE_TEMPLATE);
     expect(vTok.length).toBeGreaterThanOrEqual(10);
     for (const [i, kv] of vTok.entries()) {
       const m = mTok[i]!;

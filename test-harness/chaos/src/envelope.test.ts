@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { envelopeProblems, isOpenAiDoorPath, openAiErrorProblems } from './envelope.js';
+import { anthropicErrorProblems, envelopeProblems, isAnthropicDoorPath, isOpenAiDoorPath, openAiErrorProblems } from './envelope.js';
 
 const json = { 'content-type': 'application/json; charset=utf-8', 'x-correlation-id': 'c' };
 
@@ -31,5 +31,15 @@ describe('envelopeProblems', () => {
     expect(openAiErrorProblems(429, json, '{"error":{"message":"x","type":"rate_limit_error","param":null,"code":"ADMISSION_REJECT"}}').join()).toMatch(
       /Retry-After.*X-Backoff-Ms/,
     );
+  });
+
+  it("Messages door errors: Anthropic's shape with the status's type", () => {
+    expect(isAnthropicDoorPath('/v1/messages/count_tokens')).toBe(true);
+    expect(isAnthropicDoorPath('/v1/messagesx')).toBe(false);
+    expect(anthropicErrorProblems(401, json, '{"type":"error","error":{"type":"authentication_error","message":"missing key"}}')).toEqual([]);
+    expect(anthropicErrorProblems(400, json, '{"error":{"message":"x","type":"invalid_request_error","param":null,"code":"invalid_value"}}').join()).toMatch(
+      /type undefined is not 'error'/,
+    );
+    expect(anthropicErrorProblems(503, json, '{"type":"error","error":{"type":"api_error","message":"x"}}').join()).toMatch(/error.type.*Retry-After/);
   });
 });

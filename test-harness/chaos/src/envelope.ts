@@ -108,3 +108,53 @@ export function openAiErrorProblems(status: number, headers: Record<string, stri
   }
   return problems;
 }
+
+/** Anthropic's error `type` for a status, as the Messages door writes it (test data). */
+const ANTHROPIC_ERROR_TYPE: Readonly<Record<number, string>> = Object.freeze({
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+});
+
+/** Whether a request path belongs to the Anthropic Messages door (`/v1/messages…`), whose errors take Anthropic's shape. */
+export function isAnthropicDoorPath(path: string): boolean {
+  return path === '/v1/messages' || path.startsWith('/v1/messages/') || path.startsWith('/v1/messages?');
+}
+
+/**
+ * Problems with an error response of the Messages door (empty = fine): JSON `{type: 'error',
+ * error: {type, message}}` with no other keys, `error.type` Anthropic's name for the status, and
+ * the same headers as an ErrorEnvelope response.
+ */
+export function anthropicErrorProblems(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): string[] {
+  const problems: string[] = [];
+  const ctype = String(headers['content-type'] ?? '');
+  if (!ctype.startsWith('application/json')) problems.push(`content-type '${ctype}' is not application/json`);
+  if (headers['x-correlation-id'] === undefined || headers['x-correlation-id'] === '') problems.push('no X-Correlation-Id header');
+  let body: unknown;
+  try {
+    body = JSON.parse(bodyText);
+  } catch {
+    problems.push(`body is not JSON: ${bodyText.slice(0, 120)}`);
+    return problems;
+  }
+  const outer = body as Record<string, unknown> | null;
+  if (typeof outer !== 'object' || outer === null || Array.isArray(outer)) return [...problems, 'body is not a JSON object'];
+  for (const k of Object.keys(outer)) if (k !== 'type' && k !== 'error') problems.push(`unexpected key '${k}'`);
+  if (outer.type !== 'error') problems.push(`type ${JSON.stringify(outer.type)} is not 'error'`);
+  const err = outer.error as Record<string, unknown> | undefined;
+  if (typeof err !== 'object' || err === null) return [...problems, "no 'error' object"];
+  if (typeof err.message !== 'string') problems.push('error.message is not a string');
+  const type = ANTHROPIC_ERROR_TYPE[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+  if (err.type !== type) problems.push(`error.type ${JSON.stringify(err.type)} for status ${status} (expected '${type}')`);
+  if (status === 429 || status === 503) {
+    const ra = Number(headers['retry-after']);
+    if (!Number.isInteger(ra) || ra < 1) problems.push(`Retry-After '${String(headers['retry-after'])}' is not an integer ≥ 1`);
+    if (headers['x-backoff-ms'] === undefined) problems.push('no X-Backoff-Ms header');
+  }
+  return problems;
+}

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { request, type Dispatcher } from 'undici';
-import { envelopeProblems, isOpenAiDoorPath, openAiErrorProblems } from './envelope.js';
+import { anthropicErrorProblems, envelopeProblems, isAnthropicDoorPath, isOpenAiDoorPath, openAiErrorProblems } from './envelope.js';
 
 export interface ProbeRequest {
   method: string;
@@ -55,13 +55,13 @@ const AVAILABILITY_CODES = /"code":"(MODEL_NOT_AVAILABLE|POOL_UNREADY|POOL_UNAVA
 
 /**
  * The fuzz oracle for one response: never a 5xx (save the typed 503 availability answers above);
- * every 4xx/5xx is an ErrorEnvelope whose code maps to the status, or on orchestratord's /v1 door
- * (`path` given) OpenAI's error shape (HEAD answers carry no body and are checked by status only).
+ * every 4xx/5xx is an ErrorEnvelope whose code maps to the status, or on orchestratord's doors
+ * (`path` given) the door's own shape: Anthropic's on `/v1/messages…`, OpenAI's on the rest of `/v1` (HEAD answers carry no body and are checked by status only).
  */
 export function responseProblems(method: string, res: ProbeResponse, path?: string): string[] {
   const problems: string[] = [];
   if (res.status >= 500 && !(res.status === 503 && AVAILABILITY_CODES.test(res.text))) problems.push(`status ${res.status}`);
-  const shape = path !== undefined && isOpenAiDoorPath(path) ? openAiErrorProblems : envelopeProblems;
+  const shape = path === undefined ? envelopeProblems : isAnthropicDoorPath(path) ? anthropicErrorProblems : isOpenAiDoorPath(path) ? openAiErrorProblems : envelopeProblems;
   if (res.status >= 400 && method !== 'HEAD') problems.push(...shape(res.status, res.headers, res.text));
   if (res.status >= 400 && res.headers['x-correlation-id'] === undefined) problems.push('no X-Correlation-Id');
   return [...new Set(problems)];

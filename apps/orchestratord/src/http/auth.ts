@@ -2,6 +2,7 @@ import { bearerAuthOptions, bearerAuthPlugin } from '@llama-orch/daemon-support'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Credential, Credentials, Role } from './credentials.js';
+import { isAnthropicPath } from '../anthropic/anthropic-errors.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 
 export interface AuthOptions {
@@ -70,7 +71,12 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, opts) => {
         const path = pathOf(req);
         return open.has(path) || openPrefixes.some((p) => path.startsWith(p));
       },
-      unauthorized: (reason) => new UnauthorizedError(reason === 'missing' ? 'missing bearer token' : 'invalid bearer token'),
+      // Anthropic's clients send the key as `x-api-key`; the same keys work there as a Bearer token.
+      altToken: (req) => {
+        const key = req.headers['x-api-key'];
+        return typeof key === 'string' && key.length <= 8192 && isAnthropicPath(req.url) ? key.trim() : undefined;
+      },
+      unauthorized: (reason) => new UnauthorizedError(reason === 'missing' ? 'missing bearer token (or x-api-key on /v1/messages)' : 'invalid bearer token'),
       admit: (req, matched) => {
         let cred = matched;
         const need = requiredRole(req.method, req.routeOptions.url);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ErrorEnvelopeSchema, OpenAiErrorSchema, OrchestratorConfigSchema } from '@llama-orch/contracts';
+import { AnthropicErrorSchema, ErrorEnvelopeSchema, OpenAiErrorSchema, OrchestratorConfigSchema } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
@@ -128,6 +128,48 @@ describe('client keys and the node token', () => {
     expect(Number(rerank.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(rerank.json()).toEqual({ error: { code: 429, message: expect.stringContaining('rate limit'), type: 'rate_limit_error' } });
     expect((await a.inject({ method: 'POST', url: '/infill', payload: {} })).json()).toMatchObject({ error: { code: 401, type: 'authentication_error' } });
+  });
+
+  it('the Anthropic door takes the same keys as x-api-key (or Bearer), with its rate limits and roles, refusing in Anthropic shape', async () => {
+    const { app: a } = await make();
+    const body = { model: 'nope', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] };
+    const msg = (headers: Record<string, string>) => a.inject({ method: 'POST', url: '/v1/messages', headers, payload: body });
+    // A known key as x-api-key passes auth (then 404: no pool lists the model), in Anthropic's shape.
+    const byApiKey = await msg({ 'x-api-key': ALICE });
+    expect(byApiKey.statusCode).toBe(404);
+    expect(AnthropicErrorSchema.parse(byApiKey.json()).error.type).toBe('not_found_error');
+    expect((await msg(bearer(ALICE))).statusCode).toBe(404);
+    const wrong = await msg({ 'x-api-key': 'wrong-key-0123456789' });
+    expect(wrong.statusCode).toBe(401);
+    expect(AnthropicErrorSchema.parse(wrong.json())).toEqual({ type: 'error', error: { type: 'authentication_error', message: 'invalid bearer token' } });
+    expect(AnthropicErrorSchema.parse((await msg({})).json()).error.type).toBe('authentication_error');
+    // The node token is not a client key (403 permission_error); x-api-key is only the Anthropic door's.
+    expect(AnthropicErrorSchema.parse((await msg({ 'x-api-key': NODE })).json()).error.type).toBe('permission_error');
+    const chat = await a.inject({ method: 'POST', url: '/v1/chat/completions', headers: { 'x-api-key': ALICE }, payload: {} });
+    expect(chat.statusCode).toBe(401);
+    expect(OpenAiErrorSchema.parse(chat.json()).error.type).toBe('authentication_error');
+    const count = await a.inject({ method: 'POST', url: '/v1/messages/count_tokens', headers: { 'x-api-key': ALICE }, payload: { model: 'nope', messages: body.messages } });
+    expect(count.statusCode).toBe(404);
+    for (let i = 0; i < 3; i++) expect((await msg({ 'x-api-key': BOB })).statusCode).toBe(404);
+    const limited = await msg({ 'x-api-key': BOB });
+    expect(limited.statusCode).toBe(429);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(AnthropicErrorSchema.parse(limited.json()).error.type).toBe('rate_limit_error');
+  });
+
+  it('a batch-ceiling key runs Messages and Responses requests in the batch lane too', async () => {
+    const { app: a } = await make();
+    await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(NODE), payload: register() });
+    // No free slot: both stay queued, and the queue shows their lanes. Not awaited: they answer when the app closes.
+    void a.inject({
+      method: 'POST',
+      url: '/v1/messages',
+      headers: { 'x-api-key': BOB },
+      payload: { model: 'm', max_tokens: 4, stream: true, messages: [{ role: 'user', content: 'hi' }] },
+    });
+    void a.inject({ method: 'POST', url: '/v1/responses', headers: bearer(ALICE), payload: { model: 'm', input: 'hi', stream: true } });
+    for (let i = 0; i < 100 && a.services.tasks.queueDepth().batch + a.services.tasks.queueDepth().interactive < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(a.services.tasks.queueDepth()).toEqual({ interactive: 1, batch: 1 });
   });
 
   it('a batch-ceiling key never gets the interactive lane (/v2 and /v1)', async () => {

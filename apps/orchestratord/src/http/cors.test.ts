@@ -24,6 +24,7 @@ describe('CORS (ORCHD_CORS_ORIGINS)', () => {
       const allowed = String(res.headers['access-control-allow-headers']).toLowerCase();
       expect(allowed).toContain('authorization');
       expect(allowed).toContain('content-type');
+      expect(allowed).toContain('x-api-key');
       expect(res.headers['access-control-max-age']).toBe('600');
       expect(res.headers['x-correlation-id']).toBeDefined();
     }

@@ -10,8 +10,11 @@ export interface CorsOptions {
 
 /** Response headers a browser script may read: the correlation id and the backoff hints of 429/503. */
 export const CORS_EXPOSED_HEADERS = [CORRELATION_ID_HEADER, 'Retry-After', 'X-Backoff-Ms'] as const;
-/** Request headers a browser script may send (Authorization carries the Bearer key). */
-export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Accept', CORRELATION_ID_HEADER, 'X-Session-Id', 'Last-Event-ID'] as const;
+/**
+ * Request headers a browser script may send (Authorization carries the Bearer key; the Anthropic
+ * door also takes it as X-Api-Key, next to Anthropic-Version, which its clients always send).
+ */
+export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Accept', CORRELATION_ID_HEADER, 'X-Session-Id', 'Last-Event-ID', 'X-Api-Key', 'Anthropic-Version'] as const;
 
 /**
  * CORS for browser clients (`ORCHD_CORS_ORIGINS`), on every route (/v2, /v1, docs). Registered

@@ -1,6 +1,7 @@
 import { requestError, sendErrorEnvelope } from '@llama-orch/daemon-support';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
+import { anthropicErrorBody, isAnthropicPath } from '../anthropic/anthropic-errors.js';
 import { isOpenAiPath, openAiErrorBody } from '../openai/openai-errors.js';
 import { isLlamaCppDoorPath, llamaCppErrorBody } from '../openai/engine-door-errors.js';
 import { InternalError, InvalidParamsError, NotFoundError, OrchdError, PayloadTooLargeError } from '../errors.js';
@@ -17,12 +18,18 @@ export function toOrchdError(err: unknown): OrchdError {
 
 /**
  * Sends an ErrorEnvelope with its fixed status; 429/503 carry Retry-After and X-Backoff-Ms. On the
- * /v1 door the body takes OpenAI's shape instead, on `/rerank` and `/infill` llama-server's (same
- * status and headers).
+ * /v1 door the body takes OpenAI's shape instead, on the Anthropic door (`/v1/messages…`)
+ * Anthropic's, on `/rerank` and `/infill` llama-server's (same status and headers).
  */
 export function sendError(reply: FastifyReply, error: OrchdError): FastifyReply {
   const url = reply.request.url;
-  const render = isOpenAiPath(url) ? () => openAiErrorBody(error) : isLlamaCppDoorPath(url) ? () => llamaCppErrorBody(error) : undefined;
+  const render = isAnthropicPath(url)
+    ? () => anthropicErrorBody(error)
+    : isOpenAiPath(url)
+      ? () => openAiErrorBody(error)
+      : isLlamaCppDoorPath(url)
+        ? () => llamaCppErrorBody(error)
+        : undefined;
   return sendErrorEnvelope(reply, error.status, error.toEnvelope(), render);
 }
 

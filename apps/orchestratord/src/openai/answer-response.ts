@@ -18,14 +18,17 @@ export interface AnswerResponseOptions {
   who: ResponseIdentity;
   /** Sends the 200 answer body (JSON text); statuses are written in `http/`. */
   sendAnswer: (text: string) => void;
+  /**
+   * The door's answer text from the engine's OpenAI body (chat or completion; for a task cancelled
+   * before its answer, the body collected from its frames). @default {@link answerText} (the /v1 door)
+   */
+  render?: (body: Record<string, unknown>) => string;
   /** Sends the task's failure (its ErrorEnvelope status, in OpenAI's shape). */
   sendRefusal: (err: ErrorEvent) => void;
+  /** The task ended without an answer (cancelled from elsewhere). @default the body collected from its frames, rendered */
+  onNoAnswer?: () => void;
   /** The client went away before the answer was sent (the caller cancels the task). */
   onClientGone: () => void;
-  /** The engine's body as the door's answer text. @default {@link answerText} (`id`, `created`, `model` set) */
-  render?: (body: Record<string, unknown>) => string;
-  /** The task ended without an answer (cancelled from elsewhere). @default an empty chat or completion answer */
-  onNoAnswer?: () => void;
 }
 
 /**
@@ -66,13 +69,14 @@ export function respondWithAnswer(o: AnswerResponseOptions): void {
     if (done || terminal === undefined) return;
     finish();
     if (terminal.event === 'error') return o.sendRefusal(terminal.data);
+    const render = o.render ?? ((body: Record<string, unknown>): string => answerText(body, o.who));
     const answer = task.answer;
     if (answer !== undefined) {
       task.answer = undefined;
-      return o.sendAnswer(o.render !== undefined ? o.render(answer.body) : answerText(answer.body, o.who));
+      return o.sendAnswer(render(answer.body));
     }
     if (o.onNoAnswer !== undefined) return o.onNoAnswer();
-    if (terminal.event === 'end') o.sendAnswer(JSON.stringify(new ResponseCollector(o.who).body(terminal.data, task.placement?.engine_version)));
+    if (terminal.event === 'end') o.sendAnswer(render(new ResponseCollector(o.who).body(terminal.data, task.placement?.engine_version)));
   }
 
   const onClose = (): void => {

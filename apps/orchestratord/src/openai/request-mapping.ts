@@ -36,13 +36,13 @@ function paramOf(path: readonly PropertyKey[]): string | undefined {
   return parts.length === 0 ? undefined : parts.map(String).join('.');
 }
 
-function invalid(issue: Issue | undefined): InvalidParamsError {
+export function invalid(issue: Issue | undefined): InvalidParamsError {
   const param = issue === undefined ? undefined : paramOf(issue.path);
   const message = issue?.message ?? 'invalid request';
   return new InvalidParamsError(param === undefined ? `body: ${message}` : `${param}: ${message}`, param === undefined ? {} : { param });
 }
 
-function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidParamsError('body: expected a JSON object');
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw invalid(parsed.error.issues[0]);

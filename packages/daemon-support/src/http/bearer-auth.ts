@@ -54,6 +54,11 @@ export interface BearerAuthOptions<C extends BearerCredential = BearerCredential
   isOpen: (req: FastifyRequest) => boolean;
   /** The daemon's 401 error (its error handler answers with the envelope). */
   unauthorized: (reason: 'missing' | 'invalid') => Error;
+  /**
+   * The token of a request that has no `Authorization` header, from another place a door's clients
+   * put it (Anthropic's `x-api-key`). @default none: only the Bearer header
+   */
+  altToken?: (req: FastifyRequest) => string | undefined;
   /** After the token matched: an error to refuse the request (403), else undefined. @default let it through */
   admit?: (req: FastifyRequest, credential: C) => Error | undefined;
 }
@@ -68,7 +73,7 @@ const bearerAuth: FastifyPluginCallback<BearerAuthOptions> = (app, opts, done) =
         return;
       }
       const header = req.headers.authorization;
-      const token = bearerToken(header);
+      const token = header === undefined ? opts.altToken?.(req) : bearerToken(header);
       const credential = token !== undefined ? lookup(token) : undefined;
       if (credential === undefined) {
         req.log.warn({ path: req.url.split('?', 1)[0], has_authorization: header !== undefined }, 'unauthorized request');

@@ -1,19 +1,15 @@
-import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
-import { CORRELATION_ID_HEADER, ERROR_STATUS, needsBackoffHeaders, OpenAiModelListSchema, resolveTaskRequest, type ErrorEvent } from '@llama-orch/contracts';
-import { backoffHeaders, DEFAULT_BACKOFF_MS } from '@llama-orch/daemon-support';
+import { OpenAiModelListSchema, type ErrorEvent } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { NotFoundError } from '../../errors.js';
 import { findModel, listModels } from '../../openai/models.js';
-import { respondWithAnswer } from '../../openai/answer-response.js';
 import { OpenAiChunkEncoder } from '../../openai/chunk-encoder.js';
 import { openAiErrorBody } from '../../openai/openai-errors.js';
 import { chatCall, completionCall, type OpenAiCall } from '../../openai/request-mapping.js';
 import { sessionIdFor } from '../../openai/session-key.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
-import { withPriorityCeiling } from '../client-keys.js';
-import { abandonTask, serveTaskEvents } from '../task-streams.js';
+import { admitDoorTask, answerOnce, sendRefusal } from '../door-tasks.js';
+import { serveTaskEvents } from '../task-streams.js';
 
 /**
  * The OpenAI-compatible door. Each request becomes the same internal task a `POST /v2/tasks`
@@ -27,57 +23,17 @@ import { abandonTask, serveTaskEvents } from '../task-streams.js';
  * the ErrorEnvelope status, after that one last `data: {"error"…}` event.
  */
 
-/** JSON text as the answer of a hijacked /v1 response. */
-function sendText(res: ServerResponse, status: number, text: string, headers: Readonly<Record<string, string>>): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...headers });
-  res.end(text);
-}
-
-/** A task's failure as the /v1 answer: its ErrorEnvelope status, `Retry-After` on 429/503. */
-function refuse(res: ServerResponse, err: ErrorEvent, correlationId: string): void {
-  const headers: Record<string, string> = needsBackoffHeaders(err.code) ? backoffHeaders(DEFAULT_BACKOFF_MS) : {};
-  headers[CORRELATION_ID_HEADER] = correlationId;
-  sendText(res, ERROR_STATUS[err.code], JSON.stringify(openAiErrorBody(err)), headers);
-}
-
 function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: OpenAiCall): void {
-  // A name no pool lists at all is the client's mistake (404); one whose pools are all down or
-  // offline is the cluster's (the admission's 503 MODEL_NOT_AVAILABLE).
-  if (services.registry.poolsForModel(call.model).length === 0) {
-    throw new NotFoundError(`model '${call.model}' not found: no pool serves or provisions it (GET /v1/models lists them)`, { param: 'model' });
-  }
-  const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
-  // `door` on every line of the task: operators tell /v1 traffic from /v2 in the same log.
-  // Not streamed: the engine is asked for one answer, no token crosses the daemons (answer-response.ts).
-  const delivery = call.stream ? 'stream' : 'answer';
-  const admitted = services.tasks.admit(withPriorityCeiling(request, req), req.log.child({ door: 'v1' }), req.id, req.principal?.name, delivery);
-  const task = services.tasks.get(admitted.task_id);
-  if (task === undefined || !('delivery' in task)) throw new Error(`admitted task ${admitted.task_id} is not in the table`);
+  const task = admitDoorTask(services, req, call, 'v1');
   const who = {
     kind: call.kind,
     id: `${call.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${task.id}`,
     created: Math.floor(services.clock.now() / 1000),
     model: call.model,
   };
-  if (delivery === 'answer') {
-    reply.hijack();
-    const abandon = abandonTask(services, req, task);
-    // respondWithAnswer has unsubscribed when it calls this: the task is abandoned when nobody else reads it.
-    const onClientGone = (): void => {
-      if (task.stream.subscriberCount === 0) abandon();
-    };
-    respondWithAnswer({
-      res: reply.raw,
-      task,
-      who,
-      onClientGone,
-      sendAnswer: (text) => sendText(reply.raw, 200, text, { [CORRELATION_ID_HEADER]: req.id }),
-      sendRefusal: (err) => refuse(reply.raw, err, req.id),
-    });
-    return;
-  }
+  const onRefused = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
+  if (!call.stream) return answerOnce(services, req, reply, task, { who, refuse: onRefused });
   const fingerprint = (): string | undefined => task.placement?.engine_version;
-  const onRefused = (err: ErrorEvent): void => refuse(reply.raw, err, req.id);
   serveTaskEvents(services, req, reply, task, { encoder: new OpenAiChunkEncoder(who, call.includeUsage, fingerprint), lazyHead: true, onRefused });
 }
 

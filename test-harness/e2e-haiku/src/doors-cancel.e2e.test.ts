@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { engineIdle, engineUrlOf, metricSum, placedPool, repoRoot, scrape, startCluster, waitClusterIdle, type Cluster } from './index.js';
+
+// The Anthropic Messages and Responses doors share the /v1 path's admission, logs, metrics and
+// cancel on disconnect (issue 27): checked here against a real cluster, for each door streamed and
+// not. The pool's 4096-token context keeps a 2,000-token generation in flight for seconds.
+const MODEL = 'synthetic:llama?ctx=4096';
+const cacheDir = process.env.LLORCH_TEST_CACHE_DIR ?? join(repoRoot(), '.cache', 'llama-orch');
+
+let cluster: Cluster;
+
+beforeAll(async () => {
+  cluster = await startCluster({ model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000 });
+}, 31 * 60_000);
+
+afterAll(async () => {
+  await cluster?.close();
+}, 60_000);
+
+const doors = {
+  messages: {
+    path: '/v1/messages',
+    door: 'anthropic',
+    body: (max: number) => ({ model: MODEL, max_tokens: max, temperature: 0, messages: [{ role: 'user', content: 'Keep going' }] }),
+  },
+  responses: { path: '/v1/responses', door: 'responses', body: (max: number) => ({ model: MODEL, max_output_tokens: max, temperature: 0, input: 'Keep going' }) },
+} as const;
+
+const cases = [
+  ['messages', true],
+  ['messages', false],
+  ['responses', true],
+  ['responses', false],
+] as const;
+
+describe('the Messages and Responses doors on the one admission path', () => {
+  it.each(cases)('%s (stream %s): correlated lines on both daemons with the door named, the token counter moves', async (name, stream) => {
+    await waitClusterIdle(cluster);
+    const d = doors[name];
+    const correlationId = randomUUID();
+    const before = metricSum(await scrape(cluster.orchestrator.url), 'llorch_tokens_out_total');
+    const res = await request(new URL(d.path, cluster.orchestrator.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.token}`, 'x-correlation-id': correlationId },
+      body: JSON.stringify({ ...d.body(16), stream }),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-correlation-id']).toBe(correlationId);
+    await res.body.text();
+    await placedPool(cluster, correlationId);
+    const lines = cluster.allLogs().filter((l) => l.line.correlation_id === correlationId);
+    expect(lines.filter((l) => l.source === 'orchestratord').every((l) => l.line.door === d.door || l.line.task_id === undefined)).toBe(true);
+    expect(lines.some((l) => l.source === 'orchestratord' && l.line.door === d.door)).toBe(true);
+    expect(lines.filter((l) => l.source !== 'orchestratord').map((l) => l.line.msg)).toEqual(expect.arrayContaining(['dispatch started', 'dispatch ended']));
+    for (let i = 0; i < 50 && metricSum(await scrape(cluster.orchestrator.url), 'llorch_tokens_out_total') - before < 16; i++) await sleep(20);
+    expect(metricSum(await scrape(cluster.orchestrator.url), 'llorch_tokens_out_total') - before).toBe(16);
+  });
+
+  it.each(cases)('%s (stream %s): a client that leaves a long generation cancels it; the engine slot is freed before it could finish', async (name, stream) => {
+    await waitClusterIdle(cluster);
+    const d = doors[name];
+    const engineUrl = await engineUrlOf(cluster, cluster.nodes[0]!.poolId);
+    const correlationId = randomUUID();
+    const maxTokens = 2000;
+    const ac = new AbortController();
+    const pending = request(new URL(d.path, cluster.orchestrator.url), {
+      method: 'POST',
+      signal: ac.signal,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.token}`, 'x-correlation-id': correlationId },
+      body: JSON.stringify({ ...d.body(maxTokens), stream }),
+    })
+      .then((r) => r.body.text())
+      .catch((err: unknown) => err);
+    for (let i = 0; i < 400 && (await engineIdle(engineUrl)); i++) await sleep(10);
+    expect(await engineIdle(engineUrl)).toBe(false);
+    ac.abort();
+    await pending;
+    for (let i = 0; i < 500 && !(await engineIdle(engineUrl)); i++) await sleep(20);
+    expect(await engineIdle(engineUrl)).toBe(true);
+    const slots = (await (await request(new URL('/slots', engineUrl))).body.json()) as Array<{ next_token?: Array<{ n_decoded: number }> }>;
+    expect(slots[0]?.next_token?.[0]?.n_decoded ?? maxTokens).toBeLessThan(maxTokens);
+    for (let i = 0; i < 50; i++) {
+      if (cluster.allLogs().some((l) => l.source === 'orchestratord' && l.line.correlation_id === correlationId && l.line.msg === 'task canceled')) break;
+      await sleep(20);
+    }
+    const orchLines = cluster
+      .allLogs()
+      .filter((l) => l.source === 'orchestratord' && l.line.correlation_id === correlationId)
+      .map((l) => l.line.msg);
+    expect(orchLines).toContain('task canceled');
+    await waitClusterIdle(cluster);
+  });
+});
