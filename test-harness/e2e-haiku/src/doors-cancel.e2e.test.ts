@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineIdle, engineUrlOf, metricSum, placedPool, repoRoot, scrape, startCluster, waitClusterIdle, type Cluster } from './index.js';
+import { correlatedMessages, engineIdle, engineUrlOf, metricSum, placedPool, repoRoot, scrape, startCluster, waitClusterIdle, type Cluster } from './index.js';
 
 // The Anthropic Messages and Responses doors share the /v1 path's admission, logs, metrics and
 // cancel on disconnect (issue 27): checked here against a real cluster, for each door streamed and
@@ -52,6 +52,8 @@ describe('the Messages and Responses doors on the one admission path', () => {
     expect(res.headers['x-correlation-id']).toBe(correlationId);
     await res.body.text();
     await placedPool(cluster, correlationId);
+    // both daemons buffer their log lines up to 100 ms: wait for pool-managerd's
+    await correlatedMessages(cluster, correlationId, (source) => source !== 'orchestratord', ['dispatch started', 'dispatch ended']);
     const lines = cluster.allLogs().filter((l) => l.line.correlation_id === correlationId);
     expect(lines.filter((l) => l.source === 'orchestratord').every((l) => l.line.door === d.door || l.line.task_id === undefined)).toBe(true);
     expect(lines.some((l) => l.source === 'orchestratord' && l.line.door === d.door)).toBe(true);
