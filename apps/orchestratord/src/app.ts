@@ -32,6 +32,7 @@ import { nodesRoutes } from './http/routes/nodes.js';
 import { anthropicRoutes } from './http/routes/anthropic.js';
 import { openAiRoutes } from './http/routes/openai.js';
 import { responsesRoutes } from './http/routes/responses.js';
+import { engineDoorRoutes } from './http/routes/engine-doors.js';
 import { PROBE_PATHS, probeRoutes } from './http/routes/probes.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { streamRoutes } from './http/routes/streams.js';
@@ -256,6 +257,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(openAiRoutes, { services });
   await app.register(anthropicRoutes, { services });
   await app.register(responsesRoutes, { services });
+  await app.register(engineDoorRoutes, { services });
   await app.register(dashboardRoutes, { services, dir: deps.dashboardDir ?? dashboardAssetsDir() });
   return app as unknown as OrchdApp;
 }

@@ -28,7 +28,7 @@ async function loadError(path: string, env: Record<string, string> = {}): Promis
 }
 
 describe('loadPoolManagerConfig', () => {
-  it.each(['cpu-dev.yaml', 'cuda-single-gpu.yaml', 'git-source.yaml', 'two-pool.yaml'])('accepts requirements/%s', async (file) => {
+  it.each(['cpu-dev.yaml', 'cuda-single-gpu.yaml', 'git-source.yaml', 'two-pool.yaml', 'engine-doors.yaml'])('accepts requirements/%s', async (file) => {
     const cfg = await loadPoolManagerConfig(join(repoRoot(), 'requirements', file));
     expect(cfg.pools.length).toBeGreaterThan(0);
     expect(Object.isFrozen(cfg.pools[0])).toBe(true);

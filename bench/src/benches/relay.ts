@@ -4,7 +4,9 @@ import { BenchError } from '../errors.js';
 import type { Daemon } from '../lib/daemon.js';
 import { COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
+import { relayMethod } from '../lib/relay-method.js';
 import { answerAddedOver, answerGeneration, AnswerVariant, engineAnswerBody } from '../lib/answer-variants.js';
+import { EMBED_POOL, embeddingAnswer, embeddingRows, embeddingVariants } from '../lib/embedding-variants.js';
 import { startPassthroughProxy } from '../lib/fixture.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import { cpuSeconds } from '../lib/proc.js';
@@ -115,17 +117,17 @@ export const relayBench: Bench = {
       token,
       orchestratorUrl: orch.url,
       heartbeatMs,
-      pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }],
+      pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }, EMBED_POOL],
       nodeFlags: profFlags(ctx, 'relay-pool-managerd'),
     });
     const proxies: Daemon[] = [];
     const hops: NginxHop[] = [];
     try {
       ctx.log('relay: waiting for the pool (a cold cache builds llama-server first)');
-      await waitPoolsReady(orch.url, token, ['relay'], [orch, pm.daemon], COLD_START_TIMEOUT_MS);
-      const status = await poolStatus(pm, 'relay', token);
-      const engineUrl = status?.engine_url;
-      if (engineUrl === undefined) throw new BenchError('pool-managerd reports no engine_url for the ready pool');
+      await waitPoolsReady(orch.url, token, ['relay', 'embed'], [orch, pm.daemon], COLD_START_TIMEOUT_MS);
+      const engineUrl = (await poolStatus(pm, 'relay', token))?.engine_url;
+      const embedUrl = (await poolStatus(pm, 'embed', token))?.engine_url;
+      if (engineUrl === undefined || embedUrl === undefined) throw new BenchError('pool-managerd reports no engine_url for a ready pool');
       await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
       // The peer: nginx in the daemons' two places. The inner hop opens a connection to the engine
       // per request (like pool-managerd's adapter), the outer keeps its connection to the inner hop
@@ -181,6 +183,7 @@ export const relayBench: Bench = {
         answer_cmpl_nginx2: new AnswerVariant('answer_cmpl_nginx2', [mOuter, mInner]),
         answer_cmpl_door: new AnswerVariant('answer_cmpl_door', [mOrch, mPm]),
         answer_cmpl_floor: new AnswerVariant('answer_cmpl_floor', mFloorAnswer),
+        ...embeddingVariants([mOrch, mPm]),
       };
       type AnswerName = keyof typeof av;
       const answerNames = Object.keys(av) as AnswerName[];
@@ -240,6 +243,7 @@ export const relayBench: Bench = {
         }
       };
       const answer = (name: AnswerName, seed: number) => {
+        if (name === 'embed_direct' || name === 'embed_door') return embeddingAnswer(name, seed, { engineUrl: embedUrl, doorUrl: orch.url, token }, agent);
         const kind = name.startsWith('answer_chat') ? ('chat' as const) : ('completion' as const);
         const engineBody = engineAnswerBody(kind, PROMPT, maxTokens, seed);
         if (name.endsWith('_direct')) return answerGeneration(engineUrl, kind, engineBody, agent, { reset: true });
@@ -261,6 +265,7 @@ export const relayBench: Bench = {
         const texts: string[] = [];
         const chatTexts: string[] = [];
         const cmplTexts: string[] = [];
+        const embedTexts: string[] = [];
         for (const name of order) {
           if (isAnswer(name)) {
             const variant = av[name];
@@ -270,7 +275,7 @@ export const relayBench: Bench = {
             variant.meterStop(counted);
             await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
             if (counted) variant.answers.push(a);
-            (name.startsWith('answer_chat') ? chatTexts : cmplTexts).push(a.text);
+            (name.startsWith('embed_') ? embedTexts : name.startsWith('answer_chat') ? chatTexts : cmplTexts).push(a.text);
             continue;
           }
           const variant = v[name];
@@ -286,7 +291,7 @@ export const relayBench: Bench = {
           // Every chat-rendered door (chat, messages, responses) generates the same greedy text.
           (name.startsWith('chat_') || name.startsWith('msg_') || name.startsWith('resp_') ? chatTexts : texts).push(g.text);
         }
-        if (counted && [texts, chatTexts, cmplTexts].some((group) => group.some((t) => t !== group[0]))) mismatches += 1;
+        if (counted && [texts, chatTexts, cmplTexts, embedTexts].some((group) => group.some((t) => t !== group[0]))) mismatches += 1;
       }
       await agent.close();
 
@@ -315,38 +320,7 @@ export const relayBench: Bench = {
       );
       const ms = 'ms';
       return {
-        method:
-          `${rounds} rounds (after ${warmup} warm-up rounds) of the same greedy ${maxTokens}-token generation on one llama-server ` +
-          '(synthetic model, 1 slot, 1 thread), rotating which variant goes first: direct = POST <engine_url>/completion with the ' +
-          'body the adapter sends ({prompt, n_predict, stream, cache_prompt:false, seed, temperature:0}); relay = POST /v2/tasks ' +
-          '(determinism strict, same seed) then GET the SSE stream immediately after the 202, through orchestratord → pool-managerd; ' +
-          'single-request /v2 stream = the same task POSTed with Accept: text/event-stream (the frames in the admission response); ' +
-          'pool-managerd alone = its POST /v2/pools/{id}/completions (NDJSON), to split the added time between the hops; ' +
-          `nginx = Debian's nginx (${nginxVersion(nginxBin)}, one worker each, proxy_buffering off) in the daemons' places: two hops = ` +
-          'outer (keeps its connection to the inner hop) → inner (a new connection to the engine per request, like the adapter), ' +
-          'one hop = the inner alone; the client keeps its connection to the first hop as it does to orchestratord. ' +
-          'floor (diagnostic) = the same two places taken by two FIXTURE processes that only pass bytes through (node:http). ' +
-          'Chat rows: the same prompt as one user message, streamed from /v1/chat/completions (temperature 0, same seed): ' +
-          "chat direct = the engine's own chat route with the body the adapter sends it (prompt cache on, as the /v1 door asks), " +
-          'chat through nginx = that request through the two nginx hops, chat relay = POST /v1/chat/completions on orchestratord; ' +
-          'chat figures are added over chat direct. ' +
-          "Messages and Responses rows (issue 27): the same prompt as one user message streamed (temperature 0) from the engine's own " +
-          '/v1/messages and /v1/responses (direct) and through the doors (POST /v1/messages, /v1/responses on orchestratord: a chat ' +
-          "task, encoded as that API's events by the door); token times are the arrival of text deltas, added over that API's direct. " +
-          "Non-streamed rows (issue 28): the same prompt answered in one body (stream false) by the engine's OpenAI routes " +
-          '(chat: /v1/chat/completions with the prompt as one user message; completion: /v1/completions), each with the body ' +
-          'the adapter sends for a /v1 door request (temperature 0, same seed, prompt cache on): directly, through the two nginx ' +
-          'hops, through two FIXTURE node:http pass-through processes that keep their connections at both hops (the floor of ' +
-          'what two Node processes cost, as the daemons keep theirs for answers), and as the door request (POST ' +
-          '/v1/chat/completions or /v1/completions on orchestratord, not streamed); latency = ' +
-          "request send → whole body read, added = percentile − the direct percentile; CPU per request = the processes' CPU time " +
-          'metered around each request as above, ÷ requests. ' +
-          'TTFT = request send → arrival of the first token frame (relay: the clock starts before POST /v2/tasks, so admission, ' +
-          'the SSE request and both hops count); inter-token = gaps between consecutive token frames at the client. ' +
-          'Added = variant percentile − direct percentile; "over nginx" = relay added − two nginx hops added. Tokens/s = ' +
-          '(frames − 1) / (last − first frame) per generation, ratio of medians. CPU per token = time on CPU of every thread ' +
-          "(/proc/<pid>/task/*/schedstat, ns; nginx master + worker) of the variant's own processes, metered from just before each of its requests to the pause " +
-          'after it (10 ms, 80 ms for pool-managerd alone), summed over its rounds, ÷ token frames the client received.',
+        method: relayMethod({ rounds, warmup, maxTokens, nginx: nginxVersion(nginxBin) }),
         samples: { rounds, 'token gaps per variant': v.direct.itl().n },
         figures: {
           ttft_added_p50: { label: 'relay: added time to first token, p50', value: relay.ttftP50, unit: ms },
@@ -384,6 +358,7 @@ export const relayBench: Bench = {
             unit: ms,
           },
           ...answerRows('cmpl', av.answer_cmpl_door, av.answer_cmpl_nginx2, av.answer_cmpl_floor, av.answer_cmpl_direct),
+          ...embeddingRows(av.embed_door, av.embed_direct),
           ttft_pool_managerd_p50: { label: "pool-managerd's hop alone (its dispatch API − direct): added TTFT p50", value: pool.ttftP50, unit: ms },
           cpu_us_per_token_pool_managerd_alone: { label: "pool-managerd's hop alone: CPU per token", value: cpuPool.total as number, unit: 'µs' },
           nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },

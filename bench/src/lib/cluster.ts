@@ -58,6 +58,8 @@ export interface PoolSpec {
   determinism?: boolean;
   /** Engine threads. @default 1 (leaves the other core to the Node processes) */
   threads?: number;
+  /** Serve embeddings (`embeddings: true`). @default false */
+  embeddings?: boolean;
 }
 
 export interface PoolManagerdOptions {
@@ -99,6 +101,7 @@ export async function startPoolManagerd(o: PoolManagerdOptions): Promise<PoolMan
       slots: p.slots ?? 1,
       determinism: p.determinism ?? true,
       threads: p.threads ?? 1,
+      ...(p.embeddings === true ? { embeddings: true } : {}),
     })),
   };
   if (o.orchestratorUrl !== undefined) {

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { stringify } from 'yaml';
 import { ANTHROPIC } from './anthropic-routes.js';
 import { CONTROL_PLANE, DATA_PLANE, ERROR_RESPONSE_SCHEMA, NODES, OPENAI, POOL_MANAGER, type RouteSpec } from './routes.js';
+import { ENGINE_DOORS } from './engine-door-routes.js';
 
 interface DocumentSpec {
   file: string;
@@ -38,6 +39,13 @@ export const DOCUMENTS: readonly DocumentSpec[] = [
     description:
       "POST /v1/messages and /v1/messages/count_tokens in Anthropic's shape: Anthropic clients work unchanged with the same keys (`x-api-key` or Bearer); each request is a chat task through the same queue, placement and deadlines. Errors are `{type: 'error', error: {type, message}}` with the ErrorEnvelope statuses.",
     routes: ANTHROPIC,
+  },
+  {
+    file: 'engine-doors.yaml',
+    title: 'llama-orch orchestratord — engine-route doors',
+    description:
+      "POST /v1/embeddings (OpenAI's shape), /v1/rerank and /rerank, /infill (llama-server's shapes): the engine's own routes through the same queue, placement by pool capability, auth and rate limits as /v1 chat. Errors: OpenAI's shape under /v1, llama-server's `{error: {code, message, type}}` on /rerank and /infill.",
+    routes: ENGINE_DOORS,
   },
   { file: 'control-plane.yaml', title: 'llama-orch orchestratord — control plane', description: 'Capabilities, pools, drain/reload, catalog, metrics.', routes: CONTROL_PLANE },
   { file: 'nodes.yaml', title: 'llama-orch orchestratord — node registry', description: 'Registration and heartbeats from pool-managerd.', routes: NODES },
@@ -126,8 +134,9 @@ const SERVED: readonly ServedSpec[] = [
   {
     path: 'apps/orchestratord/src/http/openapi.json',
     title: 'llama-orch orchestratord',
-    description: 'Every route of orchestratord: the /v2 data plane, the OpenAI-compatible /v1 door, the control plane and the node registry.',
-    docs: ['data-plane.yaml', 'openai.yaml', 'anthropic.yaml', 'control-plane.yaml', 'nodes.yaml'],
+    description:
+      'Every route of orchestratord: the /v2 data plane, the OpenAI-compatible /v1 door, the Anthropic door, the engine-route doors, the control plane and the node registry.',
+    docs: ['data-plane.yaml', 'openai.yaml', 'anthropic.yaml', 'engine-doors.yaml', 'control-plane.yaml', 'nodes.yaml'],
   },
   {
     path: 'apps/pool-managerd/src/http/openapi.json',

@@ -198,7 +198,18 @@ export const PoolConfigSchema = z
     threads: z.int().min(1).max(1024).optional(),
     /** Extra engine flags appended verbatim (after normalisation of GPU-layer aliases). */
     extra_flags: z.array(z.string()).default([]),
+    /**
+     * Serve embeddings (`--embeddings`): the pool answers `/v1/embeddings` and no generation
+     * (embedding models are not generators). Pooling comes from the model unless `pooling` says. @default false
+     */
+    embeddings: z.boolean().default(false),
+    /** Serve reranking (`--reranking`: rank pooling): the pool answers `/v1/rerank` and nothing else. @default false */
+    reranking: z.boolean().default(false),
+    /** Override the model's pooling for `embeddings` (`--pooling`). @default the model's */
+    pooling: z.enum(['none', 'mean', 'cls', 'last']).optional(),
   })
+  .refine((p) => !(p.embeddings && p.reranking), { message: 'a pool serves either embeddings or reranking, not both', path: ['reranking'] })
+  .refine((p) => p.pooling === undefined || p.embeddings, { message: 'pooling needs embeddings: true', path: ['pooling'] })
   .meta({ id: 'PoolConfig' });
 export type PoolConfig = z.infer<typeof PoolConfigSchema>;
 export type PoolConfigInput = z.input<typeof PoolConfigSchema>;

@@ -74,3 +74,11 @@ export {
 export type { AnthropicMessagesRequest, AnthropicCountTokensRequest, AnthropicMessageParam, AnthropicMessage, AnthropicError } from './anthropic.js';
 export { ResponsesRequestSchema, ResponseInputItemSchema, ResponseFunctionToolSchema, ResponseObjectSchema } from './responses.js';
 export type { ResponsesRequest, ResponseInputItem, ResponseObject } from './responses.js';
+export {
+  PoolCapabilitySchema, DEFAULT_POOL_CAPABILITIES, EngineCallKindSchema, ENGINE_CALL_ROUTES, EngineCallSchema, taskCapability, servesCapability,
+} from './engine-calls.js';
+export type { PoolCapability, EngineCallKind, EngineCall } from './engine-calls.js';
+export {
+  EmbeddingsRequestSchema, EmbeddingsResponseSchema, RerankRequestSchema, RerankResponseSchema, InfillRequestSchema, InfillResponseSchema,
+} from './doors.js';
+export type { EmbeddingsRequest, RerankRequest, InfillRequest } from './doors.js';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PoolCapabilitySchema } from './engine-calls.js';
 import { ChatMessagesSchema, NamedToolChoiceSchema, ResponseFormatSchema, StopSchema } from './sampling.js';
 import { TASK_LIMITS } from './task.js';
 
@@ -139,6 +140,8 @@ export const OpenAiModelSchema = z
     /** Unix seconds: when the first pool serving it registered. */
     created: z.int(),
     owned_by: z.string(),
+    /** What the model's pools serve (issue 27): `chat`, `completion`, `embeddings`, `rerank`, `infill`. */
+    capabilities: z.array(PoolCapabilitySchema).optional(),
   })
   .meta({ id: 'Model' });
 export type OpenAiModel = z.infer<typeof OpenAiModelSchema>;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ChatMessagesSchema, SamplingSchema } from './sampling.js';
 import { ErrorCodeSchema } from './errors.js';
 import { PoolIdSchema, TimestampSchema } from './common.js';
+import { EngineCallSchema, PoolCapabilitySchema } from './engine-calls.js';
 
 /**
  * Pool lifecycle: `provisioning` (engine build, model fetch) → `starting` (spawned, waiting for
@@ -66,6 +67,11 @@ export const PoolFactsSchema = z.strictObject({
   last_error: z.string().max(4096).optional(),
   /** Provisioning progress while `provisioning`. */
   progress: ProvisioningProgressSchema.optional(),
+  /**
+   * What the engine serves (issue 27), from the pool's config and the engine itself; absent (an
+   * older node, or no engine bound yet) = `chat` and `completion`.
+   */
+  capabilities: z.array(PoolCapabilitySchema).max(8).optional(),
 });
 
 /**
@@ -179,8 +185,16 @@ export const DispatchRequestSchema = z
      * Absent or `true`: token events. @default true
      */
     stream: z.boolean().optional(),
+    /**
+     * Engine call (issue 27: embeddings, rerank, infill): when present, pool-managerd sends
+     * `call.body` to the engine route of `call.kind` as it is and `workload`, `prompt`, `messages`
+     * and `sampling` are not used. Non-streamed (`stream: false`): one `result` event whose `body`
+     * is the engine's answer. Streamed (infill only): token events as for a completion.
+     */
+    call: EngineCallSchema.optional(),
   })
   .superRefine((r, ctx) => {
+    if (r.call !== undefined) return;
     if (r.workload === 'chat' && r.messages === undefined) ctx.addIssue({ code: 'custom', message: 'messages is required for a chat', path: ['messages'] });
     if (r.workload === 'completion' && r.prompt === undefined) ctx.addIssue({ code: 'custom', message: 'prompt is required for a completion', path: ['prompt'] });
   })

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { EngineKindSchema, PoolIdSchema } from './common.js';
 import { ChatMessagesSchema, SamplingSchema } from './sampling.js';
+import type { EngineCall } from './engine-calls.js';
 
 /**
  * Absolute caps enforced by the schema; orchestratord narrows `ctx` further to its live `ctx_max`.
@@ -93,7 +94,14 @@ export const TaskRequestSchema = z
 export type TaskRequestBody = z.infer<typeof TaskRequestSchema>;
 export type TaskRequestInput = z.input<typeof TaskRequestSchema>;
 /** A task request with every default filled in: the one internal task model behind both doors. */
-export type TaskRequest = TaskRequestBody & { task_id: string; session_id: string; max_tokens: number; deadline_ms: number };
+export type TaskRequest = TaskRequestBody & {
+  task_id: string;
+  session_id: string;
+  max_tokens: number;
+  deadline_ms: number;
+  /** An engine call made by an engine-route door (`/v1/embeddings`, `/v1/rerank`, `/infill`); never from `POST /v2/tasks`. */
+  call?: EngineCall;
+};
 
 /** Fills a parsed request's open defaults (ids, `max_tokens`, `deadline_ms`). */
 export function resolveTaskRequest(body: TaskRequestBody, defaults: { deadlineMs: number; newId: () => string }): TaskRequest {

@@ -46,6 +46,18 @@ describe('buildEngineFlags', () => {
     expect(buildEngineFlags({ pool: pool(), modelPath: '/m', port: 1 })).not.toContain('--no-cont-batching');
   });
 
+  it('embeddings and reranking pools: the engine mode, a physical batch of the context (at most 8192), pooling when set', () => {
+    const embed = buildEngineFlags({ pool: pool({ embeddings: true, ctx: 1024, pooling: 'cls' }), modelPath: '/m', port: 1 });
+    expect(embed).toContain('--embeddings');
+    expect([flagValue(embed, '-b'), flagValue(embed, '-ub'), flagValue(embed, '--pooling')]).toEqual(['1024', '1024', 'cls']);
+    const rerank = buildEngineFlags({ pool: pool({ reranking: true, ctx: 32768 }), modelPath: '/m', port: 1 });
+    expect(rerank).toContain('--reranking');
+    expect(flagValue(rerank, '-ub')).toBe('8192');
+    expect(buildEngineFlags({ pool: pool(), modelPath: '/m', port: 1 }).filter((f) => /embed|rerank|pooling|^-u?b$/.test(f))).toEqual([]);
+    expect(() => pool({ embeddings: true, reranking: true })).toThrow(/either embeddings or reranking/);
+    expect(() => pool({ pooling: 'mean' })).toThrow(/pooling needs embeddings/);
+  });
+
   it('rejects extra_flags that would override managed flags, naming them', () => {
     const err = (() => {
       try {

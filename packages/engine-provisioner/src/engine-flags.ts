@@ -68,12 +68,16 @@ export function normaliseExtraFlags(extra: readonly string[], poolId: string): {
   return gpuLayers === undefined ? { flags } : { flags, gpuLayers };
 }
 
+/** Largest physical batch given to an embedding or reranking engine, tokens. */
+const EMBEDDING_BATCH_MAX = 8192;
+
 /**
  * The complete argv after the binary for one engine (pure). Always `-m`, `--host`, `--port`,
  * `-c`, `-np` (without them llama-server starts in router mode or picks 4 unified slots),
  * `--metrics` and `--no-webui`; `--n-gpu-layers` from `gpu_layers` (or a normalised alias in
  * `extra_flags`; both at once is a config error); the determinism profile adds `-np 1
- * --no-cont-batching`; then the remaining `extra_flags`.
+ * --no-cont-batching`; `embeddings`/`reranking` add `--embeddings` (with `--pooling` when set) or
+ * `--reranking` and a physical batch of the context (at most 8192); then the remaining `extra_flags`.
  */
 export function buildEngineFlags(input: EngineFlagsInput): string[] {
   const { pool, modelPath, port } = input;
@@ -99,6 +103,13 @@ export function buildEngineFlags(input: EngineFlagsInput): string[] {
     '--no-webui',
   ];
   if (pool.determinism) flags.push('--no-cont-batching');
+  if (pool.embeddings || pool.reranking) {
+    // One input is pooled within one physical batch: without a larger one, inputs over llama-server's
+    // default 512 tokens fail ("input is too large to process").
+    const batch = String(Math.min(pool.ctx, EMBEDDING_BATCH_MAX));
+    flags.push(pool.reranking ? '--reranking' : '--embeddings', '-b', batch, '-ub', batch);
+    if (pool.pooling !== undefined) flags.push('--pooling', pool.pooling);
+  }
   const gpuLayers = pool.gpu_layers ?? extra.gpuLayers;
   if (gpuLayers !== undefined) flags.push('--n-gpu-layers', String(gpuLayers));
   if (pool.threads !== undefined) flags.push('-t', String(pool.threads));

@@ -139,6 +139,11 @@ function neverConnected(err: unknown): boolean {
  */
 export async function requestAnswer(t: AnswerTransport, input: AnswerInput, signal?: AbortSignal): Promise<EngineAnswer> {
   const { path, body } = answerRequestOf(input);
+  return readAnswer(await postForText(t, path, body, signal), t.baseUrl);
+}
+
+/** POSTs `body` to `path` and returns the 200 body's text; the errors of {@link requestAnswer} but the shape check. */
+export async function postForText(t: AnswerTransport, path: string, body: Record<string, unknown>, signal?: AbortSignal): Promise<string> {
   const url = t.baseUrl;
   let status: number;
   let text: string;
@@ -160,5 +165,5 @@ export async function requestAnswer(t: AnswerTransport, input: AnswerInput, sign
     throw new WorkerResetError(`llama-server connection broke before its answer: ${(err as Error).message}`, { url }, { cause: err });
   }
   if (status !== 200) throw t.statusError(status, text, path);
-  return readAnswer(text, url);
+  return text;
 }

@@ -3,6 +3,7 @@ export type { LlamaServerClientOptions, EngineHealth, EngineProps, EngineSlot } 
 export { toCompletionBody, toChatBody, DEFAULT_TEMPERATURE } from './completion-body.js';
 export type { CompletionBody, CompletionInput, ChatBody, ChatInput } from './completion-body.js';
 export { answerFigures, answerRequestOf, readAnswer } from './answer.js';
+export { callFigures, callRequestOf, readCallAnswer } from './engine-call.js';
 export type { AnswerFigures, AnswerInput, EngineAnswer } from './answer.js';
 export type { CompletionEvent, FinishReason, TokenRecord } from './stream-events.js';
 export { parseSseData } from './testing/sse-parser.js';

@@ -12,13 +12,18 @@ import {
   EngineUnreachableError,
   WorkerResetError,
 } from './errors.js';
-import { requestAnswer, type AnswerInput, type EngineAnswer } from './answer.js';
+import { postForText, requestAnswer, type AnswerInput, type AnswerTransport, type EngineAnswer } from './answer.js';
+import { callRequestOf, readCallAnswer } from './engine-call.js';
+import type { EngineCall } from '@llama-orch/contracts';
 import { pushEngineStream, type EventSink, type StreamErrors } from './push-stream.js';
 import { ChatDecoder, CompletionDecoder } from './stream-events.js';
 
 export type { EventSink } from './push-stream.js';
 
 export type { CompletionEvent } from './stream-events.js';
+
+/** A body `/infill` refuses (400) after its FIM check (reference: tools/server `post_infill`). */
+const INFILL_PROBE = '{"input_prefix":"","input_suffix":"","input_extra":0}';
 
 /** What `GET /health` says: `ready` (200), `loading` (503), `down` (no HTTP answer). */
 export type EngineHealth = 'ready' | 'loading' | 'down';
@@ -226,18 +231,57 @@ export class LlamaServerClient {
    */
   answer(input: AnswerInput, signal?: AbortSignal): Promise<EngineAnswer> {
     if (this.#state === 'closed') return Promise.reject(new ClientClosedError());
-    return requestAnswer(
-      {
-        dispatcher: this.#answerDispatcher,
-        baseUrl: this.baseUrl,
-        headers: { 'content-type': 'application/json', ...this.#authHeader },
-        headersTimeoutMs: this.#headersTimeoutMs,
-        bodyTimeoutMs: this.#bodyTimeoutMs,
-        statusError: (status, text, path) => this.#statusError(status, text, path),
-      },
-      input,
-      signal,
-    );
+    return requestAnswer(this.#answerTransport(), input, signal);
+  }
+
+  /**
+   * One answer from an engine route besides generation (`/v1/embeddings`, `/v1/rerank`, `/infill`
+   * unstreamed): the call's body as it is, the engine's body back with its figures (engine-call.ts).
+   * The errors of {@link answer}.
+   */
+  async call(call: EngineCall, signal?: AbortSignal): Promise<EngineAnswer> {
+    if (this.#state === 'closed') throw new ClientClosedError();
+    const { path, body } = callRequestOf(call);
+    return readCallAnswer(call.kind, await postForText(this.#answerTransport(), path, body, signal), this.baseUrl);
+  }
+
+  /** Streams `/infill` (`stream: true`): the same SSE and events as a `/completion` stream. */
+  infillInto(body: Record<string, unknown>, onEvent: EventSink, signal?: AbortSignal): Promise<void> {
+    return this.#streamInto('/infill', { ...body, stream: true }, new CompletionDecoder(this.baseUrl), onEvent, signal);
+  }
+
+  /**
+   * Whether the loaded model can fill in the middle. `/props` does not say; `/infill` checks the
+   * model's FIM tokens before it reads the body and answers 501 `not_supported_error` without them.
+   * The probe's `input_extra` is not an array, so a model with them answers 400 for that field: no
+   * task is created and the engine logs no server error.
+   */
+  async supportsInfill(signal?: AbortSignal): Promise<boolean> {
+    if (this.#state === 'closed') throw new ClientClosedError();
+    const timeout = AbortSignal.timeout(this.#probeTimeoutMs);
+    const res = await request(`${this.baseUrl}/infill`, {
+      method: 'POST',
+      dispatcher: this.#dispatcher,
+      headers: { 'content-type': 'application/json', ...this.#authHeader },
+      body: INFILL_PROBE,
+      signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
+    }).catch((err: unknown) => {
+      throw new EngineUnreachableError(`POST /infill on ${this.baseUrl} got no answer: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
+    });
+    await res.body.dump();
+    return res.statusCode !== 501 && res.statusCode !== 404;
+  }
+
+  #answerTransport(): AnswerTransport {
+    return {
+      // Answers keep their sockets (llama-server keeps a connection open after a non-streamed response).
+      dispatcher: this.#answerDispatcher,
+      baseUrl: this.baseUrl,
+      headers: { 'content-type': 'application/json', ...this.#authHeader },
+      headersTimeoutMs: this.#headersTimeoutMs,
+      bodyTimeoutMs: this.#bodyTimeoutMs,
+      statusError: (status, text, path) => this.#statusError(status, text, path),
+    };
   }
 
   /** The error for a non-200 answer to a POST (the engine's JSON error when it sent one). */

@@ -18,6 +18,9 @@ describe('model ref grammar', () => {
     ['file:rel/a.gguf', { kind: 'file', path: '/etc/llorch/rel/a.gguf' }],
     ['file:///models/a%20b.gguf', { kind: 'file', path: '/models/a b.gguf' }],
     ['synthetic:llama', { kind: 'synthetic', canonical: 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32' }],
+    // Later parameters appear only when not default, so refs made before them keep their ids.
+    ['synthetic:llama?fim=1&role=embed', { kind: 'synthetic', canonical: 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32&role=embed&fim=1' }],
+    ['synthetic:llama?role=chat&fim=0', { kind: 'synthetic', canonical: 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32' }],
     ['synthetic:llama?seed=7&type=f16', { kind: 'synthetic', params: { layers: 2, embd: 64, heads: 4, ff: 128, ctx: 256, seed: 7, type: 'f16' } }],
     ['synthetic:llama?layers=1&embd=32&heads=2&ff=64&ctx=128', { kind: 'synthetic', params: { layers: 1, embd: 32, heads: 2, ff: 64, ctx: 128, seed: 42, type: 'f32' } }],
   ])('accepts %s', (ref, expected) => {
@@ -53,6 +56,8 @@ describe('model ref grammar', () => {
     ['synthetic:llama?embd=66&heads=4', 'multiple of heads'],
     ['synthetic:llama?embd=12&heads=4', 'must be even'],
     ['synthetic:llama?seed', 'not name=value'],
+    ['synthetic:llama?role=rerank', 'role must be chat or embed'],
+    ['synthetic:llama?fim=yes', 'fim must be 0 or 1'],
   ])('rejects %s (%s)', (ref, why) => {
     let err: unknown;
     try {

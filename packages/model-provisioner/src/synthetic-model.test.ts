@@ -44,6 +44,21 @@ describe('synthetic llama generator', () => {
     expect(ra.size_bytes).toBe((await readFile(a)).length);
   });
 
+  it('an embedding model is non-causal with mean pooling; a FIM model names its fill-in-the-middle tokens; the default has neither', async () => {
+    const keysOf = async (query: string): Promise<Map<string, unknown>> => {
+      const p = join(dir, `${query.replace(/[^a-z0-9]/g, '_')}.gguf`);
+      await writeSyntheticModel(parseSyntheticParams(query), p, vocab);
+      return new Map((await readGgufHeader(p)).kvs.map((kv) => [kv.key, kv.value]));
+    };
+    const embed = await keysOf('role=embed');
+    expect(embed.get('llama.attention.causal')).toBe(false);
+    expect(embed.get('llama.pooling_type')).toBe(1);
+    const fim = await keysOf('fim=1');
+    expect([fim.get('tokenizer.ggml.fim_pre_token_id'), fim.get('tokenizer.ggml.fim_suf_token_id'), fim.get('tokenizer.ggml.fim_mid_token_id')]).toEqual([3, 4, 5]);
+    const plain = await keysOf('');
+    expect([...plain.keys()].filter((k) => k.includes('pooling') || k.includes('causal') || k.includes('fim'))).toEqual([]);
+  });
+
   it('is read back as a 2-layer llama with context 256 and 20 tensors', async () => {
     const p = join(dir, 'default.gguf');
     await writeSyntheticModel(parseSyntheticParams(''), p, vocab);

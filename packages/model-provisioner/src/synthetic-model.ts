@@ -44,6 +44,9 @@ export interface SyntheticModelResult {
   n_vocab: number;
 }
 
+/** llama.cpp's `LLAMA_POOLING_TYPE_MEAN`. */
+const POOLING_MEAN = 1;
+
 class HeaderBuilder {
   private readonly parts: Buffer[] = [];
   length = 0;
@@ -80,6 +83,11 @@ class HeaderBuilder {
     this.str(key);
     this.u32(GGUF_TYPE.FLOAT32);
     this.f32(v);
+  }
+  kvBool(key: string, v: boolean): void {
+    this.str(key);
+    this.u32(GGUF_TYPE.BOOL);
+    this.push(Buffer.from([v ? 1 : 0]));
   }
   kvStr(key: string, v: string): void {
     this.str(key);
@@ -184,7 +192,8 @@ export async function writeSyntheticModel(params: SyntheticLlamaParams, outPath:
   const dataSize = last ? last.offset + Math.ceil(last.nbytes / ALIGN) * ALIGN : 0;
 
   const h = new HeaderBuilder();
-  const nKv = 15 + raw.length;
+  const embed = params.role === 'embed';
+  const nKv = 15 + raw.length + (embed ? 2 : 0) + (params.fim ? 3 : 0);
   h.push(Buffer.from('GGUF', 'latin1'));
   h.u32(3);
   h.u64(tensors.length);
@@ -203,7 +212,18 @@ export async function writeSyntheticModel(params: SyntheticLlamaParams, outPath:
   h.kvU32('llama.rope.dimension_count', params.embd / params.heads);
   h.kvF32('llama.rope.freq_base', 10000);
   h.kvF32('llama.attention.layer_norm_rms_epsilon', 1e-5);
+  if (embed) {
+    // An embedding model sees the whole input at once and pools it (mean), as BERT-style ones do.
+    h.kvBool('llama.attention.causal', false);
+    h.kvU32('llama.pooling_type', POOLING_MEAN);
+  }
   for (const kv of raw) h.push(kv);
+  if (params.fim) {
+    // Byte tokens <0x00>..<0x02>: never produced by tokenizing text, so they only mark the FIM parts.
+    h.kvU32('tokenizer.ggml.fim_pre_token_id', 3);
+    h.kvU32('tokenizer.ggml.fim_suf_token_id', 4);
+    h.kvU32('tokenizer.ggml.fim_mid_token_id', 5);
+  }
   h.kvStr('tokenizer.chat_template', SYNTHETIC_CHAT_TEMPLATE);
   h.kvStr('tokenizer.chat_template.tool_use', SYNTHETIC_TOOL_USE_TEMPLATE);
   for (const t of tensors) {

@@ -16,6 +16,19 @@ export interface SyntheticLlamaParams {
   seed: number;
   /** Weight type of the 2-D tensors; norm weights stay F32. @default f32 */
   type: 'f32' | 'f16';
+  /**
+   * What the model is for. `chat`: a causal text generator (the original). `embed`: an embedding
+   * model — non-causal attention (`llama.attention.causal = false`) and mean pooling
+   * (`llama.pooling_type = 1`), which llama-server's `--embeddings` serves on `/v1/embeddings`
+   * and `--reranking` on `/rerank` (rank pooling over the first token, no classification head).
+   * @default chat
+   */
+  role: 'chat' | 'embed';
+  /**
+   * Fill-in-the-middle tokens in the vocab metadata (`tokenizer.ggml.fim_pre/suf/mid_token_id`),
+   * so llama-server's `/infill` accepts the model. @default false
+   */
+  fim: boolean;
 }
 
 export const SYNTHETIC_LLAMA_DEFAULTS: Readonly<SyntheticLlamaParams> = Object.freeze({
@@ -26,13 +39,17 @@ export const SYNTHETIC_LLAMA_DEFAULTS: Readonly<SyntheticLlamaParams> = Object.f
   ctx: 256,
   seed: 42,
   type: 'f32',
+  role: 'chat',
+  fim: false,
 });
 
 /** Order of the parameters in a canonical ref; also the set of accepted names. */
-const ORDER = ['layers', 'embd', 'heads', 'ff', 'ctx', 'seed', 'type'] as const;
+const ORDER = ['layers', 'embd', 'heads', 'ff', 'ctx', 'seed', 'type', 'role', 'fim'] as const;
 type ParamName = (typeof ORDER)[number];
+/** Parameters added after refs were first cached: written in a canonical ref only when not default, so older refs keep their ids. */
+const LATER: ReadonlySet<ParamName> = new Set(['role', 'fim']);
 
-const INT_BOUNDS: Record<Exclude<ParamName, 'type'>, readonly [number, number]> = {
+const INT_BOUNDS: Record<Exclude<ParamName, 'type' | 'role' | 'fim'>, readonly [number, number]> = {
   layers: [1, 64],
   embd: [8, 4096],
   heads: [1, 64],
@@ -42,7 +59,11 @@ const INT_BOUNDS: Record<Exclude<ParamName, 'type'>, readonly [number, number]> 
 };
 
 function invalid(query: string, why: string): ModelProvisionError {
-  return new ModelProvisionError('INVALID_MODEL_REF', `invalid synthetic model parameters '${query}': ${why} (accepted: ${ORDER.join(', ')}; type=f32|f16)`, { query });
+  return new ModelProvisionError(
+    'INVALID_MODEL_REF',
+    `invalid synthetic model parameters '${query}': ${why} (accepted: ${ORDER.join(', ')}; type=f32|f16, role=chat|embed, fim=0|1)`,
+    { query },
+  );
 }
 
 /**
@@ -66,7 +87,17 @@ export function parseSyntheticParams(query: string): SyntheticLlamaParams {
         params.type = value;
         continue;
       }
-      const key = name as Exclude<ParamName, 'type'>;
+      if (name === 'role') {
+        if (value !== 'chat' && value !== 'embed') throw invalid(query, `role must be chat or embed, got '${value}'`);
+        params.role = value;
+        continue;
+      }
+      if (name === 'fim') {
+        if (value !== '0' && value !== '1') throw invalid(query, `fim must be 0 or 1, got '${value}'`);
+        params.fim = value === '1';
+        continue;
+      }
+      const key = name as Exclude<ParamName, 'type' | 'role' | 'fim'>;
       if (!/^\d{1,10}$/.test(value)) throw invalid(query, `${name} must be a non-negative integer, got '${value}'`);
       const n = Number(value);
       const [min, max] = INT_BOUNDS[key];
@@ -82,5 +113,6 @@ export function parseSyntheticParams(query: string): SyntheticLlamaParams {
 
 /** The canonical ref: every parameter spelled out in a fixed order, so equal models share one id. */
 export function canonicalSyntheticRef(params: SyntheticLlamaParams): string {
-  return `synthetic:llama?${ORDER.map((k) => `${k}=${params[k]}`).join('&')}`;
+  const parts = ORDER.filter((k) => !LATER.has(k) || params[k] !== SYNTHETIC_LLAMA_DEFAULTS[k]).map((k) => `${k}=${k === 'fim' ? Number(params.fim) : params[k]}`);
+  return `synthetic:llama?${parts.join('&')}`;
 }

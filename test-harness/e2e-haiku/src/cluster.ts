@@ -31,8 +31,11 @@ export interface ClusterOptions {
   heartbeatMs: number;
   /** Generous: a cold cache means building llama-server first. */
   readyTimeoutMs: number;
-  /** Per node (index 0 = `p1`): another model ref, `aliases` or engine `extra_flags` for its pool. */
-  pools?: ReadonlyArray<{ model?: string; aliases?: readonly string[]; extraFlags?: readonly string[] } | undefined>;
+  /**
+   * Per node (index 0 = `p1`): another model ref, `aliases`, engine `extra_flags` or more pool
+   * config keys (`embeddings`, `reranking`, `slots` …) for its pool.
+   */
+  pools?: ReadonlyArray<{ model?: string; aliases?: readonly string[]; extraFlags?: readonly string[]; config?: Readonly<Record<string, unknown>> } | undefined>;
 }
 
 export interface Cluster {
@@ -91,6 +94,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
               ...(opts.pools?.[n - 1]?.aliases ? { aliases: opts.pools[n - 1]!.aliases } : {}),
               ...(opts.pools?.[n - 1]?.extraFlags ? { extra_flags: opts.pools[n - 1]!.extraFlags } : {}),
               ...(opts.gpu === 'off' ? {} : { gpu_layers: 'all' }),
+              ...opts.pools?.[n - 1]?.config,
             },
           ],
         }),

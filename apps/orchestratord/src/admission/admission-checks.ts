@@ -1,7 +1,7 @@
-import type { ErrorCode, TaskRequest } from '@llama-orch/contracts';
+import { DEFAULT_POOL_CAPABILITIES, taskCapability, type ErrorCode, type TaskRequest } from '@llama-orch/contracts';
 import { BudgetSpentError, DeadlineUnmetError, InvalidParamsError, ModelNotAvailableError } from '../errors.js';
 import { modelAvailability, type ModelAvailability } from './model-availability.js';
-import type { PoolView } from '../registry/pool-view.js';
+import { mayServe, type PoolView } from '../registry/pool-view.js';
 import type { Prediction, Predictor } from './predictor.js';
 import { predictTask } from './prediction.js';
 
@@ -29,7 +29,9 @@ export interface AdmissionCheckResult {
 
 /**
  * The live-cluster checks of admission, in order: the model is served or being provisioned by a
- * pool on a node that is not offline (else 503 MODEL_NOT_AVAILABLE); `ctx` fits the largest ctx of
+ * pool on a node that is not offline (else 503 MODEL_NOT_AVAILABLE); one of those pools serves the
+ * task's kind (chat, completion, embeddings, rerank, infill: else 400 INVALID_PARAMS, `param:
+ * model`); `ctx` fits the largest ctx of
  * those pools (else 400 INVALID_PARAMS); the session budget is not spent (else 429
  * ADMISSION_REJECT, policy `budget`); the measured predicted start is before the deadline (else
  * 400 DEADLINE_UNMET).
@@ -41,6 +43,12 @@ export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult
   if (listed.length === 0) {
     input.onReject('MODEL_NOT_AVAILABLE');
     throw new ModelNotAvailableError(`model '${request.model_ref}' is not served or provisioned by any pool`, { retryAfterMs: input.retryAfterMs });
+  }
+  const kind = taskCapability(request);
+  if (!listed.some((p) => mayServe(p, kind))) {
+    input.onReject('INVALID_PARAMS');
+    const served = [...new Set(listed.flatMap((p) => p.capabilities ?? DEFAULT_POOL_CAPABILITIES))].join(', ');
+    throw new InvalidParamsError(`model '${request.model_ref}' cannot serve ${kind}: its pools serve ${served}`, { param: 'model' });
   }
   const poolCtx = Math.max(0, ...listed.map((p) => p.ctx));
   const ctxLimit = poolCtx > 0 ? poolCtx : input.ctxMax;

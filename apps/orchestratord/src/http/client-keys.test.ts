@@ -116,6 +116,20 @@ describe('client keys and the node token', () => {
     expect(metrics).toMatch(/llorch_client_requests_total\{key="bob"\} 5/);
   });
 
+  it("the engine-route doors count against a key's rate limit; the 429 takes the door's shape", async () => {
+    const { app: a } = await make();
+    // Refused bodies still count: the limit is checked before the handler.
+    for (let i = 0; i < 3; i++) expect((await a.inject({ method: 'POST', url: '/v1/embeddings', headers: bearer(BOB), payload: {} })).statusCode).toBe(400);
+    const v1 = await a.inject({ method: 'POST', url: '/v1/embeddings', headers: bearer(BOB), payload: {} });
+    expect(v1.statusCode).toBe(429);
+    expect(OpenAiErrorSchema.parse(v1.json()).error.type).toBe('rate_limit_error');
+    const rerank = await a.inject({ method: 'POST', url: '/rerank', headers: bearer(BOB), payload: {} });
+    expect(rerank.statusCode).toBe(429);
+    expect(Number(rerank.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(rerank.json()).toEqual({ error: { code: 429, message: expect.stringContaining('rate limit'), type: 'rate_limit_error' } });
+    expect((await a.inject({ method: 'POST', url: '/infill', payload: {} })).json()).toMatchObject({ error: { code: 401, type: 'authentication_error' } });
+  });
+
   it('the Anthropic door takes the same keys as x-api-key (or Bearer), with its rate limits and roles, refusing in Anthropic shape', async () => {
     const { app: a } = await make();
     const body = { model: 'nope', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] };

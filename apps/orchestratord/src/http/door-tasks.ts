@@ -65,7 +65,7 @@ export function answerOnce(
   req: FastifyRequest,
   reply: FastifyReply,
   task: TaskRecord,
-  o: { who: ResponseIdentity; render?: (body: Record<string, unknown>) => string; refuse: (err: ErrorEvent) => void },
+  o: { who: ResponseIdentity; render?: (body: Record<string, unknown>) => string; refuse: (err: ErrorEvent) => void; onNoAnswer?: () => void },
 ): void {
   reply.hijack();
   const abandon = abandonTask(services, req, task);
@@ -74,6 +74,7 @@ export function answerOnce(
     task,
     who: o.who,
     ...(o.render !== undefined ? { render: o.render } : {}),
+    ...(o.onNoAnswer !== undefined ? { onNoAnswer: o.onNoAnswer } : {}),
     // respondWithAnswer has unsubscribed when it calls this: the task is abandoned when nobody else reads it.
     onClientGone: () => {
       if (task.stream.subscriberCount === 0) abandon();

@@ -3,6 +3,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import { anthropicErrorBody, isAnthropicPath } from '../anthropic/anthropic-errors.js';
 import { isOpenAiPath, openAiErrorBody } from '../openai/openai-errors.js';
+import { isLlamaCppDoorPath, llamaCppErrorBody } from '../openai/engine-door-errors.js';
 import { InternalError, InvalidParamsError, NotFoundError, OrchdError, PayloadTooLargeError } from '../errors.js';
 
 /** Maps anything thrown in a request to an OrchdError. */
@@ -18,11 +19,17 @@ export function toOrchdError(err: unknown): OrchdError {
 /**
  * Sends an ErrorEnvelope with its fixed status; 429/503 carry Retry-After and X-Backoff-Ms. On the
  * /v1 door the body takes OpenAI's shape instead, on the Anthropic door (`/v1/messages…`)
- * Anthropic's (same status and headers).
+ * Anthropic's, on `/rerank` and `/infill` llama-server's (same status and headers).
  */
 export function sendError(reply: FastifyReply, error: OrchdError): FastifyReply {
   const url = reply.request.url;
-  const render = isAnthropicPath(url) ? () => anthropicErrorBody(error) : isOpenAiPath(url) ? () => openAiErrorBody(error) : undefined;
+  const render = isAnthropicPath(url)
+    ? () => anthropicErrorBody(error)
+    : isOpenAiPath(url)
+      ? () => openAiErrorBody(error)
+      : isLlamaCppDoorPath(url)
+        ? () => llamaCppErrorBody(error)
+        : undefined;
   return sendErrorEnvelope(reply, error.status, error.toEnvelope(), render);
 }
 

@@ -54,7 +54,7 @@ describe('/v1 errors and request fields', () => {
     const res = await fetch(`${c.url}/v1/chat/completions`, { method: 'POST', headers: { ...c.t.auth, 'content-type': 'application/json' }, body: '{"model":' });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: { type: 'invalid_request_error', param: null, code: 'invalid_value' } });
-    const unknown = await fetch(`${c.url}/v1/embeddings`, { method: 'POST', headers: { ...c.t.auth, 'content-type': 'application/json' }, body: '{}' });
+    const unknown = await fetch(`${c.url}/v1/audio/speech`, { method: 'POST', headers: { ...c.t.auth, 'content-type': 'application/json' }, body: '{}' });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ error: { type: 'not_found_error', code: 'NOT_FOUND', param: null } });
   });

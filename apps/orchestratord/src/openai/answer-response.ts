@@ -25,6 +25,8 @@ export interface AnswerResponseOptions {
   render?: (body: Record<string, unknown>) => string;
   /** Sends the task's failure (its ErrorEnvelope status, in OpenAI's shape). */
   sendRefusal: (err: ErrorEvent) => void;
+  /** The task ended without an answer (cancelled from elsewhere). @default the body collected from its frames, rendered */
+  onNoAnswer?: () => void;
   /** The client went away before the answer was sent (the caller cancels the task). */
   onClientGone: () => void;
 }
@@ -73,6 +75,7 @@ export function respondWithAnswer(o: AnswerResponseOptions): void {
       task.answer = undefined;
       return o.sendAnswer(render(answer.body));
     }
+    if (o.onNoAnswer !== undefined) return o.onNoAnswer();
     if (terminal.event === 'end') o.sendAnswer(render(new ResponseCollector(o.who).body(terminal.data, task.placement?.engine_version)));
   }
 

@@ -42,8 +42,8 @@ describe('GET /v1/models listing', () => {
       view({ pool_id: 'f', models: ['other'], node_state: 'offline' }),
     ];
     expect(listModels(views, firstSeen, 10_000_000)).toEqual([
-      { id: 'm-1234', object: 'model', created: 4000, owned_by: 'llama-orch' },
-      { id: 'tiny', object: 'model', created: 9000, owned_by: 'llama-orch' },
+      { id: 'm-1234', object: 'model', created: 4000, owned_by: 'llama-orch', capabilities: ['chat', 'completion'] },
+      { id: 'tiny', object: 'model', created: 9000, owned_by: 'llama-orch', capabilities: ['chat', 'completion'] },
     ]);
   });
 
@@ -55,8 +55,23 @@ describe('GET /v1/models listing', () => {
   it('retrieve answers under the name asked, for any alias, catalog id or ref of an offered model', () => {
     const views = [view({ pool_id: 'b', models: ['hf:a/b/m.gguf', 'm-1234'], aliases: ['nice'] })];
     for (const name of ['nice', 'm-1234', 'hf:a/b/m.gguf'])
-      expect(findModel(views, name, firstSeen, 0)).toEqual({ id: name, object: 'model', created: 4000, owned_by: 'llama-orch' });
+      expect(findModel(views, name, firstSeen, 0)).toEqual({ id: name, object: 'model', created: 4000, owned_by: 'llama-orch', capabilities: ['chat', 'completion'] });
     expect(findModel(views, 'nope', firstSeen, 0)).toBeUndefined();
     expect(findModel([view({ pool_id: 'e', models: ['x'], state: 'failed' })], 'x', firstSeen, 0)).toBeUndefined();
+  });
+
+  it('capabilities: what any pool of the model serves, in a fixed order; a pool that reports none serves chat and completion', () => {
+    const views = [
+      view({ pool_id: 'a', models: ['e'], aliases: ['embedder'], capabilities: ['rerank'] }),
+      view({ pool_id: 'b', models: ['e'], capabilities: ['embeddings'], node_id: 'n2' }),
+      view({ pool_id: 'c', models: ['g'], capabilities: ['infill', 'completion', 'chat'] }),
+      view({ pool_id: 'd', models: ['old'] }),
+    ];
+    expect(listModels(views, () => undefined, 0).map((m) => [m.id, m.capabilities])).toEqual([
+      ['embedder', ['embeddings', 'rerank']],
+      ['g', ['chat', 'completion', 'infill']],
+      ['old', ['chat', 'completion']],
+    ]);
+    expect(findModel(views, 'e', () => undefined, 0)?.capabilities).toEqual(['embeddings', 'rerank']);
   });
 });

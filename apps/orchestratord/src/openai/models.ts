@@ -1,4 +1,4 @@
-import type { OpenAiModel } from '@llama-orch/contracts';
+import { DEFAULT_POOL_CAPABILITIES, PoolCapabilitySchema, type OpenAiModel, type PoolCapability } from '@llama-orch/contracts';
 import { servesModel, type PoolView } from '../registry/pool-view.js';
 
 export const OWNED_BY = 'llama-orch';
@@ -19,12 +19,18 @@ interface Listed {
   catalogId: string | undefined;
   ref: string;
   createdMs: number;
+  capabilities: Set<PoolCapability>;
+}
+
+/** Capabilities in their schema's order (chat, completion, embeddings, rerank, infill). */
+function ordered(set: ReadonlySet<PoolCapability>): PoolCapability[] {
+  return PoolCapabilitySchema.options.filter((c) => set.has(c));
 }
 
 /**
  * `GET /v1/models`: one entry per model the ready and provisioning pools serve — not one per name —
  * listed by its first alias, else its catalog id, else its ref; `created` = when a pool first
- * listed it; sorted by id.
+ * listed it; `capabilities` = what any of its pools serves; sorted by id.
  */
 export function listModels(views: readonly PoolView[], firstSeen: (ref: string) => number | undefined, now: number): OpenAiModel[] {
   const models: Listed[] = [];
@@ -33,12 +39,20 @@ export function listModels(views: readonly PoolView[], firstSeen: (ref: string) 
     const names = [...v.models, ...(v.aliases ?? [])];
     const found = models.filter((m) => names.some((n) => m.names.has(n)));
     // A pool naming two listed entries joins them: they were one model all along.
-    const entry: Listed = found[0] ?? { names: new Set(), alias: undefined, catalogId: undefined, ref: v.models[0] as string, createdMs: Number.POSITIVE_INFINITY };
+    const entry: Listed = found[0] ?? {
+      names: new Set(),
+      alias: undefined,
+      catalogId: undefined,
+      ref: v.models[0] as string,
+      createdMs: Number.POSITIVE_INFINITY,
+      capabilities: new Set(),
+    };
     for (const other of found.slice(1)) {
       for (const n of other.names) entry.names.add(n);
       entry.alias ??= other.alias;
       entry.catalogId ??= other.catalogId;
       entry.createdMs = Math.min(entry.createdMs, other.createdMs);
+      for (const c of other.capabilities) entry.capabilities.add(c);
       models.splice(models.indexOf(other), 1);
     }
     if (found.length === 0) models.push(entry);
@@ -46,9 +60,16 @@ export function listModels(views: readonly PoolView[], firstSeen: (ref: string) 
     entry.alias ??= v.aliases?.[0];
     if (v.models.length > 1) entry.catalogId ??= v.models.at(-1);
     for (const m of v.models) entry.createdMs = Math.min(entry.createdMs, firstSeen(m) ?? now);
+    for (const c of v.capabilities ?? DEFAULT_POOL_CAPABILITIES) entry.capabilities.add(c);
   }
   return models
-    .map((m): OpenAiModel => ({ id: m.alias ?? m.catalogId ?? m.ref, object: 'model', created: Math.floor(m.createdMs / 1000), owned_by: OWNED_BY }))
+    .map((m): OpenAiModel => ({
+      id: m.alias ?? m.catalogId ?? m.ref,
+      object: 'model',
+      created: Math.floor(m.createdMs / 1000),
+      owned_by: OWNED_BY,
+      capabilities: ordered(m.capabilities),
+    }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
@@ -58,12 +79,14 @@ export function listModels(views: readonly PoolView[], firstSeen: (ref: string) 
  */
 export function findModel(views: readonly PoolView[], name: string, firstSeen: (ref: string) => number | undefined, now: number): OpenAiModel | undefined {
   let created: number | undefined;
+  const capabilities = new Set<PoolCapability>();
   for (const v of views) {
     if (!listable(v) || !servesModel(v, name)) continue;
+    for (const c of v.capabilities ?? DEFAULT_POOL_CAPABILITIES) capabilities.add(c);
     for (const m of v.models) {
       const c = Math.floor((firstSeen(m) ?? now) / 1000);
       created = created === undefined ? c : Math.min(created, c);
     }
   }
-  return created === undefined ? undefined : { id: name, object: 'model', created, owned_by: OWNED_BY };
+  return created === undefined ? undefined : { id: name, object: 'model', created, owned_by: OWNED_BY, capabilities: ordered(capabilities) };
 }

@@ -24,5 +24,6 @@ export function toClusterPool(v: PoolView): ClusterPool {
   if (v.snapshot.vram_free_bytes !== undefined) p.vram_free_bytes = v.snapshot.vram_free_bytes;
   if (v.snapshot.last_error !== undefined) p.last_error = v.snapshot.last_error;
   if (v.snapshot.progress !== undefined) p.progress = v.snapshot.progress;
+  if (v.capabilities !== undefined) p.capabilities = [...v.capabilities];
   return p;
 }

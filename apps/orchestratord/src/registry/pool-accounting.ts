@@ -163,6 +163,7 @@ export class PoolAccounting {
       aliases: snap.aliases,
       deterministic: snap.deterministic,
       ctx: snap.ctx,
+      capabilities: snap.capabilities,
       address: node.address,
       dispatch: node.dispatch,
       snapshot: snap,

@@ -1,4 +1,4 @@
-import type { NodeState, PoolSnapshot, PoolState } from '@llama-orch/contracts';
+import { servesCapability, type NodeState, type PoolCapability, type PoolSnapshot, type PoolState } from '@llama-orch/contracts';
 import type { DispatchTarget } from '../upstream/pool-client.js';
 
 /** A pool as placement sees it: the latest heartbeat snapshot plus local lease accounting. */
@@ -18,6 +18,8 @@ export interface PoolCandidate {
   readonly aliases?: readonly string[] | undefined;
   readonly deterministic: boolean;
   readonly ctx: number;
+  /** What the pool's engine serves (heartbeat); absent = chat and completion (contracts' DEFAULT_POOL_CAPABILITIES). */
+  readonly capabilities?: readonly PoolCapability[] | undefined;
 }
 
 /** A pool with its node and accounting, as routes and placement read it. */
@@ -69,6 +71,18 @@ export function isPlaceable(c: PoolCandidate): boolean {
 /** The pool lists `model` as a model ref or as an alias. */
 export function servesModel(c: PoolCandidate, model: string): boolean {
   return c.models.includes(model) || (c.aliases !== undefined && c.aliases.includes(model));
+}
+
+/**
+ * Whether the pool serves (or may serve) `kind`: its reported capabilities, else chat and
+ * completion. Infill is known only once a generation pool's engine is bound (the engine says
+ * whether its model has FIM tokens), so a pool still provisioning or starting that has reported
+ * nothing yet may serve infill: the task waits for it, and placement decides when it is ready.
+ * (Embeddings and reranking pools report theirs from their config before any engine runs.)
+ */
+export function mayServe(c: Pick<PoolCandidate, 'capabilities' | 'state'>, kind: PoolCapability): boolean {
+  if (kind === 'infill' && c.capabilities === undefined && (c.state === 'provisioning' || c.state === 'starting')) return true;
+  return servesCapability(c.capabilities, kind);
 }
 
 /** Every name a pool's model answers to: refs, then aliases. */

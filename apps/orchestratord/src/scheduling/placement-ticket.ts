@@ -1,10 +1,13 @@
-import type { PlacementOverrides } from '@llama-orch/contracts';
+import type { EngineCall, PlacementOverrides, PoolCapability } from '@llama-orch/contracts';
 import { candidateKey } from '../registry/pool-view.js';
 import type { PlacementRequest, PoolRef } from './placement.js';
 
 /** The task fields placement reads. */
 export interface PlacementFields {
   readonly model_ref: string;
+  /** With `call`, the kind of pool the task needs; absent = any pool of the model. */
+  readonly workload?: 'chat' | 'completion' | undefined;
+  readonly call?: EngineCall | undefined;
   readonly ctx: number;
   readonly determinism?: 'strict' | 'best_effort' | undefined;
   readonly placement?: PlacementOverrides | undefined;
@@ -16,6 +19,7 @@ export interface PlacementFields {
  */
 export class PlacementTicket implements PlacementRequest {
   readonly model_ref: string;
+  readonly kind: PoolCapability | undefined;
   readonly ctx: number;
   readonly determinism: 'strict' | 'best_effort' | undefined;
   readonly placement: PlacementOverrides | undefined;
@@ -30,6 +34,7 @@ export class PlacementTicket implements PlacementRequest {
   constructor(fields: PlacementFields, affinity?: PoolRef) {
     this.affinity = affinity;
     this.model_ref = fields.model_ref;
+    this.kind = fields.call?.kind ?? fields.workload;
     this.ctx = fields.ctx;
     this.determinism = fields.determinism;
     this.placement = fields.placement;
@@ -47,7 +52,7 @@ export class PlacementTicket implements PlacementRequest {
    * every queued task on every pass.
    */
   get waitKey(): string {
-    this.#key ??= JSON.stringify([this.model_ref, this.ctx, this.determinism ?? '', this.placement ?? null, [...(this.#exclude ?? [])].sort()]);
+    this.#key ??= JSON.stringify([this.model_ref, this.kind, this.ctx, this.determinism ?? '', this.placement ?? null, [...(this.#exclude ?? [])].sort()]);
     return this.#key;
   }
 

@@ -106,6 +106,26 @@ describe('place', () => {
     expect(place(req({ model_ref: 'nope' }), pools, 'least-loaded', rr())).toMatchObject({ kind: 'reject', code: 'MODEL_NOT_AVAILABLE' });
   });
 
+  it('places a task only on pools that serve its kind; a pool that reports no capabilities serves chat and completion', () => {
+    const pools = [
+      pool({ pool_id: 'a', free: 4, capabilities: ['embeddings'] }),
+      pool({ pool_id: 'b', free: 1, capabilities: ['chat', 'completion', 'infill'] }),
+      pool({ pool_id: 'c', free: 2 }),
+    ];
+    expect(chosen(place(req({ kind: 'embeddings' }), pools, 'least-loaded', rr()))).toBe('n1/a');
+    expect(chosen(place(req({ kind: 'infill' }), pools, 'least-loaded', rr()))).toBe('n1/b');
+    expect(chosen(place(req({ kind: 'chat' }), pools, 'least-loaded', rr()))).toBe('n1/c');
+    expect(place(req({ kind: 'rerank' }), pools, 'least-loaded', rr())).toMatchObject({ kind: 'reject', code: 'POOL_UNAVAILABLE', message: expect.stringContaining('rerank') });
+  });
+
+  it('infill waits for a generation pool whose engine has not said yet; once it is ready without infill, the task is rejected', () => {
+    const starting = [pool({ pool_id: 'g', state: 'starting', ready: false, free: 0 })];
+    expect(place(req({ kind: 'infill' }), starting, 'least-loaded', rr())).toMatchObject({ kind: 'wait' });
+    expect(place(req({ kind: 'embeddings' }), starting, 'least-loaded', rr())).toMatchObject({ kind: 'reject' });
+    expect(place(req({ kind: 'infill' }), [pool({ pool_id: 'g' })], 'least-loaded', rr())).toMatchObject({ kind: 'reject', code: 'POOL_UNAVAILABLE' });
+    expect(chosen(place(req({ kind: 'infill' }), [pool({ pool_id: 'g', capabilities: ['chat', 'completion', 'infill'] })], 'least-loaded', rr()))).toBe('n1/g');
+  });
+
   it('exclusions are soft: a failed pool is avoided while another exists, reused when it is the only one', () => {
     const pools = [pool({ pool_id: 'a', free: 4 }), pool({ pool_id: 'b', free: 1 })];
     expect(chosen(place(req({ exclude: new Set(['n1/a']) }), pools, 'least-loaded', rr()))).toBe('n1/b');

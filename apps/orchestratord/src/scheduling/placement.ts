@@ -1,5 +1,5 @@
-import type { PlacementOverrides } from '@llama-orch/contracts';
-import { candidateKey, compareCandidates, isPlaceable, servesModel, type CandidateIndex, type PoolCandidate } from '../registry/pool-view.js';
+import type { PlacementOverrides, PoolCapability } from '@llama-orch/contracts';
+import { candidateKey, compareCandidates, isPlaceable, mayServe, servesModel, type CandidateIndex, type PoolCandidate } from '../registry/pool-view.js';
 
 /**
  * Placement: pure functions from (task constraints, pool candidates) to a decision.
@@ -7,7 +7,7 @@ import { candidateKey, compareCandidates, isPlaceable, servesModel, type Candida
  * Rules (.specs/60-orchestratord.md, Placement):
  * - A pool is *placeable* when its node is online, its state is `ready`, it reports ready and not
  *   draining, and it has an effective free slot (see registry/pool-accounting.ts).
- * - A pool is *eligible* for a task when it serves the task's model, its ctx fits, it is not in
+ * - A pool is *eligible* for a task when it serves the task's model and kind (its capabilities), its ctx fits, it is not in
  *   `avoid_pools` or the task's exclusions, it is the pinned pool (mode `pin`), it is preferred
  *   (mode `prefer` with `allow_fallback: false`), and, for `determinism: strict`, it is deterministic.
  * - Among placeable eligible pools: `prefer_pools` in their order first, then the task's session
@@ -27,6 +27,8 @@ export type PlacementStrategy = 'least-loaded' | 'round-robin';
 /** What placement needs to know about a task. */
 export interface PlacementRequest {
   readonly model_ref: string;
+  /** What the task needs the pool to serve (chat, completion, embeddings, rerank, infill). @default any pool of the model */
+  readonly kind?: PoolCapability | undefined;
   readonly ctx: number;
   readonly determinism?: 'strict' | 'best_effort' | undefined;
   readonly placement?: PlacementOverrides | undefined;
@@ -56,6 +58,7 @@ export interface RoundRobinCursor {
 
 /** Eligibility apart from the model and the task's exclusions. */
 function fitsConstraints(req: PlacementRequest, c: PoolCandidate): boolean {
+  if (req.kind !== undefined && !mayServe(c, req.kind)) return false;
   if (req.ctx > 0 && c.ctx > 0 && c.ctx < req.ctx) return false;
   if (req.determinism === 'strict' && !c.deterministic) return false;
   const p = req.placement;
@@ -187,7 +190,7 @@ export function place<C extends PoolCandidate>(
     return {
       kind: 'reject',
       code: 'POOL_UNAVAILABLE',
-      message: `no pool serving '${req.model_ref}' satisfies the task's constraints (ctx, determinism, placement)`,
+      message: `no pool serving '${req.model_ref}' satisfies the task's constraints (${req.kind !== undefined ? `${req.kind}, ` : ''}ctx, determinism, placement)`,
     };
   }
   if (group.count === 0) return { kind: 'wait', reason: `no free slot on the ${group.eligible} eligible pool(s)` };

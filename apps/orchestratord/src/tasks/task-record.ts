@@ -156,7 +156,9 @@ export function dispatchRequest(task: TaskRecord, now: number): DispatchRequest 
     cache_prompt: !strict && r.kv_hint !== 'cold',
     deadline_ms: Math.max(1, task.deadlineAt - now),
   };
-  if (r.workload === 'chat') body.messages = r.messages;
+  // An engine call (embeddings, rerank, infill) carries the door's body and no prompt of its own.
+  if (r.call !== undefined) body.call = r.call;
+  else if (r.workload === 'chat') body.messages = r.messages;
   else body.prompt = r.prompt;
   if (r.sampling !== undefined) body.sampling = r.sampling;
   if (r.seed !== undefined) body.seed = r.seed;

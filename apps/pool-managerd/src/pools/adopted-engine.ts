@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { HandoffFile } from '@llama-orch/contracts';
-import type { EngineProps, LlamaServerClient } from '@llama-orch/llamacpp-adapter';
+import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
+import type { ProbedEngine } from '../handoff/adoption.js';
 import { EngineMonitor } from '../handoff/engine-monitor.js';
 import type { PoolManagerMetrics } from '../support/metrics.js';
 import type { PoolTable } from './pool-table.js';
@@ -12,7 +13,7 @@ export interface AdoptedEngineOptions {
   path: string;
   handoff: HandoffFile;
   /** What the engine answered to `/props` when it was probed. */
-  props: EngineProps;
+  props: ProbedEngine;
   client: LlamaServerClient;
   /** Health probe interval, ms. @default 2000 */
   probeMs?: number | undefined;
@@ -47,6 +48,7 @@ export class AdoptedEngine {
       ctx: props.n_ctx,
       pid: handoff.pid,
       mode: 'external' as const,
+      capabilities: props.capabilities,
     };
     table.bindEngine(poolId, binding);
     table.setModels(poolId, [handoff.model.id]);

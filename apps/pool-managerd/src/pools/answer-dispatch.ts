@@ -1,5 +1,5 @@
-import type { DispatchEvent } from '@llama-orch/contracts';
-import { AdapterError, CompletionAbortedError, type AnswerFigures, type EngineAnswer } from '@llama-orch/llamacpp-adapter';
+import type { DispatchEvent, DispatchRequest } from '@llama-orch/contracts';
+import { AdapterError, CompletionAbortedError, type AnswerFigures, type AnswerInput, type EngineAnswer } from '@llama-orch/llamacpp-adapter';
 import type { DispatchOptions } from './dispatch.js';
 import { DispatchAbort, dispatchSignal } from './dispatch-signal.js';
 
@@ -44,9 +44,15 @@ export function resultLine(answer: EngineAnswer, meta: ResultMeta): string {
 
 const errorLine = (ev: ErrorEvent): string => `${JSON.stringify(ev)}\n`;
 
+/** A chat or completion as the adapter's answer input (the schema guarantees the input its workload needs). */
+function answerInput(req: DispatchRequest): AnswerInput {
+  return req.workload === 'chat' ? { ...req, workload: 'chat', messages: req.messages ?? [] } : { ...req, workload: 'completion', prompt: req.prompt ?? '' };
+}
+
 /**
  * Runs one non-streamed dispatch (`stream: false`): asks the engine for one answer on its OpenAI
- * route and hands `send` exactly one line — the `result` event, or an `error` event as
+ * route — or, for an engine call, on the call's route with the door's body (`/v1/embeddings`,
+ * `/v1/rerank`, `/infill`) — and hands `send` exactly one line — the `result` event, or an `error` event as
  * {@link runDispatch} would send it (deadline DECODE_TIMEOUT, pool stopping POOL_UNAVAILABLE, the
  * adapter's error codes) — unless the client went away (then nothing: nobody is listening).
  * The same lease, abort and logging rules as a streamed dispatch: the lease is released however it
@@ -67,7 +73,7 @@ export async function runAnswerDispatch(
     {
       pool_id: poolId,
       task_id: taskId,
-      workload: req.workload,
+      workload: req.call?.kind ?? req.workload,
       max_tokens: req.max_tokens,
       cache_prompt: req.cache_prompt,
       stream: false,
@@ -76,9 +82,7 @@ export async function runAnswerDispatch(
     'dispatch started',
   );
   try {
-    const input =
-      req.workload === 'chat' ? { ...req, workload: 'chat' as const, messages: req.messages ?? [] } : { ...req, workload: 'completion' as const, prompt: req.prompt ?? '' };
-    const running = client.answer(input, ac.signal);
+    const running = req.call !== undefined ? client.call(req.call, ac.signal) : client.answer(answerInput(req), ac.signal);
     log.info({ pool_id: poolId, task_id: taskId, engine_url: engineUrl }, 'engine request sent');
     const answer = await running;
     figures = answer.figures;

@@ -33,9 +33,15 @@ export interface DispatchOptions {
  * `/v1/chat/completions` (the model's template renders the messages), a `completion` to its native
  * `/completion`. Both give the same events. The request schema requires `messages` for a chat and
  * `prompt` for a completion; a request built without it in-process fails the dispatch with
- * INVALID_PARAMS rather than sending the engine an empty prompt.
+ * INVALID_PARAMS rather than sending the engine an empty prompt. A streamed infill call goes to
+ * `/infill` with the door's body.
  */
 function engineStream(client: LlamaServerClient, req: DispatchRequest, signal: AbortSignal, onEvent: (ev: CompletionEvent) => Promise<void> | void): Promise<void> {
+  // An engine call streams only as infill (`/infill` streams as `/completion` does); the others answer once.
+  if (req.call !== undefined) {
+    if (req.call.kind !== 'infill') throw new DispatchInputError(`${req.call.kind} is answered once: dispatch it with stream: false`);
+    return client.infillInto(req.call.body, onEvent, signal);
+  }
   if (req.workload === 'chat') {
     if (req.messages === undefined) throw new DispatchInputError('messages is required for a chat');
     return client.chatInto({ ...req, messages: req.messages }, onEvent, signal);

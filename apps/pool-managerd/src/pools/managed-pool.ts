@@ -128,6 +128,7 @@ export class ManagedPool implements ReloadablePool {
       managed: true,
       models: [pool.model],
       aliases: pool.aliases,
+      capabilities: pool.reranking ? ['rerank'] : pool.embeddings ? ['embeddings'] : undefined,
       deterministic: pool.determinism,
       ctx: pool.ctx,
       slotsTotal: pool.determinism ? 1 : pool.slots,

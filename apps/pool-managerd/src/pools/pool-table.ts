@@ -1,4 +1,4 @@
-import type { PoolSnapshot, PoolState, PoolStatus, ProvisioningProgress } from '@llama-orch/contracts';
+import type { PoolCapability, PoolSnapshot, PoolState, PoolStatus, ProvisioningProgress } from '@llama-orch/contracts';
 import { PoolNotFoundError, PoolUnreadyError, ReplicaExhaustedError } from '../errors.js';
 import type { BreakerState } from '../supervision/circuit-breaker.js';
 import { systemClock, type Clock } from '@llama-orch/daemon-support';
@@ -16,6 +16,8 @@ export interface EngineBinding {
   pid?: number;
   /** `managed` (spawned here) or `external` (adopted from a handoff file). */
   mode: 'managed' | 'external';
+  /** What the engine serves; absent = what the pool was registered with. */
+  capabilities?: PoolCapability[];
 }
 
 /** A held slot. `release()` is idempotent: a double release is harmless and never goes negative. */
@@ -34,6 +36,8 @@ interface PoolEntry {
   engine: EngineBinding | undefined;
   models: string[];
   aliases: readonly string[];
+  /** Known before an engine runs (an embeddings or reranking pool's config); the bound engine's win. */
+  capabilities: readonly PoolCapability[] | undefined;
   deterministic: boolean;
   ctx: number;
   slotsTotal: number;
@@ -52,6 +56,8 @@ export interface RegisterPoolOptions {
   models: string[];
   /** Other names clients may use for the models served (the pool's configured `aliases`). @default [] */
   aliases?: readonly string[];
+  /** What the pool serves before an engine says (from its config). @default unknown (chat and completion) */
+  capabilities?: readonly PoolCapability[] | undefined;
   deterministic: boolean;
   ctx: number;
   slotsTotal: number;
@@ -95,6 +101,7 @@ export class PoolTable {
       engine: undefined,
       models: [...opts.models],
       aliases: Object.freeze([...(opts.aliases ?? [])]),
+      capabilities: opts.capabilities,
       deterministic: opts.deterministic,
       ctx: opts.ctx,
       slotsTotal: opts.slotsTotal,
@@ -259,6 +266,7 @@ export class PoolTable {
       // The bounds of contracts' PoolFactsSchema, which the status and the heartbeat share.
       models: e.models.slice(0, 64).map((m) => m.slice(0, 512)),
       ...aliasesOf(e),
+      ...capabilitiesOf(e),
       ...(e.engine !== undefined ? { engine_version: e.engine.engine_version.slice(0, 128), engine_url: e.engine.url } : {}),
       ...(e.engine?.engine_fingerprint !== undefined ? { engine_fingerprint: e.engine.engine_fingerprint } : {}),
       restarts: e.restarts,
@@ -298,6 +306,7 @@ export class PoolTable {
       decode_tps: s.decode_tps,
       ...(s.last_error !== undefined ? { last_error: s.last_error } : {}),
       ...(s.progress !== undefined ? { progress: s.progress } : {}),
+      ...(s.capabilities !== undefined ? { capabilities: s.capabilities } : {}),
     }));
   }
 
@@ -324,6 +333,11 @@ export class PoolTable {
 
 function aliasesOf(e: PoolEntry): { aliases?: string[] } {
   return e.aliases.length > 0 ? { aliases: [...e.aliases] } : {};
+}
+
+function capabilitiesOf(e: PoolEntry): { capabilities?: PoolCapability[] } {
+  const c = e.engine?.capabilities ?? e.capabilities;
+  return c !== undefined ? { capabilities: [...c] } : {};
 }
 
 function isReady(e: PoolEntry): boolean {

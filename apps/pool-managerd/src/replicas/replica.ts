@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
-import type { HandoffFile, PoolConfig, PreparedEngine, ResolvedModel } from '@llama-orch/contracts';
+import type { HandoffFile, PoolCapability, PoolConfig, PreparedEngine, ResolvedModel } from '@llama-orch/contracts';
 import type { EngineBinary, EngineProvisioner } from '@llama-orch/engine-provisioner';
 import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 import { managedHandoff, removeHandoffFile, writeHandoffFile } from '../handoff/handoff-file.js';
 import { BackoffPolicy } from '../supervision/backoff.js';
+import { engineCapabilities } from '../supervision/engine-capabilities.js';
 import { CircuitBreaker, type BreakerState } from '../supervision/circuit-breaker.js';
 import { EngineProcess } from '../supervision/engine-process.js';
 import { RestartLimiter } from '../supervision/restart-limiter.js';
@@ -22,6 +23,8 @@ export interface ReadyEngine {
   slots_total: number;
   ctx: number;
   pid: number;
+  /** What the engine serves (its flags, and `/infill` for the model's FIM tokens). */
+  capabilities: PoolCapability[];
 }
 
 /**
@@ -283,14 +286,17 @@ export class Replica {
     return { proc, meta: { prepared, client } };
   }
 
-  /** Reads `/props`, binds the engine, writes its handoff file, then (once the daemon serves) announces it. */
+  /** Reads `/props` and what the engine serves, binds the engine, writes its handoff file, then (once the daemon serves) announces it. */
   async #bind(proc: EngineProcess, { prepared, client }: AttemptMeta): Promise<void> {
     let props;
+    let capabilities: PoolCapability[];
     try {
-      props = await (await client()).props();
+      const engineClient = await client();
+      props = await engineClient.props();
+      capabilities = await engineCapabilities(engineClient, prepared.flags);
     } catch (err) {
       // The engine died right after /health 200; its exit event handles the restart.
-      this.#log.warn({ err, pid: proc.pid }, 'engine healthy but /props failed');
+      this.#log.warn({ err, pid: proc.pid }, 'engine healthy but /props or the /infill probe failed');
       return;
     }
     const pid = proc.pid;
@@ -302,6 +308,7 @@ export class Replica {
       slots_total: props.total_slots,
       ctx: props.n_ctx,
       pid,
+      capabilities,
     };
     this.#events.bound(engine);
     const bound: BoundEngine = {
