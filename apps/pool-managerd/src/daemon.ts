@@ -9,6 +9,7 @@ import { loadSettings } from './config.js';
 import type { GpuMemoryMonitor } from './node/gpu-memory.js';
 import type { NodeClient } from './node/node-client.js';
 import { PoolManager } from './pools/pool-manager.js';
+import { ENGINE_SCRAPE_FLOOR_MS } from './pools/pool-manager-options.js';
 import { DEFAULT_SUPERVISION, supervisionSettings } from './supervision/settings.js';
 import type { BundleUnusable, CodeCacheState } from './support/bundle-loader.js';
 import { createRootLogger } from './support/logging.js';
@@ -150,8 +151,9 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     wrapper,
     supervision,
     serving,
-    // The engines' /metrics are read on the heartbeat tick (standalone: the heartbeat default).
-    ...(config.orchestrator !== undefined ? { engineMetricsIntervalMs: config.orchestrator.heartbeat_interval_ms } : {}),
+    // The engines' /metrics are read on the heartbeat tick (standalone: the heartbeat default), but
+    // never more often than every ENGINE_SCRAPE_FLOOR_MS (see there).
+    ...(config.orchestrator !== undefined ? { engineMetricsIntervalMs: Math.max(config.orchestrator.heartbeat_interval_ms, ENGINE_SCRAPE_FLOOR_MS) } : {}),
   });
   running.manager = manager;
 

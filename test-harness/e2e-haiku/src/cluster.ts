@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -167,6 +167,49 @@ export async function engineUrlOf(cluster: Cluster, poolId: string): Promise<str
 }
 
 /** Whether every slot of an engine is idle (llama-server's `GET /slots`). */
+/** How a cancelled generation ended, in the engine's own log. */
+export interface CancelOutcome {
+  /** llama-server logged `cancel task` for it (it noticed the closed connection). */
+  cancelled: boolean;
+  /** `n_tokens` of the slot release that ended it (prompt and generated tokens). */
+  nTokens: number;
+  /** The log lines of the release, for the assertion message. */
+  lines: string;
+}
+
+/**
+ * Runs `abort` during a long generation on pool `poolId`'s engine and reads how the engine ended
+ * it from its own log (pool-managerd copies it to the file its `engine spawned` line names):
+ * `cancel task` and the release's `n_tokens`. Only the log is read after the abort. Polling
+ * `/slots` would keep a cancelled non-streamed generation running: llama-server notices the closed
+ * connection only after a whole second in which no result of any task reached that request's
+ * thread (`server_response::recv_with_timeout` restarts its 1 s wait on every result, and a `/slots`
+ * request is a task with a result). And `n_decoded` after the release reads 0 whatever happened.
+ */
+export async function cancelOutcome(cluster: Cluster, poolId: string, abort: () => void, timeoutMs = 60_000): Promise<CancelOutcome> {
+  const spawned = cluster
+    .allLogs()
+    .filter((l) => l.line.msg === 'engine spawned' && l.line.pool_id === poolId && typeof l.line.log === 'string')
+    .at(-1);
+  if (spawned === undefined) throw new Error(`no 'engine spawned' line for pool ${poolId}`);
+  const logPath = spawned.line.log as string;
+  const engineUrl = await engineUrlOf(cluster, poolId);
+  const deadline = Date.now() + timeoutMs;
+  while (await engineIdle(engineUrl)) {
+    if (Date.now() > deadline) throw new Error('the engine never started the generation');
+    await sleep(10);
+  }
+  const offset = statSync(logPath).size;
+  abort();
+  for (;;) {
+    const text = readFileSync(logPath, 'utf8').slice(offset);
+    const release = /stop processing: n_tokens = (\d+)/.exec(text);
+    if (release !== null) return { cancelled: /cancel task/.test(text), nTokens: Number(release[1]), lines: text.slice(0, 2000) };
+    if (Date.now() > deadline) throw new Error(`the engine logged no slot release within ${timeoutMs} ms of the abort`);
+    await sleep(50);
+  }
+}
+
 export async function engineIdle(engineUrl: string): Promise<boolean> {
   const res = await request(new URL('/slots', engineUrl));
   const slots = (await res.body.json()) as Array<{ is_processing: boolean }>;

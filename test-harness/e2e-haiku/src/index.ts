@@ -1,4 +1,5 @@
-export { startCluster, repoRoot, proofRoot, engineUrlOf, engineIdle, correlatedMessages, placedPool, waitClusterIdle } from './cluster.js';
+export { startCluster, repoRoot, proofRoot, engineUrlOf, engineIdle, cancelOutcome, correlatedMessages, placedPool, waitClusterIdle } from './cluster.js';
+export type { CancelOutcome } from './cluster.js';
 export type { Cluster, ClusterOptions } from './cluster.js';
 export { runHaiku, haikuPrompt, haikuRequest, directBody } from './haiku-client.js';
 export type { HaikuRun, HaikuOptions } from './haiku-client.js';

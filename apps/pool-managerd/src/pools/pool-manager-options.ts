@@ -31,7 +31,7 @@ export interface PoolManagerOptions {
   adoptTimeoutMs?: number;
   /** Handoff watcher stability threshold, ms. @default 100 */
   handoffStabilityMs?: number;
-  /** Tick of the engines' `/metrics` scrape, ms: the node's heartbeat interval. @default 5000 */
+  /** Tick of the engines' `/metrics` scrape, ms: the node's heartbeat interval, at least {@link ENGINE_SCRAPE_FLOOR_MS}. @default 5000 */
   engineMetricsIntervalMs?: number;
   /**
    * Settles once the daemon's HTTP API listens. Engines are provisioned, spawned and checked before
@@ -49,3 +49,12 @@ export interface OpenCompletionOptions {
   /** The dispatch's logger; its lines carry the caller's `correlation_id` binding. */
   log: DispatchLogger;
 }
+
+/**
+ * The shortest interval between two scrapes of an engine's `/metrics`, ms. llama-server notices that
+ * a non-streamed request's client went away only after a whole second in which no result of any task
+ * reached that request's thread (`server_response::recv_with_timeout` restarts its 1 s wait on every
+ * result, and a `/metrics` scrape is a task with a result): scraped every second or more often, a
+ * cancelled non-streamed answer would hold its slot to the end of its generation.
+ */
+export const ENGINE_SCRAPE_FLOOR_MS = 2000;
