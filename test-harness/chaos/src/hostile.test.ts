@@ -135,6 +135,9 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
       if (settled || Date.now() > deadline) break;
       await sleep(250);
     }
+    // pool-managerd's log lines reach its stdout up to 100 ms after the state the API shows
+    const logged = (): boolean => [...expectations].every(([id, e]) => e.code === undefined || failureLog(id) !== undefined);
+    for (let i = 0; i < 100 && !logged(); i++) await sleep(50);
   });
 
   afterAll(async () => {
