@@ -36,6 +36,23 @@ function run(cmd: string, args: string[]): Promise<{ code: number; out: string }
   });
 }
 
+/** apt's refusal when another apt or dpkg holds its lock (another suite installing its own package meanwhile). */
+const APT_LOCKED = /Could not get lock|Unable to lock|is held by process/;
+
+/**
+ * apt-get, waiting for a lock another apt-get holds: other suites install their packages (the
+ * browser tests' chromium) in parallel on a fresh machine. dpkg's lock is waited for by apt itself
+ * (`DPkg::Lock::Timeout`), the package lists' lock by retrying, for at most 10 minutes.
+ */
+async function aptGet(args: string[]): Promise<{ code: number; out: string }> {
+  const deadline = Date.now() + 10 * 60_000;
+  for (;;) {
+    const r = await run('apt-get', ['-o', 'DPkg::Lock::Timeout=600', ...args]);
+    if (r.code === 0 || !APT_LOCKED.test(r.out) || Date.now() > deadline) return r;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
 /**
  * Debian's `redis-server`, installed with apt-get when missing (as the browser tests install
  * chromium). Without root and without the binary it fails with the command to run: a store test
@@ -69,7 +86,7 @@ export async function ensureRedisServer(opts: EnsureRedisServerOptions = {}): Pr
     for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'redis-server']]) {
       if (await executable(path)) break;
       log(`store tests: apt-get ${args.join(' ')} (${path} is missing)`);
-      const r = await run('apt-get', args);
+      const r = await aptGet(args);
       if (r.code !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${r.code}); install Debian's redis-server by hand:\n${r.out.slice(-4000)}`);
     }
   } finally {

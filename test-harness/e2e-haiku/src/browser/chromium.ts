@@ -13,6 +13,23 @@ export interface EnsureChromiumOptions {
   canInstall?: boolean;
 }
 
+/** apt's refusal when another apt or dpkg holds its lock (another suite installing its own package meanwhile). */
+const APT_LOCKED = /Could not get lock|Unable to lock|is held by process/;
+
+/**
+ * apt-get, waiting for a lock another apt-get holds: other suites install their packages (the store
+ * tests' redis-server) in parallel on a fresh machine. dpkg's lock is waited for by apt itself
+ * (`DPkg::Lock::Timeout`), the package lists' lock by retrying, for at most 10 minutes.
+ */
+async function aptGet(args: string[], env: NodeJS.ProcessEnv): Promise<{ exitCode?: number | undefined; all?: string | undefined }> {
+  const deadline = Date.now() + 10 * 60_000;
+  for (;;) {
+    const r = await execa('apt-get', ['-o', 'DPkg::Lock::Timeout=600', ...args], { env, reject: false, all: true });
+    if (r.exitCode === 0 || !APT_LOCKED.test(r.all ?? '') || Date.now() > deadline) return r;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
 async function executable(path: string): Promise<boolean> {
   return access(path, constants.X_OK).then(
     () => true,
@@ -39,7 +56,7 @@ export async function ensureChromium(opts: EnsureChromiumOptions = {}): Promise<
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   for (const args of [['update'], ['install', '-y', 'chromium']]) {
     log(`browser tests: apt-get ${args.join(' ')} (${path} is missing)`);
-    const r = await execa('apt-get', args, { env, reject: false, all: true });
+    const r = await aptGet(args, env);
     if (r.exitCode !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${r.exitCode}); install Debian's chromium by hand:\n${r.all?.slice(-4000) ?? ''}`);
   }
   if (!(await executable(path))) throw new Error(`apt-get installed chromium but ${path} is still missing`);
