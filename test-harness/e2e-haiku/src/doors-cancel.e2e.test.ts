@@ -8,13 +8,15 @@ import { cancelOutcome, correlatedMessages, engineIdle, engineUrlOf, metricSum, 
 // The Anthropic Messages and Responses doors share the /v1 path's admission, logs, metrics and
 // cancel on disconnect (issue 27): checked here against a real cluster, for each door streamed and
 // not. The pool's 4096-token context keeps a 2,000-token generation in flight for seconds.
-const MODEL = 'synthetic:llama?ctx=4096';
+const MODEL = 'synthetic:llama?ctx=8192';
 const cacheDir = process.env.LLORCH_TEST_CACHE_DIR ?? join(repoRoot(), '.cache', 'llama-orch');
 
 let cluster: Cluster;
 
 beforeAll(async () => {
-  cluster = await startCluster({ model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000 });
+  // An 8192-token context, so a cancelled generation would run for seconds: llama-server notices a
+  // non-streamed client gone only after a second without results, and the check must tell that from the end.
+  cluster = await startCluster({ model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000, pools: [{ config: { ctx: 8192 } }] });
 }, 31 * 60_000);
 
 afterAll(async () => {
@@ -67,7 +69,7 @@ describe('the Messages and Responses doors on the one admission path', () => {
     const d = doors[name];
     const engineUrl = await engineUrlOf(cluster, cluster.nodes[0]!.poolId);
     const correlationId = randomUUID();
-    const maxTokens = 2000;
+    const maxTokens = 8000; // the pool runs an 8192-token context
     const ac = new AbortController();
     const pending = request(new URL(d.path, cluster.orchestrator.url), {
       method: 'POST',

@@ -13,8 +13,8 @@ import { cancelOutcome, engineIdle, engineUrlOf, placedPool, repoRoot, startClus
 // `embeddings: true`, p2 with `reranking: true` — so placement must pick the pool by what the
 // request needs, and one synthetic generator with fill-in-the-middle tokens (p3) for /infill.
 const EMBED = 'synthetic:llama?role=embed';
-// A 4096-token training context, so a long infill stays in flight for seconds (the cancel tests).
-const FIM = 'synthetic:llama?ctx=4096&fim=1';
+// An 8192-token training context, so a long infill stays in flight for seconds (the cancel tests).
+const FIM = 'synthetic:llama?ctx=8192&fim=1';
 const cacheDir = process.env.LLORCH_TEST_CACHE_DIR ?? join(repoRoot(), '.cache', 'llama-orch');
 
 let cluster: Cluster;
@@ -31,7 +31,8 @@ beforeAll(async () => {
     pools: [
       { aliases: ['embedder'], config: { embeddings: true } },
       { aliases: ['reranker'], config: { reranking: true } },
-      { model: FIM, aliases: ['coder'] },
+      // 8192 tokens: a cancelled infill would run for seconds (see the cancel test)
+      { model: FIM, aliases: ['coder'], config: { ctx: 8192 } },
     ],
   });
   auth = { authorization: `Bearer ${cluster.token}` };
@@ -229,7 +230,7 @@ describe('POST /infill', () => {
     const engineUrl = await engineUrlOf(cluster, 'p3');
     const ac = new AbortController();
     const correlationId = randomUUID();
-    const nPredict = 2000; // the pool runs a 2048-token context
+    const nPredict = 8000; // the pool runs an 8192-token context
     const pending = request(new URL('/infill', cluster.orchestrator.url), {
       method: 'POST',
       signal: ac.signal,

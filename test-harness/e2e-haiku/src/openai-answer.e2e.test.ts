@@ -8,13 +8,15 @@ import { cancelOutcome, correlatedMessages, engineIdle, engineUrlOf, metricSum, 
 // llama-server (synthetic model with its chat template, 4096-token context so a long generation
 // stays in flight for seconds). The engine is asked for one answer; the door's body is the
 // engine's own.
-const MODEL = 'synthetic:llama?ctx=4096';
+const MODEL = 'synthetic:llama?ctx=8192';
 const cacheDir = process.env.LLORCH_TEST_CACHE_DIR ?? join(repoRoot(), '.cache', 'llama-orch');
 
 let cluster: Cluster;
 
 beforeAll(async () => {
-  cluster = await startCluster({ model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000 });
+  // An 8192-token context, so a cancelled generation would run for seconds: llama-server notices a
+  // non-streamed client gone only after a second without results, and the check must tell that from the end.
+  cluster = await startCluster({ model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000, pools: [{ config: { ctx: 8192 } }] });
 }, 31 * 60_000);
 
 afterAll(async () => {
@@ -93,7 +95,7 @@ describe('non-streamed /v1 answers against the real engine', () => {
     const engineUrl = await engineUrlOf(cluster, cluster.nodes[0]!.poolId);
     const ac = new AbortController();
     const correlationId = randomUUID();
-    const maxTokens = 2000; // the pools run a 2048-token context
+    const maxTokens = 8000; // the pool runs an 8192-token context
     const pending = request(new URL('/v1/completions', cluster.orchestrator.url), {
       method: 'POST',
       signal: ac.signal,
