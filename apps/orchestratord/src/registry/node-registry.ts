@@ -7,6 +7,7 @@ import { PoolAccounting, type NodeFacts } from './pool-accounting.js';
 import { PoolIndex } from './pool-index.js';
 import { SlotLease } from './slot-lease.js';
 import { candidateKey, type CandidateIndex, type Lease, type PoolView } from './pool-view.js';
+import type { NodeRegistryOptions, RegistryEvent } from './registry-options.js';
 
 /**
  * Service registry of pool-managerd nodes and their pools.
@@ -30,26 +31,10 @@ import { candidateKey, type CandidateIndex, type Lease, type PoolView } from './
  *
  * With a shared cluster store (`livenessFromStore`), the store holds the node records and decides
  * offline; this registry is the replica's cache of them, fed by {@link applyStored} and
- * {@link forget} (`cluster-node-sync.ts`), with no deadline timers of its own.
+ * `deregister` (`cluster-node-sync.ts`), with no deadline timers of its own.
  */
 
-export type RegistryEvent =
-  | { readonly type: 'registered' | 'online' | 'offline' | 'deregistered'; readonly nodeId: string }
-  | { readonly type: 'heartbeat'; readonly nodeId: string }
-  | { readonly type: 'lease-released'; readonly nodeId: string; readonly poolId: string }
-  /** A drain was forwarded to the pool's node (it is unplaceable before the node's next heartbeat says so). */
-  | { readonly type: 'draining'; readonly nodeId: string; readonly poolId: string };
-
-export interface NodeRegistryOptions {
-  /** Expected heartbeat interval (ms); offline after 3 missed. */
-  heartbeatIntervalMs: number;
-  clock: Clock;
-  logger: Log;
-  /** How long a pool that answered 503 stays saturated without a heartbeat. @default min(heartbeatIntervalMs, 500) */
-  saturationMs?: number;
-  /** Node records and offline come from the cluster store (`applyStored`), not from this registry's timers. */
-  livenessFromStore?: boolean;
-}
+export type { NodeRegistryOptions, RegistryEvent } from './registry-options.js';
 
 interface NodeRecord extends NodeFacts {
   readonly request: NodeRegisterRequest;
