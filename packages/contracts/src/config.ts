@@ -121,6 +121,20 @@ export const OrchestratorConfigSchema = z
       .string()
       .regex(/^[A-Za-z0-9._:-]{1,64}$/, 'a key prefix is 1–64 of [A-Za-z0-9._:-]')
       .default('llorch:'),
+    /**
+     * This replica's id among the replicas of one cluster store (the dashboard's "replicas", task
+     * ownership). Absent = `<hostname>-<pid>`. (env ORCHD_REPLICA_ID)
+     */
+    replica_id: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/, 'a replica id is 1–64 of [A-Za-z0-9._-]')
+      .optional(),
+    /**
+     * Base URL at which the other replicas reach this one directly, not through the load balancer
+     * (a task read on another replica is served from the replica that owns it). Absent = the bound
+     * address. (env ORCHD_ADVERTISE_URL)
+     */
+    advertise_url: HttpUrlSchema.optional(),
     /** pino level. @default info (env LOG_LEVEL) */
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
@@ -153,6 +167,8 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_CORS_ORIGINS: 'cors_origins',
   ORCHD_REDIS_URL: 'redis_url',
   ORCHD_REDIS_PREFIX: 'redis_prefix',
+  ORCHD_REPLICA_ID: 'replica_id',
+  ORCHD_ADVERTISE_URL: 'advertise_url',
   LOG_LEVEL: 'log_level',
 });
 
