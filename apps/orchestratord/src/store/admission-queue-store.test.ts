@@ -65,6 +65,41 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
     expect(await b!.queue.claim(['m', 'x'])).toMatchObject({ id: 'x-inter', group: 'x' });
   });
 
+  it('take: a replica takes its own task only when it is first of its model in the cluster order', async () => {
+    const [a, b] = await h.open(2);
+    await b!.queue.add(entry('b-batch', 'batch', 'm'));
+    await a!.queue.add(entry('a-inter', 'interactive', 'm'));
+    await b!.queue.add(entry('b-inter', 'interactive', 'm'));
+    await a!.queue.add(entry('a-other', 'batch', 'x'));
+    // b's batch task waits for both interactive ones; b's interactive one for a's, admitted first
+    expect(await b!.queue.take('b-batch')).toEqual({ kind: 'behind', first: 'a-inter' });
+    expect(await b!.queue.take('b-inter')).toEqual({ kind: 'behind', first: 'a-inter' });
+    // another model is not in the way
+    expect(await a!.queue.take('a-other')).toMatchObject({ kind: 'taken', entry: { id: 'a-other', group: 'x', lane: 'batch' } });
+    expect(await a!.queue.take('a-inter')).toMatchObject({ kind: 'taken', entry: { id: 'a-inter', lane: 'interactive' } });
+    expect(await a!.queue.take('a-inter')).toEqual({ kind: 'absent' });
+    expect(await b!.queue.take('b-batch')).toEqual({ kind: 'behind', first: 'b-inter' });
+    expect(await b!.queue.take('b-inter')).toMatchObject({ kind: 'taken' });
+    // concurrent takes of one entry: exactly one wins
+    const r = await Promise.all([a!.queue.take('b-batch'), b!.queue.take('b-batch'), a!.queue.take('b-batch')]);
+    expect(r.filter((x) => x.kind === 'taken')).toHaveLength(1);
+    expect(await a!.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
+  });
+
+  it('gone: the owner learns which of its entries left without it, and which were evicted', async () => {
+    const [a, b] = await h.open(2, { admission_capacity: 2, admission_policy: 'drop-lru' });
+    await a!.queue.add(entry('a1', 'batch'));
+    await a!.queue.add(entry('a2', 'interactive'));
+    expect(await a!.queue.gone(['a1', 'a2'])).toEqual([]);
+    await b!.queue.add(entry('b1', 'interactive')); // evicts a1
+    await b!.queue.remove('a2'); // not an eviction
+    expect(await a!.queue.gone(['a1', 'a2', 'b1'])).toEqual([
+      { id: 'a1', evicted: true },
+      { id: 'a2', evicted: false },
+    ]);
+    expect(await a!.queue.gone([])).toEqual([]);
+  });
+
   it('claims in dispatch order: sequential claims from alternating replicas take every interactive entry first', async () => {
     const [a, b] = await h.open(2);
     for (let i = 0; i < 5; i += 1) {

@@ -41,6 +41,24 @@ export type QueueAddOutcome =
   /** The id is queued already (an at-least-once retry of the admission): nothing changed. */
   | { readonly kind: 'duplicate' };
 
+/** What {@link AdmissionQueueStore.take} answers. */
+export type QueueTakeOutcome =
+  | { readonly kind: 'taken'; readonly entry: QueuedEntry }
+  /** An entry of the same group is ahead in dispatch order (`first`, the group's head): it goes first. */
+  | { readonly kind: 'behind'; readonly first: string }
+  /** Not queued (taken, removed, expired, evicted, or the store lost it). */
+  | { readonly kind: 'absent' };
+
+/** How long `gone` reports an eviction (owners look every second or so). */
+export const EVICTED_KEPT_MS = 600_000;
+
+/** An entry that left the queue without its caller taking or removing it. */
+export interface GoneEntry {
+  readonly id: string;
+  /** `drop-lru` evicted it for a newer entry (kept 10 min); false = expired by another caller, or lost with the store's data. */
+  readonly evicted: boolean;
+}
+
 export interface QueueSizes {
   readonly interactive: number;
   readonly batch: number;
@@ -58,6 +76,15 @@ export interface AdmissionQueueStore {
    * run does not block tasks behind it.
    */
   claim(groups?: readonly string[]): Promise<QueuedEntry | undefined>;
+  /**
+   * Removes `id` only when it is the first entry of its group in dispatch order. Replicas dispatch
+   * the tasks they admitted (their clients are connected to them), so each asks for its own task
+   * when it has a slot for it, and the cluster's order still decides: a batch task of a model
+   * waits while an interactive one of that model is queued on any replica.
+   */
+  take(id: string): Promise<QueueTakeOutcome>;
+  /** Of `ids` (the caller's queued tasks), those no longer in the queue, in the order given. */
+  gone(ids: readonly string[]): Promise<GoneEntry[]>;
   /** Removes an entry by id (cancel). */
   remove(id: string): Promise<QueuedEntry | undefined>;
   /** 0-based position in dispatch order; undefined when absent. */

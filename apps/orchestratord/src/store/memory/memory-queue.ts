@@ -1,5 +1,5 @@
 import type { Clock } from '@llama-orch/daemon-support';
-import type { AdmissionQueueStore, QueueAddOutcome, QueueEntryInput, QueueLane, QueueOverflowPolicy, QueueSizes, QueuedEntry } from '../admission-queue-store.js';
+import { EVICTED_KEPT_MS, type AdmissionQueueStore, type GoneEntry, type QueueAddOutcome, type QueueTakeOutcome, type QueueEntryInput, type QueueLane, type QueueOverflowPolicy, type QueueSizes, type QueuedEntry } from '../admission-queue-store.js';
 
 interface Node extends QueuedEntry {
   prev: Node | undefined;
@@ -49,6 +49,8 @@ export class MemoryQueue implements AdmissionQueueStore {
   readonly #byId = new Map<string, Node>();
   readonly #groups = new Map<string, Record<QueueLane, number>>();
   readonly #clock: Clock;
+  /** Ids `drop-lru` evicted → when that stops being reported (the Redis store keeps a marker as long). */
+  readonly #evicted = new Map<string, number>();
 
   constructor(
     readonly capacity: number,
@@ -66,6 +68,7 @@ export class MemoryQueue implements AdmissionQueueStore {
       if (this.policy === 'reject' || victim === undefined) return Promise.resolve({ kind: 'full', policy: this.policy });
       this.#unlink(victim);
       evicted = entryOf(victim);
+      this.#evicted.set(victim.id, this.#clock.now() + EVICTED_KEPT_MS);
     }
     const node = this.#node(input);
     this.#lanes[node.lane].pushBack(node);
@@ -93,6 +96,30 @@ export class MemoryQueue implements AdmissionQueueStore {
       }
     }
     return Promise.resolve(undefined);
+  }
+
+  take(id: string): Promise<QueueTakeOutcome> {
+    const n = this.#byId.get(id);
+    if (n === undefined) return Promise.resolve({ kind: 'absent' });
+    const first = this.#firstOf(n.group);
+    if (first !== n) return Promise.resolve({ kind: 'behind', first: (first as Node).id });
+    this.#unlink(n);
+    return Promise.resolve({ kind: 'taken', entry: entryOf(n) });
+  }
+
+  gone(ids: readonly string[]): Promise<GoneEntry[]> {
+    const now = this.#clock.now();
+    for (const [id, until] of this.#evicted) if (until <= now) this.#evicted.delete(id);
+    return Promise.resolve(ids.filter((id) => !this.#byId.has(id)).map((id) => ({ id, evicted: this.#evicted.has(id) })));
+  }
+
+  /** The group's first entry in dispatch order (O(n): this store is the parity twin, not the hot path). */
+  #firstOf(group: string): Node | undefined {
+    for (const lane of LANES) {
+      if ((this.#groups.get(group)?.[lane] ?? 0) === 0) continue;
+      for (let n = this.#lanes[lane].head; n !== undefined; n = n.next) if (n.group === group) return n;
+    }
+    return undefined;
   }
 
   remove(id: string): Promise<QueuedEntry | undefined> {

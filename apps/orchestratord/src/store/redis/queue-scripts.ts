@@ -7,6 +7,7 @@ import { LuaScript, NOW_MS } from './lua-script.js';
  *   p q:entries                            hash: id → JSON {lane, group, payload, deadline_at, seq}
  *   p q:deadlines                          sorted set: id → absolute deadline (server ms)
  *   p q:seq, p q:front                     counters
+ *   p q:evicted:<id>                       marker of a drop-lru eviction (10 min), for `gone`
  * Scores: admission takes INCR q:seq (one order for the cluster, the order the store took them);
  * requeue-at-front takes -INCR q:front, so the latest requeued entry leads its lane.
  * Every script gets KEYS = [lane:interactive, lane:batch, entries, deadlines] and ARGV[1] = prefix.
@@ -33,7 +34,7 @@ end
 `;
 
 /**
- * ARGV: prefix, id, lane, group, payload, deadline ms ('' = none), capacity, policy →
+ * ARGV: prefix, id, lane, group, payload, deadline ms ('' = none), capacity, policy, eviction marker ms →
  * {'queued', position, evicted id or '', evicted json or ''} | {'full'} | {'duplicate'}.
  */
 export const QUEUE_ADD = new LuaScript(
@@ -47,6 +48,7 @@ if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[
   if not head then return {'full'} end
   victim, victim_json = head, redis.call('HGET', KEYS[3], head)
   unlink(head, cjson.decode(victim_json))
+  redis.call('SET', P .. 'q:evicted:' .. head, '1', 'PX', ARGV[9])
 end
 put(id, lane, ARGV[4], ARGV[5], ARGV[6], redis.call('INCR', P .. 'q:seq'))
 local position = redis.call('ZCARD', KEYS[1]) - 1
@@ -88,6 +90,35 @@ for _, lane in ipairs({'interactive', 'batch'}) do
   end
 end
 return {}`,
+);
+
+/**
+ * ARGV: prefix, id → {'taken', json} when the id is its group's first entry in dispatch order
+ * (interactive lane first), removed; {'behind', first id}; {'absent'}.
+ */
+export const QUEUE_TAKE = new LuaScript(
+  'queue-take',
+  `${COMMON}local json = redis.call('HGET', KEYS[3], ARGV[2])
+if not json then return {'absent'} end
+local e = cjson.decode(json)
+local first = redis.call('ZRANGE', gkey('interactive', e.group), 0, 0)[1]
+if not first then first = redis.call('ZRANGE', gkey('batch', e.group), 0, 0)[1] end
+if first ~= ARGV[2] then return {'behind', first} end
+unlink(ARGV[2], e)
+return {'taken', json}`,
+);
+
+/** ARGV: prefix, ids… → {id, evicted 0/1, …} of the ids that are not queued. */
+export const QUEUE_GONE = new LuaScript(
+  'queue-gone',
+  `${COMMON}local out = {}
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[3], ARGV[i]) == 0 then
+    out[#out + 1] = ARGV[i]
+    out[#out + 1] = redis.call('EXISTS', P .. 'q:evicted:' .. ARGV[i])
+  end
+end
+return out`,
 );
 
 /** ARGV: prefix, id → json of the removed entry, or false. */

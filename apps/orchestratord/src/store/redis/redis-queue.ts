@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { AdmissionQueueStore, QueueAddOutcome, QueueEntryInput, QueueLane, QueueOverflowPolicy, QueueSizes, QueuedEntry } from '../admission-queue-store.js';
-import { QUEUE_ADD, QUEUE_CLAIM, QUEUE_COUNT_AHEAD, QUEUE_POSITION, QUEUE_REMOVE, QUEUE_REQUEUE_FRONT, QUEUE_TAKE_EXPIRED } from './queue-scripts.js';
+import { EVICTED_KEPT_MS, type AdmissionQueueStore, type GoneEntry, type QueueAddOutcome, type QueueEntryInput, type QueueLane, type QueueOverflowPolicy, type QueueSizes, type QueueTakeOutcome, type QueuedEntry } from '../admission-queue-store.js';
+import { QUEUE_ADD, QUEUE_CLAIM, QUEUE_COUNT_AHEAD, QUEUE_GONE, QUEUE_POSITION, QUEUE_REMOVE, QUEUE_REQUEUE_FRONT, QUEUE_TAKE, QUEUE_TAKE_EXPIRED } from './queue-scripts.js';
 import type { RedisConnection } from './redis-client.js';
 
 /** Most expired entries one `takeExpired` removes (bounds the script's run time; the rest go next tick). */
@@ -33,7 +33,7 @@ export class RedisQueue implements AdmissionQueueStore {
   }
 
   async add(entry: QueueEntryInput): Promise<QueueAddOutcome> {
-    const r = (await this.#redis.eval(QUEUE_ADD, this.#keys, [...this.#args(entry), this.capacity, this.policy])) as [string, number?, string?, string?];
+    const r = (await this.#redis.eval(QUEUE_ADD, this.#keys, [...this.#args(entry), this.capacity, this.policy, EVICTED_KEPT_MS])) as [string, number?, string?, string?];
     if (r[0] === 'duplicate') return { kind: 'duplicate' };
     if (r[0] === 'full') return { kind: 'full', policy: this.policy };
     const position = r[1] as number;
@@ -49,6 +49,20 @@ export class RedisQueue implements AdmissionQueueStore {
     if (groups !== undefined && groups.length === 0) return undefined;
     const r = (await this.#redis.eval(QUEUE_CLAIM, this.#keys, [this.#redis.prefix, ...(groups ?? [])])) as string[];
     return r.length === 0 ? undefined : parseEntry(r[0] as string, r[1] as string);
+  }
+
+  async take(id: string): Promise<QueueTakeOutcome> {
+    const r = (await this.#redis.eval(QUEUE_TAKE, this.#keys, [this.#redis.prefix, id])) as string[];
+    if (r[0] === 'taken') return { kind: 'taken', entry: parseEntry(id, r[1] as string) };
+    return r[0] === 'behind' ? { kind: 'behind', first: r[1] as string } : { kind: 'absent' };
+  }
+
+  async gone(ids: readonly string[]): Promise<GoneEntry[]> {
+    if (ids.length === 0) return [];
+    const r = (await this.#redis.eval(QUEUE_GONE, this.#keys, [this.#redis.prefix, ...ids])) as (string | number)[];
+    const out: GoneEntry[] = [];
+    for (let i = 0; i + 1 < r.length; i += 2) out.push({ id: String(r[i]), evicted: r[i + 1] === 1 });
+    return out;
   }
 
   async remove(id: string): Promise<QueuedEntry | undefined> {
