@@ -2,6 +2,7 @@ import { OrchestratorConfigSchema, type OrchestratorConfig } from '@llama-orch/c
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { z } from 'zod';
 import type { AdmissionQueueStore } from './admission-queue-store.js';
+import type { ClusterSignals } from './cluster-signals.js';
 import type { NodeLivenessStore } from './node-liveness-store.js';
 import type { RateLimitStore } from './rate-limit-store.js';
 import type { ReplicaMembershipStore } from './replica-membership-store.js';
@@ -59,6 +60,8 @@ export interface ClusterStore {
   readonly sessions: SessionAffinityStore;
   readonly rateLimits: RateLimitStore;
   readonly replicas: ReplicaMembershipStore;
+  /** Lease and queue changes, pushed to every replica (cluster-signals.ts). */
+  readonly signals: ClusterSignals;
   /** Whether the store answers now (a PING with Redis); never throws. */
   health(): Promise<StoreHealth>;
   /** Releases connections within a bounded time; idempotent. */

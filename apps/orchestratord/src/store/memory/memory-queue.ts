@@ -1,4 +1,5 @@
 import type { Clock } from '@llama-orch/daemon-support';
+import type { MemorySignals } from './memory-signals.js';
 import { EVICTED_KEPT_MS, type AdmissionQueueStore, type GoneEntry, type QueueAddOutcome, type QueueTakeOutcome, type QueueEntryInput, type QueueLane, type QueueOverflowPolicy, type QueueSizes, type QueuedEntry } from '../admission-queue-store.js';
 
 interface Node extends QueuedEntry {
@@ -49,6 +50,7 @@ export class MemoryQueue implements AdmissionQueueStore {
   readonly #byId = new Map<string, Node>();
   readonly #groups = new Map<string, Record<QueueLane, number>>();
   readonly #clock: Clock;
+  readonly #signals: MemorySignals | undefined;
   /** Ids `drop-lru` evicted → when that stops being reported (the Redis store keeps a marker as long). */
   readonly #evicted = new Map<string, number>();
 
@@ -56,8 +58,10 @@ export class MemoryQueue implements AdmissionQueueStore {
     readonly capacity: number,
     readonly policy: QueueOverflowPolicy,
     clock: Clock,
+    signals?: MemorySignals,
   ) {
     this.#clock = clock;
+    this.#signals = signals;
   }
 
   add(input: QueueEntryInput): Promise<QueueAddOutcome> {
@@ -176,6 +180,7 @@ export class MemoryQueue implements AdmissionQueueStore {
   }
 
   #unlink(n: Node): void {
+    this.#signals?.emit({ kind: 'queue', group: n.group });
     this.#lanes[n.lane].unlink(n);
     this.#byId.delete(n.id);
     const c = this.#groups.get(n.group);

@@ -1,13 +1,16 @@
 import type { Clock } from '@llama-orch/daemon-support';
+import type { MemorySignals } from './memory-signals.js';
 import type { SlotAcquireOutcome, SlotLeaseRequest, SlotLeaseStore } from '../slot-lease-store.js';
 
 /** Slot leases in this process: lease id → expiry per pool; expired leases are purged on each touch. */
 export class MemorySlotLeases implements SlotLeaseStore {
   readonly #pools = new Map<string, Map<string, number>>();
   readonly #clock: Clock;
+  readonly #signals: MemorySignals | undefined;
 
-  constructor(clock: Clock) {
+  constructor(clock: Clock, signals?: MemorySignals) {
     this.#clock = clock;
+    this.#signals = signals;
   }
 
   #live(poolKey: string, now: number): Map<string, number> | undefined {
@@ -23,8 +26,10 @@ export class MemorySlotLeases implements SlotLeaseStore {
     const leases = this.#live(poolKey, now) ?? new Map<string, number>();
     const expiresAt = now + ttlMs;
     if (!leases.has(leaseId) && leases.size >= slots) return Promise.resolve({ kind: 'full', held: leases.size });
+    const renewal = leases.has(leaseId);
     leases.set(leaseId, expiresAt);
     this.#pools.set(poolKey, leases);
+    if (!renewal) this.#signals?.emit({ kind: 'lease', poolKey, held: leases.size });
     return Promise.resolve({ kind: 'granted', expiresAt, held: leases.size });
   }
 
@@ -40,6 +45,7 @@ export class MemorySlotLeases implements SlotLeaseStore {
     const leases = this.#live(poolKey, this.#clock.now());
     const had = leases?.delete(leaseId) === true;
     if (leases?.size === 0) this.#pools.delete(poolKey);
+    if (had) this.#signals?.emit({ kind: 'lease', poolKey, held: leases?.size ?? 0 });
     return Promise.resolve(had);
   }
 

@@ -4,20 +4,23 @@ import { MemoryQueue } from './memory-queue.js';
 import { MemoryRateLimits } from './memory-rate-limits.js';
 import { MemoryReplicas } from './memory-replicas.js';
 import { MemorySessions } from './memory-sessions.js';
+import { MemorySignals } from './memory-signals.js';
 import { MemorySlotLeases } from './memory-slot-leases.js';
 import { MemoryTasks } from './memory-tasks.js';
 
 /** The in-process store set: no timers, no connections; close() has nothing to release. */
 export function createMemoryStore(s: ClusterStoreSettings, { clock }: ClusterStoreDeps): ClusterStore {
+  const signals = new MemorySignals();
   return {
     kind: 'memory',
     nodes: new MemoryNodes(clock, s.heartbeat_interval_ms),
-    leases: new MemorySlotLeases(clock),
-    queue: new MemoryQueue(s.admission_capacity, s.admission_policy, clock),
+    leases: new MemorySlotLeases(clock, signals),
+    queue: new MemoryQueue(s.admission_capacity, s.admission_policy, clock, signals),
     tasks: new MemoryTasks(clock),
     sessions: new MemorySessions({ ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget }, clock),
     rateLimits: new MemoryRateLimits(clock),
     replicas: new MemoryReplicas(clock),
+    signals,
     health: () => Promise.resolve({ ok: true, kind: 'memory', latency_ms: 0 }),
     close: () => Promise.resolve(),
   };

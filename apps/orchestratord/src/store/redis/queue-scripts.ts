@@ -16,6 +16,7 @@ const COMMON = `${NOW_MS}local P = ARGV[1]
 local LANE = { interactive = KEYS[1], batch = KEYS[2] }
 local function gkey(lane, group) return P .. 'q:g:' .. lane .. ':' .. group end
 local function unlink(id, e)
+  redis.call('PUBLISH', P .. 'signals', 'queue\t' .. e.group)
   redis.call('ZREM', LANE[e.lane], id)
   redis.call('ZREM', gkey(e.lane, e.group), id)
   redis.call('ZREM', KEYS[4], id)

@@ -5,12 +5,15 @@ import { RedisQueue } from './redis-queue.js';
 import { RedisRateLimits } from './redis-rate-limits.js';
 import { RedisReplicas } from './redis-replicas.js';
 import { RedisSessions } from './redis-sessions.js';
+import { RedisSignals } from './redis-signals.js';
 import { RedisSlotLeases } from './redis-slot-leases.js';
 import { RedisTasks } from './redis-tasks.js';
 
 /** The Redis store set: one connection shared by every part. */
 export async function createRedisStore(s: ClusterStoreSettings & { redis_url: string }, { logger }: ClusterStoreDeps): Promise<ClusterStore> {
   const redis = await RedisConnection.open({ url: s.redis_url, prefix: s.redis_prefix, commandTimeoutMs: s.command_timeout_ms, logger });
+  const signals = new RedisSignals(redis, logger);
+  let closing: Promise<void> | undefined;
   return {
     kind: 'redis',
     nodes: new RedisNodes(redis, s.heartbeat_interval_ms),
@@ -20,6 +23,7 @@ export async function createRedisStore(s: ClusterStoreSettings & { redis_url: st
     sessions: new RedisSessions(redis, { ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget }),
     rateLimits: new RedisRateLimits(redis),
     replicas: new RedisReplicas(redis),
+    signals,
     health: async () => {
       try {
         return { ok: true, kind: 'redis', latency_ms: await redis.ping() };
@@ -27,6 +31,9 @@ export async function createRedisStore(s: ClusterStoreSettings & { redis_url: st
         return { ok: false, kind: 'redis', error: (err as Error).message };
       }
     },
-    close: () => redis.close(),
+    close: () => {
+      closing ??= signals.close().then(() => redis.close());
+      return closing;
+    },
   };
 }

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { parseSignal, type ClusterSignal } from './cluster-signals.js';
+import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
+
+/** Waits until `pred` holds of what was received (Redis delivers through a second connection). */
+async function until(received: ClusterSignal[], pred: (s: ClusterSignal[]) => boolean, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred(received) && Date.now() < end) await sleep(10);
+  expect(pred(received), JSON.stringify(received)).toBe(true);
+}
+
+describe.each(STORE_KINDS)('cluster signals (%s store)', (kind) => {
+  const h = storeHarness(kind);
+
+  it('every replica hears lease changes (held slots) and queue departures (the model), from any replica', async () => {
+    const [a, b] = await h.open(2);
+    const heard: ClusterSignal[] = [];
+    b!.signals.subscribe((s) => heard.push(s));
+    // the subscription is live once a probe signal comes back
+    for (let i = 0; heard.length === 0 && i < 100; i += 1) {
+      await a!.leases.acquire({ poolKey: 'probe', slots: 1, leaseId: `p${i}`, ttlMs: 10_000 });
+      await a!.leases.release('probe', `p${i}`);
+      await sleep(20);
+    }
+    heard.length = 0;
+    await a!.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: 'x', ttlMs: 10_000 });
+    await a!.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: 'x', ttlMs: 10_000 }); // a renewal: no signal
+    await a!.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: 'y', ttlMs: 10_000 });
+    await a!.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: 'z', ttlMs: 10_000 }); // full: no signal
+    await a!.leases.release('n1/p1', 'x');
+    await a!.leases.release('n1/p1', 'x'); // not held: no signal
+    await a!.queue.add({ id: 't1', lane: 'interactive', group: 'm', payload: '' });
+    await a!.queue.take('t1');
+    await until(heard, (s) => s.length >= 4);
+    await sleep(50);
+    expect(heard).toEqual([
+      { kind: 'lease', poolKey: 'n1/p1', held: 1 },
+      { kind: 'lease', poolKey: 'n1/p1', held: 2 },
+      { kind: 'lease', poolKey: 'n1/p1', held: 1 },
+      { kind: 'queue', group: 'm' },
+    ]);
+  });
+});
+
+describe('parseSignal', () => {
+  it('reads the two message kinds and nothing else', () => {
+    expect(parseSignal('lease\tn/p\t3')).toEqual({ kind: 'lease', poolKey: 'n/p', held: 3 });
+    expect(parseSignal('queue\tqwen')).toEqual({ kind: 'queue', group: 'qwen' });
+    expect(parseSignal('lease\tn/p\tx')).toBeUndefined();
+    expect(parseSignal('other\ta')).toBeUndefined();
+  });
+});
