@@ -129,7 +129,14 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }), livenessFromStore: sharedNodes });
   const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
   // Redis: each dispatch also holds a cluster slot lease, so replicas never overfill a pool together.
-  const clusterLeases = sharedNodes ? new ClusterSlotLeases({ store: store.leases, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
+  const clusterLeases = sharedNodes
+    ? new ClusterSlotLeases({
+        store: store.leases,
+        logger: logger.child({ subsystem: 'registry' }),
+        signals: store.signals,
+        foreign: (poolKey, n) => registry.setForeignLeases(poolKey, n),
+      })
+    : undefined;
   const poolClient = new PoolClient({
     dispatcher: deps.upstream,
     h2cDispatcher: deps.upstreamH2c,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Log } from '@llama-orch/daemon-support';
+import type { ClusterSignals } from '../store/cluster-signals.js';
 import type { SlotLeaseStore } from '../store/slot-lease-store.js';
 
 export interface ClusterSlotLeasesOptions {
@@ -7,6 +8,10 @@ export interface ClusterSlotLeasesOptions {
   logger: Log;
   /** How long a lease lives without renewal, ms; renewed every third of it while its dispatch lasts. @default 15000 */
   ttlMs?: number;
+  /** The cluster's lease signals: with them, {@link ClusterSlotLeasesOptions.foreign} is told what other replicas hold. */
+  signals?: ClusterSignals;
+  /** Other replicas hold `n` leases of the pool `poolKey` now (the registry's `setForeignLeases`). */
+  foreign?: (poolKey: string, n: number) => void;
 }
 
 /**
@@ -29,11 +34,19 @@ export class ClusterSlotLeases {
   #seq = 0;
   readonly #renewTimer: NodeJS.Timeout;
   #renewing = false;
+  /** Leases this replica holds per pool. */
+  readonly #mine = new Map<string, number>();
+  readonly #foreign: ((poolKey: string, n: number) => void) | undefined;
+  readonly #unsubscribe: (() => void) | undefined;
 
-  constructor({ store, logger, ttlMs = 15_000 }: ClusterSlotLeasesOptions) {
+  constructor({ store, logger, ttlMs = 15_000, signals, foreign }: ClusterSlotLeasesOptions) {
     this.#store = store;
     this.#logger = logger;
     this.#ttlMs = ttlMs;
+    this.#foreign = foreign;
+    this.#unsubscribe = signals?.subscribe((signal) => {
+      if (signal.kind === 'lease') this.#heard(signal.poolKey, signal.held);
+    });
     this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(ttlMs / 3)));
     this.#renewTimer.unref();
   }
@@ -43,8 +56,13 @@ export class ClusterSlotLeases {
     this.#seq += 1;
     const leaseId = `${taskId}#${this.#prefix}.${this.#seq}`;
     const r = await this.#store.acquire({ poolKey, slots, leaseId, ttlMs: this.#ttlMs });
-    if (r.kind === 'full') return undefined;
+    if (r.kind === 'full') {
+      this.#heard(poolKey, r.held);
+      return undefined;
+    }
     this.#held.set(leaseId, poolKey);
+    this.#count(poolKey, 1);
+    this.#heard(poolKey, r.held);
     return leaseId;
   }
 
@@ -53,6 +71,7 @@ export class ClusterSlotLeases {
     const poolKey = this.#held.get(leaseId);
     if (poolKey === undefined) return;
     this.#held.delete(leaseId);
+    this.#count(poolKey, -1);
     this.#track(
       this.#store.release(poolKey, leaseId).catch((err: unknown) => {
         this.#logger.warn(
@@ -68,9 +87,10 @@ export class ClusterSlotLeases {
     return this.#held.size;
   }
 
-  /** Stops renewing and waits for releases in flight (each bounded by the store's command timeout). */
+  /** Stops renewing and listening, and waits for releases in flight (each bounded by the store's command timeout). */
   async close(): Promise<void> {
     clearInterval(this.#renewTimer);
+    this.#unsubscribe?.();
     await Promise.all([...this.#pending]);
   }
 
@@ -95,6 +115,18 @@ export class ClusterSlotLeases {
       this.#renewing = false;
     });
     this.#track(done);
+  }
+
+  #count(poolKey: string, delta: number): void {
+    const n = (this.#mine.get(poolKey) ?? 0) + delta;
+    if (n > 0) this.#mine.set(poolKey, n);
+    else this.#mine.delete(poolKey);
+  }
+
+  /** The cluster holds `held` leases of the pool: the others hold what this replica does not. */
+  #heard(poolKey: string, held: number): void {
+    if (this.#foreign === undefined) return;
+    this.#foreign(poolKey, held - (this.#mine.get(poolKey) ?? 0));
   }
 
   #track(p: Promise<unknown>): void {

@@ -3,11 +3,11 @@ import type { Clock, Log } from '@llama-orch/daemon-support';
 import { lastSeenOf } from '../store/liveness.js';
 import type { StoredNode } from '../store/node-liveness-store.js';
 import type { DispatchTarget } from '../upstream/pool-client.js';
-import { PoolAccounting, type NodeFacts } from './pool-accounting.js';
+import { PoolAccounting } from './pool-accounting.js';
 import { PoolIndex } from './pool-index.js';
 import { SlotLease } from './slot-lease.js';
 import { candidateKey, type CandidateIndex, type Lease, type PoolView } from './pool-view.js';
-import type { NodeRegistryOptions, RegistryEvent } from './registry-options.js';
+import type { NodeRecord, NodeRegistryOptions, RegistryEvent, RegistryState } from './registry-options.js';
 
 /**
  * Service registry of pool-managerd nodes and their pools.
@@ -34,21 +34,8 @@ import type { NodeRegistryOptions, RegistryEvent } from './registry-options.js';
  * `deregister` (`cluster-node-sync.ts`), with no deadline timers of its own.
  */
 
-export type { NodeRegistryOptions, RegistryEvent } from './registry-options.js';
+export type { NodeRegistryOptions, RegistryEvent, RegistryState } from './registry-options.js';
 
-interface NodeRecord extends NodeFacts {
-  readonly request: NodeRegisterRequest;
-  state: NodeState;
-  /** When `state` was entered. */
-  stateSince: number;
-  /** When the last heartbeat was sent (see the class comment), or the registration arrived. */
-  lastSeen: number;
-  pools: Map<string, PoolSnapshot>;
-  /** Fires 3 intervals after `lastSeen` (re-armed by each heartbeat). */
-  deadline: NodeJS.Timeout | undefined;
-}
-
-export type RegistryState = 'running' | 'closed';
 
 export class NodeRegistry implements CandidateIndex<PoolView> {
   #state: RegistryState = 'running';
@@ -333,6 +320,15 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
       this.#accounting.markSuspect(nodeId, p);
       this.#refreshPool(nodeId, p);
     }
+  }
+
+  /** Other replicas now lease `n` slots of the pool `key` (cluster lease signals); fewer than before frees slots here. */
+  setForeignLeases(key: string, n: number): void {
+    const view = this.#index.get(key);
+    if (view === undefined) return;
+    this.#accounting.setForeignLeases(key, n);
+    this.#refreshKey(key);
+    this.#emit({ type: 'lease-released', nodeId: view.node_id, poolId: view.pool_id });
   }
 
   /** A drain was forwarded: no new leases until a heartbeat says otherwise. */

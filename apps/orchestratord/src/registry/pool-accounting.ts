@@ -6,6 +6,7 @@ import { candidateKey, type PoolView } from './pool-view.js';
  * Lease accounting per pool (slots orchestratord has handed out and not yet got back):
  *   foreign_busy   = max(0, (slots_total − hb.slots_free) − leases_at_last_heartbeat)
  *   effective_free = clamp(slots_total − leases_now − foreign_busy, 0, slots_total)
+ * With a Redis store, foreign_busy is instead the slots other replicas lease (`foreignLeases`).
  * Busy slots in a heartbeat are assumed to be ours up to the number of leases we held when the
  * node sent it: those held when it arrived plus those released since it was sent (and in the
  * {@link RELEASE_LAG_MS} before: the node frees its slot a moment after it sent the end event we
@@ -32,6 +33,12 @@ interface Account {
   releases: number[];
   saturatedUntil: number;
   localDraining: boolean;
+  /**
+   * Slots other replicas lease on the pool, from the cluster's lease signals (Redis store); when
+   * known it replaces the heartbeat's foreign busy slots, so a slot another replica freed is free
+   * here at once, not at the node's next heartbeat.
+   */
+  foreignLeases: number | undefined;
   /** Provisioning progress (0..1) and when it was seen, for an ETA. */
   progressAt: { value: number; at: number } | undefined;
   /** Measured provisioning speed, fraction per ms. */
@@ -60,7 +67,7 @@ export class PoolAccounting {
     const key = candidateKey({ node_id: nodeId, pool_id: poolId });
     let account = this.#accounts.get(key);
     if (account === undefined) {
-      account = { leases: 0, leasesAtHeartbeat: 0, releases: [], saturatedUntil: 0, localDraining: false, progressAt: undefined, progressRate: undefined };
+      account = { leases: 0, leasesAtHeartbeat: 0, releases: [], saturatedUntil: 0, localDraining: false, foreignLeases: undefined, progressAt: undefined, progressRate: undefined };
       this.#accounts.set(key, account);
     }
     return account;
@@ -116,6 +123,11 @@ export class PoolAccounting {
     this.#saturated.delete(candidateKey({ node_id: nodeId, pool_id: poolId }));
   }
 
+  setForeignLeases(key: string, n: number): void {
+    const account = this.#accounts.get(key);
+    if (account !== undefined) account.foreignLeases = Math.max(0, n);
+  }
+
   markDraining(nodeId: string, poolId: string): void {
     this.#account(nodeId, poolId).localDraining = true;
   }
@@ -144,7 +156,7 @@ export class PoolAccounting {
     const account = this.#account(nodeId, snap.pool_id);
     const total = snap.slots_total;
     const busyReported = Math.max(0, total - snap.slots_free);
-    const foreignBusy = Math.max(0, busyReported - account.leasesAtHeartbeat);
+    const foreignBusy = account.foreignLeases ?? Math.max(0, busyReported - account.leasesAtHeartbeat);
     let free = Math.min(total, Math.max(0, total - account.leases - foreignBusy));
     if (account.saturatedUntil > now) free = 0;
     const progress = account.progressAt;

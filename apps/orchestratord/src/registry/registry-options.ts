@@ -1,4 +1,6 @@
 import type { Clock, Log } from '@llama-orch/daemon-support';
+import type { NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
+import type { NodeFacts } from './pool-accounting.js';
 
 // What a `NodeRegistry` is built with, and what it tells its subscribers.
 
@@ -19,3 +21,18 @@ export interface NodeRegistryOptions {
   /** Node records and offline come from the cluster store (`applyStored`), not from this registry's timers. */
   livenessFromStore?: boolean;
 }
+
+/** A node as the registry keeps it. */
+export interface NodeRecord extends NodeFacts {
+  readonly request: NodeRegisterRequest;
+  state: NodeState;
+  /** When `state` was entered. */
+  stateSince: number;
+  /** When the last heartbeat was sent (node-registry.ts explains why), or the registration arrived. */
+  lastSeen: number;
+  pools: Map<string, PoolSnapshot>;
+  /** Fires 3 intervals after `lastSeen` (re-armed by each heartbeat). */
+  deadline: NodeJS.Timeout | undefined;
+}
+
+export type RegistryState = 'running' | 'closed';
