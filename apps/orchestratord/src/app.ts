@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { OrchestratorConfig, Readiness } from '@llama-orch/contracts';
 import { closeAll, correlationIdFor, correlationPlugin, readPackageVersion, systemClock, type Clock } from '@llama-orch/daemon-support';
@@ -43,6 +44,7 @@ import { isPlaceable } from './registry/pool-view.js';
 import { SessionStore } from './sessions/session-store.js';
 import { packageVersion } from './support/argv.js';
 import { createMetrics } from './support/metrics.js';
+import { ClusterTasks } from './tasks/cluster-tasks.js';
 import { TaskService } from './tasks/task-service.js';
 import { PoolClient } from './upstream/pool-client.js';
 
@@ -157,9 +159,20 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     clock,
     onEvict: () => metrics.sessionsEvicted.inc(),
   });
+  // With a Redis store the replica that admits a task owns it; the cluster's queue orders them all.
+  const replicaId = config.replica_id ?? `${hostname()}-${process.pid}`;
+  const cluster = sharedNodes
+    ? new ClusterTasks({
+        ...{ queue: store.queue, tasks: store.tasks, signals: store.signals, replicaId },
+        logger: logger.child({ subsystem: 'tasks' }),
+        retainMs: config.stream_grace_ms,
+        changed: () => tasksRef?.pump(),
+      })
+    : undefined;
   const tasks = new TaskService({
     registry,
     clusterLeases,
+    cluster,
     poolClient,
     metrics,
     sessions,

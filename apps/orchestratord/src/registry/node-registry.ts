@@ -36,7 +36,6 @@ import type { NodeRecord, NodeRegistryOptions, RegistryEvent, RegistryState } fr
 
 export type { NodeRegistryOptions, RegistryEvent, RegistryState } from './registry-options.js';
 
-
 export class NodeRegistry implements CandidateIndex<PoolView> {
   #state: RegistryState = 'running';
   readonly #nodes = new Map<string, NodeRecord>();

@@ -67,7 +67,16 @@ export class PoolAccounting {
     const key = candidateKey({ node_id: nodeId, pool_id: poolId });
     let account = this.#accounts.get(key);
     if (account === undefined) {
-      account = { leases: 0, leasesAtHeartbeat: 0, releases: [], saturatedUntil: 0, localDraining: false, foreignLeases: undefined, progressAt: undefined, progressRate: undefined };
+      account = {
+        leases: 0,
+        leasesAtHeartbeat: 0,
+        releases: [],
+        saturatedUntil: 0,
+        localDraining: false,
+        foreignLeases: undefined,
+        progressAt: undefined,
+        progressRate: undefined,
+      };
       this.#accounts.set(key, account);
     }
     return account;

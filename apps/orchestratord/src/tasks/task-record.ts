@@ -5,6 +5,7 @@ import { PlacementTicket } from '../scheduling/placement-ticket.js';
 import { TaskStream } from '../streams/task-stream.js';
 import type { Log } from '@llama-orch/daemon-support';
 import type { AttemptAbort } from '../upstream/attempt-abort.js';
+import type { EndDispatchEvent } from '../upstream/dispatch-attempt.js';
 
 /**
  * Lifecycle of an admitted task: `queued` (in the admission queue) → `running` (slot leased,
@@ -164,4 +165,21 @@ export function dispatchRequest(task: TaskRecord, now: number): DispatchRequest 
   if (r.seed !== undefined) body.seed = r.seed;
   if (task.delivery === 'answer') body.stream = false;
   return body;
+}
+
+/** The task's `end` frame from the node's end event: only what the node reported (one that does not count prompt tokens leaves them out). */
+export function endOf(ev: EndDispatchEvent): EndEvent {
+  const end: EndEvent = {
+    tokens_out: ev.tokens_out,
+    decode_ms: ev.decode_ms,
+    decode_time_ms: ev.decode_ms,
+    pool_id: ev.pool_id,
+    node_id: ev.node_id,
+    engine_version: ev.engine_version,
+    stop_type: ev.stop_type,
+  };
+  if (ev.prompt_tokens !== undefined) end.prompt_tokens = ev.prompt_tokens;
+  if (ev.cached_tokens !== undefined) end.cached_tokens = ev.cached_tokens;
+  if (ev.finish_reason !== undefined) end.finish_reason = ev.finish_reason;
+  return end;
 }

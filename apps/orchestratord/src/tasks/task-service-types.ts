@@ -1,3 +1,4 @@
+import type { ClusterTasks } from './cluster-tasks.js';
 import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
 import type { AdmissionResponse } from '@llama-orch/contracts';
 import type { QueuePolicy } from '../admission/admission-queue.js';
@@ -16,6 +17,8 @@ export interface TaskServiceOptions {
   registry: NodeRegistry;
   /** Cluster slot leases (a Redis store): each dispatch also holds one. Undefined in-process. */
   clusterLeases?: ClusterSlotLeases | undefined;
+  /** The cluster's queue and task records (a Redis store): admission and dispatch follow the cluster's order. Undefined in-process. */
+  cluster?: ClusterTasks | undefined;
   poolClient: PoolClient;
   metrics: OrchdMetrics;
   sessions: SessionStore;

@@ -1,13 +1,11 @@
-import type { EndEvent, ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
-import { checkAdmission } from '../admission/admission-checks.js';
+import type { ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
 import { AdmissionQueue } from '../admission/admission-queue.js';
-import { preparationSteps } from '../admission/model-availability.js';
 import { Predictor } from '../admission/predictor.js';
-import { InternalError, InvalidParamsError, QueueFullError } from '../errors.js';
 import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { Lease, PoolView } from '../registry/pool-view.js';
 import { Scheduler } from '../scheduling/scheduler.js';
+import type { PlacementReason } from '../scheduling/placement.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { AttemptAbort } from '../upstream/attempt-abort.js';
@@ -22,7 +20,10 @@ import { TaskEvents, type TaskEventListener } from './task-events.js';
 import { taskLoad, tokensRelayed, type TaskLoad } from './task-load.js';
 import { TaskObserver, type CancelReason } from './task-observer.js';
 import { answerSink } from './answer-sink.js';
-import { canceledEnd, dispatchRequest, newTaskRecord, type Delivery, type RetainedTask, type TaskRecord } from './task-record.js';
+import { TaskAdmission } from './task-admission.js';
+import { canceledEnd, dispatchRequest, endOf, type Delivery, type RetainedTask, type TaskRecord } from './task-record.js';
+import { ClusterGate, gatedLine, placementOf } from './cluster-gate.js';
+import type { ClusterTasks } from './cluster-tasks.js';
 import { tokenSink } from './token-sink.js';
 import { TaskTable } from './task-table.js';
 import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } from './task-service-types.js';
@@ -40,16 +41,21 @@ import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } fro
 export type { TaskServiceOptions, AdmissionResult, Admitted, CancelResult, CancelReason, TaskLoad, TaskServiceState } from './task-service-types.js';
 
 const ENGINE = 'llamacpp';
+/** How often a replica checks that its queued tasks are still in the cluster's queue (Redis store), ms. */
+const RECONCILE_MS = 1000;
 
 export class TaskService {
   readonly #registry: NodeRegistry;
   readonly #clusterLeases: ClusterSlotLeases | undefined;
+  readonly #cluster: ClusterTasks | undefined;
+  readonly #gate: ClusterGate | undefined;
   readonly #poolClient: PoolClient;
   readonly #sessions: SessionStore;
   readonly #clock: Clock;
   readonly #ctxMax: number;
   readonly #maxRetries: number;
   readonly #closeTimeoutMs: number;
+  readonly #admission: TaskAdmission;
   readonly #predictor = new Predictor();
   readonly #events = new TaskEvents();
   readonly #observer: TaskObserver;
@@ -64,11 +70,14 @@ export class TaskService {
   #closing: Promise<void> | undefined;
   /** Token frames relayed by tasks that have ended (see {@link tokensRelayed}). */
   #tokensEnded = 0;
+  #lastReconcile = 0;
 
   constructor(options: TaskServiceOptions) {
     const { registry, metrics, tickMs = 100, metricsIntervalMs = 1000 } = options;
     this.#registry = registry;
     this.#clusterLeases = options.clusterLeases;
+    const cluster = options.cluster;
+    this.#cluster = cluster;
     this.#poolClient = options.poolClient;
     this.#sessions = options.sessions;
     this.#clock = options.clock;
@@ -77,28 +86,45 @@ export class TaskService {
     this.#closeTimeoutMs = options.closeTimeoutMs ?? 2000;
     this.#observer = new TaskObserver(metrics, this.#predictor, this.#events);
     this.#table = new TaskTable({ graceMs: options.streamGraceMs, maxEnded: options.streamGraceMaxTasks ?? 100_000 });
+    // With a Redis store the cluster's queue holds the capacity and the policy; this one mirrors the tasks queued here.
     this.#queue = new AdmissionQueue<TaskRecord>({
-      capacity: options.admissionCapacity,
+      capacity: cluster === undefined ? options.admissionCapacity : Number.MAX_SAFE_INTEGER,
       policy: options.admissionPolicy,
       groupOf: (t) => t.request.model_ref,
     });
+    const now = (): number => this.#clock.now();
+    this.#gate =
+      cluster &&
+      new ClusterGate(cluster, this.#queue, {
+        now,
+        dispatch: (task, view, lease, reason) => this.#placed(task, view, lease, reason),
+        fail: (task, code, message, retriable) => this.#fail(task, code, message, retriable),
+        pump: () => this.#scheduler.pump(),
+      });
     this.#queueMetrics = new QueueMetrics({ registry, predictor: this.#predictor, intervalMs: metricsIntervalMs });
     this.#scheduler = new Scheduler<TaskRecord>({
       registry,
       strategy: options.placementStrategy,
-      line: this.#queue,
+      line: cluster === undefined ? this.#queue : gatedLine(this.#queue, cluster, now),
       events: {
         waiting: (task) => this.#observer.waiting(task),
         unplaceable: (task, decision) => {
           this.#observer.unplaceable(task, decision.code, decision.message);
           this.#fail(task, decision.code, decision.message, true);
         },
-        assigned: (task, view, lease, reason) => {
-          this.#observer.placed(task, view, reason, this.#clock.now());
-          this.#dispatch(task, view, lease);
-        },
+        assigned: (task, view, lease, reason) => (this.#gate === undefined ? this.#placed(task, view, lease, reason) : this.#gate.assigned(task, view, lease, reason)),
         moved: () => this.#queueMetrics.emit(this.#queue, this.#table.running(), true, this.#clock.now()),
       },
+    });
+    this.#admission = new TaskAdmission({
+      ...{ registry, predictor: this.#predictor, sessions: this.#sessions, clock: this.#clock, observer: this.#observer, queue: this.#queue, table: this.#table },
+      ...{ cluster, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity },
+      running: () => this.#state === 'running',
+      evict: (victim, by) => {
+        this.#observer.evicted(victim, by);
+        this.#fail(victim, 'QUEUE_FULL_DROP_LRU', 'evicted from the full admission queue by a newer task (policy drop-lru)', true);
+      },
+      pump: () => this.#scheduler.pump(),
     });
     this.#unsubscribe = registry.subscribe((e) => {
       if (e.type === 'offline' || e.type === 'deregistered') abandonNode(this.#table.running(), e);
@@ -140,74 +166,9 @@ export class TaskService {
     return this.#table.get(id);
   }
 
-  /**
-   * Validates a task against the live cluster, enqueues it, writes its `started` frame and pumps
-   * (a task with a free slot is dispatched before this returns). Throws typed errors
-   * (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT, QUEUE_FULL_DROP_LRU)
-   * that the error handler maps to envelopes. `log` and `correlationId` are the admitting
-   * request's: the task's log lines and its dispatches carry them; `clientKey` the name of the
-   * key that sent it (its tokens are counted under that name); `delivery` how its output goes out.
-   */
-  admit(named: TaskRequest, log: Log, correlationId: string, clientKey?: string, delivery?: Delivery): Admitted {
-    if (this.#state !== 'running') throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
-    // An alias becomes the model ref the pools list: one queue group, one wait key per model.
-    const modelRef = this.#registry.canonicalModel(named.model_ref);
-    const request = modelRef === named.model_ref ? named : { ...named, model_ref: modelRef };
-    if (this.#table.has(request.task_id)) throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
-    const { availability: avail, prediction } = checkAdmission({
-      request,
-      views: this.#registry.poolsForModel(request.model_ref),
-      predictor: this.#predictor,
-      ahead: this.#queue.countAhead(request.model_ref, request.priority),
-      ctxMax: this.#ctxMax,
-      budgetRemaining: this.#sessions.budgetRemaining(request.session_id),
-      retryAfterMs: this.#registry.heartbeatIntervalMs,
-      onReject: (code) => this.#observer.refused(code),
-    });
-    const task = newTaskRecord({
-      request,
-      modelName: named.model_ref,
-      affinity: this.#sessions.lastPool(request.session_id),
-      log,
-      correlationId,
-      clientKey,
-      now: this.#clock.now(),
-      predictedStartMs: prediction.startMs,
-      phase: avail.ready.length > 0 ? 'queued' : 'preparing',
-      delivery,
-    });
-    const result = this.#queue.enqueue(task.id, request.priority, task, task.deadlineAt);
-    if (result.kind === 'full') {
-      this.#observer.queueFull(log, task.id, result.policy, this.#queue.size, this.#queue.capacity);
-      throw new QueueFullError(
-        result.policy === 'reject' ? 'ADMISSION_REJECT' : 'QUEUE_FULL_DROP_LRU',
-        `admission queue is full (${this.#queue.capacity} tasks, policy ${result.policy})`,
-        {
-          policyLabel: result.policy,
-          retryAfterMs: Math.max(1000, prediction.serviceMs ?? 1000),
-        },
-      );
-    }
-    this.#table.add(task);
-    this.#sessions.taskStarted(request.session_id);
-    task.lastPosition = result.position;
-    task.stream.append({ event: 'started', data: { queue_position: result.position, predicted_start_ms: prediction.startMs } });
-    this.#observer.admitted(task, result.position);
-    if (result.evicted !== undefined) {
-      const victim = result.evicted.item;
-      this.#observer.evicted(victim, task);
-      this.#fail(victim, 'QUEUE_FULL_DROP_LRU', 'evicted from the full admission queue by a newer task (policy drop-lru)', true);
-    }
-    const steps = avail.ready.length > 0 ? [] : preparationSteps(avail.provisioning);
-    this.#scheduler.pump();
-    return {
-      task_id: task.id,
-      queue_position: result.position,
-      predicted_start_ms: prediction.startMs,
-      backoff_ms: 0,
-      preparation: { steps },
-      dispatched: task.state === 'running',
-    };
+  /** Admits a task (task-admission.ts): synchronous in-process, a promise with a Redis store. */
+  admit(named: TaskRequest, log: Log, correlationId: string, clientKey?: string, delivery?: Delivery): Admitted | Promise<Admitted> {
+    return this.#admission.admit(named, log, correlationId, clientKey, delivery);
   }
 
   /** Cancels a task (client request or disconnect). The terminal frame is `end {canceled: true}`. */
@@ -215,7 +176,7 @@ export class TaskService {
     const task = this.#table.live(id);
     if (task === undefined) return this.#table.isEndedWithinGrace(id) ? 'already-ended' : 'unknown';
     if (task.state === 'ended') return 'already-ended';
-    if (task.state === 'queued') this.#queue.remove(id);
+    this.#queue.remove(id);
     const end = canceledEnd(task, this.#clock.now());
     this.#observer.canceled(task, reason);
     this.#end(task, { event: 'end', data: end });
@@ -244,22 +205,24 @@ export class TaskService {
     this.#unsubscribe();
     for (const task of this.#table.liveTasks()) {
       if (task.state === 'ended') continue;
-      if (task.state === 'queued') this.#queue.remove(task.id);
+      this.#queue.remove(task.id);
       this.#fail(task, 'INTERNAL', 'orchestratord is shutting down; resubmit the task', true);
     }
     await this.#inflight.idle(this.#closeTimeoutMs);
+    await this.#cluster?.close();
     this.#table.clearEnded();
     this.#events.clear();
     this.#state = 'closed';
   }
 
   /** Starts the task's dispatch to `view`, whose slot the scheduler leased for it. */
-  #dispatch(task: TaskRecord, view: PoolView, lease: Lease): void {
+  #placed(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
+    this.#observer.placed(task, view, reason, this.#clock.now());
     task.state = 'running';
     task.phase = 'dispatching';
     task.lease = lease;
     task.controller = new AttemptAbort();
-    task.placement = { node_id: view.node_id, pool_id: view.pool_id, engine_version: view.snapshot.engine_version, address: view.address };
+    task.placement = placementOf(view);
     task.dispatchedAt = this.#clock.now();
     this.#table.startedRunning(task);
     this.#inflight.started();
@@ -326,22 +289,8 @@ export class TaskService {
   #settle(task: TaskRecord, view: PoolView, outcome: AttemptOutcome): void {
     if (outcome.kind === 'aborted' || task.state === 'ended') return;
     if (outcome.kind === 'end') {
-      const ev = outcome.event;
-      this.#observer.finished(task, view, ev);
-      const end: EndEvent = {
-        tokens_out: ev.tokens_out,
-        decode_ms: ev.decode_ms,
-        decode_time_ms: ev.decode_ms,
-        pool_id: ev.pool_id,
-        node_id: ev.node_id,
-        engine_version: ev.engine_version,
-        stop_type: ev.stop_type,
-      };
-      // Only what the node reported: a node that does not count prompt tokens leaves them out.
-      if (ev.prompt_tokens !== undefined) end.prompt_tokens = ev.prompt_tokens;
-      if (ev.cached_tokens !== undefined) end.cached_tokens = ev.cached_tokens;
-      if (ev.finish_reason !== undefined) end.finish_reason = ev.finish_reason;
-      this.#end(task, { event: 'end', data: end });
+      this.#observer.finished(task, view, outcome.event);
+      this.#end(task, { event: 'end', data: endOf(outcome.event) });
       return;
     }
     applyPenalty(this.#registry, task, view, outcome.penalty);
@@ -357,6 +306,15 @@ export class TaskService {
     task.phase = 'queued';
     task.controller = undefined;
     task.placement = undefined;
+    if (this.#cluster === undefined) return this.#requeued(task);
+    // Back in the cluster's queue before this replica may take it again; a cancel meanwhile takes it out again.
+    this.#cluster.requeue(task, this.#clock.now()).then(
+      () => (task.state === 'queued' ? this.#requeued(task) : this.#cluster?.dequeue(task.id)),
+      (err: unknown) => this.#fail(task, 'INTERNAL', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true),
+    );
+  }
+
+  #requeued(task: TaskRecord): void {
     this.#queue.requeueFront(task.id, task.request.priority, task, task.deadlineAt);
     this.#scheduler.pump();
   }
@@ -368,6 +326,10 @@ export class TaskService {
   /** The one place a task ends: writes the terminal frame, aborts upstream, keeps the frames for the grace period. */
   #end(task: TaskRecord, frame: SseFrame): void {
     if (task.state === 'ended') return;
+    if (this.#cluster !== undefined) {
+      if (task.state === 'queued') this.#cluster.dequeue(task.id);
+      this.#cluster.ended(task.id, frame);
+    }
     task.state = 'ended';
     task.stream.append(frame);
     task.controller?.abort();
@@ -394,6 +356,10 @@ export class TaskService {
       this.#fail(task, 'DECODE_TIMEOUT', `deadline of ${task.request.deadline_ms} ms passed while the task was running`, true);
     }
     this.#queueMetrics.emit(this.#queue, this.#table.running(), false, now);
+    if (this.#gate !== undefined && now - this.#lastReconcile >= RECONCILE_MS) {
+      this.#lastReconcile = now;
+      void this.#gate.reconcile();
+    }
     this.#scheduler.pump();
   }
 }

@@ -8,6 +8,7 @@ import { openAiErrorBody } from '../../openai/openai-errors.js';
 import { chatCall, completionCall, type OpenAiCall } from '../../openai/request-mapping.js';
 import { sessionIdFor } from '../../openai/session-key.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
+import { whenAdmitted } from './admission.js';
 import { admitDoorTask, answerOnce, sendRefusal } from '../door-tasks.js';
 import { serveTaskEvents } from '../task-streams.js';
 
@@ -23,31 +24,32 @@ import { serveTaskEvents } from '../task-streams.js';
  * the ErrorEnvelope status, after that one last `data: {"error"…}` event.
  */
 
-function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: OpenAiCall): void {
-  const task = admitDoorTask(services, req, call, 'v1');
-  const who = {
-    kind: call.kind,
-    id: `${call.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${task.id}`,
-    created: Math.floor(services.clock.now() / 1000),
-    model: call.model,
-  };
-  const onRefused = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
-  if (!call.stream) return answerOnce(services, req, reply, task, { who, refuse: onRefused });
-  const fingerprint = (): string | undefined => task.placement?.engine_version;
-  serveTaskEvents(services, req, reply, task, { encoder: new OpenAiChunkEncoder(who, call.includeUsage, fingerprint), lazyHead: true, onRefused });
+function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: OpenAiCall): undefined | Promise<unknown> {
+  return whenAdmitted(admitDoorTask(services, req, call, 'v1'), reply, (task) => {
+    const who = {
+      kind: call.kind,
+      id: `${call.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${task.id}`,
+      created: Math.floor(services.clock.now() / 1000),
+      model: call.model,
+    };
+    const onRefused = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
+    if (!call.stream) return answerOnce(services, req, reply, task, { who, refuse: onRefused });
+    const fingerprint = (): string | undefined => task.placement?.engine_version;
+    serveTaskEvents(services, req, reply, task, { encoder: new OpenAiChunkEncoder(who, call.includeUsage, fingerprint), lazyHead: true, onRefused });
+  });
 }
 
 /** `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /v1/models/{id}`. */
 export const openAiRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   const { registry, clock } = services;
 
-  // Plain functions, like /v2 admission's: no promise per request. Bodies are validated by the
+  // Plain functions, like /v2 admission's: no promise per request in-process. Bodies are validated by the
   // door itself, so a refusal names OpenAI's field (`param`).
   app.post('/v1/chat/completions', (req, reply) => {
-    answer(services, req, reply, chatCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))));
+    return answer(services, req, reply, chatCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))));
   });
   app.post('/v1/completions', (req, reply) => {
-    answer(services, req, reply, completionCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))));
+    return answer(services, req, reply, completionCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))));
   });
 
   app.get('/v1/models', { schema: { response: { 200: OpenAiModelListSchema } } }, async () => ({

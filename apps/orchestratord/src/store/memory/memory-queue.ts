@@ -1,6 +1,17 @@
 import type { Clock } from '@llama-orch/daemon-support';
 import type { MemorySignals } from './memory-signals.js';
-import { EVICTED_KEPT_MS, type AdmissionQueueStore, type GoneEntry, type QueueAddOutcome, type QueueTakeOutcome, type QueueEntryInput, type QueueLane, type QueueOverflowPolicy, type QueueSizes, type QueuedEntry } from '../admission-queue-store.js';
+import {
+  EVICTED_KEPT_MS,
+  type AdmissionQueueStore,
+  type GoneEntry,
+  type QueueAddOutcome,
+  type QueueTakeOutcome,
+  type QueueEntryInput,
+  type QueueLane,
+  type QueueOverflowPolicy,
+  type QueueSizes,
+  type QueuedEntry,
+} from '../admission-queue-store.js';
 
 interface Node extends QueuedEntry {
   prev: Node | undefined;

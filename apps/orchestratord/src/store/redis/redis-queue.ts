@@ -1,5 +1,16 @@
 import { z } from 'zod';
-import { EVICTED_KEPT_MS, type AdmissionQueueStore, type GoneEntry, type QueueAddOutcome, type QueueEntryInput, type QueueLane, type QueueOverflowPolicy, type QueueSizes, type QueueTakeOutcome, type QueuedEntry } from '../admission-queue-store.js';
+import {
+  EVICTED_KEPT_MS,
+  type AdmissionQueueStore,
+  type GoneEntry,
+  type QueueAddOutcome,
+  type QueueEntryInput,
+  type QueueLane,
+  type QueueOverflowPolicy,
+  type QueueSizes,
+  type QueueTakeOutcome,
+  type QueuedEntry,
+} from '../admission-queue-store.js';
 import { QUEUE_ADD, QUEUE_CLAIM, QUEUE_COUNT_AHEAD, QUEUE_GONE, QUEUE_POSITION, QUEUE_REMOVE, QUEUE_REQUEUE_FRONT, QUEUE_TAKE, QUEUE_TAKE_EXPIRED } from './queue-scripts.js';
 import type { RedisConnection } from './redis-client.js';
 

@@ -1,0 +1,112 @@
+import type { ErrorCode } from '@llama-orch/contracts';
+import type { Lease, PoolView } from '../registry/pool-view.js';
+import type { WaitingLine } from '../scheduling/scheduler.js';
+import type { PlacementReason } from '../scheduling/placement.js';
+import type { AdmissionQueue } from '../admission/admission-queue.js';
+import type { GoneEntry } from '../store/admission-queue-store.js';
+import type { ClusterTasks } from './cluster-tasks.js';
+import type { TaskPlacement, TaskRecord } from './task-record.js';
+
+/** What the gate does to the task service's tasks. */
+export interface GateActions {
+  now(): number;
+  /** The task may go: dispatch it to `view` on `lease`. */
+  dispatch(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void;
+  fail(task: TaskRecord, code: ErrorCode, message: string, retriable: boolean): void;
+  /** The local queue changed while nothing else would pump. */
+  pump(): void;
+}
+
+export function placementOf(view: PoolView): TaskPlacement {
+  return { node_id: view.node_id, pool_id: view.pool_id, engine_version: view.snapshot.engine_version, address: view.address };
+}
+
+/**
+ * Between the local scheduler and a dispatch, with a Redis store: a task the scheduler gave a slot
+ * goes only when the cluster's queue lets it (`take`: first of its model on every replica) and its
+ * shared record moves to `running` under this replica's fence. Otherwise it goes back to the head
+ * of the local queue (behind: its model waits here until the cluster's queue moves), or ends
+ * (evicted by another replica's admission, lost with the store's data, or the store unreachable).
+ * The local queue the scheduler reads hides blocked models ({@link gatedLine}).
+ */
+export class ClusterGate {
+  readonly #cluster: ClusterTasks;
+  readonly #queue: AdmissionQueue<TaskRecord>;
+  readonly #act: GateActions;
+
+  constructor(cluster: ClusterTasks, queue: AdmissionQueue<TaskRecord>, actions: GateActions) {
+    this.#cluster = cluster;
+    this.#queue = queue;
+    this.#act = actions;
+  }
+
+  /** The scheduler leased `lease` of `view` for the task and took it out of the local queue. */
+  assigned(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
+    this.#claim(task, view, lease, reason).catch((err: unknown) => {
+      lease.release();
+      if (task.state !== 'queued') return;
+      this.#act.fail(task, 'INTERNAL', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true);
+    });
+  }
+
+  async #claim(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): Promise<void> {
+    const taken = await this.#cluster.take(task, this.#act.now());
+    if (task.state !== 'queued') return lease.release();
+    if (taken.kind === 'behind') {
+      lease.release();
+      this.#queue.requeueFront(task.id, task.request.priority, task, task.deadlineAt);
+      return;
+    }
+    if (taken.kind === 'absent') {
+      lease.release();
+      const gone = await this.#cluster.whyGone(task.id);
+      if (task.state === 'queued') this.#lost(task, gone.evicted);
+      return;
+    }
+    const moved = await this.#cluster.dispatch(task.id, placementOf(view));
+    if (task.state !== 'queued') return lease.release();
+    if (!moved.ok) {
+      lease.release();
+      this.#act.fail(task, 'INTERNAL', `this replica may no longer dispatch the task (shared record: ${moved.reason})`, true);
+      return;
+    }
+    this.#act.dispatch(task, view, lease, reason);
+  }
+
+  /** Every second or so: this replica's queued tasks that left the cluster's queue without it end. Never rejects. */
+  async reconcile(): Promise<void> {
+    const queued = [...this.#queue].map((e) => e.id);
+    if (queued.length === 0) return;
+    let gone: GoneEntry[];
+    try {
+      gone = await this.#cluster.gone(queued);
+    } catch (err) {
+      this.#cluster.storeProblem(err, 'checking the queued tasks');
+      return;
+    }
+    for (const g of gone) {
+      const entry = this.#queue.remove(g.id);
+      if (entry !== undefined && entry.item.state === 'queued') this.#lost(entry.item, g.evicted);
+    }
+    this.#act.pump();
+  }
+
+  #lost(task: TaskRecord, evicted: boolean): void {
+    if (evicted) this.#act.fail(task, 'QUEUE_FULL_DROP_LRU', 'evicted from the full admission queue by a newer task (policy drop-lru)', true);
+    else this.#act.fail(task, 'INTERNAL', "the task's entry is gone from the cluster's queue (the store lost its data?); resubmit the task", true);
+  }
+}
+
+/** The local queue as the scheduler sees it with a Redis store: the tasks of models blocked by the cluster's order are skipped. */
+export function gatedLine(queue: AdmissionQueue<TaskRecord>, cluster: ClusterTasks, now: () => number): WaitingLine<TaskRecord> {
+  return {
+    get size() {
+      return queue.size;
+    },
+    remove: (id: string) => queue.remove(id),
+    *[Symbol.iterator]() {
+      const t = now();
+      for (const entry of queue) if (!cluster.blocked(entry.item.request.model_ref, t)) yield entry;
+    },
+  };
+}

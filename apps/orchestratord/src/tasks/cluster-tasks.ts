@@ -1,0 +1,199 @@
+import type { SseFrame } from '@llama-orch/contracts';
+import type { Log } from '@llama-orch/daemon-support';
+import type { AdmissionQueueStore, GoneEntry, QueueAddOutcome, QueueTakeOutcome } from '../store/admission-queue-store.js';
+import type { ClusterSignals } from '../store/cluster-signals.js';
+import type { TaskOwnershipStore, TransitionOutcome } from '../store/task-ownership-store.js';
+import type { TaskPlacement, TaskRecord } from './task-record.js';
+
+export interface ClusterTasksOptions {
+  queue: AdmissionQueueStore;
+  tasks: TaskOwnershipStore;
+  signals: ClusterSignals;
+  /** This replica: the owner of the tasks it admits. */
+  replicaId: string;
+  logger: Log;
+  /** How long an ended task's record stays readable, ms (the stream grace). */
+  retainMs: number;
+  /** A model's queue changed (an entry left): its tasks may be first now. */
+  changed: () => void;
+  /** Owner lease of a task, ms; renewed every third of it. @default 15000 */
+  ownerTtlMs?: number;
+  /** How long a model stays blocked after a `behind` answer without a queue signal, ms. @default 250 */
+  blockMs?: number;
+}
+
+/** What the record of a task says to another replica (`GET` of a task it does not own). */
+export interface SharedTaskRecord {
+  readonly model_ref: string;
+  readonly priority: string;
+  readonly session_id: string | undefined;
+  readonly admitted_at: number;
+}
+
+export type AddOutcome = QueueAddOutcome | { readonly kind: 'exists' };
+
+/**
+ * The cluster's side of the task service with a Redis store. The replica that admits a task owns
+ * it and dispatches it (its client is connected here, so the tokens are relayed once), but the
+ * cluster's queue decides the order: before a dispatch leaves, the replica `take`s its task from
+ * the shared queue, which it may only do when no task of that model is ahead of it on any replica
+ * (`behind`: the model is blocked here until the queue moves). Every transition of the task's
+ * shared record names its fence, so a replica that lost ownership can neither dispatch nor end
+ * it. The owner renews its leases in one sweep every third of their life.
+ */
+export class ClusterTasks {
+  readonly replicaId: string;
+  readonly #queue: AdmissionQueueStore;
+  readonly #tasks: TaskOwnershipStore;
+  readonly #logger: Log;
+  readonly #retainMs: number;
+  readonly #ownerTtlMs: number;
+  readonly #blockMs: number;
+  /** Fences of the tasks this replica owns. */
+  readonly #fences = new Map<string, number>();
+  /** Models whose first queued task is another's (or not yet placeable here) → until when. */
+  readonly #blocked = new Map<string, number>();
+  readonly #renewTimer: NodeJS.Timeout;
+  readonly #unsubscribe: () => void;
+  readonly #pending = new Set<Promise<unknown>>();
+  #renewing = false;
+  #lastProblemAt = Number.NEGATIVE_INFINITY;
+
+  constructor(options: ClusterTasksOptions) {
+    this.replicaId = options.replicaId;
+    this.#queue = options.queue;
+    this.#tasks = options.tasks;
+    this.#logger = options.logger;
+    this.#retainMs = options.retainMs;
+    this.#ownerTtlMs = options.ownerTtlMs ?? 15_000;
+    this.#blockMs = options.blockMs ?? 250;
+    this.#unsubscribe = options.signals.subscribe((signal) => {
+      if (signal.kind !== 'queue' || !this.#blocked.delete(signal.group)) return;
+      options.changed();
+    });
+    this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(this.#ownerTtlMs / 3)));
+    this.#renewTimer.unref();
+  }
+
+  /** Tasks of `group` queued anywhere that a new task of `lane` would wait behind. */
+  countAhead(group: string, lane: 'interactive' | 'batch'): Promise<number> {
+    return this.#queue.countAhead(group, lane);
+  }
+
+  /** Creates the task's shared record (this replica the owner) and queues it; `exists` for a task id taken anywhere. */
+  async add(task: TaskRecord): Promise<AddOutcome> {
+    const r = task.request;
+    const record: SharedTaskRecord = { model_ref: r.model_ref, priority: r.priority, session_id: r.session_id, admitted_at: task.admittedAt };
+    const lifetimeMs = r.deadline_ms + this.#retainMs;
+    const created = await this.#tasks.create({ id: task.id, owner: this.replicaId, record: JSON.stringify(record), ttlMs: this.#ownerTtlMs, lifetimeMs });
+    if (!created.ok) return { kind: 'exists' };
+    this.#fences.set(task.id, created.fence);
+    const added = await this.#queue.add({ id: task.id, lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: r.deadline_ms });
+    if (added.kind !== 'queued') this.#settle(task.id, this.#end(task.id, { refused: added.kind }));
+    return added;
+  }
+
+  /** Whether the model's tasks wait for the queue to move (see the class comment). */
+  blocked(group: string, now: number): boolean {
+    const until = this.#blocked.get(group);
+    if (until === undefined) return false;
+    if (until > now) return true;
+    this.#blocked.delete(group);
+    return false;
+  }
+
+  /** Takes the task out of the cluster's queue if it is first of its model; `behind` blocks the model here. */
+  async take(task: TaskRecord, now: number): Promise<QueueTakeOutcome> {
+    const r = await this.#queue.take(task.id);
+    if (r.kind === 'behind') this.#blocked.set(task.request.model_ref, now + this.#blockMs);
+    return r;
+  }
+
+  /** Why the task's queue entry is gone (evicted by drop-lru, or lost). */
+  async whyGone(id: string): Promise<GoneEntry> {
+    return (await this.#queue.gone([id]))[0] ?? { id, evicted: false };
+  }
+
+  /** Of this replica's queued tasks, those that left the cluster's queue without it. */
+  gone(ids: readonly string[]): Promise<GoneEntry[]> {
+    return this.#queue.gone(ids);
+  }
+
+  /** `queued` → `running` on the shared record: refused (`fenced`, `state`) when this replica may not dispatch it. */
+  dispatch(id: string, placement: TaskPlacement): Promise<TransitionOutcome> {
+    return this.#tasks.dispatch(id, this.#fence(id), JSON.stringify(placement));
+  }
+
+  /** An attempt failed before its first token: back to `queued`, at the head of its lane. */
+  async requeue(task: TaskRecord, now: number): Promise<void> {
+    const r = task.request;
+    // Sent together (one connection keeps their order): the record and the queue entry move as one.
+    const [moved] = await Promise.all([
+      this.#tasks.requeue(task.id, this.#fence(task.id)),
+      this.#queue.requeueFront({ id: task.id, lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: Math.max(1, task.deadlineAt - now) }),
+    ]);
+    if (!moved.ok) throw new Error(`the shared record refused the requeue (${moved.reason})`);
+  }
+
+  /** The task left this replica's queue before a dispatch (cancel, deadline, shutdown): out of the cluster's too. */
+  dequeue(id: string): void {
+    this.#settle(id, this.#queue.remove(id));
+  }
+
+  /** The task ended here: its terminal frame becomes the shared record's outcome. Never throws. */
+  ended(id: string, frame: SseFrame): void {
+    this.#settle(id, this.#end(id, frame));
+  }
+
+  /** A store call failed where nobody waits for it: logged at most once per 10 s. */
+  storeProblem(err: unknown, what: string): void {
+    const now = Date.now();
+    if (now - this.#lastProblemAt < 10_000) return;
+    this.#lastProblemAt = now;
+    this.#logger.warn({ err, human: `Cluster store unreachable while ${what}` }, 'cluster store call failed');
+  }
+
+  /** Stops renewing and listening; waits (bounded by the store's command timeout) for writes in flight. Idempotent. */
+  async close(): Promise<void> {
+    clearInterval(this.#renewTimer);
+    this.#unsubscribe();
+    await Promise.all([...this.#pending]);
+  }
+
+  #fence(id: string): number {
+    return this.#fences.get(id) ?? 0;
+  }
+
+  async #end(id: string, outcome: unknown): Promise<void> {
+    const fence = this.#fences.get(id);
+    if (fence === undefined) return;
+    this.#fences.delete(id);
+    const r = await this.#tasks.end(id, fence, JSON.stringify(outcome), this.#retainMs);
+    if (!r.ok && r.reason === 'fenced') this.#logger.warn({ task_id: id, owner: r.owner, fence: r.fence }, 'task ended here, but another replica owns it now');
+  }
+
+  /** A store write nobody waits for: logged when it fails, awaited by close(). */
+  #settle(id: string, p: Promise<unknown>): void {
+    const tracked = p.catch((err: unknown) => this.#logger.warn({ err, task_id: id }, 'cluster store write failed for a task'));
+    this.#pending.add(tracked);
+    void tracked.finally(() => this.#pending.delete(tracked));
+  }
+
+  #renewAll(): void {
+    if (this.#renewing || this.#fences.size === 0) return;
+    this.#renewing = true;
+    const owned = [...this.#fences];
+    const done = Promise.all(
+      owned.map(([id, fence]) =>
+        this.#tasks.renew(id, fence, this.#ownerTtlMs).then((r) => {
+          if (!r.ok && r.reason === 'fenced' && this.#fences.get(id) === fence) {
+            this.#logger.warn({ task_id: id, owner: r.owner }, 'lost ownership of a task (its lease lapsed); it can no longer be dispatched or ended here');
+          }
+        }),
+      ),
+    ).finally(() => {
+      this.#renewing = false;
+    });
+    this.#settle('*', done);
+  }
+}
