@@ -1,67 +1,15 @@
-import { createHash } from 'node:crypto';
-import { ErrorEnvelopeSchema, NodeListSchema, OrchestratorConfigSchema, ReadinessSchema } from '@llama-orch/contracts';
-import { systemClock } from '@llama-orch/daemon-support';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type OrchdApp } from '../app.js';
-import { storeSettingsOf, type ClusterStore } from '../store/cluster-store.js';
-import { createClusterStore } from '../store/create-cluster-store.js';
-import { REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from '../testing/redis-server.js';
+import { ErrorEnvelopeSchema, NodeListSchema, ReadinessSchema } from '@llama-orch/contracts';
+import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
-import { captureLogger, frames, taskBody } from '../testing/test-helpers.js';
+import { annAuth, bearer, nodeAuth, NODE, replicaHarness, until } from '../testing/replica-harness.js';
 import { sleep } from '../testing/store-harness.js';
-import { createUpstreamDispatchers } from '../upstream/dispatchers.js';
-import { loadCredentials } from './credentials.js';
+import { frames, taskBody } from '../testing/test-helpers.js';
 
-const BOB = 'bob-key-0123456789abcdef-env';
-const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-const ANN = 'ann-key-0123456789abcdef-env';
-const NODE = 'node-token-0123456789abcdef';
-const KEYS = `keys:
-  - name: bob
-    key_sha256: ${sha(BOB)}
-    rate_limit: 3
-  - name: ann
-    key_sha256: ${sha(ANN)}
-    role: operator
-`;
-const bearer = { authorization: `Bearer ${BOB}` };
-const annAuth = { authorization: `Bearer ${ANN}` };
-const nodeAuth = { authorization: `Bearer ${NODE}` };
-
-async function until(cond: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-// What is wired to the cluster store in this version: per-key rate limits, /readyz, the node registry and liveness.
+// Per-key rate limits, /readyz, the node registry and liveness, and slot leases through the cluster store.
 describe('orchestratord replicas sharing a Redis store', () => {
-  let server: RedisServerHandle;
-  const cleanup: Array<() => Promise<unknown>> = [];
-  beforeAll(async () => {
-    server = await startRedisServer();
-  }, REDIS_INSTALL_TIMEOUT_MS);
-  afterAll(async () => {
-    await server.stop();
-  });
-  afterEach(async () => {
-    for (const c of cleanup.splice(0).reverse()) await c();
-  });
-
-  async function replica(prefix: string, over: Record<string, unknown> = {}): Promise<{ app: OrchdApp; store: ClusterStore; logs: ReturnType<typeof captureLogger> }> {
-    const config = OrchestratorConfigSchema.parse({ keys_file: '/k.yaml', node_token: NODE, redis_url: server.url, redis_prefix: prefix, ...over });
-    const credentials = loadCredentials({ config, env: {}, readFile: () => KEYS });
-    const logs = captureLogger();
-    const store = await createClusterStore(storeSettingsOf(config), { clock: systemClock, logger: logs.logger });
-    cleanup.push(() => store.close());
-    const upstream = createUpstreamDispatchers();
-    cleanup.push(() => upstream.close());
-    const app = await buildApp({ logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials, store }, config);
-    cleanup.push(() => app.close());
-    return { app, store, logs };
-  }
+  const h = replicaHarness();
+  const replica = h.replica;
+  const cleanup = { push: h.defer };
 
   it('node registry and liveness: registered on A, heard on B, placed on C; offline decided once; deregistered everywhere', async () => {
     const [a, b, c] = await Promise.all([1, 2, 3].map(() => replica('nodes:', { heartbeat_interval_ms: 200 })));
@@ -146,7 +94,7 @@ describe('orchestratord replicas sharing a Redis store', () => {
       return ready();
     };
     expect(await until('ready')).toEqual({ status: 'ready' });
-    await server.kill();
+    await h.server().kill();
     const down = await until('not_ready');
     expect(down.reason).toMatch(/^cluster store unreachable/);
     const r = await app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer });
@@ -156,7 +104,7 @@ describe('orchestratord replicas sharing a Redis store', () => {
     const hb = await app.inject({ method: 'POST', url: '/v2/nodes/n1/heartbeat', headers: nodeAuth, payload: { timestamp: new Date().toISOString(), pools: [] } });
     expect(hb.statusCode).toBe(500);
     expect(ErrorEnvelopeSchema.parse(hb.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
-    await server.restart();
+    await h.server().restart();
     expect(await until('ready')).toEqual({ status: 'ready' });
     expect((await app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer })).statusCode).toBe(200);
   });

@@ -1,0 +1,102 @@
+import { AdmissionResponseSchema, ErrorEnvelopeSchema } from '@llama-orch/contracts';
+import { describe, expect, it } from 'vitest';
+import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { annAuth, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
+import { frames, taskBody } from '../testing/test-helpers.js';
+
+// The admission queue shared by replicas (Redis store): one capacity, one priority order, one position.
+describe('the cluster admission queue across replicas', () => {
+  const h = replicaHarness();
+
+  /** `n` replicas listening, and a FIXTURE node with one 1-slot pool registered and heartbeating to them. */
+  async function cluster(prefix: string, n: number, over: Record<string, unknown> = {}): Promise<{ replicas: Replica[]; node: FixturePoolManager }> {
+    const replicas = await Promise.all(Array.from({ length: n }, () => h.replica(prefix, { heartbeat_interval_ms: 200, ...over })));
+    const urls: string[] = [];
+    for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
+    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 2 });
+    h.defer(() => node.close());
+    expect(await node.register(urls[0]!)).toBe(200);
+    await node.startHeartbeats(urls[n - 1]!, 200);
+    h.defer(() => Promise.resolve(node.stopHeartbeats()));
+    await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
+    return { replicas, node };
+  }
+
+  const admit = async (r: Replica, task: ReturnType<typeof taskBody>) => r.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task });
+  const lastFrame = async (r: Replica, id: string) => frames((await r.app.inject({ method: 'GET', url: `/v2/tasks/${id}/events`, headers: annAuth })).body).at(-1);
+
+  it(
+    'no batch task starts while an interactive one of the model waits on another replica; FIFO by admission within a lane; positions are cluster-wide',
+    { timeout: 60_000 },
+    async () => {
+      const { replicas, node } = await cluster('prio:', 2);
+      const [a, b] = replicas as [Replica, Replica];
+      // the one slot is busy for a while, with a task of B: when it ends, B knows first that the slot is free
+      const long = taskBody({ max_tokens: 250 });
+      expect((await admit(b, long)).statusCode).toBe(202);
+      await until(() => node.active('p') === 1, 'the long task to run');
+      const batch = Array.from({ length: 4 }, () => taskBody({ priority: 'batch' }));
+      const inter = Array.from({ length: 4 }, () => taskBody({ priority: 'interactive' }));
+      const positions: number[] = [];
+      for (const t of batch) positions.push(AdmissionResponseSchema.parse((await admit(b, t)).json()).queue_position);
+      for (const t of inter) positions.push(AdmissionResponseSchema.parse((await admit(a, t)).json()).queue_position);
+      // batch tasks queue behind each other; each interactive one goes ahead of every batch task
+      expect(positions).toEqual([0, 1, 2, 3, 0, 1, 2, 3]);
+      const ends = await Promise.all([...batch.map((t) => lastFrame(b, t.task_id)), ...inter.map((t) => lastFrame(a, t.task_id)), lastFrame(b, long.task_id)]);
+      expect(ends.map((f) => f?.event)).toEqual(Array.from({ length: 9 }, () => 'end'));
+      const order = node.dispatches.map((d) => d.body.task_id);
+      expect(order).toEqual([long.task_id, ...inter.map((t) => t.task_id), ...batch.map((t) => t.task_id)]);
+      expect(node.refusedSaturated).toEqual([]);
+    },
+  );
+
+  it('reject acts on the cluster: capacity 3 over 3 replicas; a duplicate task id is refused on another replica', { timeout: 60_000 }, async () => {
+    const { replicas, node } = await cluster('reject:', 3, { admission_capacity: 3, admission_policy: 'reject' });
+    const long = taskBody({ max_tokens: 250 });
+    expect((await admit(replicas[0]!, long)).statusCode).toBe(202);
+    await until(() => node.active('p') === 1, 'the long task to run');
+    const queued = Array.from({ length: 3 }, () => taskBody());
+    for (const [i, t] of queued.entries()) expect((await admit(replicas[i]!, t)).statusCode).toBe(202);
+    for (const r of replicas) {
+      const refused = await admit(r, taskBody());
+      expect(refused.statusCode).toBe(429);
+      expect(ErrorEnvelopeSchema.parse(refused.json())).toMatchObject({ code: 'ADMISSION_REJECT', policy_label: 'reject' });
+    }
+    const dup = await admit(replicas[2]!, queued[0]!);
+    expect(dup.statusCode).toBe(400);
+    expect(ErrorEnvelopeSchema.parse(dup.json())).toMatchObject({ code: 'INVALID_PARAMS' });
+    const ends = await Promise.all(queued.map((t, i) => lastFrame(replicas[i]!, t.task_id)));
+    expect(ends.map((f) => f?.event)).toEqual(['end', 'end', 'end']);
+  });
+
+  it(
+    'drop-lru acts on the cluster: the oldest batch task, queued on another replica, ends QUEUE_FULL_DROP_LRU there; a cancelled task leaves the cluster queue',
+    { timeout: 60_000 },
+    async () => {
+      const { replicas, node } = await cluster('lru:', 3, { admission_capacity: 2, admission_policy: 'drop-lru' });
+      const [a, b, c] = replicas as [Replica, Replica, Replica];
+      const long = taskBody({ max_tokens: 400 });
+      expect((await admit(c, long)).statusCode).toBe(202);
+      await until(() => node.active('p') === 1, 'the long task to run');
+      const oldest = taskBody({ priority: 'batch' });
+      const cancelled = taskBody({ priority: 'batch' });
+      expect((await admit(a, oldest)).statusCode).toBe(202);
+      expect((await admit(b, cancelled)).statusCode).toBe(202);
+      expect((await b.app.inject({ method: 'POST', url: `/v2/tasks/${cancelled.task_id}/cancel`, headers: annAuth })).statusCode).toBe(204);
+      await until(async () => (await c.store.queue.sizes()).batch === 1, 'the cancelled task to leave the cluster queue');
+      const next = taskBody({ priority: 'batch' });
+      expect((await admit(b, next)).statusCode).toBe(202);
+      // full (2): a new interactive task on C evicts A's batch task, the oldest
+      const newer = taskBody({ priority: 'interactive' });
+      expect((await admit(c, newer)).statusCode).toBe(202);
+      const evicted = await lastFrame(a, oldest.task_id);
+      expect(evicted).toMatchObject({ event: 'error', data: { code: 'QUEUE_FULL_DROP_LRU' } });
+      expect((await lastFrame(b, cancelled.task_id))?.data).toMatchObject({ canceled: true });
+      expect((await lastFrame(b, next.task_id))?.event).toBe('end');
+      expect((await lastFrame(c, newer.task_id))?.event).toBe('end');
+      const ran = node.dispatches.map((d) => d.body.task_id);
+      expect(ran).not.toContain(oldest.task_id);
+      expect(ran).not.toContain(cancelled.task_id);
+    },
+  );
+});
