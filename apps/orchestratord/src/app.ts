@@ -45,6 +45,7 @@ import { SessionStore } from './sessions/session-store.js';
 import { packageVersion } from './support/argv.js';
 import { createMetrics } from './support/metrics.js';
 import { ClusterTasks } from './tasks/cluster-tasks.js';
+import { TaskOwnerProxy } from './http/task-owner-proxy.js';
 import { TaskService } from './tasks/task-service.js';
 import { PoolClient } from './upstream/pool-client.js';
 
@@ -164,6 +165,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const cluster = sharedNodes
     ? new ClusterTasks({
         ...{ queue: store.queue, tasks: store.tasks, signals: store.signals, replicaId },
+        address: () => config.advertise_url?.replace(/\/+$/, '') ?? boundUrl(app),
         logger: logger.child({ subsystem: 'tasks' }),
         retainMs: config.stream_grace_ms,
         changed: () => tasksRef?.pump(),
@@ -205,6 +207,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     registry,
     nodeSync,
     tasks,
+    owners: cluster && new TaskOwnerProxy(cluster, deps.upstream),
     sessions,
     catalog,
     poolClient,
@@ -280,4 +283,12 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(engineDoorRoutes, { services });
   await app.register(dashboardRoutes, { services, dir: deps.dashboardDir ?? dashboardAssetsDir() });
   return app as unknown as OrchdApp;
+}
+
+/** This server's bound address as a URL other processes can reach (a wildcard bind is reached on loopback); undefined before it listens. */
+function boundUrl(app: FastifyInstance): string | undefined {
+  const a = app.server.address();
+  if (a === null || typeof a !== 'object') return undefined;
+  const host = a.address === '0.0.0.0' || a.address === '::' ? '127.0.0.1' : a.address;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${a.port}`;
 }

@@ -8,6 +8,7 @@ import type { NodeRegistry } from '../registry/node-registry.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { OrchdMetrics } from '../support/metrics.js';
+import type { TaskOwnerProxy } from './task-owner-proxy.js';
 import type { TaskService } from '../tasks/task-service.js';
 import type { PoolClient } from '../upstream/pool-client.js';
 
@@ -18,6 +19,8 @@ export interface AppServices {
   /** With a shared (Redis) store: the node routes write through it. Undefined in-process (the registry is the store). */
   readonly nodeSync: ClusterNodeSync | undefined;
   readonly tasks: TaskService;
+  /** With a Redis store: passes requests for tasks other replicas own to them. Undefined in-process. */
+  readonly owners: TaskOwnerProxy | undefined;
   readonly sessions: SessionStore;
   readonly catalog: CatalogStore;
   readonly poolClient: PoolClient;

@@ -23,7 +23,7 @@ describe('the cluster admission queue across replicas', () => {
   }
 
   const admit = async (r: Replica, task: ReturnType<typeof taskBody>) => r.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task });
-  const lastFrame = async (r: Replica, id: string) => frames((await r.app.inject({ method: 'GET', url: `/v2/tasks/${id}/events`, headers: annAuth })).body).at(-1);
+  const lastFrame = async (r: Replica, id: string | undefined) => frames((await r.app.inject({ method: 'GET', url: `/v2/tasks/${id}/events`, headers: annAuth })).body).at(-1);
 
   it(
     'no batch task starts while an interactive one of the model waits on another replica; FIFO by admission within a lane; positions are cluster-wide',
@@ -82,7 +82,7 @@ describe('the cluster admission queue across replicas', () => {
       const cancelled = taskBody({ priority: 'batch' });
       expect((await admit(a, oldest)).statusCode).toBe(202);
       expect((await admit(b, cancelled)).statusCode).toBe(202);
-      expect((await b.app.inject({ method: 'POST', url: `/v2/tasks/${cancelled.task_id}/cancel`, headers: annAuth })).statusCode).toBe(204);
+      expect((await b.app.inject({ method: 'POST', url: `/v2/tasks/${String(cancelled.task_id)}/cancel`, headers: annAuth })).statusCode).toBe(204);
       await until(async () => (await c.store.queue.sizes()).batch === 1, 'the cancelled task to leave the cluster queue');
       const next = taskBody({ priority: 'batch' });
       expect((await admit(b, next)).statusCode).toBe(202);

@@ -11,6 +11,8 @@ export interface ClusterTasksOptions {
   signals: ClusterSignals;
   /** This replica: the owner of the tasks it admits. */
   replicaId: string;
+  /** Where the other replicas reach this one (its advertised base URL), once it listens. */
+  address: () => string | undefined;
   logger: Log;
   /** How long an ended task's record stays readable, ms (the stream grace). */
   retainMs: number;
@@ -28,6 +30,14 @@ export interface SharedTaskRecord {
   readonly priority: string;
   readonly session_id: string | undefined;
   readonly admitted_at: number;
+  /** The owner's advertised base URL: other replicas pass requests for the task there. */
+  readonly owner_url: string | undefined;
+}
+
+/** The replica that owns a task, and where it listens. */
+export interface TaskOwner {
+  readonly replica: string;
+  readonly address: string;
 }
 
 export type AddOutcome = QueueAddOutcome | { readonly kind: 'exists' };
@@ -47,6 +57,7 @@ export class ClusterTasks {
   readonly #tasks: TaskOwnershipStore;
   readonly #logger: Log;
   readonly #retainMs: number;
+  readonly #address: () => string | undefined;
   readonly #ownerTtlMs: number;
   readonly #blockMs: number;
   /** Fences of the tasks this replica owns. */
@@ -65,6 +76,7 @@ export class ClusterTasks {
     this.#tasks = options.tasks;
     this.#logger = options.logger;
     this.#retainMs = options.retainMs;
+    this.#address = options.address;
     this.#ownerTtlMs = options.ownerTtlMs ?? 15_000;
     this.#blockMs = options.blockMs ?? 250;
     this.#unsubscribe = options.signals.subscribe((signal) => {
@@ -83,7 +95,7 @@ export class ClusterTasks {
   /** Creates the task's shared record (this replica the owner) and queues it; `exists` for a task id taken anywhere. */
   async add(task: TaskRecord): Promise<AddOutcome> {
     const r = task.request;
-    const record: SharedTaskRecord = { model_ref: r.model_ref, priority: r.priority, session_id: r.session_id, admitted_at: task.admittedAt };
+    const record: SharedTaskRecord = { model_ref: r.model_ref, priority: r.priority, session_id: r.session_id, admitted_at: task.admittedAt, owner_url: this.#address() };
     const lifetimeMs = r.deadline_ms + this.#retainMs;
     const created = await this.#tasks.create({ id: task.id, owner: this.replicaId, record: JSON.stringify(record), ttlMs: this.#ownerTtlMs, lifetimeMs });
     if (!created.ok) return { kind: 'exists' };
@@ -107,6 +119,14 @@ export class ClusterTasks {
     const r = await this.#queue.take(task.id);
     if (r.kind === 'behind') this.#blocked.set(task.request.model_ref, now + this.#blockMs);
     return r;
+  }
+
+  /** Who owns task `id` and where it listens; undefined for a task the store does not know (or whose owner has no address). */
+  async ownerOf(id: string): Promise<TaskOwner | undefined> {
+    const stored = await this.#tasks.get(id);
+    if (stored === undefined) return undefined;
+    const address = (JSON.parse(stored.record) as Partial<SharedTaskRecord>).owner_url;
+    return typeof address === 'string' ? { replica: stored.owner, address } : undefined;
   }
 
   /** Why the task's queue entry is gone (evicted by drop-lru, or lost). */

@@ -46,6 +46,7 @@ export interface ReplicaHarness {
 export function replicaHarness(): ReplicaHarness {
   let server: RedisServerHandle | undefined;
   const cleanup: Array<() => Promise<unknown>> = [];
+  let seq = 0;
   beforeAll(async () => {
     server = await startRedisServer();
   }, REDIS_INSTALL_TIMEOUT_MS);
@@ -57,7 +58,10 @@ export function replicaHarness(): ReplicaHarness {
   });
   return {
     async replica(prefix, over = {}) {
-      const config = OrchestratorConfigSchema.parse({ keys_file: '/k.yaml', node_token: NODE, redis_url: server?.url, redis_prefix: prefix, ...over });
+      // Replicas in one process would all default to <hostname>-<pid>: each gets its own id.
+      seq += 1;
+      const replicaId = `r${seq}`;
+      const config = OrchestratorConfigSchema.parse({ keys_file: '/k.yaml', node_token: NODE, redis_url: server?.url, redis_prefix: prefix, replica_id: replicaId, ...over });
       const credentials = loadCredentials({ config, env: {}, readFile: () => KEYS });
       const logs = captureLogger();
       const store = await createClusterStore(storeSettingsOf(config), { clock: systemClock, logger: logs.logger });

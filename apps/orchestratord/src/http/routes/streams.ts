@@ -19,6 +19,7 @@ function parseLastEventId(value: string | undefined): number | undefined {
 
 /**
  * `GET /v2/tasks/{id}/events` (SSE relay) and `POST /v2/tasks/{id}/cancel`.
+ * A task another replica owns (Redis store) is answered by that replica (http/task-owner-proxy.ts).
  * Disconnect = cancel: when the last subscriber of an unfinished task goes away, the task is
  * canceled (upstream request aborted, engine slot freed); a later resume reads its `end {canceled}`.
  */
@@ -28,7 +29,10 @@ export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
   // No HEAD twin: a probe that opened and closed the stream would cancel the task.
   app.get('/v2/tasks/:id/events', { exposeHeadRoute: false, schema: { params: TaskParams, querystring: StreamQuery } }, async (req, reply) => {
     const task = tasks.get(req.params.id);
-    if (task === undefined) throw new NotFoundError(`task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`);
+    if (task === undefined) {
+      if (await services.owners?.forward(req, reply, req.params.id)) return reply;
+      throw new NotFoundError(`task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`);
+    }
     const header = req.headers['last-event-id'];
     const afterId = parseLastEventId(typeof header === 'string' ? header.trim() : req.query.last_event_id);
     const verbose = req.query.verbose === 'true' || req.query.verbose === '1';
@@ -39,7 +43,13 @@ export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
   // A plain function, like admission's: no promise per cancel.
   app.post('/v2/tasks/:id/cancel', { schema: { params: TaskParams } }, (req, reply) => {
     const result = tasks.cancel(req.params.id, 'client');
-    if (result === 'unknown') throw new NotFoundError(`task '${req.params.id}' not found`);
-    reply.code(204).send();
+    if (result !== 'unknown') return void reply.code(204).send();
+    const notFound = new NotFoundError(`task '${req.params.id}' not found`);
+    if (services.owners === undefined) throw notFound;
+    // Another replica may own it (Redis store): it cancels it there.
+    return services.owners.forward(req, reply, req.params.id).then((forwarded) => {
+      if (!forwarded) throw notFound;
+      return reply;
+    });
   });
 };

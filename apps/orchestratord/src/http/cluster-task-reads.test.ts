@@ -1,0 +1,70 @@
+import { ErrorEnvelopeSchema } from '@llama-orch/contracts';
+import { request } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { annAuth, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
+import { frames, taskBody } from '../testing/test-helpers.js';
+
+// A task is readable and cancellable on any replica: the one that owns it answers (task-owner-proxy.ts).
+describe('task reads across replicas', () => {
+  const h = replicaHarness();
+
+  async function cluster(n: number): Promise<{ replicas: Replica[]; urls: string[]; node: FixturePoolManager }> {
+    const replicas = await Promise.all(Array.from({ length: n }, () => h.replica('reads:', { heartbeat_interval_ms: 200 })));
+    const urls: string[] = [];
+    for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
+    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: NODE, tokenIntervalMs: 5 });
+    h.defer(() => node.close());
+    expect(await node.register(urls[0]!)).toBe(200);
+    await node.startHeartbeats(urls[0]!, 200);
+    h.defer(() => Promise.resolve(node.stopHeartbeats()));
+    await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
+    return { replicas, urls, node };
+  }
+
+  it('events read on another replica are the owner’s frames, byte for byte, and resume after Last-Event-ID there', { timeout: 30_000 }, async () => {
+    const { urls } = await cluster(2);
+    const task = taskBody({ max_tokens: 20 });
+    const admitted = await request(`${urls[0]}/v2/tasks`, { method: 'POST', headers: { ...annAuth, 'content-type': 'application/json' }, body: JSON.stringify(task) });
+    expect(admitted.statusCode).toBe(202);
+    await admitted.body.dump();
+    const onB = await request(`${urls[1]}/v2/tasks/${String(task.task_id)}/events`, { headers: annAuth });
+    expect(onB.statusCode).toBe(200);
+    expect(onB.headers['content-type']).toMatch(/^text\/event-stream/);
+    const text = await onB.body.text();
+    expect(frames(text).at(-1)?.event).toBe('end');
+    expect(frames(text).filter((f) => f.event === 'token')).toHaveLength(20);
+    // the same stream on the owner, in the grace period: identical bytes
+    const onA = await request(`${urls[0]}/v2/tasks/${String(task.task_id)}/events`, { headers: annAuth });
+    expect(await onA.body.text()).toBe(text);
+    // resume on B after frame 5: the owner's frames after it
+    const resumed = await request(`${urls[1]}/v2/tasks/${String(task.task_id)}/events`, { headers: { ...annAuth, 'last-event-id': '5' } });
+    const rest = frames(await resumed.body.text());
+    expect(rest[0]?.id).toBe(6);
+    expect(rest.at(-1)?.event).toBe('end');
+    // a task no replica knows is a 404 everywhere, not a loop between replicas
+    const unknown = await request(`${urls[1]}/v2/tasks/nope/events`, { headers: annAuth });
+    expect(unknown.statusCode).toBe(404);
+    expect(ErrorEnvelopeSchema.parse(await unknown.body.json())).toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('cancel on another replica cancels on the owner; a client leaving a stream read through another replica cancels the task on its owner', { timeout: 30_000 }, async () => {
+    const { urls, node } = await cluster(3);
+    const long = taskBody({ max_tokens: 2000 });
+    await (await request(`${urls[0]}/v2/tasks`, { method: 'POST', headers: { ...annAuth, 'content-type': 'application/json' }, body: JSON.stringify(long) })).body.dump();
+    await until(() => node.active('p') === 1, 'the task to run');
+    const cancel = await request(`${urls[2]}/v2/tasks/${String(long.task_id)}/cancel`, { method: 'POST', headers: annAuth });
+    expect(cancel.statusCode).toBe(204);
+    await until(() => node.aborts.includes(String(long.task_id)), 'the node to see the abort');
+    const ended = frames(await (await request(`${urls[1]}/v2/tasks/${String(long.task_id)}/events`, { headers: annAuth })).body.text()).at(-1);
+    expect(ended).toMatchObject({ event: 'end', data: { canceled: true } });
+
+    const left = taskBody({ max_tokens: 2000 });
+    await (await request(`${urls[0]}/v2/tasks`, { method: 'POST', headers: { ...annAuth, 'content-type': 'application/json' }, body: JSON.stringify(left) })).body.dump();
+    const reader = new AbortController();
+    const res = await request(`${urls[1]}/v2/tasks/${String(left.task_id)}/events`, { headers: annAuth, signal: reader.signal });
+    for await (const chunk of res.body) if (String(chunk).includes('event: token')) break;
+    reader.abort();
+    await until(() => node.aborts.includes(String(left.task_id)), 'the owner to cancel the task its only reader left');
+  });
+});

@@ -1,0 +1,61 @@
+import { pipeline } from 'node:stream/promises';
+import { CORRELATION_ID_HEADER } from '@llama-orch/contracts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { request, type Dispatcher } from 'undici';
+import { InternalError } from '../errors.js';
+import type { ClusterTasks } from '../tasks/cluster-tasks.js';
+
+/** Set on a request one replica passes to another: it is never passed on again. */
+export const FORWARDED_BY_HEADER = 'x-llorch-forwarded-by';
+/** What the owner needs of the client's request: who it is, where its stream resumes, its correlation id. */
+const PASSED = ['authorization', 'x-api-key', 'last-event-id', 'accept', CORRELATION_ID_HEADER] as const;
+/** Connection-level headers of the owner's answer; the client's connection has its own. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length']);
+
+/**
+ * With a Redis store a task lives on the replica that admitted it (its frames, its dispatch). A
+ * request for a task another replica owns (`GET /v2/tasks/{id}/events`, `POST …/cancel`) is
+ * passed to the owner's advertised address and its answer streamed back: the token path stays on
+ * the owner (no store round trip per frame), and a client that leaves aborts the owner's request,
+ * which is a disconnect there like any other.
+ */
+export class TaskOwnerProxy {
+  readonly #cluster: ClusterTasks;
+  readonly #dispatcher: Dispatcher;
+
+  constructor(cluster: ClusterTasks, dispatcher: Dispatcher) {
+    this.#cluster = cluster;
+    this.#dispatcher = dispatcher;
+  }
+
+  /** Answers `req` from the replica that owns task `id`; false when no other replica does (the caller answers 404). */
+  async forward(req: FastifyRequest, reply: FastifyReply, id: string): Promise<boolean> {
+    if (req.headers[FORWARDED_BY_HEADER] !== undefined) return false;
+    const owner = await this.#cluster.ownerOf(id);
+    if (owner === undefined || owner.replica === this.#cluster.replicaId) return false;
+    const headers: Record<string, string> = { [FORWARDED_BY_HEADER]: this.#cluster.replicaId };
+    for (const name of PASSED) {
+      const v = req.headers[name];
+      if (typeof v === 'string') headers[name] = v;
+    }
+    const left = new AbortController();
+    reply.raw.on('close', () => left.abort());
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(`${owner.address}${req.url}`, { method: req.method === 'POST' ? 'POST' : 'GET', headers, dispatcher: this.#dispatcher, signal: left.signal });
+    } catch (err) {
+      throw new InternalError(`replica ${owner.replica}, which owns task ${id}, is unreachable at ${owner.address}: ${(err as Error).message}`, {
+        retriable: true,
+        retryAfterMs: 1000,
+      });
+    }
+    reply.hijack();
+    const out: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+    reply.raw.writeHead(res.statusCode, out);
+    await pipeline(res.body, reply.raw).catch(() => {
+      // The client or the owner went away; each side sees its own close.
+    });
+    return true;
+  }
+}
