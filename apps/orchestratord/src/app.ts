@@ -164,7 +164,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const replicaId = config.replica_id ?? `${hostname()}-${process.pid}`;
   const cluster = sharedNodes
     ? new ClusterTasks({
-        ...{ queue: store.queue, tasks: store.tasks, signals: store.signals, replicaId },
+        ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, signals: store.signals, replicaId },
         address: () => config.advertise_url?.replace(/\/+$/, '') ?? boundUrl(app),
         logger: logger.child({ subsystem: 'tasks' }),
         retainMs: config.stream_grace_ms,
@@ -209,6 +209,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     tasks,
     owners: cluster && new TaskOwnerProxy(cluster, deps.upstream),
     sessions,
+    sessionReader: cluster === undefined ? sessions : store.sessions,
     catalog,
     poolClient,
     metrics,

@@ -74,7 +74,7 @@ describe('orchestratord process with a cluster store', () => {
     expect(r.lines.find((l) => l.msg === 'cluster store partly wired')).toMatchObject({
       prefix: 'proc:',
       redis: redis.url,
-      shared: ['rate limits', 'readiness', 'node registry and liveness', 'slot leases'],
+      shared: ['rate limits', 'readiness', 'node registry and liveness', 'slot leases', 'admission queue', 'task records', 'sessions'],
     });
     const url = (r.lines.find((l) => l.msg === 'listening') as { url: string }).url;
     let status = 0;

@@ -49,10 +49,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       {
         redis: redactedUrl(options.config.redis_url),
         prefix: options.config.redis_prefix,
-        shared: ['rate limits', 'readiness', 'node registry and liveness', 'slot leases'],
-        local: ['admission queue', 'task records', 'sessions'],
+        replica: options.config.replica_id,
+        shared: ['rate limits', 'readiness', 'node registry and liveness', 'slot leases', 'admission queue', 'task records', 'sessions'],
+        local: ['dashboard recent tasks and throughput'],
         human:
-          'Cluster store: Redis. Shared so far: per-key rate limits, /readyz, the node registry and liveness, slot leases; the queue, tasks and sessions are still kept in this process',
+          "Cluster store: Redis. Shared: per-key rate limits, /readyz, the node registry and liveness, slot leases, the admission queue, task records and sessions; the dashboard's recent tasks and throughput are still this replica's own",
       },
       'cluster store partly wired',
     );

@@ -1,12 +1,12 @@
-import type { OrchestratorConfig } from '@llama-orch/contracts';
+import type { OrchestratorConfig, SessionInfo } from '@llama-orch/contracts';
 import type { FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { CatalogStore } from '../catalog/catalog-store.js';
 import type { DashboardFeed } from '../dashboard/dashboard-feed.js';
 import type { ClusterNodeSync } from '../registry/cluster-node-sync.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
-import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock } from '@llama-orch/daemon-support';
+import type { SessionStore } from '../sessions/session-store.js';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { TaskOwnerProxy } from './task-owner-proxy.js';
 import type { TaskService } from '../tasks/task-service.js';
@@ -21,7 +21,10 @@ export interface AppServices {
   readonly tasks: TaskService;
   /** With a Redis store: passes requests for tasks other replicas own to them. Undefined in-process. */
   readonly owners: TaskOwnerProxy | undefined;
+  /** This process's sessions (the task service's, in-process). */
   readonly sessions: SessionStore;
+  /** What the session routes answer from: `sessions`, or the cluster's with a Redis store. */
+  readonly sessionReader: SessionReader;
   readonly catalog: CatalogStore;
   readonly poolClient: PoolClient;
   readonly metrics: OrchdMetrics;
@@ -31,6 +34,12 @@ export interface AppServices {
   readonly dashboard: DashboardFeed;
   /** Absolute base URL clients reach this server at (no trailing slash). */
   publicBase(req: FastifyRequest): string;
+}
+
+/** What the session routes read and delete (SessionStore in-process, SessionAffinityStore with Redis). */
+export interface SessionReader {
+  get(id: string): SessionInfo | undefined | Promise<SessionInfo | undefined>;
+  delete(id: string): boolean | Promise<boolean>;
 }
 
 export interface ServicesOptions {

@@ -1,4 +1,4 @@
-import { ErrorEnvelopeSchema } from '@llama-orch/contracts';
+import { ErrorEnvelopeSchema, SessionInfoSchema } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
@@ -9,16 +9,16 @@ import { frames, taskBody } from '../testing/test-helpers.js';
 describe('task reads across replicas', () => {
   const h = replicaHarness();
 
-  async function cluster(n: number): Promise<{ replicas: Replica[]; urls: string[]; node: FixturePoolManager }> {
-    const replicas = await Promise.all(Array.from({ length: n }, () => h.replica('reads:', { heartbeat_interval_ms: 200 })));
+  async function cluster(n: number, pools = [{ pool_id: 'p', models: ['m'], slots: 2 }], over = {}): Promise<{ replicas: Replica[]; urls: string[]; node: FixturePoolManager }> {
+    const replicas = await Promise.all(Array.from({ length: n }, () => h.replica('reads:', { heartbeat_interval_ms: 200, session_token_budget: 1000, ...over })));
     const urls: string[] = [];
     for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
-    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: NODE, tokenIntervalMs: 5 });
+    const node = await FixturePoolManager.start({ nodeId: 'n1', pools, token: NODE, tokenIntervalMs: 5 });
     h.defer(() => node.close());
     expect(await node.register(urls[0]!)).toBe(200);
     await node.startHeartbeats(urls[0]!, 200);
     h.defer(() => Promise.resolve(node.stopHeartbeats()));
-    await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
+    await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m').every((v) => v.node_state === 'online')), 'every replica to see n1 online');
     return { replicas, urls, node };
   }
 
@@ -66,5 +66,28 @@ describe('task reads across replicas', () => {
     for await (const chunk of res.body) if (String(chunk).includes('event: token')) break;
     reader.abort();
     await until(() => node.aborts.includes(String(left.task_id)), 'the owner to cancel the task its only reader left');
+  });
+
+  it('sessions: a conversation keeps its pool whichever replica takes each turn, and reads the same on every replica', { timeout: 30_000 }, async () => {
+    const pools = ['p1', 'p2', 'p3'].map((pool_id) => ({ pool_id, models: ['m'], slots: 4 }));
+    // round-robin: without the session's affinity each turn would go to the next pool
+    const { replicas, node } = await cluster(3, pools, { placement_strategy: 'round-robin' });
+    const session = taskBody().session_id;
+    for (let turn = 0; turn < 6; turn += 1) {
+      const r = replicas[turn % 3]!;
+      const task = taskBody({ session_id: session, max_tokens: 10 });
+      expect((await r.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task })).statusCode).toBe(202);
+      const end = frames((await r.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: annAuth })).body).at(-1);
+      expect(end?.event).toBe('end');
+    }
+    const served = node.dispatches.map((d) => d.pool_id);
+    expect(served).toHaveLength(6);
+    expect(new Set(served).size).toBe(1);
+    for (const r of replicas) {
+      const info = SessionInfoSchema.parse((await r.app.inject({ method: 'GET', url: `/v2/sessions/${String(session)}`, headers: annAuth })).json());
+      expect(info).toMatchObject({ turns: 6, tokens_out: 60, tokens_budget_remaining: 940, active_tasks: 0 });
+    }
+    expect((await replicas[1]!.app.inject({ method: 'DELETE', url: `/v2/sessions/${String(session)}`, headers: annAuth })).statusCode).toBe(204);
+    expect((await replicas[2]!.app.inject({ method: 'GET', url: `/v2/sessions/${String(session)}`, headers: annAuth })).statusCode).toBe(404);
   });
 });

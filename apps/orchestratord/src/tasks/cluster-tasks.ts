@@ -2,12 +2,14 @@ import type { SseFrame } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
 import type { AdmissionQueueStore, GoneEntry, QueueAddOutcome, QueueTakeOutcome } from '../store/admission-queue-store.js';
 import type { ClusterSignals } from '../store/cluster-signals.js';
+import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
 import type { TaskOwnershipStore, TransitionOutcome } from '../store/task-ownership-store.js';
 import type { TaskPlacement, TaskRecord } from './task-record.js';
 
 export interface ClusterTasksOptions {
   queue: AdmissionQueueStore;
   tasks: TaskOwnershipStore;
+  sessions: SessionAffinityStore;
   signals: ClusterSignals;
   /** This replica: the owner of the tasks it admits. */
   replicaId: string;
@@ -55,6 +57,7 @@ export class ClusterTasks {
   readonly replicaId: string;
   readonly #queue: AdmissionQueueStore;
   readonly #tasks: TaskOwnershipStore;
+  readonly #sessions: SessionAffinityStore;
   readonly #logger: Log;
   readonly #retainMs: number;
   readonly #address: () => string | undefined;
@@ -74,6 +77,7 @@ export class ClusterTasks {
     this.replicaId = options.replicaId;
     this.#queue = options.queue;
     this.#tasks = options.tasks;
+    this.#sessions = options.sessions;
     this.#logger = options.logger;
     this.#retainMs = options.retainMs;
     this.#address = options.address;
@@ -90,6 +94,17 @@ export class ClusterTasks {
   /** Tasks of `group` queued anywhere that a new task of `lane` would wait behind. */
   countAhead(group: string, lane: 'interactive' | 'batch'): Promise<number> {
     return this.#queue.countAhead(group, lane);
+  }
+
+  /** The session's pool of its last turn (affinity) and token budget left, from the cluster's sessions. */
+  async session(id: string): Promise<{ lastPool: SessionPoolRef | undefined; budgetRemaining: number | undefined }> {
+    const [lastPool, budgetRemaining] = await Promise.all([this.#sessions.lastPool(id), this.#sessions.budgetRemaining(id)]);
+    return { lastPool, budgetRemaining };
+  }
+
+  /** A task of the session was admitted here (not awaited: a failed write is logged). */
+  sessionStarted(id: string): void {
+    this.#settle(id, this.#sessions.taskStarted(id));
   }
 
   /** Creates the task's shared record (this replica the owner) and queues it; `exists` for a task id taken anywhere. */
@@ -160,9 +175,19 @@ export class ClusterTasks {
     this.#settle(id, this.#queue.remove(id));
   }
 
-  /** The task ended here: its terminal frame becomes the shared record's outcome. Never throws. */
-  ended(id: string, frame: SseFrame): void {
-    this.#settle(id, this.#end(id, frame));
+  /** A task admitted to the cluster that this replica cannot keep after all (it closes): out of the queue, its record ended. */
+  withdraw(id: string, message: string): void {
+    this.dequeue(id);
+    this.#settle(id, this.#end(id, { event: 'error', data: { code: 'INTERNAL', message, retriable: true } }));
+  }
+
+  /**
+   * The task ended here: its terminal frame becomes the shared record's outcome, and its session
+   * counts the turn (`served`: the pool whose cache now holds its prompt). Never throws.
+   */
+  ended(task: TaskRecord, frame: SseFrame, served?: SessionPoolRef): void {
+    this.#settle(task.id, this.#end(task.id, frame));
+    this.#settle(task.id, this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served));
   }
 
   /** A store call failed where nobody waits for it: logged at most once per 10 s. */

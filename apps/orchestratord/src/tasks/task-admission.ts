@@ -6,6 +6,7 @@ import { preparationSteps, type ModelAvailability } from '../admission/model-ava
 import type { Prediction, Predictor } from '../admission/predictor.js';
 import { InternalError, InvalidParamsError, QueueFullError } from '../errors.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
+import type { PoolRef } from '../scheduling/placement.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ClusterTasks } from './cluster-tasks.js';
 import type { TaskObserver } from './task-observer.js';
@@ -82,13 +83,14 @@ export class TaskAdmission {
   /** With a Redis store: the cluster's queue decides capacity, policy and position (cluster-tasks.ts). */
   async #admitShared(cluster: ClusterTasks, admission: Admission): Promise<Admitted> {
     const r = admission.request;
-    const { avail, prediction, task } = this.#prepare(admission, await cluster.countAhead(r.model_ref, r.priority));
+    const [ahead, session] = await Promise.all([cluster.countAhead(r.model_ref, r.priority), cluster.session(r.session_id)]);
+    const { avail, prediction, task } = this.#prepare(admission, ahead, session);
     const added = await cluster.add(task);
     if (added.kind === 'exists' || added.kind === 'duplicate') throw new InvalidParamsError(`task_id: task ${r.task_id} already exists`);
-    if (added.kind === 'full') throw this.#queueFull(task, added.policy, prediction, this.#d.queue.capacity);
+    // Full means full to its capacity: the cluster's queue holds that many now.
+    if (added.kind === 'full') throw this.#queueFull(task, added.policy, prediction, this.#d.admissionCapacity);
     if (!this.#d.running() || this.#d.table.has(task.id)) {
-      cluster.dequeue(task.id);
-      cluster.ended(task.id, { event: 'error', data: { code: 'INTERNAL', message: 'orchestratord is shutting down', retriable: true } });
+      cluster.withdraw(task.id, 'orchestratord is shutting down');
       throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     }
     this.#d.queue.enqueue(task.id, r.priority, task, task.deadlineAt);
@@ -99,7 +101,7 @@ export class TaskAdmission {
   }
 
   /** Checks the task against the live cluster (typed errors) and builds its record. */
-  #prepare(a: Admission, ahead: number): { avail: ModelAvailability; prediction: Prediction; task: TaskRecord } {
+  #prepare(a: Admission, ahead: number, session = this.#localSession(a.request.session_id)): { avail: ModelAvailability; prediction: Prediction; task: TaskRecord } {
     const { request } = a;
     const { availability: avail, prediction } = checkAdmission({
       request,
@@ -107,13 +109,13 @@ export class TaskAdmission {
       predictor: this.#d.predictor,
       ahead,
       ctxMax: this.#d.ctxMax,
-      budgetRemaining: this.#d.sessions.budgetRemaining(request.session_id),
+      budgetRemaining: session.budgetRemaining,
       retryAfterMs: this.#d.registry.heartbeatIntervalMs,
       onReject: (code) => this.#d.observer.refused(code),
     });
     const task = newTaskRecord({
       ...a,
-      affinity: this.#d.sessions.lastPool(request.session_id),
+      affinity: session.lastPool,
       now: this.#d.clock.now(),
       predictedStartMs: prediction.startMs,
       phase: avail.ready.length > 0 ? 'queued' : 'preparing',
@@ -132,7 +134,8 @@ export class TaskAdmission {
   /** The task is queued at `position`: into the table, its `started` frame, and a pump (a free slot dispatches it now). */
   #accepted(task: TaskRecord, position: number, avail: ModelAvailability, prediction: Prediction, victim: TaskRecord | undefined): Admitted {
     this.#d.table.add(task);
-    this.#d.sessions.taskStarted(task.request.session_id);
+    if (this.#d.cluster !== undefined) this.#d.cluster.sessionStarted(task.request.session_id);
+    else this.#d.sessions.taskStarted(task.request.session_id);
     task.lastPosition = position;
     task.stream.append({ event: 'started', data: { queue_position: position, predicted_start_ms: prediction.startMs } });
     this.#d.observer.admitted(task, position);
@@ -147,5 +150,9 @@ export class TaskAdmission {
       preparation: { steps },
       dispatched: task.state === 'running',
     };
+  }
+
+  #localSession(id: string): { lastPool: PoolRef | undefined; budgetRemaining: number | undefined } {
+    return { lastPool: this.#d.sessions.lastPool(id), budgetRemaining: this.#d.sessions.budgetRemaining(id) };
   }
 }

@@ -326,10 +326,7 @@ export class TaskService {
   /** The one place a task ends: writes the terminal frame, aborts upstream, keeps the frames for the grace period. */
   #end(task: TaskRecord, frame: SseFrame): void {
     if (task.state === 'ended') return;
-    if (this.#cluster !== undefined) {
-      if (task.state === 'queued') this.#cluster.dequeue(task.id);
-      this.#cluster.ended(task.id, frame);
-    }
+    if (this.#cluster !== undefined && task.state === 'queued') this.#cluster.dequeue(task.id);
     task.state = 'ended';
     task.stream.append(frame);
     task.controller?.abort();
@@ -337,7 +334,8 @@ export class TaskService {
     this.#observer.ended(task, frame, this.#clock.now());
     // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
     const served = frame.event === 'end' ? task.placement : undefined;
-    this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
+    if (this.#cluster !== undefined) this.#cluster.ended(task, frame, served);
+    else this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
     this.#table.retire(task, this.#clock.now());
   }
 
