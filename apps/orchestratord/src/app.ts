@@ -208,6 +208,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     nodeSync,
     tasks,
     owners: cluster && new TaskOwnerProxy(cluster, deps.upstream),
+    store,
     sessions,
     sessionReader: cluster === undefined ? sessions : store.sessions,
     catalog,

@@ -7,6 +7,7 @@ import type { ClusterNodeSync } from '../registry/cluster-node-sync.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { SessionStore } from '../sessions/session-store.js';
+import type { ClusterStore } from '../store/cluster-store.js';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { TaskOwnerProxy } from './task-owner-proxy.js';
 import type { TaskService } from '../tasks/task-service.js';
@@ -19,6 +20,8 @@ export interface AppServices {
   /** With a shared (Redis) store: the node routes write through it. Undefined in-process (the registry is the store). */
   readonly nodeSync: ClusterNodeSync | undefined;
   readonly tasks: TaskService;
+  /** The cluster store the app runs on (in-process or Redis). */
+  readonly store: ClusterStore;
   /** With a Redis store: passes requests for tasks other replicas own to them. Undefined in-process. */
   readonly owners: TaskOwnerProxy | undefined;
   /** This process's sessions (the task service's, in-process). */

@@ -1,6 +1,7 @@
 import { ErrorEnvelopeSchema, type PoolSnapshot } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
-import { frames, makeApp, registerNode, snapshot, taskBody, waitFor, type TestApp } from '../testing/test-helpers.js';
+import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
+import { frames, makeApp as makeTestApp, registerNode, storeOf, snapshot, taskBody, waitFor, type TestApp } from '../testing/test-helpers.js';
 
 function expectBackoff(res: { headers: Record<string, unknown>; json: () => unknown }): void {
   const retryAfter = Number(res.headers['retry-after']);
@@ -13,7 +14,11 @@ function expectBackoff(res: { headers: Record<string, unknown>; json: () => unkn
 /** A pool whose only slot is busy (reported by the node), so admitted tasks stay queued. */
 const busy = (over: Partial<PoolSnapshot> = {}) => snapshot({ pool_id: 'p', slots_total: 1, slots_free: 0, ...over });
 
-describe('POST /v2/tasks', () => {
+// Against both cluster stores: with Redis the queue, task records and sessions are the cluster's.
+describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
+  const stores = storeHarness(kind);
+  const makeApp = (over: Parameters<typeof makeTestApp>[0] = {}, tuning: Parameters<typeof makeTestApp>[1] = {}) =>
+    makeTestApp(over, tuning, undefined, undefined, storeOf(kind, stores));
   let t: TestApp;
   afterEach(async () => t?.close());
 
@@ -314,10 +319,15 @@ describe('POST /v2/tasks', () => {
   it('a spent session token budget refuses new tasks (429 ADMISSION_REJECT, policy budget)', async () => {
     t = await makeApp({ session_token_budget: 1 });
     await registerNode(t, 'n1', [busy()]);
-    const sessions = t.app.services.sessions;
     const body = taskBody();
-    sessions.taskStarted(body.session_id as string);
-    sessions.taskEnded(body.session_id as string, 5);
+    const id = body.session_id as string;
+    if (kind === 'memory') {
+      t.app.services.sessions.taskStarted(id);
+      t.app.services.sessions.taskEnded(id, 5);
+    } else {
+      await t.app.services.store.sessions.taskStarted(id);
+      await t.app.services.store.sessions.taskEnded(id, 5);
+    }
     const res = await post(body);
     expect(res.statusCode).toBe(429);
     expect(res.json()).toMatchObject({ code: 'ADMISSION_REJECT', policy_label: 'budget', retriable: false });

@@ -2,12 +2,16 @@
 // fixture pool-managerd nodes behind it (the real-engine path is test-harness/e2e-haiku's).
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startCluster, type Cluster } from '../testing/openai-cluster.js';
-import { waitFor } from '../testing/test-helpers.js';
+import { startCluster as startTestCluster, type Cluster } from '../testing/openai-cluster.js';
+import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
+import { storeOf, waitFor } from '../testing/test-helpers.js';
 
 const POOL = { pool_id: 'p', models: ['synthetic:llama'], aliases: ['tiny-chat'], slots: 2, engine_version: 'b1-test' };
 
-describe('/v1 through the openai client', () => {
+// Against both cluster stores: with Redis the queue, task records and sessions are the cluster's.
+describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) => {
+  const stores = storeHarness(kind);
+  const startCluster = (nodes: Parameters<typeof startTestCluster>[0], over: Record<string, unknown> = {}) => startTestCluster(nodes, over, storeOf(kind, stores));
   let c: Cluster | undefined;
   afterEach(async () => {
     await c?.close();

@@ -4,10 +4,14 @@
 import type OpenAI from 'openai';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startCluster, type Cluster } from '../testing/openai-cluster.js';
-import { taskBody, waitFor } from '../testing/test-helpers.js';
+import { startCluster as startTestCluster, type Cluster } from '../testing/openai-cluster.js';
+import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
+import { storeOf, taskBody, waitFor } from '../testing/test-helpers.js';
 
-describe('session affinity across turns', () => {
+// Against both cluster stores: with Redis the queue, task records and sessions are the cluster's.
+describe.each(STORE_KINDS)('session affinity across turns (%s store)', (kind) => {
+  const stores = storeHarness(kind);
+  const startCluster = (nodes: Parameters<typeof startTestCluster>[0], over: Record<string, unknown> = {}) => startTestCluster(nodes, over, storeOf(kind, stores));
   let c: Cluster | undefined;
   afterEach(async () => {
     await c?.close();

@@ -43,8 +43,8 @@ export async function startFixtureCluster(
   return { t, url, nodes: fixtures };
 }
 
-export async function startCluster(nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}): Promise<Cluster> {
-  const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over);
+export async function startCluster(nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}, deps?: ExtraDeps): Promise<Cluster> {
+  const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over, HB_MS, { deps });
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 20_000 });
   return {
     t,
