@@ -99,4 +99,23 @@ describe('the cluster admission queue across replicas', () => {
       expect(ran).not.toContain(cancelled.task_id);
     },
   );
+
+  it('a queued task whose replica died (its owner lease lapsed) ends typed instead of holding its model behind it', { timeout: 30_000 }, async () => {
+    const { replicas, node } = await cluster('orphan:', 2);
+    const [a, b] = replicas as [Replica, Replica];
+    // what a replica killed with SIGKILL leaves: a shared record nobody renews, and its queue entry
+    const orphan = taskBody({ priority: 'interactive' });
+    const record = JSON.stringify({ model_ref: 'm', priority: 'interactive', session_id: orphan.session_id, admitted_at: Date.now(), owner_url: 'http://127.0.0.1:9' });
+    expect(await a.store.tasks.create({ id: String(orphan.task_id), owner: 'dead', record, ttlMs: 300, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
+    expect(await a.store.queue.add({ id: String(orphan.task_id), lane: 'interactive', group: 'm', payload: 'dead' })).toMatchObject({ kind: 'queued', position: 0 });
+    const behind = taskBody({ priority: 'batch' });
+    expect(AdmissionResponseSchema.parse((await admit(b, behind)).json()).queue_position).toBe(1);
+    expect((await lastFrame(b, behind.task_id))?.event).toBe('end');
+    const stored = await a.store.tasks.get(String(orphan.task_id));
+    expect(stored).toMatchObject({ state: 'ended' });
+    expect(JSON.parse(stored!.outcome!)).toMatchObject({ event: 'error', data: { code: 'INTERNAL', retriable: true } });
+    expect(node.dispatches.map((d) => d.body.task_id)).toEqual([behind.task_id]);
+    expect(await a.store.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
+    expect([a, b].flatMap((r) => r.logs.records().filter((l) => l.msg === 'orphaned task ended'))).toHaveLength(1);
+  });
 });

@@ -100,6 +100,17 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
     expect(await a!.queue.gone([])).toEqual([]);
   });
 
+  it('heads: the first entries of each lane in dispatch order, left queued', async () => {
+    const [a, b] = await h.open(2);
+    for (let i = 0; i < 3; i += 1) {
+      await a!.queue.add(entry(`b${i}`, 'batch'));
+      await b!.queue.add(entry(`i${i}`, 'interactive'));
+    }
+    expect((await a!.queue.heads(2)).map((e) => e.id)).toEqual(['i0', 'i1', 'b0', 'b1']);
+    expect((await b!.queue.heads(10)).map((e) => `${e.id}:${e.lane}`)).toEqual(['i0:interactive', 'i1:interactive', 'i2:interactive', 'b0:batch', 'b1:batch', 'b2:batch']);
+    expect(await a!.queue.sizes()).toEqual({ interactive: 3, batch: 3 });
+  });
+
   it('claims in dispatch order: sequential claims from alternating replicas take every interactive entry first', async () => {
     const [a, b] = await h.open(2);
     for (let i = 0; i < 5; i += 1) {

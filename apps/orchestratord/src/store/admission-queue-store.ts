@@ -85,6 +85,8 @@ export interface AdmissionQueueStore {
   take(id: string): Promise<QueueTakeOutcome>;
   /** Of `ids` (the caller's queued tasks), those no longer in the queue, in the order given. */
   gone(ids: readonly string[]): Promise<GoneEntry[]>;
+  /** The first `limit` entries of each lane, in dispatch order, left queued (the orphan sweep reads their owners). */
+  heads(limit: number): Promise<QueuedEntry[]>;
   /** Removes an entry by id (cancel). */
   remove(id: string): Promise<QueuedEntry | undefined>;
   /** 0-based position in dispatch order; undefined when absent. */

@@ -76,7 +76,7 @@ export class ClusterGate {
   /** Every second or so: this replica's queued tasks that left the cluster's queue without it end. Never rejects. */
   async reconcile(): Promise<void> {
     const queued = [...this.#queue].map((e) => e.id);
-    if (queued.length === 0) return;
+    if (queued.length === 0) return this.sweepOrphans();
     let gone: GoneEntry[];
     try {
       gone = await this.#cluster.gone(queued);
@@ -89,6 +89,16 @@ export class ClusterGate {
       if (entry !== undefined && entry.item.state === 'queued') this.#lost(entry.item, g.evicted);
     }
     this.#act.pump();
+    await this.sweepOrphans();
+  }
+
+  /** Every few seconds: queued tasks of replicas that stopped renewing end instead of blocking their model (ClusterTasks.endOrphans). Never rejects. */
+  async sweepOrphans(): Promise<void> {
+    try {
+      if ((await this.#cluster.endOrphans(Date.now())).length > 0) this.#act.pump();
+    } catch (err) {
+      this.#cluster.storeProblem(err, 'ending orphaned tasks');
+    }
   }
 
   #lost(task: TaskRecord, evicted: boolean): void {

@@ -42,6 +42,9 @@ export interface TaskOwner {
   readonly address: string;
 }
 
+/** Entries of each lane the orphan sweep looks at (orphans further back are found as they move up). */
+const ORPHAN_SCAN = 16;
+
 export type AddOutcome = QueueAddOutcome | { readonly kind: 'exists' };
 
 /**
@@ -188,6 +191,32 @@ export class ClusterTasks {
   ended(task: TaskRecord, frame: SseFrame, served?: SessionPoolRef): void {
     this.#settle(task.id, this.#end(task.id, frame));
     this.#settle(task.id, this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served));
+  }
+
+  /**
+   * Queued tasks whose owner stopped renewing (a replica that died) would sit at the head of their
+   * model's queue and hold every other replica's tasks of that model behind them. The first replica
+   * to find one (among the first {@link ORPHAN_SCAN} of each lane) takes it over — `acquire` grants
+   * it to exactly one — and ends it `error INTERNAL` (retriable: its client resubmits), out of the
+   * queue, its session's turn closed. Returns the ids it ended.
+   */
+  async endOrphans(now: number): Promise<string[]> {
+    const foreign = (await this.#queue.heads(ORPHAN_SCAN)).filter((e) => e.payload !== this.replicaId);
+    const stored = await Promise.all(foreign.map((e) => this.#tasks.get(e.id)));
+    const ended: string[] = [];
+    for (const task of stored) {
+      if (task === undefined || task.state !== 'queued' || task.ownerUntil > now) continue;
+      const won = await this.#tasks.acquire(task.id, this.replicaId, this.#ownerTtlMs);
+      if (!won.ok) continue;
+      const message = `replica ${task.owner}, which admitted the task, stopped before dispatching it; resubmit the task`;
+      await this.#tasks.end(task.id, won.fence, JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } }), this.#retainMs);
+      await this.#queue.remove(task.id);
+      const session = (JSON.parse(task.record) as Partial<SharedTaskRecord>).session_id;
+      if (session !== undefined) await this.#sessions.taskEnded(session, undefined);
+      this.#logger.warn({ task_id: task.id, owner: task.owner, human: `Ended task ${task.id}: its replica ${task.owner} stopped before dispatching it` }, 'orphaned task ended');
+      ended.push(task.id);
+    }
+    return ended;
   }
 
   /** A store call failed where nobody waits for it: logged at most once per 10 s. */

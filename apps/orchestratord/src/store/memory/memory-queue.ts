@@ -137,6 +137,15 @@ export class MemoryQueue implements AdmissionQueueStore {
     return undefined;
   }
 
+  heads(limit: number): Promise<QueuedEntry[]> {
+    const out: QueuedEntry[] = [];
+    for (const lane of LANES) {
+      let n = this.#lanes[lane].head;
+      for (let i = 0; i < limit && n !== undefined; i += 1, n = n.next) out.push(entryOf(n));
+    }
+    return Promise.resolve(out);
+  }
+
   remove(id: string): Promise<QueuedEntry | undefined> {
     const n = this.#byId.get(id);
     if (n === undefined) return Promise.resolve(undefined);

@@ -122,6 +122,19 @@ end
 return out`,
 );
 
+/** ARGV: prefix, limit → {id, json, …}: the first `limit` entries of each lane, in dispatch order. */
+export const QUEUE_HEADS = new LuaScript(
+  'queue-heads',
+  `${COMMON}local out = {}
+for _, lane in ipairs({'interactive', 'batch'}) do
+  for _, id in ipairs(redis.call('ZRANGE', LANE[lane], 0, tonumber(ARGV[2]) - 1)) do
+    out[#out + 1] = id
+    out[#out + 1] = redis.call('HGET', KEYS[3], id)
+  end
+end
+return out`,
+);
+
 /** ARGV: prefix, id → json of the removed entry, or false. */
 export const QUEUE_REMOVE = new LuaScript(
   'queue-remove',

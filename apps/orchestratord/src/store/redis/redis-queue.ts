@@ -11,7 +11,18 @@ import {
   type QueueTakeOutcome,
   type QueuedEntry,
 } from '../admission-queue-store.js';
-import { QUEUE_ADD, QUEUE_CLAIM, QUEUE_COUNT_AHEAD, QUEUE_GONE, QUEUE_POSITION, QUEUE_REMOVE, QUEUE_REQUEUE_FRONT, QUEUE_TAKE, QUEUE_TAKE_EXPIRED } from './queue-scripts.js';
+import {
+  QUEUE_ADD,
+  QUEUE_CLAIM,
+  QUEUE_COUNT_AHEAD,
+  QUEUE_GONE,
+  QUEUE_HEADS,
+  QUEUE_POSITION,
+  QUEUE_REMOVE,
+  QUEUE_REQUEUE_FRONT,
+  QUEUE_TAKE,
+  QUEUE_TAKE_EXPIRED,
+} from './queue-scripts.js';
 import type { RedisConnection } from './redis-client.js';
 
 /** Most expired entries one `takeExpired` removes (bounds the script's run time; the rest go next tick). */
@@ -73,6 +84,13 @@ export class RedisQueue implements AdmissionQueueStore {
     const r = (await this.#redis.eval(QUEUE_GONE, this.#keys, [this.#redis.prefix, ...ids])) as (string | number)[];
     const out: GoneEntry[] = [];
     for (let i = 0; i + 1 < r.length; i += 2) out.push({ id: String(r[i]), evicted: r[i + 1] === 1 });
+    return out;
+  }
+
+  async heads(limit: number): Promise<QueuedEntry[]> {
+    const r = (await this.#redis.eval(QUEUE_HEADS, this.#keys, [this.#redis.prefix, Math.max(1, limit)])) as string[];
+    const out: QueuedEntry[] = [];
+    for (let i = 0; i + 1 < r.length; i += 2) out.push(parseEntry(r[i] as string, r[i + 1] as string));
     return out;
   }
 
