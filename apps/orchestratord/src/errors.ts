@@ -160,13 +160,13 @@ export class InternalError extends OrchdError {
 }
 
 /**
- * 500, retriable: the cluster store (Redis/Valkey) did not answer — unreachable, timed out, or
+ * 503 STORE_UNAVAILABLE, retriable (Retry-After 1 s): the cluster store (Redis/Valkey) did not answer — unreachable, timed out, or
  * restarted while the command ran. Raised instead of waiting: a request never hangs on the store.
  */
 export class StoreUnavailableError extends OrchdError {
   override readonly name = 'StoreUnavailableError';
   constructor(message: string, options: OrchdErrorOptions = {}) {
-    super('INTERNAL', message, { retriable: true, retryAfterMs: 1000, ...options });
+    super('STORE_UNAVAILABLE', message, { retriable: true, retryAfterMs: 1000, ...options });
   }
 }
 

@@ -21,7 +21,7 @@ const STATUS_TEXT: Record<number, string> = {
   429: 'Queue full (ADMISSION_REJECT, QUEUE_FULL_DROP_LRU), or the key is over its rate limit (ADMISSION_REJECT, policy_label rate_limit); Retry-After and X-Backoff-Ms set',
   500: 'Failed while running (DECODE_TIMEOUT, INTERNAL)',
   502: 'Upstream node failed (WORKER_RESET)',
-  503: 'Not available now (POOL_UNREADY, POOL_UNAVAILABLE, MODEL_NOT_AVAILABLE, REPLICA_EXHAUSTED); Retry-After and X-Backoff-Ms set',
+  503: 'Not available now (POOL_UNREADY, POOL_UNAVAILABLE, MODEL_NOT_AVAILABLE, REPLICA_EXHAUSTED, STORE_UNAVAILABLE); Retry-After and X-Backoff-Ms set',
 };
 
 export const DOCUMENTS: readonly DocumentSpec[] = [

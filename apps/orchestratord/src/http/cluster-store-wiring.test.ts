@@ -85,7 +85,7 @@ describe('orchestratord replicas sharing a Redis store', () => {
     expect((await other.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer })).statusCode).toBe(200);
   });
 
-  it('/readyz turns not ready while Redis is unreachable and ready again once it is back; rate-limited requests and node heartbeats fail typed meanwhile', async () => {
+  it('/readyz turns not ready while Redis is unreachable and ready again once it is back; requests that need it answer 503 STORE_UNAVAILABLE at once meanwhile', async () => {
     const { app } = await replica('ready:');
     await app.listen({ port: 0, host: '127.0.0.1' });
     const ready = async () => ReadinessSchema.parse((await app.inject({ method: 'GET', url: '/readyz' })).json());
@@ -94,16 +94,33 @@ describe('orchestratord replicas sharing a Redis store', () => {
       return ready();
     };
     expect(await until('ready')).toEqual({ status: 'ready' });
+    // a node the replica knows, so that requests reach admission
+    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE });
+    cleanup.push(() => node.close());
+    const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    expect(await node.register(url)).toBe(200);
+    expect(await node.heartbeatOnce(url)).toBe(200);
     await h.server().kill();
     const down = await until('not_ready');
     expect(down.reason).toMatch(/^cluster store unreachable/);
     const r = await app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer });
-    expect(r.statusCode).toBe(500);
-    expect(ErrorEnvelopeSchema.parse(r.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
+    expect(r.statusCode).toBe(503);
+    expect(ErrorEnvelopeSchema.parse(r.json())).toMatchObject({ code: 'STORE_UNAVAILABLE', retriable: true });
+    expect(r.headers['retry-after']).toBe('1');
+    // admission answers at once, typed, never a hang: /v2 and /v1 in their shapes
+    const started = Date.now();
+    const admit = await app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: taskBody() });
+    expect(admit.statusCode).toBe(503);
+    expect(ErrorEnvelopeSchema.parse(admit.json())).toMatchObject({ code: 'STORE_UNAVAILABLE', retriable: true });
+    expect(admit.headers['retry-after']).toBe('1');
+    const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: annAuth, payload: { model: 'm', messages: [{ role: 'user', content: 'hi' }] } });
+    expect(chat.statusCode).toBe(503);
+    expect(chat.json()).toMatchObject({ error: { code: 'STORE_UNAVAILABLE' } });
+    expect(Date.now() - started).toBeLessThan(1000);
     // the node routes write through the store: a node is told to retry, not that it is unknown
     const hb = await app.inject({ method: 'POST', url: '/v2/nodes/n1/heartbeat', headers: nodeAuth, payload: { timestamp: new Date().toISOString(), pools: [] } });
-    expect(hb.statusCode).toBe(500);
-    expect(ErrorEnvelopeSchema.parse(hb.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
+    expect(hb.statusCode).toBe(503);
+    expect(ErrorEnvelopeSchema.parse(hb.json())).toMatchObject({ code: 'STORE_UNAVAILABLE', retriable: true });
     await h.server().restart();
     expect(await until('ready')).toEqual({ status: 'ready' });
     expect((await app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer })).statusCode).toBe(200);

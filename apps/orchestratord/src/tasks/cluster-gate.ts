@@ -45,7 +45,7 @@ export class ClusterGate {
     this.#claim(task, view, lease, reason).catch((err: unknown) => {
       lease.release();
       if (task.state !== 'queued') return;
-      this.#act.fail(task, 'INTERNAL', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true);
+      this.#act.fail(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true);
     });
   }
 

@@ -7,7 +7,7 @@ import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
  * leaves and given back when the attempt ends. A pool whose slots are all leased across the
  * cluster answers as a node that is saturated would (re-placed, no retry spent, the pool skipped
  * here until its next heartbeat or the saturation time); a store that cannot be reached fails the
- * task as retriable INTERNAL.
+ * task as retriable STORE_UNAVAILABLE.
  */
 export function withClusterLease(leases: ClusterSlotLeases, view: PoolView, taskId: string, run: () => Promise<AttemptOutcome>): Promise<AttemptOutcome> {
   return leases.acquire(candidateKey(view), view.slots_total, taskId).then(
@@ -19,7 +19,7 @@ export function withClusterLease(leases: ClusterSlotLeases, view: PoolView, task
     },
     (err: unknown): AttemptOutcome => ({
       kind: 'fail',
-      code: 'INTERNAL',
+      code: 'STORE_UNAVAILABLE',
       message: `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`,
       retriable: true,
     }),

@@ -310,7 +310,7 @@ export class TaskService {
     // Back in the cluster's queue before this replica may take it again; a cancel meanwhile takes it out again.
     this.#cluster.requeue(task, this.#clock.now()).then(
       () => (task.state === 'queued' ? this.#requeued(task) : this.#cluster?.dequeue(task.id)),
-      (err: unknown) => this.#fail(task, 'INTERNAL', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true),
+      (err: unknown) => this.#fail(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true),
     );
   }
 
