@@ -118,4 +118,26 @@ describe('the cluster admission queue across replicas', () => {
     expect(await a.store.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
     expect([a, b].flatMap((r) => r.logs.records().filter((l) => l.msg === 'orphaned task ended'))).toHaveLength(1);
   });
+
+  it('Redis restarted empty: queued tasks end typed, the running one finishes, nodes re-register and new tasks run — no replica restarted', { timeout: 60_000 }, async () => {
+    const { replicas, node } = await cluster('empty:', 2);
+    const [a, b] = replicas as [Replica, Replica];
+    const long = taskBody({ max_tokens: 600 });
+    expect((await admit(a, long)).statusCode).toBe(202);
+    await until(() => node.active('p') === 1, 'the long task to run');
+    const queued = [taskBody(), taskBody()];
+    expect((await admit(a, queued[0]!)).statusCode).toBe(202);
+    expect((await admit(b, queued[1]!)).statusCode).toBe(202);
+    await h.server().restart();
+    const ends = await Promise.all([lastFrame(a, queued[0]!.task_id), lastFrame(b, queued[1]!.task_id)]);
+    // their queue entries are gone, and so is the node until its next heartbeat: typed, retriable errors
+    for (const end of ends) expect(end).toMatchObject({ event: 'error', data: { code: expect.stringMatching(/^(INTERNAL|MODEL_NOT_AVAILABLE)$/), retriable: true } });
+    expect((await lastFrame(a, long.task_id))?.event).toBe('end');
+    // the node's next heartbeat is unknown to the empty store: it registers again, and work resumes
+    await until(async () => (await a.store.nodes.list()).length === 1, 'the node to register again', 10_000);
+    await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online again');
+    const after = taskBody();
+    expect((await admit(b, after)).statusCode).toBe(202);
+    expect((await lastFrame(b, after.task_id))?.event).toBe('end');
+  });
 });

@@ -17,7 +17,7 @@ export interface ClusterNodeSyncOptions {
  * the stored record to this replica's registry at once; every `periodMs` each replica sweeps
  * (`store.sweep()` hands each late node to one replica, which logs it as offline) and refreshes
  * its registry from `store.list()`, so a heartbeat sent to another replica shows here within one
- * period plus a round trip.
+ * period plus a round trip; a node the store stops listing is dropped here 3 intervals later.
  */
 export class ClusterNodeSync {
   readonly #registry: NodeRegistry;
@@ -29,6 +29,13 @@ export class ClusterNodeSync {
   #closed = false;
   /** Bumped by each write here: a refresh that overlapped one does not drop nodes it did not list. */
   #writes = 0;
+  /**
+   * Nodes this registry has that the store stopped listing, since when (ms). They are dropped after
+   * 3 heartbeat intervals, not at once: a deregistered node is gone from the store for good, but a
+   * store that restarted empty forgets live nodes too, which register again on their next heartbeat
+   * — meanwhile their pools and running tasks stay.
+   */
+  readonly #missingSince = new Map<string, number>();
   /** Whether the last refresh failed (logged once per outage). */
   #failing = false;
 
@@ -84,7 +91,18 @@ export class ClusterNodeSync {
     for (const n of nodes) if (!overlapped || swept.has(n.request.node_id)) this.#registry.applyStored(n, swept.has(n.request.node_id));
     if (overlapped) return;
     const listed = new Set(nodes.map((n) => n.request.node_id));
-    for (const id of this.#registry.nodeIds()) if (!listed.has(id)) this.#registry.deregister(id, false);
+    for (const id of this.#missingSince.keys()) if (listed.has(id)) this.#missingSince.delete(id);
+    const now = Date.now();
+    const graceMs = 3 * this.#registry.heartbeatIntervalMs;
+    for (const id of this.#registry.nodeIds()) {
+      if (listed.has(id)) continue;
+      const since = this.#missingSince.get(id);
+      if (since === undefined) this.#missingSince.set(id, now);
+      else if (now - since > graceMs) {
+        this.#missingSince.delete(id);
+        this.#registry.deregister(id, false);
+      }
+    }
   }
 
   /** Stops the loop and waits for a refresh in flight. Idempotent. */

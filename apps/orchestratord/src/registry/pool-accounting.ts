@@ -36,7 +36,8 @@ interface Account {
   /**
    * Slots other replicas lease on the pool, from the cluster's lease signals (Redis store); when
    * known it replaces the heartbeat's foreign busy slots, so a slot another replica freed is free
-   * here at once, not at the node's next heartbeat.
+   * here at once, not at the node's next heartbeat. A heartbeat caps it at the busy slots it
+   * reports beyond this replica's leases (a lost release signal cannot hold a slot for ever).
    */
   foreignLeases: number | undefined;
   /** Provisioning progress (0..1) and when it was seen, for an ETA. */
@@ -95,6 +96,9 @@ export class PoolAccounting {
     while (first < r.length && (r[first] as number) < since) first += 1;
     if (first > 0) r.splice(0, first);
     account.leasesAtHeartbeat = account.leases + r.length;
+    // Signals can be lost (a Redis restart forgets every lease without a release signal): the
+    // others cannot hold more of the pool than its node reports busy beyond ours.
+    if (account.foreignLeases !== undefined) account.foreignLeases = Math.min(account.foreignLeases, Math.max(0, snap.slots_total - snap.slots_free - account.leasesAtHeartbeat));
     account.saturatedUntil = 0;
     this.#saturated.delete(candidateKey({ node_id: nodeId, pool_id: snap.pool_id }));
     account.localDraining = false;
