@@ -138,6 +138,9 @@ describe('llorch up --replicas 3', () => {
       const nodes = await execa(process.execPath, [MAIN, 'nodes', '--url', base], { reject: false });
       expect(nodes.exitCode, nodes.stderr).toBe(0);
       expect(nodes.stdout).toMatch(/dev-node\s+online/);
+      const models = await execa(process.execPath, [MAIN, 'models', '--json', '--url', base], { reject: false });
+      expect(models.exitCode, models.stderr).toBe(0);
+      expect((JSON.parse(models.stdout) as { models: Array<{ aliases?: string[] }> }).models.flatMap((m) => m.aliases ?? [])).toContain('synthetic');
 
       // a replica that stops answering: HAProxy's /readyz check takes it out, requests still succeed
       const stopped = replicas.get('r2')!;

@@ -69,7 +69,9 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
   if (haproxyBin === undefined) throw new CliError(`--replicas needs Debian's haproxy (not found on PATH or in /usr/sbin) as the load balancer: ${INSTALL_HINT}`);
   const stateDir = opts.stateDir ?? join(opts.repoRoot, '.cache', 'llorch-up');
   const redisDir = join(stateDir, 'redis');
-  await mkdir(redisDir, { recursive: true });
+  // queued tasks (their prompts) land in Redis's files: this user's only
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  await mkdir(redisDir, { recursive: true, mode: 0o700 });
 
   const stages: Stage[] = [];
   let stopping = false;
@@ -127,6 +129,8 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
   try {
     const redisPort = await freeLoopbackPort();
     const redisUrl = `redis://127.0.0.1:${redisPort}/0`;
+    // each spawn follows an await: a Ctrl-C meanwhile has stopped the stages so far, start no more
+    if (stopping) return await finish();
     opts.out.write(`starting redis-server on 127.0.0.1:${redisPort} (append-only file fsynced every second, in ${redisDir})\n`);
     const redis = kit.spawn(redisBin, redisArgs(redisPort, redisDir), {});
     relayRedis(redis, kit);
@@ -134,6 +138,7 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
     if (!(await step('redis-server answering PING', (signal) => waitRedis(redisPort, signal).then((ok) => ok || undefined)))) return await finish();
 
     const replicas = await Promise.all(Array.from({ length: n }, async (_, i) => ({ id: `r${i + 1}`, port: await freeLoopbackPort() })));
+    if (stopping) return await finish();
     opts.out.write(`starting ${n} orchestratord replicas: ${replicas.map((r) => `${r.id} on 127.0.0.1:${r.port}`).join(', ')}\n`);
     const orchs = replicas.map((r) => {
       const url = `http://127.0.0.1:${r.port}`;
@@ -160,6 +165,7 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
       cfgPath,
       haproxyConfig({ bind: opts.addr, replicas: replicas.map((r) => ({ id: r.id, addr: `127.0.0.1:${r.port}` })), idleTimeoutMs: Math.max(deadline, 300_000) + 60_000 }),
     );
+    if (stopping) return await finish();
     opts.out.write(`starting haproxy on ${kit.target.url} (config ${cfgPath})\n`);
     const balancer = kit.spawn(haproxyBin, ['-db', '-f', cfgPath], {});
     relay('haproxy', balancer, kit.print, kit.paint, kit.live);
@@ -168,6 +174,7 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
     const dashboard = dashboardUrl(kit.target.url);
     kit.print(`dashboard: ${dashboard}`);
 
+    if (stopping) return await finish();
     opts.out.write(`starting pool-managerd with ${opts.config} (first run builds llama-server from source: ~5 min on 2 cores)\n`);
     const pool = kit.spawn(process.execPath, [kit.poolMain, '--config', opts.config], kit.env);
     relay('pool-managerd', pool, kit.print, kit.paint, kit.live);
