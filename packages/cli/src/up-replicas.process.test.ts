@@ -23,6 +23,8 @@ const REPO = dirname(dirname(PKG));
 const MAIN = join(PKG, 'dist', 'main.js');
 /** The engine and model cache the other suites share (engine-provisioner's testCacheDir). */
 const CACHE = process.env.LLORCH_TEST_CACHE_DIR ?? join(REPO, '.cache', 'llama-orch');
+/** Every route but the probes and /metrics needs it, through the balancer too. */
+const TOKEN = 'replicas-test-token-0123456789';
 
 let dir: string;
 beforeAll(async () => {
@@ -75,7 +77,7 @@ describe('llorch up --replicas 3', () => {
       const base = `http://${addr}`;
       const config = await poolConfig(addr);
       const t0 = Date.now();
-      const llorch = execa(process.execPath, [MAIN, 'up', '--replicas', '3', '--addr', addr, '--config', config, '--state-dir', join(dir, 'state')], {
+      const llorch = execa(process.execPath, [MAIN, 'up', '--replicas', '3', '--token', TOKEN, '--addr', addr, '--config', config, '--state-dir', join(dir, 'state')], {
         reject: false,
         env: { LLORCH_CACHE_DIR: CACHE, LOG_LEVEL: 'info' },
         all: true,
@@ -112,7 +114,9 @@ describe('llorch up --replicas 3', () => {
         expect(await metrics.text(), url).toMatch(/^llorch_queue_depth/m);
       }
 
-      const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30_000 });
+      const anonymous = await fetch(`${base}/v2/nodes`);
+      expect(anonymous.status).toBe(401);
+      const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 30_000 });
       const chat = async (): Promise<string> => {
         const r = await openai.chat.completions.create({ model: 'synthetic', messages: [{ role: 'user', content: 'Write a haiku' }], max_tokens: 8 });
         expect(r.choices[0]?.finish_reason).toBe('length');
@@ -130,15 +134,15 @@ describe('llorch up --replicas 3', () => {
       expect(streamed.length).toBeGreaterThan(0);
 
       // llorch's reads of the cluster, through the balancer
-      const status = await execa(process.execPath, [MAIN, 'status', '--json', '--url', base], { reject: false });
+      const status = await execa(process.execPath, [MAIN, 'status', '--json', '--url', base, '--token', TOKEN], { reject: false });
       expect(status.exitCode, status.stderr).toBe(0);
       const doc = JSON.parse(status.stdout) as { nodes: Array<{ node_id: string; state: string }>; pools: Array<{ pool_id: string; ready: boolean }> };
       expect(doc.nodes.map((n) => [n.node_id, n.state])).toEqual([['dev-node', 'online']]);
       expect(doc.pools.map((p) => [p.pool_id, p.ready])).toEqual([['cpu0', true]]);
-      const nodes = await execa(process.execPath, [MAIN, 'nodes', '--url', base], { reject: false });
+      const nodes = await execa(process.execPath, [MAIN, 'nodes', '--url', base, '--token', TOKEN], { reject: false });
       expect(nodes.exitCode, nodes.stderr).toBe(0);
       expect(nodes.stdout).toMatch(/dev-node\s+online/);
-      const models = await execa(process.execPath, [MAIN, 'models', '--json', '--url', base], { reject: false });
+      const models = await execa(process.execPath, [MAIN, 'models', '--json', '--url', base, '--token', TOKEN], { reject: false });
       expect(models.exitCode, models.stderr).toBe(0);
       expect((JSON.parse(models.stdout) as { models: Array<{ aliases?: string[] }> }).models.flatMap((m) => m.aliases ?? [])).toContain('synthetic');
 
@@ -170,6 +174,13 @@ describe('llorch up --replicas 3', () => {
       console.log(`llorch up --replicas 3: stopped ${Date.now() - tTerm} ms after SIGTERM`);
       expect(out.split('\n').filter((l) => l.trim() === STOPPING_LINE)).toHaveLength(1);
       expect(out).toMatch(/\[pool-managerd\] node dev-node deregistered/);
+      // reverse start order: pool-managerd, (haproxy), the replicas still running, redis-server last
+      const at = (re: RegExp): number => out.search(re);
+      expect(at(/\[pool-managerd\] stopped/), out).toBeGreaterThan(0);
+      for (const r of ['r1', 'r2']) {
+        expect(at(new RegExp(`\\[orchestratord ${r}\\] stopping`)), r).toBeGreaterThan(at(/\[pool-managerd\] stopped/));
+        expect(at(/\[redis-server\] .*Received SIGTERM/), r).toBeGreaterThan(at(new RegExp(`\\[orchestratord ${r}\\] stopped`)));
+      }
       expect(out).not.toMatch(/^llorch: /m);
       const exitedAt = Date.now();
       while (Date.now() - exitedAt < 5000 && tree.some(running)) await sleep(100);
