@@ -206,4 +206,33 @@ describe('llorch up --replicas 3', () => {
     expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^llorch: --replicas needs Debian's redis-server .*apt-get install redis-server/)]);
     expect(r.stdout).not.toMatch(/starting/);
   });
+
+  it('a replica that cannot start: one error line naming it, exit 1, Redis stopped too, no process left', async () => {
+    const addr = `127.0.0.1:${await freeLoopbackPort()}`;
+    const t0 = Date.now();
+    // orchestratord refuses this prefix at start-up (config validation): every replica exits 1
+    const llorch = execa(process.execPath, [MAIN, 'up', '--replicas', '2', '--addr', addr, '--config', await poolConfig(addr), '--state-dir', join(dir, 'state-bad')], {
+      reject: false,
+      env: { LLORCH_CACHE_DIR: CACHE, ORCHD_REDIS_PREFIX: 'not a prefix' },
+      all: true,
+      timeout: 30_000,
+    });
+    /** Every process llorch started, with its command line read while it ran. */
+    const seen = new Map<number, string>();
+    const watch = setInterval(() => {
+      for (const p of descendants(llorch.pid!)) if (!seen.has(p)) seen.set(p, cmdline(p));
+    }, 20);
+    const r = await llorch;
+    clearInterval(watch);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    expect(r.exitCode, r.all).toBe(1);
+    expect(r.stderr.trim().split('\n'), r.all).toEqual([expect.stringMatching(/^llorch: orchestratord r[12] exited \(code 1; see its log above\)$/)]);
+    expect(r.stdout).toMatch(/ORCHD_REDIS_PREFIX/);
+    expect(r.stdout).toMatch(/\[redis-server\] .*Received SIGTERM/);
+    expect(r.stdout).not.toMatch(/starting haproxy|starting pool-managerd/);
+    expect([...seen.values()].join('\n')).toMatch(/redis-server[\s\S]*orchestratord|orchestratord[\s\S]*redis-server/);
+    const left = [...seen.keys()].filter(running);
+    for (const p of left) process.kill(p, 'SIGKILL');
+    expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
+  });
 });

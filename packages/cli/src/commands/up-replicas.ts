@@ -85,9 +85,12 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
     }
     announceStopped?.();
   };
+  // ends the start steps' polling (and the wait for a ready pool) once the run stops
+  const halt = new AbortController();
   const stop = (reason?: string): void => {
     if (stopping) return;
     stopping = true;
+    halt.abort();
     failure ??= reason;
     kit.live?.stop();
     if (opts.signal.aborted) opts.out.write(`${opts.progressTty !== undefined ? '\n' : ''}${STOPPING_LINE}\n`);
@@ -99,8 +102,11 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
   const onAbort = (): void => stop();
   opts.signal.addEventListener('abort', onAbort, { once: true });
   opts.force?.addEventListener('abort', kill, { once: true });
-  /** Starts a stage; a daemon of it that exits before `stop` ends the run unless `survivable` and others of it run. */
-  const start = (name: string, children: Child[], survivable = false): void => {
+  /**
+   * Starts a stage; a daemon of it that exits before `stop` ends the run, unless `survivable()`
+   * says the stage may lose one (the replicas, once all were ready) and others of it run.
+   */
+  const start = (name: string, children: Child[], survivable: () => boolean = () => false): void => {
     stages.push({ name, children });
     children.forEach((c, i) => {
       void c.then((r) => {
@@ -108,7 +114,7 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
         const how = r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`;
         const label = children.length > 1 ? `${name} r${i + 1}` : name;
         const others = children.filter((o) => o !== c && o.exitCode === null && o.signalCode === null);
-        if (survivable && others.length > 0) kit.print(`${kit.paint.yellow('WARN')} [${label}] exited (${how}); the balancer sends its requests to the other replicas`);
+        if (survivable() && others.length > 0) kit.print(`${kit.paint.yellow('WARN')} [${label}] exited (${how}); the balancer sends its requests to the other replicas`);
         else stop(`${label} exited (${how}; see its log above)`);
       });
     });
@@ -118,11 +124,12 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), STEP_TIMEOUT_MS);
     try {
-      const r = await Promise.race([run(AbortSignal.any([ac.signal, opts.signal])), stopped.then(() => undefined)]);
+      const r = await Promise.race([run(AbortSignal.any([ac.signal, halt.signal, opts.signal])), stopped.then(() => undefined)]);
       if (r === undefined && !stopping) stop(`${what} took longer than ${STEP_TIMEOUT_MS / 1000} s`);
       return stopping ? undefined : r;
     } finally {
       clearTimeout(timer);
+      ac.abort();
     }
   };
 
@@ -154,10 +161,12 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
       relay(`orchestratord ${r.id}`, child, kit.print, kit.paint, kit.live);
       return child;
     });
-    start('orchestratord', orchs, true);
+    let replicasReady = false;
+    start('orchestratord', orchs, () => replicasReady);
     const allReady = (signal: AbortSignal): Promise<true | undefined> =>
       Promise.all(replicas.map((r) => untilReady(`http://127.0.0.1:${r.port}/readyz`, signal))).then((ok) => ok.every(Boolean) || undefined);
     if (!(await step('every replica answering /readyz', allReady))) return await finish();
+    replicasReady = true;
 
     const cfgPath = join(stateDir, 'haproxy.cfg');
     const deadline = Number(kit.env.ORCHD_DEFAULT_DEADLINE_MS) || 300_000;
@@ -180,7 +189,7 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
     relay('pool-managerd', pool, kit.print, kit.paint, kit.live);
     start('pool-managerd', [pool]);
 
-    const ready = await Promise.race([waitReady(kit.target, opts.readyTimeoutMs, opts.signal), stopped.then(() => undefined)]);
+    const ready = await Promise.race([waitReady(kit.target, opts.readyTimeoutMs, AbortSignal.any([halt.signal, opts.signal])), stopped.then(() => undefined)]);
     if (ready !== undefined && !stopping) {
       kit.live?.stop();
       const lines = [

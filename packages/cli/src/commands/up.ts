@@ -106,6 +106,8 @@ export async function up(opts: UpOptions): Promise<void> {
 
   const children = [orch, pool];
   let stopping = false;
+  // ends the wait for a ready pool when a daemon exits first (it would poll until its deadline)
+  const halt = new AbortController();
   // pool-managerd first: it deregisters its node from orchestratord while that still listens
   const stop = (): void => {
     if (stopping) return;
@@ -126,7 +128,13 @@ export async function up(opts: UpOptions): Promise<void> {
   const exited = Promise.race(children.map((c) => c.then((r) => r)));
 
   try {
-    const ready = await Promise.race([waitReady(target, opts.readyTimeoutMs, opts.signal), exited.then(() => undefined)]);
+    const ready = await Promise.race([
+      waitReady(target, opts.readyTimeoutMs, AbortSignal.any([halt.signal, opts.signal])),
+      exited.then(() => {
+        halt.abort();
+        return undefined;
+      }),
+    ]);
     if (ready) {
       live?.stop();
       opts.out.write(upSummary([`  orchestratord  ${target.url}`, `  dashboard      ${dashboard}`], ready));
