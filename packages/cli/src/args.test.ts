@@ -119,6 +119,15 @@ describe('parseCommandLine: target and other commands', () => {
     expect(() => parseCommandLine(['status', '--help=yes'], {})).toThrow('--help does not take a value');
   });
 
+  it('parses up --replicas N (default 1: the one process of today) and --state-dir; a bad count names the flag', () => {
+    expect(parseCommandLine(['up'], {})).toMatchObject({ command: 'up', replicas: 1, stateDir: undefined });
+    expect(parseCommandLine(['up', '--replicas', '3', '--state-dir', '/tmp/s'], {})).toMatchObject({ command: 'up', replicas: 3, stateDir: '/tmp/s' });
+    expect(parseCommandLine(['up', '--replicas=1'], {})).toMatchObject({ replicas: 1 });
+    for (const bad of ['0', '-1', '2.5', 'three', '17', '']) {
+      expect(() => parseCommandLine(['up', `--replicas=${bad}`], {}), bad).toThrow(new CliError(`--replicas must be an integer from 1 to 16 (got '${bad}')`));
+    }
+  });
+
   it('parses cancel, drain and reload with their arguments', () => {
     const target = { url: 'http://127.0.0.1:8080', token: undefined };
     expect(parseCommandLine(['cancel', 'task-1'], {})).toEqual({ command: 'cancel', target, taskId: 'task-1' });

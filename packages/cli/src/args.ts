@@ -29,7 +29,7 @@ export interface SubmitArgs {
 export type CommandLine =
   | { command: 'help'; text: string }
   | { command: 'version' }
-  | { command: 'up'; target: Target; config: string | undefined; addr: string; token: string | undefined }
+  | { command: 'up'; target: Target; config: string | undefined; addr: string; token: string | undefined; replicas: number; stateDir: string | undefined }
   | { command: 'submit'; target: Target; submit: SubmitArgs; json: boolean }
   | { command: 'status' | 'nodes' | 'models'; target: Target; json: boolean }
   | { command: 'cancel'; target: Target; taskId: string }
@@ -44,7 +44,14 @@ const DEADLINE: Options = { 'deadline-ms': { type: 'string' } };
 
 /** Each command's flags; anything else is a usage error naming the flag (strict parsing). */
 const COMMAND_OPTIONS: Readonly<Record<CommandName, Options>> = {
-  up: { config: { type: 'string' }, addr: { type: 'string' }, token: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  up: {
+    config: { type: 'string' },
+    addr: { type: 'string' },
+    token: { type: 'string' },
+    replicas: { type: 'string' },
+    'state-dir': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
   submit: {
     ...TARGET,
     ...JSON_OPT,
@@ -114,7 +121,7 @@ export function parseCommandLine(argv: string[], env: Record<string, string | un
     case 'up': {
       const addr = str('addr') ?? '127.0.0.1:8080';
       args([]);
-      return { command, target: { url: `http://${addr}`, token }, config: str('config'), addr, token };
+      return { command, target: { url: `http://${addr}`, token }, config: str('config'), addr, token, replicas: replicaCount(str('replicas')), stateDir: str('state-dir') };
     }
     case 'submit':
       return { command, target, json, submit: submitArgs(values, positionals.join(' ')) };
@@ -155,6 +162,16 @@ function strictParse(args: string[], options: Options, usage: string, allowPosit
     }
     throw new UsageError(message.split('\n')[0] ?? message, usage);
   }
+}
+
+/** Most replicas `llorch up` starts on one host (each is a Node process of its own). */
+export const MAX_REPLICAS = 16;
+
+function replicaCount(value: string | undefined): number {
+  if (value === undefined) return 1;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > MAX_REPLICAS) throw new CliError(`--replicas must be an integer from 1 to ${MAX_REPLICAS} (got '${value}')`);
+  return n;
 }
 
 function deadlineMs(value: string | undefined): number {

@@ -62,6 +62,8 @@ async function run(cmd: Exclude<CommandLine, { command: 'help' | 'version' }>, s
         ...(process.stdout.isTTY ? { progressTty: process.stdout } : {}),
         readyTimeoutMs: 30 * 60_000,
         paint,
+        replicas: cmd.replicas,
+        stateDir: cmd.stateDir === undefined ? join(repoRoot, '.cache', 'llorch-up') : resolve(cmd.stateDir),
       });
       return force.aborted ? 130 : 0;
     case 'submit': {

@@ -9,15 +9,23 @@ const HELP_FLAG = '  -h, --help       this help';
 
 /** Per-command help (`llorch <command> --help`), also printed under a usage error of that command. */
 export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
-  up: `usage: llorch up [--config FILE] [--addr HOST:PORT] [--token TOKEN]
+  up: `usage: llorch up [--config FILE] [--addr HOST:PORT] [--token TOKEN] [--replicas N]
 
 Starts orchestratord and one pool-managerd as child processes and waits until every pool is
 ready. Ctrl-C (or SIGTERM) stops both and their engines; they also die with llorch when it is
 killed (parent-death signal through setpriv where available).
 
+With --replicas N (N > 1): redis-server on a free loopback port (the shared cluster state,
+append-only file fsynced every second), N orchestratord replicas on free loopback ports, and
+HAProxy on --addr in front of them (health checks on /readyz), then pool-managerd, which like
+every client reaches the replicas through HAProxy. Needs Debian's redis-server and haproxy
+(sudo apt-get install redis-server haproxy). Ctrl-C stops them in reverse order.
+
   --config FILE    pool-managerd config (default requirements/cpu-dev.yaml)
-  --addr H:P       orchestratord listen address (default 127.0.0.1:8080)
-  --token TOKEN    API token both daemons use (env LLORCH_API_TOKEN)
+  --addr H:P       orchestratord listen address, or the balancer's (default 127.0.0.1:8080)
+  --token TOKEN    API token the daemons use (env LLORCH_API_TOKEN)
+  --replicas N     orchestratord replicas behind a load balancer (1..16; default 1: one process)
+  --state-dir DIR  with --replicas: Redis data and haproxy.cfg (default .cache/llorch-up)
 ${HELP_FLAG}`,
   submit: `usage: llorch submit "<message>" [options]
 
@@ -86,7 +94,7 @@ export const USAGE = `llorch — llama-orch command line
 
 usage: llorch <command> [options]      llorch <command> --help for its options
 
-  up                         start orchestratord + one pool-managerd (Ctrl-C stops both)
+  up [--replicas N]          start orchestratord (or N replicas behind HAProxy) + one pool-managerd
   submit "<message>"         send a chat message (or --raw prompt) and stream the answer
   status                     nodes, pools and the admission queue
   nodes                      registered nodes

@@ -23,3 +23,5 @@ export type { BearerAuthOptions, BearerCredential } from './http/bearer-auth.js'
 export { sendErrorEnvelope, backoffMs, backoffHeaders, describeValidation, requestError, BACKOFF_FLOOR_MS, DEFAULT_BACKOFF_MS } from './http/error-envelope.js';
 export { findPromtool, promtoolCheckMetrics } from './testing/promtool.js';
 export type { FindPromtoolOptions } from './testing/promtool.js';
+export { aptGet, ensureDebianPackage, DEBIAN_INSTALL_TIMEOUT_MS } from './testing/debian-package.js';
+export type { EnsureDebianPackageOptions } from './testing/debian-package.js';

@@ -1,14 +1,16 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { ClusterPoolListSchema, type ClusterPool } from '@llama-orch/contracts';
-import { execa, type ResultPromise } from 'execa';
-import { callJson, type Target } from '../http.js';
+import { execa } from 'execa';
+import type { Target } from '../http.js';
 import { CliError } from '../errors.js';
 import { PLAIN, type Paint } from '../color.js';
 import { detectPdeathsigPrefix } from '../pdeathsig.js';
-import { UpProgress, type LogRecord } from './up-progress.js';
+import { UpProgress } from './up-progress.js';
+import { STOPPING_LINE, dashboardUrl, listeningUrl, relay, type Child } from './up-output.js';
+import { upSummary, waitReady } from './up-ready.js';
+import { upReplicas } from './up-replicas.js';
+
+export { humanLogLine, listeningUrl, dashboardUrl, STOPPING_LINE } from './up-output.js';
 
 export interface UpOptions {
   repoRoot: string;
@@ -30,79 +32,13 @@ export interface UpOptions {
   readyTimeoutMs: number;
   /** Colours for ERROR/WARN tags of the daemons' lines. @default no colour */
   paint?: Paint;
-}
-
-type Child = ResultPromise<{ reject: false; stdout: 'pipe'; stderr: 'pipe'; cleanup: true; detached: true; forceKillAfterDelay: number; env: Record<string, string | undefined> }>;
-
-/** What `llorch up` prints when asked to stop. */
-export const STOPPING_LINE = 'stopping… (Ctrl-C again to force)';
-
-/** Turns one JSON log line of a daemon into a short human line (or nothing for noise). */
-export function humanLogLine(name: string, line: string, paint: Paint = PLAIN): string | undefined {
-  const rec = parseRecord(line);
-  if (rec === undefined) return line.trim() ? `[${name}] ${line}` : undefined;
-  return humanRecord(name, rec, paint);
-}
-
-function parseRecord(line: string): LogRecord | undefined {
-  try {
-    const rec: unknown = JSON.parse(line);
-    return typeof rec === 'object' && rec !== null && !Array.isArray(rec) ? (rec as LogRecord) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function humanRecord(name: string, rec: LogRecord, paint: Paint): string | undefined {
-  const level = typeof rec.level === 'number' ? rec.level : 30;
-  if (level < 30) return undefined;
-  // per-request access lines (status polls, heartbeats) drown out what matters at start-up
-  if (level < 40 && (rec.msg === 'incoming request' || rec.msg === 'request completed')) return undefined;
-  const text = typeof rec.human === 'string' ? rec.human : String(rec.msg ?? '');
-  const facts = ['pool_id', 'percent', 'bytes_done', 'bytes_total', 'url', 'state', 'err']
-    .filter((k) => rec[k] !== undefined)
-    .map((k) => `${k}=${typeof rec[k] === 'object' ? JSON.stringify((rec[k] as { message?: unknown }).message ?? rec[k]) : String(rec[k])}`);
-  const tag = level >= 50 ? `${paint.red('ERROR')} ` : level >= 40 ? `${paint.yellow('WARN')} ` : '';
-  return `[${name}] ${tag}${text}${facts.length ? `  (${facts.join(' ')})` : ''}`;
-}
-
-/** The base URL in orchestratord's `{"msg":"listening","url":…}` log line; undefined for any other line. */
-export function listeningUrl(line: string): string | undefined {
-  if (!line.includes('"listening"')) return undefined;
-  try {
-    const rec = JSON.parse(line) as Record<string, unknown>;
-    return rec.msg === 'listening' && typeof rec.url === 'string' ? rec.url : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The dashboard's address for orchestratord listening at `url`: its root (`GET /` serves the
- * page). A wildcard bind (0.0.0.0, ::) is shown as localhost, an address a browser can open.
- */
-export function dashboardUrl(url: string): string {
-  const u = new URL('/', url);
-  if (u.hostname === '0.0.0.0' || u.hostname === '[::]') u.hostname = 'localhost';
-  return u.href;
-}
-
-/**
- * Forwards a child's output as human lines; on a terminal, progress records move the live bars
- * instead. `onLine` sees every raw line, after its human form (if any) was written.
- */
-function relay(name: string, child: Child, print: (text: string) => void, paint: Paint, live: UpProgress | undefined, onLine?: (line: string) => void): void {
-  for (const stream of [child.stdout, child.stderr]) {
-    if (!stream) continue;
-    createInterface({ input: stream }).on('line', (line) => {
-      const rec = parseRecord(line);
-      if (rec === undefined || live?.take(rec) !== true) {
-        const text = rec === undefined ? (line.trim() ? `[${name}] ${line}` : undefined) : humanRecord(name, rec, paint);
-        if (text !== undefined) print(text);
-      }
-      onLine?.(line);
-    });
-  }
+  /**
+   * orchestratord replicas sharing one redis-server behind HAProxy (up-replicas.ts); 1 = the one
+   * process of today, nothing else started. @default 1
+   */
+  replicas?: number;
+  /** Where `--replicas` keeps Redis's data and HAProxy's config. @default <repoRoot>/.cache/llorch-up */
+  stateDir?: string;
 }
 
 /**
@@ -133,8 +69,10 @@ export async function up(opts: UpOptions): Promise<void> {
   };
   const prefix = await detectPdeathsigPrefix('SIGTERM');
   if (prefix === undefined) opts.out.write(`${paint.yellow('WARN')} setpriv --pdeathsig is unavailable: if llorch is killed (SIGKILL), the daemons keep running\n`);
-  const [bin, ...lead] = prefix === undefined ? [process.execPath] : [...prefix, process.execPath];
-  const daemon = (args: string[], childEnv: Record<string, string | undefined>): Child => execa(bin!, [...lead, ...args], { ...common, env: childEnv }) as Child;
+  const spawn = (program: string, args: string[], childEnv: Record<string, string | undefined>): Child =>
+    (prefix === undefined ? execa(program, args, { ...common, env: childEnv }) : execa(prefix[0]!, [...prefix.slice(1), program, ...args], { ...common, env: childEnv })) as Child;
+  const daemon = (args: string[], childEnv: Record<string, string | undefined>): Child => spawn(process.execPath, args, childEnv);
+  if ((opts.replicas ?? 1) > 1) return upReplicas(opts, { spawn, print, paint, live, env, orchMain, poolMain, target });
 
   opts.out.write(`starting orchestratord on ${target.url}\n`);
   const orch = daemon([orchMain], { ...env, ORCHD_ADDR: opts.addr });
@@ -168,6 +106,8 @@ export async function up(opts: UpOptions): Promise<void> {
 
   const children = [orch, pool];
   let stopping = false;
+  // ends the wait for a ready pool when a daemon exits first (it would poll until its deadline)
+  const halt = new AbortController();
   // pool-managerd first: it deregisters its node from orchestratord while that still listens
   const stop = (): void => {
     if (stopping) return;
@@ -188,28 +128,16 @@ export async function up(opts: UpOptions): Promise<void> {
   const exited = Promise.race(children.map((c) => c.then((r) => r)));
 
   try {
-    const ready = await Promise.race([waitReady(target, opts.readyTimeoutMs, opts.signal), exited.then(() => undefined)]);
+    const ready = await Promise.race([
+      waitReady(target, opts.readyTimeoutMs, AbortSignal.any([halt.signal, opts.signal])),
+      exited.then(() => {
+        halt.abort();
+        return undefined;
+      }),
+    ]);
     if (ready) {
       live?.stop();
-      const cli = join('packages', 'cli', 'dist', 'main.js');
-      opts.out.write(
-        [
-          '',
-          'llama-orch is up',
-          `  orchestratord  ${target.url}`,
-          `  dashboard      ${dashboard}`,
-          ...ready.map(
-            (p) =>
-              `  pool ${p.pool_id} on node ${p.node_id}: ready, ${p.slots_total} slot(s), model ${p.models.join(', ')}${p.aliases?.length ? ` (clients may say ${p.aliases.join(', ')})` : ''}`,
-          ),
-          '  (synthetic:llama produces noise text from a real engine; configure an hf: model for real text)',
-          '',
-          `Try:  node ${cli} submit "Write a haiku about GPUs"`,
-          `      node ${cli} status`,
-          'Ctrl-C stops everything.',
-          '',
-        ].join('\n'),
-      );
+      opts.out.write(upSummary([`  orchestratord  ${target.url}`, `  dashboard      ${dashboard}`], ready));
     } else if (!opts.signal.aborted) {
       stop();
       throw new CliError('a daemon exited before the cluster became ready (see its log above)');
@@ -221,19 +149,4 @@ export async function up(opts: UpOptions): Promise<void> {
     await Promise.allSettled(children);
     opts.force?.removeEventListener('abort', kill);
   }
-}
-
-async function waitReady(target: Target, timeoutMs: number, signal: AbortSignal): Promise<ClusterPool[] | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline && !signal.aborted) {
-    const pools = await callJson(target, 'GET', '/v2/pools', ClusterPoolListSchema).then(
-      (r) => r.pools,
-      () => [],
-    );
-    const ready = pools.filter((p) => p.ready);
-    if (ready.length > 0 && ready.length === pools.length) return ready;
-    await sleep(500, undefined, { signal }).catch(() => undefined);
-  }
-  if (!signal.aborted) throw new CliError(`no ready pool after ${Math.round(timeoutMs / 1000)} s`);
-  return undefined;
 }

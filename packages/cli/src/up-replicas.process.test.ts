@@ -1,0 +1,238 @@
+// Process level: `llorch up --replicas 3` as a user runs it (the built CLI), with Debian's
+// redis-server and HAProxy, three real orchestratord replicas, the real pool-managerd and the
+// real llama-server from the shared test cache. The openai client and llorch go through the
+// balancer; one replica is stopped (SIGSTOP) and one killed to see the balancer route around
+// them; then SIGTERM, and every process llorch started must be gone. The test setup installs
+// redis-server and haproxy when missing (as the browser tests install chromium).
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
+import { execa } from 'execa';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { STOPPING_LINE } from './commands/up.js';
+import { freeLoopbackPort } from './commands/loopback-port.js';
+import { cmdline, descendants, running } from './testing/proc.js';
+
+const PKG = dirname(dirname(fileURLToPath(import.meta.url)));
+const REPO = dirname(dirname(PKG));
+const MAIN = join(PKG, 'dist', 'main.js');
+/** The engine and model cache the other suites share (engine-provisioner's testCacheDir). */
+const CACHE = process.env.LLORCH_TEST_CACHE_DIR ?? join(REPO, '.cache', 'llama-orch');
+/** Every route but the probes and /metrics needs it, through the balancer too. */
+const TOKEN = 'replicas-test-token-0123456789';
+
+let dir: string;
+beforeAll(async () => {
+  await ensureDebianPackage({ pkg: 'redis-server', path: '/usr/bin/redis-server', who: 'llorch up --replicas tests' });
+  await ensureDebianPackage({ pkg: 'haproxy', path: '/usr/sbin/haproxy', who: 'llorch up --replicas tests' });
+  dir = await mkdtemp(join(tmpdir(), 'llorch-up-replicas-'));
+}, DEBIAN_INSTALL_TIMEOUT_MS);
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** requirements/cpu-dev.yaml pointed at `addr`, with its own runtime dir and a 1 s heartbeat. */
+async function poolConfig(addr: string): Promise<string> {
+  const config = join(dir, 'pool.yaml');
+  const base = readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8');
+  await writeFile(
+    config,
+    base
+      .replace(/addr: 127\.0\.0\.1:\d+/, 'addr: 127.0.0.1:0')
+      .replace(/url: http:\/\/127\.0\.0\.1:\d+/, `url: http://${addr}`)
+      .replace(/heartbeat_interval_ms: \d+/, 'heartbeat_interval_ms: 1000')
+      .replace(/^node:/m, `runtime_dir: ${join(dir, 'run')}\nnode:`),
+  );
+  return config;
+}
+
+/** The replica id a process was started with (its ORCHD_REPLICA_ID). */
+function replicaId(pid: number): string | undefined {
+  try {
+    return /(?:^|\0)ORCHD_REPLICA_ID=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+async function until(what: string, cond: () => boolean, ms: number, out: () => string): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end && !cond()) await sleep(50);
+  expect(cond(), `${what}\n${out()}`).toBe(true);
+}
+
+describe('llorch up --replicas 3', () => {
+  it(
+    'serves the openai client and llorch through HAProxy, routes around a stopped and a killed replica, stops cleanly',
+    async () => {
+      for (const f of [MAIN, join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'), join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js')]) {
+        expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
+      }
+      const addr = `127.0.0.1:${await freeLoopbackPort()}`;
+      const base = `http://${addr}`;
+      const config = await poolConfig(addr);
+      const t0 = Date.now();
+      const llorch = execa(process.execPath, [MAIN, 'up', '--replicas', '3', '--token', TOKEN, '--addr', addr, '--config', config, '--state-dir', join(dir, 'state')], {
+        reject: false,
+        env: { LLORCH_CACHE_DIR: CACHE, LOG_LEVEL: 'info' },
+        all: true,
+      });
+      // a failed expectation must not leave the cluster running (nor a first-run engine build)
+      onTestFinished(() => {
+        for (const p of [llorch.pid!, ...descendants(llorch.pid!)]) if (running(p)) process.kill(p, 'SIGKILL');
+      });
+      let out = '';
+      llorch.all.on('data', (c: Buffer) => {
+        out += c.toString();
+      });
+      const text = (): string => out;
+      await until('llorch up did not report a ready cluster', () => out.includes('llama-orch is up') || llorch.exitCode !== null, 3 * 60_000, text);
+      expect(out, 'llorch up did not report a ready cluster').toContain('llama-orch is up: 3 orchestratord replicas behind haproxy');
+      const upMs = Date.now() - t0;
+      const tree = descendants(llorch.pid!);
+      const names = tree.map(cmdline).join('\n');
+      expect(names).toMatch(/redis-server/);
+      expect(names).toMatch(/haproxy/);
+      expect(names).toMatch(/llama-server/);
+      const replicas = new Map(tree.flatMap((p) => (cmdline(p).includes('orchestratord') ? [[replicaId(p), p] as const] : [])));
+      expect([...replicas.keys()].sort()).toEqual(['r1', 'r2', 'r3']);
+
+      // the summary lists the balancer and each replica's own address
+      expect(out).toContain(`  balancer       ${base} (haproxy, health checks on /readyz)`);
+      const replicaUrls = [...out.matchAll(/^ {2}replica (r\d)\s+(http:\/\/127\.0\.0\.1:\d+)$/gm)].map((m) => m[2]!);
+      expect(replicaUrls).toHaveLength(3);
+      for (const url of replicaUrls) {
+        const ready = await fetch(`${url}/readyz`);
+        expect(ready.status, url).toBe(200);
+        const metrics = await fetch(`${url}/metrics`);
+        expect(metrics.status, url).toBe(200);
+        expect(await metrics.text(), url).toMatch(/^llorch_queue_depth/m);
+      }
+
+      const anonymous = await fetch(`${base}/v2/nodes`);
+      expect(anonymous.status).toBe(401);
+      const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 30_000 });
+      const chat = async (): Promise<string> => {
+        const r = await openai.chat.completions.create({ model: 'synthetic', messages: [{ role: 'user', content: 'Write a haiku' }], max_tokens: 8 });
+        expect(r.choices[0]?.finish_reason).toBe('length');
+        return r.choices[0]?.message.content ?? '';
+      };
+      expect((await chat()).length).toBeGreaterThan(0);
+      const stream = await openai.chat.completions.create({ model: 'synthetic', messages: [{ role: 'user', content: 'Write a haiku' }], max_tokens: 8, stream: true });
+      let streamed = '';
+      let chunks = 0;
+      for await (const chunk of stream) {
+        chunks += 1;
+        streamed += chunk.choices[0]?.delta.content ?? '';
+      }
+      expect(chunks).toBeGreaterThan(2);
+      expect(streamed.length).toBeGreaterThan(0);
+
+      // llorch's reads of the cluster, through the balancer
+      const status = await execa(process.execPath, [MAIN, 'status', '--json', '--url', base, '--token', TOKEN], { reject: false });
+      expect(status.exitCode, status.stderr).toBe(0);
+      const doc = JSON.parse(status.stdout) as { nodes: Array<{ node_id: string; state: string }>; pools: Array<{ pool_id: string; ready: boolean }> };
+      expect(doc.nodes.map((n) => [n.node_id, n.state])).toEqual([['dev-node', 'online']]);
+      expect(doc.pools.map((p) => [p.pool_id, p.ready])).toEqual([['cpu0', true]]);
+      const nodes = await execa(process.execPath, [MAIN, 'nodes', '--url', base, '--token', TOKEN], { reject: false });
+      expect(nodes.exitCode, nodes.stderr).toBe(0);
+      expect(nodes.stdout).toMatch(/dev-node\s+online/);
+      const models = await execa(process.execPath, [MAIN, 'models', '--json', '--url', base, '--token', TOKEN], { reject: false });
+      expect(models.exitCode, models.stderr).toBe(0);
+      expect((JSON.parse(models.stdout) as { models: Array<{ aliases?: string[] }> }).models.flatMap((m) => m.aliases ?? [])).toContain('synthetic');
+
+      // a replica that stops answering: HAProxy's /readyz check takes it out, requests still succeed
+      const stopped = replicas.get('r2')!;
+      const tStop = Date.now();
+      process.kill(stopped, 'SIGSTOP');
+      try {
+        await until('HAProxy did not take r2 out', () => /Server orchestratord\/r2 is DOWN/.test(out), 10_000, text);
+        const downMs = Date.now() - tStop;
+        for (let i = 0; i < 4; i += 1) await chat();
+        process.kill(stopped, 'SIGCONT');
+        await until('HAProxy did not take r2 back', () => /Server orchestratord\/r2 is UP/.test(out), 10_000, text);
+        console.log(`llorch up --replicas 3: ready after ${upMs} ms; r2 out of the balancer ${downMs} ms after SIGSTOP`);
+      } finally {
+        process.kill(stopped, 'SIGCONT');
+      }
+
+      // a replica killed outright: connections refused are sent to another replica at once
+      process.kill(replicas.get('r3')!, 'SIGKILL');
+      for (let i = 0; i < 4; i += 1) await chat();
+      await until('no warning about the killed replica', () => /WARN \[orchestratord r3\] exited \(signal SIGKILL\)/.test(out), 5000, text);
+
+      const tTerm = Date.now();
+      llorch.kill('SIGTERM');
+      const result = await Promise.race([llorch, sleep(60_000).then(() => undefined)]);
+      if (result === undefined) for (const p of [llorch.pid!, ...tree]) if (running(p)) process.kill(p, 'SIGKILL');
+      expect(result?.exitCode, out).toBe(0);
+      console.log(`llorch up --replicas 3: stopped ${Date.now() - tTerm} ms after SIGTERM`);
+      expect(out.split('\n').filter((l) => l.trim() === STOPPING_LINE)).toHaveLength(1);
+      expect(out).toMatch(/\[pool-managerd\] node dev-node deregistered/);
+      // reverse start order: pool-managerd, (haproxy), the replicas still running, redis-server last
+      const at = (re: RegExp): number => out.search(re);
+      expect(at(/\[pool-managerd\] stopped/), out).toBeGreaterThan(0);
+      for (const r of ['r1', 'r2']) {
+        expect(at(new RegExp(`\\[orchestratord ${r}\\] stopping`)), r).toBeGreaterThan(at(/\[pool-managerd\] stopped/));
+        expect(at(/\[redis-server\] .*Received SIGTERM/), r).toBeGreaterThan(at(new RegExp(`\\[orchestratord ${r}\\] stopped`)));
+      }
+      expect(out).not.toMatch(/^llorch: /m);
+      const exitedAt = Date.now();
+      while (Date.now() - exitedAt < 5000 && tree.some(running)) await sleep(100);
+      const left = tree.filter(running);
+      for (const p of left) process.kill(p, 'SIGKILL');
+      expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
+    },
+    6 * 60_000,
+  );
+
+  it('without redis-server on PATH: one line saying how to install it, exit 1, nothing started', async () => {
+    const empty = await mkdtemp(join(dir, 'path-'));
+    const addr = `127.0.0.1:${await freeLoopbackPort()}`;
+    const t0 = Date.now();
+    const r = await execa(process.execPath, [MAIN, 'up', '--replicas', '2', '--addr', addr, '--config', await poolConfig(addr), '--state-dir', join(dir, 'state-missing')], {
+      reject: false,
+      env: { PATH: empty, LLORCH_CACHE_DIR: CACHE },
+      extendEnv: false,
+      timeout: 20_000,
+    });
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(r.exitCode, r.all).toBe(1);
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^llorch: --replicas needs Debian's redis-server .*apt-get install redis-server/)]);
+    expect(r.stdout).not.toMatch(/starting/);
+  });
+
+  it('a replica that cannot start: one error line naming it, exit 1, Redis stopped too, no process left', async () => {
+    const addr = `127.0.0.1:${await freeLoopbackPort()}`;
+    const t0 = Date.now();
+    // orchestratord refuses this prefix at start-up (config validation): every replica exits 1
+    const llorch = execa(process.execPath, [MAIN, 'up', '--replicas', '2', '--addr', addr, '--config', await poolConfig(addr), '--state-dir', join(dir, 'state-bad')], {
+      reject: false,
+      env: { LLORCH_CACHE_DIR: CACHE, ORCHD_REDIS_PREFIX: 'not a prefix' },
+      all: true,
+      timeout: 30_000,
+    });
+    /** Every process llorch started, with its command line read while it ran. */
+    const seen = new Map<number, string>();
+    const watch = setInterval(() => {
+      for (const p of descendants(llorch.pid!)) if (!seen.has(p)) seen.set(p, cmdline(p));
+    }, 20);
+    const r = await llorch;
+    clearInterval(watch);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    expect(r.exitCode, r.all).toBe(1);
+    expect(r.stderr.trim().split('\n'), r.all).toEqual([expect.stringMatching(/^llorch: orchestratord r[12] exited \(code 1; see its log above\)$/)]);
+    expect(r.stdout).toMatch(/ORCHD_REDIS_PREFIX/);
+    expect(r.stdout).toMatch(/\[redis-server\] .*Received SIGTERM/);
+    expect(r.stdout).not.toMatch(/starting haproxy|starting pool-managerd/);
+    expect([...seen.values()].join('\n')).toMatch(/redis-server[\s\S]*orchestratord|orchestratord[\s\S]*redis-server/);
+    const left = [...seen.keys()].filter(running);
+    for (const p of left) process.kill(p, 'SIGKILL');
+    expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
+  });
+});
