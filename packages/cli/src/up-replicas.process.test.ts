@@ -146,6 +146,14 @@ describe('llorch up --replicas 3', () => {
       expect(models.exitCode, models.stderr).toBe(0);
       expect((JSON.parse(models.stdout) as { models: Array<{ aliases?: string[] }> }).models.flatMap((m) => m.aliases ?? [])).toContain('synthetic');
 
+      // /v2 through the balancer: admitted on one replica, its events read on whichever the balancer
+      // picks (another replica passes the read to the owner); a few in a row hit several replicas
+      for (let i = 0; i < 4; i += 1) {
+        const submitted = await execa(process.execPath, [MAIN, 'submit', 'Write a haiku', '--json', '--max-tokens', '8', '--url', base, '--token', TOKEN], { reject: false });
+        expect(submitted.exitCode, submitted.stderr).toBe(0);
+        expect(JSON.parse(submitted.stdout)).toMatchObject({ canceled: false, tokens_out: 8, pool_id: 'cpu0' });
+      }
+
       // a replica that stops answering: HAProxy's /readyz check takes it out, requests still succeed
       const stopped = replicas.get('r2')!;
       const tStop = Date.now();
@@ -230,7 +238,8 @@ describe('llorch up --replicas 3', () => {
     expect(r.stdout).toMatch(/ORCHD_REDIS_PREFIX/);
     expect(r.stdout).toMatch(/\[redis-server\] .*Received SIGTERM/);
     expect(r.stdout).not.toMatch(/starting haproxy|starting pool-managerd/);
-    expect([...seen.values()].join('\n')).toMatch(/redis-server[\s\S]*orchestratord|orchestratord[\s\S]*redis-server/);
+    // the replicas ran (their refusal is in the output above) but may exit between two polls: only redis-server is sure to be seen
+    expect([...seen.values()].join('\n')).toMatch(/redis-server/);
     const left = [...seen.keys()].filter(running);
     for (const p of left) process.kill(p, 'SIGKILL');
     expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
