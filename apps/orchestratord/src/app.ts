@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { OrchestratorConfig, Readiness } from '@llama-orch/contracts';
+import { drainTasks, type DrainOptions, type DrainOutcome } from './tasks/task-drain.js';
 import { closeAll, correlationIdFor, correlationPlugin, readPackageVersion, systemClock, type Clock } from '@llama-orch/daemon-support';
 import { dashboardAssetsDir } from '@llama-orch/dashboard';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -86,7 +87,14 @@ export interface AppTuning {
   dashboardBucketMs?: number;
 }
 
-export type OrchdApp = FastifyInstance & { readonly services: AppServices };
+export type OrchdApp = FastifyInstance & {
+  readonly services: AppServices;
+  /**
+   * The start of a graceful stop (tasks/task-drain.ts): not ready at once, requests still served, resolves
+   * once the tasks admitted here have ended (or the grace passed). Call `close()` after. Idempotent.
+   */
+  readonly drain: (options: DrainOptions) => Promise<DrainOutcome>;
+};
 
 /** Paths that must never reach log lines. */
 export const REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'api_token', 'node_token', 'token', 'prompt'];
@@ -222,15 +230,21 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   app.decorate('services', services);
 
   const storeHealth = new StoreHealthWatch(store, logger.child({ subsystem: 'store' }));
-  // Not ready from the first moment of the close (before tasks end): load balancers stop sending.
+  // Not ready from the first moment of the drain or close (before tasks end): load balancers stop sending.
   let closing = false;
+  let draining: Promise<DrainOutcome> | undefined;
   const readiness = (): Readiness => {
-    if (closing) return { status: 'not_ready', reason: 'shutting down' };
+    if (closing || draining !== undefined) return { status: 'not_ready', reason: 'shutting down' };
     if (!app.server.listening) return { status: 'not_ready', reason: 'not listening' };
     const storeProblem = storeHealth.problem;
     if (storeProblem !== undefined) return { status: 'not_ready', reason: storeProblem };
     return { status: 'ready' };
   };
+  const drain = (o: DrainOptions): Promise<DrainOutcome> => {
+    draining ??= drainTasks(tasks, o, logger);
+    return draining;
+  };
+  app.decorate('drain', drain);
   // preClose runs before the server stops accepting and waits for connections: ending every task
   // here writes the terminal frames that let open SSE responses finish, so close() can complete.
   app.addHook('preClose', async () => {

@@ -11,7 +11,7 @@ import { openSse, taskBody, TOKEN } from './testing/test-helpers.js';
 
 const APP_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
 const MAIN = join(APP_DIR, 'dist', 'main.js');
-/** main.ts's grace period: a second signal or this long after the first, the process exits anyway. */
+/** What these tests allow a stop (main.ts's grace is the drain grace + ~11 s; these runs drain ≤ 1 s or have nothing to drain). */
 const GRACE_MS = 10_000;
 const HB_MS = 200;
 
@@ -86,8 +86,8 @@ function records(text: string): Array<Record<string, unknown>> {
 }
 
 describe('orchestratord process: SIGTERM always ends it within the grace period', () => {
-  it('with tasks streaming: each stream gets its terminal error frame, the node sees the aborts, exit 0', async () => {
-    const d = await startDaemon();
+  it('with tasks that stream past the drain grace: each stream gets its terminal error frame, the node sees the aborts, exit 0', async () => {
+    const d = await startDaemon({ ORCHD_DRAIN_GRACE_MS: '1000' });
     const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: TOKEN, tokenIntervalMs: 20 });
     onTestFinished(() => node.close());
     await node.startHeartbeats(d.url, HB_MS);
@@ -113,6 +113,38 @@ describe('orchestratord process: SIGTERM always ends it within the grace period'
       expect(node.aborts).toContain(s.id);
     }
     expect(records(d.out.text).map((r) => r.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
+  });
+
+  it('drains: not ready at once, a task admitted during the drain is served, every stream ends with `end`, then exit 0', async () => {
+    const d = await startDaemon({ ORCHD_DRAIN_GRACE_MS: '8000' });
+    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: TOKEN, tokenIntervalMs: 20 });
+    onTestFinished(() => node.close());
+    await node.startHeartbeats(d.url, HB_MS);
+    const submit = async (): Promise<{ id: string; sse: Awaited<ReturnType<typeof openSse>> }> => {
+      const res = await request(`${d.url}/v2/tasks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(taskBody({ max_tokens: 60 })),
+      });
+      expect(res.statusCode).toBe(202);
+      const json = (await res.body.json()) as { task_id: string; streams: { sse: string } };
+      return { id: json.task_id, sse: await openSse(json.streams.sse, { authorization: `Bearer ${TOKEN}` }) };
+    };
+    const first = await submit();
+    await first.sse.waitForFrame((f) => f.event === 'token');
+    const at = terminate(d);
+    // not ready from the signal on, while it still serves
+    await expect.poll(async () => (await request(`${d.url}/readyz`)).statusCode, { timeout: 2000, interval: 20 }).toBe(503);
+    const late = await submit();
+    const exit = await d.exit(at);
+    expect(exit).toMatchObject({ code: 0, signal: null });
+    for (const s of [first, late]) {
+      await s.sse.done;
+      expect(s.sse.frames.at(-1)).toMatchObject({ event: 'end' });
+      expect(s.sse.frames.filter((f) => f.event === 'token').length).toBeGreaterThan(0);
+    }
+    const msgs = records(d.out.text).map((r) => r.msg);
+    expect(msgs).toEqual(expect.arrayContaining(['draining', 'drained', 'stopped']));
   });
 
   it('when the stdout reader goes away right after the signal (EPIPE on every later line): exit 0', async () => {

@@ -6,7 +6,7 @@ import { argvSpec } from './support/argv.js';
 import { loadConfig } from './config.js';
 import { loadCredentials } from './http/credentials.js';
 import { ConfigError } from './errors.js';
-import { startServer } from './server.js';
+import { startServer, stopBudgetMs } from './server.js';
 
 // Entry point: the only place that reads the environment, owns the root logger and handles signals.
 
@@ -17,9 +17,6 @@ if (argv.action === 'exit') {
   if (argv.stderr !== undefined) process.stderr.write(argv.stderr);
   process.exit(argv.code);
 }
-
-/** SIGTERM/SIGINT to exit: the close sequence is bounded well inside it (see server.ts). */
-const GRACE_MS = 10_000;
 
 // Buffered and asynchronous (out at 4 KB or within 100 ms); never blocks or throws (it puts a
 // pipe or socket stdout in non-blocking mode), so a stdout reader that is gone or a pipe nobody
@@ -49,12 +46,14 @@ try {
 }
 const running = server;
 installGracefulExit({
-  graceMs: GRACE_MS,
+  // SIGTERM/SIGINT to exit: the drain and the close sequence, each bounded (server.ts), plus a margin
+  graceMs: stopBudgetMs(config) + 1000,
   log: logger,
   shutdown: async ({ err }) => {
     if (err !== undefined) logger.error({ err }, 'fatal error; shutting down');
     // each failed step is logged by the close sequence itself
-    const report = await running.close();
+    // a signal drains first; after a fatal error this process is not trusted to go on serving
+    const report = await (err === undefined ? running.stop() : running.close());
     if (report.failed.length > 0) return false;
     logger.info('stopped');
     return true;

@@ -23,7 +23,13 @@ export interface RunningServer {
   /** Base URL the server listens on (actual port when `addr` asked for port 0). */
   readonly url: string;
   /**
-   * Closes the app (every task ends with its terminal frame, the listener stops) and then the
+   * The graceful stop of a SIGTERM: drains (`app.drain` with the config's `drain_grace_ms` and
+   * `drain_delay_ms`: not ready at once, requests still served, the tasks admitted here finish),
+   * then {@link close}. Never rejects. Idempotent.
+   */
+  stop(): Promise<CloseReport>;
+  /**
+   * Closes the app at once (every task ends with its terminal frame, the listener stops) and then the
    * upstream connections: each step is attempted even when the one before failed, each bounded.
    * Never rejects; a non-empty `failed` means the process should exit non-zero. Idempotent.
    */
@@ -89,9 +95,19 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const url = `http://${urlHost}:${actualPort}`;
   options.logger.info({ url, addr: options.config.addr, auth: options.config.api_token !== undefined }, 'listening');
   let closing: Promise<CloseReport> | undefined;
-  return {
+  let stopping: Promise<CloseReport> | undefined;
+  const drainOptions = { graceMs: options.config.drain_grace_ms, delayMs: options.config.drain_delay_ms };
+  const running: RunningServer = {
     app,
     url,
+    stop: () => {
+      // drain() never rejects (a poll and a timer); the close runs after it either way
+      stopping ??= app.drain(drainOptions).then(
+        () => running.close(),
+        () => running.close(),
+      );
+      return stopping;
+    },
     close: () => {
       closing ??= closeAll(
         [
@@ -104,4 +120,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       return closing;
     },
   };
+  return running;
+}
+
+/** The longest {@link RunningServer.stop} takes: the drain grace, then the close's steps (5 s + 3 s + 2 s). */
+export function stopBudgetMs(config: Pick<OrchestratorConfig, 'drain_grace_ms'>): number {
+  return config.drain_grace_ms + APP_CLOSE_MS + UPSTREAM_CLOSE_MS + 1000 + STORE_CLOSE_MS;
 }

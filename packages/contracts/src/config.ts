@@ -135,6 +135,18 @@ export const OrchestratorConfigSchema = z
      * address. (env ORCHD_ADVERTISE_URL)
      */
     advertise_url: HttpUrlSchema.optional(),
+    /**
+     * On SIGTERM/SIGINT, longest this process goes on serving and finishing the tasks it admitted
+     * (running and queued) before it closes; what is left then ends with `error INTERNAL`. Not
+     * ready from the signal on. 0 = no drain. @default 30000 (env ORCHD_DRAIN_GRACE_MS)
+     */
+    drain_grace_ms: z.coerce.number().int().min(0).max(600_000).default(30_000),
+    /**
+     * On SIGTERM/SIGINT, shortest drain even with no task left: the time a load balancer's health
+     * checks take to see /readyz fail and stop sending (HAProxy at `inter 1s fall 2`: ≤ 3 s).
+     * Capped by `drain_grace_ms`. 0 = no balancer in front. @default 0 (env ORCHD_DRAIN_DELAY_MS)
+     */
+    drain_delay_ms: z.coerce.number().int().min(0).max(60_000).default(0),
     /** pino level. @default info (env LOG_LEVEL) */
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
@@ -169,6 +181,8 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_REDIS_PREFIX: 'redis_prefix',
   ORCHD_REPLICA_ID: 'replica_id',
   ORCHD_ADVERTISE_URL: 'advertise_url',
+  ORCHD_DRAIN_GRACE_MS: 'drain_grace_ms',
+  ORCHD_DRAIN_DELAY_MS: 'drain_delay_ms',
   LOG_LEVEL: 'log_level',
 });
 

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
 import { AdmissionQueue } from '../admission/admission-queue.js';
 import { Predictor } from '../admission/predictor.js';
@@ -43,6 +44,8 @@ export type { TaskServiceOptions, AdmissionResult, Admitted, CancelResult, Cance
 const ENGINE = 'llamacpp';
 /** How often a replica checks that its queued tasks are still in the cluster's queue (Redis store), ms. */
 const RECONCILE_MS = 1000;
+/** How often `drained` looks for unfinished tasks, ms. */
+const DRAIN_POLL_MS = 50;
 
 export class TaskService {
   readonly #registry: NodeRegistry;
@@ -186,6 +189,22 @@ export class TaskService {
   /** Places queued tasks on free slots (see {@link Scheduler.pump}). Safe to call any time. */
   pump(): void {
     this.#scheduler.pump();
+  }
+
+  /**
+   * Resolves true once no task admitted here is unfinished (queued or running), false when
+   * `timeoutMs` passes first. Changes nothing: admission and dispatch go on, so a draining replica
+   * still serves the requests its balancer sends before taking it out (.specs/60-orchestratord.md).
+   */
+  async drained(timeoutMs: number): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    const unfinished = (): boolean => this.#table.liveTasks().some((t) => t.state !== 'ended');
+    // a poll: endings have many paths (all through #end), and a drain is once per process
+    while (unfinished()) {
+      if (performance.now() >= deadline) return false;
+      await sleep(DRAIN_POLL_MS);
+    }
+    return true;
   }
 
   /**
