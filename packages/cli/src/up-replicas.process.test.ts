@@ -4,12 +4,11 @@
 // balancer; one replica is stopped (SIGSTOP) and one killed to see the balancer route around
 // them; then SIGTERM, and every process llorch started must be gone. The test setup installs
 // redis-server and haproxy when missing (as the browser tests install chromium).
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
 import { execa } from 'execa';
 import OpenAI from 'openai';
@@ -17,12 +16,12 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { STOPPING_LINE } from './commands/up.js';
 import { freeLoopbackPort } from './commands/loopback-port.js';
 import { cmdline, descendants, running } from './testing/proc.js';
+import { CLI_MAIN, DAEMON_MAINS, TEST_CACHE, poolConfig as poolConfigIn, replicaId, until } from './testing/up-cluster.js';
 
-const PKG = dirname(dirname(fileURLToPath(import.meta.url)));
-const REPO = dirname(dirname(PKG));
-const MAIN = join(PKG, 'dist', 'main.js');
-/** The engine and model cache the other suites share (engine-provisioner's testCacheDir). */
-const CACHE = process.env.LLORCH_TEST_CACHE_DIR ?? join(REPO, '.cache', 'llama-orch');
+const poolConfig = (addr: string): Promise<string> => poolConfigIn(dir, addr);
+
+const MAIN = CLI_MAIN;
+const CACHE = TEST_CACHE;
 /** Every route but the probes and /metrics needs it, through the balancer too. */
 const TOKEN = 'replicas-test-token-0123456789';
 
@@ -36,41 +35,11 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** requirements/cpu-dev.yaml pointed at `addr`, with its own runtime dir and a 1 s heartbeat. */
-async function poolConfig(addr: string): Promise<string> {
-  const config = join(dir, 'pool.yaml');
-  const base = readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8');
-  await writeFile(
-    config,
-    base
-      .replace(/addr: 127\.0\.0\.1:\d+/, 'addr: 127.0.0.1:0')
-      .replace(/url: http:\/\/127\.0\.0\.1:\d+/, `url: http://${addr}`)
-      .replace(/heartbeat_interval_ms: \d+/, 'heartbeat_interval_ms: 1000')
-      .replace(/^node:/m, `runtime_dir: ${join(dir, 'run')}\nnode:`),
-  );
-  return config;
-}
-
-/** The replica id a process was started with (its ORCHD_REPLICA_ID). */
-function replicaId(pid: number): string | undefined {
-  try {
-    return /(?:^|\0)ORCHD_REPLICA_ID=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1];
-  } catch {
-    return undefined;
-  }
-}
-
-async function until(what: string, cond: () => boolean, ms: number, out: () => string): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end && !cond()) await sleep(50);
-  expect(cond(), `${what}\n${out()}`).toBe(true);
-}
-
 describe('llorch up --replicas 3', () => {
   it(
     'serves the openai client and llorch through HAProxy, routes around a stopped and a killed replica, stops cleanly',
     async () => {
-      for (const f of [MAIN, join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'), join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js')]) {
+      for (const f of [MAIN, ...DAEMON_MAINS]) {
         expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
       }
       const addr = `127.0.0.1:${await freeLoopbackPort()}`;
@@ -169,11 +138,19 @@ describe('llorch up --replicas 3', () => {
         process.kill(stopped, 'SIGCONT');
       }
 
-      // a replica killed outright: connections refused are sent to another replica at once
+      // a replica killed outright: connections refused are sent to another replica at once; llorch
+      // says so in one line and starts it again on its port, ready within a few seconds
+      const tKill = Date.now();
       process.kill(replicas.get('r3')!, 'SIGKILL');
       for (let i = 0; i < 4; i += 1) await chat();
-      await until('no warning about the killed replica', () => /WARN \[orchestratord r3\] exited \(signal SIGKILL\)/.test(out), 5000, text);
+      await until('r3 was not restarted', () => /\[orchestratord r3\] restarted: ready \d+ ms after it exited/.test(out), 15_000, text);
+      console.log(`llorch up --replicas 3: r3 SIGKILLed, ready again ${Date.now() - tKill} ms later`);
+      expect(out.match(/WARN \[orchestratord r3\] exited \(signal SIGKILL\); restarting it on 127\.0\.0\.1:\d+ in 500 ms/g) ?? [], out).toHaveLength(1);
+      const r3Url = replicaUrls[2]!;
+      expect((await fetch(`${r3Url}/readyz`)).status).toBe(200);
+      expect(descendants(llorch.pid!).filter((p) => replicaId(p) === 'r3')).toHaveLength(1);
 
+      const descendantsAtStop = descendants(llorch.pid!);
       const tTerm = Date.now();
       llorch.kill('SIGTERM');
       const result = await Promise.race([llorch, sleep(60_000).then(() => undefined)]);
@@ -185,14 +162,14 @@ describe('llorch up --replicas 3', () => {
       // reverse start order: pool-managerd, (haproxy), the replicas still running, redis-server last
       const at = (re: RegExp): number => out.search(re);
       expect(at(/\[pool-managerd\] stopped/), out).toBeGreaterThan(0);
-      for (const r of ['r1', 'r2']) {
+      for (const r of ['r1', 'r2', 'r3']) {
         expect(at(new RegExp(`\\[orchestratord ${r}\\] stopping`)), r).toBeGreaterThan(at(/\[pool-managerd\] stopped/));
         expect(at(/\[redis-server\] .*Received SIGTERM/), r).toBeGreaterThan(at(new RegExp(`\\[orchestratord ${r}\\] stopped`)));
       }
       expect(out).not.toMatch(/^llorch: /m);
       const exitedAt = Date.now();
       while (Date.now() - exitedAt < 5000 && tree.some(running)) await sleep(100);
-      const left = tree.filter(running);
+      const left = [...tree, ...descendantsAtStop].filter(running);
       for (const p of left) process.kill(p, 'SIGKILL');
       expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
     },

@@ -25,10 +25,10 @@ export interface DrainOutcome {
 export async function drainTasks(tasks: TaskService, o: DrainOptions, log: Log): Promise<DrainOutcome> {
   const start = performance.now();
   if (o.graceMs <= 0) return { drained: false, ms: 0 };
-  log.info({ grace_ms: o.graceMs, delay_ms: o.delayMs }, 'draining');
+  log.info({ grace_ms: o.graceMs, delay_ms: o.delayMs, human: `draining: not ready, still serving; finishing the tasks admitted here (at most ${o.graceMs} ms)` }, 'draining');
   const [drained] = await Promise.all([tasks.drained(o.graceMs), sleep(Math.min(o.delayMs, o.graceMs))]);
   const ms = Math.round(performance.now() - start);
-  if (drained) log.info({ ms }, 'drained');
+  if (drained) log.info({ ms, human: `drained in ${ms} ms` }, 'drained');
   else log.warn({ ms, grace_ms: o.graceMs }, 'drain grace over: the tasks left end with an error');
   return { drained, ms };
 }

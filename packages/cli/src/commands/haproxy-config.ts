@@ -18,6 +18,8 @@ export interface HaproxyConfigOptions {
   idleTimeoutMs: number;
   /** Health check period, ms. @default 1000 */
   checkIntervalMs?: number;
+  /** Failed checks that take a replica out. @default 2 */
+  fall?: number;
 }
 
 /**
@@ -64,7 +66,7 @@ export function haproxyConfig(opts: HaproxyConfigOptions): string {
     '  balance leastconn',
     '  option httpchk GET /readyz',
     '  http-check expect status 200',
-    `  default-server check inter ${inter}ms fall 2 rise 2`,
+    `  default-server check inter ${inter}ms fall ${opts.fall ?? 2} rise 2`,
     ...opts.replicas.map((r) => `  server ${r.id} ${r.addr}`),
     '',
   ].join('\n');

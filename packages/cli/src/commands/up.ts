@@ -69,13 +69,16 @@ export async function up(opts: UpOptions): Promise<void> {
   };
   const prefix = await detectPdeathsigPrefix('SIGTERM');
   if (prefix === undefined) opts.out.write(`${paint.yellow('WARN')} setpriv --pdeathsig is unavailable: if llorch is killed (SIGKILL), the daemons keep running\n`);
-  const spawn = (program: string, args: string[], childEnv: Record<string, string | undefined>): Child =>
-    (prefix === undefined ? execa(program, args, { ...common, env: childEnv }) : execa(prefix[0]!, [...prefix.slice(1), program, ...args], { ...common, env: childEnv })) as Child;
-  const daemon = (args: string[], childEnv: Record<string, string | undefined>): Child => spawn(process.execPath, args, childEnv);
+  const spawn = (program: string, args: string[], childEnv: Record<string, string | undefined>, killAfterMs = 20_000): Child => {
+    const o = { ...common, env: childEnv, forceKillAfterDelay: killAfterMs };
+    return (prefix === undefined ? execa(program, args, o) : execa(prefix[0]!, [...prefix.slice(1), program, ...args], o)) as Child;
+  };
+  const daemon = (args: string[], childEnv: Record<string, string | undefined>, killAfterMs?: number): Child => spawn(process.execPath, args, childEnv, killAfterMs);
   if ((opts.replicas ?? 1) > 1) return upReplicas(opts, { spawn, print, paint, live, env, orchMain, poolMain, target });
 
   opts.out.write(`starting orchestratord on ${target.url}\n`);
-  const orch = daemon([orchMain], { ...env, ORCHD_ADDR: opts.addr });
+  // past orchestratord's 30 s drain grace and its ~12 s close
+  const orch = daemon([orchMain], { ...env, ORCHD_ADDR: opts.addr }, 45_000);
   // the page is there as soon as orchestratord listens, long before the first pool is ready (a
   // first run builds llama-server for minutes): say where it is right away
   let dashboard = dashboardUrl(target.url);
@@ -125,7 +128,12 @@ export async function up(opts: UpOptions): Promise<void> {
   };
   opts.signal.addEventListener('abort', stop, { once: true });
   opts.force?.addEventListener('abort', kill, { once: true });
-  const exited = Promise.race(children.map((c) => c.then((r) => r)));
+  const names = new Map<Child, string>([
+    [orch, 'orchestratord'],
+    [pool, 'pool-managerd'],
+  ]);
+  // the first daemon to exit, and how
+  const exited = Promise.race(children.map((c) => c.then((r) => ({ name: names.get(c) ?? 'a daemon', how: r.signal ? `signal ${r.signal}` : `code ${r.exitCode}` }))));
 
   try {
     const ready = await Promise.race([
@@ -140,7 +148,19 @@ export async function up(opts: UpOptions): Promise<void> {
       opts.out.write(upSummary([`  orchestratord  ${target.url}`, `  dashboard      ${dashboard}`], ready));
     } else if (!opts.signal.aborted) {
       stop();
-      throw new CliError('a daemon exited before the cluster became ready (see its log above)');
+      const first = await exited;
+      throw new CliError(`${first.name} exited (${first.how}) before the cluster became ready (see its log above)`);
+    }
+    // Half of this cluster is no cluster (a pool-managerd heartbeating into a refused port, or an
+    // orchestratord with no node): one daemon exiting stops the other, and llorch exits 1. Not
+    // restarted: the in-process orchestratord's queue and tasks died with it, so a restart would
+    // hide a loss rather than recover from it.
+    const first = await exited;
+    if (!stopping) {
+      print(`${paint.red('ERROR')} [${first.name}] exited (${first.how}); stopping the rest`);
+      stop();
+      await Promise.allSettled(children);
+      throw new CliError(`${first.name} exited (${first.how}; see its log above); llama-orch is stopped`);
     }
     await Promise.all(children);
   } finally {

@@ -1,0 +1,47 @@
+// Helpers of the process tests that run `llorch up` with the real daemons and engine.
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+
+const PKG = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+export const REPO = dirname(dirname(PKG));
+/** The built CLI. */
+export const CLI_MAIN = join(PKG, 'dist', 'main.js');
+/** The engine and model cache the other suites share (engine-provisioner's testCacheDir). */
+export const TEST_CACHE = process.env.LLORCH_TEST_CACHE_DIR ?? join(REPO, '.cache', 'llama-orch');
+/** The built daemons `llorch up` starts. */
+export const DAEMON_MAINS = [join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'), join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js')];
+
+/** requirements/cpu-dev.yaml in `dir`, pointed at `addr`, with its own runtime dir and a 1 s heartbeat. */
+export async function poolConfig(dir: string, addr: string): Promise<string> {
+  const config = join(dir, 'pool.yaml');
+  const base = readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8');
+  await writeFile(
+    config,
+    base
+      .replace(/addr: 127\.0\.0\.1:\d+/, 'addr: 127.0.0.1:0')
+      .replace(/url: http:\/\/127\.0\.0\.1:\d+/, `url: http://${addr}`)
+      .replace(/heartbeat_interval_ms: \d+/, 'heartbeat_interval_ms: 1000')
+      .replace(/^node:/m, `runtime_dir: ${join(dir, 'run')}\nnode:`),
+  );
+  return config;
+}
+
+/** The replica id a process was started with (its ORCHD_REPLICA_ID). */
+export function replicaId(pid: number): string | undefined {
+  try {
+    return /(?:^|\0)ORCHD_REPLICA_ID=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Polls `cond` every 50 ms for up to `ms`; fails with `what` and the output so far. */
+export async function until(what: string, cond: () => boolean, ms: number, out: () => string): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end && !cond()) await sleep(50);
+  expect(cond(), `${what}\n${out()}`).toBe(true);
+}

@@ -1,0 +1,173 @@
+// Process level: `llorch up` supervises what it started, and a rolling restart loses nothing. The
+// built CLI with Debian's redis-server and HAProxy, real orchestratord replicas, the real
+// pool-managerd and the real llama-server (synthetic model) from the shared test cache; the load
+// comes from the openai client (streamed and not) and /v2 (POST /v2/tasks + its event stream).
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
+import { execa, type ResultPromise } from 'execa';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { freeLoopbackPort } from './commands/loopback-port.js';
+import { cmdline, descendants, running } from './testing/proc.js';
+import { CLI_MAIN, DAEMON_MAINS, TEST_CACHE, poolConfig, replicaId, until } from './testing/up-cluster.js';
+
+const TOKEN = 'supervision-test-token-0123456789';
+
+let dir: string;
+beforeAll(async () => {
+  await ensureDebianPackage({ pkg: 'redis-server', path: '/usr/bin/redis-server', who: 'llorch up --replicas tests' });
+  await ensureDebianPackage({ pkg: 'haproxy', path: '/usr/sbin/haproxy', who: 'llorch up --replicas tests' });
+  dir = await mkdtemp(join(tmpdir(), 'llorch-up-supervision-'));
+}, DEBIAN_INSTALL_TIMEOUT_MS);
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Up {
+  llorch: ResultPromise<{ reject: false; all: true }>;
+  base: string;
+  text: () => string;
+}
+
+/** Runs `llorch up` with `args` until it reports a ready cluster; everything it started is killed when the test ends. */
+async function startUp(name: string, args: string[]): Promise<Up> {
+  for (const f of [CLI_MAIN, ...DAEMON_MAINS]) expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
+  const addr = `127.0.0.1:${await freeLoopbackPort()}`;
+  const sub = join(dir, name);
+  const config = await poolConfig(await mkdtemp(`${sub}-`), addr);
+  const llorch = execa(process.execPath, [CLI_MAIN, 'up', ...args, '--token', TOKEN, '--addr', addr, '--config', config], {
+    reject: false,
+    env: { LLORCH_CACHE_DIR: TEST_CACHE, LOG_LEVEL: 'info' },
+    all: true,
+  });
+  onTestFinished(() => {
+    for (const p of [llorch.pid!, ...descendants(llorch.pid!)]) if (running(p)) process.kill(p, 'SIGKILL');
+  });
+  let out = '';
+  llorch.all.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  const text = (): string => out;
+  await until('llorch up did not report a ready cluster', () => out.includes('llama-orch is up') || llorch.exitCode !== null, 3 * 60_000, text);
+  return { llorch, base: `http://${addr}`, text };
+}
+
+/** Steady load until `stop()`: each kind of client in a loop, one request at a time; every failure kept. */
+function load(base: string): { stop: () => Promise<{ ok: Record<string, number>; failed: string[] }> } {
+  const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 30_000 });
+  const ok: Record<string, number> = { chat: 0, stream: 0, v2: 0 };
+  const failed: string[] = [];
+  let running = true;
+  const messages = [{ role: 'user' as const, content: 'Write a haiku' }];
+  const kinds: Record<string, () => Promise<void>> = {
+    chat: async () => {
+      const r = await openai.chat.completions.create({ model: 'synthetic', messages, max_tokens: 16 });
+      if (r.choices[0]?.finish_reason !== 'length') throw new Error(`finish_reason ${r.choices[0]?.finish_reason}`);
+    },
+    stream: async () => {
+      const s = await openai.chat.completions.create({ model: 'synthetic', messages, max_tokens: 16, stream: true });
+      let finish: string | null | undefined;
+      for await (const chunk of s) finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (finish !== 'length') throw new Error(`stream finish_reason ${finish}`);
+    },
+    v2: async () => {
+      const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+      const res = await fetch(`${base}/v2/tasks`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'Write a haiku', model_ref: 'synthetic', max_tokens: 16 }) });
+      if (res.status !== 202) throw new Error(`POST /v2/tasks ${res.status}: ${await res.text()}`);
+      const { streams } = (await res.json()) as { streams: { sse: string } };
+      const events = await fetch(streams.sse, { headers });
+      if (events.status !== 200) throw new Error(`events ${events.status}: ${await events.text()}`);
+      const body = await events.text();
+      const last = [...body.matchAll(/^event: (\w+)$/gm)].at(-1)?.[1];
+      if (last !== 'end' || !body.includes('event: token')) throw new Error(`events ended with ${last}: ${body.slice(-300)}`);
+    },
+  };
+  const loops = Object.entries(kinds).flatMap(([kind, once]) =>
+    [1, 2].map(async () => {
+      while (running) {
+        try {
+          await once();
+          ok[kind]! += 1;
+        } catch (err) {
+          failed.push(`${kind}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+    }),
+  );
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+      return { ok, failed };
+    },
+  };
+}
+
+describe('llorch up supervises what it started', () => {
+  it(
+    'single mode: orchestratord SIGKILLed → one line naming it, pool-managerd and its engine stopped, exit 1',
+    async () => {
+      const up = await startUp('single', []);
+      const tree = descendants(up.llorch.pid!);
+      const orch = tree.find((p) => cmdline(p).includes('orchestratord') && cmdline(p).includes('main.js'));
+      expect(orch, tree.map(cmdline).join('\n')).toBeDefined();
+      expect(tree.map(cmdline).join('\n')).toMatch(/llama-server/);
+      const t = Date.now();
+      process.kill(orch!, 'SIGKILL');
+      const result = await Promise.race([up.llorch, sleep(30_000).then(() => undefined)]);
+      expect(result?.exitCode, up.text()).toBe(1);
+      console.log(`llorch up (single): orchestratord SIGKILLed, everything stopped and llorch exited 1 after ${Date.now() - t} ms`);
+      expect(up.text().match(/ERROR \[orchestratord\] exited \(signal SIGKILL\); stopping the rest/g) ?? [], up.text()).toHaveLength(1);
+      expect(up.text()).toMatch(/^llorch: orchestratord exited \(signal SIGKILL; see its log above\); llama-orch is stopped$/m);
+      expect(up.text()).toMatch(/\[pool-managerd\] stopped/);
+      const left = tree.filter(running);
+      for (const p of left) process.kill(p, 'SIGKILL');
+      expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
+    },
+    4 * 60_000,
+  );
+
+  it(
+    '--replicas 3: a rolling restart (SIGTERM to each replica in turn, restarted on its port) under openai and /v2 load fails no request',
+    async () => {
+      const up = await startUp('rolling', ['--replicas', '3', '--state-dir', join(dir, 'rolling-state')]);
+      const warm = load(up.base);
+      await sleep(1000);
+      const t0 = Date.now();
+      const figures: string[] = [];
+      for (const id of ['r1', 'r2', 'r3']) {
+        const pid = descendants(up.llorch.pid!).find((p) => replicaId(p) === id && cmdline(p).includes('orchestratord'));
+        expect(pid, id).toBeDefined();
+        const tTerm = Date.now();
+        process.kill(pid!, 'SIGTERM');
+        await until(`${id} was not restarted`, () => new RegExp(`\\[orchestratord ${id}\\] restarted: ready \\d+ ms after it exited`).test(up.text()), 45_000, up.text);
+        // back in the balancer before the next one goes (HAProxy: rise 2)
+        const ups = (): number => (up.text().match(new RegExp(`Server orchestratord/${id} is UP`, 'g')) ?? []).length;
+        await until(`HAProxy did not take ${id} back`, () => ups() >= 1, 10_000, up.text);
+        const drained = new RegExp(`\\[orchestratord ${id}\\] drained in (\\d+) ms`).exec(up.text())?.[1];
+        const restarted = new RegExp(`\\[orchestratord ${id}\\] restarted: ready (\\d+) ms`).exec(up.text())?.[1];
+        figures.push(`${id}: drained in ${drained} ms, ready again ${restarted} ms after its exit, back in the balancer ${Date.now() - tTerm} ms after SIGTERM`);
+      }
+      const { ok, failed } = await warm.stop();
+      console.log(`rolling restart of 3 replicas in ${Date.now() - t0} ms; requests ok ${JSON.stringify(ok)}, failed ${failed.length}\n  ${figures.join('\n  ')}`);
+      expect(failed, up.text()).toEqual([]);
+      for (const kind of ['chat', 'stream', 'v2']) expect(ok[kind], kind).toBeGreaterThan(3);
+      // each replica drained (its tasks ended within the grace), none past the grace
+      expect(
+        figures.filter((f) => f.includes('drained in undefined')),
+        up.text(),
+      ).toEqual([]);
+      // each exit reported once, none seen as a failure
+      for (const id of ['r1', 'r2', 'r3']) expect(up.text().match(new RegExp(`WARN \\[orchestratord ${id}\\] exited \\(code 0\\); restarting`, 'g')) ?? [], id).toHaveLength(1);
+      expect(up.text()).not.toMatch(/drain grace over/);
+      up.llorch.kill('SIGTERM');
+      const result = await Promise.race([up.llorch, sleep(60_000).then(() => undefined)]);
+      expect(result?.exitCode, up.text()).toBe(0);
+    },
+    5 * 60_000,
+  );
+});
