@@ -113,7 +113,7 @@ describe('llorch up supervises what it started', () => {
     async () => {
       const up = await startUp('single', []);
       const tree = descendants(up.llorch.pid!);
-      const orch = tree.find((p) => cmdline(p).includes('orchestratord') && cmdline(p).includes('main.js'));
+      const orch = tree.find((p) => cmdline(p).includes('orchestratord') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'));
       expect(orch, tree.map(cmdline).join('\n')).toBeDefined();
       expect(tree.map(cmdline).join('\n')).toMatch(/llama-server/);
       const t = Date.now();
@@ -124,6 +124,28 @@ describe('llorch up supervises what it started', () => {
       expect(up.text().match(/ERROR \[orchestratord\] exited \(signal SIGKILL\); stopping the rest/g) ?? [], up.text()).toHaveLength(1);
       expect(up.text()).toMatch(/^llorch: orchestratord exited \(signal SIGKILL; see its log above\); llama-orch is stopped$/m);
       expect(up.text()).toMatch(/\[pool-managerd\] stopped/);
+      const left = tree.filter(running);
+      for (const p of left) process.kill(p, 'SIGKILL');
+      expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
+    },
+    4 * 60_000,
+  );
+
+  it(
+    'single mode: pool-managerd SIGKILLed → one line naming it, orchestratord stopped, its engine gone, exit 1',
+    async () => {
+      const up = await startUp('single-pool', []);
+      const tree = descendants(up.llorch.pid!);
+      const pool = tree.find((p) => cmdline(p).includes('pool-managerd') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'));
+      expect(pool, tree.map(cmdline).join('\n')).toBeDefined();
+      process.kill(pool!, 'SIGKILL');
+      const result = await Promise.race([up.llorch, sleep(30_000).then(() => undefined)]);
+      expect(result?.exitCode, up.text()).toBe(1);
+      expect(up.text().match(/ERROR \[pool-managerd\] exited \(signal SIGKILL\); stopping the rest/g) ?? [], up.text()).toHaveLength(1);
+      expect(up.text()).toMatch(/\[orchestratord\] stopped/);
+      const exitedAt = Date.now();
+      // the engine goes with its parent-death signal
+      while (Date.now() - exitedAt < 5000 && tree.some(running)) await sleep(100);
       const left = tree.filter(running);
       for (const p of left) process.kill(p, 'SIGKILL');
       expect(left.map((p) => `${p}: ${cmdline(p)}`)).toEqual([]);
