@@ -4,6 +4,7 @@ import { execFileSync, spawn, type ChildProcessByStdio } from 'node:child_proces
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { FixturePoolManager } from './fixtures/fixture-pool-manager.js';
@@ -115,17 +116,19 @@ describe('orchestratord process: SIGTERM always ends it within the grace period'
     expect(records(d.out.text).map((r) => r.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
   });
 
-  it('drains: not ready at once, a task admitted during the drain is served, every stream ends with `end`, then exit 0', async () => {
-    const d = await startDaemon({ ORCHD_DRAIN_GRACE_MS: '8000' });
+  it('drains: not ready at once, a task admitted within the drain delay is served, one after it refused (retriable), every stream ends with `end`, then exit 0', async () => {
+    const d = await startDaemon({ ORCHD_DRAIN_GRACE_MS: '8000', ORCHD_DRAIN_DELAY_MS: '1000' });
     const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: TOKEN, tokenIntervalMs: 20 });
     onTestFinished(() => node.close());
     await node.startHeartbeats(d.url, HB_MS);
-    const submit = async (): Promise<{ id: string; sse: Awaited<ReturnType<typeof openSse>> }> => {
-      const res = await request(`${d.url}/v2/tasks`, {
+    const post = (): ReturnType<typeof request> =>
+      request(`${d.url}/v2/tasks`, {
         method: 'POST',
         headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-        body: JSON.stringify(taskBody({ max_tokens: 60 })),
+        body: JSON.stringify(taskBody({ max_tokens: 100 })),
       });
+    const submit = async (): Promise<{ id: string; sse: Awaited<ReturnType<typeof openSse>> }> => {
+      const res = await post();
       expect(res.statusCode).toBe(202);
       const json = (await res.body.json()) as { task_id: string; streams: { sse: string } };
       return { id: json.task_id, sse: await openSse(json.streams.sse, { authorization: `Bearer ${TOKEN}` }) };
@@ -136,6 +139,12 @@ describe('orchestratord process: SIGTERM always ends it within the grace period'
     // not ready from the signal on, while it still serves
     await expect.poll(async () => (await request(`${d.url}/readyz`)).statusCode, { timeout: 2000, interval: 20 }).toBe(503);
     const late = await submit();
+    expect(Date.now() - at).toBeLessThan(1000);
+    // past the delay: admission is closed (new work must not stretch the drain), the tasks run on
+    await sleep(1200 - (Date.now() - at));
+    const refused = await post();
+    expect(refused.statusCode).toBeGreaterThanOrEqual(500);
+    expect(await refused.body.json()).toMatchObject({ code: 'INTERNAL', retriable: true });
     const exit = await d.exit(at);
     expect(exit).toMatchObject({ code: 0, signal: null });
     for (const s of [first, late]) {

@@ -142,9 +142,10 @@ export const OrchestratorConfigSchema = z
      */
     drain_grace_ms: z.coerce.number().int().min(0).max(600_000).default(30_000),
     /**
-     * On SIGTERM/SIGINT, shortest drain even with no task left: the time a load balancer's health
-     * checks take to see /readyz fail and stop sending (HAProxy at `inter 1s fall 2`: ≤ 3 s).
-     * Capped by `drain_grace_ms`. 0 = no balancer in front. @default 0 (env ORCHD_DRAIN_DELAY_MS)
+     * On SIGTERM/SIGINT, how long admission stays open in the drain (and its shortest length): the
+     * time a load balancer's health checks take to see /readyz fail and stop sending (HAProxy at
+     * `inter 1s fall 2`: ≤ 3 s); later tasks are refused (retriable). Capped by `drain_grace_ms`.
+     * 0 = no balancer in front. @default 0 (env ORCHD_DRAIN_DELAY_MS)
      */
     drain_delay_ms: z.coerce.number().int().min(0).max(60_000).default(0),
     /** pino level. @default info (env LOG_LEVEL) */

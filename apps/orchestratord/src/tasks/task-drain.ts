@@ -6,7 +6,7 @@ import type { TaskService } from './task-service.js';
 export interface DrainOptions {
   /** Longest the drain takes, ms; 0 = none. */
   graceMs: number;
-  /** Shortest drain, ms (the balancer's time to see /readyz fail); capped by `graceMs`. */
+  /** Admission stays open this long, ms (the balancer's time to see /readyz fail); capped by `graceMs`. */
   delayMs: number;
 }
 
@@ -18,15 +18,22 @@ export interface DrainOutcome {
 }
 
 /**
- * Waits until the tasks admitted here have ended and at least `delayMs` has passed, at most
- * `graceMs`. Requests go on being served meanwhile: a balancer that has not yet seen /readyz fail
- * still sends some, and refusing them would fail requests that another replica would have taken.
+ * First `delayMs` (capped by `graceMs`) with admission still open: a balancer that has not yet
+ * seen /readyz fail still sends requests, and refusing them would fail requests another replica
+ * would have taken. Then admission stops (a client or balancer that keeps sending gets the
+ * retriable `shutting down` error, so new work cannot stretch the drain) and the tasks admitted
+ * here run to their end, until the grace is over.
  */
 export async function drainTasks(tasks: TaskService, o: DrainOptions, log: Log): Promise<DrainOutcome> {
   const start = performance.now();
-  if (o.graceMs <= 0) return { drained: false, ms: 0 };
+  if (o.graceMs <= 0) {
+    tasks.stopAdmission();
+    return { drained: false, ms: 0 };
+  }
   log.info({ grace_ms: o.graceMs, delay_ms: o.delayMs, human: `draining: not ready, still serving; finishing the tasks admitted here (at most ${o.graceMs} ms)` }, 'draining');
-  const [drained] = await Promise.all([tasks.drained(o.graceMs), sleep(Math.min(o.delayMs, o.graceMs))]);
+  await sleep(Math.min(o.delayMs, o.graceMs));
+  tasks.stopAdmission();
+  const drained = await tasks.drained(Math.max(0, o.graceMs - (performance.now() - start)));
   const ms = Math.round(performance.now() - start);
   if (drained) log.info({ ms, human: `drained in ${ms} ms` }, 'drained');
   else log.warn({ ms, grace_ms: o.graceMs }, 'drain grace over: the tasks left end with an error');

@@ -70,6 +70,8 @@ export class TaskService {
   readonly #tick: NodeJS.Timeout;
   readonly #unsubscribe: () => void;
   #state: TaskServiceState = 'running';
+  /** False once a drain stopped admission (`stopAdmission`); dispatch and housekeeping go on. */
+  #admitting = true;
   #closing: Promise<void> | undefined;
   /** Token frames relayed by tasks that have ended (see {@link tokensRelayed}). */
   #tokensEnded = 0;
@@ -122,7 +124,7 @@ export class TaskService {
     this.#admission = new TaskAdmission({
       ...{ registry, predictor: this.#predictor, sessions: this.#sessions, clock: this.#clock, observer: this.#observer, queue: this.#queue, table: this.#table },
       ...{ cluster, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity },
-      running: () => this.#state === 'running',
+      running: () => this.#state === 'running' && this.#admitting,
       evict: (victim, by) => {
         this.#observer.evicted(victim, by);
         this.#fail(victim, 'QUEUE_FULL_DROP_LRU', 'evicted from the full admission queue by a newer task (policy drop-lru)', true);
@@ -191,10 +193,14 @@ export class TaskService {
     this.#scheduler.pump();
   }
 
+  /** Refuses new tasks from now on (retriable INTERNAL, as while closing); the admitted ones run on. */
+  stopAdmission(): void {
+    this.#admitting = false;
+  }
+
   /**
    * Resolves true once no task admitted here is unfinished (queued or running), false when
-   * `timeoutMs` passes first. Changes nothing: admission and dispatch go on, so a draining replica
-   * still serves the requests its balancer sends before taking it out (.specs/60-orchestratord.md).
+   * `timeoutMs` passes first. Changes nothing: dispatch goes on (.specs/60-orchestratord.md).
    */
   async drained(timeoutMs: number): Promise<boolean> {
     const deadline = performance.now() + timeoutMs;
