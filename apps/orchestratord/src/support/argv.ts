@@ -22,8 +22,8 @@ ORCHD_ADDR requires LLORCH_API_TOKEN. ORCHD_REDIS_URL (redis://host:port/db or r
 
 ${lines.join('\n')}
 
-Logs: JSON lines (pino) on stdout. SIGTERM or SIGINT closes gracefully within 10 s; a second
-signal exits at once.`;
+Logs: JSON lines (pino) on stdout. SIGTERM or SIGINT: not ready at once, the tasks admitted
+here finish (ORCHD_DRAIN_GRACE_MS), then it closes within ~12 s; a second SIGINT exits at once.`;
 }
 
 /** The version in the package's package.json (two levels above dist/support/). */
