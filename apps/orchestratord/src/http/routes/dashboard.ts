@@ -68,7 +68,11 @@ export const dashboardRoutes: FastifyPluginAsyncZod<DashboardRoutesOptions> = as
     });
     open.add(stream);
     unsubscribe ??= dashboard.subscribe(broadcast);
-    stream.send(snapshotEvent(dashboard.snapshot()));
+    dashboard.snapshot().then(
+      (snap) => stream.send(snapshotEvent(snap)),
+      // The stream stays open: the next change or bucket end sends one.
+      (err: unknown) => req.log.warn({ err }, 'dashboard snapshot failed'),
+    );
     req.log.debug({ open: open.size }, 'dashboard stream opened');
   });
 
