@@ -182,11 +182,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     onEvict: () => metrics.sessionsEvicted.inc(),
   });
   // With a Redis store the replica that admits a task owns it; the cluster's queue orders them all.
-  const replicaId = config.replica_id ?? `${hostname()}-${process.pid}`;
   const cluster = sharedNodes
     ? new ClusterTasks({
-        ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, signals: store.signals, replicaId },
-        address: () => config.advertise_url?.replace(/\/+$/, '') ?? boundUrl(app),
+        ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, signals: store.signals, replicaId: identity.replicaId },
+        address: () => identity.address(),
         logger: logger.child({ subsystem: 'tasks' }),
         retainMs: config.stream_grace_ms,
         changed: () => tasksRef?.pump(),
@@ -237,7 +236,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     replicas: () => replicaDirectory.live(),
     logger: logger.child({ subsystem: 'dashboard' }),
     // Other replicas' tasks reach this one's pages only through the store: look again every second.
-    ...(store.kind === 'redis' ? { pollMs: 1000 } : {}),
+    ...(store.kind === 'redis' ? { pollMs: 1000, sharedQueue: { sizes: () => store.queue.sizes(), capacity: config.admission_capacity } } : {}),
     ...(tuning.dashboardBucketMs !== undefined ? { bucketMs: tuning.dashboardBucketMs } : {}),
   });
 
@@ -331,12 +330,4 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(engineDoorRoutes, { services });
   await app.register(dashboardRoutes, { services, dir: deps.dashboardDir ?? dashboardAssetsDir() });
   return app as unknown as OrchdApp;
-}
-
-/** This server's bound address as a URL other processes can reach (a wildcard bind is reached on loopback); undefined before it listens. */
-function boundUrl(app: FastifyInstance): string | undefined {
-  const a = app.server.address();
-  if (a === null || typeof a !== 'object') return undefined;
-  const host = a.address === '0.0.0.0' || a.address === '::' ? '127.0.0.1' : a.address;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${a.port}`;
 }

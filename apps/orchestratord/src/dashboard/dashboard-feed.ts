@@ -3,6 +3,7 @@ import { toClusterPool } from '../registry/cluster-pool.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import type { ActivityStore } from '../store/activity-store.js';
+import type { AdmissionQueueStore } from '../store/admission-queue-store.js';
 import type { ReplicaInfo } from '../store/replica-membership-store.js';
 import type { TaskEvent } from '../tasks/task-events.js';
 import type { TaskService } from '../tasks/task-service.js';
@@ -30,6 +31,12 @@ export interface DashboardFeedOptions {
    * in-process store has no other writer).
    */
   pollMs?: number;
+  /**
+   * The cluster's admission queue, when replicas share one (Redis): the snapshot's depth comes from
+   * it, the capacity is the cluster's, and `running` is the sum of the streams the live replicas
+   * announced. Absent = this process's queue and running tasks.
+   */
+  sharedQueue?: Pick<AdmissionQueueStore, 'sizes'> & { readonly capacity: number };
   /** Width of a throughput bucket, ms. @default 5000 */
   bucketMs?: number;
   /** Throughput buckets kept. @default 120 (10 minutes of 5 s buckets) */
@@ -68,6 +75,7 @@ export class DashboardFeed {
   readonly #replicas: () => readonly ReplicaInfo[];
   readonly #logger: Log;
   readonly #pollMs: number | undefined;
+  readonly #sharedQueue: DashboardFeedOptions['sharedQueue'];
   /** The first bucket this feed saw: the chart starts there (or at the oldest bucket any replica wrote). */
   readonly #shownSince: number;
   readonly #listeners = new Set<DashboardListener>();
@@ -96,6 +104,7 @@ export class DashboardFeed {
     this.#replicas = o.replicas;
     this.#logger = o.logger;
     this.#pollMs = o.pollMs;
+    this.#sharedQueue = o.sharedQueue;
     const bucketMs = o.bucketMs ?? 5000;
     const buckets = o.buckets ?? 120;
     this.#series = new ThroughputSeries({ bucketMs, buckets, now: o.clock.now(), tokens: o.tasks.tokensRelayed() });
@@ -135,19 +144,23 @@ export class DashboardFeed {
   /** The cluster now, as the dashboard shows it. Rejects (StoreUnavailableError) when the cluster store does. */
   async snapshot(): Promise<DashboardSnapshot> {
     this.#advance(this.#clock.now());
-    const view = await this.#activity.read(this.#series.openSince, this.#shownSince);
+    const [view, clusterDepth] = await Promise.all([this.#activity.read(this.#series.openSince, this.#shownSince), this.#sharedQueue?.sizes()]);
     const now = this.#clock.now();
     const load = this.#tasks.load(Math.round(meanTokens(view.recent) ?? TASK_LIMITS.defaultMaxTokens));
+    const replicas = this.#replicas();
+    // A shared queue: its depth from the store, running = the streams every replica announced relaying.
+    const depth = clusterDepth !== undefined ? { interactive: clusterDepth.interactive, batch: clusterDepth.batch } : load.depth;
+    const running = clusterDepth !== undefined && replicas.length > 0 ? replicas.reduce((n, r) => n + Math.max(0, Math.round(r.load)), 0) : load.running;
     return {
       version: this.#version,
       generated_at_ms: Math.max(0, Math.round(now)),
       bucket_ms: this.#series.bucketMs,
       nodes: this.#registry.list(),
       pools: this.#registry.pools().map(toClusterPool),
-      queue: { depth: load.depth, capacity: load.capacity, running: load.running, predicted_wait_ms: load.predictedWaitMs },
+      queue: { depth, capacity: this.#sharedQueue?.capacity ?? load.capacity, running, predicted_wait_ms: load.predictedWaitMs },
       throughput: view.throughput,
       recent_tasks: view.recent,
-      replicas: this.#replicas().map(toDashboardReplica),
+      replicas: replicas.map(toDashboardReplica),
     };
   }
 

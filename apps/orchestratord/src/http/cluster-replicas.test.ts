@@ -129,6 +129,46 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     expect(relayed.map((r) => r.load)).toEqual([0, 0]);
   });
 
+  it('the queue section is the cluster queue on both replicas; llorch_queue_depth summed over both is its depth', async () => {
+    const a = await replica('orchd-a', 'queue:');
+    const b = await replica('orchd-b', 'queue:');
+    // one slot, slow tokens: the first task holds it, the rest wait in the cluster's queue
+    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: TOKEN, tokenIntervalMs: 200 });
+    cleanup.push(() => node.close());
+    await node.startHeartbeats(a.url, HB);
+    for (const r of [a, b])
+      await until(
+        () => snapshotOf(r),
+        (s) => s.pools.some((p) => p.node_state === 'online') && s.replicas.length === 2,
+        'pool and replicas',
+      );
+    const admit = async (r: typeof a) => {
+      const res = await r.app.inject({ method: 'POST', url: '/v2/tasks', headers: auth, payload: taskBody({ max_tokens: 500 }) });
+      expect(res.statusCode, res.body).toBe(202);
+    };
+    await admit(a);
+    await until(
+      () => snapshotOf(a),
+      (s) => s.queue.depth.interactive === 0 && node.dispatches.length === 1,
+      'the first task running',
+    );
+    await admit(a);
+    await admit(b);
+    await admit(b);
+    const depthOf = async (r: typeof a) => (await snapshotOf(r)).queue;
+    expect((await depthOf(b)).capacity).toBe(1024); // the cluster's (ORCHD_ADMISSION_CAPACITY's default)
+    for (const r of [a, b]) {
+      // running: the streams the replicas announced (within an interval)
+      await until(
+        () => depthOf(r),
+        (q) => q.depth.interactive === 3 && q.running === 1,
+        'the cluster queue on each dashboard',
+      );
+    }
+    const scrapes = await Promise.all([scrape(a), scrape(b)]);
+    expect(summed(scrapes, 'llorch_queue_depth')).toBe(3);
+  });
+
   it('cluster gauges: only the leader (lowest live id) exports them, so sum() over both scrapes is the true value; the other leads once it leaves', async () => {
     const a = await replica('orchd-a', 'metrics:');
     const b = await replica('orchd-b', 'metrics:');
@@ -153,7 +193,7 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     expect(summed(both, 'llorch_pools_available')).toBe(2);
     // the non-leader declares the families but has no samples
     expect(both[1]!.find((f) => f.name === 'llorch_nodes_online')?.samples).toEqual([]);
-    // the queue is still each replica's own: each exports its depth (the sum is the cluster's)
+    // the queue depth counts the waiting tasks each replica admitted: every replica exports its own (the sum is the cluster's)
     expect(both.every((families) => families.some((f) => f.name === 'llorch_queue_depth' && f.samples.length === 2))).toBe(true);
     // per-replica counters stay per replica (summing them is right)
     expect(summed(both, 'llorch_node_registrations_total')).toBe(2);

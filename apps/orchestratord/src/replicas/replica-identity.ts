@@ -11,10 +11,12 @@ export interface ReplicaIdentity {
   readonly replicaId: string;
   /**
    * `advertise_url` (ORCHD_ADVERTISE_URL) without a trailing slash; else the bound address once
-   * listening (`http://<bind host>:<port>`, the host name for a wildcard bind); before that
-   * `http://<addr>` as configured.
+   * listening (`http://<bind host>:<port>`, the host name for a wildcard bind); undefined before
+   * that (nothing can reach it yet).
    */
-  address(): string;
+  address(): string | undefined;
+  /** `http://<addr>` as configured: what announcements show before the server listens. */
+  readonly configuredAddress: string;
 }
 
 export interface ReplicaIdentityInput {
@@ -45,11 +47,12 @@ export function replicaIdentity(o: ReplicaIdentityInput): ReplicaIdentity {
   let bound: string | undefined;
   return {
     replicaId: o.replicaId ?? defaultReplicaId(o.hostname, o.pid),
+    configuredAddress: `http://${o.addr}`,
     address() {
       if (advertised !== undefined) return advertised;
       if (bound !== undefined) return bound;
       const a = o.boundAddress();
-      if (a === null || typeof a === 'string') return `http://${o.addr}`;
+      if (a === null || typeof a === 'string') return undefined;
       bound = `http://${hostPart}:${a.port}`;
       return bound;
     },

@@ -10,7 +10,7 @@ import { ReplicaMembership } from './replica-membership.js';
 const INTERVAL = 100;
 
 function member(store: ClusterStore, id: string, logger = captureLogger().logger, figures = { tasksRelayed: 0, load: 0 }) {
-  const identity: ReplicaIdentity = { replicaId: id, address: () => `http://10.0.0.1:${id.length}` };
+  const identity: ReplicaIdentity = { replicaId: id, address: () => `http://10.0.0.1:${id.length}`, configuredAddress: 'http://127.0.0.1:0' };
   const directory = new ReplicaDirectory({ selfId: id, clock: systemClock, maxAgeMs: 3 * INTERVAL });
   const membership = new ReplicaMembership({
     store: store.replicas,
@@ -107,7 +107,9 @@ describe('replica identity', () => {
   it('address: advertise_url first, else the bound address once listening (host name on a wildcard bind), else the configured addr', () => {
     let bound: { address: string; family: string; port: number } | null = null;
     const id = replicaIdentity({ ...base, boundAddress: () => bound });
-    expect(id.address()).toBe('http://127.0.0.1:0');
+    // before listening: nothing reachable; announcements show the configured addr
+    expect(id.address()).toBeUndefined();
+    expect(id.configuredAddress).toBe('http://127.0.0.1:0');
     bound = { address: '127.0.0.1', family: 'IPv4', port: 31337 };
     expect(id.address()).toBe('http://127.0.0.1:31337');
     expect(replicaIdentity({ ...base, addr: '0.0.0.0:8080', boundAddress: () => ({ address: '0.0.0.0', family: 'IPv4', port: 8080 }) }).address()).toBe('http://gpu-box.lan:8080');

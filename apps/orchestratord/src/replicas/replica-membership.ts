@@ -59,7 +59,7 @@ export class ReplicaMembership {
     const f = this.#o.figures();
     return {
       replica_id: this.#o.identity.replicaId,
-      address: this.#o.identity.address(),
+      address: this.#o.identity.address() ?? this.#o.identity.configuredAddress,
       version: this.#o.version,
       up_since: this.upSince,
       tasks_relayed: f.tasksRelayed,
