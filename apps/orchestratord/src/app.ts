@@ -78,7 +78,7 @@ export interface AppDeps {
    * @default the in-process store of `config`
    */
   store?: ClusterStore;
-  /** This host's name: the default replica id (`<hostname>-<pid>`) and the address of a wildcard bind. @default os.hostname() */
+  /** This host's name: the default replica id (`<hostname>-<pid>`). @default os.hostname() */
   hostname?: string;
   /** @default process.pid */
   pid?: number;

@@ -11,8 +11,8 @@ export interface ReplicaIdentity {
   readonly replicaId: string;
   /**
    * `advertise_url` (ORCHD_ADVERTISE_URL) without a trailing slash; else the bound address once
-   * listening (`http://<bind host>:<port>`, the host name for a wildcard bind); undefined before
-   * that (nothing can reach it yet).
+   * listening (`http://<bind host>:<port>`; loopback for a wildcard bind, which reaches it from this
+   * host only: set ORCHD_ADVERTISE_URL across hosts); undefined before that (nothing can reach it yet).
    */
   address(): string | undefined;
   /** `http://<addr>` as configured: what announcements show before the server listens. */
@@ -26,7 +26,7 @@ export interface ReplicaIdentityInput {
   addr: string;
   /** The listening server's bound address, or null before it listens. */
   boundAddress: () => AddressInfo | string | null;
-  /** This host's name (os.hostname()): the default id, and the address of a wildcard bind. */
+  /** This host's name (os.hostname()): the default id. */
   hostname: string;
   pid: number;
 }
@@ -42,7 +42,7 @@ export function replicaIdentity(o: ReplicaIdentityInput): ReplicaIdentity {
   const advertised = o.advertiseUrl?.replace(/\/+$/, '');
   const { host: bindHost } = splitHostPort(o.addr);
   const wildcard = bindHost === '0.0.0.0' || bindHost === '::' || bindHost === '';
-  const host = wildcard ? o.hostname : bindHost;
+  const host = wildcard ? '127.0.0.1' : bindHost;
   const hostPart = host.includes(':') ? `[${host}]` : host;
   let bound: string | undefined;
   return {

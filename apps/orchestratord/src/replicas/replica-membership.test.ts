@@ -104,7 +104,7 @@ describe('replica identity', () => {
     expect(defaultReplicaId('', 1)).toBe('orchestratord-1');
   });
 
-  it('address: advertise_url first, else the bound address once listening (host name on a wildcard bind), else the configured addr', () => {
+  it('address: advertise_url first, else the bound address once listening (loopback on a wildcard bind), else none', () => {
     let bound: { address: string; family: string; port: number } | null = null;
     const id = replicaIdentity({ ...base, boundAddress: () => bound });
     // before listening: nothing reachable; announcements show the configured addr
@@ -112,7 +112,7 @@ describe('replica identity', () => {
     expect(id.configuredAddress).toBe('http://127.0.0.1:0');
     bound = { address: '127.0.0.1', family: 'IPv4', port: 31337 };
     expect(id.address()).toBe('http://127.0.0.1:31337');
-    expect(replicaIdentity({ ...base, addr: '0.0.0.0:8080', boundAddress: () => ({ address: '0.0.0.0', family: 'IPv4', port: 8080 }) }).address()).toBe('http://gpu-box.lan:8080');
+    expect(replicaIdentity({ ...base, addr: '0.0.0.0:8080', boundAddress: () => ({ address: '0.0.0.0', family: 'IPv4', port: 8080 }) }).address()).toBe('http://127.0.0.1:8080');
     expect(replicaIdentity({ ...base, addr: '[::1]:8080', boundAddress: () => ({ address: '::1', family: 'IPv6', port: 8080 }) }).address()).toBe('http://[::1]:8080');
     expect(replicaIdentity({ ...base, advertiseUrl: 'http://orchd-a.internal:8080/', boundAddress: () => bound }).address()).toBe('http://orchd-a.internal:8080');
   });

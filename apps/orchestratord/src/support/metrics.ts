@@ -44,11 +44,6 @@ export interface MetricsSources {
    * others leave those gauges empty and `sum()` over every replica does not count them N times.
    */
   clusterLeader(): boolean;
-  /**
-   * Whether `queueDepth()` is the cluster's one queue (then leader-only like the nodes) rather than
-   * this replica's own (then every replica exports its own and the sum is the cluster's). @default false
-   */
-  sharedQueue?: boolean;
 }
 
 export function createMetrics(registry: Registry, sources: MetricsSources): OrchdMetrics {
@@ -63,12 +58,13 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       this.set(leader() ? 1 : 0);
     },
   });
-  new ClusterGauge({
+  // Per replica: the waiting tasks this replica admitted (with a Redis store, its share of the
+  // cluster's queue), so the sum over replicas is the cluster's depth.
+  new Gauge({
     name: 'llorch_queue_depth',
-    help: 'Tasks waiting in the admission queue.',
+    help: 'Tasks waiting in the admission queue that this replica admitted.',
     labelNames: ['engine', 'priority'] as const,
     registers,
-    exports: () => sources.sharedQueue !== true || leader(),
     collect() {
       this.reset();
       const depth = sources.queueDepth();
