@@ -169,6 +169,25 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     expect(summed(scrapes, 'llorch_queue_depth')).toBe(3);
   });
 
+  it('Redis down: GET /v2/dashboard answers 503 STORE_UNAVAILABLE (retriable), the replica keeps running; back once Redis is', async () => {
+    const a = await replica('orchd-a', 'down:');
+    expect((await a.app.inject({ method: 'GET', url: '/v2/dashboard', headers: auth })).statusCode).toBe(200);
+    await server.kill();
+    try {
+      const res = await a.app.inject({ method: 'GET', url: '/v2/dashboard', headers: auth });
+      expect(res.statusCode, res.body).toBe(503);
+      expect(res.json()).toMatchObject({ code: 'STORE_UNAVAILABLE', retriable: true });
+      expect(res.headers['retry-after']).toBeDefined();
+    } finally {
+      await server.restart();
+    }
+    await until(
+      async () => (await a.app.inject({ method: 'GET', url: '/v2/dashboard', headers: auth })).statusCode,
+      (s) => s === 200,
+      'the dashboard back',
+    );
+  });
+
   it('cluster gauges: only the leader (lowest live id) exports them, so sum() over both scrapes is the true value; the other leads once it leaves', async () => {
     const a = await replica('orchd-a', 'metrics:');
     const b = await replica('orchd-b', 'metrics:');
