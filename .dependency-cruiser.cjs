@@ -87,7 +87,7 @@ module.exports = {
       'orchestratord',
       [
         ['http'],
-        ['dashboard'],
+        ['dashboard', 'replicas'],
         ['anthropic', 'responses'],
         ['openai', 'tasks'],
         ['admission'],

@@ -50,10 +50,20 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         redis: redactedUrl(options.config.redis_url),
         prefix: options.config.redis_prefix,
         replica: options.config.replica_id,
-        shared: ['rate limits', 'readiness', 'node registry and liveness', 'slot leases', 'admission queue', 'task records', 'sessions'],
-        local: ['dashboard recent tasks and throughput'],
+        shared: [
+          'rate limits',
+          'readiness',
+          'node registry and liveness',
+          'slot leases',
+          'admission queue',
+          'task records',
+          'sessions',
+          'replica membership',
+          'dashboard activity',
+        ],
+        local: [],
         human:
-          "Cluster store: Redis. Shared: per-key rate limits, /readyz, the node registry and liveness, slot leases, the admission queue, task records and sessions; the dashboard's recent tasks and throughput are still this replica's own",
+          "Cluster store: Redis. Shared: per-key rate limits, /readyz, the node registry and liveness, slot leases, the admission queue, task records, sessions, replica membership and the dashboard's recent tasks and throughput; token frames stay with the replica that relays them",
       },
       'cluster store partly wired',
     );
