@@ -79,11 +79,10 @@ describe('orchestratord process with a cluster store', () => {
 
   it('a live Redis: it says what is shared so far, /readyz is ready, it is listed as a replica (<hostname>-<pid>, its bound address), SIGTERM leaves and exits 0', async () => {
     const r = await runDaemon({ ORCHD_REDIS_URL: redis.url, ORCHD_REDIS_PREFIX: 'proc:' }, '"msg":"listening"');
-    expect(r.lines.find((l) => l.msg === 'cluster store partly wired')).toMatchObject({
+    expect(r.lines.find((l) => l.msg === 'cluster store')).toMatchObject({
       prefix: 'proc:',
       redis: redis.url,
       shared: ['rate limits', 'readiness', 'node registry and liveness', 'slot leases', 'admission queue', 'task records', 'sessions', 'replica membership', 'dashboard activity'],
-      local: [],
     });
     const url = (r.lines.find((l) => l.msg === 'listening') as { url: string }).url;
     let status = 0;
