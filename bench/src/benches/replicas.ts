@@ -1,9 +1,10 @@
+import { loadavg } from 'node:os';
 import { startRedisServer } from '@llama-orch/daemon-support/redis-server';
 import { newToken } from '../lib/cluster.js';
 import type { Bench, BenchContext } from '../lib/context.js';
 import type { BenchOutcome, Figure } from '../lib/result.js';
 import { scaleCurve, SCALE_MODEL, type ScaleSample, type ScaleSizes } from '../lib/scale-curve.js';
-import { median, rounded, summarize } from '../lib/stats.js';
+import { median, round, rounded, summarize } from '../lib/stats.js';
 import {
   startStoreConfig,
   stopStoreConfig,
@@ -28,15 +29,21 @@ function storeSizes(quick: boolean): StoreRoundSizes & { rounds: number } {
   };
 }
 
-/** Each replica's cap (cores): `BENCH_REPLICA_CPU` overrides (e.g. 0.5 on a machine with more cores). */
+/**
+ * Each replica's cap: 0.1 core, so that 2 saturated replicas leave most of this 2-core shared
+ * machine to the FIXTURE nodes, nginx and the clients (at 0.15 they did not: see the notes).
+ * `BENCH_REPLICA_CPU` (cores), `BENCH_REPLICA_STREAMS` (per client, 2 clients a replica) and
+ * `BENCH_REPLICA_TOKEN_MS` override, e.g. on a machine with more cores.
+ */
 function scaleSizes(quick: boolean): ScaleSizes {
   return {
-    capCores: Number(process.env.BENCH_REPLICA_CPU ?? 0.15),
+    capCores: Number(process.env.BENCH_REPLICA_CPU ?? 0.1),
     tokenIntervalMs: Number(process.env.BENCH_REPLICA_TOKEN_MS ?? 4),
-    loadPerReplica: { clients: 2, streamsPerClient: Number(process.env.BENCH_REPLICA_STREAMS ?? 12), model: SCALE_MODEL, maxTokens: 200, inline: true },
+    loadPerReplica: { clients: 2, streamsPerClient: Number(process.env.BENCH_REPLICA_STREAMS ?? 10), model: SCALE_MODEL, maxTokens: 200, inline: true },
     settleS: quick ? 1 : 2,
     windowS: quick ? 2 : 10,
     rounds: quick ? 1 : 4,
+    warmupS: quick ? 0 : 5,
   };
 }
 
@@ -153,7 +160,7 @@ export const replicasBench: Bench = {
         `${scaleLoad} concurrent streams per replica (${csz.loadPerReplica.clients} client processes each) in a closed loop of ${csz.loadPerReplica.maxTokens}-token tasks, the events in the admission response ` +
         '(POST /v2/tasks with Accept: text/event-stream: one request, so the balancer cannot send the events to the replica that does not have the task), on 4 FIXTURE nodes sending one token per ' +
         `${csz.tokenIntervalMs} ms per stream (${Math.round((scaleLoad * 1000) / csz.tokenIntervalMs).toLocaleString('en-US')} tokens/s offered per replica, more than a capped replica relays), registered and heartbeating through the 2-replica balancer. ` +
-        `${csz.rounds} rounds alternate 1 and 2 replicas (which goes first alternates too); tokens/s = token frames the clients received in a ${csz.windowS} s window after ${csz.settleS} s of load. ` +
+        `after a discarded ${csz.warmupS} s window on both replicas, ${csz.rounds} rounds alternate 1 and 2 replicas (which goes first alternates too); tokens/s = token frames the clients received in a ${csz.windowS} s window after ${csz.settleS} s of load. ` +
         'FIXTURE nodes, nginx, redis-server and the load generator run outside the caps. Node heartbeats every 5 s (the product default) in both parts.',
       samples: {
         rounds: ssz.rounds,
@@ -180,6 +187,8 @@ export const replicasBench: Bench = {
           memory: { ...mem, admission: rounded(mem.admission) },
           redis: { ...red, admission: rounded(red.admission) },
           rounds: { memory: stores.memory.map(roundDetail), redis: stores.redis.map(roundDetail) },
+          // Round i of each store ran back to back: the spread of these is the noise of the figure.
+          cpu_per_token_ratio_by_round: stores.redis.map((r, i) => round(r.relay.cpuUsPerToken / (stores.memory[i]?.relay.cpuUsPerToken ?? Number.NaN))),
         },
         scale: {
           cap_cores: csz.capCores,
@@ -187,8 +196,13 @@ export const replicasBench: Bench = {
           nginx: scale.nginx,
           one: { ...one, cap_use_note: 'CPU used ÷ window ÷ cap, median over replicas and rounds: near 1.0 = the cap is what limits the replica' },
           two,
+          ratio_by_round: Array.from({ length: csz.rounds }, (_, i) => {
+            const at = (n: 1 | 2): number => scale.samples.find((x) => x.round === i && x.replicas === n)?.tokensPerS ?? Number.NaN;
+            return round(at(2) / at(1));
+          }),
           samples: scale.samples,
         },
+        load_avg_at_end: loadavg().map((l) => round(l, 2)),
       },
       notes: notes(red, mem, one.capUse, two.capUse, csz.capCores),
     };
@@ -217,7 +231,11 @@ function notes(red: StoreSummary, mem: StoreSummary, capUse1: number, capUse2: n
     `The machine has 2 cores, so "each replica pinned to its own core, FIXTURE nodes on the rest" (issue 25) becomes a CFS quota of ${cap} core per replica (a cgroup each): the same per-process ` +
       'CPU for 1 and 2 replicas, while the FIXTURE nodes, nginx, redis-server and the clients share what is left. The ratio holds only while the replicas, not the rest, are the bottleneck: ' +
       `median cap use was ${capUse1.toFixed(2)} (1 replica) and ${capUse2.toFixed(2)} (2 replicas); well below 1.0 on the 2-replica side means the rest of the machine, not the replicas, set its figure.`,
-    'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several tokens per read.',
+    'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several ' +
+      'tokens per read: its CPU per token (in the JSON) is lower than in part 1, where the relay keeps up.',
+    'An earlier run (2026-11-26 03:21 UTC, load 10.9, nice -10) capped each replica at 0.15 core with 24 streams per replica: 1 replica 4,133–4,403 tokens/s, 2 replicas 7,111–8,723, ratio 1.63 ' +
+      '(median rounds; 1.62–1.98 by round) with both replicas at their cap, but 34–42 µs of CPU per token with two against 34–36 alone: the 2-replica side doubles the FIXTURE, nginx and client ' +
+      'work, and on 2 shared cores that slowed the replicas themselves. Hence 0.1 core here; with more cores, pin each replica (taskset) and raise BENCH_REPLICA_CPU.',
   ];
   if (red.errored + mem.errored > 0) out.push(`streams that ended other than with \`end\`: ${mem.errored} in-process, ${red.errored} Redis (see the JSON)`);
   return out;

@@ -30,6 +30,8 @@ export interface ScaleSizes {
   readonly settleS: number;
   readonly windowS: number;
   readonly rounds: number;
+  /** A window on both replicas before the rounds, not kept (JIT, connections); 0 = none. */
+  readonly warmupS: number;
 }
 
 export interface ScaleSample {
@@ -100,6 +102,12 @@ export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: str
     const poolIds = Array.from({ length: nodes }, (_, i) => `scale-${i}`);
     for (const r of replicas) await waitPoolsReady(r.url, token, poolIds, [...replicas, fixture], 30_000);
 
+    if (sizes.warmupS > 0) {
+      ctx.log(`replicas: scale warm-up, ${sizes.warmupS} s on both replicas`);
+      const load = { ...sizes.loadPerReplica, clients: sizes.loadPerReplica.clients * 2 };
+      await relayLoopWindow({ clientScript: ctx.paths.streamClient, url: lb2.url, token, load, settleS: 1, windowS: sizes.warmupS, pids: [] });
+      await new Promise((r) => setTimeout(r, 1000));
+    }
     const samples: ScaleSample[] = [];
     const one = async (n: 1 | 2, round: number): Promise<void> => {
       const watched = n === 1 ? [a] : [a, b];
