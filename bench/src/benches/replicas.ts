@@ -204,7 +204,7 @@ export const replicasBench: Bench = {
         },
         load_avg_at_end: loadavg().map((l) => round(l, 2)),
       },
-      notes: notes(red, mem, one.capUse, two.capUse, csz.capCores),
+      notes: notes(red, mem, one, two, csz.capCores),
     };
   },
 };
@@ -224,13 +224,17 @@ function roundDetail(r: StoreRound): Record<string, unknown> {
   };
 }
 
-function notes(red: StoreSummary, mem: StoreSummary, capUse1: number, capUse2: number, cap: number): string[] {
+type ScaleSide = ReturnType<typeof scaleSummary>;
+
+function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleSide, cap: number): string[] {
   const out = [
     'What is shared today (.specs/65-cluster-store.md, wiring status): with ORCHD_REDIS_URL the replicas share rate limits, the node registry and slot leases; the admission queue and task ' +
       'records are still per replica. The Redis figures therefore cost the lease and registry traffic only; re-run `pnpm bench replicas` once the queue and task records go through the store.',
     `The machine has 2 cores, so "each replica pinned to its own core, FIXTURE nodes on the rest" (issue 25) becomes a CFS quota of ${cap} core per replica (a cgroup each): the same per-process ` +
       'CPU for 1 and 2 replicas, while the FIXTURE nodes, nginx, redis-server and the clients share what is left. The ratio holds only while the replicas, not the rest, are the bottleneck: ' +
-      `median cap use was ${capUse1.toFixed(2)} (1 replica) and ${capUse2.toFixed(2)} (2 replicas); well below 1.0 on the 2-replica side means the rest of the machine, not the replicas, set its figure.`,
+      `median cap use was ${one.capUse.toFixed(2)} (1 replica) and ${two.capUse.toFixed(2)} (2 replicas); well below 1.0 on the 2-replica side means the rest of the machine, not the replicas, set its figure. ` +
+      `At the cap, a replica spent ${one.cpuUsPerToken.toFixed(1)} µs of CPU per relayed token alone and ${two.cpuUsPerToken.toFixed(1)} µs with two (median rounds): whatever the ratio misses of 2× is that difference. ` +
+      "On 2 shared cores this run cannot tell the cluster's own cost (Redis round trips, a second registry cache) from the doubled FIXTURE, nginx and client work slowing the replicas; one core per replica on a larger machine can.",
     'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several ' +
       'tokens per read: its CPU per token (in the JSON) is lower than in part 1, where the relay keeps up.',
     'An earlier run (2026-11-26 03:21 UTC, load 10.9, nice -10) capped each replica at 0.15 core with 24 streams per replica: 1 replica 4,133–4,403 tokens/s, 2 replicas 7,111–8,723, ratio 1.63 ' +
