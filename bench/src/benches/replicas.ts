@@ -44,6 +44,7 @@ function scaleSizes(quick: boolean): ScaleSizes {
     windowS: quick ? 2 : 10,
     rounds: quick ? 1 : 4,
     warmupS: quick ? 0 : 5,
+    twin: !quick,
   };
 }
 
@@ -107,8 +108,8 @@ async function compareStores(ctx: BenchContext, token: string, redisUrl: string)
   }
 }
 
-function scaleSummary(samples: readonly ScaleSample[], n: 1 | 2): { tokensPerS: number; capUse: number; cpuUsPerToken: number } {
-  const mine = samples.filter((s) => s.replicas === n);
+function scaleSummary(samples: readonly ScaleSample[], n: 1 | 2, twin = false): { tokensPerS: number; capUse: number; cpuUsPerToken: number } {
+  const mine = samples.filter((s) => s.replicas === n && s.twin === twin);
   return {
     tokensPerS: median(mine.map((s) => s.tokensPerS)),
     capUse: median(mine.flatMap((s) => s.capUse)),
@@ -143,9 +144,16 @@ export const replicasBench: Bench = {
     const red = summarizeStore(stores.redis);
     const one = scaleSummary(scale.samples, 1);
     const two = scaleSummary(scale.samples, 2);
+    const besideTwin = scaleSummary(scale.samples, 1, true);
+    const f = (label: string, value: number, unit: string): Figure => ({ label, value, unit });
+    const twinFigures: Record<string, Figure> = csz.twin
+      ? {
+          scale_tps_1_twin: f('1 replica beside its loaded twin (another cluster): tokens/s relayed', besideTwin.tokensPerS, 'tokens/s'),
+          scale_ratio_vs_twin: f('2 replicas ÷ 2 × (1 replica beside its twin): the machine equally busy', two.tokensPerS / (2 * besideTwin.tokensPerS), '×'),
+        }
+      : {};
     const storeLoad = ssz.relayLoad.clients * ssz.relayLoad.streamsPerClient;
     const scaleLoad = csz.loadPerReplica.clients * csz.loadPerReplica.streamsPerClient;
-    const f = (label: string, value: number, unit: string): Figure => ({ label, value, unit });
     return {
       method:
         `Two parts, one redis-server (Debian's, ${redis.url.replace(/:\d+\/0$/, '')}:<free port>, no persistence) started by the bench; every orchestratord a real child process. ` +
@@ -160,7 +168,7 @@ export const replicasBench: Bench = {
         `${scaleLoad} concurrent streams per replica (${csz.loadPerReplica.clients} client processes each) in a closed loop of ${csz.loadPerReplica.maxTokens}-token tasks, the events in the admission response ` +
         '(POST /v2/tasks with Accept: text/event-stream: one request, so the balancer cannot send the events to the replica that does not have the task), on 4 FIXTURE nodes sending one token per ' +
         `${csz.tokenIntervalMs} ms per stream (${Math.round((scaleLoad * 1000) / csz.tokenIntervalMs).toLocaleString('en-US')} tokens/s offered per replica, more than a capped replica relays), registered and heartbeating through the 2-replica balancer. ` +
-        `after a discarded ${csz.warmupS} s window on both replicas, ${csz.rounds} rounds alternate 1 and 2 replicas (which goes first alternates too); tokens/s = token frames the clients received in a ${csz.windowS} s window after ${csz.settleS} s of load. ` +
+        `after a discarded ${csz.warmupS} s window on both replicas, ${csz.rounds} rounds alternate 1 and 2 replicas${csz.twin ? ' and a control, replica A alone in its cluster while a twin (replica C: its own Redis prefix, FIXTURE nodes, cap and nginx) relays the same load beside it, so the machine is as busy as with 2 replicas but nothing is shared' : ''} (the order reverses every round); tokens/s = token frames the clients received in a ${csz.windowS} s window after ${csz.settleS} s of load. ` +
         'FIXTURE nodes, nginx, redis-server and the load generator run outside the caps. Node heartbeats every 5 s (the product default) in both parts.',
       samples: {
         rounds: ssz.rounds,
@@ -181,6 +189,7 @@ export const replicasBench: Bench = {
         scale_ratio: f(`2 replicas ÷ 1: tokens/s at ${csz.capCores} core each (median rounds)`, two.tokensPerS / one.tokensPerS, '×'),
         scale_tps_1: f(`1 replica at ${csz.capCores} core: tokens/s relayed`, one.tokensPerS, 'tokens/s'),
         scale_tps_2: f(`2 replicas at ${csz.capCores} core each: tokens/s relayed`, two.tokensPerS, 'tokens/s'),
+        ...twinFigures,
       },
       details: {
         store: {
@@ -196,15 +205,16 @@ export const replicasBench: Bench = {
           nginx: scale.nginx,
           one: { ...one, cap_use_note: 'CPU used ÷ window ÷ cap, median over replicas and rounds: near 1.0 = the cap is what limits the replica' },
           two,
+          ...(csz.twin ? { beside_twin: besideTwin } : {}),
           ratio_by_round: Array.from({ length: csz.rounds }, (_, i) => {
-            const at = (n: 1 | 2): number => scale.samples.find((x) => x.round === i && x.replicas === n)?.tokensPerS ?? Number.NaN;
+            const at = (n: 1 | 2): number => scale.samples.find((x) => x.round === i && x.replicas === n && !x.twin)?.tokensPerS ?? Number.NaN;
             return round(at(2) / at(1));
           }),
           samples: scale.samples,
         },
         load_avg_at_end: loadavg().map((l) => round(l, 2)),
       },
-      notes: notes(red, mem, one, two, csz.capCores),
+      notes: notes(red, mem, one, two, csz.capCores, csz.twin ? besideTwin : undefined),
     };
   },
 };
@@ -226,7 +236,7 @@ function roundDetail(r: StoreRound): Record<string, unknown> {
 
 type ScaleSide = ReturnType<typeof scaleSummary>;
 
-function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleSide, cap: number): string[] {
+function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleSide, cap: number, besideTwin: ScaleSide | undefined): string[] {
   const out = [
     'What is shared today (.specs/65-cluster-store.md, wiring status): with ORCHD_REDIS_URL the replicas share rate limits, the node registry and slot leases; the admission queue and task ' +
       'records are still per replica. The Redis figures therefore cost the lease and registry traffic only; re-run `pnpm bench replicas` once the queue and task records go through the store.',
@@ -234,7 +244,11 @@ function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleS
       'CPU for 1 and 2 replicas, while the FIXTURE nodes, nginx, redis-server and the clients share what is left. The ratio holds only while the replicas, not the rest, are the bottleneck: ' +
       `median cap use was ${one.capUse.toFixed(2)} (1 replica) and ${two.capUse.toFixed(2)} (2 replicas); well below 1.0 on the 2-replica side means the rest of the machine, not the replicas, set its figure. ` +
       `At the cap, a replica spent ${one.cpuUsPerToken.toFixed(1)} µs of CPU per relayed token alone and ${two.cpuUsPerToken.toFixed(1)} µs with two (median rounds): whatever the ratio misses of 2× is that difference. ` +
-      "On 2 shared cores this run cannot tell the cluster's own cost (Redis round trips, a second registry cache) from the doubled FIXTURE, nginx and client work slowing the replicas; one core per replica on a larger machine can.",
+      (besideTwin === undefined
+        ? "On 2 shared cores this run cannot tell the cluster's own cost from the doubled FIXTURE, nginx and client work slowing the replicas (the full run's twin control does)."
+        : `The control separates the two: beside its twin (the machine as busy, nothing shared) replica A relayed ${Math.round(besideTwin.tokensPerS).toLocaleString('en-US')} tokens/s at ` +
+          `${besideTwin.cpuUsPerToken.toFixed(1)} µs per token, so each replica of the 2-replica cluster relayed ${((two.tokensPerS / 2 / besideTwin.tokensPerS) * 100).toFixed(0)} % of what a replica ` +
+          "does on an equally busy machine without sharing a cluster: below 100 % is the cluster's own cost, the rest of the shortfall from 2× is the machine."),
     'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several ' +
       'tokens per read: its CPU per token (in the JSON) is lower than in part 1, where the relay keeps up.',
     'An earlier run (2026-11-26 03:21 UTC, load 10.9, nice -10) capped each replica at 0.15 core with 24 streams per replica: 1 replica 4,133–4,403 tokens/s, 2 replicas 7,111–8,723, ratio 1.63 ' +
