@@ -145,6 +145,11 @@ export const replicasBench: Bench = {
     const one = scaleSummary(scale.samples, 1);
     const two = scaleSummary(scale.samples, 2);
     const besideTwin = scaleSummary(scale.samples, 1, true);
+    // 2 ÷ 1 within each round (the two ran minutes apart at most): their spread is the figure's noise.
+    const ratios = Array.from({ length: csz.rounds }, (_, i) => {
+      const at = (n: 1 | 2): number => scale.samples.find((x) => x.round === i && x.replicas === n && !x.twin)?.tokensPerS ?? Number.NaN;
+      return round(at(2) / at(1));
+    });
     const f = (label: string, value: number, unit: string): Figure => ({ label, value, unit });
     const twinFigures: Record<string, Figure> = csz.twin
       ? {
@@ -206,15 +211,12 @@ export const replicasBench: Bench = {
           one: { ...one, cap_use_note: 'CPU used ÷ window ÷ cap, median over replicas and rounds: near 1.0 = the cap is what limits the replica' },
           two,
           ...(csz.twin ? { beside_twin: besideTwin } : {}),
-          ratio_by_round: Array.from({ length: csz.rounds }, (_, i) => {
-            const at = (n: 1 | 2): number => scale.samples.find((x) => x.round === i && x.replicas === n && !x.twin)?.tokensPerS ?? Number.NaN;
-            return round(at(2) / at(1));
-          }),
+          ratio_by_round: ratios,
           samples: scale.samples,
         },
         load_avg_at_end: loadavg().map((l) => round(l, 2)),
       },
-      notes: notes(red, mem, one, two, csz.capCores, csz.twin ? besideTwin : undefined),
+      notes: notes(red, mem, one, two, csz.capCores, csz.twin ? besideTwin : undefined, `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`),
     };
   },
 };
@@ -236,7 +238,7 @@ function roundDetail(r: StoreRound): Record<string, unknown> {
 
 type ScaleSide = ReturnType<typeof scaleSummary>;
 
-function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleSide, cap: number, besideTwin: ScaleSide | undefined): string[] {
+function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleSide, cap: number, besideTwin: ScaleSide | undefined, spread: string): string[] {
   const out = [
     'What is shared today (.specs/65-cluster-store.md, wiring status): with ORCHD_REDIS_URL the replicas share rate limits, the node registry and slot leases; the admission queue and task ' +
       'records are still per replica. The Redis figures therefore cost the lease and registry traffic only; re-run `pnpm bench replicas` once the queue and task records go through the store.',
@@ -246,14 +248,15 @@ function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleS
       `At the cap, a replica spent ${one.cpuUsPerToken.toFixed(1)} µs of CPU per relayed token alone and ${two.cpuUsPerToken.toFixed(1)} µs with two (median rounds): whatever the ratio misses of 2× is that difference. ` +
       (besideTwin === undefined
         ? "On 2 shared cores this run cannot tell the cluster's own cost from the doubled FIXTURE, nginx and client work slowing the replicas (the full run's twin control does)."
-        : `The control separates the two: beside its twin (the machine as busy, nothing shared) replica A relayed ${Math.round(besideTwin.tokensPerS).toLocaleString('en-US')} tokens/s at ` +
+        : `The control: beside its twin (the machine as busy, nothing shared) replica A relayed ${Math.round(besideTwin.tokensPerS).toLocaleString('en-US')} tokens/s at ` +
           `${besideTwin.cpuUsPerToken.toFixed(1)} µs per token, so each replica of the 2-replica cluster relayed ${((two.tokensPerS / 2 / besideTwin.tokensPerS) * 100).toFixed(0)} % of what a replica ` +
-          "does on an equally busy machine without sharing a cluster: below 100 % is the cluster's own cost, the rest of the shortfall from 2× is the machine."),
+          `does on an equally busy machine without sharing a cluster (below 100 %: the cluster's own cost). The 2 ÷ 1 ratio ranged ${spread} by round, so on this machine neither ` +
+          'figure resolves a difference of less than about that spread.'),
     'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several ' +
       'tokens per read: its CPU per token (in the JSON) is lower than in part 1, where the relay keeps up.',
     'An earlier run (2026-11-26 03:21 UTC, load 10.9, nice -10) capped each replica at 0.15 core with 24 streams per replica: 1 replica 4,133–4,403 tokens/s, 2 replicas 7,111–8,723, ratio 1.63 ' +
-      '(median rounds; 1.62–1.98 by round) with both replicas at their cap, but 34–42 µs of CPU per token with two against 34–36 alone: the 2-replica side doubles the FIXTURE, nginx and client ' +
-      'work, and on 2 shared cores that slowed the replicas themselves. Hence 0.1 core here; with more cores, pin each replica (taskset) and raise BENCH_REPLICA_CPU.',
+      '(median rounds; 1.62–1.98 by round) with both replicas at their cap but 34–42 µs of CPU per token with two against 34–36 alone; the 2-replica side doubles the FIXTURE, nginx and client ' +
+      'work on 2 shared cores, hence the smaller cap here. With more cores, pin each replica (taskset) and raise BENCH_REPLICA_CPU.',
   ];
   if (red.errored + mem.errored > 0) out.push(`streams that ended other than with \`end\`: ${mem.errored} in-process, ${red.errored} Redis (see the JSON)`);
   return out;
