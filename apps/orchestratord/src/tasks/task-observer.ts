@@ -161,7 +161,7 @@ export class TaskObserver {
 
   /** The task goes back to the head of the queue after an attempt on `view` (`penalty` says why). */
   requeued(task: TaskRecord, view: PoolView, code: ErrorCode, message: string, penalty: Penalty): void {
-    const saturated = penalty === 'saturated';
+    const saturated = penalty === 'saturated' || penalty === 'leased';
     if (!saturated) this.#metrics.replacements.inc({ reason: code });
     task.log.info(
       {
