@@ -18,6 +18,7 @@ regenerates the Performance table in README.md from every result file present.
   --node-flags extra node flags for orchestratord and pool-managerd (e.g. --node-flags=--trace-gc)
   --no-readme  leave README.md alone
   --clients=N --deadline-ms=N --max-tokens=N  flood: a smaller or different flood (a diagnostic run)
+  --trials=N   flood: N floods per variant (alternating order with --baseline)
   --baseline=PATH  flood: also run this orchestratord build (dist/main.js) first, for a before/after
 Env LLORCH_BENCH_ORCHESTRATORD / LLORCH_BENCH_POOL_MANAGERD: run another build of a daemon (to measure
 a proposed change; such runs, like --quick/--cpu-prof/--node-flags, write under bench/.work only).`;
@@ -48,7 +49,7 @@ async function main(argv: string[]): Promise<number> {
   );
   const paths = benchPaths(process.env);
   // Diagnostic runs (quick, profiled, extra flags, another daemon build, a reshaped benchmark) never replace the reported results.
-  const shaped = [...options.keys()].some((k) => k !== 'baseline');
+  const shaped = [...options.keys()].some((k) => k !== 'baseline' && k !== 'trials');
   const diagnostic = quick || cpuProf || nodeFlags.length > 0 || paths.overridden || shaped;
   const writeReadme = !argv.includes('--no-readme') && !diagnostic;
   const names = argv.filter((a) => !a.startsWith('--'));

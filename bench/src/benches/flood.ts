@@ -23,6 +23,8 @@ interface FloodShape {
   clients: number;
   deadlineMs: number;
   maxTokens: number;
+  /** Floods per variant; with a baseline the order alternates (before after, after before, …). */
+  trials: number;
 }
 
 function shape(ctx: BenchContext): FloodShape {
@@ -35,7 +37,7 @@ function shape(ctx: BenchContext): FloodShape {
   };
   // max_tokens 32: short tasks, as in issue 25's held-out flood (1,054 tasks ended within 74 s on the dev pool's 2 slots);
   // the /v2 default (1024) fills a slot's 512-token context: ~0.4 tasks/s here, a different regime (--max-tokens=1024).
-  return { clients: int('clients', ctx.quick ? 100 : 3000), deadlineMs: int('deadline-ms', 120_000), maxTokens: int('max-tokens', 32) };
+  return { clients: int('clients', ctx.quick ? 100 : 3000), deadlineMs: int('deadline-ms', 120_000), maxTokens: int('max-tokens', 32), trials: int('trials', 1) };
 }
 
 /** orchestratord + one pool-managerd with `requirements/cpu-dev.yaml`, as `scripts/dev.sh up` runs them (ports, dirs and token are the run's). */
@@ -141,9 +143,36 @@ function summarizeVariant(variant: string, orchestratord: string, records: reado
   };
 }
 
-async function runVariant(ctx: BenchContext, variant: string, orchestratord: string, flood: FloodShape): Promise<VariantSummary> {
-  const { orch, node, token, nodeId } = await startDevCluster(ctx, variant, orchestratord);
-  const agent = new Agent({ connections: flood.clients + 8, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 });
+/** The variant's trials added up (latest end: the latest of them). */
+function totals(runs: readonly VariantSummary[]): Totals {
+  const sum = (f: (s: VariantSummary) => number): number => runs.reduce((n, s) => n + f(s), 0);
+  return {
+    false_refusals: sum((s) => s.false_refusals),
+    deadline_refusals: sum((s) => s.deadline_refusals),
+    admitted: sum((s) => s.counts.admitted ?? 0),
+    finished: sum((s) => s.counts.finished ?? 0),
+    refused: sum((s) => s.counts.refused ?? 0),
+    transport_errors: sum((s) => s.counts.transport_errors ?? 0),
+    admitted_not_finished: sum((s) => s.counts.admitted_not_finished ?? 0),
+    latest_end_after_admission_ms: Math.max(...runs.map((s) => s.latest_end_after_admission_ms)),
+  };
+}
+
+interface Totals {
+  false_refusals: number;
+  deadline_refusals: number;
+  admitted: number;
+  finished: number;
+  refused: number;
+  transport_errors: number;
+  admitted_not_finished: number;
+  latest_end_after_admission_ms: number;
+}
+
+async function runVariant(ctx: BenchContext, variant: string, run: string, orchestratord: string, flood: FloodShape): Promise<VariantSummary> {
+  const { orch, node, token, nodeId } = await startDevCluster(ctx, run, orchestratord);
+  // Connecting may wait long: thousands of connects at once overflow the listen backlog (SYNs are retried).
+  const agent = new Agent({ connections: flood.clients + 8, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0, connect: { timeout: flood.deadlineMs } });
   try {
     await waitPoolsReady(orch.url, token, ['cpu0'], [orch, node], COLD_START_TIMEOUT_MS);
     const t0 = performance.now();
@@ -165,10 +194,10 @@ async function runVariant(ctx: BenchContext, variant: string, orchestratord: str
     const floodNow = (): number => performance.now() - start;
     const records = await Promise.all(Array.from({ length: flood.clients }, () => floodClient({ ...client, now: floodNow })));
     const after = loadavg().map((l) => round(l, 2));
-    await writeFile(join(ctx.dir, variant, 'records.json'), JSON.stringify(records));
+    await writeFile(join(ctx.dir, run, 'records.json'), JSON.stringify(records));
     const s = summarizeVariant(variant, orchestratord, records, flood, { before, after });
     ctx.log(
-      `flood ${variant}: admitted ${s.counts.admitted}, refused ${JSON.stringify(s.refusals_by_code)}, finished ${s.counts.finished}, ` +
+      `flood ${run}: admitted ${s.counts.admitted}, refused ${JSON.stringify(s.refusals_by_code)}, finished ${s.counts.finished}, ` +
         `DEADLINE_UNMET refusals that would have met their deadline ${s.false_refusals} of ${s.deadline_refusals}; latest end ${s.latest_end_after_admission_ms} ms after admission`,
     );
     return s;
@@ -191,16 +220,20 @@ export const floodBench: Bench = {
       ['after', ctx.paths.orchestratord],
     ];
     const summaries: VariantSummary[] = [];
-    for (const [name, path] of variants) summaries.push(await runVariant(ctx, name, path, flood));
-    const after = summaries.at(-1) as VariantSummary;
-    const before = summaries.length > 1 ? summaries[0] : undefined;
+    for (let trial = 0; trial < flood.trials; trial++) {
+      const order = trial % 2 === 0 ? variants : [...variants].reverse();
+      for (const [name, path] of order) summaries.push(await runVariant(ctx, name, `${name}-${trial + 1}`, path, flood));
+    }
+    const after = totals(summaries.filter((s) => s.variant === 'after'));
+    const before = variants.length > 1 ? totals(summaries.filter((s) => s.variant === 'before')) : undefined;
     const figures: Record<string, Figure> = {
       false_refusals: { label: 'DEADLINE_UNMET refusals that would have met their deadline', value: after.false_refusals, unit: 'tasks' },
       deadline_refusals: { label: 'DEADLINE_UNMET refusals', value: after.deadline_refusals, unit: 'tasks' },
-      admitted: { label: 'admitted', value: after.counts.admitted ?? 0, unit: 'tasks' },
-      finished: { label: 'admitted and finished', value: after.counts.finished ?? 0, unit: 'tasks' },
-      refused_other: { label: 'refused otherwise (queue full …)', value: (after.counts.refused ?? 0) - after.deadline_refusals, unit: 'tasks' },
-      admitted_missed: { label: 'admitted but not finished (expired in the queue, timed out)', value: after.counts.admitted_not_finished ?? 0, unit: 'tasks' },
+      admitted: { label: 'admitted', value: after.admitted, unit: 'tasks' },
+      finished: { label: 'admitted and finished', value: after.finished, unit: 'tasks' },
+      refused_other: { label: 'refused otherwise (queue full …)', value: after.refused - after.deadline_refusals, unit: 'tasks' },
+      transport_errors: { label: 'clients that got no answer (connection failed)', value: after.transport_errors, unit: 'tasks' },
+      admitted_missed: { label: 'admitted but not finished (expired in the queue, timed out)', value: after.admitted_not_finished, unit: 'tasks' },
       latest_end: { label: `latest end after admission (deadline ${flood.deadlineMs / 1000} s)`, value: after.latest_end_after_admission_ms / 1000, unit: 's' },
     };
     if (before !== undefined) {
@@ -210,9 +243,9 @@ export const floodBench: Bench = {
         unit: 'tasks',
       };
       figures.deadline_refusals_before = { label: 'before: DEADLINE_UNMET refusals', value: before.deadline_refusals, unit: 'tasks' };
-      figures.admitted_before = { label: 'before: admitted', value: before.counts.admitted ?? 0, unit: 'tasks' };
-      figures.finished_before = { label: 'before: admitted and finished', value: before.counts.finished ?? 0, unit: 'tasks' };
-      figures.admitted_missed_before = { label: 'before: admitted but not finished', value: before.counts.admitted_not_finished ?? 0, unit: 'tasks' };
+      figures.admitted_before = { label: 'before: admitted', value: before.admitted, unit: 'tasks' };
+      figures.finished_before = { label: 'before: admitted and finished', value: before.finished, unit: 'tasks' };
+      figures.admitted_missed_before = { label: 'before: admitted but not finished', value: before.admitted_not_finished, unit: 'tasks' };
       figures.latest_end_before = { label: 'before: latest end after admission', value: before.latest_end_after_admission_ms / 1000, unit: 's' };
     }
     return {
@@ -225,11 +258,14 @@ export const floodBench: Bench = {
         "after the task last in the queue (at least the fastest tenth's median admit→end after it was refused), and counts when that is " +
         'within deadline_ms: it is then put back in the queue (the next refusals queue behind it, later admitted tasks end one gap later); ' +
         'behind an admitted task that did not end normally nothing would have made it (bench/src/lib/flood-judge.ts). ' +
-        (before !== undefined ? 'Before = the baseline orchestratord build (--baseline), run first; after = this checkout; each on a fresh cluster.' : ''),
-      samples: Object.fromEntries(summaries.map((s) => [`clients_${s.variant}`, s.counts.clients ?? 0])),
+        (before !== undefined
+          ? `Before = the baseline orchestratord build (--baseline), after = this checkout, each flood on a fresh cluster; ${flood.trials} flood(s) each, ` +
+            'in the order before after, after before, …; figures add the floods up (latest end: the latest).'
+          : ''),
+      samples: { floods: summaries.length, clients_per_flood: flood.clients },
       figures,
-      details: { flood, warmup_rounds: WARMUP_ROUNDS, variants: summaries },
-      notes: ['predicted_start_ms accuracy: details.variants[].start_actual_over_predicted (first token − admission ÷ predicted start, admitted tasks predicted ≥ 1 s).'],
+      details: { flood, warmup_rounds: WARMUP_ROUNDS, totals: { after, ...(before !== undefined ? { before } : {}) }, floods: summaries },
+      notes: ['predicted_start_ms accuracy: details.floods[].start_actual_over_predicted (first token − admission ÷ predicted start, admitted tasks predicted ≥ 1 s).'],
     };
   },
 };
