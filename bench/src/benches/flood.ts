@@ -185,7 +185,7 @@ async function runVariant(ctx: BenchContext, variant: string, run: string, orche
     }
     await waitNodeIdle(orch.url, token, nodeId, 30_000);
     ctx.log(
-      `flood ${variant}: ${flood.clients} clients at once (deadline ${flood.deadlineMs} ms, max_tokens ${flood.maxTokens}); load ${loadavg()
+      `flood ${run}: ${flood.clients} clients at once (deadline ${flood.deadlineMs} ms, max_tokens ${flood.maxTokens}); load ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );

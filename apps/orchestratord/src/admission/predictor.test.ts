@@ -94,27 +94,6 @@ describe('Predictor', () => {
     expect(p.predict({ maxTokens: 500, ahead: 1, pools }).startMs).toBe(5000);
   });
 
-  it('while every slot is taken, counts a slot time of at least the oldest running task: a pool slowing down shows before tasks end', () => {
-    const p = new Predictor();
-    observe(p, 4, 8, 100, 100); // typical: 100 ms a slot
-    const pools = [pool({ slots_total: 2 })];
-    p.observeDispatch('n', 'p', 'a', 1000);
-    p.observeDispatch('n', 'p', 'b', 1050);
-    // Now = 1050 (the latest observation): the oldest has run 50 ms, less than typical → 100 ms.
-    expect(p.predict({ maxTokens: 8, ahead: 1, pools }).startMs).toBe(100);
-    // A third task placed at 1600 on another pool moves "now": the oldest here is 600 ms old.
-    p.observeDispatch('n', 'other', 'c', 1600);
-    expect(p.predict({ maxTokens: 8, ahead: 1, pools }).startMs).toBe(600);
-    // With a slot free again the ages say nothing about a queue.
-    p.observeRelease('n', 'p', 'b', 1700);
-    expect(p.predict({ maxTokens: 8, ahead: 1, pools }).startMs).toBe(100);
-    // Released tasks are forgotten.
-    p.observeDispatch('n', 'p', 'd', 1700);
-    p.observeRelease('n', 'p', 'a');
-    p.observeDispatch('n', 'p', 'e', 1750);
-    expect(p.predict({ maxTokens: 8, ahead: 1, pools }).startMs).toBe(100);
-  });
-
   it('adds up the throughput of every slot serving the model, across pools', () => {
     const p = new Predictor();
     observe(p, 1, 10, 100, 100, 'a');

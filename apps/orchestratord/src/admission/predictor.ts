@@ -2,8 +2,7 @@
  * Start and finish predictions from live measurements (never constants), as expected values, not
  * worst cases. Per pool, from the tasks that ended on it (EWMAs unless said):
  * - slot time: how long an ended task held its slot (dispatch → end), whatever made it short or
- *   long (early stops, continuous batching, prefill, relay overhead): the median of the last 16, and
- *   while every slot is taken at least the age of the oldest running task (a pool slowing down);
+ *   long (early stops, continuous batching, prefill, relay overhead): the median of the last 16;
  * - tokens per task (`tokens_out`) and the decode rate of one stream: node-reported `decode_tps`
  *   (heartbeat) or, until it reports one, tokens_out ÷ decode_ms;
  * - first-token latency (dispatch → first token);
@@ -35,8 +34,6 @@ interface PoolStats {
   slotTimes?: number[];
   slotMs?: number;
   tokensOut?: number;
-  /** Tasks holding a slot now: task id → dispatch time. */
-  running?: Map<string, number>;
 }
 
 function median(values: readonly number[]): number {
@@ -108,8 +105,6 @@ interface PoolEstimate {
 
 export class Predictor {
   readonly #stats = new Map<string, PoolStats>();
-  /** The latest time an observation carried: "now" for the ages of running tasks (events flow whenever tasks run). */
-  #now = Number.NEGATIVE_INFINITY;
 
   #get(nodeId: string, poolId: string): PoolStats {
     const key = `${nodeId}/${poolId}`;
@@ -148,33 +143,6 @@ export class Predictor {
     s.slotMs = median(times);
   }
 
-  /** A task took a slot of the pool at `at` (dispatch). */
-  observeDispatch(nodeId: string, poolId: string, taskId: string, at: number): void {
-    (this.#get(nodeId, poolId).running ??= new Map()).set(taskId, at);
-    this.#now = Math.max(this.#now, at);
-  }
-
-  /** The task's attempt on the pool is over (ended, failed or re-queued); `at` when known. */
-  observeRelease(nodeId: string, poolId: string, taskId: string, at?: number): void {
-    this.#stats.get(`${nodeId}/${poolId}`)?.running?.delete(taskId);
-    if (at !== undefined) this.#now = Math.max(this.#now, at);
-  }
-
-  /**
-   * The slot time throughput is computed with: the median of the ended tasks', but never less than
-   * the age of the oldest task running while every slot is taken: when the pool slows down (a flood
-   * starves the engine of CPU), the running tasks show it before any of them ends. In a steady state
-   * the oldest of n running tasks is about n ÷ (n + 1) of a slot time old, so this adds no bias.
-   */
-  #slotMs(s: PoolStats | undefined, slots: number): number | undefined {
-    if (s?.slotMs === undefined) return undefined;
-    const running = s.running;
-    if (running === undefined || running.size === 0 || running.size < slots) return s.slotMs;
-    let oldest = Number.POSITIVE_INFINITY;
-    for (const at of running.values()) oldest = Math.min(oldest, at);
-    return Math.max(s.slotMs, this.#now - oldest);
-  }
-
   /** Tokens per second of one stream on a pool: reported by its node, else observed; undefined when unknown. */
   rateOf(pool: PredictorPool): number | undefined {
     if (pool.decode_tps > 0) return pool.decode_tps;
@@ -199,7 +167,7 @@ export class Predictor {
           ? ttft + (ownTokens / rate) * 1000
           : s?.slotMs;
     const measured = s?.slotMs !== undefined || (ownMs !== undefined && (input.expectedTokens !== undefined || s?.tokensOut !== undefined));
-    return { slots: pool.slots_total, ttft, slotMs: this.#slotMs(s, pool.slots_total) ?? ownMs, ownMs, measured };
+    return { slots: pool.slots_total, ttft, slotMs: s?.slotMs ?? ownMs, ownMs, measured };
   }
 
   predict(input: PredictionInput): Prediction {

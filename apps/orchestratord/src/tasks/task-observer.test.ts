@@ -3,7 +3,6 @@ import { resolveTaskRequest, TaskRequestSchema, type EndEvent } from '@llama-orc
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { Predictor, type PredictorPool } from '../admission/predictor.js';
-import type { PoolView } from '../registry/pool-view.js';
 import { createMetrics } from '../support/metrics.js';
 import { captureLogger, taskBody } from '../testing/test-helpers.js';
 import { TaskEvents } from './task-events.js';
@@ -40,26 +39,6 @@ describe('TaskObserver → predictor', () => {
     o.ended(dispatched(2000), end(), 2250);
     // One slot released every 250 ms: 4 tasks/s.
     expect(predictor.predict({ maxTokens: 4, ahead: 0, pools: [POOL] })).toMatchObject({ throughputTps: 4, startMs: 250, measured: true });
-  });
-
-  it('tells the predictor which tasks hold a slot: placed until ended or re-queued', () => {
-    const { observer: o, predictor } = observer();
-    const view = { node_id: 'n1', pool_id: 'p', free: 0 } as unknown as PoolView;
-    o.ended(dispatched(0), end(), 100); // typical slot time 100 ms
-    const a = dispatched(1000);
-    const b = dispatched(1000);
-    o.placed(a, view, 'strategy', 1000);
-    o.placed(b, view, 'strategy', 1000);
-    o.placed(dispatched(0), { ...view, pool_id: 'q' } as PoolView, 'strategy', 1900); // now = 1900
-    const two = { ...POOL, slots_total: 2 };
-    // Both slots busy for 900 ms: the release rate is at most 2 per 900 ms.
-    expect(predictor.predict({ maxTokens: 4, ahead: 1, pools: [two] }).startMs).toBe(900);
-    o.requeued(b, view, 'POOL_UNREADY', 'x', 'saturated');
-    expect(predictor.predict({ maxTokens: 4, ahead: 1, pools: [two] }).startMs).toBe(100);
-    o.placed(b, view, 'strategy', 1900);
-    o.ended(a, end(), 2000);
-    // a held its slot 1000 ms: the median of 100 and 1000; b alone leaves a slot free.
-    expect(predictor.predict({ maxTokens: 4, ahead: 1, pools: [two] }).startMs).toBe(550);
   });
 
   it('learns nothing about slot time from a canceled task, an error, or a task never dispatched', () => {

@@ -76,7 +76,6 @@ export class TaskObserver {
 
   /** A slot of `view` was leased for the task and its dispatch starts. */
   placed(task: TaskRecord, view: PoolView, reason: PlacementReason, now: number): void {
-    this.#predictor.observeDispatch(view.node_id, view.pool_id, task.id, now);
     this.#metrics.placementDecisions.inc({ outcome: 'assigned', pinned: String(reason === 'pinned'), fallback: String(reason === 'fallback') });
     const affinity = task.ticket.affinity;
     if (affinity !== undefined) {
@@ -162,7 +161,6 @@ export class TaskObserver {
 
   /** The task goes back to the head of the queue after an attempt on `view` (`penalty` says why). */
   requeued(task: TaskRecord, view: PoolView, code: ErrorCode, message: string, penalty: Penalty): void {
-    this.#predictor.observeRelease(view.node_id, view.pool_id, task.id);
     const saturated = penalty === 'saturated';
     if (!saturated) this.#metrics.replacements.inc({ reason: code });
     task.log.info(
@@ -205,7 +203,6 @@ export class TaskObserver {
 
   /** The task's terminal frame was written at `now`. */
   ended(task: TaskRecord, frame: SseFrame, now: number): void {
-    if (task.placement !== undefined) this.#predictor.observeRelease(task.placement.node_id, task.placement.pool_id, task.id, now);
     if (frame.event === 'end') {
       const end: EndEvent = frame.data;
       // How long the task held its slot, for the predictor's throughput (a canceled one says nothing about the next task).
