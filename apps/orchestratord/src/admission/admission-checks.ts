@@ -33,8 +33,8 @@ export interface AdmissionCheckResult {
  * task's kind (chat, completion, embeddings, rerank, infill: else 400 INVALID_PARAMS, `param:
  * model`); `ctx` fits the largest ctx of
  * those pools (else 400 INVALID_PARAMS); the session budget is not spent (else 429
- * ADMISSION_REJECT, policy `budget`); the measured predicted end is within the deadline plus
- * {@link DEADLINE_MARGIN} of it (else 400 DEADLINE_UNMET).
+ * ADMISSION_REJECT, policy `budget`); the measured predicted end at the fastest recent pace is within
+ * the deadline plus {@link DEADLINE_MARGIN} of it (else 400 DEADLINE_UNMET, see `missesDeadline`).
  */
 export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult {
   const { request } = input;
@@ -64,8 +64,8 @@ export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult
   if (missesDeadline(prediction, request.deadline_ms)) {
     input.onReject('DEADLINE_UNMET');
     throw new DeadlineUnmetError(
-      `deadline_ms ${request.deadline_ms} cannot be met: predicted start in ${prediction.startMs} ms, end in ${prediction.finishMs ?? '?'} ms ` +
-        `(over the deadline by more than ${DEADLINE_MARGIN * 100}%; ${input.ahead} task(s) ahead for '${request.model_ref}')`,
+      `deadline_ms ${request.deadline_ms} cannot be met: predicted start in ${prediction.startMs} ms, end in ${prediction.finishMs ?? '?'} ms, ` +
+        `at the fastest recent pace ${prediction.fastFinishMs ?? '?'} ms (over the deadline by more than ${DEADLINE_MARGIN * 100}%; ${input.ahead} task(s) ahead for '${request.model_ref}')`,
     );
   }
   return { availability, prediction };

@@ -26,6 +26,7 @@ describe('Predictor', () => {
       startMs: 0,
       serviceMs: undefined,
       finishMs: undefined,
+      fastFinishMs: undefined,
       throughputTps: undefined,
       measured: false,
     });
@@ -117,12 +118,35 @@ describe('Predictor', () => {
   });
 
   it(`refuses only past the deadline plus ${DEADLINE_MARGIN * 100} % of it, and never without a measured end`, () => {
-    const at = (finishMs: number | undefined, measured = true): Prediction => ({ startMs: 0, serviceMs: 0, finishMs, throughputTps: 1, measured });
+    const at = (finishMs: number | undefined, measured = true, fastFinishMs?: number): Prediction => ({
+      startMs: 0,
+      serviceMs: 0,
+      finishMs,
+      fastFinishMs,
+      throughputTps: 1,
+      measured,
+    });
     expect(missesDeadline(at(1000), 1000)).toBe(false);
     expect(missesDeadline(at(1000 * (1 + DEADLINE_MARGIN)), 1000)).toBe(false);
     expect(missesDeadline(at(1000 * (1 + DEADLINE_MARGIN) + 1), 1000)).toBe(true);
     expect(missesDeadline(at(10_000, false), 1000)).toBe(false);
     expect(missesDeadline(at(undefined), 1000)).toBe(false);
+    // The fast end decides when there is one: an expected end late by 4× is not refused while the fast one fits.
+    expect(missesDeadline(at(4000, true, 1200), 1000)).toBe(false);
+    expect(missesDeadline(at(4000, true, 1300), 1000)).toBe(true);
+  });
+
+  it('refuses on the queue draining at the fastest quarter of the recent slot times; predicts with their median', () => {
+    const p = new Predictor();
+    for (const ms of [100, 100, 200, 200, 400, 400, 400, 400]) observe(p, 1, 8, 100, ms);
+    const pools = [pool({ slots_total: 2 })];
+    // median 300 ms, 25th percentile 175 ms (interpolated): 100 releases at 2 slots.
+    const pred = p.predict({ maxTokens: 8, ahead: 99, pools });
+    expect(pred.startMs).toBe(15_000);
+    expect(pred.finishMs).toBe(15_300);
+    expect(pred.fastFinishMs).toBe(9050);
+    expect(missesDeadline(pred, 10_000)).toBe(false);
+    expect(missesDeadline(pred, 7000)).toBe(true);
   });
 
   it('on_time_probability: 0 when late, 1 with nothing to do, 0.5 at equality, rising with slack', () => {

@@ -2,7 +2,8 @@
  * Start and finish predictions from live measurements (never constants), as expected values, not
  * worst cases. Per pool, from the tasks that ended on it (EWMAs unless said):
  * - slot time: how long an ended task held its slot (dispatch → end), whatever made it short or
- *   long (early stops, continuous batching, prefill, relay overhead): the median of the last 16;
+ *   long (early stops, continuous batching, prefill, relay overhead): the median of the last 16
+ *   (and their 25th percentile, the fastest quarter, for refusals: see {@link missesDeadline});
  * - tokens per task (`tokens_out`) and the decode rate of one stream: node-reported `decode_tps`
  *   (heartbeat) or, until it reports one, tokens_out ÷ decode_ms;
  * - first-token latency (dispatch → first token);
@@ -33,13 +34,18 @@ interface PoolStats {
   /** The last {@link SLOT_WINDOW} slot times, oldest first. */
   slotTimes?: number[];
   slotMs?: number;
+  /** The fastest quarter's bound of the window (its 25th percentile). */
+  fastSlotMs?: number;
   tokensOut?: number;
 }
 
-function median(values: readonly number[]): number {
+/** The `q` quantile (0..1) of `values`, interpolated between neighbours (q = 0.5: the median). */
+function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  const at = (sorted.length - 1) * q;
+  const lo = Math.floor(at);
+  const hi = Math.ceil(at);
+  return (sorted[lo] as number) + ((sorted[hi] as number) - (sorted[lo] as number)) * (at - lo);
 }
 
 /** What the predictor needs to know about a pool. */
@@ -74,18 +80,26 @@ export interface Prediction {
   readonly serviceMs: number | undefined;
   /** Predicted time from now until the task ends, ms; undefined when unknown. */
   readonly finishMs: number | undefined;
+  /** The same end with the queue draining at the fastest quarter of the recent slot times: what admission refuses on. */
+  readonly fastFinishMs: number | undefined;
   /** Tasks/s the serving pools complete together (undefined when unknown). */
   readonly throughputTps: number | undefined;
   /** Whether the prediction rests on measurements (observed tasks, or a stated expected_tokens), not on the max_tokens cap. */
   readonly measured: boolean;
 }
 
-/** Admission refuses only when the predicted finish exceeds the deadline by this fraction of it. */
+/** Admission refuses only when the fast predicted end exceeds the deadline by this fraction of it. */
 export const DEADLINE_MARGIN = 0.25;
 
-/** Whether a prediction says the task would miss `deadlineMs` (with {@link DEADLINE_MARGIN}); never on an unmeasured one. */
+/**
+ * Whether a prediction says the task would miss `deadlineMs`: its end with the queue draining at
+ * the fastest quarter of the recent slot times, plus {@link DEADLINE_MARGIN} of the deadline, is
+ * still late. Never on an unmeasured prediction. Two margins because the engine's speed swings
+ * (on a shared 2-core machine several-fold within a minute): a task refused has little chance.
+ */
 export function missesDeadline(prediction: Prediction, deadlineMs: number): boolean {
-  return prediction.measured && prediction.finishMs !== undefined && prediction.finishMs > deadlineMs * (1 + DEADLINE_MARGIN);
+  const end = prediction.fastFinishMs ?? prediction.finishMs;
+  return prediction.measured && end !== undefined && end > deadlineMs * (1 + DEADLINE_MARGIN);
 }
 
 function ewma(prev: number | undefined, sample: number): number {
@@ -97,6 +111,7 @@ interface PoolEstimate {
   readonly ttft: number;
   /** Slot time of a task in the queue, ms: observed, else the cold-start estimate from the new task's tokens. */
   readonly slotMs: number | undefined;
+  readonly fastSlotMs: number | undefined;
   /** Slot time of the new task, ms. */
   readonly ownMs: number | undefined;
   /** Rests on tasks observed on the pool, or on the client's stated expected_tokens. */
@@ -140,7 +155,8 @@ export class Predictor {
     const times = (s.slotTimes ??= []);
     times.push(Math.max(0, ms));
     if (times.length > SLOT_WINDOW) times.shift();
-    s.slotMs = median(times);
+    s.slotMs = quantile(times, 0.5);
+    s.fastSlotMs = quantile(times, 0.25);
   }
 
   /** Tokens per second of one stream on a pool: reported by its node, else observed; undefined when unknown. */
@@ -167,20 +183,21 @@ export class Predictor {
           ? ttft + (ownTokens / rate) * 1000
           : s?.slotMs;
     const measured = s?.slotMs !== undefined || (ownMs !== undefined && (input.expectedTokens !== undefined || s?.tokensOut !== undefined));
-    return { slots: pool.slots_total, ttft, slotMs: s?.slotMs ?? ownMs, ownMs, measured };
+    return { slots: pool.slots_total, ttft, slotMs: s?.slotMs ?? ownMs, fastSlotMs: s?.fastSlotMs ?? s?.slotMs ?? ownMs, ownMs, measured };
   }
 
   predict(input: PredictionInput): Prediction {
     const { ahead, pools } = input;
     const serving = pools.filter((p) => p.serving);
     const considered = serving.length > 0 ? serving : pools;
-    if (considered.length === 0) return { startMs: 0, serviceMs: undefined, finishMs: undefined, throughputTps: undefined, measured: false };
+    if (considered.length === 0) return { startMs: 0, serviceMs: undefined, finishMs: undefined, fastFinishMs: undefined, throughputTps: undefined, measured: false };
     const prepMs = serving.length > 0 ? 0 : Math.min(...considered.map((p) => p.provisioningEtaMs ?? 0));
     const free = serving.reduce((n, p) => n + p.free, 0);
     const est = considered.map((p) => this.#estimate(p, input));
     const ttft = est.reduce((n, e) => n + e.ttft, 0) / est.length;
     // Slots released per ms across the pools: a pool whose slot time is unknown adds none.
     const perMs = est.reduce((n, e) => (e.slotMs !== undefined && e.slotMs > 0 ? n + e.slots / e.slotMs : n), 0);
+    const fastPerMs = est.reduce((n, e) => (e.fastSlotMs !== undefined && e.fastSlotMs > 0 ? n + e.slots / e.fastSlotMs : n), 0);
     const own = est.filter((e) => e.ownMs !== undefined);
     const serviceMs = own.length > 0 ? own.reduce((n, e) => n + (e.ownMs ?? 0), 0) / own.length : undefined;
     const queued = ahead >= free;
@@ -190,6 +207,7 @@ export class Predictor {
       startMs: Math.round(prepMs + waitMs + ttft),
       serviceMs: serviceMs === undefined ? undefined : Math.round(serviceMs),
       finishMs: known ? Math.round(prepMs + waitMs + (serviceMs ?? 0)) : undefined,
+      fastFinishMs: known ? Math.round(prepMs + (queued && fastPerMs > 0 ? (ahead - free + 1) / fastPerMs : 0) + (serviceMs ?? 0)) : undefined,
       throughputTps: perMs > 0 ? perMs * 1000 : undefined,
       measured: known && est.some((e) => e.measured),
     };
