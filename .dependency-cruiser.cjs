@@ -77,9 +77,10 @@ function appLayers(app, layers, roots) {
 /**
  * Entries a package declares in its package.json `exports` besides `.`, imported by that subpath
  * (never by file): daemon-support's `./argv` imports node built-ins only, so a daemon's main answers
- * --help/--version before it loads anything else.
+ * --help/--version before it loads anything else; `./redis-server` (node built-ins only) starts a
+ * real redis-server for the store tests and the replicas benchmark.
  */
-const SUBPATH_ENTRIES = ['^packages/daemon-support/src/argv\\.ts$'];
+const SUBPATH_ENTRIES = ['^packages/daemon-support/src/argv\\.ts$', '^packages/daemon-support/src/testing/redis-server\\.ts$'];
 
 module.exports = {
   forbidden: [
@@ -87,7 +88,7 @@ module.exports = {
       'orchestratord',
       [
         ['http'],
-        ['dashboard'],
+        ['dashboard', 'replicas'],
         ['anthropic', 'responses'],
         ['openai', 'tasks'],
         ['admission'],

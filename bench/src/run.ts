@@ -17,6 +17,9 @@ regenerates the Performance table in README.md from every result file present.
   --cpu-prof   run the daemons under node --cpu-prof (profiles in bench/.work/<run>/)
   --node-flags extra node flags for orchestratord and pool-managerd (e.g. --node-flags=--trace-gc)
   --no-readme  leave README.md alone
+  --clients=N --deadline-ms=N --max-tokens=N  flood: a smaller or different flood (a diagnostic run)
+  --trials=N   flood: N floods per variant (alternating order with --baseline)
+  --baseline=PATH  flood: also run this orchestratord build (dist/main.js) first, for a before/after
 Env LLORCH_BENCH_ORCHESTRATORD / LLORCH_BENCH_POOL_MANAGERD: run another build of a daemon (to measure
 a proposed change; such runs, like --quick/--cpu-prof/--node-flags, write under bench/.work only).`;
 
@@ -39,9 +42,15 @@ async function main(argv: string[]): Promise<number> {
         .split(' ')
         .filter((f) => f !== ''),
     );
+  const options = new Map(
+    argv
+      .filter((a) => a.startsWith('--') && a.includes('=') && !a.startsWith('--node-flags='))
+      .map((a) => [a.slice(2, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] as [string, string]),
+  );
   const paths = benchPaths(process.env);
-  // Diagnostic runs (quick, profiled, extra flags, another daemon build) never replace the reported results.
-  const diagnostic = quick || cpuProf || nodeFlags.length > 0 || paths.overridden;
+  // Diagnostic runs (quick, profiled, extra flags, another daemon build, a reshaped benchmark) never replace the reported results.
+  const shaped = [...options.keys()].some((k) => k !== 'baseline' && k !== 'trials');
+  const diagnostic = quick || cpuProf || nodeFlags.length > 0 || paths.overridden || shaped;
   const writeReadme = !argv.includes('--no-readme') && !diagnostic;
   const names = argv.filter((a) => !a.startsWith('--'));
   for (const n of names) if (!BENCH_ORDER.includes(n)) throw new UsageError(`unknown benchmark '${n}'\n${USAGE}`);
@@ -75,6 +84,7 @@ async function main(argv: string[]): Promise<number> {
       quick,
       cpuProf,
       nodeFlags,
+      options,
       signal: controller.signal,
       log: (m) => say(m),
     };

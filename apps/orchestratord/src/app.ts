@@ -42,6 +42,10 @@ import { ClusterNodeSync } from './registry/cluster-node-sync.js';
 import { ClusterSlotLeases } from './registry/cluster-slot-leases.js';
 import { NodeRegistry } from './registry/node-registry.js';
 import { isPlaceable } from './registry/pool-view.js';
+import { RelayCounter } from './replicas/relay-counter.js';
+import { ReplicaDirectory } from './replicas/replica-directory.js';
+import { replicaIdentity } from './replicas/replica-identity.js';
+import { ReplicaMembership } from './replicas/replica-membership.js';
 import { SessionStore } from './sessions/session-store.js';
 import { packageVersion } from './support/argv.js';
 import { createMetrics } from './support/metrics.js';
@@ -75,6 +79,10 @@ export interface AppDeps {
    * @default the in-process store of `config`
    */
   store?: ClusterStore;
+  /** This host's name: the default replica id (`<hostname>-<pid>`). @default os.hostname() */
+  hostname?: string;
+  /** @default process.pid */
+  pid?: number;
 }
 
 /** Internal timings, for tests. */
@@ -155,11 +163,24 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     acceptTimeoutMs: config.dispatch_accept_timeout_ms ?? Math.max(config.heartbeat_interval_ms, 1000),
     http1PerNode: config.dispatch_http1_per_node,
   });
+  // Replica identity and the live replicas (.specs/65-cluster-store.md, Replicas): the dashboard's
+  // "replicas", the metrics leader, and the address of another replica.
+  const identity = replicaIdentity({
+    replicaId: config.replica_id,
+    advertiseUrl: config.advertise_url,
+    addr: config.addr,
+    boundAddress: () => app.server.address(),
+    hostname: deps.hostname ?? hostname(),
+    pid: deps.pid ?? process.pid,
+  });
+  const replicaDirectory = new ReplicaDirectory({ selfId: identity.replicaId, clock, maxAgeMs: 3 * config.heartbeat_interval_ms });
   let tasksRef: TaskService | undefined;
   const metrics = createMetrics(metricsRegistry, {
     queueDepth: () => tasksRef?.queueDepth() ?? { interactive: 0, batch: 0 },
     nodesOnline: () => registry.list().filter((n) => n.state === 'online').length,
     pools: () => registry.pools().map((p) => ({ pool_id: p.pool_id, node_id: p.node_id, leased: p.leased, free: p.free, placeable: isPlaceable(p) })),
+    // In-process there is no other replica; with Redis the lowest live id exports the cluster gauges.
+    clusterLeader: () => store.kind === 'memory' || replicaDirectory.isLeader(),
   });
   const sessions = new SessionStore({
     ttlMs: config.session_ttl_ms,
@@ -169,11 +190,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     onEvict: () => metrics.sessionsEvicted.inc(),
   });
   // With a Redis store the replica that admits a task owns it; the cluster's queue orders them all.
-  const replicaId = config.replica_id ?? `${hostname()}-${process.pid}`;
   const cluster = sharedNodes
     ? new ClusterTasks({
-        ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, signals: store.signals, replicaId },
-        address: () => config.advertise_url?.replace(/\/+$/, '') ?? boundUrl(app),
+        ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, signals: store.signals, replicaId: identity.replicaId },
+        address: () => identity.address(),
         logger: logger.child({ subsystem: 'tasks' }),
         retainMs: config.stream_grace_ms,
         changed: () => tasksRef?.pump(),
@@ -202,11 +222,29 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     logger: logger.child({ subsystem: 'catalog' }),
   });
 
+  const version = deps.version ?? packageVersion();
+  const relayCounter = new RelayCounter(tasks);
+  const membership = new ReplicaMembership({
+    store: store.replicas,
+    identity,
+    directory: replicaDirectory,
+    version,
+    figures: () => ({ tasksRelayed: relayCounter.tasksRelayed, load: relayCounter.load }),
+    intervalMs: config.heartbeat_interval_ms,
+    clock,
+    logger: logger.child({ subsystem: 'replicas' }),
+  });
   const dashboard = new DashboardFeed({
     registry,
     tasks,
     clock,
-    version: deps.version ?? packageVersion(),
+    version,
+    activity: store.activity,
+    replicaId: identity.replicaId,
+    replicas: () => replicaDirectory.live(),
+    logger: logger.child({ subsystem: 'dashboard' }),
+    // Other replicas' tasks reach this one's pages only through the store: look again every second.
+    ...(store.kind === 'redis' ? { pollMs: 1000, sharedQueue: { sizes: () => store.queue.sizes(), capacity: config.admission_capacity } } : {}),
     ...(tuning.dashboardBucketMs !== undefined ? { bucketMs: tuning.dashboardBucketMs } : {}),
   });
 
@@ -225,6 +263,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     metricsRegistry,
     clock,
     dashboard,
+    replicas: { identity, directory: replicaDirectory },
     publicBase: publicBaseResolver(app, config.addr, config.public_url),
   };
   app.decorate('services', services);
@@ -255,6 +294,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   app.addHook('onClose', async () => {
     const report = await closeAll(
       [
+        // Before the store closes (server.ts closes it after the app): leave, and write the last activity.
+        { name: 'replica membership', close: () => membership.close() },
+        { name: 'relay counter', close: () => Promise.resolve(relayCounter.close()) },
         { name: 'dashboard feed', close: () => dashboard.close() },
         { name: 'store health watch', close: () => storeHealth.close() },
         { name: 'cluster node sync', close: () => nodeSync?.close() ?? Promise.resolve() },
@@ -273,6 +315,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   });
 
   await nodeSync?.start();
+  await membership.start();
+  // Announce the bound address as soon as there is one (the first announcement had the configured addr).
+  app.addHook('onListen', () => membership.announceNow());
   await app.register(correlationPlugin);
   await app.register(errorsPlugin);
   // Before auth: preflights carry no token.
@@ -299,12 +344,4 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(engineDoorRoutes, { services });
   await app.register(dashboardRoutes, { services, dir: deps.dashboardDir ?? dashboardAssetsDir() });
   return app as unknown as OrchdApp;
-}
-
-/** This server's bound address as a URL other processes can reach (a wildcard bind is reached on loopback); undefined before it listens. */
-function boundUrl(app: FastifyInstance): string | undefined {
-  const a = app.server.address();
-  if (a === null || typeof a !== 'object') return undefined;
-  const host = a.address === '0.0.0.0' || a.address === '::' ? '127.0.0.1' : a.address;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${a.port}`;
 }

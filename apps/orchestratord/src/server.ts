@@ -51,17 +51,26 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   // With ORCHD_REDIS_URL an unreachable Redis fails the start (StoreUnavailableError), before anything listens.
   const store = await createClusterStore(storeSettingsOf(options.config), { clock: systemClock, logger: options.logger.child({ component: 'cluster-store' }) });
   if (options.config.redis_url !== undefined) {
-    options.logger.warn(
+    options.logger.info(
       {
         redis: redactedUrl(options.config.redis_url),
         prefix: options.config.redis_prefix,
         replica: options.config.replica_id,
-        shared: ['rate limits', 'readiness', 'node registry and liveness', 'slot leases', 'admission queue', 'task records', 'sessions'],
-        local: ['dashboard recent tasks and throughput'],
+        shared: [
+          'rate limits',
+          'readiness',
+          'node registry and liveness',
+          'slot leases',
+          'admission queue',
+          'task records',
+          'sessions',
+          'replica membership',
+          'dashboard activity',
+        ],
         human:
-          "Cluster store: Redis. Shared: per-key rate limits, /readyz, the node registry and liveness, slot leases, the admission queue, task records and sessions; the dashboard's recent tasks and throughput are still this replica's own",
+          "Cluster store: Redis. Shared: per-key rate limits, /readyz, the node registry and liveness, slot leases, the admission queue, task records, sessions, replica membership and the dashboard's recent tasks and throughput; token frames stay with the replica that relays them",
       },
-      'cluster store partly wired',
+      'cluster store',
     );
   }
   const upstream = createUpstreamDispatchers();

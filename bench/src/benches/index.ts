@@ -3,13 +3,15 @@ import { admissionBench } from './admission.js';
 import { cancelBench } from './cancel.js';
 import { chatBench } from './chat.js';
 import { failoverBench } from './failover.js';
+import { floodBench } from './flood.js';
 import { placementBench } from './placement.js';
 import { poolStartBench } from './pool-start.js';
 import { relayBench } from './relay.js';
+import { replicasBench } from './replicas.js';
 import { streamsBench } from './streams.js';
 
-/** Run order as in the issues (issue 17 added `chat`); `relay` goes first, so a cold cache builds llama-server once there. */
-export const BENCH_ORDER: readonly string[] = ['relay', 'admission', 'streams', 'failover', 'cancel', 'placement', 'pool-start', 'chat'];
+/** Run order as in the issues (issue 17 added `chat`, issue 25 `flood` and `replicas`); `relay` goes first, so a cold cache builds llama-server once there. */
+export const BENCH_ORDER: readonly string[] = ['relay', 'admission', 'streams', 'failover', 'cancel', 'placement', 'pool-start', 'chat', 'flood', 'replicas'];
 
 export const BENCHES: Readonly<Record<string, Bench>> = {
   relay: relayBench,
@@ -20,4 +22,6 @@ export const BENCHES: Readonly<Record<string, Bench>> = {
   placement: placementBench,
   'pool-start': poolStartBench,
   chat: chatBench,
+  replicas: replicasBench,
+  flood: floodBench,
 };

@@ -14,6 +14,8 @@ export interface BenchContext {
   readonly cpuProf: boolean;
   /** Extra `node` flags for the daemons (e.g. `--trace-gc`), for diagnosis. */
   readonly nodeFlags: readonly string[];
+  /** `--name=value` arguments meant for a benchmark (e.g. flood's `--clients=300`), by name without the dashes. */
+  readonly options: ReadonlyMap<string, string>;
   readonly signal: AbortSignal;
 }
 

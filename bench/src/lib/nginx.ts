@@ -69,7 +69,7 @@ async function freePort(): Promise<number> {
  * `'keepalive'` = the hop keeps its connections to the target (the outer hop, like orchestratord
  * to pool-managerd). One worker, no access log, responses passed on as they arrive.
  */
-export function nginxConfig(o: { dir: string; name: string; port: number; target: URL; upstream: 'keepalive' | 'close'; asRoot: boolean }): string {
+export function nginxConfig(o: { dir: string; name: string; port: number; targets: readonly URL[]; upstream: 'keepalive' | 'close'; asRoot: boolean }): string {
   const keep = o.upstream === 'keepalive';
   return [
     ...(o.asRoot ? ['user root root;'] : []),
@@ -85,7 +85,8 @@ export function nginxConfig(o: { dir: string; name: string; port: number; target
     '  keepalive_requests 100000;',
     '  keepalive_timeout 120s;',
     '  tcp_nodelay on;',
-    `  upstream target { server ${o.target.hostname}:${o.target.port};${keep ? ' keepalive 8;' : ''} }`,
+    // Several targets: nginx balances round-robin (its default), a load balancer in front of replicas.
+    `  upstream target { ${o.targets.map((t) => `server ${t.hostname}:${t.port}; `).join('')}${keep ? `keepalive ${8 * o.targets.length}; ` : ''}}`,
     '  server {',
     `    listen 127.0.0.1:${o.port};`,
     '    location / {',
@@ -125,14 +126,17 @@ function childPids(pid: number): number[] {
   }
 }
 
-/** Starts one nginx hop in the foreground (`daemon off`), listening on a free loopback port. */
-export async function startNginxHop(binary: string, dir: string, name: string, target: string, upstream: 'keepalive' | 'close'): Promise<NginxHop> {
+/**
+ * Starts one nginx hop in the foreground (`daemon off`), listening on a free loopback port; with
+ * several targets it is a round-robin load balancer over them.
+ */
+export async function startNginxHop(binary: string, dir: string, name: string, target: string | readonly string[], upstream: 'keepalive' | 'close'): Promise<NginxHop> {
   const port = await freePort();
   const asRoot = process.getuid?.() === 0;
   await mkdir(join(dir, `nginx-${name}-body`), { recursive: true });
   await mkdir(join(dir, `nginx-${name}-proxy`), { recursive: true });
   const conf = join(dir, `nginx-${name}.conf`);
-  await writeFile(conf, nginxConfig({ dir, name, port, target: new URL(target), upstream, asRoot }));
+  await writeFile(conf, nginxConfig({ dir, name, port, targets: (typeof target === 'string' ? [target] : target).map((t) => new URL(t)), upstream, asRoot }));
   execFileSync(binary, ['-t', '-q', '-p', dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   const child = spawn(binary, ['-p', dir, '-c', conf], { stdio: 'ignore' });
   const kill = (): void => {

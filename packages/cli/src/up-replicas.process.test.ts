@@ -123,6 +123,21 @@ describe('llorch up --replicas 3', () => {
         expect(JSON.parse(submitted.stdout)).toMatchObject({ canceled: false, tokens_out: 8, pool_id: 'cpu0' });
       }
 
+      // the dashboard is the cluster's whichever replica answers it: every replica, the same recent tasks
+      const dashboards = await Promise.all(
+        Array.from({ length: 3 }, async () => {
+          const res = await fetch(`${base}/v2/dashboard`, { headers: { authorization: `Bearer ${TOKEN}` } });
+          expect(res.status).toBe(200);
+          return (await res.json()) as { replicas: Array<{ replica_id: string }>; recent_tasks: Array<{ task_id: string }> };
+        }),
+      );
+      // the chats and the four submits above ran on several replicas
+      expect(dashboards[0]!.recent_tasks.length).toBeGreaterThanOrEqual(6);
+      for (const d of dashboards) {
+        expect(d.replicas.map((r) => r.replica_id)).toEqual(['r1', 'r2', 'r3']);
+        expect(d.recent_tasks.map((t) => t.task_id).sort()).toEqual(dashboards[0]!.recent_tasks.map((t) => t.task_id).sort());
+      }
+
       // a replica that stops answering: HAProxy's /readyz check takes it out, requests still succeed
       const stopped = replicas.get('r2')!;
       const tStop = Date.now();

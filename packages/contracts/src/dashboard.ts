@@ -62,6 +62,28 @@ export const DashboardQueueSchema = z
 export type DashboardQueue = z.infer<typeof DashboardQueueSchema>;
 
 /**
+ * One orchestratord replica sharing the cluster store (one entry without a store: this process),
+ * as it last announced itself (every heartbeat interval; gone after 3 silent ones or a clean stop).
+ */
+export const DashboardReplicaSchema = z
+  .strictObject({
+    /** `ORCHD_REPLICA_ID`, else `<hostname>-<pid>`. */
+    replica_id: z.string(),
+    /** Where the other replicas reach it directly: `ORCHD_ADVERTISE_URL`, else its bound address. */
+    address: z.string(),
+    /** Its orchestratord version. */
+    version: z.string(),
+    /** When it started, ms since the Unix epoch. */
+    up_since_ms: z.int().nonnegative(),
+    /** Tasks it relayed (dispatched to a node and ended) since it started. */
+    tasks_relayed: z.int().nonnegative(),
+    /** Streams it relays now. */
+    load: z.int().nonnegative(),
+  })
+  .meta({ id: 'DashboardReplica' });
+export type DashboardReplica = z.infer<typeof DashboardReplicaSchema>;
+
+/**
  * `GET /v2/dashboard` and the `snapshot` event of `GET /v2/dashboard/events`: everything the web
  * dashboard shows, in one document. The event stream sends one on connect and another whenever the
  * registry or the task service changed something (coalesced), so the page never polls.
@@ -79,6 +101,8 @@ export const DashboardSnapshotSchema = z
     queue: DashboardQueueSchema,
     throughput: z.array(ThroughputPointSchema),
     recent_tasks: z.array(DashboardTaskSchema),
+    /** The live replicas, by id. Recent tasks and throughput are the whole cluster's, whichever replica answers. */
+    replicas: z.array(DashboardReplicaSchema),
   })
   .meta({ id: 'DashboardSnapshot' });
 export type DashboardSnapshot = z.infer<typeof DashboardSnapshotSchema>;

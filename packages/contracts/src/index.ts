@@ -64,9 +64,9 @@ export type { ClientKeyEntry, KeysFile } from './keys.js';
 export { LivenessSchema, ReadinessSchema, ProbePoolSchema, ManagerReadinessSchema } from './probes.js';
 export type { Liveness, Readiness, ManagerReadiness } from './probes.js';
 export {
-  DashboardOutcomeSchema, DashboardTaskSchema, ThroughputPointSchema, DashboardQueueSchema, DashboardSnapshotSchema,
+  DashboardOutcomeSchema, DashboardTaskSchema, ThroughputPointSchema, DashboardQueueSchema, DashboardReplicaSchema, DashboardSnapshotSchema,
 } from './dashboard.js';
-export type { DashboardOutcome, DashboardTask, ThroughputPoint, DashboardQueue, DashboardSnapshot } from './dashboard.js';
+export type { DashboardOutcome, DashboardTask, ThroughputPoint, DashboardQueue, DashboardReplica, DashboardSnapshot } from './dashboard.js';
 export {
   AnthropicMessagesRequestSchema, AnthropicCountTokensRequestSchema, AnthropicMessageParamSchema, AnthropicToolSchema, AnthropicToolChoiceSchema,
   AnthropicTextBlockSchema, AnthropicUsageSchema, AnthropicMessageSchema, AnthropicCountTokensSchema, AnthropicErrorSchema,

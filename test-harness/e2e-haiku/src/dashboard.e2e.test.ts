@@ -104,6 +104,11 @@ describe('dashboard page in chromium against a real cluster', () => {
     await poolRow('p1').locator('[data-state="ready"]').waitFor();
     expect(await page.getByLabel('API key', { exact: true }).count()).toBe(0);
     await expect.poll(() => page.locator('.connection').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS }).toBe('live');
+    // one orchestratord: the Replicas section lists it, at the address it listens on
+    const replica = page.locator('tr[data-replica]');
+    await replica.first().waitFor();
+    expect(await replica.count()).toBe(1);
+    expect(await replica.innerText()).toContain(cluster.orchestrator.url);
     await saveScreenshot(page, '02-cluster');
   });
 
@@ -158,6 +163,8 @@ describe('dashboard page in chromium against a real cluster', () => {
     // the engine's count, as the usage the playground printed
     expect(Number(rowTokens)).toBe(tokens);
     expect(await page.evaluate(MARKER)).toBe('set-before-the-playground');
+    // the replica counts the task it relayed (announced every heartbeat interval, shown with the next snapshot)
+    await expect.poll(() => page.locator('tr[data-replica] [data-stat="tasks-relayed"]').innerText(), { timeout: UI_TIMEOUT_MS }).toBe('1');
     await saveScreenshot(page, '03-playground');
   });
 

@@ -2,7 +2,7 @@ import { DEFAULT_POOL_CAPABILITIES, taskCapability, type ErrorCode, type TaskReq
 import { BudgetSpentError, DeadlineUnmetError, InvalidParamsError, ModelNotAvailableError } from '../errors.js';
 import { modelAvailability, type ModelAvailability } from './model-availability.js';
 import { mayServe, type PoolView } from '../registry/pool-view.js';
-import type { Prediction, Predictor } from './predictor.js';
+import { DEADLINE_MARGIN, missesDeadline, type Prediction, type Predictor } from './predictor.js';
 import { predictTask } from './prediction.js';
 
 export interface AdmissionCheckInput {
@@ -33,8 +33,8 @@ export interface AdmissionCheckResult {
  * task's kind (chat, completion, embeddings, rerank, infill: else 400 INVALID_PARAMS, `param:
  * model`); `ctx` fits the largest ctx of
  * those pools (else 400 INVALID_PARAMS); the session budget is not spent (else 429
- * ADMISSION_REJECT, policy `budget`); the measured predicted start is before the deadline (else
- * 400 DEADLINE_UNMET).
+ * ADMISSION_REJECT, policy `budget`); the measured predicted end at the fastest recent pace is within
+ * the deadline plus {@link DEADLINE_MARGIN} of it (else 400 DEADLINE_UNMET, see `missesDeadline`).
  */
 export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult {
   const { request } = input;
@@ -61,10 +61,11 @@ export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult
     throw new BudgetSpentError(`session ${request.session_id} has spent its token budget`, { retryAfterMs: 1000 });
   }
   const prediction = predictTask(input.predictor, request, input.ahead, listed);
-  if (prediction.measured && prediction.startMs >= request.deadline_ms) {
+  if (missesDeadline(prediction, request.deadline_ms)) {
     input.onReject('DEADLINE_UNMET');
     throw new DeadlineUnmetError(
-      `deadline_ms ${request.deadline_ms} cannot be met: predicted start in ${prediction.startMs} ms (${input.ahead} task(s) ahead for '${request.model_ref}')`,
+      `deadline_ms ${request.deadline_ms} cannot be met: predicted start in ${prediction.startMs} ms, end in ${prediction.finishMs ?? '?'} ms, ` +
+        `at the fastest recent pace ${prediction.fastFinishMs ?? '?'} ms (over the deadline by more than ${DEADLINE_MARGIN * 100}%; ${input.ahead} task(s) ahead for '${request.model_ref}')`,
     );
   }
   return { availability, prediction };

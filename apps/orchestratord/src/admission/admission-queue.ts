@@ -137,6 +137,31 @@ export class AdmissionQueue<T> {
     this.#link(node);
   }
 
+  /**
+   * Puts an admitted entry back among the entries of its lane by `rank` (ascending; after those of
+   * equal rank), ignoring capacity: a task that went out to be claimed and came back takes its
+   * place in the order again, instead of the head. O(lane).
+   */
+  reinsert(id: string, lane: Lane, item: T, deadlineAt: number, rank: (item: T) => number): void {
+    if (this.#byId.has(id)) throw new Error(`duplicate queue id ${id}`);
+    const node: Node<T> = { id, lane, item, deadlineAt, prev: undefined, next: undefined };
+    const list = this.#lanes[lane];
+    const r = rank(item);
+    let after = list.tail;
+    while (after !== undefined && rank(after.item) > r) after = after.prev;
+    if (after === undefined) list.pushFront(node);
+    else if (after === list.tail) list.pushBack(node);
+    else {
+      const next = after.next as Node<T>;
+      node.prev = after;
+      node.next = next;
+      after.next = node;
+      next.prev = node;
+      list.size += 1;
+    }
+    this.#link(node);
+  }
+
   /** Removes and returns the next entry in dispatch order. */
   dequeue(): QueueEntry<T> | undefined {
     const node = this.#lanes.interactive.head ?? this.#lanes.batch.head;

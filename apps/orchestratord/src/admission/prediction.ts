@@ -20,7 +20,8 @@ function toPredictorPool(p: PoolView): PredictorPool {
 export function predictTask(predictor: Predictor, request: TaskRequest, ahead: number, listed: readonly PoolView[]): Prediction {
   const req: PlacementRequest = { model_ref: request.model_ref, ctx: request.ctx, determinism: request.determinism, placement: request.placement };
   const eligible = listed.filter((p) => isEligible(req, p));
-  return predictor.predict(request.expected_tokens ?? request.max_tokens, ahead, (eligible.length > 0 ? eligible : listed).map(toPredictorPool));
+  const pools = (eligible.length > 0 ? eligible : listed).map(toPredictorPool);
+  return predictor.predict({ maxTokens: request.max_tokens, expectedTokens: request.expected_tokens, ahead, pools });
 }
 
 export interface ClusterWaitInput {
@@ -31,7 +32,7 @@ export interface ClusterWaitInput {
   readonly poolsForModel: (model: string) => readonly PoolView[];
   /** Tasks queued that a new task for `model` would wait behind. */
   readonly ahead: (model: string) => number;
-  /** Expected tokens of the new task. */
+  /** Token cap of the new task (its own size counts only where no task of a pool ended yet). */
   readonly tokens: number;
 }
 
@@ -48,7 +49,7 @@ export function predictClusterWait(input: ClusterWaitInput): number {
     const avail = modelAvailability(input.poolsForModel(model), model);
     const listed = [...avail.ready, ...avail.provisioning];
     if (listed.length === 0) continue;
-    longest = Math.max(longest, input.predictor.predict(input.tokens, input.ahead(model), listed.map(toPredictorPool)).startMs);
+    longest = Math.max(longest, input.predictor.predict({ maxTokens: input.tokens, ahead: input.ahead(model), pools: listed.map(toPredictorPool) }).startMs);
   }
   return longest;
 }

@@ -13,13 +13,31 @@ import { startRedisServer } from '../testing/redis-server.js';
  *   - lease_acquire / lease_release: a 2-slot pool, acquire then release (never full);
  *   - queue_add / queue_claim: add a batch entry, then claim it for its model (queue kept at 64
  *     entries so claims scan a realistic lane);
- *   - rate_limit_hit: one request of a key.
+ *   - rate_limit_hit: one request of a key;
+ *   - activity_record / activity_bucket / activity_read: the dashboard's writes (one ended task into
+ *     the 50-row list; one replica's share of one closed 5 s bucket) and one snapshot's read (the
+ *     50 recent tasks and the 120 buckets of the window, together as the feed reads them).
  */
 
 const OPS = Number(process.env.STORE_BENCH_OPS ?? 5000);
 const WARMUP = Number(process.env.STORE_BENCH_WARMUP ?? 500);
 
-type Op = 'lease_acquire' | 'lease_release' | 'queue_add' | 'queue_claim' | 'rate_limit_hit';
+type Op = 'lease_acquire' | 'lease_release' | 'queue_add' | 'queue_claim' | 'rate_limit_hit' | 'activity_record' | 'activity_bucket' | 'activity_read';
+
+const BUCKET_MS = 5000;
+const row = (id: string) => ({
+  task_id: id,
+  correlation_id: id,
+  model: 'm',
+  priority: 'interactive' as const,
+  node_id: 'n1',
+  pool_id: 'p1',
+  tokens_out: 64,
+  ttft_ms: 40,
+  duration_ms: 900,
+  outcome: 'ok' as const,
+  ended_at_ms: Date.now(),
+});
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
@@ -34,7 +52,20 @@ async function time(samples: number[] | undefined, f: () => Promise<unknown>): P
 }
 
 async function measure(store: ClusterStore): Promise<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>> {
-  const s: Record<Op, number[]> = { lease_acquire: [], lease_release: [], queue_add: [], queue_claim: [], rate_limit_hit: [] };
+  const s: Record<Op, number[]> = {
+    lease_acquire: [],
+    lease_release: [],
+    queue_add: [],
+    queue_claim: [],
+    rate_limit_hit: [],
+    activity_record: [],
+    activity_bucket: [],
+    activity_read: [],
+  };
+  // A full window: 120 written buckets to read back.
+  const now = Math.floor(Date.now() / BUCKET_MS) * BUCKET_MS;
+  const window = Array.from({ length: 120 }, (_, i) => ({ t_ms: now - (120 - i) * BUCKET_MS, tokens: 1000, tasks_ended: 10, ttft_p50_ms: 40, ttft_count: 10 }));
+  await store.activity.addThroughput('bench', BUCKET_MS, window, 3_600_000);
   for (let i = 0; i < 64; i += 1) await store.queue.add({ id: `filler-${i}`, lane: 'batch', group: `other-${i % 8}`, payload: '{}' });
   for (let i = 0; i < WARMUP + OPS; i += 1) {
     const keep = i >= WARMUP ? s : undefined;
@@ -44,6 +75,9 @@ async function measure(store: ClusterStore): Promise<Record<Op, { p50_us: number
     await time(keep?.queue_add, () => store.queue.add({ id, lane: 'batch', group: 'm', payload: JSON.stringify({ id, model: 'm' }), deadlineMs: 60_000 }));
     await time(keep?.queue_claim, () => store.queue.claim(['m']));
     await time(keep?.rate_limit_hit, () => store.rateLimits.hit('bench-key', 1_000_000, 60_000));
+    await time(keep?.activity_record, () => store.activity.recordTasks([row(id)], 50));
+    await time(keep?.activity_bucket, () => store.activity.addThroughput('bench', BUCKET_MS, [window[i % 120]!], 3_600_000));
+    await time(keep?.activity_read, () => Promise.all([store.activity.recentTasks(50), store.activity.throughput(BUCKET_MS, now - 120 * BUCKET_MS, now)]));
   }
   const out = {} as Record<Op, { p50_us: number; p99_us: number; mean_us: number }>;
   for (const [op, xs] of Object.entries(s) as [Op, number[]][]) {

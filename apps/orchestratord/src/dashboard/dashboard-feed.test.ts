@@ -5,6 +5,8 @@ import { systemClock, type Clock } from '@llama-orch/daemon-support';
 import { TaskEvents, type EndedTask } from '../tasks/task-events.js';
 import type { TaskLoad } from '../tasks/task-load.js';
 import { captureLogger, ManualClock, snapshot, waitFor } from '../testing/test-helpers.js';
+import { MemoryActivity } from '../store/memory/memory-activity.js';
+import type { ReplicaInfo } from '../store/replica-membership-store.js';
 import { DashboardFeed } from './dashboard-feed.js';
 
 /**
@@ -52,7 +54,21 @@ describe('DashboardFeed', () => {
     const registry = new NodeRegistry({ heartbeatIntervalMs: 60_000, clock, logger: captureLogger().logger });
     const tasks = new TaskSide();
     // Hour-wide buckets unless a test sets them: no bucket end lands inside a test on the system clock.
-    const feed = new DashboardFeed({ registry, tasks, clock, version: '9.9.9', bucketMs: 3_600_000, buckets: 5, recentTasks: 3, ...over });
+    const replicas: ReplicaInfo[] = [{ replica_id: 'r1', address: 'http://127.0.0.1:8080', version: '9.9.9', up_since: 1_699_999_000_000, tasks_relayed: 7, load: 1 }];
+    const feed = new DashboardFeed({
+      registry,
+      tasks,
+      clock,
+      version: '9.9.9',
+      activity: new MemoryActivity(clock),
+      replicaId: 'r1',
+      replicas: () => replicas,
+      logger: captureLogger().logger,
+      bucketMs: 3_600_000,
+      buckets: 5,
+      recentTasks: 3,
+      ...over,
+    });
     closers.push(
       () => feed.close(),
       () => registry.close(),
@@ -60,7 +76,7 @@ describe('DashboardFeed', () => {
     return { registry, tasks, feed };
   };
 
-  it('a snapshot shows nodes, pools (with aliases), the queue, throughput and recent tasks, and validates', () => {
+  it('a snapshot shows nodes, pools (with aliases), the queue, throughput, recent tasks and replicas, and validates', async () => {
     const clock = new ManualClock(1_700_000_000_000);
     const { registry, tasks, feed } = make(clock, { bucketMs: 1000 });
     registry.register({
@@ -76,7 +92,7 @@ describe('DashboardFeed', () => {
     tasks.events.emit({ type: 'ended', task: ended('a', clock) });
     tasks.events.emit({ type: 'ended', task: ended('b', clock, { outcome: 'error', code: 'WORKER_RESET', ttftMs: undefined, tokensOut: 0 }) });
     clock.advance(1000);
-    const snap: DashboardSnapshot = DashboardSnapshotSchema.parse(feed.snapshot());
+    const snap: DashboardSnapshot = DashboardSnapshotSchema.parse(await feed.snapshot());
     expect(snap).toMatchObject({
       version: '9.9.9',
       generated_at_ms: 1_700_000_001_000,
@@ -85,6 +101,7 @@ describe('DashboardFeed', () => {
       pools: [{ pool_id: 'p', models: ['synthetic:llama'], aliases: ['synthetic'], node_state: 'registering' }],
       queue: { depth: { interactive: 2, batch: 1 }, capacity: 8, running: 1, predicted_wait_ms: 1234 },
       throughput: [{ t_ms: 1_700_000_000_000, tokens_per_s: 10, ttft_p50_ms: 40, tasks_ended: 2 }],
+      replicas: [{ replica_id: 'r1', address: 'http://127.0.0.1:8080', version: '9.9.9', up_since_ms: 1_699_999_000_000, tasks_relayed: 7, load: 1 }],
     });
     expect(snap.recent_tasks.map((t) => [t.task_id, t.outcome, t.code])).toEqual([
       ['b', 'error', 'WORKER_RESET'],
@@ -92,11 +109,43 @@ describe('DashboardFeed', () => {
     ]);
   });
 
-  it('keeps only the newest ended tasks (ring), newest first', () => {
+  it('keeps only the newest ended tasks, newest first', async () => {
     const clock = new ManualClock();
     const { tasks, feed } = make(clock);
     for (const id of ['1', '2', '3', '4', '5']) tasks.events.emit({ type: 'ended', task: ended(id, clock) });
-    expect(feed.snapshot().recent_tasks.map((t) => t.task_id)).toEqual(['5', '4', '3']);
+    expect((await feed.snapshot()).recent_tasks.map((t) => t.task_id)).toEqual(['5', '4', '3']);
+  });
+
+  it('two replicas on one activity store show the same recent tasks and throughput; the store gets one write per closed bucket, not per token', async () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    class CountingActivity extends MemoryActivity {
+      bucketWrites = 0;
+      override addThroughput(...args: Parameters<MemoryActivity['addThroughput']>): Promise<void> {
+        this.bucketWrites += 1;
+        return super.addThroughput(...args);
+      }
+    }
+    const shared = new CountingActivity(clock);
+    const a = make(clock, { bucketMs: 1000, activity: shared, replicaId: 'ra' });
+    const b = make(clock, { bucketMs: 1000, activity: shared, replicaId: 'rb' });
+    for (let i = 0; i < 200; i += 1) {
+      a.tasks.events.emit({ type: 'first-token', taskId: `a${i}`, at: clock.now(), ttftMs: 10 });
+      a.tasks.tokens += 5;
+    }
+    a.tasks.events.emit({ type: 'ended', task: ended('a', clock) });
+    b.tasks.events.emit({ type: 'first-token', taskId: 'b', at: clock.now(), ttftMs: 30 });
+    b.tasks.tokens += 20;
+    b.tasks.events.emit({ type: 'ended', task: ended('b', clock) });
+    clock.advance(1000);
+    // B's bucket reaches the store when B closes it (its own snapshot, or its bucket timer)
+    await b.feed.snapshot();
+    const fromA = await a.feed.snapshot();
+    const fromB = await b.feed.snapshot();
+    expect(fromA.recent_tasks.map((t) => t.task_id).sort()).toEqual(['a', 'b']);
+    expect(fromB.recent_tasks).toEqual(fromA.recent_tasks);
+    expect(fromA.throughput).toEqual([{ t_ms: 1_700_000_000_000, tokens_per_s: 1020, tasks_ended: 2, ttft_p50_ms: 10 }]);
+    expect(fromB.throughput).toEqual(fromA.throughput);
+    expect(shared.bucketWrites).toBe(2); // one per replica for the one closed bucket
   });
 
   it('coalesces a burst of changes into one trailing notification, at most one per interval', async () => {

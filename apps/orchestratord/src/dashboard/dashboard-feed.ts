@@ -1,10 +1,14 @@
-import { TASK_LIMITS, type DashboardSnapshot } from '@llama-orch/contracts';
+import { TASK_LIMITS, type DashboardReplica, type DashboardSnapshot } from '@llama-orch/contracts';
 import { toClusterPool } from '../registry/cluster-pool.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
-import type { Clock } from '@llama-orch/daemon-support';
+import type { Clock, Log } from '@llama-orch/daemon-support';
+import type { ActivityStore } from '../store/activity-store.js';
+import type { AdmissionQueueStore } from '../store/admission-queue-store.js';
+import type { ReplicaInfo } from '../store/replica-membership-store.js';
 import type { TaskEvent } from '../tasks/task-events.js';
 import type { TaskService } from '../tasks/task-service.js';
-import { RecentTasks, toDashboardTask } from './recent-tasks.js';
+import { ClusterActivity } from './cluster-activity.js';
+import { meanTokens, toDashboardTask } from './recent-tasks.js';
 import { ThroughputSeries } from './throughput-series.js';
 
 export interface DashboardFeedOptions {
@@ -14,13 +18,32 @@ export interface DashboardFeedOptions {
   clock: Clock;
   /** orchestratord's version, as snapshots show it. */
   version: string;
+  /** Where recent tasks and throughput of the whole cluster are kept (the cluster store's). */
+  activity: ActivityStore;
+  /** This replica's id (its share of the throughput buckets). */
+  replicaId: string;
+  /** The live replicas, as last read (ReplicaDirectory.live). */
+  replicas: () => readonly ReplicaInfo[];
+  logger: Log;
+  /**
+   * While someone listens, a snapshot at least this often, ms: what other replicas did reaches this
+   * one's pages only through the store, which sends no events. Absent = only on changes here (the
+   * in-process store has no other writer).
+   */
+  pollMs?: number;
+  /**
+   * The cluster's admission queue, when replicas share one (Redis): the snapshot's depth comes from
+   * it, the capacity is the cluster's, and `running` is the sum of the streams the live replicas
+   * announced. Absent = this process's queue and running tasks.
+   */
+  sharedQueue?: Pick<AdmissionQueueStore, 'sizes'> & { readonly capacity: number };
   /** Width of a throughput bucket, ms. @default 5000 */
   bucketMs?: number;
   /** Throughput buckets kept. @default 120 (10 minutes of 5 s buckets) */
   buckets?: number;
   /** Ended tasks kept for the "recent tasks" list. @default 50 */
   recentTasks?: number;
-  /** Least time between two notifications, ms (changes in between are coalesced into the next). @default 250 */
+  /** Least time between two notifications, ms (changes in between are coalesced into the next); also the delay before ended tasks are written to the store. @default 250 */
   minIntervalMs?: number;
 }
 
@@ -37,7 +60,9 @@ export type DashboardFeedState = 'running' | 'closed';
  * (per task, never per token), and pushed: listeners get a fresh {@link DashboardSnapshot} after
  * something changed — coalesced, trailing, at most one per `minIntervalMs` — and at each
  * throughput bucket's end, so charts move while nothing else happens. Snapshots are built only
- * when someone listens (or asks).
+ * when someone listens (or asks). Nodes and pools come from the registry (the cluster's, with a
+ * shared store); recent tasks and throughput from the {@link ActivityStore}, to which this replica
+ * adds its ended tasks and closed buckets ({@link ClusterActivity}), so every replica shows the same.
  */
 export class DashboardFeed {
   readonly #registry: NodeRegistry;
@@ -46,7 +71,13 @@ export class DashboardFeed {
   readonly #version: string;
   readonly #minIntervalMs: number;
   readonly #series: ThroughputSeries;
-  readonly #recent: RecentTasks;
+  readonly #activity: ClusterActivity;
+  readonly #replicas: () => readonly ReplicaInfo[];
+  readonly #logger: Log;
+  readonly #pollMs: number | undefined;
+  readonly #sharedQueue: DashboardFeedOptions['sharedQueue'];
+  /** The first bucket this feed saw: the chart starts there (or at the oldest bucket any replica wrote). */
+  readonly #shownSince: number;
   readonly #listeners = new Set<DashboardListener>();
   readonly #unsubscribe: Array<() => void>;
   #state: DashboardFeedState = 'running';
@@ -56,6 +87,12 @@ export class DashboardFeed {
   #lastNotifyAt = Number.NEGATIVE_INFINITY;
   /** Fires at the end of the throughput bucket in progress. */
   #bucketTimer: NodeJS.Timeout | undefined;
+  #pollTimer: NodeJS.Timeout | undefined;
+  /** A notification is being built (snapshots read the store): the next waits for it. */
+  #notifying = false;
+  #notifyAgain = false;
+  /** A snapshot failure is being reported, so a store outage is logged once. */
+  #failing = false;
   readonly #tokens = (): number => this.#tasks.tokensRelayed();
 
   constructor(o: DashboardFeedOptions) {
@@ -64,8 +101,23 @@ export class DashboardFeed {
     this.#clock = o.clock;
     this.#version = o.version;
     this.#minIntervalMs = o.minIntervalMs ?? 250;
-    this.#recent = new RecentTasks(o.recentTasks ?? 50);
-    this.#series = new ThroughputSeries({ bucketMs: o.bucketMs ?? 5000, buckets: o.buckets ?? 120, now: o.clock.now(), tokens: o.tasks.tokensRelayed() });
+    this.#replicas = o.replicas;
+    this.#logger = o.logger;
+    this.#pollMs = o.pollMs;
+    this.#sharedQueue = o.sharedQueue;
+    const bucketMs = o.bucketMs ?? 5000;
+    const buckets = o.buckets ?? 120;
+    this.#series = new ThroughputSeries({ bucketMs, buckets, now: o.clock.now(), tokens: o.tasks.tokensRelayed() });
+    this.#shownSince = this.#series.openSince;
+    this.#activity = new ClusterActivity({
+      store: o.activity,
+      replicaId: o.replicaId,
+      bucketMs,
+      buckets,
+      recentTasks: o.recentTasks ?? 50,
+      flushDelayMs: this.#minIntervalMs,
+      logger: o.logger,
+    });
     this.#unsubscribe = [o.registry.subscribe(() => this.#changed()), o.tasks.subscribe((e) => this.#onTask(e))];
     this.#armBucketTimer();
   }
@@ -83,50 +135,66 @@ export class DashboardFeed {
   subscribe(listener: DashboardListener): () => void {
     if (this.#state === 'closed') return () => undefined;
     this.#listeners.add(listener);
+    this.#armPoll();
     return () => {
       this.#listeners.delete(listener);
     };
   }
 
-  /** The cluster now, as the dashboard shows it. */
-  snapshot(): DashboardSnapshot {
+  /** The cluster now, as the dashboard shows it. Rejects (StoreUnavailableError) when the cluster store does. */
+  async snapshot(): Promise<DashboardSnapshot> {
+    this.#advance(this.#clock.now());
+    const [view, clusterDepth] = await Promise.all([this.#activity.read(this.#series.openSince, this.#shownSince), this.#sharedQueue?.sizes()]);
     const now = this.#clock.now();
-    this.#series.advance(now, this.#tokens);
-    const load = this.#tasks.load(Math.round(this.#recent.meanTokens() ?? TASK_LIMITS.defaultMaxTokens));
+    const load = this.#tasks.load(Math.round(meanTokens(view.recent) ?? TASK_LIMITS.defaultMaxTokens));
+    const replicas = this.#replicas();
+    // A shared queue: its depth from the store, running = the streams every replica announced relaying.
+    const depth = clusterDepth !== undefined ? { interactive: clusterDepth.interactive, batch: clusterDepth.batch } : load.depth;
+    const running = clusterDepth !== undefined && replicas.length > 0 ? replicas.reduce((n, r) => n + Math.max(0, Math.round(r.load)), 0) : load.running;
     return {
       version: this.#version,
       generated_at_ms: Math.max(0, Math.round(now)),
       bucket_ms: this.#series.bucketMs,
       nodes: this.#registry.list(),
       pools: this.#registry.pools().map(toClusterPool),
-      queue: { depth: load.depth, capacity: load.capacity, running: load.running, predicted_wait_ms: load.predictedWaitMs },
-      throughput: this.#series.points(),
-      recent_tasks: this.#recent.list(),
+      queue: { depth, capacity: this.#sharedQueue?.capacity ?? load.capacity, running, predicted_wait_ms: load.predictedWaitMs },
+      throughput: view.throughput,
+      recent_tasks: view.recent,
+      replicas: replicas.map(toDashboardReplica),
     };
   }
 
-  /** Idempotent (the same promise); never waits. */
+  /** Idempotent (the same promise); waits only for the last write of buffered activity (bounded by the store's command timeout). */
   close(): Promise<void> {
     if (this.#closed !== undefined) return this.#closed;
     this.#state = 'closed';
     for (const off of this.#unsubscribe) off();
     clearTimeout(this.#pending);
     clearTimeout(this.#bucketTimer);
+    clearTimeout(this.#pollTimer);
     this.#pending = undefined;
     this.#bucketTimer = undefined;
+    this.#pollTimer = undefined;
     this.#listeners.clear();
-    this.#closed = Promise.resolve();
+    this.#closed = this.#activity.close();
     return this.#closed;
+  }
+
+  /** Closes the buckets that ended by `now` and hands this replica's share to the store's writer. */
+  #advance(now: number): boolean {
+    const closed = this.#series.advance(now, this.#tokens);
+    if (closed) this.#activity.addBuckets(this.#series.drain());
+    return closed;
   }
 
   #onTask(e: TaskEvent): void {
     if (e.type === 'first-token') {
-      this.#series.advance(e.at, this.#tokens);
+      this.#advance(e.at);
       this.#series.firstToken(e.ttftMs);
     } else if (e.type === 'ended') {
-      this.#series.advance(e.task.endedAt, this.#tokens);
+      this.#advance(e.task.endedAt);
       this.#series.taskEnded();
-      this.#recent.add(toDashboardTask(e.task));
+      this.#activity.addTask(toDashboardTask(e.task));
     }
     this.#changed();
   }
@@ -144,9 +212,45 @@ export class DashboardFeed {
 
   #notify(): void {
     if (this.#state !== 'running' || this.#listeners.size === 0) return;
+    if (this.#notifying) {
+      this.#notifyAgain = true;
+      return;
+    }
+    this.#notifying = true;
     this.#lastNotifyAt = this.#clock.now();
-    const snap = this.snapshot();
-    for (const l of this.#listeners) l(snap);
+    void this.snapshot()
+      .then(
+        (snap) => {
+          if (this.#failing) this.#logger.info({}, 'dashboard snapshots read the cluster store again');
+          this.#failing = false;
+          if (this.#state !== 'running') return;
+          for (const l of this.#listeners) l(snap);
+        },
+        (err: unknown) => {
+          // The pages keep their last snapshot (and show its age); the next change or bucket end tries again.
+          if (!this.#failing) this.#logger.warn({ err }, 'dashboard snapshot failed: cluster store unreachable');
+          this.#failing = true;
+        },
+      )
+      .finally(() => {
+        this.#notifying = false;
+        if (this.#notifyAgain) {
+          this.#notifyAgain = false;
+          this.#changed();
+        }
+      });
+  }
+
+  /** While someone listens and `pollMs` is set: a notification every `pollMs` (other replicas' activity). */
+  #armPoll(): void {
+    if (this.#pollMs === undefined || this.#pollTimer !== undefined || this.#state !== 'running') return;
+    this.#pollTimer = setTimeout(() => {
+      this.#pollTimer = undefined;
+      if (this.#state !== 'running' || this.#listeners.size === 0) return;
+      this.#changed();
+      this.#armPoll();
+    }, this.#pollMs);
+    this.#pollTimer.unref();
   }
 
   /** One timer at a time, re-armed for the next bucket's end; the bucket closes (and listeners hear) then. */
@@ -155,9 +259,20 @@ export class DashboardFeed {
     this.#bucketTimer = setTimeout(() => {
       this.#bucketTimer = undefined;
       if (this.#state !== 'running') return;
-      if (this.#series.advance(this.#clock.now(), this.#tokens)) this.#changed();
+      if (this.#advance(this.#clock.now())) this.#changed();
       this.#armBucketTimer();
     }, wait);
     this.#bucketTimer.unref();
   }
+}
+
+function toDashboardReplica(r: ReplicaInfo): DashboardReplica {
+  return {
+    replica_id: r.replica_id,
+    address: r.address,
+    version: r.version,
+    up_since_ms: Math.max(0, Math.round(r.up_since)),
+    tasks_relayed: Math.max(0, Math.round(r.tasks_relayed)),
+    load: Math.max(0, Math.round(r.load)),
+  };
 }

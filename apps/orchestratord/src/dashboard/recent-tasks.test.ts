@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DashboardTaskSchema } from '@llama-orch/contracts';
 import type { EndedTask } from '../tasks/task-events.js';
-import { RecentTasks, toDashboardTask } from './recent-tasks.js';
+import { meanTokens, toDashboardTask } from './recent-tasks.js';
 
 function ended(i: number, over: Partial<EndedTask> = {}): EndedTask {
   return {
@@ -22,13 +22,10 @@ function ended(i: number, over: Partial<EndedTask> = {}): EndedTask {
 }
 
 describe('recent tasks', () => {
-  it('keeps the newest `capacity` rows, newest first', () => {
-    const r = new RecentTasks(3);
-    expect(r.list()).toEqual([]);
-    for (let i = 1; i <= 5; i += 1) r.add(toDashboardTask(ended(i)));
-    expect(r.size).toBe(3);
-    expect(r.list().map((t) => t.task_id)).toEqual(['t5', 't4', 't3']);
-    expect(r.meanTokens()).toBe(4);
+  it('mean tokens of the rows that produced any', () => {
+    expect(meanTokens([])).toBeUndefined();
+    expect(meanTokens([3, 4, 5].map((i) => toDashboardTask(ended(i))))).toBe(4);
+    expect(meanTokens([0, 6].map((i) => toDashboardTask(ended(i))))).toBe(6);
   });
 
   it('rows validate against the contract; absent facts stay absent', () => {
@@ -58,8 +55,6 @@ describe('recent tasks', () => {
       code: 'DEADLINE_UNMET',
       ended_at_ms: 1500,
     });
-    const none = new RecentTasks(2);
-    none.add(failed);
-    expect(none.meanTokens()).toBeUndefined();
+    expect(meanTokens([failed])).toBeUndefined();
   });
 });

@@ -20,50 +20,14 @@ export function toDashboardTask(t: EndedTask): DashboardTask {
   return row;
 }
 
-/**
- * The last `capacity` ended tasks in a fixed ring: adding one is O(1) and allocates nothing but
- * its row, whatever the task rate; {@link list} (per snapshot) copies them out newest first.
- */
-export class RecentTasks {
-  readonly #ring: Array<DashboardTask | undefined>;
-  /** Where the next row goes. */
-  #next = 0;
-  #size = 0;
-
-  constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be an integer >= 1');
-    this.#ring = new Array<DashboardTask | undefined>(capacity).fill(undefined);
+/** Mean tokens of the listed tasks that produced any (the predictor's expected length of a new task); undefined when none did. */
+export function meanTokens(rows: readonly DashboardTask[]): number | undefined {
+  let sum = 0;
+  let n = 0;
+  for (const row of rows) {
+    if (row.tokens_out === 0) continue;
+    sum += row.tokens_out;
+    n += 1;
   }
-
-  get size(): number {
-    return this.#size;
-  }
-
-  add(row: DashboardTask): void {
-    this.#ring[this.#next] = row;
-    this.#next = (this.#next + 1) % this.capacity;
-    if (this.#size < this.capacity) this.#size += 1;
-  }
-
-  /** Newest first. */
-  list(): DashboardTask[] {
-    const out: DashboardTask[] = [];
-    for (let i = 1; i <= this.#size; i += 1) {
-      const row = this.#ring[(this.#next - i + this.capacity) % this.capacity];
-      if (row !== undefined) out.push(row);
-    }
-    return out;
-  }
-
-  /** Mean tokens of the kept tasks that produced any; undefined when none did. */
-  meanTokens(): number | undefined {
-    let sum = 0;
-    let n = 0;
-    for (const row of this.#ring) {
-      if (row === undefined || row.tokens_out === 0) continue;
-      sum += row.tokens_out;
-      n += 1;
-    }
-    return n === 0 ? undefined : sum / n;
-  }
+  return n === 0 ? undefined : sum / n;
 }

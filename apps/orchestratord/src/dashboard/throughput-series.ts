@@ -1,4 +1,5 @@
 import type { ThroughputPoint } from '@llama-orch/contracts';
+import type { ThroughputContribution } from '../store/activity-store.js';
 
 export interface ThroughputSeriesOptions {
   /** Width of a bucket, ms; buckets start at multiples of it (ms since the epoch). */
@@ -37,6 +38,8 @@ export class ThroughputSeries {
   readonly #maxSamples: number;
   readonly #random: () => number;
   readonly #closed: ThroughputPoint[] = [];
+  /** Closed buckets with anything in them, not yet taken by {@link drain}. */
+  #undrained: ThroughputContribution[] = [];
   #open: OpenBucket;
   #lastTokens: number;
 
@@ -49,6 +52,11 @@ export class ThroughputSeries {
     this.#random = o.random ?? Math.random;
     this.#open = this.#bucketAt(o.now);
     this.#lastTokens = o.tokens;
+  }
+
+  /** Start of the bucket in progress, ms since the epoch: every bucket before it is closed. */
+  get openSince(): number {
+    return this.#open.start;
   }
 
   /** End of the bucket in progress, ms since the epoch: when {@link advance} next closes one. */
@@ -96,6 +104,16 @@ export class ThroughputSeries {
     this.#open.ended += 1;
   }
 
+  /**
+   * The buckets closed since the last call that saw any token, first token or end (oldest first, at
+   * most `buckets`): this replica's contributions to the cluster's series.
+   */
+  drain(): ThroughputContribution[] {
+    const out = this.#undrained;
+    this.#undrained = [];
+    return out;
+  }
+
   /** Closed buckets, oldest first (a copy). */
   points(): ThroughputPoint[] {
     return [...this.#closed];
@@ -107,6 +125,10 @@ export class ThroughputSeries {
     if (p50 !== undefined) point.ttft_p50_ms = p50;
     this.#closed.push(point);
     if (this.#closed.length > this.#capacity) this.#closed.splice(0, this.#closed.length - this.#capacity);
+    if (tokens > 0 || b.ended > 0 || b.seen > 0) {
+      this.#undrained.push({ t_ms: b.start, tokens, tasks_ended: b.ended, ttft_count: b.seen, ...(p50 !== undefined ? { ttft_p50_ms: p50 } : {}) });
+      if (this.#undrained.length > this.#capacity) this.#undrained.splice(0, this.#undrained.length - this.#capacity);
+    }
   }
 
   #startOf(t: number): number {

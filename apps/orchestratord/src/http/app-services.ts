@@ -5,6 +5,8 @@ import type { CatalogStore } from '../catalog/catalog-store.js';
 import type { DashboardFeed } from '../dashboard/dashboard-feed.js';
 import type { ClusterNodeSync } from '../registry/cluster-node-sync.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
+import type { ReplicaDirectory } from '../replicas/replica-directory.js';
+import type { ReplicaIdentity } from '../replicas/replica-identity.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ClusterStore } from '../store/cluster-store.js';
@@ -35,6 +37,8 @@ export interface AppServices {
   readonly clock: Clock;
   /** What the web dashboard shows, pushed on change. */
   readonly dashboard: DashboardFeed;
+  /** This replica's id and address, and the live replicas (`directory.addressOf(id)` reaches another one directly). */
+  readonly replicas: { readonly identity: ReplicaIdentity; readonly directory: ReplicaDirectory };
   /** Absolute base URL clients reach this server at (no trailing slash). */
   publicBase(req: FastifyRequest): string;
 }

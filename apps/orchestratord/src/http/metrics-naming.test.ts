@@ -17,6 +17,7 @@ const OURS = [
   'llorch_admission_backpressure_events_total',
   'llorch_client_requests_total',
   'llorch_client_tokens_out_total',
+  'llorch_cluster_leader',
   'llorch_node_deregistrations_total',
   'llorch_node_heartbeats_total',
   'llorch_node_registrations_total',

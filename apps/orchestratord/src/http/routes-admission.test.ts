@@ -155,13 +155,17 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     expect(batch.json().queue_position).toBe(4);
   });
 
-  it('400 DEADLINE_UNMET when the predicted start is beyond the deadline', async () => {
+  it('400 DEADLINE_UNMET when the measured predicted end is beyond the deadline and its margin', async () => {
     t = await makeApp();
     await registerNode(t, 'n1', [busy({ decode_tps: 10 })]);
-    const res = await post(taskBody({ max_tokens: 100, deadline_ms: 5000 }));
+    // 100 stated tokens at 10 tok/s: the busy slot's release in 10 s, then its own 10 s.
+    const res = await post(taskBody({ max_tokens: 100, expected_tokens: 100, deadline_ms: 5000 }));
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ code: 'DEADLINE_UNMET', retriable: false, message: expect.stringMatching(/predicted start in 10000 ms/) });
-    expect((await post(taskBody({ max_tokens: 100, deadline_ms: 20_000 }))).statusCode).toBe(202);
+    expect(res.json()).toMatchObject({ code: 'DEADLINE_UNMET', retriable: false, message: expect.stringMatching(/predicted start in 10000 ms, end in 20000 ms/) });
+    // 20 s is within 16 s + 25 %.
+    expect((await post(taskBody({ max_tokens: 100, expected_tokens: 100, deadline_ms: 16_000 }))).statusCode).toBe(202);
+    // No task ended and no expected_tokens: the size is only the max_tokens cap, a guess never refused on.
+    expect((await post(taskBody({ max_tokens: 100, deadline_ms: 5000 }))).statusCode).toBe(202);
   });
 
   it('429 ADMISSION_REJECT with Retry-After, X-Backoff-Ms and policy_label under the reject policy', async () => {

@@ -34,8 +34,12 @@ export class ClusterSlotLeases {
   #seq = 0;
   readonly #renewTimer: NodeJS.Timeout;
   #renewing = false;
-  /** Leases this replica holds per pool. */
-  readonly #mine = new Map<string, number>();
+  /**
+   * This replica's leases per pool as the store has applied them, followed in the signals (which
+   * come in the store's order): `held − mine` of a signal is what the others hold at that point.
+   * Counts from command answers would be from another order and drift.
+   */
+  readonly #mineInStore = new Map<string, number>();
   readonly #foreign: ((poolKey: string, n: number) => void) | undefined;
   readonly #unsubscribe: (() => void) | undefined;
 
@@ -45,7 +49,9 @@ export class ClusterSlotLeases {
     this.#ttlMs = ttlMs;
     this.#foreign = foreign;
     this.#unsubscribe = signals?.subscribe((signal) => {
-      if (signal.kind === 'lease') this.#heard(signal.poolKey, signal.held);
+      if (signal.kind !== 'lease') return;
+      if (signal.leaseId.includes(`#${this.#prefix}.`)) this.#count(signal.poolKey, signal.delta);
+      this.#foreign?.(signal.poolKey, signal.held - (this.#mineInStore.get(signal.poolKey) ?? 0));
     });
     this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(ttlMs / 3)));
     this.#renewTimer.unref();
@@ -56,13 +62,8 @@ export class ClusterSlotLeases {
     this.#seq += 1;
     const leaseId = `${taskId}#${this.#prefix}.${this.#seq}`;
     const r = await this.#store.acquire({ poolKey, slots, leaseId, ttlMs: this.#ttlMs });
-    if (r.kind === 'full') {
-      this.#heard(poolKey, r.held);
-      return undefined;
-    }
+    if (r.kind === 'full') return undefined;
     this.#held.set(leaseId, poolKey);
-    this.#count(poolKey, 1);
-    this.#heard(poolKey, r.held);
     return leaseId;
   }
 
@@ -71,7 +72,6 @@ export class ClusterSlotLeases {
     const poolKey = this.#held.get(leaseId);
     if (poolKey === undefined) return;
     this.#held.delete(leaseId);
-    this.#count(poolKey, -1);
     this.#track(
       this.#store.release(poolKey, leaseId).catch((err: unknown) => {
         this.#logger.warn(
@@ -118,15 +118,9 @@ export class ClusterSlotLeases {
   }
 
   #count(poolKey: string, delta: number): void {
-    const n = (this.#mine.get(poolKey) ?? 0) + delta;
-    if (n > 0) this.#mine.set(poolKey, n);
-    else this.#mine.delete(poolKey);
-  }
-
-  /** The cluster holds `held` leases of the pool: the others hold what this replica does not. */
-  #heard(poolKey: string, held: number): void {
-    if (this.#foreign === undefined) return;
-    this.#foreign(poolKey, held - (this.#mine.get(poolKey) ?? 0));
+    const n = (this.#mineInStore.get(poolKey) ?? 0) + delta;
+    if (n > 0) this.#mineInStore.set(poolKey, n);
+    else this.#mineInStore.delete(poolKey);
   }
 
   #track(p: Promise<unknown>): void {

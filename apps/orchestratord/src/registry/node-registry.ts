@@ -325,9 +325,10 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   setForeignLeases(key: string, n: number): void {
     const view = this.#index.get(key);
     if (view === undefined) return;
-    this.#accounting.setForeignLeases(key, n);
+    const freed = this.#accounting.setForeignLeases(key, n);
     this.#refreshKey(key);
-    this.#emit({ type: 'lease-released', nodeId: view.node_id, poolId: view.pool_id });
+    // Only a release elsewhere is news for the scheduler: every replica hears every lease signal.
+    if (freed) this.#emit({ type: 'lease-released', nodeId: view.node_id, poolId: view.pool_id });
   }
 
   /** A drain was forwarded: no new leases until a heartbeat says otherwise. */

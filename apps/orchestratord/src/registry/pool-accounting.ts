@@ -136,9 +136,13 @@ export class PoolAccounting {
     this.#saturated.delete(candidateKey({ node_id: nodeId, pool_id: poolId }));
   }
 
-  setForeignLeases(key: string, n: number): void {
+  /** Sets the leases other replicas hold on the pool; true when that may have freed a slot here (fewer than before, or first known). */
+  setForeignLeases(key: string, n: number): boolean {
     const account = this.#accounts.get(key);
-    if (account !== undefined) account.foreignLeases = Math.max(0, n);
+    if (account === undefined) return false;
+    const before = account.foreignLeases;
+    account.foreignLeases = Math.max(0, n);
+    return before === undefined || account.foreignLeases < before;
   }
 
   markDraining(nodeId: string, poolId: string): void {

@@ -29,24 +29,34 @@ describe.each(STORE_KINDS)('cluster signals (%s store)', (kind) => {
     await a!.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: 'z', ttlMs: 10_000 }); // full: no signal
     await a!.leases.release('n1/p1', 'x');
     await a!.leases.release('n1/p1', 'x'); // not held: no signal
-    await a!.queue.add({ id: 't1', lane: 'interactive', group: 'm', payload: '' });
+    await a!.queue.add({ id: 't1', lane: 'batch', group: 'm', payload: 'A' });
+    await b!.queue.add({ id: 't2', lane: 'interactive', group: 'm', payload: 'B' });
+    await a!.queue.take('t2');
     await a!.queue.take('t1');
-    await until(heard, (s) => s.length >= 4);
+    await until(heard, (s) => s.length >= 7);
     await sleep(50);
     expect(heard).toEqual([
-      { kind: 'lease', poolKey: 'n1/p1', held: 1 },
-      { kind: 'lease', poolKey: 'n1/p1', held: 2 },
-      { kind: 'lease', poolKey: 'n1/p1', held: 1 },
-      { kind: 'queue', group: 'm' },
+      { kind: 'lease', poolKey: 'n1/p1', held: 1, leaseId: 'x', delta: 1 },
+      { kind: 'lease', poolKey: 'n1/p1', held: 2, leaseId: 'y', delta: 1 },
+      { kind: 'lease', poolKey: 'n1/p1', held: 1, leaseId: 'x', delta: -1 },
+      // each change names the model's first entry now, and its payload (the task service's owner)
+      { kind: 'queue', group: 'm', head: 't1', headPayload: 'A' },
+      { kind: 'queue', group: 'm', head: 't2', headPayload: 'B' },
+      { kind: 'queue', group: 'm', head: 't1', headPayload: 'A' },
+      { kind: 'queue', group: 'm', head: undefined, headPayload: undefined },
     ]);
   });
 });
 
 describe('parseSignal', () => {
   it('reads the two message kinds and nothing else', () => {
-    expect(parseSignal('lease\tn/p\t3')).toEqual({ kind: 'lease', poolKey: 'n/p', held: 3 });
-    expect(parseSignal('queue\tqwen')).toEqual({ kind: 'queue', group: 'qwen' });
-    expect(parseSignal('lease\tn/p\tx')).toBeUndefined();
+    expect(parseSignal('lease\tn/p\t3\tt1#ab.1\t+')).toEqual({ kind: 'lease', poolKey: 'n/p', held: 3, leaseId: 't1#ab.1', delta: 1 });
+    expect(parseSignal('lease\tn/p\t2\tt1#ab.1\t-')).toEqual({ kind: 'lease', poolKey: 'n/p', held: 2, leaseId: 't1#ab.1', delta: -1 });
+    expect(parseSignal('queue\tqwen\tt9\tr2')).toEqual({ kind: 'queue', group: 'qwen', head: 't9', headPayload: 'r2' });
+    expect(parseSignal('queue\tqwen\t\t')).toEqual({ kind: 'queue', group: 'qwen', head: undefined, headPayload: undefined });
+    expect(parseSignal('queue\tqwen')).toBeUndefined();
+    expect(parseSignal('lease\tn/p\tx\ty\t+')).toBeUndefined();
+    expect(parseSignal('lease\tn/p\t3')).toBeUndefined();
     expect(parseSignal('other\ta')).toBeUndefined();
   });
 });

@@ -1,6 +1,7 @@
 import { OrchestratorConfigSchema, type OrchestratorConfig } from '@llama-orch/contracts';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { z } from 'zod';
+import type { ActivityStore } from './activity-store.js';
 import type { AdmissionQueueStore } from './admission-queue-store.js';
 import type { ClusterSignals } from './cluster-signals.js';
 import type { NodeLivenessStore } from './node-liveness-store.js';
@@ -62,6 +63,8 @@ export interface ClusterStore {
   readonly replicas: ReplicaMembershipStore;
   /** Lease and queue changes, pushed to every replica (cluster-signals.ts). */
   readonly signals: ClusterSignals;
+  /** The dashboard's recent tasks and throughput, cluster-wide. */
+  readonly activity: ActivityStore;
   /** Whether the store answers now (a PING with Redis); never throws. */
   health(): Promise<StoreHealth>;
   /** Releases connections within a bounded time; idempotent. */

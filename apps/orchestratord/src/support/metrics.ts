@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { registerProcessMetrics } from '@llama-orch/daemon-support';
+import { ClusterGauge } from './cluster-gauge.js';
 
 /**
  * Prometheus series of orchestratord, named by the prometheus.io conventions: one `llorch_` prefix,
@@ -37,14 +38,31 @@ export interface MetricsSources {
   queueDepth(): Record<'interactive' | 'batch', number>;
   nodesOnline(): number;
   pools(): readonly { pool_id: string; node_id: string; leased: number; placeable: boolean; free: number }[];
+  /**
+   * Whether this replica exports the cluster gauges: the lowest live replica id of the cluster
+   * store (always true in-process). Replicas of one cluster see the same nodes and pools, so the
+   * others leave those gauges empty and `sum()` over every replica does not count them N times.
+   */
+  clusterLeader(): boolean;
 }
 
 export function createMetrics(registry: Registry, sources: MetricsSources): OrchdMetrics {
   const registers = [registry];
   registerProcessMetrics(registry);
+  const leader = (): boolean => sources.clusterLeader();
+  new Gauge({
+    name: 'llorch_cluster_leader',
+    help: 'Whether this replica exports the cluster gauges (1: the lowest live replica id; 0: another replica does).',
+    registers,
+    collect() {
+      this.set(leader() ? 1 : 0);
+    },
+  });
+  // Per replica: the waiting tasks this replica admitted (with a Redis store, its share of the
+  // cluster's queue), so the sum over replicas is the cluster's depth.
   new Gauge({
     name: 'llorch_queue_depth',
-    help: 'Tasks waiting in the admission queue.',
+    help: 'Tasks waiting in the admission queue that this replica admitted.',
     labelNames: ['engine', 'priority'] as const,
     registers,
     collect() {
@@ -54,25 +72,27 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       this.set({ engine: 'llamacpp', priority: 'batch' }, depth.batch);
     },
   });
-  new Gauge({
+  new ClusterGauge({
     name: 'llorch_nodes_online',
-    help: 'Nodes whose heartbeats are current.',
+    help: 'Nodes whose heartbeats are current (cluster-wide; exported by the leader replica only).',
     registers,
+    exports: leader,
     collect() {
       this.set(sources.nodesOnline());
     },
   });
-  new Gauge({
+  new ClusterGauge({
     name: 'llorch_pools_available',
-    help: 'Pools that can take a task now (ready, not draining, free slot, node online).',
+    help: 'Pools that can take a task now (ready, not draining, free slot, node online; cluster-wide, exported by the leader replica only).',
     registers,
+    exports: leader,
     collect() {
       this.set(sources.pools().filter((p) => p.placeable).length);
     },
   });
   new Gauge({
     name: 'llorch_active_leases',
-    help: 'Slots leased by orchestratord per pool.',
+    help: "Slots leased by this orchestratord replica per pool (each replica its own leases: the sum over replicas is the cluster's).",
     labelNames: ['pool_id', 'node_id'] as const,
     registers,
     collect() {

@@ -50,11 +50,20 @@ export class ClusterGate {
   }
 
   async #claim(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): Promise<void> {
-    const taken = await this.#cluster.take(task, this.#act.now());
+    const taken = await this.#cluster.take(task);
     if (task.state !== 'queued') return lease.release();
     if (taken.kind === 'behind') {
       lease.release();
-      this.#queue.requeueFront(task.id, task.request.priority, task, task.deadlineAt);
+      // Back in admission order (a head insert would reverse several tasks sent back in one pass).
+      this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
+      const first = this.#queue.get(taken.first);
+      if (first !== undefined) {
+        // The task ahead is this replica's own: it goes now, nobody else would take it.
+        this.#cluster.unblock(task.request.model_ref, first.id);
+        this.#queue.remove(first.id);
+        this.#queue.requeueFront(first.id, first.lane, first.item, first.deadlineAt);
+        this.#act.pump();
+      }
       return;
     }
     if (taken.kind === 'absent') {
@@ -108,15 +117,14 @@ export class ClusterGate {
 }
 
 /** The local queue as the scheduler sees it with a Redis store: the tasks of models blocked by the cluster's order are skipped. */
-export function gatedLine(queue: AdmissionQueue<TaskRecord>, cluster: ClusterTasks, now: () => number): WaitingLine<TaskRecord> {
+export function gatedLine(queue: AdmissionQueue<TaskRecord>, cluster: ClusterTasks): WaitingLine<TaskRecord> {
   return {
     get size() {
       return queue.size;
     },
     remove: (id: string) => queue.remove(id),
     *[Symbol.iterator]() {
-      const t = now();
-      for (const entry of queue) if (!cluster.blocked(entry.item.request.model_ref, t)) yield entry;
+      for (const entry of queue) if (!cluster.blocked(entry.item.request.model_ref)) yield entry;
     },
   };
 }

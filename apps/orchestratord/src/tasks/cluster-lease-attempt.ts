@@ -5,15 +5,16 @@ import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
 /**
  * Runs an attempt under a cluster slot lease (Redis store): the lease is taken before the dispatch
  * leaves and given back when the attempt ends. A pool whose slots are all leased across the
- * cluster answers as a node that is saturated would (re-placed, no retry spent, the pool skipped
- * here until its next heartbeat or the saturation time); a store that cannot be reached fails the
- * task as retriable STORE_UNAVAILABLE.
+ * cluster sends the task back to the head of the queue (no retry spent); the pool is not marked
+ * saturated — the grant's answer and the lease signals already give this replica's view of it the
+ * slots the others hold, and a mark would keep it from a slot freed a moment later. A store that
+ * cannot be reached fails the task as retriable STORE_UNAVAILABLE.
  */
 export function withClusterLease(leases: ClusterSlotLeases, view: PoolView, taskId: string, run: () => Promise<AttemptOutcome>): Promise<AttemptOutcome> {
   return leases.acquire(candidateKey(view), view.slots_total, taskId).then(
     (leaseId): Promise<AttemptOutcome> | AttemptOutcome => {
       if (leaseId === undefined) {
-        return { kind: 'retry', code: 'POOL_UNREADY', message: `every slot of pool ${view.pool_id} is leased across the cluster`, penalty: 'saturated' };
+        return { kind: 'retry', code: 'POOL_UNREADY', message: `every slot of pool ${view.pool_id} is leased across the cluster`, penalty: 'leased' };
       }
       return run().finally(() => leases.release(leaseId));
     },

@@ -18,11 +18,11 @@ export interface ClusterTasksOptions {
   logger: Log;
   /** How long an ended task's record stays readable, ms (the stream grace). */
   retainMs: number;
-  /** A model's queue changed (an entry left): its tasks may be first now. */
+  /** A model's first queued task became this replica's: time to pump. */
   changed: () => void;
   /** Owner lease of a task, ms; renewed every third of it. @default 15000 */
   ownerTtlMs?: number;
-  /** How long a model stays blocked after a `behind` answer without a queue signal, ms. @default 250 */
+  /** How long a model's first task is known to be another replica's without a newer signal, ms (then a take finds out). @default 250 */
   blockMs?: number;
 }
 
@@ -68,8 +68,11 @@ export class ClusterTasks {
   readonly #blockMs: number;
   /** Fences of the tasks this replica owns. */
   readonly #fences = new Map<string, number>();
-  /** Models whose first queued task is another's (or not yet placeable here) → until when. */
-  readonly #blocked = new Map<string, number>();
+  /**
+   * The first queued task of each model, from the queue signals (and `behind` answers): its id,
+   * its owner (undefined: not known), and when that was heard (Date.now()).
+   */
+  readonly #heads = new Map<string, { readonly id: string | undefined; readonly owner: string | undefined; readonly at: number }>();
   readonly #renewTimer: NodeJS.Timeout;
   readonly #unsubscribe: () => void;
   readonly #pending = new Set<Promise<unknown>>();
@@ -87,8 +90,10 @@ export class ClusterTasks {
     this.#ownerTtlMs = options.ownerTtlMs ?? 15_000;
     this.#blockMs = options.blockMs ?? 250;
     this.#unsubscribe = options.signals.subscribe((signal) => {
-      if (signal.kind !== 'queue' || !this.#blocked.delete(signal.group)) return;
-      options.changed();
+      if (signal.kind !== 'queue') return;
+      const before = this.#heads.get(signal.group);
+      this.#heads.set(signal.group, { id: signal.head, owner: signal.headPayload, at: Date.now() });
+      if (signal.headPayload === this.replicaId && (before?.id !== signal.head || before?.owner !== this.replicaId)) options.changed();
     });
     this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(this.#ownerTtlMs / 3)));
     this.#renewTimer.unref();
@@ -123,19 +128,26 @@ export class ClusterTasks {
     return added;
   }
 
-  /** Whether the model's tasks wait for the queue to move (see the class comment). */
-  blocked(group: string, now: number): boolean {
-    const until = this.#blocked.get(group);
-    if (until === undefined) return false;
-    if (until > now) return true;
-    this.#blocked.delete(group);
-    return false;
+  /**
+   * Whether the model's tasks here wait: its first queued task is known to be another replica's
+   * (heard within `blockMs`). Unknown or stale: they may try (a `take` finds out), so a lost signal
+   * only costs a round trip.
+   */
+  blocked(group: string): boolean {
+    const h = this.#heads.get(group);
+    if (h === undefined || h.id === undefined || h.owner === this.replicaId) return false;
+    return Date.now() - h.at <= this.#blockMs;
+  }
+
+  /** The model's first task (`first`) is this replica's own after all: no need to wait for the queue to move. */
+  unblock(group: string, first: string): void {
+    this.#heads.set(group, { id: first, owner: this.replicaId, at: Date.now() });
   }
 
   /** Takes the task out of the cluster's queue if it is first of its model; `behind` blocks the model here. */
-  async take(task: TaskRecord, now: number): Promise<QueueTakeOutcome> {
+  async take(task: TaskRecord): Promise<QueueTakeOutcome> {
     const r = await this.#queue.take(task.id);
-    if (r.kind === 'behind') this.#blocked.set(task.request.model_ref, now + this.#blockMs);
+    if (r.kind === 'behind') this.#heads.set(task.request.model_ref, { id: r.first, owner: undefined, at: Date.now() });
     return r;
   }
 

@@ -10,7 +10,7 @@ import type { TaskRecord } from './task-record.js';
  * retries and keeps the task off that pool.
  */
 export function applyPenalty(registry: NodeRegistry, task: TaskRecord, view: PoolView, penalty: Penalty | undefined): void {
-  if (penalty === undefined) return;
+  if (penalty === undefined || penalty === 'leased') return;
   if (penalty === 'saturated') {
     registry.markSaturated(view.node_id, view.pool_id);
     return;

@@ -31,7 +31,7 @@ export function metricsFrame(input: MetricsFrameInput): { data: MetricsEvent; ve
   const listed = [...avail.ready, ...avail.provisioning];
   const prediction = position === undefined ? undefined : predictTask(input.predictor, task.request, input.ahead, listed);
   const waitMs = prediction?.startMs ?? 0;
-  const needMs = waitMs + (prediction?.serviceMs ?? 0);
+  const needMs = prediction?.finishMs ?? waitMs;
   const data: MetricsEvent = { queue_depth: input.depth, on_time_probability: onTimeProbability(task.deadlineAt - input.now, needMs) };
   if (position !== undefined) data.queue_position = position;
   const preparing = avail.ready.length === 0 && avail.provisioning.length > 0;

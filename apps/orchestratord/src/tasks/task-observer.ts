@@ -161,7 +161,7 @@ export class TaskObserver {
 
   /** The task goes back to the head of the queue after an attempt on `view` (`penalty` says why). */
   requeued(task: TaskRecord, view: PoolView, code: ErrorCode, message: string, penalty: Penalty): void {
-    const saturated = penalty === 'saturated';
+    const saturated = penalty === 'saturated' || penalty === 'leased';
     if (!saturated) this.#metrics.replacements.inc({ reason: code });
     task.log.info(
       {
@@ -205,6 +205,10 @@ export class TaskObserver {
   ended(task: TaskRecord, frame: SseFrame, now: number): void {
     if (frame.event === 'end') {
       const end: EndEvent = frame.data;
+      // How long the task held its slot, for the predictor's throughput (a canceled one says nothing about the next task).
+      if (end.canceled !== true && task.placement !== undefined && task.dispatchedAt !== undefined) {
+        this.#predictor.observeSlotTime(task.placement.node_id, task.placement.pool_id, now - task.dispatchedAt);
+      }
       this.#metrics.tokensOut.inc({ engine: ENGINE, engine_version: end.engine_version ?? '', pool_id: end.pool_id ?? task.placement?.pool_id ?? '' }, end.tokens_out);
       if (task.clientKey !== undefined) this.#metrics.clientTokensOut.inc({ key: task.clientKey }, end.tokens_out);
     } else if (frame.event === 'error') {

@@ -110,7 +110,7 @@ export class TaskService {
     this.#scheduler = new Scheduler<TaskRecord>({
       registry,
       strategy: options.placementStrategy,
-      line: cluster === undefined ? this.#queue : gatedLine(this.#queue, cluster, now),
+      line: cluster === undefined ? this.#queue : gatedLine(this.#queue, cluster),
       events: {
         waiting: (task) => this.#observer.waiting(task),
         unplaceable: (task, decision) => {

@@ -23,7 +23,12 @@ export type TokenDispatchEvent = Extract<DispatchEvent, { type: 'token' }>;
  * - `pool`: the pool failed the task (engine lost, stream broken, refused) — avoid it;
  * - `node`: the node is unreachable or lost — avoid every pool of it.
  */
-export type Penalty = 'saturated' | 'pool' | 'node';
+/**
+ * What a failed attempt says about its pool: `saturated` (the node refused: no free slot until its
+ * next heartbeat), `leased` (every slot is leased across the cluster: the lease signals keep the
+ * view right, no mark), `pool` / `node` (suspect until the next heartbeat).
+ */
+export type Penalty = 'saturated' | 'leased' | 'pool' | 'node';
 
 /**
  * Result of one dispatch attempt, decided by {@link failurePolicy} alone:

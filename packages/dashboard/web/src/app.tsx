@@ -6,6 +6,7 @@ import { KeyForm } from './components/key-form.js';
 import { NodesSection } from './components/nodes-section.js';
 import { PoolsSection } from './components/pools-section.js';
 import { QueueSection } from './components/queue-section.js';
+import { ReplicasSection } from './components/replicas-section.js';
 import { ThroughputSection } from './components/throughput-section.js';
 import { TasksSection } from './components/tasks-section.js';
 import { Playground } from './components/playground.js';
@@ -65,6 +66,7 @@ export function App({ api }: { api: ApiClient }) {
               <ThroughputSection snapshot={snapshot} />
             </div>
             <TasksSection snapshot={snapshot} />
+            <ReplicasSection snapshot={snapshot} />
             <Playground snapshot={snapshot} api={api} />
           </>
         ) : askKey ? null : (

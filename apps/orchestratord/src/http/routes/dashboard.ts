@@ -43,9 +43,14 @@ export const dashboardRoutes: FastifyPluginAsyncZod<DashboardRoutesOptions> = as
   let closing = false;
   let unsubscribe: (() => void) | undefined;
   // One serialisation per snapshot, whatever the number of open pages.
+  // Streams that got a pushed snapshot: their first one (read from the store, async) would be older.
+  const pushed = new WeakSet<SnapshotStream>();
   const broadcast = (snapshot: DashboardSnapshot): void => {
     const text = snapshotEvent(snapshot);
-    for (const s of open) s.send(text);
+    for (const s of open) {
+      pushed.add(s);
+      s.send(text);
+    }
   };
 
   app.get('/v2/dashboard', { schema: { response: { 200: DashboardSnapshotSchema } } }, () => dashboard.snapshot());
@@ -68,7 +73,13 @@ export const dashboardRoutes: FastifyPluginAsyncZod<DashboardRoutesOptions> = as
     });
     open.add(stream);
     unsubscribe ??= dashboard.subscribe(broadcast);
-    stream.send(snapshotEvent(dashboard.snapshot()));
+    dashboard.snapshot().then(
+      (snap) => {
+        if (!pushed.has(stream)) stream.send(snapshotEvent(snap));
+      },
+      // The stream stays open: the next change or bucket end sends one.
+      (err: unknown) => req.log.warn({ err }, 'dashboard snapshot failed'),
+    );
     req.log.debug({ open: open.size }, 'dashboard stream opened');
   });
 

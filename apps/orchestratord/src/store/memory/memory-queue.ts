@@ -197,16 +197,24 @@ export class MemoryQueue implements AdmissionQueueStore {
     const c = this.#groups.get(n.group);
     if (c === undefined) this.#groups.set(n.group, { interactive: n.lane === 'interactive' ? 1 : 0, batch: n.lane === 'batch' ? 1 : 0 });
     else c[n.lane] += 1;
+    this.#signalHead(n.group);
+  }
+
+  #signalHead(group: string): void {
+    if (this.#signals === undefined) return;
+    const head = this.#firstOf(group);
+    this.#signals.emit({ kind: 'queue', group, head: head?.id, headPayload: head?.payload });
   }
 
   #unlink(n: Node): void {
-    this.#signals?.emit({ kind: 'queue', group: n.group });
     this.#lanes[n.lane].unlink(n);
     this.#byId.delete(n.id);
     const c = this.#groups.get(n.group);
-    if (c === undefined) return;
-    c[n.lane] -= 1;
-    if (c.interactive === 0 && c.batch === 0) this.#groups.delete(n.group);
+    if (c !== undefined) {
+      c[n.lane] -= 1;
+      if (c.interactive === 0 && c.batch === 0) this.#groups.delete(n.group);
+    }
+    this.#signalHead(n.group);
   }
 }
 

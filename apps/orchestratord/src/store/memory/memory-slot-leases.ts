@@ -29,7 +29,7 @@ export class MemorySlotLeases implements SlotLeaseStore {
     const renewal = leases.has(leaseId);
     leases.set(leaseId, expiresAt);
     this.#pools.set(poolKey, leases);
-    if (!renewal) this.#signals?.emit({ kind: 'lease', poolKey, held: leases.size });
+    if (!renewal) this.#signals?.emit({ kind: 'lease', poolKey, held: leases.size, leaseId, delta: 1 });
     return Promise.resolve({ kind: 'granted', expiresAt, held: leases.size });
   }
 
@@ -45,7 +45,7 @@ export class MemorySlotLeases implements SlotLeaseStore {
     const leases = this.#live(poolKey, this.#clock.now());
     const had = leases?.delete(leaseId) === true;
     if (leases?.size === 0) this.#pools.delete(poolKey);
-    if (had) this.#signals?.emit({ kind: 'lease', poolKey, held: leases?.size ?? 0 });
+    if (had) this.#signals?.emit({ kind: 'lease', poolKey, held: leases?.size ?? 0, leaseId, delta: -1 });
     return Promise.resolve(had);
   }
 

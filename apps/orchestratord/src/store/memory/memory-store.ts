@@ -1,4 +1,5 @@
 import type { ClusterStore, ClusterStoreDeps, ClusterStoreSettings } from '../cluster-store.js';
+import { MemoryActivity } from './memory-activity.js';
 import { MemoryNodes } from './memory-nodes.js';
 import { MemoryQueue } from './memory-queue.js';
 import { MemoryRateLimits } from './memory-rate-limits.js';
@@ -21,6 +22,7 @@ export function createMemoryStore(s: ClusterStoreSettings, { clock }: ClusterSto
     rateLimits: new MemoryRateLimits(clock),
     replicas: new MemoryReplicas(clock),
     signals,
+    activity: new MemoryActivity(clock),
     health: () => Promise.resolve({ ok: true, kind: 'memory', latency_ms: 0 }),
     close: () => Promise.resolve(),
   };

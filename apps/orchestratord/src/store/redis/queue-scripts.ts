@@ -15,12 +15,18 @@ import { LuaScript, NOW_MS } from './lua-script.js';
 const COMMON = `${NOW_MS}local P = ARGV[1]
 local LANE = { interactive = KEYS[1], batch = KEYS[2] }
 local function gkey(lane, group) return P .. 'q:g:' .. lane .. ':' .. group end
+local function signal_head(group)
+  local head = redis.call('ZRANGE', gkey('interactive', group), 0, 0)[1] or redis.call('ZRANGE', gkey('batch', group), 0, 0)[1]
+  local payload = ''
+  if head then payload = cjson.decode(redis.call('HGET', KEYS[3], head)).payload else head = '' end
+  redis.call('PUBLISH', P .. 'signals', 'queue\t' .. group .. '\t' .. head .. '\t' .. payload)
+end
 local function unlink(id, e)
-  redis.call('PUBLISH', P .. 'signals', 'queue\t' .. e.group)
   redis.call('ZREM', LANE[e.lane], id)
   redis.call('ZREM', gkey(e.lane, e.group), id)
   redis.call('ZREM', KEYS[4], id)
   redis.call('HDEL', KEYS[3], id)
+  signal_head(e.group)
 end
 local function put(id, lane, group, payload, deadline_ms, score)
   local deadline = 'inf'
@@ -31,6 +37,7 @@ local function put(id, lane, group, payload, deadline_ms, score)
   redis.call('ZADD', LANE[lane], score, id)
   redis.call('ZADD', gkey(lane, group), score, id)
   redis.call('HSET', KEYS[3], id, cjson.encode({ lane = lane, group = group, payload = payload, deadline_at = tostring(deadline) }))
+  signal_head(group)
 end
 `;
 

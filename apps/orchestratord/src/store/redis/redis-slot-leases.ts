@@ -20,7 +20,7 @@ end
 local held = redis.call('ZCARD', KEYS[1])
 if held >= tonumber(ARGV[2]) then return {0, 0, held} end
 redis.call('ZADD', KEYS[1], exp, ARGV[1])
-redis.call('PUBLISH', ARGV[4], 'lease\t' .. ARGV[5] .. '\t' .. (held + 1))
+redis.call('PUBLISH', ARGV[4], 'lease\t' .. ARGV[5] .. '\t' .. (held + 1) .. '\t' .. ARGV[1] .. '\t+')
 return {1, exp, held + 1}`,
 );
 
@@ -36,7 +36,7 @@ return 1`,
 const RELEASE = new LuaScript(
   'lease-release',
   `${PURGE}if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('PUBLISH', ARGV[2], 'lease\t' .. ARGV[3] .. '\t' .. redis.call('ZCARD', KEYS[1]))
+redis.call('PUBLISH', ARGV[2], 'lease\t' .. ARGV[3] .. '\t' .. redis.call('ZCARD', KEYS[1]) .. '\t' .. ARGV[1] .. '\t-')
 return 1`,
 );
 

@@ -1,4 +1,5 @@
 import type { ClusterStore, ClusterStoreDeps, ClusterStoreSettings } from '../cluster-store.js';
+import { RedisActivity } from './redis-activity.js';
 import { RedisConnection } from './redis-client.js';
 import { RedisNodes } from './redis-nodes.js';
 import { RedisQueue } from './redis-queue.js';
@@ -24,6 +25,7 @@ export async function createRedisStore(s: ClusterStoreSettings & { redis_url: st
     rateLimits: new RedisRateLimits(redis),
     replicas: new RedisReplicas(redis),
     signals,
+    activity: new RedisActivity(redis),
     health: async () => {
       try {
         return { ok: true, kind: 'redis', latency_ms: await redis.ping() };

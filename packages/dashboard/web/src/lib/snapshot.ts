@@ -34,5 +34,7 @@ export function parseSnapshot(data: string): DashboardSnapshot {
   ) {
     throw new MalformedSnapshotError('snapshot frame lacks the DashboardSnapshot fields');
   }
+  // An older replica behind the same load balancer sends no `replicas`: the page shows none rather than reconnecting for ever.
+  if (!isArray(v.replicas)) v.replicas = [];
   return v as unknown as DashboardSnapshot;
 }

@@ -77,6 +77,7 @@ export function sampleSnapshot(over: Partial<DashboardSnapshot> = {}): Dashboard
         ended_at_ms: now - 5000,
       },
     ],
+    replicas: [{ replica_id: 'orchd-a', address: 'http://10.0.0.5:8080', version: '0.1.0', up_since_ms: now - 3_600_000, tasks_relayed: 41, load: 1 }],
     ...over,
   };
 }

@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { sampleSnapshot } from '../testing/sample-snapshot.js';
+import { MalformedSnapshotError, parseSnapshot } from './snapshot.js';
+
+describe('parseSnapshot', () => {
+  it('reads a snapshot with its replicas', () => {
+    const s = sampleSnapshot();
+    expect(parseSnapshot(JSON.stringify(s))).toEqual(s);
+  });
+
+  it('a snapshot without `replicas` (an older replica) shows none instead of failing', () => {
+    const { replicas: _dropped, ...older } = sampleSnapshot();
+    expect(parseSnapshot(JSON.stringify(older)).replicas).toEqual([]);
+  });
+
+  it('anything else missing is malformed', () => {
+    const { nodes: _dropped, ...broken } = sampleSnapshot();
+    expect(() => parseSnapshot(JSON.stringify(broken))).toThrow(MalformedSnapshotError);
+  });
+});
