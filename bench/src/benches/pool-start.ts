@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
@@ -13,18 +13,6 @@ import type { BenchOutcome } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
 
 const POOL = 'start';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 interface PoolSample {
   /** pool-managerd spawn → `pool ready` log line (ms, wall clock; pino times are ms). */
@@ -92,7 +80,7 @@ async function poolManagerdSample(ctx: BenchContext, i: number, token: string): 
 async function engineSample(ctx: BenchContext, argv: readonly string[], i: number): Promise<number> {
   const [binary, ...flags] = argv;
   if (binary === undefined) throw new BenchError('empty engine argv');
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const portIdx = flags.indexOf('--port');
   if (portIdx < 0) throw new BenchError(`engine flags have no --port: ${flags.join(' ')}`);
   const args = [...flags];

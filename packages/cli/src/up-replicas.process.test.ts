@@ -14,7 +14,7 @@ import { execa } from 'execa';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { STOPPING_LINE } from './commands/up.js';
-import { freeLoopbackPort } from './commands/loopback-port.js';
+import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { cmdline, descendants, running } from './testing/proc.js';
 import { CLI_MAIN, DAEMON_MAINS, TEST_CACHE, poolConfig as poolConfigIn, replicaId, until } from './testing/up-cluster.js';
 

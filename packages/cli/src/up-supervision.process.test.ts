@@ -11,7 +11,7 @@ import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daem
 import { execa, type ResultPromise } from 'execa';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { freeLoopbackPort } from './commands/loopback-port.js';
+import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { cmdline, descendants, running } from './testing/proc.js';
 import { CLI_MAIN, DAEMON_MAINS, TEST_CACHE, poolConfig, replicaId, until } from './testing/up-cluster.js';
 

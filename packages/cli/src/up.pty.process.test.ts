@@ -4,7 +4,7 @@
 // to it becomes a SIGINT for the terminal's foreground process group, as it does for a person.
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,15 +19,6 @@ const REPO = dirname(dirname(PKG));
 const MAIN = join(PKG, 'dist', 'main.js');
 /** The engine and model cache the other suites share (engine-provisioner's testCacheDir). */
 const CACHE = process.env.LLORCH_TEST_CACHE_DIR ?? join(REPO, '.cache', 'llama-orch');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 /** The terminal's text without colours and cursor movement. */
 function plain(text: string): string {
@@ -50,7 +41,7 @@ describe('llorch up in a terminal, then Ctrl-C', () => {
       for (const f of [MAIN, join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'), join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js')]) {
         expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
       }
-      const orchPort = await freePort();
+      const orchPort = await freeLoopbackPort();
       const config = join(dir, 'pool.yaml');
       const base = readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8');
       await writeFile(

@@ -12,6 +12,7 @@ export type { GracefulExitOptions, GracefulExitLog, ShutdownCause } from './grac
 export { listenQuietly } from './listen-quietly.js';
 export type { Listenable, ListenOptions } from './listen-quietly.js';
 export { isLoopbackHost, splitHostPort } from './address.js';
+export { freeLoopbackPort } from './free-port.js';
 export { systemClock } from './clock.js';
 export type { Clock, SleepingClock } from './clock.js';
 export type { Log } from './log.js';

@@ -7,7 +7,7 @@ import type { Paint } from '../color.js';
 import type { UpProgress } from './up-progress.js';
 import { findProgram } from './find-program.js';
 import { haproxyConfig, writeFileAtomic } from './haproxy-config.js';
-import { freeLoopbackPort } from './loopback-port.js';
+import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { INSTALL_HINT, redisArgs, redisLine, waitRedis } from './redis-process.js';
 import { STOPPING_LINE, dashboardUrl, relay, type Child } from './up-output.js';
 import { upSummary, waitReady } from './up-ready.js';

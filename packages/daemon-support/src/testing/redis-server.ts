@@ -1,7 +1,8 @@
 // A real redis-server on a free loopback port: for the store tests (apps/orchestratord) and the replicas benchmark.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { ensureDebianPackage, DEBIAN_INSTALL_TIMEOUT_MS } from './debian-package.js';
+import { freeLoopbackPort } from '../free-port.js';
 
 /** How long a hook that may install redis-server (apt-get update + install) may take, ms. */
 export const REDIS_INSTALL_TIMEOUT_MS = DEBIAN_INSTALL_TIMEOUT_MS;
@@ -25,18 +26,6 @@ export interface EnsureRedisServerOptions {
  */
 export async function ensureRedisServer(opts: EnsureRedisServerOptions = {}): Promise<string> {
   return ensureDebianPackage({ pkg: 'redis-server', path: opts.path ?? DEBIAN_REDIS_SERVER, who: 'store tests', log: opts.log, canInstall: opts.canInstall });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function pingOnce(port: number): Promise<boolean> {
@@ -68,7 +57,7 @@ export interface RedisServerHandle {
 /** Starts `redis-server` on a free port with no persistence; resolves once it answers PING. */
 export async function startRedisServer(): Promise<RedisServerHandle> {
   const bin = await ensureRedisServer();
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   let child: ChildProcess | undefined;
   let stopped = false;
   const startOne = async (): Promise<void> => {

@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 
 /**
  * A loopback port free right now (the kernel's pick for port 0). Another process may take it
- * before the caller binds it; `llorch up` then reports that daemon's bind failure.
+ * before the caller binds it (`llorch up` then reports that daemon's bind failure; tests retry or fail).
  */
 export function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
