@@ -4,7 +4,6 @@
 // balancer; one replica is stopped (SIGSTOP) and one killed to see the balancer route around
 // them; then SIGTERM, and every process llorch started must be gone. The test setup installs
 // redis-server and haproxy when missing (as the browser tests install chromium).
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { STOPPING_LINE } from './commands/up.js';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { cmdline, descendants, running } from './testing/proc.js';
-import { CLI_MAIN, DAEMON_MAINS, TEST_CACHE, poolConfig as poolConfigIn, replicaId, until } from './testing/up-cluster.js';
+import { CLI_MAIN, TEST_CACHE, poolConfig as poolConfigIn, replicaId, startUp, until } from './testing/up-cluster.js';
 
 const poolConfig = (addr: string): Promise<string> => poolConfigIn(dir, addr);
 
@@ -39,28 +38,14 @@ describe('llorch up --replicas 3', () => {
   it(
     'serves the openai client and llorch through HAProxy, routes around a stopped and a killed replica, stops cleanly',
     async () => {
-      for (const f of [MAIN, ...DAEMON_MAINS]) {
-        expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
-      }
-      const addr = `127.0.0.1:${await freeLoopbackPort()}`;
-      const base = `http://${addr}`;
-      const config = await poolConfig(addr);
       const t0 = Date.now();
-      const llorch = execa(process.execPath, [MAIN, 'up', '--replicas', '3', '--token', TOKEN, '--addr', addr, '--config', config, '--state-dir', join(dir, 'state')], {
-        reject: false,
-        env: { LLORCH_CACHE_DIR: CACHE, LOG_LEVEL: 'info' },
-        all: true,
+      const up = await startUp(dir, 'replicas', TOKEN, ['--replicas', '3', '--state-dir', join(dir, 'state')]);
+      const { llorch, base, text } = up;
+      // everything below reads the output so far
+      let out = text();
+      llorch.all.on('data', () => {
+        out = text();
       });
-      // a failed expectation must not leave the cluster running (nor a first-run engine build)
-      onTestFinished(() => {
-        for (const p of [llorch.pid!, ...descendants(llorch.pid!)]) if (running(p)) process.kill(p, 'SIGKILL');
-      });
-      let out = '';
-      llorch.all.on('data', (c: Buffer) => {
-        out += c.toString();
-      });
-      const text = (): string => out;
-      await until('llorch up did not report a ready cluster', () => out.includes('llama-orch is up') || llorch.exitCode !== null, 3 * 60_000, text);
       expect(out, 'llorch up did not report a ready cluster').toContain('llama-orch is up: 3 orchestratord replicas behind haproxy');
       const upMs = Date.now() - t0;
       const tree = descendants(llorch.pid!);
@@ -123,20 +108,32 @@ describe('llorch up --replicas 3', () => {
         expect(JSON.parse(submitted.stdout)).toMatchObject({ canceled: false, tokens_out: 8, pool_id: 'cpu0' });
       }
 
-      // the dashboard is the cluster's whichever replica answers it: every replica, the same recent tasks
-      const dashboards = await Promise.all(
-        Array.from({ length: 3 }, async () => {
-          const res = await fetch(`${base}/v2/dashboard`, { headers: { authorization: `Bearer ${TOKEN}` } });
-          expect(res.status).toBe(200);
-          return (await res.json()) as { replicas: Array<{ replica_id: string }>; recent_tasks: Array<{ task_id: string }> };
-        }),
-      );
-      // the chats and the four submits above ran on several replicas
-      expect(dashboards[0]!.recent_tasks.length).toBeGreaterThanOrEqual(6);
-      for (const d of dashboards) {
-        expect(d.replicas.map((r) => r.replica_id)).toEqual(['r1', 'r2', 'r3']);
-        expect(d.recent_tasks.map((t) => t.task_id).sort()).toEqual(dashboards[0]!.recent_tasks.map((t) => t.task_id).sort());
+      // the dashboard is the cluster's whichever replica answers it: every replica, the same recent
+      // tasks (each replica writes its ended tasks within 250 ms: read until three answers agree)
+      const dashboard = async (): Promise<{ replicas: string[]; tasks: string }> => {
+        const res = await fetch(`${base}/v2/dashboard`, { headers: { authorization: `Bearer ${TOKEN}` } });
+        expect(res.status).toBe(200);
+        const d = (await res.json()) as { replicas: Array<{ replica_id: string }>; recent_tasks: Array<{ task_id: string }> };
+        return {
+          replicas: d.replicas.map((r) => r.replica_id),
+          tasks: d.recent_tasks
+            .map((t) => t.task_id)
+            .sort()
+            .join(','),
+        };
+      };
+      let dashboards: Array<{ replicas: string[]; tasks: string }> = [];
+      for (let i = 0; i < 20; i += 1) {
+        dashboards = await Promise.all([dashboard(), dashboard(), dashboard()]);
+        if (dashboards.every((d) => d.tasks === dashboards[0]!.tasks)) break;
+        await sleep(200);
       }
+      for (const d of dashboards) {
+        expect(d.replicas).toEqual(['r1', 'r2', 'r3']);
+        expect(d.tasks).toBe(dashboards[0]!.tasks);
+      }
+      // the chats and the four submits above ran on several replicas
+      expect(dashboards[0]!.tasks.split(',').length).toBeGreaterThanOrEqual(6);
 
       // a replica that stops answering: HAProxy's /readyz check takes it out, requests still succeed
       const stopped = replicas.get('r2')!;

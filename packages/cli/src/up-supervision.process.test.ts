@@ -2,18 +2,15 @@
 // built CLI with Debian's redis-server and HAProxy, real orchestratord replicas, the real
 // pool-managerd and the real llama-server (synthetic model) from the shared test cache; the load
 // comes from the openai client (streamed and not) and /v2 (POST /v2/tasks + its event stream).
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
-import { execa, type ResultPromise } from 'execa';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { cmdline, descendants, running } from './testing/proc.js';
-import { CLI_MAIN, DAEMON_MAINS, TEST_CACHE, poolConfig, replicaId, until } from './testing/up-cluster.js';
+import { replicaId, startUp, until } from './testing/up-cluster.js';
 
 const TOKEN = 'supervision-test-token-0123456789';
 
@@ -26,35 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-interface Up {
-  llorch: ResultPromise<{ reject: false; all: true }>;
-  base: string;
-  text: () => string;
-}
-
-/** Runs `llorch up` with `args` until it reports a ready cluster; everything it started is killed when the test ends. */
-async function startUp(name: string, args: string[]): Promise<Up> {
-  for (const f of [CLI_MAIN, ...DAEMON_MAINS]) expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
-  const addr = `127.0.0.1:${await freeLoopbackPort()}`;
-  const sub = join(dir, name);
-  const config = await poolConfig(await mkdtemp(`${sub}-`), addr);
-  const llorch = execa(process.execPath, [CLI_MAIN, 'up', ...args, '--token', TOKEN, '--addr', addr, '--config', config], {
-    reject: false,
-    env: { LLORCH_CACHE_DIR: TEST_CACHE, LOG_LEVEL: 'info' },
-    all: true,
-  });
-  onTestFinished(() => {
-    for (const p of [llorch.pid!, ...descendants(llorch.pid!)]) if (running(p)) process.kill(p, 'SIGKILL');
-  });
-  let out = '';
-  llorch.all.on('data', (c: Buffer) => {
-    out += c.toString();
-  });
-  const text = (): string => out;
-  await until('llorch up did not report a ready cluster', () => out.includes('llama-orch is up') || llorch.exitCode !== null, 3 * 60_000, text);
-  return { llorch, base: `http://${addr}`, text };
-}
 
 /** Steady load until `stop()`: each kind of client in a loop, one request at a time; every failure kept. */
 function load(base: string): { stop: () => Promise<{ ok: Record<string, number>; failed: string[] }> } {
@@ -111,7 +79,7 @@ describe('llorch up supervises what it started', () => {
   it(
     'single mode: orchestratord SIGKILLed → one line naming it, pool-managerd and its engine stopped, exit 1',
     async () => {
-      const up = await startUp('single', []);
+      const up = await startUp(dir, 'single', TOKEN, []);
       const tree = descendants(up.llorch.pid!);
       const orch = tree.find((p) => cmdline(p).includes('orchestratord') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'));
       expect(orch, tree.map(cmdline).join('\n')).toBeDefined();
@@ -134,7 +102,7 @@ describe('llorch up supervises what it started', () => {
   it(
     'single mode: pool-managerd SIGKILLed → one line naming it, orchestratord stopped, its engine gone, exit 1',
     async () => {
-      const up = await startUp('single-pool', []);
+      const up = await startUp(dir, 'single-pool', TOKEN, []);
       const tree = descendants(up.llorch.pid!);
       const pool = tree.find((p) => cmdline(p).includes('pool-managerd') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'));
       expect(pool, tree.map(cmdline).join('\n')).toBeDefined();
@@ -156,7 +124,7 @@ describe('llorch up supervises what it started', () => {
   it(
     '--replicas 3: a rolling restart (SIGTERM to each replica in turn, restarted on its port) under openai and /v2 load fails no request',
     async () => {
-      const up = await startUp('rolling', ['--replicas', '3', '--state-dir', join(dir, 'rolling-state')]);
+      const up = await startUp(dir, 'rolling', TOKEN, ['--replicas', '3', '--state-dir', join(dir, 'rolling-state')]);
       const warm = load(up.base);
       await sleep(1000);
       const t0 = Date.now();

@@ -1,10 +1,13 @@
 // Helpers of the process tests that run `llorch up` with the real daemons and engine.
-import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { expect } from 'vitest';
+import { freeLoopbackPort } from '@llama-orch/daemon-support';
+import { execa, type ResultPromise } from 'execa';
+import { expect, onTestFinished } from 'vitest';
+import { descendants, running } from './proc.js';
 
 const PKG = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 export const REPO = dirname(dirname(PKG));
@@ -44,4 +47,33 @@ export async function until(what: string, cond: () => boolean, ms: number, out: 
   const end = Date.now() + ms;
   while (Date.now() < end && !cond()) await sleep(50);
   expect(cond(), `${what}\n${out()}`).toBe(true);
+}
+
+export interface Up {
+  llorch: ResultPromise<{ reject: false; all: true }>;
+  base: string;
+  text: () => string;
+}
+
+/** Runs `llorch up` with `args` until it reports a ready cluster; everything it started is killed when the test ends. */
+export async function startUp(dir: string, name: string, token: string, args: string[]): Promise<Up> {
+  for (const f of [CLI_MAIN, ...DAEMON_MAINS]) expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
+  const addr = `127.0.0.1:${await freeLoopbackPort()}`;
+  const sub = join(dir, name);
+  const config = await poolConfig(await mkdtemp(`${sub}-`), addr);
+  const llorch = execa(process.execPath, [CLI_MAIN, 'up', ...args, '--token', token, '--addr', addr, '--config', config], {
+    reject: false,
+    env: { LLORCH_CACHE_DIR: TEST_CACHE, LOG_LEVEL: 'info' },
+    all: true,
+  });
+  onTestFinished(() => {
+    for (const p of [llorch.pid!, ...descendants(llorch.pid!)]) if (running(p)) process.kill(p, 'SIGKILL');
+  });
+  let out = '';
+  llorch.all.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  const text = (): string => out;
+  await until('llorch up did not report a ready cluster', () => out.includes('llama-orch is up') || llorch.exitCode !== null, 3 * 60_000, text);
+  return { llorch, base: `http://${addr}`, text };
 }
