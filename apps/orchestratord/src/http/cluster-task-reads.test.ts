@@ -83,10 +83,11 @@ describe('task reads across replicas', () => {
     const served = node.dispatches.map((d) => d.pool_id);
     expect(served).toHaveLength(6);
     expect(new Set(served).size).toBe(1);
-    for (const r of replicas) {
-      const info = SessionInfoSchema.parse((await r.app.inject({ method: 'GET', url: `/v2/sessions/${String(session)}`, headers: annAuth })).json());
-      expect(info).toMatchObject({ turns: 6, tokens_out: 60, tokens_budget_remaining: 940, active_tasks: 0 });
-    }
+    // the turn's end is written to the store as the task ends, not awaited by its stream: a read
+    // right after the last frame may be a round trip early
+    const infoOn = async (r: Replica) => SessionInfoSchema.parse((await r.app.inject({ method: 'GET', url: `/v2/sessions/${String(session)}`, headers: annAuth })).json());
+    await until(async () => (await infoOn(replicas[0]!)).turns === 6, 'the sixth turn to be counted');
+    for (const r of replicas) expect(await infoOn(r)).toMatchObject({ turns: 6, tokens_out: 60, tokens_budget_remaining: 940, active_tasks: 0 });
     expect((await replicas[1]!.app.inject({ method: 'DELETE', url: `/v2/sessions/${String(session)}`, headers: annAuth })).statusCode).toBe(204);
     expect((await replicas[2]!.app.inject({ method: 'GET', url: `/v2/sessions/${String(session)}`, headers: annAuth })).statusCode).toBe(404);
   });
