@@ -51,8 +51,10 @@ export type AddOutcome = QueueAddOutcome | { readonly kind: 'exists' };
  * The cluster's side of the task service with a Redis store. The replica that admits a task owns
  * it and dispatches it (its client is connected here, so the tokens are relayed once), but the
  * cluster's queue decides the order: before a dispatch leaves, the replica `take`s its task from
- * the shared queue, which it may only do when no task of that model is ahead of it on any replica
- * (`behind`: the model is blocked here until the queue moves). Every transition of the task's
+ * the shared queue, which it may only do when no task of that model is ahead of it on any replica.
+ * The queue signals name each model's first task and its owner, so a replica tries only while the
+ * first task is its own (`behind` or a newer signal blocks the model here until the queue moves;
+ * knowledge older than `blockMs` is not trusted). Every transition of the task's
  * shared record names its fence, so a replica that lost ownership can neither dispatch nor end
  * it. The owner renews its leases in one sweep every third of their life.
  */
