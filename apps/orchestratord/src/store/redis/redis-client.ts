@@ -47,8 +47,8 @@ export class RedisConnection {
       maxRetriesPerRequest: 0,
       commandTimeout: options.commandTimeoutMs ?? 2000,
       connectTimeout: options.connectTimeoutMs ?? 5000,
-      // Commands issued in one tick leave in one write (a task's admission sends several).
-      enableAutoPipelining: true,
+      // No auto-pipelining: with the offline queue off, commands auto-pipelined while the connection
+      // is down may never settle (redis/ioredis#1511), and every call here must reject at once.
       // Reconnect for ever, at most once a second: replicas outlive a Redis restart.
       retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 5), 1000),
     });
