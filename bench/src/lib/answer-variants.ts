@@ -57,6 +57,27 @@ export function engineAnswerBody(kind: 'chat' | 'completion', content: string, m
   return { prompt: content, n_predict: maxTokens, stream: false, cache_prompt: true, seed, temperature: 0 };
 }
 
+/** One JSON `POST` read to its end, timed (ms, `performance.now()`); anything but a 200 throws. */
+export async function timedPost(
+  url: string,
+  body: Record<string, unknown>,
+  dispatcher: Dispatcher,
+  opts: { token?: string; reset?: boolean },
+): Promise<{ sentAt: number; endAt: number; text: string }> {
+  const sentAt = performance.now();
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}) },
+    body: JSON.stringify(body),
+    dispatcher,
+    reset: opts.reset ?? false,
+  });
+  const text = await res.body.text();
+  const endAt = performance.now();
+  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${url} answered ${res.statusCode}: ${text.slice(0, 500)}`);
+  return { sentAt, endAt, text };
+}
+
 /** The OpenAI route of a kind. */
 export const ANSWER_PATH = { chat: '/v1/chat/completions', completion: '/v1/completions' } as const;
 
@@ -71,17 +92,7 @@ export async function answerGeneration(
   dispatcher: Dispatcher,
   opts: { token?: string; reset?: boolean } = {},
 ): Promise<TimedAnswer> {
-  const sentAt = performance.now();
-  const res = await request(`${baseUrl}${ANSWER_PATH[kind]}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}) },
-    body: JSON.stringify(body),
-    dispatcher,
-    reset: opts.reset ?? false,
-  });
-  const text = await res.body.text();
-  const endAt = performance.now();
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${baseUrl}${ANSWER_PATH[kind]} answered ${res.statusCode}: ${text.slice(0, 500)}`);
+  const { sentAt, endAt, text } = await timedPost(`${baseUrl}${ANSWER_PATH[kind]}`, body, dispatcher, opts);
   const json = JSON.parse(text) as { choices?: Array<{ text?: string; message?: { content?: string | null } }>; usage?: { completion_tokens?: number } };
   const choice = json.choices?.[0];
   return { sentAt, endAt, text: choice?.message?.content ?? choice?.text ?? '', completionTokens: json.usage?.completion_tokens ?? 0 };

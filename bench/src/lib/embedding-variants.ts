@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { UnexpectedResponseError } from '../errors.js';
-import { answerAddedOver, AnswerVariant, type TimedAnswer } from './answer-variants.js';
+import { answerAddedOver, AnswerVariant, timedPost, type TimedAnswer } from './answer-variants.js';
 import type { PoolSpec } from './cluster.js';
 import type { MeteredProcess } from './relay-variants.js';
 import type { Figure } from './result.js';
@@ -55,17 +55,7 @@ export async function embeddingRequest(
   dispatcher: Dispatcher,
   opts: { token?: string; reset?: boolean } = {},
 ): Promise<TimedAnswer> {
-  const sentAt = performance.now();
-  const res = await request(`${baseUrl}/v1/embeddings`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}) },
-    body: JSON.stringify(body),
-    dispatcher,
-    reset: opts.reset ?? false,
-  });
-  const text = await res.body.text();
-  const endAt = performance.now();
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${baseUrl}/v1/embeddings answered ${res.statusCode}: ${text.slice(0, 500)}`);
+  const { sentAt, endAt, text } = await timedPost(`${baseUrl}/v1/embeddings`, body, dispatcher, opts);
   const json = JSON.parse(text) as { data?: Array<{ embedding: number[] }>; usage?: { prompt_tokens?: number } };
   if (json.data?.length !== EMBED_BATCH) throw new UnexpectedResponseError(`POST ${baseUrl}/v1/embeddings answered ${json.data?.length ?? 0} vectors for ${EMBED_BATCH} inputs`);
   const digest = createHash('sha256')

@@ -2,8 +2,8 @@
 // orchestratord and pool-managerd, the real llama-server from the shared test cache), then one
 // Ctrl-C typed into the terminal. `script` (util-linux) provides the terminal: the ^C byte written
 // to it becomes a SIGINT for the terminal's foreground process group, as it does for a person.
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -13,6 +13,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STOPPING_LINE } from './commands/up.js';
 import { cmdline, descendants, running } from './testing/proc.js';
+import { poolConfig } from './testing/up-cluster.js';
 
 const PKG = dirname(dirname(fileURLToPath(import.meta.url)));
 const REPO = dirname(dirname(PKG));
@@ -42,16 +43,7 @@ describe('llorch up in a terminal, then Ctrl-C', () => {
         expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
       }
       const orchPort = await freeLoopbackPort();
-      const config = join(dir, 'pool.yaml');
-      const base = readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8');
-      await writeFile(
-        config,
-        base
-          .replace(/addr: 127\.0\.0\.1:\d+/, 'addr: 127.0.0.1:0')
-          .replace(/url: http:\/\/127\.0\.0\.1:\d+/, `url: http://127.0.0.1:${orchPort}`)
-          .replace(/heartbeat_interval_ms: \d+/, 'heartbeat_interval_ms: 1000')
-          .replace(/^node:/m, `runtime_dir: ${join(dir, 'run')}\nnode:`),
-      );
+      const config = await poolConfig(dir, `127.0.0.1:${orchPort}`);
       // exec: the program itself is the terminal's foreground process, as when a person types it at a
       // prompt; `sh -c` without it (dash, where SHELL is unset) would die of the ^C itself
       const command = `exec ${process.execPath} ${MAIN} up --addr 127.0.0.1:${orchPort} --config ${config}`;

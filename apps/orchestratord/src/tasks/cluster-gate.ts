@@ -9,7 +9,6 @@ import type { TaskPlacement, TaskRecord } from './task-record.js';
 
 /** What the gate does to the task service's tasks. */
 export interface GateActions {
-  now(): number;
   /** The task may go: dispatch it to `view` on `lease`. */
   dispatch(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void;
   fail(task: TaskRecord, code: ErrorCode, message: string, retriable: boolean): void;

@@ -124,7 +124,7 @@ export class TaskAdmission {
   }
 
   #queueFull(task: TaskRecord, policy: QueuePolicy, prediction: Prediction, size: number): QueueFullError {
-    const capacity = this.#d.cluster === undefined ? this.#d.queue.capacity : this.#d.admissionCapacity;
+    const capacity = this.#d.admissionCapacity;
     this.#d.observer.queueFull(task.log, task.id, policy, size, capacity);
     const code = policy === 'reject' ? 'ADMISSION_REJECT' : 'QUEUE_FULL_DROP_LRU';
     const message = `admission queue is full (${capacity} tasks, policy ${policy})`;

@@ -97,11 +97,9 @@ export class TaskService {
       policy: options.admissionPolicy,
       groupOf: (t) => t.request.model_ref,
     });
-    const now = (): number => this.#clock.now();
     this.#gate =
       cluster &&
       new ClusterGate(cluster, this.#queue, {
-        now,
         dispatch: (task, view, lease, reason) => this.#placed(task, view, lease, reason),
         fail: (task, code, message, retriable) => this.#fail(task, code, message, retriable),
         pump: () => this.#scheduler.pump(),
