@@ -70,6 +70,25 @@ describe('NodeClient', () => {
     expect(c.state).toBe('closed');
   });
 
+  it('a heartbeat that hangs is given up after an interval and the next one keeps the cadence (3 missed = offline)', async () => {
+    const orch = new FakeOrchestrator(TOKEN);
+    orch.nextHeartbeatMs = 600;
+    await orch.listen();
+    cleanups.push(() => orch.close());
+    const c = client(orch.url, new PoolTable(), 600);
+    c.start();
+    await until(() => orch.heartbeats.length >= 1);
+    orch.hangHeartbeats = 1;
+    await until(() => orch.held === 1);
+    const heldAt = Date.now();
+    // Given up after 600 ms (the interval), retried 200 ms later: well inside the 1.8 s offline limit.
+    // Before, the 5 s request timeout held the next heartbeat back and the node went offline.
+    await until(() => orch.heartbeats.length >= 2, 5000);
+    const gap = (orch.heartbeats[1]?.at ?? 0) - heldAt;
+    expect(gap).toBeGreaterThanOrEqual(500);
+    expect(gap).toBeLessThan(1500);
+  });
+
   it('retries registration while orchestratord is down, then registers when it comes up', async () => {
     const port = await findFreePort();
     const registry = new PoolTable();

@@ -34,6 +34,10 @@ export interface NodeClientOptions {
 }
 
 const NUDGE_DEBOUNCE_MS = 50;
+/** The first retry after a failed heartbeat; through a balancer it most likely reaches another replica. */
+const HEARTBEAT_RETRY_MS = 200;
+/** A heartbeat's own time limit never goes below this, however short the interval. */
+const HEARTBEAT_TIMEOUT_FLOOR_MS = 500;
 
 class HttpStatusError extends Error {
   constructor(
@@ -49,6 +53,12 @@ class HttpStatusError extends Error {
  * pool's snapshot from the registry, re-registers when a heartbeat gets 404 (orchestratord forgot
  * the node), and deregisters on close. `nudge()` sends a heartbeat soon after a pool changed, so
  * readiness reaches orchestratord without waiting for the period.
+ *
+ * Heartbeats keep their cadence from when each was sent, and one may take at most an interval (500
+ * ms at least): orchestratord marks a node offline after 3 intervals of silence, and behind a load
+ * balancer one slow or leaving replica must not hold the next heartbeat back (a rolling restart
+ * once cost two requests a 503 that way on a loaded CI machine). A failed heartbeat is retried
+ * after 200 ms once, then every interval.
  */
 export class NodeClient {
   #state: NodeClientState = 'idle';
@@ -139,6 +149,7 @@ export class NodeClient {
   async #run(): Promise<void> {
     const log = this.#log;
     const signal = this.#stop.signal;
+    let failures = 0;
     while (!signal.aborted) {
       if (!this.#registered) {
         this.#state = 'registering';
@@ -158,10 +169,12 @@ export class NodeClient {
         }
         continue;
       }
+      const sentAt = performance.now();
       try {
         const ack = await this.#heartbeat();
         this.#heartbeats += 1;
-        await this.#sleep(this.#nextDelay(ack));
+        failures = 0;
+        await this.#sleep(this.#nextDelay(ack) - (performance.now() - sentAt));
       } catch (err) {
         if (signal.aborted) break;
         if (err instanceof HttpStatusError && err.status === 404) {
@@ -169,8 +182,9 @@ export class NodeClient {
           this.#registered = false;
           continue;
         }
-        log.warn({ err: err instanceof Error ? { message: err.message } : err }, 'heartbeat failed');
-        await this.#sleep(this.#heartbeatIntervalMs);
+        failures += 1;
+        log.warn({ err: err instanceof Error ? { message: err.message } : err, failures }, 'heartbeat failed');
+        await this.#sleep(failures === 1 ? Math.min(HEARTBEAT_RETRY_MS, this.#heartbeatIntervalMs) : this.#heartbeatIntervalMs - (performance.now() - sentAt));
       }
     }
   }
@@ -231,16 +245,17 @@ export class NodeClient {
 
   async #heartbeat(): Promise<NodeAck> {
     const body = HeartbeatRequestSchema.parse({ timestamp: new Date().toISOString(), pools: this.#snapshots() });
-    return this.#post(`/v2/nodes/${encodeURIComponent(this.#nodeId)}/heartbeat`, body);
+    const timeoutMs = Math.min(this.#requestTimeoutMs, Math.max(HEARTBEAT_TIMEOUT_FLOOR_MS, this.#heartbeatIntervalMs));
+    return this.#post(`/v2/nodes/${encodeURIComponent(this.#nodeId)}/heartbeat`, body, timeoutMs);
   }
 
-  async #post(path: string, body: unknown): Promise<NodeAck> {
+  async #post(path: string, body: unknown, timeoutMs = this.#requestTimeoutMs): Promise<NodeAck> {
     const res = await request(new URL(path, this.#orchestratorUrl), {
       method: 'POST',
       dispatcher: this.#dispatcher,
       headers: { 'content-type': 'application/json', ...this.#auth() },
       body: JSON.stringify(body),
-      signal: AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#requestTimeoutMs)]),
+      signal: AbortSignal.any([this.#stop.signal, AbortSignal.timeout(timeoutMs)]),
     });
     const text = await res.body.text();
     if (res.statusCode < 200 || res.statusCode >= 300) throw new HttpStatusError(res.statusCode, `${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);

@@ -16,6 +16,9 @@ export class FakeOrchestrator {
   readonly rejected: string[] = [];
   known = new Set<string>();
   nextHeartbeatMs = 100;
+  /** Heartbeats still to hold unanswered (a replica that stalls behind a balancer); each is counted in `held`. */
+  hangHeartbeats = 0;
+  held = 0;
   #server: Server | undefined;
 
   constructor(private readonly token?: string) {}
@@ -74,6 +77,11 @@ export class FakeOrchestrator {
     if (req.method === 'POST' && hb?.[1] !== undefined) {
       const nodeId = decodeURIComponent(hb[1]);
       if (!this.known.has(nodeId)) return { status: 404, body: { code: 'NOT_FOUND', message: 'unknown node' } };
+      if (this.hangHeartbeats > 0) {
+        this.hangHeartbeats -= 1;
+        this.held += 1;
+        return new Promise(() => undefined);
+      }
       this.heartbeats.push({ nodeId, body: HeartbeatRequestSchema.parse(JSON.parse(text)), at: Date.now() });
       return { status: 200, body: { next_heartbeat_ms: this.nextHeartbeatMs } };
     }
