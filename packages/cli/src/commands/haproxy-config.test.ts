@@ -38,6 +38,8 @@ describe('haproxyConfig', () => {
     expect(lines).toContain('retry-on conn-failure empty-response');
     // inactivity limits: a non-streamed answer is silent until its task ends
     for (const t of ['client', 'server', 'tunnel']) expect(lines).toContain(`timeout ${t} 360s`);
+    // failed requests only, on stderr (which llorch up prints), with their termination flags
+    for (const l of ['log stderr format raw local0 info', 'log global', 'option httplog', 'option dontlog-normal']) expect(lines).toContain(l);
     // nothing that would hold SSE frames back
     expect(text).not.toMatch(/compression|http-buffer-request/);
   });
