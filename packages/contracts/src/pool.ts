@@ -192,6 +192,12 @@ export const DispatchRequestSchema = z
      * is the engine's answer. Streamed (infill only): token events as for a completion.
      */
     call: EngineCallSchema.optional(),
+    /**
+     * How long a streamed dispatch keeps generating after its connection closed without a cancel,
+     * so the orchestrator can re-attach (another replica, after a crash); absent or 0: a closed
+     * connection cancels.
+     */
+    reattach_ms: z.int().min(0).max(120_000).optional(),
   })
   .superRefine((r, ctx) => {
     if (r.call !== undefined) return;

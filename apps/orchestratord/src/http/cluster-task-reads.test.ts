@@ -78,7 +78,7 @@ describe('task reads across replicas', () => {
       const task = taskBody({ session_id: session, max_tokens: 10 });
       expect((await r.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task })).statusCode).toBe(202);
       const end = frames((await r.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: annAuth })).body).at(-1);
-      expect(end?.event).toBe('end');
+      expect(end?.event, JSON.stringify(end)).toBe('end');
     }
     const served = node.dispatches.map((d) => d.pool_id);
     expect(served).toHaveLength(6);

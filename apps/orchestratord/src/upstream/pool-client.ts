@@ -2,7 +2,15 @@ import { CORRELATION_ID_HEADER, ErrorEnvelopeSchema, type DispatchRequest, type 
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { AttemptAbort } from './attempt-abort.js';
-import { DispatchInvalidError, PoolRefusedError, PoolSaturatedError, UpstreamConnectError, UpstreamStreamError, type DispatchFailure } from './upstream-errors.js';
+import {
+  DispatchGoneError,
+  DispatchInvalidError,
+  PoolRefusedError,
+  PoolSaturatedError,
+  UpstreamConnectError,
+  UpstreamStreamError,
+  type DispatchFailure,
+} from './upstream-errors.js';
 
 /**
  * HTTP client for pool-managerd (the only way orchestratord reaches engines). Takes injected
@@ -195,6 +203,62 @@ export class PoolClient {
     return res.body;
   }
 
+  /**
+   * Re-attaches to the task's dispatch that the node holds (`reattach_ms`): its events after token
+   * index `after` (-1: all), then the live ones. As {@link dispatch}: the same protocol choice and
+   * accept timeout; a 404 rejects with {@link DispatchGoneError}.
+   */
+  async reattach(node: DispatchTarget, poolId: string, taskId: string, after: number, controller: AttemptAbort, correlationId?: string): Promise<Readable> {
+    const h2c = node.h2c !== undefined && this.#h2cDispatcher !== undefined;
+    const address = h2c ? (node.h2c as string) : node.url;
+    const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}?after=${after}`);
+    const accept = setTimeout(abortUnaccepted, this.#acceptTimeoutMs, controller, address, this.#acceptTimeoutMs);
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await (h2c ? (this.#h2cDispatcher as Dispatcher) : this.#dispatcher).request({
+        origin: target.origin,
+        path: target.path,
+        method: 'GET',
+        headers: this.#headers(correlationId),
+        signal: controller.signal,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+    } catch (err) {
+      if (controller.aborted) throw controller.reason instanceof UpstreamConnectError ? controller.reason : err;
+      throw new UpstreamConnectError(`node ${address} unreachable: ${(err as Error).message}`, { cause: err });
+    } finally {
+      clearTimeout(accept);
+    }
+    if (res.statusCode === 404) {
+      await res.body.text().catch(() => '');
+      throw new DispatchGoneError(`node ${address} holds no dispatch of task ${taskId} to re-attach to`);
+    }
+    if (res.statusCode !== 200) {
+      const text = await res.body.text().catch(() => '');
+      const parsed = ErrorEnvelopeSchema.safeParse(safeJson(text));
+      throw rejection(res.statusCode, parsed.success ? parsed.data : undefined);
+    }
+    return res.body;
+  }
+
+  /** Cancels the task's dispatch the node holds (`DELETE`): true when it held one, false on 404; rejects on network errors. */
+  async cancelDispatch(node: DispatchTarget, poolId: string, taskId: string, correlationId?: string): Promise<boolean> {
+    const target = join(node.url, `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}`);
+    const timeout = this.#operationTimeoutMs;
+    const res = await this.#dispatcher.request({
+      origin: target.origin,
+      path: target.path,
+      method: 'DELETE',
+      headers: this.#headers(correlationId),
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+      signal: AbortSignal.timeout(timeout),
+    });
+    await res.body.text().catch(() => '');
+    return res.statusCode === 204;
+  }
+
   /** Forwards drain/reload to the owning node; relays its status and JSON body. */
   async operation(address: string, poolId: string, op: 'drain' | 'reload', body: unknown): Promise<PoolOperationReply> {
     const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/${op}`);
@@ -249,4 +313,12 @@ export function dispatchBody(body: DispatchRequest): Buffer {
   const buf = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
   buf.write(text);
   return buf;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -70,3 +70,8 @@ export class EngineError extends DispatchFailure {
 export class NodeLostError extends DispatchFailure {
   override readonly name = 'NodeLostError';
 }
+
+/** The node holds no dispatch of the task to re-attach to (never re-attachable, delivered, cancelled, or its window passed). */
+export class DispatchGoneError extends DispatchFailure {
+  override readonly name = 'DispatchGoneError';
+}
