@@ -9,8 +9,12 @@ import { frames, taskBody } from '../testing/test-helpers.js';
 describe('task reads across replicas', () => {
   const h = replicaHarness();
 
+  let clusters = 0;
   async function cluster(n: number, pools = [{ pool_id: 'p', models: ['m'], slots: 2 }], over = {}): Promise<{ replicas: Replica[]; urls: string[]; node: FixturePoolManager }> {
-    const replicas = await Promise.all(Array.from({ length: n }, () => h.replica('reads:', { heartbeat_interval_ms: 200, session_token_budget: 1000, ...over })));
+    // a cluster of its own per test: a node or task left in the store by the test before would be served here
+    clusters += 1;
+    const prefix = `reads${clusters}:`;
+    const replicas = await Promise.all(Array.from({ length: n }, () => h.replica(prefix, { heartbeat_interval_ms: 200, session_token_budget: 1000, ...over })));
     const urls: string[] = [];
     for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
     const node = await FixturePoolManager.start({ nodeId: 'n1', pools, token: NODE, tokenIntervalMs: 5 });
