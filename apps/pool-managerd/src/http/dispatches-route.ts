@@ -12,12 +12,17 @@ import { heldSink, startNdjson } from './held-sink.js';
  * `stop_type: cancel`), 204. Both 404 NOT_FOUND when no such dispatch is held.
  */
 export const dispatchesRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
-  app.get('/v2/pools/:id/dispatches/:task_id', { schema: { params: DispatchPathSchema, querystring: DispatchReattachQuerySchema } }, async (request, reply) => {
-    const held = manager.held.find(request.params.id, request.params.task_id);
-    const after = request.query.after === undefined ? -1 : Number(request.query.after);
-    const res = startNdjson(request, reply);
-    held.attach(heldSink(request, res, held), after);
-  });
+  // No HEAD twin: it would run this handler and take the dispatch over.
+  app.get(
+    '/v2/pools/:id/dispatches/:task_id',
+    { exposeHeadRoute: false, schema: { params: DispatchPathSchema, querystring: DispatchReattachQuerySchema } },
+    async (request, reply) => {
+      const held = manager.held.find(request.params.id, request.params.task_id);
+      const after = request.query.after === undefined ? -1 : Number(request.query.after);
+      const res = startNdjson(request, reply);
+      held.attach(heldSink(request, res, held), after);
+    },
+  );
 
   app.delete('/v2/pools/:id/dispatches/:task_id', { schema: { params: DispatchPathSchema } }, async (request, reply) => {
     manager.held.cancel(request.params.id, request.params.task_id);

@@ -199,6 +199,11 @@ describe('re-attachable dispatches on the real llama-server', () => {
     first.body.destroy();
     await until(() => h.logs.find((l) => l.task_id === taskId && l.msg === 'dispatch ended'), 'dispatch ended while detached', 30_000);
     expect(h.manager.held.size).toBe(1);
+    // No HEAD twin of the re-attach route (it would take the dispatch over and deliver nothing).
+    const head = await request(`${h.url}/v2/pools/ra/dispatches/${taskId}`, { method: 'HEAD', headers: auth() });
+    await head.body.dump();
+    expect(head.statusCode).toBe(404);
+    expect((await reattach(taskId, -2)).status).toBe(400);
     const again = await reattach(taskId);
     const all = await rest(again.events);
     expect(indexes(all)).toEqual(range(0, 60));
