@@ -9,6 +9,7 @@ import type { RateLimitStore } from './rate-limit-store.js';
 import type { ReplicaMembershipStore } from './replica-membership-store.js';
 import type { SessionAffinityStore } from './session-affinity-store.js';
 import type { SlotLeaseStore } from './slot-lease-store.js';
+import type { TaskLifecycleStore } from './task-lifecycle-store.js';
 import type { TaskOwnershipStore } from './task-ownership-store.js';
 
 /**
@@ -59,6 +60,8 @@ export interface ClusterStore {
   readonly queue: AdmissionQueueStore;
   readonly tasks: TaskOwnershipStore;
   readonly sessions: SessionAffinityStore;
+  /** A task's admission, dispatch and end, each one atomic step over `queue`, `tasks` and `sessions` (one round trip). */
+  readonly lifecycle: TaskLifecycleStore;
   readonly rateLimits: RateLimitStore;
   readonly replicas: ReplicaMembershipStore;
   /** Lease and queue changes, pushed to every replica (cluster-signals.ts). */

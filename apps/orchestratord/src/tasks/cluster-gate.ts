@@ -57,7 +57,8 @@ export class ClusterGate {
   }
 
   async #claim(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): Promise<void> {
-    const taken = await this.#cluster.take(task);
+    // One round trip: out of the cluster's queue and `running` on the shared record, or neither.
+    const taken = await this.#cluster.takeAndDispatch(task, placementOf(view), task.stream.length);
     if (task.state !== 'queued') return lease.release();
     if (taken.kind === 'behind') {
       lease.release();
@@ -79,11 +80,9 @@ export class ClusterGate {
       if (task.state === 'queued') this.#lost(task, gone.evicted);
       return;
     }
-    const moved = await this.#cluster.dispatch(task.id, placementOf(view), task.stream.length);
-    if (task.state !== 'queued') return lease.release();
-    if (!moved.ok) {
+    if (taken.kind === 'refused') {
       lease.release();
-      this.#act.fail(task, 'INTERNAL', `this replica may no longer dispatch the task (shared record: ${moved.reason})`, true);
+      this.#act.fail(task, 'INTERNAL', `this replica may no longer dispatch the task (shared record: ${taken.refusal.reason})`, true);
       return;
     }
     this.#act.dispatch(task, view, lease, reason);

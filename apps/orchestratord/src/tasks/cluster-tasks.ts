@@ -1,15 +1,18 @@
 import type { SseFrame, TaskRequest } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
-import type { AdmissionQueueStore, GoneEntry, QueueAddOutcome, QueueTakeOutcome } from '../store/admission-queue-store.js';
+import type { AdmissionQueueStore, GoneEntry } from '../store/admission-queue-store.js';
 import type { ClusterSignals } from '../store/cluster-signals.js';
 import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
-import type { TaskOwnershipStore, TransitionOutcome } from '../store/task-ownership-store.js';
+import type { AdmissionView, AdmitOutcome, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
+import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
 import type { Delivery, TaskPlacement, TaskRecord } from './task-record.js';
 
 export interface ClusterTasksOptions {
   queue: AdmissionQueueStore;
   tasks: TaskOwnershipStore;
   sessions: SessionAffinityStore;
+  /** Admission, dispatch and end, one round trip each. */
+  lifecycle: TaskLifecycleStore;
   signals: ClusterSignals;
   /** This replica: the owner of the tasks it admits. */
   replicaId: string;
@@ -68,8 +71,6 @@ export interface TaskOwner {
 /** Entries of each lane the orphan sweep looks at (orphans further back are found as they move up). */
 const ORPHAN_SCAN = 16;
 
-export type AddOutcome = QueueAddOutcome | { readonly kind: 'exists' };
-
 /**
  * The cluster's side of the task service with a Redis store. The replica that admits a task owns
  * it and dispatches it (its client is connected here, so the tokens are relayed once), but the
@@ -87,6 +88,7 @@ export class ClusterTasks {
   readonly #queue: AdmissionQueueStore;
   readonly #tasks: TaskOwnershipStore;
   readonly #sessions: SessionAffinityStore;
+  readonly #lifecycle: TaskLifecycleStore;
   readonly #logger: Log;
   readonly #retainMs: number;
   readonly #address: () => string | undefined;
@@ -110,6 +112,7 @@ export class ClusterTasks {
     this.#queue = options.queue;
     this.#tasks = options.tasks;
     this.#sessions = options.sessions;
+    this.#lifecycle = options.lifecycle;
     this.#logger = options.logger;
     this.#retainMs = options.retainMs;
     this.#address = options.address;
@@ -125,36 +128,29 @@ export class ClusterTasks {
     this.#renewTimer.unref();
   }
 
-  /** Tasks of `group` queued anywhere that a new task of `lane` would wait behind. */
-  countAhead(group: string, lane: 'interactive' | 'batch'): Promise<number> {
-    return this.#queue.countAhead(group, lane);
+  /** What admission reads, in one round trip: tasks of `group` queued anywhere that a new task of `lane` would wait behind, and the session's affinity and budget left. */
+  view(group: string, lane: 'interactive' | 'batch', sessionId: string): Promise<AdmissionView> {
+    return this.#lifecycle.view(group, lane, sessionId);
   }
 
-  /** The session's pool of its last turn (affinity) and token budget left, from the cluster's sessions. */
-  async session(id: string): Promise<{ lastPool: SessionPoolRef | undefined; budgetRemaining: number | undefined }> {
-    const [lastPool, budgetRemaining] = await Promise.all([this.#sessions.lastPool(id), this.#sessions.budgetRemaining(id)]);
-    return { lastPool, budgetRemaining };
-  }
-
-  /** A task of the session was admitted here (not awaited: a failed write is logged). */
-  sessionStarted(id: string): void {
-    this.#settle(id, this.#sessions.taskStarted(id));
-  }
-
-  /** Creates the task's shared record (this replica the owner) and queues it; `exists` for a task id taken anywhere. */
-  async add(task: TaskRecord): Promise<AddOutcome> {
+  /**
+   * Admits the task to the cluster in one step: its shared record (this replica the owner), its
+   * queue entry and its session's started turn; `exists` for a task id taken anywhere, `full` when
+   * the cluster's queue is (then nothing was written).
+   */
+  async add(task: TaskRecord): Promise<AdmitOutcome> {
     const r = task.request;
     const record: SharedTaskRecord = {
       ...{ model_ref: r.model_ref, priority: r.priority, session_id: r.session_id, admitted_at: task.admittedAt, owner_url: this.#address() },
       ...{ request: r, model_name: task.modelName, correlation_id: task.correlationId, client_key: task.clientKey, delivery: task.delivery },
     };
-    const lifetimeMs = r.deadline_ms + this.#retainMs;
-    const created = await this.#tasks.create({ id: task.id, owner: this.replicaId, record: JSON.stringify(record), ttlMs: this.#ownerTtlMs, lifetimeMs });
-    if (!created.ok) return { kind: 'exists' };
-    this.#fences.set(task.id, created.fence);
-    const added = await this.#queue.add({ id: task.id, lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: r.deadline_ms });
-    if (added.kind !== 'queued') this.#settle(task.id, this.#end(task.id, { refused: added.kind }));
-    return added;
+    const admitted = await this.#lifecycle.admit({
+      task: { id: task.id, owner: this.replicaId, record: JSON.stringify(record), ttlMs: this.#ownerTtlMs, lifetimeMs: r.deadline_ms + this.#retainMs },
+      entry: { lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: r.deadline_ms },
+      sessionId: r.session_id,
+    });
+    if (admitted.kind === 'queued') this.#fences.set(task.id, admitted.fence);
+    return admitted;
   }
 
   /**
@@ -173,9 +169,17 @@ export class ClusterTasks {
     this.#heads.set(group, { id: first, owner: this.replicaId, at: Date.now() });
   }
 
-  /** Takes the task out of the cluster's queue if it is first of its model; `behind` blocks the model here. */
-  async take(task: TaskRecord): Promise<QueueTakeOutcome> {
-    const r = await this.#queue.take(task.id);
+  /**
+   * Takes the task out of the cluster's queue if it is first of its model and moves its shared record
+   * to `running` (`placement`) under this replica's fence, in one step; `behind` blocks the model
+   * here; `refused` (`fenced`, `state`) when this replica may not dispatch it (nothing changed).
+   * `frameBase`: the id the attempt's first token frame gets (no frame comes between a dispatch and
+   * its first token with a Redis store), so a replica that takes the task over numbers its tokens
+   * as this one did.
+   */
+  async takeAndDispatch(task: TaskRecord, placement: TaskPlacement, frameBase: number): Promise<TakeDispatchOutcome> {
+    const shared: SharedPlacement = { ...placement, frame_base: frameBase };
+    const r = await this.#lifecycle.dispatch(task.id, this.#fence(task.id), JSON.stringify(shared));
     if (r.kind === 'behind') this.#heads.set(task.request.model_ref, { id: r.first, owner: undefined, at: Date.now() });
     return r;
   }
@@ -196,17 +200,6 @@ export class ClusterTasks {
   /** Of this replica's queued tasks, those that left the cluster's queue without it. */
   gone(ids: readonly string[]): Promise<GoneEntry[]> {
     return this.#queue.gone(ids);
-  }
-
-  /**
-   * `queued` → `running` on the shared record: refused (`fenced`, `state`) when this replica may not
-   * dispatch it. `frameBase`: the id the attempt's first token frame gets (no frame comes between
-   * the dispatch and the first token with a Redis store), so a replica that takes the task over
-   * numbers its tokens as this one did.
-   */
-  dispatch(id: string, placement: TaskPlacement, frameBase: number): Promise<TransitionOutcome> {
-    const shared: SharedPlacement = { ...placement, frame_base: frameBase };
-    return this.#tasks.dispatch(id, this.#fence(id), JSON.stringify(shared));
   }
 
   /** How long a dropped dispatch stream keeps generating for a replica to re-attach (`reattach_ms`): past a takeover. */
@@ -235,19 +228,18 @@ export class ClusterTasks {
     this.#settle(id, this.#queue.remove(id));
   }
 
-  /** A task admitted to the cluster that this replica cannot keep after all (it closes): out of the queue, its record ended. */
-  withdraw(id: string, message: string): void {
-    this.dequeue(id);
-    this.#settle(id, this.#end(id, { event: 'error', data: { code: 'INTERNAL', message, retriable: true } }));
+  /** A task admitted to the cluster that this replica cannot keep after all (it closes): out of the queue, its record ended, its session's turn closed. */
+  withdraw(task: TaskRecord, message: string): void {
+    this.#settle(task.id, this.#end(task, { event: 'error', data: { code: 'INTERNAL', message, retriable: true } }, true));
   }
 
   /**
-   * The task ended here: its terminal frame becomes the shared record's outcome, and its session
-   * counts the turn (`served`: the pool whose cache now holds its prompt). Never throws.
+   * The task ended here, in one store step: its terminal frame becomes the shared record's outcome,
+   * its entry leaves the cluster's queue when it was still `queued`, and its session counts the turn
+   * (`served`: the pool whose cache now holds its prompt). Never throws.
    */
-  ended(task: TaskRecord, frame: SseFrame, served?: SessionPoolRef): void {
-    this.#settle(task.id, this.#end(task.id, frame));
-    this.#settle(task.id, this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served));
+  ended(task: TaskRecord, frame: SseFrame, served: SessionPoolRef | undefined, queued: boolean): void {
+    this.#settle(task.id, this.#end(task, frame, queued, served));
   }
 
   /**
@@ -308,12 +300,18 @@ export class ClusterTasks {
     return this.#fences.get(id) ?? 0;
   }
 
-  async #end(id: string, outcome: unknown): Promise<void> {
-    const fence = this.#fences.get(id);
-    if (fence === undefined) return;
+  /** Record, queue entry and session turn in one step; a task admitted here is ended once (its fence is dropped). */
+  async #end(task: TaskRecord, frame: SseFrame, queued: boolean, served?: SessionPoolRef): Promise<void> {
+    const id = task.id;
+    // No fence: not admitted here, or ended already — the record is not this replica's to end
+    // (fence 0 is refused), but the entry and the session turn are still closed, as before.
+    const fence = this.#fences.get(id) ?? 0;
     this.#fences.delete(id);
-    const r = await this.#tasks.end(id, fence, JSON.stringify(outcome), this.#retainMs);
-    if (!r.ok && r.reason === 'fenced') this.#logger.warn({ task_id: id, owner: r.owner, fence: r.fence }, 'task ended here, but another replica owns it now');
+    const session = { id: task.request.session_id, tokensOut: frame.event === 'end' ? frame.data.tokens_out : undefined, pool: served };
+    const r = await this.#lifecycle.finish({ id, fence, outcome: JSON.stringify(frame), retainMs: this.#retainMs, dequeue: queued, session });
+    if (!r.record.ok && r.record.reason === 'fenced' && fence !== 0) {
+      this.#logger.warn({ task_id: id, owner: r.record.owner, fence: r.record.fence }, 'task ended here, but another replica owns it now');
+    }
   }
 
   /** A store write nobody waits for: logged when it fails, awaited by close(). */

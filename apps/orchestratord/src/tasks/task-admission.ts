@@ -83,14 +83,15 @@ export class TaskAdmission {
   /** With a Redis store: the cluster's queue decides capacity, policy and position (cluster-tasks.ts). */
   async #admitShared(cluster: ClusterTasks, admission: Admission): Promise<Admitted> {
     const r = admission.request;
-    const [ahead, session] = await Promise.all([cluster.countAhead(r.model_ref, r.priority), cluster.session(r.session_id)]);
-    const { avail, prediction, task } = this.#prepare(admission, ahead, session);
+    // Two round trips: what the checks read (one script), then the record, entry and session turn (one script).
+    const view = await cluster.view(r.model_ref, r.priority, r.session_id);
+    const { avail, prediction, task } = this.#prepare(admission, view.ahead, view);
     const added = await cluster.add(task);
-    if (added.kind === 'exists' || added.kind === 'duplicate') throw new InvalidParamsError(`task_id: task ${r.task_id} already exists`);
+    if (added.kind === 'exists') throw new InvalidParamsError(`task_id: task ${r.task_id} already exists`);
     // Full means full to its capacity: the cluster's queue holds that many now.
     if (added.kind === 'full') throw this.#queueFull(task, added.policy, prediction, this.#d.admissionCapacity);
     if (!this.#d.running() || this.#d.table.has(task.id)) {
-      cluster.withdraw(task.id, 'orchestratord is shutting down');
+      cluster.withdraw(task, 'orchestratord is shutting down');
       throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     }
     this.#d.queue.enqueue(task.id, r.priority, task, task.deadlineAt);
@@ -134,8 +135,8 @@ export class TaskAdmission {
   /** The task is queued at `position`: into the table, its `started` frame, and a pump (a free slot dispatches it now). */
   #accepted(task: TaskRecord, position: number, avail: ModelAvailability, prediction: Prediction, victim: TaskRecord | undefined): Admitted {
     this.#d.table.add(task);
-    if (this.#d.cluster !== undefined) this.#d.cluster.sessionStarted(task.request.session_id);
-    else this.#d.sessions.taskStarted(task.request.session_id);
+    // With a Redis store the admission script started the session's turn.
+    if (this.#d.cluster === undefined) this.#d.sessions.taskStarted(task.request.session_id);
     task.lastPosition = position;
     task.stream.append({ event: 'started', data: { queue_position: position, predicted_start_ms: prediction.startMs } });
     this.#d.observer.admitted(task, position);

@@ -359,7 +359,7 @@ export class TaskService {
   /** The one place a task ends: writes the terminal frame, aborts upstream, keeps the frames for the grace period. */
   #end(task: TaskRecord, frame: SseFrame): void {
     if (task.state === 'ended') return;
-    if (this.#cluster !== undefined && task.state === 'queued') this.#cluster.dequeue(task.id);
+    const queued = task.state === 'queued';
     task.state = 'ended';
     task.stream.append(frame);
     if (task.controller !== undefined) {
@@ -371,7 +371,7 @@ export class TaskService {
     this.#observer.ended(task, frame, this.#clock.now());
     // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
     const served = frame.event === 'end' ? task.placement : undefined;
-    if (this.#cluster !== undefined) this.#cluster.ended(task, frame, served);
+    if (this.#cluster !== undefined) this.#cluster.ended(task, frame, served, queued);
     else this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
     this.#table.retire(task, this.#clock.now());
   }

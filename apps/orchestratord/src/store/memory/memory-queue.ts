@@ -76,11 +76,16 @@ export class MemoryQueue implements AdmissionQueueStore {
   }
 
   add(input: QueueEntryInput): Promise<QueueAddOutcome> {
-    if (this.#byId.has(input.id)) return Promise.resolve({ kind: 'duplicate' });
+    return Promise.resolve(this.addNow(input));
+  }
+
+  /** {@link add}, synchronously (the in-process lifecycle store composes it with the records and sessions in one step). */
+  addNow(input: QueueEntryInput): QueueAddOutcome {
+    if (this.#byId.has(input.id)) return { kind: 'duplicate' };
     let evicted: QueuedEntry | undefined;
     if (this.#byId.size >= this.capacity) {
       const victim = this.#lanes.batch.head;
-      if (this.policy === 'reject' || victim === undefined) return Promise.resolve({ kind: 'full', policy: this.policy });
+      if (this.policy === 'reject' || victim === undefined) return { kind: 'full', policy: this.policy };
       this.#unlink(victim);
       evicted = entryOf(victim);
       this.#evicted.set(victim.id, this.#clock.now() + EVICTED_KEPT_MS);
@@ -89,7 +94,7 @@ export class MemoryQueue implements AdmissionQueueStore {
     this.#lanes[node.lane].pushBack(node);
     this.#link(node);
     const position = node.lane === 'interactive' ? this.#lanes.interactive.size - 1 : this.#byId.size - 1;
-    return Promise.resolve(evicted === undefined ? { kind: 'queued', position } : { kind: 'queued', position, evicted });
+    return evicted === undefined ? { kind: 'queued', position } : { kind: 'queued', position, evicted };
   }
 
   requeueFront(input: QueueEntryInput): Promise<boolean> {
@@ -114,12 +119,18 @@ export class MemoryQueue implements AdmissionQueueStore {
   }
 
   take(id: string): Promise<QueueTakeOutcome> {
+    const r = this.canTake(id);
+    if (r.kind === 'taken') this.#unlink(this.#byId.get(id) as Node);
+    return Promise.resolve(r);
+  }
+
+  /** What {@link take} would answer now, without taking. */
+  canTake(id: string): QueueTakeOutcome {
     const n = this.#byId.get(id);
-    if (n === undefined) return Promise.resolve({ kind: 'absent' });
+    if (n === undefined) return { kind: 'absent' };
     const first = this.#firstOf(n.group);
-    if (first !== n) return Promise.resolve({ kind: 'behind', first: (first as Node).id });
-    this.#unlink(n);
-    return Promise.resolve({ kind: 'taken', entry: entryOf(n) });
+    if (first !== n) return { kind: 'behind', first: (first as Node).id };
+    return { kind: 'taken', entry: entryOf(n) };
   }
 
   gone(ids: readonly string[]): Promise<GoneEntry[]> {
@@ -147,10 +158,18 @@ export class MemoryQueue implements AdmissionQueueStore {
   }
 
   remove(id: string): Promise<QueuedEntry | undefined> {
+    return Promise.resolve(this.removeNow(id));
+  }
+
+  removeNow(id: string): QueuedEntry | undefined {
     const n = this.#byId.get(id);
-    if (n === undefined) return Promise.resolve(undefined);
+    if (n === undefined) return undefined;
     this.#unlink(n);
-    return Promise.resolve(entryOf(n));
+    return entryOf(n);
+  }
+
+  has(id: string): boolean {
+    return this.#byId.has(id);
   }
 
   position(id: string): Promise<number | undefined> {
@@ -162,9 +181,13 @@ export class MemoryQueue implements AdmissionQueueStore {
   }
 
   countAhead(group: string, lane: QueueLane): Promise<number> {
+    return Promise.resolve(this.countAheadNow(group, lane));
+  }
+
+  countAheadNow(group: string, lane: QueueLane): number {
     const c = this.#groups.get(group);
-    if (c === undefined) return Promise.resolve(0);
-    return Promise.resolve(lane === 'interactive' ? c.interactive : c.interactive + c.batch);
+    if (c === undefined) return 0;
+    return lane === 'interactive' ? c.interactive : c.interactive + c.batch;
   }
 
   sizes(): Promise<QueueSizes> {

@@ -35,6 +35,12 @@ export class MemorySessions implements SessionAffinityStore {
   }
 
   taskStarted(id: string): Promise<void> {
+    this.startedNow(id);
+    return Promise.resolve();
+  }
+
+  /** {@link taskStarted}, synchronously (for the in-process lifecycle store's one-step admission). */
+  startedNow(id: string): void {
     const now = this.#clock.now();
     let s = this.#live(id, now);
     if (s === undefined) {
@@ -46,12 +52,16 @@ export class MemorySessions implements SessionAffinityStore {
     s.active += 1;
     s.lastActive = now;
     this.#sessions.set(id, s);
-    return Promise.resolve();
   }
 
   taskEnded(id: string, tokensOut: number | undefined, pool?: SessionPoolRef): Promise<void> {
+    this.endedNow(id, tokensOut, pool);
+    return Promise.resolve();
+  }
+
+  endedNow(id: string, tokensOut: number | undefined, pool?: SessionPoolRef): void {
     const s = this.#sessions.get(id);
-    if (s === undefined) return Promise.resolve(); // deleted while the task ran
+    if (s === undefined) return; // deleted while the task ran
     if (pool !== undefined) s.pool = { node_id: pool.node_id, pool_id: pool.pool_id };
     s.active = Math.max(0, s.active - 1);
     s.lastActive = this.#clock.now();
@@ -61,16 +71,23 @@ export class MemorySessions implements SessionAffinityStore {
       s.turns += 1;
       s.tokensOut += tokensOut;
     }
-    return Promise.resolve();
   }
 
   lastPool(id: string): Promise<SessionPoolRef | undefined> {
-    return Promise.resolve(this.#live(id, this.#clock.now())?.pool);
+    return Promise.resolve(this.lastPoolNow(id));
+  }
+
+  lastPoolNow(id: string): SessionPoolRef | undefined {
+    return this.#live(id, this.#clock.now())?.pool;
   }
 
   budgetRemaining(id: string): Promise<number | undefined> {
+    return Promise.resolve(this.budgetRemainingNow(id));
+  }
+
+  budgetRemainingNow(id: string): number | undefined {
     const budget = this.#limits.tokenBudget;
-    return Promise.resolve(budget === undefined ? undefined : budget - (this.#live(id, this.#clock.now())?.tokensOut ?? 0));
+    return budget === undefined ? undefined : budget - (this.#live(id, this.#clock.now())?.tokensOut ?? 0);
   }
 
   get(id: string): Promise<SessionInfo | undefined> {

@@ -36,9 +36,14 @@ export class MemoryTasks implements TaskOwnershipStore {
     this.#clock = clock;
   }
 
-  create({ id, owner, record, ttlMs, lifetimeMs }: TaskCreate): Promise<CreateOutcome> {
+  create(task: TaskCreate): Promise<CreateOutcome> {
+    return Promise.resolve(this.createNow(task));
+  }
+
+  /** {@link create}, synchronously (the in-process lifecycle store composes it with the queue and sessions in one step). */
+  createNow({ id, owner, record, ttlMs, lifetimeMs }: TaskCreate): CreateOutcome {
     const now = this.#clock.now();
-    if (this.#live(id, now) !== undefined) return Promise.resolve({ ok: false, reason: 'exists' });
+    if (this.#live(id, now) !== undefined) return { ok: false, reason: 'exists' };
     if (this.#tasks.size >= this.#sweepAt) this.#sweep(now);
     const t: MutableTask = {
       id,
@@ -53,7 +58,12 @@ export class MemoryTasks implements TaskOwnershipStore {
       expiresAt: now + lifetimeMs,
     };
     this.#tasks.set(id, t);
-    return Promise.resolve({ ok: true, fence: 1, ownerUntil: t.ownerUntil });
+    return { ok: true, fence: 1, ownerUntil: t.ownerUntil };
+  }
+
+  /** Whether a record with this id is kept. */
+  has(id: string): boolean {
+    return this.#live(id, this.#clock.now()) !== undefined;
   }
 
   acquire(id: string, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome> {
@@ -100,7 +110,16 @@ export class MemoryTasks implements TaskOwnershipStore {
   }
 
   dispatch(id: string, fence: number, placement: string): Promise<TransitionOutcome> {
-    return this.#transition(id, fence, ['queued'], (t) => {
+    return Promise.resolve(this.dispatchNow(id, fence, placement));
+  }
+
+  /** What {@link dispatch} would refuse now (undefined: it would go). */
+  dispatchRefusal(id: string, fence: number): TaskRefusal | undefined {
+    return this.#refusal(this.#live(id, this.#clock.now()), fence, ['queued'], this.#clock.now());
+  }
+
+  dispatchNow(id: string, fence: number, placement: string): TransitionOutcome {
+    return this.#transitionNow(id, fence, ['queued'], (t) => {
       t.state = 'running';
       t.attempt += 1;
       t.placement = placement;
@@ -114,7 +133,11 @@ export class MemoryTasks implements TaskOwnershipStore {
   }
 
   end(id: string, fence: number, outcome: string, retainMs: number): Promise<TransitionOutcome> {
-    return this.#transition(id, fence, ['queued', 'running'], (t, now) => {
+    return Promise.resolve(this.endNow(id, fence, outcome, retainMs));
+  }
+
+  endNow(id: string, fence: number, outcome: string, retainMs: number): TransitionOutcome {
+    return this.#transitionNow(id, fence, ['queued', 'running'], (t, now) => {
       t.state = 'ended';
       t.outcome = outcome;
       t.expiresAt = now + retainMs;
@@ -128,15 +151,23 @@ export class MemoryTasks implements TaskOwnershipStore {
 
   /** Checks in the order the Redis scripts do: unknown, then fence and lease, then state. */
   #transition(id: string, fence: number, from: readonly StoredTaskState[], apply: (t: MutableTask, now: number) => void): Promise<TransitionOutcome> {
+    return Promise.resolve(this.#transitionNow(id, fence, from, apply));
+  }
+
+  #transitionNow(id: string, fence: number, from: readonly StoredTaskState[], apply: (t: MutableTask, now: number) => void): TransitionOutcome {
     const now = this.#clock.now();
     const t = this.#live(id, now);
-    let refusal: TaskRefusal | undefined;
-    if (t === undefined) refusal = { ok: false, reason: 'unknown' };
-    else if (t.fence !== fence || t.ownerUntil <= now) refusal = { ok: false, reason: 'fenced', owner: t.owner, fence: t.fence };
-    else if (!from.includes(t.state)) refusal = { ok: false, reason: 'state', state: t.state };
-    if (refusal !== undefined || t === undefined) return Promise.resolve(refusal ?? { ok: false, reason: 'unknown' });
+    const refusal = this.#refusal(t, fence, from, now);
+    if (refusal !== undefined || t === undefined) return refusal ?? { ok: false, reason: 'unknown' };
     apply(t, now);
-    return Promise.resolve({ ok: true, task: snapshot(t) });
+    return { ok: true, task: snapshot(t) };
+  }
+
+  #refusal(t: MutableTask | undefined, fence: number, from: readonly StoredTaskState[], now: number): TaskRefusal | undefined {
+    if (t === undefined) return { ok: false, reason: 'unknown' };
+    if (t.fence !== fence || t.ownerUntil <= now) return { ok: false, reason: 'fenced', owner: t.owner, fence: t.fence };
+    if (!from.includes(t.state)) return { ok: false, reason: 'state', state: t.state };
+    return undefined;
   }
 
   #live(id: string, now: number): MutableTask | undefined {

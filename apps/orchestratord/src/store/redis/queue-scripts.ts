@@ -10,9 +10,10 @@ import { LuaScript, NOW_MS } from './lua-script.js';
  *   p q:evicted:<id>                       marker of a drop-lru eviction (10 min), for `gone`
  * Scores: admission takes INCR q:seq (one order for the cluster, the order the store took them);
  * requeue-at-front takes -INCR q:front, so the latest requeued entry leads its lane.
- * Every script gets KEYS = [lane:interactive, lane:batch, entries, deadlines] and ARGV[1] = prefix.
+ * Every script gets KEYS = [lane:interactive, lane:batch, entries, deadlines] and ARGV[1] = prefix
+ * (the task lifecycle scripts, admit-script.ts and beside it, include these functions too).
  */
-const COMMON = `${NOW_MS}local P = ARGV[1]
+export const QUEUE_LUA = `${NOW_MS}local P = ARGV[1]
 local LANE = { interactive = KEYS[1], batch = KEYS[2] }
 local function gkey(lane, group) return P .. 'q:g:' .. lane .. ':' .. group end
 local function signal_head(group)
@@ -39,6 +40,24 @@ local function put(id, lane, group, payload, deadline_ms, score)
   redis.call('HSET', KEYS[3], id, cjson.encode({ lane = lane, group = group, payload = payload, deadline_at = tostring(deadline) }))
   signal_head(group)
 end
+-- Capacity and policy, then the entry at the back of its lane: {'queued', position, evicted id or '',
+-- evicted json or ''}, or nil when the id is queued already or the queue is full (nothing changed).
+local function add_entry(id, lane, group, payload, deadline_ms, capacity, policy, evicted_ms)
+  if redis.call('HEXISTS', KEYS[3], id) == 1 then return nil end
+  local victim, victim_json = '', ''
+  if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) >= tonumber(capacity) then
+    if policy == 'reject' then return nil end
+    local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+    if not head then return nil end
+    victim, victim_json = head, redis.call('HGET', KEYS[3], head)
+    unlink(head, cjson.decode(victim_json))
+    redis.call('SET', P .. 'q:evicted:' .. head, '1', 'PX', evicted_ms)
+  end
+  put(id, lane, group, payload, deadline_ms, redis.call('INCR', P .. 'q:seq'))
+  local position = redis.call('ZCARD', KEYS[1]) - 1
+  if lane == 'batch' then position = position + redis.call('ZCARD', KEYS[2]) end
+  return {'queued', position, victim, victim_json}
+end
 `;
 
 /**
@@ -47,27 +66,16 @@ end
  */
 export const QUEUE_ADD = new LuaScript(
   'queue-add',
-  `${COMMON}local id, lane = ARGV[2], ARGV[3]
-if redis.call('HEXISTS', KEYS[3], id) == 1 then return {'duplicate'} end
-local victim, victim_json = '', ''
-if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[7]) then
-  if ARGV[8] == 'reject' then return {'full'} end
-  local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-  if not head then return {'full'} end
-  victim, victim_json = head, redis.call('HGET', KEYS[3], head)
-  unlink(head, cjson.decode(victim_json))
-  redis.call('SET', P .. 'q:evicted:' .. head, '1', 'PX', ARGV[9])
-end
-put(id, lane, ARGV[4], ARGV[5], ARGV[6], redis.call('INCR', P .. 'q:seq'))
-local position = redis.call('ZCARD', KEYS[1]) - 1
-if lane == 'batch' then position = position + redis.call('ZCARD', KEYS[2]) end
-return {'queued', position, victim, victim_json}`,
+  `${QUEUE_LUA}local r = add_entry(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9])
+if r then return r end
+if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 1 then return {'duplicate'} end
+return {'full'}`,
 );
 
 /** ARGV: prefix, id, lane, group, payload, deadline ms ('' = none) → 1, or 0 for a duplicate id. */
 export const QUEUE_REQUEUE_FRONT = new LuaScript(
   'queue-requeue-front',
-  `${COMMON}if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 1 then return 0 end
+  `${QUEUE_LUA}if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 1 then return 0 end
 put(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], -redis.call('INCR', P .. 'q:front'))
 return 1`,
 );
@@ -79,7 +87,7 @@ return 1`,
  */
 export const QUEUE_CLAIM = new LuaScript(
   'queue-claim',
-  `${COMMON}local function take(id)
+  `${QUEUE_LUA}local function take(id)
   local json = redis.call('HGET', KEYS[3], id)
   unlink(id, cjson.decode(json))
   return {id, json}
@@ -106,7 +114,7 @@ return {}`,
  */
 export const QUEUE_TAKE = new LuaScript(
   'queue-take',
-  `${COMMON}local json = redis.call('HGET', KEYS[3], ARGV[2])
+  `${QUEUE_LUA}local json = redis.call('HGET', KEYS[3], ARGV[2])
 if not json then return {'absent'} end
 local e = cjson.decode(json)
 local first = redis.call('ZRANGE', gkey('interactive', e.group), 0, 0)[1]
@@ -119,7 +127,7 @@ return {'taken', json}`,
 /** ARGV: prefix, ids… → {id, evicted 0/1, …} of the ids that are not queued. */
 export const QUEUE_GONE = new LuaScript(
   'queue-gone',
-  `${COMMON}local out = {}
+  `${QUEUE_LUA}local out = {}
 for i = 2, #ARGV do
   if redis.call('HEXISTS', KEYS[3], ARGV[i]) == 0 then
     out[#out + 1] = ARGV[i]
@@ -132,7 +140,7 @@ return out`,
 /** ARGV: prefix, limit → {id, json, …}: the first `limit` entries of each lane, in dispatch order. */
 export const QUEUE_HEADS = new LuaScript(
   'queue-heads',
-  `${COMMON}local out = {}
+  `${QUEUE_LUA}local out = {}
 for _, lane in ipairs({'interactive', 'batch'}) do
   for _, id in ipairs(redis.call('ZRANGE', LANE[lane], 0, tonumber(ARGV[2]) - 1)) do
     out[#out + 1] = id
@@ -145,7 +153,7 @@ return out`,
 /** ARGV: prefix, id → json of the removed entry, or false. */
 export const QUEUE_REMOVE = new LuaScript(
   'queue-remove',
-  `${COMMON}local json = redis.call('HGET', KEYS[3], ARGV[2])
+  `${QUEUE_LUA}local json = redis.call('HGET', KEYS[3], ARGV[2])
 if not json then return false end
 unlink(ARGV[2], cjson.decode(json))
 return json`,
@@ -154,7 +162,7 @@ return json`,
 /** ARGV: prefix, id → 0-based position in dispatch order, or -1. */
 export const QUEUE_POSITION = new LuaScript(
   'queue-position',
-  `${COMMON}local json = redis.call('HGET', KEYS[3], ARGV[2])
+  `${QUEUE_LUA}local json = redis.call('HGET', KEYS[3], ARGV[2])
 if not json then return -1 end
 local lane = cjson.decode(json).lane
 local rank = redis.call('ZRANK', LANE[lane], ARGV[2])
@@ -165,7 +173,7 @@ return rank`,
 /** ARGV: prefix, group, lane → entries of the group a new entry of that lane waits behind. */
 export const QUEUE_COUNT_AHEAD = new LuaScript(
   'queue-count-ahead',
-  `${COMMON}local n = redis.call('ZCARD', gkey('interactive', ARGV[2]))
+  `${QUEUE_LUA}local n = redis.call('ZCARD', gkey('interactive', ARGV[2]))
 if ARGV[3] == 'batch' then n = n + redis.call('ZCARD', gkey('batch', ARGV[2])) end
 return n`,
 );
@@ -173,7 +181,7 @@ return n`,
 /** ARGV: prefix, limit → {id, json, score, id, json, score, …} of expired entries (at most limit), removed. */
 export const QUEUE_TAKE_EXPIRED = new LuaScript(
   'queue-take-expired',
-  `${COMMON}local ids = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_ms(), 'LIMIT', 0, tonumber(ARGV[2]))
+  `${QUEUE_LUA}local ids = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_ms(), 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for _, id in ipairs(ids) do
   local json = redis.call('HGET', KEYS[3], id)

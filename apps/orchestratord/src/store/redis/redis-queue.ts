@@ -30,7 +30,7 @@ const EXPIRED_PER_CALL = 1000;
 
 const EntrySchema = z.object({ lane: z.enum(['interactive', 'batch']), group: z.string(), payload: z.string(), deadline_at: z.string() });
 
-function parseEntry(id: string, json: string): QueuedEntry {
+export function parseEntry(id: string, json: string): QueuedEntry {
   const e = EntrySchema.parse(JSON.parse(json));
   return { id, lane: e.lane, group: e.group, payload: e.payload, deadlineAt: e.deadline_at === 'inf' ? Number.POSITIVE_INFINITY : Number(e.deadline_at) };
 }

@@ -9,34 +9,41 @@ import type { RedisConnection } from './redis-client.js';
  */
 export const ACTIVE_SESSION_CAP_MS = 24 * 3_600_000;
 
-// KEYS[1] = <prefix>session:<id>, a hash: turns, tokens_out, active, last_active, node_id, pool_id.
+// <prefix>session:<id>, a hash: turns, tokens_out, active, last_active, node_id, pool_id.
 // Idle: the key expires ttl after the last activity; active: ACTIVE_SESSION_CAP_MS after it.
+// These functions are also part of the task lifecycle scripts (admit-script.ts, end-script.ts);
+// they need NOW_MS before them.
+export const SESSION_LUA = `local function session_started(key, cap_ms)
+  redis.call('HSETNX', key, 'turns', 0)
+  redis.call('HSETNX', key, 'tokens_out', 0)
+  redis.call('HINCRBY', key, 'active', 1)
+  redis.call('HSET', key, 'last_active', now_ms())
+  redis.call('PEXPIRE', key, cap_ms)
+end
+-- tokens_out '' = ended with an error; pool_id '' = keep the affinity.
+local function session_ended(key, tokens_out, node_id, pool_id, ttl_ms, cap_ms)
+  if redis.call('EXISTS', key) == 0 then return 0 end
+  if pool_id ~= '' then redis.call('HSET', key, 'node_id', node_id, 'pool_id', pool_id) end
+  local active = math.max(0, tonumber(redis.call('HGET', key, 'active') or '0') - 1)
+  redis.call('HSET', key, 'active', active, 'last_active', now_ms())
+  if tokens_out ~= '' then
+    redis.call('HINCRBY', key, 'turns', 1)
+    redis.call('HINCRBY', key, 'tokens_out', tokens_out)
+  end
+  if active == 0 then redis.call('PEXPIRE', key, ttl_ms) else redis.call('PEXPIRE', key, cap_ms) end
+  return 1
+end
+`;
 
-/** ARGV: active cap ms. */
+/** KEYS[1] = the session; ARGV: active cap ms. */
 const STARTED = new LuaScript(
   'session-started',
-  `${NOW_MS}redis.call('HSETNX', KEYS[1], 'turns', 0)
-redis.call('HSETNX', KEYS[1], 'tokens_out', 0)
-redis.call('HINCRBY', KEYS[1], 'active', 1)
-redis.call('HSET', KEYS[1], 'last_active', now_ms())
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  `${NOW_MS}${SESSION_LUA}session_started(KEYS[1], ARGV[1])
 return 1`,
 );
 
 /** ARGV: tokens out ('' = ended with an error), node id, pool id ('' = keep), ttl ms, active cap ms. */
-const ENDED = new LuaScript(
-  'session-ended',
-  `${NOW_MS}if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'node_id', ARGV[2], 'pool_id', ARGV[3]) end
-local active = math.max(0, tonumber(redis.call('HGET', KEYS[1], 'active') or '0') - 1)
-redis.call('HSET', KEYS[1], 'active', active, 'last_active', now_ms())
-if ARGV[1] ~= '' then
-  redis.call('HINCRBY', KEYS[1], 'turns', 1)
-  redis.call('HINCRBY', KEYS[1], 'tokens_out', ARGV[1])
-end
-if active == 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) else redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
-return 1`,
-);
+const ENDED = new LuaScript('session-ended', `${NOW_MS}${SESSION_LUA}return session_ended(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])`);
 
 /** → {turns, tokens_out, active, node_id, pool_id, pttl} or {} when gone. */
 const READ = new LuaScript(

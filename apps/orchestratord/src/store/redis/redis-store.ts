@@ -1,6 +1,7 @@
 import type { ClusterStore, ClusterStoreDeps, ClusterStoreSettings } from '../cluster-store.js';
 import { RedisActivity } from './redis-activity.js';
 import { RedisConnection } from './redis-client.js';
+import { RedisLifecycle } from './redis-lifecycle.js';
 import { RedisNodes } from './redis-nodes.js';
 import { RedisQueue } from './redis-queue.js';
 import { RedisRateLimits } from './redis-rate-limits.js';
@@ -14,6 +15,7 @@ import { RedisTasks } from './redis-tasks.js';
 export async function createRedisStore(s: ClusterStoreSettings & { redis_url: string }, { logger }: ClusterStoreDeps): Promise<ClusterStore> {
   const redis = await RedisConnection.open({ url: s.redis_url, prefix: s.redis_prefix, commandTimeoutMs: s.command_timeout_ms, logger });
   const signals = new RedisSignals(redis, logger);
+  const sessionLimits = { ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget };
   let closing: Promise<void> | undefined;
   return {
     kind: 'redis',
@@ -21,7 +23,8 @@ export async function createRedisStore(s: ClusterStoreSettings & { redis_url: st
     leases: new RedisSlotLeases(redis),
     queue: new RedisQueue(redis, s.admission_capacity, s.admission_policy),
     tasks: new RedisTasks(redis),
-    sessions: new RedisSessions(redis, { ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget }),
+    sessions: new RedisSessions(redis, sessionLimits),
+    lifecycle: new RedisLifecycle(redis, { capacity: s.admission_capacity, policy: s.admission_policy }, sessionLimits),
     rateLimits: new RedisRateLimits(redis),
     replicas: new RedisReplicas(redis),
     signals,

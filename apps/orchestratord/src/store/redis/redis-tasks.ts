@@ -15,12 +15,12 @@ const TaskHashSchema = z.object({
   outcome: z.string().optional(),
 });
 
-function parseTask(id: string, h: Record<string, string>): StoredTask {
+export function parseTask(id: string, h: Record<string, string>): StoredTask {
   const t = TaskHashSchema.parse(h);
   return { id, state: t.state, owner: t.owner, ownerUntil: t.owner_until, fence: t.fence, attempt: t.attempt, record: t.record, placement: t.placement, outcome: t.outcome };
 }
 
-function fromFlat(flat: readonly string[]): Record<string, string> {
+export function fromFlat(flat: readonly string[]): Record<string, string> {
   const h: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i] as string] = flat[i + 1] as string;
   return h;

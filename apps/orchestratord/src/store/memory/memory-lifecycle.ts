@@ -1,0 +1,59 @@
+import type { QueueLane } from '../admission-queue-store.js';
+import type { AdmissionView, AdmitOutcome, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
+import type { MemoryQueue } from './memory-queue.js';
+import type { MemorySessions } from './memory-sessions.js';
+import type { MemoryTasks } from './memory-tasks.js';
+
+/**
+ * Admission, dispatch and end of a task in this process: the queue, records and sessions of the
+ * in-process store composed synchronously (no await between the parts), so each step is as atomic
+ * as its Redis script.
+ */
+export class MemoryLifecycle implements TaskLifecycleStore {
+  readonly #queue: MemoryQueue;
+  readonly #tasks: MemoryTasks;
+  readonly #sessions: MemorySessions;
+
+  constructor(queue: MemoryQueue, tasks: MemoryTasks, sessions: MemorySessions) {
+    this.#queue = queue;
+    this.#tasks = tasks;
+    this.#sessions = sessions;
+  }
+
+  view(group: string, lane: QueueLane, sessionId: string): Promise<AdmissionView> {
+    return Promise.resolve({
+      ahead: this.#queue.countAheadNow(group, lane),
+      lastPool: this.#sessions.lastPoolNow(sessionId),
+      budgetRemaining: this.#sessions.budgetRemainingNow(sessionId),
+    });
+  }
+
+  admit({ task, entry, sessionId }: TaskAdmit): Promise<AdmitOutcome> {
+    if (this.#tasks.has(task.id) || this.#queue.has(task.id)) return Promise.resolve({ kind: 'exists' });
+    const added = this.#queue.addNow({ ...entry, id: task.id });
+    if (added.kind === 'duplicate') return Promise.resolve({ kind: 'exists' });
+    if (added.kind === 'full') return Promise.resolve(added);
+    const created = this.#tasks.createNow(task);
+    // Checked above: nothing ran in between.
+    if (!created.ok) throw new Error(`task ${task.id} appeared while it was admitted`);
+    this.#sessions.startedNow(sessionId);
+    return Promise.resolve({ ...added, fence: created.fence, ownerUntil: created.ownerUntil });
+  }
+
+  dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome> {
+    const take = this.#queue.canTake(id);
+    if (take.kind !== 'taken') return Promise.resolve(take);
+    const refusal = this.#tasks.dispatchRefusal(id, fence);
+    if (refusal !== undefined) return Promise.resolve({ kind: 'refused', refusal });
+    this.#queue.removeNow(id);
+    const moved = this.#tasks.dispatchNow(id, fence, placement);
+    if (!moved.ok) throw new Error(`task ${id} refused a dispatch it allowed a moment before (${moved.reason})`);
+    return Promise.resolve({ kind: 'taken', entry: take.entry, task: moved.task });
+  }
+
+  finish(f: TaskFinish): Promise<FinishOutcome> {
+    const dequeued = f.dequeue && this.#queue.removeNow(f.id) !== undefined;
+    if (f.session !== undefined) this.#sessions.endedNow(f.session.id, f.session.tokensOut, f.session.pool);
+    return Promise.resolve({ record: this.#tasks.endNow(f.id, f.fence, f.outcome, f.retainMs), dequeued });
+  }
+}

@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { EVICTED_KEPT_MS, type QueueLane, type QueueOverflowPolicy } from '../admission-queue-store.js';
+import type { SessionLimits } from '../session-affinity-store.js';
+import type { TaskRefusal } from '../task-ownership-store.js';
+import type { AdmissionView, AdmitOutcome, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
+import { ADMISSION_VIEW, TASK_ADMIT } from './admit-script.js';
+import { TASK_TAKE_DISPATCH } from './dispatch-script.js';
+import { TASK_FINISH } from './end-script.js';
+import type { RedisConnection } from './redis-client.js';
+import { parseEntry } from './redis-queue.js';
+import { ACTIVE_SESSION_CAP_MS } from './redis-sessions.js';
+import { fromFlat, parseTask } from './redis-tasks.js';
+
+const StateSchema = z.enum(['queued', 'running', 'ended']);
+
+/** A refusal as the record scripts answer it: ['unknown'] | ['fenced', owner, fence] | ['state', state]. */
+function refusalOf(kind: unknown, a: unknown, b: unknown): TaskRefusal {
+  if (kind === 'unknown') return { ok: false, reason: 'unknown' };
+  if (kind === 'fenced') return { ok: false, reason: 'fenced', owner: String(a), fence: Number(b) };
+  return { ok: false, reason: 'state', state: StateSchema.parse(a) };
+}
+
+/** Admission, dispatch and end of a task, each one script (admit-script.ts, dispatch-script.ts, end-script.ts). */
+export class RedisLifecycle implements TaskLifecycleStore {
+  readonly #redis: RedisConnection;
+  readonly #queueKeys: readonly string[];
+  readonly #capacity: number;
+  readonly #policy: QueueOverflowPolicy;
+  readonly #sessions: SessionLimits;
+
+  constructor(redis: RedisConnection, queue: { capacity: number; policy: QueueOverflowPolicy }, sessions: SessionLimits) {
+    this.#redis = redis;
+    const p = redis.prefix;
+    this.#queueKeys = [`${p}q:lane:interactive`, `${p}q:lane:batch`, `${p}q:entries`, `${p}q:deadlines`];
+    this.#capacity = queue.capacity;
+    this.#policy = queue.policy;
+    this.#sessions = sessions;
+  }
+
+  #task(id: string): string {
+    return `${this.#redis.prefix}task:${id}`;
+  }
+
+  #session(id: string): string {
+    return `${this.#redis.prefix}session:${id}`;
+  }
+
+  #cap(): number {
+    return Math.max(ACTIVE_SESSION_CAP_MS, this.#sessions.ttlMs);
+  }
+
+  async view(group: string, lane: QueueLane, sessionId: string): Promise<AdmissionView> {
+    const p = this.#redis.prefix;
+    const keys = [`${p}q:g:interactive:${group}`, `${p}q:g:batch:${group}`, this.#session(sessionId)];
+    const [ahead, nodeId, poolId, tokensOut] = (await this.#redis.eval(ADMISSION_VIEW, keys, [lane])) as [number, string, string, string];
+    const budget = this.#sessions.tokenBudget;
+    return {
+      ahead,
+      lastPool: poolId === '' ? undefined : { node_id: nodeId, pool_id: poolId },
+      budgetRemaining: budget === undefined ? undefined : budget - (tokensOut === '' ? 0 : Number(tokensOut)),
+    };
+  }
+
+  async admit({ task, entry, sessionId }: TaskAdmit): Promise<AdmitOutcome> {
+    const keys = [...this.#queueKeys, this.#task(task.id), this.#session(sessionId), `${this.#redis.prefix}tasks:leases`];
+    const deadline = entry.deadlineMs === undefined ? '' : Math.max(0, Math.round(entry.deadlineMs));
+    const args = [this.#redis.prefix, task.id, entry.lane, entry.group, entry.payload, deadline, this.#capacity, this.#policy, EVICTED_KEPT_MS];
+    args.push(task.owner, task.record, task.ttlMs, Math.max(1, Math.round(task.lifetimeMs)), this.#cap());
+    const r = (await this.#redis.eval(TASK_ADMIT, keys, args)) as [string, number?, string?, string?, number?];
+    if (r[0] === 'exists') return { kind: 'exists' };
+    if (r[0] === 'full') return { kind: 'full', policy: this.#policy };
+    const [, position, victim, victimJson, ownerUntil] = r as [string, number, string, string, number];
+    const granted = { kind: 'queued' as const, position, fence: 1, ownerUntil };
+    return victim === '' ? granted : { ...granted, evicted: parseEntry(victim, victimJson) };
+  }
+
+  async dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome> {
+    const r = (await this.#redis.eval(TASK_TAKE_DISPATCH, [...this.#queueKeys, this.#task(id)], [this.#redis.prefix, id, fence, placement])) as unknown[];
+    switch (r[0]) {
+      case 'taken':
+        return { kind: 'taken', entry: parseEntry(id, r[1] as string), task: parseTask(id, fromFlat(r[2] as string[])) };
+      case 'behind':
+        return { kind: 'behind', first: String(r[1]) };
+      case 'absent':
+        return { kind: 'absent' };
+      default:
+        return { kind: 'refused', refusal: refusalOf(r[1], r[2], r[3]) };
+    }
+  }
+
+  async finish(f: TaskFinish): Promise<FinishOutcome> {
+    const s = f.session;
+    const keys = [...this.#queueKeys, this.#task(f.id), s === undefined ? this.#task(f.id) : this.#session(s.id), `${this.#redis.prefix}tasks:leases`];
+    const args = [this.#redis.prefix, f.id, f.fence, f.outcome, Math.round(f.retainMs), f.dequeue ? '1' : '0'];
+    args.push(s === undefined ? '' : '1', s?.tokensOut ?? '', s?.pool?.node_id ?? '', s?.pool?.pool_id ?? '', this.#sessions.ttlMs, this.#cap());
+    const r = (await this.#redis.eval(TASK_FINISH, keys, args)) as unknown[];
+    if (r[0] === 'ok') return { record: { ok: true, task: parseTask(f.id, fromFlat(r[1] as string[])) }, dequeued: r[2] === 1 };
+    return { record: refusalOf(r[0], r[2], r[3]), dequeued: r[1] === 1 };
+  }
+}

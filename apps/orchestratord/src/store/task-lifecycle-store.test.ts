@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import type { QueueLane } from './admission-queue-store.js';
+import type { ClusterSignal } from './cluster-signals.js';
+import type { TaskAdmit } from './task-lifecycle-store.js';
+import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
+
+const admit = (id: string, owner: string, o: { lane?: QueueLane; group?: string; session?: string; ttlMs?: number } = {}): TaskAdmit => ({
+  task: { id, owner, record: JSON.stringify({ id }), ttlMs: o.ttlMs ?? 10_000, lifetimeMs: 60_000 },
+  entry: { lane: o.lane ?? 'batch', group: o.group ?? 'm', payload: owner, deadlineMs: 60_000 },
+  sessionId: o.session ?? `s-${id}`,
+});
+
+const pool = { node_id: 'n1', pool_id: 'p1' };
+
+describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
+  const h = storeHarness(kind);
+
+  it('admit writes the record (fence 1), the entry and the session turn together; a taken id changes nothing', async () => {
+    const [a, b] = await h.open(2, { session_token_budget: 100 });
+    expect(await a!.lifecycle.view('m', 'batch', 's1')).toEqual({ ahead: 0, lastPool: undefined, budgetRemaining: 100 });
+    const first = await a!.lifecycle.admit(admit('t1', 'A', { session: 's1' }));
+    expect(first).toMatchObject({ kind: 'queued', position: 0, fence: 1 });
+    expect(first.kind === 'queued' && first.evicted).toBeFalsy();
+    expect(await b!.tasks.get('t1')).toMatchObject({ state: 'queued', owner: 'A', fence: 1, attempt: 0, record: '{"id":"t1"}' });
+    expect(await b!.queue.position('t1')).toBe(0);
+    expect(await b!.sessions.get('s1')).toMatchObject({ active_tasks: 1, turns: 0 });
+    expect(await b!.lifecycle.admit(admit('i1', 'B', { lane: 'interactive', session: 's1' }))).toMatchObject({ kind: 'queued', position: 0 });
+    expect(await b!.lifecycle.view('m', 'interactive', 's1')).toMatchObject({ ahead: 1 });
+    expect(await b!.lifecycle.view('m', 'batch', 's1')).toMatchObject({ ahead: 2 });
+    expect(await b!.sessions.get('s1')).toMatchObject({ active_tasks: 2 });
+    // the same id again, from any replica: nothing changes (no second turn, no second entry)
+    expect(await b!.lifecycle.admit(admit('t1', 'B', { session: 's1' }))).toEqual({ kind: 'exists' });
+    // an id with a record but no entry (e.g. dispatched), or an entry but no record
+    await a!.tasks.create({ id: 'rec-only', owner: 'A', record: '{}', ttlMs: 10_000, lifetimeMs: 60_000 });
+    await a!.queue.add({ id: 'entry-only', lane: 'batch', group: 'm', payload: 'A' });
+    expect(await b!.lifecycle.admit(admit('rec-only', 'B', { session: 's1' }))).toEqual({ kind: 'exists' });
+    expect(await b!.lifecycle.admit(admit('entry-only', 'B', { session: 's1' }))).toEqual({ kind: 'exists' });
+    expect(await a!.sessions.get('s1')).toMatchObject({ active_tasks: 2 });
+    expect(await a!.queue.sizes()).toEqual({ interactive: 1, batch: 2 });
+    expect(await a!.tasks.get('entry-only')).toBeUndefined();
+  });
+
+  it('a full queue writes nothing (reject); drop-lru evicts the oldest batch entry and says so', async () => {
+    const [a, b] = await h.open(2, { admission_capacity: 2, admission_policy: 'reject' });
+    await a!.lifecycle.admit(admit('t1', 'A'));
+    await b!.lifecycle.admit(admit('t2', 'B'));
+    expect(await a!.lifecycle.admit(admit('t3', 'A', { session: 'full' }))).toEqual({ kind: 'full', policy: 'reject' });
+    expect(await b!.tasks.get('t3')).toBeUndefined();
+    expect(await b!.sessions.get('full')).toBeUndefined();
+    expect(await b!.queue.position('t3')).toBeUndefined();
+
+    const [c, d] = await h.open(2, { admission_capacity: 2, admission_policy: 'drop-lru' });
+    await c!.lifecycle.admit(admit('b1', 'C'));
+    await d!.lifecycle.admit(admit('b2', 'D'));
+    const added = await d!.lifecycle.admit(admit('i1', 'D', { lane: 'interactive' }));
+    expect(added).toMatchObject({ kind: 'queued', position: 0, fence: 1, evicted: { id: 'b1', lane: 'batch', group: 'm', payload: 'C' } });
+    expect(await c!.queue.gone(['b1', 'b2'])).toEqual([{ id: 'b1', evicted: true }]);
+    // the victim's record is its owner's to end
+    expect(await c!.tasks.get('b1')).toMatchObject({ state: 'queued', owner: 'C' });
+    await d!.lifecycle.admit(admit('i2', 'D', { lane: 'interactive' }));
+    expect(await c!.lifecycle.admit(admit('i3', 'C', { lane: 'interactive', session: 'none-left' }))).toEqual({ kind: 'full', policy: 'drop-lru' });
+    expect(await c!.tasks.get('i3')).toBeUndefined();
+    expect(await c!.sessions.get('none-left')).toBeUndefined();
+  });
+
+  it('10 concurrent admissions from 3 replicas into a capacity of 3 (reject): exactly 3 records, entries and turns', async () => {
+    const clients = await h.open(3, { admission_capacity: 3, admission_policy: 'reject' });
+    const r = await Promise.all(Array.from({ length: 10 }, (_, i) => clients[i % 3]!.lifecycle.admit(admit(`t${i}`, `R${i % 3}`, { session: 'shared' }))));
+    const queued = r.map((x, i) => ({ x, id: `t${i}` })).filter(({ x }) => x.kind === 'queued');
+    expect(queued).toHaveLength(3);
+    expect(r.filter((x) => x.kind === 'full')).toHaveLength(7);
+    const records = await Promise.all(Array.from({ length: 10 }, (_, i) => clients[0]!.tasks.get(`t${i}`)));
+    expect(records.filter((t) => t !== undefined).map((t) => t!.id)).toEqual(queued.map((q) => q.id));
+    expect(await clients[1]!.sessions.get('shared')).toMatchObject({ active_tasks: 3 });
+  });
+
+  it('dispatch takes the entry and moves the record to running together, only for the first of its model and the current fence', async () => {
+    const [a, b] = await h.open(2);
+    await a!.lifecycle.admit(admit('b1', 'A'));
+    await b!.lifecycle.admit(admit('i1', 'B', { lane: 'interactive' }));
+    // behind: nothing changes
+    expect(await a!.lifecycle.dispatch('b1', 1, 'n1/p1')).toEqual({ kind: 'behind', first: 'i1' });
+    expect(await a!.tasks.get('b1')).toMatchObject({ state: 'queued', attempt: 0 });
+    const taken = await b!.lifecycle.dispatch('i1', 1, 'n1/p1');
+    expect(taken).toMatchObject({ kind: 'taken', entry: { id: 'i1', lane: 'interactive', payload: 'B' }, task: { state: 'running', attempt: 1, placement: 'n1/p1', fence: 1 } });
+    expect(await a!.queue.position('i1')).toBeUndefined();
+    // a redelivered dispatch finds no entry: it never runs twice
+    expect(await b!.lifecycle.dispatch('i1', 1, 'n1/p2')).toEqual({ kind: 'absent' });
+    // a stale fence: refused, the entry stays where it was
+    expect(await a!.lifecycle.dispatch('b1', 7, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'fenced', owner: 'A', fence: 1 } });
+    expect(await b!.queue.position('b1')).toBe(0);
+    // an entry whose record runs already (a requeued entry before its record moved back): refused on state
+    await b!.queue.requeueFront({ id: 'i1', lane: 'interactive', group: 'm', payload: 'B' });
+    expect(await b!.lifecycle.dispatch('i1', 1, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'state', state: 'running' } });
+    expect(await b!.queue.position('i1')).toBe(0);
+    // an entry without a record (the store lost it, or another replica's queue.add)
+    await b!.queue.remove('i1');
+    await b!.queue.add({ id: 'bare', lane: 'interactive', group: 'x', payload: 'B' });
+    expect(await a!.lifecycle.dispatch('bare', 1, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'unknown' } });
+    expect(await a!.lifecycle.dispatch('b1', 1, 'n1/p1')).toMatchObject({ kind: 'taken', task: { state: 'running' } });
+  });
+
+  it('a replica whose lease was taken over can neither dispatch nor end the task', async () => {
+    const [a, b] = await h.open(2);
+    await a!.lifecycle.admit(admit('t1', 'A', { ttlMs: 300, session: 's1' }));
+    await sleep(400);
+    expect(await b!.tasks.acquire('t1', 'B', 10_000)).toMatchObject({ ok: true, fence: 2 });
+    expect(await a!.lifecycle.dispatch('t1', 1, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'fenced', owner: 'B', fence: 2 } });
+    const stale = await a!.lifecycle.finish({ id: 't1', fence: 1, outcome: '{"stale":true}', retainMs: 60_000, dequeue: false });
+    expect(stale).toEqual({ record: { ok: false, reason: 'fenced', owner: 'B', fence: 2 }, dequeued: false });
+    expect(await b!.tasks.get('t1')).toMatchObject({ state: 'queued', owner: 'B' });
+    expect(await b!.lifecycle.dispatch('t1', 2, 'n2/p1')).toMatchObject({ kind: 'taken', task: { owner: 'B', fence: 2, attempt: 1 } });
+  });
+
+  it('finish ends the record, takes a queued entry out and counts the session turn in one step; exactly once', async () => {
+    const [a, b] = await h.open(2, { session_token_budget: 100 });
+    await a!.lifecycle.admit(admit('run', 'A', { session: 's1' }));
+    await a!.lifecycle.admit(admit('wait', 'A', { session: 's1' }));
+    await a!.lifecycle.dispatch('run', 1, 'n1/p1');
+    const ended = await a!.lifecycle.finish({ id: 'run', fence: 1, outcome: '{"end":1}', retainMs: 60_000, dequeue: false, session: { id: 's1', tokensOut: 30, pool } });
+    expect(ended).toMatchObject({ record: { ok: true, task: { state: 'ended', outcome: '{"end":1}', attempt: 1 } }, dequeued: false });
+    expect(await b!.sessions.get('s1')).toMatchObject({ turns: 1, tokens_out: 30, active_tasks: 1 });
+    expect(await b!.lifecycle.view('m', 'batch', 's1')).toEqual({ ahead: 1, lastPool: pool, budgetRemaining: 70 });
+    // a queued task cancelled: out of the queue, its turn closed without counting
+    const cancelled = await a!.lifecycle.finish({ id: 'wait', fence: 1, outcome: '{"cancel":1}', retainMs: 60_000, dequeue: true, session: { id: 's1', tokensOut: undefined } });
+    expect(cancelled).toMatchObject({ record: { ok: true, task: { state: 'ended' } }, dequeued: true });
+    expect(await b!.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
+    expect(await b!.sessions.get('s1')).toMatchObject({ turns: 1, tokens_out: 30, active_tasks: 0 });
+    expect(await b!.sessions.lastPool('s1')).toEqual(pool);
+    // a second end changes nothing in the record
+    const again = await a!.lifecycle.finish({ id: 'run', fence: 1, outcome: '{"end":2}', retainMs: 60_000, dequeue: true });
+    expect(again).toEqual({ record: { ok: false, reason: 'state', state: 'ended' }, dequeued: false });
+    expect(await b!.tasks.get('run')).toMatchObject({ outcome: '{"end":1}' });
+    // unknown task (the store lost it): the turn still closes, and an entry left behind goes
+    await a!.sessions.taskStarted('s2');
+    await a!.queue.add({ id: 'lost', lane: 'batch', group: 'm', payload: 'A' });
+    const lost = await a!.lifecycle.finish({ id: 'lost', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true, session: { id: 's2', tokensOut: undefined } });
+    expect(lost).toEqual({ record: { ok: false, reason: 'unknown' }, dequeued: true });
+    expect(await b!.sessions.get('s2')).toMatchObject({ active_tasks: 0 });
+  });
+
+  it('an ended record is kept for its retention, then forgotten', async () => {
+    const [a, b] = await h.open(2);
+    await a!.lifecycle.admit(admit('t1', 'A'));
+    await a!.lifecycle.finish({ id: 't1', fence: 1, outcome: '{}', retainMs: 300, dequeue: true });
+    expect(await b!.tasks.get('t1')).toMatchObject({ state: 'ended' });
+    await sleep(450);
+    expect(await b!.tasks.get('t1')).toBeUndefined();
+    expect(await b!.lifecycle.admit(admit('t1', 'B'))).toMatchObject({ kind: 'queued', fence: 1 });
+  });
+
+  it('signals: admit, dispatch and a dequeuing finish each name the model’s new first entry', async () => {
+    const [a, b] = await h.open(2);
+    const heard: ClusterSignal[] = [];
+    b!.signals.subscribe((s) => heard.push(s));
+    for (let i = 0; heard.length === 0 && i < 100; i += 1) {
+      await a!.queue.add({ id: `probe${i}`, lane: 'batch', group: 'probe', payload: '' });
+      await sleep(20);
+    }
+    heard.length = 0;
+    await a!.lifecycle.admit(admit('b1', 'A'));
+    await b!.lifecycle.admit(admit('i1', 'B', { lane: 'interactive' }));
+    await b!.lifecycle.dispatch('i1', 1, 'n1/p1');
+    await a!.lifecycle.finish({ id: 'b1', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true });
+    await a!.lifecycle.finish({ id: 'i1', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true }); // not queued: no signal
+    const end = Date.now() + 3000;
+    while (heard.length < 4 && Date.now() < end) await sleep(10);
+    await sleep(50);
+    expect(heard).toEqual([
+      { kind: 'queue', group: 'm', head: 'b1', headPayload: 'A' },
+      { kind: 'queue', group: 'm', head: 'i1', headPayload: 'B' },
+      { kind: 'queue', group: 'm', head: 'b1', headPayload: 'A' },
+      { kind: 'queue', group: 'm', head: undefined, headPayload: undefined },
+    ]);
+  });
+});

@@ -1,0 +1,78 @@
+import type { QueueEntryInput, QueueLane, QueueOverflowPolicy, QueuedEntry } from './admission-queue-store.js';
+import type { SessionPoolRef } from './session-affinity-store.js';
+import type { StoredTask, TaskCreate, TaskRefusal, TransitionOutcome } from './task-ownership-store.js';
+
+/**
+ * A task's three moments with a shared store — admission, dispatch, end — each as ONE atomic step
+ * across the queue, the task record and the session, so each costs one Redis round trip instead
+ * of three to six, and no replica ever sees a record without its entry (or the reverse) in
+ * between. The semantics are those of the separate stores ({@link TaskOwnershipStore},
+ * {@link AdmissionQueueStore}, {@link SessionAffinityStore}) composed; the contract tests run
+ * both against each other.
+ */
+
+/** What admission reads before it decides (the prediction and the session checks). */
+export interface AdmissionView {
+  /** Entries of the model a new entry of the lane would wait behind (`AdmissionQueueStore.countAhead`). */
+  readonly ahead: number;
+  /** The session's pool of its last turn; undefined for a new or expired session. */
+  readonly lastPool: SessionPoolRef | undefined;
+  /** Tokens left in the session's budget; undefined = unlimited. */
+  readonly budgetRemaining: number | undefined;
+}
+
+export interface TaskAdmit {
+  /** The record, created `queued` with fence 1 and the owner's lease. */
+  readonly task: TaskCreate;
+  /** The queue entry (its id is the task's). */
+  readonly entry: Omit<QueueEntryInput, 'id'>;
+  /** The session whose turn starts. */
+  readonly sessionId: string;
+}
+
+export type AdmitOutcome =
+  /** Record, entry and the session's started turn written together; `evicted` as `AdmissionQueueStore.add`. */
+  | { readonly kind: 'queued'; readonly position: number; readonly evicted?: QueuedEntry; readonly fence: number; readonly ownerUntil: number }
+  /** The queue is full: nothing was written. */
+  | { readonly kind: 'full'; readonly policy: QueueOverflowPolicy }
+  /** A record or an entry with this id exists (a task id is unique in the cluster, and a retried admission finds its own): nothing changed. */
+  | { readonly kind: 'exists' };
+
+export type TakeDispatchOutcome =
+  /** Out of the queue and `running` under the caller's fence, together. */
+  | { readonly kind: 'taken'; readonly entry: QueuedEntry; readonly task: StoredTask }
+  /** As `AdmissionQueueStore.take`: nothing changed. */
+  | { readonly kind: 'behind'; readonly first: string }
+  | { readonly kind: 'absent' }
+  /** The entry could go, but the record refuses the dispatch (`fenced`, `state`, `unknown`): nothing changed. */
+  | { readonly kind: 'refused'; readonly refusal: TaskRefusal };
+
+export interface TaskFinish {
+  readonly id: string;
+  readonly fence: number;
+  /** The terminal outcome (opaque), kept `retainMs` for reads. */
+  readonly outcome: string;
+  readonly retainMs: number;
+  /** The task may still be queued (ended before its dispatch): its entry leaves the queue too. */
+  readonly dequeue: boolean;
+  /** The session's turn ends, as `SessionAffinityStore.taskEnded` — whatever the record answers (a turn that ran is counted even when the lease lapsed meanwhile). */
+  readonly session?: { readonly id: string; readonly tokensOut: number | undefined; readonly pool?: SessionPoolRef | undefined };
+}
+
+export interface FinishOutcome {
+  /** As `TaskOwnershipStore.end`. */
+  readonly record: TransitionOutcome;
+  /** Whether an entry left the queue. */
+  readonly dequeued: boolean;
+}
+
+export interface TaskLifecycleStore {
+  /** The admission's inputs in one read. */
+  view(group: string, lane: QueueLane, sessionId: string): Promise<AdmissionView>;
+  /** Creates the record (fence 1, owner lease), queues the entry (capacity and policy) and starts the session's turn, all or nothing. */
+  admit(admit: TaskAdmit): Promise<AdmitOutcome>;
+  /** Takes the entry when it is its group's first (`AdmissionQueueStore.take`) and moves the record `queued` → `running` under `fence`, both or neither. */
+  dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome>;
+  /** Ends the record under its fence (`TaskOwnershipStore.end`), removes a still queued entry and ends the session's turn, in one step. */
+  finish(finish: TaskFinish): Promise<FinishOutcome>;
+}
