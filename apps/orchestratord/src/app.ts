@@ -149,8 +149,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
   // Redis: each dispatch also holds a cluster slot lease, so replicas never overfill a pool together.
   // A replica that dies is found within two heartbeat intervals: its slot leases lapse and its
-  // tasks are taken over then (the leases are renewed every quarter to third of that).
-  const replicaLeaseMs = Math.max(1000, 2 * config.heartbeat_interval_ms);
+  // tasks are taken over then (the leases are renewed every quarter to third of that). At least
+  // 2 s: a live replica whose event loop stalls longer than three quarters of its lease loses its
+  // tasks to another, and with sub-second heartbeats (tests) a loaded machine stalls that long.
+  const replicaLeaseMs = Math.max(2000, 2 * config.heartbeat_interval_ms);
   const clusterLeases = sharedNodes
     ? new ClusterSlotLeases({
         store: store.leases,
@@ -294,6 +296,17 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   app.addHook('preClose', async () => {
     closing = true;
     await tasks.close();
+    // The server's close waits for every connection. It closes the idle ones once, when it starts:
+    // a kept-alive connection that was busy then (a node's heartbeat, another replica's read) would
+    // stay for its keep-alive time, or for ever if its client goes on sending on it. So connections
+    // are closed as they fall idle, and every answer from now on says `Connection: close`.
+    const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+    idle.unref();
+    app.server.once('close', () => clearInterval(idle));
+  });
+  app.addHook('onRequest', (_req, reply, done) => {
+    if (closing) reply.raw.shouldKeepAlive = false;
+    done();
   });
   // Each of these is closed even when another fails; any failure fails app.close().
   app.addHook('onClose', async () => {
