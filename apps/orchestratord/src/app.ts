@@ -198,7 +198,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // With a Redis store the replica that admits a task owns it; the cluster's queue orders them all.
   const cluster = sharedNodes
     ? new ClusterTasks({
-        ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, signals: store.signals, replicaId: identity.replicaId },
+        ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, lifecycle: store.lifecycle, signals: store.signals, replicaId: identity.replicaId },
         address: () => identity.address(),
         logger: logger.child({ subsystem: 'tasks' }),
         retainMs: config.stream_grace_ms,
