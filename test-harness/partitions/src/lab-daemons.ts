@@ -118,7 +118,15 @@ export interface NodeSpec {
   wrap?: readonly string[];
 }
 
-/** One pool-managerd with one pool of the synthetic model on the shared engine cache. */
+/**
+ * The lab's model: the synthetic llama with a 2,048-token training context (the default's 256 caps a
+ * task at ~200 tokens, a fraction of a second here, too short to cut a link in the middle of it).
+ */
+export const LAB_MODEL = 'synthetic:llama?ctx=2048';
+/** What the tasks ask for (the pools' alias of {@link LAB_MODEL}). */
+export const LAB_MODEL_ALIAS = 'partitions-llama';
+
+/** One pool-managerd with one pool of {@link LAB_MODEL} on the shared engine and model cache. */
 export async function startNode(spec: NodeSpec): Promise<ChaosDaemon> {
   const runtimeDir = join(spec.workDir, spec.id);
   await mkdir(runtimeDir, { recursive: true });
@@ -131,7 +139,7 @@ export async function startNode(spec: NodeSpec): Promise<ChaosDaemon> {
       api_token: spec.token,
       runtime_dir: runtimeDir,
       cache_dir: sharedCacheDir(),
-      pools: [{ id: spec.poolId, model: 'synthetic:llama', gpu: 'off', ctx: spec.ctx ?? 2048, slots: spec.slots, threads: 1 }],
+      pools: [{ id: spec.poolId, model: LAB_MODEL, aliases: [LAB_MODEL_ALIAS], gpu: 'off', ctx: spec.ctx ?? 2048, slots: spec.slots, threads: 1 }],
     }),
   );
   return startChaosDaemon(

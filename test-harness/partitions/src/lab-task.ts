@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createParser } from 'eventsource-parser';
 import { request } from 'undici';
+import { LAB_MODEL_ALIAS } from './lab-daemons.js';
 
 /** How a task's stream ended, as its client saw it. */
 export interface TaskOutcome {
@@ -31,9 +32,11 @@ export interface LiveTask {
 
 export interface TaskSpec {
   maxTokens: number;
-  /** `pin` or `prefer` (without fallback) a pool; absent = auto. */
+  /** `pin` or `prefer` a pool; absent = auto. */
   pin?: string;
   prefer?: string;
+  /** With `prefer`: whether other pools may serve when the preferred one cannot. @default false */
+  fallback?: boolean;
   deadlineMs?: number;
   /** Client bound on the whole stream, ms. @default 120000 */
   timeoutMs?: number;
@@ -51,13 +54,13 @@ export function openTask(base: string, token: string, spec: TaskSpec): LiveTask 
   const firstToken = new Promise<void>((resolve) => (markFirst = resolve));
   const body: Record<string, unknown> = {
     task_id: id,
-    model_ref: 'synthetic:llama',
+    model_ref: LAB_MODEL_ALIAS,
     prompt: `Partition task ${id}: tell a long story about a lighthouse keeper.`,
     max_tokens: spec.maxTokens,
     deadline_ms: spec.deadlineMs ?? 120_000,
   };
   if (spec.pin !== undefined) body.placement = { mode: 'pin', pin_pool_id: spec.pin };
-  if (spec.prefer !== undefined) body.placement = { mode: 'prefer', prefer_pools: [spec.prefer], allow_fallback: false };
+  if (spec.prefer !== undefined) body.placement = { mode: 'prefer', prefer_pools: [spec.prefer], allow_fallback: spec.fallback ?? false };
   const done = (async (): Promise<TaskOutcome> => {
     const out: TaskOutcome = {
       kind: 'no_terminal',

@@ -56,9 +56,9 @@ describe.skipIf(unavailable !== undefined)('a node cut off from every replica (l
 
     const cutAt = Date.now();
     await lab.cut(hostA);
-    // node-a still looks online with a free slot: the first of these is dispatched there (before
-    // any token) and must be re-placed; the rest wait in the queue for node-b
-    const queued = Array.from({ length: 5 }, () => openTask(orch.url, token, { maxTokens: 24 }));
+    // work that prefers node-a: it still looks online with a free slot, so the first of these is
+    // dispatched there (before any token) and must be re-placed; all must end up on node-b
+    const queued = Array.from({ length: 5 }, () => openTask(orch.url, token, { maxTokens: 24, prefer: 'pa', fallback: true }));
 
     const offlineAt = await waitFor(
       'node-a offline',
@@ -79,11 +79,11 @@ describe.skipIf(unavailable !== undefined)('a node cut off from every replica (l
     for (const e of [...queuedEnds, ...busyEnds]) expect(e.kind, JSON.stringify(e)).toBe('end');
     for (const e of queuedEnds) expect(e.nodeId).toBe('node-b');
 
-    const lines = orch.lines.filter((l) => l.json !== undefined).map((l) => l.json as Record<string, unknown>);
     // orchestratord's log lines reach us after the frames: wait for every queued task's end line
     await waitFor('the end lines of the queued tasks', 5000, async () =>
       queued.every((t) => orch.lines.some((l) => l.json?.msg === 'task ended' && l.json.task_id === t.id)) ? true : undefined,
     );
+    const lines = orch.lines.filter((l) => l.json !== undefined).map((l) => l.json as Record<string, unknown>);
     const requeuedFromA = queued.filter((t) => lines.some((j) => j.msg === 'task re-queued' && j.task_id === t.id && j.node_id === 'node-a'));
     expect(requeuedFromA.length, 'a task dispatched to the cut node before its first token').toBeGreaterThanOrEqual(1);
     const ttft = (e: TaskOutcome): number => (e.firstTokenAt ?? e.endedAt) - e.admittedAt;

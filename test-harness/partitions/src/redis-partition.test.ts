@@ -75,6 +75,7 @@ describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still 
 
     const cutAt = Date.now();
     await lab.cutLink(link);
+    const cutDoneAt = Date.now();
     // admission on replica-a: a typed 503 with Retry-After, never a hang
     let refusal: TaskOutcome | undefined;
     const admittedDuringCut: TaskOutcome[] = [];
@@ -105,8 +106,8 @@ describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still 
 
     // every admitted task ended exactly once, with a terminal frame
     for (const e of [...ends, ...admittedDuringCut]) expect(['end', 'error'], JSON.stringify(e)).toContain(e.kind);
-    // replica-a placed nothing after the cut (a placement needs a slot lease from the store)
-    expect(lastPlacedOnA - cutAt, 'replica-a placed a task after the cut').toBeLessThan(100);
+    // replica-a placed nothing once the link was down (a placement needs a slot lease from the store)
+    expect(lastPlacedOnA - cutDoneAt, 'replica-a placed a task after the cut').toBeLessThan(50);
     // fencing: each task reached the engine at most once
     const sent = new Map<string, number>();
     for (const j of jsonLines(node, 'engine request sent')) sent.set(String(j.task_id), (sent.get(String(j.task_id)) ?? 0) + 1);
