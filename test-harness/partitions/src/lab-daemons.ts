@@ -44,7 +44,9 @@ export interface LabRedis {
  * `pingHost` answers PING. Stopped with SIGKILL (nothing to save).
  */
 export async function startLabRedis(wrap: readonly string[], pingHost: string, port: number): Promise<LabRedis> {
-  const [file = REDIS_SERVER, ...rest] = [...wrap, REDIS_SERVER];
+  // pdeathsig as for the daemons (chaos's daemon.ts): a killed test worker takes its Redis along
+  const pdeathsig = ['/usr/bin/setpriv', '/bin/setpriv'].some((p) => existsSync(p)) ? ['setpriv', '--pdeathsig', 'SIGKILL', '--'] : [];
+  const [file = REDIS_SERVER, ...rest] = [...wrap, ...pdeathsig, REDIS_SERVER];
   const child: ChildProcess = spawn(
     file,
     [...rest, '--port', String(port), '--bind', '0.0.0.0', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'],
