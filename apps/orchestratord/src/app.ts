@@ -52,6 +52,7 @@ import { createMetrics } from './support/metrics.js';
 import { ClusterTasks } from './tasks/cluster-tasks.js';
 import { TaskOwnerProxy } from './http/task-owner-proxy.js';
 import { TaskService } from './tasks/task-service.js';
+import { dispatchAcceptTimeoutMs } from './upstream/dispatchers.js';
 import { PoolClient } from './upstream/pool-client.js';
 
 /** What buildApp needs from its caller; nothing is created behind its back. */
@@ -166,7 +167,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     dispatcher: deps.upstream,
     h2cDispatcher: deps.upstreamH2c,
     token: config.node_token ?? config.api_token,
-    acceptTimeoutMs: config.dispatch_accept_timeout_ms ?? Math.max(config.heartbeat_interval_ms, 1000),
+    acceptTimeoutMs: dispatchAcceptTimeoutMs(config),
     http1PerNode: config.dispatch_http1_per_node,
   });
   // Replica identity and the live replicas (.specs/65-cluster-store.md, Replicas): the dashboard's

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { buildApp, type OrchdApp } from './app.js';
 import { splitHostPort } from '@llama-orch/daemon-support';
 import type { Credentials } from './http/credentials.js';
-import { createUpstreamDispatchers } from './upstream/dispatchers.js';
+import { createUpstreamDispatchers, dispatchAcceptTimeoutMs } from './upstream/dispatchers.js';
 import { storeSettingsOf } from './store/cluster-store.js';
 import { createClusterStore } from './store/create-cluster-store.js';
 import { redactedUrl } from './store/redacted-url.js';
@@ -73,7 +73,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       'cluster store',
     );
   }
-  const upstream = createUpstreamDispatchers();
+  const upstream = createUpstreamDispatchers({ connectTimeoutMs: dispatchAcceptTimeoutMs(options.config) });
   const app = await buildApp(
     {
       logger: options.logger,

@@ -27,6 +27,11 @@ export interface DaemonSpec {
   env: Record<string, string>;
   /** Working directory (engines inherit it, which is how the orphan check recognises ours). */
   cwd?: string;
+  /**
+   * Command the daemon runs under, e.g. `['ip', 'netns', 'exec', ns]` (the partition tests). It must
+   * exec in place, so that the pid stays the daemon's. @default none
+   */
+  wrap?: readonly string[];
 }
 
 /**
@@ -54,7 +59,7 @@ export interface ChaosDaemon {
 const PDEATHSIG: readonly string[] = ['/usr/bin/setpriv', '/bin/setpriv'].some((p) => existsSync(p)) ? ['setpriv', '--pdeathsig', 'SIGKILL', '--'] : [];
 
 function spawn(spec: DaemonSpec, sink: CapturedLine[]): { child: ResultPromise; exited: Promise<DaemonExit> } {
-  const [file = 'node', ...prefix] = [...PDEATHSIG, 'node'];
+  const [file = 'node', ...prefix] = [...(spec.wrap ?? []), ...PDEATHSIG, 'node'];
   const child = execa(file, [...prefix, spec.script, ...spec.args], {
     env: { ...process.env, ...spec.env },
     ...(spec.cwd !== undefined ? { cwd: spec.cwd } : {}),

@@ -233,6 +233,11 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     return this.#nodes.get(nodeId)?.state;
   }
 
+  /** When the node sent its last heartbeat (its timestamp when plausible, else the arrival), ms. */
+  lastSeen(nodeId: string): number | undefined {
+    return this.#nodes.get(nodeId)?.lastSeen;
+  }
+
   list(): NodeInfo[] {
     return [...this.#nodes.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))

@@ -2,7 +2,7 @@ import type { PoolView } from '../registry/pool-view.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { AnswerSink } from '../upstream/answer-attempt.js';
 import type { TaskObserver } from './task-observer.js';
-import type { TaskRecord } from './task-record.js';
+import { acceptedQuiet, type TaskRecord } from './task-record.js';
 
 /**
  * Where a non-streamed attempt's answer goes: onto the task record, read by the /v1 door when the
@@ -13,7 +13,9 @@ export function answerSink(task: TaskRecord, view: PoolView, clock: Clock, obser
   return {
     accepted: () => {
       const first = task.acceptedAt === undefined;
-      task.acceptedAt ??= clock.now();
+      const now = clock.now();
+      task.acceptedAt ??= now;
+      task.quiet = acceptedQuiet(task, now);
       observer.accepted(task, view, first);
     },
     answer: (ev) => {

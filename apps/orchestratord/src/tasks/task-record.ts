@@ -67,9 +67,31 @@ export interface TaskRecord {
   dispatchedAt: number | undefined;
   /** When a node first accepted a dispatch of the task (its stream opened). */
   acceptedAt: number | undefined;
+  /**
+   * The running attempt's silence as its node's heartbeats saw it (`tasks/node-faults.ts`,
+   * {@link abandonSilentDispatches}); undefined until the node accepts the attempt.
+   */
+  quiet: DispatchQuiet | undefined;
   firstTokenAt: number | undefined;
   lastPosition: number | undefined;
   lastMetricsAt: number;
+}
+
+/** What the heartbeats of a running attempt's node said while it relayed nothing. */
+export interface DispatchQuiet {
+  /** `tokens` when the task was last looked at: a change means the attempt made progress. */
+  tokens: number;
+  /** When the attempt was accepted or last seen making progress (ms, this process's clock). */
+  since: number;
+  /** Heartbeats sent after `since` that reported the pool with every slot free, in a row. */
+  beats: number;
+  /** `lastSeen` of the last heartbeat counted (the same heartbeat read twice counts once). */
+  lastBeat: number;
+}
+
+/** The quiet record of an attempt its node just accepted. */
+export function acceptedQuiet(task: Pick<TaskRecord, 'tokens'>, now: number): DispatchQuiet {
+  return { tokens: task.tokens, since: now, beats: 0, lastBeat: 0 };
 }
 
 /** An ended task within `stream_grace_ms`: what late subscribers and resumes read. */
@@ -120,6 +142,7 @@ export function newTaskRecord({ request, modelName, affinity, log, correlationId
     tokens: 0,
     dispatchedAt: undefined,
     acceptedAt: undefined,
+    quiet: undefined,
     firstTokenAt: undefined,
     lastPosition: undefined,
     lastMetricsAt: now,

@@ -14,7 +14,7 @@ import { runAttempt, type AttemptOutcome } from '../upstream/dispatch-attempt.js
 import type { PoolClient } from '../upstream/pool-client.js';
 import { withClusterLease } from './cluster-lease-attempt.js';
 import { InFlight } from './in-flight.js';
-import { abandonNode, applyPenalty } from './node-faults.js';
+import { abandonNode, abandonSilentDispatches, applyPenalty } from './node-faults.js';
 import { QueueMetrics } from './queue-metrics.js';
 import { TaskEvents, type TaskEventListener } from './task-events.js';
 import { taskLoad, tokensRelayed, type TaskLoad } from './task-load.js';
@@ -130,6 +130,7 @@ export class TaskService {
     });
     this.#unsubscribe = registry.subscribe((e) => {
       if (e.type === 'offline' || e.type === 'deregistered') abandonNode(this.#table.running(), e);
+      else if (e.type === 'heartbeat') abandonSilentDispatches(this.#table.running(), registry, e.nodeId, this.#clock.now());
       this.#scheduler.pump();
     });
     this.#tick = setInterval(() => this.#housekeeping(), tickMs);
@@ -253,6 +254,7 @@ export class TaskService {
     task.controller = new AttemptAbort();
     task.placement = placementOf(view);
     task.dispatchedAt = this.#clock.now();
+    task.quiet = undefined;
     this.#table.startedRunning(task);
     this.#inflight.started();
     // One callback pair for the attempt's whole life, no async function suspended on it (performance

@@ -3,7 +3,7 @@ import type { PoolView } from '../registry/pool-view.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { TokenSink } from '../upstream/dispatch-attempt.js';
 import type { TaskObserver } from './task-observer.js';
-import type { TaskRecord } from './task-record.js';
+import { acceptedQuiet, type TaskRecord } from './task-record.js';
 
 /**
  * Where one attempt's tokens go: straight into the task's frame log, numbered from 0, while the
@@ -15,7 +15,9 @@ export function tokenSink(task: TaskRecord, view: PoolView, clock: Clock, observ
   return {
     accepted: () => {
       const first = task.acceptedAt === undefined;
-      task.acceptedAt ??= clock.now();
+      const now = clock.now();
+      task.acceptedAt ??= now;
+      task.quiet = acceptedQuiet(task, now);
       observer.accepted(task, view, first);
     },
     token: (ev) => {

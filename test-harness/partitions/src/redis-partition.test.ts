@@ -1,0 +1,147 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newToken, type ChaosDaemon } from '@llama-orch/chaos';
+import { listPools, redisUnavailable, startLabRedis, startNode, startReplica, waitFor, waitPoolsReady, type LabRedis } from './lab-daemons.js';
+import { openTask, type LiveTask, type TaskOutcome } from './lab-task.js';
+import { NetLab, netnsUnavailable, type LabLink } from './net-lab.js';
+
+const HEARTBEAT_MS = 500;
+/** A task's owner lease in the cluster store (cluster-tasks.ts's default). */
+const OWNER_TTL_MS = 15_000;
+const unavailable = (await netnsUnavailable()) ?? (await redisUnavailable());
+if (unavailable !== undefined) process.stdout.write(`[partitions] replica cut off from Redis: SKIPPED, ${unavailable}\n`);
+
+/** `msg` lines of a daemon, as JSON, with pino's own `time`. */
+function jsonLines(d: ChaosDaemon, msg: string): Array<Record<string, unknown>> {
+  return d.lines.flatMap((l) => (l.json?.msg === msg ? [l.json] : []));
+}
+
+/**
+ * Scenario 2: replica-a reaches Redis over a direct link of its own (cut here), replica-b over the
+ * bridge; clients reach both. One node (2 slots) heartbeats to replica-b.
+ */
+describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still reachable by clients', () => {
+  const token = newToken('partitions-token');
+  let lab: NetLab;
+  let workDir: string;
+  let link: LabLink;
+  let redis: LabRedis | undefined;
+  let replicaA: ChaosDaemon;
+  let replicaB: ChaosDaemon;
+  let node: ChaosDaemon;
+  const daemons: ChaosDaemon[] = [];
+
+  beforeAll(async () => {
+    workDir = await mkdtemp(join(tmpdir(), 'llorch-partitions-'));
+    lab = await NetLab.create();
+    const redisHost = await lab.addHost('redis');
+    const hostA = await lab.addHost('replica-a');
+    link = await lab.link(hostA, redisHost);
+    const port = 20_000 + Math.floor(Math.random() * 40_000);
+    redis = await startLabRedis(lab.wrap(redisHost), redisHost.addr, port);
+    replicaB = await startReplica({ name: 'replica-b', addr: `${lab.hostAddr}:0`, token, heartbeatMs: HEARTBEAT_MS, redisUrl: `redis://${redisHost.addr}:${port}/0` });
+    daemons.push(replicaB);
+    replicaA = await startReplica({
+      name: 'replica-a',
+      addr: `${hostA.addr}:0`,
+      token,
+      heartbeatMs: HEARTBEAT_MS,
+      redisUrl: `redis://${link.bAddr}:${port}/0`,
+      wrap: lab.wrap(hostA),
+    });
+    daemons.push(replicaA);
+    node = await startNode({ id: 'node-1', poolId: 'p1', host: lab.hostAddr, orchestratorUrl: replicaB.url, token, heartbeatMs: HEARTBEAT_MS, slots: 2, workDir });
+    daemons.push(node);
+    await waitPoolsReady(replicaB.url, token, ['p1']);
+    await waitPoolsReady(replicaA.url, token, ['p1']);
+  });
+
+  afterAll(async () => {
+    await Promise.all(daemons.map((d) => d.stop('SIGTERM', 5000)));
+    await redis?.stop();
+    await lab?.close();
+    if (workDir !== undefined) await rm(workDir, { recursive: true, force: true });
+  });
+
+  it('stops admitting (503 STORE_UNAVAILABLE) and dispatching; its leases lapse and no task is dispatched twice', async () => {
+    // more work than the node's 2 slots, through both replicas: some of replica-a's tasks are
+    // running at the cut, some queued in the shared queue
+    const onA: LiveTask[] = Array.from({ length: 6 }, () => openTask(replicaA.url, token, { maxTokens: 160, timeoutMs: 90_000 }));
+    const onB: LiveTask[] = Array.from({ length: 6 }, () => openTask(replicaB.url, token, { maxTokens: 160, timeoutMs: 90_000 }));
+    await Promise.race(onA.map((t) => t.firstToken));
+
+    const cutAt = Date.now();
+    await lab.cutLink(link);
+    const cutDoneAt = Date.now();
+    // admission on replica-a: a typed 503 with Retry-After, never a hang
+    let refusal: TaskOutcome | undefined;
+    const admittedDuringCut: TaskOutcome[] = [];
+    while (refusal === undefined && Date.now() - cutAt < 10_000) {
+      const o = await openTask(replicaA.url, token, { maxTokens: 8, timeoutMs: 90_000 }).done;
+      if (o.kind === 'refused') refusal = o;
+      else admittedDuringCut.push(o);
+    }
+    const refusedMs = (refusal?.endedAt ?? Date.now()) - cutAt;
+    expect(refusal?.status, JSON.stringify(refusal)).toBe(503);
+    expect(refusal?.code).toBe('STORE_UNAVAILABLE');
+    expect(refusal?.retryAfter).toBeDefined();
+
+    const ends = await Promise.all([...onA, ...onB].map((t) => t.done));
+    // the slot leases replica-a could neither renew nor release lapse: replica-b sees the pool free
+    const freeAt = await waitFor(
+      'every slot of p1 free in replica-b',
+      OWNER_TTL_MS + 10_000,
+      async () => {
+        const p1 = (await listPools(replicaB.url, token)).find((p) => p.pool_id === 'p1');
+        return p1 !== undefined && p1.slots_free === p1.slots_total ? Date.now() : undefined;
+      },
+      100,
+    );
+    // past the owner leases of replica-a's tasks: replica-b's sweep has had its turn
+    await sleep(Math.max(0, cutAt + OWNER_TTL_MS + 2000 - Date.now()));
+    const lastPlacedOnA = Math.max(0, ...jsonLines(replicaA, 'task placed').map((j) => Number(j.time)));
+
+    // every admitted task ended exactly once, with a terminal frame
+    for (const e of [...ends, ...admittedDuringCut]) expect(['end', 'error'], JSON.stringify(e)).toContain(e.kind);
+    // replica-a placed nothing once the link was down (a placement needs a slot lease from the store)
+    expect(lastPlacedOnA - cutDoneAt, 'replica-a placed a task after the cut').toBeLessThan(50);
+    // fencing: each task reached the engine at most once
+    const sent = new Map<string, number>();
+    for (const j of jsonLines(node, 'engine request sent')) sent.set(String(j.task_id), (sent.get(String(j.task_id)) ?? 0) + 1);
+    const twice = [...sent].filter(([, n]) => n > 1);
+    expect(twice, 'tasks dispatched more than once').toEqual([]);
+    for (const e of ends.slice(6)) expect(e.kind, `replica-b's task: ${JSON.stringify(e)}`).toBe('end');
+
+    // the link back: replica-a admits and serves again without a restart
+    const restoredAt = Date.now();
+    await lab.restoreLink(link);
+    const back = await waitFor(
+      'replica-a admitting again',
+      15_000,
+      async () => {
+        const o = await openTask(replicaA.url, token, { maxTokens: 8 }).done;
+        return o.kind === 'end' ? o : undefined;
+      },
+      200,
+    );
+
+    const kinds = (xs: TaskOutcome[]): string =>
+      Object.entries(
+        xs.reduce<Record<string, number>>(
+          (m, e) => ((m[e.kind === 'error' ? `error ${e.code}` : e.kind] = (m[`${e.kind === 'error' ? `error ${e.code}` : e.kind}`] ?? 0) + 1), m),
+          {},
+        ),
+      )
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ');
+    process.stdout.write(
+      `[partitions] replica cut off from Redis: first 503 STORE_UNAVAILABLE (Retry-After ${refusal?.retryAfter}) ${(refusedMs / 1000).toFixed(2)} s after the cut ` +
+        `(${admittedDuringCut.length} admitted before it); replica-a's 6 tasks: ${kinds(ends.slice(0, 6))}; replica-b's 6: ${kinds(ends.slice(6))} (TTFT max ${Math.max(...ends.slice(6).map((e) => (e.firstTokenAt ?? e.endedAt) - e.admittedAt))} ms); ` +
+        `p1 all free in replica-b ${((freeAt - cutAt) / 1000).toFixed(1)} s after the cut; ` +
+        `no placement by replica-a after the cut; ${sent.size} tasks reached the engine, none twice; replica-a served again ${((back.endedAt - restoredAt) / 1000).toFixed(2)} s after the link came back\n`,
+    );
+  });
+});
