@@ -100,8 +100,13 @@ async function main(argv: string[]): Promise<number> {
         await writeResult(paths.resultsDir, result);
       }
       for (const row of result.rows) {
-        const t = row.target === undefined ? '' : ` (target ${row.target.op} ${row.target.value} ${row.target.unit}: ${row.met === true ? 'met' : 'MISSED'})`;
-        say(`  ${row.label}: ${Number.isFinite(row.value) ? Math.round(row.value * 1000) / 1000 : 'n/a'} ${row.unit}${t}`);
+        const t =
+          row.target === undefined
+            ? ''
+            : ` (target ${row.target.op} ${row.target.value} ${row.target.unit}: ${row.met === undefined ? 'not measured' : row.met ? 'met' : 'MISSED'})`;
+        const value =
+          row.notMeasured !== undefined ? `not measured: ${row.notMeasured}` : `${Number.isFinite(row.value) ? Math.round(row.value * 1000) / 1000 : 'n/a'} ${row.unit}`;
+        say(`  ${row.label}: ${value}${t}`);
       }
       say(`✔ ${name} in ${result.duration_s} s; targets ${result.met ? 'met' : 'NOT met'}`);
     } catch (err) {
