@@ -130,7 +130,8 @@ export const failoverBench: Bench = {
       if (r.failed.length > 0) notes.push(`rolling restart failures: ${r.failed.slice(0, 5).join(' | ')}`);
     }
     let adopt: AdoptionTrial[] | undefined;
-    const missing = parts.includes('adopt') ? adoptionMissing(ctx.paths.orchestratord) : 'part not run';
+    // --adopt-anyway=1 (a diagnostic run) runs the trial on a build without adoption, to check the harness and see what that build does
+    const missing = !parts.includes('adopt') ? 'part not run' : ctx.options.get('adopt-anyway') === '1' ? undefined : adoptionMissing(ctx.paths.orchestratord);
     if (parts.includes('adopt') && missing === undefined) {
       const count = ctx.quick ? 1 : 3;
       ctx.log(`failover: replica SIGKILL, ${count} trials, heartbeat ${HEARTBEAT_MS} ms`);

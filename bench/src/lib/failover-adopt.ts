@@ -120,7 +120,7 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     const pin = (pool: string) => ({ mode: 'pin', pin_pool_id: pool });
     const streamIds: string[] = [];
     for (let s = 0; s < streams; s++) {
-      streamIds.push(await admit(victim.url, token, { model_ref: ADOPT_MODEL, prompt: `Tell a long story, number ${s}.`, max_tokens: 3000, placement: pin(STREAM_POOL) }));
+      streamIds.push(await admit(victim.url, token, { model_ref: ADOPT_MODEL, prompt: `Tell a long story, number ${s}.`, max_tokens: 1500, placement: pin(STREAM_POOL) }));
     }
     const streamFollows = streamIds.map(follow);
     // the queue pool's one slot, held by a /v1 stream through replica a (no resume in OpenAI's protocol)
