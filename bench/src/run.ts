@@ -20,6 +20,8 @@ regenerates the Performance table in README.md from every result file present.
   --clients=N --deadline-ms=N --max-tokens=N  flood: a smaller or different flood (a diagnostic run)
   --trials=N   flood: N floods per variant (alternating order with --baseline)
   --baseline=PATH  flood: also run this orchestratord build (dist/main.js) first, for a before/after
+  --parts=a,b  failover: only these parts (sigstop, redis, rolling, adopt)
+  --adopt-anyway=1  failover: run the replica SIGKILL trial on a build without replica adoption (harness check)
 Env LLORCH_BENCH_ORCHESTRATORD / LLORCH_BENCH_POOL_MANAGERD: run another build of a daemon (to measure
 a proposed change; such runs, like --quick/--cpu-prof/--node-flags, write under bench/.work only).`;
 

@@ -2,7 +2,7 @@ import { loadavg } from 'node:os';
 import { newToken } from '../lib/cluster.js';
 import type { Bench, BenchContext } from '../lib/context.js';
 import { UsageError } from '../errors.js';
-import { adoptionMissing, adoptionTrial, ADOPT_MODEL, type AdoptionTrial } from '../lib/failover-adopt.js';
+import { adoptionMissing, adoptionTrial, ADOPT_MODEL, ADOPT_QUEUE_MODEL, type AdoptionTrial } from '../lib/failover-adopt.js';
 import { HANG_MS, redisOutageTrial, type RedisOutageTrial } from '../lib/failover-redis.js';
 import { rollingRestart, type RollingRestart } from '../lib/failover-rolling.js';
 import { sigstopTrials } from '../lib/failover-sigstop.js';
@@ -143,7 +143,10 @@ export const failoverBench: Bench = {
           `failover: replica SIGKILL trial ${t + 1}: resumed ${x.streams.map((s) => Math.round(s.resumedMs)).join('/')} ms, queued started ${x.queued.map((q) => Math.round(q.startMs)).join('/')} ms in order ${x.startOrder.join(',')} (expected ${x.expectedOrder.join(',')})`,
         );
       }
-      details.adopt = { model: ADOPT_MODEL, trials: adopt };
+      details.adopt = { model: ADOPT_MODEL, queue_model: ADOPT_QUEUE_MODEL, trials: adopt };
+      const early = adopt.flatMap((t) => t.queued).filter((q) => q.tokensBeforeKill > 0).length;
+      if (early > 0)
+        notes.push(`${early} queued task(s) had started before the kill (the /v1 stream holding their pool ended first): their start times say nothing about redistribution`);
       samples['replica kills'] = count;
     } else if (parts.includes('adopt')) {
       ctx.log(`failover: replica SIGKILL: not measured: ${missing}`);
@@ -151,7 +154,7 @@ export const failoverBench: Bench = {
     }
     Object.assign(figures, adoptFigures(adopt, missing));
     methods.push(
-      `(4) Replica SIGKILL, heartbeat ${HEARTBEAT_MS} ms: 3 replicas on one redis-server behind nginx (round-robin), one pool-managerd (real llama-server, ${ADOPT_MODEL}) registered through nginx with pool \`as\` (4 slots) and pool \`aq\` (1 slot, held by a /v1 stream through replica a). Replica a admits 4 long /v2 generations on \`as\` and then 4 /v2 tasks on \`aq\` (2 batch, then 2 interactive), so it owns them all; after ~1 s plus a random heartbeat phase it is SIGKILLed. Each client reconnects through nginx 100 ms after its stream broke with Last-Event-ID, as an EventSource would; resumed = kill → first new token frame per stream; no gap or duplicate token index \`i\` and exactly one \`end\` per task; queued = kill → first token of each queued task, and their start order against interactive-then-batch, each by admission. Runs only on a build with replica adoption (an orchestratord module named for it); otherwise the rows say not measured.`,
+      `(4) Replica SIGKILL, heartbeat ${HEARTBEAT_MS} ms: 3 replicas on one redis-server behind nginx (round-robin), one pool-managerd (real llama-server, ${ADOPT_MODEL}) registered through nginx with pool \`as\` (4 slots, continuous batching) and pool \`aq\` (1 slot, ${ADOPT_QUEUE_MODEL}, held by a /v1 stream through replica a). Replica a admits 4 long /v2 generations on \`as\` and then 4 /v2 tasks on \`aq\` (2 batch, then 2 interactive), so it owns them all; after ~1 s plus a random heartbeat phase it is SIGKILLed. Each client reconnects through nginx 100 ms after its stream broke with Last-Event-ID, as an EventSource would; resumed = kill → first new token frame per stream; no gap or duplicate token index \`i\` and exactly one \`end\` per task; queued = kill → first token of each queued task, and their start order against interactive-then-batch, each by admission. Runs only on a build with replica adoption (code outside the store implementations calls the task ownership store's \`lapsed\`, which finds orphaned tasks); otherwise the rows say not measured.`,
     );
     details.load_avg_at_end = loadavg().map((l) => round(l, 2));
     return { method: methods.join(' '), samples, figures, details, notes };

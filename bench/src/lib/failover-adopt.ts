@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, type Dirent } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { startRedisServer } from '@llama-orch/daemon-support/redis-server';
@@ -29,25 +29,36 @@ const QUEUE_POOL = 'aq';
 const RETRY_MS = 100;
 
 /**
+ * The queue pool's model: as slow, but another model ref, so that the /v1 stream holding its slot
+ * (OpenAI requests cannot pin a pool) can only be placed there.
+ */
+export const ADOPT_QUEUE_MODEL = 'synthetic:llama?layers=2&embd=128&heads=4&ff=8192&ctx=2048';
+
+function jsFiles(dir: string): string[] {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  return entries.flatMap((e) => (e.isDirectory() ? jsFiles(join(dir, e.name)) : e.name.endsWith('.js') ? [join(dir, e.name)] : []));
+}
+
+/**
  * Whether this orchestratord build adopts a dead replica's tasks: the reason it does not, or
- * undefined when it does. The build is asked, not assumed: a module of the replicas layer named
- * for adoption (`replicas/*adopt*.js` in its dist).
+ * undefined when it does. The build is asked, not assumed: adoption takes orphaned tasks, found by
+ * the task ownership store's `lapsed` (store/task-ownership-store.ts); a build where nothing
+ * outside the store implementations calls it cannot adopt.
  */
 export function adoptionMissing(orchestratordMain: string): string | undefined {
-  const dir = join(orchestratordMain, '..');
-  const found = ['replicas', 'tasks'].some((sub) => {
-    try {
-      return readdirSync(join(dir, sub)).some((f) => /adopt/i.test(f) && f.endsWith('.js'));
-    } catch {
-      return false;
-    }
-  });
-  return found ? undefined : 'replica adoption not on this build';
+  const dist = dirname(orchestratordMain);
+  const callers = jsFiles(dist).filter((f) => !f.startsWith(join(dist, 'store')) && !f.endsWith('.test.js') && readFileSync(f, 'utf8').includes('.lapsed('));
+  return callers.length > 0 ? undefined : 'replica adoption not on this build';
 }
 
 export interface AdoptionTrial {
   streams: Array<{ taskId: string; resumedMs: number; gaps: number; duplicates: number; ends: number; errors: string[]; connections: number; tokens: number; refusals: string[] }>;
-  queued: Array<{ taskId: string; priority: string; admittedIndex: number; startMs: number; ends: number; errors: string[] }>;
+  queued: Array<{ taskId: string; priority: string; admittedIndex: number; startMs: number; tokensBeforeKill: number; ends: number; errors: string[] }>;
   /** Queued tasks in the order their first token arrived (admission indices). */
   startOrder: number[];
   /** The order they should start in: interactive before batch, each by admission. */
@@ -107,7 +118,7 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
       heartbeatMs,
       pools: [
         { id: STREAM_POOL, model: ADOPT_MODEL, ctx: 4096 * streams, slots: streams, determinism: false, threads: 1 },
-        { id: QUEUE_POOL, model: ADOPT_MODEL, ctx: 4096, slots: 1, determinism: true, threads: 1 },
+        { id: QUEUE_POOL, model: ADOPT_QUEUE_MODEL, ctx: 2048, slots: 1, determinism: true, threads: 1 },
       ],
     });
     others.push(pm.daemon);
@@ -127,7 +138,7 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     const blocker = request(`${victim.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: ADOPT_MODEL, messages: [{ role: 'user', content: 'Hold the slot.' }], max_tokens: 3000, stream: true }),
+      body: JSON.stringify({ model: ADOPT_QUEUE_MODEL, messages: [{ role: 'user', content: 'Hold the slot.' }], max_tokens: 2000, stream: true }),
       dispatcher: agent,
     }).then(
       (r) => r.body.dump().catch(() => undefined),
@@ -137,7 +148,7 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     const priorities = Array.from({ length: queued }, (_, q) => (q < queued / 2 ? 'batch' : 'interactive'));
     const queuedIds: string[] = [];
     for (const [q, priority] of priorities.entries()) {
-      queuedIds.push(await admit(victim.url, token, { model_ref: ADOPT_MODEL, prompt: `Queued ${q}.`, max_tokens: 8, priority, placement: pin(QUEUE_POOL) }));
+      queuedIds.push(await admit(victim.url, token, { model_ref: ADOPT_QUEUE_MODEL, prompt: `Queued ${q}.`, max_tokens: 8, priority, placement: pin(QUEUE_POOL) }));
     }
     const queuedFollows = queuedIds.map(follow);
     // mid-generation, at a random heartbeat phase
@@ -164,6 +175,8 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
       priority: priorities[q] as string,
       admittedIndex: q,
       startMs: (t.tokenAt[0] ?? Number.POSITIVE_INFINITY) - killAt,
+      // > 0: it was not queued when replica a died (the trial's premise failed)
+      tokensBeforeKill: t.tokenAt.filter((at) => at <= killAt).length,
       ends: t.terminals.filter((x) => x.event === 'end').length,
       errors: t.terminals.filter((x) => x.event === 'error').map((x) => x.code ?? 'error'),
     }));
