@@ -66,6 +66,51 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
     expect(winners[0]).toMatchObject({ fence: 2 });
   });
 
+  it('renewMany keeps every lease of an owner in one call and names the tasks it lost; lapsed lists the orphans, not ended ones', async () => {
+    const [a, b] = await h.open(2);
+    for (const id of ['r1', 'r2', 'r3', 'gone']) await a!.tasks.create(task(id, 'A', 300));
+    await a!.tasks.end('r3', 1, '{}', 60_000);
+    await sleep(150);
+    // r1 and r2 renewed; r3 ended (left out); 'nope' unknown (left out)
+    expect(
+      await a!.tasks.renewMany(
+        [
+          { id: 'r1', fence: 1 },
+          { id: 'r2', fence: 1 },
+          { id: 'r3', fence: 1 },
+          { id: 'nope', fence: 1 },
+        ],
+        10_000,
+      ),
+    ).toEqual([]);
+    await sleep(250);
+    // 'gone' lapsed: an orphan; the renewed ones are not
+    expect(await b!.tasks.lapsed(16)).toEqual(['gone']);
+    const taken = await b!.tasks.acquire('gone', 'B', 10_000, JSON.stringify({ owner_url: 'http://b' }));
+    expect(taken).toMatchObject({ ok: true, fence: 2 });
+    expect(await b!.tasks.get('gone')).toMatchObject({ owner: 'B', record: '{"owner_url":"http://b"}' });
+    expect(await b!.tasks.lapsed(16)).toEqual([]);
+    // A's stale fence for 'gone' is refused; r1 with a wrong fence too
+    expect(
+      await a!.tasks.renewMany(
+        [
+          { id: 'gone', fence: 1 },
+          { id: 'r1', fence: 7 },
+          { id: 'r2', fence: 1 },
+        ],
+        10_000,
+      ),
+    ).toEqual(['gone', 'r1']);
+    expect(await a!.tasks.renewMany([], 10_000)).toEqual([]);
+    // limit, oldest lapse first
+    await a!.tasks.create(task('o1', 'A', 50));
+    await sleep(20);
+    await a!.tasks.create(task('o2', 'A', 50));
+    await sleep(120);
+    expect(await b!.tasks.lapsed(1)).toEqual(['o1']);
+    expect(await b!.tasks.lapsed(16)).toEqual(['o1', 'o2']);
+  });
+
   it('an ended task is forgotten after its retention; an unended one after its lifetime', async () => {
     const [a, b] = await h.open(2);
     await a!.tasks.create(task('ends', 'A'));

@@ -8,7 +8,8 @@
  * {@link TaskOwnershipStore.acquire} grant it and return the fence; every transition names that
  * fence and is refused (`fenced`) when another owner took the task since (the fence moved on) or
  * the lease lapsed (store clock). A replica that lost its lease can neither dispatch nor end the
- * task: it must acquire again, which gives a new fence, or let go. Dispatch is idempotent per task:
+ * task: it must acquire again, which gives a new fence, or let go. Leases are indexed by when they
+ * lapse, so a replica finds orphaned tasks (`lapsed`) without scanning. Dispatch is idempotent per task:
  * a task already `running` answers `running`, so a redelivered dispatch never runs twice.
  */
 export type StoredTaskState = 'queued' | 'running' | 'ended';
@@ -58,13 +59,35 @@ export type CreateOutcome = Granted | { readonly ok: false; readonly reason: 'ex
 export type AcquireOutcome = Granted | { readonly ok: false; readonly reason: 'held'; readonly owner: string; readonly ownerUntil: number } | TaskRefusal;
 export type TransitionOutcome = { readonly ok: true; readonly task: StoredTask } | TaskRefusal;
 
+/** One task an owner renews, with the fence it holds. */
+export interface OwnedTask {
+  readonly id: string;
+  readonly fence: number;
+}
+
 export interface TaskOwnershipStore {
   /** Creates a `queued` task owned by `owner` (fence 1); `exists` when the id is taken (idempotent admission). */
   create(task: TaskCreate): Promise<CreateOutcome>;
-  /** Takes ownership when the task has no live owner (or `owner` holds it already): a new fence. `ended` tasks cannot be taken. */
-  acquire(id: string, owner: string, ttlMs: number): Promise<AcquireOutcome>;
+  /**
+   * Takes ownership when the task has no live owner (or `owner` holds it already): a new fence.
+   * `ended` tasks cannot be taken. `record`, when given, replaces the task's record (the new
+   * owner's address is in it).
+   */
+  acquire(id: string, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome>;
   /** Extends the owner's lease. */
   renew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome>;
+  /**
+   * Extends the leases of all of an owner's tasks in one call (an owner renews everything it holds
+   * together, so its store calls do not grow with its task count). Returns the ids it could not
+   * renew (`fenced`: another owner took it or its lease had lapsed; ended or unknown tasks are
+   * simply left out of the answer, nothing to renew).
+   */
+  renewMany(tasks: readonly OwnedTask[], ttlMs: number): Promise<string[]>;
+  /**
+   * Up to `limit` tasks, not ended, whose owner's lease has lapsed (store clock): orphans that a
+   * live replica should take over (`acquire`), oldest lapse first.
+   */
+  lapsed(limit: number): Promise<string[]>;
   /** `queued` → `running`, `attempt` + 1, records the placement. */
   dispatch(id: string, fence: number, placement: string): Promise<TransitionOutcome>;
   /** `running` → `queued` (the attempt failed before its first token). */

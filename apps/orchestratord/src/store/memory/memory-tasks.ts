@@ -1,5 +1,15 @@
 import type { Clock } from '@llama-orch/daemon-support';
-import type { AcquireOutcome, CreateOutcome, StoredTask, StoredTaskState, TaskCreate, TaskOwnershipStore, TaskRefusal, TransitionOutcome } from '../task-ownership-store.js';
+import type {
+  AcquireOutcome,
+  CreateOutcome,
+  OwnedTask,
+  StoredTask,
+  StoredTaskState,
+  TaskCreate,
+  TaskOwnershipStore,
+  TaskRefusal,
+  TransitionOutcome,
+} from '../task-ownership-store.js';
 
 interface MutableTask {
   id: string;
@@ -46,7 +56,7 @@ export class MemoryTasks implements TaskOwnershipStore {
     return Promise.resolve({ ok: true, fence: 1, ownerUntil: t.ownerUntil });
   }
 
-  acquire(id: string, owner: string, ttlMs: number): Promise<AcquireOutcome> {
+  acquire(id: string, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome> {
     const now = this.#clock.now();
     const t = this.#live(id, now);
     if (t === undefined) return Promise.resolve({ ok: false, reason: 'unknown' });
@@ -55,6 +65,7 @@ export class MemoryTasks implements TaskOwnershipStore {
     t.fence += 1;
     t.owner = owner;
     t.ownerUntil = now + ttlMs;
+    if (record !== undefined) t.record = record;
     return Promise.resolve({ ok: true, fence: t.fence, ownerUntil: t.ownerUntil });
   }
 
@@ -62,6 +73,30 @@ export class MemoryTasks implements TaskOwnershipStore {
     return this.#transition(id, fence, ['queued', 'running'], (t, now) => {
       t.ownerUntil = now + ttlMs;
     });
+  }
+
+  renewMany(tasks: readonly OwnedTask[], ttlMs: number): Promise<string[]> {
+    const now = this.#clock.now();
+    const refused: string[] = [];
+    for (const { id, fence } of tasks) {
+      const t = this.#live(id, now);
+      if (t === undefined || t.state === 'ended') continue;
+      if (t.fence !== fence || t.ownerUntil <= now) refused.push(id);
+      else t.ownerUntil = now + ttlMs;
+    }
+    return Promise.resolve(refused);
+  }
+
+  /** A scan, not an index: one process holds few tasks, and only tests and single replicas use this store. */
+  lapsed(limit: number): Promise<string[]> {
+    const now = this.#clock.now();
+    const lapsed = [...this.#tasks.values()].filter((t) => t.state !== 'ended' && t.expiresAt > now && t.ownerUntil <= now);
+    return Promise.resolve(
+      lapsed
+        .sort((a, b) => a.ownerUntil - b.ownerUntil)
+        .slice(0, limit)
+        .map((t) => t.id),
+    );
   }
 
   dispatch(id: string, fence: number, placement: string): Promise<TransitionOutcome> {

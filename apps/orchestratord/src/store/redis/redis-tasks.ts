@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { AcquireOutcome, CreateOutcome, StoredTask, TaskCreate, TaskOwnershipStore, TransitionOutcome } from '../task-ownership-store.js';
+import type { AcquireOutcome, CreateOutcome, OwnedTask, StoredTask, TaskCreate, TaskOwnershipStore, TransitionOutcome } from '../task-ownership-store.js';
 import type { LuaScript } from './lua-script.js';
 import type { RedisConnection } from './redis-client.js';
-import { TASK_ACQUIRE, TASK_CREATE, TASK_DISPATCH, TASK_END, TASK_RENEW, TASK_REQUEUE } from './task-scripts.js';
+import { TASK_ACQUIRE, TASK_CREATE, TASK_DISPATCH, TASK_END, TASK_LAPSED, TASK_RENEW, TASK_RENEW_MANY, TASK_REQUEUE } from './task-scripts.js';
 
 const TaskHashSchema = z.object({
   state: z.enum(['queued', 'running', 'ended']),
@@ -38,13 +38,17 @@ export class RedisTasks implements TaskOwnershipStore {
     return `${this.#redis.prefix}task:${id}`;
   }
 
+  get #leases(): string {
+    return `${this.#redis.prefix}tasks:leases`;
+  }
+
   async create({ id, owner, record, ttlMs, lifetimeMs }: TaskCreate): Promise<CreateOutcome> {
-    const r = (await this.#redis.eval(TASK_CREATE, [this.#key(id)], [owner, record, ttlMs, Math.max(1, Math.round(lifetimeMs))])) as [string, number?, number?];
+    const r = (await this.#redis.eval(TASK_CREATE, [this.#key(id), this.#leases], [owner, record, ttlMs, Math.max(1, Math.round(lifetimeMs)), id])) as [string, number?, number?];
     return r[0] === 'ok' ? { ok: true, fence: r[1] as number, ownerUntil: r[2] as number } : { ok: false, reason: 'exists' };
   }
 
-  async acquire(id: string, owner: string, ttlMs: number): Promise<AcquireOutcome> {
-    const r = (await this.#redis.eval(TASK_ACQUIRE, [this.#key(id)], [owner, ttlMs])) as [string, (string | number)?, number?];
+  async acquire(id: string, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome> {
+    const r = (await this.#redis.eval(TASK_ACQUIRE, [this.#key(id), this.#leases], [owner, ttlMs, id, record ?? ''])) as [string, (string | number)?, number?];
     switch (r[0]) {
       case 'ok':
         return { ok: true, fence: r[1] as number, ownerUntil: r[2] as number };
@@ -58,7 +62,19 @@ export class RedisTasks implements TaskOwnershipStore {
   }
 
   renew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome> {
-    return this.#transition(TASK_RENEW, id, [fence, ttlMs]);
+    return this.#transition(TASK_RENEW, id, [fence, ttlMs, id], true);
+  }
+
+  async renewMany(tasks: readonly OwnedTask[], ttlMs: number): Promise<string[]> {
+    if (tasks.length === 0) return [];
+    const keys = [this.#leases, ...tasks.map((t) => this.#key(t.id))];
+    const args: (string | number)[] = [ttlMs];
+    for (const t of tasks) args.push(t.id, t.fence);
+    return (await this.#redis.eval(TASK_RENEW_MANY, keys, args)) as string[];
+  }
+
+  async lapsed(limit: number): Promise<string[]> {
+    return (await this.#redis.eval(TASK_LAPSED, [this.#leases], [limit, this.#redis.prefix])) as string[];
   }
 
   dispatch(id: string, fence: number, placement: string): Promise<TransitionOutcome> {
@@ -70,7 +86,7 @@ export class RedisTasks implements TaskOwnershipStore {
   }
 
   end(id: string, fence: number, outcome: string, retainMs: number): Promise<TransitionOutcome> {
-    return this.#transition(TASK_END, id, [fence, outcome, Math.round(retainMs)]);
+    return this.#transition(TASK_END, id, [fence, outcome, Math.round(retainMs), id], true);
   }
 
   async get(id: string): Promise<StoredTask | undefined> {
@@ -78,8 +94,9 @@ export class RedisTasks implements TaskOwnershipStore {
     return h.state === undefined ? undefined : parseTask(id, h);
   }
 
-  async #transition(script: LuaScript, id: string, args: (string | number)[]): Promise<TransitionOutcome> {
-    const r = (await this.#redis.eval(script, [this.#key(id)], args)) as [string, unknown?, unknown?];
+  /** `leases`: the script also takes the lease index as KEYS[2]. */
+  async #transition(script: LuaScript, id: string, args: (string | number)[], leases = false): Promise<TransitionOutcome> {
+    const r = (await this.#redis.eval(script, leases ? [this.#key(id), this.#leases] : [this.#key(id)], args)) as [string, unknown?, unknown?];
     switch (r[0]) {
       case 'ok':
         return { ok: true, task: parseTask(id, fromFlat(r[1] as string[])) };
