@@ -180,7 +180,11 @@ export const chatReplicasBench: Bench = {
           single: { ttft_ms: rounded(one.ttft, 1), ttft_ms_by_turn: one.ttftByTurn, cached_of_prompt: round(one.cachedOfPrompt), prior_cached_share: round(one.priorCachedShare) },
           turns: records.map((r) => ({ ...r, ttft_ms: round(r.ttft_ms, 2), prior_cached_share: r.prior_cached_share === undefined ? undefined : round(r.prior_cached_share) })),
         },
-        notes: [],
+        notes: [
+          `Turns placed per replica: ${Object.entries(spread.perReplica)
+            .map(([r, n]) => `${r} ${n}`)
+            .join(', ')} (pool-managerd heartbeats and the other conversation's requests also go round the balancer, so a conversation does not simply alternate).`,
+        ],
       };
     } finally {
       await agent.close();

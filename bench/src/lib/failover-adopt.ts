@@ -158,10 +158,11 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     const [streamRuns, queuedRuns] = await Promise.all([Promise.all(streamFollows), Promise.all(queuedFollows)]);
     await blocker;
     const streamsOut = streamRuns.map((t) => {
-      const after = t.tokenAt.findIndex((at) => at > killAt);
+      // the first token on a connection opened after the kill (frames already in flight on the first one do not count)
+      const resumed = t.tokenConnection.findIndex((c) => c > 1);
       return {
         taskId: t.taskId,
-        resumedMs: after < 0 ? Number.POSITIVE_INFINITY : (t.tokenAt[after] as number) - killAt,
+        resumedMs: resumed < 0 ? Number.POSITIVE_INFINITY : (t.tokenAt[resumed] as number) - killAt,
         ...indexFaults(t.indices),
         ends: t.terminals.filter((x) => x.event === 'end').length,
         errors: t.terminals.filter((x) => x.event === 'error').map((x) => x.code ?? 'error'),

@@ -14,6 +14,8 @@ export interface FollowedTask {
   indices: number[];
   /** Arrival of each token frame (performance.now(), ms), same order. */
   tokenAt: number[];
+  /** The connection (1-based) each token frame came on, same order. */
+  tokenConnection: number[];
   /** Arrival of `started` frames. */
   startedAt: number[];
   /** Terminal frames seen (`end` or `error`), with arrival. */
@@ -40,6 +42,7 @@ function readFrames(f: { id: string | undefined; event: string; data: string }, 
     const d = JSON.parse(f.data) as { i: number };
     task.indices.push(d.i);
     task.tokenAt.push(now);
+    task.tokenConnection.push(task.connections);
   } else if (f.event === 'started') {
     task.startedAt.push(now);
   } else if (f.event === 'end' || f.event === 'error') {
@@ -51,7 +54,7 @@ function readFrames(f: { id: string | undefined; event: string; data: string }, 
 }
 
 export async function followTask(o: FollowOptions): Promise<FollowedTask> {
-  const task: FollowedTask = { taskId: o.taskId, indices: [], tokenAt: [], startedAt: [], terminals: [], connections: 0, refusals: [] };
+  const task: FollowedTask = { taskId: o.taskId, indices: [], tokenAt: [], tokenConnection: [], startedAt: [], terminals: [], connections: 0, refusals: [] };
   let lastId: string | undefined;
   let base = o.firstBase;
   for (;;) {
