@@ -44,16 +44,29 @@ async function startNodes(ctx: BenchContext, token: string, url: string, prefix:
   );
 }
 
-/** Which pool, and which replica, placed each turn: the `task placed` line with the turn's correlation id. */
-function placements(orchestrators: readonly Daemon[], names: readonly string[]): Map<string, { pool: string; replica: string }> {
-  const out = new Map<string, { pool: string; replica: string }>();
+interface Placement {
+  pool: string;
+  replica: string;
+  /** The placement's reason (`affinity`: the session's pool; `strategy`: no usable session pool). */
+  reason: string;
+}
+
+/** Which pool, which replica and why, for each turn: the `task placed` line with the turn's correlation id. */
+function placements(orchestrators: readonly Daemon[], names: readonly string[]): Map<string, Placement> {
+  const out = new Map<string, Placement>();
   orchestrators.forEach((d, i) => {
     for (const l of d.logs()) {
-      if (l.msg === 'task placed' && typeof l.correlation_id === 'string' && typeof l.pool_id === 'string')
-        out.set(l.correlation_id, { pool: l.pool_id, replica: names[i] as string });
+      if (l.msg === 'task placed' && typeof l.correlation_id === 'string' && typeof l.pool_id === 'string') {
+        out.set(l.correlation_id, { pool: l.pool_id, replica: names[i] as string, reason: typeof l.reason === 'string' ? l.reason : 'unknown' });
+      }
     }
   });
   return out;
+}
+
+/** Turns 2+ of a side placed other than by affinity (the session's pool was not found or not usable). */
+function withoutAffinity(records: readonly TurnRecord[], variant: Variant, placed: ReadonlyMap<string, Placement>): number {
+  return records.filter((r) => r.variant === variant && r.turn >= 2 && placed.get(r.correlation_id)?.reason !== 'affinity').length;
 }
 
 /** Turns 2+ whose replica differs from their conversation's previous turn, and turns per replica. */
@@ -156,7 +169,7 @@ export const chatReplicasBench: Bench = {
           'round-robin, keepalive upstreams): every request of a conversation may land on any replica; (b) one orchestratord on the in-process store. Each side has its own 2 pool-managerd nodes ' +
           `(one pool each: real llama-server, ${MODEL}, 1 slot, ctx 4096, prompt cache on), registered and heartbeating (${HEARTBEAT_MS} ms) through the balancer on side (a). ` +
           "Cached share = Σ cached_tokens ÷ Σ (previous turn's prompt + answer tokens) over turns 2+. The pool and the replica of each turn come from the `task placed` log line " +
-          "(with the turn's correlation id) of the replica that placed it.",
+          "(with the turn's correlation id) of the replica that placed it, with its reason (`affinity` or not).",
         samples: { rounds, conversations: rounds * CONVERSATIONS, turns_2plus_replicas: rep.turns, turns_2plus_single: one.turns },
         figures: {
           cached_share_replicas: { label: 'Prior conversation served from cache, through 3 replicas (turns 2+)', value: pct(rep.priorCachedShare), unit: '%' },
@@ -164,6 +177,8 @@ export const chatReplicasBench: Bench = {
           other_replica: { label: 'Turns 2+ placed by another replica than the previous turn', value: pct(spread.otherReplicaShare), unit: '%' },
           same_pool_replicas: { label: "Turns 2+ on the previous turn's pool, 3 replicas", value: pct(rep.samePoolShare), unit: '%' },
           same_pool_single: { label: "Turns 2+ on the previous turn's pool, one process", value: pct(one.samePoolShare), unit: '%' },
+          no_affinity_replicas: { label: 'Turns 2+ not placed by affinity, 3 replicas', value: withoutAffinity(records, 'replicas', placed), unit: 'turns' },
+          no_affinity_single: { label: 'Turns 2+ not placed by affinity, one process', value: withoutAffinity(records, 'single', placed), unit: 'turns' },
           ttft_replicas_p50: { label: 'TTFT turns 2+, 3 replicas, p50', value: rep.ttft.p50, unit: 'ms' },
           ttft_single_p50: { label: 'TTFT turns 2+, one process, p50', value: one.ttft.p50, unit: 'ms' },
         },
