@@ -148,9 +148,13 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }), livenessFromStore: sharedNodes });
   const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
   // Redis: each dispatch also holds a cluster slot lease, so replicas never overfill a pool together.
+  // A replica that dies is found within two heartbeat intervals: its slot leases lapse and its
+  // tasks are taken over then (the leases are renewed every quarter to third of that).
+  const replicaLeaseMs = Math.max(1000, 2 * config.heartbeat_interval_ms);
   const clusterLeases = sharedNodes
     ? new ClusterSlotLeases({
         store: store.leases,
+        ttlMs: replicaLeaseMs,
         logger: logger.child({ subsystem: 'registry' }),
         signals: store.signals,
         foreign: (poolKey, n) => registry.setForeignLeases(poolKey, n),
@@ -197,6 +201,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
         logger: logger.child({ subsystem: 'tasks' }),
         retainMs: config.stream_grace_ms,
         changed: () => tasksRef?.pump(),
+        ownerTtlMs: replicaLeaseMs,
       })
     : undefined;
   const tasks = new TaskService({

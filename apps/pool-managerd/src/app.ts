@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { PoolManagerConfig } from '@llama-orch/contracts';
 import { bearerAuthPlugin, correlationIdFor, correlationPlugin, sha256 } from '@llama-orch/daemon-support';
 import { completionsRoute } from './http/completions-route.js';
+import { dispatchesRoute } from './http/dispatches-route.js';
 import { errorHandlerPlugin, sendError } from './http/error-handler.js';
 import { metricsRoute } from './http/metrics-route.js';
 import { poolRoutes } from './http/pool-routes.js';
@@ -40,11 +41,12 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
   await app.register(openApiRoute);
   await app.register(poolRoutes, { manager: deps.manager });
   await app.register(completionsRoute, { manager: deps.manager });
+  await app.register(dispatchesRoute, { manager: deps.manager });
   return app;
 }
 
 /**
- * The dispatch route alone over cleartext HTTP/2 (h2c, prior knowledge), for orchestratord: one
+ * The dispatch routes alone (completions, re-attach and cancel) over cleartext HTTP/2 (h2c, prior knowledge), for orchestratord: one
  * connection carries all of its in-flight tasks on this node, where HTTP/1.1 needs a socket per
  * task. Same auth, errors and correlation ids as {@link buildApp}; registered as `dispatch_h2c`.
  */
@@ -55,6 +57,7 @@ export async function buildDispatchApp(deps: AppDeps, config: Pick<PoolManagerCo
   const app = Fastify(options);
   await registerCommon(app as unknown as FastifyInstance, deps);
   await app.register(completionsRoute as unknown as FastifyPluginAsync<{ manager: PoolManager }>, { manager: deps.manager });
+  await app.register(dispatchesRoute as unknown as FastifyPluginAsync<{ manager: PoolManager }>, { manager: deps.manager });
   return app;
 }
 

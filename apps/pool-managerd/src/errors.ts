@@ -4,6 +4,7 @@ import { ERROR_STATUS, RETRIABLE_BY_DEFAULT, type ErrorCode } from '@llama-orch/
 export type PoolManagerErrorCode =
   | 'CONFIG_INVALID'
   | 'POOL_NOT_FOUND'
+  | 'DISPATCH_NOT_HELD'
   | 'POOL_UNREADY'
   | 'REPLICA_EXHAUSTED'
   | 'POOL_BUSY'
@@ -51,6 +52,20 @@ export class PoolNotFoundError extends PoolManagerError {
   override readonly name = 'PoolNotFoundError';
   constructor(readonly poolId: string) {
     super('POOL_NOT_FOUND', 'NOT_FOUND', `pool '${poolId}' not found`, { poolId });
+  }
+}
+
+/**
+ * No re-attachable dispatch of that task is held on that pool: unknown task id, never
+ * re-attachable, already delivered, cancelled, or its re-attach window passed (404 NOT_FOUND).
+ */
+export class DispatchNotHeldError extends PoolManagerError {
+  override readonly name = 'DispatchNotHeldError';
+  constructor(
+    readonly poolId: string,
+    readonly taskId: string,
+  ) {
+    super('DISPATCH_NOT_HELD', 'NOT_FOUND', `no dispatch of task '${taskId}' is held on pool '${poolId}'`, { poolId, taskId });
   }
 }
 

@@ -29,6 +29,7 @@ export type { HandoffFile } from './handoff.js';
 export {
   PoolStateSchema, ProvisioningProgressSchema, BreakerStateSchema, PoolFactsSchema, PoolStatusSchema, ManagerHealthSchema, DrainRequestSchema,
   ReloadRequestSchema, PoolOperationResponseSchema, DispatchRequestSchema, DispatchEventSchema, DispatchResultEventSchema, PoolStatusListSchema,
+  DispatchPathSchema, DispatchReattachQuerySchema,
 } from './pool.js';
 export type {
   PoolState, ProvisioningProgress, PoolStatus, DrainRequest, ReloadRequest, DispatchRequest, DispatchRequestInput, DispatchEvent, DispatchResultEvent,

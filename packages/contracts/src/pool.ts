@@ -192,6 +192,14 @@ export const DispatchRequestSchema = z
      * is the engine's answer. Streamed (infill only): token events as for a completion.
      */
     call: EngineCallSchema.optional(),
+    /**
+     * How long a streamed dispatch keeps generating after its connection closed without a cancel,
+     * milliseconds, so the orchestrator can re-attach (another replica, after a crash) with
+     * `GET /v2/pools/{id}/dispatches/{task_id}?after=<i>`; an explicit cancel is
+     * `DELETE /v2/pools/{id}/dispatches/{task_id}`. Absent or 0: a closed connection cancels.
+     * Only for streamed dispatches (token events); ignored for `stream: false` answers and engine calls.
+     */
+    reattach_ms: z.int().min(0).max(120_000).optional(),
   })
   .superRefine((r, ctx) => {
     if (r.call !== undefined) return;
@@ -201,6 +209,20 @@ export const DispatchRequestSchema = z
   .meta({ id: 'DispatchRequest' });
 export type DispatchRequest = z.infer<typeof DispatchRequestSchema>;
 export type DispatchRequestInput = z.input<typeof DispatchRequestSchema>;
+
+/** Path of `GET`/`DELETE /v2/pools/{id}/dispatches/{task_id}` on pool-managerd (re-attach, cancel). */
+export const DispatchPathSchema = z.strictObject({ id: PoolIdSchema, task_id: z.uuid() }).meta({ id: 'DispatchPath' });
+
+/** Query of the re-attach `GET /v2/pools/{id}/dispatches/{task_id}`. */
+export const DispatchReattachQuerySchema = z
+  .strictObject({
+    /** Replay the token events with `i` above this index (the last one the client has); absent or -1: all of them. */
+    after: z
+      .string()
+      .regex(/^(-1|0|[1-9]\d{0,9})$/, 'after must be -1 or a token index')
+      .optional(),
+  })
+  .meta({ id: 'DispatchReattachQuery' });
 
 /** Normalised events streamed by pool-managerd (NDJSON or SSE), one per line/frame. */
 export const DispatchEventSchema = z

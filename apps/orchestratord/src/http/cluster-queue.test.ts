@@ -1,4 +1,4 @@
-import { AdmissionResponseSchema, ErrorEnvelopeSchema } from '@llama-orch/contracts';
+import { AdmissionResponseSchema, ErrorEnvelopeSchema, resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { annAuth, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
@@ -118,6 +118,66 @@ describe('the cluster admission queue across replicas', () => {
     expect(await a.store.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
     expect([a, b].flatMap((r) => r.logs.records().filter((l) => l.msg === 'orphaned task ended'))).toHaveLength(1);
   });
+
+  it(
+    "a dead replica's queued tasks are dispatched by a survivor within two heartbeat intervals, in their priority order, and read and resumed through any replica",
+    { timeout: 30_000 },
+    async () => {
+      const { replicas, node } = await cluster('adopt:', 2);
+      const [a, b] = replicas as [Replica, Replica];
+      // the slot is busy, so what follows queues
+      const long = taskBody({ max_tokens: 150 });
+      expect((await admit(b, long)).statusCode).toBe(202);
+      await until(() => node.active('p') === 1, 'the long task to run');
+      // what a replica killed with SIGKILL leaves: shared records nobody renews (with the requests), and queue entries
+      const orphans = [taskBody({ priority: 'batch' }), taskBody({ priority: 'interactive' })];
+      for (const o of orphans) {
+        const request = resolveTaskRequest(TaskRequestSchema.parse(o), { deadlineMs: 60_000, newId: () => String(o.task_id) });
+        const record = {
+          model_ref: 'm',
+          priority: o.priority,
+          session_id: o.session_id,
+          admitted_at: Date.now(),
+          owner_url: 'http://127.0.0.1:9',
+          request,
+          correlation_id: 'c-' + String(o.task_id),
+          delivery: 'events',
+        };
+        expect(await a.store.tasks.create({ id: String(o.task_id), owner: 'dead', record: JSON.stringify(record), ttlMs: 300, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
+        expect(await a.store.queue.add({ id: String(o.task_id), lane: o.priority as 'batch', group: 'm', payload: 'dead' })).toMatchObject({ kind: 'queued' });
+      }
+      const diedAt = Date.now();
+      // admitted after them on a live replica: waits behind the dead replica's batch task
+      const after = taskBody({ priority: 'batch' });
+      expect((await admit(b, after)).statusCode).toBe(202);
+      // until a survivor takes them over, reads go to the dead replica's address and fail (a client retries)
+      const owners = async (): Promise<string[]> => Promise.all(orphans.map(async (o) => (await a.store.tasks.get(String(o.task_id)))?.owner ?? ''));
+      await until(async () => !(await owners()).includes('dead'), 'a survivor to take the orphans over', 5000);
+      const adoptedAt = Date.now();
+      const ends = await Promise.all([...orphans.map((o) => lastFrame(a, o.task_id)), lastFrame(b, after.task_id), lastFrame(b, long.task_id)]);
+      expect(ends.map((f) => f?.event)).toEqual(['end', 'end', 'end', 'end']);
+      // the interactive orphan first, then the batch orphan, then the live replica's later batch task
+      expect(node.dispatches.map((d) => d.body.task_id)).toEqual([long.task_id, orphans[1]!.task_id, orphans[0]!.task_id, after.task_id]);
+      const adopted = [a, b].flatMap((r) => r.logs.records().filter((l) => l.msg === 'orphaned task adopted'));
+      expect(adopted).toHaveLength(2);
+      // each shared record names its new owner, whose address every replica passes reads to
+      for (const o of orphans) {
+        const stored = await a.store.tasks.get(String(o.task_id));
+        expect(stored).toMatchObject({ state: 'ended', fence: 2 });
+        expect(stored!.owner).toMatch(/.+/);
+        expect(stored!.owner).not.toBe('dead');
+        // a client that had frames 0..5 from the dead replica resumes on either replica: nothing before 6, its tokens and one end
+        for (const r of [a, b]) {
+          const resumed = await r.app.inject({ method: 'GET', url: `/v2/tasks/${String(o.task_id)}/events`, headers: { ...annAuth, 'last-event-id': '5' } });
+          const got = frames(resumed.body);
+          expect(got.filter((f) => f.event === 'token')).toHaveLength(4);
+          expect(got.filter((f) => f.event === 'end')).toHaveLength(1);
+          expect(Math.min(...[...resumed.body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])))).toBeGreaterThan(5);
+        }
+      }
+      console.log(`queued orphans taken over ${adoptedAt - diedAt} ms after their owner's last renewal (lease 300 ms, heartbeat 200 ms)`);
+    },
+  );
 
   it('Redis restarted empty: queued tasks end typed, the running one finishes, nodes re-register and new tasks run — no replica restarted', { timeout: 60_000 }, async () => {
     const { replicas, node } = await cluster('empty:', 2);

@@ -9,8 +9,12 @@ import { frames, taskBody } from '../testing/test-helpers.js';
 describe('task reads across replicas', () => {
   const h = replicaHarness();
 
+  let clusters = 0;
   async function cluster(n: number, pools = [{ pool_id: 'p', models: ['m'], slots: 2 }], over = {}): Promise<{ replicas: Replica[]; urls: string[]; node: FixturePoolManager }> {
-    const replicas = await Promise.all(Array.from({ length: n }, () => h.replica('reads:', { heartbeat_interval_ms: 200, session_token_budget: 1000, ...over })));
+    // a cluster of its own per test: a node or task left in the store by the test before would be served here
+    clusters += 1;
+    const prefix = `reads${clusters}:`;
+    const replicas = await Promise.all(Array.from({ length: n }, () => h.replica(prefix, { heartbeat_interval_ms: 200, session_token_budget: 1000, ...over })));
     const urls: string[] = [];
     for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
     const node = await FixturePoolManager.start({ nodeId: 'n1', pools, token: NODE, tokenIntervalMs: 5 });
@@ -78,7 +82,7 @@ describe('task reads across replicas', () => {
       const task = taskBody({ session_id: session, max_tokens: 10 });
       expect((await r.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task })).statusCode).toBe(202);
       const end = frames((await r.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: annAuth })).body).at(-1);
-      expect(end?.event).toBe('end');
+      expect(end?.event, JSON.stringify(end)).toBe('end');
     }
     const served = node.dispatches.map((d) => d.pool_id);
     expect(served).toHaveLength(6);

@@ -80,7 +80,10 @@ export class TaskEventStream extends EventStreamResponse {
       }
       if (text !== '' && !this.write(text)) return;
     }
-    // Resumed after the terminal frame: nothing more will come.
-    if (stream.state === 'ended') this.finish();
+    // Resumed at or past the terminal frame: it is sent again, so a client whose frame ids ran
+    // ahead of this log (a task taken over from a dead replica that failed before its tokens
+    // came back) learns that the task is over instead of reconnecting for ever.
+    const terminal = stream.terminal;
+    if (terminal !== undefined) this.finish(encoder.encode(stream.length - 1, terminal));
   }
 }

@@ -4,7 +4,7 @@ import type { WaitingLine } from '../scheduling/scheduler.js';
 import type { PlacementReason } from '../scheduling/placement.js';
 import type { AdmissionQueue } from '../admission/admission-queue.js';
 import type { GoneEntry } from '../store/admission-queue-store.js';
-import type { ClusterTasks } from './cluster-tasks.js';
+import type { Adoption, ClusterTasks } from './cluster-tasks.js';
 import type { TaskPlacement, TaskRecord } from './task-record.js';
 
 /** What the gate does to the task service's tasks. */
@@ -14,7 +14,12 @@ export interface GateActions {
   fail(task: TaskRecord, code: ErrorCode, message: string, retriable: boolean): void;
   /** The local queue changed while nothing else would pump. */
   pump(): void;
+  /** A task of a replica that died is this replica's now: queue or re-attach it. */
+  adopt(a: Adoption): void;
 }
+
+/** How often a replica checks that its queued tasks are still in the cluster's queue, ms. */
+const RECONCILE_MS = 1000;
 
 export function placementOf(view: PoolView): TaskPlacement {
   return { node_id: view.node_id, pool_id: view.pool_id, engine_version: view.snapshot.engine_version, address: view.address };
@@ -32,6 +37,9 @@ export class ClusterGate {
   readonly #cluster: ClusterTasks;
   readonly #queue: AdmissionQueue<TaskRecord>;
   readonly #act: GateActions;
+  #adopting = false;
+  #lastReconcile = 0;
+  #lastAdopt = 0;
 
   constructor(cluster: ClusterTasks, queue: AdmissionQueue<TaskRecord>, actions: GateActions) {
     this.#cluster = cluster;
@@ -71,7 +79,7 @@ export class ClusterGate {
       if (task.state === 'queued') this.#lost(task, gone.evicted);
       return;
     }
-    const moved = await this.#cluster.dispatch(task.id, placementOf(view));
+    const moved = await this.#cluster.dispatch(task.id, placementOf(view), task.stream.length);
     if (task.state !== 'queued') return lease.release();
     if (!moved.ok) {
       lease.release();
@@ -81,10 +89,22 @@ export class ClusterGate {
     this.#act.dispatch(task, view, lease, reason);
   }
 
+  /** The task service's housekeeping tick: {@link reconcile} every {@link RECONCILE_MS}, {@link adoptOrphans} every quarter of an owner lease. */
+  tick(now: number): void {
+    if (now - this.#lastReconcile >= RECONCILE_MS) {
+      this.#lastReconcile = now;
+      void this.reconcile();
+    }
+    if (now - this.#lastAdopt >= this.#cluster.adoptEveryMs) {
+      this.#lastAdopt = now;
+      void this.adoptOrphans();
+    }
+  }
+
   /** Every second or so: this replica's queued tasks that left the cluster's queue without it end. Never rejects. */
   async reconcile(): Promise<void> {
     const queued = [...this.#queue].map((e) => e.id);
-    if (queued.length === 0) return this.sweepOrphans();
+    if (queued.length === 0) return;
     let gone: GoneEntry[];
     try {
       gone = await this.#cluster.gone(queued);
@@ -97,15 +117,20 @@ export class ClusterGate {
       if (entry !== undefined && entry.item.state === 'queued') this.#lost(entry.item, g.evicted);
     }
     this.#act.pump();
-    await this.sweepOrphans();
   }
 
-  /** Every few seconds: queued tasks of replicas that stopped renewing end instead of blocking their model (ClusterTasks.endOrphans). Never rejects. */
-  async sweepOrphans(): Promise<void> {
+  /** Every quarter of an owner lease: the tasks of replicas that stopped renewing become this one's (ClusterTasks.adoptOrphans). Never rejects; one pass at a time. */
+  async adoptOrphans(): Promise<void> {
+    if (this.#adopting) return;
+    this.#adopting = true;
     try {
-      if ((await this.#cluster.endOrphans(Date.now())).length > 0) this.#act.pump();
+      const adopted = await this.#cluster.adoptOrphans();
+      for (const a of adopted) this.#act.adopt(a);
+      if (adopted.length > 0) this.#act.pump();
     } catch (err) {
-      this.#cluster.storeProblem(err, 'ending orphaned tasks');
+      this.#cluster.storeProblem(err, 'taking over orphaned tasks');
+    } finally {
+      this.#adopting = false;
     }
   }
 

@@ -1,10 +1,10 @@
-import type { SseFrame } from '@llama-orch/contracts';
+import type { SseFrame, TaskRequest } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
 import type { AdmissionQueueStore, GoneEntry, QueueAddOutcome, QueueTakeOutcome } from '../store/admission-queue-store.js';
 import type { ClusterSignals } from '../store/cluster-signals.js';
 import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
 import type { TaskOwnershipStore, TransitionOutcome } from '../store/task-ownership-store.js';
-import type { TaskPlacement, TaskRecord } from './task-record.js';
+import type { Delivery, TaskPlacement, TaskRecord } from './task-record.js';
 
 export interface ClusterTasksOptions {
   queue: AdmissionQueueStore;
@@ -20,7 +20,7 @@ export interface ClusterTasksOptions {
   retainMs: number;
   /** A model's first queued task became this replica's: time to pump. */
   changed: () => void;
-  /** Owner lease of a task, ms; renewed every third of it. @default 15000 */
+  /** Owner lease of a task, ms; renewed every quarter of it, orphans looked for as often. @default 15000 */
   ownerTtlMs?: number;
   /** How long a model's first task is known to be another replica's without a newer signal, ms (then a take finds out). @default 250 */
   blockMs?: number;
@@ -34,6 +34,29 @@ export interface SharedTaskRecord {
   readonly admitted_at: number;
   /** The owner's advertised base URL: other replicas pass requests for the task there. */
   readonly owner_url: string | undefined;
+  /** What another replica needs to take the task over when its owner dies (absent in records of older replicas). */
+  readonly request?: TaskRequest;
+  readonly model_name?: string;
+  readonly correlation_id?: string;
+  readonly client_key?: string;
+  readonly delivery?: Delivery;
+}
+
+/** Where a task's attempt runs, as its shared record keeps it: `frame_base` is the frame id its first token gets. */
+export interface SharedPlacement extends TaskPlacement {
+  readonly frame_base: number;
+}
+
+/** A task this replica took over from a replica that stopped renewing it (`adoptOrphans`). */
+export interface Adoption {
+  readonly id: string;
+  readonly previousOwner: string;
+  readonly state: 'queued' | 'running';
+  readonly record: SharedTaskRecord & { readonly request: TaskRequest };
+  /** Where it runs, for a running task. */
+  readonly placement: SharedPlacement | undefined;
+  /** Logger for the task's lines (with its correlation id). */
+  readonly log: Log;
 }
 
 /** The replica that owns a task, and where it listens. */
@@ -56,7 +79,8 @@ export type AddOutcome = QueueAddOutcome | { readonly kind: 'exists' };
  * first task is its own (`behind` or a newer signal blocks the model here until the queue moves;
  * knowledge older than `blockMs` is not trusted). Every transition of the task's
  * shared record names its fence, so a replica that lost ownership can neither dispatch nor end
- * it. The owner renews its leases in one sweep every third of their life.
+ * it. The owner renews its leases in one call every quarter of their life; a replica that stops
+ * renewing has its tasks taken over by another ({@link adoptOrphans}).
  */
 export class ClusterTasks {
   readonly replicaId: string;
@@ -97,7 +121,7 @@ export class ClusterTasks {
       this.#heads.set(signal.group, { id: signal.head, owner: signal.headPayload, at: Date.now() });
       if (signal.headPayload === this.replicaId && (before?.id !== signal.head || before?.owner !== this.replicaId)) options.changed();
     });
-    this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(this.#ownerTtlMs / 3)));
+    this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(this.#ownerTtlMs / 4)));
     this.#renewTimer.unref();
   }
 
@@ -120,7 +144,10 @@ export class ClusterTasks {
   /** Creates the task's shared record (this replica the owner) and queues it; `exists` for a task id taken anywhere. */
   async add(task: TaskRecord): Promise<AddOutcome> {
     const r = task.request;
-    const record: SharedTaskRecord = { model_ref: r.model_ref, priority: r.priority, session_id: r.session_id, admitted_at: task.admittedAt, owner_url: this.#address() };
+    const record: SharedTaskRecord = {
+      ...{ model_ref: r.model_ref, priority: r.priority, session_id: r.session_id, admitted_at: task.admittedAt, owner_url: this.#address() },
+      ...{ request: r, model_name: task.modelName, correlation_id: task.correlationId, client_key: task.clientKey, delivery: task.delivery },
+    };
     const lifetimeMs = r.deadline_ms + this.#retainMs;
     const created = await this.#tasks.create({ id: task.id, owner: this.replicaId, record: JSON.stringify(record), ttlMs: this.#ownerTtlMs, lifetimeMs });
     if (!created.ok) return { kind: 'exists' };
@@ -171,9 +198,25 @@ export class ClusterTasks {
     return this.#queue.gone(ids);
   }
 
-  /** `queued` → `running` on the shared record: refused (`fenced`, `state`) when this replica may not dispatch it. */
-  dispatch(id: string, placement: TaskPlacement): Promise<TransitionOutcome> {
-    return this.#tasks.dispatch(id, this.#fence(id), JSON.stringify(placement));
+  /**
+   * `queued` → `running` on the shared record: refused (`fenced`, `state`) when this replica may not
+   * dispatch it. `frameBase`: the id the attempt's first token frame gets (no frame comes between
+   * the dispatch and the first token with a Redis store), so a replica that takes the task over
+   * numbers its tokens as this one did.
+   */
+  dispatch(id: string, placement: TaskPlacement, frameBase: number): Promise<TransitionOutcome> {
+    const shared: SharedPlacement = { ...placement, frame_base: frameBase };
+    return this.#tasks.dispatch(id, this.#fence(id), JSON.stringify(shared));
+  }
+
+  /** How long a dropped dispatch stream keeps generating for a replica to re-attach (`reattach_ms`): past a takeover. */
+  get reattachMs(): number {
+    return 3 * this.#ownerTtlMs;
+  }
+
+  /** How often to look for orphans ({@link adoptOrphans}), ms. */
+  get adoptEveryMs(): number {
+    return Math.max(50, Math.floor(this.#ownerTtlMs / 4));
   }
 
   /** An attempt failed before its first token: back to `queued`, at the head of its lane. */
@@ -208,29 +251,42 @@ export class ClusterTasks {
   }
 
   /**
-   * Queued tasks whose owner stopped renewing (a replica that died) would sit at the head of their
-   * model's queue and hold every other replica's tasks of that model behind them. The first replica
-   * to find one (among the first {@link ORPHAN_SCAN} of each lane) takes it over — `acquire` grants
-   * it to exactly one — and ends it `error INTERNAL` (retriable: its client resubmits), out of the
-   * queue, its session's turn closed. Returns the ids it ended.
+   * Tasks whose owner stopped renewing them (a replica that died or lost the store): the first
+   * replica to find one (`lapsed`, at most {@link ORPHAN_SCAN} a pass) takes it over — `acquire`
+   * grants it to exactly one, with a new fence and this replica's address in the record, so reads
+   * and resumes are passed here. The task service then dispatches a queued one (its queue entry
+   * keeps its place) or re-attaches to a running `/v2` one. A task that cannot be carried on (a
+   * `/v1` stream or answer whose client went with its replica, or a record without its request)
+   * ends `error INTERNAL` (retriable), out of the queue, its session's turn closed.
    */
-  async endOrphans(now: number): Promise<string[]> {
-    const foreign = (await this.#queue.heads(ORPHAN_SCAN)).filter((e) => e.payload !== this.replicaId);
-    const stored = await Promise.all(foreign.map((e) => this.#tasks.get(e.id)));
-    const ended: string[] = [];
-    for (const task of stored) {
-      if (task === undefined || task.state !== 'queued' || task.ownerUntil > now) continue;
-      const won = await this.#tasks.acquire(task.id, this.replicaId, this.#ownerTtlMs);
+  async adoptOrphans(): Promise<Adoption[]> {
+    const adopted: Adoption[] = [];
+    for (const id of await this.#tasks.lapsed(ORPHAN_SCAN)) {
+      const stored = await this.#tasks.get(id);
+      if (stored === undefined || stored.state === 'ended') continue;
+      const record = JSON.parse(stored.record) as SharedTaskRecord;
+      const won = await this.#tasks.acquire(id, this.replicaId, this.#ownerTtlMs, JSON.stringify({ ...record, owner_url: this.#address() }));
       if (!won.ok) continue;
-      const message = `replica ${task.owner}, which admitted the task, stopped before dispatching it; resubmit the task`;
-      await this.#tasks.end(task.id, won.fence, JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } }), this.#retainMs);
-      await this.#queue.remove(task.id);
-      const session = (JSON.parse(task.record) as Partial<SharedTaskRecord>).session_id;
-      if (session !== undefined) await this.#sessions.taskEnded(session, undefined);
-      this.#logger.warn({ task_id: task.id, owner: task.owner, human: `Ended task ${task.id}: its replica ${task.owner} stopped before dispatching it` }, 'orphaned task ended');
-      ended.push(task.id);
+      const placement = stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
+      const request = record.request;
+      const resumable = stored.state === 'queued' || (record.delivery === 'events' && typeof placement?.frame_base === 'number');
+      if (request !== undefined && resumable) {
+        this.#fences.set(id, won.fence);
+        const log = this.#logger.child({ correlation_id: record.correlation_id });
+        adopted.push({ id, previousOwner: stored.owner, state: stored.state, record: { ...record, request }, placement: placement as SharedPlacement | undefined, log });
+        this.#logger.warn(
+          { task_id: id, owner: stored.owner, state: stored.state, human: `Took over ${stored.state} task ${id}: its replica ${stored.owner} stopped` },
+          'orphaned task adopted',
+        );
+        continue;
+      }
+      const message = `replica ${stored.owner}, which ${stored.state === 'queued' ? 'admitted' : 'relayed'} the task, stopped; resubmit the task`;
+      await this.#tasks.end(id, won.fence, JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } }), this.#retainMs);
+      if (stored.state === 'queued') await this.#queue.remove(id);
+      if (record.session_id !== undefined) await this.#sessions.taskEnded(record.session_id, undefined);
+      this.#logger.warn({ task_id: id, owner: stored.owner, human: `Ended task ${id}: its replica ${stored.owner} stopped and its client went with it` }, 'orphaned task ended');
     }
-    return ended;
+    return adopted;
   }
 
   /** A store call failed where nobody waits for it: logged at most once per 10 s. */
@@ -267,21 +323,24 @@ export class ClusterTasks {
     void tracked.finally(() => this.#pending.delete(tracked));
   }
 
+  /** One call for every task held here; a task another replica took over is let go (this replica can no longer end it). */
   #renewAll(): void {
     if (this.#renewing || this.#fences.size === 0) return;
     this.#renewing = true;
-    const owned = [...this.#fences];
-    const done = Promise.all(
-      owned.map(([id, fence]) =>
-        this.#tasks.renew(id, fence, this.#ownerTtlMs).then((r) => {
-          if (!r.ok && r.reason === 'fenced' && this.#fences.get(id) === fence) {
-            this.#logger.warn({ task_id: id, owner: r.owner }, 'lost ownership of a task (its lease lapsed); it can no longer be dispatched or ended here');
-          }
-        }),
-      ),
-    ).finally(() => {
-      this.#renewing = false;
-    });
+    const owned = [...this.#fences].map(([id, fence]) => ({ id, fence }));
+    const done = this.#tasks
+      .renewMany(owned, this.#ownerTtlMs)
+      .then((lost) => {
+        for (const id of lost) {
+          const held = owned.find((t) => t.id === id);
+          if (held === undefined || this.#fences.get(id) !== held.fence) continue;
+          this.#fences.delete(id);
+          this.#logger.warn({ task_id: id, human: `Lost task ${id} to another replica (its lease here lapsed); this replica no longer ends it` }, 'lost ownership of a task');
+        }
+      })
+      .finally(() => {
+        this.#renewing = false;
+      });
     this.#settle('*', done);
   }
 }

@@ -56,27 +56,33 @@ export interface QueueMetricsOptions {
   predictor: Predictor;
   /** Period of `metrics` frames while a task waits, ms. */
   intervalMs: number;
+  /** Whether dispatched tasks get `metrics` frames until their first token. @default true */
+  runningFrames?: boolean;
 }
 
 /**
  * `metrics` frames for tasks that wait: queued ones on a change of position and every
- * `intervalMs`, dispatched ones every `intervalMs` until their first token. A frame reads only the
+ * `intervalMs`, dispatched ones every `intervalMs` until their first token (unless
+ * `runningFrames` is off: with a Redis store a dispatch fixes its first token's frame id). A frame reads only the
  * pools of its task's model (one registry index lookup, no scan).
  */
 export class QueueMetrics {
   readonly #registry: NodeRegistry;
   readonly #predictor: Predictor;
   readonly #intervalMs: number;
+  readonly #runningFrames: boolean;
 
-  constructor({ registry, predictor, intervalMs }: QueueMetricsOptions) {
+  constructor({ registry, predictor, intervalMs, runningFrames = true }: QueueMetricsOptions) {
     this.#registry = registry;
     this.#predictor = predictor;
     this.#intervalMs = intervalMs;
+    this.#runningFrames = runningFrames;
   }
 
   /** With `positionChangesOnly`, only queued tasks whose position changed get a frame. */
   emit(queue: Iterable<QueueEntry<TaskRecord>> & { readonly size: number }, running: ReadonlySet<TaskRecord>, positionChangesOnly: boolean, now: number): void {
-    if (queue.size === 0 && (positionChangesOnly || running.size === 0)) return;
+    const runningToo = !positionChangesOnly && this.#runningFrames;
+    if (queue.size === 0 && (!runningToo || running.size === 0)) return;
     const depth = queue.size;
     const aheadByModel = new Map<string, number>();
     let position = 0;
@@ -91,7 +97,7 @@ export class QueueMetrics {
       }
       position += 1;
     }
-    if (positionChangesOnly) return;
+    if (!runningToo) return;
     for (const task of running) {
       if (task.tokens === 0 && now - task.lastMetricsAt >= this.#intervalMs) this.#emitOne(task, depth, undefined, 0, now);
     }

@@ -19,11 +19,13 @@ export type TaskState = 'queued' | 'running' | 'ended';
 export type TaskPhase = 'queued' | 'preparing' | 'dispatching' | 'streaming';
 
 /**
- * How the task's output reaches its client: `stream` = token events (the /v2 streams, streamed
- * /v1 requests); `answer` = one non-streamed answer from the engine (`stream: false` dispatch,
- * non-streamed /v1 requests): no token frames, the answer on the record when `end` is written.
+ * How the task's output reaches its client: `events` = the `/v2` event stream (resumable with
+ * `Last-Event-ID`, on any replica); `stream` = a door's streamed response (streamed /v1 requests:
+ * no resume in their protocols); `answer` = one non-streamed answer from the engine (`stream:
+ * false` dispatch, non-streamed /v1 requests): no token frames, the answer on the record when
+ * `end` is written.
  */
-export type Delivery = 'stream' | 'answer';
+export type Delivery = 'events' | 'stream' | 'answer';
 
 export interface TaskPlacement {
   readonly node_id: string;
@@ -90,7 +92,7 @@ export interface NewTaskOptions {
   now: number;
   predictedStartMs: number;
   phase: TaskPhase;
-  /** @default 'stream' */
+  /** @default 'events' */
   delivery?: Delivery | undefined;
 }
 
@@ -107,7 +109,7 @@ export function newTaskRecord({ request, modelName, affinity, log, correlationId
     admittedAt: now,
     deadlineAt: now + request.deadline_ms,
     predictedStartMs,
-    delivery: delivery ?? 'stream',
+    delivery: delivery ?? 'events',
     answer: undefined,
     state: 'queued',
     phase,
@@ -146,7 +148,12 @@ export function canceledEnd(task: TaskRecord, now: number): EndEvent {
  * a task sent with `kv_hint: "cold"`; every other task reuses the engine's cache for the prefix it
  * already holds.
  */
-export function dispatchRequest(task: TaskRecord, now: number): DispatchRequest {
+/**
+ * The node's request for the task's next attempt. `reattachMs` (with a Redis store, for `/v2`
+ * event streams): how long the node keeps generating when this replica's connection drops without
+ * a cancel, so that another replica can re-attach after this one died.
+ */
+export function dispatchRequest(task: TaskRecord, now: number, reattachMs?: number): DispatchRequest {
   const r = task.request;
   const strict = r.determinism === 'strict';
   const body: DispatchRequest = {
@@ -164,6 +171,7 @@ export function dispatchRequest(task: TaskRecord, now: number): DispatchRequest 
   if (r.sampling !== undefined) body.sampling = r.sampling;
   if (r.seed !== undefined) body.seed = r.seed;
   if (task.delivery === 'answer') body.stream = false;
+  else if (reattachMs !== undefined && task.delivery === 'events' && r.call === undefined) body.reattach_ms = reattachMs;
   return body;
 }
 

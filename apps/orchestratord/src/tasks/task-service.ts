@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
 import { AdmissionQueue } from '../admission/admission-queue.js';
 import { Predictor } from '../admission/predictor.js';
@@ -24,7 +23,8 @@ import { answerSink } from './answer-sink.js';
 import { TaskAdmission } from './task-admission.js';
 import { canceledEnd, dispatchRequest, endOf, type Delivery, type RetainedTask, type TaskRecord } from './task-record.js';
 import { ClusterGate, gatedLine, placementOf } from './cluster-gate.js';
-import type { ClusterTasks } from './cluster-tasks.js';
+import type { Adoption, ClusterTasks } from './cluster-tasks.js';
+import { adoptInto, adoptedTask, cancelHeldDispatch, reattaching } from './task-adoption.js';
 import { tokenSink } from './token-sink.js';
 import { TaskTable } from './task-table.js';
 import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } from './task-service-types.js';
@@ -42,10 +42,6 @@ import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } fro
 export type { TaskServiceOptions, AdmissionResult, Admitted, CancelResult, CancelReason, TaskLoad, TaskServiceState } from './task-service-types.js';
 
 const ENGINE = 'llamacpp';
-/** How often a replica checks that its queued tasks are still in the cluster's queue (Redis store), ms. */
-const RECONCILE_MS = 1000;
-/** How often `drained` looks for unfinished tasks, ms. */
-const DRAIN_POLL_MS = 50;
 
 export class TaskService {
   readonly #registry: NodeRegistry;
@@ -58,6 +54,7 @@ export class TaskService {
   readonly #ctxMax: number;
   readonly #maxRetries: number;
   readonly #closeTimeoutMs: number;
+  readonly #metricsIntervalMs: number;
   readonly #admission: TaskAdmission;
   readonly #predictor = new Predictor();
   readonly #events = new TaskEvents();
@@ -75,7 +72,6 @@ export class TaskService {
   #closing: Promise<void> | undefined;
   /** Token frames relayed by tasks that have ended (see {@link tokensRelayed}). */
   #tokensEnded = 0;
-  #lastReconcile = 0;
 
   constructor(options: TaskServiceOptions) {
     const { registry, metrics, tickMs = 100, metricsIntervalMs = 1000 } = options;
@@ -89,6 +85,7 @@ export class TaskService {
     this.#ctxMax = options.ctxMax;
     this.#maxRetries = options.maxRetries ?? 1;
     this.#closeTimeoutMs = options.closeTimeoutMs ?? 2000;
+    this.#metricsIntervalMs = metricsIntervalMs;
     this.#observer = new TaskObserver(metrics, this.#predictor, this.#events);
     this.#table = new TaskTable({ graceMs: options.streamGraceMs, maxEnded: options.streamGraceMaxTasks ?? 100_000 });
     // With a Redis store the cluster's queue holds the capacity and the policy; this one mirrors the tasks queued here.
@@ -103,8 +100,10 @@ export class TaskService {
         dispatch: (task, view, lease, reason) => this.#placed(task, view, lease, reason),
         fail: (task, code, message, retriable) => this.#fail(task, code, message, retriable),
         pump: () => this.#scheduler.pump(),
+        adopt: (a) => this.#adopt(a),
       });
-    this.#queueMetrics = new QueueMetrics({ registry, predictor: this.#predictor, intervalMs: metricsIntervalMs });
+    // With a Redis store no frame comes between a dispatch and its first token: another replica that takes the task over numbers them alike.
+    this.#queueMetrics = new QueueMetrics({ registry, predictor: this.#predictor, intervalMs: metricsIntervalMs, runningFrames: cluster === undefined });
     this.#scheduler = new Scheduler<TaskRecord>({
       registry,
       strategy: options.placementStrategy,
@@ -200,15 +199,8 @@ export class TaskService {
    * Resolves true once no task admitted here is unfinished (queued or running), false when
    * `timeoutMs` passes first. Changes nothing: dispatch goes on (.specs/60-orchestratord.md).
    */
-  async drained(timeoutMs: number): Promise<boolean> {
-    const deadline = performance.now() + timeoutMs;
-    const unfinished = (): boolean => this.#table.liveTasks().some((t) => t.state !== 'ended');
-    // a poll: endings have many paths (all through #end), and a drain is once per process
-    while (unfinished()) {
-      if (performance.now() >= deadline) return false;
-      await sleep(DRAIN_POLL_MS);
-    }
-    return true;
+  drained(timeoutMs: number): Promise<boolean> {
+    return this.#table.untilDrained(timeoutMs);
   }
 
   /**
@@ -241,6 +233,20 @@ export class TaskService {
   /** Starts the task's dispatch to `view`, whose slot the scheduler leased for it. */
   #placed(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
     this.#observer.placed(task, view, reason, this.#clock.now());
+    this.#run(task, view, lease, false);
+  }
+
+  /** A task of a replica that died: queued here, or re-attached to its running dispatch (task-adoption.ts). */
+  #adopt(a: Adoption): void {
+    if (this.#state !== 'running' || this.#table.get(a.id) !== undefined) return;
+    const task = adoptedTask(a, this.#metricsIntervalMs, this.#clock.now());
+    this.#table.add(task);
+    const fail = (code: ErrorCode, message: string): void => this.#fail(task, code, message, true);
+    adoptInto(task, a.placement, { queue: this.#queue, registry: this.#registry, fail, resume: (view, lease) => this.#run(task, view, lease, true) });
+  }
+
+  /** Runs an attempt of the task on `view`: a new dispatch, or (`resume`) a re-attach to the one running there. */
+  #run(task: TaskRecord, view: PoolView, lease: Lease, resume: boolean): void {
     task.state = 'running';
     task.phase = 'dispatching';
     task.lease = lease;
@@ -251,29 +257,33 @@ export class TaskService {
     this.#inflight.started();
     // One callback pair for the attempt's whole life, no async function suspended on it (performance
     // notes: attempts settled by one callback).
-    this.#startAttempt(task, view, task.controller).then(
+    this.#startAttempt(task, view, task.controller, resume).then(
       (outcome) => this.#attemptEnded(task, view, lease, outcome),
       (err: unknown) => this.#attemptEnded(task, view, lease, undefined, err),
     );
   }
 
   /** The attempt's outcome; with a shared store, under a cluster slot lease. */
-  #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort): Promise<AttemptOutcome> {
+  #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort, resume: boolean): Promise<AttemptOutcome> {
     const leases = this.#clusterLeases;
-    return leases === undefined ? this.#runAttempt(task, view, controller) : withClusterLease(leases, view, task.id, () => this.#runAttempt(task, view, controller));
+    const run = (): Promise<AttemptOutcome> => this.#runAttempt(task, view, controller, resume);
+    return leases === undefined ? run() : withClusterLease(leases, view, task.id, run);
   }
 
-  /** The attempt's outcome; a throw while starting it (a bug) becomes its rejection. */
-  #runAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort): Promise<AttemptOutcome> {
+  /**
+   * The attempt's outcome; a throw while starting it (a bug) becomes its rejection. A resumed
+   * attempt never re-places: restarting the generation would repeat what the client already has.
+   */
+  #runAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort, resume: boolean): Promise<AttemptOutcome> {
     try {
       const input = {
-        client: this.#poolClient,
+        client: resume ? reattaching(this.#poolClient, task.id) : this.#poolClient,
         target: view.dispatch,
         poolId: view.pool_id,
-        body: dispatchRequest(task, this.#clock.now()),
+        body: dispatchRequest(task, this.#clock.now(), this.#cluster?.reattachMs),
         controller,
         correlationId: task.correlationId,
-        failedAttempts: task.failedAttempts,
+        failedAttempts: resume ? this.#maxRetries : task.failedAttempts,
         maxRetries: this.#maxRetries,
       };
       if (task.delivery === 'answer') return runAnswerAttempt({ ...input, sink: answerSink(task, view, this.#clock, this.#observer) });
@@ -291,6 +301,7 @@ export class TaskService {
    */
   #attemptEnded(task: TaskRecord, view: PoolView, lease: Lease, outcome: AttemptOutcome | undefined, crash?: unknown): void {
     this.#table.stoppedRunning(task);
+    task.controller = undefined;
     try {
       if (outcome === undefined) this.#crashed(task, crash);
       else this.#settle(task, view, outcome);
@@ -327,7 +338,6 @@ export class TaskService {
     this.#observer.requeued(task, view, outcome.code, outcome.message, outcome.penalty);
     task.state = 'queued';
     task.phase = 'queued';
-    task.controller = undefined;
     task.placement = undefined;
     if (this.#cluster === undefined) return this.#requeued(task);
     // Back in the cluster's queue before this replica may take it again; a cancel meanwhile takes it out again.
@@ -352,7 +362,11 @@ export class TaskService {
     if (this.#cluster !== undefined && task.state === 'queued') this.#cluster.dequeue(task.id);
     task.state = 'ended';
     task.stream.append(frame);
-    task.controller?.abort();
+    if (task.controller !== undefined) {
+      // the attempt is still running: stop it, and a dispatch the node holds for a re-attach too
+      task.controller.abort();
+      if (this.#cluster !== undefined) cancelHeldDispatch(this.#registry, this.#poolClient, task);
+    }
     this.#tokensEnded += task.tokens;
     this.#observer.ended(task, frame, this.#clock.now());
     // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
@@ -377,10 +391,7 @@ export class TaskService {
       this.#fail(task, 'DECODE_TIMEOUT', `deadline of ${task.request.deadline_ms} ms passed while the task was running`, true);
     }
     this.#queueMetrics.emit(this.#queue, this.#table.running(), false, now);
-    if (this.#gate !== undefined && now - this.#lastReconcile >= RECONCILE_MS) {
-      this.#lastReconcile = now;
-      void this.#gate.reconcile();
-    }
+    this.#gate?.tick(now);
     this.#scheduler.pump();
   }
 }

@@ -1,4 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { RetainedTask, TaskRecord } from './task-record.js';
+
+/** How often {@link TaskTable.untilDrained} looks for unfinished tasks, ms. */
+const DRAIN_POLL_MS = 50;
 
 export interface TaskTableOptions {
   /** How long an ended task's frames stay readable, ms. */
@@ -100,5 +104,18 @@ export class TaskTable {
     this.#ended.clear();
     this.#expiries.length = 0;
     this.#head = 0;
+  }
+
+  /**
+   * Resolves true once no task here is unfinished (queued or running), false when `timeoutMs`
+   * passes first. A poll: endings have many paths, and a drain is once per process.
+   */
+  async untilDrained(timeoutMs: number): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    while (this.liveTasks().some((t) => t.state !== 'ended')) {
+      if (performance.now() >= deadline) return false;
+      await sleep(DRAIN_POLL_MS);
+    }
+    return true;
   }
 }

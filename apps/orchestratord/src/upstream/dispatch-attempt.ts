@@ -5,6 +5,7 @@ import { readDispatchEvents } from './dispatch-events.js';
 import type { DispatchTarget, PoolClient } from './pool-client.js';
 import {
   DispatchFailure,
+  DispatchGoneError,
   DispatchInvalidError,
   EngineError,
   NodeLostError,
@@ -62,7 +63,8 @@ export interface TokenSink {
 }
 
 export interface AttemptInput {
-  readonly client: PoolClient;
+  /** Starts the dispatch (or, for a task taken over from a dead replica, re-attaches to it). */
+  readonly client: Pick<PoolClient, 'dispatch'>;
   /** The node's dispatch endpoint (h2c or HTTP/1.1). */
   readonly target: DispatchTarget;
   readonly poolId: string;
@@ -88,6 +90,7 @@ const ABORTED: AttemptOutcome = { kind: 'aborted' };
  * The whole failure policy of one dispatch, by failure class:
  * - no free slot → retry, not counted;
  * - the node refused the request as invalid → fail with its code, not retriable;
+ * - a re-attach found no dispatch to re-attach to → fail (retriable), never re-placed;
  * - an engine error event that is not retriable → fail with it;
  * - anything else (unreachable, refused, stream broken or cut short, retriable engine error, node
  *   lost) → fail (retriable) once a token was relayed — the client saw part of the output; before
@@ -97,6 +100,8 @@ const ABORTED: AttemptOutcome = { kind: 'aborted' };
 export function failurePolicy(err: unknown, relayed: number, input: Pick<AttemptInput, 'failedAttempts' | 'maxRetries'>): AttemptOutcome {
   if (err instanceof PoolSaturatedError) return { kind: 'retry', code: 'POOL_UNREADY', message: err.message, penalty: 'saturated' };
   if (err instanceof DispatchInvalidError) return { kind: 'fail', code: err.errorCode, message: err.message, retriable: false };
+  // a re-attach found the generation gone: running it again would repeat what the client may have
+  if (err instanceof DispatchGoneError) return { kind: 'fail', code: 'WORKER_RESET', message: err.message, retriable: true, penalty: 'pool' };
   let code: ErrorCode;
   let penalty: Penalty;
   if (err instanceof EngineError) {

@@ -2,7 +2,15 @@ import { CORRELATION_ID_HEADER, ErrorEnvelopeSchema, type DispatchRequest, type 
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { AttemptAbort } from './attempt-abort.js';
-import { DispatchInvalidError, PoolRefusedError, PoolSaturatedError, UpstreamConnectError, UpstreamStreamError, type DispatchFailure } from './upstream-errors.js';
+import {
+  DispatchGoneError,
+  DispatchInvalidError,
+  PoolRefusedError,
+  PoolSaturatedError,
+  UpstreamConnectError,
+  UpstreamStreamError,
+  type DispatchFailure,
+} from './upstream-errors.js';
 
 /**
  * HTTP client for pool-managerd (the only way orchestratord reaches engines). Takes injected
@@ -13,7 +21,10 @@ import { DispatchInvalidError, PoolRefusedError, PoolSaturatedError, UpstreamCon
  * `end` or `error` (a body that ends without one means the worker was lost); 503 POOL_UNREADY or
  * REPLICA_EXHAUSTED before streaming when the pool has no free slot. Aborting the dispatch's
  * {@link AttemptAbort} closes the request (its HTTP/2 stream or HTTP/1.1 socket), which cancels the
- * engine request and frees its slot on the node.
+ * engine request and frees its slot on the node — unless the dispatch carries `reattach_ms`: then
+ * the node keeps it generating for that long, and another replica can take it over with
+ * {@link PoolClient.reattach} (`GET …/dispatches/{task_id}?after=<i>`) or cancel it with
+ * {@link PoolClient.cancelDispatch} (`DELETE …/dispatches/{task_id}`).
  */
 
 export interface PoolOperationReply {
@@ -129,8 +140,11 @@ export class PoolClient {
     return this.#protocol.count(url);
   }
 
-  #headers(correlationId?: string): Record<string, string> {
-    const h: Record<string, string> = { 'content-type': 'application/json', accept: 'application/x-ndjson, application/json' };
+  /** `json`: the request has a JSON body (a DELETE must not say so: Fastify refuses an empty JSON body). */
+  #headers(correlationId?: string, json = true): Record<string, string> {
+    const h: Record<string, string> = json
+      ? { 'content-type': 'application/json', accept: 'application/x-ndjson, application/json' }
+      : { accept: 'application/x-ndjson, application/json' };
     if (this.#authorization !== undefined) h.authorization = this.#authorization;
     if (correlationId !== undefined) h[CORRELATION_ID_HEADER] = correlationId;
     return h;
@@ -147,9 +161,74 @@ export class PoolClient {
    * `correlationId` goes out as `X-Correlation-Id`, so the node's lines about the dispatch carry it.
    */
   async dispatch(node: DispatchTarget, poolId: string, body: DispatchRequest, controller: AttemptAbort, correlationId?: string): Promise<Readable> {
+    return this.#stream(node, `/v2/pools/${encodeURIComponent(poolId)}/completions`, dispatchBody(body), controller, correlationId, rejection);
+  }
+
+  /**
+   * Re-attaches to a re-attachable dispatch (one sent with `reattach_ms`) of `taskId` on the node:
+   * resolves with its event stream (read it with `readDispatchEvents`): the token events with
+   * `i > after` (-1: all of them) the node holds, then the live ones, then one `end` or `error`.
+   * A connection still attached to it (a replica that is gone, or not) is ended by the node, without
+   * cancelling the generation. The same protocol choice, accept timeout, abort and rejections as
+   * {@link dispatch}, but a 404 rejects with {@link DispatchGoneError}: the node holds no such
+   * dispatch (unknown, already delivered, cancelled, or its window passed).
+   */
+  async reattach(node: DispatchTarget, poolId: string, taskId: string, after: number, controller: AttemptAbort, correlationId?: string): Promise<Readable> {
+    const path = `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}?after=${after < 0 ? -1 : Math.floor(after)}`;
+    return this.#stream(node, path, undefined, controller, correlationId, (status, envelope) =>
+      status === 404 ? new DispatchGoneError(poolId, taskId, envelope?.message ?? `node holds no dispatch of task ${taskId}`) : rejection(status, envelope),
+    );
+  }
+
+  /**
+   * Cancels a re-attachable dispatch of `taskId` on the node (`DELETE`): the engine request is
+   * aborted and an attached connection gets `end` with `stop_type: cancel`. Bounded by the
+   * operation timeout. Resolves true on 204, false on 404 (not held: unknown, delivered, already
+   * cancelled or its window passed); rejects with {@link UpstreamConnectError} when the node cannot
+   * be reached or does not answer in time, and with the dispatch's rejection classes for another
+   * status (a refused token, a malformed id). Callers may ignore a rejection: the node's window
+   * bounds the generation anyway.
+   */
+  async cancelDispatch(node: DispatchTarget, poolId: string, taskId: string, correlationId?: string): Promise<boolean> {
+    const target = join(node.url, `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}`);
+    const timeout = this.#operationTimeoutMs;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.#dispatcher.request({
+        origin: target.origin,
+        path: target.path,
+        method: 'DELETE',
+        headers: this.#headers(correlationId, false),
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        signal: AbortSignal.timeout(timeout),
+      });
+    } catch (err) {
+      throw new UpstreamConnectError(`node ${node.url} unreachable: ${(err as Error).message}`, { cause: err });
+    }
+    if (res.statusCode === 204 || res.statusCode === 404) {
+      await res.body.dump();
+      return res.statusCode === 204;
+    }
+    throw rejection(res.statusCode, await envelopeOf(res.body));
+  }
+
+  /**
+   * One NDJSON stream from a node: a dispatch (POST with `body`) or a re-attach (GET). Resolves
+   * with the body once the node answered 200; see {@link dispatch} for the accept timeout, the
+   * abort and the rejections (`reject` maps a non-200 answer).
+   */
+  async #stream(
+    node: DispatchTarget,
+    path: string,
+    body: Buffer | undefined,
+    controller: AttemptAbort,
+    correlationId: string | undefined,
+    reject: (status: number, envelope: ErrorEnvelope | undefined) => DispatchFailure,
+  ): Promise<Readable> {
     const h2c = this.#protocol.useH2c(node, this.#h2cDispatcher !== undefined);
     const address = h2c ? (node.h2c as string) : node.url;
-    const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/completions`);
+    const target = join(address, path);
     const dispatcher = h2c ? (this.#h2cDispatcher as Dispatcher) : this.#dispatcher;
     if (!h2c) this.#protocol.started(node.url);
     // Performance notes: one abort switch per dispatch (the deadline aborts the caller's).
@@ -159,13 +238,13 @@ export class PoolClient {
       res = await dispatcher.request({
         origin: target.origin,
         path: target.path,
-        method: 'POST',
+        method: body === undefined ? 'GET' : 'POST',
         // undici holds a non-idempotent request back until the connection's other requests are
         // done, which would serialise every HTTP/2 stream to a node. A dispatch is never retried
         // by undici (no retry interceptor), so marking it idempotent changes only that.
-        idempotent: h2c,
-        headers: this.#headers(correlationId),
-        body: dispatchBody(body),
+        idempotent: h2c || body === undefined,
+        headers: this.#headers(correlationId, body !== undefined),
+        body: body ?? null,
         signal: controller.signal,
         // The node answers headers at once (the accept deadline bounds that); prompt processing
         // comes after them, so the task deadline alone bounds the body.
@@ -181,17 +260,7 @@ export class PoolClient {
     }
     // Only HTTP/1.1 dispatches are counted (an h2c stream needs no listener of ours).
     if (!h2c) res.body.once('close', () => this.#protocol.done(node.url));
-    if (res.statusCode !== 200) {
-      const text = await res.body.text().catch(() => '');
-      let envelope: ErrorEnvelope | undefined;
-      try {
-        const parsed = ErrorEnvelopeSchema.safeParse(JSON.parse(text));
-        if (parsed.success) envelope = parsed.data;
-      } catch {
-        envelope = undefined; // not JSON: the status alone decides
-      }
-      throw rejection(res.statusCode, envelope);
-    }
+    if (res.statusCode !== 200) throw reject(res.statusCode, await envelopeOf(res.body));
     return res.body;
   }
 
@@ -222,6 +291,17 @@ export class PoolClient {
       throw new UpstreamStreamError(`node answered ${op} with a non-JSON body (status ${res.statusCode})`, { cause: err });
     }
     return { status: res.statusCode, body: json };
+  }
+}
+
+/** A non-200 answer's ErrorEnvelope, when it is one (otherwise the status alone decides). */
+async function envelopeOf(body: Dispatcher.ResponseData['body']): Promise<ErrorEnvelope | undefined> {
+  const text = await body.text().catch(() => '');
+  try {
+    const parsed = ErrorEnvelopeSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined; // not JSON
   }
 }
 

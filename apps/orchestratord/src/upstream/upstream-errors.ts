@@ -50,6 +50,21 @@ export class PoolRefusedError extends DispatchFailure {
   }
 }
 
+/**
+ * A re-attach found no dispatch of the task on the node (404): unknown there, already delivered,
+ * cancelled, or its re-attach window passed. Its generation cannot be resumed there.
+ */
+export class DispatchGoneError extends DispatchFailure {
+  override readonly name = 'DispatchGoneError';
+  constructor(
+    readonly poolId: string,
+    readonly taskId: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** The node's engine reported an error event on the stream. */
 export class EngineError extends DispatchFailure {
   override readonly name = 'EngineError';

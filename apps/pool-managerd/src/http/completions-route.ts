@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { CORRELATION_ID_HEADER, DispatchRequestSchema, PoolIdSchema } from '@llama-orch/contracts';
+import { DispatchRequestSchema, PoolIdSchema, type DispatchRequest } from '@llama-orch/contracts';
 import type { PoolManager } from '../pools/pool-manager.js';
+import { heldSink, startNdjson } from './held-sink.js';
 import { NdjsonEventWriter } from './ndjson-writer.js';
 
 const PoolParams = z.strictObject({ id: PoolIdSchema });
@@ -10,10 +12,12 @@ const PoolParams = z.strictObject({ id: PoolIdSchema });
  * `POST /v2/pools/{id}/completions`: opens a completion on the pool (404 unknown pool, 503
  * POOL_UNREADY when not ready or draining, 503 REPLICA_EXHAUSTED when every slot is leased), then
  * streams DispatchEvents as NDJSON — or, for `stream: false`, writes one `result` (or `error`) line. Client disconnect aborts the engine request, which frees the
- * engine's slot. Every line about the dispatch carries the request's `correlation_id`.
+ * engine's slot — unless the streamed dispatch is re-attachable (`reattach_ms`): then it keeps
+ * generating for that long (dispatches-route.ts). Every line about the dispatch carries the request's `correlation_id`.
  */
 export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
   app.post('/v2/pools/:id/completions', { schema: { params: PoolParams, body: DispatchRequestSchema } }, async (request, reply) => {
+    if (reattachable(request.body)) return streamHeld(manager, request, reply, request.params.id, request.body);
     const clientGone = new AbortController();
     const options = { signal: clientGone.signal, log: request.log };
     // `stream: false`: one answer from the engine, one `result` line (pools/answer-dispatch.ts).
@@ -27,17 +31,7 @@ export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> =
     // Written straight to the response (hijacked), the lines of one engine read in one write, with
     // no stream or promise hop in between (performance notes: hijacked NDJSON writes, coalesced
     // NDJSON writes).
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      [CORRELATION_ID_HEADER]: request.id,
-      'content-type': 'application/x-ndjson; charset=utf-8',
-      'cache-control': 'no-store',
-    });
-    // Accepted: orchestratord waits only so long for these headers (a silent node is frozen), and
-    // HTTP/1.1 would hold them back until the first token, after the engine's prompt processing.
-    // HTTP/2 sends them with writeHead.
-    if (request.raw.httpVersionMajor === 1) res.flushHeaders();
+    const res = startNdjson(request, reply);
     if (answer !== undefined) {
       let sent = false;
       await answer((line) => {
@@ -55,3 +49,23 @@ export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> =
     }
   });
 };
+
+/** A streamed completion or chat with a re-attach window (engine calls and `stream: false` ignore `reattach_ms`). */
+function reattachable(body: DispatchRequest): boolean {
+  return body.reattach_ms !== undefined && body.reattach_ms > 0 && body.stream !== false && body.call === undefined;
+}
+
+/**
+ * A re-attachable dispatch: it runs on the held dispatch's own switch rather than this connection,
+ * whose close only detaches it (pools/held-dispatch.ts).
+ */
+async function streamHeld(manager: PoolManager, request: FastifyRequest, reply: FastifyReply, id: string, body: DispatchRequest): Promise<void> {
+  const { held, run } = manager.held.hold(id, body.task_id, body.reattach_ms as number, request.log, (signal) => manager.openCompletion(id, body, { signal, log: request.log }));
+  const res = startNdjson(request, reply);
+  held.attachFirst(heldSink(request, res, held));
+  try {
+    await run(held.emit);
+  } finally {
+    held.runOver();
+  }
+}

@@ -67,3 +67,23 @@ describe('NdjsonEventWriter (coalesced NDJSON writes)', () => {
     expect(res.writes.join('')).toContain('"t":"d"');
   });
 });
+
+describe('NdjsonEventWriter.line (a re-attachable dispatch replays lines it holds)', () => {
+  it('coalesces serialised lines with events in the same write, in order; backedUp says when a drain is awaited', async () => {
+    const res = new FakeResponse();
+    const w = new NdjsonEventWriter(res as unknown as ServerResponse);
+    expect(w.line('{"type":"token","t":"a","i":0}\n')).toBeUndefined();
+    w.event({ type: 'token', t: 'b', i: 1 });
+    w.line('{"type":"token","t":"c","i":2}\n');
+    await tick();
+    expect(res.writes).toEqual(['{"type":"token","t":"a","i":0}\n{"type":"token","t":"b","i":1}\n{"type":"token","t":"c","i":2}\n']);
+    expect(w.backedUp).toBe(false);
+    res.full = true;
+    w.line('{"type":"token","t":"d","i":3}\n');
+    await tick();
+    expect(w.backedUp).toBe(true);
+    expect(w.line('{"type":"token","t":"e","i":4}\n')).toBeInstanceOf(Promise);
+    res.emit('close');
+    expect(w.backedUp).toBe(false);
+  });
+});

@@ -29,6 +29,24 @@ export class NdjsonEventWriter {
     return this.#drain;
   };
 
+  /**
+   * {@link event} for a line already serialised (with its `\n`): a re-attachable dispatch keeps its
+   * lines to replay them. Kept apart from `event` so that path stays as it was.
+   */
+  readonly line = (text: string): Promise<void> | undefined => {
+    this.#pending += text;
+    if (!this.#queued) {
+      this.#queued = true;
+      queueMicrotask(this.#flush);
+    }
+    return this.#drain;
+  };
+
+  /** Whether the response is backed up (a `drain` is awaited). */
+  get backedUp(): boolean {
+    return this.#drain !== undefined;
+  }
+
   /** Writes what is queued and ends the response (no-op on a destroyed one). */
   end(): void {
     const rest = this.#pending;

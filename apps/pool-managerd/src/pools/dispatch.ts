@@ -24,7 +24,10 @@ export interface DispatchOptions {
   pools: PoolTable;
   metrics: PoolManagerMetrics;
   logger: DispatchLogger;
-  /** Aborted when the HTTP client goes away. */
+  /**
+   * Aborted when the HTTP client goes away; for a re-attachable dispatch, by its held state (with a
+   * {@link DispatchAbort} reason: `cancelled` on DELETE, `client_gone` when its window passed).
+   */
   clientGone: AbortSignal;
 }
 
@@ -106,6 +109,12 @@ export async function runDispatch(
   } catch (err) {
     const reason: unknown = ac.signal.reason;
     if (err instanceof CompletionAbortedError && reason instanceof DispatchAbort) {
+      if (reason.why === 'cancelled') {
+        outcome = 'canceled';
+        log.info({ pool_id: poolId, task_id: taskId, tokens, human: 'cancelled by the orchestrator: engine request aborted' }, 'dispatch canceled');
+        await emit({ type: 'end', tokens_out: tokens, decode_ms: 0, stop_type: 'cancel', engine_version: engineVersion, pool_id: poolId, node_id: nodeId });
+        return;
+      }
       if (reason.why === 'client_gone') {
         outcome = 'canceled';
         log.info({ pool_id: poolId, task_id: taskId, tokens, human: 'client disconnected: engine request aborted' }, 'dispatch canceled');

@@ -13,6 +13,7 @@ const skipReason = 'unavailable' in promtool ? ` (SKIPPED: ${promtool.unavailabl
 const OURS = [
   'llorch_dispatch_prompt_tokens_cached_total',
   'llorch_dispatch_prompt_tokens_total',
+  'llorch_dispatch_reattach_total',
   'llorch_dispatch_streams_total',
   'llorch_dispatch_tokens_out_total',
   'llorch_handoff_files_processed_total',

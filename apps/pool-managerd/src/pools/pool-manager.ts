@@ -18,6 +18,7 @@ import { EngineMetricsScraper } from './engine-metrics.js';
 import { runAnswerDispatch, type AnswerSend } from './answer-dispatch.js';
 import { runDispatch, type DispatchEmit, type DispatchOptions } from './dispatch.js';
 import { ExternalPool } from './external-pool.js';
+import { HeldDispatches } from './held-dispatches.js';
 import { ManagedPool } from './managed-pool.js';
 import { PoolTable, UNREADY_RETRY_MS } from './pool-table.js';
 import type { OpenCompletionOptions, PoolManagerOptions } from './pool-manager-options.js';
@@ -38,6 +39,8 @@ export class PoolManager {
   readonly metrics: PoolManagerMetrics;
   /** Reads the engines' `/metrics` into {@link metrics} (`llorch_engine_*`) once the daemon serves. */
   readonly engineMetrics: EngineMetricsScraper;
+  /** Re-attachable dispatches (`reattach_ms`), shared by the API and h2c listeners. */
+  readonly held: HeldDispatches;
   readonly #runtime: RuntimeDir;
   readonly #serving: Promise<void>;
   readonly #adoptTimeoutMs: number;
@@ -63,6 +66,7 @@ export class PoolManager {
     this.#stopTimeoutMs = options.supervision.stopTimeoutMs;
     this.#log = logger.child({ component: 'pool-manager' });
     this.metrics = new PoolManagerMetrics(this.pools);
+    this.held = new HeldDispatches(this.metrics);
     this.engineMetrics = new EngineMetricsScraper({
       table: this.pools,
       series: this.metrics.engines,
@@ -343,6 +347,7 @@ export class PoolManager {
           { name: 'adopted engines', close: () => [...this.#external.values()].forEach((p) => p.close()) },
           // Concurrently: each pool's engine gets its SIGTERM grace at the same time.
           { name: 'pools', close: () => this.#closePools(), timeoutMs: this.#stopTimeoutMs + CLOSE_MARGIN_MS },
+          { name: 'held dispatches', close: () => this.held.close() },
           { name: 'engine clients', close: () => this.#closeClients() },
         ],
         { log: this.#log },

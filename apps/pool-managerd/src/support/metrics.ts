@@ -28,6 +28,8 @@ export class PoolManagerMetrics {
   readonly tokensOut: Counter<'pool_id'>;
   readonly promptTokens: Counter<'pool_id'>;
   readonly cachedPromptTokens: Counter<'pool_id'>;
+  /** Re-attachable dispatches that were re-attached, whose window passed, or that were cancelled by DELETE. */
+  readonly reattach: Counter<'outcome'>;
   /** The engines' `/metrics`, as the engine-metrics scraper last read them. */
   readonly engines: EngineSeries;
 
@@ -87,6 +89,12 @@ export class PoolManagerMetrics {
       name: 'llorch_dispatch_prompt_tokens_cached_total',
       help: 'Prompt tokens taken from the engine prompt cache.',
       labelNames: ['pool_id'],
+      registers: [r],
+    });
+    this.reattach = new Counter({
+      name: 'llorch_dispatch_reattach_total',
+      help: 'Re-attachable dispatches by outcome: reattached (a GET took the stream over), expired (nobody re-attached within its window, or its held events passed the bound while detached), cancelled (DELETE).',
+      labelNames: ['outcome'],
       registers: [r],
     });
   }

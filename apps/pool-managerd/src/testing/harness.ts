@@ -168,20 +168,22 @@ export async function dispatch(
   if (res.statusCode !== 200) {
     return { status: res.statusCode, headers: res.headers, json: await res.body.json(), events: (async function* () {})(), destroy: () => undefined };
   }
-  async function* events(): AsyncGenerator<DispatchEvent> {
-    let buf = '';
-    for await (const chunk of res.body) {
-      buf += (chunk as Buffer).toString('utf8');
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line !== '') yield DispatchEventSchema.parse(JSON.parse(line));
-      }
+  return { status: 200, headers: res.headers, events: ndjsonEvents(res.body), destroy: () => res.body.destroy() };
+}
+
+/** The DispatchEvents of an NDJSON body, parsed line by line. */
+export async function* ndjsonEvents(body: AsyncIterable<unknown>): AsyncGenerator<DispatchEvent> {
+  let buf = '';
+  for await (const chunk of body) {
+    buf += (chunk as Buffer).toString('utf8');
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (line !== '') yield DispatchEventSchema.parse(JSON.parse(line));
     }
-    if (buf !== '') throw new Error(`partial NDJSON line at end: ${buf}`);
   }
-  return { status: 200, headers: res.headers, events: events(), destroy: () => res.body.destroy() };
+  if (buf !== '') throw new Error(`partial NDJSON line at end: ${buf}`);
 }
 
 export async function collect(events: AsyncIterable<DispatchEvent>): Promise<DispatchEvent[]> {

@@ -1,0 +1,156 @@
+// Process level: a replica killed with SIGKILL loses nothing. `llorch up --replicas 3` with
+// Debian's redis-server and HAProxy, real orchestratord replicas, the real pool-managerd and the
+// real llama-server (synthetic model) from the shared test cache. /v2 clients read their task's
+// event stream through the balancer and, when it breaks, reconnect with Last-Event-ID as an
+// EventSource does.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cmdline, descendants } from './testing/proc.js';
+import { replicaId, startUp, until } from './testing/up-cluster.js';
+
+const TOKEN = 'failover-test-token-0123456789abcd';
+const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
+let dir: string;
+beforeAll(async () => {
+  await ensureDebianPackage({ pkg: 'redis-server', path: '/usr/bin/redis-server', who: 'llorch up --replicas tests' });
+  await ensureDebianPackage({ pkg: 'haproxy', path: '/usr/sbin/haproxy', who: 'llorch up --replicas tests' });
+  dir = await mkdtemp(join(tmpdir(), 'llorch-up-failover-'));
+}, DEBIAN_INSTALL_TIMEOUT_MS);
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Frame {
+  id: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** Parses complete SSE frames out of `buf`; returns them and what is left. */
+function parseFrames(buf: string): { frames: Frame[]; rest: string } {
+  const frames: Frame[] = [];
+  let at: number;
+  while ((at = buf.indexOf('\n\n')) >= 0) {
+    const block = buf.slice(0, at);
+    buf = buf.slice(at + 2);
+    const id = /^id: (\d+)$/m.exec(block)?.[1];
+    const event = /^event: (\w+)$/m.exec(block)?.[1];
+    const data = /^data: (.*)$/m.exec(block)?.[1];
+    if (id !== undefined && event !== undefined && data !== undefined) frames.push({ id: Number(id), event, data: JSON.parse(data) as Record<string, unknown> });
+  }
+  return { frames, rest: buf };
+}
+
+/**
+ * A /v2 task's event stream read as an EventSource reads it: through `base`, reconnecting with
+ * Last-Event-ID (after 100 ms) whenever the stream ends without a terminal frame or cannot be
+ * opened, until the terminal frame. `onFrame` sees every frame as it comes.
+ */
+async function readTask(base: string, id: string, onFrame: (f: Frame) => void): Promise<{ frames: Frame[]; reconnects: number }> {
+  const frames: Frame[] = [];
+  let last: number | undefined;
+  let reconnects = -1;
+  for (;;) {
+    reconnects += 1;
+    try {
+      const res = await fetch(`${base}/v2/tasks/${id}/events`, { headers: { ...headers, ...(last !== undefined ? { 'last-event-id': String(last) } : {}) } });
+      if (res.status === 200 && res.body !== null) {
+        let buf = '';
+        const decoder = new TextDecoder();
+        for await (const chunk of res.body) {
+          const parsed = parseFrames(buf + decoder.decode(chunk as Uint8Array, { stream: true }));
+          buf = parsed.rest;
+          for (const f of parsed.frames) {
+            frames.push(f);
+            last = f.id;
+            onFrame(f);
+            if (f.event === 'end' || f.event === 'error') return { frames, reconnects };
+          }
+        }
+      } else {
+        await res.body?.cancel();
+      }
+    } catch {
+      // the stream broke (its replica died): reconnect
+    }
+    await sleep(100);
+  }
+}
+
+async function admit(url: string, body: Record<string, unknown>): Promise<string> {
+  const res = await fetch(`${url}/v2/tasks`, { method: 'POST', headers, body: JSON.stringify({ model_ref: 'synthetic', ...body }) });
+  expect(res.status, await res.clone().text()).toBe(202);
+  return ((await res.json()) as { task_id: string }).task_id;
+}
+
+describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
+  it(
+    'its running /v2 stream resumes on another replica with no gap, no duplicate and one generation; its queued tasks run elsewhere in priority order',
+    async () => {
+      const up = await startUp(dir, 'failover', TOKEN, ['--replicas', '3', '--state-dir', join(dir, 'failover-state')]);
+      const replicaUrl = (id: string): string => new RegExp(`replica ${id}\\s+(http://\\S+)`).exec(up.text())?.[1] ?? '';
+      const [r1, r2] = [replicaUrl('r1'), replicaUrl('r2')];
+      expect(r1).toMatch(/^http:/);
+      // both slots busy: a long task owned by r1 (the one to resume) and one owned by r2
+      const long = await admit(r1, { prompt: 'Write a long story', max_tokens: 3500 });
+      const other = await admit(r2, { prompt: 'Write a story', max_tokens: 1200 });
+      await until('both long tasks to stream', () => up.text().includes(`Streaming task ${long}`) && up.text().includes(`Streaming task ${other}`), 60_000, up.text);
+      // queued behind them, owned by r1: a batch task first, then an interactive one
+      const batch = await admit(r1, { prompt: 'Write a haiku', max_tokens: 24, priority: 'batch' });
+      const inter = await admit(r1, { prompt: 'Write a haiku', max_tokens: 24, priority: 'interactive' });
+      let killedAt = 0;
+      let resumedAt = 0;
+      let tokensBeforeKill = 0;
+      const reads = [long, other, batch, inter].map((id) =>
+        readTask(up.base, id, (f) => {
+          if (id !== long || f.event !== 'token') return;
+          if (killedAt === 0) tokensBeforeKill += 1;
+          else if (resumedAt === 0) resumedAt = Date.now();
+        }),
+      );
+      await until('the long task to stream 20 tokens', () => tokensBeforeKill >= 20, 60_000, up.text);
+      const pid = descendants(up.llorch.pid!).find((p) => replicaId(p) === 'r1' && cmdline(p).includes('orchestratord'));
+      expect(pid).toBeDefined();
+      process.kill(pid!, 'SIGKILL');
+      killedAt = Date.now();
+      const all = await Promise.race([Promise.all(reads), sleep(90_000).then(() => undefined)]);
+      const relevant = (): string =>
+        up
+          .text()
+          .split('\n')
+          .filter((l) => [long, other, batch, inter].some((id) => l.includes(id)) || /Took over|orphan|exited|restarted|WARN|ERROR/.test(l))
+          .join('\n');
+      expect(all, `the four streams did not end within 90 s of the kill\n${relevant()}`).toBeDefined();
+      const [longRead, otherRead, batchRead, interRead] = all!;
+
+      // the resumed stream: every token index once, in order, one end that counts them all
+      const tokens = longRead.frames.filter((f) => f.event === 'token');
+      expect(tokens.map((f) => f.data.i)).toEqual(tokens.map((_, i) => i));
+      expect(new Set(longRead.frames.map((f) => f.id)).size).toBe(longRead.frames.length);
+      const end = longRead.frames.at(-1)!;
+      expect(end, JSON.stringify(end)).toMatchObject({ event: 'end', data: { tokens_out: tokens.length } });
+      expect(longRead.reconnects).toBeGreaterThan(0);
+      // one generation: a survivor re-attached to the node's dispatch, none placed the task again
+      expect(up.text()).toMatch(new RegExp(`Took over running task ${long}`));
+      expect(up.text().match(new RegExp(`Placed task ${long}`, 'g')) ?? []).toHaveLength(1);
+      // the others: complete, each ended once
+      for (const r of [otherRead, batchRead, interRead]) expect(r.frames.filter((f) => f.event === 'end' || f.event === 'error').map((f) => f.event)).toEqual(['end']);
+      // the dead replica's queued tasks were taken over (by the survivors or the restarted r1) and placed, the interactive one first
+      for (const id of [batch, inter]) expect(up.text()).toMatch(new RegExp(`Took over queued task ${id}`));
+      const placed = [...up.text().matchAll(/\[orchestratord (r\d)\] Placed task ([0-9a-f-]{36})/g)].filter((m) => m[2] === batch || m[2] === inter);
+      expect(placed.map((m) => m[2])).toEqual([inter, batch]);
+      console.log(
+        `replica r1 SIGKILLed after ${tokensBeforeKill} tokens of a ${tokens.length}-token stream: the client's next token ${resumedAt - killedAt} ms later ` +
+          `(${longRead.reconnects} reconnects; owner lease 2 s = 2 heartbeat intervals); its 2 queued tasks ran on ${placed.map((m) => m[1]).join(', ')}`,
+      );
+      up.llorch.kill('SIGTERM');
+      await Promise.race([up.llorch, sleep(60_000)]);
+    },
+    4 * 60_000,
+  );
+});
