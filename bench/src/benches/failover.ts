@@ -55,17 +55,23 @@ function adoptFigures(trials: readonly AdoptionTrial[] | undefined, missing: str
     return {
       resume_p50: f('Replica SIGKILL → clients resumed (first new token), p50', Number.NaN, 'intervals', why),
       resume_p99: f('Replica SIGKILL → clients resumed, p99', Number.NaN, 'intervals', why),
-      queued_redistributed_max: f("Replica SIGKILL → its queued tasks' first token on a survivor, max", Number.NaN, 'intervals', why),
+      queued_redistributed_max: f('Replica SIGKILL → its queued tasks adopted by a survivor, max', Number.NaN, 'intervals', why),
     };
   }
   const streams = trials.flatMap((t) => t.streams);
-  const resumed = summarize(streams.map((s) => s.resumedMs / HEARTBEAT_MS));
-  const queuedStart = summarize(trials.flatMap((t) => t.queued.map((q) => q.startMs / HEARTBEAT_MS)));
-  const faults = streams.reduce((a, s) => a + s.gaps + s.duplicates + (s.ends === 1 ? 0 : 1), 0) + trials.flatMap((t) => t.queued).filter((q) => q.ends !== 1).length;
+  const queued = trials.flatMap((t) => t.queued);
+  const iv = (ms: number): number => ms / HEARTBEAT_MS;
+  const resumed = summarize(streams.map((s) => iv(s.resumedMs)));
+  const faults = streams.reduce((a, s) => a + s.gaps + s.duplicates + (s.ends === 1 ? 0 : 1), 0) + queued.filter((q) => q.ends !== 1).length;
+  const firstStart = trials.map((t) => Math.min(...t.queued.map((q) => q.startMs)));
+  const lastStart = trials.map((t) => Math.max(...t.queued.map((q) => q.startMs)));
   return {
     resume_p50: f('Replica SIGKILL → clients resumed (first new token), p50', resumed.p50, 'intervals'),
     resume_p99: f('Replica SIGKILL → clients resumed, p99', resumed.p99, 'intervals'),
-    queued_redistributed_max: f("Replica SIGKILL → its queued tasks' first token on a survivor, max", queuedStart.max, 'intervals'),
+    queued_redistributed_max: f('Replica SIGKILL → its queued tasks adopted by a survivor, max', Math.max(...queued.map((q) => iv(q.adoptedMs))), 'intervals'),
+    queued_first_start_max: f('Replica SIGKILL → first queued task started on a survivor (first token), max', iv(Math.max(...firstStart)), 'intervals'),
+    queued_last_start_max: f('Replica SIGKILL → last queued task started (4 in turn on 1 slot), max', iv(Math.max(...lastStart)), 'intervals'),
+    streams_adopted_max: f('Replica SIGKILL → its running streams adopted by a survivor, max', Math.max(...streams.map((x) => iv(x.adoptedMs))), 'intervals'),
     adopt_faults: f('Token gaps, duplicates, and tasks not ended exactly once', faults, 'faults'),
     queued_out_of_order: f('Trials whose queued tasks started out of priority order', trials.filter((t) => t.startOrder.join() !== t.expectedOrder.join()).length, 'trials'),
   };
@@ -140,7 +146,7 @@ export const failoverBench: Bench = {
         adopt.push(await adoptionTrial(ctx, token, HEARTBEAT_MS, t, 4, 4));
         const x = adopt.at(-1) as AdoptionTrial;
         ctx.log(
-          `failover: replica SIGKILL trial ${t + 1}: resumed ${x.streams.map((s) => Math.round(s.resumedMs)).join('/')} ms, queued started ${x.queued.map((q) => Math.round(q.startMs)).join('/')} ms in order ${x.startOrder.join(',')} (expected ${x.expectedOrder.join(',')})`,
+          `failover: replica SIGKILL trial ${t + 1}: streams adopted ${x.streams.map((s) => Math.round(s.adoptedMs)).join('/')} ms, resumed ${x.streams.map((s) => Math.round(s.resumedMs)).join('/')} ms; queued adopted ${x.queued.map((q) => Math.round(q.adoptedMs)).join('/')} ms, started ${x.queued.map((q) => Math.round(q.startMs)).join('/')} ms in order ${x.startOrder.join(',')} (expected ${x.expectedOrder.join(',')})`,
         );
       }
       details.adopt = { model: ADOPT_MODEL, queue_model: ADOPT_QUEUE_MODEL, trials: adopt };
@@ -154,7 +160,7 @@ export const failoverBench: Bench = {
     }
     Object.assign(figures, adoptFigures(adopt, missing));
     methods.push(
-      `(4) Replica SIGKILL, heartbeat ${HEARTBEAT_MS} ms: 3 replicas on one redis-server behind nginx (round-robin), one pool-managerd (real llama-server, ${ADOPT_MODEL}) registered through nginx with pool \`as\` (4 slots, continuous batching) and pool \`aq\` (1 slot, ${ADOPT_QUEUE_MODEL}, held by a /v1 stream through replica a). Replica a admits 4 long /v2 generations on \`as\` and then 4 /v2 tasks on \`aq\` (2 batch, then 2 interactive), so it owns them all; after ~1 s plus a random heartbeat phase it is SIGKILLed. Each client reconnects through nginx 100 ms after its stream broke with Last-Event-ID, as an EventSource would; resumed = kill → first new token frame per stream; no gap or duplicate token index \`i\` and exactly one \`end\` per task; queued = kill → first token of each queued task, and their start order against interactive-then-batch, each by admission. Runs only on a build with replica adoption (code outside the store implementations calls the task ownership store's \`lapsed\`, which finds orphaned tasks); otherwise the rows say not measured.`,
+      `(4) Replica SIGKILL, heartbeat ${HEARTBEAT_MS} ms: 3 replicas on one redis-server behind nginx (round-robin), one pool-managerd (real llama-server, ${ADOPT_MODEL}) registered through nginx with pool \`as\` (4 slots, continuous batching) and pool \`aq\` (1 slot, ${ADOPT_QUEUE_MODEL}, held by a /v1 stream through replica a). Replica a admits 4 long /v2 generations on \`as\` and then 4 /v2 tasks on \`aq\` (2 batch, then 2 interactive), so it owns them all; after ~1 s plus a random heartbeat phase it is SIGKILLed. Each client reconnects through nginx 100 ms after its stream broke with Last-Event-ID, as an EventSource would; resumed = kill → the first token frame on a connection opened after the kill, per stream; no gap or duplicate token index \`i\` and exactly one \`end\` per task; adopted = kill → the survivor's \`orphaned task adopted\` log line for the task (ms resolution); queued tasks started = kill → their first token (on one slot they run one after another, 8 tokens each), and their start order against interactive-then-batch, each by admission. 3 trials, fresh processes each. Runs only on a build with replica adoption (code outside the store implementations calls the task ownership store's \`lapsed\`, which finds orphaned tasks); otherwise the rows say not measured.`,
     );
     details.load_avg_at_end = loadavg().map((l) => round(l, 2));
     return { method: methods.join(' '), samples, figures, details, notes };

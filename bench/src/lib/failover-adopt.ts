@@ -27,6 +27,8 @@ export const ADOPT_MODEL = 'synthetic:llama?layers=2&embd=128&heads=4&ff=8192&ct
 const STREAM_POOL = 'as';
 const QUEUE_POOL = 'aq';
 const RETRY_MS = 100;
+/** The synthetic model's tokenizer is llama's SPM vocab: `</s>` is token 2. Banned, so no generation ends early by chance. */
+const NO_EOS = { '2': -100 };
 
 /**
  * The queue pool's model: as slow, but another model ref, so that the /v1 stream holding its slot
@@ -57,8 +59,30 @@ export function adoptionMissing(orchestratordMain: string): string | undefined {
 }
 
 export interface AdoptionTrial {
-  streams: Array<{ taskId: string; resumedMs: number; gaps: number; duplicates: number; ends: number; errors: string[]; connections: number; tokens: number; refusals: string[] }>;
-  queued: Array<{ taskId: string; priority: string; admittedIndex: number; startMs: number; tokensBeforeKill: number; ends: number; errors: string[] }>;
+  streams: Array<{
+    taskId: string;
+    adoptedMs: number;
+    resumedMs: number;
+    gaps: number;
+    duplicates: number;
+    ends: number;
+    errors: string[];
+    connections: number;
+    tokens: number;
+    refusals: string[];
+  }>;
+  queued: Array<{
+    taskId: string;
+    priority: string;
+    admittedIndex: number;
+    /** Kill → a survivor's `orphaned task adopted` line for it, ms (its log's clock, ms resolution). */
+    adoptedMs: number;
+    adoptedBy: string | undefined;
+    startMs: number;
+    tokensBeforeKill: number;
+    ends: number;
+    errors: string[];
+  }>;
   /** Queued tasks in the order their first token arrived (admission indices). */
   startOrder: number[];
   /** The order they should start in: interactive before batch, each by admission. */
@@ -131,14 +155,23 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     const pin = (pool: string) => ({ mode: 'pin', pin_pool_id: pool });
     const streamIds: string[] = [];
     for (let s = 0; s < streams; s++) {
-      streamIds.push(await admit(victim.url, token, { model_ref: ADOPT_MODEL, prompt: `Tell a long story, number ${s}.`, max_tokens: 1500, placement: pin(STREAM_POOL) }));
+      streamIds.push(
+        await admit(victim.url, token, {
+          model_ref: ADOPT_MODEL,
+          prompt: `Tell a long story, number ${s}.`,
+          max_tokens: 1500,
+          sampling: { logit_bias: NO_EOS },
+          placement: pin(STREAM_POOL),
+        }),
+      );
     }
     const streamFollows = streamIds.map(follow);
-    // the queue pool's one slot, held by a /v1 stream through replica a (no resume in OpenAI's protocol)
-    const blocker = request(`${victim.url}/v1/chat/completions`, {
+    // the queue pool's one slot, held by a /v1 stream through replica a (no resume in OpenAI's
+    // protocol); `</s>` banned: the random synthetic model may end a generation at any token
+    const blocker = request(`${victim.url}/v1/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: ADOPT_QUEUE_MODEL, messages: [{ role: 'user', content: 'Hold the slot.' }], max_tokens: 2000, stream: true }),
+      body: JSON.stringify({ model: ADOPT_QUEUE_MODEL, prompt: 'Hold the slot with a long story.', max_tokens: 1500, logit_bias: NO_EOS, stream: true }),
       dispatcher: agent,
     }).then(
       (r) => r.body.dump().catch(() => undefined),
@@ -154,14 +187,24 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     // mid-generation, at a random heartbeat phase
     await sleep(1000 + Math.random() * heartbeatMs);
     killAt = performance.now();
+    const killEpoch = performance.timeOrigin + killAt;
     victim.signal('SIGKILL');
     const [streamRuns, queuedRuns] = await Promise.all([Promise.all(streamFollows), Promise.all(queuedFollows)]);
     await blocker;
+    // when a survivor took each task: its `orphaned task adopted` line
+    const adopted = new Map<string, { at: number; by: string }>();
+    for (const [i, r] of replicas.entries()) {
+      if (i === 0) continue;
+      for (const l of r.logs()) {
+        if (l.msg === 'orphaned task adopted' && typeof l.task_id === 'string' && typeof l.time === 'number') adopted.set(l.task_id, { at: l.time - killEpoch, by: r.name });
+      }
+    }
     const streamsOut = streamRuns.map((t) => {
       // the first token on a connection opened after the kill (frames already in flight on the first one do not count)
       const resumed = t.tokenConnection.findIndex((c) => c > 1);
       return {
         taskId: t.taskId,
+        adoptedMs: adopted.get(t.taskId)?.at ?? Number.POSITIVE_INFINITY,
         resumedMs: resumed < 0 ? Number.POSITIVE_INFINITY : (t.tokenAt[resumed] as number) - killAt,
         ...indexFaults(t.indices),
         ends: t.terminals.filter((x) => x.event === 'end').length,
@@ -175,6 +218,8 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
       taskId: t.taskId,
       priority: priorities[q] as string,
       admittedIndex: q,
+      adoptedMs: adopted.get(t.taskId)?.at ?? Number.POSITIVE_INFINITY,
+      adoptedBy: adopted.get(t.taskId)?.by,
       startMs: (t.tokenAt[0] ?? Number.POSITIVE_INFINITY) - killAt,
       // > 0: it was not queued when replica a died (the trial's premise failed)
       tokensBeforeKill: t.tokenAt.filter((at) => at <= killAt).length,
