@@ -59,12 +59,16 @@ function adoptFigures(trials: readonly AdoptionTrial[] | undefined, missing: str
     };
   }
   const streams = trials.flatMap((t) => t.streams);
-  const queued = trials.flatMap((t) => t.queued);
+  // a queued task that had tokens before the kill was not queued when its replica died: it says nothing about redistribution
+  const stillQueued = (t: AdoptionTrial): AdoptionTrial['queued'] => t.queued.filter((q) => q.tokensBeforeKill === 0);
+  const queued = trials.flatMap(stillQueued);
   const iv = (ms: number): number => ms / HEARTBEAT_MS;
   const resumed = summarize(streams.map((s) => iv(s.resumedMs)));
-  const faults = streams.reduce((a, s) => a + s.gaps + s.duplicates + (s.ends === 1 ? 0 : 1), 0) + queued.filter((q) => q.ends !== 1).length;
-  const firstStart = trials.map((t) => Math.min(...t.queued.map((q) => q.startMs)));
-  const lastStart = trials.map((t) => Math.max(...t.queued.map((q) => q.startMs)));
+  const faults = streams.reduce((a, s) => a + s.gaps + s.duplicates + (s.ends === 1 ? 0 : 1), 0) + trials.flatMap((t) => t.queued).filter((q) => q.ends !== 1).length;
+  // start times and order only where every queued task was still queued at the kill
+  const judged = trials.filter((t) => stillQueued(t).length === t.queued.length);
+  const firstStart = judged.map((t) => Math.min(...stillQueued(t).map((q) => q.startMs)));
+  const lastStart = judged.map((t) => Math.max(...stillQueued(t).map((q) => q.startMs)));
   return {
     resume_p50: f('Replica SIGKILL → clients resumed (first new token), p50', resumed.p50, 'intervals'),
     resume_p99: f('Replica SIGKILL → clients resumed, p99', resumed.p99, 'intervals'),
@@ -73,7 +77,7 @@ function adoptFigures(trials: readonly AdoptionTrial[] | undefined, missing: str
     queued_last_start_max: f('Replica SIGKILL → last queued task started (4 in turn on 1 slot), max', iv(Math.max(...lastStart)), 'intervals'),
     streams_adopted_max: f('Replica SIGKILL → its running streams adopted by a survivor, max', Math.max(...streams.map((x) => iv(x.adoptedMs))), 'intervals'),
     adopt_faults: f('Token gaps, duplicates, and tasks not ended exactly once', faults, 'faults'),
-    queued_out_of_order: f('Trials whose queued tasks started out of priority order', trials.filter((t) => t.startOrder.join() !== t.expectedOrder.join()).length, 'trials'),
+    queued_out_of_order: f('Trials whose queued tasks started out of priority order', judged.filter((t) => t.startOrder.join() !== t.expectedOrder.join()).length, 'trials'),
   };
 }
 

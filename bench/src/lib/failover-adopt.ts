@@ -174,7 +174,14 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
       body: JSON.stringify({ model: ADOPT_QUEUE_MODEL, prompt: 'Hold the slot with a long story.', max_tokens: 1500, logit_bias: NO_EOS, stream: true }),
       dispatcher: agent,
     }).then(
-      (r) => r.body.dump().catch(() => undefined),
+      // read to the end (not `dump()`, which gives up after 128 KiB and so disconnects the client)
+      async (r) => {
+        try {
+          for await (const chunk of r.body) void chunk;
+        } catch {
+          // replica a dies under it: that is the point
+        }
+      },
       () => undefined,
     );
     await sleep(500);
