@@ -97,8 +97,8 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
       const [r1, r2] = [replicaUrl('r1'), replicaUrl('r2')];
       expect(r1).toMatch(/^http:/);
       // both slots busy: a long task owned by r1 (the one to resume) and one owned by r2
-      const long = await admit(r1, { prompt: 'Write a long story', max_tokens: 3500 });
-      const other = await admit(r2, { prompt: 'Write a story', max_tokens: 1200 });
+      const long = await admit(r1, { prompt: 'Write a long story', max_tokens: 500 });
+      const other = await admit(r2, { prompt: 'Write a story', max_tokens: 400 });
       await until('both long tasks to stream', () => up.text().includes(`Streaming task ${long}`) && up.text().includes(`Streaming task ${other}`), 60_000, up.text);
       // queued behind them, owned by r1: a batch task first, then an interactive one
       const batch = await admit(r1, { prompt: 'Write a haiku', max_tokens: 24, priority: 'batch' });
@@ -118,6 +118,10 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
       expect(pid).toBeDefined();
       process.kill(pid!, 'SIGKILL');
       killedAt = Date.now();
+      let tookOverAt = 0;
+      void until('a survivor to take the long task over', () => (tookOverAt ||= up.text().includes(`Took over running task ${long}`) ? Date.now() : 0) > 0, 60_000, up.text).catch(
+        () => undefined,
+      );
       const all = await Promise.race([Promise.all(reads), sleep(90_000).then(() => undefined)]);
       const relevant = (): string =>
         up
@@ -126,26 +130,47 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
           .filter((l) => [long, other, batch, inter].some((id) => l.includes(id)) || /Took over|orphan|exited|restarted|WARN|ERROR/.test(l))
           .join('\n');
       expect(all, `the four streams did not end within 90 s of the kill\n${relevant()}`).toBeDefined();
-      const [longRead, otherRead, batchRead, interRead] = all!;
+      const [longRead, otherRead, batchRead, interRead] = all as [
+        Awaited<(typeof reads)[number]>,
+        Awaited<(typeof reads)[number]>,
+        Awaited<(typeof reads)[number]>,
+        Awaited<(typeof reads)[number]>,
+      ];
 
       // the resumed stream: every token index once, in order, one end that counts them all
       const tokens = longRead.frames.filter((f) => f.event === 'token');
-      expect(tokens.map((f) => f.data.i)).toEqual(tokens.map((_, i) => i));
+      const seen = longRead.frames.map((f) => `${f.id}:${f.event}${f.event === 'token' ? `#${String(f.data.i)}` : ''}`).join(' ');
+      expect(
+        tokens.map((f) => f.data.i),
+        `frames (id:event#i): ${seen}\n${relevant()}`,
+      ).toEqual(tokens.map((_, i) => i));
       expect(new Set(longRead.frames.map((f) => f.id)).size).toBe(longRead.frames.length);
       const end = longRead.frames.at(-1)!;
-      expect(end, JSON.stringify(end)).toMatchObject({ event: 'end', data: { tokens_out: tokens.length } });
+      expect(end, JSON.stringify(end)).toMatchObject({ event: 'end', data: { finish_reason: 'length' } });
+      // the engine counts tokens, the stream pieces of text: a piece may hold more than one token
+      expect(end.data.tokens_out).toBeGreaterThanOrEqual(tokens.length);
+      expect(tokens.length).toBeGreaterThan(tokensBeforeKill);
       expect(longRead.reconnects).toBeGreaterThan(0);
       // one generation: a survivor re-attached to the node's dispatch, none placed the task again
       expect(up.text()).toMatch(new RegExp(`Took over running task ${long}`));
       expect(up.text().match(new RegExp(`Placed task ${long}`, 'g')) ?? []).toHaveLength(1);
+      const poolUrl = /\[pool-managerd\] listening\s+\(url=(http:\/\/[^)\s]+)\)/.exec(up.text())?.[1];
+      const metrics = await (await fetch(`${poolUrl}/metrics`, { headers })).text();
+      expect(metrics).toMatch(/llorch_dispatch_reattach_total\{[^}]*outcome="reattached"[^}]*\} 1/);
       // the others: complete, each ended once
-      for (const r of [otherRead, batchRead, interRead]) expect(r.frames.filter((f) => f.event === 'end' || f.event === 'error').map((f) => f.event)).toEqual(['end']);
+      for (const r of [otherRead, batchRead, interRead]) {
+        const terminals = r.frames.filter((f) => f.event === 'end' || f.event === 'error');
+        expect(
+          terminals.map((f) => f.event),
+          `${JSON.stringify(terminals)}\n${relevant()}`,
+        ).toEqual(['end']);
+      }
       // the dead replica's queued tasks were taken over (by the survivors or the restarted r1) and placed, the interactive one first
       for (const id of [batch, inter]) expect(up.text()).toMatch(new RegExp(`Took over queued task ${id}`));
       const placed = [...up.text().matchAll(/\[orchestratord (r\d)\] Placed task ([0-9a-f-]{36})/g)].filter((m) => m[2] === batch || m[2] === inter);
       expect(placed.map((m) => m[2])).toEqual([inter, batch]);
       console.log(
-        `replica r1 SIGKILLed after ${tokensBeforeKill} tokens of a ${tokens.length}-token stream: the client's next token ${resumedAt - killedAt} ms later ` +
+        `replica r1 SIGKILLed after ${tokensBeforeKill} tokens of a ${tokens.length}-token stream: taken over ${tookOverAt - killedAt} ms later, the client's next token ${resumedAt - killedAt} ms later ` +
           `(${longRead.reconnects} reconnects; owner lease 2 s = 2 heartbeat intervals); its 2 queued tasks ran on ${placed.map((m) => m[1]).join(', ')}`,
       );
       up.llorch.kill('SIGTERM');

@@ -8,10 +8,12 @@ import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
  * cluster sends the task back to the head of the queue (no retry spent); the pool is not marked
  * saturated — the grant's answer and the lease signals already give this replica's view of it the
  * slots the others hold, and a mark would keep it from a slot freed a moment later. A store that
- * cannot be reached fails the task as retriable STORE_UNAVAILABLE.
+ * cannot be reached fails the task as retriable STORE_UNAVAILABLE. A `resumed` attempt (a task taken
+ * over from a dead replica, re-attaching to its generation) takes its lease whatever the count: its
+ * generation holds the slot already, and the dead replica's lease for it may not have lapsed yet.
  */
-export function withClusterLease(leases: ClusterSlotLeases, view: PoolView, taskId: string, run: () => Promise<AttemptOutcome>): Promise<AttemptOutcome> {
-  return leases.acquire(candidateKey(view), view.slots_total, taskId).then(
+export function withClusterLease(leases: ClusterSlotLeases, view: PoolView, taskId: string, run: () => Promise<AttemptOutcome>, resumed = false): Promise<AttemptOutcome> {
+  return leases.acquire(candidateKey(view), resumed ? Number.MAX_SAFE_INTEGER : view.slots_total, taskId).then(
     (leaseId): Promise<AttemptOutcome> | AttemptOutcome => {
       if (leaseId === undefined) {
         return { kind: 'retry', code: 'POOL_UNREADY', message: `every slot of pool ${view.pool_id} is leased across the cluster`, penalty: 'leased' };

@@ -267,7 +267,7 @@ export class TaskService {
   #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort, resume: boolean): Promise<AttemptOutcome> {
     const leases = this.#clusterLeases;
     const run = (): Promise<AttemptOutcome> => this.#runAttempt(task, view, controller, resume);
-    return leases === undefined ? run() : withClusterLease(leases, view, task.id, run);
+    return leases === undefined ? run() : withClusterLease(leases, view, task.id, run, resume);
   }
 
   /**

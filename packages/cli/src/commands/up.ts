@@ -8,6 +8,7 @@ import { detectPdeathsigPrefix } from '../pdeathsig.js';
 import { UpProgress } from './up-progress.js';
 import { STOPPING_LINE, dashboardUrl, listeningUrl, relay, type Child } from './up-output.js';
 import { upSummary, waitReady } from './up-ready.js';
+import { nodeHeartbeatEnv } from './node-heartbeat.js';
 import { upReplicas } from './up-replicas.js';
 
 export { humanLogLine, listeningUrl, dashboardUrl, STOPPING_LINE } from './up-output.js';
@@ -56,7 +57,7 @@ export async function up(opts: UpOptions): Promise<void> {
   for (const f of [orchMain, poolMain]) {
     if (!existsSync(f)) throw new CliError(`${f} is missing: run \`pnpm build\` (scripts/dev.sh up does it for you)`);
   }
-  const env = { ...process.env, LLORCH_CACHE_DIR: opts.cacheDir, ...(opts.token ? { LLORCH_API_TOKEN: opts.token } : {}) };
+  const env = { ...process.env, LLORCH_CACHE_DIR: opts.cacheDir, ...(opts.token ? { LLORCH_API_TOKEN: opts.token } : {}), ...nodeHeartbeatEnv(opts.config, process.env) };
   // past pool-managerd's own 15 s grace: its orderly shutdown decides, SIGKILL is the backstop
   const common = { reject: false, stdout: 'pipe', stderr: 'pipe', cleanup: true, detached: true, forceKillAfterDelay: 20_000 } as const;
   const target: Target = { url: `http://${opts.addr}`, token: opts.token };
