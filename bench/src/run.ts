@@ -20,6 +20,8 @@ regenerates the Performance table in README.md from every result file present.
   --clients=N --deadline-ms=N --max-tokens=N  flood: a smaller or different flood (a diagnostic run)
   --trials=N   flood: N floods per variant (alternating order with --baseline)
   --baseline=PATH  flood: also run this orchestratord build (dist/main.js) first, for a before/after
+  --parts=a,b  failover: only these parts (sigstop, redis, rolling, adopt)
+  --adopt-anyway=1  failover: run the replica SIGKILL trial on a build without replica adoption (harness check)
 Env LLORCH_BENCH_ORCHESTRATORD / LLORCH_BENCH_POOL_MANAGERD: run another build of a daemon (to measure
 a proposed change; such runs, like --quick/--cpu-prof/--node-flags, write under bench/.work only).`;
 
@@ -100,8 +102,13 @@ async function main(argv: string[]): Promise<number> {
         await writeResult(paths.resultsDir, result);
       }
       for (const row of result.rows) {
-        const t = row.target === undefined ? '' : ` (target ${row.target.op} ${row.target.value} ${row.target.unit}: ${row.met === true ? 'met' : 'MISSED'})`;
-        say(`  ${row.label}: ${Number.isFinite(row.value) ? Math.round(row.value * 1000) / 1000 : 'n/a'} ${row.unit}${t}`);
+        const t =
+          row.target === undefined
+            ? ''
+            : ` (target ${row.target.op} ${row.target.value} ${row.target.unit}: ${row.met === undefined ? 'not measured' : row.met ? 'met' : 'MISSED'})`;
+        const value =
+          row.notMeasured !== undefined ? `not measured: ${row.notMeasured}` : `${Number.isFinite(row.value) ? Math.round(row.value * 1000) / 1000 : 'n/a'} ${row.unit}`;
+        say(`  ${row.label}: ${value}${t}`);
       }
       say(`✔ ${name} in ${result.duration_s} s; targets ${result.met ? 'met' : 'NOT met'}`);
     } catch (err) {

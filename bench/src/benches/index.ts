@@ -2,6 +2,7 @@ import type { Bench } from '../lib/context.js';
 import { admissionBench } from './admission.js';
 import { cancelBench } from './cancel.js';
 import { chatBench } from './chat.js';
+import { chatReplicasBench } from './chat-replicas.js';
 import { failoverBench } from './failover.js';
 import { floodBench } from './flood.js';
 import { placementBench } from './placement.js';
@@ -10,8 +11,8 @@ import { relayBench } from './relay.js';
 import { replicasBench } from './replicas.js';
 import { streamsBench } from './streams.js';
 
-/** Run order as in the issues (issue 17 added `chat`, issue 25 `flood` and `replicas`); `relay` goes first, so a cold cache builds llama-server once there. */
-export const BENCH_ORDER: readonly string[] = ['relay', 'admission', 'streams', 'failover', 'cancel', 'placement', 'pool-start', 'chat', 'flood', 'replicas'];
+/** Run order as in the issues (issue 17 added `chat`, issue 25 `flood`, `replicas` and `chat-replicas`); `relay` goes first, so a cold cache builds llama-server once there. */
+export const BENCH_ORDER: readonly string[] = ['relay', 'admission', 'streams', 'failover', 'cancel', 'placement', 'pool-start', 'chat', 'chat-replicas', 'flood', 'replicas'];
 
 export const BENCHES: Readonly<Record<string, Bench>> = {
   relay: relayBench,
@@ -22,6 +23,7 @@ export const BENCHES: Readonly<Record<string, Bench>> = {
   placement: placementBench,
   'pool-start': poolStartBench,
   chat: chatBench,
+  'chat-replicas': chatReplicasBench,
   replicas: replicasBench,
   flood: floodBench,
 };

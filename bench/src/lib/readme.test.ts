@@ -38,6 +38,16 @@ describe('results and the README table', () => {
     expect(r.met).toBe(false);
   });
 
+  it('a figure not measured shows its reason, and its target is neither met nor missed', () => {
+    const r = buildResult({
+      ...{ name: 'failover', title: 'Failover', startedAt: 0, loadAtStart: [] },
+      targets: [{ figure: 'resumed', op: '<=', value: 2, unit: 'intervals' }],
+      outcome: { method: '', samples: {}, figures: { resumed: { label: 'clients resumed', value: Number.NaN, unit: 'intervals', notMeasured: 'not on this build' } }, details: {} },
+    });
+    expect(r.rows[0]?.met).toBeUndefined();
+    expect(renderSection([r])).toContain('| Failover | clients resumed | not measured: not on this build | ≤ 2 intervals |  |');
+  });
+
   it('renders one row per figure with its target and reproduce command', () => {
     const md = renderSection([result]);
     expect(md).toContain('| Relay overhead | added TTFT p50 | 0.5 ms | ≤ 1 ms | yes |');

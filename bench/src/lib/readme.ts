@@ -67,7 +67,7 @@ export function renderSection(results: readonly BenchResult[]): string {
     const machine = `${r.cores} cores, load ${r.load_avg_at_start[0] ?? '?'}${niceText}; ${r.date.slice(0, 10)}`;
     r.rows.forEach((row, i) => {
       lines.push(
-        `| ${i === 0 ? r.title : ''} | ${row.label} | ${fmt(row.value, row.unit)} | ${targetText(row)} | ${metText(row)} | ${i === 0 ? samples : ''} | ${i === 0 ? machine : ''} | ${i === 0 ? `\`pnpm bench ${r.name}\`` : ''} |`,
+        `| ${i === 0 ? r.title : ''} | ${row.label} | ${row.notMeasured === undefined ? fmt(row.value, row.unit) : `not measured: ${row.notMeasured}`} | ${targetText(row)} | ${metText(row)} | ${i === 0 ? samples : ''} | ${i === 0 ? machine : ''} | ${i === 0 ? `\`pnpm bench ${r.name}\`` : ''} |`,
       );
     });
   }

@@ -16,6 +16,8 @@ export interface Figure {
   readonly label: string;
   readonly value: number;
   readonly unit: string;
+  /** Why there is no value (the README shows `not measured: <reason>`, and the target is neither met nor missed). */
+  readonly notMeasured?: string;
 }
 
 export interface FigureRow extends Figure {
@@ -70,7 +72,7 @@ export function buildResult(args: { name: string; title: string; targets: readon
   const { outcome, targets } = args;
   const rows: FigureRow[] = Object.entries(outcome.figures).map(([key, f]) => {
     const target = targets.find((t) => t.figure === key);
-    return { key, ...f, target, met: target === undefined ? undefined : isMet(target, f.value) };
+    return { key, ...f, target, met: target === undefined || f.notMeasured !== undefined ? undefined : isMet(target, f.value) };
   });
   for (const t of targets) {
     if (outcome.figures[t.figure] === undefined) rows.push({ key: t.figure, label: t.figure, value: Number.NaN, unit: t.unit, target: t, met: false });
