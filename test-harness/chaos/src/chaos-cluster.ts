@@ -1,31 +1,13 @@
-import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
-import { stringify } from 'yaml';
-import { repoRoot } from '@llama-orch/e2e-haiku';
+import { fetchNodePools, readHandoffs, startChaosNode, type ChaosNode, type HandoffInfo, type NodePool } from './chaos-node.js';
+import { appMain, newToken } from './chaos-paths.js';
 import { startChaosDaemon, type CapturedLine, type ChaosDaemon, type DaemonExit } from './daemon.js';
 
-/** Built entry points the suite runs (the README test command builds them first). */
-export function appMain(app: 'orchestratord' | 'pool-managerd'): string {
-  const path = join(repoRoot(), 'apps', app, 'dist', 'main.js');
-  if (!existsSync(path)) throw new Error(`${path} is missing: run \`pnpm build\` first`);
-  return path;
-}
-
-/** Engine/model cache shared by every suite (`LLORCH_TEST_CACHE_DIR` or `<repo>/.cache/llama-orch`). */
-export function sharedCacheDir(): string {
-  const fromEnv = process.env.LLORCH_TEST_CACHE_DIR;
-  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : join(repoRoot(), '.cache', 'llama-orch');
-}
-
-/** A token of the product's minimum length plus noise, unique per run. */
-export function newToken(prefix: string): string {
-  return `${prefix}-${randomBytes(12).toString('hex')}`;
-}
+export { appMain, newToken, sharedCacheDir } from './chaos-paths.js';
 
 export interface ChaosClusterOptions {
   /** pool-managerd nodes, each with one pool `p<n>`. */
@@ -52,22 +34,7 @@ export interface ChaosClusterOptions {
   prefix?: string;
 }
 
-export interface ChaosNode {
-  id: string;
-  poolId: string;
-  runtimeDir: string;
-  configPath: string;
-  daemon: ChaosDaemon;
-}
-
-/** A handoff file as read from `<runtime_dir>/engines/*.json` (only the fields the suite uses). */
-export interface HandoffInfo {
-  file: string;
-  pool_id: string;
-  pid: number;
-  url: string;
-  provisioning_mode: string;
-}
+export type { ChaosNode, HandoffInfo } from './chaos-node.js';
 
 interface PoolsBody {
   pools?: Array<Record<string, unknown> & { pool_id: string; ready: boolean; state: string }>;
@@ -147,42 +114,7 @@ export class ChaosCluster {
   }
 
   async #startNode(n: number): Promise<ChaosNode> {
-    const id = `chaos-node-${n}`;
-    const poolId = `p${n}`;
-    const runtimeDir = join(this.workDir, id);
-    await mkdir(runtimeDir, { recursive: true });
-    const configPath = join(this.workDir, `${id}.yaml`);
-    await writeFile(
-      configPath,
-      stringify({
-        node: { id, addr: '127.0.0.1:0' },
-        orchestrator: { url: `http://127.0.0.1:${this.port}`, heartbeat_interval_ms: this.#opts.heartbeatMs },
-        api_token: this.token,
-        runtime_dir: runtimeDir,
-        cache_dir: this.#opts.cacheDir ?? sharedCacheDir(),
-        pools: [
-          {
-            id: poolId,
-            model: this.#opts.model ?? 'synthetic:llama',
-            gpu: 'off',
-            ctx: this.#opts.ctx ?? 2048,
-            slots: this.#opts.slots,
-            threads: this.#opts.threads ?? 1,
-          },
-        ],
-      }),
-    );
-    const daemon = await startChaosDaemon(
-      {
-        name: `pool-managerd:${id}`,
-        script: appMain('pool-managerd'),
-        args: ['--config', configPath],
-        env: { LOG_LEVEL: this.#opts.logLevel ?? 'info', LLORCH_CHAOS_RUN: this.workDir },
-        cwd: runtimeDir,
-      },
-      60_000,
-    );
-    const node = { id, poolId, runtimeDir, configPath, daemon };
+    const node = await startChaosNode({ ...this.#opts, n, workDir: this.workDir, token: this.token, orchestratorUrl: `http://127.0.0.1:${this.port}` });
     this.nodes.push(node);
     return node;
   }
@@ -242,39 +174,13 @@ export class ChaosCluster {
   }
 
   /** pool-managerd's own view of its pools (`GET /v2/pools` on the node). */
-  async nodePools(
-    node: ChaosNode,
-  ): Promise<
-    Array<Record<string, unknown> & { pool_id: string; ready: boolean; state: string; slots_total: number; slots_free: number; active_leases: number; engine_url?: string }>
-  > {
-    const res = await request(new URL('/v2/pools', node.daemon.url), { headers: this.auth });
-    const body = (await res.body.json()) as { pools: never[] };
-    if (res.statusCode !== 200) throw new Error(`${node.id} /v2/pools answered ${res.statusCode}`);
-    return body.pools;
+  nodePools(node: ChaosNode): Promise<NodePool[]> {
+    return fetchNodePools(node, this.auth);
   }
 
   /** Handoff files currently in a node's `<runtime_dir>/engines`. */
-  async handoffs(node: ChaosNode): Promise<HandoffInfo[]> {
-    const dir = join(node.runtimeDir, 'engines');
-    const out: HandoffInfo[] = [];
-    let names: string[];
-    try {
-      names = await readdir(dir);
-    } catch {
-      return out;
-    }
-    for (const name of names) {
-      if (!name.endsWith('.json') || name.startsWith('.')) continue;
-      try {
-        const json = JSON.parse(await readFile(join(dir, name), 'utf8')) as Record<string, unknown>;
-        if (typeof json.pid === 'number' && typeof json.url === 'string' && typeof json.pool_id === 'string') {
-          out.push({ file: join(dir, name), pool_id: json.pool_id, pid: json.pid, url: json.url, provisioning_mode: String(json.provisioning_mode) });
-        }
-      } catch {
-        // mid-rename or removed: the next poll sees it
-      }
-    }
-    return out;
+  handoffs(node: ChaosNode): Promise<HandoffInfo[]> {
+    return readHandoffs(node);
   }
 
   /** Stops every node (SIGTERM → they deregister and stop engines) then orchestratord. Idempotent. */

@@ -79,7 +79,7 @@ export interface ChaosReport {
   fault_problems: string[];
 }
 
-function planTask(index: number, rnd: () => number, opts: ChaosRunOptions, pools: readonly string[]): TaskPlan {
+export function planTask(index: number, rnd: () => number, opts: Pick<ChaosRunOptions, 'cancelRate' | 'disconnectRate' | 'maxTokens'>, pools: readonly string[]): TaskPlan {
   const r = rnd();
   const action: TaskPlan['action'] = r < opts.cancelRate ? 'cancel' : r < opts.cancelRate + opts.disconnectRate ? 'disconnect' : 'none';
   // Tasks that will be canceled get the upper third of the range, so most cancels land mid-stream
@@ -101,7 +101,7 @@ function planTask(index: number, rnd: () => number, opts: ChaosRunOptions, pools
   };
 }
 
-function bump(map: Record<string, number>, key: string): void {
+export function bump(map: Record<string, number>, key: string): void {
   map[key] = (map[key] ?? 0) + 1;
 }
 
@@ -110,7 +110,7 @@ function rssBound(start: number | undefined, end: number | undefined): boolean {
   return end <= Math.max(2 * start, start + 100 * 1024 * 1024);
 }
 
-async function getJson(url: URL, auth: Record<string, string>): Promise<{ status: number; body: unknown }> {
+export async function getJson(url: URL, auth: Record<string, string>): Promise<{ status: number; body: unknown }> {
   const res = await request(url, { headers: auth, headersTimeout: 5000, bodyTimeout: 5000 });
   const text = await res.body.text();
   let body: unknown = text;
@@ -346,7 +346,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
 }
 
 /** Polls `probe` until ok or the timeout; returns the last value either way. */
-async function settle<T>(probe: () => Promise<{ ok: boolean; value: T }>, timeoutMs: number): Promise<{ ok: boolean; value: T }> {
+export async function settle<T>(probe: () => Promise<{ ok: boolean; value: T }>, timeoutMs: number): Promise<{ ok: boolean; value: T }> {
   const deadline = Date.now() + timeoutMs;
   let last: { ok: boolean; value: T } | undefined;
   for (;;) {

@@ -4,7 +4,10 @@ import type { ChaosCluster, ChaosNode } from './chaos-cluster.js';
 import { cmdline, pidAlive } from './proc.js';
 import type { RestartWindow } from './task-invariants.js';
 
-export type FaultKind = 'kill_engine' | 'sigstop_node' | 'restart_orchestrator';
+export type FaultKind = 'kill_engine' | 'sigstop_node' | 'restart_orchestrator' | 'kill_replica' | 'kill_redis';
+
+/** What the engine and node faults need of a cluster (one orchestratord or replicas behind a balancer). */
+export type FaultTarget = Pick<ChaosCluster, 'url' | 'auth' | 'nodePools' | 'handoffs'>;
 
 /** One injected fault, what it hit and how the cluster recovered. */
 export interface FaultRecord {
@@ -18,7 +21,7 @@ export interface FaultRecord {
   problems: string[];
 }
 
-async function until<T>(what: () => Promise<T | undefined>, timeoutMs: number, everyMs = 50): Promise<T | undefined> {
+export async function until<T>(what: () => Promise<T | undefined>, timeoutMs: number, everyMs = 50): Promise<T | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const v = await what().catch(() => undefined);
@@ -28,24 +31,24 @@ async function until<T>(what: () => Promise<T | undefined>, timeoutMs: number, e
   return undefined;
 }
 
-async function nodeInfo(cluster: ChaosCluster, nodeId: string): Promise<{ state: string; lastSeen: number } | undefined> {
+async function nodeInfo(cluster: FaultTarget, nodeId: string): Promise<{ state: string; lastSeen: number } | undefined> {
   const res = await request(new URL('/v2/nodes', cluster.url), { headers: cluster.auth, headersTimeout: 5000, bodyTimeout: 5000 });
   const body = (await res.body.json()) as { nodes?: Array<{ node_id: string; state: string; last_seen: string }> };
   const n = body.nodes?.find((x) => x.node_id === nodeId);
   return n === undefined ? undefined : { state: n.state, lastSeen: Date.parse(n.last_seen) };
 }
 
-async function nodeState(cluster: ChaosCluster, nodeId: string): Promise<string | undefined> {
+async function nodeState(cluster: FaultTarget, nodeId: string): Promise<string | undefined> {
   return (await nodeInfo(cluster, nodeId))?.state;
 }
 
-async function poolReadyOnNode(cluster: ChaosCluster, node: ChaosNode): Promise<boolean> {
+async function poolReadyOnNode(cluster: FaultTarget, node: ChaosNode): Promise<boolean> {
   const pools = await cluster.nodePools(node);
   return pools.some((p) => p.pool_id === node.poolId && p.ready);
 }
 
 /** kill -9 of the node's managed llama-server (pid from its handoff file); waits for the restart. */
-export async function killEngine(cluster: ChaosCluster, node: ChaosNode): Promise<FaultRecord> {
+export async function killEngine(cluster: FaultTarget, node: ChaosNode): Promise<FaultRecord> {
   const rec: FaultRecord = { kind: 'kill_engine', at: new Date().toISOString(), target: `${node.id}/${node.poolId}`, pid: 0, details: {}, recoveredMs: undefined, problems: [] };
   const handoff = (await cluster.handoffs(node)).find((h) => h.pool_id === node.poolId && h.provisioning_mode === 'managed');
   if (handoff === undefined) {
@@ -77,7 +80,7 @@ export async function killEngine(cluster: ChaosCluster, node: ChaosNode): Promis
  * SIGSTOP of a pool-managerd until orchestratord marks its node offline (3 missed heartbeats)
  * and at least 3 × interval + margin passed, then SIGCONT; waits until it is online and ready.
  */
-export async function stopNode(cluster: ChaosCluster, node: ChaosNode, heartbeatMs: number): Promise<FaultRecord> {
+export async function stopNode(cluster: FaultTarget, node: ChaosNode, heartbeatMs: number): Promise<FaultRecord> {
   const pid = node.daemon.pid;
   const rec: FaultRecord = { kind: 'sigstop_node', at: new Date().toISOString(), target: node.id, pid, details: {}, recoveredMs: undefined, problems: [] };
   const timeoutMs = 3 * heartbeatMs;

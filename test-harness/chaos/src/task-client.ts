@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
 import { request, type Dispatcher } from 'undici';
 import { envelopeProblems } from './envelope.js';
@@ -29,7 +30,8 @@ export interface Frame {
 export interface TaskTrace {
   plan: TaskPlan;
   postedAt: number;
-  admission: { status: number | undefined; code: string | undefined; problems: string[]; error: string | undefined };
+  /** `body`: the start of a refusal's answer. */
+  admission: { status: number | undefined; code: string | undefined; problems: string[]; error: string | undefined; body?: string; duplicateOfRetry?: boolean };
   admitted: boolean;
   frames: Frame[];
   streamStatus: number | undefined;
@@ -45,6 +47,8 @@ export interface TaskTrace {
   disconnectedAt: number | undefined;
   /** Re-attach after a disconnect (with Last-Event-ID): what the rest of the frame log said. */
   resume: { status: number | undefined; code: string | undefined; error: string | undefined; frames: Frame[] } | undefined;
+  /** With `reconnect`: why each broken stream was reopened (`closed`, `error`, `status_<n>`), in order. */
+  reconnects: string[];
   endedAt: number;
 }
 
@@ -58,6 +62,12 @@ export interface TaskClientContext {
   timeoutMs: number;
   /** Called as soon as the 202 arrives (fault triggers count admissions, not stream ends). */
   onAdmitted?: () => void;
+  /**
+   * Reopen a stream that broke before its terminal frame (closed, connection error, 5xx) with
+   * `Last-Event-ID`, as an EventSource does, every `reconnect` ms, until the terminal frame, a 4xx
+   * or the timeout. Off: a broken stream is the end of the trace (single orchestratord runs).
+   */
+  reconnectMs?: number;
 }
 
 function taskBody(plan: TaskPlan, model: string): Record<string, unknown> {
@@ -114,6 +124,13 @@ async function readFrames(
   }
 }
 
+/** Why a stream without its terminal frame is worth reopening; undefined when it is not (4xx, 2xx). */
+function brokenBy(status: number | undefined, error: string | undefined, closed: boolean): string | undefined {
+  if (status !== undefined && status !== 200) return status >= 500 ? `status_${status}` : undefined;
+  if (error !== undefined) return 'error';
+  return closed ? 'closed' : undefined;
+}
+
 async function errorCode(text: string): Promise<string | undefined> {
   try {
     const j = JSON.parse(text) as { code?: unknown };
@@ -140,6 +157,7 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
     cancel: undefined,
     disconnectedAt: undefined,
     resume: undefined,
+    reconnects: [],
     endedAt: 0,
   };
   const base = ctx.baseUrl();
@@ -155,13 +173,19 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
     });
     const text = await res.body.text();
     trace.admission.status = res.statusCode;
-    if (res.statusCode !== 202) {
-      trace.admission.code = await errorCode(text);
+    const code = res.statusCode === 202 ? undefined : await errorCode(text);
+    if (ctx.reconnectMs !== undefined && res.statusCode === 400 && code === 'INVALID_PARAMS' && text.includes('already exists')) {
+      // Our own task_id: a balancer retried the POST after the replica that admitted it died before
+      // answering (HAProxy `retry-on empty-response`). It was admitted: follow it as an idempotent client would.
+      trace.admission.duplicateOfRetry = true;
+      sseUrl = new URL(`/v2/tasks/${encodeURIComponent(plan.taskId)}/events`, base).href;
+    } else if (res.statusCode !== 202) {
+      trace.admission.code = code;
+      trace.admission.body = text.slice(0, 300);
       trace.admission.problems = envelopeProblems(res.statusCode, res.headers, text);
       trace.endedAt = Date.now();
       return trace;
-    }
-    sseUrl = String((JSON.parse(text) as { streams: { sse: string } }).streams.sse);
+    } else sseUrl = String((JSON.parse(text) as { streams: { sse: string } }).streams.sse);
   } catch (err) {
     trace.admission.error = (err as Error).message;
     trace.endedAt = Date.now();
@@ -208,31 +232,44 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
       },
     );
   };
-  try {
-    const res = await request(sseUrl, {
-      method: 'GET',
-      dispatcher: ctx.dispatcher,
-      headers: { ...ctx.auth, accept: 'text/event-stream' },
-      signal: controller.signal,
-    });
-    trace.streamStatus = res.statusCode;
-    if (res.statusCode !== 200) {
-      trace.streamCode = await errorCode(await res.body.text());
-    } else {
-      const outcome = await readFrames(res.body, trace.frames, controller.signal, (f) => {
-        if (terminalSeen) trace.framesAfterTerminal += 1;
-        if (TERMINAL.has(f.event)) terminalSeen = true;
-        if (f.event === 'token') tokens += 1;
-        if ((f.event === 'started' && plan.actAfterTokens === 0) || (f.event === 'token' && tokens >= plan.actAfterTokens)) act();
+  const onFrame = (f: Frame): void => {
+    if (terminalSeen) trace.framesAfterTerminal += 1;
+    if (TERMINAL.has(f.event)) terminalSeen = true;
+    if (f.event === 'token') tokens += 1;
+    if ((f.event === 'started' && plan.actAfterTokens === 0) || (f.event === 'token' && tokens >= plan.actAfterTokens)) act();
+  };
+  let url = sseUrl;
+  for (;;) {
+    const lastId = trace.frames.at(-1)?.id;
+    trace.streamStatus = undefined;
+    trace.streamCode = undefined;
+    trace.streamError = undefined;
+    trace.closedWithoutTerminal = false;
+    try {
+      const res = await request(url, {
+        method: 'GET',
+        dispatcher: ctx.dispatcher,
+        headers: { ...ctx.auth, accept: 'text/event-stream', ...(lastId !== undefined ? { 'last-event-id': lastId } : {}) },
+        signal: controller.signal,
       });
-      trace.streamError = outcome.error;
-      if (!terminalSeen && outcome.ended === 'closed') trace.closedWithoutTerminal = true;
+      trace.streamStatus = res.statusCode;
+      if (res.statusCode !== 200) {
+        trace.streamCode = await errorCode(await res.body.text());
+      } else {
+        const outcome = await readFrames(res.body, trace.frames, controller.signal, onFrame);
+        trace.streamError = outcome.error;
+        if (!terminalSeen && outcome.ended === 'closed') trace.closedWithoutTerminal = true;
+      }
+    } catch (err) {
+      if (!controller.signal.aborted) trace.streamError = (err as Error).message;
     }
-  } catch (err) {
-    if (!controller.signal.aborted) trace.streamError = (err as Error).message;
-  } finally {
-    clearTimeout(hangTimer);
+    const cause = brokenBy(trace.streamStatus, trace.streamError, trace.closedWithoutTerminal);
+    if (ctx.reconnectMs === undefined || terminalSeen || controller.signal.aborted || cause === undefined) break;
+    trace.reconnects.push(cause);
+    await sleep(ctx.reconnectMs);
+    url = new URL(`/v2/tasks/${encodeURIComponent(plan.taskId)}/events`, ctx.baseUrl()).href;
   }
+  clearTimeout(hangTimer);
   await cancelDone;
   if (trace.hung) trace.disconnectedAt = undefined;
   if (trace.disconnectedAt !== undefined) await resume(trace, ctx);
@@ -240,32 +277,48 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
   return trace;
 }
 
-/** After a disconnect: re-attach with Last-Event-ID and read the rest (the terminal frame). */
+/**
+ * After a disconnect: re-attach with Last-Event-ID and read the rest (the terminal frame); with
+ * `reconnectMs`, a resume that breaks before the terminal frame is reopened the same way.
+ */
 async function resume(trace: TaskTrace, ctx: TaskClientContext): Promise<void> {
-  const lastId = trace.frames.at(-1)?.id;
   const r: NonNullable<TaskTrace['resume']> = { status: undefined, code: undefined, error: undefined, frames: [] };
   trace.resume = r;
   // The orchestrator notices the closed socket asynchronously; give it a moment so the resume
   // does not become the task's new subscriber before the disconnect cancel happened.
-  await new Promise((res) => setTimeout(res, 250));
+  await sleep(250);
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), ctx.timeoutMs);
   try {
-    const res = await request(new URL(`/v2/tasks/${trace.plan.taskId}/events`, ctx.baseUrl()), {
-      method: 'GET',
-      dispatcher: ctx.dispatcher,
-      headers: { ...ctx.auth, accept: 'text/event-stream', ...(lastId !== undefined ? { 'last-event-id': lastId } : {}) },
-      signal: controller.signal,
-    });
-    r.status = res.statusCode;
-    if (res.statusCode !== 200) r.code = await errorCode(await res.body.text());
-    else {
-      const out = await readFrames(res.body, r.frames, controller.signal, () => undefined);
-      if (out.error !== undefined) r.error = out.error;
-      if (out.ended === 'aborted') r.error = 'resume timed out';
+    for (;;) {
+      const lastId = (r.frames.at(-1) ?? trace.frames.at(-1))?.id;
+      r.status = undefined;
+      r.code = undefined;
+      r.error = undefined;
+      let closed = false;
+      try {
+        const res = await request(new URL(`/v2/tasks/${trace.plan.taskId}/events`, ctx.baseUrl()), {
+          method: 'GET',
+          dispatcher: ctx.dispatcher,
+          headers: { ...ctx.auth, accept: 'text/event-stream', ...(lastId !== undefined ? { 'last-event-id': lastId } : {}) },
+          signal: controller.signal,
+        });
+        r.status = res.statusCode;
+        if (res.statusCode !== 200) r.code = await errorCode(await res.body.text());
+        else {
+          const out = await readFrames(res.body, r.frames, controller.signal, () => undefined);
+          if (out.error !== undefined) r.error = out.error;
+          if (out.ended === 'aborted') r.error = 'resume timed out';
+          closed = out.ended === 'closed' && !r.frames.some((f) => TERMINAL.has(f.event));
+        }
+      } catch (err) {
+        r.error = controller.signal.aborted ? 'resume timed out' : (err as Error).message;
+      }
+      const cause = r.error === 'resume timed out' || r.frames.some((f) => TERMINAL.has(f.event)) ? undefined : brokenBy(r.status, r.error, closed);
+      if (ctx.reconnectMs === undefined || cause === undefined) return;
+      trace.reconnects.push(`resume_${cause}`);
+      await sleep(ctx.reconnectMs);
     }
-  } catch (err) {
-    r.error = (err as Error).message;
   } finally {
     clearTimeout(timer);
   }

@@ -28,6 +28,7 @@ const trace = (frames: Frame[], over: Partial<TaskTrace> = {}): TaskTrace => ({
   streamError: undefined,
   closedWithoutTerminal: false,
   framesAfterTerminal: 0,
+  reconnects: [],
   hung: false,
   cancel: undefined,
   disconnectedAt: undefined,

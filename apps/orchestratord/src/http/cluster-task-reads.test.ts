@@ -72,6 +72,19 @@ describe('task reads across replicas', () => {
     await until(() => node.aborts.includes(String(left.task_id)), 'the owner to cancel the task its only reader left');
   });
 
+  it('a replica restarted with the same id answers a retriable 500, not 404, for a live task of its earlier run', { timeout: 30_000 }, async () => {
+    const { replicas, urls, node } = await cluster(1, undefined, { replica_id: 'same-id' });
+    const task = taskBody({ max_tokens: 2000 });
+    await (await request(`${urls[0]}/v2/tasks`, { method: 'POST', headers: { ...annAuth, 'content-type': 'application/json' }, body: JSON.stringify(task) })).body.dump();
+    await until(() => node.active('p') === 1, 'the task to run');
+    // the "restarted" replica: same id and store, none of the first one's tasks in memory
+    const again = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'same-id' });
+    const res = await again.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: annAuth });
+    expect(res.statusCode).toBe(500);
+    expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
+    expect(replicas[0]!.app.services.tasks.get(String(task.task_id))).toBeDefined();
+  });
+
   it('sessions: a conversation keeps its pool whichever replica takes each turn, and reads the same on every replica', { timeout: 30_000 }, async () => {
     const pools = ['p1', 'p2', 'p3'].map((pool_id) => ({ pool_id, models: ['m'], slots: 4 }));
     // round-robin: without the session's affinity each turn would go to the next pool

@@ -30,9 +30,17 @@ export class TaskOwnerProxy {
 
   /** Answers `req` from the replica that owns task `id`; false when no other replica does (the caller answers 404). */
   async forward(req: FastifyRequest, reply: FastifyReply, id: string): Promise<boolean> {
-    if (req.headers[FORWARDED_BY_HEADER] !== undefined) return false;
+    const forwarded = req.headers[FORWARDED_BY_HEADER] !== undefined;
     const owner = await this.#cluster.ownerOf(id);
-    if (owner === undefined || owner.replica === this.#cluster.replicaId) return false;
+    if (owner === undefined) return false;
+    if (owner.replica === this.#cluster.replicaId) {
+      // Named as owner but not held here: an earlier run of this replica id (restarted by `llorch
+      // up` after a crash) admitted it. Its lease lapses within 2 heartbeat intervals and it is taken
+      // over; until then a 404 would end the client's EventSource for good, so ask for a retry.
+      if (owner.ended) return false;
+      throw new InternalError(`task ${id} belongs to an earlier run of replica ${owner.replica}; it is taken over within the owner lease`, { retriable: true, retryAfterMs: 500 });
+    }
+    if (forwarded) return false;
     const headers: Record<string, string> = { [FORWARDED_BY_HEADER]: this.#cluster.replicaId };
     for (const name of PASSED) {
       const v = req.headers[name];

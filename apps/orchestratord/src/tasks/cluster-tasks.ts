@@ -66,6 +66,8 @@ export interface Adoption {
 export interface TaskOwner {
   readonly replica: string;
   readonly address: string;
+  /** The task ended (its record stays readable for a while). */
+  readonly ended: boolean;
 }
 
 /** Entries of each lane the orphan sweep looks at (orphans further back are found as they move up). */
@@ -189,7 +191,7 @@ export class ClusterTasks {
     const stored = await this.#tasks.get(id);
     if (stored === undefined) return undefined;
     const address = (JSON.parse(stored.record) as Partial<SharedTaskRecord>).owner_url;
-    return typeof address === 'string' ? { replica: stored.owner, address } : undefined;
+    return typeof address === 'string' ? { replica: stored.owner, address, ended: stored.state === 'ended' } : undefined;
   }
 
   /** Why the task's queue entry is gone (evicted by drop-lru, or lost). */
