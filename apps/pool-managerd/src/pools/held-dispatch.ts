@@ -112,14 +112,18 @@ export class HeldDispatch {
 
   /**
    * The connection of `sink` closed; `finished` when its response ended normally. Ignored for a
-   * superseded connection. A finished one after the terminal line means delivered: forgotten.
+   * superseded connection. A finished one after the terminal line was written out, which is not yet
+   * delivered: an orchestrator killed at that moment leaves a socket whose writes still succeed
+   * here, and its task is taken over a lease later. So the dispatch stays re-attachable for half
+   * the window (1.5 of the orchestrator's owner leases), then is forgotten.
    */
   closed(sink: HeldSink, finished: boolean): void {
     if (sink !== this.#sink) return;
     this.#sink = undefined;
     if (this.#forgotten) return;
     if (finished && !this.#running) {
-      this.#forget();
+      this.#window = setTimeout(() => this.#forget(), Math.ceil(this.#deps.reattachMs / 2));
+      this.#window.unref();
       return;
     }
     if (!this.#holding) {
