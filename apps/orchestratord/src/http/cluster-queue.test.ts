@@ -50,24 +50,33 @@ describe('the cluster admission queue across replicas', () => {
     },
   );
 
-  it('reject acts on the cluster: capacity 3 over 3 replicas; a duplicate task id is refused on another replica', { timeout: 60_000 }, async () => {
-    const { replicas, node } = await cluster('reject:', 3, { admission_capacity: 3, admission_policy: 'reject' });
-    const long = taskBody({ max_tokens: 250 });
-    expect((await admit(replicas[0]!, long)).statusCode).toBe(202);
-    await until(() => node.active('p') === 1, 'the long task to run');
-    const queued = Array.from({ length: 3 }, () => taskBody());
-    for (const [i, t] of queued.entries()) expect((await admit(replicas[i]!, t)).statusCode).toBe(202);
-    for (const r of replicas) {
-      const refused = await admit(r, taskBody());
-      expect(refused.statusCode).toBe(429);
-      expect(ErrorEnvelopeSchema.parse(refused.json())).toMatchObject({ code: 'ADMISSION_REJECT', policy_label: 'reject' });
-    }
-    const dup = await admit(replicas[2]!, queued[0]!);
-    expect(dup.statusCode).toBe(400);
-    expect(ErrorEnvelopeSchema.parse(dup.json())).toMatchObject({ code: 'INVALID_PARAMS' });
-    const ends = await Promise.all(queued.map((t, i) => lastFrame(replicas[i]!, t.task_id)));
-    expect(ends.map((f) => f?.event)).toEqual(['end', 'end', 'end']);
-  });
+  it(
+    'reject acts on the cluster: capacity 3 over 3 replicas; a task id taken by another request is refused on another replica, the same request is admitted once',
+    { timeout: 60_000 },
+    async () => {
+      const { replicas, node } = await cluster('reject:', 3, { admission_capacity: 3, admission_policy: 'reject' });
+      const long = taskBody({ max_tokens: 250 });
+      expect((await admit(replicas[0]!, long)).statusCode).toBe(202);
+      await until(() => node.active('p') === 1, 'the long task to run');
+      const queued = Array.from({ length: 3 }, () => taskBody());
+      for (const [i, t] of queued.entries()) expect((await admit(replicas[i]!, t)).statusCode).toBe(202);
+      for (const r of replicas) {
+        const refused = await admit(r, taskBody());
+        expect(refused.statusCode).toBe(429);
+        expect(ErrorEnvelopeSchema.parse(refused.json())).toMatchObject({ code: 'ADMISSION_REJECT', policy_label: 'reject' });
+      }
+      // the same request again on another replica (a retry; a balancer re-sending the POST of a replica that died answering it): admitted, once
+      const retried = await admit(replicas[2]!, queued[0]!);
+      expect(retried.statusCode, retried.body).toBe(202);
+      expect(AdmissionResponseSchema.parse(retried.json()).task_id).toBe(queued[0]!.task_id);
+      // another request under a taken id: refused
+      const dup = await admit(replicas[2]!, { ...queued[0]!, prompt: 'something else' });
+      expect(dup.statusCode).toBe(400);
+      expect(ErrorEnvelopeSchema.parse(dup.json())).toMatchObject({ code: 'INVALID_PARAMS' });
+      const ends = await Promise.all(queued.map((t, i) => lastFrame(replicas[i]!, t.task_id)));
+      expect(ends.map((f) => f?.event)).toEqual(['end', 'end', 'end']);
+    },
+  );
 
   it(
     'drop-lru acts on the cluster: the oldest batch task, queued on another replica, ends QUEUE_FULL_DROP_LRU there; a cancelled task leaves the cluster queue',

@@ -186,6 +186,17 @@ export class ClusterTasks {
     return r;
   }
 
+  /**
+   * Whether the task's id is admitted already with this very request: a retry of its admission (the
+   * client's, or a balancer's that re-sent the POST of a replica that died before answering).
+   */
+  async admittedAlready(task: TaskRecord): Promise<boolean> {
+    const stored = await this.#tasks.get(task.id);
+    if (stored === undefined) return false;
+    const request = (JSON.parse(stored.record) as Partial<SharedTaskRecord>).request;
+    return request !== undefined && JSON.stringify(request) === JSON.stringify(task.request);
+  }
+
   /** Who owns task `id` and where it listens; undefined for a task the store does not know (or whose owner has no address). */
   async ownerOf(id: string): Promise<TaskOwner | undefined> {
     const stored = await this.#tasks.get(id);

@@ -87,7 +87,11 @@ export class TaskAdmission {
     const view = await cluster.view(r.model_ref, r.priority, r.session_id);
     const { avail, prediction, task } = this.#prepare(admission, view.ahead, view);
     const added = await cluster.add(task);
-    if (added.kind === 'exists') throw new InvalidParamsError(`task_id: task ${r.task_id} already exists`);
+    if (added.kind === 'exists') {
+      // The same request again (a client's retry, or a balancer that re-sent the POST of a replica that died answering it): answered as admitted.
+      if (await cluster.admittedAlready(task)) return { task_id: task.id, queue_position: 0, predicted_start_ms: 0, backoff_ms: 0, preparation: { steps: [] }, dispatched: false };
+      throw new InvalidParamsError(`task_id: task ${r.task_id} already exists`);
+    }
     // Full means full to its capacity: the cluster's queue holds that many now.
     if (added.kind === 'full') throw this.#queueFull(task, added.policy, prediction, this.#d.admissionCapacity);
     if (!this.#d.running() || this.#d.table.has(task.id)) {
