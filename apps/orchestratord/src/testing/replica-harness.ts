@@ -42,13 +42,16 @@ export interface ReplicaHarness {
   server(): RedisServerHandle;
 }
 
-/** Registers the hooks of one `describe` block: a redis-server for the block, every replica closed after each test. */
-export function replicaHarness(): ReplicaHarness {
+/**
+ * Registers the hooks of one `describe` block: a redis-server for the block (with `aofDir`, one
+ * that keeps an append-only file there), every replica closed after each test.
+ */
+export function replicaHarness(options: { aofDir?: string } = {}): ReplicaHarness {
   let server: RedisServerHandle | undefined;
   const cleanup: Array<() => Promise<unknown>> = [];
   let seq = 0;
   beforeAll(async () => {
-    server = await startRedisServer();
+    server = await startRedisServer(options);
   }, REDIS_INSTALL_TIMEOUT_MS);
   afterAll(async () => {
     await server?.stop();

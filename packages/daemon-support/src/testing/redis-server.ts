@@ -48,20 +48,25 @@ export interface RedisServerHandle {
   readonly url: string;
   /** Kills the server (SIGKILL: a crash, nothing saved). */
   kill(): Promise<void>;
-  /** Starts it again on the same port, empty (no persistence). */
+  /** Starts it again on the same port: empty without persistence, with what its append-only file kept with `aofDir`. */
   restart(): Promise<void>;
   /** Stops it for good; idempotent. */
   stop(): Promise<void>;
 }
 
-/** Starts `redis-server` on a free port with no persistence; resolves once it answers PING. */
-export async function startRedisServer(): Promise<RedisServerHandle> {
+/**
+ * Starts `redis-server` on a free port and resolves once it answers PING: with no persistence, or
+ * with `aofDir` an append-only file there fsynced every second (as `llorch up --replicas` runs it),
+ * so a restart after a kill loads what it kept.
+ */
+export async function startRedisServer(options: { aofDir?: string } = {}): Promise<RedisServerHandle> {
   const bin = await ensureRedisServer();
   const port = await freeLoopbackPort();
   let child: ChildProcess | undefined;
   let stopped = false;
   const startOne = async (): Promise<void> => {
-    const c = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'], {
+    const persistence = options.aofDir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', options.aofDir];
+    const c = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'no', '--loglevel', 'warning'], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
