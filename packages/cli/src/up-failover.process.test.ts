@@ -14,6 +14,8 @@ import { replicaId, startUp, until } from './testing/up-cluster.js';
 
 const TOKEN = 'failover-test-token-0123456789abcd';
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+/** The synthetic model's vocabulary is llama's SPM one: `</s>` is token 2. Banned, so the long generations never end early by chance. */
+const NO_EOS = { logit_bias: { '2': -100 } };
 
 let dir: string;
 beforeAll(async () => {
@@ -92,13 +94,14 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
   it(
     'its running /v2 stream resumes on another replica with no gap, no duplicate and one generation; its queued tasks run elsewhere in priority order',
     async () => {
-      const up = await startUp(dir, 'failover', TOKEN, ['--replicas', '3', '--state-dir', join(dir, 'failover-state')]);
+      // 2,048 tokens per slot (cpu-dev.yaml has 512): both slots stay busy past the takeover even on a fast machine
+      const up = await startUp(dir, 'failover', TOKEN, ['--replicas', '3', '--state-dir', join(dir, 'failover-state')], (y) => y.replace(/^(\s+)ctx: 1024$/m, '$1ctx: 4096'));
       const replicaUrl = (id: string): string => new RegExp(`replica ${id}\\s+(http://\\S+)`).exec(up.text())?.[1] ?? '';
       const [r1, r2] = [replicaUrl('r1'), replicaUrl('r2')];
       expect(r1).toMatch(/^http:/);
       // both slots busy: a long task owned by r1 (the one to resume) and one owned by r2
-      const long = await admit(r1, { prompt: 'Write a long story', max_tokens: 500 });
-      const other = await admit(r2, { prompt: 'Write a story', max_tokens: 400 });
+      const long = await admit(r1, { prompt: 'Write a long story', max_tokens: 2000, sampling: NO_EOS });
+      const other = await admit(r2, { prompt: 'Write a story', max_tokens: 2000, sampling: NO_EOS });
       await until('both long tasks to stream', () => up.text().includes(`Streaming task ${long}`) && up.text().includes(`Streaming task ${other}`), 60_000, up.text);
       // queued behind them, owned by r1: a batch task first, then an interactive one
       const batch = await admit(r1, { prompt: 'Write a haiku', max_tokens: 24, priority: 'batch' });
@@ -167,7 +170,10 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
       }
       // the dead replica's queued tasks were taken over (by the survivors or the restarted r1) and placed, the interactive one first
       for (const id of [batch, inter]) expect(up.text()).toMatch(new RegExp(`Took over queued task ${id}`));
-      const placed = [...up.text().matchAll(/\[orchestratord (r\d)\] Placed task ([0-9a-f-]{36})/g)].filter((m) => m[2] === batch || m[2] === inter);
+      // log lines leave a daemon in batches (up to 100 ms): the tasks' ends can reach their clients first
+      const placedLines = () => [...up.text().matchAll(/\[orchestratord (r\d)\] Placed task ([0-9a-f-]{36})/g)].filter((m) => m[2] === batch || m[2] === inter);
+      await until('the queued tasks to be placed', () => placedLines().length === 2, 10_000, relevant);
+      const placed = placedLines();
       expect(placed.map((m) => m[2])).toEqual([inter, batch]);
       console.log(
         `replica r1 SIGKILLed after ${tokensBeforeKill} tokens of a ${tokens.length}-token stream: taken over ${tookOverAt - killedAt} ms later, the client's next token ${resumedAt - killedAt} ms later ` +

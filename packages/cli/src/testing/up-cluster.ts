@@ -18,10 +18,10 @@ export const TEST_CACHE = process.env.LLORCH_TEST_CACHE_DIR ?? join(REPO, '.cach
 /** The built daemons `llorch up` starts. */
 export const DAEMON_MAINS = [join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'), join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js')];
 
-/** requirements/cpu-dev.yaml in `dir`, pointed at `addr`, with its own runtime dir and a 1 s heartbeat. */
-export async function poolConfig(dir: string, addr: string): Promise<string> {
+/** requirements/cpu-dev.yaml in `dir`, pointed at `addr`, with its own runtime dir and a 1 s heartbeat (and `edit` applied). */
+export async function poolConfig(dir: string, addr: string, edit: (yaml: string) => string = (y) => y): Promise<string> {
   const config = join(dir, 'pool.yaml');
-  const base = readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8');
+  const base = edit(readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8'));
   await writeFile(
     config,
     base
@@ -56,11 +56,11 @@ export interface Up {
 }
 
 /** Runs `llorch up` with `args` until it reports a ready cluster; everything it started is killed when the test ends. */
-export async function startUp(dir: string, name: string, token: string, args: string[]): Promise<Up> {
+export async function startUp(dir: string, name: string, token: string, args: string[], poolEdit?: (yaml: string) => string): Promise<Up> {
   for (const f of [CLI_MAIN, ...DAEMON_MAINS]) expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
   const addr = `127.0.0.1:${await freeLoopbackPort()}`;
   const sub = join(dir, name);
-  const config = await poolConfig(await mkdtemp(`${sub}-`), addr);
+  const config = await poolConfig(await mkdtemp(`${sub}-`), addr, poolEdit);
   const llorch = execa(process.execPath, [CLI_MAIN, 'up', ...args, '--token', token, '--addr', addr, '--config', config], {
     reject: false,
     env: { LLORCH_CACHE_DIR: TEST_CACHE, LOG_LEVEL: 'info' },
