@@ -140,7 +140,10 @@ describe('PoolClient.reattach / cancelDispatch against a real pool-managerd', ()
       expect(tail.at(-1)).toMatchObject({ type: 'end', tokens_out: 400, pool_id: POOL });
       expect(lines.some((l) => l.task_id === taskId && l.msg === 'dispatch re-attached' && l.correlation_id === `c-${taskId}`)).toBe(true);
       await idle();
-      // Delivered: the node holds it no more.
+      // Written out is not delivered (an orchestratord killed then is taken over later): still held for half the window; cancelled, it is gone.
+      const again = await read(await client.reattach(node, POOL, taskId, 398, new AttemptAbort()));
+      expect(indexes(again)).toEqual([399]);
+      expect(await client.cancelDispatch(node, POOL, taskId)).toBe(true);
       const gone = await client.reattach(node, POOL, taskId, -1, new AttemptAbort()).catch((e: unknown) => e);
       expect(gone).toBeInstanceOf(DispatchGoneError);
       expect(gone).toMatchObject({ poolId: POOL, taskId });

@@ -190,22 +190,7 @@ export class PoolClient {
    * bounds the generation anyway.
    */
   async cancelDispatch(node: DispatchTarget, poolId: string, taskId: string, correlationId?: string): Promise<boolean> {
-    const target = join(node.url, `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}`);
-    const timeout = this.#operationTimeoutMs;
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await this.#dispatcher.request({
-        origin: target.origin,
-        path: target.path,
-        method: 'DELETE',
-        headers: this.#headers(correlationId, false),
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
-        signal: AbortSignal.timeout(timeout),
-      });
-    } catch (err) {
-      throw new UpstreamConnectError(`node ${node.url} unreachable: ${(err as Error).message}`, { cause: err });
-    }
+    const res = await this.#bounded(node.url, `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}`, 'DELETE', this.#headers(correlationId, false));
     if (res.statusCode === 204 || res.statusCode === 404) {
       await res.body.dump();
       return res.statusCode === 204;
@@ -264,18 +249,17 @@ export class PoolClient {
     return res.body;
   }
 
-  /** Forwards drain/reload to the owning node; relays its status and JSON body. */
-  async operation(address: string, poolId: string, op: 'drain' | 'reload', body: unknown): Promise<PoolOperationReply> {
-    const target = join(address, `/v2/pools/${encodeURIComponent(poolId)}/${op}`);
+  /** A short request to a node over HTTP/1.1, bounded by the operation timeout; an unreachable node is an {@link UpstreamConnectError}. */
+  async #bounded(address: string, path: string, method: 'POST' | 'DELETE', headers: Record<string, string>, body?: string): Promise<Dispatcher.ResponseData> {
+    const target = join(address, path);
     const timeout = this.#operationTimeoutMs;
-    let res: Dispatcher.ResponseData;
     try {
-      res = await this.#dispatcher.request({
+      return await this.#dispatcher.request({
         origin: target.origin,
         path: target.path,
-        method: 'POST',
-        headers: this.#headers(),
-        body: JSON.stringify(body),
+        method,
+        headers,
+        ...(body === undefined ? {} : { body }),
         headersTimeout: timeout,
         bodyTimeout: timeout,
         signal: AbortSignal.timeout(timeout),
@@ -283,6 +267,11 @@ export class PoolClient {
     } catch (err) {
       throw new UpstreamConnectError(`node ${address} unreachable: ${(err as Error).message}`, { cause: err });
     }
+  }
+
+  /** Forwards drain/reload to the owning node; relays its status and JSON body. */
+  async operation(address: string, poolId: string, op: 'drain' | 'reload', body: unknown): Promise<PoolOperationReply> {
+    const res = await this.#bounded(address, `/v2/pools/${encodeURIComponent(poolId)}/${op}`, 'POST', this.#headers(), JSON.stringify(body));
     const text = await res.body.text();
     let json: unknown;
     try {

@@ -28,9 +28,10 @@ export async function ensureRedisServer(opts: EnsureRedisServerOptions = {}): Pr
   return ensureDebianPackage({ pkg: 'redis-server', path: opts.path ?? DEBIAN_REDIS_SERVER, who: 'store tests', log: opts.log, canInstall: opts.canInstall });
 }
 
-function pingOnce(port: number): Promise<boolean> {
+/** Whether a Redis server answers PING at `host:port` within 500 ms (a raw RESP exchange: no client library). */
+export function pingRedisOnce(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const sock = connect({ port, host: '127.0.0.1' });
+    const sock = connect({ port, host });
     const done = (ok: boolean) => {
       sock.destroy();
       resolve(ok);
@@ -75,7 +76,7 @@ export async function startRedisServer(options: { aofDir?: string } = {}): Promi
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
       if (c.exitCode !== null) throw new Error(`redis-server exited with ${c.exitCode} on port ${port}: ${stderr}`);
-      if (await pingOnce(port)) return;
+      if (await pingRedisOnce(port)) return;
       await new Promise((r) => setTimeout(r, 20));
     }
     c.kill('SIGKILL');
