@@ -2,7 +2,8 @@ import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-ope
 import type { z } from 'zod';
 import { stringify } from 'yaml';
 import { ANTHROPIC } from './anthropic-routes.js';
-import { CONTROL_PLANE, DATA_PLANE, ERROR_RESPONSE_SCHEMA, NODES, OPENAI, POOL_MANAGER, type RouteSpec } from './routes.js';
+import { POOL_MANAGER } from './pool-manager-routes.js';
+import { CONTROL_PLANE, DATA_PLANE, ERROR_RESPONSE_SCHEMA, NODES, OPENAI, type RouteSpec } from './routes.js';
 import { ENGINE_DOORS } from './engine-door-routes.js';
 
 interface DocumentSpec {
