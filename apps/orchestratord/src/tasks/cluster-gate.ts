@@ -45,6 +45,17 @@ export class ClusterGate {
     this.#cluster = cluster;
     this.#queue = queue;
     this.#act = actions;
+    // A queued task this replica lost is another replica's to dispatch now: its client here gets a
+    // typed, retriable end rather than waiting for a dispatch that will not come from here.
+    cluster.onLost((ids) => {
+      for (const id of ids) {
+        const entry = this.#queue.remove(id);
+        if (entry !== undefined && entry.item.state === 'queued') {
+          this.#act.fail(entry.item, 'STORE_UNAVAILABLE', 'this replica lost the task to another (cluster store unreachable, or its lease lapsed); resubmit the task', true);
+        }
+      }
+      this.#act.pump();
+    });
   }
 
   /** The scheduler leased `lease` of `view` for the task and took it out of the local queue. */

@@ -107,6 +107,11 @@ export class ClusterTasks {
   readonly #unsubscribe: () => void;
   readonly #pending = new Set<Promise<unknown>>();
   #renewing = false;
+  /** When renewals last reached the store (or there was nothing to renew). */
+  #renewedAt = Date.now();
+  readonly #lostListeners = new Set<(ids: readonly string[]) => void>();
+  /** Tasks let go that have not ended here yet (their end here writes nothing to the store). */
+  readonly #lost = new Set<string>();
   #lastProblemAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: ClusterTasksOptions) {
@@ -186,10 +191,7 @@ export class ClusterTasks {
     return r;
   }
 
-  /**
-   * Whether the task's id is admitted already with this very request: a retry of its admission (the
-   * client's, or a balancer's that re-sent the POST of a replica that died before answering).
-   */
+  /** Whether the task's id is admitted already with this very request (a client's or a balancer's retry of its POST). */
   async admittedAlready(task: TaskRecord): Promise<boolean> {
     const stored = await this.#tasks.get(task.id);
     if (stored === undefined) return false;
@@ -238,6 +240,7 @@ export class ClusterTasks {
 
   /** The task left this replica's queue before a dispatch (cancel, deadline, shutdown): out of the cluster's too. */
   dequeue(id: string): void {
+    if (this.#lost.has(id)) return;
     this.#settle(id, this.#queue.remove(id));
   }
 
@@ -316,6 +319,8 @@ export class ClusterTasks {
   /** Record, queue entry and session turn in one step; a task admitted here is ended once (its fence is dropped). */
   async #end(task: TaskRecord, frame: SseFrame, queued: boolean, served?: SessionPoolRef): Promise<void> {
     const id = task.id;
+    // Lost to another replica: its entry, record and session turn are that replica's now.
+    if (this.#lost.delete(id)) return;
     // No fence: not admitted here, or ended already — the record is not this replica's to end
     // (fence 0 is refused), but the entry and the session turn are still closed, as before.
     const fence = this.#fences.get(id) ?? 0;
@@ -334,24 +339,60 @@ export class ClusterTasks {
     void tracked.finally(() => this.#pending.delete(tracked));
   }
 
-  /** One call for every task held here; a task another replica took over is let go (this replica can no longer end it). */
+  /**
+   * Tasks this replica held and lost: taken over by another replica, or past their lease with the
+   * store unreachable (another replica takes them over then). Returns the unsubscribe function.
+   */
+  onLost(listener: (ids: readonly string[]) => void): () => void {
+    this.#lostListeners.add(listener);
+    return () => this.#lostListeners.delete(listener);
+  }
+
+  /**
+   * One call for every task held here. A task another replica took over is let go (this replica can
+   * no longer end it); so is every task once renewals have failed for a whole lease.
+   */
   #renewAll(): void {
-    if (this.#renewing || this.#fences.size === 0) return;
+    if (this.#renewing) return;
+    if (this.#fences.size === 0) {
+      this.#renewedAt = Date.now();
+      return;
+    }
     this.#renewing = true;
     const owned = [...this.#fences].map(([id, fence]) => ({ id, fence }));
     const done = this.#tasks
       .renewMany(owned, this.#ownerTtlMs)
-      .then((lost) => {
-        for (const id of lost) {
-          const held = owned.find((t) => t.id === id);
-          if (held === undefined || this.#fences.get(id) !== held.fence) continue;
-          this.#fences.delete(id);
-          this.#logger.warn({ task_id: id, human: `Lost task ${id} to another replica (its lease here lapsed); this replica no longer ends it` }, 'lost ownership of a task');
-        }
-      })
+      .then(
+        (refused) => {
+          this.#renewedAt = Date.now();
+          const lost = refused.filter((id) => this.#fences.get(id) === owned.find((t) => t.id === id)?.fence);
+          for (const id of lost) {
+            this.#logger.warn({ task_id: id, human: `Lost task ${id} to another replica (its lease here lapsed); this replica no longer ends it` }, 'lost ownership of a task');
+          }
+          this.#letGo(lost);
+        },
+        (err: unknown) => {
+          if (Date.now() - this.#renewedAt <= this.#ownerTtlMs) throw err;
+          const lost = [...this.#fences.keys()];
+          this.#logger.warn(
+            { err, tasks: lost.length, human: `Cannot renew ${lost.length} task(s) for longer than their lease: another replica takes them over; this replica lets them go` },
+            'lost ownership of tasks: cluster store unreachable',
+          );
+          this.#letGo(lost);
+        },
+      )
       .finally(() => {
         this.#renewing = false;
       });
     this.#settle('*', done);
+  }
+
+  #letGo(ids: readonly string[]): void {
+    if (ids.length === 0) return;
+    for (const id of ids) {
+      this.#fences.delete(id);
+      this.#lost.add(id);
+    }
+    for (const l of this.#lostListeners) l(ids);
   }
 }
