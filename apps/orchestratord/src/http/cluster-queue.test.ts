@@ -31,8 +31,9 @@ describe('the cluster admission queue across replicas', () => {
     async () => {
       const { replicas, node } = await cluster('prio:', 2);
       const [a, b] = replicas as [Replica, Replica];
-      // the one slot is busy for a while, with a task of B: when it ends, B knows first that the slot is free
-      const long = taskBody({ max_tokens: 250 });
+      // the one slot is busy for a while (3 s: the 8 admissions below must all land before it frees,
+      // on a loaded machine too), with a task of B: when it ends, B knows first that the slot is free
+      const long = taskBody({ max_tokens: 1500 });
       expect((await admit(b, long)).statusCode).toBe(202);
       await until(() => node.active('p') === 1, 'the long task to run');
       const batch = Array.from({ length: 4 }, () => taskBody({ priority: 'batch' }));

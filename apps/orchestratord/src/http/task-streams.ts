@@ -15,6 +15,9 @@ export interface TaskReader {
   onRefused?: (err: ErrorEvent) => void;
 }
 
+/** How long a /v2 task with no reader waits for a resume before it is cancelled, with replicas, ms. */
+const RESUME_GRACE_MS = 2000;
+
 /**
  * Disconnect = cancel, for every door: what runs when a task's last reader left before its end
  * (the upstream request is aborted, the engine's slot freed; a later resume reads `end {canceled}`).
@@ -22,6 +25,18 @@ export interface TaskReader {
 export function abandonTask(services: AppServices, req: FastifyRequest, task: TaskRecord | RetainedTask): () => void {
   return () => {
     req.log.debug({ task_id: task.id }, 'last stream subscriber left');
+    // A task taken over from a dead replica runs to its end (or deadline): its client reconnects
+    // through any replica, one attempt at a time, and one leaving is no cancel (spec 65, Orphans).
+    if ('takenOver' in task && task.takenOver === true) return;
+    // With replicas, a /v2 reader may have left only because the replica it read through died: the
+    // cancel waits a moment for its reconnect (Last-Event-ID), which a client that left never makes.
+    if (services.owners !== undefined && 'delivery' in task && task.delivery === 'events') {
+      const stream = task.stream;
+      setTimeout(() => {
+        if (stream.state === 'open' && stream.subscriberCount === 0) services.tasks.cancel(task.id, 'disconnect');
+      }, RESUME_GRACE_MS).unref();
+      return;
+    }
     services.tasks.cancel(task.id, 'disconnect');
   };
 }

@@ -36,6 +36,7 @@ export function adoptedTask(a: Adoption, metricsIntervalMs: number, now: number)
     phase: a.state === 'running' ? 'dispatching' : 'queued',
     delivery: r.delivery,
   });
+  task.takenOver = true;
   task.stream.append({ event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } });
   const waited = Math.max(0, now - r.admitted_at);
   const prelude = a.placement?.frame_base ?? 1 + 2 * Math.ceil(waited / Math.max(1, metricsIntervalMs)) + QUEUED_PRELUDE_MARGIN;

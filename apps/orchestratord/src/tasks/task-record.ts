@@ -75,6 +75,11 @@ export interface TaskRecord {
   firstTokenAt: number | undefined;
   lastPosition: number | undefined;
   lastMetricsAt: number;
+  /**
+   * Taken over from a replica that died (task-adoption.ts): its readers are clients reconnecting
+   * one attempt at a time, so one that leaves does not cancel it (a resume may come next).
+   */
+  takenOver?: boolean;
 }
 
 /** What the heartbeats of a running attempt's node said while it relayed nothing. */
