@@ -353,34 +353,34 @@ export class ClusterTasks {
    * no longer end it); so is every task once renewals have failed for a whole lease.
    */
   #renewAll(): void {
-    if (this.#renewing) return;
     if (this.#fences.size === 0) {
       this.#renewedAt = Date.now();
       return;
     }
+    // No renewal has reached the store for a whole lease (failed, or still waiting on a silent
+    // connection): another replica takes these tasks over now.
+    if (Date.now() - this.#renewedAt > this.#ownerTtlMs) {
+      const lost = [...this.#fences.keys()];
+      this.#logger.warn(
+        { tasks: lost.length, human: `Cannot renew ${lost.length} task(s) for longer than their lease: another replica takes them over; this replica lets them go` },
+        'lost ownership of tasks: cluster store unreachable',
+      );
+      this.#letGo(lost);
+      return;
+    }
+    if (this.#renewing) return;
     this.#renewing = true;
     const owned = [...this.#fences].map(([id, fence]) => ({ id, fence }));
     const done = this.#tasks
       .renewMany(owned, this.#ownerTtlMs)
-      .then(
-        (refused) => {
-          this.#renewedAt = Date.now();
-          const lost = refused.filter((id) => this.#fences.get(id) === owned.find((t) => t.id === id)?.fence);
-          for (const id of lost) {
-            this.#logger.warn({ task_id: id, human: `Lost task ${id} to another replica (its lease here lapsed); this replica no longer ends it` }, 'lost ownership of a task');
-          }
-          this.#letGo(lost);
-        },
-        (err: unknown) => {
-          if (Date.now() - this.#renewedAt <= this.#ownerTtlMs) throw err;
-          const lost = [...this.#fences.keys()];
-          this.#logger.warn(
-            { err, tasks: lost.length, human: `Cannot renew ${lost.length} task(s) for longer than their lease: another replica takes them over; this replica lets them go` },
-            'lost ownership of tasks: cluster store unreachable',
-          );
-          this.#letGo(lost);
-        },
-      )
+      .then((refused) => {
+        this.#renewedAt = Date.now();
+        const lost = refused.filter((id) => this.#fences.get(id) === owned.find((t) => t.id === id)?.fence);
+        for (const id of lost) {
+          this.#logger.warn({ task_id: id, human: `Lost task ${id} to another replica (its lease here lapsed); this replica no longer ends it` }, 'lost ownership of a task');
+        }
+        this.#letGo(lost);
+      })
       .finally(() => {
         this.#renewing = false;
       });
