@@ -19,7 +19,10 @@ const prof = process.argv.includes('--cpu-prof');
 const paths = benchPaths(process.env);
 const dir = await mkdtemp(join(paths.workDir, 'answer-cpu-'));
 const token = newToken();
-const profFlags = (n: string): string[] => [...(process.env.ANSWER_CPU_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${n}.cpuprofile`] : [])];
+const profFlags = (n: string): string[] => [
+  ...(process.env.ANSWER_CPU_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+  ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${n}.cpuprofile`] : []),
+];
 const orch = await startOrchestratord({ paths, dir, token, heartbeatMs: 1000, nodeFlags: profFlags('orch') });
 const pm = await startPoolManagerd({
   paths,
