@@ -31,7 +31,7 @@ const pm = await startPoolManagerd({
   token,
   orchestratorUrl: orch.url,
   heartbeatMs: 1000,
-  pools: [{ id: 'p', slots: 1, determinism: true, threads: 1 }],
+  pools: [{ id: 'p', slots: 1, determinism: true, threads: 1, extraFlags: (process.env.ANSWER_CPU_ENGINE_FLAGS ?? '').split(' ').filter(Boolean) }],
   nodeFlags: profFlags('pm'),
 });
 await waitPoolsReady(orch.url, token, ['p'], [orch, pm.daemon], 600_000);
