@@ -1,4 +1,4 @@
-import type { ErrorCode, TaskRequest } from '@llama-orch/contracts';
+import type { TaskRequest } from '@llama-orch/contracts';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { checkAdmission, checkQueued, checkServed, maxAheadForDeadline, type AdmissionCheckInput } from '../admission/admission-checks.js';
 import { predictTask } from '../admission/prediction.js';
@@ -100,16 +100,9 @@ export class TaskAdmission {
       throw new InvalidParamsError(`task_id: task ${r.task_id} already exists`);
     }
     const { view } = added;
-    const checks = {
-      request: r,
-      predictor: this.#d.predictor,
-      ahead: view.ahead,
-      budgetRemaining: view.budgetRemaining,
-      onReject: (code: ErrorCode) => this.#d.observer.refused(code),
-    };
     // Refused in the store: the same typed error as in-process (checkQueued throws it on the view the store read).
     if (added.kind === 'spent' || added.kind === 'late') {
-      checkQueued(checks, listed);
+      checkQueued(this.#checkInput(r, view.ahead, view.budgetRemaining), listed);
       throw new InternalError(`the cluster store refused the task (${added.kind}) where this replica's checks pass; resubmit it`, { retriable: true, retryAfterMs: 1000 });
     }
     // Not re-checked: the predictor may have learnt something during the round trip, but the task is admitted.
@@ -128,11 +121,14 @@ export class TaskAdmission {
     return this.#accepted(task, added.position, avail, prediction, victim?.state === 'queued' ? victim : undefined);
   }
 
-  #checkInput(request: TaskRequest): Omit<AdmissionCheckInput, 'predictor' | 'ahead' | 'budgetRemaining'> {
+  #checkInput(request: TaskRequest, ahead = 0, budgetRemaining: number | undefined = undefined): AdmissionCheckInput {
     return {
       request,
       views: this.#d.registry.poolsForModel(request.model_ref),
+      predictor: this.#d.predictor,
+      ahead,
       ctxMax: this.#d.ctxMax,
+      budgetRemaining,
       retryAfterMs: this.#d.registry.heartbeatIntervalMs,
       onReject: (code) => this.#d.observer.refused(code),
     };
@@ -142,7 +138,7 @@ export class TaskAdmission {
   #prepare(a: Admission, ahead: number): { avail: ModelAvailability; prediction: Prediction; task: TaskRecord } {
     const { request } = a;
     const session = this.#localSession(request.session_id);
-    const { availability: avail, prediction } = checkAdmission({ ...this.#checkInput(request), predictor: this.#d.predictor, ahead, budgetRemaining: session.budgetRemaining });
+    const { availability: avail, prediction } = checkAdmission(this.#checkInput(request, ahead, session.budgetRemaining));
     const task = newTaskRecord({
       ...a,
       affinity: session.lastPool,
