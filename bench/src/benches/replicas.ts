@@ -241,13 +241,15 @@ type ScaleSide = ReturnType<typeof scaleSummary>;
 function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleSide, cap: number, besideTwin: ScaleSide | undefined, spread: string): string[] {
   const out = [
     'What is shared (.specs/65-cluster-store.md): with ORCHD_REDIS_URL the replicas share the admission queue, task records, sessions, node registry, slot leases, rate limits and the ' +
-      "dashboard's activity. A task costs 6 store calls: admission 2 (one script reads the queue depth ahead and the session's pool and budget; one script writes the record, the queue entry " +
-      "and the session's start), dispatch 2 (one script takes the entry and moves the record to running; the slot lease), end 2 (the slot lease's release; one script ends the record, " +
-      'removes a still queued entry and counts the session turn) — about a dozen before (the 05:16 run: CPU per token 1.219×, Redis admission p99 11.5 ms, 1,383 vs 3,350 tasks/s). ' +
-      'Every replica still hears every lease and queue signal. On this shared 2-core VM these figures move with the other work on it by more than that change: the same build measured ' +
-      '1.05× / 8.9 ms and 1.17× / 29 ms 22 minutes apart (2026-11-26 06:11 and 06:33, load 5–9). An A/B of the Redis rounds alone, the build before the lifecycle scripts against this one, ' +
-      'alternating in one run (06:39, load 5–7): 904 vs 1,395 tasks/s (medians), admission p50 6.0 vs 4.3 ms and p99 33.6 vs 18.9 ms, 616 vs 493 µs of orchestratord CPU per admitted ' +
-      '(and cancelled) task, 70.1 vs 66.2 µs per relayed token. Results before the queue and task records were shared (03:56 run, load 11.4): CPU per token 1.025×, Redis admission p99 9.8 ms, scale 1.77×.',
+      "dashboard's activity. A task costs 5 store calls: admission 1 (one script reads the queue depth ahead and the session's pool and tokens, refuses a spent budget or a deadline " +
+      "the queue ahead would miss, and writes the record, the queue entry and the session's start), dispatch 2 (one script takes the entry and moves the record to running; the slot lease), " +
+      "end 2 (the slot lease's release; one script ends the record, removes a still queued entry and counts the session turn); the commands a replica sends in one event-loop turn leave in " +
+      "one write. Every replica hears every lease signal, and a queue signal only when a model's first entry changes. Before (2f8b2ef): admission 2 round trips (a read script, then the " +
+      'admit script), 2 queue signals a task. An A/B of the admission load alone, 2f8b2ef against this build alternating in one run (bench/src/tools/admission-ab.ts, nice -10, 09:43 UTC, ' +
+      'load 15–17, 6 rounds of 5 s): 1,074 vs 1,380 tasks/s (median rounds), admission p50 5.0 vs 3.3 ms and p99 45.5 vs 28.0 ms, 390 vs 311 µs of orchestratord CPU per admitted (and ' +
+      'cancelled) task, lower in all 6 rounds. On this shared 2-core VM the p99 moves with the other work on it by more than any of these changes: at load 15–17 the in-process store itself ' +
+      'measured 10.9 ms and Redis 36 ms in one run (09:34), and the same build measured 8.9 and 29 ms 22 minutes apart at load 5–9 (06:11, 06:33). Earlier: before the lifecycle scripts ' +
+      '(about a dozen calls a task) CPU per token 1.219× and Redis admission p99 11.5 ms (05:16 run); before the queue and task records were shared (03:56 run, load 11.4): 1.025×, 9.8 ms, scale 1.77×.',
     `The machine has 2 cores, so "each replica pinned to its own core, FIXTURE nodes on the rest" (issue 25) becomes a CFS quota of ${cap} core per replica (a cgroup each): the same per-process ` +
       'CPU for 1 and 2 replicas, while the FIXTURE nodes, nginx, redis-server and the clients share what is left. The ratio holds only while the replicas, not the rest, are the bottleneck: ' +
       `median cap use was ${one.capUse.toFixed(2)} (1 replica) and ${two.capUse.toFixed(2)} (2 replicas); well below 1.0 on the 2-replica side means the rest of the machine, not the replicas, set its figure. ` +

@@ -27,6 +27,16 @@ export interface AdmissionCheckResult {
   readonly prediction: Prediction;
 }
 
+/** What the checks that do not read the queue or the session found: the pools that list the model. */
+export interface ServedCheck {
+  readonly availability: ModelAvailability;
+  /** Ready and provisioning pools of the model (on nodes not offline). */
+  readonly listed: readonly PoolView[];
+}
+
+type ServedInput = Omit<AdmissionCheckInput, 'predictor' | 'ahead' | 'budgetRemaining'>;
+type QueuedInput = Pick<AdmissionCheckInput, 'request' | 'predictor' | 'ahead' | 'budgetRemaining' | 'onReject'>;
+
 /**
  * The live-cluster checks of admission, in order: the model is served or being provisioned by a
  * pool on a node that is not offline (else 503 MODEL_NOT_AVAILABLE); one of those pools serves the
@@ -37,6 +47,12 @@ export interface AdmissionCheckResult {
  * the deadline plus {@link DEADLINE_MARGIN} of it (else 400 DEADLINE_UNMET, see `missesDeadline`).
  */
 export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult {
+  const served = checkServed(input);
+  return { availability: served.availability, prediction: checkQueued(input, served.listed) };
+}
+
+/** The checks before the queue and the session are read: model, kind, ctx (see {@link checkAdmission}). */
+export function checkServed(input: ServedInput): ServedCheck {
   const { request } = input;
   const availability = modelAvailability(input.views, request.model_ref);
   const listed = [...availability.ready, ...availability.provisioning];
@@ -56,6 +72,12 @@ export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult
     input.onReject('INVALID_PARAMS');
     throw new InvalidParamsError(`ctx: ${request.ctx} exceeds ctx_max ${ctxLimit} of the pools serving '${request.model_ref}'`);
   }
+  return { availability, listed };
+}
+
+/** The checks on what the queue and the session hold: budget, then deadline (see {@link checkAdmission}); the prediction when they pass. */
+export function checkQueued(input: QueuedInput, listed: readonly PoolView[]): Prediction {
+  const { request } = input;
   if (input.budgetRemaining !== undefined && input.budgetRemaining <= 0) {
     input.onReject('ADMISSION_REJECT');
     throw new BudgetSpentError(`session ${request.session_id} has spent its token budget`, { retryAfterMs: 1000 });
@@ -68,5 +90,33 @@ export function checkAdmission(input: AdmissionCheckInput): AdmissionCheckResult
         `at the fastest recent pace ${prediction.fastFinishMs ?? '?'} ms (over the deadline by more than ${DEADLINE_MARGIN * 100}%; ${input.ahead} task(s) ahead for '${request.model_ref}')`,
     );
   }
-  return { availability, prediction };
+  return prediction;
+}
+
+/** Counts of tasks ahead past which a search for the deadline's limit stops: more than this many ahead is treated as unlimited. */
+const AHEAD_SEARCH_LIMIT = 1 << 20;
+
+/**
+ * The most tasks of its model the task may wait behind and still pass the deadline check: -1 when
+ * it misses even first in line, undefined when no count refuses it (an unmeasured prediction, or a
+ * deadline beyond any queue). A shared store refuses past it in the admission's own step, so the
+ * check and the enqueue are one round trip. Rests on the prediction growing with `ahead`.
+ * `hint`: a count to try first (the queue's capacity), so a lenient deadline costs two predictions.
+ */
+export function maxAheadForDeadline(predictor: Predictor, request: TaskRequest, listed: readonly PoolView[], hint: number): number | undefined {
+  const misses = (ahead: number): boolean => missesDeadline(predictTask(predictor, request, ahead, listed), request.deadline_ms);
+  let lo = -1;
+  let hi = Math.max(0, Math.min(hint, AHEAD_SEARCH_LIMIT));
+  if (!misses(hi)) {
+    if (!misses(AHEAD_SEARCH_LIMIT)) return undefined;
+    lo = hi;
+    hi = AHEAD_SEARCH_LIMIT;
+  }
+  // misses(hi) holds, and lo is -1 or passes: narrow to the last count that passes.
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (misses(mid)) hi = mid;
+    else lo = mid;
+  }
+  return lo;
 }

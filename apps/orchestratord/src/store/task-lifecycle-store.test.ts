@@ -17,16 +17,16 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
 
   it('admit writes the record (fence 1), the entry and the session turn together; a taken id changes nothing', async () => {
     const [a, b] = await h.open(2, { session_token_budget: 100 });
-    expect(await a!.lifecycle.view('m', 'batch', 's1')).toEqual({ ahead: 0, lastPool: undefined, budgetRemaining: 100 });
     const first = await a!.lifecycle.admit(admit('t1', 'A', { session: 's1' }));
-    expect(first).toMatchObject({ kind: 'queued', position: 0, fence: 1 });
+    expect(first).toMatchObject({ kind: 'queued', position: 0, fence: 1, view: { ahead: 0, lastPool: undefined, budgetRemaining: 100 } });
     expect(first.kind === 'queued' && first.evicted).toBeFalsy();
     expect(await b!.tasks.get('t1')).toMatchObject({ state: 'queued', owner: 'A', fence: 1, attempt: 0, record: '{"id":"t1"}' });
     expect(await b!.queue.position('t1')).toBe(0);
     expect(await b!.sessions.get('s1')).toMatchObject({ active_tasks: 1, turns: 0 });
-    expect(await b!.lifecycle.admit(admit('i1', 'B', { lane: 'interactive', session: 's1' }))).toMatchObject({ kind: 'queued', position: 0 });
-    expect(await b!.lifecycle.view('m', 'interactive', 's1')).toMatchObject({ ahead: 1 });
-    expect(await b!.lifecycle.view('m', 'batch', 's1')).toMatchObject({ ahead: 2 });
+    expect(await b!.lifecycle.admit(admit('i1', 'B', { lane: 'interactive', session: 's1' }))).toMatchObject({ kind: 'queued', position: 0, view: { ahead: 0 } });
+    // what a new entry of each lane would wait behind: the store's count, read in the admission's step
+    expect(await b!.lifecycle.admit({ ...admit('i2', 'B', { lane: 'interactive', session: 's1' }), maxAhead: 0 })).toMatchObject({ kind: 'late', view: { ahead: 1 } });
+    expect(await b!.lifecycle.admit({ ...admit('b2', 'B', { session: 's1' }), maxAhead: 1 })).toMatchObject({ kind: 'late', view: { ahead: 2 } });
     expect(await b!.sessions.get('s1')).toMatchObject({ active_tasks: 2 });
     // the same id again, from any replica: nothing changes (no second turn, no second entry)
     expect(await b!.lifecycle.admit(admit('t1', 'B', { session: 's1' }))).toEqual({ kind: 'exists' });
@@ -44,7 +44,7 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     const [a, b] = await h.open(2, { admission_capacity: 2, admission_policy: 'reject' });
     await a!.lifecycle.admit(admit('t1', 'A'));
     await b!.lifecycle.admit(admit('t2', 'B'));
-    expect(await a!.lifecycle.admit(admit('t3', 'A', { session: 'full' }))).toEqual({ kind: 'full', policy: 'reject' });
+    expect(await a!.lifecycle.admit(admit('t3', 'A', { session: 'full' }))).toMatchObject({ kind: 'full', policy: 'reject', view: { ahead: 2 } });
     expect(await b!.tasks.get('t3')).toBeUndefined();
     expect(await b!.sessions.get('full')).toBeUndefined();
     expect(await b!.queue.position('t3')).toBeUndefined();
@@ -58,7 +58,7 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     // the victim's record is its owner's to end
     expect(await c!.tasks.get('b1')).toMatchObject({ state: 'queued', owner: 'C' });
     await d!.lifecycle.admit(admit('i2', 'D', { lane: 'interactive' }));
-    expect(await c!.lifecycle.admit(admit('i3', 'C', { lane: 'interactive', session: 'none-left' }))).toEqual({ kind: 'full', policy: 'drop-lru' });
+    expect(await c!.lifecycle.admit(admit('i3', 'C', { lane: 'interactive', session: 'none-left' }))).toMatchObject({ kind: 'full', policy: 'drop-lru', view: { ahead: 2 } });
     expect(await c!.tasks.get('i3')).toBeUndefined();
     expect(await c!.sessions.get('none-left')).toBeUndefined();
   });
@@ -112,6 +112,30 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(await b!.lifecycle.dispatch('t1', 2, 'n2/p1')).toMatchObject({ kind: 'taken', task: { owner: 'B', fence: 2, attempt: 1 } });
   });
 
+  it('a spent budget and too many ahead refuse the admission and write nothing, before a taken id is looked at', async () => {
+    const [a, b] = await h.open(2, { session_token_budget: 10 });
+    await a!.lifecycle.admit(admit('t1', 'A', { session: 's1' }));
+    await a!.lifecycle.dispatch('t1', 1, 'n1/p1');
+    await a!.lifecycle.finish({ id: 't1', fence: 1, outcome: '{}', retainMs: 60_000, dequeue: false, session: { id: 's1', tokensOut: 10 } });
+    const spent = await b!.lifecycle.admit(admit('t2', 'B', { session: 's1' }));
+    expect(spent).toEqual({ kind: 'spent', view: { ahead: 0, lastPool: undefined, budgetRemaining: 0 } });
+    // the budget is checked before the id: the same refusal for a taken one
+    expect(await b!.lifecycle.admit(admit('t1', 'B', { session: 's1' }))).toMatchObject({ kind: 'spent' });
+    await a!.lifecycle.admit(admit('w1', 'A'));
+    expect(await b!.lifecycle.admit({ ...admit('t3', 'B', { session: 's3' }), maxAhead: 0 })).toEqual({
+      kind: 'late',
+      view: { ahead: 1, lastPool: undefined, budgetRemaining: 10 },
+    });
+    expect(await b!.lifecycle.admit({ ...admit('w1', 'B', { session: 's3' }), maxAhead: -1 })).toMatchObject({ kind: 'late' });
+    for (const id of ['t2', 't3']) {
+      expect(await a!.tasks.get(id)).toBeUndefined();
+      expect(await a!.queue.position(id)).toBeUndefined();
+    }
+    expect(await a!.sessions.get('s1')).toMatchObject({ active_tasks: 0, tokens_out: 10 });
+    expect(await a!.sessions.get('s3')).toBeUndefined();
+    expect(await b!.lifecycle.admit({ ...admit('t4', 'B', { session: 's3' }), maxAhead: 1 })).toMatchObject({ kind: 'queued', position: 1, view: { ahead: 1 } });
+  });
+
   it('finish ends the record, takes a queued entry out and counts the session turn in one step; exactly once', async () => {
     const [a, b] = await h.open(2, { session_token_budget: 100 });
     await a!.lifecycle.admit(admit('run', 'A', { session: 's1' }));
@@ -120,7 +144,7 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     const ended = await a!.lifecycle.finish({ id: 'run', fence: 1, outcome: '{"end":1}', retainMs: 60_000, dequeue: false, session: { id: 's1', tokensOut: 30, pool } });
     expect(ended).toMatchObject({ record: { ok: true, task: { state: 'ended', outcome: '{"end":1}', attempt: 1 } }, dequeued: false });
     expect(await b!.sessions.get('s1')).toMatchObject({ turns: 1, tokens_out: 30, active_tasks: 1 });
-    expect(await b!.lifecycle.view('m', 'batch', 's1')).toEqual({ ahead: 1, lastPool: pool, budgetRemaining: 70 });
+    expect(await b!.lifecycle.admit({ ...admit('late', 'B', { session: 's1' }), maxAhead: 0 })).toEqual({ kind: 'late', view: { ahead: 1, lastPool: pool, budgetRemaining: 70 } });
     // a queued task cancelled: out of the queue, its turn closed without counting
     const cancelled = await a!.lifecycle.finish({ id: 'wait', fence: 1, outcome: '{"cancel":1}', retainMs: 60_000, dequeue: true, session: { id: 's1', tokensOut: undefined } });
     expect(cancelled).toMatchObject({ record: { ok: true, task: { state: 'ended' } }, dequeued: true });
@@ -149,7 +173,7 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(await b!.lifecycle.admit(admit('t1', 'B'))).toMatchObject({ kind: 'queued', fence: 1 });
   });
 
-  it('signals: admit, dispatch and a dequeuing finish each name the model’s new first entry', async () => {
+  it('signals: admit, dispatch and a dequeuing finish that change the model’s first entry name it; others are silent', async () => {
     const [a, b] = await h.open(2);
     const heard: ClusterSignal[] = [];
     b!.signals.subscribe((s) => heard.push(s));
@@ -159,8 +183,10 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     }
     heard.length = 0;
     await a!.lifecycle.admit(admit('b1', 'A'));
+    await a!.lifecycle.admit(admit('b2', 'A')); // behind b1: no signal
     await b!.lifecycle.admit(admit('i1', 'B', { lane: 'interactive' }));
     await b!.lifecycle.dispatch('i1', 1, 'n1/p1');
+    await a!.lifecycle.finish({ id: 'b2', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true }); // not the first: no signal
     await a!.lifecycle.finish({ id: 'b1', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true });
     await a!.lifecycle.finish({ id: 'i1', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true }); // not queued: no signal
     const end = Date.now() + 3000;

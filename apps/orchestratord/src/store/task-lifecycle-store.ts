@@ -1,4 +1,4 @@
-import type { QueueEntryInput, QueueLane, QueueOverflowPolicy, QueuedEntry } from './admission-queue-store.js';
+import type { QueueEntryInput, QueueOverflowPolicy, QueuedEntry } from './admission-queue-store.js';
 import type { SessionPoolRef } from './session-affinity-store.js';
 import type { StoredTask, TaskCreate, TaskRefusal, TransitionOutcome } from './task-ownership-store.js';
 
@@ -11,7 +11,7 @@ import type { StoredTask, TaskCreate, TaskRefusal, TransitionOutcome } from './t
  * both against each other.
  */
 
-/** What admission reads before it decides (the prediction and the session checks). */
+/** What admission read in the store as it decided (the prediction and the session checks use it). */
 export interface AdmissionView {
   /** Entries of the model a new entry of the lane would wait behind (`AdmissionQueueStore.countAhead`). */
   readonly ahead: number;
@@ -28,13 +28,22 @@ export interface TaskAdmit {
   readonly entry: Omit<QueueEntryInput, 'id'>;
   /** The session whose turn starts. */
   readonly sessionId: string;
+  /**
+   * The most entries of the group the new one may wait behind (`AdmissionView.ahead`): more is
+   * refused `late` (the caller predicted it would miss its deadline). Undefined: no limit.
+   */
+  readonly maxAhead?: number | undefined;
 }
 
 export type AdmitOutcome =
   /** Record, entry and the session's started turn written together; `evicted` as `AdmissionQueueStore.add`. */
-  | { readonly kind: 'queued'; readonly position: number; readonly evicted?: QueuedEntry; readonly fence: number; readonly ownerUntil: number }
+  | { readonly kind: 'queued'; readonly position: number; readonly evicted?: QueuedEntry; readonly fence: number; readonly ownerUntil: number; readonly view: AdmissionView }
+  /** The session has spent its token budget (`budgetRemaining` ≤ 0): nothing was written. */
+  | { readonly kind: 'spent'; readonly view: AdmissionView }
+  /** More than `maxAhead` entries of the group are ahead: nothing was written. */
+  | { readonly kind: 'late'; readonly view: AdmissionView }
   /** The queue is full: nothing was written. */
-  | { readonly kind: 'full'; readonly policy: QueueOverflowPolicy }
+  | { readonly kind: 'full'; readonly policy: QueueOverflowPolicy; readonly view: AdmissionView }
   /** A record or an entry with this id exists (a task id is unique in the cluster, and a retried admission finds its own): nothing changed. */
   | { readonly kind: 'exists' };
 
@@ -67,9 +76,13 @@ export interface FinishOutcome {
 }
 
 export interface TaskLifecycleStore {
-  /** The admission's inputs in one read. */
-  view(group: string, lane: QueueLane, sessionId: string): Promise<AdmissionView>;
-  /** Creates the record (fence 1, owner lease), queues the entry (capacity and policy) and starts the session's turn, all or nothing. */
+  /**
+   * Admission in one step: reads what the checks need (entries ahead in the group, the session's
+   * pool and budget: the answer's `view`), refuses a spent budget (`spent`), more than `maxAhead`
+   * ahead (`late`), a taken id (`exists`) and a full queue (`full`) in that order, else creates the
+   * record (fence 1, owner lease), queues the entry (capacity and policy) and starts the session's
+   * turn — all or nothing.
+   */
   admit(admit: TaskAdmit): Promise<AdmitOutcome>;
   /** Takes the entry when it is its group's first (`AdmissionQueueStore.take`) and moves the record `queued` → `running` under `fence`, both or neither. */
   dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome>;

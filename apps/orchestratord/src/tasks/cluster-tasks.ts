@@ -3,7 +3,7 @@ import type { Log } from '@llama-orch/daemon-support';
 import type { AdmissionQueueStore, GoneEntry } from '../store/admission-queue-store.js';
 import type { ClusterSignals } from '../store/cluster-signals.js';
 import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
-import type { AdmissionView, AdmitOutcome, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
+import type { AdmitOutcome, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
 import type { Delivery, TaskPlacement, TaskRecord } from './task-record.js';
 
@@ -61,6 +61,9 @@ export interface Adoption {
   /** Logger for the task's lines (with its correlation id). */
   readonly log: Log;
 }
+
+/** What the cluster keeps of a task it admits (its shared record). */
+export type ClusterAdmission = Pick<TaskRecord, 'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery'>;
 
 /** The replica that owns a task, and where it listens. */
 export interface TaskOwner {
@@ -135,28 +138,25 @@ export class ClusterTasks {
     this.#renewTimer.unref();
   }
 
-  /** What admission reads, in one round trip: tasks of `group` queued anywhere that a new task of `lane` would wait behind, and the session's affinity and budget left. */
-  view(group: string, lane: 'interactive' | 'batch', sessionId: string): Promise<AdmissionView> {
-    return this.#lifecycle.view(group, lane, sessionId);
-  }
-
   /**
-   * Admits the task to the cluster in one step: its shared record (this replica the owner), its
-   * queue entry and its session's started turn; `exists` for a task id taken anywhere, `full` when
-   * the cluster's queue is (then nothing was written).
+   * Admits the task to the cluster in one step (one round trip): its shared record (this replica
+   * the owner), its queue entry and its session's started turn; `exists` for a task id taken
+   * anywhere; `spent` (the session's budget), `late` (more than `maxAhead` of its model ahead) and
+   * `full` write nothing. Every answer but `exists` carries what the store read (`view`).
    */
-  async add(task: TaskRecord): Promise<AdmitOutcome> {
+  async add(task: ClusterAdmission, maxAhead: number | undefined): Promise<AdmitOutcome> {
     const r = task.request;
     const record: SharedTaskRecord = {
       ...{ model_ref: r.model_ref, priority: r.priority, session_id: r.session_id, admitted_at: task.admittedAt, owner_url: this.#address() },
       ...{ request: r, model_name: task.modelName, correlation_id: task.correlationId, client_key: task.clientKey, delivery: task.delivery },
     };
     const admitted = await this.#lifecycle.admit({
-      task: { id: task.id, owner: this.replicaId, record: JSON.stringify(record), ttlMs: this.#ownerTtlMs, lifetimeMs: r.deadline_ms + this.#retainMs },
+      task: { id: r.task_id, owner: this.replicaId, record: JSON.stringify(record), ttlMs: this.#ownerTtlMs, lifetimeMs: r.deadline_ms + this.#retainMs },
       entry: { lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: r.deadline_ms },
       sessionId: r.session_id,
+      maxAhead,
     });
-    if (admitted.kind === 'queued') this.#fences.set(task.id, admitted.fence);
+    if (admitted.kind === 'queued') this.#fences.set(r.task_id, admitted.fence);
     return admitted;
   }
 
@@ -192,7 +192,7 @@ export class ClusterTasks {
   }
 
   /** Whether the task's id is admitted already with this very request (a client's or a balancer's retry of its POST). */
-  async admittedAlready(task: TaskRecord): Promise<boolean> {
+  async admittedAlready(task: Pick<TaskRecord, 'id' | 'request'>): Promise<boolean> {
     const stored = await this.#tasks.get(task.id);
     if (stored === undefined) return false;
     const request = (JSON.parse(stored.record) as Partial<SharedTaskRecord>).request;

@@ -1,6 +1,7 @@
 import type { TaskRequest } from '@llama-orch/contracts';
 import type { Clock, Log } from '@llama-orch/daemon-support';
-import { checkAdmission } from '../admission/admission-checks.js';
+import { checkAdmission, checkQueued, checkServed, maxAheadForDeadline, type AdmissionCheckInput } from '../admission/admission-checks.js';
+import { predictTask } from '../admission/prediction.js';
 import type { AdmissionQueue, QueuePolicy } from '../admission/admission-queue.js';
 import { preparationSteps, type ModelAvailability } from '../admission/model-availability.js';
 import type { Prediction, Predictor } from '../admission/predictor.js';
@@ -80,18 +81,33 @@ export class TaskAdmission {
     return this.#accepted(task, result.position, avail, prediction, victim);
   }
 
-  /** With a Redis store: the cluster's queue decides capacity, policy and position (cluster-tasks.ts). */
-  async #admitShared(cluster: ClusterTasks, admission: Admission): Promise<Admitted> {
-    const r = admission.request;
-    // Two round trips: what the checks read (one script), then the record, entry and session turn (one script).
-    const view = await cluster.view(r.model_ref, r.priority, r.session_id);
-    const { avail, prediction, task } = this.#prepare(admission, view.ahead, view);
-    const added = await cluster.add(task);
+  /**
+   * With a Redis store: one round trip. The checks that need neither the queue nor the session run
+   * here first; the budget and the deadline are decided in the store's admission step, on the queue
+   * and session as they are there (the deadline as the most tasks ahead it allows), together with
+   * capacity, policy and position (cluster-tasks.ts).
+   */
+  async #admitShared(cluster: ClusterTasks, a: Admission): Promise<Admitted> {
+    const r = a.request;
+    const { availability: avail, listed } = checkServed(this.#checkInput(r));
+    const now = this.#d.clock.now();
+    const shared = { request: r, admittedAt: now, modelName: a.modelName, correlationId: a.correlationId, clientKey: a.clientKey, delivery: a.delivery ?? 'events' };
+    const added = await cluster.add(shared, maxAheadForDeadline(this.#d.predictor, r, listed, this.#d.admissionCapacity));
     if (added.kind === 'exists') {
       // The same request again (a client's retry, or a balancer that re-sent the POST of a replica that died answering it): answered as admitted.
-      if (await cluster.admittedAlready(task)) return { task_id: task.id, queue_position: 0, predicted_start_ms: 0, backoff_ms: 0, preparation: { steps: [] }, dispatched: false };
+      if (await cluster.admittedAlready({ id: r.task_id, request: r }))
+        return { task_id: r.task_id, queue_position: 0, predicted_start_ms: 0, backoff_ms: 0, preparation: { steps: [] }, dispatched: false };
       throw new InvalidParamsError(`task_id: task ${r.task_id} already exists`);
     }
+    const { view } = added;
+    // Refused in the store: the same typed error as in-process (checkQueued throws it on the view the store read).
+    if (added.kind === 'spent' || added.kind === 'late') {
+      checkQueued(this.#checkInput(r, view.ahead, view.budgetRemaining), listed);
+      throw new InternalError(`the cluster store refused the task (${added.kind}) where this replica's checks pass; resubmit it`, { retriable: true, retryAfterMs: 1000 });
+    }
+    // Not re-checked: the predictor may have learnt something during the round trip, but the task is admitted.
+    const prediction = predictTask(this.#d.predictor, r, view.ahead, listed);
+    const task = newTaskRecord({ ...a, affinity: view.lastPool, now, predictedStartMs: prediction.startMs, phase: avail.ready.length > 0 ? 'queued' : 'preparing' });
     // Full means full to its capacity: the cluster's queue holds that many now.
     if (added.kind === 'full') throw this.#queueFull(task, added.policy, prediction, this.#d.admissionCapacity);
     if (!this.#d.running() || this.#d.table.has(task.id)) {
@@ -105,19 +121,24 @@ export class TaskAdmission {
     return this.#accepted(task, added.position, avail, prediction, victim?.state === 'queued' ? victim : undefined);
   }
 
-  /** Checks the task against the live cluster (typed errors) and builds its record. */
-  #prepare(a: Admission, ahead: number, session = this.#localSession(a.request.session_id)): { avail: ModelAvailability; prediction: Prediction; task: TaskRecord } {
-    const { request } = a;
-    const { availability: avail, prediction } = checkAdmission({
+  #checkInput(request: TaskRequest, ahead = 0, budgetRemaining: number | undefined = undefined): AdmissionCheckInput {
+    return {
       request,
       views: this.#d.registry.poolsForModel(request.model_ref),
       predictor: this.#d.predictor,
       ahead,
       ctxMax: this.#d.ctxMax,
-      budgetRemaining: session.budgetRemaining,
+      budgetRemaining,
       retryAfterMs: this.#d.registry.heartbeatIntervalMs,
       onReject: (code) => this.#d.observer.refused(code),
-    });
+    };
+  }
+
+  /** Checks the task against the live cluster (typed errors) and builds its record. */
+  #prepare(a: Admission, ahead: number): { avail: ModelAvailability; prediction: Prediction; task: TaskRecord } {
+    const { request } = a;
+    const session = this.#localSession(request.session_id);
+    const { availability: avail, prediction } = checkAdmission(this.#checkInput(request, ahead, session.budgetRemaining));
     const task = newTaskRecord({
       ...a,
       affinity: session.lastPool,

@@ -1,4 +1,3 @@
-import type { QueueLane } from '../admission-queue-store.js';
 import type { AdmissionView, AdmitOutcome, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
 import type { MemoryQueue } from './memory-queue.js';
 import type { MemorySessions } from './memory-sessions.js';
@@ -20,24 +19,23 @@ export class MemoryLifecycle implements TaskLifecycleStore {
     this.#sessions = sessions;
   }
 
-  view(group: string, lane: QueueLane, sessionId: string): Promise<AdmissionView> {
-    return Promise.resolve({
-      ahead: this.#queue.countAheadNow(group, lane),
+  admit({ task, entry, sessionId, maxAhead }: TaskAdmit): Promise<AdmitOutcome> {
+    const view: AdmissionView = {
+      ahead: this.#queue.countAheadNow(entry.group, entry.lane),
       lastPool: this.#sessions.lastPoolNow(sessionId),
       budgetRemaining: this.#sessions.budgetRemainingNow(sessionId),
-    });
-  }
-
-  admit({ task, entry, sessionId }: TaskAdmit): Promise<AdmitOutcome> {
+    };
+    if (view.budgetRemaining !== undefined && view.budgetRemaining <= 0) return Promise.resolve({ kind: 'spent', view });
+    if (maxAhead !== undefined && view.ahead > maxAhead) return Promise.resolve({ kind: 'late', view });
     if (this.#tasks.has(task.id) || this.#queue.has(task.id)) return Promise.resolve({ kind: 'exists' });
     const added = this.#queue.addNow({ ...entry, id: task.id });
     if (added.kind === 'duplicate') return Promise.resolve({ kind: 'exists' });
-    if (added.kind === 'full') return Promise.resolve(added);
+    if (added.kind === 'full') return Promise.resolve({ ...added, view });
     const created = this.#tasks.createNow(task);
     // Checked above: nothing ran in between.
     if (!created.ok) throw new Error(`task ${task.id} appeared while it was admitted`);
     this.#sessions.startedNow(sessionId);
-    return Promise.resolve({ ...added, fence: created.fence, ownerUntil: created.ownerUntil });
+    return Promise.resolve({ ...added, fence: created.fence, ownerUntil: created.ownerUntil, view });
   }
 
   dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome> {

@@ -220,7 +220,12 @@ export class MemoryQueue implements AdmissionQueueStore {
     const c = this.#groups.get(n.group);
     if (c === undefined) this.#groups.set(n.group, { interactive: n.lane === 'interactive' ? 1 : 0, batch: n.lane === 'batch' ? 1 : 0 });
     else c[n.lane] += 1;
-    this.#signalHead(n.group);
+    if (this.#isHead(n)) this.#signalHead(n.group);
+  }
+
+  /** Whether a signal is wanted for `n` (signals on) and it is its group's first entry: only a change of the first is signalled, as with Redis. */
+  #isHead(n: Node): boolean {
+    return this.#signals !== undefined && this.#firstOf(n.group) === n;
   }
 
   #signalHead(group: string): void {
@@ -230,6 +235,7 @@ export class MemoryQueue implements AdmissionQueueStore {
   }
 
   #unlink(n: Node): void {
+    const wasHead = this.#isHead(n);
     this.#lanes[n.lane].unlink(n);
     this.#byId.delete(n.id);
     const c = this.#groups.get(n.group);
@@ -237,7 +243,7 @@ export class MemoryQueue implements AdmissionQueueStore {
       c[n.lane] -= 1;
       if (c.interactive === 0 && c.batch === 0) this.#groups.delete(n.group);
     }
-    this.#signalHead(n.group);
+    if (wasHead) this.#signalHead(n.group);
   }
 }
 

@@ -10,6 +10,9 @@ import { LuaScript, NOW_MS } from './lua-script.js';
  *   p q:evicted:<id>                       marker of a drop-lru eviction (10 min), for `gone`
  * Scores: admission takes INCR q:seq (one order for the cluster, the order the store took them);
  * requeue-at-front takes -INCR q:front, so the latest requeued entry leads its lane.
+ * A change of a group's first entry (an entry put first, or the first one removed) publishes
+ * `queue\t<group>\t<first id>\t<its payload>` on p signals (cluster-signals.ts); other changes publish
+ * nothing, so a queue that grows or shrinks behind its head costs no replica any work.
  * Every script gets KEYS = [lane:interactive, lane:batch, entries, deadlines] and ARGV[1] = prefix
  * (the task lifecycle scripts, admit-script.ts and beside it, include these functions too).
  */
@@ -22,12 +25,18 @@ local function signal_head(group)
   if head then payload = cjson.decode(redis.call('HGET', KEYS[3], head)).payload else head = '' end
   redis.call('PUBLISH', P .. 'signals', 'queue\t' .. group .. '\t' .. head .. '\t' .. payload)
 end
+-- Whether the entry is its group's first in dispatch order (the interactive lane first).
+local function is_head(id, lane, group)
+  if lane == 'batch' and redis.call('ZCARD', gkey('interactive', group)) > 0 then return false end
+  return redis.call('ZRANGE', gkey(lane, group), 0, 0)[1] == id
+end
 local function unlink(id, e)
+  local was_head = is_head(id, e.lane, e.group)
   redis.call('ZREM', LANE[e.lane], id)
   redis.call('ZREM', gkey(e.lane, e.group), id)
   redis.call('ZREM', KEYS[4], id)
   redis.call('HDEL', KEYS[3], id)
-  signal_head(e.group)
+  if was_head then signal_head(e.group) end
 end
 local function put(id, lane, group, payload, deadline_ms, score)
   local deadline = 'inf'
@@ -38,7 +47,7 @@ local function put(id, lane, group, payload, deadline_ms, score)
   redis.call('ZADD', LANE[lane], score, id)
   redis.call('ZADD', gkey(lane, group), score, id)
   redis.call('HSET', KEYS[3], id, cjson.encode({ lane = lane, group = group, payload = payload, deadline_at = tostring(deadline) }))
-  signal_head(group)
+  if is_head(id, lane, group) then redis.call('PUBLISH', P .. 'signals', 'queue\t' .. group .. '\t' .. id .. '\t' .. payload) end
 end
 -- Capacity and policy, then the entry at the back of its lane: {'queued', position, evicted id or '',
 -- evicted json or ''}, or nil when the id is queued already or the queue is full (nothing changed).

@@ -1,8 +1,10 @@
+import type { Socket } from 'node:net';
 import type { Log } from '@llama-orch/daemon-support';
 import type { Redis as RedisClient } from 'ioredis';
 import { StoreUnavailableError } from '../../errors.js';
 import type { LuaScript } from './lua-script.js';
 import { redactedUrl } from '../redacted-url.js';
+import { WriteCoalescer } from './write-coalescer.js';
 
 export interface RedisConnectionOptions {
   url: string;
@@ -29,6 +31,7 @@ export class RedisConnection {
   readonly #where: string;
   #state: RedisConnectionState = 'open';
   #closing: Promise<void> | undefined;
+  readonly #writes = new WriteCoalescer();
 
   private constructor(client: RedisClient, prefix: string, logger: Log, where: string) {
     this.#client = client;
@@ -96,6 +99,7 @@ export class RedisConnection {
   /** Runs commands, turning any failure into a StoreUnavailableError that names the operation. */
   async call<T>(op: (client: RedisClient) => Promise<T>, what: string): Promise<T> {
     if (this.#state !== 'open') throw new StoreUnavailableError(`cluster store connection is ${this.#state} (${what})`);
+    this.#writes.hold(this.#client.stream as Socket | undefined);
     try {
       return await op(this.#client);
     } catch (err) {

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { EVICTED_KEPT_MS, type QueueLane, type QueueOverflowPolicy } from '../admission-queue-store.js';
+import { EVICTED_KEPT_MS, type QueueOverflowPolicy } from '../admission-queue-store.js';
 import type { SessionLimits } from '../session-affinity-store.js';
 import type { TaskRefusal } from '../task-ownership-store.js';
 import type { AdmissionView, AdmitOutcome, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
-import { ADMISSION_VIEW, TASK_ADMIT } from './admit-script.js';
+import { TASK_ADMIT } from './admit-script.js';
 import { TASK_TAKE_DISPATCH } from './dispatch-script.js';
 import { TASK_FINISH } from './end-script.js';
 import type { RedisConnection } from './redis-client.js';
@@ -49,29 +49,34 @@ export class RedisLifecycle implements TaskLifecycleStore {
     return Math.max(ACTIVE_SESSION_CAP_MS, this.#sessions.ttlMs);
   }
 
-  async view(group: string, lane: QueueLane, sessionId: string): Promise<AdmissionView> {
-    const p = this.#redis.prefix;
-    const keys = [`${p}q:g:interactive:${group}`, `${p}q:g:batch:${group}`, this.#session(sessionId)];
-    const [ahead, nodeId, poolId, tokensOut] = (await this.#redis.eval(ADMISSION_VIEW, keys, [lane])) as [number, string, string, string];
-    const budget = this.#sessions.tokenBudget;
-    return {
-      ahead,
-      lastPool: poolId === '' ? undefined : { node_id: nodeId, pool_id: poolId },
-      budgetRemaining: budget === undefined ? undefined : budget - (tokensOut === '' ? 0 : Number(tokensOut)),
-    };
-  }
-
-  async admit({ task, entry, sessionId }: TaskAdmit): Promise<AdmitOutcome> {
+  async admit({ task, entry, sessionId, maxAhead }: TaskAdmit): Promise<AdmitOutcome> {
     const keys = [...this.#queueKeys, this.#task(task.id), this.#session(sessionId), `${this.#redis.prefix}tasks:leases`];
     const deadline = entry.deadlineMs === undefined ? '' : Math.max(0, Math.round(entry.deadlineMs));
     const args = [this.#redis.prefix, task.id, entry.lane, entry.group, entry.payload, deadline, this.#capacity, this.#policy, EVICTED_KEPT_MS];
     args.push(task.owner, task.record, task.ttlMs, Math.max(1, Math.round(task.lifetimeMs)), this.#cap());
-    const r = (await this.#redis.eval(TASK_ADMIT, keys, args)) as [string, number?, string?, string?, number?];
-    if (r[0] === 'exists') return { kind: 'exists' };
-    if (r[0] === 'full') return { kind: 'full', policy: this.#policy };
-    const [, position, victim, victimJson, ownerUntil] = r as [string, number, string, string, number];
-    const granted = { kind: 'queued' as const, position, fence: 1, ownerUntil };
-    return victim === '' ? granted : { ...granted, evicted: parseEntry(victim, victimJson) };
+    args.push(this.#sessions.tokenBudget ?? '', maxAhead === undefined ? '' : Math.floor(maxAhead));
+    const [outcome, ahead, nodeId, poolId, tokensOut, ...rest] = (await this.#redis.eval(TASK_ADMIT, keys, args)) as [string, number, string, string, string, ...unknown[]];
+    const budget = this.#sessions.tokenBudget;
+    const view: AdmissionView = {
+      ahead,
+      lastPool: poolId === '' ? undefined : { node_id: nodeId, pool_id: poolId },
+      budgetRemaining: budget === undefined ? undefined : budget - (tokensOut === '' ? 0 : Number(tokensOut)),
+    };
+    switch (outcome) {
+      case 'queued': {
+        const [position, victim, victimJson, ownerUntil] = rest as [number, string, string, number];
+        const granted = { kind: 'queued' as const, position, fence: 1, ownerUntil, view };
+        return victim === '' ? granted : { ...granted, evicted: parseEntry(victim, victimJson) };
+      }
+      case 'exists':
+        return { kind: 'exists' };
+      case 'full':
+        return { kind: 'full', policy: this.#policy, view };
+      case 'spent':
+        return { kind: 'spent', view };
+      default:
+        return { kind: 'late', view };
+    }
   }
 
   async dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome> {
