@@ -61,6 +61,8 @@ export interface ReplicaChaosReport {
   };
   leaks: string[];
   violations: Array<{ task: number; task_id: string; outcome: TaskOutcome | 'record'; problems: string[] }>;
+  /** The daemons' lines naming a violating task (the first 10 tasks, 40 lines each): the evidence to start from. */
+  violation_logs: Record<string, string[]>;
   fault_problems: string[];
 }
 
@@ -137,10 +139,16 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
       if (admitted % 250 === 0) opts.log(`admitted ${admitted} (submitted ${submitted})`);
     },
   };
+  // A task that hung is a violation already: the load stops there (every client would wait out its timeout from then on).
+  let hungSeen = false;
   const worker = async (): Promise<void> => {
-    while (admitted < opts.targetAdmitted && submitted < opts.maxSubmitted) {
+    while (admitted < opts.targetAdmitted && submitted < opts.maxSubmitted && !hungSeen) {
       const trace = await runTask(planTask(submitted++, rnd, opts, pools), ctx);
       traces.push(trace);
+      if (trace.hung && !hungSeen) {
+        hungSeen = true;
+        opts.log(`task ${trace.plan.index} (${trace.plan.taskId}) hung: the load stops`);
+      }
       // Refused (Redis down: 503 STORE_UNAVAILABLE; queue full) or unreachable: retry later.
       if (!trace.admitted) await sleep(trace.admission.error !== undefined ? 400 : 150);
     }
@@ -306,6 +314,10 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
     },
     leaks,
     violations,
+    violation_logs: linesNaming(
+      cluster,
+      violations.slice(0, 10).map((v) => v.task_id),
+    ),
     fault_problems: [...faultErrors, ...faults.flatMap((f) => f.problems.map((p) => `${f.kind}: ${p}`))],
   };
 }
@@ -329,4 +341,19 @@ function frameLine(t: TaskTrace): string {
   return [...t.frames, ...(t.resume?.frames ?? [])]
     .map((f) => `${f.id ?? '-'}:${f.event}${f.event === 'token' ? `:${String(f.data.i)}` : f.event === 'error' ? `:${String(f.data.code)}` : ''}`)
     .join(' ');
+}
+
+/** Every daemon line that names one of `ids`, by id (40 at most each, `source time text`). */
+function linesNaming(cluster: ReplicaCluster, ids: readonly string[]): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  if (ids.length === 0) return out;
+  const lines = cluster.allLines();
+  for (const id of ids) {
+    out[id] = lines
+      .filter((l) => l.text.includes(id))
+      .sort((a, b) => a.at - b.at)
+      .slice(0, 40)
+      .map((l) => `${l.source} ${new Date(l.at).toISOString().slice(11, 23)} ${l.text.slice(0, 500)}`);
+  }
+  return out;
 }

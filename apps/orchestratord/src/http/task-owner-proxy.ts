@@ -1,9 +1,9 @@
 import { pipeline } from 'node:stream/promises';
-import { CORRELATION_ID_HEADER } from '@llama-orch/contracts';
+import { CORRELATION_ID_HEADER, formatSseFrame, SseFrameSchema } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { request, type Dispatcher } from 'undici';
 import { InternalError } from '../errors.js';
-import type { ClusterTasks } from '../tasks/cluster-tasks.js';
+import type { ClusterTasks, TaskOwner } from '../tasks/cluster-tasks.js';
 
 /** Set on a request one replica passes to another: it is never passed on again. */
 export const FORWARDED_BY_HEADER = 'x-llorch-forwarded-by';
@@ -37,7 +37,7 @@ export class TaskOwnerProxy {
       // Named as owner but not held here: an earlier run of this replica id (restarted by `llorch
       // up` after a crash) admitted it. Its lease lapses within 2 heartbeat intervals and it is taken
       // over; until then a 404 would end the client's EventSource for good, so ask for a retry.
-      if (owner.ended) return false;
+      if (owner.ended) return answerFromRecord(req, reply, owner);
       throw new InternalError(`task ${id} belongs to an earlier run of replica ${owner.replica}; it is taken over within the owner lease`, { retriable: true, retryAfterMs: 500 });
     }
     if (forwarded) return false;
@@ -52,6 +52,8 @@ export class TaskOwnerProxy {
     try {
       res = await request(`${owner.address}${req.url}`, { method: req.method === 'POST' ? 'POST' : 'GET', headers, dispatcher: this.#dispatcher, signal: left.signal });
     } catch (err) {
+      // The owner died after the task ended: its frame log went with it, its outcome is in the store.
+      if (owner.ended) return answerFromRecord(req, reply, owner);
       throw new InternalError(`replica ${owner.replica}, which owns task ${id}, is unreachable at ${owner.address}: ${(err as Error).message}`, {
         retriable: true,
         retryAfterMs: 1000,
@@ -66,4 +68,26 @@ export class TaskOwnerProxy {
     });
     return true;
   }
+}
+
+/**
+ * An ended task whose owner cannot answer (it died, or restarted with its id and holds none of its
+ * earlier run's frames): its outcome from the shared record. A stream gets the terminal frame with
+ * its id in the owner's log (frames between the client's `Last-Event-ID` and it were only in the
+ * owner's memory: the id jump shows the client what it missed), a cancel 204 as for any ended task.
+ * Without it such a task answered 404 and its client never learnt how it ended. False when the
+ * record keeps no readable outcome (the caller answers 404).
+ */
+function answerFromRecord(req: FastifyRequest, reply: FastifyReply, owner: TaskOwner): boolean {
+  const { id, ...frame } = owner.outcome ?? {};
+  const parsed = SseFrameSchema.safeParse(frame);
+  if (!parsed.success) return false;
+  if (req.method === 'POST') {
+    void reply.code(204).send();
+    return true;
+  }
+  const last = Number(req.headers['last-event-id']);
+  const frameId = typeof id === 'number' ? id : Number.isSafeInteger(last) && last >= 0 ? last + 1 : 0;
+  void reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache, no-transform').send(formatSseFrame(frameId, parsed.data));
+  return true;
 }
