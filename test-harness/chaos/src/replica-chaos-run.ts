@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { bump, getJson, planTask, settle, type ChaosRunOptions } from './chaos-run.js';
+import { bump, planTask, type ChaosRunOptions } from './chaos-run.js';
+import { checkAfterStop, checkNodesIdle, getJson, settle, watchEngines } from './end-state.js';
 import { killEngine, stopNode, type FaultRecord } from './fault-injector.js';
-import { enginesOf, pidAlive } from './proc.js';
 import { mulberry32 } from './random.js';
 import type { ReplicaCluster, ReplicaSlot } from './replica-cluster.js';
 import { killRedis, killReplica } from './replica-faults.js';
@@ -61,7 +61,7 @@ export interface ReplicaChaosReport {
   };
   leaks: string[];
   violations: Array<{ task: number; task_id: string; outcome: TaskOutcome | 'record'; problems: string[] }>;
-  /** The daemons' lines naming a violating task (the first 10 tasks, 40 lines each): the evidence to start from. */
+  /** The daemons' lines naming a violating task (the first 10 tasks, 40 lines each) and the replicas' warnings (`*`): the evidence to start from. */
   violation_logs: Record<string, string[]>;
   fault_problems: string[];
 }
@@ -85,15 +85,10 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
   const traces: TaskTrace[] = [];
   const faults: FaultRecord[] = [];
   const faultErrors: string[] = [];
-  const enginePids = new Set<number>();
   let admitted = 0;
   let submitted = 0;
   let loadDone = false;
-  const pollEngines = async (): Promise<void> => {
-    for (const n of cluster.nodes) for (const h of await cluster.handoffs(n)) enginePids.add(h.pid);
-  };
-  await pollEngines();
-  const enginePoller = setInterval(() => void pollEngines(), 200);
+  const engines = await watchEngines(cluster);
 
   const at = async (fraction: number): Promise<boolean> => {
     while (admitted < opts.targetAdmitted * fraction) {
@@ -206,29 +201,9 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
     return { ok: pools.every((id) => list.some((p) => p.pool_id === id && p.ready && p.node_state === 'online' && p.leased === 0 && p.slots_free === p.slots_total)), value: list };
   }, 30_000);
   if (!orchPools.ok) leaks.push(`pools not all free/ready through the balancer: ${JSON.stringify(orchPools.value)}`);
-  const nodePools: Record<string, unknown> = {};
-  const engineSlots: Record<string, unknown> = {};
-  for (const n of cluster.nodes) {
-    const st = await settle(async () => {
-      const list = await cluster.nodePools(n);
-      return { ok: list.every((p) => p.ready && p.slots_free === p.slots_total && p.active_leases === 0), value: list };
-    }, 30_000);
-    nodePools[n.id] = st.value;
-    if (!st.ok) leaks.push(`${n.id}: pool slots not all free: ${JSON.stringify(st.value)}`);
-    for (const p of Array.isArray(st.value) ? st.value : []) {
-      if (p.engine_url === undefined) continue;
-      const slots = await settle(async () => {
-        const { status, body } = await getJson(new URL('/slots', p.engine_url), {});
-        const arr = Array.isArray(body) ? (body as Array<{ id: number; is_processing: boolean }>) : [];
-        return { ok: status === 200 && arr.length > 0 && arr.every((s) => !s.is_processing), value: arr.map((s) => ({ id: s.id, is_processing: s.is_processing })) };
-      }, 10_000);
-      engineSlots[`${n.id}/${p.pool_id}`] = slots.value;
-      if (!slots.ok) leaks.push(`${n.id}/${p.pool_id}: engine slots still processing: ${JSON.stringify(slots.value)}`);
-    }
-  }
+  const { nodePools, engineSlots } = await checkNodesIdle(cluster, leaks);
 
-  clearInterval(enginePoller);
-  await pollEngines();
+  await engines.stop();
   await dispatcher.close();
   const exits = await cluster.stop();
   const exitTails: Record<string, string[]> = {};
@@ -238,15 +213,7 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
     const d = [...cluster.nodes.map((n) => n.daemon), ...cluster.replicas.flatMap((r) => r.generations)].find((x) => x.name === e.name || x.name === `pool-managerd:${e.name}`);
     exitTails[e.name] = (d?.lines ?? []).slice(-25).map((l) => l.text.slice(0, 600));
   }
-  const stillAlive = await settle(async () => {
-    const alive = [...enginePids].filter((pid) => pidAlive(pid));
-    return { ok: alive.length === 0, value: alive };
-  }, 10_000);
-  for (const pid of stillAlive.value) leaks.push(`llama-server ${pid} outlived its pool-managerd`);
-  const orphans = enginesOf([cluster.workDir], cluster.marker);
-  for (const o of orphans) leaks.push(`orphan llama-server ${o.pid} (${o.reason}: ${o.argv.join(' ')})`);
-  const tokenLeaks = cluster.allLines().filter((l) => l.text.includes(cluster.token)).length;
-  if (tokenLeaks > 0) leaks.push(`API token in ${tokenLeaks} log line(s)`);
+  const { orphans, tokenLeaks } = await checkAfterStop(cluster, engines.pids, leaks);
 
   const outcomes: Partial<Record<TaskOutcome, number>> = {};
   const terminalByKind: Record<string, number> = {};
@@ -308,7 +275,7 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
       engine_slots: engineSlots,
       daemon_exits: exits,
       exit_tails: exitTails,
-      engine_pids_seen: [...enginePids].sort((a, b) => a - b),
+      engine_pids_seen: [...engines.pids].sort((a, b) => a - b),
       orphan_engines: orphans,
       token_leak_lines: tokenLeaks,
     },
@@ -317,6 +284,7 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
     violation_logs: linesNaming(
       cluster,
       violations.slice(0, 10).map((v) => v.task_id),
+      traces.find((t) => t.hung)?.postedAt,
     ),
     fault_problems: [...faultErrors, ...faults.flatMap((f) => f.problems.map((p) => `${f.kind}: ${p}`))],
   };
@@ -343,11 +311,24 @@ function frameLine(t: TaskTrace): string {
     .join(' ');
 }
 
-/** Every daemon line that names one of `ids`, by id (40 at most each, `source time text`). */
-function linesNaming(cluster: ReplicaCluster, ids: readonly string[]): Record<string, string[]> {
+/** Every daemon line that names one of `ids`, by id (40 at most each, `source time text`), and under `*` the replicas' warnings (400 at most). */
+function linesNaming(cluster: ReplicaCluster, ids: readonly string[], hungAt: number | undefined): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   if (ids.length === 0) return out;
   const lines = cluster.allLines();
+  // A hang: every line of every daemon from 5 s before the first hung task was posted to 10 s after.
+  if (hungAt !== undefined)
+    out.around_first_hang = lines
+      .filter((l) => l.at >= hungAt - 5000 && l.at <= hungAt + 10_000)
+      .sort((a, b) => a.at - b.at)
+      .slice(0, 50_000)
+      .map((l) => `${l.source} ${l.text.slice(0, 700)}`);
+  // and every replica line at warn or worse (takeovers, lost ownership, store problems), the run's story
+  out['*'] = lines
+    .filter((l) => l.source.startsWith('orchestratord') && typeof l.json?.level === 'number' && l.json.level >= 40)
+    .sort((a, b) => a.at - b.at)
+    .slice(0, 400)
+    .map((l) => `${l.source} ${new Date(l.at).toISOString().slice(11, 23)} ${l.text.slice(0, 400)}`);
   for (const id of ids) {
     out[id] = lines
       .filter((l) => l.text.includes(id))

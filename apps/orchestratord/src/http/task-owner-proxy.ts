@@ -1,8 +1,9 @@
 import { pipeline } from 'node:stream/promises';
-import { CORRELATION_ID_HEADER, formatSseFrame, SseFrameSchema } from '@llama-orch/contracts';
+import { CORRELATION_ID_HEADER } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { request, type Dispatcher } from 'undici';
 import { InternalError } from '../errors.js';
+import { answerEndedStream } from './ended-task-answer.js';
 import type { ClusterTasks, TaskOwner } from '../tasks/cluster-tasks.js';
 
 /** Set on a request one replica passes to another: it is never passed on again. */
@@ -71,23 +72,14 @@ export class TaskOwnerProxy {
 }
 
 /**
- * An ended task whose owner cannot answer (it died, or restarted with its id and holds none of its
- * earlier run's frames): its outcome from the shared record. A stream gets the terminal frame with
- * its id in the owner's log (frames between the client's `Last-Event-ID` and it were only in the
- * owner's memory: the id jump shows the client what it missed), a cancel 204 as for any ended task.
- * Without it such a task answered 404 and its client never learnt how it ended. False when the
- * record keeps no readable outcome (the caller answers 404).
+ * An ended task whose owner cannot answer (it died, or it is a later run of its id, which holds none
+ * of the frames): its outcome from the shared record (http/ended-task-answer.ts), a cancel 204 as
+ * for any ended task. Without it such a task answered 500, then 404, and its client never learnt
+ * how it ended. False when the record keeps no readable outcome (the caller answers 404).
  */
 function answerFromRecord(req: FastifyRequest, reply: FastifyReply, owner: TaskOwner): boolean {
-  const { id, ...frame } = owner.outcome ?? {};
-  const parsed = SseFrameSchema.safeParse(frame);
-  if (!parsed.success) return false;
-  if (req.method === 'POST') {
-    void reply.code(204).send();
-    return true;
-  }
-  const last = Number(req.headers['last-event-id']);
-  const frameId = typeof id === 'number' ? id : Number.isSafeInteger(last) && last >= 0 ? last + 1 : 0;
-  void reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache, no-transform').send(formatSseFrame(frameId, parsed.data));
+  if (owner.outcome === undefined) return false;
+  if (req.method !== 'POST') return answerEndedStream(req, reply, owner.outcome);
+  void reply.code(204).send();
   return true;
 }

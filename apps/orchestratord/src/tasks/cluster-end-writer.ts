@@ -1,12 +1,17 @@
-import type { SseFrame } from '@llama-orch/contracts';
+import type { SseFrame, TokenEvent } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
 import type { SessionPoolRef } from '../store/session-affinity-store.js';
 import type { TaskLifecycleStore } from '../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
 import type { TaskRecord } from './task-record.js';
 
-/** The terminal frame kept in an ended task's shared record: `id` is its frame id in the owner's log (absent in records of older replicas and of tasks an adopter ended without running them). */
-export type StoredOutcome = SseFrame & { readonly id?: number };
+/**
+ * The terminal frame kept in an ended task's shared record: `id` is its frame id in the owner's log
+ * (absent in records of older replicas and of tasks an adopter ended without running them). A `/v2`
+ * event-stream task also keeps its token frames (`tokens`, the first one's id `first_token`), so a
+ * replica can replay the log to a client resuming after its owner died (http/ended-task-answer.ts).
+ */
+export type StoredOutcome = SseFrame & { readonly id?: number; readonly first_token?: number; readonly tokens?: readonly TokenEvent[] };
 
 /** A task's end on its way to the store. */
 export interface TaskEnd {
@@ -108,4 +113,17 @@ export class ClusterEndWriter {
     if (n > 0) this.#o.logger.warn({ tasks: n, human: `${n} task end(s) never reached the cluster store; other replicas take those tasks over` }, 'task ends not written');
     this.#unwritten.clear();
   }
+}
+
+/** Past this, an outcome keeps no tokens (a resume after its owner died gets the terminal frame alone). */
+const OUTCOME_TOKENS_MAX_CHARS = 256 * 1024;
+
+/** The terminal frame with its id and, for a `/v2` event stream, its tokens: what a replica replays once the owner is gone. */
+export function storedOutcome(task: TaskRecord, frame: SseFrame): string {
+  const stream = task.stream;
+  if (stream.terminal !== frame) return JSON.stringify(frame);
+  const outcome: StoredOutcome = { ...frame, id: stream.length - 1 };
+  const withTokens =
+    task.delivery === 'events' && stream.firstTokenId >= 0 ? JSON.stringify({ ...outcome, first_token: stream.firstTokenId, tokens: stream.tokenRecords() }) : undefined;
+  return withTokens !== undefined && withTokens.length <= OUTCOME_TOKENS_MAX_CHARS ? withTokens : JSON.stringify(outcome);
 }

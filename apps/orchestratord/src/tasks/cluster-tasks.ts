@@ -5,7 +5,7 @@ import type { ClusterSignals } from '../store/cluster-signals.js';
 import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
 import type { AdmissionView, AdmitOutcome, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
-import { ClusterEndWriter, type StoredOutcome } from './cluster-end-writer.js';
+import { ClusterEndWriter, storedOutcome, type StoredOutcome } from './cluster-end-writer.js';
 import type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
 import type { TaskPlacement, TaskRecord } from './task-record.js';
 
@@ -320,10 +320,8 @@ export class ClusterTasks {
     // (fence 0 is refused), but the entry and the session turn are still closed, as before.
     const fence = formerFence !== undefined ? undefined : (this.#fences.get(id) ?? 0);
     this.#fences.delete(id);
-    // The frame's id goes with it: a replica answering for an owner that died resumes the client there.
-    const outcome: StoredOutcome = task.stream.terminal === frame ? { ...frame, id: task.stream.length - 1 } : frame;
     const tokensOut = frame.event === 'end' ? frame.data.tokens_out : undefined;
-    await this.#ends.write({ task, outcome: JSON.stringify(outcome), served, tokensOut, fence, formerFence, queued, sessionOpen: true });
+    await this.#ends.write({ task, outcome: storedOutcome(task, frame), served, tokensOut, fence, formerFence, queued, sessionOpen: true });
   }
 
   /** A store write nobody waits for: logged when it fails, awaited by close(). */
