@@ -267,7 +267,10 @@ export class ClusterTasks {
         this.#logger.info({ task_id: id, human: `Task ${id} is this replica's again: nobody else took it over` }, 'task taken back');
         continue;
       }
-      const placement = stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
+      // A queued record may keep the placement of an attempt the node refused (requeued, saturated):
+      // it is dispatched anew, not re-attached (which failed it WORKER_RESET and left its entry first
+      // in the cluster's queue, every later task of its model waiting behind it: the chaos run's hang).
+      const placement = stored.state !== 'running' || stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
       const request = record.request;
       const resumable = stored.state === 'queued' || (record.delivery === 'events' && typeof placement?.frame_base === 'number');
       if (request !== undefined && resumable) {
