@@ -13,7 +13,7 @@ export interface ReplicaChaosOptions extends Omit<ChaosRunOptions, 'maxSubmitted
   maxSubmitted: number;
   /**
    * SIGKILL of redis-server (restarted with its AOF after this many ms) at 55 % admitted; undefined:
-   * no Redis fault (see .specs/90: after the restart admitted tasks hang, an open bug).
+   * no Redis fault.
    */
   redisDownMs: number | undefined;
   /** EventSource-like reconnect delay of the /v2 clients, ms. */
@@ -44,7 +44,7 @@ export interface ReplicaChaosReport {
     reconnects_by_cause: Record<string, number>;
     /** Ended tasks whose terminal frame was read again from another replica and matched. */
     records_checked: number;
-    /** Tasks that ended before a replica kill whose record answered 404 once the owner had died (not a violation). */
+    /** Tasks that ended before the last replica kill whose record answered 404 when read after the load: past its retention (not a violation). */
     records_gone_with_owner: number;
     leaks_found: number;
   };
@@ -186,8 +186,8 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
           (err: unknown) => `${replica.id}: ${(err as Error).message}`,
         );
         if (problem === undefined) recordsChecked += 1;
-        // An ended task's frame log lives in its owner's memory: after that process died it is gone
-        // (404), which is the documented limit; a task that ended after the last replica kill must read.
+        // A record lives for the stream grace (60 s) after its task ended: an early task read after a
+        // long load answers 404. A task that ended after the last replica kill must read.
         else if (terminal.at < lastKillAt && problem.includes('answered 404')) recordsGoneWithOwner += 1;
         else violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: 'record', problems: [problem] });
       }
