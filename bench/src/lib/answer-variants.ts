@@ -40,11 +40,21 @@ export class AnswerVariant extends CpuMeter {
   }
 }
 
-/** Added latency of a variant over the direct one: p50 and p99 differences. */
-export function answerAddedOver(v: AnswerVariant, direct: AnswerVariant): { p50: number; p99: number } {
+/**
+ * Added latency of a variant over the direct one: p50 and p99 differences, and the median of the
+ * per-round differences (`pairedP50`: both answered in the same round, one after the other, so the
+ * engine's own drift over the run, a few ms on a shared host, cancels out).
+ */
+export function answerAddedOver(v: AnswerVariant, direct: AnswerVariant): { p50: number; p99: number; pairedP50: number } {
   const a = v.latency();
   const d = direct.latency();
-  return { p50: a.p50 - d.p50, p99: a.p99 - d.p99 };
+  const n = Math.min(v.answers.length, direct.answers.length);
+  const paired = Array.from({ length: n }, (_, k) => {
+    const x = v.answers[k] as TimedAnswer;
+    const y = direct.answers[k] as TimedAnswer;
+    return x.endAt - x.sentAt - (y.endAt - y.sentAt);
+  });
+  return { p50: a.p50 - d.p50, p99: a.p99 - d.p99, pairedP50: summarize(paired).p50 };
 }
 
 /**

@@ -60,6 +60,8 @@ export interface PoolSpec {
   threads?: number;
   /** Serve embeddings (`embeddings: true`). @default false */
   embeddings?: boolean;
+  /** llama-server flags of the pool (`extra_flags`). @default none */
+  extraFlags?: readonly string[];
 }
 
 export interface PoolManagerdOptions {
@@ -102,6 +104,7 @@ export async function startPoolManagerd(o: PoolManagerdOptions): Promise<PoolMan
       determinism: p.determinism ?? true,
       threads: p.threads ?? 1,
       ...(p.embeddings === true ? { embeddings: true } : {}),
+      ...(p.extraFlags !== undefined ? { extra_flags: [...p.extraFlags] } : {}),
     })),
   };
   if (o.orchestratorUrl !== undefined) {

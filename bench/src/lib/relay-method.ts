@@ -30,7 +30,7 @@ export function relayMethod(o: { rounds: number; warmup: number; maxTokens: numb
     'hops, through two FIXTURE node:http pass-through processes that keep their connections at both hops (the floor of ' +
     'what two Node processes cost, as the daemons keep theirs for answers), and as the door request (POST ' +
     '/v1/chat/completions or /v1/completions on orchestratord, not streamed); latency = ' +
-    "request send → whole body read, added = percentile − the direct percentile; CPU per request = the processes' CPU time " +
+    "request send → whole body read, added = percentile − the direct percentile (paired: the median over rounds of the variant's latency − the direct latency of the same round); CPU per request = the processes' CPU time " +
     'metered around each request as above, ÷ requests. ' +
     EMBEDDING_METHOD +
     'TTFT = request send → arrival of the first token frame (relay: the clock starts before POST /v2/tasks, so admission, ' +

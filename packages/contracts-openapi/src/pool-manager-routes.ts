@@ -13,7 +13,7 @@ import {
   ReloadRequestSchema,
   ManagerReadinessSchema,
 } from '@llama-orch/contracts';
-import { id, nodeAuth, probes, type RouteSpec } from './routes.js';
+import { id, nodeAuth, probes, selfDescription, type RouteSpec } from './routes.js';
 
 // pool-managerd's API, described once for its generated OpenAPI document (routes.ts has the others).
 /** HTTP API of pool-managerd, used by orchestratord and operators. */
@@ -83,20 +83,5 @@ export const POOL_MANAGER: RouteSpec[] = [
     ok: { status: 204 },
     errors: [400, ...nodeAuth, 404],
   },
-  {
-    method: 'get',
-    path: '/metrics',
-    summary: 'Prometheus metrics (no auth)',
-    auth: false,
-    ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' },
-    errors: [],
-  },
-  {
-    method: 'get',
-    path: '/openapi.json',
-    summary: 'This OpenAPI document (no auth: documentation is not a secret)',
-    auth: false,
-    ok: { status: 200, contentType: 'application/json', description: 'OpenAPI 3.1, generated from packages/contracts.' },
-    errors: [],
-  },
+  ...selfDescription,
 ];

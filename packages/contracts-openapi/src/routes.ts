@@ -193,6 +193,26 @@ export function probes(readiness: z.ZodType, readyText: string): RouteSpec[] {
   ];
 }
 
+/** What every daemon says about itself, without auth: its metrics and this document. */
+export const selfDescription: RouteSpec[] = [
+  {
+    method: 'get',
+    path: '/metrics',
+    summary: 'Prometheus metrics (no auth)',
+    auth: false,
+    ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' },
+    errors: [],
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This OpenAPI document (no auth: documentation is not a secret)',
+    auth: false,
+    ok: { status: 200, contentType: 'application/json', description: 'OpenAPI 3.1, generated from packages/contracts.' },
+    errors: [],
+  },
+];
+
 /** Operator API of orchestratord. */
 export const CONTROL_PLANE: RouteSpec[] = [
   ...probes(ReadinessSchema, 'able to admit tasks (listening, not shutting down); 503 otherwise'),
@@ -276,22 +296,7 @@ export const CONTROL_PLANE: RouteSpec[] = [
     },
     errors: [500],
   },
-  {
-    method: 'get',
-    path: '/metrics',
-    summary: 'Prometheus metrics (no auth)',
-    auth: false,
-    ok: { status: 200, contentType: 'text/plain; version=0.0.4', description: 'Prometheus text format.' },
-    errors: [],
-  },
-  {
-    method: 'get',
-    path: '/openapi.json',
-    summary: 'This OpenAPI document (no auth: documentation is not a secret)',
-    auth: false,
-    ok: { status: 200, contentType: 'application/json', description: 'OpenAPI 3.1, generated from packages/contracts.' },
-    errors: [],
-  },
+  ...selfDescription,
   {
     method: 'get',
     path: '/docs',

@@ -9,6 +9,12 @@ export const EngineSourceSchema = z
       kind: z.literal('bundle'),
       /** Override of the bundle file; default: resolved from the installed package. */
       bundle_path: z.string().optional(),
+      /**
+       * Apply the llama.cpp patches llama-orch carries (packages/llamacpp-source/patches) before
+       * building; `false` builds the source exactly as it is (e.g. a ref the patches were not
+       * written for: a patch that does not apply fails the build with PATCH_FAILED). @default true
+       */
+      patches: z.boolean().optional(),
     }),
     z.strictObject({
       /** A git repository (hosts with internet or a mirror). */
@@ -17,6 +23,12 @@ export const EngineSourceSchema = z
       repo: z.string().min(1),
       /** Branch, tag or commit. */
       ref: z.string().min(1),
+      /**
+       * Apply the llama.cpp patches llama-orch carries (packages/llamacpp-source/patches) before
+       * building; `false` builds the source exactly as it is (e.g. a ref the patches were not
+       * written for: a patch that does not apply fails the build with PATCH_FAILED). @default true
+       */
+      patches: z.boolean().optional(),
     }),
     z.strictObject({
       /** An existing `llama-server` binary; verified by running `--version`. */
@@ -43,6 +55,8 @@ export const BuildProvenanceSchema = z
     toolchain: z.record(z.string(), z.string()),
     /** Wall time of the build, milliseconds (0 for external). */
     build_ms: z.number().nonnegative(),
+    /** Carried patches applied to the source before the build, in order (absent: none). */
+    patches: z.array(z.string()).optional(),
     /** First line(s) of `llama-server --version`. */
     version_output: z.string(),
     /** When the build finished. */

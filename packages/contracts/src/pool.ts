@@ -90,6 +90,11 @@ export const PoolStatusSchema = PoolFactsSchema
     active_leases: z.int().nonnegative(),
     /** Engine fingerprint (cache key of the binary). */
     engine_fingerprint: z.string().optional(),
+    /**
+     * llama-orch's llama.cpp patches the engine's binary was built with, in order (its build
+     * provenance); absent when none was applied or the engine was adopted.
+     */
+    engine_patches: z.array(z.string().max(256)).max(64).optional(),
     /** Engine base URL (loopback). */
     engine_url: z.string().optional(),
     /** Restarts since the daemon started. */

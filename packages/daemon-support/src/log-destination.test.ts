@@ -101,6 +101,27 @@ describe('logDestination', () => {
     expect(writes.mock.calls.length, 'writes after the line went out').toBe(after);
   });
 
+  it('flushes to a file without fsync, and writes the lines that arrive while a write is in flight', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'log-destination-'));
+    const fd = fs.openSync(join(dir, 'log'), 'w');
+    onTestFinished(async () => {
+      fs.closeSync(fd);
+      await rm(dir, { recursive: true, force: true });
+    });
+    const fsyncs = vi.spyOn(fs, 'fsync');
+    onTestFinished(() => fsyncs.mockRestore());
+    const sink = logDestination(fd, { flushMs: 20 });
+    const lines = Array.from({ length: 50 }, (_, n) => `{"n":${n}}\n`);
+    for (const [n, line] of lines.entries()) {
+      sink.write(line);
+      // Some lines land while the timer's write is in flight, some between writes.
+      if (n % 10 === 9) await sleep(21);
+    }
+    await sleep(300);
+    expect(await readFile(join(dir, 'log'), 'utf8')).toBe(lines.join(''));
+    expect(fsyncs, 'a log flush is not a disk sync').not.toHaveBeenCalled();
+  });
+
   it('exits promptly when the reader goes away right after the signal (EPIPE)', async () => {
     const w = start(10);
     await w.stderr('ready');

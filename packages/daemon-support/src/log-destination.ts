@@ -3,8 +3,6 @@ import sonicBoom from 'sonic-boom';
 // CommonJS: the class is the module's default export (its types also declare it by name).
 const { SonicBoom } = sonicBoom as unknown as typeof import('sonic-boom');
 
-const noop = (): void => undefined;
-
 /** A pino destination that never blocks the process and never throws. */
 export interface LogDestination {
   write(line: string): void;
@@ -62,16 +60,24 @@ export function logDestination(fd: number, options: LogDestinationOptions = {}):
     contentMode: 'buffer',
   });
   let failed = false;
+  // Bytes handed to sonic-boom and not yet reported written by its `write` events.
+  let unwritten = 0;
   // The flush is armed by a line, not by the clock: sonic-boom's own `periodicFlush` writes its
   // (empty) buffer every period, ten write(2) calls a second from an idle daemon.
   let flushTimer: NodeJS.Timeout | undefined;
+  const armFlush = (): void => {
+    if (flushTimer !== undefined || minLength <= 0) return;
+    flushTimer = setTimeout(flushDue, flushMs);
+    flushTimer.unref();
+  };
   const flushDue = (): void => {
     flushTimer = undefined;
     if (failed) return;
     try {
-      // With a callback sonic-boom writes everything buffered, including what arrives during a
-      // write already in flight (a bare `flush()` leaves that until the next line).
-      boom.flush(noop);
+      // No callback: with one, sonic-boom fsyncs the file after the write, a disk flush (and two
+      // thread-pool round trips) every `flushMs` of a busy daemon. Lines that arrive while a write
+      // is in flight are left buffered by a bare flush; the `write` listener re-arms the timer.
+      boom.flush();
     } catch {
       fail();
     }
@@ -87,6 +93,14 @@ export function logDestination(fd: number, options: LogDestinationOptions = {}):
     }
   };
   boom.on('error', fail);
+  boom.on('write', (n: number) => {
+    unwritten = Math.max(0, unwritten - n);
+    if (unwritten > 0) armFlush();
+  });
+  // Past `maxBufferedBytes` sonic-boom drops a line instead of queueing it: it will never be written.
+  boom.on('drop', (data: Buffer | string) => {
+    unwritten = Math.max(0, unwritten - (typeof data === 'string' ? Buffer.byteLength(data) : data.length));
+  });
   // sonic-boom's types only know string writes; in buffer mode it takes Buffers.
   const writeBuffer = boom.write.bind(boom) as unknown as (chunk: Buffer) => boolean;
   return {
@@ -95,16 +109,15 @@ export function logDestination(fd: number, options: LogDestinationOptions = {}):
     },
     write(line: string): void {
       if (failed) return;
+      const chunk = Buffer.from(line, 'utf8');
       try {
-        writeBuffer(Buffer.from(line, 'utf8'));
+        writeBuffer(chunk);
       } catch {
         fail();
         return;
       }
-      if (flushTimer === undefined && minLength > 0) {
-        flushTimer = setTimeout(flushDue, flushMs);
-        flushTimer.unref();
-      }
+      unwritten += chunk.length;
+      armFlush();
     },
     flushSync(): void {
       if (failed) return;

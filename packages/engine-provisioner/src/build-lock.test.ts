@@ -33,7 +33,7 @@ describe('cross-process build lock', () => {
         'pools:',
         '  - id: mini',
         '    model: /models/none.gguf',
-        `    source: { kind: bundle, bundle_path: ${JSON.stringify(fixture.bundlePath)} }`,
+        `    source: { kind: bundle, bundle_path: ${JSON.stringify(fixture.bundlePath)}, patches: false }`,
         `    build_flags: [${JSON.stringify(`-DFIXTURE_COUNTER=${counter}`)}, -DFIXTURE_SLEEP=3]`,
       ].join('\n'),
     );

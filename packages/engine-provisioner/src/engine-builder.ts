@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BuildProvenance } from '@llama-orch/contracts';
+import { preparePatchedTree, SourceError, type PatchSet } from '@llama-orch/llamacpp-source';
 import { runCmake, type CmakeRun } from './cmake-runner.js';
 import { BINARY_NAME, LOG_NAME, PROVENANCE_NAME, type CacheEntry, type EngineCacheLayout } from './engine-cache.js';
 import { parseVersionOutput } from './engine-version.js';
@@ -22,6 +23,8 @@ export interface BuildRequest {
   commit: string;
   /** Source label for provenance (`bundle:v0.5.0`, `git:<repo>@<ref>`). */
   origin: string;
+  /** Carried patches, applied to a build-private copy of `sourceDir` (which is shared and only read). */
+  patches: PatchSet;
   cmakeFlags: readonly string[];
   cuda: boolean;
   toolchain: Readonly<Record<string, string>>;
@@ -50,8 +53,10 @@ export async function readEngineVersion(binaryPath: string, env: Env, signal?: A
 /**
  * Configures and builds the `llama-server` target in a staging dir under the engines root, copies
  * the binary next to its `build.json` and renames the staging dir to the cache entry. The caller
- * holds the fingerprint's lock. On failure the staging dir is removed, the log is moved to
- * `engines/failed/<fp>-<timestamp>.log`, and `BUILD_FAILED` names it (ENGINE-PROV-CLEANUP).
+ * holds the fingerprint's lock. With patches, the source is first copied into the staging dir and
+ * patched there. On failure the staging dir is removed, the log is moved to
+ * `engines/failed/<fp>-<timestamp>.log`, and `BUILD_FAILED` (`PATCH_FAILED` for a patch that does
+ * not apply) names it (ENGINE-PROV-CLEANUP).
  */
 export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
   const { layout, fingerprint, log } = req;
@@ -69,7 +74,7 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
     }
   };
 
-  const fail = async (phase: string, run: CmakeRun | undefined, detail: string): Promise<never> => {
+  const fail = async (phase: string, run: CmakeRun | undefined, detail: string, patch?: string): Promise<never> => {
     await finishLog();
     if (run?.aborted || req.signal?.aborted) {
       await rm(stage, { recursive: true, force: true });
@@ -80,14 +85,28 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
     await rename(logPath, kept).catch(() => undefined);
     await rm(stage, { recursive: true, force: true });
     const tail = run ? run.tail.slice(-8).join('\n') : '';
-    log.error({ fingerprint, phase, log_path: kept }, 'engine build failed');
+    log.error({ fingerprint, phase, log_path: kept, ...(patch !== undefined ? { patch } : {}) }, 'engine build failed');
+    if (patch !== undefined) throw new EngineProvisionError('PATCH_FAILED', `llama-server ${phase} failed: ${detail}; log: ${kept}`, { fingerprint, phase, patch, logPath: kept });
     throw new EngineProvisionError('BUILD_FAILED', `llama-server ${phase} failed: ${detail}; full log: ${kept}${tail ? `\n${tail}` : ''}`, { fingerprint, phase, logPath: kept });
   };
 
   try {
     logStream.write(`# llama-orch engine build ${fingerprint}\n# source ${req.origin} ${req.commit}\n# toolchain ${JSON.stringify(req.toolchain)}\n`);
+    const patchNames = req.patches.patches.map((p) => p.name);
+    let sourceDir = req.sourceDir;
+    if (patchNames.length > 0) {
+      sourceDir = join(stage, 'src');
+      try {
+        await preparePatchedTree({ dir: req.sourceDir, commit: req.commit, origin: req.origin }, req.patches, sourceDir, req.signal);
+      } catch (err) {
+        const patch = err instanceof SourceError && err.code === 'SOURCE_PATCH_FAILED' ? String(err.context.patch) : undefined;
+        await fail('patch', undefined, (err as Error).message, patch);
+      }
+      for (const p of req.patches.patches) logStream.write(`# patch ${p.name} sha256:${p.sha256}\n`);
+      log.info({ fingerprint, patches: patchNames }, 'llama.cpp patches applied');
+    }
     req.onPhase('configure', 0);
-    const configure = await runCmake(['-S', req.sourceDir, '-B', buildDir, ...req.cmakeFlags], { env: req.env, log: logStream, signal: req.signal });
+    const configure = await runCmake(['-S', sourceDir, '-B', buildDir, ...req.cmakeFlags], { env: req.env, log: logStream, signal: req.signal });
     if (configure.exitCode !== 0) await fail('configure', configure, configure.failure ?? `cmake exited ${String(configure.exitCode)}`);
     req.onPhase('configure', 1);
 
@@ -111,8 +130,9 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
     } catch (err) {
       await fail('build', undefined, `build produced no bin/${BINARY_NAME} (${(err as Error).message})`);
     }
-    // the build tree is hundreds of MB and useless once the static binary is out
+    // the build tree is hundreds of MB and useless once the static binary is out (so is a patched copy)
     await rm(buildDir, { recursive: true, force: true });
+    if (sourceDir !== req.sourceDir) await rm(sourceDir, { recursive: true, force: true });
     const version = await readEngineVersion(binaryPath, req.env, req.signal);
     if ('error' in version) await fail('verify', undefined, version.error);
     const { engineVersion, versionOutput } = version as { engineVersion: string; versionOutput: string };
@@ -123,6 +143,7 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
       source: req.origin,
       commit: req.commit,
       cmake_flags: [...req.cmakeFlags],
+      ...(patchNames.length > 0 ? { patches: patchNames } : {}),
       cuda: req.cuda,
       toolchain: { ...req.toolchain },
       build_ms: Math.round(performance.now() - started),

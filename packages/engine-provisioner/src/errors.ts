@@ -10,6 +10,8 @@
  * - `SOURCE_FETCH_FAILED`: git failed for another reason (network, corrupt repository).
  * - `BUILD_FAILED`: cmake configure/build failed or the result does not run; `context.logPath`
  *   names the kept build log.
+ * - `PATCH_FAILED`: a carried llama.cpp patch does not apply to the source; `context.patch` names
+ *   it (a build error: nothing was configured or compiled).
  * - `EXTERNAL_BINARY_INVALID`: an `external` binary is missing, not executable, or its
  *   `--version` is not llama-server's.
  * - `CACHE_UNWRITABLE`: the cache directory cannot be created or written.
@@ -23,6 +25,7 @@ export type EngineProvisionErrorCode =
   | 'SOURCE_REF_INVALID'
   | 'SOURCE_FETCH_FAILED'
   | 'BUILD_FAILED'
+  | 'PATCH_FAILED'
   | 'EXTERNAL_BINARY_INVALID'
   | 'CACHE_UNWRITABLE'
   | 'TOOL_MISSING'

@@ -12,6 +12,8 @@ export interface FingerprintInputs {
   cudaVersion?: string | undefined;
   /** CPU identity, only for `GGML_NATIVE=ON` builds (native code is tied to the CPU). */
   cpu?: string | undefined;
+  /** Hash of the carried patch set applied before the build; absent when none is. */
+  patches?: string | undefined;
 }
 
 /** Bumped when the layout of a cache entry or the build recipe changes incompatibly. */
@@ -26,6 +28,8 @@ export function engineFingerprint(inputs: FingerprintInputs): string {
     compiler: inputs.compiler,
     cuda: inputs.cudaVersion ?? null,
     cpu: inputs.cpu ?? null,
+    // only when patched, so an unpatched build keeps the key it had before patches existed
+    ...(inputs.patches !== undefined ? { patches: inputs.patches } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex');
 }

@@ -29,8 +29,11 @@ beforeAll(async () => {
   fixture = await createFixtureSource(await temp('llorch-fixture-'));
 });
 
-const pool = (over: Partial<PoolConfigInput> = {}) =>
-  PoolConfigSchema.parse({ id: 'mini', model: '/models/x.gguf', source: { kind: 'bundle', bundle_path: fixture.bundlePath }, ...over });
+// The fixture is not llama.cpp: llama-orch's carried patches are off for it (patches.test.ts covers them).
+const pool = (over: Partial<PoolConfigInput> = {}) => {
+  const source = over.source ?? { kind: 'bundle', bundle_path: fixture.bundlePath };
+  return PoolConfigSchema.parse({ id: 'mini', model: '/models/x.gguf', ...over, source: source.kind === 'external' ? source : { patches: false, ...source } });
+};
 
 async function errorOf(p: Promise<unknown>): Promise<EngineProvisionError> {
   const err = await p.then(

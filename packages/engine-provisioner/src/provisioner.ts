@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { PoolConfigSchema, PreparedEngineSchema, formatIssues, type BuildProvenance, type PoolConfig, type PreparedEngine } from '@llama-orch/contracts';
-import { ensureSourceTree, SourceError, type SourceSpec, type SourceTree } from '@llama-orch/llamacpp-source';
+import { defaultPatchesDir, ensureSourceTree, loadPatchSet, NO_PATCHES, SourceError, type PatchSet, type SourceSpec, type SourceTree } from '@llama-orch/llamacpp-source';
 import { cmakeFlagsFor } from './cmake-flags.js';
 import { CUDA_DRIVER_COMPONENT, DEFAULT_CUDA_SEARCH_ROOTS, lookupCudaToolkit, type CudaToolkit } from './cuda-toolkit.js';
 import { buildEngine, configureEngine, type ConfigureResult } from './engine-builder.js';
@@ -36,6 +36,11 @@ export interface EngineProvisionerOptions {
   cudaSearchRoots?: readonly string[];
   /** Log build progress as structured events (turn off when a TTY progress bar shows it). @default true */
   logProgress?: boolean;
+  /**
+   * Folder of the `.patch` files applied (in name order) to every built source whose pool does not
+   * set `source.patches: false`. @default the `patches/` folder of `@llama-orch/llamacpp-source`
+   */
+  patchesDir?: string;
 }
 
 /** Per-call options of {@link EngineProvisioner.ensureBinary}. */
@@ -97,6 +102,8 @@ export class EngineProvisioner {
   private readonly cudaSearchRoots: readonly string[];
   private readonly logProgress: boolean;
   private readonly layout: EngineCacheLayout;
+  private readonly patchesDir: string;
+  private patchSetLoad: Promise<PatchSet> | undefined;
 
   constructor(opts: EngineProvisionerOptions) {
     this.cacheDir = opts.cacheDir;
@@ -106,6 +113,7 @@ export class EngineProvisioner {
     this.cudaSearchRoots = opts.cudaSearchRoots ?? DEFAULT_CUDA_SEARCH_ROOTS;
     this.logProgress = opts.logProgress ?? true;
     this.layout = engineCacheLayout(opts.cacheDir);
+    this.patchesDir = opts.patchesDir ?? defaultPatchesDir();
   }
 
   /** Makes sure the pool's llama-server binary exists (building it if needed) and returns it. */
@@ -132,11 +140,12 @@ export class EngineProvisioner {
     // together — this is every pool start's path, cache hits included. Failures are reported in
     // the order the checks are listed (cache, source, compiler), as when they ran one by one.
     report('source', 0);
-    const [writable, treeResult, compilerResult, cpuResult] = await Promise.allSettled([
+    const [writable, treeResult, compilerResult, cpuResult, patchResult] = await Promise.allSettled([
       ensureCacheWritable(this.layout),
       this.sourceTree(pool, opts.signal),
       toolVersion(cxxCompiler(this.env), this.env, opts.signal),
       pool.native ? cpuIdentity() : Promise.resolve(undefined),
+      pool.source.patches === false ? Promise.resolve(NO_PATCHES) : this.patchSet(),
     ]);
     if (writable.status === 'rejected') throw writable.reason;
     if (treeResult.status === 'rejected') throw treeResult.reason;
@@ -146,7 +155,9 @@ export class EngineProvisioner {
     const compiler = compilerResult.value;
     if (cpuResult.status === 'rejected') throw cpuResult.reason;
     const cpu = cpuResult.value;
-    const fingerprint = engineFingerprint({ commit: tree.commit, cmakeFlags, compiler, cudaVersion: cuda?.version, cpu });
+    if (patchResult.status === 'rejected') throw patchResult.reason;
+    const patches = patchResult.value;
+    const fingerprint = engineFingerprint({ commit: tree.commit, cmakeFlags, compiler, cudaVersion: cuda?.version, cpu, patches: patches.hash });
 
     const hit = await readCacheEntry(this.layout, fingerprint, log);
     if (hit) return this.fromEntry(hit, fingerprint, true, log, report);
@@ -166,7 +177,10 @@ export class EngineProvisioner {
         ...(cuda ? { nvcc: cuda.version } : {}),
         ...(cpu ? { cpu } : {}),
       };
-      log.info({ fingerprint, source: tree.origin, commit: tree.commit, cuda: Boolean(cuda), jobs: this.jobs, cmakeFlags }, 'building llama-server (not in cache)');
+      log.info(
+        { fingerprint, source: tree.origin, commit: tree.commit, patches: patches.patches.map((p) => p.name), cuda: Boolean(cuda), jobs: this.jobs, cmakeFlags },
+        'building llama-server (not in cache)',
+      );
       const started = performance.now();
       const entry = await buildEngine({
         layout: this.layout,
@@ -174,6 +188,7 @@ export class EngineProvisioner {
         sourceDir: tree.dir,
         commit: tree.commit,
         origin: tree.origin,
+        patches,
         cmakeFlags,
         cuda: Boolean(cuda),
         toolchain,
@@ -279,12 +294,31 @@ export class EngineProvisioner {
     return undefined;
   }
 
+  /** The carried patch set, read once per provisioner (the files ship with the code). */
+  private patchSet(): Promise<PatchSet> {
+    this.patchSetLoad ??= loadPatchSet(this.patchesDir).catch((err: unknown) => {
+      this.patchSetLoad = undefined;
+      throw new EngineProvisionError(
+        'SOURCE_NOT_FOUND',
+        `llama.cpp patches in ${this.patchesDir} cannot be read: ${(err as Error).message}`,
+        { path: this.patchesDir },
+        { cause: err },
+      );
+    });
+    return this.patchSetLoad;
+  }
+
   private async sourceTree(pool: PoolConfig, signal: AbortSignal | undefined): Promise<SourceTree> {
     try {
       return await ensureSourceTree({ cacheDir: this.cacheDir, source: toSourceSpec(pool), ...(signal ? { signal } : {}) });
     } catch (err) {
       if (err instanceof SourceError) {
-        throw new EngineProvisionError(err.code, `pool ${pool.id}: ${err.message}`, { poolId: pool.id, ...err.context }, { cause: err });
+        throw new EngineProvisionError(
+          err.code === 'SOURCE_PATCH_FAILED' ? 'PATCH_FAILED' : err.code,
+          `pool ${pool.id}: ${err.message}`,
+          { poolId: pool.id, ...err.context },
+          { cause: err },
+        );
       }
       if (signal?.aborted) throw new EngineProvisionError('ABORTED', 'source checkout aborted', { poolId: pool.id }, { cause: err });
       const code = (err as NodeJS.ErrnoException).code;
@@ -297,7 +331,7 @@ export class EngineProvisioner {
 
   private fromEntry(entry: CacheEntry, fingerprint: string, cached: boolean, log: Logger, report: ProgressReporter): EngineBinary {
     const version = parseVersionOutput(entry.provenance.version_output);
-    if (cached) log.info({ fingerprint, binary: entry.binaryPath }, 'llama-server found in cache');
+    if (cached) log.info({ fingerprint, binary: entry.binaryPath, patches: entry.provenance.patches ?? [] }, 'llama-server found in cache');
     report('done', 1, { cached });
     return {
       binary_path: entry.binaryPath,

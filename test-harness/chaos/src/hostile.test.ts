@@ -118,7 +118,10 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
           // Served only from the planted link if the store trusts it; the URL itself refuses connections.
           pool('cachelink', `https://127.0.0.1:${await closedPort()}/m.gguf`, { sha256: FAKE_DIGEST }, { state: 'failed', code: 'MODEL_FETCH_FAILED' }),
           pool('porttaken', `file:${models.good}`, { port: taken.port }, { state: 'ready' }),
-          { ...pool('build', `file:${models.good}`, {}, { state: 'failed', code: 'BUILD_FAILED', lastError: /build/i }), source: { kind: 'git', repo, ref: 'main' } },
+          {
+            ...pool('build', `file:${models.good}`, {}, { state: 'failed', code: 'BUILD_FAILED', lastError: /build/i }),
+            source: { kind: 'git', repo, ref: 'main', patches: false },
+          },
         ],
       }),
     );

@@ -180,11 +180,11 @@ export interface CancelOutcome {
 /**
  * Runs `abort` during a long generation on pool `poolId`'s engine and reads how the engine ended
  * it from its own log (pool-managerd copies it to the file its `engine spawned` line names):
- * `cancel task` and the release's `n_tokens`. Only the log is read after the abort. Polling
- * `/slots` would keep a cancelled non-streamed generation running: llama-server notices the closed
- * connection only after a whole second in which no result of any task reached that request's
- * thread (`server_response::recv_with_timeout` restarts its 1 s wait on every result, and a `/slots`
- * request is a task with a result). And `n_decoded` after the release reads 0 whatever happened.
+ * `cancel task` and the release's `n_tokens`. Only the log is read after the abort: polling
+ * `/slots` kept a cancelled non-streamed generation running in upstream llama.cpp, which noticed the
+ * closed connection only after a whole second in which no result of any task reached that request's
+ * thread (`/slots` answers are results; llama-orch's carried patch bounds the wait to a second
+ * whatever arrives). And `n_decoded` after the release reads 0 whatever happened.
  */
 export async function cancelOutcome(cluster: Cluster, poolId: string, abort: () => void, timeoutMs = 60_000): Promise<CancelOutcome> {
   const spawned = cluster

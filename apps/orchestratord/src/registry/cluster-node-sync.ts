@@ -36,6 +36,13 @@ export class ClusterNodeSync {
    * — meanwhile their pools and running tasks stay.
    */
   readonly #missingSince = new Map<string, number>();
+  /**
+   * When a refresh last failed (ms). A store that was unreachable (or restarted with its data) holds
+   * every node's last heartbeat from before the outage: sweeping at once would take the outage for
+   * missed heartbeats and abandon the nodes' running tasks. The sweep waits a whole offline limit
+   * (3 intervals) after the last failure, the time every live node needs to heartbeat again.
+   */
+  #lastFailureAt = Number.NEGATIVE_INFINITY;
   /** Whether the last refresh failed (logged once per outage). */
   #failing = false;
 
@@ -83,7 +90,8 @@ export class ClusterNodeSync {
   /** One sweep and refresh; rejects when the store does (the loop logs it). */
   async refresh(): Promise<void> {
     const writes = this.#writes;
-    const swept = new Set(await this.#store.sweep());
+    const graceMs = 3 * this.#registry.heartbeatIntervalMs;
+    const swept = new Set(Date.now() - this.#lastFailureAt > graceMs ? await this.#store.sweep() : []);
     const nodes = await this.#store.list();
     if (this.#closed) return;
     // A register or deregister here overlapped the list: it may show what that write replaced.
@@ -93,7 +101,6 @@ export class ClusterNodeSync {
     const listed = new Set(nodes.map((n) => n.request.node_id));
     for (const id of this.#missingSince.keys()) if (listed.has(id)) this.#missingSince.delete(id);
     const now = Date.now();
-    const graceMs = 3 * this.#registry.heartbeatIntervalMs;
     for (const id of this.#registry.nodeIds()) {
       if (listed.has(id)) continue;
       const since = this.#missingSince.get(id);
@@ -121,6 +128,7 @@ export class ClusterNodeSync {
         this.#failing = false;
       },
       (err: unknown) => {
+        this.#lastFailureAt = Date.now();
         if (!this.#failing) this.#logger.warn({ err, human: 'Cannot read node records from the cluster store; pool views here keep their last state' }, 'node refresh failed');
         this.#failing = true;
       },

@@ -2,7 +2,8 @@ import type { PoolView } from '../registry/pool-view.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { AnswerSink } from '../upstream/answer-attempt.js';
 import type { TaskObserver } from './task-observer.js';
-import { acceptedQuiet, type TaskRecord } from './task-record.js';
+import { attemptAccepted } from './token-sink.js';
+import type { TaskRecord } from './task-record.js';
 
 /**
  * Where a non-streamed attempt's answer goes: onto the task record, read by the /v1 door when the
@@ -11,13 +12,7 @@ import { acceptedQuiet, type TaskRecord } from './task-record.js';
  */
 export function answerSink(task: TaskRecord, view: PoolView, clock: Clock, observer: TaskObserver): AnswerSink {
   return {
-    accepted: () => {
-      const first = task.acceptedAt === undefined;
-      const now = clock.now();
-      task.acceptedAt ??= now;
-      task.quiet = acceptedQuiet(task, now);
-      observer.accepted(task, view, first);
-    },
+    accepted: () => attemptAccepted(task, view, clock, observer),
     answer: (ev) => {
       if (task.state !== 'running') return false;
       task.answer = ev;

@@ -1,5 +1,6 @@
 import type { ErrorCode } from '@llama-orch/contracts';
-import type { Lease, PoolView } from '../registry/pool-view.js';
+import { candidateKey, type Lease, type PoolView } from '../registry/pool-view.js';
+import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
 import type { WaitingLine } from '../scheduling/scheduler.js';
 import type { PlacementReason } from '../scheduling/placement.js';
 import type { AdmissionQueue } from '../admission/admission-queue.js';
@@ -9,13 +10,18 @@ import type { TaskPlacement, TaskRecord } from './task-record.js';
 
 /** What the gate does to the task service's tasks. */
 export interface GateActions {
-  /** The task may go: dispatch it to `view` on `lease`. */
-  dispatch(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void;
+  /** The task may go: dispatch it to `view` on `lease`, under the cluster slot lease `clusterLease` (given back when the attempt ends). */
+  dispatch(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason, clusterLease: string | undefined): void;
   fail(task: TaskRecord, code: ErrorCode, message: string, retriable: boolean): void;
   /** The local queue changed while nothing else would pump. */
   pump(): void;
   /** A task of a replica that died is this replica's now: queue or re-attach it. */
   adopt(a: Adoption): void;
+}
+
+/** The cluster slot lease a claim holds while it is under way. */
+interface ClusterSlot {
+  leaseId?: string | undefined;
 }
 
 /** How often a replica checks that its queued tasks are still in the cluster's queue, ms. */
@@ -37,14 +43,16 @@ export class ClusterGate {
   readonly #cluster: ClusterTasks;
   readonly #queue: AdmissionQueue<TaskRecord>;
   readonly #act: GateActions;
+  readonly #leases: ClusterSlotLeases | undefined;
   #adopting = false;
   #lastReconcile = 0;
   #lastAdopt = 0;
 
-  constructor(cluster: ClusterTasks, queue: AdmissionQueue<TaskRecord>, actions: GateActions) {
+  constructor(cluster: ClusterTasks, queue: AdmissionQueue<TaskRecord>, actions: GateActions, leases?: ClusterSlotLeases) {
     this.#cluster = cluster;
     this.#queue = queue;
     this.#act = actions;
+    this.#leases = leases;
     // A queued task this replica lost is another replica's to dispatch now: its client here gets a
     // typed, retriable end rather than waiting for a dispatch that will not come from here.
     cluster.onLost((ids) => {
@@ -60,16 +68,40 @@ export class ClusterGate {
 
   /** The scheduler leased `lease` of `view` for the task and took it out of the local queue. */
   assigned(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
-    this.#claim(task, view, lease, reason).catch((err: unknown) => {
+    const slot: ClusterSlot = {};
+    this.#claim(task, view, lease, reason, slot).catch((err: unknown) => {
+      this.#giveBack(slot);
       lease.release();
       if (task.state !== 'queued') return;
       this.#act.fail(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true);
     });
   }
 
-  async #claim(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): Promise<void> {
+  /**
+   * The cluster slot lease first, then the cluster's queue: a task leaves the cluster's queue only
+   * with a slot to go to. Taken the other way round, a task that found every slot leased was out of
+   * the queue until it was put back, and meanwhile another replica's admissions counted positions
+   * without it and a freed slot went to the task behind it (the priority-order test, under load).
+   */
+  async #claim(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason, slot: ClusterSlot): Promise<void> {
+    if (this.#leases !== undefined) {
+      slot.leaseId = await this.#leases.acquire(candidateKey(view), view.slots_total, task.id);
+      if (task.state !== 'queued') {
+        this.#giveBack(slot);
+        return lease.release();
+      }
+      if (slot.leaseId === undefined) {
+        // Every slot is leased across the cluster: the lease signals will give this replica's view
+        // of the pool the slots the others hold; the task waits here, still in the cluster's queue.
+        lease.release();
+        this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
+        this.#act.pump();
+        return;
+      }
+    }
     // One round trip: out of the cluster's queue and `running` on the shared record, or neither.
     const taken = await this.#cluster.takeAndDispatch(task, placementOf(view), task.stream.length);
+    if (taken.kind !== 'taken' || task.state !== 'queued') this.#giveBack(slot);
     if (task.state !== 'queued') return lease.release();
     if (taken.kind === 'behind') {
       lease.release();
@@ -96,7 +128,12 @@ export class ClusterGate {
       this.#act.fail(task, 'INTERNAL', `this replica may no longer dispatch the task (shared record: ${taken.refusal.reason})`, true);
       return;
     }
-    this.#act.dispatch(task, view, lease, reason);
+    this.#act.dispatch(task, view, lease, reason, slot.leaseId);
+  }
+
+  #giveBack(slot: ClusterSlot): void {
+    if (slot.leaseId !== undefined) this.#leases?.release(slot.leaseId);
+    slot.leaseId = undefined;
   }
 
   /** The task service's housekeeping tick: {@link reconcile} every {@link RECONCILE_MS}, {@link adoptOrphans} every quarter of an owner lease. */

@@ -11,8 +11,18 @@ import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
  * cannot be reached fails the task as retriable STORE_UNAVAILABLE. A `resumed` attempt (a task taken
  * over from a dead replica, re-attaching to its generation) takes its lease whatever the count: its
  * generation holds the slot already, and the dead replica's lease for it may not have lapsed yet.
+ * `held`: a lease the task took already (the cluster gate takes it before the task leaves the
+ * cluster's queue); it is given back the same way.
  */
-export function withClusterLease(leases: ClusterSlotLeases, view: PoolView, taskId: string, run: () => Promise<AttemptOutcome>, resumed = false): Promise<AttemptOutcome> {
+export function withClusterLease(
+  leases: ClusterSlotLeases,
+  view: PoolView,
+  taskId: string,
+  run: () => Promise<AttemptOutcome>,
+  resumed = false,
+  held?: string,
+): Promise<AttemptOutcome> {
+  if (held !== undefined) return run().finally(() => leases.release(held));
   return leases.acquire(candidateKey(view), resumed ? Number.MAX_SAFE_INTEGER : view.slots_total, taskId).then(
     (leaseId): Promise<AttemptOutcome> | AttemptOutcome => {
       if (leaseId === undefined) {

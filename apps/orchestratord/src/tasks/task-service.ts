@@ -22,7 +22,7 @@ import { TaskObserver, type CancelReason } from './task-observer.js';
 import { answerSink } from './answer-sink.js';
 import { TaskAdmission } from './task-admission.js';
 import { canceledEnd, dispatchRequest, endOf, type Delivery, type RetainedTask, type TaskRecord } from './task-record.js';
-import { ClusterGate, gatedLine, placementOf } from './cluster-gate.js';
+import { ClusterGate, gatedLine, placementOf, type GateActions } from './cluster-gate.js';
 import type { Adoption, ClusterTasks } from './cluster-tasks.js';
 import { adoptInto, adoptedTask, cancelHeldDispatch, reattaching } from './task-adoption.js';
 import { tokenSink } from './token-sink.js';
@@ -94,14 +94,13 @@ export class TaskService {
       policy: options.admissionPolicy,
       groupOf: (t) => t.request.model_ref,
     });
-    this.#gate =
-      cluster &&
-      new ClusterGate(cluster, this.#queue, {
-        dispatch: (task, view, lease, reason) => this.#placed(task, view, lease, reason),
-        fail: (task, code, message, retriable) => this.#fail(task, code, message, retriable),
-        pump: () => this.#scheduler.pump(),
-        adopt: (a) => this.#adopt(a),
-      });
+    const gateActions: GateActions = {
+      dispatch: (task, view, lease, reason, clusterLease) => this.#placed(task, view, lease, reason, clusterLease),
+      fail: (task, code, message, retriable) => this.#fail(task, code, message, retriable),
+      pump: () => this.#scheduler.pump(),
+      adopt: (a) => this.#adopt(a),
+    };
+    this.#gate = cluster && new ClusterGate(cluster, this.#queue, gateActions, options.clusterLeases);
     // With a Redis store no frame comes between a dispatch and its first token: another replica that takes the task over numbers them alike.
     this.#queueMetrics = new QueueMetrics({ registry, predictor: this.#predictor, intervalMs: metricsIntervalMs, runningFrames: cluster === undefined });
     this.#scheduler = new Scheduler<TaskRecord>({
@@ -231,10 +230,10 @@ export class TaskService {
     this.#state = 'closed';
   }
 
-  /** Starts the task's dispatch to `view`, whose slot the scheduler leased for it. */
-  #placed(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
+  /** Starts the task's dispatch to `view`, whose slot the scheduler leased for it (and the cluster gate, `clusterLease`). */
+  #placed(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason, clusterLease?: string): void {
     this.#observer.placed(task, view, reason, this.#clock.now());
-    this.#run(task, view, lease, false);
+    this.#run(task, view, lease, false, clusterLease);
   }
 
   /** A task of a replica that died: queued here, or re-attached to its running dispatch (task-adoption.ts). */
@@ -247,7 +246,7 @@ export class TaskService {
   }
 
   /** Runs an attempt of the task on `view`: a new dispatch, or (`resume`) a re-attach to the one running there. */
-  #run(task: TaskRecord, view: PoolView, lease: Lease, resume: boolean): void {
+  #run(task: TaskRecord, view: PoolView, lease: Lease, resume: boolean, clusterLease?: string): void {
     task.state = 'running';
     task.phase = 'dispatching';
     task.lease = lease;
@@ -259,17 +258,17 @@ export class TaskService {
     this.#inflight.started();
     // One callback pair for the attempt's whole life, no async function suspended on it (performance
     // notes: attempts settled by one callback).
-    this.#startAttempt(task, view, task.controller, resume).then(
+    this.#startAttempt(task, view, task.controller, resume, clusterLease).then(
       (outcome) => this.#attemptEnded(task, view, lease, outcome),
       (err: unknown) => this.#attemptEnded(task, view, lease, undefined, err),
     );
   }
 
-  /** The attempt's outcome; with a shared store, under a cluster slot lease. */
-  #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort, resume: boolean): Promise<AttemptOutcome> {
+  /** The attempt's outcome; with a shared store, under a cluster slot lease (`held`: the one the cluster gate took). */
+  #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort, resume: boolean, held: string | undefined): Promise<AttemptOutcome> {
     const leases = this.#clusterLeases;
     const run = (): Promise<AttemptOutcome> => this.#runAttempt(task, view, controller, resume);
-    return leases === undefined ? run() : withClusterLease(leases, view, task.id, run, resume);
+    return leases === undefined ? run() : withClusterLease(leases, view, task.id, run, resume, held);
   }
 
   /**

@@ -5,6 +5,15 @@ import type { TokenSink } from '../upstream/dispatch-attempt.js';
 import type { TaskObserver } from './task-observer.js';
 import { acceptedQuiet, type TaskRecord } from './task-record.js';
 
+/** The node took an attempt (streamed or not): the task's first acceptance is observed once. */
+export function attemptAccepted(task: TaskRecord, view: PoolView, clock: Clock, observer: TaskObserver): void {
+  const first = task.acceptedAt === undefined;
+  const now = clock.now();
+  task.acceptedAt ??= now;
+  task.quiet = acceptedQuiet(task, now);
+  observer.accepted(task, view, first);
+}
+
 /**
  * Where one attempt's tokens go: straight into the task's frame log, numbered from 0, while the
  * task runs. The first token of the task moves it to `streaming` and is observed (time to first
@@ -13,13 +22,7 @@ import { acceptedQuiet, type TaskRecord } from './task-record.js';
  */
 export function tokenSink(task: TaskRecord, view: PoolView, clock: Clock, observer: TaskObserver): TokenSink {
   return {
-    accepted: () => {
-      const first = task.acceptedAt === undefined;
-      const now = clock.now();
-      task.acceptedAt ??= now;
-      task.quiet = acceptedQuiet(task, now);
-      observer.accepted(task, view, first);
-    },
+    accepted: () => attemptAccepted(task, view, clock, observer),
     token: (ev) => {
       if (task.state !== 'running') return false;
       const data: TokenEvent = { t: ev.t, i: task.tokens };

@@ -119,10 +119,10 @@ describe('non-streamed dispatch to the real llama-server', () => {
     expect(res.statusCode).toBe(200);
     await until(async () => (await engineSlots())[0]?.is_processing === true, 'engine slot busy', 10_000, 5);
     // How the engine ended the task, from its own log (the file its 'engine spawned' line names): not
-    // by polling /slots, which would keep a cancelled non-streamed generation running — llama-server
-    // notices its closed connection only after a whole second without any result reaching its thread
-    // (server_response::recv_with_timeout restarts its 1 s wait on every result, and a /slots request
-    // is a task with a result) — nor by n_decoded afterwards, which a released slot reads as 0.
+    // by polling /slots, whose results kept a cancelled non-streamed generation running in unpatched
+    // llama.cpp (server_response::recv_with_timeout restarted its 1 s wait on every result; see
+    // cancel-under-load.test.ts for the patched engine under load), nor by n_decoded afterwards, which
+    // a released slot reads as 0.
     const logPath = h.logs.find((l) => l.msg === 'engine spawned' && l.pool_id === 'ans')?.log as string;
     const offset = statSync(logPath).size;
     res.body.on('error', () => undefined);

@@ -270,7 +270,14 @@ export class ManagedPool implements ReloadablePool {
         // An operation holding the pool (a reload's trial) announces readiness itself when it is done.
         if (this.lifecycle.operation === undefined) this.lifecycle.transition('ready', 'engine healthy');
         this.log.info(
-          { pid: engine.pid, url: engine.url, engine_version: engine.engine_version, slots: engine.slots_total, human: `pool ${poolId} ready on ${engine.url}` },
+          {
+            pid: engine.pid,
+            url: engine.url,
+            engine_version: engine.engine_version,
+            engine_patches: engine.engine_patches ?? [],
+            slots: engine.slots_total,
+            human: `pool ${poolId} ready on ${engine.url}`,
+          },
           'pool ready',
         );
       },

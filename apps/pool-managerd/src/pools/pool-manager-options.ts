@@ -51,10 +51,12 @@ export interface OpenCompletionOptions {
 }
 
 /**
- * The shortest interval between two scrapes of an engine's `/metrics`, ms. llama-server notices that
- * a non-streamed request's client went away only after a whole second in which no result of any task
- * reached that request's thread (`server_response::recv_with_timeout` restarts its 1 s wait on every
- * result, and a `/metrics` scrape is a task with a result): scraped every second or more often, a
- * cancelled non-streamed answer would hold its slot to the end of its generation.
+ * The shortest interval between two scrapes of an engine's `/metrics`, ms. Upstream llama-server
+ * notices that a non-streamed request's client went away only after a whole second in which no
+ * result of any task reached that request's thread (`server_response::recv_with_timeout` restarts
+ * its 1 s wait on every result, and a `/metrics` scrape is a task with a result): scraped every
+ * second or more often, a cancelled non-streamed answer would hold its slot to the end of its
+ * generation. Engines built with llama-orch's carried patch check at least once a second anyway;
+ * the floor stays for those built without it (`source.patches: false`, external, adopted).
  */
 export const ENGINE_SCRAPE_FLOOR_MS = 2000;

@@ -11,6 +11,8 @@ export interface EngineBinding {
   replica_id: string;
   engine_version: string;
   engine_fingerprint?: string;
+  /** llama-orch's llama.cpp patches the engine was built with (managed engines; absent: none or unknown). */
+  engine_patches?: string[];
   slots_total: number;
   ctx: number;
   pid?: number;
@@ -269,6 +271,7 @@ export class PoolTable {
       ...capabilitiesOf(e),
       ...(e.engine !== undefined ? { engine_version: e.engine.engine_version.slice(0, 128), engine_url: e.engine.url } : {}),
       ...(e.engine?.engine_fingerprint !== undefined ? { engine_fingerprint: e.engine.engine_fingerprint } : {}),
+      ...(e.engine?.engine_patches !== undefined ? { engine_patches: [...e.engine.engine_patches] } : {}),
       restarts: e.restarts,
       breaker: e.breaker,
       ...(e.lastError !== undefined ? { last_error: e.lastError.slice(0, 4096) } : {}),

@@ -20,6 +20,8 @@ export interface ReadyEngine {
   url: string;
   engine_version: string;
   engine_fingerprint: string;
+  /** llama-orch's llama.cpp patches the binary was built with, in order (absent: none). */
+  engine_patches?: string[];
   slots_total: number;
   ctx: number;
   pid: number;
@@ -305,6 +307,7 @@ export class Replica {
       url: `http://${prepared.host}:${prepared.port}`,
       engine_version: props.build_info,
       engine_fingerprint: prepared.engine_fingerprint,
+      ...(prepared.build_provenance.patches !== undefined ? { engine_patches: [...prepared.build_provenance.patches] } : {}),
       slots_total: props.total_slots,
       ctx: props.n_ctx,
       pid,

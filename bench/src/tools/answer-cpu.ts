@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// DIAGNOSTIC (not a benchmark): non-streamed 128-token chats through the door, two bare node:http
+// hops and the engine directly, interleaved, plus idle windows as long as a door request, to split
+// the daemons' CPU per request into the request's own and their background (heartbeats, timers).
+// `node bench/dist/tools/answer-cpu.js [rounds] [--cpu-prof]`
+import { spawn } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent } from 'undici';
+import { answerGeneration, engineAnswerBody } from '../lib/answer-variants.js';
+import { newToken, poolStatus, SYNTHETIC_MODEL, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
+import { startPassthroughProxy } from '../lib/fixture.js';
+import { cpuSeconds } from '../lib/proc.js';
+import { benchPaths } from '../lib/repo.js';
+
+const rounds = Number(process.argv[2] ?? 60);
+const prof = process.argv.includes('--cpu-prof');
+const paths = benchPaths(process.env);
+const dir = await mkdtemp(join(paths.workDir, 'answer-cpu-'));
+const token = newToken();
+const profFlags = (n: string): string[] => [
+  ...(process.env.ANSWER_CPU_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+  ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${n}.cpuprofile`] : []),
+];
+const orch = await startOrchestratord({ paths, dir, token, heartbeatMs: 1000, nodeFlags: profFlags('orch') });
+const pm = await startPoolManagerd({
+  paths,
+  dir,
+  nodeId: 'n',
+  token,
+  orchestratorUrl: orch.url,
+  heartbeatMs: 1000,
+  pools: [{ id: 'p', slots: 1, determinism: true, threads: 1, extraFlags: (process.env.ANSWER_CPU_ENGINE_FLAGS ?? '').split(' ').filter(Boolean) }],
+  nodeFlags: profFlags('pm'),
+});
+await waitPoolsReady(orch.url, token, ['p'], [orch, pm.daemon], 600_000);
+const engineUrl = (await poolStatus(pm, 'p', token))?.engine_url as string;
+const inner = await startPassthroughProxy(paths, dir, 'i', engineUrl, 'keepalive');
+const outer = await startPassthroughProxy(paths, dir, 'o', inner.url, 'keepalive');
+const agent = new Agent({ keepAliveTimeout: 30_000 });
+const PROMPT = 'Once upon a time, in a data centre far away,';
+const cpu = { door: 0, floor: 0, idle: 0 };
+const lat = { door: [] as number[], floor: [] as number[], direct: [] as number[] };
+const pids = { door: [orch.pid, pm.daemon.pid], floor: [outer.pid, inner.pid], idle: [orch.pid, pm.daemon.pid] };
+// ANSWER_CPU_STRACE=1: count the daemons' system calls over the measured rounds (strace -c, in dir).
+const tracers =
+  process.env.ANSWER_CPU_STRACE === '1'
+    ? [orch.pid, pm.daemon.pid].map((pid) =>
+        spawn('strace', [...(process.env.ANSWER_CPU_STRACE_ARGS ?? '-c').split(' '), '-f', '-p', String(pid), '-o', join(dir, `strace-${pid}.txt`)], { stdio: 'ignore' }),
+      )
+    : [];
+if (tracers.length > 0) await sleep(1000);
+const sum = (ps: number[]): number => ps.reduce((s, p) => s + cpuSeconds(p), 0);
+for (let i = 0; i < rounds + 5; i++) {
+  const seed = 1000 + i;
+  const body = engineAnswerBody('chat', PROMPT, 128, seed);
+  const door = { model: SYNTHETIC_MODEL, messages: body.messages, max_tokens: 128, seed, temperature: 0 };
+  let doorMs = 100;
+  // ANSWER_CPU_ONLY=door: door requests alone (to trace them).
+  for (const v of process.env.ANSWER_CPU_ONLY === 'door' ? (['door'] as const) : (['door', 'floor', 'direct', 'idle'] as const)) {
+    const before = v === 'direct' ? 0 : sum(pids[v]);
+    if (v === 'idle') await sleep(doorMs);
+    else {
+      const a = await answerGeneration(
+        v === 'door' ? orch.url : v === 'floor' ? outer.url : engineUrl,
+        'chat',
+        v === 'door' ? door : body,
+        agent,
+        v === 'door' ? { token } : { reset: v === 'direct' },
+      );
+      if (i >= 5) lat[v].push(a.endAt - a.sentAt);
+      if (v === 'door') doorMs = a.endAt - a.sentAt;
+    }
+    await sleep(10);
+    if (v !== 'direct' && i >= 5) cpu[v] += sum(pids[v]) - before;
+    await waitNodeIdle(orch.url, token, 'n', 10_000);
+  }
+}
+for (const t of tracers) t.kill('SIGINT');
+if (tracers.length > 0) await sleep(1000);
+const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const out = {
+  rounds,
+  cpu_ms_per_request: Object.fromEntries(Object.entries(cpu).map(([k, s]) => [k, Math.round((s * 1e6) / rounds) / 1e3])),
+  latency_p50_ms: Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, Math.round(med(xs) * 1000) / 1000])),
+  dir,
+};
+process.stdout.write(`${JSON.stringify(out)}\n`);
+await agent.close();
+for (const d of [outer, inner]) await d.stop();
+await pm.daemon.stop();
+await orch.stop();
