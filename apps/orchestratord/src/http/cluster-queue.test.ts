@@ -209,7 +209,8 @@ describe('the cluster admission queue across replicas', () => {
     const ends = await Promise.all([lastFrame(a, queued[0]!.task_id), lastFrame(b, queued[1]!.task_id)]);
     // their queue entries are gone, and so is the node until its next heartbeat: typed, retriable errors
     // (STORE_UNAVAILABLE when the long task ended while Redis was still down, and a queued one was given its slot then)
-    for (const end of ends) expect(end).toMatchObject({ event: 'error', data: { code: expect.stringMatching(/^(INTERNAL|MODEL_NOT_AVAILABLE|STORE_UNAVAILABLE)$/), retriable: true } });
+    for (const end of ends)
+      expect(end).toMatchObject({ event: 'error', data: { code: expect.stringMatching(/^(INTERNAL|MODEL_NOT_AVAILABLE|STORE_UNAVAILABLE)$/), retriable: true } });
     expect((await lastFrame(a, long.task_id))?.event).toBe('end');
     // the node's next heartbeat is unknown to the empty store: it registers again, and work resumes
     await until(async () => (await a.store.nodes.list()).length === 1, 'the node to register again', 10_000);

@@ -15,45 +15,49 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
   const admit = async (r: Replica, task: ReturnType<typeof taskBody>) => r.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task });
   const lastFrame = async (r: Replica, id: string | undefined) => frames((await r.app.inject({ method: 'GET', url: `/v2/tasks/${id}/events`, headers: annAuth })).body).at(-1);
 
-  it('the running task ends (its node, silent in the store for the outage, is not taken offline), queued ones end once (run or typed), and tasks admitted after the restart run — no replica restarted', { timeout: 60_000 }, async () => {
-    const replicas = await Promise.all([1, 2].map(() => h.replica('aof:', { heartbeat_interval_ms: 200 })));
-    const [a, b] = replicas as [Replica, Replica];
-    const urls: string[] = [];
-    for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
-    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 5 });
-    h.defer(() => node.close());
-    expect(await node.register(urls[0]!)).toBe(200);
-    await node.startHeartbeats(urls[1]!, 200);
-    h.defer(() => Promise.resolve(node.stopHeartbeats()));
-    await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
-    const long = taskBody({ max_tokens: 700 });
-    expect((await admit(a, long)).statusCode).toBe(202);
-    await until(() => node.active('p') === 1, 'the long task to run');
-    const queued = [taskBody(), taskBody()];
-    expect((await admit(a, queued[0]!)).statusCode).toBe(202);
-    expect((await admit(b, queued[1]!)).statusCode).toBe(202);
-    // past the AOF's fsync every second
-    await sleep(1200);
-    // down for longer than the nodes' offline limit (3 heartbeat intervals): the outage is not a node's silence
-    await h.server().kill();
-    await sleep(900);
-    await h.server().restart();
-    const before = await Promise.all([lastFrame(a, long.task_id), lastFrame(a, queued[0]!.task_id), lastFrame(b, queued[1]!.task_id)]);
-    expect(before[0]?.event, JSON.stringify(before[0])).toBe('end');
-    for (const f of before.slice(1)) expect(['end', 'error'], JSON.stringify(f)).toContain(f?.event);
-    // new work after the restart, on both replicas
-    const after = [taskBody(), taskBody(), taskBody(), taskBody()];
-    const t0 = Date.now();
-    for (const [i, t] of after.entries()) {
-      await until(async () => (await admit(replicas[i % 2]!, t)).statusCode === 202, 'admission to answer 202 again', 10_000);
-    }
-    const ends = await Promise.all(after.map((t, i) => lastFrame(replicas[i % 2]!, t.task_id)));
-    expect(
-      ends.map((f) => f?.event),
-      JSON.stringify(ends),
-    ).toEqual(['end', 'end', 'end', 'end']);
-    console.log(`Redis restarted with its AOF: ${after.length} tasks admitted after it ran in ${Date.now() - t0} ms`);
-  });
+  it(
+    'the running task ends (its node, silent in the store for the outage, is not taken offline), queued ones end once (run or typed), and tasks admitted after the restart run — no replica restarted',
+    { timeout: 60_000 },
+    async () => {
+      const replicas = await Promise.all([1, 2].map(() => h.replica('aof:', { heartbeat_interval_ms: 200 })));
+      const [a, b] = replicas as [Replica, Replica];
+      const urls: string[] = [];
+      for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
+      const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 5 });
+      h.defer(() => node.close());
+      expect(await node.register(urls[0]!)).toBe(200);
+      await node.startHeartbeats(urls[1]!, 200);
+      h.defer(() => Promise.resolve(node.stopHeartbeats()));
+      await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
+      const long = taskBody({ max_tokens: 700 });
+      expect((await admit(a, long)).statusCode).toBe(202);
+      await until(() => node.active('p') === 1, 'the long task to run');
+      const queued = [taskBody(), taskBody()];
+      expect((await admit(a, queued[0]!)).statusCode).toBe(202);
+      expect((await admit(b, queued[1]!)).statusCode).toBe(202);
+      // past the AOF's fsync every second
+      await sleep(1200);
+      // down for longer than the nodes' offline limit (3 heartbeat intervals): the outage is not a node's silence
+      await h.server().kill();
+      await sleep(900);
+      await h.server().restart();
+      const before = await Promise.all([lastFrame(a, long.task_id), lastFrame(a, queued[0]!.task_id), lastFrame(b, queued[1]!.task_id)]);
+      expect(before[0]?.event, JSON.stringify(before[0])).toBe('end');
+      for (const f of before.slice(1)) expect(['end', 'error'], JSON.stringify(f)).toContain(f?.event);
+      // new work after the restart, on both replicas
+      const after = [taskBody(), taskBody(), taskBody(), taskBody()];
+      const t0 = Date.now();
+      for (const [i, t] of after.entries()) {
+        await until(async () => (await admit(replicas[i % 2]!, t)).statusCode === 202, 'admission to answer 202 again', 10_000);
+      }
+      const ends = await Promise.all(after.map((t, i) => lastFrame(replicas[i % 2]!, t.task_id)));
+      expect(
+        ends.map((f) => f?.event),
+        JSON.stringify(ends),
+      ).toEqual(['end', 'end', 'end', 'end']);
+      console.log(`Redis restarted with its AOF: ${after.length} tasks admitted after it ran in ${Date.now() - t0} ms`);
+    },
+  );
 
   // Down longer than an owner lease (2 s): every replica lets its tasks go (queued ones end here
   // STORE_UNAVAILABLE), and once the store is back a replica may find its own lapsed tasks among the
