@@ -72,18 +72,27 @@ describe('task reads across replicas', () => {
     await until(() => node.aborts.includes(String(left.task_id)), 'the owner to cancel the task its only reader left');
   });
 
-  it('a replica restarted with the same id answers a retriable 500, not 404, for a live task of its earlier run', { timeout: 30_000 }, async () => {
-    const { replicas, urls, node } = await cluster(1, undefined, { replica_id: 'same-id' });
-    const task = taskBody({ max_tokens: 2000 });
-    await (await request(`${urls[0]}/v2/tasks`, { method: 'POST', headers: { ...annAuth, 'content-type': 'application/json' }, body: JSON.stringify(task) })).body.dump();
-    await until(() => node.active('p') === 1, 'the task to run');
-    // the "restarted" replica: same id and store, none of the first one's tasks in memory
-    const again = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'same-id' });
-    const res = await again.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: annAuth });
-    expect(res.statusCode).toBe(500);
-    expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
-    expect(replicas[0]!.app.services.tasks.get(String(task.task_id))).toBeDefined();
-  });
+  it(
+    'a replica restarted with the same id answers a retriable 500, not 404, for a live task of its earlier run; so does a replica a read was passed to after the task moved',
+    { timeout: 30_000 },
+    async () => {
+      const { replicas, urls, node } = await cluster(1, undefined, { replica_id: 'same-id' });
+      const task = taskBody({ max_tokens: 2000 });
+      await (await request(`${urls[0]}/v2/tasks`, { method: 'POST', headers: { ...annAuth, 'content-type': 'application/json' }, body: JSON.stringify(task) })).body.dump();
+      await until(() => node.active('p') === 1, 'the task to run');
+      // the "restarted" replica: same id and store, none of the first one's tasks in memory
+      const again = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'same-id' });
+      const res = await again.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: annAuth });
+      expect(res.statusCode).toBe(500);
+      expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
+      expect(replicas[0]!.app.services.tasks.get(String(task.task_id))).toBeDefined();
+      // a read passed on by a replica that saw an earlier owner (the task was taken over meanwhile): retriable, not 404
+      const other = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'another-id' });
+      const passed = await other.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: { ...annAuth, 'x-llorch-forwarded-by': 'r-old' } });
+      expect(passed.statusCode).toBe(500);
+      expect(ErrorEnvelopeSchema.parse(passed.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
+    },
+  );
 
   it('an ended task whose owner is gone: any replica replays its frames from the shared record, with their ids (was 404)', { timeout: 30_000 }, async () => {
     const { replicas, urls } = await cluster(1, undefined, { replica_id: 'owner-id' });

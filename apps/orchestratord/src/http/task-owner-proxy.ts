@@ -41,7 +41,9 @@ export class TaskOwnerProxy {
       if (owner.ended) return answerFromRecord(req, reply, owner);
       throw new InternalError(`task ${id} belongs to an earlier run of replica ${owner.replica}; it is taken over within the owner lease`, { retriable: true, retryAfterMs: 500 });
     }
-    if (forwarded) return false;
+    // Passed here by a replica that read an earlier owner: the task was taken over meanwhile. The
+    // client's retry reaches the new owner; a 404 ended its EventSource for good (chaos run).
+    if (forwarded) throw new InternalError(`task ${id} moved to replica ${owner.replica} while this request was passed here`, { retriable: true, retryAfterMs: 100 });
     const headers: Record<string, string> = { [FORWARDED_BY_HEADER]: this.#cluster.replicaId };
     for (const name of PASSED) {
       const v = req.headers[name];
