@@ -1,9 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { execa, type ResultPromise } from 'execa';
 import { request } from 'undici';
 import type { DaemonExit } from './daemon.js';
+import { spawnHelper, untilHelperReady } from './helper-process.js';
 
 export const HAPROXY = '/usr/sbin/haproxy';
 
@@ -52,36 +51,19 @@ export async function startBalancer(port: number, replicaPorts: readonly number[
   ].join('\n');
   const path = join(dir, 'haproxy.cfg');
   await writeFile(path, cfg);
-  const child: ResultPromise = execa(HAPROXY, ['-db', '-f', path], { reject: false, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', buffer: false, cleanup: true });
-  const lines: string[] = [];
-  for (const s of [child.stdout, child.stderr])
-    s?.on('data', (d: Buffer) =>
-      lines.push(
-        ...d
-          .toString()
-          .split('\n')
-          .filter((l) => l !== ''),
-      ),
-    );
-  let exit: DaemonExit | undefined;
-  const exited = child.then((r) => (exit = { code: r.exitCode, signal: r.signal }));
+  const h = spawnHelper(HAPROXY, ['-db', '-f', path]);
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (exit !== undefined) throw new Error(`haproxy exited (${exit.code ?? exit.signal}):\n${lines.join('\n')}`);
-    const ok = await request(`${url}/readyz`)
+  const ready = (): Promise<boolean> =>
+    request(`${url}/readyz`)
       .then(async (r) => (await r.body.text(), r.statusCode === 200))
       .catch(() => false);
-    if (ok) break;
-    if (Date.now() > deadline) throw new Error(`haproxy on ${url} did not pass /readyz within 15 s:\n${lines.join('\n')}`);
-    await sleep(50);
-  }
+  await untilHelperReady(h, `haproxy on ${url}`, ready, 15_000, 50);
   return {
     url,
-    lines,
+    lines: h.lines,
     stop: async () => {
-      if (exit === undefined) child.kill('SIGTERM');
-      return exited;
+      if (h.exit() === undefined) h.child.kill('SIGTERM');
+      return h.exited;
     },
   };
 }

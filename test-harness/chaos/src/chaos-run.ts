@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import type { ChaosCluster } from './chaos-cluster.js';
 import { killEngine, restartOrchestrator, stopNode, type FaultRecord } from './fault-injector.js';
-import { enginesOf, pidAlive, rssBytes } from './proc.js';
+import { checkAfterStop, checkNodesIdle, getJson, settle, watchEngines } from './end-state.js';
+import { rssBytes } from './proc.js';
 import { mulberry32 } from './random.js';
 import { runTask, type TaskPlan, type TaskTrace } from './task-client.js';
 import { judgeTask, type RestartWindow, type TaskOutcome } from './task-invariants.js';
@@ -110,18 +111,6 @@ function rssBound(start: number | undefined, end: number | undefined): boolean {
   return end <= Math.max(2 * start, start + 100 * 1024 * 1024);
 }
 
-export async function getJson(url: URL, auth: Record<string, string>): Promise<{ status: number; body: unknown }> {
-  const res = await request(url, { headers: auth, headersTimeout: 5000, bodyTimeout: 5000 });
-  const text = await res.body.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // keep the text
-  }
-  return { status: res.statusCode, body };
-}
-
 /**
  * The chaos run: a bounded stream of random tasks (priorities, placements, cancels, disconnects)
  * against the cluster while three faults are injected at fixed points of the load — kill -9 of a
@@ -137,16 +126,11 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
   const restarts: RestartWindow[] = [];
   const faults: FaultRecord[] = [];
   const faultErrors: string[] = [];
-  const enginePids = new Set<number>();
   let admitted = 0;
   let submitted = 0;
   let loadDone = false;
 
-  const pollEngines = async (): Promise<void> => {
-    for (const n of cluster.nodes) for (const h of await cluster.handoffs(n)) enginePids.add(h.pid);
-  };
-  await pollEngines();
-  const enginePoller = setInterval(() => void pollEngines(), 200);
+  const engines = await watchEngines(cluster);
 
   const rss = new Map<string, { pid: number; start?: number; end?: number }>();
   const sampleStart = (): void => {
@@ -223,26 +207,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
     return { ok, value: list };
   }, 30_000);
   if (!orchPools.ok) leaks.push(`orchestratord pools not all free/ready: ${JSON.stringify(orchPools.value)}`);
-  const nodePools: Record<string, unknown> = {};
-  const engineSlots: Record<string, unknown> = {};
-  for (const n of cluster.nodes) {
-    const st = await settle(async () => {
-      const list = await cluster.nodePools(n);
-      return { ok: list.every((p) => p.ready && p.slots_free === p.slots_total && p.active_leases === 0), value: list };
-    }, 30_000);
-    nodePools[n.id] = st.value;
-    if (!st.ok) leaks.push(`${n.id}: pool slots not all free: ${JSON.stringify(st.value)}`);
-    for (const p of st.value) {
-      if (p.engine_url === undefined) continue;
-      const slots = await settle(async () => {
-        const { status, body } = await getJson(new URL('/slots', p.engine_url), {});
-        const arr = Array.isArray(body) ? (body as Array<{ id: number; is_processing: boolean }>) : [];
-        return { ok: status === 200 && arr.length > 0 && arr.every((s) => s.is_processing === false), value: arr.map((s) => ({ id: s.id, is_processing: s.is_processing })) };
-      }, 10_000);
-      engineSlots[`${n.id}/${p.pool_id}`] = slots.value;
-      if (!slots.ok) leaks.push(`${n.id}/${p.pool_id}: engine slots still processing: ${JSON.stringify(slots.value)}`);
-    }
-  }
+  const { nodePools, engineSlots } = await checkNodesIdle(cluster, leaks);
   const metrics = await request(new URL('/metrics', cluster.url)).then(
     async (r) => {
       await r.body.text();
@@ -254,8 +219,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
   sampleEnd(`orchestratord#${cluster.orchestrators.length - 1}`, cluster.orchestrator.pid);
   for (const n of cluster.nodes) sampleEnd(`pool-managerd:${n.id}`, n.daemon.pid);
 
-  clearInterval(enginePoller);
-  await pollEngines();
+  await engines.stop();
   await dispatcher.close();
   const exits = await cluster.stop();
   const daemonExits = [...cluster.nodes.map((n) => n.id), 'orchestratord'].map((name, i) => ({ name, ...exits[i] }));
@@ -266,15 +230,7 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
     const d = i < cluster.nodes.length ? cluster.nodes[i]?.daemon : cluster.orchestrator;
     exitTails[e.name] = (d?.lines ?? []).slice(-25).map((l) => l.text.slice(0, 600));
   });
-  const stillAlive = await settle(async () => {
-    const alive = [...enginePids].filter((pid) => pidAlive(pid));
-    return { ok: alive.length === 0, value: alive };
-  }, 10_000);
-  for (const pid of stillAlive.value) leaks.push(`llama-server ${pid} outlived its pool-managerd`);
-  const orphans = enginesOf([cluster.workDir], cluster.marker);
-  for (const o of orphans) leaks.push(`orphan llama-server ${o.pid} (${o.reason}: ${o.argv.join(' ')})`);
-  const tokenLeaks = cluster.allLines().filter((l) => l.text.includes(cluster.token)).length;
-  if (tokenLeaks > 0) leaks.push(`API token in ${tokenLeaks} log line(s)`);
+  const { stillAlive, orphans, tokenLeaks } = await checkAfterStop(cluster, engines.pids, leaks);
 
   const rssSamples: RssSample[] = [...rss.entries()].map(([name, s]) => ({
     process: name,
@@ -334,8 +290,8 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
       engine_slots: engineSlots,
       daemon_exits: daemonExits,
       exit_tails: exitTails,
-      engine_pids_seen: [...enginePids].sort((a, b) => a - b),
-      engine_pids_alive_after_shutdown: stillAlive.value,
+      engine_pids_seen: [...engines.pids].sort((a, b) => a - b),
+      engine_pids_alive_after_shutdown: stillAlive,
       orphan_engines: orphans,
       token_leak_lines: tokenLeaks,
     },
@@ -345,18 +301,4 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
   };
 }
 
-/** Polls `probe` until ok or the timeout; returns the last value either way. */
-export async function settle<T>(probe: () => Promise<{ ok: boolean; value: T }>, timeoutMs: number): Promise<{ ok: boolean; value: T }> {
-  const deadline = Date.now() + timeoutMs;
-  let last: { ok: boolean; value: T } | undefined;
-  for (;;) {
-    try {
-      last = await probe();
-      if (last.ok) return last;
-    } catch (err) {
-      if (last === undefined) last = { ok: false, value: String(err) as unknown as T };
-    }
-    if (Date.now() > deadline) return last;
-    await sleep(100);
-  }
-}
+export { getJson, settle } from './end-state.js';

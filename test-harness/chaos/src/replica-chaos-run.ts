@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { bump, getJson, planTask, settle, type ChaosRunOptions } from './chaos-run.js';
+import { bump, planTask, type ChaosRunOptions } from './chaos-run.js';
+import { checkAfterStop, checkNodesIdle, getJson, settle, watchEngines } from './end-state.js';
 import { killEngine, stopNode, type FaultRecord } from './fault-injector.js';
-import { enginesOf, pidAlive } from './proc.js';
 import { mulberry32 } from './random.js';
 import type { ReplicaCluster, ReplicaSlot } from './replica-cluster.js';
 import { killRedis, killReplica } from './replica-faults.js';
@@ -13,7 +13,7 @@ export interface ReplicaChaosOptions extends Omit<ChaosRunOptions, 'maxSubmitted
   maxSubmitted: number;
   /**
    * SIGKILL of redis-server (restarted with its AOF after this many ms) at 55 % admitted; undefined:
-   * no Redis fault (see .specs/90: after the restart admitted tasks hang, an open bug).
+   * no Redis fault.
    */
   redisDownMs: number | undefined;
   /** EventSource-like reconnect delay of the /v2 clients, ms. */
@@ -44,7 +44,7 @@ export interface ReplicaChaosReport {
     reconnects_by_cause: Record<string, number>;
     /** Ended tasks whose terminal frame was read again from another replica and matched. */
     records_checked: number;
-    /** Tasks that ended before a replica kill whose record answered 404 once the owner had died (not a violation). */
+    /** Tasks that ended before the last replica kill whose record answered 404 when read after the load: past its retention (not a violation). */
     records_gone_with_owner: number;
     leaks_found: number;
   };
@@ -61,6 +61,8 @@ export interface ReplicaChaosReport {
   };
   leaks: string[];
   violations: Array<{ task: number; task_id: string; outcome: TaskOutcome | 'record'; problems: string[] }>;
+  /** The daemons' lines naming a violating task (the first 10 tasks, 40 lines each) and the replicas' warnings (`*`): the evidence to start from. */
+  violation_logs: Record<string, string[]>;
   fault_problems: string[];
 }
 
@@ -83,15 +85,10 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
   const traces: TaskTrace[] = [];
   const faults: FaultRecord[] = [];
   const faultErrors: string[] = [];
-  const enginePids = new Set<number>();
   let admitted = 0;
   let submitted = 0;
   let loadDone = false;
-  const pollEngines = async (): Promise<void> => {
-    for (const n of cluster.nodes) for (const h of await cluster.handoffs(n)) enginePids.add(h.pid);
-  };
-  await pollEngines();
-  const enginePoller = setInterval(() => void pollEngines(), 200);
+  const engines = await watchEngines(cluster);
 
   const at = async (fraction: number): Promise<boolean> => {
     while (admitted < opts.targetAdmitted * fraction) {
@@ -137,10 +134,16 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
       if (admitted % 250 === 0) opts.log(`admitted ${admitted} (submitted ${submitted})`);
     },
   };
+  // A task that hung is a violation already: the load stops there (every client would wait out its timeout from then on).
+  let hungSeen = false;
   const worker = async (): Promise<void> => {
-    while (admitted < opts.targetAdmitted && submitted < opts.maxSubmitted) {
+    while (admitted < opts.targetAdmitted && submitted < opts.maxSubmitted && !hungSeen) {
       const trace = await runTask(planTask(submitted++, rnd, opts, pools), ctx);
       traces.push(trace);
+      if (trace.hung && !hungSeen) {
+        hungSeen = true;
+        opts.log(`task ${trace.plan.index} (${trace.plan.taskId}) hung: the load stops`);
+      }
       // Refused (Redis down: 503 STORE_UNAVAILABLE; queue full) or unreachable: retry later.
       if (!trace.admitted) await sleep(trace.admission.error !== undefined ? 400 : 150);
     }
@@ -183,8 +186,8 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
           (err: unknown) => `${replica.id}: ${(err as Error).message}`,
         );
         if (problem === undefined) recordsChecked += 1;
-        // An ended task's frame log lives in its owner's memory: after that process died it is gone
-        // (404), which is the documented limit; a task that ended after the last replica kill must read.
+        // A record lives for the stream grace (60 s) after its task ended: an early task read after a
+        // long load answers 404. A task that ended after the last replica kill must read.
         else if (terminal.at < lastKillAt && problem.includes('answered 404')) recordsGoneWithOwner += 1;
         else violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: 'record', problems: [problem] });
       }
@@ -198,29 +201,9 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
     return { ok: pools.every((id) => list.some((p) => p.pool_id === id && p.ready && p.node_state === 'online' && p.leased === 0 && p.slots_free === p.slots_total)), value: list };
   }, 30_000);
   if (!orchPools.ok) leaks.push(`pools not all free/ready through the balancer: ${JSON.stringify(orchPools.value)}`);
-  const nodePools: Record<string, unknown> = {};
-  const engineSlots: Record<string, unknown> = {};
-  for (const n of cluster.nodes) {
-    const st = await settle(async () => {
-      const list = await cluster.nodePools(n);
-      return { ok: list.every((p) => p.ready && p.slots_free === p.slots_total && p.active_leases === 0), value: list };
-    }, 30_000);
-    nodePools[n.id] = st.value;
-    if (!st.ok) leaks.push(`${n.id}: pool slots not all free: ${JSON.stringify(st.value)}`);
-    for (const p of Array.isArray(st.value) ? st.value : []) {
-      if (p.engine_url === undefined) continue;
-      const slots = await settle(async () => {
-        const { status, body } = await getJson(new URL('/slots', p.engine_url), {});
-        const arr = Array.isArray(body) ? (body as Array<{ id: number; is_processing: boolean }>) : [];
-        return { ok: status === 200 && arr.length > 0 && arr.every((s) => !s.is_processing), value: arr.map((s) => ({ id: s.id, is_processing: s.is_processing })) };
-      }, 10_000);
-      engineSlots[`${n.id}/${p.pool_id}`] = slots.value;
-      if (!slots.ok) leaks.push(`${n.id}/${p.pool_id}: engine slots still processing: ${JSON.stringify(slots.value)}`);
-    }
-  }
+  const { nodePools, engineSlots } = await checkNodesIdle(cluster, leaks);
 
-  clearInterval(enginePoller);
-  await pollEngines();
+  await engines.stop();
   await dispatcher.close();
   const exits = await cluster.stop();
   const exitTails: Record<string, string[]> = {};
@@ -230,15 +213,7 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
     const d = [...cluster.nodes.map((n) => n.daemon), ...cluster.replicas.flatMap((r) => r.generations)].find((x) => x.name === e.name || x.name === `pool-managerd:${e.name}`);
     exitTails[e.name] = (d?.lines ?? []).slice(-25).map((l) => l.text.slice(0, 600));
   }
-  const stillAlive = await settle(async () => {
-    const alive = [...enginePids].filter((pid) => pidAlive(pid));
-    return { ok: alive.length === 0, value: alive };
-  }, 10_000);
-  for (const pid of stillAlive.value) leaks.push(`llama-server ${pid} outlived its pool-managerd`);
-  const orphans = enginesOf([cluster.workDir], cluster.marker);
-  for (const o of orphans) leaks.push(`orphan llama-server ${o.pid} (${o.reason}: ${o.argv.join(' ')})`);
-  const tokenLeaks = cluster.allLines().filter((l) => l.text.includes(cluster.token)).length;
-  if (tokenLeaks > 0) leaks.push(`API token in ${tokenLeaks} log line(s)`);
+  const { orphans, tokenLeaks } = await checkAfterStop(cluster, engines.pids, leaks);
 
   const outcomes: Partial<Record<TaskOutcome, number>> = {};
   const terminalByKind: Record<string, number> = {};
@@ -300,12 +275,17 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
       engine_slots: engineSlots,
       daemon_exits: exits,
       exit_tails: exitTails,
-      engine_pids_seen: [...enginePids].sort((a, b) => a - b),
+      engine_pids_seen: [...engines.pids].sort((a, b) => a - b),
       orphan_engines: orphans,
       token_leak_lines: tokenLeaks,
     },
     leaks,
     violations,
+    violation_logs: linesNaming(
+      cluster,
+      violations.slice(0, 10).map((v) => v.task_id),
+      traces.find((t) => t.hung)?.postedAt,
+    ),
     fault_problems: [...faultErrors, ...faults.flatMap((f) => f.problems.map((p) => `${f.kind}: ${p}`))],
   };
 }
@@ -329,4 +309,32 @@ function frameLine(t: TaskTrace): string {
   return [...t.frames, ...(t.resume?.frames ?? [])]
     .map((f) => `${f.id ?? '-'}:${f.event}${f.event === 'token' ? `:${String(f.data.i)}` : f.event === 'error' ? `:${String(f.data.code)}` : ''}`)
     .join(' ');
+}
+
+/** Every daemon line that names one of `ids`, by id (40 at most each, `source time text`), and under `*` the replicas' warnings (400 at most). */
+function linesNaming(cluster: ReplicaCluster, ids: readonly string[], hungAt: number | undefined): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  if (ids.length === 0) return out;
+  const lines = cluster.allLines();
+  // A hang: every line of every daemon from 5 s before the first hung task was posted to 10 s after.
+  if (hungAt !== undefined)
+    out.around_first_hang = lines
+      .filter((l) => l.at >= hungAt - 5000 && l.at <= hungAt + 10_000)
+      .sort((a, b) => a.at - b.at)
+      .slice(0, 50_000)
+      .map((l) => `${l.source} ${l.text.slice(0, 700)}`);
+  // and every replica line at warn or worse (takeovers, lost ownership, store problems), the run's story
+  out['*'] = lines
+    .filter((l) => l.source.startsWith('orchestratord') && typeof l.json?.level === 'number' && l.json.level >= 40)
+    .sort((a, b) => a.at - b.at)
+    .slice(0, 400)
+    .map((l) => `${l.source} ${new Date(l.at).toISOString().slice(11, 23)} ${l.text.slice(0, 400)}`);
+  for (const id of ids) {
+    out[id] = lines
+      .filter((l) => l.text.includes(id))
+      .sort((a, b) => a.at - b.at)
+      .slice(0, 40)
+      .map((l) => `${l.source} ${new Date(l.at).toISOString().slice(11, 23)} ${l.text.slice(0, 500)}`);
+  }
+  return out;
 }

@@ -43,7 +43,8 @@ export interface TaskTrace {
   framesAfterTerminal: number;
   /** No terminal and no close within the client-side timeout. */
   hung: boolean;
-  cancel: { status: number | undefined; error: string | undefined; sentAt: number; answeredAt: number | undefined; tokensBefore: number } | undefined;
+  /** `retries`: retriable 5xx answers sent again (with reconnects on). */
+  cancel: { status: number | undefined; error: string | undefined; sentAt: number; answeredAt: number | undefined; tokensBefore: number; retries?: number } | undefined;
   disconnectedAt: number | undefined;
   /** Re-attach after a disconnect (with Last-Event-ID): what the rest of the frame log said. */
   resume: { status: number | undefined; code: string | undefined; error: string | undefined; frames: Frame[] } | undefined;
@@ -214,23 +215,32 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
     const sentAt = Date.now();
     trace.cancel = { status: undefined, error: undefined, sentAt, answeredAt: undefined, tokensBefore: tokens };
     const c = trace.cancel;
-    cancelDone = request(new URL(`/v2/tasks/${plan.taskId}/cancel`, base), {
-      method: 'POST',
-      dispatcher: ctx.dispatcher,
-      headers: ctx.auth,
-      headersTimeout: 15_000,
-      bodyTimeout: 15_000,
-    }).then(
-      async (r) => {
-        await r.body.text();
-        c.status = r.statusCode;
-        c.answeredAt = Date.now();
-      },
-      (err: unknown) => {
-        c.error = (err as Error).message;
-        c.answeredAt = Date.now();
-      },
-    );
+    const send = (): Promise<void> =>
+      request(new URL(`/v2/tasks/${plan.taskId}/cancel`, ctx.reconnectMs === undefined ? base : ctx.baseUrl()), {
+        method: 'POST',
+        dispatcher: ctx.dispatcher,
+        headers: ctx.auth,
+        headersTimeout: 15_000,
+        bodyTimeout: 15_000,
+      }).then(
+        async (r) => {
+          await r.body.text();
+          c.status = r.statusCode;
+          c.answeredAt = Date.now();
+          // A cancel is idempotent: with reconnects on, a retriable 5xx (Redis down, the owner
+          // replica restarting) is sent again after its Retry-After, as a client would.
+          if (ctx.reconnectMs !== undefined && r.statusCode >= 500 && !controller.signal.aborted && Date.now() - sentAt < ctx.timeoutMs / 2) {
+            c.retries = (c.retries ?? 0) + 1;
+            await sleep(Math.max(ctx.reconnectMs, 1000 * Number(r.headers['retry-after'] ?? 0)));
+            return send();
+          }
+        },
+        (err: unknown) => {
+          c.error = (err as Error).message;
+          c.answeredAt = Date.now();
+        },
+      );
+    cancelDone = send();
   };
   const onFrame = (f: Frame): void => {
     if (terminalSeen) trace.framesAfterTerminal += 1;

@@ -153,7 +153,14 @@ describe('the cluster admission queue across replicas', () => {
           correlation_id: 'c-' + String(o.task_id),
           delivery: 'events',
         };
-        expect(await a.store.tasks.create({ id: String(o.task_id), owner: 'dead', record: JSON.stringify(record), ttlMs: 300, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
+        expect(await a.store.tasks.create({ id: String(o.task_id), owner: 'dead', record: JSON.stringify(record), ttlMs: 1500, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
+        if (o === orphans[0]) {
+          // the batch orphan had an attempt its node refused (saturated): back to `queued`, its record keeps that placement —
+          // it must be dispatched anew, not re-attached (which failed it and left its entry first in the queue: the chaos run's hang)
+          const refused = { node_id: 'n1', pool_id: 'p', engine_version: 'x', address: 'http://127.0.0.1:9', frame_base: 1 };
+          expect(await a.store.tasks.dispatch(String(o.task_id), 1, JSON.stringify(refused))).toMatchObject({ ok: true });
+          expect(await a.store.tasks.requeue(String(o.task_id), 1)).toMatchObject({ ok: true });
+        }
         expect(await a.store.queue.add({ id: String(o.task_id), lane: o.priority as 'batch', group: 'm', payload: 'dead' })).toMatchObject({ kind: 'queued' });
       }
       const diedAt = Date.now();
@@ -185,7 +192,7 @@ describe('the cluster admission queue across replicas', () => {
           expect(Math.min(...[...resumed.body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])))).toBeGreaterThan(5);
         }
       }
-      console.log(`queued orphans taken over ${adoptedAt - diedAt} ms after their owner's last renewal (lease 300 ms, heartbeat 200 ms)`);
+      console.log(`queued orphans taken over ${adoptedAt - diedAt} ms after their owner's last renewal (lease 1.5 s: a past attempt is written first; heartbeat 200 ms)`);
     },
   );
 

@@ -58,4 +58,52 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
       console.log(`Redis restarted with its AOF: ${after.length} tasks admitted after it ran in ${Date.now() - t0} ms`);
     },
   );
+
+  // Down longer than an owner lease (2 s): every replica lets its tasks go (queued ones end here
+  // STORE_UNAVAILABLE), and once the store is back a replica may find its own lapsed tasks among the
+  // orphans. Found by the replica chaos run: such a task's queue entry stayed first in the cluster's
+  // queue with nobody to dispatch it, and every task of the model after it hung.
+  it('down longer than a lease: tasks admitted after the restart run, and every earlier task ended once with the outcome its client saw', { timeout: 60_000 }, async () => {
+    const replicas = await Promise.all([1, 2].map(() => h.replica('aof-long:', { heartbeat_interval_ms: 200 })));
+    const [a, b] = replicas as [Replica, Replica];
+    const urls: string[] = [];
+    for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
+    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 5 });
+    h.defer(() => node.close());
+    expect(await node.register(urls[0]!)).toBe(200);
+    await node.startHeartbeats(urls[1]!, 200);
+    h.defer(() => Promise.resolve(node.stopHeartbeats()));
+    await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
+    const long = taskBody({ max_tokens: 300 });
+    expect((await admit(a, long)).statusCode).toBe(202);
+    await until(() => node.active('p') === 1, 'the long task to run');
+    const queued = [taskBody(), taskBody(), taskBody()];
+    for (const [i, t] of queued.entries()) expect((await admit(replicas[i % 2]!, t)).statusCode).toBe(202);
+    await sleep(1200);
+    await h.server().kill();
+    await sleep(3000);
+    await h.server().restart();
+    const owners = [a, a, b, a];
+    const before = await Promise.all([long, ...queued].map((t, i) => lastFrame(owners[i]!, t.task_id)));
+    for (const f of before) expect(['end', 'error'], JSON.stringify(f)).toContain(f?.event);
+    const after = [taskBody(), taskBody(), taskBody(), taskBody()];
+    for (const [i, t] of after.entries()) {
+      await until(async () => (await admit(replicas[i % 2]!, t)).statusCode === 202, 'admission to answer 202 again', 10_000);
+    }
+    const ends = await Promise.race([
+      Promise.all(after.map((t, i) => lastFrame(replicas[i % 2]!, t.task_id))),
+      sleep(20_000).then(() => 'tasks admitted after the restart still running 20 s later'),
+    ]);
+    expect(Array.isArray(ends) ? ends.map((f) => f?.event) : ends, JSON.stringify(ends)).toEqual(['end', 'end', 'end', 'end']);
+    // each earlier task's shared record: its terminal frame, read on the replica that did not own it, is the one its client saw
+    let seen: Awaited<ReturnType<typeof lastFrame>>[] = [];
+    await until(
+      async () => {
+        seen = await Promise.all([long, ...queued].map((t, i) => lastFrame(owners[i] === a ? b : a, t.task_id)));
+        return seen.every((f, i) => f?.event === before[i]?.event && f?.data.code === before[i]?.data.code);
+      },
+      'every record to say what its client saw',
+      10_000,
+    ).catch((err: unknown) => expect.fail(`${(err as Error).message}: clients saw ${JSON.stringify(before)}, records ${JSON.stringify(seen)}`));
+  });
 });

@@ -72,17 +72,52 @@ describe('task reads across replicas', () => {
     await until(() => node.aborts.includes(String(left.task_id)), 'the owner to cancel the task its only reader left');
   });
 
-  it('a replica restarted with the same id answers a retriable 500, not 404, for a live task of its earlier run', { timeout: 30_000 }, async () => {
-    const { replicas, urls, node } = await cluster(1, undefined, { replica_id: 'same-id' });
-    const task = taskBody({ max_tokens: 2000 });
+  it(
+    'a replica restarted with the same id answers a retriable 500, not 404, for a live task of its earlier run; so does a replica a read was passed to after the task moved',
+    { timeout: 30_000 },
+    async () => {
+      const { replicas, urls, node } = await cluster(1, undefined, { replica_id: 'same-id' });
+      const task = taskBody({ max_tokens: 2000 });
+      await (await request(`${urls[0]}/v2/tasks`, { method: 'POST', headers: { ...annAuth, 'content-type': 'application/json' }, body: JSON.stringify(task) })).body.dump();
+      await until(() => node.active('p') === 1, 'the task to run');
+      // the "restarted" replica: same id and store, none of the first one's tasks in memory
+      const again = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'same-id' });
+      const res = await again.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: annAuth });
+      expect(res.statusCode).toBe(500);
+      expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
+      expect(replicas[0]!.app.services.tasks.get(String(task.task_id))).toBeDefined();
+      // a read passed on by a replica that saw an earlier owner (the task was taken over meanwhile): retriable, not 404
+      const other = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'another-id' });
+      const passed = await other.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: { ...annAuth, 'x-llorch-forwarded-by': 'r-old' } });
+      expect(passed.statusCode).toBe(500);
+      expect(ErrorEnvelopeSchema.parse(passed.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
+    },
+  );
+
+  it('an ended task whose owner is gone: any replica replays its frames from the shared record, with their ids (was 404)', { timeout: 30_000 }, async () => {
+    const { replicas, urls } = await cluster(1, undefined, { replica_id: 'owner-id' });
+    const other = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200 });
+    const otherUrl = await other.app.listen({ port: 0, host: '127.0.0.1' });
+    const task = taskBody({ max_tokens: 6 });
     await (await request(`${urls[0]}/v2/tasks`, { method: 'POST', headers: { ...annAuth, 'content-type': 'application/json' }, body: JSON.stringify(task) })).body.dump();
-    await until(() => node.active('p') === 1, 'the task to run');
-    // the "restarted" replica: same id and store, none of the first one's tasks in memory
-    const again = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'same-id' });
-    const res = await again.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: annAuth });
-    expect(res.statusCode).toBe(500);
-    expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
-    expect(replicas[0]!.app.services.tasks.get(String(task.task_id))).toBeDefined();
+    const all = frames(await (await request(`${urls[0]}/v2/tasks/${String(task.task_id)}/events`, { headers: annAuth })).body.text());
+    expect(all.at(-1)?.event).toBe('end');
+    // frames before the first token were the owner's queue metrics: the replay pads them
+    const same = (got: typeof all, want: typeof all) => {
+      expect(got.map((f) => [f.id, f.event])).toEqual(want.map((f) => [f.id, f.event]));
+      expect(got.filter((f) => f.event !== 'metrics' && f.event !== 'started')).toEqual(want.filter((f) => f.event !== 'metrics' && f.event !== 'started'));
+    };
+    await replicas[0]!.app.close();
+    // the owner is gone (connection refused): a client that had read up to frame 2 resumes on the other replica
+    const res = await request(`${otherUrl}/v2/tasks/${String(task.task_id)}/events`, { headers: { ...annAuth, 'last-event-id': '2' } });
+    expect(res.statusCode).toBe(200);
+    same(frames(await res.body.text()), all.slice(3));
+    expect((await request(`${otherUrl}/v2/tasks/${String(task.task_id)}/cancel`, { method: 'POST', headers: annAuth })).statusCode).toBe(204);
+    // a replica restarted with the owner's id holds none of its frames: it answers from the record too
+    const again = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'owner-id' });
+    const onAgain = await again.app.inject({ method: 'GET', url: `/v2/tasks/${String(task.task_id)}/events`, headers: annAuth });
+    expect(onAgain.statusCode).toBe(200);
+    same(frames(onAgain.body), all);
   });
 
   it('sessions: a conversation keeps its pool whichever replica takes each turn, and reads the same on every replica', { timeout: 30_000 }, async () => {

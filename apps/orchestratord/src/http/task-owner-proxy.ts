@@ -3,7 +3,8 @@ import { CORRELATION_ID_HEADER } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { request, type Dispatcher } from 'undici';
 import { InternalError } from '../errors.js';
-import type { ClusterTasks } from '../tasks/cluster-tasks.js';
+import { answerEndedStream } from './ended-task-answer.js';
+import type { ClusterTasks, TaskOwner } from '../tasks/cluster-tasks.js';
 
 /** Set on a request one replica passes to another: it is never passed on again. */
 export const FORWARDED_BY_HEADER = 'x-llorch-forwarded-by';
@@ -37,10 +38,12 @@ export class TaskOwnerProxy {
       // Named as owner but not held here: an earlier run of this replica id (restarted by `llorch
       // up` after a crash) admitted it. Its lease lapses within 2 heartbeat intervals and it is taken
       // over; until then a 404 would end the client's EventSource for good, so ask for a retry.
-      if (owner.ended) return false;
+      if (owner.ended) return answerFromRecord(req, reply, owner);
       throw new InternalError(`task ${id} belongs to an earlier run of replica ${owner.replica}; it is taken over within the owner lease`, { retriable: true, retryAfterMs: 500 });
     }
-    if (forwarded) return false;
+    // Passed here by a replica that read an earlier owner: the task was taken over meanwhile. The
+    // client's retry reaches the new owner; a 404 ended its EventSource for good (chaos run).
+    if (forwarded) throw new InternalError(`task ${id} moved to replica ${owner.replica} while this request was passed here`, { retriable: true, retryAfterMs: 100 });
     const headers: Record<string, string> = { [FORWARDED_BY_HEADER]: this.#cluster.replicaId };
     for (const name of PASSED) {
       const v = req.headers[name];
@@ -52,6 +55,8 @@ export class TaskOwnerProxy {
     try {
       res = await request(`${owner.address}${req.url}`, { method: req.method === 'POST' ? 'POST' : 'GET', headers, dispatcher: this.#dispatcher, signal: left.signal });
     } catch (err) {
+      // The owner died after the task ended: its frame log went with it, its outcome is in the store.
+      if (owner.ended) return answerFromRecord(req, reply, owner);
       throw new InternalError(`replica ${owner.replica}, which owns task ${id}, is unreachable at ${owner.address}: ${(err as Error).message}`, {
         retriable: true,
         retryAfterMs: 1000,
@@ -66,4 +71,17 @@ export class TaskOwnerProxy {
     });
     return true;
   }
+}
+
+/**
+ * An ended task whose owner cannot answer (it died, or it is a later run of its id, which holds none
+ * of the frames): its outcome from the shared record (http/ended-task-answer.ts), a cancel 204 as
+ * for any ended task. Without it such a task answered 500, then 404, and its client never learnt
+ * how it ended. False when the record keeps no readable outcome (the caller answers 404).
+ */
+function answerFromRecord(req: FastifyRequest, reply: FastifyReply, owner: TaskOwner): boolean {
+  if (owner.outcome === undefined) return false;
+  if (req.method !== 'POST') return answerEndedStream(req, reply, owner.outcome);
+  void reply.code(204).send();
+  return true;
 }

@@ -58,6 +58,16 @@ export class TaskStream {
     return l === undefined ? 0 : typeof l === 'function' ? 1 : l.size;
   }
 
+  /** Id of the first token frame, -1 before one; with {@link tokenRecords}, what a task's shared record keeps to replay it. */
+  get firstTokenId(): number {
+    return this.#firstToken;
+  }
+
+  /** The token frames' payloads, in order (a copy of the list). */
+  tokenRecords(): TokenEvent[] {
+    return this.#firstToken < 0 ? [] : (this.#records.slice(this.#firstToken, this.#tokenEnd) as TokenEvent[]);
+  }
+
   /** The terminal frame, once written. */
   get terminal(): SseFrame | undefined {
     return this.#terminal;

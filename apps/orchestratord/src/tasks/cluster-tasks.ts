@@ -1,11 +1,15 @@
-import type { SseFrame, TaskRequest } from '@llama-orch/contracts';
+import type { SseFrame } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
 import type { AdmissionQueueStore, GoneEntry } from '../store/admission-queue-store.js';
 import type { ClusterSignals } from '../store/cluster-signals.js';
 import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
 import type { AdmitOutcome, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
-import type { Delivery, TaskPlacement, TaskRecord } from './task-record.js';
+import { ClusterEndWriter, storedOutcome, type StoredOutcome } from './cluster-end-writer.js';
+import type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
+import type { TaskPlacement, TaskRecord } from './task-record.js';
+
+export type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
 
 export interface ClusterTasksOptions {
   queue: AdmissionQueueStore;
@@ -29,49 +33,8 @@ export interface ClusterTasksOptions {
   blockMs?: number;
 }
 
-/** What the record of a task says to another replica (`GET` of a task it does not own). */
-export interface SharedTaskRecord {
-  readonly model_ref: string;
-  readonly priority: string;
-  readonly session_id: string | undefined;
-  readonly admitted_at: number;
-  /** The owner's advertised base URL: other replicas pass requests for the task there. */
-  readonly owner_url: string | undefined;
-  /** What another replica needs to take the task over when its owner dies (absent in records of older replicas). */
-  readonly request?: TaskRequest;
-  readonly model_name?: string;
-  readonly correlation_id?: string;
-  readonly client_key?: string;
-  readonly delivery?: Delivery;
-}
-
-/** Where a task's attempt runs, as its shared record keeps it: `frame_base` is the frame id its first token gets. */
-export interface SharedPlacement extends TaskPlacement {
-  readonly frame_base: number;
-}
-
-/** A task this replica took over from a replica that stopped renewing it (`adoptOrphans`). */
-export interface Adoption {
-  readonly id: string;
-  readonly previousOwner: string;
-  readonly state: 'queued' | 'running';
-  readonly record: SharedTaskRecord & { readonly request: TaskRequest };
-  /** Where it runs, for a running task. */
-  readonly placement: SharedPlacement | undefined;
-  /** Logger for the task's lines (with its correlation id). */
-  readonly log: Log;
-}
-
 /** What the cluster keeps of a task it admits (its shared record). */
 export type ClusterAdmission = Pick<TaskRecord, 'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery'>;
-
-/** The replica that owns a task, and where it listens. */
-export interface TaskOwner {
-  readonly replica: string;
-  readonly address: string;
-  /** The task ended (its record stays readable for a while). */
-  readonly ended: boolean;
-}
 
 /** Entries of each lane the orphan sweep looks at (orphans further back are found as they move up). */
 const ORPHAN_SCAN = 16;
@@ -113,8 +76,12 @@ export class ClusterTasks {
   /** When renewals last reached the store (or there was nothing to renew). */
   #renewedAt = Date.now();
   readonly #lostListeners = new Set<(ids: readonly string[]) => void>();
-  /** Tasks let go that have not ended here yet (their end here writes nothing to the store). */
-  readonly #lost = new Set<string>();
+  /** Tasks let go that have not ended here yet, with the fence they had (their end writes only if no other replica took them). */
+  readonly #lost = new Map<string, number>();
+  readonly #ends: ClusterEndWriter;
+  /** The orphan sweep could not reach the store; then, until when it only takes back this replica's own tasks. */
+  #storeAway = false;
+  #quietUntil = 0;
   #lastProblemAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: ClusterTasksOptions) {
@@ -128,6 +95,10 @@ export class ClusterTasks {
     this.#address = options.address;
     this.#ownerTtlMs = options.ownerTtlMs ?? 15_000;
     this.#blockMs = options.blockMs ?? 250;
+    this.#ends = new ClusterEndWriter({
+      ...{ tasks: this.#tasks, lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, retainMs: this.#retainMs, logger: this.#logger },
+      storeProblem: (err, what) => this.storeProblem(err, what),
+    });
     this.#unsubscribe = options.signals.subscribe((signal) => {
       if (signal.kind !== 'queue') return;
       const before = this.#heads.get(signal.group);
@@ -204,7 +175,9 @@ export class ClusterTasks {
     const stored = await this.#tasks.get(id);
     if (stored === undefined) return undefined;
     const address = (JSON.parse(stored.record) as Partial<SharedTaskRecord>).owner_url;
-    return typeof address === 'string' ? { replica: stored.owner, address, ended: stored.state === 'ended' } : undefined;
+    if (typeof address !== 'string') return undefined;
+    const outcome = stored.state === 'ended' && stored.outcome !== undefined ? (JSON.parse(stored.outcome) as StoredOutcome) : undefined;
+    return { replica: stored.owner, address, ended: stored.state === 'ended', outcome };
   }
 
   /** Why the task's queue entry is gone (evicted by drop-lru, or lost). */
@@ -269,13 +242,35 @@ export class ClusterTasks {
    */
   async adoptOrphans(): Promise<Adoption[]> {
     const adopted: Adoption[] = [];
-    for (const id of await this.#tasks.lapsed(ORPHAN_SCAN)) {
+    const lapsed = await this.#tasks.lapsed(ORPHAN_SCAN).catch((err: unknown) => {
+      this.#storeAway = true;
+      throw err;
+    });
+    // Back from a store outage: every lease lapsed meanwhile, most owners alive, their clients
+    // still connected to them. For one lease this replica only takes back its own tasks, so each
+    // owner writes the end its client saw (taking a live owner's task ended it twice).
+    if (this.#storeAway) this.#quietUntil = Date.now() + this.#ownerTtlMs;
+    this.#storeAway = false;
+    const quiet = Date.now() < this.#quietUntil;
+    for (const id of lapsed) {
+      // Ended here, its end not written yet: that end takes the task back itself (ClusterEndWriter).
+      if (this.#ends.waiting(id) || (quiet && !this.#lost.has(id))) continue;
       const stored = await this.#tasks.get(id);
       if (stored === undefined || stored.state === 'ended') continue;
       const record = JSON.parse(stored.record) as SharedTaskRecord;
       const won = await this.#tasks.acquire(id, this.replicaId, this.#ownerTtlMs, JSON.stringify({ ...record, owner_url: this.#address() }));
       if (!won.ok) continue;
-      const placement = stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
+      if (this.#lost.delete(id)) {
+        // Let go here (the store was out for a whole lease) and still running here: this replica's
+        // again, and its end is written as any other (a Redis outage longer than a lease does that).
+        this.#fences.set(id, won.fence);
+        this.#logger.info({ task_id: id, human: `Task ${id} is this replica's again: nobody else took it over` }, 'task taken back');
+        continue;
+      }
+      // A queued record may keep the placement of an attempt the node refused (requeued, saturated):
+      // it is dispatched anew, not re-attached (which failed it WORKER_RESET and left its entry first
+      // in the cluster's queue, every later task of its model waiting behind it: the chaos run's hang).
+      const placement = stored.state !== 'running' || stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
       const request = record.request;
       const resumable = stored.state === 'queued' || (record.delivery === 'events' && typeof placement?.frame_base === 'number');
       if (request !== undefined && resumable) {
@@ -310,6 +305,7 @@ export class ClusterTasks {
     clearInterval(this.#renewTimer);
     this.#unsubscribe();
     await Promise.all([...this.#pending]);
+    this.#ends.close();
   }
 
   #fence(id: string): number {
@@ -319,17 +315,16 @@ export class ClusterTasks {
   /** Record, queue entry and session turn in one step; a task admitted here is ended once (its fence is dropped). */
   async #end(task: TaskRecord, frame: SseFrame, queued: boolean, served?: SessionPoolRef): Promise<void> {
     const id = task.id;
-    // Lost to another replica: its entry, record and session turn are that replica's now.
-    if (this.#lost.delete(id)) return;
+    // Let go (another replica took it over, or the store was out for a whole lease): the end takes
+    // it back first, and writes nothing when another replica has it.
+    const formerFence = this.#lost.get(id);
+    this.#lost.delete(id);
     // No fence: not admitted here, or ended already — the record is not this replica's to end
     // (fence 0 is refused), but the entry and the session turn are still closed, as before.
-    const fence = this.#fences.get(id) ?? 0;
+    const fence = formerFence !== undefined ? undefined : (this.#fences.get(id) ?? 0);
     this.#fences.delete(id);
-    const session = { id: task.request.session_id, tokensOut: frame.event === 'end' ? frame.data.tokens_out : undefined, pool: served };
-    const r = await this.#lifecycle.finish({ id, fence, outcome: JSON.stringify(frame), retainMs: this.#retainMs, dequeue: queued, session });
-    if (!r.record.ok && r.record.reason === 'fenced' && fence !== 0) {
-      this.#logger.warn({ task_id: id, owner: r.record.owner, fence: r.record.fence }, 'task ended here, but another replica owns it now');
-    }
+    const tokensOut = frame.event === 'end' ? frame.data.tokens_out : undefined;
+    await this.#ends.write({ task, outcome: storedOutcome(task, frame), served, tokensOut, fence, formerFence, queued, sessionOpen: true });
   }
 
   /** A store write nobody waits for: logged when it fails, awaited by close(). */
@@ -353,6 +348,7 @@ export class ClusterTasks {
    * no longer end it); so is every task once renewals have failed for a whole lease.
    */
   #renewAll(): void {
+    this.#settle('*', this.#ends.retry());
     if (this.#fences.size === 0) {
       this.#renewedAt = Date.now();
       return;
@@ -390,8 +386,8 @@ export class ClusterTasks {
   #letGo(ids: readonly string[]): void {
     if (ids.length === 0) return;
     for (const id of ids) {
+      this.#lost.set(id, this.#fence(id));
       this.#fences.delete(id);
-      this.#lost.add(id);
     }
     for (const l of this.#lostListeners) l(ids);
   }
