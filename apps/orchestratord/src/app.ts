@@ -261,7 +261,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     registry,
     nodeSync,
     tasks,
-    owners: cluster && new TaskOwnerProxy(cluster, deps.upstream),
+    owners: cluster && new TaskOwnerProxy(cluster, deps.upstream, async (id) => (await store.replicas.list()).find((r) => r.replica_id === id)?.address),
     store,
     sessions,
     sessionReader: cluster === undefined ? sessions : store.sessions,
@@ -296,6 +296,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // here writes the terminal frames that let open SSE responses finish, so close() can complete.
   app.addHook('preClose', async () => {
     closing = true;
+    // Out of the replica list before the listener closes (Fastify may stop accepting before the
+    // onClose hooks run): a listed replica whose address refuses connections is taken for dead,
+    // and its tasks are taken over at once (http/task-owner-proxy.ts).
+    await membership.close();
     await tasks.close();
     // The server's close waits for every connection. It closes the idle ones once, when it starts:
     // a kept-alive connection that was busy then (a node's heartbeat, another replica's read) would
@@ -313,7 +317,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   app.addHook('onClose', async () => {
     const report = await closeAll(
       [
-        // Before the store closes (server.ts closes it after the app): leave, and write the last activity.
+        // Before the store closes (server.ts closes it after the app): leave (done in preClose), and write the last activity.
         { name: 'replica membership', close: () => membership.close() },
         { name: 'relay counter', close: () => Promise.resolve(relayCounter.close()) },
         { name: 'dashboard feed', close: () => dashboard.close() },

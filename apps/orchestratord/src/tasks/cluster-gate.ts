@@ -64,6 +64,12 @@ export class ClusterGate {
       }
       this.#act.pump();
     });
+    // Taken over on evidence that its replica died (a read or cancel found its address refusing):
+    // this replica's now, as an orphan found by the sweep would be.
+    cluster.onSeized((a) => {
+      this.#act.adopt(a);
+      this.#act.pump();
+    });
   }
 
   /** The scheduler leased `lease` of `view` for the task and took it out of the local queue. */

@@ -1,11 +1,15 @@
-import type { SseFrame, TaskRequest } from '@llama-orch/contracts';
+import type { SseFrame } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
 import type { AdmissionQueueStore, GoneEntry } from '../store/admission-queue-store.js';
 import type { ClusterSignals } from '../store/cluster-signals.js';
 import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
 import type { AdmitOutcome, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
-import type { Delivery, TaskPlacement, TaskRecord } from './task-record.js';
+import type { TaskPlacement, TaskRecord } from './task-record.js';
+import type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
+import { takeOver, type TakeoverDeps } from './task-takeover.js';
+
+export type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
 
 export interface ClusterTasksOptions {
   queue: AdmissionQueueStore;
@@ -29,49 +33,11 @@ export interface ClusterTasksOptions {
   blockMs?: number;
 }
 
-/** What the record of a task says to another replica (`GET` of a task it does not own). */
-export interface SharedTaskRecord {
-  readonly model_ref: string;
-  readonly priority: string;
-  readonly session_id: string | undefined;
-  readonly admitted_at: number;
-  /** The owner's advertised base URL: other replicas pass requests for the task there. */
-  readonly owner_url: string | undefined;
-  /** What another replica needs to take the task over when its owner dies (absent in records of older replicas). */
-  readonly request?: TaskRequest;
-  readonly model_name?: string;
-  readonly correlation_id?: string;
-  readonly client_key?: string;
-  readonly delivery?: Delivery;
-}
-
-/** Where a task's attempt runs, as its shared record keeps it: `frame_base` is the frame id its first token gets. */
-export interface SharedPlacement extends TaskPlacement {
-  readonly frame_base: number;
-}
-
-/** A task this replica took over from a replica that stopped renewing it (`adoptOrphans`). */
-export interface Adoption {
-  readonly id: string;
-  readonly previousOwner: string;
-  readonly state: 'queued' | 'running';
-  readonly record: SharedTaskRecord & { readonly request: TaskRequest };
-  /** Where it runs, for a running task. */
-  readonly placement: SharedPlacement | undefined;
-  /** Logger for the task's lines (with its correlation id). */
-  readonly log: Log;
-}
-
 /** What the cluster keeps of a task it admits (its shared record). */
 export type ClusterAdmission = Pick<TaskRecord, 'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery'>;
 
-/** The replica that owns a task, and where it listens. */
-export interface TaskOwner {
-  readonly replica: string;
-  readonly address: string;
-  /** The task ended (its record stays readable for a while). */
-  readonly ended: boolean;
-}
+/** Longest wait between two looks for orphans, ms. */
+const ADOPT_EVERY_MS = 100;
 
 /** Entries of each lane the orphan sweep looks at (orphans further back are found as they move up). */
 const ORPHAN_SCAN = 16;
@@ -112,6 +78,8 @@ export class ClusterTasks {
   #renewing = false;
   /** When renewals last reached the store (or there was nothing to renew). */
   #renewedAt = Date.now();
+  readonly #seizedListeners = new Set<(a: Adoption) => void>();
+  readonly #takeover: TakeoverDeps;
   readonly #lostListeners = new Set<(ids: readonly string[]) => void>();
   /** Tasks let go that have not ended here yet (their end here writes nothing to the store). */
   readonly #lost = new Set<string>();
@@ -128,6 +96,10 @@ export class ClusterTasks {
     this.#address = options.address;
     this.#ownerTtlMs = options.ownerTtlMs ?? 15_000;
     this.#blockMs = options.blockMs ?? 250;
+    this.#takeover = {
+      ...{ tasks: this.#tasks, queue: this.#queue, sessions: this.#sessions, logger: this.#logger, retainMs: this.#retainMs, address: this.#address },
+      hold: (id, fence) => this.#fences.set(id, fence),
+    };
     this.#unsubscribe = options.signals.subscribe((signal) => {
       if (signal.kind !== 'queue') return;
       const before = this.#heads.get(signal.group);
@@ -204,7 +176,7 @@ export class ClusterTasks {
     const stored = await this.#tasks.get(id);
     if (stored === undefined) return undefined;
     const address = (JSON.parse(stored.record) as Partial<SharedTaskRecord>).owner_url;
-    return typeof address === 'string' ? { replica: stored.owner, address, ended: stored.state === 'ended' } : undefined;
+    return typeof address === 'string' ? { replica: stored.owner, fence: stored.fence, address, ended: stored.state === 'ended' } : undefined;
   }
 
   /** Why the task's queue entry is gone (evicted by drop-lru, or lost). */
@@ -222,9 +194,13 @@ export class ClusterTasks {
     return 3 * this.#ownerTtlMs;
   }
 
-  /** How often to look for orphans ({@link adoptOrphans}), ms. */
+  /**
+   * How often to look for orphans ({@link adoptOrphans}), ms: every {@link ADOPT_EVERY_MS} (one
+   * ZRANGEBYSCORE on the lease index), so a lapsed lease is found that long after it lapsed at
+   * most, not a quarter lease later; a quarter of a shorter lease (tests).
+   */
   get adoptEveryMs(): number {
-    return Math.max(50, Math.floor(this.#ownerTtlMs / 4));
+    return Math.max(50, Math.min(ADOPT_EVERY_MS, Math.floor(this.#ownerTtlMs / 4)));
   }
 
   /** An attempt failed before its first token: back to `queued`, at the head of its lane. */
@@ -263,38 +239,53 @@ export class ClusterTasks {
    * replica to find one (`lapsed`, at most {@link ORPHAN_SCAN} a pass) takes it over — `acquire`
    * grants it to exactly one, with a new fence and this replica's address in the record, so reads
    * and resumes are passed here. The task service then dispatches a queued one (its queue entry
-   * keeps its place) or re-attaches to a running `/v2` one. A task that cannot be carried on (a
-   * `/v1` stream or answer whose client went with its replica, or a record without its request)
-   * ends `error INTERNAL` (retriable), out of the queue, its session's turn closed.
+   * keeps its place) or re-attaches to a running `/v2` one; one that cannot be carried on ends
+   * (task-takeover.ts).
    */
   async adoptOrphans(): Promise<Adoption[]> {
     const adopted: Adoption[] = [];
     for (const id of await this.#tasks.lapsed(ORPHAN_SCAN)) {
-      const stored = await this.#tasks.get(id);
-      if (stored === undefined || stored.state === 'ended') continue;
-      const record = JSON.parse(stored.record) as SharedTaskRecord;
-      const won = await this.#tasks.acquire(id, this.replicaId, this.#ownerTtlMs, JSON.stringify({ ...record, owner_url: this.#address() }));
-      if (!won.ok) continue;
-      const placement = stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
-      const request = record.request;
-      const resumable = stored.state === 'queued' || (record.delivery === 'events' && typeof placement?.frame_base === 'number');
-      if (request !== undefined && resumable) {
-        this.#fences.set(id, won.fence);
-        const log = this.#logger.child({ correlation_id: record.correlation_id });
-        adopted.push({ id, previousOwner: stored.owner, state: stored.state, record: { ...record, request }, placement: placement as SharedPlacement | undefined, log });
-        this.#logger.warn(
-          { task_id: id, owner: stored.owner, state: stored.state, human: `Took over ${stored.state} task ${id}: its replica ${stored.owner} stopped` },
-          'orphaned task adopted',
-        );
-        continue;
-      }
-      const message = `replica ${stored.owner}, which ${stored.state === 'queued' ? 'admitted' : 'relayed'} the task, stopped; resubmit the task`;
-      await this.#tasks.end(id, won.fence, JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } }), this.#retainMs);
-      if (stored.state === 'queued') await this.#queue.remove(id);
-      if (record.session_id !== undefined) await this.#sessions.taskEnded(record.session_id, undefined);
-      this.#logger.warn({ task_id: id, owner: stored.owner, human: `Ended task ${id}: its replica ${stored.owner} stopped and its client went with it` }, 'orphaned task ended');
+      const a = await takeOver(this.#takeover, id, 'lapsed', (record) => this.#tasks.acquire(id, this.replicaId, this.#ownerTtlMs, record));
+      if (a !== undefined) adopted.push(a);
     }
     return adopted;
+  }
+
+  /**
+   * Takes task `id` over now, before its owner's lease lapses, on evidence that `from` died (its
+   * address refuses connections while it is a listed replica; http/task-owner-proxy.ts): `seize`
+   * grants it only while `from` still holds it under the fence it was seen with, so of replicas
+   * with the same evidence one wins, and a task ended or taken meanwhile is left alone. The queued
+   * tasks of `from` go first, all to one replica (`seizeQueued`). Each adopted task goes to the
+   * {@link onSeized} listeners (the task service queues or re-attaches it); true when task `id` was.
+   */
+  async seize(id: string, from: TaskOwner): Promise<boolean> {
+    // First every queued task of `from` at the head of the lanes, in one step: a replica that found
+    // it dead at the same moment gets none of them, so they are dispatched here in their order.
+    const queued = await this.#lifecycle.seizeQueued(from.replica, this.replicaId, this.#ownerTtlMs, ORPHAN_SCAN);
+    let found = false;
+    for (const q of queued) {
+      // this replica's already: acquiring it again (a new fence) writes this replica's address in the record
+      const a = await takeOver(this.#takeover, q.id, 'refused', (record) => this.#tasks.acquire(q.id, this.replicaId, this.#ownerTtlMs, record), from.replica);
+      if (a !== undefined) this.#seized(a);
+      found ||= a !== undefined && q.id === id;
+    }
+    if (queued.some((q) => q.id === id)) return found;
+    const grant = (record: string) => this.#tasks.seize(id, { owner: from.replica, fence: from.fence }, this.replicaId, this.#ownerTtlMs, record);
+    const a = await takeOver(this.#takeover, id, 'refused', grant);
+    if (a === undefined) return false;
+    this.#seized(a);
+    return true;
+  }
+
+  #seized(a: Adoption): void {
+    for (const l of this.#seizedListeners) l(a);
+  }
+
+  /** Tasks taken over by {@link seize}. Returns the unsubscribe function. */
+  onSeized(listener: (a: Adoption) => void): () => void {
+    this.#seizedListeners.add(listener);
+    return () => this.#seizedListeners.delete(listener);
   }
 
   /** A store call failed where nobody waits for it: logged at most once per 10 s. */

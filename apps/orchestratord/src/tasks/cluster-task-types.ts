@@ -1,0 +1,46 @@
+import type { TaskRequest } from '@llama-orch/contracts';
+import type { Log } from '@llama-orch/daemon-support';
+import type { Delivery, TaskPlacement } from './task-record.js';
+
+/** What the record of a task says to another replica (`GET` of a task it does not own). */
+export interface SharedTaskRecord {
+  readonly model_ref: string;
+  readonly priority: string;
+  readonly session_id: string | undefined;
+  readonly admitted_at: number;
+  /** The owner's advertised base URL: other replicas pass requests for the task there. */
+  readonly owner_url: string | undefined;
+  /** What another replica needs to take the task over when its owner dies (absent in records of older replicas). */
+  readonly request?: TaskRequest;
+  readonly model_name?: string;
+  readonly correlation_id?: string;
+  readonly client_key?: string;
+  readonly delivery?: Delivery;
+}
+
+/** Where a task's attempt runs, as its shared record keeps it: `frame_base` is the frame id its first token gets. */
+export interface SharedPlacement extends TaskPlacement {
+  readonly frame_base: number;
+}
+
+/** A task this replica took over from a replica that stopped renewing it (`adoptOrphans`). */
+export interface Adoption {
+  readonly id: string;
+  readonly previousOwner: string;
+  readonly state: 'queued' | 'running';
+  readonly record: SharedTaskRecord & { readonly request: TaskRequest };
+  /** Where it runs, for a running task. */
+  readonly placement: SharedPlacement | undefined;
+  /** Logger for the task's lines (with its correlation id). */
+  readonly log: Log;
+}
+
+/** The replica that owns a task, and where it listens. */
+export interface TaskOwner {
+  readonly replica: string;
+  /** The fence it holds the task under (what a {@link ClusterTasks.seize} expects to find). */
+  readonly fence: number;
+  readonly address: string;
+  /** The task ended (its record stays readable for a while). */
+  readonly ended: boolean;
+}
