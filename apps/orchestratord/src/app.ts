@@ -150,7 +150,8 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
   // Redis: each dispatch also holds a cluster slot lease, so replicas never overfill a pool together.
   // A replica that dies is found within two heartbeat intervals: its slot leases lapse and its
-  // tasks are taken over then (the leases are renewed every quarter to third of that). At least
+  // tasks are taken over then (the leases are renewed every quarter to third of that), or at once
+  // when a client resuming through another replica finds it gone (task-owner-proxy.ts). At least
   // 2 s: a live replica whose event loop stalls longer than three quarters of its lease loses its
   // tasks to another, and with sub-second heartbeats (tests) a loaded machine stalls that long.
   const replicaLeaseMs = Math.max(2000, 2 * config.heartbeat_interval_ms);

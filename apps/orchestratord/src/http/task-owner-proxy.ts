@@ -53,10 +53,14 @@ export class TaskOwnerProxy {
     if (owner === undefined) return 'absent';
     if (owner.replica === this.#cluster.replicaId) {
       // Named as owner but not held here: an earlier run of this replica id (restarted by `llorch
-      // up` after a crash) admitted it. Its lease lapses within 2 heartbeat intervals and it is taken
-      // over; until then a 404 would end the client's EventSource for good, so ask for a retry.
+      // up` after a crash) admitted it, its lease lapses within 2 heartbeat intervals and it is taken
+      // over; or this replica is taking it over right now (seizeQueued, a moment before the task is
+      // here). Either way a 404 would end the client's EventSource for good, so ask for a retry.
       if (owner.ended) return 'absent';
-      throw new InternalError(`task ${id} belongs to an earlier run of replica ${owner.replica}; it is taken over within the owner lease`, { retriable: true, retryAfterMs: 500 });
+      throw new InternalError(`task ${id} is replica ${owner.replica}'s but not held by this process (admitted by an earlier run of it, or being taken over); retry`, {
+        retriable: true,
+        retryAfterMs: 500,
+      });
     }
     if (forwarded) return 'absent';
     const headers: Record<string, string> = { [FORWARDED_BY_HEADER]: this.#cluster.replicaId };

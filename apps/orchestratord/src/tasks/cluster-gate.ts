@@ -142,7 +142,7 @@ export class ClusterGate {
     slot.leaseId = undefined;
   }
 
-  /** The task service's housekeeping tick: {@link reconcile} every {@link RECONCILE_MS}, {@link adoptOrphans} every quarter of an owner lease. */
+  /** The task service's housekeeping tick: {@link reconcile} every {@link RECONCILE_MS}, {@link adoptOrphans} every `adoptEveryMs` (100 ms). */
   tick(now: number): void {
     if (now - this.#lastReconcile >= RECONCILE_MS) {
       this.#lastReconcile = now;
@@ -172,7 +172,7 @@ export class ClusterGate {
     this.#act.pump();
   }
 
-  /** Every quarter of an owner lease: the tasks of replicas that stopped renewing become this one's (ClusterTasks.adoptOrphans). Never rejects; one pass at a time. */
+  /** Every 100 ms: the tasks of replicas that stopped renewing become this one's (ClusterTasks.adoptOrphans). Never rejects; one pass at a time. */
   async adoptOrphans(): Promise<void> {
     if (this.#adopting) return;
     this.#adopting = true;

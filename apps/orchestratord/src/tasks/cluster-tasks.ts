@@ -27,7 +27,7 @@ export interface ClusterTasksOptions {
   retainMs: number;
   /** A model's first queued task became this replica's: time to pump. */
   changed: () => void;
-  /** Owner lease of a task, ms; renewed every quarter of it, orphans looked for as often. @default 15000 */
+  /** Owner lease of a task, ms; renewed every quarter of it (orphans looked for every 100 ms, {@link ClusterTasks.adoptEveryMs}). @default 15000 */
   ownerTtlMs?: number;
   /** How long a model's first task is known to be another replica's without a newer signal, ms (then a take finds out). @default 250 */
   blockMs?: number;
