@@ -150,7 +150,8 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
   // Redis: each dispatch also holds a cluster slot lease, so replicas never overfill a pool together.
   // A replica that dies is found within two heartbeat intervals: its slot leases lapse and its
-  // tasks are taken over then (the leases are renewed every quarter to third of that). At least
+  // tasks are taken over then (the leases are renewed every quarter to third of that), or at once
+  // when a client resuming through another replica finds it gone (task-owner-proxy.ts). At least
   // 2 s: a live replica whose event loop stalls longer than three quarters of its lease loses its
   // tasks to another, and with sub-second heartbeats (tests) a loaded machine stalls that long.
   const replicaLeaseMs = Math.max(2000, 2 * config.heartbeat_interval_ms);
@@ -261,7 +262,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     registry,
     nodeSync,
     tasks,
-    owners: cluster && new TaskOwnerProxy(cluster, deps.upstream),
+    owners: cluster && new TaskOwnerProxy(cluster, deps.upstream, async (id) => (await store.replicas.list()).find((r) => r.replica_id === id)?.address),
     store,
     sessions,
     sessionReader: cluster === undefined ? sessions : store.sessions,
@@ -296,6 +297,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // here writes the terminal frames that let open SSE responses finish, so close() can complete.
   app.addHook('preClose', async () => {
     closing = true;
+    // Out of the replica list before the listener closes (Fastify may stop accepting before the
+    // onClose hooks run): a listed replica whose address refuses connections is taken for dead,
+    // and its tasks are taken over at once (http/task-owner-proxy.ts).
+    await membership.close();
     await tasks.close();
     // The server's close waits for every connection. It closes the idle ones once, when it starts:
     // a kept-alive connection that was busy then (a node's heartbeat, another replica's read) would
@@ -313,7 +318,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   app.addHook('onClose', async () => {
     const report = await closeAll(
       [
-        // Before the store closes (server.ts closes it after the app): leave, and write the last activity.
+        // Before the store closes (server.ts closes it after the app): leave (done in preClose), and write the last activity.
         { name: 'replica membership', close: () => membership.close() },
         { name: 'relay counter', close: () => Promise.resolve(relayCounter.close()) },
         { name: 'dashboard feed', close: () => dashboard.close() },

@@ -199,4 +199,31 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
       { kind: 'queue', group: 'm', head: undefined, headPayload: undefined },
     ]);
   });
+
+  it('seizeQueued: of 3 replicas that found a replica dead at once, one gets all its queued tasks, in dispatch order; the rest is left alone', async () => {
+    const [a, b, c] = await h.open(3);
+    await a!.lifecycle.admit(admit('d-b1', 'dead'));
+    await a!.lifecycle.admit(admit('live-b', 'A'));
+    await a!.lifecycle.admit(admit('d-b2', 'dead'));
+    await a!.lifecycle.admit(admit('d-i1', 'dead', { lane: 'interactive' }));
+    await a!.lifecycle.admit(admit('d-run', 'dead', { group: 'other' }));
+    // running (taken from the queue): not queued any more, left to the other ways
+    expect(await a!.lifecycle.dispatch('d-run', 1, JSON.stringify(pool))).toMatchObject({ kind: 'taken' });
+    const r = await Promise.all([a, b, c].map((x, i) => x!.lifecycle.seizeQueued('dead', `R${i}`, 10_000, 16)));
+    const winners = r.filter((x) => x.length > 0);
+    expect(winners).toHaveLength(1);
+    expect(winners[0]).toEqual([
+      { id: 'd-i1', fence: 2 },
+      { id: 'd-b1', fence: 2 },
+      { id: 'd-b2', fence: 2 },
+    ]);
+    const winner = `R${r.findIndex((x) => x.length > 0)}`;
+    for (const id of ['d-i1', 'd-b1', 'd-b2']) expect(await a!.tasks.get(id)).toMatchObject({ owner: winner, fence: 2, state: 'queued' });
+    expect(await a!.tasks.get('live-b')).toMatchObject({ owner: 'A', fence: 1 });
+    expect(await a!.tasks.get('d-run')).toMatchObject({ owner: 'dead', fence: 1, state: 'running' });
+    // their entries keep their places; the new owner holds live leases (no orphans)
+    expect((await a!.queue.heads(16)).map((e) => e.id)).toEqual(['d-i1', 'd-b1', 'live-b', 'd-b2']);
+    expect(await a!.tasks.lapsed(16)).toEqual([]);
+    expect(await b!.lifecycle.seizeQueued('dead', 'R9', 10_000, 16)).toEqual([]);
+  });
 });

@@ -88,4 +88,12 @@ export interface TaskLifecycleStore {
   dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome>;
   /** Ends the record under its fence (`TaskOwnershipStore.end`), removes a still queued entry and ends the session's turn, in one step. */
   finish(finish: TaskFinish): Promise<FinishOutcome>;
+  /**
+   * On evidence that replica `from` died: of the first `limit` entries of each lane, in dispatch
+   * order, those `from` queued (entry payload) whose record is `queued` and still `from`'s become
+   * `owner`'s (a new fence each, a lease of `ttlMs`; their entries keep their places), in one step,
+   * so replicas that found `from` dead at once never split its queued tasks (each would dispatch its
+   * share in its own order). Returns them in dispatch order.
+   */
+  seizeQueued(from: string, owner: string, ttlMs: number, limit: number): Promise<Array<{ readonly id: string; readonly fence: number }>>;
 }

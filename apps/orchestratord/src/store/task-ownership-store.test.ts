@@ -66,6 +66,31 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
     expect(winners[0]).toMatchObject({ fence: 2 });
   });
 
+  it('seize: on evidence its owner died, a live lease is taken by exactly one of 3 replicas, only from the owner and fence they saw', async () => {
+    const clients = await h.open(3);
+    await clients[0]!.tasks.create(task('t1', 'dead', 60_000));
+    // the lease is live: acquire waits for it, seize does not
+    expect(await clients[1]!.tasks.acquire('t1', 'R1', 10_000)).toMatchObject({ ok: false, reason: 'held', owner: 'dead' });
+    const r = await Promise.all(clients.map((c, i) => c.tasks.seize('t1', { owner: 'dead', fence: 1 }, `R${i}`, 10_000, JSON.stringify({ owner_url: `http://r${i}` }))));
+    const winners = r.filter((x) => x.ok);
+    expect(winners).toHaveLength(1);
+    expect(winners[0]).toMatchObject({ fence: 2 });
+    const winner = `R${r.findIndex((x) => x.ok)}`;
+    expect(r.filter((x) => !x.ok)).toEqual([
+      { ok: false, reason: 'fenced', owner: winner, fence: 2 },
+      { ok: false, reason: 'fenced', owner: winner, fence: 2 },
+    ]);
+    expect(await clients[0]!.tasks.get('t1')).toMatchObject({ owner: winner, fence: 2, record: JSON.stringify({ owner_url: `http://r${winner.slice(1)}` }) });
+    // the old owner is fenced; the new one holds a live lease (no orphan)
+    expect(await clients[0]!.tasks.end('t1', 1, '{}', 1000)).toMatchObject({ ok: false, reason: 'fenced', owner: winner });
+    expect(await clients[0]!.tasks.lapsed(16)).toEqual([]);
+    // a stale view (the owner it saw holds it no longer, or under another fence) takes nothing
+    expect(await clients[1]!.tasks.seize('t1', { owner: winner, fence: 1 }, 'R9', 10_000)).toMatchObject({ ok: false, reason: 'fenced', owner: winner, fence: 2 });
+    expect(await clients[Number(winner.slice(1))]!.tasks.end('t1', 2, '{}', 60_000)).toMatchObject({ ok: true });
+    expect(await clients[1]!.tasks.seize('t1', { owner: winner, fence: 2 }, 'R9', 10_000)).toEqual({ ok: false, reason: 'state', state: 'ended' });
+    expect(await clients[1]!.tasks.seize('nope', { owner: 'dead', fence: 1 }, 'R9', 10_000)).toEqual({ ok: false, reason: 'unknown' });
+  });
+
   it('renewMany keeps every lease of an owner in one call and names the tasks it lost; lapsed lists the orphans, not ended ones', async () => {
     const [a, b] = await h.open(2);
     for (const id of ['r1', 'r2', 'r3', 'gone']) await a!.tasks.create(task(id, 'A', 300));

@@ -59,6 +59,12 @@ export type CreateOutcome = Granted | { readonly ok: false; readonly reason: 'ex
 export type AcquireOutcome = Granted | { readonly ok: false; readonly reason: 'held'; readonly owner: string; readonly ownerUntil: number } | TaskRefusal;
 export type TransitionOutcome = { readonly ok: true; readonly task: StoredTask } | TaskRefusal;
 
+/** Who holds a task, under which fence (what {@link TaskOwnershipStore.seize} expects to find). */
+export interface OwnedBy {
+  readonly owner: string;
+  readonly fence: number;
+}
+
 /** One task an owner renews, with the fence it holds. */
 export interface OwnedTask {
   readonly id: string;
@@ -74,6 +80,14 @@ export interface TaskOwnershipStore {
    * owner's address is in it).
    */
   acquire(id: string, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome>;
+  /**
+   * Takes ownership before the lease lapses, on evidence that its owner died (its advertised address
+   * refuses connections while it is still a listed replica): granted only while `from` still holds
+   * the task under `from.fence`, so of the replicas that see the same evidence exactly one wins, and
+   * a task its owner ended or another replica took meanwhile is left alone (`fenced`, or `state`
+   * for an ended one). A new fence, as with {@link acquire}.
+   */
+  seize(id: string, from: OwnedBy, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome>;
   /** Extends the owner's lease. */
   renew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome>;
   /**

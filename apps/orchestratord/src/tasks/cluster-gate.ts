@@ -64,6 +64,12 @@ export class ClusterGate {
       }
       this.#act.pump();
     });
+    // Taken over on evidence that its replica died (a read or cancel found its address refusing):
+    // this replica's now, as an orphan found by the sweep would be.
+    cluster.onSeized((a) => {
+      this.#act.adopt(a);
+      this.#act.pump();
+    });
   }
 
   /** The scheduler leased `lease` of `view` for the task and took it out of the local queue. */
@@ -136,7 +142,7 @@ export class ClusterGate {
     slot.leaseId = undefined;
   }
 
-  /** The task service's housekeeping tick: {@link reconcile} every {@link RECONCILE_MS}, {@link adoptOrphans} every quarter of an owner lease. */
+  /** The task service's housekeeping tick: {@link reconcile} every {@link RECONCILE_MS}, {@link adoptOrphans} every `adoptEveryMs` (100 ms). */
   tick(now: number): void {
     if (now - this.#lastReconcile >= RECONCILE_MS) {
       this.#lastReconcile = now;
@@ -166,7 +172,7 @@ export class ClusterGate {
     this.#act.pump();
   }
 
-  /** Every quarter of an owner lease: the tasks of replicas that stopped renewing become this one's (ClusterTasks.adoptOrphans). Never rejects; one pass at a time. */
+  /** Every 100 ms: the tasks of replicas that stopped renewing become this one's (ClusterTasks.adoptOrphans). Never rejects; one pass at a time. */
   async adoptOrphans(): Promise<void> {
     if (this.#adopting) return;
     this.#adopting = true;

@@ -41,6 +41,8 @@ export interface Adoption {
 /** The replica that owns a task, and where it listens. */
 export interface TaskOwner {
   readonly replica: string;
+  /** The fence it holds the task under (what a {@link ClusterTasks.seize} expects to find). */
+  readonly fence: number;
   readonly address: string;
   /** The task ended (its record stays readable for a while). */
   readonly ended: boolean;

@@ -8,6 +8,7 @@ import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
 import { ClusterEndWriter, storedOutcome, type StoredOutcome } from './cluster-end-writer.js';
 import type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
 import type { TaskPlacement, TaskRecord } from './task-record.js';
+import { seizeFrom, takeOver, type TakeoverDeps } from './task-takeover.js';
 
 export type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
 
@@ -27,7 +28,7 @@ export interface ClusterTasksOptions {
   retainMs: number;
   /** A model's first queued task became this replica's: time to pump. */
   changed: () => void;
-  /** Owner lease of a task, ms; renewed every quarter of it, orphans looked for as often. @default 15000 */
+  /** Owner lease of a task, ms; renewed every quarter of it (orphans looked for every 100 ms, {@link ClusterTasks.adoptEveryMs}). @default 15000 */
   ownerTtlMs?: number;
   /** How long a model's first task is known to be another replica's without a newer signal, ms (then a take finds out). @default 250 */
   blockMs?: number;
@@ -35,6 +36,9 @@ export interface ClusterTasksOptions {
 
 /** What the cluster keeps of a task it admits (its shared record). */
 export type ClusterAdmission = Pick<TaskRecord, 'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery'>;
+
+/** Longest wait between two looks for orphans, ms. */
+const ADOPT_EVERY_MS = 100;
 
 /** Entries of each lane the orphan sweep looks at (orphans further back are found as they move up). */
 const ORPHAN_SCAN = 16;
@@ -75,6 +79,8 @@ export class ClusterTasks {
   #renewing = false;
   /** When renewals last reached the store (or there was nothing to renew). */
   #renewedAt = Date.now();
+  readonly #seizedListeners = new Set<(a: Adoption) => void>();
+  readonly #takeover: TakeoverDeps;
   readonly #lostListeners = new Set<(ids: readonly string[]) => void>();
   /** Tasks let go that have not ended here yet, with the fence they had (their end writes only if no other replica took them). */
   readonly #lost = new Map<string, number>();
@@ -99,6 +105,18 @@ export class ClusterTasks {
       ...{ tasks: this.#tasks, lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, retainMs: this.#retainMs, logger: this.#logger },
       storeProblem: (err, what) => this.storeProblem(err, what),
     });
+    this.#takeover = {
+      ...{ tasks: this.#tasks, queue: this.#queue, sessions: this.#sessions, logger: this.#logger, retainMs: this.#retainMs, address: this.#address },
+      ...{ lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, scan: ORPHAN_SCAN },
+      hold: (id, fence) => this.#fences.set(id, fence),
+      // Granted back to this replica that let it go (the store was out for a whole lease) and still runs it: its end is written as any other.
+      takeBack: (id, fence) => {
+        if (!this.#lost.delete(id)) return false;
+        this.#fences.set(id, fence);
+        this.#logger.info({ task_id: id, human: `Task ${id} is this replica's again: nobody else took it over` }, 'task taken back');
+        return true;
+      },
+    };
     this.#unsubscribe = options.signals.subscribe((signal) => {
       if (signal.kind !== 'queue') return;
       const before = this.#heads.get(signal.group);
@@ -177,7 +195,7 @@ export class ClusterTasks {
     const address = (JSON.parse(stored.record) as Partial<SharedTaskRecord>).owner_url;
     if (typeof address !== 'string') return undefined;
     const outcome = stored.state === 'ended' && stored.outcome !== undefined ? (JSON.parse(stored.outcome) as StoredOutcome) : undefined;
-    return { replica: stored.owner, address, ended: stored.state === 'ended', outcome };
+    return { replica: stored.owner, fence: stored.fence, address, ended: stored.state === 'ended', outcome };
   }
 
   /** Why the task's queue entry is gone (evicted by drop-lru, or lost). */
@@ -195,9 +213,13 @@ export class ClusterTasks {
     return 3 * this.#ownerTtlMs;
   }
 
-  /** How often to look for orphans ({@link adoptOrphans}), ms. */
+  /**
+   * How often to look for orphans ({@link adoptOrphans}), ms: every {@link ADOPT_EVERY_MS} (one
+   * ZRANGEBYSCORE on the lease index), so a lapsed lease is found that long after it lapsed at
+   * most, not a quarter lease later; a quarter of a shorter lease (tests).
+   */
   get adoptEveryMs(): number {
-    return Math.max(50, Math.floor(this.#ownerTtlMs / 4));
+    return Math.max(50, Math.min(ADOPT_EVERY_MS, Math.floor(this.#ownerTtlMs / 4)));
   }
 
   /** An attempt failed before its first token: back to `queued`, at the head of its lane. */
@@ -236,9 +258,8 @@ export class ClusterTasks {
    * replica to find one (`lapsed`, at most {@link ORPHAN_SCAN} a pass) takes it over — `acquire`
    * grants it to exactly one, with a new fence and this replica's address in the record, so reads
    * and resumes are passed here. The task service then dispatches a queued one (its queue entry
-   * keeps its place) or re-attaches to a running `/v2` one. A task that cannot be carried on (a
-   * `/v1` stream or answer whose client went with its replica, or a record without its request)
-   * ends `error INTERNAL` (retriable), out of the queue, its session's turn closed.
+   * keeps its place) or re-attaches to a running `/v2` one; one that cannot be carried on ends
+   * (task-takeover.ts).
    */
   async adoptOrphans(): Promise<Adoption[]> {
     const adopted: Adoption[] = [];
@@ -255,41 +276,27 @@ export class ClusterTasks {
     for (const id of lapsed) {
       // Ended here, its end not written yet: that end takes the task back itself (ClusterEndWriter).
       if (this.#ends.waiting(id) || (quiet && !this.#lost.has(id))) continue;
-      const stored = await this.#tasks.get(id);
-      if (stored === undefined || stored.state === 'ended') continue;
-      const record = JSON.parse(stored.record) as SharedTaskRecord;
-      const won = await this.#tasks.acquire(id, this.replicaId, this.#ownerTtlMs, JSON.stringify({ ...record, owner_url: this.#address() }));
-      if (!won.ok) continue;
-      if (this.#lost.delete(id)) {
-        // Let go here (the store was out for a whole lease) and still running here: this replica's
-        // again, and its end is written as any other (a Redis outage longer than a lease does that).
-        this.#fences.set(id, won.fence);
-        this.#logger.info({ task_id: id, human: `Task ${id} is this replica's again: nobody else took it over` }, 'task taken back');
-        continue;
-      }
-      // A queued record may keep the placement of an attempt the node refused (requeued, saturated):
-      // it is dispatched anew, not re-attached (which failed it WORKER_RESET and left its entry first
-      // in the cluster's queue, every later task of its model waiting behind it: the chaos run's hang).
-      const placement = stored.state !== 'running' || stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
-      const request = record.request;
-      const resumable = stored.state === 'queued' || (record.delivery === 'events' && typeof placement?.frame_base === 'number');
-      if (request !== undefined && resumable) {
-        this.#fences.set(id, won.fence);
-        const log = this.#logger.child({ correlation_id: record.correlation_id });
-        adopted.push({ id, previousOwner: stored.owner, state: stored.state, record: { ...record, request }, placement: placement as SharedPlacement | undefined, log });
-        this.#logger.warn(
-          { task_id: id, owner: stored.owner, state: stored.state, human: `Took over ${stored.state} task ${id}: its replica ${stored.owner} stopped` },
-          'orphaned task adopted',
-        );
-        continue;
-      }
-      const message = `replica ${stored.owner}, which ${stored.state === 'queued' ? 'admitted' : 'relayed'} the task, stopped; resubmit the task`;
-      await this.#tasks.end(id, won.fence, JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } }), this.#retainMs);
-      if (stored.state === 'queued') await this.#queue.remove(id);
-      if (record.session_id !== undefined) await this.#sessions.taskEnded(record.session_id, undefined);
-      this.#logger.warn({ task_id: id, owner: stored.owner, human: `Ended task ${id}: its replica ${stored.owner} stopped and its client went with it` }, 'orphaned task ended');
+      const a = await takeOver(this.#takeover, id, 'lapsed', (record) => this.#tasks.acquire(id, this.replicaId, this.#ownerTtlMs, record));
+      if (a !== undefined) adopted.push(a);
     }
     return adopted;
+  }
+
+  /** Takes task `id` over now on evidence that `from` died, its queued tasks first ({@link seizeFrom}); true when task `id` was. */
+  async seize(id: string, from: TaskOwner): Promise<boolean> {
+    const { adopted, found } = await seizeFrom(this.#takeover, id, from);
+    for (const a of adopted) this.#seized(a);
+    return found;
+  }
+
+  #seized(a: Adoption): void {
+    for (const l of this.#seizedListeners) l(a);
+  }
+
+  /** Tasks taken over by {@link seize}. Returns the unsubscribe function. */
+  onSeized(listener: (a: Adoption) => void): () => void {
+    this.#seizedListeners.add(listener);
+    return () => this.#seizedListeners.delete(listener);
   }
 
   /** A store call failed where nobody waits for it: logged at most once per 10 s. */

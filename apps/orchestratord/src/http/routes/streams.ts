@@ -28,10 +28,13 @@ export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
 
   // No HEAD twin: a probe that opened and closed the stream would cancel the task.
   app.get('/v2/tasks/:id/events', { exposeHeadRoute: false, schema: { params: TaskParams, querystring: StreamQuery } }, async (req, reply) => {
-    const task = tasks.get(req.params.id);
+    let task = tasks.get(req.params.id);
     if (task === undefined) {
-      if (await services.owners?.forward(req, reply, req.params.id)) return reply;
-      throw new NotFoundError(`task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`);
+      const forwarded = (await services.owners?.forward(req, reply, req.params.id)) ?? 'absent';
+      if (forwarded === 'answered') return reply;
+      // `taken`: its owner was dead and this replica took the task over: served from here
+      if (forwarded === 'taken') task = tasks.get(req.params.id);
+      if (task === undefined) throw new NotFoundError(`task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`);
     }
     const header = req.headers['last-event-id'];
     const afterId = parseLastEventId(typeof header === 'string' ? header.trim() : req.query.last_event_id);
@@ -48,8 +51,10 @@ export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
     if (services.owners === undefined) throw notFound;
     // Another replica may own it (Redis store): it cancels it there.
     return services.owners.forward(req, reply, req.params.id).then((forwarded) => {
-      if (!forwarded) throw notFound;
-      return reply;
+      if (forwarded === 'answered') return reply;
+      // its owner was dead and this replica took the task over: cancelled here
+      if (forwarded === 'taken' && tasks.cancel(req.params.id, 'client') !== 'unknown') return reply.code(204).send();
+      throw notFound;
     });
   });
 };

@@ -54,4 +54,13 @@ export class MemoryLifecycle implements TaskLifecycleStore {
     if (f.session !== undefined) this.#sessions.endedNow(f.session.id, f.session.tokensOut, f.session.pool);
     return Promise.resolve({ record: this.#tasks.endNow(f.id, f.fence, f.outcome, f.retainMs), dequeued });
   }
+
+  seizeQueued(from: string, owner: string, ttlMs: number, limit: number): Promise<Array<{ id: string; fence: number }>> {
+    const out: Array<{ id: string; fence: number }> = [];
+    for (const entry of this.#queue.headsNow(limit)) {
+      const fence = entry.payload === from ? this.#tasks.seizeQueuedNow(entry.id, from, owner, ttlMs) : undefined;
+      if (fence !== undefined) out.push({ id: entry.id, fence });
+    }
+    return Promise.resolve(out);
+  }
 }

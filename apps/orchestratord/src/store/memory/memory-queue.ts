@@ -149,12 +149,16 @@ export class MemoryQueue implements AdmissionQueueStore {
   }
 
   heads(limit: number): Promise<QueuedEntry[]> {
+    return Promise.resolve(this.headsNow(limit));
+  }
+
+  headsNow(limit: number): QueuedEntry[] {
     const out: QueuedEntry[] = [];
     for (const lane of LANES) {
       let n = this.#lanes[lane].head;
       for (let i = 0; i < limit && n !== undefined; i += 1, n = n.next) out.push(entryOf(n));
     }
-    return Promise.resolve(out);
+    return out;
   }
 
   remove(id: string): Promise<QueuedEntry | undefined> {

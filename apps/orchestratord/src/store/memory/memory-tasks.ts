@@ -2,6 +2,7 @@ import type { Clock } from '@llama-orch/daemon-support';
 import type {
   AcquireOutcome,
   CreateOutcome,
+  OwnedBy,
   OwnedTask,
   StoredTask,
   StoredTaskState,
@@ -77,6 +78,30 @@ export class MemoryTasks implements TaskOwnershipStore {
     t.ownerUntil = now + ttlMs;
     if (record !== undefined) t.record = record;
     return Promise.resolve({ ok: true, fence: t.fence, ownerUntil: t.ownerUntil });
+  }
+
+  seize(id: string, from: OwnedBy, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome> {
+    const now = this.#clock.now();
+    const t = this.#live(id, now);
+    if (t === undefined) return Promise.resolve({ ok: false, reason: 'unknown' });
+    if (t.state === 'ended') return Promise.resolve({ ok: false, reason: 'state', state: 'ended' });
+    if (t.owner !== from.owner || t.fence !== from.fence) return Promise.resolve({ ok: false, reason: 'fenced', owner: t.owner, fence: t.fence });
+    t.fence += 1;
+    t.owner = owner;
+    t.ownerUntil = now + ttlMs;
+    if (record !== undefined) t.record = record;
+    return Promise.resolve({ ok: true, fence: t.fence, ownerUntil: t.ownerUntil });
+  }
+
+  /** `seize` of a `queued` task `from` owns, whatever its fence, synchronously (the in-process `seizeQueued`); its new fence, or undefined. */
+  seizeQueuedNow(id: string, from: string, owner: string, ttlMs: number): number | undefined {
+    const now = this.#clock.now();
+    const t = this.#live(id, now);
+    if (t?.state !== 'queued' || t.owner !== from) return undefined;
+    t.fence += 1;
+    t.owner = owner;
+    t.ownerUntil = now + ttlMs;
+    return t.fence;
   }
 
   renew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome> {

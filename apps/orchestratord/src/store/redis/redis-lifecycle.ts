@@ -6,6 +6,7 @@ import type { AdmissionView, AdmitOutcome, FinishOutcome, TakeDispatchOutcome, T
 import { TASK_ADMIT } from './admit-script.js';
 import { TASK_TAKE_DISPATCH } from './dispatch-script.js';
 import { TASK_FINISH } from './end-script.js';
+import { TASK_SEIZE_QUEUED } from './seize-script.js';
 import type { RedisConnection } from './redis-client.js';
 import { parseEntry } from './redis-queue.js';
 import { ACTIVE_SESSION_CAP_MS } from './redis-sessions.js';
@@ -101,5 +102,13 @@ export class RedisLifecycle implements TaskLifecycleStore {
     const r = (await this.#redis.eval(TASK_FINISH, keys, args)) as unknown[];
     if (r[0] === 'ok') return { record: { ok: true, task: parseTask(f.id, fromFlat(r[1] as string[])) }, dequeued: r[2] === 1 };
     return { record: refusalOf(r[0], r[2], r[3]), dequeued: r[1] === 1 };
+  }
+
+  async seizeQueued(from: string, owner: string, ttlMs: number, limit: number): Promise<Array<{ id: string; fence: number }>> {
+    const keys = [...this.#queueKeys.slice(0, 3), `${this.#redis.prefix}tasks:leases`];
+    const flat = (await this.#redis.eval(TASK_SEIZE_QUEUED, keys, [this.#redis.prefix, from, owner, ttlMs, limit])) as (string | number)[];
+    const out: Array<{ id: string; fence: number }> = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ id: String(flat[i]), fence: Number(flat[i + 1]) });
+    return out;
   }
 }

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { AcquireOutcome, CreateOutcome, OwnedTask, StoredTask, TaskCreate, TaskOwnershipStore, TransitionOutcome } from '../task-ownership-store.js';
+import type { AcquireOutcome, CreateOutcome, OwnedBy, OwnedTask, StoredTask, TaskCreate, TaskOwnershipStore, TransitionOutcome } from '../task-ownership-store.js';
 import type { LuaScript } from './lua-script.js';
 import type { RedisConnection } from './redis-client.js';
-import { TASK_ACQUIRE, TASK_CREATE, TASK_DISPATCH, TASK_END, TASK_LAPSED, TASK_RENEW, TASK_RENEW_MANY, TASK_REQUEUE } from './task-scripts.js';
+import { TASK_ACQUIRE, TASK_CREATE, TASK_DISPATCH, TASK_END, TASK_LAPSED, TASK_RENEW, TASK_RENEW_MANY, TASK_REQUEUE, TASK_SEIZE } from './task-scripts.js';
 
 const TaskHashSchema = z.object({
   state: z.enum(['queued', 'running', 'ended']),
@@ -24,6 +24,23 @@ export function fromFlat(flat: readonly string[]): Record<string, string> {
   const h: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i] as string] = flat[i + 1] as string;
   return h;
+}
+
+/** The answer of TASK_ACQUIRE or TASK_SEIZE. */
+function acquireOutcome(reply: unknown): AcquireOutcome {
+  const r = reply as [string, (string | number)?, number?];
+  switch (r[0]) {
+    case 'ok':
+      return { ok: true, fence: r[1] as number, ownerUntil: r[2] as number };
+    case 'held':
+      return { ok: false, reason: 'held', owner: r[1] as string, ownerUntil: r[2] as number };
+    case 'fenced':
+      return { ok: false, reason: 'fenced', owner: r[1] as string, fence: r[2] as number };
+    case 'unknown':
+      return { ok: false, reason: 'unknown' };
+    default:
+      return { ok: false, reason: 'state', state: 'ended' };
+  }
 }
 
 /** Task records with owner leases and fences in Redis (scripts in task-scripts.ts). */
@@ -48,17 +65,11 @@ export class RedisTasks implements TaskOwnershipStore {
   }
 
   async acquire(id: string, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome> {
-    const r = (await this.#redis.eval(TASK_ACQUIRE, [this.#key(id), this.#leases], [owner, ttlMs, id, record ?? ''])) as [string, (string | number)?, number?];
-    switch (r[0]) {
-      case 'ok':
-        return { ok: true, fence: r[1] as number, ownerUntil: r[2] as number };
-      case 'held':
-        return { ok: false, reason: 'held', owner: r[1] as string, ownerUntil: r[2] as number };
-      case 'unknown':
-        return { ok: false, reason: 'unknown' };
-      default:
-        return { ok: false, reason: 'state', state: 'ended' };
-    }
+    return acquireOutcome(await this.#redis.eval(TASK_ACQUIRE, [this.#key(id), this.#leases], [owner, ttlMs, id, record ?? '']));
+  }
+
+  async seize(id: string, from: OwnedBy, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome> {
+    return acquireOutcome(await this.#redis.eval(TASK_SEIZE, [this.#key(id), this.#leases], [from.owner, from.fence, owner, ttlMs, id, record ?? '']));
   }
 
   renew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome> {

@@ -55,6 +55,25 @@ redis.call('ZADD', KEYS[2], until_, ARGV[3])
 return {'ok', fence, until_}`,
 );
 
+/**
+ * KEYS: task, leases. ARGV: from owner, from fence, owner, ttl ms, id, record ('' = keep) →
+ * {'ok', fence, owner_until} | {'fenced', owner, fence} | {'unknown'} | {'state', 'ended'}. Granted
+ * while `from` holds the task under that fence, whether or not its lease has lapsed; a new fence.
+ */
+export const TASK_SEIZE = new LuaScript(
+  'task-seize',
+  `${NOW_MS}local h = redis.call('HMGET', KEYS[1], 'state', 'owner', 'fence')
+if not h[1] then return {'unknown'} end
+if h[1] == 'ended' then return {'state', 'ended'} end
+if h[2] ~= ARGV[1] or tonumber(h[3]) ~= tonumber(ARGV[2]) then return {'fenced', h[2], tonumber(h[3])} end
+local fence = redis.call('HINCRBY', KEYS[1], 'fence', 1)
+local until_ = now_ms() + tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'owner_until', until_)
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'record', ARGV[6]) end
+redis.call('ZADD', KEYS[2], until_, ARGV[5])
+return {'ok', fence, until_}`,
+);
+
 /** KEYS: task, leases. ARGV: fence, ttl ms, id. */
 export const TASK_RENEW = new LuaScript(
   'task-renew',

@@ -1,0 +1,105 @@
+import type { Log } from '@llama-orch/daemon-support';
+import type { AdmissionQueueStore } from '../store/admission-queue-store.js';
+import type { SessionAffinityStore } from '../store/session-affinity-store.js';
+import type { TaskLifecycleStore } from '../store/task-lifecycle-store.js';
+import type { AcquireOutcome, TaskOwnershipStore } from '../store/task-ownership-store.js';
+import type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
+
+/** What a takeover reads and writes. */
+export interface TakeoverDeps {
+  readonly lifecycle: TaskLifecycleStore;
+  readonly replicaId: string;
+  readonly ownerTtlMs: number;
+  /** Entries of each lane a seize looks at. */
+  readonly scan: number;
+  readonly tasks: TaskOwnershipStore;
+  readonly queue: AdmissionQueueStore;
+  readonly sessions: SessionAffinityStore;
+  readonly logger: Log;
+  /** How long an ended task's record stays readable, ms. */
+  readonly retainMs: number;
+  /** This replica's advertised base URL: the new record's `owner_url`. */
+  readonly address: () => string | undefined;
+  /** The task is this replica's now, under `fence` (it renews it from here on). */
+  readonly hold: (id: string, fence: number) => void;
+  /** True when the granted task is one this replica let go and still runs: it is this replica's again, nothing to adopt. */
+  readonly takeBack: (id: string, fence: number) => boolean;
+}
+
+/**
+ * Why this replica may take the task: its owner stopped renewing it (`lapsed`), or its owner's
+ * address refused a connection while the owner was still a listed replica (`refused`: the process
+ * is gone, its lease has not run out yet).
+ */
+export type TakeoverEvidence = 'lapsed' | 'refused';
+
+/** Grants the task to this replica with `record` as its shared record (`acquire` or `seize`). */
+export type Grant = (record: string) => Promise<AcquireOutcome>;
+
+/**
+ * Takes task `id` over if `grant` gives it to this replica (a new fence, and the record with this
+ * replica's address): a task that can be carried on (queued,
+ * or a running `/v2` stream with its frame base) is returned for the task service to queue or
+ * re-attach; one that cannot (a `/v1` stream or answer whose client went with its replica, or a
+ * record without its request) ends `error INTERNAL` (retriable), out of the queue, its session's
+ * turn closed, and undefined is returned, as for a task not granted or already ended.
+ */
+export async function takeOver(deps: TakeoverDeps, id: string, evidence: TakeoverEvidence, grant: Grant, seizedFrom?: string): Promise<Adoption | undefined> {
+  const read = await deps.tasks.get(id);
+  if (read === undefined || read.state === 'ended') return undefined;
+  // `seizedFrom`: the task is this replica's already (TaskLifecycleStore.seizeQueued); its owner was that one
+  const stored = { ...read, state: read.state, owner: seizedFrom ?? read.owner };
+  const record = JSON.parse(stored.record) as SharedTaskRecord;
+  const won = await grant(JSON.stringify({ ...record, owner_url: deps.address() }));
+  if (!won.ok || deps.takeBack(id, won.fence)) return undefined;
+  // A queued record may keep the placement of an attempt the node refused (requeued): it is
+  // dispatched anew, not re-attached (which failed it WORKER_RESET and left its entry first in the
+  // cluster's queue, every later task of its model waiting behind it).
+  const placement = stored.state !== 'running' || stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
+  const request = record.request;
+  const resumable = stored.state === 'queued' || (record.delivery === 'events' && typeof placement?.frame_base === 'number');
+  const why = evidence === 'lapsed' ? 'stopped' : 'is gone (its address refuses connections)';
+  if (request !== undefined && resumable) {
+    deps.hold(id, won.fence);
+    const log = deps.logger.child({ correlation_id: record.correlation_id });
+    deps.logger.warn(
+      { task_id: id, owner: stored.owner, state: stored.state, evidence, human: `Took over ${stored.state} task ${id}: its replica ${stored.owner} ${why}` },
+      'orphaned task adopted',
+    );
+    return { id, previousOwner: stored.owner, state: stored.state, record: { ...record, request }, placement: placement as SharedPlacement | undefined, log };
+  }
+  const message = `replica ${stored.owner}, which ${stored.state === 'queued' ? 'admitted' : 'relayed'} the task, stopped; resubmit the task`;
+  await deps.tasks.end(id, won.fence, JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } }), deps.retainMs);
+  if (stored.state === 'queued') await deps.queue.remove(id);
+  if (record.session_id !== undefined) await deps.sessions.taskEnded(record.session_id, undefined);
+  deps.logger.warn(
+    { task_id: id, owner: stored.owner, evidence, human: `Ended task ${id}: its replica ${stored.owner} ${why} and its client went with it` },
+    'orphaned task ended',
+  );
+  return undefined;
+}
+
+/**
+ * Takes task `id` over now, before its owner's lease lapses, on evidence that `from` died (its
+ * address refuses connections while it is a listed replica; http/task-owner-proxy.ts): `seize`
+ * grants it only while `from` still holds it under the fence it was seen with, so of replicas
+ * with the same evidence one wins, and a task ended or taken meanwhile is left alone. The queued
+ * tasks of `from` go first, all to one replica (`seizeQueued`). Returns the tasks adopted (for the
+ * task service to queue or re-attach), and whether task `id` was one of them.
+ */
+export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner): Promise<{ adopted: Adoption[]; found: boolean }> {
+  const adopted: Adoption[] = [];
+  // First every queued task of `from` at the head of the lanes, in one step: a replica that found
+  // it dead at the same moment gets none of them, so they are dispatched here in their order.
+  const queued = await deps.lifecycle.seizeQueued(from.replica, deps.replicaId, deps.ownerTtlMs, deps.scan);
+  for (const q of queued) {
+    // this replica's already: acquiring it again (a new fence) writes this replica's address in the record
+    const a = await takeOver(deps, q.id, 'refused', (record) => deps.tasks.acquire(q.id, deps.replicaId, deps.ownerTtlMs, record), from.replica);
+    if (a !== undefined) adopted.push(a);
+  }
+  if (queued.some((q) => q.id === id)) return { adopted, found: adopted.some((a) => a.id === id) };
+  const grant = (record: string) => deps.tasks.seize(id, { owner: from.replica, fence: from.fence }, deps.replicaId, deps.ownerTtlMs, record);
+  const a = await takeOver(deps, id, 'refused', grant);
+  if (a !== undefined) adopted.push(a);
+  return { adopted, found: a !== undefined };
+}
