@@ -196,6 +196,44 @@ describe('the cluster admission queue across replicas', () => {
     },
   );
 
+  it(
+    "a dead replica's task that it had put back in the queue (its record keeps the failed attempt's placement) is dispatched again by a survivor, not re-attached",
+    { timeout: 30_000 },
+    async () => {
+      const { replicas, node } = await cluster('requeued:', 2);
+      const [a, b] = replicas as [Replica, Replica];
+      // what a replica leaves that dies (or loses the store) right after an attempt failed before its
+      // first token: the record back to `queued` with the attempt's placement still in it, its entry at the head
+      const orphan = taskBody({ priority: 'interactive', max_tokens: 4 });
+      const id = String(orphan.task_id);
+      const request = resolveTaskRequest(TaskRequestSchema.parse(orphan), { deadlineMs: 60_000, newId: () => id });
+      const record = {
+        model_ref: 'm',
+        priority: 'interactive',
+        session_id: orphan.session_id,
+        admitted_at: Date.now(),
+        owner_url: 'http://127.0.0.1:9',
+        request,
+        delivery: 'events',
+      };
+      expect(await a.store.tasks.create({ id, owner: 'dead', record: JSON.stringify(record), ttlMs: 1000, lifetimeMs: 60_000 })).toMatchObject({ ok: true, fence: 1 });
+      const placement = { node_id: 'n1', pool_id: 'p', engine_version: 'x', address: 'http://127.0.0.1:9', frame_base: 1 };
+      expect(await a.store.tasks.dispatch(id, 1, JSON.stringify(placement))).toMatchObject({ ok: true });
+      expect(await a.store.tasks.requeue(id, 1)).toMatchObject({ ok: true, task: { state: 'queued', placement: JSON.stringify(placement) } });
+      expect(await a.store.queue.requeueFront({ id, lane: 'interactive', group: 'm', payload: 'dead' })).toBe(true);
+      // admitted after it on a live replica: waits behind it until a survivor takes it over and runs it
+      const after = taskBody({ priority: 'interactive', max_tokens: 4 });
+      expect((await admit(b, after)).statusCode).toBe(202);
+      await until(() => node.dispatches.some((d) => d.body.task_id === after.task_id), 'the task behind it to be dispatched', 10_000);
+      expect(node.dispatches.map((d) => d.body.task_id)).toEqual([id, after.task_id]);
+      expect((await lastFrame(a, id))?.event).toBe('end');
+      expect((await lastFrame(b, after.task_id))?.event).toBe('end');
+      expect(await a.store.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
+      const adopted = [a, b].flatMap((r) => r.logs.records().filter((l) => l.msg === 'orphaned task adopted'));
+      expect(adopted.map((l) => l.state)).toEqual(['queued']);
+    },
+  );
+
   it('Redis restarted empty: queued tasks end typed, the running one finishes, nodes re-register and new tasks run — no replica restarted', { timeout: 60_000 }, async () => {
     const { replicas, node } = await cluster('empty:', 2);
     const [a, b] = replicas as [Replica, Replica];

@@ -225,12 +225,11 @@ export class ClusterTasks {
   /** An attempt failed before its first token: back to `queued`, at the head of its lane. */
   async requeue(task: TaskRecord, now: number): Promise<void> {
     const r = task.request;
-    // Sent together (one connection keeps their order): the record and the queue entry move as one.
-    const [moved] = await Promise.all([
-      this.#tasks.requeue(task.id, this.#fence(task.id)),
-      this.#queue.requeueFront({ id: task.id, lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: Math.max(1, task.deadlineAt - now) }),
-    ]);
+    // The entry only once the record moved: an entry put back for a task this replica lost (fenced)
+    // would lead its lane with nobody to take it, and hold every task of the model behind it.
+    const moved = await this.#tasks.requeue(task.id, this.#fence(task.id));
     if (!moved.ok) throw new Error(`the shared record refused the requeue (${moved.reason})`);
+    await this.#queue.requeueFront({ id: task.id, lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: Math.max(1, task.deadlineAt - now) });
   }
 
   /** The task left this replica's queue before a dispatch (cancel, deadline, shutdown): out of the cluster's too. */

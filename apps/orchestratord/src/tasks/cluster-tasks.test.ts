@@ -1,0 +1,64 @@
+import { resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ClusterStore } from '../store/cluster-store.js';
+import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
+import { taskBody } from '../testing/test-helpers.js';
+import { ClusterTasks } from './cluster-tasks.js';
+import { newTaskRecord, type TaskPlacement, type TaskRecord } from './task-record.js';
+
+const logger = pino({ level: 'silent' });
+const PLACEMENT: TaskPlacement = { node_id: 'n1', pool_id: 'p', engine_version: 'x', address: 'http://127.0.0.1:9' };
+
+function task(): TaskRecord {
+  const body = taskBody();
+  const request = resolveTaskRequest(TaskRequestSchema.parse(body), { deadlineMs: 60_000, newId: () => String(body.task_id) });
+  return newTaskRecord({ request, log: logger, correlationId: `c-${request.task_id}`, now: Date.now(), predictedStartMs: 0, phase: 'queued' });
+}
+
+// The owner's side of a failed attempt (requeue) and another replica's takeover (adoptOrphans).
+describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (kind) => {
+  const h = storeHarness(kind);
+  const opened: ClusterTasks[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((c) => c.close()));
+  });
+
+  function replica(store: ClusterStore, replicaId: string, ownerTtlMs: number): ClusterTasks {
+    const c = new ClusterTasks({
+      ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, lifecycle: store.lifecycle, signals: store.signals, replicaId },
+      ...{ address: () => `http://${replicaId}.invalid`, logger, retainMs: 10_000, changed: () => undefined, ownerTtlMs },
+    });
+    opened.push(c);
+    return c;
+  }
+
+  it('a task requeued after a failed attempt is taken over as queued (not where that attempt ran); a requeue of a task taken over puts nothing back in the queue', async () => {
+    const [sa, sb] = await h.open(2);
+    const a = replica(sa!, 'A', 300);
+    const b = replica(sb!, 'B', 10_000);
+    const requeued = task();
+    const running = task();
+    for (const t of [requeued, running]) {
+      expect(await a.add(t)).toMatchObject({ kind: 'queued' });
+      expect(await a.takeAndDispatch(t, PLACEMENT, 1)).toMatchObject({ kind: 'taken' });
+    }
+    await a.requeue(requeued, Date.now());
+    expect(await sa!.queue.sizes()).toEqual({ interactive: 1, batch: 0 });
+    // A stops renewing (dead, or cut from the store): B takes both over once their leases lapse
+    await a.close();
+    await sleep(450);
+    const adopted = await b.adoptOrphans();
+    expect(adopted.map((x) => [x.id, x.state, x.placement?.pool_id])).toEqual(
+      expect.arrayContaining([
+        [requeued.id, 'queued', undefined],
+        [running.id, 'running', 'p'],
+      ]),
+    );
+    // A's attempt of the running task fails before its first token: the record refuses A, and no entry goes back
+    await expect(a.requeue(running, Date.now())).rejects.toThrow(/fenced/);
+    expect(await sa!.queue.sizes()).toEqual({ interactive: 1, batch: 0 });
+    expect(await b.takeAndDispatch(requeued, PLACEMENT, 70)).toMatchObject({ kind: 'taken' });
+    expect(await sa!.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
+  });
+});
