@@ -40,7 +40,7 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     const requeued = task();
     const running = task();
     for (const t of [requeued, running]) {
-      expect(await a.add(t)).toMatchObject({ kind: 'queued' });
+      expect(await a.add(t, undefined)).toMatchObject({ kind: 'queued' });
       expect(await a.takeAndDispatch(t, PLACEMENT, 1)).toMatchObject({ kind: 'taken' });
     }
     await a.requeue(requeued, Date.now());
