@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
-import { annAuth, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
+import { annAuth, fixtureCluster, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';
 
 // Redis killed and started again with its append-only file (fsynced every second, as `llorch up
@@ -19,16 +19,8 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
     'the running task ends (its node, silent in the store for the outage, is not taken offline), queued ones end once (run or typed), and tasks admitted after the restart run — no replica restarted',
     { timeout: 60_000 },
     async () => {
-      const replicas = await Promise.all([1, 2].map(() => h.replica('aof:', { heartbeat_interval_ms: 200 })));
+      const { replicas, node } = await fixtureCluster(h, 'aof:', 2, { tokenIntervalMs: 5 });
       const [a, b] = replicas as [Replica, Replica];
-      const urls: string[] = [];
-      for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
-      const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 5 });
-      h.defer(() => node.close());
-      expect(await node.register(urls[0]!)).toBe(200);
-      await node.startHeartbeats(urls[1]!, 200);
-      h.defer(() => Promise.resolve(node.stopHeartbeats()));
-      await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
       const long = taskBody({ max_tokens: 700 });
       expect((await admit(a, long)).statusCode).toBe(202);
       await until(() => node.active('p') === 1, 'the long task to run');
@@ -64,16 +56,8 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
   // orphans. Found by the replica chaos run: such a task's queue entry stayed first in the cluster's
   // queue with nobody to dispatch it, and every task of the model after it hung.
   it('down longer than a lease: tasks admitted after the restart run, and every earlier task ended once with the outcome its client saw', { timeout: 60_000 }, async () => {
-    const replicas = await Promise.all([1, 2].map(() => h.replica('aof-long:', { heartbeat_interval_ms: 200 })));
+    const { replicas, node } = await fixtureCluster(h, 'aof-long:', 2, { tokenIntervalMs: 5 });
     const [a, b] = replicas as [Replica, Replica];
-    const urls: string[] = [];
-    for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
-    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 5 });
-    h.defer(() => node.close());
-    expect(await node.register(urls[0]!)).toBe(200);
-    await node.startHeartbeats(urls[1]!, 200);
-    h.defer(() => Promise.resolve(node.stopHeartbeats()));
-    await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
     const long = taskBody({ max_tokens: 300 });
     expect((await admit(a, long)).statusCode).toBe(202);
     await until(() => node.active('p') === 1, 'the long task to run');

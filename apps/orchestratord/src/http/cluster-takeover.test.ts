@@ -3,7 +3,7 @@ import { resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
-import { annAuth, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
+import { annAuth, fixtureCluster, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';
 
 // A replica whose address refuses connections while it is still a listed replica died: a read or
@@ -12,19 +12,7 @@ import { frames, taskBody } from '../testing/test-helpers.js';
 describe('taking over the tasks of a replica found dead', () => {
   const h = replicaHarness();
 
-  /** `n` replicas listening, and a FIXTURE node with one 1-slot pool registered and heartbeating to them. */
-  async function cluster(prefix: string, n: number): Promise<{ replicas: Replica[]; node: FixturePoolManager }> {
-    const replicas = await Promise.all(Array.from({ length: n }, () => h.replica(prefix, { heartbeat_interval_ms: 200 })));
-    const urls: string[] = [];
-    for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
-    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 2 });
-    h.defer(() => node.close());
-    expect(await node.register(urls[0]!)).toBe(200);
-    await node.startHeartbeats(urls[n - 1]!, 200);
-    h.defer(() => Promise.resolve(node.stopHeartbeats()));
-    await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
-    return { replicas, node };
-  }
+  const cluster = (prefix: string, n: number) => fixtureCluster(h, prefix, n);
 
   /**
    * What a replica killed with SIGKILL leaves: queued tasks with shared records under a lease that

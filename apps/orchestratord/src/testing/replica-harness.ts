@@ -4,6 +4,7 @@ import { OrchestratorConfigSchema } from '@llama-orch/contracts';
 import { systemClock } from '@llama-orch/daemon-support';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { buildApp, type OrchdApp } from '../app.js';
+import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { loadCredentials } from '../http/credentials.js';
 import { storeSettingsOf, type ClusterStore } from '../store/cluster-store.js';
 import { createClusterStore } from '../store/create-cluster-store.js';
@@ -91,4 +92,27 @@ export async function until(cond: () => boolean | Promise<boolean>, what: string
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await sleep(10);
   }
+}
+
+/**
+ * `n` replicas of the cluster `prefix` listening, and a FIXTURE node with one 1-slot pool (`p`,
+ * model `m`) registered with the first and heartbeating (200 ms) to the last, seen online by all.
+ */
+export async function fixtureCluster(
+  h: ReplicaHarness,
+  prefix: string,
+  n: number,
+  options: { over?: Record<string, unknown>; tokenIntervalMs?: number } = {},
+): Promise<{ replicas: Replica[]; node: FixturePoolManager }> {
+  const replicas = await Promise.all(Array.from({ length: n }, () => h.replica(prefix, { heartbeat_interval_ms: 200, ...options.over })));
+  const urls: string[] = [];
+  for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
+  const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: options.tokenIntervalMs ?? 2 });
+  h.defer(() => node.close());
+  const registered = await node.register(urls[0]!);
+  if (registered !== 200) throw new Error(`the fixture node's registration answered ${registered}`);
+  await node.startHeartbeats(urls[n - 1]!, 200);
+  h.defer(() => Promise.resolve(node.stopHeartbeats()));
+  await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
+  return { replicas, node };
 }
