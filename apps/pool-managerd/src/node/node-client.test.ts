@@ -89,6 +89,25 @@ describe('NodeClient', () => {
     expect(gap).toBeLessThan(1500);
   });
 
+  it('heartbeats that hang twice in a row (a stopped replica behind a balancer) are retried at once, within 2 intervals', async () => {
+    const orch = new FakeOrchestrator(TOKEN);
+    orch.nextHeartbeatMs = 1000;
+    await orch.listen();
+    cleanups.push(() => orch.close());
+    const c = client(orch.url, new PoolTable(), 1000);
+    c.start();
+    await until(() => orch.heartbeats.length >= 1);
+    const before = orch.heartbeats.length;
+    orch.hangHeartbeats = 2;
+    await until(() => orch.held === 1);
+    const heldAt = Date.now();
+    await until(() => orch.heartbeats.length > before, 5000);
+    // Each given up after half an interval and retried 200 ms later: ~1.4 s. Before (given up after
+    // an interval, one quick retry, then the cadence) ~2.2 s, close to the 3 s offline limit.
+    expect(orch.held).toBe(2);
+    expect((orch.heartbeats.at(-1)?.at ?? 0) - heldAt).toBeLessThan(1900);
+  });
+
   it('retries registration while orchestratord is down, then registers when it comes up', async () => {
     const port = await findFreePort();
     const registry = new PoolTable();

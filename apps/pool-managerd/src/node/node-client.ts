@@ -34,8 +34,10 @@ export interface NodeClientOptions {
 }
 
 const NUDGE_DEBOUNCE_MS = 50;
-/** The first retry after a failed heartbeat; through a balancer it most likely reaches another replica. */
+/** The retry after a failed heartbeat; through a balancer it most likely reaches another replica. */
 const HEARTBEAT_RETRY_MS = 200;
+/** Failed heartbeats in a row retried after {@link HEARTBEAT_RETRY_MS}; later ones wait for the cadence. */
+const HEARTBEAT_QUICK_RETRIES = 3;
 /** A heartbeat's own time limit never goes below this, however short the interval. */
 const HEARTBEAT_TIMEOUT_FLOOR_MS = 500;
 
@@ -54,11 +56,13 @@ class HttpStatusError extends Error {
  * the node), and deregisters on close. `nudge()` sends a heartbeat soon after a pool changed, so
  * readiness reaches orchestratord without waiting for the period.
  *
- * Heartbeats keep their cadence from when each was sent, and one may take at most an interval (500
- * ms at least): orchestratord marks a node offline after 3 intervals of silence, and behind a load
- * balancer one slow or leaving replica must not hold the next heartbeat back (a rolling restart
- * once cost two requests a 503 that way on a loaded CI machine). A failed heartbeat is retried
- * after 200 ms once, then every interval.
+ * Heartbeats keep their cadence from when each was sent, and one may take at most half an interval
+ * (500 ms at least): orchestratord marks a node offline after 3 intervals of silence, and behind a
+ * load balancer one slow, stopped or leaving replica must not hold the next heartbeat back (a rolling
+ * restart once cost two requests a 503 that way on a loaded CI machine). A failed heartbeat is
+ * retried after 200 ms up to 3 times in a row, then every interval: with one replica SIGSTOPped
+ * behind HAProxy (which still connects to it until its checks fail), a heartbeat and its one retry
+ * could both land there, and the node went offline on a CI machine for 2 s of it.
  */
 export class NodeClient {
   #state: NodeClientState = 'idle';
@@ -184,7 +188,7 @@ export class NodeClient {
         }
         failures += 1;
         log.warn({ err: err instanceof Error ? { message: err.message } : err, failures }, 'heartbeat failed');
-        await this.#sleep(failures === 1 ? Math.min(HEARTBEAT_RETRY_MS, this.#heartbeatIntervalMs) : this.#heartbeatIntervalMs - (performance.now() - sentAt));
+        await this.#sleep(failures <= HEARTBEAT_QUICK_RETRIES ? Math.min(HEARTBEAT_RETRY_MS, this.#heartbeatIntervalMs) : this.#heartbeatIntervalMs - (performance.now() - sentAt));
       }
     }
   }
@@ -245,7 +249,7 @@ export class NodeClient {
 
   async #heartbeat(): Promise<NodeAck> {
     const body = HeartbeatRequestSchema.parse({ timestamp: new Date().toISOString(), pools: this.#snapshots() });
-    const timeoutMs = Math.min(this.#requestTimeoutMs, Math.max(HEARTBEAT_TIMEOUT_FLOOR_MS, this.#heartbeatIntervalMs));
+    const timeoutMs = Math.min(this.#requestTimeoutMs, Math.max(HEARTBEAT_TIMEOUT_FLOOR_MS, this.#heartbeatIntervalMs / 2));
     return this.#post(`/v2/nodes/${encodeURIComponent(this.#nodeId)}/heartbeat`, body, timeoutMs);
   }
 
