@@ -149,7 +149,7 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
       ).toEqual(tokens.map((_, i) => i));
       expect(new Set(longRead.frames.map((f) => f.id)).size).toBe(longRead.frames.length);
       const end = longRead.frames.at(-1)!;
-      expect(end, JSON.stringify(end)).toMatchObject({ event: 'end', data: { finish_reason: 'length' } });
+      expect(end, `${JSON.stringify(end)}\n${relevant()}`).toMatchObject({ event: 'end', data: { finish_reason: 'length' } });
       // the engine counts tokens, the stream pieces of text: a piece may hold more than one token
       expect(end.data.tokens_out).toBeGreaterThanOrEqual(tokens.length);
       expect(tokens.length).toBeGreaterThan(tokensBeforeKill);

@@ -72,7 +72,7 @@ describe('llorch up --replicas 3', () => {
       expect(anonymous.status).toBe(401);
       const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 30_000 });
       const chat = async (): Promise<string> => {
-        const r = await openai.chat.completions.create({ model: 'synthetic', messages: [{ role: 'user', content: 'Write a haiku' }], max_tokens: 8 });
+        const r = await openai.chat.completions.create({ model: 'synthetic', messages: [{ role: 'user', content: 'Write a haiku' }], max_tokens: 8, logit_bias: { '2': -100 } });
         expect(r.choices[0]?.finish_reason).toBe('length');
         return r.choices[0]?.message.content ?? '';
       };

@@ -37,20 +37,26 @@ function load(base: string, log: () => string): { stop: () => Promise<{ ok: Reco
   const perTask = /\] (Placed|Streaming|Accepted|Task [0-9a-f-]+ finished)|\[pool-managerd\] (stream|answer|engine request)/;
   let running = true;
   const messages = [{ role: 'user' as const, content: 'Write a haiku' }];
+  // The synthetic model's `</s>` (token 2) banned: unseeded sampling could end an answer early (finish_reason stop), which is no failure of the cluster's.
+  const logit_bias = { '2': -100 };
   const kinds: Record<string, () => Promise<void>> = {
     chat: async () => {
-      const r = await openai.chat.completions.create({ model: 'synthetic', messages, max_tokens: 16 });
+      const r = await openai.chat.completions.create({ model: 'synthetic', messages, max_tokens: 16, logit_bias });
       if (r.choices[0]?.finish_reason !== 'length') throw new Error(`finish_reason ${r.choices[0]?.finish_reason}`);
     },
     stream: async () => {
-      const s = await openai.chat.completions.create({ model: 'synthetic', messages, max_tokens: 16, stream: true });
+      const s = await openai.chat.completions.create({ model: 'synthetic', messages, max_tokens: 16, stream: true, logit_bias });
       let finish: string | null | undefined;
       for await (const chunk of s) finish = chunk.choices[0]?.finish_reason ?? finish;
       if (finish !== 'length') throw new Error(`stream finish_reason ${finish}`);
     },
     v2: async () => {
       const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-      const res = await fetch(`${base}/v2/tasks`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'Write a haiku', model_ref: 'synthetic', max_tokens: 16 }) });
+      const res = await fetch(`${base}/v2/tasks`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ prompt: 'Write a haiku', model_ref: 'synthetic', max_tokens: 16, sampling: { logit_bias } }),
+      });
       if (res.status !== 202) throw new Error(`POST /v2/tasks ${res.status}: ${await res.text()}`);
       const { streams } = (await res.json()) as { streams: { sse: string } };
       const events = await fetch(streams.sse, { headers });
