@@ -269,17 +269,8 @@ export class ManagedPool implements ReloadablePool {
         table.setLastError(poolId, this.#stickyError);
         // An operation holding the pool (a reload's trial) announces readiness itself when it is done.
         if (this.lifecycle.operation === undefined) this.lifecycle.transition('ready', 'engine healthy');
-        this.log.info(
-          {
-            pid: engine.pid,
-            url: engine.url,
-            engine_version: engine.engine_version,
-            engine_patches: engine.engine_patches ?? [],
-            slots: engine.slots_total,
-            human: `pool ${poolId} ready on ${engine.url}`,
-          },
-          'pool ready',
-        );
+        const { pid, url, engine_version, slots_total: slots } = engine;
+        this.log.info({ pid, url, engine_version, engine_patches: engine.engine_patches ?? [], slots, human: `pool ${poolId} ready on ${url}` }, 'pool ready');
       },
       exited: (what) => {
         table.unbindEngine(poolId);
