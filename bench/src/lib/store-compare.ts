@@ -3,6 +3,7 @@ import { admissionPhase } from './admission-load.js';
 import { startOrchestratord, waitPoolsReady } from './cluster.js';
 import { profFlags, type BenchContext } from './context.js';
 import type { Daemon } from './daemon.js';
+import type { BenchPaths } from './repo.js';
 import { startFixtureNode } from './fixture.js';
 import { cpuSeconds } from './proc.js';
 import { relayLoopWindow, type RelayLoopLoad, type RelayLoopWindow } from './relay-loop.js';
@@ -53,6 +54,21 @@ export interface StoreRoundSizes {
   readonly ttftPairs: number;
 }
 
+/** The FIXTURE node whose one slot stays busy (`BUSY_MODEL`): admissions for it queue, the admission load's target. */
+export function startBusyNode(paths: BenchPaths, dir: string, orchestratorUrl: string, token: string, idPrefix: string): Promise<Daemon> {
+  return startFixtureNode(paths, dir, {
+    orchestratorUrl,
+    token,
+    nodes: 1,
+    slotsPerPool: 1,
+    model: BUSY_MODEL,
+    mode: 'busy',
+    tokenIntervalMs: 1000,
+    heartbeatMs: HEARTBEAT_MS,
+    idPrefix,
+  });
+}
+
 export async function startStoreConfig(ctx: BenchContext, kind: StoreKind, token: string, redisUrl: string): Promise<StoreConfig> {
   const orch = await startOrchestratord({
     paths: ctx.paths,
@@ -74,17 +90,7 @@ export async function startStoreConfig(ctx: BenchContext, kind: StoreKind, token
     heartbeatMs: HEARTBEAT_MS,
     idPrefix: `${kind}-stream`,
   });
-  const busy = await startFixtureNode(ctx.paths, ctx.dir, {
-    orchestratorUrl: orch.url,
-    token,
-    nodes: 1,
-    slotsPerPool: 1,
-    model: BUSY_MODEL,
-    mode: 'busy',
-    tokenIntervalMs: 1000,
-    heartbeatMs: HEARTBEAT_MS,
-    idPrefix: `${kind}-busy`,
-  });
+  const busy = await startBusyNode(ctx.paths, ctx.dir, orch.url, token, `${kind}-busy`);
   await waitPoolsReady(orch.url, token, [`${kind}-stream-0`, `${kind}-stream-1`, `${kind}-busy-0`], [orch, stream, busy], 30_000);
   return { kind, orch, fixtures: [stream, busy], directUrl: stream.url, directPool: `${kind}-stream-0`, agent: new Agent({ keepAliveTimeout: 60_000 }) };
 }

@@ -6,10 +6,9 @@ import { startRedisServer } from '@llama-orch/daemon-support/redis-server';
 import { admissionPhase } from '../lib/admission-load.js';
 import { newToken, startOrchestratord, waitPoolsReady } from '../lib/cluster.js';
 import type { Daemon } from '../lib/daemon.js';
-import { startFixtureNode } from '../lib/fixture.js';
 import { cpuSeconds } from '../lib/proc.js';
 import { benchPaths } from '../lib/repo.js';
-import { BUSY_MODEL, HEARTBEAT_MS } from '../lib/store-compare.js';
+import { BUSY_MODEL, HEARTBEAT_MS, startBusyNode } from '../lib/store-compare.js';
 import { median, summarize } from '../lib/stats.js';
 
 /**
@@ -55,17 +54,7 @@ try {
     const env: Record<string, string> = { ORCHD_DRAIN_GRACE_MS: '1000' };
     if (!memory) Object.assign(env, { ORCHD_REDIS_URL: redis.url, ORCHD_REDIS_PREFIX: `ab-${name}:`, ORCHD_REPLICA_ID: `ab-${name}` });
     const orch = await startOrchestratord({ paths: { ...paths, orchestratord: script }, dir, token, heartbeatMs: HEARTBEAT_MS, name: `orchestratord-${name}`, env });
-    const busy = await startFixtureNode(paths, dir, {
-      orchestratorUrl: orch.url,
-      token,
-      nodes: 1,
-      slotsPerPool: 1,
-      model: BUSY_MODEL,
-      mode: 'busy',
-      tokenIntervalMs: 1000,
-      heartbeatMs: HEARTBEAT_MS,
-      idPrefix: `${name}-busy`,
-    });
+    const busy = await startBusyNode(paths, dir, orch.url, token, `${name}-busy`);
     builds.push({ name, orch, busy });
     await waitPoolsReady(orch.url, token, [`${name}-busy-0`], [orch, busy], 30_000);
   }
