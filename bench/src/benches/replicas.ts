@@ -108,12 +108,19 @@ async function compareStores(ctx: BenchContext, token: string, redisUrl: string)
   }
 }
 
-function scaleSummary(samples: readonly ScaleSample[], n: 1 | 2, twin = false): { tokensPerS: number; capUse: number; cpuUsPerToken: number } {
+function scaleSummary(
+  samples: readonly ScaleSample[],
+  n: 1 | 2,
+  twin = false,
+): { tokensPerS: number; capUse: number; cpuUsPerToken: number; lbCores: number; idlePeerMsPerS?: number } {
   const mine = samples.filter((s) => s.replicas === n && s.twin === twin);
+  const idlePeer = mine.flatMap((s) => (s.idlePeerCores !== undefined ? [s.idlePeerCores * 1000] : []));
   return {
     tokensPerS: median(mine.map((s) => s.tokensPerS)),
     capUse: median(mine.flatMap((s) => s.capUse)),
     cpuUsPerToken: median(mine.map((s) => s.cpuUsPerToken)),
+    lbCores: median(mine.map((s) => s.lbCores)),
+    ...(idlePeer.length > 0 ? { idlePeerMsPerS: median(idlePeer) } : {}),
   };
 }
 
@@ -259,7 +266,10 @@ function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleS
         : `The control: beside its twin (the machine as busy, nothing shared) replica A relayed ${Math.round(besideTwin.tokensPerS).toLocaleString('en-US')} tokens/s at ` +
           `${besideTwin.cpuUsPerToken.toFixed(1)} µs per token, so each replica of the 2-replica cluster relayed ${((two.tokensPerS / 2 / besideTwin.tokensPerS) * 100).toFixed(0)} % of what a replica ` +
           `does on an equally busy machine without sharing a cluster (below 100 %: the cluster's own cost). The 2 ÷ 1 ratio ranged ${spread} by round, so on this machine neither ` +
-          'figure resolves a difference of less than about that spread.'),
+          'figure resolves a difference of less than about that spread.') +
+      ` Neither the balancer nor hearing the other replica is that cost: nginx used ${one.lbCores.toFixed(2)} core (1 replica) and ${two.lbCores.toFixed(2)} (2), and in the ` +
+      `1-replica rounds replica B, in A's cluster but unloaded, used ${one.idlePeerMsPerS?.toFixed(1) ?? '?'} ms of CPU a second while A relayed, what an idle replica uses ` +
+      '(bench/src/tools/listen-cost.ts measures the same with and without load on A: no difference beyond the noise).',
     'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several ' +
       'tokens per read: its CPU per token (in the JSON) is lower than in part 1, where the relay keeps up.',
     'An earlier run (2026-11-26 03:21 UTC, load 10.9, nice -10) capped each replica at 0.15 core with 24 streams per replica: 1 replica 4,133–4,403 tokens/s, 2 replicas 7,111–8,723, ratio 1.63 ' +

@@ -54,6 +54,13 @@ export interface ScaleSample {
   /** CPU of each replica in the window ÷ the window ÷ the cap: 1.0 = the cap is the bottleneck. */
   readonly capUse: number[];
   readonly cpuUsPerToken: number;
+  /**
+   * 1-replica rounds: CPU of replica B in the window, cores. B is in A's cluster but gets no load:
+   * what a replica spends hearing another's traffic (its lease and queue signals).
+   */
+  readonly idlePeerCores?: number;
+  /** CPU of the balancer in front (master and workers) over the settle and window, cores. */
+  readonly lbCores: number;
   readonly throttledPeriods: number[];
   readonly delayP50Ms: number;
   readonly delayP99Ms: number;
@@ -143,17 +150,23 @@ export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: str
           pids,
         });
       const perReplica = sizes.loadPerReplica.clients;
+      const lb = n === 1 ? lb1 : lb2;
+      const lbCpu0 = lb.cpuSeconds();
       const [w, tw] = await Promise.all([
         window(
-          n === 1 ? lb1.url : lb2.url,
+          lb.url,
           perReplica * n,
-          watched.map((r) => r.pid),
+          // In 1-replica rounds B is watched too (last): idle in the cluster, it hears A's signals.
+          [...watched, ...(n === 1 ? [b] : [])].map((r) => r.pid),
         ),
         twin && lbTwin !== undefined && c !== undefined ? window(lbTwin.url, perReplica, [c.pid]) : undefined,
       ]);
+      const lbCores = (lb.cpuSeconds() - lbCpu0) / (sizes.settleS + w.seconds);
       const after = await Promise.all(caps.slice(0, n).map((cap) => cap.stats()));
       if (w.tokens === 0) throw new BenchError(`scale: no token relayed by ${n} replica(s) (${JSON.stringify(w.terminal)})`);
-      const cpu = w.cpuS.reduce((x, y) => x + y, 0);
+      const cpuS = w.cpuS.slice(0, n);
+      const cpu = cpuS.reduce((x, y) => x + y, 0);
+      const idlePeer = n === 1 ? w.cpuS[1] : undefined;
       samples.push({
         replicas: n,
         twin,
@@ -162,8 +175,10 @@ export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: str
         tokensPerS: w.tokens / w.seconds,
         tokens: w.tokens,
         seconds: w.seconds,
-        capUse: w.cpuS.map((s) => s / w.seconds / sizes.capCores),
+        capUse: cpuS.map((s) => s / w.seconds / sizes.capCores),
         cpuUsPerToken: (cpu * 1e6) / w.tokens,
+        ...(idlePeer !== undefined ? { idlePeerCores: idlePeer / w.seconds } : {}),
+        lbCores,
         throttledPeriods: after.map((s, i) => s.throttled - (before[i]?.throttled ?? 0)),
         delayP50Ms: w.delayP50Ms,
         delayP99Ms: w.delayP99Ms,
@@ -171,7 +186,7 @@ export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: str
         terminal: w.terminal,
       });
       ctx.log(
-        `replicas: scale round ${round} ${n} replica(s)${twin ? ' beside its twin' : ''}: ${Math.round(w.tokens / w.seconds)} tokens/s, cap use ${w.cpuS.map((s) => (s / w.seconds / sizes.capCores).toFixed(2)).join('/')}, delivery p50 ${w.delayP50Ms.toFixed(1)} ms`,
+        `replicas: scale round ${round} ${n} replica(s)${twin ? ' beside its twin' : ''}: ${Math.round(w.tokens / w.seconds)} tokens/s, cap use ${cpuS.map((s) => (s / w.seconds / sizes.capCores).toFixed(2)).join('/')}, delivery p50 ${w.delayP50Ms.toFixed(1)} ms, nginx ${lbCores.toFixed(2)} core${idlePeer !== undefined ? `, idle replica B ${((idlePeer / w.seconds) * 1000).toFixed(1)} ms CPU/s` : ''}`,
       );
       // Let the cancelled tasks of this round end before the next one starts.
       await new Promise((r) => setTimeout(r, 1000));

@@ -12,7 +12,7 @@ async function until(received: ClusterSignal[], pred: (s: ClusterSignal[]) => bo
 describe.each(STORE_KINDS)('cluster signals (%s store)', (kind) => {
   const h = storeHarness(kind);
 
-  it("every replica hears lease changes (held slots) and changes of a model's first queued entry, from any replica", async () => {
+  it("every replica hears lease changes (held slots) and changes of a model's first queued entry while other entries of the model wait, from any replica", async () => {
     const [a, b] = await h.open(2);
     const heard: ClusterSignal[] = [];
     b!.signals.subscribe((s) => heard.push(s));
@@ -29,23 +29,25 @@ describe.each(STORE_KINDS)('cluster signals (%s store)', (kind) => {
     await a!.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: 'z', ttlMs: 10_000 }); // full: no signal
     await a!.leases.release('n1/p1', 'x');
     await a!.leases.release('n1/p1', 'x'); // not held: no signal
-    await a!.queue.add({ id: 't1', lane: 'batch', group: 'm', payload: 'A' });
+    await a!.queue.add({ id: 't1', lane: 'batch', group: 'm', payload: 'A' }); // first of an empty model: no signal
     await b!.queue.add({ id: 't3', lane: 'batch', group: 'm', payload: 'B' }); // behind the first: no signal
     await b!.queue.add({ id: 't2', lane: 'interactive', group: 'm', payload: 'B' });
     await a!.queue.take('t2');
     await a!.queue.remove('t3'); // not the first: no signal
-    await a!.queue.take('t1');
-    await until(heard, (s) => s.length >= 7);
+    await a!.queue.take('t1'); // the last: the model's queue is empty, no signal
+    await a!.queue.add({ id: 't4', lane: 'batch', group: 'm', payload: 'A' }); // first of an empty model again: no signal
+    await b!.queue.add({ id: 't5', lane: 'batch', group: 'm', payload: 'B' });
+    await a!.queue.remove('t4');
+    await until(heard, (s) => s.length >= 6);
     await sleep(50);
     expect(heard).toEqual([
       { kind: 'lease', poolKey: 'n1/p1', held: 1, leaseId: 'x', delta: 1 },
       { kind: 'lease', poolKey: 'n1/p1', held: 2, leaseId: 'y', delta: 1 },
       { kind: 'lease', poolKey: 'n1/p1', held: 1, leaseId: 'x', delta: -1 },
-      // each change of the model's first entry names it, and its payload (the task service's owner)
-      { kind: 'queue', group: 'm', head: 't1', headPayload: 'A' },
+      // each change of the model's first entry while others wait names it, and its payload (the task service's owner)
       { kind: 'queue', group: 'm', head: 't2', headPayload: 'B' },
       { kind: 'queue', group: 'm', head: 't1', headPayload: 'A' },
-      { kind: 'queue', group: 'm', head: undefined, headPayload: undefined },
+      { kind: 'queue', group: 'm', head: 't5', headPayload: 'B' },
     ]);
   });
 });

@@ -61,4 +61,22 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     expect(await b.takeAndDispatch(requeued, PLACEMENT, 70)).toMatchObject({ kind: 'taken' });
     expect(await sa!.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
   });
+
+  it("a model's head taken by another replica blocks it; a task admitted with nothing ahead is not held back by that old head (its leaving was not announced)", async () => {
+    const [sa, sb] = await h.open(2);
+    const a = replica(sa!, 'A', 10_000);
+    const b = replica(sb!, 'B', 10_000);
+    const [first, behind] = [task(), task()];
+    const model = first.request.model_ref;
+    expect(await b.add(first, undefined)).toMatchObject({ kind: 'queued' });
+    expect(await a.add(behind, undefined)).toMatchObject({ kind: 'queued', view: { ahead: 1 } });
+    // A's task is behind B's: A tries, learns the head is not its own, and holds its tasks of the model
+    expect(await a.takeAndDispatch(behind, PLACEMENT, 1)).toMatchObject({ kind: 'behind', first: first.id });
+    expect(a.blocked(model)).toBe(true);
+    // A's task leaves (cancelled), then B's: the model's queue is empty, which nobody announces
+    await sa!.queue.remove(behind.id);
+    expect(await b.takeAndDispatch(first, PLACEMENT, 1)).toMatchObject({ kind: 'taken' });
+    expect(await a.add(task(), undefined)).toMatchObject({ kind: 'queued', view: { ahead: 0 } });
+    expect(a.blocked(model)).toBe(false);
+  });
 });

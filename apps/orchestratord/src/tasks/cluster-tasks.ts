@@ -146,6 +146,8 @@ export class ClusterTasks {
       maxAhead,
     });
     if (admitted.kind === 'queued') this.#fences.set(r.task_id, admitted.fence);
+    // First of its model: no signal says so (an empty queue is news to nobody); an old head must not hold it.
+    if (admitted.kind === 'queued' && admitted.view.ahead === 0) this.unblock(r.model_ref, r.task_id);
     return admitted;
   }
 

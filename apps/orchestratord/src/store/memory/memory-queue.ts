@@ -224,10 +224,14 @@ export class MemoryQueue implements AdmissionQueueStore {
     const c = this.#groups.get(n.group);
     if (c === undefined) this.#groups.set(n.group, { interactive: n.lane === 'interactive' ? 1 : 0, batch: n.lane === 'batch' ? 1 : 0 });
     else c[n.lane] += 1;
-    if (this.#isHead(n)) this.#signalHead(n.group);
+    // The first entry of an empty group is news to nobody: every waiting task has an entry, so none waits on the group.
+    if (c !== undefined && this.#isHead(n)) this.#signalHead(n.group);
   }
 
-  /** Whether a signal is wanted for `n` (signals on) and it is its group's first entry: only a change of the first is signalled, as with Redis. */
+  /**
+   * Whether a signal is wanted for `n` (signals on) and it is its group's first entry: only a change
+   * of the first of a group that had or keeps other entries is signalled, as with Redis.
+   */
   #isHead(n: Node): boolean {
     return this.#signals !== undefined && this.#firstOf(n.group) === n;
   }
@@ -247,7 +251,7 @@ export class MemoryQueue implements AdmissionQueueStore {
       c[n.lane] -= 1;
       if (c.interactive === 0 && c.batch === 0) this.#groups.delete(n.group);
     }
-    if (wasHead) this.#signalHead(n.group);
+    if (wasHead && this.#groups.has(n.group)) this.#signalHead(n.group);
   }
 }
 

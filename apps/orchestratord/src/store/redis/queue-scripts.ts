@@ -12,7 +12,9 @@ import { LuaScript, NOW_MS } from './lua-script.js';
  * requeue-at-front takes -INCR q:front, so the latest requeued entry leads its lane.
  * A change of a group's first entry (an entry put first, or the first one removed) publishes
  * `queue\t<group>\t<first id>\t<its payload>` on p signals (cluster-signals.ts); other changes publish
- * nothing, so a queue that grows or shrinks behind its head costs no replica any work.
+ * nothing, so a queue that grows or shrinks behind its head costs no replica any work. Nor does an
+ * entry that comes to an empty group or leaves it empty: every waiting task has an entry, so no
+ * replica waits on that group (and each message wakes every replica: 2 a task without a backlog).
  * Every script gets KEYS = [lane:interactive, lane:batch, entries, deadlines] and ARGV[1] = prefix
  * (the task lifecycle scripts, admit-script.ts and beside it, include these functions too).
  */
@@ -36,9 +38,10 @@ local function unlink(id, e)
   redis.call('ZREM', gkey(e.lane, e.group), id)
   redis.call('ZREM', KEYS[4], id)
   redis.call('HDEL', KEYS[3], id)
-  if was_head then signal_head(e.group) end
+  if was_head and redis.call('EXISTS', gkey('interactive', e.group), gkey('batch', e.group)) > 0 then signal_head(e.group) end
 end
 local function put(id, lane, group, payload, deadline_ms, score)
+  local others = redis.call('EXISTS', gkey('interactive', group), gkey('batch', group)) > 0
   local deadline = 'inf'
   if deadline_ms ~= '' then
     deadline = now_ms() + tonumber(deadline_ms)
@@ -47,7 +50,7 @@ local function put(id, lane, group, payload, deadline_ms, score)
   redis.call('ZADD', LANE[lane], score, id)
   redis.call('ZADD', gkey(lane, group), score, id)
   redis.call('HSET', KEYS[3], id, cjson.encode({ lane = lane, group = group, payload = payload, deadline_at = tostring(deadline) }))
-  if is_head(id, lane, group) then redis.call('PUBLISH', P .. 'signals', 'queue\t' .. group .. '\t' .. id .. '\t' .. payload) end
+  if others and is_head(id, lane, group) then redis.call('PUBLISH', P .. 'signals', 'queue\t' .. group .. '\t' .. id .. '\t' .. payload) end
 end
 -- Capacity and policy, then the entry at the back of its lane: {'queued', position, evicted id or '',
 -- evicted json or ''}, or nil when the id is queued already or the queue is full (nothing changed).
