@@ -67,22 +67,13 @@ async function freePort(): Promise<number> {
  * nginx.conf of one hop. `upstream: 'close'` = a new connection to the target per request (the
  * inner hop, like pool-managerd's adapter: llama-server closes a streamed connection anyway);
  * `'keepalive'` = the hop keeps its connections to the target (the outer hop, like orchestratord
- * to pool-managerd). One worker unless `workers` says otherwise (`'auto'`: one per core, Debian's
- * default), no access log, responses passed on as they arrive.
+ * to pool-managerd). One worker, no access log, responses passed on as they arrive.
  */
-export function nginxConfig(o: {
-  dir: string;
-  name: string;
-  port: number;
-  targets: readonly URL[];
-  upstream: 'keepalive' | 'close';
-  asRoot: boolean;
-  workers?: number | 'auto';
-}): string {
+export function nginxConfig(o: { dir: string; name: string; port: number; targets: readonly URL[]; upstream: 'keepalive' | 'close'; asRoot: boolean }): string {
   const keep = o.upstream === 'keepalive';
   return [
     ...(o.asRoot ? ['user root root;'] : []),
-    `worker_processes ${o.workers ?? 1};`,
+    'worker_processes 1;',
     'daemon off;',
     `pid ${join(o.dir, `nginx-${o.name}.pid`)};`,
     `error_log ${join(o.dir, `nginx-${o.name}.error.log`)} warn;`,
@@ -139,31 +130,13 @@ function childPids(pid: number): number[] {
  * Starts one nginx hop in the foreground (`daemon off`), listening on a free loopback port; with
  * several targets it is a round-robin load balancer over them.
  */
-export async function startNginxHop(
-  binary: string,
-  dir: string,
-  name: string,
-  target: string | readonly string[],
-  upstream: 'keepalive' | 'close',
-  workers?: number | 'auto',
-): Promise<NginxHop> {
+export async function startNginxHop(binary: string, dir: string, name: string, target: string | readonly string[], upstream: 'keepalive' | 'close'): Promise<NginxHop> {
   const port = await freePort();
   const asRoot = process.getuid?.() === 0;
   await mkdir(join(dir, `nginx-${name}-body`), { recursive: true });
   await mkdir(join(dir, `nginx-${name}-proxy`), { recursive: true });
   const conf = join(dir, `nginx-${name}.conf`);
-  await writeFile(
-    conf,
-    nginxConfig({
-      dir,
-      name,
-      port,
-      targets: (typeof target === 'string' ? [target] : target).map((t) => new URL(t)),
-      upstream,
-      asRoot,
-      ...(workers !== undefined ? { workers } : {}),
-    }),
-  );
+  await writeFile(conf, nginxConfig({ dir, name, port, targets: (typeof target === 'string' ? [target] : target).map((t) => new URL(t)), upstream, asRoot }));
   execFileSync(binary, ['-t', '-q', '-p', dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   const child = spawn(binary, ['-p', dir, '-c', conf], { stdio: 'ignore' });
   const kill = (): void => {
