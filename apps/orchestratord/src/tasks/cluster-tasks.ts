@@ -152,9 +152,8 @@ export class ClusterTasks {
   }
 
   /**
-   * Whether the model's tasks here wait: its first queued task is known to be another replica's
-   * (heard within `blockMs`). Unknown or stale: they may try (a `take` finds out), so a lost signal
-   * only costs a round trip.
+   * Whether the model's tasks here wait: its first queued task is known to be another replica's (heard
+   * within `blockMs`). Unknown or stale: they may try (a `take` finds out: a lost signal costs a round trip).
    */
   blocked(group: string): boolean {
     const h = this.#heads.get(group);
@@ -215,11 +214,7 @@ export class ClusterTasks {
     return 3 * this.#ownerTtlMs;
   }
 
-  /**
-   * How often to look for orphans ({@link adoptOrphans}), ms: every {@link ADOPT_EVERY_MS} (one
-   * ZRANGEBYSCORE on the lease index), so a lapsed lease is found that long after it lapsed at
-   * most, not a quarter lease later; a quarter of a shorter lease (tests).
-   */
+  /** How often to look for orphans ({@link adoptOrphans}), ms: every {@link ADOPT_EVERY_MS} (one ZRANGEBYSCORE), or a quarter of a shorter lease (tests). */
   get adoptEveryMs(): number {
     return Math.max(50, Math.min(ADOPT_EVERY_MS, Math.floor(this.#ownerTtlMs / 4)));
   }
@@ -232,6 +227,12 @@ export class ClusterTasks {
     const moved = await this.#tasks.requeue(task.id, this.#fence(task.id));
     if (!moved.ok) throw new Error(`the shared record refused the requeue (${moved.reason})`);
     await this.#queue.requeueFront({ id: task.id, lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: Math.max(1, task.deadlineAt - now) });
+  }
+
+  /** The task is another replica's (handed off, task-handoff.ts): that one ends it, this one writes nothing. */
+  forget(id: string): void {
+    this.#fences.delete(id);
+    this.#lost.delete(id);
   }
 
   /** The task left this replica's queue before a dispatch (cancel, deadline, shutdown): out of the cluster's too. */

@@ -116,7 +116,8 @@ export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner)
   };
   const seen = new Set([id, ...queued.map((q) => q.id)]);
   if (!queued.some((q) => q.id === id)) await seize(id, from.fence);
-  for (const t of await slotHoldersOf(deps, from.replica, seen)) await seize(t.id, t.fence);
+  // together: the client whose read found `from` dead waits for them
+  await Promise.all((await slotHoldersOf(deps, from.replica, seen)).map((t) => seize(t.id, t.fence)));
   return { adopted, found: adopted.some((a) => a.id === id) };
 }
 
