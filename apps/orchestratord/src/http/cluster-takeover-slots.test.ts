@@ -73,6 +73,21 @@ describe("a dead replica's slot lease, given back when its running /v1 task is t
     console.log(`a dead replica's queued task dispatched ${took} ms after its client's read found the replica gone (its /v1 task's slot lease: ${LEASE_MS} ms)`);
   });
 
+  it('a running task of the same replica id renewed after the evidence (a restarted process) is not taken for the dead one', { timeout: 30_000 }, async () => {
+    const { replicas } = await fixtureCluster(h, 'slots-restarted:', 2);
+    const [a, b] = replicas as [Replica, Replica];
+    const address = `http://127.0.0.1:${await freeLoopbackPort()}`;
+    await a.store.replicas.announce({ replica_id: 'dead', address, version: 'x', up_since: Date.now(), tasks_relayed: 0, load: 0 }, LEASE_MS);
+    const queued = await orphan(a, 'dead', address, taskBody(), { running: false, ownerMs: LEASE_MS / 2 });
+    // its lease ends after the queued task's: renewed by a later process with the id
+    const later = await orphan(a, 'dead', address, taskBody({ max_tokens: 400 }), { running: true, ownerMs: LEASE_MS });
+    // a cancel through b finds the owner's address refusing: the queued task is seized and cancelled
+    expect((await b.app.inject({ method: 'POST', url: `/v2/tasks/${queued}/cancel`, headers: annAuth })).statusCode).toBe(204);
+    await until(async () => (await a.store.tasks.get(queued))?.state === 'ended', 'the cancel to reach the store');
+    expect(await a.store.tasks.get(later)).toMatchObject({ owner: 'dead', fence: 1, state: 'running' });
+    expect((await a.store.leases.list('n1/p')).filter((l) => l.startsWith(later))).toHaveLength(1);
+  });
+
   it("found by the lapsed-lease sweep: the /v1 task's lease goes with it, and the queued task starts", { timeout: 30_000 }, async () => {
     const { replicas, node } = await fixtureCluster(h, 'slots-lapse:', 2);
     const [a] = replicas as [Replica, Replica];

@@ -101,6 +101,8 @@ export async function takeOver(deps: TakeoverDeps, id: string, evidence: Takeove
  */
 export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner): Promise<{ adopted: Adoption[]; found: boolean }> {
   const adopted: Adoption[] = [];
+  // The lease of the task whose read found `from` dead, as that process last renewed it (below).
+  const target = await deps.tasks.get(id);
   // First every queued task of `from` at the head of the lanes, in one step: a replica that found
   // it dead at the same moment gets none of them, so they are dispatched here in their order.
   const queued = await deps.lifecycle.seizeQueued(from.replica, deps.replicaId, deps.ownerTtlMs, deps.scan);
@@ -116,19 +118,25 @@ export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner)
   };
   const seen = new Set([id, ...queued.map((q) => q.id)]);
   if (!queued.some((q) => q.id === id)) await seize(id, from.fence);
-  // together: the client whose read found `from` dead waits for them
-  await Promise.all((await slotHoldersOf(deps, from.replica, seen)).map((t) => seize(t.id, t.fence)));
+  if (target?.owner === from.replica && target.fence === from.fence) {
+    // together: the client whose read found `from` dead waits for them
+    await Promise.all((await slotHoldersOf(deps, from.replica, target.ownerUntil, seen)).map((t) => seize(t.id, t.fence)));
+  }
   return { adopted, found: adopted.some((a) => a.id === id) };
 }
 
 /**
  * The running tasks of `replica` that hold a cluster slot lease, with their fences (`skip`: ids
  * not to look at). A few leases per pool, one record read each: bounded by the cluster's slots.
+ * Only those whose owner lease ends by `until` (the lease of the task whose read found `replica`
+ * dead): the dead process renewed its tasks together, before it died, while a process restarted
+ * with the same replica id (`llorch up`, the chaos run) admits and renews its own after that, so
+ * its tasks' leases end later and a live replica's tasks are never taken for a dead one's.
  */
-async function slotHoldersOf(deps: TakeoverDeps, replica: string, skip: ReadonlySet<string>): Promise<Array<{ id: string; fence: number }>> {
+async function slotHoldersOf(deps: TakeoverDeps, replica: string, until: number, skip: ReadonlySet<string>): Promise<Array<{ id: string; fence: number }>> {
   const slots = deps.slots;
   if (slots === undefined) return [];
   const ids = new Set((await Promise.all(slots.pools().map((p) => slots.holders(p)))).flat().filter((t) => !skip.has(t)));
   const records = await Promise.all([...ids].map((t) => deps.tasks.get(t)));
-  return records.filter((t) => t !== undefined && t.owner === replica && t.state === 'running').map((t) => ({ id: t!.id, fence: t!.fence }));
+  return records.filter((t) => t !== undefined && t.owner === replica && t.state === 'running' && t.ownerUntil <= until).map((t) => ({ id: t!.id, fence: t!.fence }));
 }
