@@ -291,7 +291,8 @@ export class TaskService {
   /**
    * An attempt is over: `outcome` is what its failure policy decided, or `crash` what it threw (a bug:
    * the task fails INTERNAL). The task leaves the running set; its slot is released after the outcome
-   * is handled, so a re-queued task is back in line before the freed slot triggers the next pump.
+   * is handled, so a re-queued task is back in line before the freed slot triggers the next pump
+   * (not for a `/v2` stream with a Redis store that did not end: the store is asked first, task-handoff.ts).
    */
   #attemptEnded(task: TaskRecord, view: PoolView, lease: Lease, outcome: AttemptOutcome | undefined, crash?: unknown): void {
     this.#table.stoppedRunning(task);
