@@ -41,7 +41,7 @@ import { streamRoutes } from './http/routes/streams.js';
 import { ClusterNodeSync } from './registry/cluster-node-sync.js';
 import { ClusterSlotLeases } from './registry/cluster-slot-leases.js';
 import { NodeRegistry } from './registry/node-registry.js';
-import { isPlaceable } from './registry/pool-view.js';
+import { candidateKey, isPlaceable } from './registry/pool-view.js';
 import { RelayCounter } from './replicas/relay-counter.js';
 import { ReplicaDirectory } from './replicas/replica-directory.js';
 import { replicaIdentity } from './replicas/replica-identity.js';
@@ -206,6 +206,11 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
         retainMs: config.stream_grace_ms,
         changed: () => tasksRef?.pump(),
         ownerTtlMs: replicaLeaseMs,
+        slots: clusterLeases && {
+          pools: () => registry.pools().map(candidateKey),
+          holders: (p) => clusterLeases.holders(p),
+          releaseTask: (p, t) => clusterLeases.releaseTask(p, t),
+        },
       })
     : undefined;
   const tasks = new TaskService({

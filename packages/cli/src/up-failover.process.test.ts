@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cmdline, descendants } from './testing/proc.js';
+import { readTask } from './testing/task-reader.js';
 import { replicaId, startUp, until } from './testing/up-cluster.js';
 
 const TOKEN = 'failover-test-token-0123456789abcd';
@@ -26,63 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-interface Frame {
-  id: number;
-  event: string;
-  data: Record<string, unknown>;
-}
-
-/** Parses complete SSE frames out of `buf`; returns them and what is left. */
-function parseFrames(buf: string): { frames: Frame[]; rest: string } {
-  const frames: Frame[] = [];
-  let at: number;
-  while ((at = buf.indexOf('\n\n')) >= 0) {
-    const block = buf.slice(0, at);
-    buf = buf.slice(at + 2);
-    const id = /^id: (\d+)$/m.exec(block)?.[1];
-    const event = /^event: (\w+)$/m.exec(block)?.[1];
-    const data = /^data: (.*)$/m.exec(block)?.[1];
-    if (id !== undefined && event !== undefined && data !== undefined) frames.push({ id: Number(id), event, data: JSON.parse(data) as Record<string, unknown> });
-  }
-  return { frames, rest: buf };
-}
-
-/**
- * A /v2 task's event stream read as an EventSource reads it: through `base`, reconnecting with
- * Last-Event-ID (after 100 ms) whenever the stream ends without a terminal frame or cannot be
- * opened, until the terminal frame. `onFrame` sees every frame as it comes.
- */
-async function readTask(base: string, id: string, onFrame: (f: Frame) => void): Promise<{ frames: Frame[]; reconnects: number }> {
-  const frames: Frame[] = [];
-  let last: number | undefined;
-  let reconnects = -1;
-  for (;;) {
-    reconnects += 1;
-    try {
-      const res = await fetch(`${base}/v2/tasks/${id}/events`, { headers: { ...headers, ...(last !== undefined ? { 'last-event-id': String(last) } : {}) } });
-      if (res.status === 200 && res.body !== null) {
-        let buf = '';
-        const decoder = new TextDecoder();
-        for await (const chunk of res.body) {
-          const parsed = parseFrames(buf + decoder.decode(chunk as Uint8Array, { stream: true }));
-          buf = parsed.rest;
-          for (const f of parsed.frames) {
-            frames.push(f);
-            last = f.id;
-            onFrame(f);
-            if (f.event === 'end' || f.event === 'error') return { frames, reconnects };
-          }
-        }
-      } else {
-        await res.body?.cancel();
-      }
-    } catch {
-      // the stream broke (its replica died): reconnect
-    }
-    await sleep(100);
-  }
-}
 
 async function admit(url: string, body: Record<string, unknown>): Promise<string> {
   const res = await fetch(`${url}/v2/tasks`, { method: 'POST', headers, body: JSON.stringify({ model_ref: 'synthetic', ...body }) });
@@ -110,7 +54,7 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
       let resumedAt = 0;
       let tokensBeforeKill = 0;
       const reads = [long, other, batch, inter].map((id) =>
-        readTask(up.base, id, (f) => {
+        readTask(up.base, id, headers, (f) => {
           if (id !== long || f.event !== 'token') return;
           if (killedAt === 0) tokensBeforeKill += 1;
           else if (resumedAt === 0) resumedAt = Date.now();

@@ -30,4 +30,26 @@ describe.each(STORE_KINDS)('cluster slot leases (%s store)', (kind) => {
     expect(a.size).toBe(1);
     await a.close();
   });
+  it("names a pool's holders, and gives back another replica's leases of a task, never its own (withClusterLease: a re-attached dispatch keeps one lease)", async () => {
+    const [s1, s2] = await stores.open(2);
+    const logger = captureLogger().logger;
+    const dead = new ClusterSlotLeases({ store: s1!.leases, logger, ttlMs: 60_000 });
+    const adopter = new ClusterSlotLeases({ store: s2!.leases, logger, ttlMs: 60_000 });
+    const former = await dead.acquire('n1/p', 1, 'task#1');
+    expect(former).toBeDefined();
+    expect(await dead.acquire('n1/p', 2, 'other')).toBeDefined();
+    expect((await adopter.holders('n1/p')).sort()).toEqual(['other', 'task#1']);
+    // the adopter re-attaches under its own lease (whatever the count), then the former goes
+    const own = await adopter.acquire('n1/p', Number.MAX_SAFE_INTEGER, 'task#1');
+    expect(await s1!.leases.held('n1/p')).toBe(3);
+    await adopter.releaseTask('n1/p', 'task#1');
+    expect((await s1!.leases.list('n1/p')).filter((l) => l.startsWith('task#1#'))).toEqual([own]);
+    expect(await s1!.leases.held('n1/p')).toBe(2);
+    // idempotent, and a task without leases there is nothing to do
+    await adopter.releaseTask('n1/p', 'task#1');
+    await adopter.releaseTask('n1/other', 'task#1');
+    expect(await s1!.leases.held('n1/p')).toBe(2);
+    await dead.close();
+    await adopter.close();
+  });
 });

@@ -82,6 +82,39 @@ export class ClusterSlotLeases {
     );
   }
 
+  /**
+   * The tasks holding live leases of the pool (a lease id is its task's id, `#`, and the dispatch's
+   * own suffix). Rejects when the store does.
+   */
+  async holders(poolKey: string): Promise<string[]> {
+    return [...new Set((await this.#store.list(poolKey)).map(taskOfLease))];
+  }
+
+  /**
+   * Gives back every lease of task `taskId` on the pool that another replica took (one that died:
+   * its dispatch holds no slot any more, or this replica re-attached to it under a lease of its
+   * own), so the slot is free now, not when that lease lapses. Only for a task this replica owns
+   * now (the caller's fence): the other replica cannot be renewing it. Idempotent; never rejects
+   * (a lease that cannot be given back lapses after `ttlMs`).
+   */
+  releaseTask(poolKey: string, taskId: string): Promise<void> {
+    const done = this.#store
+      .list(poolKey)
+      .then((ids) => Promise.all(ids.filter((id) => taskOfLease(id) === taskId && !this.#held.has(id)).map((id) => this.#store.release(poolKey, id))))
+      .then(
+        (released) => {
+          if (released.some(Boolean)) this.#logger.info({ pool: poolKey, task_id: taskId, released: released.filter(Boolean).length }, "a dead replica's slot lease released");
+        },
+        (err: unknown) =>
+          this.#logger.warn(
+            { err, pool: poolKey, task_id: taskId, human: `Could not release the slot lease of task ${taskId} on ${poolKey}; it lapses in ${this.#ttlMs} ms` },
+            'slot lease release failed',
+          ),
+      );
+    this.#track(done);
+    return done;
+  }
+
   /** Leases held by this replica now. */
   get size(): number {
     return this.#held.size;
@@ -127,4 +160,10 @@ export class ClusterSlotLeases {
     this.#pending.add(p);
     void p.finally(() => this.#pending.delete(p));
   }
+}
+
+/** The task a lease id was taken for (`acquire` names a lease `<task id>#<dispatch>`). */
+function taskOfLease(leaseId: string): string {
+  const at = leaseId.lastIndexOf('#');
+  return at < 0 ? leaseId : leaseId.slice(0, at);
 }

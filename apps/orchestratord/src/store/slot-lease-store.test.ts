@@ -13,6 +13,8 @@ describe.each(STORE_KINDS)('slot leases (%s store)', (kind) => {
     expect(await a!.leases.acquire({ ...req, leaseId: 't3' })).toEqual({ kind: 'full', held: 2 });
     expect(await a!.leases.held('n1/p1')).toBe(2);
     expect(await a!.leases.held('n1/other')).toBe(0);
+    expect((await b!.leases.list('n1/p1')).sort()).toEqual(['t1', 't2']);
+    expect(await b!.leases.list('n1/other')).toEqual([]);
     expect(await b!.leases.release('n1/p1', 't1')).toBe(true);
     expect(await b!.leases.release('n1/p1', 't1')).toBe(false);
     expect(await a!.leases.renew('n1/p1', 't1', 10_000)).toBe(false);
@@ -33,6 +35,7 @@ describe.each(STORE_KINDS)('slot leases (%s store)', (kind) => {
     await sleep(350);
     // 'dies' lapsed (500 ms > 400 ms); 'kept' was renewed
     expect(await b!.leases.held('n1/p1')).toBe(1);
+    expect(await b!.leases.list('n1/p1')).toEqual(['kept']);
     expect(await b!.leases.acquire({ ...req, leaseId: 'new' })).toMatchObject({ kind: 'granted', held: 2 });
     expect(await a!.leases.renew('n1/p1', 'dies', 400)).toBe(false);
   });

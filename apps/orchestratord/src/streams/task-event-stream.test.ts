@@ -100,6 +100,25 @@ describe('TaskEventStream', () => {
     expect(body(c.text())).toBe(frames.map((f, id) => formatSseFrame(id, f)).join(''));
   });
 
+  it('a log that moved to another replica ends the response after what it has, without a terminal frame (the client reconnects there)', async () => {
+    const stream = new TaskStream();
+    stream.append(started);
+    const token: SseFrame = { event: 'token', data: { t: 'a', i: 0 } };
+    stream.append(token);
+    let left = 0;
+    const { url } = await listen((res) => new TaskEventStream(options(res, stream, { onAbandoned: () => void (left += 1) })));
+    const c = get(url.port);
+    await until(() => c.text().includes('event: token'), 'the token');
+    stream.moved();
+    await c.ended;
+    expect(body(c.text())).toBe([started, token].map((f, id) => formatSseFrame(id, f)).join(''));
+    // one that resumes here afterwards gets the rest it can (none) and the same end
+    const late = get(url.port);
+    await late.ended;
+    expect(body(late.text())).toBe([started, token].map((f, id) => formatSseFrame(id, f)).join(''));
+    expect(left).toBe(0);
+  });
+
   it('a client that stops reading: writes wait for drain while the log grows, then every frame arrives in order', async () => {
     const stream = new TaskStream();
     stream.append(started);

@@ -85,5 +85,7 @@ export class TaskEventStream extends EventStreamResponse {
     // came back) learns that the task is over instead of reconnecting for ever.
     const terminal = stream.terminal;
     if (terminal !== undefined) this.finish(encoder.encode(stream.length - 1, terminal));
+    // Another replica took the task over: no terminal frame, so the client reconnects and reaches it.
+    else if (stream.state === 'moved') this.finish();
   }
 }

@@ -117,4 +117,25 @@ describe('TaskStream records', () => {
     s.append(end);
     expect(s.leave(a)).toBe(false);
   });
+  it('moved(): another replica serves the rest, so nothing more is appended, subscribers are told, and nobody leaving abandons it', () => {
+    const s = new TaskStream();
+    s.append(started);
+    s.append({ event: 'token', data: { t: 'a', i: 0 } });
+    let calls = 0;
+    const a = (): void => void (calls += 1);
+    s.subscribe(a);
+    s.moved();
+    expect(s.state).toBe('moved');
+    expect(calls).toBe(1);
+    expect(s.append({ event: 'token', data: { t: 'b', i: 1 } })).toBeUndefined();
+    expect(s.append(end)).toBeUndefined();
+    expect(s.terminal).toBeUndefined();
+    expect(s.leave(a)).toBe(false);
+    // an ended log does not move
+    const e = new TaskStream();
+    e.append(started);
+    e.append(end);
+    e.moved();
+    expect(e.state).toBe('ended');
+  });
 });

@@ -14,7 +14,8 @@ import { formatSseFrame, type MetricsEvent, type SseFrame, type TokenEvent } fro
  * subscribers read instead; both share one id.
  */
 
-export type TaskStreamState = 'open' | 'ended';
+/** `moved`: another replica took the task over; its log goes on there (see {@link TaskStream.moved}). */
+export type TaskStreamState = 'open' | 'ended' | 'moved';
 
 export function isTerminal(frame: SseFrame): boolean {
   return frame.event === 'end' || frame.event === 'error';
@@ -43,9 +44,10 @@ export class TaskStream {
   /** The frame being appended, while its listeners run: what {@link frame} returns for it. */
   #last: SseFrame | undefined;
   #terminal: SseFrame | undefined;
+  #moved = false;
 
   get state(): TaskStreamState {
-    return this.#terminal === undefined ? 'open' : 'ended';
+    return this.#terminal !== undefined ? 'ended' : this.#moved ? 'moved' : 'open';
   }
 
   /** Frames stored so far; ids are 0 … length − 1. */
@@ -73,9 +75,20 @@ export class TaskStream {
     return this.#terminal;
   }
 
+  /**
+   * Another replica owns the task now and serves the rest of its log, with the same ids (spec 65,
+   * Orphans): nothing more is appended here, and readers stop without a terminal frame, so that
+   * they reconnect with `Last-Event-ID` and reach that replica. Only an open log moves.
+   */
+  moved(): void {
+    if (this.state !== 'open') return;
+    this.#moved = true;
+    this.#notify();
+  }
+
   /** Appends a frame; returns its id, or undefined when the grammar forbids it now. */
   append(frame: SseFrame, verbose?: SseFrame): number | undefined {
-    if (this.#terminal !== undefined) return undefined;
+    if (this.#terminal !== undefined || this.#moved) return undefined;
     const id = this.#records.length;
     if ((id === 0) !== (frame.event === 'started')) return undefined;
     if (frame.event === 'metrics' && this.#firstToken >= 0) return undefined;
@@ -89,12 +102,16 @@ export class TaskStream {
     if (frame.event === 'metrics' && verbose?.event === 'metrics') (this.#verbose ??= new Map()).set(id, verbose.data);
     if (isTerminal(frame)) this.#terminal = frame;
     this.#last = frame;
+    this.#notify();
+    this.#last = undefined;
+    return id;
+  }
+
+  #notify(): void {
     // A Set tolerates a listener removing itself mid-iteration; no per-frame copy.
     const listeners = this.#listeners;
     if (typeof listeners === 'function') listeners();
     else if (listeners !== undefined) for (const l of listeners) l();
-    this.#last = undefined;
-    return id;
   }
 
   /** Appends a token frame (the relay's path: no frame object around the record). */
@@ -144,6 +161,6 @@ export class TaskStream {
    */
   leave(listener: FrameListener): boolean {
     this.unsubscribe(listener);
-    return this.#terminal === undefined && this.subscriberCount === 0;
+    return this.state === 'open' && this.subscriberCount === 0;
   }
 }

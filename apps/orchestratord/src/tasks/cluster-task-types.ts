@@ -49,3 +49,17 @@ export interface TaskOwner {
   /** An ended task's terminal frame as its owner wrote it, with that frame's id when known. */
   readonly outcome?: StoredOutcome | undefined;
 }
+
+/**
+ * The cluster's slot leases as a takeover uses them (registry/cluster-slot-leases.ts): a dead
+ * replica's running tasks are found through the leases their dispatches hold, and a task taken
+ * over gives back the leases its dead owner took.
+ */
+export interface TakeoverSlots {
+  /** The pools whose leases to look through (`candidateKey`): those this replica knows. */
+  pools(): readonly string[];
+  /** The tasks holding live leases of the pool. */
+  holders(poolKey: string): Promise<string[]>;
+  /** Gives back the task's leases on the pool that another replica took; never rejects. */
+  releaseTask(poolKey: string, taskId: string): Promise<void>;
+}

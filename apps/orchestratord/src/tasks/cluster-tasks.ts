@@ -6,7 +6,7 @@ import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affi
 import type { AdmitOutcome, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
 import { ClusterEndWriter, storedOutcome, type StoredOutcome } from './cluster-end-writer.js';
-import type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
+import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './cluster-task-types.js';
 import type { TaskPlacement, TaskRecord } from './task-record.js';
 import { seizeFrom, takeOver, type TakeoverDeps } from './task-takeover.js';
 
@@ -32,6 +32,8 @@ export interface ClusterTasksOptions {
   ownerTtlMs?: number;
   /** How long a model's first task is known to be another replica's without a newer signal, ms (then a take finds out). @default 250 */
   blockMs?: number;
+  /** The cluster's slot leases: a takeover finds a dead replica's running tasks by them and gives their leases back (task-takeover.ts). */
+  slots?: TakeoverSlots | undefined;
 }
 
 /** What the cluster keeps of a task it admits (its shared record). */
@@ -107,7 +109,7 @@ export class ClusterTasks {
     });
     this.#takeover = {
       ...{ tasks: this.#tasks, queue: this.#queue, sessions: this.#sessions, logger: this.#logger, retainMs: this.#retainMs, address: this.#address },
-      ...{ lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, scan: ORPHAN_SCAN },
+      ...{ lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, scan: ORPHAN_SCAN, slots: options.slots },
       hold: (id, fence) => this.#fences.set(id, fence),
       // Granted back to this replica that let it go (the store was out for a whole lease) and still runs it: its end is written as any other.
       takeBack: (id, fence) => {
@@ -152,9 +154,8 @@ export class ClusterTasks {
   }
 
   /**
-   * Whether the model's tasks here wait: its first queued task is known to be another replica's
-   * (heard within `blockMs`). Unknown or stale: they may try (a `take` finds out), so a lost signal
-   * only costs a round trip.
+   * Whether the model's tasks here wait: its first queued task is known to be another replica's (heard
+   * within `blockMs`). Unknown or stale: they may try (a `take` finds out: a lost signal costs a round trip).
    */
   blocked(group: string): boolean {
     const h = this.#heads.get(group);
@@ -215,11 +216,7 @@ export class ClusterTasks {
     return 3 * this.#ownerTtlMs;
   }
 
-  /**
-   * How often to look for orphans ({@link adoptOrphans}), ms: every {@link ADOPT_EVERY_MS} (one
-   * ZRANGEBYSCORE on the lease index), so a lapsed lease is found that long after it lapsed at
-   * most, not a quarter lease later; a quarter of a shorter lease (tests).
-   */
+  /** How often to look for orphans ({@link adoptOrphans}), ms: every {@link ADOPT_EVERY_MS} (one ZRANGEBYSCORE), or a quarter of a shorter lease (tests). */
   get adoptEveryMs(): number {
     return Math.max(50, Math.min(ADOPT_EVERY_MS, Math.floor(this.#ownerTtlMs / 4)));
   }
@@ -232,6 +229,12 @@ export class ClusterTasks {
     const moved = await this.#tasks.requeue(task.id, this.#fence(task.id));
     if (!moved.ok) throw new Error(`the shared record refused the requeue (${moved.reason})`);
     await this.#queue.requeueFront({ id: task.id, lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: Math.max(1, task.deadlineAt - now) });
+  }
+
+  /** The task is another replica's (handed off, task-handoff.ts): that one ends it, this one writes nothing. */
+  forget(id: string): void {
+    this.#fences.delete(id);
+    this.#lost.delete(id);
   }
 
   /** The task left this replica's queue before a dispatch (cancel, deadline, shutdown): out of the cluster's too. */
@@ -286,12 +289,8 @@ export class ClusterTasks {
   /** Takes task `id` over now on evidence that `from` died, its queued tasks first ({@link seizeFrom}); true when task `id` was. */
   async seize(id: string, from: TaskOwner): Promise<boolean> {
     const { adopted, found } = await seizeFrom(this.#takeover, id, from);
-    for (const a of adopted) this.#seized(a);
+    for (const a of adopted) for (const l of this.#seizedListeners) l(a);
     return found;
-  }
-
-  #seized(a: Adoption): void {
-    for (const l of this.#seizedListeners) l(a);
   }
 
   /** Tasks taken over by {@link seize}. Returns the unsubscribe function. */

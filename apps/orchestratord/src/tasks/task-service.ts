@@ -25,6 +25,7 @@ import { canceledEnd, dispatchRequest, endOf, type Delivery, type RetainedTask, 
 import { ClusterGate, gatedLine, placementOf, type GateActions } from './cluster-gate.js';
 import type { Adoption, ClusterTasks } from './cluster-tasks.js';
 import { adoptInto, adoptedTask, cancelHeldDispatch, reattaching } from './task-adoption.js';
+import { mayHaveMoved, settleUnlessMoved } from './task-handoff.js';
 import { tokenSink } from './token-sink.js';
 import { TaskTable } from './task-table.js';
 import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } from './task-service-types.js';
@@ -195,19 +196,12 @@ export class TaskService {
     this.#admitting = false;
   }
 
-  /**
-   * Resolves true once no task admitted here is unfinished (queued or running), false when
-   * `timeoutMs` passes first. Changes nothing: dispatch goes on (.specs/60-orchestratord.md).
-   */
+  /** True once no task admitted here is unfinished, false when `timeoutMs` passes first; dispatch goes on (spec 60). */
   drained(timeoutMs: number): Promise<boolean> {
     return this.#table.untilDrained(timeoutMs);
   }
 
-  /**
-   * Stops admission and dispatch, ends every unfinished task with an `error` frame (INTERNAL,
-   * retriable), aborts upstream requests and waits (at most `closeTimeoutMs`) for them to unwind.
-   * Idempotent.
-   */
+  /** Stops admission and dispatch, ends every unfinished task `error INTERNAL` (retriable), aborts upstream requests, waits (≤ `closeTimeoutMs`). Idempotent. */
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
@@ -295,17 +289,20 @@ export class TaskService {
   }
 
   /**
-   * An attempt is over: `outcome` is what its failure policy decided, or `crash` what it threw (a
-   * bug: the task fails INTERNAL). Either way the task leaves the running set, and its slot is
-   * released after the outcome is handled, so a re-queued task is back in line before the freed
-   * slot triggers the next pump.
+   * An attempt is over: `outcome` is what its failure policy decided, or `crash` what it threw (a bug:
+   * the task fails INTERNAL). The task leaves the running set; its slot is released after the outcome
+   * is handled, so a re-queued task is back in line before the freed slot triggers the next pump
+   * (not for a `/v2` stream with a Redis store that did not end: the store is asked first, task-handoff.ts).
    */
   #attemptEnded(task: TaskRecord, view: PoolView, lease: Lease, outcome: AttemptOutcome | undefined, crash?: unknown): void {
     this.#table.stoppedRunning(task);
     task.controller = undefined;
     try {
       if (outcome === undefined) this.#crashed(task, crash);
-      else this.#settle(task, view, outcome);
+      else if (this.#cluster !== undefined && task.state === 'running' && mayHaveMoved(task, outcome)) {
+        const moved = () => (this.#tokensEnded += task.tokens);
+        settleUnlessMoved(task, this.#cluster, this.#table, () => this.#settle(task, view, outcome), moved).catch((err: unknown) => this.#crashed(task, err));
+      } else this.#settle(task, view, outcome);
     } catch (err) {
       this.#crashed(task, err);
     } finally {

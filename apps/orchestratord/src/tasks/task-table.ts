@@ -73,6 +73,12 @@ export class TaskTable {
     this.#running.delete(task);
   }
 
+  /** The task is another replica's now (handed off): reads of it here go to its owner. */
+  forget(task: TaskRecord): void {
+    this.#running.delete(task);
+    this.#live.delete(task.id);
+  }
+
   /** The task ended: only its frames stay, until `now + graceMs`. */
   retire(task: TaskRecord, now: number): void {
     this.#running.delete(task);

@@ -1,9 +1,10 @@
 import type { Log } from '@llama-orch/daemon-support';
+import { candidateKey } from '../registry/pool-view.js';
 import type { AdmissionQueueStore } from '../store/admission-queue-store.js';
 import type { SessionAffinityStore } from '../store/session-affinity-store.js';
 import type { TaskLifecycleStore } from '../store/task-lifecycle-store.js';
 import type { AcquireOutcome, TaskOwnershipStore } from '../store/task-ownership-store.js';
-import type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
+import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './cluster-task-types.js';
 
 /** What a takeover reads and writes. */
 export interface TakeoverDeps {
@@ -24,6 +25,8 @@ export interface TakeoverDeps {
   readonly hold: (id: string, fence: number) => void;
   /** True when the granted task is one this replica let go and still runs: it is this replica's again, nothing to adopt. */
   readonly takeBack: (id: string, fence: number) => boolean;
+  /** The cluster's slot leases; undefined without them. */
+  readonly slots: TakeoverSlots | undefined;
 }
 
 /**
@@ -42,7 +45,9 @@ export type Grant = (record: string) => Promise<AcquireOutcome>;
  * or a running `/v2` stream with its frame base) is returned for the task service to queue or
  * re-attach; one that cannot (a `/v1` stream or answer whose client went with its replica, or a
  * record without its request) ends `error INTERNAL` (retriable), out of the queue, its session's
- * turn closed, and undefined is returned, as for a task not granted or already ended.
+ * turn closed, and undefined is returned, as for a task not granted or already ended. A running
+ * `/v1` task that ends so gives back its dead owner's cluster slot lease at once: the node cancelled
+ * its generation when the connection dropped, and the queued tasks wait for that slot.
  */
 export async function takeOver(deps: TakeoverDeps, id: string, evidence: TakeoverEvidence, grant: Grant, seizedFrom?: string): Promise<Adoption | undefined> {
   const read = await deps.tasks.get(id);
@@ -72,6 +77,10 @@ export async function takeOver(deps: TakeoverDeps, id: string, evidence: Takeove
   await deps.tasks.end(id, won.fence, JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } }), deps.retainMs);
   if (stored.state === 'queued') await deps.queue.remove(id);
   if (record.session_id !== undefined) await deps.sessions.taskEnded(record.session_id, undefined);
+  // A `/v2` stream's dispatch (`reattach_ms`) may still be generating on the node: its lease lapses.
+  if (placement?.node_id !== undefined && placement.pool_id !== undefined && record.delivery !== 'events') {
+    await deps.slots?.releaseTask(candidateKey({ node_id: placement.node_id, pool_id: placement.pool_id }), id);
+  }
   deps.logger.warn(
     { task_id: id, owner: stored.owner, evidence, human: `Ended task ${id}: its replica ${stored.owner} ${why} and its client went with it` },
     'orphaned task ended',
@@ -84,11 +93,16 @@ export async function takeOver(deps: TakeoverDeps, id: string, evidence: Takeove
  * address refuses connections while it is a listed replica; http/task-owner-proxy.ts): `seize`
  * grants it only while `from` still holds it under the fence it was seen with, so of replicas
  * with the same evidence one wins, and a task ended or taken meanwhile is left alone. The queued
- * tasks of `from` go first, all to one replica (`seizeQueued`). Returns the tasks adopted (for the
- * task service to queue or re-attach), and whether task `id` was one of them.
+ * tasks of `from` go first, all to one replica (`seizeQueued`), then task `id`, then the running
+ * tasks of `from` that hold a cluster slot lease ({@link slotHoldersOf}): nobody reads a `/v1` one
+ * (its client went with `from`), and until it is taken over its lease keeps the queued tasks from
+ * its slot. Returns the tasks adopted (for the task service to queue or re-attach), and whether
+ * task `id` was one of them.
  */
 export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner): Promise<{ adopted: Adoption[]; found: boolean }> {
   const adopted: Adoption[] = [];
+  // The lease of the task whose read found `from` dead, as that process last renewed it (below).
+  const target = await deps.tasks.get(id);
   // First every queued task of `from` at the head of the lanes, in one step: a replica that found
   // it dead at the same moment gets none of them, so they are dispatched here in their order.
   const queued = await deps.lifecycle.seizeQueued(from.replica, deps.replicaId, deps.ownerTtlMs, deps.scan);
@@ -97,9 +111,32 @@ export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner)
     const a = await takeOver(deps, q.id, 'refused', (record) => deps.tasks.acquire(q.id, deps.replicaId, deps.ownerTtlMs, record), from.replica);
     if (a !== undefined) adopted.push(a);
   }
-  if (queued.some((q) => q.id === id)) return { adopted, found: adopted.some((a) => a.id === id) };
-  const grant = (record: string) => deps.tasks.seize(id, { owner: from.replica, fence: from.fence }, deps.replicaId, deps.ownerTtlMs, record);
-  const a = await takeOver(deps, id, 'refused', grant);
-  if (a !== undefined) adopted.push(a);
-  return { adopted, found: a !== undefined };
+  const seize = async (task: string, fence: number): Promise<void> => {
+    const grant = (record: string) => deps.tasks.seize(task, { owner: from.replica, fence }, deps.replicaId, deps.ownerTtlMs, record);
+    const a = await takeOver(deps, task, 'refused', grant);
+    if (a !== undefined) adopted.push(a);
+  };
+  const seen = new Set([id, ...queued.map((q) => q.id)]);
+  if (!queued.some((q) => q.id === id)) await seize(id, from.fence);
+  if (target?.owner === from.replica && target.fence === from.fence) {
+    // together: the client whose read found `from` dead waits for them
+    await Promise.all((await slotHoldersOf(deps, from.replica, target.ownerUntil, seen)).map((t) => seize(t.id, t.fence)));
+  }
+  return { adopted, found: adopted.some((a) => a.id === id) };
+}
+
+/**
+ * The running tasks of `replica` that hold a cluster slot lease, with their fences (`skip`: ids
+ * not to look at). A few leases per pool, one record read each: bounded by the cluster's slots.
+ * Only those whose owner lease ends by `until` (the lease of the task whose read found `replica`
+ * dead): the dead process renewed its tasks together, before it died, while a process restarted
+ * with the same replica id (`llorch up`, the chaos run) admits and renews its own after that, so
+ * its tasks' leases end later and a live replica's tasks are never taken for a dead one's.
+ */
+async function slotHoldersOf(deps: TakeoverDeps, replica: string, until: number, skip: ReadonlySet<string>): Promise<Array<{ id: string; fence: number }>> {
+  const slots = deps.slots;
+  if (slots === undefined) return [];
+  const ids = new Set((await Promise.all(slots.pools().map((p) => slots.holders(p)))).flat().filter((t) => !skip.has(t)));
+  const records = await Promise.all([...ids].map((t) => deps.tasks.get(t)));
+  return records.filter((t) => t !== undefined && t.owner === replica && t.state === 'running' && t.ownerUntil <= until).map((t) => ({ id: t!.id, fence: t!.fence }));
 }

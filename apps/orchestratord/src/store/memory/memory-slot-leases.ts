@@ -52,4 +52,8 @@ export class MemorySlotLeases implements SlotLeaseStore {
   held(poolKey: string): Promise<number> {
     return Promise.resolve(this.#live(poolKey, this.#clock.now())?.size ?? 0);
   }
+
+  list(poolKey: string): Promise<string[]> {
+    return Promise.resolve([...(this.#live(poolKey, this.#clock.now())?.keys() ?? [])]);
+  }
 }

@@ -42,6 +42,8 @@ return 1`,
 
 const HELD = new LuaScript('lease-held', `${PURGE}return redis.call('ZCARD', KEYS[1])`);
 
+const LIST = new LuaScript('lease-list', `${PURGE}return redis.call('ZRANGE', KEYS[1], 0, -1)`);
+
 export class RedisSlotLeases implements SlotLeaseStore {
   readonly #redis: RedisConnection;
 
@@ -71,5 +73,9 @@ export class RedisSlotLeases implements SlotLeaseStore {
 
   async held(poolKey: string): Promise<number> {
     return (await this.#redis.eval(HELD, [this.#key(poolKey)], [])) as number;
+  }
+
+  async list(poolKey: string): Promise<string[]> {
+    return (await this.#redis.eval(LIST, [this.#key(poolKey)], [])) as string[];
   }
 }
