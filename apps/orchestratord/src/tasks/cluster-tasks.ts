@@ -70,10 +70,7 @@ export class ClusterTasks {
   readonly #blockMs: number;
   /** Fences of the tasks this replica owns. */
   readonly #fences = new Map<string, number>();
-  /**
-   * The first queued task of each model, from the queue signals (and `behind` answers): its id,
-   * its owner (undefined: not known), and when that was heard (Date.now()).
-   */
+  /** Each model's first queued task from the queue signals and `behind` answers: id, owner (undefined: not known), when heard. */
   readonly #heads = new Map<string, { readonly id: string | undefined; readonly owner: string | undefined; readonly at: number }>();
   readonly #renewTimer: NodeJS.Timeout;
   readonly #unsubscribe: () => void;
