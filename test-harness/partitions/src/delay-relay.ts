@@ -57,6 +57,8 @@ export async function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRel
       resolve();
     }),
   );
+  // a write to a relay that already exited fails with EPIPE: `exit` reports that (setDelay rejects)
+  child.stdin?.on('error', () => undefined);
   createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (l) => lines.push(l));
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
     lines.push(l);
