@@ -108,8 +108,12 @@ export function startReplica(spec: ReplicaSpec): Promise<ChaosDaemon> {
 export interface NodeSpec {
   id: string;
   poolId: string;
-  /** Address pool-managerd listens on (port 0). */
+  /** Address pool-managerd listens on. */
   host: string;
+  /** Its API port. @default 0 (a free port) */
+  port?: number;
+  /** Its h2c dispatch port. @default a free port */
+  dispatchPort?: number;
   orchestratorUrl: string;
   token: string;
   heartbeatMs: number;
@@ -136,7 +140,7 @@ export async function startNode(spec: NodeSpec): Promise<ChaosDaemon> {
   await writeFile(
     configPath,
     stringify({
-      node: { id: spec.id, addr: `${spec.host}:0` },
+      node: { id: spec.id, addr: `${spec.host}:${spec.port ?? 0}`, ...(spec.dispatchPort !== undefined ? { dispatch_h2c_addr: `${spec.host}:${spec.dispatchPort}` } : {}) },
       orchestrator: { url: spec.orchestratorUrl, heartbeat_interval_ms: spec.heartbeatMs },
       api_token: spec.token,
       runtime_dir: runtimeDir,

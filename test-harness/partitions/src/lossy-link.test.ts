@@ -1,42 +1,49 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newToken, type ChaosDaemon } from '@llama-orch/chaos';
-import { redisUnavailable, startLabRedis, startNode, startReplica, waitPoolsReady, type LabRedis } from './lab-daemons.js';
-import { openTask, type TaskOutcome } from './lab-task.js';
-import { NetLab, iptablesUnavailable, netemUnavailable, netnsUnavailable, type LabHost } from './net-lab.js';
+import { newToken } from '@llama-orch/chaos';
+import { ImpairedCluster, type ImpairedNode, type ImpairedRun } from './impaired-cluster.js';
+import { redisUnavailable } from './lab-daemons.js';
+import { iptablesUnavailable, natRedirectUnavailable, netemUnavailable, netnsUnavailable } from './net-lab.js';
 
 const HEARTBEAT_MS = 500;
 const TASKS = 24;
 const CONCURRENCY = 4;
+const LATENCY_MS = 200;
 const base = (await netnsUnavailable()) ?? (await redisUnavailable());
 const lossUnavailable = base ?? (await iptablesUnavailable());
 const netemMissing = base ?? (await netemUnavailable());
+const relayUnavailable = lossUnavailable ?? (await natRedirectUnavailable());
 if (lossUnavailable !== undefined) process.stdout.write(`[partitions] 5 % loss between replicas and nodes: SKIPPED, ${lossUnavailable}\n`);
 if (netemMissing !== undefined) process.stdout.write(`[partitions] 200 ms latency + 5 % loss (tc netem) between replicas and nodes: SKIPPED, ${netemMissing}\n`);
+if (relayUnavailable !== undefined) process.stdout.write(`[partitions] 200 ms latency (delay relay) + 5 % loss between replicas and nodes: SKIPPED, ${relayUnavailable}\n`);
 
-/** `n` tasks through the replicas in turn, `CONCURRENCY` at a time; every outcome. */
-async function load(urls: readonly string[], token: string, n: number): Promise<TaskOutcome[]> {
-  const out: TaskOutcome[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < n) {
-        const i = next++;
-        out.push(await openTask(urls[i % urls.length] as string, token, { maxTokens: 48, timeoutMs: 60_000 }).done);
-      }
-    }),
-  );
-  return out;
+/** The checks of every impaired run, then its printed line (`latencyMs`: the delay each way, if any). */
+function expectGraceful(run: ImpairedRun, label: string, ttftAllowanceMs: number, latencyMs = 0): void {
+  // nothing lost: every task admitted and ended with one terminal frame (the client checks
+  // token frames for gaps and duplicates and that nothing follows the terminal frame)
+  for (const e of [...run.baseline, ...run.outcomes]) expect(e.status, JSON.stringify(e)).toBe(202);
+  for (const e of run.outcomes) expect(['end', 'error'], JSON.stringify(e)).toContain(e.kind);
+  expect(run.errors.length, `errors: ${JSON.stringify(run.errors)}`).toBeLessThanOrEqual(Math.floor(TASKS / 10));
+  // nothing duplicated at the engines: a task reached a second engine only after its first
+  // attempt failed before a token (re-placed), never while it ran
+  expect(run.extraDispatches, 'dispatches beyond one per task, more than the re-placements').toBeLessThanOrEqual(run.requeued);
+  // graceful: the TTFT grows by at most the allowance
+  expect(run.ttftMs.p50).toBeLessThanOrEqual(run.baselineTtftMs.p50 + ttftAllowanceMs);
+  // and the latency was there: a first token comes after the dispatch crossed to the node and the
+  // token crossed back, so at least one delay each way after admission
+  expect(run.ttftMs.p50, 'TTFT p50 below the added latency: the impairment was not in the path').toBeGreaterThanOrEqual(latencyMs);
+  process.stdout.write(`${run.summary(label)}\n`);
 }
 
-function percentile(xs: readonly number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+/** 5 % of packets dropped, both ways, by iptables' `statistic` match in the node's namespace (`via`: only on that interface). */
+async function loss(cluster: ImpairedCluster, action: '-A' | '-D', n: ImpairedNode, via?: string): Promise<void> {
+  for (const [chain, dir] of [
+    ['INPUT', '-i'],
+    ['OUTPUT', '-o'],
+  ] as const) {
+    const iface = via === undefined ? [] : [dir, via];
+    await cluster.lab.inNs(n.host, ['iptables', action, chain, ...iface, '-m', 'statistic', '--mode', 'random', '--probability', '0.05', '-j', 'DROP']);
+  }
 }
-
-const ttfts = (xs: readonly TaskOutcome[]): number[] => xs.map((e) => (e.firstTokenAt ?? e.endedAt) - e.admittedAt);
 
 /**
  * Scenario 3: an impaired network between the replicas (root namespace) and the nodes (one
@@ -46,111 +53,69 @@ const ttfts = (xs: readonly TaskOutcome[]): number[] => xs.map((e) => (e.firstTo
  */
 describe.skipIf(lossUnavailable !== undefined)('an impaired network between replicas and nodes', () => {
   const token = newToken('partitions-token');
-  let lab: NetLab;
-  let workDir: string;
-  let redis: LabRedis | undefined;
-  let replicas: ChaosDaemon[] = [];
-  const nodeHosts: LabHost[] = [];
-  const nodes: ChaosDaemon[] = [];
-  let baseline: TaskOutcome[] = [];
+  let cluster: ImpairedCluster;
 
   beforeAll(async () => {
-    workDir = await mkdtemp(join(tmpdir(), 'llorch-partitions-'));
-    lab = await NetLab.create();
-    const redisHost = await lab.addHost('redis');
-    const port = 20_000 + Math.floor(Math.random() * 40_000);
-    redis = await startLabRedis(lab.wrap(redisHost), redisHost.addr, port);
-    for (const id of ['replica-1', 'replica-2']) {
-      replicas.push(await startReplica({ name: id, addr: `${lab.hostAddr}:0`, token, heartbeatMs: HEARTBEAT_MS, redisUrl: `redis://${redisHost.addr}:${port}/0` }));
-    }
-    for (const [id, poolId] of [
-      ['node-a', 'pa'],
-      ['node-b', 'pb'],
-    ] as const) {
-      const host = await lab.addHost(id);
-      nodeHosts.push(host);
-      nodes.push(
-        await startNode({ id, poolId, host: host.addr, orchestratorUrl: replicas[0]?.url as string, token, heartbeatMs: HEARTBEAT_MS, slots: 2, workDir, wrap: lab.wrap(host) }),
-      );
-    }
-    for (const r of replicas) await waitPoolsReady(r.url, token, ['pa', 'pb']);
-    baseline = await load(
-      replicas.map((r) => r.url),
-      token,
-      TASKS,
-    );
+    cluster = await ImpairedCluster.start({ token, heartbeatMs: HEARTBEAT_MS, tasks: TASKS, concurrency: CONCURRENCY, relayed: false });
   });
 
   afterAll(async () => {
-    await Promise.all([...nodes, ...replicas].map((d) => d.stop('SIGTERM', 5000)));
-    await redis?.stop();
-    await lab?.close();
-    if (workDir !== undefined) await rm(workDir, { recursive: true, force: true });
-    replicas = [];
+    await cluster?.stop();
   });
 
-  /** Impairs every node's namespace, runs the load, lifts the impairment; checks and prints. */
-  async function impaired(label: string, impair: (h: LabHost) => Promise<void>, lift: (h: LabHost) => Promise<void>, ttftAllowanceMs: number): Promise<void> {
-    for (const h of nodeHosts) await impair(h);
-    const before = new Set(nodes.flatMap((n) => n.lines.map((l) => l.json?.task_id)));
-    let outcomes: TaskOutcome[];
-    try {
-      outcomes = await load(
-        replicas.map((r) => r.url),
-        token,
-        TASKS,
-      );
-    } finally {
-      for (const h of nodeHosts) await lift(h);
-    }
-    // nothing lost: every task admitted and ended with one terminal frame (the client checks
-    // token frames for gaps and duplicates and that nothing follows the terminal frame)
-    for (const e of [...baseline, ...outcomes]) expect(e.status, JSON.stringify(e)).toBe(202);
-    for (const e of outcomes) expect(['end', 'error'], JSON.stringify(e)).toContain(e.kind);
-    const errors = outcomes.filter((e) => e.kind === 'error');
-    expect(errors.length, `errors: ${JSON.stringify(errors)}`).toBeLessThanOrEqual(Math.floor(TASKS / 10));
-    // nothing duplicated at the engines: a task reached a second engine only after its first
-    // attempt failed before a token (re-placed), never while it ran
-    const sent = new Map<string, number>();
-    for (const n of nodes) {
-      for (const l of n.lines) {
-        if (l.json?.msg === 'engine request sent' && !before.has(l.json.task_id)) sent.set(String(l.json.task_id), (sent.get(String(l.json.task_id)) ?? 0) + 1);
-      }
-    }
-    // re-placements after a failed attempt (a saturated pool's 503 is re-queued too, without a dispatch)
-    const requeued = replicas.flatMap((r) => r.lines.filter((l) => l.json?.msg === 'task re-queued' && l.json.saturated === false && !before.has(l.json.task_id))).length;
-    const extra = [...sent.values()].reduce((a, n) => a + n - 1, 0);
-    expect(extra, 'dispatches beyond one per task, more than the re-placements').toBeLessThanOrEqual(requeued);
-    // graceful: the TTFT grows by at most the allowance
-    const b = ttfts(baseline);
-    const d = ttfts(outcomes.filter((e) => e.kind === 'end'));
-    expect(percentile(d, 50)).toBeLessThanOrEqual(percentile(b, 50) + ttftAllowanceMs);
-    const offline = replicas.flatMap((r) => r.lines.filter((l) => l.json?.msg === 'node offline')).length;
-    process.stdout.write(
-      `[partitions] ${label}: ${outcomes.length} tasks (${CONCURRENCY} at a time, 48 tokens), ${outcomes.filter((e) => e.kind === 'end').length} ended, ${errors.length} errors ` +
-        `${JSON.stringify(errors.map((e) => e.code))}; TTFT p50/p95 ${percentile(d, 50)}/${percentile(d, 95)} ms vs ${percentile(b, 50)}/${percentile(b, 95)} ms unimpaired; ` +
-        `${sent.size} tasks reached an engine, ${extra} extra dispatches, ${requeued} re-placements after a failed attempt; 'node offline' lines so far: ${offline}\n`,
-    );
-  }
-
   it('5 % loss (iptables statistic, both ways): nothing lost or duplicated, TTFT degrades gracefully', async () => {
-    const rule = (action: '-A' | '-D', h: LabHost) => async () => {
-      for (const chain of ['INPUT', 'OUTPUT']) await lab.inNs(h, ['iptables', action, chain, '-m', 'statistic', '--mode', 'random', '--probability', '0.05', '-j', 'DROP']);
-    };
-    await impaired(
-      '5 % loss between replicas and nodes (iptables statistic)',
-      (h) => rule('-A', h)(),
-      (h) => rule('-D', h)(),
-      3000,
+    const run = await cluster.run(
+      (n) => loss(cluster, '-A', n),
+      (n) => loss(cluster, '-D', n),
     );
+    expectGraceful(run, '5 % loss between replicas and nodes (iptables statistic)', 3000);
   });
 
   it.skipIf(netemMissing !== undefined)('200 ms latency and 5 % loss (tc netem): nothing lost or duplicated, TTFT degrades gracefully', async () => {
-    await impaired(
-      '200 ms latency + 5 % loss between replicas and nodes (tc netem)',
-      async (h) => void (await lab.inNs(h, ['tc', 'qdisc', 'add', 'dev', h.nsIf, 'root', 'netem', 'delay', '200ms', 'loss', '5%'])),
-      async (h) => void (await lab.inNs(h, ['tc', 'qdisc', 'del', 'dev', h.nsIf, 'root'])),
-      5000,
+    const run = await cluster.run(
+      async (n) => void (await cluster.lab.inNs(n.host, ['tc', 'qdisc', 'add', 'dev', n.host.nsIf, 'root', 'netem', 'delay', `${LATENCY_MS}ms`, 'loss', '5%'])),
+      async (n) => void (await cluster.lab.inNs(n.host, ['tc', 'qdisc', 'del', 'dev', n.host.nsIf, 'root'])),
     );
+    expectGraceful(run, '200 ms latency + 5 % loss between replicas and nodes (tc netem)', 5000, LATENCY_MS);
+  });
+});
+
+/**
+ * Scenario 3's latency without `tc netem`: the same cluster, with every path between the replicas
+ * and each node through a delay relay (a FIXTURE, `src/fixtures/delay-relay.mjs`) in the node's
+ * namespace, passing bytes straight through for the baseline. The impaired run sets its delay to
+ * 200 ms (each way: requests, token streams, registers, heartbeats) and adds 5 % loss on the
+ * node's veth, which every such path crosses once. The relay delays bytes, not packets: a TCP
+ * handshake to it is not delayed, and a lost packet is retransmitted on its own leg.
+ */
+describe.skipIf(relayUnavailable !== undefined)('replicas and nodes behind delay relays', () => {
+  const token = newToken('partitions-token');
+  let cluster: ImpairedCluster;
+  const why = netemMissing !== undefined ? 'no netem on this kernel' : 'not netem';
+
+  beforeAll(async () => {
+    cluster = await ImpairedCluster.start({ token, heartbeatMs: HEARTBEAT_MS, tasks: TASKS, concurrency: CONCURRENCY, relayed: true });
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it(`${LATENCY_MS} ms latency (a delay relay, ${why}) and 5 % loss (iptables statistic): nothing lost or duplicated, TTFT degrades gracefully`, async () => {
+    const relay = (n: ImpairedNode) => {
+      if (n.relay === undefined) throw new Error(`${n.host.name} has no relay`);
+      return n.relay;
+    };
+    const run = await cluster.run(
+      async (n) => {
+        await relay(n).setDelay(LATENCY_MS);
+        await loss(cluster, '-A', n, n.host.nsIf);
+      },
+      async (n) => {
+        await loss(cluster, '-D', n, n.host.nsIf);
+        await relay(n).setDelay(0);
+      },
+    );
+    expectGraceful(run, `${LATENCY_MS} ms latency each way (delay relay, ${why}) + 5 % loss between replicas and nodes (iptables statistic)`, 5000, LATENCY_MS);
   });
 });

@@ -84,6 +84,26 @@ export async function iptablesUnavailable(): Promise<string | undefined> {
   }
 }
 
+/**
+ * Why iptables' nat table cannot redirect in a namespace here (a REDIRECT rule added in a throw-away
+ * namespace), or undefined: the delay relay's redirects need it.
+ */
+export async function natRedirectUnavailable(): Promise<string | undefined> {
+  const base = await iptablesUnavailable();
+  if (base !== undefined) return base;
+  const id = randomBytes(3).toString('hex');
+  const ns = `llorch-probe-${id}`;
+  try {
+    await ip(['netns', 'add', ns]);
+    await execa('ip', ['netns', 'exec', ns, 'iptables', '-t', 'nat', '-A', 'PREROUTING', '-p', 'tcp', '--dport', '9', '-j', 'REDIRECT', '--to-ports', '10'], { stdin: 'ignore' });
+    return undefined;
+  } catch (err) {
+    return `iptables cannot add a nat REDIRECT rule (no nat table in this kernel?): ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`;
+  } finally {
+    await ip(['netns', 'del', ns]).catch(() => undefined);
+  }
+}
+
 /** A direct veth link between two namespaces (its own /30, apart from the bridge). */
 export interface LabLink {
   readonly a: LabHost;
