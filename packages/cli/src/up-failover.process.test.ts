@@ -3,30 +3,17 @@
 // real llama-server (synthetic model) from the shared test cache. /v2 clients read their task's
 // event stream through the balancer and, when it breaks, reconnect with Last-Event-ID as an
 // EventSource does.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { cmdline, descendants } from './testing/proc.js';
 import { readTask } from './testing/task-reader.js';
-import { replicaId, startUp, until } from './testing/up-cluster.js';
+import { NO_EOS, replicaId, replicasScratch, startUp, until } from './testing/up-cluster.js';
 
 const TOKEN = 'failover-test-token-0123456789abcd';
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-/** The synthetic model's vocabulary is llama's SPM one: `</s>` is token 2. Banned, so the long generations never end early by chance. */
-const NO_EOS = { logit_bias: { '2': -100 } };
 
-let dir: string;
-beforeAll(async () => {
-  await ensureDebianPackage({ pkg: 'redis-server', path: '/usr/bin/redis-server', who: 'llorch up --replicas tests' });
-  await ensureDebianPackage({ pkg: 'haproxy', path: '/usr/sbin/haproxy', who: 'llorch up --replicas tests' });
-  dir = await mkdtemp(join(tmpdir(), 'llorch-up-failover-'));
-}, DEBIAN_INSTALL_TIMEOUT_MS);
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = replicasScratch('up-failover');
 
 async function admit(url: string, body: Record<string, unknown>): Promise<string> {
   const res = await fetch(`${url}/v2/tasks`, { method: 'POST', headers, body: JSON.stringify({ model_ref: 'synthetic', ...body }) });
@@ -39,7 +26,9 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
     'its running /v2 stream resumes on another replica with no gap, no duplicate and one generation; its queued tasks run elsewhere in priority order',
     async () => {
       // 2,048 tokens per slot (cpu-dev.yaml has 512): both slots stay busy past the takeover even on a fast machine
-      const up = await startUp(dir, 'failover', TOKEN, ['--replicas', '3', '--state-dir', join(dir, 'failover-state')], (y) => y.replace(/^(\s+)ctx: 1024$/m, '$1ctx: 4096'));
+      const up = await startUp(scratch.path, 'failover', TOKEN, ['--replicas', '3', '--state-dir', join(scratch.path, 'failover-state')], (y) =>
+        y.replace(/^(\s+)ctx: 1024$/m, '$1ctx: 4096'),
+      );
       const replicaUrl = (id: string): string => new RegExp(`replica ${id}\\s+(http://\\S+)`).exec(up.text())?.[1] ?? '';
       const [r1, r2] = [replicaUrl('r1'), replicaUrl('r2')];
       expect(r1).toMatch(/^http:/);

@@ -4,42 +4,32 @@
 // balancer; one replica is stopped (SIGSTOP) and one killed to see the balancer route around
 // them; then SIGTERM, and every process llorch started must be gone. The test setup installs
 // redis-server and haproxy when missing (as the browser tests install chromium).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
 import { execa } from 'execa';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { STOPPING_LINE } from './commands/up.js';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { cmdline, descendants, running } from './testing/proc.js';
-import { CLI_MAIN, TEST_CACHE, poolConfig as poolConfigIn, replicaId, startUp, until } from './testing/up-cluster.js';
+import { CLI_MAIN, poolConfig as poolConfigIn, replicaId, replicasScratch, startUp, TEST_CACHE, until } from './testing/up-cluster.js';
 
-const poolConfig = (addr: string): Promise<string> => poolConfigIn(dir, addr);
+const poolConfig = (addr: string): Promise<string> => poolConfigIn(scratch.path, addr);
 
 const MAIN = CLI_MAIN;
 const CACHE = TEST_CACHE;
 /** Every route but the probes and /metrics needs it, through the balancer too. */
 const TOKEN = 'replicas-test-token-0123456789';
 
-let dir: string;
-beforeAll(async () => {
-  await ensureDebianPackage({ pkg: 'redis-server', path: '/usr/bin/redis-server', who: 'llorch up --replicas tests' });
-  await ensureDebianPackage({ pkg: 'haproxy', path: '/usr/sbin/haproxy', who: 'llorch up --replicas tests' });
-  dir = await mkdtemp(join(tmpdir(), 'llorch-up-replicas-'));
-}, DEBIAN_INSTALL_TIMEOUT_MS);
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = replicasScratch('up-replicas');
 
 describe('llorch up --replicas 3', () => {
   it(
     'serves the openai client and llorch through HAProxy, routes around a stopped and a killed replica, stops cleanly',
     async () => {
       const t0 = Date.now();
-      const up = await startUp(dir, 'replicas', TOKEN, ['--replicas', '3', '--state-dir', join(dir, 'state')]);
+      const up = await startUp(scratch.path, 'replicas', TOKEN, ['--replicas', '3', '--state-dir', join(scratch.path, 'state')]);
       const { llorch, base, text } = up;
       // everything below reads the output so far
       let out = text();
@@ -189,15 +179,19 @@ describe('llorch up --replicas 3', () => {
   );
 
   it('without redis-server on PATH: one line saying how to install it, exit 1, nothing started', async () => {
-    const empty = await mkdtemp(join(dir, 'path-'));
+    const empty = await mkdtemp(join(scratch.path, 'path-'));
     const addr = `127.0.0.1:${await freeLoopbackPort()}`;
     const t0 = Date.now();
-    const r = await execa(process.execPath, [MAIN, 'up', '--replicas', '2', '--addr', addr, '--config', await poolConfig(addr), '--state-dir', join(dir, 'state-missing')], {
-      reject: false,
-      env: { PATH: empty, LLORCH_CACHE_DIR: CACHE },
-      extendEnv: false,
-      timeout: 20_000,
-    });
+    const r = await execa(
+      process.execPath,
+      [MAIN, 'up', '--replicas', '2', '--addr', addr, '--config', await poolConfig(addr), '--state-dir', join(scratch.path, 'state-missing')],
+      {
+        reject: false,
+        env: { PATH: empty, LLORCH_CACHE_DIR: CACHE },
+        extendEnv: false,
+        timeout: 20_000,
+      },
+    );
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(r.exitCode, r.all).toBe(1);
     expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^llorch: --replicas needs Debian's redis-server .*apt-get install redis-server/)]);
@@ -208,7 +202,7 @@ describe('llorch up --replicas 3', () => {
     const addr = `127.0.0.1:${await freeLoopbackPort()}`;
     const t0 = Date.now();
     // orchestratord refuses this prefix at start-up (config validation): every replica exits 1
-    const llorch = execa(process.execPath, [MAIN, 'up', '--replicas', '2', '--addr', addr, '--config', await poolConfig(addr), '--state-dir', join(dir, 'state-bad')], {
+    const llorch = execa(process.execPath, [MAIN, 'up', '--replicas', '2', '--addr', addr, '--config', await poolConfig(addr), '--state-dir', join(scratch.path, 'state-bad')], {
       reject: false,
       env: { LLORCH_CACHE_DIR: CACHE, ORCHD_REDIS_PREFIX: 'not a prefix' },
       all: true,

@@ -6,37 +6,26 @@
 // `error WORKER_RESET "stream from node ended without an end or error event"` — what
 // up-failover.process.test.ts saw once in ~4 full-suite runs. `llorch up --replicas 3` with
 // Debian's redis-server and HAProxy, the real daemons and llama-server (synthetic model).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { cmdline, descendants } from './testing/proc.js';
 import { readTask } from './testing/task-reader.js';
-import { replicaId, startUp, until } from './testing/up-cluster.js';
+import { NO_EOS, replicaId, replicasScratch, startUp, until } from './testing/up-cluster.js';
 
 const TOKEN = 'stall-test-token-0123456789abcdefgh';
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-/** `</s>` (token 2 of the synthetic model's SPM vocabulary) banned: the generation runs to max_tokens. */
-const NO_EOS = { logit_bias: { '2': -100 } };
 
-let dir: string;
-beforeAll(async () => {
-  await ensureDebianPackage({ pkg: 'redis-server', path: '/usr/bin/redis-server', who: 'llorch up --replicas tests' });
-  await ensureDebianPackage({ pkg: 'haproxy', path: '/usr/sbin/haproxy', who: 'llorch up --replicas tests' });
-  dir = await mkdtemp(join(tmpdir(), 'llorch-up-stall-'));
-}, DEBIAN_INSTALL_TIMEOUT_MS);
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = replicasScratch('up-stall');
 
 describe('llorch up --replicas 3: a replica stalled past its owner lease mid-stream', () => {
   it(
     'loses its running /v2 task to another replica, and its client follows the task there: no gap, no duplicate, one end, one generation',
     async () => {
       // 4,096 tokens per slot: the generation outlasts the stall and the takeover
-      const up = await startUp(dir, 'stall', TOKEN, ['--replicas', '3', '--state-dir', join(dir, 'stall-state')], (y) => y.replace(/^(\s+)ctx: 1024$/m, '$1ctx: 8192'));
+      const up = await startUp(scratch.path, 'stall', TOKEN, ['--replicas', '3', '--state-dir', join(scratch.path, 'stall-state')], (y) =>
+        y.replace(/^(\s+)ctx: 1024$/m, '$1ctx: 8192'),
+      );
       const r1 = new RegExp(`replica r1\\s+(http://\\S+)`).exec(up.text())?.[1] ?? '';
       expect(r1).toMatch(/^http:/);
       const res = await fetch(`${r1}/v2/tasks`, {

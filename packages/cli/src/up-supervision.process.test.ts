@@ -2,27 +2,16 @@
 // built CLI with Debian's redis-server and HAProxy, real orchestratord replicas, the real
 // pool-managerd and the real llama-server (synthetic model) from the shared test cache; the load
 // comes from the openai client (streamed and not) and /v2 (POST /v2/tasks + its event stream).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '@llama-orch/daemon-support';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { cmdline, descendants, running } from './testing/proc.js';
-import { replicaId, startUp, until } from './testing/up-cluster.js';
+import { replicaId, replicasScratch, startUp, until } from './testing/up-cluster.js';
 
 const TOKEN = 'supervision-test-token-0123456789';
 
-let dir: string;
-beforeAll(async () => {
-  await ensureDebianPackage({ pkg: 'redis-server', path: '/usr/bin/redis-server', who: 'llorch up --replicas tests' });
-  await ensureDebianPackage({ pkg: 'haproxy', path: '/usr/sbin/haproxy', who: 'llorch up --replicas tests' });
-  dir = await mkdtemp(join(tmpdir(), 'llorch-up-supervision-'));
-}, DEBIAN_INSTALL_TIMEOUT_MS);
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = replicasScratch('up-supervision');
 
 /** Steady load until `stop()`: each kind of client in a loop, one request at a time; every failure kept. */
 /**
@@ -95,7 +84,7 @@ describe('llorch up supervises what it started', () => {
   it(
     'single mode: orchestratord SIGKILLed → one line naming it, pool-managerd and its engine stopped, exit 1',
     async () => {
-      const up = await startUp(dir, 'single', TOKEN, []);
+      const up = await startUp(scratch.path, 'single', TOKEN, []);
       const tree = descendants(up.llorch.pid!);
       const orch = tree.find((p) => cmdline(p).includes('orchestratord') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'));
       expect(orch, tree.map(cmdline).join('\n')).toBeDefined();
@@ -118,7 +107,7 @@ describe('llorch up supervises what it started', () => {
   it(
     'single mode: pool-managerd SIGKILLed → one line naming it, orchestratord stopped, its engine gone, exit 1',
     async () => {
-      const up = await startUp(dir, 'single-pool', TOKEN, []);
+      const up = await startUp(scratch.path, 'single-pool', TOKEN, []);
       const tree = descendants(up.llorch.pid!);
       const pool = tree.find((p) => cmdline(p).includes('pool-managerd') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'));
       expect(pool, tree.map(cmdline).join('\n')).toBeDefined();
@@ -140,7 +129,7 @@ describe('llorch up supervises what it started', () => {
   it(
     '--replicas 3: a rolling restart (SIGTERM to each replica in turn, restarted on its port) under openai and /v2 load fails no request',
     async () => {
-      const up = await startUp(dir, 'rolling', TOKEN, ['--replicas', '3', '--state-dir', join(dir, 'rolling-state')]);
+      const up = await startUp(scratch.path, 'rolling', TOKEN, ['--replicas', '3', '--state-dir', join(scratch.path, 'rolling-state')]);
       const warm = load(up.base, up.text);
       await sleep(1000);
       const t0 = Date.now();

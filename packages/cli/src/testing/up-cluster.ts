@@ -1,12 +1,13 @@
 // Helpers of the process tests that run `llorch up` with the real daemons and engine.
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freeLoopbackPort } from '@llama-orch/daemon-support';
+import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage, freeLoopbackPort } from '@llama-orch/daemon-support';
 import { execa, type ResultPromise } from 'execa';
-import { expect, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, expect, onTestFinished } from 'vitest';
 import { descendants, running } from './proc.js';
 
 const PKG = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
@@ -76,4 +77,28 @@ export async function startUp(dir: string, name: string, token: string, args: st
   const text = (): string => out;
   await until('llorch up did not report a ready cluster', () => out.includes('llama-orch is up') || llorch.exitCode !== null, 3 * 60_000, text);
   return { llorch, base: `http://${addr}`, text };
+}
+
+/** `</s>` (token 2 of the synthetic model's SPM vocabulary) banned: a generation runs to its max_tokens, never ends early by chance. */
+export const NO_EOS = { logit_bias: { '2': -100 } };
+
+/**
+ * For a file of `llorch up --replicas` tests: Debian's redis-server and haproxy installed when
+ * missing (before its tests) and a scratch directory, removed after them. Read `.path` in tests.
+ */
+export function replicasScratch(name: string): { readonly path: string } {
+  let path = '';
+  beforeAll(async () => {
+    await ensureDebianPackage({ pkg: 'redis-server', path: '/usr/bin/redis-server', who: 'llorch up --replicas tests' });
+    await ensureDebianPackage({ pkg: 'haproxy', path: '/usr/sbin/haproxy', who: 'llorch up --replicas tests' });
+    path = await mkdtemp(join(tmpdir(), `llorch-${name}-`));
+  }, DEBIAN_INSTALL_TIMEOUT_MS);
+  afterAll(async () => {
+    if (path !== '') await rm(path, { recursive: true, force: true });
+  });
+  return {
+    get path() {
+      return path;
+    },
+  };
 }
