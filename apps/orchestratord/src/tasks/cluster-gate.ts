@@ -6,6 +6,7 @@ import type { PlacementReason } from '../scheduling/placement.js';
 import type { AdmissionQueue } from '../admission/admission-queue.js';
 import type { GoneEntry } from '../store/admission-queue-store.js';
 import type { Adoption, ClusterTasks } from './cluster-tasks.js';
+import { followsMoves, movedTo } from './task-handoff.js';
 import type { TaskPlacement, TaskRecord } from './task-record.js';
 
 /** What the gate does to the task service's tasks. */
@@ -17,12 +18,16 @@ export interface GateActions {
   pump(): void;
   /** A task of a replica that died is this replica's now: queue or re-attach it. */
   adopt(a: Adoption): void;
+  /** The queued task is replica `to`'s now (it took it over while this one stalled): its readers follow it there, nothing ends here (task-handoff.ts). */
+  handOff(task: TaskRecord, to: string): void;
 }
 
 /** The cluster slot lease a claim holds while it is under way. */
 interface ClusterSlot {
   leaseId?: string | undefined;
 }
+
+const LOST = 'this replica lost the task to another (cluster store unreachable, or its lease lapsed); resubmit the task';
 
 /** How often a replica checks that its queued tasks are still in the cluster's queue, ms. */
 const RECONCILE_MS = 1000;
@@ -47,19 +52,24 @@ export class ClusterGate {
   #adopting = false;
   #lastReconcile = 0;
   #lastAdopt = 0;
+  /** Tasks whose claim is under way (out of the local queue), and whether this replica let them go meanwhile. */
+  readonly #claiming = new Map<string, boolean>();
 
   constructor(cluster: ClusterTasks, queue: AdmissionQueue<TaskRecord>, actions: GateActions, leases?: ClusterSlotLeases) {
     this.#cluster = cluster;
     this.#queue = queue;
     this.#act = actions;
     this.#leases = leases;
-    // A queued task this replica lost is another replica's to dispatch now: its client here gets a
-    // typed, retriable end rather than waiting for a dispatch that will not come from here.
+    // A queued task this replica lost is another replica's to dispatch now: a `/v2` client follows
+    // it there; any other gets a typed, retriable end rather than waiting for a dispatch that will
+    // not come from here.
     cluster.onLost((ids) => {
       for (const id of ids) {
+        // Its claim asks the store, or puts it back in the local queue, where it would wait for a slot without a fence.
+        if (this.#claiming.has(id)) this.#claiming.set(id, true);
         const entry = this.#queue.remove(id);
         if (entry !== undefined && entry.item.state === 'queued') {
-          this.#act.fail(entry.item, 'STORE_UNAVAILABLE', 'this replica lost the task to another (cluster store unreachable, or its lease lapsed); resubmit the task', true);
+          this.#refused(entry.item, 'STORE_UNAVAILABLE', LOST);
         }
       }
       this.#act.pump();
@@ -75,12 +85,17 @@ export class ClusterGate {
   /** The scheduler leased `lease` of `view` for the task and took it out of the local queue. */
   assigned(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
     const slot: ClusterSlot = {};
-    this.#claim(task, view, lease, reason, slot).catch((err: unknown) => {
-      this.#giveBack(slot);
-      lease.release();
-      if (task.state !== 'queued') return;
-      this.#act.fail(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true);
-    });
+    this.#claiming.set(task.id, false);
+    void this.#claim(task, view, lease, reason, slot)
+      .catch((err: unknown) => {
+        this.#giveBack(slot);
+        lease.release();
+        if (task.state !== 'queued') return;
+        // A call in flight while this replica stalled times out as it runs again (its timer is overdue
+        // before the answer is read): another replica may have taken the task over meanwhile.
+        this.#refused(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`);
+      })
+      .finally(() => this.#claiming.delete(task.id));
   }
 
   /**
@@ -100,6 +115,7 @@ export class ClusterGate {
         // Every slot is leased across the cluster: the lease signals will give this replica's view
         // of the pool the slots the others hold; the task waits here, still in the cluster's queue.
         lease.release();
+        if (this.#claiming.get(task.id) === true) return this.#refused(task, 'STORE_UNAVAILABLE', LOST);
         this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
         this.#act.pump();
         return;
@@ -111,6 +127,7 @@ export class ClusterGate {
     if (task.state !== 'queued') return lease.release();
     if (taken.kind === 'behind') {
       lease.release();
+      if (this.#claiming.get(task.id) === true) return this.#refused(task, 'STORE_UNAVAILABLE', LOST);
       // Back in admission order (a head insert would reverse several tasks sent back in one pass).
       this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
       const first = this.#queue.get(taken.first);
@@ -131,7 +148,7 @@ export class ClusterGate {
     }
     if (taken.kind === 'refused') {
       lease.release();
-      this.#act.fail(task, 'INTERNAL', `this replica may no longer dispatch the task (shared record: ${taken.refusal.reason})`, true);
+      this.#refused(task, 'INTERNAL', `this replica may no longer dispatch the task (shared record: ${taken.refusal.reason})`);
       return;
     }
     this.#act.dispatch(task, view, lease, reason, slot.leaseId);
@@ -189,7 +206,26 @@ export class ClusterGate {
 
   #lost(task: TaskRecord, evicted: boolean): void {
     if (evicted) this.#act.fail(task, 'QUEUE_FULL_DROP_LRU', 'evicted from the full admission queue by a newer task (policy drop-lru)', true);
-    else this.#act.fail(task, 'INTERNAL', "the task's entry is gone from the cluster's queue (the store lost its data?); resubmit the task", true);
+    else this.#refused(task, 'INTERNAL', "the task's entry is gone from the cluster's queue (the store lost its data?); resubmit the task");
+  }
+
+  /**
+   * The store refused the queued task (out of the local queue) to this replica: let go, fenced, its
+   * entry gone, or a call about it failed. Another replica that found this one's lease lapsed (a
+   * stall: a loaded machine, a GC pause) may have taken it over and dispatch it, so a `/v2` task is
+   * handed off when the store names another owner: its client reconnects there and gets the task's
+   * tokens and end, not this error for a task that completes elsewhere. Still this replica's,
+   * unknown, the store unreachable, or a client that cannot follow (`/v1`): it ends here with the
+   * error (retriable), as before.
+   */
+  #refused(task: TaskRecord, code: ErrorCode, message: string): void {
+    if (!followsMoves(task)) return this.#act.fail(task, code, message, true);
+    void movedTo(this.#cluster, task.id).then((to) => {
+      // a cancel or a close meanwhile ended it
+      if (task.state !== 'queued') return;
+      if (to === undefined) this.#act.fail(task, code, message, true);
+      else this.#act.handOff(task, to);
+    });
   }
 }
 

@@ -14,7 +14,16 @@ import type { TaskTable } from './task-table.js';
  * replace the generation under the new owner's feet.
  */
 export function mayHaveMoved(task: TaskRecord, outcome: AttemptOutcome): boolean {
-  return (outcome.kind === 'fail' || outcome.kind === 'retry') && task.delivery === 'events' && task.request.call === undefined;
+  return (outcome.kind === 'fail' || outcome.kind === 'retry') && followsMoves(task);
+}
+
+/**
+ * Whether the task's client can follow it to another replica: a `/v2` event stream, read again
+ * with `Last-Event-ID` through any replica. A `/v1` stream or answer (and a door's call) has no
+ * resume: its client is on this replica's connection.
+ */
+export function followsMoves(task: Pick<TaskRecord, 'delivery' | 'request'>): boolean {
+  return task.delivery === 'events' && task.request.call === undefined;
 }
 
 /**

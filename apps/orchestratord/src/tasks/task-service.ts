@@ -25,7 +25,7 @@ import { canceledEnd, dispatchRequest, endOf, type Delivery, type RetainedTask, 
 import { ClusterGate, gatedLine, placementOf, type GateActions } from './cluster-gate.js';
 import type { Adoption, ClusterTasks } from './cluster-tasks.js';
 import { adoptInto, adoptedTask, cancelHeldDispatch, reattaching } from './task-adoption.js';
-import { mayHaveMoved, settleUnlessMoved } from './task-handoff.js';
+import { handOff, mayHaveMoved, settleUnlessMoved } from './task-handoff.js';
 import { tokenSink } from './token-sink.js';
 import { TaskTable } from './task-table.js';
 import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } from './task-service-types.js';
@@ -100,6 +100,7 @@ export class TaskService {
       fail: (task, code, message, retriable) => this.#fail(task, code, message, retriable),
       pump: () => this.#scheduler.pump(),
       adopt: (a) => this.#adopt(a),
+      handOff: (task, to) => cluster && handOff(task, to, { table: this.#table, cluster }),
     };
     this.#gate = cluster && new ClusterGate(cluster, this.#queue, gateActions, options.clusterLeases);
     // With a Redis store no frame comes between a dispatch and its first token: another replica that takes the task over numbers them alike.

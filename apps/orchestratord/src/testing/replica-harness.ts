@@ -17,7 +17,8 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 export const BOB = 'bob-key-0123456789abcdef-env';
 export const ANN = 'ann-key-0123456789abcdef-env';
 export const NODE = 'node-token-0123456789abcdef';
-const KEYS = `keys:
+/** The keys file every replica reads (ann an operator, bob rate-limited): a replica run as a process gets it as ORCHD_KEYS_FILE. */
+export const KEYS = `keys:
   - name: bob
     key_sha256: ${sha(BOB)}
     rate_limit: 3
