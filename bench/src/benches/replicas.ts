@@ -267,9 +267,11 @@ function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleS
           `${besideTwin.cpuUsPerToken.toFixed(1)} µs per token, so each replica of the 2-replica cluster relayed ${((two.tokensPerS / 2 / besideTwin.tokensPerS) * 100).toFixed(0)} % of what a replica ` +
           `does on an equally busy machine without sharing a cluster (below 100 %: the cluster's own cost). The 2 ÷ 1 ratio ranged ${spread} by round, so on this machine neither ` +
           'figure resolves a difference of less than about that spread.') +
-      ` Neither the balancer nor hearing the other replica is that cost: nginx used ${one.lbCores.toFixed(2)} core (1 replica) and ${two.lbCores.toFixed(2)} (2), and in the ` +
-      `1-replica rounds replica B, in A's cluster but unloaded, used ${one.idlePeerMsPerS?.toFixed(1) ?? '?'} ms of CPU a second while A relayed, what an idle replica uses ` +
-      '(bench/src/tools/listen-cost.ts measures the same with and without load on A: no difference beyond the noise).',
+      ` Not the balancer: nginx used ${one.lbCores.toFixed(2)} core (1 replica) and ${two.lbCores.toFixed(2)} (2). Hearing the other replica is part of it: in the ` +
+      `1-replica rounds replica B, in A's cluster but unloaded, used ${one.idlePeerMsPerS?.toFixed(1) ?? '?'} ms of CPU a second while A relayed (median), and ` +
+      'bench/src/tools/listen-cost.ts (uncapped, 20 streams through A, about 21 tasks/s) measured such a B at 9–10 ms/s with A idle and 18–28 ms/s with A loaded, with 2 signals a task ' +
+      '(a lease taken and given back), each waking every replica. Before the queue signals of a model with no other entry went (2 more a task) it measured 22–33 ms/s in 4 runs: ' +
+      'within the noise of these.',
     'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several ' +
       'tokens per read: its CPU per token (in the JSON) is lower than in part 1, where the relay keeps up.',
     'An earlier run (2026-11-26 03:21 UTC, load 10.9, nice -10) capped each replica at 0.15 core with 24 streams per replica: 1 replica 4,133–4,403 tokens/s, 2 replicas 7,111–8,723, ratio 1.63 ' +
