@@ -82,7 +82,9 @@ describe('taking over the tasks of a replica found dead', () => {
     ).toEqual(orphans.map((o) => [o.task_id, 'refused']).sort());
     // both by one replica (seizeQueued): split between two, each would dispatch its share in its own order
     expect(adopted.map((l) => l.length).sort()).toEqual([0, 2]);
-    // fence 2: seized with the dead replica's other queued tasks; 3: the record rewritten with the adopter's address
+    // fence 2: seized with the dead replica's other queued tasks; 3: the record rewritten with the adopter's address.
+    // The end is written after the terminal frame went out (not awaited by the stream): wait for it.
+    for (const o of orphans) await until(async () => (await a.store.tasks.get(String(o.task_id)))?.state === 'ended', `task ${o.task_id} ended in the store`);
     for (const o of orphans) expect(await a.store.tasks.get(String(o.task_id))).toMatchObject({ state: 'ended', fence: 3 });
     // nowhere near the 60 s lease: the long task's 400 tokens and the orphans' own
     expect(took).toBeLessThan(10_000);
@@ -99,6 +101,7 @@ describe('taking over the tasks of a replica found dead', () => {
     await deadReplica(a, 'dead', true, [orphan]);
     const res = await b.app.inject({ method: 'POST', url: `/v2/tasks/${orphan.task_id}/cancel`, headers: annAuth });
     expect(res.statusCode, res.body).toBe(204);
+    await until(async () => (await a.store.tasks.get(String(orphan.task_id)))?.state === 'ended', 'the cancelled task ended in the store');
     const stored = await a.store.tasks.get(String(orphan.task_id));
     expect(stored).toMatchObject({ state: 'ended', fence: 3 });
     expect(JSON.parse(stored!.outcome!)).toMatchObject({ event: 'end', data: { canceled: true } });
