@@ -195,3 +195,18 @@ describe('a queued task the store refuses to this replica', () => {
     expect([failed, handedOff]).toEqual([[], []]);
   });
 });
+
+describe('the queue depth a replica reports', () => {
+  it("counts a task whose claim is in flight (out of the local queue, still in the cluster's): the per-replica gauges sum to the cluster queue", async () => {
+    let answer!: (o: TakeDispatchOutcome) => void;
+    const c = cluster({ take: new Promise<TakeDispatchOutcome>((ok) => (answer = ok)), owner: byR2 });
+    const { gate } = gateWith(c.cluster);
+    const task = queuedTask('events');
+    expect(gate.claiming()).toEqual({ interactive: 0, batch: 0 });
+    gate.assigned(task, view, lease(), 'strategy');
+    expect(gate.claiming()).toEqual({ [task.request.priority]: 1, [task.request.priority === 'interactive' ? 'batch' : 'interactive']: 0 });
+    answer({ kind: 'absent' });
+    await settled();
+    expect(gate.claiming()).toEqual({ interactive: 0, batch: 0 });
+  });
+});

@@ -54,6 +54,7 @@ export class ClusterGate {
   #lastAdopt = 0;
   /** Tasks whose claim is under way (out of the local queue), and whether this replica let them go meanwhile. */
   readonly #claiming = new Map<string, boolean>();
+  readonly #claimingBy = { interactive: 0, batch: 0 };
 
   constructor(cluster: ClusterTasks, queue: AdmissionQueue<TaskRecord>, actions: GateActions, leases?: ClusterSlotLeases) {
     this.#cluster = cluster;
@@ -86,6 +87,8 @@ export class ClusterGate {
   assigned(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
     const slot: ClusterSlot = {};
     this.#claiming.set(task.id, false);
+    const priority = task.request.priority;
+    this.#claimingBy[priority] += 1;
     void this.#claim(task, view, lease, reason, slot)
       .catch((err: unknown) => {
         this.#giveBack(slot);
@@ -95,7 +98,18 @@ export class ClusterGate {
         // before the answer is read): another replica may have taken the task over meanwhile.
         this.#refused(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`);
       })
-      .finally(() => this.#claiming.delete(task.id));
+      .finally(() => {
+        this.#claiming.delete(task.id);
+        this.#claimingBy[priority] -= 1;
+      });
+  }
+
+  /**
+   * Tasks out of the local queue while their claim (the slot lease, then the take) is in flight:
+   * still waiting in the cluster's queue, so they count in this replica's queue depth.
+   */
+  claiming(): Record<'interactive' | 'batch', number> {
+    return { ...this.#claimingBy };
   }
 
   /**

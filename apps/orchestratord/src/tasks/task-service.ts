@@ -146,8 +146,10 @@ export class TaskService {
     return this.#predictor;
   }
 
+  /** Waiting tasks this replica admitted: its local queue and, with a shared store, those mid-claim. */
   queueDepth(): Record<'interactive' | 'batch', number> {
-    return { interactive: this.#queue.sizeOf('interactive'), batch: this.#queue.sizeOf('batch') };
+    const c = this.#gate?.claiming();
+    return { interactive: this.#queue.sizeOf('interactive') + (c?.interactive ?? 0), batch: this.#queue.sizeOf('batch') + (c?.batch ?? 0) };
   }
 
   /** Task life events (admitted, dispatched, first token, ended), never per token. Returns the unsubscribe function. */
