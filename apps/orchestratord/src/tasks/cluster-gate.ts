@@ -52,9 +52,8 @@ export class ClusterGate {
   #adopting = false;
   #lastReconcile = 0;
   #lastAdopt = 0;
-  /** Tasks whose claim is under way (out of the local queue), and whether this replica let them go meanwhile. */
-  readonly #claiming = new Map<string, boolean>();
-  readonly #claimingBy = { interactive: 0, batch: 0 };
+  /** Tasks whose claim is under way (out of the local queue): their priority, and whether this replica let them go meanwhile. */
+  readonly #claiming = new Map<string, { readonly priority: 'interactive' | 'batch'; lost: boolean }>();
 
   constructor(cluster: ClusterTasks, queue: AdmissionQueue<TaskRecord>, actions: GateActions, leases?: ClusterSlotLeases) {
     this.#cluster = cluster;
@@ -67,7 +66,8 @@ export class ClusterGate {
     cluster.onLost((ids) => {
       for (const id of ids) {
         // Its claim asks the store, or puts it back in the local queue, where it would wait for a slot without a fence.
-        if (this.#claiming.has(id)) this.#claiming.set(id, true);
+        const claim = this.#claiming.get(id);
+        if (claim !== undefined) claim.lost = true;
         const entry = this.#queue.remove(id);
         if (entry !== undefined && entry.item.state === 'queued') {
           this.#refused(entry.item, 'STORE_UNAVAILABLE', LOST);
@@ -86,9 +86,7 @@ export class ClusterGate {
   /** The scheduler leased `lease` of `view` for the task and took it out of the local queue. */
   assigned(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
     const slot: ClusterSlot = {};
-    this.#claiming.set(task.id, false);
-    const priority = task.request.priority;
-    this.#claimingBy[priority] += 1;
+    this.#claiming.set(task.id, { priority: task.request.priority, lost: false });
     void this.#claim(task, view, lease, reason, slot)
       .catch((err: unknown) => {
         this.#giveBack(slot);
@@ -98,10 +96,7 @@ export class ClusterGate {
         // before the answer is read): another replica may have taken the task over meanwhile.
         this.#refused(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`);
       })
-      .finally(() => {
-        this.#claiming.delete(task.id);
-        this.#claimingBy[priority] -= 1;
-      });
+      .finally(() => this.#claiming.delete(task.id));
   }
 
   /**
@@ -109,7 +104,9 @@ export class ClusterGate {
    * still waiting in the cluster's queue, so they count in this replica's queue depth.
    */
   claiming(): Record<'interactive' | 'batch', number> {
-    return { ...this.#claimingBy };
+    const depth = { interactive: 0, batch: 0 };
+    for (const c of this.#claiming.values()) depth[c.priority] += 1;
+    return depth;
   }
 
   /**
@@ -129,7 +126,7 @@ export class ClusterGate {
         // Every slot is leased across the cluster: the lease signals will give this replica's view
         // of the pool the slots the others hold; the task waits here, still in the cluster's queue.
         lease.release();
-        if (this.#claiming.get(task.id) === true) return this.#refused(task, 'STORE_UNAVAILABLE', LOST);
+        if (this.#claiming.get(task.id)?.lost === true) return this.#refused(task, 'STORE_UNAVAILABLE', LOST);
         this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
         this.#act.pump();
         return;
@@ -141,7 +138,7 @@ export class ClusterGate {
     if (task.state !== 'queued') return lease.release();
     if (taken.kind === 'behind') {
       lease.release();
-      if (this.#claiming.get(task.id) === true) return this.#refused(task, 'STORE_UNAVAILABLE', LOST);
+      if (this.#claiming.get(task.id)?.lost === true) return this.#refused(task, 'STORE_UNAVAILABLE', LOST);
       // Back in admission order (a head insert would reverse several tasks sent back in one pass).
       this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
       const first = this.#queue.get(taken.first);
