@@ -4,6 +4,7 @@
 // the daemons' CPU per request into the request's own and their background (heartbeats, timers).
 // `node bench/dist/tools/answer-cpu.js [rounds] [--cpu-prof]`
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -51,14 +52,28 @@ const tracers =
       )
     : [];
 if (tracers.length > 0) await sleep(1000);
+// ANSWER_CPU_PAUSE: ms metered after each request (its deferred work: log flush); ANSWER_CPU_SETTLE: ms waited, unmetered, before each.
+const pauseMs = Number(process.env.ANSWER_CPU_PAUSE ?? 10);
+const settleMs = Number(process.env.ANSWER_CPU_SETTLE ?? 0);
 const sum = (ps: number[]): number => ps.reduce((s, p) => s + cpuSeconds(p), 0);
+// Per-thread CPU of each daemon over the measured rounds (which thread pays: main, GC helpers, libuv pool).
+const threads = (pid: number): Map<string, number> =>
+  new Map(
+    readdirSync(`/proc/${pid}/task`).map((t) => [
+      `${readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim()}:${t}`,
+      Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]),
+    ]),
+  );
+let threadsBefore: Map<string, number>[] = [];
 for (let i = 0; i < rounds + 5; i++) {
   const seed = 1000 + i;
   const body = engineAnswerBody('chat', PROMPT, 128, seed);
   const door = { model: SYNTHETIC_MODEL, messages: body.messages, max_tokens: 128, seed, temperature: 0 };
   let doorMs = 100;
   // ANSWER_CPU_ONLY=door: door requests alone (to trace them).
+  if (i === 5) threadsBefore = [orch.pid, pm.daemon.pid].map(threads);
   for (const v of process.env.ANSWER_CPU_ONLY === 'door' ? (['door'] as const) : (['door', 'floor', 'direct', 'idle'] as const)) {
+    if (settleMs > 0) await sleep(settleMs);
     const before = v === 'direct' ? 0 : sum(pids[v]);
     if (v === 'idle') await sleep(doorMs);
     else {
@@ -72,7 +87,7 @@ for (let i = 0; i < rounds + 5; i++) {
       if (i >= 5) lat[v].push(a.endAt - a.sentAt);
       if (v === 'door') doorMs = a.endAt - a.sentAt;
     }
-    await sleep(10);
+    await sleep(pauseMs);
     if (v !== 'direct' && i >= 5) cpu[v] += sum(pids[v]) - before;
     await waitNodeIdle(orch.url, token, 'n', 10_000);
   }
@@ -80,8 +95,12 @@ for (let i = 0; i < rounds + 5; i++) {
 for (const t of tracers) t.kill('SIGINT');
 if (tracers.length > 0) await sleep(1000);
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const perThread = [orch.pid, pm.daemon.pid].map((pid, k) =>
+  Object.fromEntries([...threads(pid)].map(([t, ns]) => [t, Math.round((ns - (threadsBefore[k]?.get(t) ?? 0)) / rounds) / 1e6]).filter(([, ms]) => (ms as number) > 0.001)),
+);
 const out = {
   rounds,
+  per_thread_ms_per_round: { orchestratord: perThread[0], pool_managerd: perThread[1] },
   cpu_ms_per_request: Object.fromEntries(Object.entries(cpu).map(([k, s]) => [k, Math.round((s * 1e6) / rounds) / 1e3])),
   latency_p50_ms: Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, Math.round(med(xs) * 1000) / 1000])),
   dir,

@@ -74,6 +74,34 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(await clients[1]!.sessions.get('shared')).toMatchObject({ active_tasks: 3 });
   });
 
+  it('a task behind others passes them when the pool it leased has a free slot for each of them, and only then', async () => {
+    const [a, b] = await h.open(2);
+    await a!.lifecycle.admit(admit('i1', 'A', { lane: 'interactive' }));
+    await a!.lifecycle.admit(admit('b1', 'A'));
+    await b!.lifecycle.admit(admit('b2', 'B'));
+    const lease = (id: string, slots: number) => b!.leases.acquire({ poolKey: 'n1/p1', slots, leaseId: id, ttlMs: 10_000 });
+    // b2 has 2 ahead (i1, then b1 in the batch lane). With its own lease, 3 slots leave 2 free: it may pass them.
+    await lease('b2#1', 3);
+    expect(await b!.lifecycle.dispatch('b2', 1, 'n1/p1', { poolKey: 'n1/p1', slots: 3 })).toMatchObject({ kind: 'taken', task: { state: 'running' } });
+    expect(await a!.queue.position('i1')).toBe(0);
+    expect(await a!.queue.position('b1')).toBe(1);
+    // b1 has 1 ahead (i1); its own lease and b2's leave 3 − 2 = 1 free: it passes; no room given, it would not
+    await a!.lifecycle.admit(admit('b3', 'A'));
+    await lease('b1#1', 3);
+    expect(await a!.lifecycle.dispatch('b1', 1, 'n1/p1')).toEqual({ kind: 'behind', first: 'i1' });
+    expect(await a!.lifecycle.dispatch('b1', 1, 'n1/p1', { poolKey: 'n1/p1', slots: 3 })).toMatchObject({ kind: 'taken' });
+    // b3 has 1 ahead (i1) and the pool no free slot after its own lease: i1 would wait for the slot b3 took
+    expect(await b!.leases.acquire({ poolKey: 'n1/p2', slots: 1, leaseId: 'b3#1', ttlMs: 10_000 })).toMatchObject({ kind: 'granted' });
+    expect(await a!.lifecycle.dispatch('b3', 1, 'n1/p2', { poolKey: 'n1/p2', slots: 1 })).toEqual({ kind: 'behind', first: 'i1' });
+    expect(await a!.tasks.get('b3')).toMatchObject({ state: 'queued', attempt: 0 });
+    // a lapsed lease is not counted: b3 on a 2-slot pool whose other lease lapsed passes
+    await b!.leases.acquire({ poolKey: 'n1/p3', slots: 2, leaseId: 'gone#1', ttlMs: 30 });
+    await b!.leases.acquire({ poolKey: 'n1/p3', slots: 2, leaseId: 'b3#2', ttlMs: 10_000 });
+    expect(await a!.lifecycle.dispatch('b3', 1, 'n1/p3', { poolKey: 'n1/p3', slots: 2 })).toEqual({ kind: 'behind', first: 'i1' });
+    await sleep(60);
+    expect(await a!.lifecycle.dispatch('b3', 1, 'n1/p3', { poolKey: 'n1/p3', slots: 2 })).toMatchObject({ kind: 'taken' });
+  });
+
   it('dispatch takes the entry and moves the record to running together, only for the first of its model and the current fence', async () => {
     const [a, b] = await h.open(2);
     await a!.lifecycle.admit(admit('b1', 'A'));

@@ -47,6 +47,18 @@ export type AdmitOutcome =
   /** A record or an entry with this id exists (a task id is unique in the cluster, and a retried admission finds its own): nothing changed. */
   | { readonly kind: 'exists' };
 
+/**
+ * The pool a dispatch holds a cluster slot lease of (its own lease counted): a task that is not first
+ * of its model may go when `slots` − the pool's live leases ≥ the entries ahead of it, because then
+ * no task ahead waits for the slot it takes. Order only decides who gets a contended slot; without
+ * this, a task waited for the first task of its model to leave the queue even with slots free, and
+ * a replica slow to take its own first task (a GC pause, a CPU quota) held every replica's tasks.
+ */
+export interface DispatchRoom {
+  readonly poolKey: string;
+  readonly slots: number;
+}
+
 export type TakeDispatchOutcome =
   /** Out of the queue and `running` under the caller's fence, together. */
   | { readonly kind: 'taken'; readonly entry: QueuedEntry; readonly task: StoredTask }
@@ -84,8 +96,12 @@ export interface TaskLifecycleStore {
    * turn — all or nothing.
    */
   admit(admit: TaskAdmit): Promise<AdmitOutcome>;
-  /** Takes the entry when it is its group's first (`AdmissionQueueStore.take`) and moves the record `queued` → `running` under `fence`, both or neither. */
-  dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome>;
+  /**
+   * Takes the entry when it is its group's first (`AdmissionQueueStore.take`) — or, given `room`,
+   * when the pool the dispatch holds a slot lease of still has a free slot for every entry ahead of
+   * it — and moves the record `queued` → `running` under `fence`, both or neither.
+   */
+  dispatch(id: string, fence: number, placement: string, room?: DispatchRoom): Promise<TakeDispatchOutcome>;
   /** Ends the record under its fence (`TaskOwnershipStore.end`), removes a still queued entry and ends the session's turn, in one step. */
   finish(finish: TaskFinish): Promise<FinishOutcome>;
   /**

@@ -133,7 +133,9 @@ export class ClusterGate {
       }
     }
     // One round trip: out of the cluster's queue and `running` on the shared record, or neither.
-    const taken = await this.#cluster.takeAndDispatch(task, placementOf(view), task.stream.length);
+    // Holding a cluster slot lease, the task may pass tasks ahead of it that the pool has room for too.
+    const room = slot.leaseId === undefined ? undefined : { poolKey: candidateKey(view), slots: view.slots_total };
+    const taken = await this.#cluster.takeAndDispatch(task, placementOf(view), task.stream.length, room);
     if (taken.kind !== 'taken' || task.state !== 'queued') this.#giveBack(slot);
     if (task.state !== 'queued') return lease.release();
     if (taken.kind === 'behind') {

@@ -79,4 +79,27 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     expect(await a.add(task(), undefined)).toMatchObject({ kind: 'queued', view: { ahead: 0 } });
     expect(a.blocked(model)).toBe(false);
   });
+
+  it("another replica's head blocks nothing until a take is answered behind; a task that passes with room clears the block", async () => {
+    const [sa, sb] = await h.open(2);
+    const a = replica(sa!, 'A', 10_000);
+    const b = replica(sb!, 'B', 10_000);
+    const [first, second, third] = [task(), task(), task()];
+    const model = first.request.model_ref;
+    expect(await b.add(first, undefined)).toMatchObject({ kind: 'queued' });
+    expect(await a.add(second, undefined)).toMatchObject({ kind: 'queued', view: { ahead: 1 } });
+    expect(await b.add(third, undefined)).toMatchObject({ kind: 'queued' });
+    // B's head, announced when it came back first (a requeue at the front signals), does not hold A's tasks
+    await sb!.queue.requeueFront({ id: first.id, lane: first.request.priority, group: model, payload: 'B' });
+    await sleep(50);
+    expect(a.blocked(model)).toBe(false);
+    // with a 1-slot pool A's task has no room to pass B's: behind, and blocked while the head is B's
+    const room = (slots: number) => ({ poolKey: 'n1/p', slots });
+    await sa!.leases.acquire({ poolKey: 'n1/p', slots: 1, leaseId: `${second.id}#1`, ttlMs: 10_000 });
+    expect(await a.takeAndDispatch(second, PLACEMENT, 1, room(1))).toMatchObject({ kind: 'behind', first: first.id });
+    expect(a.blocked(model)).toBe(true);
+    // on a 2-slot pool it passes, and the model is no longer held here
+    expect(await a.takeAndDispatch(second, PLACEMENT, 1, room(2))).toMatchObject({ kind: 'taken' });
+    expect(a.blocked(model)).toBe(false);
+  });
 });

@@ -3,7 +3,7 @@ import type { Log } from '@llama-orch/daemon-support';
 import type { AdmissionQueueStore, GoneEntry } from '../store/admission-queue-store.js';
 import type { ClusterSignals } from '../store/cluster-signals.js';
 import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
-import type { AdmitOutcome, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
+import type { AdmitOutcome, DispatchRoom, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
 import { ClusterEndWriter, storedOutcome, type StoredOutcome } from './cluster-end-writer.js';
 import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './cluster-task-types.js';
@@ -49,12 +49,11 @@ const ORPHAN_SCAN = 16;
  * The cluster's side of the task service with a Redis store. The replica that admits a task owns
  * it and dispatches it (its client is connected here, so the tokens are relayed once), but the
  * cluster's queue decides the order: before a dispatch leaves, the replica `take`s its task from
- * the shared queue, which it may only do when no task of that model is ahead of it on any replica.
- * The queue signals name each model's first task and its owner, so a replica tries only while the
- * first task is its own (`behind` or a newer signal blocks the model here until the queue moves;
- * knowledge older than `blockMs` is not trusted). Every transition of the task's
- * shared record names its fence, so a replica that lost ownership can neither dispatch nor end
- * it. The owner renews its leases in one call every quarter of their life; a replica that stops
+ * the shared queue, which it may only do when no task of that model ahead of it on any replica
+ * would want the slot it leased (`DispatchRoom`). After a `behind`, the queue signals (each model's
+ * first task and its owner) block the model here until its first task is this replica's
+ * (knowledge older than `blockMs` is not trusted). Every transition of the task's shared record
+ * names its fence, so a replica that lost ownership can neither dispatch nor end it. The owner renews its leases in one call every quarter of their life; a replica that stops
  * renewing has its tasks taken over by another ({@link adoptOrphans}).
  */
 export class ClusterTasks {
@@ -70,8 +69,8 @@ export class ClusterTasks {
   readonly #blockMs: number;
   /** Fences of the tasks this replica owns. */
   readonly #fences = new Map<string, number>();
-  /** Each model's first queued task from the queue signals and `behind` answers: id, owner (undefined: not known), when heard. */
-  readonly #heads = new Map<string, { readonly id: string | undefined; readonly owner: string | undefined; readonly at: number }>();
+  /** Each model's first queued task from the queue signals and `behind` answers: id, owner (undefined: not known), when heard, and whether this replica's last take of the model was answered `behind`. */
+  readonly #heads = new Map<string, { readonly id: string | undefined; readonly owner: string | undefined; readonly at: number; readonly behind: boolean }>();
   readonly #renewTimer: NodeJS.Timeout;
   readonly #unsubscribe: () => void;
   readonly #pending = new Set<Promise<unknown>>();
@@ -119,7 +118,7 @@ export class ClusterTasks {
     this.#unsubscribe = options.signals.subscribe((signal) => {
       if (signal.kind !== 'queue') return;
       const before = this.#heads.get(signal.group);
-      this.#heads.set(signal.group, { id: signal.head, owner: signal.headPayload, at: Date.now() });
+      this.#heads.set(signal.group, { id: signal.head, owner: signal.headPayload, at: Date.now(), behind: before?.behind ?? false });
       if (signal.headPayload === this.replicaId && (before?.id !== signal.head || before?.owner !== this.replicaId)) options.changed();
     });
     this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(this.#ownerTtlMs / 4)));
@@ -151,32 +150,36 @@ export class ClusterTasks {
   }
 
   /**
-   * Whether the model's tasks here wait: its first queued task is known to be another replica's (heard
-   * within `blockMs`). Unknown or stale: they may try (a `take` finds out: a lost signal costs a round trip).
+   * Whether the model's tasks here wait: this replica's last take of the model was answered `behind`
+   * (no room to pass), and its first queued task is known to be another replica's (heard within
+   * `blockMs`). Unknown or stale: they may try (a `take` finds out: a lost signal costs a round trip).
    */
   blocked(group: string): boolean {
     const h = this.#heads.get(group);
-    if (h === undefined || h.id === undefined || h.owner === this.replicaId) return false;
+    if (h === undefined || !h.behind || h.id === undefined || h.owner === this.replicaId) return false;
     return Date.now() - h.at <= this.#blockMs;
   }
 
   /** The model's first task (`first`) is this replica's own after all: no need to wait for the queue to move. */
   unblock(group: string, first: string): void {
-    this.#heads.set(group, { id: first, owner: this.replicaId, at: Date.now() });
+    this.#heads.set(group, { id: first, owner: this.replicaId, at: Date.now(), behind: this.#heads.get(group)?.behind ?? false });
   }
 
   /**
-   * Takes the task out of the cluster's queue if it is first of its model and moves its shared record
-   * to `running` (`placement`) under this replica's fence, in one step; `behind` blocks the model
-   * here; `refused` (`fenced`, `state`) when this replica may not dispatch it (nothing changed).
+   * Takes the task out of the cluster's queue if it is first of its model, or `room` lets it pass
+   * (`DispatchRoom`), and moves its shared record to `running` (`placement`) under this replica's
+   * fence, in one step; `behind` blocks the model here; `refused` (`fenced`, `state`) when this replica may not dispatch it (nothing changed).
    * `frameBase`: the id the attempt's first token frame gets (no frame comes between a dispatch and
    * its first token with a Redis store), so a replica that takes the task over numbers its tokens
    * as this one did.
    */
-  async takeAndDispatch(task: TaskRecord, placement: TaskPlacement, frameBase: number): Promise<TakeDispatchOutcome> {
+  async takeAndDispatch(task: TaskRecord, placement: TaskPlacement, frameBase: number, room?: DispatchRoom): Promise<TakeDispatchOutcome> {
     const shared: SharedPlacement = { ...placement, frame_base: frameBase };
-    const r = await this.#lifecycle.dispatch(task.id, this.#fence(task.id), JSON.stringify(shared));
-    if (r.kind === 'behind') this.#heads.set(task.request.model_ref, { id: r.first, owner: undefined, at: Date.now() });
+    const model = task.request.model_ref;
+    const r = await this.#lifecycle.dispatch(task.id, this.#fence(task.id), JSON.stringify(shared), room);
+    const h = this.#heads.get(model);
+    if (r.kind === 'behind') this.#heads.set(model, { id: r.first, owner: undefined, at: Date.now(), behind: true });
+    else if (r.kind === 'taken' && h?.behind === true) this.#heads.set(model, { ...h, behind: false });
     return r;
   }
 
@@ -338,10 +341,7 @@ export class ClusterTasks {
     void tracked.finally(() => this.#pending.delete(tracked));
   }
 
-  /**
-   * Tasks this replica held and lost: taken over by another replica, or past their lease with the
-   * store unreachable (another replica takes them over then). Returns the unsubscribe function.
-   */
+  /** Tasks this replica held and lost: taken over by another replica, or past their lease with the store unreachable. Returns the unsubscribe function. */
   onLost(listener: (ids: readonly string[]) => void): () => void {
     this.#lostListeners.add(listener);
     return () => this.#lostListeners.delete(listener);

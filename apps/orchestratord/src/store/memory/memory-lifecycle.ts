@@ -1,6 +1,7 @@
-import type { AdmissionView, AdmitOutcome, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
+import type { AdmissionView, AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
 import type { MemoryQueue } from './memory-queue.js';
 import type { MemorySessions } from './memory-sessions.js';
+import type { MemorySlotLeases } from './memory-slot-leases.js';
 import type { MemoryTasks } from './memory-tasks.js';
 
 /**
@@ -12,11 +13,13 @@ export class MemoryLifecycle implements TaskLifecycleStore {
   readonly #queue: MemoryQueue;
   readonly #tasks: MemoryTasks;
   readonly #sessions: MemorySessions;
+  readonly #leases: MemorySlotLeases;
 
-  constructor(queue: MemoryQueue, tasks: MemoryTasks, sessions: MemorySessions) {
+  constructor(queue: MemoryQueue, tasks: MemoryTasks, sessions: MemorySessions, leases: MemorySlotLeases) {
     this.#queue = queue;
     this.#tasks = tasks;
     this.#sessions = sessions;
+    this.#leases = leases;
   }
 
   admit({ task, entry, sessionId, maxAhead }: TaskAdmit): Promise<AdmitOutcome> {
@@ -38,8 +41,8 @@ export class MemoryLifecycle implements TaskLifecycleStore {
     return Promise.resolve({ ...added, fence: created.fence, ownerUntil: created.ownerUntil, view });
   }
 
-  dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome> {
-    const take = this.#queue.canTake(id);
+  dispatch(id: string, fence: number, placement: string, room?: DispatchRoom): Promise<TakeDispatchOutcome> {
+    const take = this.#queue.canTake(id, room && ((ahead) => room.slots - this.#leases.heldNow(room.poolKey) >= ahead));
     if (take.kind !== 'taken') return Promise.resolve(take);
     const refusal = this.#tasks.dispatchRefusal(id, fence);
     if (refusal !== undefined) return Promise.resolve({ kind: 'refused', refusal });

@@ -124,12 +124,15 @@ export class MemoryQueue implements AdmissionQueueStore {
     return Promise.resolve(r);
   }
 
-  /** What {@link take} would answer now, without taking. */
-  canTake(id: string): QueueTakeOutcome {
+  /**
+   * What {@link take} would answer now, without taking; `passes(ahead)`: whether an entry that is not
+   * first may go all the same, with `ahead` entries of its group ahead of it (`DispatchRoom`).
+   */
+  canTake(id: string, passes?: (ahead: number) => boolean): QueueTakeOutcome {
     const n = this.#byId.get(id);
     if (n === undefined) return { kind: 'absent' };
     const first = this.#firstOf(n.group);
-    if (first !== n) return { kind: 'behind', first: (first as Node).id };
+    if (first !== n && passes?.(this.#aheadOf(n)) !== true) return { kind: 'behind', first: (first as Node).id };
     return { kind: 'taken', entry: entryOf(n) };
   }
 
@@ -186,6 +189,13 @@ export class MemoryQueue implements AdmissionQueueStore {
 
   countAhead(group: string, lane: QueueLane): Promise<number> {
     return Promise.resolve(this.countAheadNow(group, lane));
+  }
+
+  /** Entries of the node's group ahead of it in dispatch order. */
+  #aheadOf(n: Node): number {
+    let ahead = n.lane === 'batch' ? (this.#groups.get(n.group)?.interactive ?? 0) : 0;
+    for (let m = n.prev; m !== undefined; m = m.prev) if (m.group === n.group) ahead += 1;
+    return ahead;
   }
 
   countAheadNow(group: string, lane: QueueLane): number {

@@ -50,7 +50,11 @@ export class MemorySlotLeases implements SlotLeaseStore {
   }
 
   held(poolKey: string): Promise<number> {
-    return Promise.resolve(this.#live(poolKey, this.#clock.now())?.size ?? 0);
+    return Promise.resolve(this.heldNow(poolKey));
+  }
+
+  heldNow(poolKey: string): number {
+    return this.#live(poolKey, this.#clock.now())?.size ?? 0;
   }
 
   list(poolKey: string): Promise<string[]> {

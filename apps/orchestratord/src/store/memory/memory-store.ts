@@ -15,15 +15,16 @@ export function createMemoryStore(s: ClusterStoreSettings, { clock }: ClusterSto
   const signals = new MemorySignals();
   const queue = new MemoryQueue(s.admission_capacity, s.admission_policy, clock, signals);
   const tasks = new MemoryTasks(clock);
+  const leases = new MemorySlotLeases(clock, signals);
   const sessions = new MemorySessions({ ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget }, clock);
   return {
     kind: 'memory',
     nodes: new MemoryNodes(clock, s.heartbeat_interval_ms),
-    leases: new MemorySlotLeases(clock, signals),
+    leases,
     queue,
     tasks,
     sessions,
-    lifecycle: new MemoryLifecycle(queue, tasks, sessions),
+    lifecycle: new MemoryLifecycle(queue, tasks, sessions, leases),
     rateLimits: new MemoryRateLimits(clock),
     replicas: new MemoryReplicas(clock),
     signals,

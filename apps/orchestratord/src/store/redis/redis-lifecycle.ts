@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { EVICTED_KEPT_MS, type QueueOverflowPolicy } from '../admission-queue-store.js';
 import type { SessionLimits } from '../session-affinity-store.js';
 import type { TaskRefusal } from '../task-ownership-store.js';
-import type { AdmissionView, AdmitOutcome, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
+import type { AdmissionView, AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
 import { TASK_ADMIT } from './admit-script.js';
 import { TASK_TAKE_DISPATCH } from './dispatch-script.js';
 import { TASK_FINISH } from './end-script.js';
@@ -10,6 +10,7 @@ import { TASK_SEIZE_QUEUED } from './seize-script.js';
 import type { RedisConnection } from './redis-client.js';
 import { parseEntry } from './redis-queue.js';
 import { ACTIVE_SESSION_CAP_MS } from './redis-sessions.js';
+import { slotLeasesKey } from './redis-slot-leases.js';
 import { fromFlat, parseTask } from './redis-tasks.js';
 
 const StateSchema = z.enum(['queued', 'running', 'ended']);
@@ -80,8 +81,9 @@ export class RedisLifecycle implements TaskLifecycleStore {
     }
   }
 
-  async dispatch(id: string, fence: number, placement: string): Promise<TakeDispatchOutcome> {
-    const r = (await this.#redis.eval(TASK_TAKE_DISPATCH, [...this.#queueKeys, this.#task(id)], [this.#redis.prefix, id, fence, placement])) as unknown[];
+  async dispatch(id: string, fence: number, placement: string, room?: DispatchRoom): Promise<TakeDispatchOutcome> {
+    const keys = [...this.#queueKeys, this.#task(id), room === undefined ? this.#task(id) : slotLeasesKey(this.#redis.prefix, room.poolKey)];
+    const r = (await this.#redis.eval(TASK_TAKE_DISPATCH, keys, [this.#redis.prefix, id, fence, placement, room?.slots ?? ''])) as unknown[];
     switch (r[0]) {
       case 'taken':
         return { kind: 'taken', entry: parseEntry(id, r[1] as string), task: parseTask(id, fromFlat(r[2] as string[])) };

@@ -44,6 +44,11 @@ const HELD = new LuaScript('lease-held', `${PURGE}return redis.call('ZCARD', KEY
 
 const LIST = new LuaScript('lease-list', `${PURGE}return redis.call('ZRANGE', KEYS[1], 0, -1)`);
 
+/** The sorted set of a pool's slot leases (lease id → expiry, server ms); the dispatch script counts it too. */
+export function slotLeasesKey(prefix: string, poolKey: string): string {
+  return `${prefix}leases:${poolKey}`;
+}
+
 export class RedisSlotLeases implements SlotLeaseStore {
   readonly #redis: RedisConnection;
 
@@ -55,7 +60,7 @@ export class RedisSlotLeases implements SlotLeaseStore {
   }
 
   #key(poolKey: string): string {
-    return `${this.#redis.prefix}leases:${poolKey}`;
+    return slotLeasesKey(this.#redis.prefix, poolKey);
   }
 
   async acquire({ poolKey, slots, leaseId, ttlMs }: SlotLeaseRequest): Promise<SlotAcquireOutcome> {
