@@ -152,6 +152,8 @@ export const replicasBench: Bench = {
     const one = scaleSummary(scale.samples, 1);
     const two = scaleSummary(scale.samples, 2);
     const besideTwin = scaleSummary(scale.samples, 1, true);
+    // Replica A and its twin C together: two replicas that share nothing, on the machine as busy.
+    const twinPair = median(scale.samples.filter((s) => s.twin).map((s) => s.tokensPerS + (s.twinTokensPerS ?? Number.NaN)));
     // 2 ÷ 1 within each round (the two ran minutes apart at most): their spread is the figure's noise.
     const ratios = Array.from({ length: csz.rounds }, (_, i) => {
       const at = (n: 1 | 2): number => scale.samples.find((x) => x.round === i && x.replicas === n && !x.twin)?.tokensPerS ?? Number.NaN;
@@ -162,6 +164,8 @@ export const replicasBench: Bench = {
       ? {
           scale_tps_1_twin: f('1 replica beside its loaded twin (another cluster): tokens/s relayed', besideTwin.tokensPerS, 'tokens/s'),
           scale_ratio_vs_twin: f('2 replicas ÷ 2 × (1 replica beside its twin): the machine equally busy', two.tokensPerS / (2 * besideTwin.tokensPerS), '×'),
+          scale_tps_twin_pair: f('replica A and its twin together (2 clusters, nothing shared): tokens/s relayed', twinPair, 'tokens/s'),
+          scale_ratio_vs_twin_pair: f('2 replicas ÷ (A and its twin together): what sharing a cluster costs', two.tokensPerS / twinPair, '×'),
         }
       : {};
     const storeLoad = ssz.relayLoad.clients * ssz.relayLoad.streamsPerClient;
@@ -223,7 +227,7 @@ export const replicasBench: Bench = {
         },
         load_avg_at_end: loadavg().map((l) => round(l, 2)),
       },
-      notes: notes(red, mem, one, two, csz.capCores, csz.twin ? besideTwin : undefined, `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`),
+      notes: notes(red, mem, one, two, csz.capCores, csz.twin ? { ...besideTwin, pairTokensPerS: twinPair } : undefined, `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`),
     };
   },
 };
@@ -245,7 +249,7 @@ function roundDetail(r: StoreRound): Record<string, unknown> {
 
 type ScaleSide = ReturnType<typeof scaleSummary>;
 
-function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleSide, cap: number, besideTwin: ScaleSide | undefined, spread: string): string[] {
+function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleSide, cap: number, besideTwin: (ScaleSide & { pairTokensPerS: number }) | undefined, spread: string): string[] {
   const out = [
     'What is shared (.specs/65-cluster-store.md): with ORCHD_REDIS_URL the replicas share the admission queue, task records, sessions, node registry, slot leases, rate limits and the ' +
       "dashboard's activity. A task costs 5 store calls: admission 1 (one script reads the queue depth ahead and the session's pool and tokens, refuses a spent budget or a deadline " +
@@ -265,13 +269,19 @@ function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleS
         ? "On 2 shared cores this run cannot tell the cluster's own cost from the doubled FIXTURE, nginx and client work slowing the replicas (the full run's twin control does)."
         : `The control: beside its twin (the machine as busy, nothing shared) replica A relayed ${Math.round(besideTwin.tokensPerS).toLocaleString('en-US')} tokens/s at ` +
           `${besideTwin.cpuUsPerToken.toFixed(1)} µs per token, so each replica of the 2-replica cluster relayed ${((two.tokensPerS / 2 / besideTwin.tokensPerS) * 100).toFixed(0)} % of what a replica ` +
-          `does on an equally busy machine without sharing a cluster (below 100 %: the cluster's own cost). The 2 ÷ 1 ratio ranged ${spread} by round, so on this machine neither ` +
-          'figure resolves a difference of less than about that spread.') +
+          `does on an equally busy machine without sharing a cluster; A and its twin together relayed ${Math.round(besideTwin.pairTokensPerS).toLocaleString('en-US')} tokens/s, ` +
+          `and the 2-replica cluster ${((two.tokensPerS / besideTwin.pairTokensPerS) * 100).toFixed(0)} % of that (the twin, started last, relays less than A: the pair is the fairer control). ` +
+          `The 2 ÷ 1 ratio ranged ${spread} by round, so on this machine neither figure resolves a difference of less than about that spread.`) +
       ` Not the balancer: nginx used ${one.lbCores.toFixed(2)} core (1 replica) and ${two.lbCores.toFixed(2)} (2). Hearing the other replica is part of it: in the ` +
       `1-replica rounds replica B, in A's cluster but unloaded, used ${one.idlePeerMsPerS?.toFixed(1) ?? '?'} ms of CPU a second while A relayed (median), and ` +
       'bench/src/tools/listen-cost.ts (uncapped, 20 streams through A, about 21 tasks/s) measured such a B at 9–10 ms/s with A idle and 18–28 ms/s with A loaded, with 2 signals a task ' +
       '(a lease taken and given back), each waking every replica. Before the queue signals of a model with no other entry went (2 more a task) it measured 22–33 ms/s in 4 runs: ' +
       'within the noise of these.',
+    'Before 79eb77a (2026-11-26) a task could leave the cluster queue only as the first of its model, even with slots free: a capped replica, throttled 90 ms in every 100, held ' +
+      "the other replica's tasks of the model behind its own first one, and a queue signal alone blocked the model on the other replica for 250 ms. Now a task holding a slot lease passes " +
+      "the tasks ahead of it when the pool has a free slot for each of them (.specs/65-cluster-store.md). The last run before (13:40 UTC): 1.70× (1 replica 3,376 tokens/s, 2 replicas 5,731; " +
+      '1.51–1.90 by round), 2 replicas at 80 % of the twin control; bench/src/tools/share-cost.ts (A capped at 0.1 core beside B in its cluster, or beside a twin, 6 rounds): ' +
+      'A spent 1.13× and 1.19× the CPU per token sharing a cluster before (two runs), 0.99× after.',
     'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several ' +
       'tokens per read: its CPU per token (in the JSON) is lower than in part 1, where the relay keeps up.',
     'An earlier run (2026-11-26 03:21 UTC, load 10.9, nice -10) capped each replica at 0.15 core with 24 streams per replica: 1 replica 4,133–4,403 tokens/s, 2 replicas 7,111–8,723, ratio 1.63 ' +

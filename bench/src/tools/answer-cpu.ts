@@ -54,6 +54,8 @@ const tracers =
 if (tracers.length > 0) await sleep(1000);
 // ANSWER_CPU_PAUSE: ms metered after each request (its deferred work: log flush); ANSWER_CPU_SETTLE: ms waited, unmetered, before each.
 const pauseMs = Number(process.env.ANSWER_CPU_PAUSE ?? 10);
+// ANSWER_CPU_TOKENS: tokens an answer (1: the engine answers at once, so the daemons never sit idle long).
+const maxTokens = Number(process.env.ANSWER_CPU_TOKENS ?? 128);
 const settleMs = Number(process.env.ANSWER_CPU_SETTLE ?? 0);
 const sum = (ps: number[]): number => ps.reduce((s, p) => s + cpuSeconds(p), 0);
 // Per-thread CPU of each daemon over the measured rounds (which thread pays: main, GC helpers, libuv pool).
@@ -67,8 +69,8 @@ const threads = (pid: number): Map<string, number> =>
 let threadsBefore: Map<string, number>[] = [];
 for (let i = 0; i < rounds + 5; i++) {
   const seed = 1000 + i;
-  const body = engineAnswerBody('chat', PROMPT, 128, seed);
-  const door = { model: SYNTHETIC_MODEL, messages: body.messages, max_tokens: 128, seed, temperature: 0 };
+  const body = engineAnswerBody('chat', PROMPT, maxTokens, seed);
+  const door = { model: SYNTHETIC_MODEL, messages: body.messages, max_tokens: maxTokens, seed, temperature: 0 };
   let doorMs = 100;
   // ANSWER_CPU_ONLY=door: door requests alone (to trace them).
   if (i === 5) threadsBefore = [orch.pid, pm.daemon.pid].map(threads);
@@ -106,6 +108,26 @@ const out = {
   dir,
 };
 process.stdout.write(`${JSON.stringify(out)}\n`);
+// ANSWER_CPU_BURST=N: then N door answers back to back, N through the floor, alternating 6 times:
+// the CPU per request of processes that never sit idle between requests (no wake-up after idle).
+const burst = Number(process.env.ANSWER_CPU_BURST ?? 0);
+if (burst > 0) {
+  const warm = { door: 0, floor: 0 };
+  for (let k = 0; k < 6; k++) {
+    for (const v of ['door', 'floor'] as const) {
+      const before = sum(pids[v]);
+      for (let i = 0; i < burst; i++) {
+        const seed = 5000 + i;
+        const body = engineAnswerBody('chat', PROMPT, maxTokens, seed);
+        const door = { model: SYNTHETIC_MODEL, messages: body.messages, max_tokens: maxTokens, seed, temperature: 0 };
+        await answerGeneration(v === 'door' ? orch.url : outer.url, 'chat', v === 'door' ? door : body, agent, v === 'door' ? { token } : {});
+      }
+      if (k > 0) warm[v] += sum(pids[v]) - before;
+      await waitNodeIdle(orch.url, token, 'n', 10_000);
+    }
+  }
+  process.stdout.write(`${JSON.stringify({ burst, back_to_back_cpu_ms_per_request: { door: Math.round((warm.door * 1e6) / (5 * burst)) / 1e3, floor: Math.round((warm.floor * 1e6) / (5 * burst)) / 1e3 } })}\n`);
+}
 await agent.close();
 for (const d of [outer, inner]) await d.stop();
 await pm.daemon.stop();
