@@ -227,7 +227,15 @@ export const replicasBench: Bench = {
         },
         load_avg_at_end: loadavg().map((l) => round(l, 2)),
       },
-      notes: notes(red, mem, one, two, csz.capCores, csz.twin ? { ...besideTwin, pairTokensPerS: twinPair } : undefined, `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`),
+      notes: notes(
+        red,
+        mem,
+        one,
+        two,
+        csz.capCores,
+        csz.twin ? { ...besideTwin, pairTokensPerS: twinPair } : undefined,
+        `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`,
+      ),
     };
   },
 };
@@ -249,7 +257,15 @@ function roundDetail(r: StoreRound): Record<string, unknown> {
 
 type ScaleSide = ReturnType<typeof scaleSummary>;
 
-function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleSide, cap: number, besideTwin: (ScaleSide & { pairTokensPerS: number }) | undefined, spread: string): string[] {
+function notes(
+  red: StoreSummary,
+  mem: StoreSummary,
+  one: ScaleSide,
+  two: ScaleSide,
+  cap: number,
+  besideTwin: (ScaleSide & { pairTokensPerS: number }) | undefined,
+  spread: string,
+): string[] {
   const out = [
     'What is shared (.specs/65-cluster-store.md): with ORCHD_REDIS_URL the replicas share the admission queue, task records, sessions, node registry, slot leases, rate limits and the ' +
       "dashboard's activity. A task costs 5 store calls: admission 1 (one script reads the queue depth ahead and the session's pool and tokens, refuses a spent budget or a deadline " +
@@ -279,7 +295,7 @@ function notes(red: StoreSummary, mem: StoreSummary, one: ScaleSide, two: ScaleS
       'within the noise of these.',
     'Before 79eb77a (2026-11-26) a task could leave the cluster queue only as the first of its model, even with slots free: a capped replica, throttled 90 ms in every 100, held ' +
       "the other replica's tasks of the model behind its own first one, and a queue signal alone blocked the model on the other replica for 250 ms. Now a task holding a slot lease passes " +
-      "the tasks ahead of it when the pool has a free slot for each of them (.specs/65-cluster-store.md). The last run before (13:40 UTC): 1.70× (1 replica 3,376 tokens/s, 2 replicas 5,731; " +
+      'the tasks ahead of it when the pool has a free slot for each of them (.specs/65-cluster-store.md). The last run before (13:40 UTC): 1.70× (1 replica 3,376 tokens/s, 2 replicas 5,731; ' +
       '1.51–1.90 by round), 2 replicas at 80 % of the twin control; bench/src/tools/share-cost.ts (A capped at 0.1 core beside B in its cluster, or beside a twin, 6 rounds): ' +
       'A spent 1.13× and 1.19× the CPU per token sharing a cluster before (two runs), 0.99× after.',
     'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several ' +

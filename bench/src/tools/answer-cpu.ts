@@ -126,7 +126,9 @@ if (burst > 0) {
       await waitNodeIdle(orch.url, token, 'n', 10_000);
     }
   }
-  process.stdout.write(`${JSON.stringify({ burst, back_to_back_cpu_ms_per_request: { door: Math.round((warm.door * 1e6) / (5 * burst)) / 1e3, floor: Math.round((warm.floor * 1e6) / (5 * burst)) / 1e3 } })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ burst, back_to_back_cpu_ms_per_request: { door: Math.round((warm.door * 1e6) / (5 * burst)) / 1e3, floor: Math.round((warm.floor * 1e6) / (5 * burst)) / 1e3 } })}\n`,
+  );
 }
 await agent.close();
 for (const d of [outer, inner]) await d.stop();
