@@ -22,15 +22,32 @@ export function fdCount(pid: number): number {
  * long-lived threads (libuv's pool, V8's workers) do not do.
  */
 export function cpuSeconds(pid: number): number {
-  let ns = 0;
+  let seconds = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) seconds += threadSeconds(pid, tid) ?? 0;
+  return seconds;
+}
+
+/** CPU time of each thread of a process, seconds, with its name (`comm`: Node names its main thread and workers alike) and id. */
+export function threadCpu(pid: number): Array<{ tid: string; name: string; seconds: number }> {
+  const out: Array<{ tid: string; name: string; seconds: number }> = [];
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const seconds = threadSeconds(pid, tid);
     try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      if (seconds !== undefined) out.push({ tid, name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), seconds });
     } catch {
-      // the thread exited between the listing and the read
+      // the thread exited after its time was read
     }
   }
-  return ns / 1e9;
+  return out;
+}
+
+/** A thread's time on CPU, seconds (schedstat, ns); undefined when it exited between the listing and the read. */
+function threadSeconds(pid: number, tid: string): number | undefined {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e9;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The soft and hard open-file limits of this process (`/proc/self/limits`). */

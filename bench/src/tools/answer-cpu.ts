@@ -4,7 +4,6 @@
 // the daemons' CPU per request into the request's own and their background (heartbeats, timers).
 // `node bench/dist/tools/answer-cpu.js [rounds] [--cpu-prof]`
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,7 +11,7 @@ import { Agent } from 'undici';
 import { answerGeneration, engineAnswerBody } from '../lib/answer-variants.js';
 import { newToken, poolStatus, SYNTHETIC_MODEL, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
 import { startPassthroughProxy } from '../lib/fixture.js';
-import { cpuSeconds } from '../lib/proc.js';
+import { cpuSeconds, threadCpu } from '../lib/proc.js';
 import { benchPaths } from '../lib/repo.js';
 
 const rounds = Number(process.argv[2] ?? 60);
@@ -59,13 +58,7 @@ const maxTokens = Number(process.env.ANSWER_CPU_TOKENS ?? 128);
 const settleMs = Number(process.env.ANSWER_CPU_SETTLE ?? 0);
 const sum = (ps: number[]): number => ps.reduce((s, p) => s + cpuSeconds(p), 0);
 // Per-thread CPU of each daemon over the measured rounds (which thread pays: main, GC helpers, libuv pool).
-const threads = (pid: number): Map<string, number> =>
-  new Map(
-    readdirSync(`/proc/${pid}/task`).map((t) => [
-      `${readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim()}:${t}`,
-      Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]),
-    ]),
-  );
+const threads = (pid: number): Map<string, number> => new Map(threadCpu(pid).map((t) => [`${t.name}:${t.tid}`, t.seconds * 1e9]));
 let threadsBefore: Map<string, number>[] = [];
 for (let i = 0; i < rounds + 5; i++) {
   const seed = 1000 + i;

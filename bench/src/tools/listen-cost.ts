@@ -1,12 +1,11 @@
 #!/usr/bin/env node
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startRedisServer } from '@llama-orch/daemon-support/redis-server';
 import { newToken, startOrchestratord, waitPoolsReady } from '../lib/cluster.js';
 import type { Daemon } from '../lib/daemon.js';
 import { startFixtureNode } from '../lib/fixture.js';
-import { cpuSeconds } from '../lib/proc.js';
+import { cpuSeconds, threadCpu } from '../lib/proc.js';
 import { relayLoopWindow } from '../lib/relay-loop.js';
 import { benchPaths } from '../lib/repo.js';
 
@@ -31,17 +30,9 @@ const token = newToken();
 const redis = await startRedisServer();
 const daemons: Daemon[] = [];
 /** CPU seconds of each thread of `pid`, by thread name (threads of one name summed). */
-function threadCpu(pid: number): Map<string, number> {
+function threadCpuByName(pid: number): Map<string, number> {
   const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      out.set(name, (out.get(name) ?? 0) + ns / 1e9);
-    } catch {
-      // The thread ended.
-    }
-  }
+  for (const t of threadCpu(pid)) out.set(t.name, (out.get(t.name) ?? 0) + t.seconds);
   return out;
 }
 const threadDelta = (before: Map<string, number>, after: Map<string, number>, s: number): string =>
@@ -88,11 +79,11 @@ try {
   const cpu = (d: Daemon): number => cpuSeconds(d.pid);
   const a0 = cpu(a);
   const b0 = cpu(b);
-  const t0 = threadCpu(b.pid);
+  const t0 = threadCpuByName(b.pid);
   await sleep(seconds * 1000);
-  process.stdout.write(`  B's threads, ms CPU/s: ${threadDelta(t0, threadCpu(b.pid), seconds)}\n`);
+  process.stdout.write(`  B's threads, ms CPU/s: ${threadDelta(t0, threadCpuByName(b.pid), seconds)}\n`);
   process.stdout.write(`idle ${seconds} s: A ${(((cpu(a) - a0) / seconds) * 1000).toFixed(2)} ms CPU/s, B ${(((cpu(b) - b0) / seconds) * 1000).toFixed(2)} ms CPU/s\n`);
-  const t1 = threadCpu(b.pid);
+  const t1 = threadCpuByName(b.pid);
   const w = await relayLoopWindow({
     clientScript: paths.streamClient,
     url: a.url,
@@ -103,7 +94,7 @@ try {
     pids: [a.pid, b.pid],
   });
   const [ca = 0, cb = 0] = w.cpuS;
-  process.stdout.write(`  B's threads (settle and window), ms CPU/s: ${threadDelta(t1, threadCpu(b.pid), w.seconds + 2)}\n`);
+  process.stdout.write(`  B's threads (settle and window), ms CPU/s: ${threadDelta(t1, threadCpuByName(b.pid), w.seconds + 2)}\n`);
   process.stdout.write(
     `A loaded: ${Math.round(w.tokens / w.seconds)} tokens/s, ${(w.tasksEnded / w.seconds).toFixed(1)} tasks/s ended; A ${((ca / w.seconds) * 1000).toFixed(1)} ms CPU/s, ` +
       `B ${((cb / w.seconds) * 1000).toFixed(2)} ms CPU/s = ${((cb * 1e6) / Math.max(1, w.tasksEnded)).toFixed(0)} µs per task A ended\n`,

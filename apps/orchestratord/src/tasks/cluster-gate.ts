@@ -6,7 +6,7 @@ import type { PlacementReason } from '../scheduling/placement.js';
 import type { AdmissionQueue } from '../admission/admission-queue.js';
 import type { GoneEntry } from '../store/admission-queue-store.js';
 import type { Adoption, ClusterTasks } from './cluster-tasks.js';
-import { followsMoves, movedTo } from './task-handoff.js';
+import { followsMoves, unlessMoved } from './task-handoff.js';
 import type { TaskPlacement, TaskRecord } from './task-record.js';
 
 /** What the gate does to the task service's tasks. */
@@ -232,13 +232,9 @@ export class ClusterGate {
    * error (retriable), as before.
    */
   #refused(task: TaskRecord, code: ErrorCode, message: string): void {
-    if (!followsMoves(task)) return this.#act.fail(task, code, message, true);
-    void movedTo(this.#cluster, task.id).then((to) => {
-      // a cancel or a close meanwhile ended it
-      if (task.state !== 'queued') return;
-      if (to === undefined) this.#act.fail(task, code, message, true);
-      else this.#act.handOff(task, to);
-    });
+    const fail = (): void => this.#act.fail(task, code, message, true);
+    if (!followsMoves(task)) return fail();
+    void unlessMoved(task, this.#cluster, fail, (to) => this.#act.handOff(task, to));
   }
 }
 

@@ -53,8 +53,9 @@ const ORPHAN_SCAN = 16;
  * would want the slot it leased (`DispatchRoom`). After a `behind`, the queue signals (each model's
  * first task and its owner) block the model here until its first task is this replica's
  * (knowledge older than `blockMs` is not trusted). Every transition of the task's shared record
- * names its fence, so a replica that lost ownership can neither dispatch nor end it. The owner renews its leases in one call every quarter of their life; a replica that stops
- * renewing has its tasks taken over by another ({@link adoptOrphans}).
+ * names its fence, so a replica that lost ownership can neither dispatch nor end it. The owner
+ * renews its leases in one call every quarter of their life; a replica that stops renewing has its
+ * tasks taken over by another ({@link adoptOrphans}).
  */
 export class ClusterTasks {
   readonly replicaId: string;
@@ -168,7 +169,8 @@ export class ClusterTasks {
   /**
    * Takes the task out of the cluster's queue if it is first of its model, or `room` lets it pass
    * (`DispatchRoom`), and moves its shared record to `running` (`placement`) under this replica's
-   * fence, in one step; `behind` blocks the model here; `refused` (`fenced`, `state`) when this replica may not dispatch it (nothing changed).
+   * fence, in one step; `behind` blocks the model here; `refused` (`fenced`, `state`) when this
+   * replica may not dispatch it (nothing changed).
    * `frameBase`: the id the attempt's first token frame gets (no frame comes between a dispatch and
    * its first token with a Redis store), so a replica that takes the task over numbers its tokens
    * as this one did.

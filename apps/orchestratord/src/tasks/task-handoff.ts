@@ -31,7 +31,7 @@ export function followsMoves(task: Pick<TaskRecord, 'delivery' | 'request'>): bo
  * this one hands it off: `TaskStream.moved`); undefined when it is still this replica's, or the
  * store does not know or cannot be reached — the attempt's own outcome applies then, as before.
  */
-export function movedTo(cluster: Pick<ClusterTasks, 'ownerOf' | 'replicaId'>, id: string): Promise<string | undefined> {
+function movedTo(cluster: Pick<ClusterTasks, 'ownerOf' | 'replicaId'>, id: string): Promise<string | undefined> {
   return cluster.ownerOf(id).then(
     (owner) => (owner !== undefined && owner.replica !== cluster.replicaId ? owner.replica : undefined),
     () => undefined,
@@ -59,10 +59,21 @@ export function handOff(task: TaskRecord, to: string, from: { table: Pick<TaskTa
  * ({@link movedTo}): then the task is handed off ({@link handOff}) and `moved` runs. Nothing when the
  * task ended while the store was asked (a cancel).
  */
-export async function settleUnlessMoved(task: TaskRecord, cluster: ClusterTasks, table: TaskTable, settle: () => void, moved: () => void): Promise<void> {
+export function settleUnlessMoved(task: TaskRecord, cluster: ClusterTasks, table: TaskTable, settle: () => void, moved: () => void): Promise<void> {
+  return unlessMoved(task, cluster, settle, (to) => {
+    handOff(task, to, { table, cluster });
+    moved();
+  });
+}
+
+/**
+ * Asks the store who owns the task ({@link movedTo}): `stay()` when it is still this replica's (or
+ * unknown, or the store unreachable), `move(to)` when another replica took it over; nothing when
+ * the task ended meanwhile (a cancel).
+ */
+export async function unlessMoved(task: TaskRecord, cluster: Pick<ClusterTasks, 'ownerOf' | 'replicaId'>, stay: () => void, move: (to: string) => void): Promise<void> {
   const to = await movedTo(cluster, task.id);
   if (task.state === 'ended') return;
-  if (to === undefined) return settle();
-  handOff(task, to, { table, cluster });
-  moved();
+  if (to === undefined) stay();
+  else move(to);
 }
