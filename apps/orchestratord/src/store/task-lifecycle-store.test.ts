@@ -102,6 +102,31 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(await a!.lifecycle.dispatch('b3', 1, 'n1/p3', { poolKey: 'n1/p3', slots: 2 })).toMatchObject({ kind: 'taken' });
   });
 
+  it('replicas passing at once never take the slots the tasks ahead of them need', async () => {
+    const [a, b, c] = await h.open(3);
+    for (const id of ['h1', 'h2']) await a!.lifecycle.admit(admit(id, 'A'));
+    const behind = ['b1', 'c1', 'b2', 'c2', 'b3', 'c3'];
+    const replica = (id: string) => (id.startsWith('b') ? b! : c!);
+    for (const id of behind) await replica(id).lifecycle.admit(admit(id, id.slice(0, 1).toUpperCase()));
+    const room = { poolKey: 'n1/p1', slots: 5 };
+    // each claims as the gate does: the slot lease, then the take; a task that may not go gives its lease back
+    const claim = async (id: string): Promise<boolean> => {
+      const s = replica(id);
+      if ((await s.leases.acquire({ poolKey: room.poolKey, slots: room.slots, leaseId: `${id}#1`, ttlMs: 10_000 })).kind !== 'granted') return false;
+      const r = await s.lifecycle.dispatch(id, 1, 'n1/p1', room);
+      if (r.kind !== 'taken') await s.leases.release(room.poolKey, `${id}#1`);
+      return r.kind === 'taken';
+    };
+    const raced = await Promise.all(behind.map(claim));
+    // h1 and h2 are ahead of all of them and still queued: the pool keeps a slot for each
+    expect(5 - (await a!.leases.held(room.poolKey))).toBeGreaterThanOrEqual(2);
+    // the rest try again in order: exactly the 3 slots h1 and h2 do not need are taken
+    for (const [i, id] of behind.entries()) if (!raced[i]) await claim(id);
+    expect(await a!.leases.held(room.poolKey)).toBe(3);
+    expect(await a!.queue.position('h1')).toBe(0);
+    expect(await a!.queue.position('h2')).toBe(1);
+  });
+
   it('dispatch takes the entry and moves the record to running together, only for the first of its model and the current fence', async () => {
     const [a, b] = await h.open(2);
     await a!.lifecycle.admit(admit('b1', 'A'));
