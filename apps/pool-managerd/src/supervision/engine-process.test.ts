@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +82,9 @@ describe('EngineProcess', () => {
     expect(seen.at(-1)).toBe('ready');
     const pid = proc.pid ?? 0;
     expect(processCmdline(pid)?.[0]).toBe(binary); // setpriv exec'd in place: the pid is the engine's
+    // The engine writes its own log: its stdout and stderr are the log file, not pipes to us.
+    expect([readlinkSync(`/proc/${pid}/fd/1`), readlinkSync(`/proc/${pid}/fd/2`)]).toEqual([proc.logPath, proc.logPath]);
+    expect(readFileSync(proc.logPath, 'utf8')).toMatch(/listening on http/);
     const pidFile = JSON.parse(readFileSync(join(dir, 'pids', 'ep1-r0.pid'), 'utf8')) as { pid: number };
     expect(pidFile.pid).toBe(pid);
     expect(await client.health()).toBe('ready');
@@ -169,5 +172,29 @@ describe('EngineProcess', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
     expect(readFileSync(p2.logPath, 'utf8')).toMatch(/ignoring SIGTERM/);
     expect(await started).toBeInstanceOf(EngineReadinessError);
+  });
+
+  it("a load failure names this process's last output lines (not an earlier run's, not the exit line); a spawn failure its cause", async () => {
+    const make = (name: string, binaryPath: string, args: string[]): EngineProcess =>
+      new EngineProcess({
+        name,
+        poolId: 'fail',
+        replicaId: 'r0',
+        binaryPath,
+        args,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        health: async () => 'loading',
+        logDir: join(dir, 'logs'),
+        pidDir: join(dir, 'pids'),
+        logger,
+      });
+    // Two runs into the same log file: the second run's error must quote only its own output.
+    await expect(make('fail-r0', '/bin/sh', ['-c', 'echo first run; exit 2']).start()).rejects.toThrow(/code 2.*first run/);
+    const second = make('fail-r0', '/bin/sh', ['-c', 'echo loading the model; echo out of memory >&2; exit 1']).start();
+    await expect(second).rejects.toBeInstanceOf(EngineReadinessError);
+    const message = ((await second.catch((e: unknown) => e)) as Error).message;
+    expect(message).toBe('engine exited during load (code 1, signal null): loading the model | out of memory');
+    expect(readFileSync(join(dir, 'logs', 'fail-r0.log'), 'utf8')).toMatch(/first run[\s\S]*out of memory\n=== \S+ exit code=1/);
+    await expect(make('missing-r0', join(dir, 'no-such-engine'), []).start()).rejects.toThrow(/could not spawn .*no-such-engine.*ENOENT/);
   });
 });

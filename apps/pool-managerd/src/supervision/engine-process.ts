@@ -1,9 +1,9 @@
-import { rmSync } from 'node:fs';
+import { rmSync, watch, type FSWatcher } from 'node:fs';
 import { execa, type ResultPromise } from 'execa';
 import type { Logger } from 'pino';
 import type { EngineHealth } from '@llama-orch/llamacpp-adapter';
 import { EngineReadinessError, EngineSpawnError } from '../errors.js';
-import { RotatingLogFile, type RotatingLogOptions } from '../support/rotating-log.js';
+import { readFileSince, RotatingLogFile, type RotatingLogOptions } from '../support/rotating-log.js';
 import { removePidFile, writePidFile } from '../support/pid-files.js';
 
 /** How the process ended. `requested` = ended by {@link EngineProcess.stop}. */
@@ -57,10 +57,15 @@ const TAIL_BYTES = 4096;
 const READY_HINT = /listening on http/;
 /** How long after the ready hint `/health` is polled every 5 ms, ms. */
 const HINT_FAST_POLL_MS = 500;
+/** How often a running engine's log is checked for rotation (it writes the file itself), ms. */
+const ROTATE_CHECK_MS = 5000;
+/** Most of the log read at once while looking for the ready hint. */
+const HINT_SCAN_BYTES = 64 * 1024;
 
 /**
- * One `llama-server` process: explicit argv and env, output to a rotating log file, a PID file while
- * it runs, readiness by polling `/health` (refused → 503 → 200), exit code/signal recorded. A process
+ * One `llama-server` process: explicit argv and env, its stdout and stderr the descriptor of a
+ * rotating log file (the engine writes its lines itself: pool-managerd's event loop never wakes for
+ * them, and a busy pool-managerd can never block an engine on a full pipe), a PID file while it runs, readiness by polling `/health` (refused → 503 → 200), exit code/signal recorded. A process
  * is started once; restarts create a new instance (a process that failed readiness is never reused).
  */
 export class EngineProcess {
@@ -86,11 +91,18 @@ export class EngineProcess {
   #stopRequested = false;
   #stopping: Promise<EngineExit> | undefined;
   #pidPath: string | undefined;
-  #tail = '';
+  /** Where this process's output starts in its log file (after the spawn line). */
+  #outputStart = 0;
+  /** The end of the output, read when the process exited (before the exit line is appended). */
+  #finalTail: string | undefined;
+  /** Why the spawn itself failed (no output then). */
+  #spawnError: string | undefined;
   /** Ends the readiness loop's current wait early (set while it sleeps between probes). */
   #wake: (() => void) | undefined;
   /** When the ready hint was seen (Date.now()), if it was. */
   #hintedAt: number | undefined;
+  /** Reads new output for the ready hint (set while loading). */
+  #scanHint: (() => void) | undefined;
   readonly #exitListeners = new Set<(exit: EngineExit) => void>();
   readonly exited: Promise<EngineExit>;
   #resolveExited!: (exit: EngineExit) => void;
@@ -150,9 +162,9 @@ export class EngineProcess {
     return `${this.#logDir}/${this.name}.log`;
   }
 
-  /** Last few KB of the engine's output (why a load failed). */
+  /** Last few KB of this process's output (why a load failed), read from its log file. */
   outputTail(): string {
-    return this.#tail;
+    return this.#finalTail ?? readFileSince(this.logPath, this.#outputStart, TAIL_BYTES).text;
   }
 
   onExit(listener: (exit: EngineExit) => void): () => void {
@@ -173,33 +185,32 @@ export class EngineProcess {
     const [file, ...prefix] = wrapper.length > 0 ? wrapper : [binaryPath];
     const args = wrapper.length > 0 ? [...prefix, binaryPath, ...this.#args] : [...this.#args];
     log.write(`\n=== ${new Date().toISOString()} spawn ${binaryPath} ${this.#args.join(' ')}\n`);
+    this.#outputStart = readFileSince(this.logPath, 0, 0).end;
     this.#state = 'loading';
+    // execa passes a descriptor number to the child as it is (its types list only 1, 2 and 3–9).
+    const logFd = (log.fd ?? 'ignore') as 'ignore';
     const child = execa(file ?? binaryPath, args, {
       env: { ...this.#env },
       extendEnv: false,
-      stdin: 'ignore',
-      stdout: 'pipe',
-      stderr: 'pipe',
+      stdio: ['ignore', logFd, logFd],
       buffer: false,
       reject: false,
       cleanup: true,
       forceKillAfterDelay: false,
     });
     this.#child = child;
-    const hint = this.#readyHint;
-    const onOutput = (chunk: Buffer): void => {
-      log.write(chunk);
-      const text = chunk.toString('utf8');
-      // Searched across the chunk boundary: the hint may arrive split in two reads.
-      if (this.#hintedAt === undefined && hint.test(this.#tail.slice(-256) + text)) {
-        this.#hintedAt = Date.now();
-        this.#wake?.();
+    const rotation = setInterval(() => {
+      try {
+        log.rotateIfOver();
+      } catch (err) {
+        this.#log.warn({ err, log: this.logPath }, 'engine log rotation failed');
       }
-      this.#tail = (this.#tail + text).slice(-TAIL_BYTES);
-    };
-    child.stdout?.on('data', onOutput);
-    child.stderr?.on('data', onOutput);
+    }, ROTATE_CHECK_MS);
+    rotation.unref();
     void child.then((result) => {
+      clearInterval(rotation);
+      if (child.pid === undefined) this.#spawnError = result.originalMessage ?? result.shortMessage;
+      this.#finalTail = readFileSince(this.logPath, this.#outputStart, TAIL_BYTES).text;
       const exit: EngineExit = {
         code: result.exitCode ?? null,
         signal: result.signal ?? null,
@@ -220,7 +231,7 @@ export class EngineProcess {
     });
     if (child.pid === undefined) {
       const exit = await this.exited;
-      throw new EngineSpawnError(`could not spawn ${binaryPath}: ${this.#tail.trim() || `exit ${exit.code}`}`, { binary: binaryPath });
+      throw new EngineSpawnError(`could not spawn ${binaryPath}: ${this.#spawnError ?? (this.outputTail().trim() || `exit ${exit.code}`)}`, { binary: binaryPath });
     }
     // Logged at the spawn itself (its time is the start of the engine's own start-up).
     this.#log.info({ pid: child.pid, binary: binaryPath, log: this.logPath }, 'engine spawned');
@@ -234,7 +245,45 @@ export class EngineProcess {
     });
     // The process may have exited while the PID file was written: then the exit handler missed it.
     if (this.#exit !== undefined) await removePidFile(this.#pidPath);
-    await this.#waitReady(signal);
+    const stopWatching = this.#watchForHint();
+    try {
+      await this.#waitReady(signal);
+    } finally {
+      stopWatching();
+    }
+  }
+
+  /**
+   * Looks for the ready hint in the output while the engine loads: at every change of its log file
+   * (inotify, so the probe follows the announcement at once) and at every readiness tick (where the
+   * file cannot be watched). Returns the stop.
+   */
+  #watchForHint(): () => void {
+    let offset = this.#outputStart;
+    // The hint may be split across two writes: the end of what was read is searched again.
+    let carry = '';
+    const scan = (): void => {
+      if (this.#hintedAt !== undefined) return;
+      const { text, end } = readFileSince(this.logPath, offset, HINT_SCAN_BYTES);
+      offset = end;
+      if (this.#readyHint.test(carry + text)) {
+        this.#hintedAt = Date.now();
+        this.#wake?.();
+      }
+      carry = (carry + text).slice(-256);
+    };
+    this.#scanHint = scan;
+    let watcher: FSWatcher | undefined;
+    try {
+      watcher = watch(this.logPath, { persistent: false }, scan);
+      watcher.on('error', () => watcher?.close());
+    } catch {
+      // No inotify here (limits, filesystem): the poll tick alone finds the hint.
+    }
+    return () => {
+      this.#scanHint = undefined;
+      watcher?.close();
+    };
   }
 
   async #waitReady(signal: AbortSignal | undefined): Promise<void> {
@@ -244,7 +293,7 @@ export class EngineProcess {
     const started = Date.now();
     for (;;) {
       if (this.#exit !== undefined) {
-        throw new EngineReadinessError(`engine exited during load (code ${this.#exit.code}, signal ${this.#exit.signal}): ${lastLines(this.#tail)}`, {
+        throw new EngineReadinessError(`engine exited during load (code ${this.#exit.code}, signal ${this.#exit.signal}): ${lastLines(this.outputTail())}`, {
           pid: this.pid,
           code: this.#exit.code,
           signal: this.#exit.signal,
@@ -273,6 +322,7 @@ export class EngineProcess {
         this.#log.info({ pid: this.pid, ms: Date.now() - started }, 'engine healthy');
         return;
       }
+      this.#scanHint?.();
       // Just after the hint the engine is about to answer: short pauses for a while, not full ticks.
       const hinted = this.#hintedAt !== undefined && Date.now() - this.#hintedAt < HINT_FAST_POLL_MS;
       await new Promise<void>((resolve) => {

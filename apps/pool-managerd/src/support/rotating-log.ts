@@ -1,40 +1,60 @@
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 export interface RotatingLogOptions {
-  /** Rotate when the file would exceed this size, bytes. @default 10485760 (10 MiB) */
+  /** Rotate when the file exceeds this size, bytes. @default 10485760 (10 MiB) */
   maxBytes?: number;
   /** Rotated files kept (`.1` newest … `.N` oldest). @default 3 */
   keep?: number;
 }
 
 /**
- * Append-only log file rotated by size (`x.log` → `x.log.1` → … → `x.log.N`, oldest dropped).
- * Writes are synchronous: engine output is a few lines per request, and ordering with rotation
- * must be exact. `close()` is idempotent.
+ * Append-only log file rotated by size (`x.log` → `x.log.1` → … → `x.log.N`, oldest dropped), whose
+ * descriptor can be handed to a child process as its stdout/stderr: the engine writes its own output
+ * (pool-managerd never wakes per engine line). Since that writer cannot reopen the file, rotation is
+ * copy-then-truncate (logrotate's `copytruncate`): the file is opened `O_APPEND`, so after the
+ * truncation every writer continues at the new end. A line written between the copy and the
+ * truncation is lost — the price of a writer that cannot reopen. Rotation happens when
+ * {@link rotateIfOver} finds the file over `maxBytes` (called after our own writes and on a timer
+ * by whoever hands the descriptor out), so a fast writer can overshoot by what it writes in between.
+ * `close()` is idempotent.
  */
 export class RotatingLogFile {
   readonly path: string;
   readonly maxBytes: number;
   readonly keep: number;
   #fd: number | undefined;
-  #size = 0;
 
   constructor(path: string, options: RotatingLogOptions = {}) {
     this.path = path;
     this.maxBytes = options.maxBytes ?? 10 * 1024 * 1024;
     this.keep = Math.max(0, options.keep ?? 3);
     mkdirSync(dirname(path), { recursive: true });
-    this.#open();
+    this.#fd = openSync(this.path, 'a');
+  }
+
+  /** The open descriptor (`O_APPEND`), for a child's stdio; undefined once closed. */
+  get fd(): number | undefined {
+    return this.#fd;
   }
 
   write(chunk: Buffer | string): void {
     if (this.#fd === undefined) return;
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    if (this.#size > 0 && this.#size + buf.length > this.maxBytes) this.#rotate();
-    if (this.#fd === undefined) return;
-    writeSync(this.#fd, buf);
-    this.#size += buf.length;
+    this.rotateIfOver();
+    writeSync(this.#fd, typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  }
+
+  /** Rotates when the file (written by anyone holding the descriptor) is over `maxBytes`. */
+  rotateIfOver(): void {
+    if (this.#fd === undefined || fstatSync(this.#fd).size <= this.maxBytes) return;
+    if (this.keep > 0) {
+      rmSync(`${this.path}.${this.keep}`, { force: true });
+      for (let i = this.keep - 1; i >= 1; i--) {
+        if (existsSync(`${this.path}.${i}`)) renameSync(`${this.path}.${i}`, `${this.path}.${i + 1}`);
+      }
+      copyFileSync(this.path, `${this.path}.1`);
+    }
+    ftruncateSync(this.#fd, 0);
   }
 
   close(): void {
@@ -42,23 +62,31 @@ export class RotatingLogFile {
     closeSync(this.#fd);
     this.#fd = undefined;
   }
+}
 
-  #open(): void {
-    this.#fd = openSync(this.path, 'a');
-    this.#size = fstatSync(this.#fd).size;
+/** The last `bytes` of a file as text ('' when it is missing): the end of an engine's output. */
+export function readFileTail(path: string, bytes: number): string {
+  return readFileSince(path, 0, bytes).text;
+}
+
+/**
+ * What a file holds from byte `offset` on, at most its last `maxBytes` (from 0 when the file is now
+ * shorter than `offset`: it was truncated by a rotation), and where it ended.
+ */
+export function readFileSince(path: string, offset: number, maxBytes: number): { text: string; end: number } {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return { text: '', end: 0 };
   }
-
-  #rotate(): void {
-    this.close();
-    if (this.keep === 0) {
-      rmSync(this.path, { force: true });
-    } else {
-      rmSync(`${this.path}.${this.keep}`, { force: true });
-      for (let i = this.keep - 1; i >= 1; i--) {
-        if (existsSync(`${this.path}.${i}`)) renameSync(`${this.path}.${i}`, `${this.path}.${i + 1}`);
-      }
-      renameSync(this.path, `${this.path}.1`);
-    }
-    this.#open();
+  try {
+    const size = fstatSync(fd).size;
+    const start = Math.max(offset > size ? 0 : offset, size - maxBytes);
+    const buf = Buffer.alloc(size - start);
+    const n = buf.length > 0 ? readSync(fd, buf, 0, buf.length, start) : 0;
+    return { text: buf.subarray(0, n).toString('utf8'), end: start + n };
+  } finally {
+    closeSync(fd);
   }
 }
