@@ -185,7 +185,7 @@ export class EngineProcess {
     const [file, ...prefix] = wrapper.length > 0 ? wrapper : [binaryPath];
     const args = wrapper.length > 0 ? [...prefix, binaryPath, ...this.#args] : [...this.#args];
     log.write(`\n=== ${new Date().toISOString()} spawn ${binaryPath} ${this.#args.join(' ')}\n`);
-    this.#outputStart = readFileSince(this.logPath, 0, 0).end;
+    this.#outputStart = log.size;
     this.#state = 'loading';
     // execa passes a descriptor number to the child as it is (its types list only 1, 2 and 3–9).
     const logFd = (log.fd ?? 'ignore') as 'ignore';

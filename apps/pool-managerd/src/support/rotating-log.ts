@@ -38,6 +38,11 @@ export class RotatingLogFile {
     return this.#fd;
   }
 
+  /** The file's size now (every writer's lines counted); 0 once closed. */
+  get size(): number {
+    return this.#fd === undefined ? 0 : fstatSync(this.#fd).size;
+  }
+
   write(chunk: Buffer | string): void {
     if (this.#fd === undefined) return;
     this.rotateIfOver();
