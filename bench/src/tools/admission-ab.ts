@@ -10,6 +10,7 @@ import { cpuSeconds } from '../lib/proc.js';
 import { benchPaths } from '../lib/repo.js';
 import { BUSY_MODEL, HEARTBEAT_MS, startBusyNode } from '../lib/store-compare.js';
 import { median, summarize } from '../lib/stats.js';
+import { numberOption } from '../lib/tool-args.js';
 
 /**
  * `node bench/dist/tools/admission-ab.js [--rounds=6] [--seconds=5] NAME=PATH[:memory] …`: the
@@ -31,7 +32,7 @@ interface Build {
 }
 
 const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => Number(args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback);
+const option = (name: string, fallback: number): number => numberOption(args, name, fallback);
 const rounds = option('rounds', 6);
 const seconds = option('seconds', 5);
 const specs = args.filter((a) => !a.startsWith('--'));

@@ -8,6 +8,7 @@ import { startFixtureNode } from '../lib/fixture.js';
 import { cpuSeconds, threadCpu } from '../lib/proc.js';
 import { relayLoopWindow } from '../lib/relay-loop.js';
 import { benchPaths } from '../lib/repo.js';
+import { numberOption } from '../lib/tool-args.js';
 
 /**
  * `node bench/dist/tools/listen-cost.js [--seconds=10] [--streams=20] [--prof]`: what one replica
@@ -18,7 +19,7 @@ import { benchPaths } from '../lib/repo.js';
  * under the sampling heap profiler (allocations), both written to the run dir. A diagnostic: nothing is written to bench/results.
  */
 const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => Number(args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback);
+const option = (name: string, fallback: number): number => numberOption(args, name, fallback);
 const seconds = option('seconds', 10);
 const streams = option('streams', 20);
 const prof = args.includes('--prof');

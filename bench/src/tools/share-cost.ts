@@ -8,6 +8,7 @@ import type { Daemon } from '../lib/daemon.js';
 import { startFixtureNode } from '../lib/fixture.js';
 import { relayLoopWindow } from '../lib/relay-loop.js';
 import { benchPaths } from '../lib/repo.js';
+import { numberOption } from '../lib/tool-args.js';
 
 /**
  * `node bench/dist/tools/share-cost.js [--seconds=8] [--streams=10] [--rounds=4] [--prof]`: what
@@ -18,7 +19,7 @@ import { benchPaths } from '../lib/repo.js';
  * nothing is written to bench/results.
  */
 const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => Number(args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback);
+const option = (name: string, fallback: number): number => numberOption(args, name, fallback);
 const seconds = option('seconds', 8);
 const streams = option('streams', 10);
 const rounds = option('rounds', 4);

@@ -65,7 +65,8 @@ const HINT_SCAN_BYTES = 64 * 1024;
 /**
  * One `llama-server` process: explicit argv and env, its stdout and stderr the descriptor of a
  * rotating log file (the engine writes its lines itself: pool-managerd's event loop never wakes for
- * them, and a busy pool-managerd can never block an engine on a full pipe), a PID file while it runs, readiness by polling `/health` (refused → 503 → 200), exit code/signal recorded. A process
+ * them, and a busy pool-managerd can never block an engine on a full pipe), a PID file while it
+ * runs, readiness by polling `/health` (refused → 503 → 200), exit code/signal recorded. A process
  * is started once; restarts create a new instance (a process that failed readiness is never reused).
  */
 export class EngineProcess {
@@ -231,7 +232,7 @@ export class EngineProcess {
     });
     if (child.pid === undefined) {
       const exit = await this.exited;
-      throw new EngineSpawnError(`could not spawn ${binaryPath}: ${this.#spawnError ?? (this.outputTail().trim() || `exit ${exit.code}`)}`, { binary: binaryPath });
+      throw new EngineSpawnError(`could not spawn ${binaryPath}: ${this.#spawnError ?? `exit ${exit.code}`}`, { binary: binaryPath });
     }
     // Logged at the spawn itself (its time is the start of the engine's own start-up).
     this.#log.info({ pid: child.pid, binary: binaryPath, log: this.logPath }, 'engine spawned');

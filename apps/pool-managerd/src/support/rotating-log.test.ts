@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readFileSince, readFileTail, RotatingLogFile } from './rotating-log.js';
+import { readFileSince, RotatingLogFile } from './rotating-log.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -54,10 +54,10 @@ describe('RotatingLogFile', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rotlog-'));
     dirs.push(dir);
     const path = join(dir, 'e.log');
-    expect(readFileTail(path, 10)).toBe('');
+    expect(readFileSince(path, 0, 10).text).toBe('');
     const log = new RotatingLogFile(path, { maxBytes: 12, keep: 0 });
     log.write('0123456789\n');
-    expect(readFileTail(path, 4)).toBe('789\n');
+    expect(readFileSince(path, 0, 4).text).toBe('789\n');
     expect(readFileSince(path, 5, 100)).toEqual({ text: '56789\n', end: 11 });
     expect(readFileSince(path, 5, 2)).toEqual({ text: '9\n', end: 11 });
     log.write('abc\n');

@@ -51,7 +51,7 @@ export class RotatingLogFile {
 
   /** Rotates when the file (written by anyone holding the descriptor) is over `maxBytes`. */
   rotateIfOver(): void {
-    if (this.#fd === undefined || fstatSync(this.#fd).size <= this.maxBytes) return;
+    if (this.#fd === undefined || this.size <= this.maxBytes) return;
     if (this.keep > 0) {
       rmSync(`${this.path}.${this.keep}`, { force: true });
       for (let i = this.keep - 1; i >= 1; i--) {
@@ -67,11 +67,6 @@ export class RotatingLogFile {
     closeSync(this.#fd);
     this.#fd = undefined;
   }
-}
-
-/** The last `bytes` of a file as text ('' when it is missing): the end of an engine's output. */
-export function readFileTail(path: string, bytes: number): string {
-  return readFileSince(path, 0, bytes).text;
 }
 
 /**
