@@ -80,6 +80,18 @@ describe('TaskStream', () => {
     expect(s.length).toBe(3);
   });
 
+  it('reserveEnd(): only the terminal frame is appended after it, with the id it returned; the log stays open until then', () => {
+    const s = new TaskStream();
+    s.append(started);
+    s.append(token(0));
+    expect(s.reserveEnd()).toBe(2);
+    expect(s.reserveEnd()).toBe(2);
+    expect(s.append(token(1))).toBeUndefined();
+    expect(s.state).toBe('open');
+    expect(s.append(end)).toBe(2);
+    expect(s.state).toBe('ended');
+  });
+
   it('keeps the verbose variant of metrics frames only', () => {
     const s = new TaskStream();
     s.append(started, { event: 'metrics', data: { queue_depth: 9, on_time_probability: 0 } });

@@ -44,6 +44,8 @@ export class TaskStream {
   /** The frame being appended, while its listeners run: what {@link frame} returns for it. */
   #last: SseFrame | undefined;
   #terminal: SseFrame | undefined;
+  /** The id the terminal frame gets once appended, from {@link reserveEnd} on (-1: not ending). */
+  #ending = -1;
   #moved = false;
 
   get state(): TaskStreamState {
@@ -86,9 +88,20 @@ export class TaskStream {
     this.#notify();
   }
 
+  /**
+   * The task has ended and its terminal frame is on its way (with a cluster, after the shared
+   * record holds it: spec 65, Ending): from now on only that frame is appended, so the id returned
+   * here is the one it gets. Idempotent.
+   */
+  reserveEnd(): number {
+    if (this.#ending < 0) this.#ending = this.#records.length;
+    return this.#ending;
+  }
+
   /** Appends a frame; returns its id, or undefined when the grammar forbids it now. */
   append(frame: SseFrame, verbose?: SseFrame): number | undefined {
     if (this.#terminal !== undefined || this.#moved) return undefined;
+    if (this.#ending >= 0 && !isTerminal(frame)) return undefined;
     const id = this.#records.length;
     if ((id === 0) !== (frame.event === 'started')) return undefined;
     if (frame.event === 'metrics' && this.#firstToken >= 0) return undefined;

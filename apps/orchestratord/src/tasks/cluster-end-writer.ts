@@ -118,11 +118,14 @@ export class ClusterEndWriter {
 /** Past this, an outcome keeps no tokens (a resume after its owner died gets the terminal frame alone). */
 const OUTCOME_TOKENS_MAX_CHARS = 256 * 1024;
 
-/** The terminal frame with its id and, for a `/v2` event stream, its tokens: what a replica replays once the owner is gone. */
-export function storedOutcome(task: TaskRecord, frame: SseFrame): string {
+/**
+ * The terminal frame with its id (`id`: undefined for a frame the task's log never gets) and, for a
+ * `/v2` event stream, its tokens: what a replica replays once the owner is gone.
+ */
+export function storedOutcome(task: TaskRecord, frame: SseFrame, id: number | undefined): string {
   const stream = task.stream;
-  if (stream.terminal !== frame) return JSON.stringify(frame);
-  const outcome: StoredOutcome = { ...frame, id: stream.length - 1 };
+  if (id === undefined) return JSON.stringify(frame);
+  const outcome: StoredOutcome = { ...frame, id };
   const withTokens =
     task.delivery === 'events' && stream.firstTokenId >= 0 ? JSON.stringify({ ...outcome, first_token: stream.firstTokenId, tokens: stream.tokenRecords() }) : undefined;
   return withTokens !== undefined && withTokens.length <= OUTCOME_TOKENS_MAX_CHARS ? withTokens : JSON.stringify(outcome);

@@ -46,6 +46,12 @@ const ADOPT_EVERY_MS = 100;
 const ORPHAN_SCAN = 16;
 
 /**
+ * Longest a task's end waits for its record before its clients get it anyway, ms: a store that
+ * does not answer (one within its command timeout) must not hold ends back; the end writer retries.
+ */
+export const END_WRITE_WAIT_MS = 1000;
+
+/**
  * The cluster's side of the task service with a Redis store. The replica that admits a task owns
  * it and dispatches it (its client is connected here, so the tokens are relayed once), but the
  * cluster's queue decides the order: before a dispatch leaves, the replica `take`s its task from
@@ -247,16 +253,29 @@ export class ClusterTasks {
 
   /** A task admitted to the cluster that this replica cannot keep after all (it closes): out of the queue, its record ended, its session's turn closed. */
   withdraw(task: TaskRecord, message: string): void {
-    this.#settle(task.id, this.#end(task, { event: 'error', data: { code: 'INTERNAL', message, retriable: true } }, true));
+    const frame: SseFrame = { event: 'error', data: { code: 'INTERNAL', message, retriable: true } };
+    this.#settle(task.id, this.#end(task, frame, undefined, true));
   }
 
   /**
    * The task ended here, in one store step: its terminal frame becomes the shared record's outcome,
    * its entry leaves the cluster's queue when it was still `queued`, and its session counts the turn
-   * (`served`: the pool whose cache now holds its prompt). Never throws.
+   * (`served`: the pool whose cache now holds its prompt). Then `deliver` sends the frame to the
+   * task's clients: once the record holds it, or after {@link END_WRITE_WAIT_MS} (a store that does
+   * not answer). A client that saw the end therefore finds it in the record, even through another
+   * replica after this one died (spec 65, Ending). Never throws.
    */
-  ended(task: TaskRecord, frame: SseFrame, served: SessionPoolRef | undefined, queued: boolean): void {
-    this.#settle(task.id, this.#end(task, frame, queued, served));
+  ended(task: TaskRecord, frame: SseFrame, served: SessionPoolRef | undefined, queued: boolean, deliver: () => void): void {
+    const written = this.#settle(task.id, this.#end(task, frame, task.stream.reserveEnd(), queued, served));
+    let timer: NodeJS.Timeout | undefined;
+    const once = (): void => {
+      if (timer === undefined) return;
+      clearTimeout(timer);
+      timer = undefined;
+      deliver();
+    };
+    timer = setTimeout(once, END_WRITE_WAIT_MS);
+    void written.then(once);
   }
 
   /**
@@ -322,7 +341,8 @@ export class ClusterTasks {
   }
 
   /** Record, queue entry and session turn in one step; a task admitted here is ended once (its fence is dropped). */
-  async #end(task: TaskRecord, frame: SseFrame, queued: boolean, served?: SessionPoolRef): Promise<void> {
+  /** `frameId`: the frame's id in the task's log (undefined: the log never gets it). */
+  async #end(task: TaskRecord, frame: SseFrame, frameId: number | undefined, queued: boolean, served?: SessionPoolRef): Promise<void> {
     const id = task.id;
     // Let go (another replica took it over, or the store was out for a whole lease): the end takes
     // it back first, and writes nothing when another replica has it.
@@ -333,14 +353,15 @@ export class ClusterTasks {
     const fence = formerFence !== undefined ? undefined : (this.#fences.get(id) ?? 0);
     this.#fences.delete(id);
     const tokensOut = frame.event === 'end' ? frame.data.tokens_out : undefined;
-    await this.#ends.write({ task, outcome: storedOutcome(task, frame), served, tokensOut, fence, formerFence, queued, sessionOpen: true });
+    await this.#ends.write({ task, outcome: storedOutcome(task, frame, frameId), served, tokensOut, fence, formerFence, queued, sessionOpen: true });
   }
 
-  /** A store write nobody waits for: logged when it fails, awaited by close(). */
-  #settle(id: string, p: Promise<unknown>): void {
+  /** A store write nobody has to wait for: logged when it fails, awaited by close(). Returns it, never rejecting. */
+  #settle(id: string, p: Promise<unknown>): Promise<unknown> {
     const tracked = p.catch((err: unknown) => this.#logger.warn({ err, task_id: id }, 'cluster store write failed for a task'));
     this.#pending.add(tracked);
     void tracked.finally(() => this.#pending.delete(tracked));
+    return tracked;
   }
 
   /** Tasks this replica held and lost: taken over by another replica, or past their lease with the store unreachable. Returns the unsubscribe function. */

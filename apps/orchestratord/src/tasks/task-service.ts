@@ -362,7 +362,11 @@ export class TaskService {
     if (task.state === 'ended') return;
     const queued = task.state === 'queued';
     task.state = 'ended';
-    task.stream.append(frame);
+    // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
+    const served = frame.event === 'end' ? task.placement : undefined;
+    // With a cluster, clients get the end once the shared record holds it (ClusterTasks.ended).
+    if (this.#cluster !== undefined) this.#cluster.ended(task, frame, served, queued, () => task.stream.append(frame));
+    else task.stream.append(frame);
     if (task.controller !== undefined) {
       // the attempt is still running: stop it, and a dispatch the node holds for a re-attach too
       task.controller.abort();
@@ -370,10 +374,7 @@ export class TaskService {
     }
     this.#tokensEnded += task.tokens;
     this.#observer.ended(task, frame, this.#clock.now());
-    // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
-    const served = frame.event === 'end' ? task.placement : undefined;
-    if (this.#cluster !== undefined) this.#cluster.ended(task, frame, served, queued);
-    else this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
+    if (this.#cluster === undefined) this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
     this.#table.retire(task, this.#clock.now());
   }
 
