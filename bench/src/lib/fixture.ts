@@ -25,3 +25,8 @@ export async function startPassthroughProxy(paths: BenchPaths, dir: string, name
     timeoutMs: 30_000,
   });
 }
+
+/** Starts a FIXTURE TCP pipe to `target`: one upstream connection per accepted one, no HTTP. */
+export async function startTcpPipe(paths: BenchPaths, dir: string, name: string, target: string): Promise<Daemon> {
+  return spawnDaemon({ name: `tcp-pipe:${name}`, script: paths.tcpPipe, args: [target], logFile: join(dir, `tcp-pipe-${name}.log`), timeoutMs: 30_000 });
+}

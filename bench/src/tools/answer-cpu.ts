@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // DIAGNOSTIC (not a benchmark): non-streamed 128-token chats through the door, two bare node:http
-// hops and the engine directly, interleaved, plus idle windows as long as a door request, to split
+// hops (`floor`), two bare TCP pipes (`pipe`: no HTTP) and the engine directly, interleaved, plus idle windows as long as a door request, to split
 // the daemons' CPU per request into the request's own and their background (heartbeats, timers).
 // `node bench/dist/tools/answer-cpu.js [rounds] [--cpu-prof]`
 import { spawn } from 'node:child_process';
@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { answerGeneration, engineAnswerBody } from '../lib/answer-variants.js';
 import { newToken, poolStatus, SYNTHETIC_MODEL, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
-import { startPassthroughProxy } from '../lib/fixture.js';
+import { startPassthroughProxy, startTcpPipe } from '../lib/fixture.js';
 import { cpuSeconds, threadCpu } from '../lib/proc.js';
 import { benchPaths } from '../lib/repo.js';
 
@@ -38,11 +38,14 @@ await waitPoolsReady(orch.url, token, ['p'], [orch, pm.daemon], 600_000);
 const engineUrl = (await poolStatus(pm, 'p', token))?.engine_url as string;
 const inner = await startPassthroughProxy(paths, dir, 'i', engineUrl, 'keepalive');
 const outer = await startPassthroughProxy(paths, dir, 'o', inner.url, 'keepalive');
+const pipeInner = await startTcpPipe(paths, dir, 'i', engineUrl);
+const pipeOuter = await startTcpPipe(paths, dir, 'o', pipeInner.url);
 const agent = new Agent({ keepAliveTimeout: 30_000 });
 const PROMPT = 'Once upon a time, in a data centre far away,';
-const cpu = { door: 0, floor: 0, idle: 0 };
-const lat = { door: [] as number[], floor: [] as number[], direct: [] as number[] };
-const pids = { door: [orch.pid, pm.daemon.pid], floor: [outer.pid, inner.pid], idle: [orch.pid, pm.daemon.pid] };
+const cpu = { door: 0, floor: 0, pipe: 0, idle: 0 };
+const lat = { door: [] as number[], floor: [] as number[], pipe: [] as number[], direct: [] as number[] };
+const pids = { door: [orch.pid, pm.daemon.pid], floor: [outer.pid, inner.pid], pipe: [pipeOuter.pid, pipeInner.pid], idle: [orch.pid, pm.daemon.pid] };
+const urlOf = { door: orch.url, floor: outer.url, pipe: pipeOuter.url };
 // ANSWER_CPU_STRACE=1: count the daemons' system calls over the measured rounds (strace -c, in dir).
 const tracers =
   process.env.ANSWER_CPU_STRACE === '1'
@@ -67,18 +70,12 @@ for (let i = 0; i < rounds + 5; i++) {
   let doorMs = 100;
   // ANSWER_CPU_ONLY=door: door requests alone (to trace them).
   if (i === 5) threadsBefore = [orch.pid, pm.daemon.pid].map(threads);
-  for (const v of process.env.ANSWER_CPU_ONLY === 'door' ? (['door'] as const) : (['door', 'floor', 'direct', 'idle'] as const)) {
+  for (const v of process.env.ANSWER_CPU_ONLY === 'door' ? (['door'] as const) : (['door', 'floor', 'pipe', 'direct', 'idle'] as const)) {
     if (settleMs > 0) await sleep(settleMs);
     const before = v === 'direct' ? 0 : sum(pids[v]);
     if (v === 'idle') await sleep(doorMs);
     else {
-      const a = await answerGeneration(
-        v === 'door' ? orch.url : v === 'floor' ? outer.url : engineUrl,
-        'chat',
-        v === 'door' ? door : body,
-        agent,
-        v === 'door' ? { token } : { reset: v === 'direct' },
-      );
+      const a = await answerGeneration(v === 'direct' ? engineUrl : urlOf[v], 'chat', v === 'door' ? door : body, agent, v === 'door' ? { token } : { reset: v === 'direct' });
       if (i >= 5) lat[v].push(a.endAt - a.sentAt);
       if (v === 'door') doorMs = a.endAt - a.sentAt;
     }
@@ -105,25 +102,25 @@ process.stdout.write(`${JSON.stringify(out)}\n`);
 // the CPU per request of processes that never sit idle between requests (no wake-up after idle).
 const burst = Number(process.env.ANSWER_CPU_BURST ?? 0);
 if (burst > 0) {
-  const warm = { door: 0, floor: 0 };
+  const warm = { door: 0, floor: 0, pipe: 0 };
   for (let k = 0; k < 6; k++) {
-    for (const v of ['door', 'floor'] as const) {
+    for (const v of ['door', 'floor', 'pipe'] as const) {
       const before = sum(pids[v]);
       for (let i = 0; i < burst; i++) {
         const seed = 5000 + i;
         const body = engineAnswerBody('chat', PROMPT, maxTokens, seed);
         const door = { model: SYNTHETIC_MODEL, messages: body.messages, max_tokens: maxTokens, seed, temperature: 0 };
-        await answerGeneration(v === 'door' ? orch.url : outer.url, 'chat', v === 'door' ? door : body, agent, v === 'door' ? { token } : {});
+        await answerGeneration(urlOf[v], 'chat', v === 'door' ? door : body, agent, v === 'door' ? { token } : {});
       }
       if (k > 0) warm[v] += sum(pids[v]) - before;
       await waitNodeIdle(orch.url, token, 'n', 10_000);
     }
   }
   process.stdout.write(
-    `${JSON.stringify({ burst, back_to_back_cpu_ms_per_request: { door: Math.round((warm.door * 1e6) / (5 * burst)) / 1e3, floor: Math.round((warm.floor * 1e6) / (5 * burst)) / 1e3 } })}\n`,
+    `${JSON.stringify({ burst, back_to_back_cpu_ms_per_request: { door: Math.round((warm.door * 1e6) / (5 * burst)) / 1e3, floor: Math.round((warm.floor * 1e6) / (5 * burst)) / 1e3, pipe: Math.round((warm.pipe * 1e6) / (5 * burst)) / 1e3 } })}\n`,
   );
 }
 await agent.close();
-for (const d of [outer, inner]) await d.stop();
+for (const d of [outer, inner, pipeOuter, pipeInner]) await d.stop();
 await pm.daemon.stop();
 await orch.stop();
