@@ -37,7 +37,8 @@ export function replayFromRecord(outcome: StoredOutcome): { log: TaskStream | un
 /**
  * Answers a stream request for an ended task from its record's outcome: the whole log after
  * `Last-Event-ID` when the record keeps it, else the terminal frame alone with its id (or the id
- * after `Last-Event-ID`, for a record without one). False when the outcome is unreadable.
+ * after `Last-Event-ID`, for a record without one or a client already past it). False when the
+ * outcome is unreadable.
  */
 export function answerEndedStream(req: FastifyRequest, reply: FastifyReply, outcome: StoredOutcome): boolean {
   const replay = replayFromRecord(outcome);
@@ -51,7 +52,8 @@ export function answerEndedStream(req: FastifyRequest, reply: FastifyReply, outc
     new TaskEventStream({ res: reply.raw, stream: replay.log, encoder: V2_SSE, afterId, keepaliveMs: 15_000, headers, onAbandoned: () => undefined });
     return true;
   }
-  const frameId = replay.id ?? (afterId === undefined ? 0 : afterId + 1);
+  // A client whose ids ran ahead of the record's (see TaskEventStream) gets the id after its own.
+  const frameId = replay.id !== undefined && (afterId === undefined || afterId <= replay.id) ? replay.id : (afterId ?? -1) + 1;
   void reply
     .code(200)
     .headers({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', ...headers })

@@ -207,4 +207,16 @@ describe('TaskEventStream', () => {
     await c.ended;
     expect(body(c.text())).toBe(formatSseFrame(2, end));
   });
+
+  it('a client whose ids ran ahead of the log (a taken-over task that ended before its tokens came back) gets the terminal frame under the id after its own', async () => {
+    // the adopter's log: started, padding up to the dispatch's first token id (2), then the end
+    const stream = new TaskStream();
+    stream.append(started);
+    stream.append({ event: 'metrics', data: { queue_depth: 0, on_time_probability: 1 } });
+    stream.append(end);
+    const { url } = await listen((res) => new TaskEventStream(options(res, stream, { afterId: 5 })));
+    const c = get(url.port);
+    await c.ended;
+    expect(body(c.text())).toBe(formatSseFrame(6, end));
+  });
 });

@@ -81,10 +81,11 @@ export class TaskEventStream extends EventStreamResponse {
       if (text !== '' && !this.write(text)) return;
     }
     // Resumed at or past the terminal frame: it is sent again, so a client whose frame ids ran
-    // ahead of this log (a task taken over from a dead replica that failed before its tokens
-    // came back) learns that the task is over instead of reconnecting for ever.
+    // ahead of this log (a task taken over from a dead replica that ended before its tokens came
+    // back) learns that the task is over instead of reconnecting for ever — under the id after its
+    // own, so the ids it saw stay consecutive.
     const terminal = stream.terminal;
-    if (terminal !== undefined) this.finish(encoder.encode(stream.length - 1, terminal));
+    if (terminal !== undefined) this.finish(encoder.encode(this.#cursor > stream.length ? this.#cursor : stream.length - 1, terminal));
     // Another replica took the task over: no terminal frame, so the client reconnects and reaches it.
     else if (stream.state === 'moved') this.finish();
   }
