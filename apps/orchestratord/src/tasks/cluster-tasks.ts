@@ -340,8 +340,10 @@ export class ClusterTasks {
     return this.#fences.get(id) ?? 0;
   }
 
-  /** Record, queue entry and session turn in one step; a task admitted here is ended once (its fence is dropped). */
-  /** `frameId`: the frame's id in the task's log (undefined: the log never gets it). */
+  /**
+   * Record, queue entry and session turn in one step; a task admitted here is ended once (its fence
+   * is dropped). `frameId`: the frame's id in the task's log (undefined: the log never gets it).
+   */
   async #end(task: TaskRecord, frame: SseFrame, frameId: number | undefined, queued: boolean, served?: SessionPoolRef): Promise<void> {
     const id = task.id;
     // Let go (another replica took it over, or the store was out for a whole lease): the end takes
