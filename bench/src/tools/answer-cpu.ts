@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // DIAGNOSTIC (not a benchmark): non-streamed 128-token chats through the door, two bare node:http
-// hops (`floor`), two bare TCP pipes (`pipe`: no HTTP) and the engine directly, interleaved, plus idle windows as long as a door request, to split
-// the daemons' CPU per request into the request's own and their background (heartbeats, timers).
+// hops (`floor`), two bare TCP pipes (`pipe`: no HTTP) and the engine directly, interleaved, plus
+// idle windows as long as a door request, to split the daemons' CPU per request into the request's
+// own and their background (heartbeats, timers).
 // `node bench/dist/tools/answer-cpu.js [rounds] [--cpu-prof]`
 import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
@@ -117,7 +118,7 @@ if (burst > 0) {
     }
   }
   process.stdout.write(
-    `${JSON.stringify({ burst, back_to_back_cpu_ms_per_request: { door: Math.round((warm.door * 1e6) / (5 * burst)) / 1e3, floor: Math.round((warm.floor * 1e6) / (5 * burst)) / 1e3, pipe: Math.round((warm.pipe * 1e6) / (5 * burst)) / 1e3 } })}\n`,
+    `${JSON.stringify({ burst, back_to_back_cpu_ms_per_request: Object.fromEntries(Object.entries(warm).map(([v, s]) => [v, Math.round((s * 1e6) / (5 * burst)) / 1e3])) })}\n`,
   );
 }
 await agent.close();

@@ -130,3 +130,22 @@ export function storedOutcome(task: TaskRecord, frame: SseFrame, id: number | un
     task.delivery === 'events' && stream.firstTokenId >= 0 ? JSON.stringify({ ...outcome, first_token: stream.firstTokenId, tokens: stream.tokenRecords() }) : undefined;
   return withTokens !== undefined && withTokens.length <= OUTCOME_TOKENS_MAX_CHARS ? withTokens : JSON.stringify(outcome);
 }
+
+/**
+ * Longest a task's end waits for its record before its clients get it anyway, ms: a store that
+ * does not answer (one within its command timeout) must not hold ends back; the end writer retries.
+ */
+export const END_WRITE_WAIT_MS = 1000;
+
+/** Runs `deliver` once `written` settles, or after {@link END_WRITE_WAIT_MS}, whichever comes first. */
+export function deliverWhenWritten(written: Promise<unknown>, deliver: () => void): void {
+  let timer: NodeJS.Timeout | undefined;
+  const once = (): void => {
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    timer = undefined;
+    deliver();
+  };
+  timer = setTimeout(once, END_WRITE_WAIT_MS);
+  void written.then(once);
+}

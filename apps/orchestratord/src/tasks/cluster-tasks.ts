@@ -5,7 +5,8 @@ import type { ClusterSignals } from '../store/cluster-signals.js';
 import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
 import type { AdmitOutcome, DispatchRoom, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
-import { ClusterEndWriter, storedOutcome, type StoredOutcome } from './cluster-end-writer.js';
+import { ClusterEndWriter, deliverWhenWritten, storedOutcome, type StoredOutcome } from './cluster-end-writer.js';
+import { ModelHeads } from './model-heads.js';
 import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './cluster-task-types.js';
 import type { TaskPlacement, TaskRecord } from './task-record.js';
 import { seizeFrom, takeOver, type TakeoverDeps } from './task-takeover.js';
@@ -46,12 +47,6 @@ const ADOPT_EVERY_MS = 100;
 const ORPHAN_SCAN = 16;
 
 /**
- * Longest a task's end waits for its record before its clients get it anyway, ms: a store that
- * does not answer (one within its command timeout) must not hold ends back; the end writer retries.
- */
-export const END_WRITE_WAIT_MS = 1000;
-
-/**
  * The cluster's side of the task service with a Redis store. The replica that admits a task owns
  * it and dispatches it (its client is connected here, so the tokens are relayed once), but the
  * cluster's queue decides the order: before a dispatch leaves, the replica `take`s its task from
@@ -73,11 +68,9 @@ export class ClusterTasks {
   readonly #retainMs: number;
   readonly #address: () => string | undefined;
   readonly #ownerTtlMs: number;
-  readonly #blockMs: number;
   /** Fences of the tasks this replica owns. */
   readonly #fences = new Map<string, number>();
-  /** Each model's first queued task from the queue signals and `behind` answers: id, owner (undefined: not known), when heard, and whether this replica's last take of the model was answered `behind`. */
-  readonly #heads = new Map<string, { readonly id: string | undefined; readonly owner: string | undefined; readonly at: number; readonly behind: boolean }>();
+  readonly #heads: ModelHeads;
   readonly #renewTimer: NodeJS.Timeout;
   readonly #unsubscribe: () => void;
   readonly #pending = new Set<Promise<unknown>>();
@@ -105,7 +98,7 @@ export class ClusterTasks {
     this.#retainMs = options.retainMs;
     this.#address = options.address;
     this.#ownerTtlMs = options.ownerTtlMs ?? 15_000;
-    this.#blockMs = options.blockMs ?? 250;
+    this.#heads = new ModelHeads(this.replicaId, options.blockMs ?? 250);
     this.#ends = new ClusterEndWriter({
       ...{ tasks: this.#tasks, lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, retainMs: this.#retainMs, logger: this.#logger },
       storeProblem: (err, what) => this.storeProblem(err, what),
@@ -123,10 +116,7 @@ export class ClusterTasks {
       },
     };
     this.#unsubscribe = options.signals.subscribe((signal) => {
-      if (signal.kind !== 'queue') return;
-      const before = this.#heads.get(signal.group);
-      this.#heads.set(signal.group, { id: signal.head, owner: signal.headPayload, at: Date.now(), behind: before?.behind ?? false });
-      if (signal.headPayload === this.replicaId && (before?.id !== signal.head || before?.owner !== this.replicaId)) options.changed();
+      if (signal.kind === 'queue' && this.#heads.heard(signal.group, signal.head, signal.headPayload)) options.changed();
     });
     this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(this.#ownerTtlMs / 4)));
     this.#renewTimer.unref();
@@ -156,20 +146,14 @@ export class ClusterTasks {
     return admitted;
   }
 
-  /**
-   * Whether the model's tasks here wait: this replica's last take of the model was answered `behind`
-   * (no room to pass), and its first queued task is known to be another replica's (heard within
-   * `blockMs`). Unknown or stale: they may try (a `take` finds out: a lost signal costs a round trip).
-   */
+  /** Whether the model's tasks here wait for another replica's first task ({@link ModelHeads}). */
   blocked(group: string): boolean {
-    const h = this.#heads.get(group);
-    if (h === undefined || !h.behind || h.id === undefined || h.owner === this.replicaId) return false;
-    return Date.now() - h.at <= this.#blockMs;
+    return this.#heads.blocked(group);
   }
 
   /** The model's first task (`first`) is this replica's own after all: no need to wait for the queue to move. */
   unblock(group: string, first: string): void {
-    this.#heads.set(group, { id: first, owner: this.replicaId, at: Date.now(), behind: this.#heads.get(group)?.behind ?? false });
+    this.#heads.unblock(group, first);
   }
 
   /**
@@ -183,11 +167,8 @@ export class ClusterTasks {
    */
   async takeAndDispatch(task: TaskRecord, placement: TaskPlacement, frameBase: number, room?: DispatchRoom): Promise<TakeDispatchOutcome> {
     const shared: SharedPlacement = { ...placement, frame_base: frameBase };
-    const model = task.request.model_ref;
     const r = await this.#lifecycle.dispatch(task.id, this.#fence(task.id), JSON.stringify(shared), room);
-    const h = this.#heads.get(model);
-    if (r.kind === 'behind') this.#heads.set(model, { id: r.first, owner: undefined, at: Date.now(), behind: true });
-    else if (r.kind === 'taken' && h?.behind === true) this.#heads.set(model, { ...h, behind: false });
+    this.#heads.took(task.request.model_ref, r.kind, r.kind === 'behind' ? r.first : undefined);
     return r;
   }
 
@@ -261,21 +242,12 @@ export class ClusterTasks {
    * The task ended here, in one store step: its terminal frame becomes the shared record's outcome,
    * its entry leaves the cluster's queue when it was still `queued`, and its session counts the turn
    * (`served`: the pool whose cache now holds its prompt). Then `deliver` sends the frame to the
-   * task's clients: once the record holds it, or after {@link END_WRITE_WAIT_MS} (a store that does
-   * not answer). A client that saw the end therefore finds it in the record, even through another
-   * replica after this one died (spec 65, Ending). Never throws.
+   * task's clients, once the record holds it ({@link deliverWhenWritten}): a client that saw the end
+   * finds it in the record, even through another replica after this one died (spec 65, Ending).
+   * Never throws.
    */
   ended(task: TaskRecord, frame: SseFrame, served: SessionPoolRef | undefined, queued: boolean, deliver: () => void): void {
-    const written = this.#settle(task.id, this.#end(task, frame, task.stream.reserveEnd(), queued, served));
-    let timer: NodeJS.Timeout | undefined;
-    const once = (): void => {
-      if (timer === undefined) return;
-      clearTimeout(timer);
-      timer = undefined;
-      deliver();
-    };
-    timer = setTimeout(once, END_WRITE_WAIT_MS);
-    void written.then(once);
+    deliverWhenWritten(this.#settle(task.id, this.#end(task, frame, task.stream.reserveEnd(), queued, served)), deliver);
   }
 
   /**
