@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterStore } from '../store/cluster-store.js';
 import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
+import { until } from '../testing/replica-harness.js';
 import { taskBody } from '../testing/test-helpers.js';
 import { ClusterTasks } from './cluster-tasks.js';
 import { newTaskRecord, type TaskPlacement, type TaskRecord } from './task-record.js';
@@ -101,5 +102,44 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     // on a 2-slot pool it passes, and the model is no longer held here
     expect(await a.takeAndDispatch(second, PLACEMENT, 1, room(2))).toMatchObject({ kind: 'taken' });
     expect(a.blocked(model)).toBe(false);
+  });
+
+  it("a task's end is delivered only once its record holds it, with the frame id delivered; the owner gone then, another replica adopts nothing", async () => {
+    const [sa, sb] = await h.open(2);
+    const a = replica(sa!, 'A', 300);
+    const b = replica(sb!, 'B', 10_000);
+    const t = task();
+    t.stream.append({ event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } });
+    expect(await a.add(t, undefined)).toMatchObject({ kind: 'queued' });
+    expect(await a.takeAndDispatch(t, PLACEMENT, 1)).toMatchObject({ kind: 'taken' });
+    // the end's write waits until released
+    const lifecycle = sa!.lifecycle;
+    const finish = lifecycle.finish.bind(lifecycle);
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    lifecycle.finish = async (f) => {
+      await gate;
+      return finish(f);
+    };
+    // released on failure too: close() waits for the write
+    try {
+      const end = { event: 'end', data: { tokens_out: 0, decode_ms: 0, decode_time_ms: 0 } } as const;
+      let delivered: number | undefined;
+      a.ended(t, end, undefined, false, () => (delivered = t.stream.append(end)));
+      await sleep(100);
+      expect(delivered).toBeUndefined();
+      expect(await sb!.tasks.get(t.id)).toMatchObject({ state: 'running' });
+      release();
+      await until(() => delivered !== undefined, 'the end to be delivered');
+      const stored = await sb!.tasks.get(t.id);
+      expect(stored).toMatchObject({ state: 'ended' });
+      expect(JSON.parse(stored!.outcome!)).toMatchObject({ event: 'end', id: delivered });
+      // A dies right after its client got the end: its lease lapses, and B finds nothing to take over
+      await a.close();
+      await sleep(450);
+      expect(await b.adoptOrphans()).toEqual([]);
+    } finally {
+      release();
+    }
   });
 });
