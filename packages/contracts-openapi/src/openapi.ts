@@ -26,7 +26,13 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 export const DOCUMENTS: readonly DocumentSpec[] = [
-  { file: 'data-plane.yaml', title: 'llama-orch orchestratord — data plane', description: 'Task admission, SSE token streams, cancel, sessions.', routes: DATA_PLANE },
+  {
+    file: 'data-plane.yaml',
+    title: 'llama-orch orchestratord — data plane',
+    description:
+      'Task admission, SSE token streams, cancel, sessions. With keys configured a task and its session belong to the key that admitted it: only that key and operator keys see them; another client key gets the 404 of an unknown id.',
+    routes: DATA_PLANE,
+  },
   {
     file: 'openai.yaml',
     title: 'llama-orch orchestratord — OpenAI-compatible door',
@@ -94,6 +100,7 @@ function buildDocument(spec: Pick<DocumentSpec, 'title' | 'description'>, sectio
         method: r.method,
         path: r.path,
         summary: r.summary,
+        ...(r.description !== undefined ? { description: r.description } : {}),
         ...(tag !== undefined ? { tags: [tag] } : {}),
         security: r.auth ? [{ bearer: [] }] : [],
         request: {

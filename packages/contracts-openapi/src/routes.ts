@@ -41,6 +41,8 @@ export interface RouteSpec {
   /** OpenAPI path template (`{id}` parameters). */
   path: string;
   summary: string;
+  /** Longer prose: who may call it, what it sees. */
+  description?: string;
   /** false for the routes that never need the Bearer token. */
   auth: boolean;
   params?: z.ZodObject;
@@ -69,6 +71,17 @@ const sseDescription = [
   'A `: keep-alive` comment is sent at least every 15 s. `Last-Event-ID` resumes after that frame.',
 ].join(' ');
 
+/** Who may reach a task or session (with keys configured; with none, everything is open). */
+const ownerOnly = (what: string) =>
+  `${what} belongs to the key that admitted it: that key and operator keys may call this; any other client key gets 404 NOT_FOUND, exactly as for an unknown id (no 403: ids are not disclosed).`;
+const sessionOwner = [
+  "A session is the key's own: the same id (v2 `session_id`, v1 `X-Session-Id` or `user`) under another key is another session.",
+  "An operator key names a client key's session with `?key=<name>` (without it, its own); a client key's `key` is ignored.",
+].join(' ');
+const sessionQuery = z.strictObject({
+  key: z.string().optional().meta({ description: "Operator keys only: the name of the key whose session this is. @default the caller's own key" }),
+});
+
 /** Client-facing task API of orchestratord. */
 export const DATA_PLANE: RouteSpec[] = [
   {
@@ -90,23 +103,45 @@ export const DATA_PLANE: RouteSpec[] = [
     method: 'get',
     path: '/v2/tasks/{id}/events',
     summary: "Stream a task's events",
+    description: ownerOnly('The task'),
     auth: true,
     params: id,
     query: z.strictObject({ verbose: z.enum(['true', 'false']).optional(), last_event_id: z.string().optional() }),
     ok: { status: 200, contentType: 'text/event-stream', schema: SseFrameSchema, description: sseDescription },
     errors: [...withAuth, 404],
   },
-  { method: 'post', path: '/v2/tasks/{id}/cancel', summary: 'Cancel a task (idempotent)', auth: true, params: id, ok: { status: 204 }, errors: [...withAuth, 404] },
+  {
+    method: 'post',
+    path: '/v2/tasks/{id}/cancel',
+    summary: 'Cancel a task (idempotent)',
+    description: ownerOnly('The task'),
+    auth: true,
+    params: id,
+    ok: { status: 204 },
+    errors: [...withAuth, 404],
+  },
   {
     method: 'get',
     path: '/v2/sessions/{id}',
     summary: 'Session budget and turns',
+    description: sessionOwner,
     auth: true,
     params: id,
+    query: sessionQuery,
     ok: { status: 200, schema: SessionInfoSchema },
     errors: [...withAuth, 404],
   },
-  { method: 'delete', path: '/v2/sessions/{id}', summary: 'Forget a session', auth: true, params: id, ok: { status: 204 }, errors: [...withAuth, 404] },
+  {
+    method: 'delete',
+    path: '/v2/sessions/{id}',
+    summary: 'Forget a session',
+    description: sessionOwner,
+    auth: true,
+    params: id,
+    query: sessionQuery,
+    ok: { status: 204 },
+    errors: [...withAuth, 404],
+  },
 ];
 
 const openAiStream = [
@@ -213,6 +248,9 @@ export const selfDescription: RouteSpec[] = [
   },
 ];
 
+/** Every tenant's recent tasks are on the dashboard: with keys configured, its data is an operator's. */
+const dashboardOperators = "Operator keys only when keys are configured (every tenant's recent tasks are on it): a client key gets 403 FORBIDDEN.";
+
 /** Operator API of orchestratord. */
 export const CONTROL_PLANE: RouteSpec[] = [
   ...probes(ReadinessSchema, 'able to admit tasks (listening, not shutting down); 503 otherwise'),
@@ -263,6 +301,7 @@ export const CONTROL_PLANE: RouteSpec[] = [
     method: 'get',
     path: '/v2/dashboard',
     summary: 'What the web dashboard shows: nodes, pools, the queue, throughput, recent tasks',
+    description: dashboardOperators,
     auth: true,
     ok: { status: 200, schema: DashboardSnapshotSchema },
     errors: withAuth,
@@ -271,6 +310,7 @@ export const CONTROL_PLANE: RouteSpec[] = [
     method: 'get',
     path: '/v2/dashboard/events',
     summary: 'The dashboard snapshot, pushed whenever the cluster changes',
+    description: dashboardOperators,
     auth: true,
     ok: {
       status: 200,

@@ -26,9 +26,10 @@ declare module 'fastify' {
 
 /**
  * Which role a route needs. Node routes (pool-managerd's calls) take only the node credential;
- * operator routes (changes to the cluster, the node list) an operator key; everything else —
- * tasks, /v1, sessions, reads of pools, capabilities and catalog, unknown routes — a client or
- * operator key. Keyed by `METHOD route-pattern`.
+ * operator routes (changes to the cluster, the node list, the dashboard's data) an operator key;
+ * everything else — tasks, /v1, sessions, reads of pools, capabilities and catalog, unknown
+ * routes — a client or operator key (a client key then reaches only its own tasks and sessions:
+ * task-access.ts). Keyed by `METHOD route-pattern`.
  */
 export const ROUTE_ROLES: Readonly<Record<string, Exclude<Role, 'client'>>> = Object.freeze({
   'POST /v2/nodes/register': 'node',
@@ -39,6 +40,9 @@ export const ROUTE_ROLES: Readonly<Record<string, Exclude<Role, 'client'>>> = Ob
   'POST /v2/pools/:id/reload': 'operator',
   'POST /v2/catalog/models': 'operator',
   'DELETE /v2/catalog/models/:id': 'operator',
+  // every tenant's recent tasks: for operators only
+  'GET /v2/dashboard': 'operator',
+  'GET /v2/dashboard/events': 'operator',
 });
 
 export function requiredRole(method: string, routeUrl: string | undefined): Role {

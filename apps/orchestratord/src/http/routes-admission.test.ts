@@ -1,6 +1,7 @@
 import { ErrorEnvelopeSchema, type PoolSnapshot } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
+import { ownedSessionId } from '../sessions/session-ids.js';
 import { frames, makeApp as makeTestApp, registerNode, storeOf, snapshot, taskBody, waitFor, type TestApp } from '../testing/test-helpers.js';
 
 function expectBackoff(res: { headers: Record<string, unknown>; json: () => unknown }): void {
@@ -324,7 +325,8 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     t = await makeApp({ session_token_budget: 1 });
     await registerNode(t, 'n1', [busy()]);
     const body = taskBody();
-    const id = body.session_id as string;
+    // kept in the namespace of the key that admits (t.auth: LLORCH_API_TOKEN, the key `default`)
+    const id = ownedSessionId('default', body.session_id as string);
     if (kind === 'memory') {
       t.app.services.sessions.taskStarted(id);
       t.app.services.sessions.taskEnded(id, 5);

@@ -2,7 +2,7 @@
 // a task (tools, logprobs, lanes, sessions), through the official `openai` client.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { nameUuid } from '../openai/session-key.js';
+import { nameUuid } from '../sessions/session-ids.js';
 import { startCluster, type Cluster } from '../testing/openai-cluster.js';
 import { waitFor } from '../testing/test-helpers.js';
 

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { request, type Dispatcher } from 'undici';
 import { InternalError } from '../errors.js';
 import { answerEndedStream } from './ended-task-answer.js';
+import { mayAccess } from './task-access.js';
 import type { ClusterTasks, TaskOwner } from '../tasks/cluster-tasks.js';
 
 /** Set on a request one replica passes to another: it is never passed on again. */
@@ -51,7 +52,8 @@ export class TaskOwnerProxy {
   async forward(req: FastifyRequest, reply: FastifyReply, id: string): Promise<Forwarded> {
     const forwarded = req.headers[FORWARDED_BY_HEADER] !== undefined;
     const owner = await this.#cluster.ownerOf(id);
-    if (owner === undefined) return 'absent';
+    // Another key's task is absent to this caller: not passed on, not taken over, not read from the record.
+    if (owner === undefined || !mayAccess(req.principal, owner.clientKey)) return 'absent';
     if (owner.replica === this.#cluster.replicaId) {
       // Named as owner but not held here: an earlier run of this replica id (restarted by `llorch
       // up` after a crash) admitted it, its lease lapses within 2 heartbeat intervals and it is taken

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { nameUuid, sessionIdFor } from './session-key.js';
+import { nameUuid } from '../sessions/session-ids.js';
+import { sessionIdFor } from './session-key.js';
 
 describe('the session of a /v1 request', () => {
   it('X-Session-Id wins: a UUID as is (lower-cased), other text hashed to a stable UUID', () => {

@@ -48,6 +48,8 @@ export interface TaskOwner {
   readonly ended: boolean;
   /** An ended task's terminal frame as its owner wrote it, with that frame's id when known. */
   readonly outcome?: StoredOutcome | undefined;
+  /** The key that admitted the task (its record's `client_key`): who besides operators may reach it. */
+  readonly clientKey: string | undefined;
 }
 
 /**

@@ -184,10 +184,12 @@ export class ClusterTasks {
   async ownerOf(id: string): Promise<TaskOwner | undefined> {
     const stored = await this.#tasks.get(id);
     if (stored === undefined) return undefined;
-    const address = (JSON.parse(stored.record) as Partial<SharedTaskRecord>).owner_url;
+    const record = JSON.parse(stored.record) as Partial<SharedTaskRecord>;
+    const address = record.owner_url;
     if (typeof address !== 'string') return undefined;
     const outcome = stored.state === 'ended' && stored.outcome !== undefined ? (JSON.parse(stored.outcome) as StoredOutcome) : undefined;
-    return { replica: stored.owner, fence: stored.fence, address, ended: stored.state === 'ended', outcome };
+    const clientKey = typeof record.client_key === 'string' ? record.client_key : undefined;
+    return { replica: stored.owner, fence: stored.fence, address, ended: stored.state === 'ended', outcome, clientKey };
   }
 
   /** Why the task's queue entry is gone (evicted by drop-lru, or lost). */

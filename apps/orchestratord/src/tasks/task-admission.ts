@@ -8,6 +8,7 @@ import type { Prediction, Predictor } from '../admission/predictor.js';
 import { InternalError, InvalidParamsError, QueueFullError } from '../errors.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { PoolRef } from '../scheduling/placement.js';
+import { ownedSessionId } from '../sessions/session-ids.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ClusterTasks } from './cluster-tasks.js';
 import type { TaskObserver } from './task-observer.js';
@@ -63,14 +64,17 @@ export class TaskAdmission {
    * (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT, QUEUE_FULL_DROP_LRU)
    * that the error handler maps to envelopes — with a Redis store the promise rejects with them.
    * `log` and `correlationId` are the admitting request's: the task's log lines and its
-   * dispatches carry them; `clientKey` the name of the key that sent it (its tokens are counted
-   * under that name); `delivery` how its output goes out.
+   * dispatches carry them; `clientKey` the name of the key that sent it: the task's owner (only it
+   * and operator keys see the task) and its session's namespace, and its tokens are counted under
+   * that name; `delivery` how its output goes out.
    */
   admit(named: TaskRequest, log: Log, correlationId: string, clientKey?: string, delivery?: Delivery): Admitted | Promise<Admitted> {
     if (!this.#d.running()) throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     // An alias becomes the model ref the pools list: one queue group, one wait key per model.
     const modelRef = this.#d.registry.canonicalModel(named.model_ref);
-    const request = modelRef === named.model_ref ? named : { ...named, model_ref: modelRef };
+    // The session is the key's own: the same session id under another key is another session.
+    const sessionId = ownedSessionId(clientKey, named.session_id);
+    const request = modelRef === named.model_ref && sessionId === named.session_id ? named : { ...named, model_ref: modelRef, session_id: sessionId };
     if (this.#d.table.has(request.task_id)) throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
     const admission = { request, modelName: named.model_ref, log, correlationId, clientKey, delivery };
     if (this.#d.cluster !== undefined) return this.#admitShared(this.#d.cluster, admission);

@@ -41,7 +41,10 @@ export interface TaskRecord {
   readonly modelName: string;
   /** The admitting request's correlation id; sent with every dispatch of the task. */
   readonly correlationId: string;
-  /** Name of the client key that admitted it (the `key` label of the per-key token counter); undefined with auth off. */
+  /**
+   * Name of the key that admitted it: its owner (only that key and operator keys may read, cancel
+   * or resume it) and the `key` label of the per-key token counter; undefined with auth off.
+   */
   readonly clientKey: string | undefined;
   readonly stream: TaskStream;
   /** Child of the admission request's logger: every line carries `correlation_id` and `task_id`. */
@@ -104,6 +107,8 @@ export interface RetainedTask {
   readonly id: string;
   readonly stream: TaskStream;
   readonly state: 'ended';
+  /** Its owner, as {@link TaskRecord.clientKey}. */
+  readonly clientKey: string | undefined;
 }
 
 export interface NewTaskOptions {

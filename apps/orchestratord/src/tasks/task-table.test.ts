@@ -35,7 +35,7 @@ describe('TaskTable', () => {
     table.retire(a, 1000);
     expect(table.live('a')).toBeUndefined();
     expect(table.running().size).toBe(0);
-    expect(table.get('a')).toEqual({ id: 'a', stream: a.stream, state: 'ended' });
+    expect(table.get('a')).toEqual({ id: 'a', stream: a.stream, state: 'ended', clientKey: a.clientKey });
     expect(table.has('a')).toBe(true);
     table.expire(1099);
     expect(table.isEndedWithinGrace('a')).toBe(true);

@@ -13,7 +13,7 @@ export interface TaskTableOptions {
 
 /**
  * Every task orchestratord knows: live ones (queued or running, full records) and ended ones
- * within their grace period. An ended task keeps only `{id, stream, state}` — under a flood of
+ * within their grace period. An ended task keeps only `{id, stream, state, clientKey}` — under a flood of
  * short tasks the full records (request, logger, controller) held for the grace period were most
  * of the heap. Ended tasks expire in end order from one queue (the grace is the same for all), on
  * the caller's tick: no timer per task; past `maxEnded` the oldest go at once.
@@ -83,7 +83,7 @@ export class TaskTable {
   retire(task: TaskRecord, now: number): void {
     this.#running.delete(task);
     this.#live.delete(task.id);
-    this.#ended.set(task.id, { id: task.id, stream: task.stream, state: 'ended' });
+    this.#ended.set(task.id, { id: task.id, stream: task.stream, state: 'ended', clientKey: task.clientKey });
     this.#expiries.push({ at: now + this.#graceMs, id: task.id });
     // Expiries are in end order, as is the Map: past the cap the oldest go now.
     if (this.#ended.size > this.#maxEnded) this.expire(Number.NEGATIVE_INFINITY, this.#ended.size - this.#maxEnded);

@@ -17,7 +17,10 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 export const BOB = 'bob-key-0123456789abcdef-env';
 export const ANN = 'ann-key-0123456789abcdef-env';
 export const NODE = 'node-token-0123456789abcdef';
-/** The keys file every replica reads (ann an operator, bob rate-limited): a replica run as a process gets it as ORCHD_KEYS_FILE. */
+/** Two tenants' client keys without limits (tenant isolation across replicas). */
+export const CAT = 'cat-key-0123456789abcdef-env';
+export const DAN = 'dan-key-0123456789abcdef-env';
+/** The keys file every replica reads (ann an operator, bob rate-limited, cat and dan plain clients): a replica run as a process gets it as ORCHD_KEYS_FILE. */
 export const KEYS = `keys:
   - name: bob
     key_sha256: ${sha(BOB)}
@@ -25,6 +28,10 @@ export const KEYS = `keys:
   - name: ann
     key_sha256: ${sha(ANN)}
     role: operator
+  - name: cat
+    key_sha256: ${sha(CAT)}
+  - name: dan
+    key_sha256: ${sha(DAN)}
 `;
 export const bearer = { authorization: `Bearer ${BOB}` };
 export const annAuth = { authorization: `Bearer ${ANN}` };

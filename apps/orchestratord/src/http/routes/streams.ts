@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { InvalidParamsError, NotFoundError } from '../../errors.js';
 import { V2_SSE, V2_SSE_VERBOSE } from '../../streams/frame-encoder.js';
 import type { ServicesOptions } from '../app-services.js';
+import { mayAccess } from '../task-access.js';
 import { serveTaskEvents } from '../task-streams.js';
 
 const TaskParams = z.object({ id: z.string() });
@@ -18,7 +19,8 @@ function parseLastEventId(value: string | undefined): number | undefined {
 }
 
 /**
- * `GET /v2/tasks/{id}/events` (SSE relay) and `POST /v2/tasks/{id}/cancel`.
+ * `GET /v2/tasks/{id}/events` (SSE relay) and `POST /v2/tasks/{id}/cancel`, for the key that
+ * admitted the task and operator keys; any other key gets the 404 of an unknown id (task-access.ts).
  * A task another replica owns (Redis store) is answered by that replica (http/task-owner-proxy.ts).
  * Disconnect = cancel: when the last subscriber of an unfinished task goes away, the task is
  * canceled (upstream request aborted, engine slot freed); a later resume reads its `end {canceled}`.
@@ -28,13 +30,15 @@ export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
 
   // No HEAD twin: a probe that opened and closed the stream would cancel the task.
   app.get('/v2/tasks/:id/events', { exposeHeadRoute: false, schema: { params: TaskParams, querystring: StreamQuery } }, async (req, reply) => {
+    const notFound = () => new NotFoundError(`task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`);
     let task = tasks.get(req.params.id);
+    if (task !== undefined && !mayAccess(req.principal, task.clientKey)) throw notFound();
     if (task === undefined) {
       const forwarded = (await services.owners?.forward(req, reply, req.params.id)) ?? 'absent';
       if (forwarded === 'answered') return reply;
       // `taken`: its owner was dead and this replica took the task over: served from here
       if (forwarded === 'taken') task = tasks.get(req.params.id);
-      if (task === undefined) throw new NotFoundError(`task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`);
+      if (task === undefined) throw notFound();
     }
     const header = req.headers['last-event-id'];
     const afterId = parseLastEventId(typeof header === 'string' ? header.trim() : req.query.last_event_id);
@@ -45,9 +49,11 @@ export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
 
   // A plain function, like admission's: no promise per cancel.
   app.post('/v2/tasks/:id/cancel', { schema: { params: TaskParams } }, (req, reply) => {
+    const notFound = new NotFoundError(`task '${req.params.id}' not found`);
+    const task = tasks.get(req.params.id);
+    if (task !== undefined && !mayAccess(req.principal, task.clientKey)) throw notFound;
     const result = tasks.cancel(req.params.id, 'client');
     if (result !== 'unknown') return void reply.code(204).send();
-    const notFound = new NotFoundError(`task '${req.params.id}' not found`);
     if (services.owners === undefined) throw notFound;
     // Another replica may own it (Redis store): it cancels it there.
     return services.owners.forward(req, reply, req.params.id).then((forwarded) => {

@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 
 /**
- * Shown when orchestratord answered 401 (or 403 to the dashboard): the key is kept in
+ * Shown when orchestratord answered 401 (or 403 to the dashboard: its data routes take only an
+ * operator key when keys are configured): the key is kept in
  * sessionStorage for this tab and sent as `Authorization: Bearer` on every call.
  */
 export function KeyForm({ reason, hadKey, onSubmit }: { reason: string | undefined; hadKey: boolean; onSubmit(key: string): void }) {
@@ -11,7 +12,8 @@ export function KeyForm({ reason, hadKey, onSubmit }: { reason: string | undefin
       <h2 id="key-heading">API key needed</h2>
       <p>
         {hadKey ? 'orchestratord refused the key this tab holds' : 'orchestratord asks for an API key'}
-        {reason ? ` (${reason})` : ''}. It stays in this tab's session storage only.
+        {reason ? ` (${reason})` : ''}. The dashboard shows every tenant's tasks, so it takes an operator key; the playground sends the same key to /v1. It stays in this tab's
+        session storage only.
       </p>
       <form
         onSubmit={(e) => {

@@ -1,0 +1,24 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * A stable UUID for a name (UUID version 5 layout over SHA-1 with a fixed namespace prefix): the
+ * same name always maps to the same session id.
+ */
+export function nameUuid(name: string): string {
+  const h = createHash('sha1').update('llama-orch/v1-session\0').update(name).digest();
+  h[6] = ((h[6] as number) & 0x0f) | 0x50;
+  h[8] = ((h[8] as number) & 0x3f) | 0x80;
+  const x = h.subarray(0, 16).toString('hex');
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+}
+
+/**
+ * The id a session is kept under: a client's session id in the namespace of the key that uses it.
+ * Two keys that send the same `session_id`, `X-Session-Id` or `user` have two sessions (budget,
+ * turns, prompt-cache affinity), and nobody can address another key's session by computing its id.
+ * Without an owner (auth off) the client's id is used as it is. Still a UUID, so the task request
+ * that carries it stays valid wherever it is parsed again (a takeover on another replica).
+ */
+export function ownedSessionId(owner: string | undefined, sessionId: string): string {
+  return owner === undefined ? sessionId : nameUuid(`key:${owner}\0${sessionId}`);
+}
