@@ -50,6 +50,8 @@ import { SessionStore } from './sessions/session-store.js';
 import { packageVersion } from './support/argv.js';
 import { createMetrics } from './support/metrics.js';
 import { ClusterTasks } from './tasks/cluster-tasks.js';
+import { LocalCoordinator } from './tasks/local-coordinator.js';
+import { SharedCoordinator } from './tasks/shared-coordinator.js';
 import { TaskOwnerProxy } from './http/task-owner-proxy.js';
 import { TaskService } from './tasks/task-service.js';
 import { dispatchAcceptTimeoutMs } from './upstream/dispatchers.js';
@@ -215,11 +217,12 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     : undefined;
   const tasks = new TaskService({
     registry,
-    clusterLeases,
-    cluster,
+    coordinator:
+      cluster === undefined
+        ? LocalCoordinator.factory({ sessions, admissionCapacity: config.admission_capacity })
+        : SharedCoordinator.factory({ cluster, leases: clusterLeases, registry, poolClient, clock }),
     poolClient,
     metrics,
-    sessions,
     clock,
     admissionCapacity: config.admission_capacity,
     admissionPolicy: config.admission_policy,

@@ -7,7 +7,7 @@ import type { AdmissionQueue } from '../admission/admission-queue.js';
 import type { GoneEntry } from '../store/admission-queue-store.js';
 import type { Adoption, ClusterTasks } from './cluster-tasks.js';
 import { followsMoves, unlessMoved } from './task-handoff.js';
-import type { TaskPlacement, TaskRecord } from './task-record.js';
+import { placementOf, type TaskRecord } from './task-record.js';
 
 /** What the gate does to the task service's tasks. */
 export interface GateActions {
@@ -31,10 +31,6 @@ const LOST = 'this replica lost the task to another (cluster store unreachable, 
 
 /** How often a replica checks that its queued tasks are still in the cluster's queue, ms. */
 const RECONCILE_MS = 1000;
-
-export function placementOf(view: PoolView): TaskPlacement {
-  return { node_id: view.node_id, pool_id: view.pool_id, engine_version: view.snapshot.engine_version, address: view.address };
-}
 
 /**
  * Between the local scheduler and a dispatch, with a Redis store: a task the scheduler gave a slot

@@ -1,5 +1,5 @@
 import type { DispatchRequest, DispatchResultEvent, EndEvent, TaskRequest } from '@llama-orch/contracts';
-import type { Lease } from '../registry/pool-view.js';
+import type { Lease, PoolView } from '../registry/pool-view.js';
 import type { PoolRef } from '../scheduling/placement.js';
 import { PlacementTicket } from '../scheduling/placement-ticket.js';
 import { TaskStream } from '../streams/task-stream.js';
@@ -32,6 +32,11 @@ export interface TaskPlacement {
   readonly pool_id: string;
   readonly engine_version: string;
   readonly address: string;
+}
+
+/** Where a task runs on `view`. */
+export function placementOf(view: PoolView): TaskPlacement {
+  return { node_id: view.node_id, pool_id: view.pool_id, engine_version: view.snapshot.engine_version, address: view.address };
 }
 
 export interface TaskRecord {

@@ -1,10 +1,7 @@
-import type { ClusterTasks } from './cluster-tasks.js';
-import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
-import type { AdmissionResponse } from '@llama-orch/contracts';
+import type { CoordinatorFactory } from './task-coordinator.js';
 import type { QueuePolicy } from '../admission/admission-queue.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { PlacementStrategy } from '../scheduling/placement.js';
-import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { PoolClient } from '../upstream/pool-client.js';
@@ -15,13 +12,10 @@ import type { CancelReason } from './task-observer.js';
 
 export interface TaskServiceOptions {
   registry: NodeRegistry;
-  /** Cluster slot leases (a Redis store): each dispatch also holds one. Undefined in-process. */
-  clusterLeases?: ClusterSlotLeases | undefined;
-  /** The cluster's queue and task records (a Redis store): admission and dispatch follow the cluster's order. Undefined in-process. */
-  cluster?: ClusterTasks | undefined;
+  /** The cluster's side of a task's moments: `LocalCoordinator` in one process, `SharedCoordinator` with the cluster store. */
+  coordinator: CoordinatorFactory;
   poolClient: PoolClient;
   metrics: OrchdMetrics;
-  sessions: SessionStore;
   clock: Clock;
   admissionCapacity: number;
   admissionPolicy: QueuePolicy;
@@ -42,13 +36,7 @@ export interface TaskServiceOptions {
   closeTimeoutMs?: number;
 }
 
-/** AdmissionResponse without the stream URLs (the route knows the public address). */
-export type AdmissionResult = Omit<AdmissionResponse, 'streams'>;
-
-/** What `admit` decided: the 202's fields, and whether the task went to a node at once. */
-export interface Admitted extends AdmissionResult {
-  readonly dispatched: boolean;
-}
+export type { AdmissionResult, Admitted } from './task-coordinator.js';
 
 export type CancelResult = 'canceled' | 'already-ended' | 'unknown';
 export type { CancelReason, TaskLoad };

@@ -1,18 +1,15 @@
 import type { ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
 import { AdmissionQueue } from '../admission/admission-queue.js';
 import { Predictor } from '../admission/predictor.js';
-import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { Lease, PoolView } from '../registry/pool-view.js';
 import { Scheduler } from '../scheduling/scheduler.js';
 import type { PlacementReason } from '../scheduling/placement.js';
-import type { SessionStore } from '../sessions/session-store.js';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { AttemptAbort } from '../upstream/attempt-abort.js';
 import { runAnswerAttempt } from '../upstream/answer-attempt.js';
 import { runAttempt, type AttemptOutcome } from '../upstream/dispatch-attempt.js';
 import type { PoolClient } from '../upstream/pool-client.js';
-import { withClusterLease } from './cluster-lease-attempt.js';
 import { InFlight } from './in-flight.js';
 import { abandonNode, abandonSilentDispatches, applyPenalty } from './node-faults.js';
 import { QueueMetrics } from './queue-metrics.js';
@@ -21,11 +18,10 @@ import { taskLoad, tokensRelayed, type TaskLoad } from './task-load.js';
 import { TaskObserver, type CancelReason } from './task-observer.js';
 import { answerSink } from './answer-sink.js';
 import { TaskAdmission } from './task-admission.js';
-import { canceledEnd, dispatchRequest, endOf, type Delivery, type RetainedTask, type TaskRecord } from './task-record.js';
-import { ClusterGate, gatedLine, placementOf, type GateActions } from './cluster-gate.js';
-import type { Adoption, ClusterTasks } from './cluster-tasks.js';
-import { adoptInto, adoptedTask, cancelHeldDispatch, reattaching } from './task-adoption.js';
-import { handOff, mayHaveMoved, settleUnlessMoved } from './task-handoff.js';
+import { canceledEnd, dispatchRequest, endOf, placementOf, type Delivery, type RetainedTask, type TaskRecord } from './task-record.js';
+import type { Adoption } from './cluster-task-types.js';
+import { adoptInto, adoptedTask, reattaching } from './task-adoption.js';
+import type { CoordinatorHost, TaskCoordinator } from './task-coordinator.js';
 import { tokenSink } from './token-sink.js';
 import { TaskTable } from './task-table.js';
 import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } from './task-service-types.js';
@@ -46,11 +42,9 @@ const ENGINE = 'llamacpp';
 
 export class TaskService {
   readonly #registry: NodeRegistry;
-  readonly #clusterLeases: ClusterSlotLeases | undefined;
-  readonly #cluster: ClusterTasks | undefined;
-  readonly #gate: ClusterGate | undefined;
+  /** The cluster's side of every moment of a task (task-coordinator.ts). */
+  readonly #coordinator: TaskCoordinator;
   readonly #poolClient: PoolClient;
-  readonly #sessions: SessionStore;
   readonly #clock: Clock;
   readonly #ctxMax: number;
   readonly #maxRetries: number;
@@ -77,11 +71,7 @@ export class TaskService {
   constructor(options: TaskServiceOptions) {
     const { registry, metrics, tickMs = 100, metricsIntervalMs = 1000 } = options;
     this.#registry = registry;
-    this.#clusterLeases = options.clusterLeases;
-    const cluster = options.cluster;
-    this.#cluster = cluster;
     this.#poolClient = options.poolClient;
-    this.#sessions = options.sessions;
     this.#clock = options.clock;
     this.#ctxMax = options.ctxMax;
     this.#maxRetries = options.maxRetries ?? 1;
@@ -89,39 +79,39 @@ export class TaskService {
     this.#metricsIntervalMs = metricsIntervalMs;
     this.#observer = new TaskObserver(metrics, this.#predictor, this.#events);
     this.#table = new TaskTable({ graceMs: options.streamGraceMs, maxEnded: options.streamGraceMaxTasks ?? 100_000 });
-    // With a Redis store the cluster's queue holds the capacity and the policy; this one mirrors the tasks queued here.
-    this.#queue = new AdmissionQueue<TaskRecord>({
-      capacity: cluster === undefined ? options.admissionCapacity : Number.MAX_SAFE_INTEGER,
-      policy: options.admissionPolicy,
-      groupOf: (t) => t.request.model_ref,
-    });
-    const gateActions: GateActions = {
-      dispatch: (task, view, lease, reason, clusterLease) => this.#placed(task, view, lease, reason, clusterLease),
+    // Where the cluster's queue holds the capacity and the policy, this one mirrors the tasks queued here.
+    this.#queue = new AdmissionQueue<TaskRecord>({ capacity: options.coordinator.localCapacity, policy: options.admissionPolicy, groupOf: (t) => t.request.model_ref });
+    const host: CoordinatorHost = {
+      queue: this.#queue,
+      table: this.#table,
+      dispatch: (task, view, lease, reason, held) => this.#placed(task, view, lease, reason, held),
       fail: (task, code, message, retriable) => this.#fail(task, code, message, retriable),
       pump: () => this.#scheduler.pump(),
       adopt: (a) => this.#adopt(a),
-      handOff: (task, to) => cluster && handOff(task, to, { table: this.#table, cluster }),
+      requeued: (task) => this.#requeued(task),
+      movedAway: (task) => (this.#tokensEnded += task.tokens),
+      crashed: (task, err) => this.#crashed(task, err),
     };
-    this.#gate = cluster && new ClusterGate(cluster, this.#queue, gateActions, options.clusterLeases);
-    // With a Redis store no frame comes between a dispatch and its first token: another replica that takes the task over numbers them alike.
-    this.#queueMetrics = new QueueMetrics({ registry, predictor: this.#predictor, intervalMs: metricsIntervalMs, runningFrames: cluster === undefined });
+    const coordinator = options.coordinator.create(host);
+    this.#coordinator = coordinator;
+    this.#queueMetrics = new QueueMetrics({ registry, predictor: this.#predictor, intervalMs: metricsIntervalMs, runningFrames: coordinator.runningFrames });
     this.#scheduler = new Scheduler<TaskRecord>({
       registry,
       strategy: options.placementStrategy,
-      line: cluster === undefined ? this.#queue : gatedLine(this.#queue, cluster),
+      line: coordinator.line(this.#queue),
       events: {
         waiting: (task) => this.#observer.waiting(task),
         unplaceable: (task, decision) => {
           this.#observer.unplaceable(task, decision.code, decision.message);
           this.#fail(task, decision.code, decision.message, true);
         },
-        assigned: (task, view, lease, reason) => (this.#gate === undefined ? this.#placed(task, view, lease, reason) : this.#gate.assigned(task, view, lease, reason)),
+        assigned: (task, view, lease, reason) => this.#coordinator.assigned(task, view, lease, reason),
         moved: () => this.#queueMetrics.emit(this.#queue, this.#table.running(), true, this.#clock.now()),
       },
     });
     this.#admission = new TaskAdmission({
-      ...{ registry, predictor: this.#predictor, sessions: this.#sessions, clock: this.#clock, observer: this.#observer, queue: this.#queue, table: this.#table },
-      ...{ cluster, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity },
+      ...{ registry, predictor: this.#predictor, clock: this.#clock, observer: this.#observer, table: this.#table },
+      ...{ coordinator: () => this.#coordinator, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity },
       running: () => this.#state === 'running' && this.#admitting,
       evict: (victim, by) => {
         this.#observer.evicted(victim, by);
@@ -148,7 +138,7 @@ export class TaskService {
 
   /** Waiting tasks this replica admitted: its local queue and, with a shared store, those mid-claim. */
   queueDepth(): Record<'interactive' | 'batch', number> {
-    const c = this.#gate?.claiming();
+    const c = this.#coordinator.claiming();
     return { interactive: this.#queue.sizeOf('interactive') + (c?.interactive ?? 0), batch: this.#queue.sizeOf('batch') + (c?.batch ?? 0) };
   }
 
@@ -172,7 +162,7 @@ export class TaskService {
     return this.#table.get(id);
   }
 
-  /** Admits a task (task-admission.ts): synchronous in-process, a promise with a Redis store. */
+  /** Admits a task (task-admission.ts): synchronous in one process, a promise where the cluster's queue decides (task-coordinator.ts). */
   admit(named: TaskRequest, log: Log, correlationId: string, clientKey?: string, delivery?: Delivery): Admitted | Promise<Admitted> {
     return this.#admission.admit(named, log, correlationId, clientKey, delivery);
   }
@@ -221,16 +211,16 @@ export class TaskService {
       this.#fail(task, 'INTERNAL', 'orchestratord is shutting down; resubmit the task', true);
     }
     await this.#inflight.idle(this.#closeTimeoutMs);
-    await this.#cluster?.close();
+    await this.#coordinator.close();
     this.#table.clearEnded();
     this.#events.clear();
     this.#state = 'closed';
   }
 
-  /** Starts the task's dispatch to `view`, whose slot the scheduler leased for it (and the cluster gate, `clusterLease`). */
-  #placed(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason, clusterLease?: string): void {
+  /** Starts the task's dispatch to `view`, whose slot the scheduler leased for it (`held`: a cluster slot lease the coordinator's claim took). */
+  #placed(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason, held?: string): void {
     this.#observer.placed(task, view, reason, this.#clock.now());
-    this.#run(task, view, lease, false, clusterLease);
+    this.#run(task, view, lease, false, held);
   }
 
   /** A task of a replica that died: queued here, or re-attached to its running dispatch (task-adoption.ts). */
@@ -243,7 +233,7 @@ export class TaskService {
   }
 
   /** Runs an attempt of the task on `view`: a new dispatch, or (`resume`) a re-attach to the one running there. */
-  #run(task: TaskRecord, view: PoolView, lease: Lease, resume: boolean, clusterLease?: string): void {
+  #run(task: TaskRecord, view: PoolView, lease: Lease, resume: boolean, held?: string): void {
     task.state = 'running';
     task.phase = 'dispatching';
     task.lease = lease;
@@ -255,17 +245,16 @@ export class TaskService {
     this.#inflight.started();
     // One callback pair for the attempt's whole life, no async function suspended on it (performance
     // notes: attempts settled by one callback).
-    this.#startAttempt(task, view, task.controller, resume, clusterLease).then(
+    this.#startAttempt(task, view, task.controller, resume, held).then(
       (outcome) => this.#attemptEnded(task, view, lease, outcome),
       (err: unknown) => this.#attemptEnded(task, view, lease, undefined, err),
     );
   }
 
-  /** The attempt's outcome; with a shared store, under a cluster slot lease (`held`: the one the cluster gate took). */
+  /** The attempt's outcome, under the slot lease the coordinator needs (`held`: the one its claim took). */
   #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort, resume: boolean, held: string | undefined): Promise<AttemptOutcome> {
-    const leases = this.#clusterLeases;
     const run = (): Promise<AttemptOutcome> => this.#runAttempt(task, view, controller, resume);
-    return leases === undefined ? run() : withClusterLease(leases, view, task.id, run, resume, held);
+    return this.#coordinator.attempt(task, view, resume, held, run);
   }
 
   /**
@@ -278,7 +267,7 @@ export class TaskService {
         client: resume ? reattaching(this.#poolClient, task.id) : this.#poolClient,
         target: view.dispatch,
         poolId: view.pool_id,
-        body: dispatchRequest(task, this.#clock.now(), this.#cluster?.reattachMs),
+        body: dispatchRequest(task, this.#clock.now(), this.#coordinator.reattachMs),
         controller,
         correlationId: task.correlationId,
         failedAttempts: resume ? this.#maxRetries : task.failedAttempts,
@@ -302,10 +291,7 @@ export class TaskService {
     task.controller = undefined;
     try {
       if (outcome === undefined) this.#crashed(task, crash);
-      else if (this.#cluster !== undefined && task.state === 'running' && mayHaveMoved(task, outcome)) {
-        const moved = () => (this.#tokensEnded += task.tokens);
-        settleUnlessMoved(task, this.#cluster, this.#table, () => this.#settle(task, view, outcome), moved).catch((err: unknown) => this.#crashed(task, err));
-      } else this.#settle(task, view, outcome);
+      else this.#coordinator.settle(task, outcome, () => this.#settle(task, view, outcome));
     } catch (err) {
       this.#crashed(task, err);
     } finally {
@@ -340,12 +326,7 @@ export class TaskService {
     task.state = 'queued';
     task.phase = 'queued';
     task.placement = undefined;
-    if (this.#cluster === undefined) return this.#requeued(task);
-    // Back in the cluster's queue before this replica may take it again; a cancel meanwhile takes it out again.
-    this.#cluster.requeue(task, this.#clock.now()).then(
-      () => (task.state === 'queued' ? this.#requeued(task) : this.#cluster?.dequeue(task.id)),
-      (err: unknown) => this.#fail(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true),
-    );
+    this.#coordinator.requeue(task);
   }
 
   #requeued(task: TaskRecord): void {
@@ -364,17 +345,15 @@ export class TaskService {
     task.state = 'ended';
     // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
     const served = frame.event === 'end' ? task.placement : undefined;
-    // With a cluster, clients get the end once the shared record holds it (ClusterTasks.ended).
-    if (this.#cluster !== undefined) this.#cluster.ended(task, frame, served, queued, () => task.stream.append(frame));
-    else task.stream.append(frame);
+    // The coordinator records the end (session turn, shared record), then the clients get the frame.
+    this.#coordinator.ended(task, frame, served, queued, () => task.stream.append(frame));
     if (task.controller !== undefined) {
       // the attempt is still running: stop it, and a dispatch the node holds for a re-attach too
       task.controller.abort();
-      if (this.#cluster !== undefined) cancelHeldDispatch(this.#registry, this.#poolClient, task);
+      this.#coordinator.abortHeld(task);
     }
     this.#tokensEnded += task.tokens;
     this.#observer.ended(task, frame, this.#clock.now());
-    if (this.#cluster === undefined) this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
     this.#table.retire(task, this.#clock.now());
   }
 
@@ -393,7 +372,7 @@ export class TaskService {
       this.#fail(task, 'DECODE_TIMEOUT', `deadline of ${task.request.deadline_ms} ms passed while the task was running`, true);
     }
     this.#queueMetrics.emit(this.#queue, this.#table.running(), false, now);
-    this.#gate?.tick(now);
+    this.#coordinator.tick(now);
     this.#scheduler.pump();
   }
 }
