@@ -2,11 +2,7 @@ import type { Log } from '@llama-orch/daemon-support';
 import type { Redis as RedisClient } from 'ioredis';
 import { parseSignal, type ClusterSignalListener, type ClusterSignals } from '../cluster-signals.js';
 import type { RedisConnection } from './redis-client.js';
-
-/** The pub/sub channel the lease and queue scripts publish on (a channel, not a key: scripts get it as an argument). */
-export function signalsChannel(prefix: string): string {
-  return `${prefix}signals`;
-}
+import { signalsChannel } from './redis-keys.js';
 
 /**
  * Signals through Redis pub/sub on a second connection (a subscribed connection runs no other

@@ -1,4 +1,5 @@
 import type { ClusterStore, ClusterStoreDeps, ClusterStoreSettings } from '../cluster-store.js';
+import { loadScripts } from './lua-script.js';
 import { RedisActivity } from './redis-activity.js';
 import { RedisConnection } from './redis-client.js';
 import { RedisLifecycle } from './redis-lifecycle.js';
@@ -6,29 +7,35 @@ import { RedisNodes } from './redis-nodes.js';
 import { RedisQueue } from './redis-queue.js';
 import { RedisRateLimits } from './redis-rate-limits.js';
 import { RedisReplicas } from './redis-replicas.js';
+import { RedisScripts } from './redis-scripts.js';
 import { RedisSessions } from './redis-sessions.js';
 import { RedisSignals } from './redis-signals.js';
 import { RedisSlotLeases } from './redis-slot-leases.js';
 import { RedisTasks } from './redis-tasks.js';
 
-/** The Redis store set: one connection shared by every part. */
+/**
+ * The Redis store set: one connection and one script facade shared by every part. The scripts are
+ * read (lua/) before connecting, so a broken installation fails without touching Redis.
+ */
 export async function createRedisStore(s: ClusterStoreSettings & { redis_url: string }, { logger }: ClusterStoreDeps): Promise<ClusterStore> {
+  const loaded = loadScripts();
   const redis = await RedisConnection.open({ url: s.redis_url, prefix: s.redis_prefix, commandTimeoutMs: s.command_timeout_ms, logger });
+  const scripts = new RedisScripts(redis, loaded);
   const signals = new RedisSignals(redis, logger);
   const sessionLimits = { ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget };
   let closing: Promise<void> | undefined;
   return {
     kind: 'redis',
-    nodes: new RedisNodes(redis, s.heartbeat_interval_ms),
-    leases: new RedisSlotLeases(redis),
-    queue: new RedisQueue(redis, s.admission_capacity, s.admission_policy),
-    tasks: new RedisTasks(redis),
-    sessions: new RedisSessions(redis, sessionLimits),
-    lifecycle: new RedisLifecycle(redis, { capacity: s.admission_capacity, policy: s.admission_policy }, sessionLimits),
-    rateLimits: new RedisRateLimits(redis),
-    replicas: new RedisReplicas(redis),
+    nodes: new RedisNodes(redis, scripts, s.heartbeat_interval_ms),
+    leases: new RedisSlotLeases(scripts),
+    queue: new RedisQueue(redis, scripts, s.admission_capacity, s.admission_policy),
+    tasks: new RedisTasks(redis, scripts),
+    sessions: new RedisSessions(redis, scripts, sessionLimits),
+    lifecycle: new RedisLifecycle(scripts, { capacity: s.admission_capacity, policy: s.admission_policy }, sessionLimits),
+    rateLimits: new RedisRateLimits(scripts),
+    replicas: new RedisReplicas(redis, scripts),
     signals,
-    activity: new RedisActivity(redis),
+    activity: new RedisActivity(redis, scripts),
     health: async () => {
       try {
         return { ok: true, kind: 'redis', latency_ms: await redis.ping() };

@@ -1,0 +1,61 @@
+/** The pub/sub channel the lease and queue scripts publish on (a channel, not a key: scripts get it as an argument). */
+export function signalsChannel(prefix: string): string {
+  return `${prefix}signals`;
+}
+
+/**
+ * Every key of the Redis store, under one prefix. What each holds is documented with the scripts
+ * that write it (lua/*.lua, lua/includes/*.lua); scripts that reach keys by id build them from the
+ * prefix the same way.
+ */
+export class RedisKeys {
+  /** The admission queue's fixed keys, in the order every queue script takes them (lua/includes/queue.lua). */
+  readonly queue: readonly [interactive: string, batch: string, entries: string, deadlines: string];
+  /** Sorted set of the tasks not ended, by owner lease expiry. */
+  readonly taskLeases: string;
+  readonly nodes: string;
+  readonly nodesLive: string;
+  readonly replicas: string;
+  readonly recentTasks: string;
+  readonly signals: string;
+
+  constructor(readonly prefix: string) {
+    const p = prefix;
+    this.queue = [`${p}q:lane:interactive`, `${p}q:lane:batch`, `${p}q:entries`, `${p}q:deadlines`];
+    this.taskLeases = `${p}tasks:leases`;
+    this.nodes = `${p}nodes`;
+    this.nodesLive = `${p}nodes:live`;
+    this.replicas = `${p}replicas`;
+    this.recentTasks = `${p}act:tasks`;
+    this.signals = signalsChannel(p);
+  }
+
+  task(id: string): string {
+    return `${this.prefix}task:${id}`;
+  }
+
+  session(id: string): string {
+    return `${this.prefix}session:${id}`;
+  }
+
+  /** The sorted set of a pool's slot leases (lease id → expiry, server ms); the dispatch script counts it too. */
+  slotLeases(poolKey: string): string {
+    return `${this.prefix}leases:${poolKey}`;
+  }
+
+  node(id: string): string {
+    return `${this.prefix}node:${id}`;
+  }
+
+  replica(id: string): string {
+    return `${this.prefix}replica:${id}`;
+  }
+
+  rateLimit(key: string): string {
+    return `${this.prefix}rl:${key}`;
+  }
+
+  throughputBucket(bucketMs: number, startMs: number): string {
+    return `${this.prefix}act:tp:${bucketMs}:${startMs}`;
+  }
+}
