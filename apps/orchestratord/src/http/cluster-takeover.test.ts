@@ -19,7 +19,7 @@ describe('taking over the tasks of a replica found dead', () => {
    * is still live (60 s here: only evidence of death can explain a takeover within the test),
    * queue entries, and (`listed`) its announcement in the replica list; nothing listens at its address.
    */
-  async function deadReplica(r: Replica, owner: string, listed: boolean, tasks: ReturnType<typeof taskBody>[]): Promise<void> {
+  async function deadReplica(r: Replica, owner: string, listed: boolean, tasks: ReturnType<typeof taskBody>[], delivery = 'events'): Promise<void> {
     const address = `http://127.0.0.1:${await freeLoopbackPort()}`;
     if (listed) await r.store.replicas.announce({ replica_id: owner, address, version: 'x', up_since: Date.now(), tasks_relayed: 0, load: 0 }, 60_000);
     for (const o of tasks) {
@@ -32,7 +32,7 @@ describe('taking over the tasks of a replica found dead', () => {
         owner_url: address,
         request,
         correlation_id: 'c',
-        delivery: 'events',
+        delivery,
       };
       expect(await r.store.tasks.create({ id: String(o.task_id), owner, record: JSON.stringify(record), ttlMs: 60_000, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
       expect(await r.store.queue.add({ id: String(o.task_id), lane: o.priority as 'batch', group: 'm', payload: owner })).toMatchObject({ kind: 'queued' });
@@ -104,6 +104,24 @@ describe('taking over the tasks of a replica found dead', () => {
     const stored = await a.store.tasks.get(String(orphan.task_id));
     expect(stored).toMatchObject({ state: 'ended', fence: 3 });
     expect(JSON.parse(stored!.outcome!)).toMatchObject({ event: 'end', data: { canceled: true } });
+    expect(await a.store.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
+  });
+
+  it("a dead replica's queued /v1 task is ended by the replica that takes it over, never run: its client went with the dead replica", { timeout: 30_000 }, async () => {
+    const { replicas, node } = await cluster('seize-v1:', 2);
+    const [a, b] = replicas as [Replica, Replica];
+    const events = taskBody();
+    const v1 = taskBody();
+    await deadReplica(a, 'dead', true, [v1], 'stream');
+    await deadReplica(a, 'dead', true, [events]);
+    // a /v2 client's resume finds the owner dead: both queued tasks are taken over, only the /v2 one runs
+    const res = await resume(b, events.task_id, 5);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(frames(res.body).at(-1)).toMatchObject({ event: 'end' });
+    const stored = await a.store.tasks.get(String(v1.task_id));
+    expect(stored).toMatchObject({ state: 'ended' });
+    expect(JSON.parse(stored!.outcome!)).toMatchObject({ event: 'error', data: { code: 'INTERNAL', retriable: true } });
+    expect(node.dispatches.map((d) => d.body.task_id)).toEqual([events.task_id]);
     expect(await a.store.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
   });
 

@@ -50,13 +50,13 @@ function gateWith(c: ClusterTasks, leases?: ClusterSlotLeases) {
   const actions: GateActions = {
     dispatch: () => undefined,
     fail: (task, code) => {
-      task.state = 'ended';
+      task.life.end('frame');
       failed.push([task.id, code]);
     },
     pump: () => undefined,
     adopt: () => undefined,
     handOff: (task, to) => {
-      task.state = 'ended';
+      task.life.end('moved');
       handedOff.push([task.id, to]);
     },
   };
@@ -189,7 +189,7 @@ describe('a queued task the store refuses to this replica', () => {
     const task = queuedTask('events');
     queue.enqueue(task.id, 'interactive', task);
     c.lose([task.id]);
-    task.state = 'ended';
+    task.life.end('frame');
     answer({ replica: 'r2', fence: 2 });
     await settled();
     expect([failed, handedOff]).toEqual([[], []]);

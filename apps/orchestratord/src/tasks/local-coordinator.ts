@@ -72,6 +72,10 @@ export class LocalCoordinator implements TaskCoordinator {
     this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
   }
 
+  movedAway(): void {
+    // No other replica takes a task over from this one.
+  }
+
   abortHeld(): void {
     // No node holds a dispatch for a re-attach: nothing dispatched here asked for one.
   }

@@ -106,7 +106,7 @@ export class QueueMetrics {
   #emitOne(task: TaskRecord, depth: number, position: number | undefined, ahead: number, now: number): void {
     const views = this.#registry.poolsForModel(task.request.model_ref);
     const { data, verbose, phase } = metricsFrame({ task, views, predictor: this.#predictor, depth, position, ahead, now });
-    task.phase = phase;
+    task.life.setPhase(phase);
     task.stream.append({ event: 'metrics', data }, { event: 'metrics', data: verbose });
     task.lastPosition = position;
     task.lastMetricsAt = now;

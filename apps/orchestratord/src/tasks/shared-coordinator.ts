@@ -16,7 +16,7 @@ import { withClusterLease } from './cluster-lease-attempt.js';
 import type { ClusterTasks } from './cluster-tasks.js';
 import { cancelHeldDispatch } from './task-adoption.js';
 import type { Admission, AdmissionSteps, Admitted, CoordinatorFactory, CoordinatorHost, TaskCoordinator } from './task-coordinator.js';
-import { handOff, mayHaveMoved, settleUnlessMoved } from './task-handoff.js';
+import { mayHaveMoved, unlessMoved } from './task-handoff.js';
 import type { TaskRecord } from './task-record.js';
 
 export interface SharedCoordinatorOptions {
@@ -70,7 +70,7 @@ export class SharedCoordinator implements TaskCoordinator {
         fail: (task, code, message, retriable) => host.fail(task, code, message, retriable),
         pump: () => host.pump(),
         adopt: (a) => host.adopt(a),
-        handOff: (task, to) => handOff(task, to, { table: host.table, cluster }),
+        handOff: (task, to) => host.handOff(task, to),
       },
       options.leases,
     );
@@ -140,7 +140,7 @@ export class SharedCoordinator implements TaskCoordinator {
 
   settle(task: TaskRecord, outcome: AttemptOutcome, settle: () => void): void {
     if (task.state !== 'running' || !mayHaveMoved(task, outcome)) return settle();
-    settleUnlessMoved(task, this.#cluster, this.#host.table, settle, () => this.#host.movedAway(task)).catch((err: unknown) => this.#host.crashed(task, err));
+    unlessMoved(task, this.#cluster, settle, (to) => this.#host.handOff(task, to)).catch((err: unknown) => this.#host.crashed(task, err));
   }
 
   /** Back in the cluster's queue before this replica may take it again; a cancel meanwhile takes it out again. */
@@ -154,6 +154,10 @@ export class SharedCoordinator implements TaskCoordinator {
   /** Clients get the end once the shared record holds it (ClusterTasks.ended). */
   ended(task: TaskRecord, frame: SseFrame, served: SessionPool | undefined, queued: boolean, deliver: () => void): void {
     this.#cluster.ended(task, frame, served, queued, deliver);
+  }
+
+  movedAway(task: TaskRecord): void {
+    this.#cluster.forget(task.id);
   }
 
   abortHeld(task: TaskRecord): void {

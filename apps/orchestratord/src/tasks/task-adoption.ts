@@ -33,7 +33,7 @@ export function adoptedTask(a: Adoption, metricsIntervalMs: number, now: number)
     clientKey: r.client_key,
     now: r.admitted_at,
     predictedStartMs: 0,
-    phase: a.state === 'running' ? 'dispatching' : 'queued',
+    phase: 'queued',
     delivery: r.delivery,
   });
   task.takenOver = true;

@@ -74,8 +74,8 @@ export interface CoordinatorHost {
   adopt(a: Adoption): void;
   /** The task is back in line (an attempt failed before its first token). */
   requeued(task: TaskRecord): void;
-  /** A task that moved to another replica leaves nothing to end here: its relayed tokens are counted. */
-  movedAway(task: TaskRecord): void;
+  /** The task is replica `to`'s now (it took it over while this one stalled): it ends here without a frame, its readers follow it there. */
+  handOff(task: TaskRecord, to: string): void;
   crashed(task: TaskRecord, err: unknown): void;
 }
 
@@ -110,6 +110,8 @@ export interface TaskCoordinator {
   requeue(task: TaskRecord): void;
   /** The one ending: records it (session turn; the shared record) and then `deliver`s the terminal frame to the clients. */
   ended(task: TaskRecord, frame: SseFrame, served: SessionPool | undefined, queued: boolean, deliver: () => void): void;
+  /** The task was handed off to another replica: this one holds nothing of it any more (no fence, no end to write). */
+  movedAway(task: TaskRecord): void;
   /** The task ended while its attempt still ran: stop what a node holds for it beyond the attempt. */
   abortHeld(task: TaskRecord): void;
   /** Housekeeping (the task service's tick). */

@@ -4,23 +4,21 @@ import { describe, expect, it } from 'vitest';
 import { captureLogger, taskBody } from '../testing/test-helpers.js';
 import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
 import type { ClusterTasks, TaskOwner } from './cluster-tasks.js';
-import { mayHaveMoved, settleUnlessMoved } from './task-handoff.js';
+import { mayHaveMoved, unlessMoved } from './task-handoff.js';
 import { newTaskRecord, type Delivery, type TaskRecord } from './task-record.js';
-import { TaskTable } from './task-table.js';
 
 function running(delivery: Delivery): TaskRecord {
   const request = resolveTaskRequest(TaskRequestSchema.parse(taskBody()), { deadlineMs: 60_000, newId: randomUUID });
   const task = newTaskRecord({ request, log: captureLogger().logger, correlationId: 'c', now: 0, predictedStartMs: 0, phase: 'queued', delivery });
   task.stream.append({ event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } });
   task.stream.append({ event: 'token', data: { t: 'a', i: 0 } });
-  task.state = 'running';
+  task.life.run();
   return task;
 }
 
-/** The cluster side as the hand-off sees it: who the store says owns the task, and what it forgot. */
-function cluster(owner: () => Promise<Partial<TaskOwner> | undefined>): ClusterTasks & { forgotten: string[] } {
-  const forgotten: string[] = [];
-  return { replicaId: 'r1', ownerOf: owner, forget: (id: string) => forgotten.push(id), forgotten } as unknown as ClusterTasks & { forgotten: string[] };
+/** The cluster side as the hand-off sees it: who the store says owns the task. */
+function cluster(owner: () => Promise<Partial<TaskOwner> | undefined>): Pick<ClusterTasks, 'ownerOf' | 'replicaId'> {
+  return { replicaId: 'r1', ownerOf: owner as ClusterTasks['ownerOf'] };
 }
 
 const reset: AttemptOutcome = { kind: 'fail', code: 'WORKER_RESET', message: 'stream from node ended without an end or error event', retriable: true };
@@ -34,57 +32,42 @@ describe('handing a running task off to the replica that took it over', () => {
     expect(mayHaveMoved(running('answer'), reset)).toBe(false);
   });
 
-  it("another replica owns it: readers are sent there, it leaves this replica's table, nothing is settled or written", async () => {
+  it('another replica owns it: the task moves there (the task service hands it off), nothing is settled', async () => {
     const task = running('events');
-    const table = new TaskTable({ graceMs: 1000, maxEnded: 10 });
-    table.add(task);
-    const c = cluster(() => Promise.resolve({ replica: 'r2', fence: 3 }));
     let settled = 0;
-    let moved = 0;
-    await settleUnlessMoved(
+    const moved: string[] = [];
+    await unlessMoved(
       task,
-      c,
-      table,
+      cluster(() => Promise.resolve({ replica: 'r2', fence: 3 })),
       () => void (settled += 1),
-      () => void (moved += 1),
+      (to) => void moved.push(to),
     );
-    expect([settled, moved]).toEqual([0, 1]);
-    expect(task.state).toBe('ended');
-    expect(task.stream.state).toBe('moved');
-    expect(table.get(task.id)).toBeUndefined();
-    expect(c.forgotten).toEqual([task.id]);
+    expect([settled, moved]).toEqual([0, ['r2']]);
   });
 
   it("still this replica's, unknown to the store, or the store unreachable: the attempt's outcome applies", async () => {
     for (const owner of [() => Promise.resolve({ replica: 'r1', fence: 2 }), () => Promise.resolve(undefined), () => Promise.reject(new Error('store down'))]) {
       const task = running('events');
-      const table = new TaskTable({ graceMs: 1000, maxEnded: 10 });
-      table.add(task);
       let settled = 0;
-      await settleUnlessMoved(
+      await unlessMoved(
         task,
         cluster(owner),
-        table,
         () => void (settled += 1),
         () => expect.fail('handed off'),
       );
       expect(settled).toBe(1);
-      expect(task.stream.state).toBe('open');
-      expect(table.get(task.id)).toBe(task);
     }
   });
 
   it('a task that ended while the store was asked (a cancel) is left alone', async () => {
     const task = running('events');
-    const table = new TaskTable({ graceMs: 1000, maxEnded: 10 });
     const c = cluster(() => {
-      task.state = 'ended';
+      task.life.end('frame');
       return Promise.resolve({ replica: 'r2', fence: 3 });
     });
-    await settleUnlessMoved(
+    await unlessMoved(
       task,
       c,
-      table,
       () => expect.fail('settled'),
       () => expect.fail('handed off'),
     );

@@ -1,7 +1,6 @@
 import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
 import type { ClusterTasks } from './cluster-tasks.js';
 import type { TaskRecord } from './task-record.js';
-import type { TaskTable } from './task-table.js';
 
 /**
  * Whether an attempt that ended without its task's end (it failed, or would be placed again) may
@@ -28,7 +27,7 @@ export function followsMoves(task: Pick<TaskRecord, 'delivery' | 'request'>): bo
 
 /**
  * The replica that owns task `id` now, when it is another one (then that replica ends the task, and
- * this one hands it off: `TaskStream.moved`); undefined when it is still this replica's, or the
+ * this one hands it off: the task service's `#end` with `movedTo`); undefined when it is still this replica's, or the
  * store does not know or cannot be reached — the attempt's own outcome applies then, as before.
  */
 function movedTo(cluster: Pick<ClusterTasks, 'ownerOf' | 'replicaId'>, id: string): Promise<string | undefined> {
@@ -36,34 +35,6 @@ function movedTo(cluster: Pick<ClusterTasks, 'ownerOf' | 'replicaId'>, id: strin
     (owner) => (owner !== undefined && owner.replica !== cluster.replicaId ? owner.replica : undefined),
     () => undefined,
   );
-}
-
-/**
- * Task `task` is replica `to`'s now, and its generation goes on there: it ends here without a
- * terminal frame — its readers stop and reconnect with `Last-Event-ID`, which any replica passes
- * to `to` (the task is no longer in this replica's table), and its end is `to`'s to write.
- */
-export function handOff(task: TaskRecord, to: string, from: { table: Pick<TaskTable, 'forget'>; cluster: Pick<ClusterTasks, 'forget'> }): void {
-  task.state = 'ended';
-  from.table.forget(task);
-  from.cluster.forget(task.id);
-  task.stream.moved();
-  task.log.warn(
-    { task_id: task.id, owner: to, human: `Task ${task.id} was taken over by replica ${to} while this replica's lease on it had lapsed (a stall): its readers reconnect there` },
-    'task handed off',
-  );
-}
-
-/**
- * Applies the attempt's outcome (`settle`) unless another replica took the task over meanwhile
- * ({@link movedTo}): then the task is handed off ({@link handOff}) and `moved` runs. Nothing when the
- * task ended while the store was asked (a cancel).
- */
-export function settleUnlessMoved(task: TaskRecord, cluster: ClusterTasks, table: TaskTable, settle: () => void, moved: () => void): Promise<void> {
-  return unlessMoved(task, cluster, settle, (to) => {
-    handOff(task, to, { table, cluster });
-    moved();
-  });
 }
 
 /**

@@ -3,20 +3,12 @@ import type { Lease, PoolView } from '../registry/pool-view.js';
 import type { PoolRef } from '../scheduling/placement.js';
 import { PlacementTicket } from '../scheduling/placement-ticket.js';
 import { TaskStream } from '../streams/task-stream.js';
+import { TaskLifecycle, type TaskPhase, type TaskState } from './task-lifecycle.js';
 import type { Log } from '@llama-orch/daemon-support';
 import type { AttemptAbort } from '../upstream/attempt-abort.js';
 import type { EndDispatchEvent } from '../upstream/dispatch-attempt.js';
 
-/**
- * Lifecycle of an admitted task: `queued` (in the admission queue) → `running` (slot leased,
- * dispatched to a node) → `ended` (terminal frame written). A task whose attempt failed before the
- * first token goes back to `queued` (see the failure policy in upstream/dispatch-attempt.ts).
- * `ended` is final; only its frames stay readable, for `stream_grace_ms`.
- */
-export type TaskState = 'queued' | 'running' | 'ended';
-
-/** Finer phase for narration: what a running/queued task is waiting on. */
-export type TaskPhase = 'queued' | 'preparing' | 'dispatching' | 'streaming';
+export type { TaskPhase, TaskState } from './task-lifecycle.js';
 
 /**
  * How the task's output reaches its client: `events` = the `/v2` event stream (resumable with
@@ -62,8 +54,12 @@ export interface TaskRecord {
   readonly delivery: Delivery;
   /** The node's answer of an `answer` task, once it came (the /v1 door renders it). */
   answer: DispatchResultEvent | undefined;
-  state: TaskState;
-  phase: TaskPhase;
+  /** The owner of `state` and `phase`: every change is a checked transition (task-lifecycle.ts). */
+  readonly life: TaskLifecycle;
+  /** `life.state`. */
+  readonly state: TaskState;
+  /** `life.phase`. */
+  readonly phase: TaskPhase;
   /** Failed attempts before the first token (node loss, broken stream). */
   failedAttempts: number;
   /** The running attempt's abort switch (undefined while queued). */
@@ -128,12 +124,13 @@ export interface NewTaskOptions {
   clientKey?: string | undefined;
   now: number;
   predictedStartMs: number;
-  phase: TaskPhase;
+  phase: 'queued' | 'preparing';
   /** @default 'events' */
   delivery?: Delivery | undefined;
 }
 
 export function newTaskRecord({ request, modelName, affinity, log, correlationId, clientKey, now, predictedStartMs, phase, delivery }: NewTaskOptions): TaskRecord {
+  const life = new TaskLifecycle(request.task_id, phase);
   return {
     id: request.task_id,
     request,
@@ -148,8 +145,13 @@ export function newTaskRecord({ request, modelName, affinity, log, correlationId
     predictedStartMs,
     delivery: delivery ?? 'events',
     answer: undefined,
-    state: 'queued',
-    phase,
+    life,
+    get state() {
+      return life.state;
+    },
+    get phase() {
+      return life.phase;
+    },
     failedAttempts: 0,
     controller: undefined,
     lease: undefined,

@@ -89,7 +89,7 @@ export class TaskService {
       pump: () => this.#scheduler.pump(),
       adopt: (a) => this.#adopt(a),
       requeued: (task) => this.#requeued(task),
-      movedAway: (task) => (this.#tokensEnded += task.tokens),
+      handOff: (task, to) => this.#end(task, { movedTo: to }),
       crashed: (task, err) => this.#crashed(task, err),
     };
     const coordinator = options.coordinator.create(host);
@@ -175,7 +175,7 @@ export class TaskService {
     this.#queue.remove(id);
     const end = canceledEnd(task, this.#clock.now());
     this.#observer.canceled(task, reason);
-    this.#end(task, { event: 'end', data: end });
+    this.#end(task, { frame: { event: 'end', data: end } });
     return 'canceled';
   }
 
@@ -234,8 +234,7 @@ export class TaskService {
 
   /** Runs an attempt of the task on `view`: a new dispatch, or (`resume`) a re-attach to the one running there. */
   #run(task: TaskRecord, view: PoolView, lease: Lease, resume: boolean, held?: string): void {
-    task.state = 'running';
-    task.phase = 'dispatching';
+    task.life.run();
     task.lease = lease;
     task.controller = new AttemptAbort();
     task.placement = placementOf(view);
@@ -311,7 +310,7 @@ export class TaskService {
     if (outcome.kind === 'aborted' || task.state === 'ended') return;
     if (outcome.kind === 'end') {
       this.#observer.finished(task, view, outcome.event);
-      this.#end(task, { event: 'end', data: endOf(outcome.event) });
+      this.#end(task, { frame: { event: 'end', data: endOf(outcome.event) } });
       return;
     }
     applyPenalty(this.#registry, task, view, outcome.penalty);
@@ -323,8 +322,7 @@ export class TaskService {
     }
     // retry: nothing was relayed yet, so the client cannot tell the difference.
     this.#observer.requeued(task, view, outcome.code, outcome.message, outcome.penalty);
-    task.state = 'queued';
-    task.phase = 'queued';
+    task.life.requeue();
     task.placement = undefined;
     this.#coordinator.requeue(task);
   }
@@ -335,14 +333,20 @@ export class TaskService {
   }
 
   #fail(task: TaskRecord, code: ErrorCode, message: string, retriable: boolean): void {
-    this.#end(task, { event: 'error', data: { code, message, retriable, engine: ENGINE } });
+    this.#end(task, { frame: { event: 'error', data: { code, message, retriable, engine: ENGINE } } });
   }
 
-  /** The one place a task ends: writes the terminal frame, aborts upstream, keeps the frames for the grace period. */
-  #end(task: TaskRecord, frame: SseFrame): void {
-    if (task.state === 'ended') return;
+  /**
+   * The one place a task ends (its lifecycle ends once: a second ending is ignored). With its
+   * terminal `frame`: recorded, then delivered, upstream aborted, the frames kept for the grace
+   * period. `movedTo`: another replica took it over and carries it on (a stall here): no frame, it
+   * leaves the table, its readers reconnect with `Last-Event-ID` and any replica passes them there.
+   */
+  #end(task: TaskRecord, ending: { frame: SseFrame } | { movedTo: string }): void {
+    if ('movedTo' in ending) return this.#moved(task, ending.movedTo);
     const queued = task.state === 'queued';
-    task.state = 'ended';
+    if (!task.life.end('frame')) return;
+    const { frame } = ending;
     // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
     const served = frame.event === 'end' ? task.placement : undefined;
     // The coordinator records the end (session turn, shared record), then the clients get the frame.
@@ -355,6 +359,18 @@ export class TaskService {
     this.#tokensEnded += task.tokens;
     this.#observer.ended(task, frame, this.#clock.now());
     this.#table.retire(task, this.#clock.now());
+  }
+
+  #moved(task: TaskRecord, to: string): void {
+    if (!task.life.end('moved')) return;
+    this.#coordinator.movedAway(task);
+    this.#table.forget(task);
+    task.stream.moved();
+    this.#tokensEnded += task.tokens;
+    task.log.warn(
+      { task_id: task.id, owner: to, human: `Task ${task.id} was taken over by replica ${to} while this replica's lease on it had lapsed (a stall): its readers reconnect there` },
+      'task handed off',
+    );
   }
 
   #housekeeping(): void {

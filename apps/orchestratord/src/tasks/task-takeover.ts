@@ -41,10 +41,10 @@ export type Grant = (record: string) => Promise<AcquireOutcome>;
 
 /**
  * Takes task `id` over if `grant` gives it to this replica (a new fence, and the record with this
- * replica's address): a task that can be carried on (queued,
- * or a running `/v2` stream with its frame base) is returned for the task service to queue or
- * re-attach; one that cannot (a `/v1` stream or answer whose client went with its replica, or a
- * record without its request) ends `error INTERNAL` (retriable), out of the queue, its session's
+ * replica's address): a `/v2` event-stream task that can be carried on (queued, or running with
+ * its frame base) is returned for the task service to queue or re-attach; one that cannot (a `/v1`
+ * stream or answer, queued or running, whose client went with its replica, or a record without
+ * its request) ends `error INTERNAL` (retriable), out of the queue, its session's
  * turn closed, and undefined is returned, as for a task not granted or already ended. A running
  * `/v1` task that ends so gives back its dead owner's cluster slot lease at once: the node cancelled
  * its generation when the connection dropped, and the queued tasks wait for that slot.
@@ -62,7 +62,11 @@ export async function takeOver(deps: TakeoverDeps, id: string, evidence: Takeove
   // cluster's queue, every later task of its model waiting behind it).
   const placement = stored.state !== 'running' || stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
   const request = record.request;
-  const resumable = stored.state === 'queued' || (record.delivery === 'events' && typeof placement?.frame_base === 'number');
+  // Only a `/v2` event stream can be carried on: its client reconnects through any replica. A `/v1`
+  // task's client (queued or running) was on its replica's connection, so running it here would spend
+  // a slot on an answer nobody reads.
+  const follows = (record.delivery ?? 'events') === 'events' && request?.call === undefined;
+  const resumable = follows && (stored.state === 'queued' || typeof placement?.frame_base === 'number');
   const why = evidence === 'lapsed' ? 'stopped' : 'is gone (its address refuses connections)';
   if (request !== undefined && resumable) {
     deps.hold(id, won.fence);

@@ -33,7 +33,7 @@ export function tokenSink(task: TaskRecord, view: PoolView, clock: Clock, observ
       if (task.tokens === 1) {
         const now = clock.now();
         task.firstTokenAt = now;
-        task.phase = 'streaming';
+        task.life.setPhase('streaming');
         observer.firstToken(task, view, now);
       }
       return true;
