@@ -8,7 +8,7 @@ import { frames, taskBody } from '../testing/test-helpers.js';
 // generation when the connection dropped, so the slot is free there, but the cluster slot lease of
 // the dead replica held it until its TTL, and the dead replica's queued tasks could not start
 // before. The survivor that takes the /v1 task over gives that lease back at once (spec 65,
-// Orphans; task-takeover.ts). The leases here last 60 s: only their release explains a start.
+// Orphans; shared/takeover.ts). The leases here last 60 s: only their release explains a start.
 describe("a dead replica's slot lease, given back when its running /v1 task is taken over", () => {
   const h = replicaHarness();
   const LEASE_MS = 60_000;

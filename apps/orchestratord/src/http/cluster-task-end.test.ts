@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskFinish } from '../store/task-lifecycle-store.js';
-import { END_WRITE_WAIT_MS } from '../tasks/cluster-end-writer.js';
+import { END_WRITE_WAIT_MS } from '../tasks/shared/end-writer.js';
 import { annAuth, fixtureCluster, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
 import { sleep } from '../testing/store-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';

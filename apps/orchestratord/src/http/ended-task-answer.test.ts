@@ -1,7 +1,7 @@
 import { formatSseFrame, type SseFrame } from '@llama-orch/contracts';
 import Fastify from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { StoredOutcome } from '../tasks/cluster-end-writer.js';
+import type { StoredOutcome } from '../tasks/shared/end-writer.js';
 import { answerEndedStream } from './ended-task-answer.js';
 
 const end: SseFrame = { event: 'end', data: { tokens_out: 1, decode_ms: 1, decode_time_ms: 1 } };

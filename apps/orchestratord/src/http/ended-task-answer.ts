@@ -4,12 +4,12 @@ import { z } from 'zod';
 import { V2_SSE } from '../streams/frame-encoder.js';
 import { TaskEventStream } from '../streams/task-event-stream.js';
 import { TaskStream } from '../streams/task-stream.js';
-import type { StoredOutcome } from '../tasks/cluster-end-writer.js';
+import type { StoredOutcome } from '../tasks/shared/end-writer.js';
 
 /** Stands for the frames before the first token, which only the owner kept (queue metrics): one shared object. */
 const PADDING: SseFrame = { event: 'metrics', data: { queue_depth: 0, on_time_probability: 1 } satisfies MetricsEvent };
 
-/** What a replica reads back from a shared record's outcome (written by cluster-end-writer.ts). */
+/** What a replica reads back from a shared record's outcome (written by shared/end-writer.ts). */
 const StoredReplaySchema = z.object({ id: z.int().nonnegative().optional(), first_token: z.int().positive().optional(), tokens: z.array(TokenEventSchema).optional() });
 
 /**

@@ -5,7 +5,7 @@ import { request, type Dispatcher } from 'undici';
 import { InternalError } from '../errors.js';
 import { answerEndedStream } from './ended-task-answer.js';
 import { mayAccess } from './task-access.js';
-import type { ClusterTasks, TaskOwner } from '../tasks/cluster-tasks.js';
+import type { ClusterTasks, TaskOwner } from '../tasks/shared/cluster-tasks.js';
 
 /** Set on a request one replica passes to another: it is never passed on again. */
 export const FORWARDED_BY_HEADER = 'x-llorch-forwarded-by';

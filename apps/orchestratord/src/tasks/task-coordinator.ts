@@ -11,7 +11,7 @@ import type { PlacementReason, PoolRef } from '../scheduling/placement.js';
 import type { WaitingLine } from '../scheduling/scheduler.js';
 import type { SessionPool } from '../sessions/session-store.js';
 import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
-import type { Adoption } from './cluster-task-types.js';
+import type { Adoption } from './shared/shared-task-types.js';
 import type { Delivery, TaskRecord } from './task-record.js';
 import type { TaskTable } from './task-table.js';
 

@@ -80,7 +80,7 @@ export interface TaskRecord {
   lastPosition: number | undefined;
   lastMetricsAt: number;
   /**
-   * Taken over from a replica that died (task-adoption.ts): its readers are clients reconnecting
+   * Taken over from a replica that died (shared/adoption.ts): its readers are clients reconnecting
    * one attempt at a time, so one that leaves does not cancel it (a resume may come next).
    */
   takenOver?: boolean;

@@ -19,8 +19,8 @@ import { TaskObserver, type CancelReason } from './task-observer.js';
 import { answerSink } from './answer-sink.js';
 import { TaskAdmission } from './task-admission.js';
 import { canceledEnd, dispatchRequest, endOf, placementOf, type Delivery, type RetainedTask, type TaskRecord } from './task-record.js';
-import type { Adoption } from './cluster-task-types.js';
-import { adoptInto, adoptedTask, reattaching } from './task-adoption.js';
+import type { Adoption } from './shared/shared-task-types.js';
+import { adoptInto, adoptedTask, reattaching } from './shared/adoption.js';
 import type { CoordinatorHost, TaskCoordinator } from './task-coordinator.js';
 import { tokenSink } from './token-sink.js';
 import { TaskTable } from './task-table.js';
@@ -223,7 +223,7 @@ export class TaskService {
     this.#run(task, view, lease, false, held);
   }
 
-  /** A task of a replica that died: queued here, or re-attached to its running dispatch (task-adoption.ts). */
+  /** A task of a replica that died: queued here, or re-attached to its running dispatch (shared/adoption.ts). */
   #adopt(a: Adoption): void {
     if (this.#state !== 'running' || this.#table.get(a.id) !== undefined) return;
     const task = adoptedTask(a, this.#metricsIntervalMs, this.#clock.now());
@@ -283,7 +283,7 @@ export class TaskService {
    * An attempt is over: `outcome` is what its failure policy decided, or `crash` what it threw (a bug:
    * the task fails INTERNAL). The task leaves the running set; its slot is released after the outcome
    * is handled, so a re-queued task is back in line before the freed slot triggers the next pump
-   * (not for a `/v2` stream with a Redis store that did not end: the store is asked first, task-handoff.ts).
+   * (not for a `/v2` stream with a Redis store that did not end: the store is asked first, shared/handoff.ts).
    */
   #attemptEnded(task: TaskRecord, view: PoolView, lease: Lease, outcome: AttemptOutcome | undefined, crash?: unknown): void {
     this.#table.stoppedRunning(task);

@@ -1,12 +1,12 @@
 import { resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ClusterStore } from '../store/cluster-store.js';
-import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
-import { until } from '../testing/replica-harness.js';
-import { taskBody } from '../testing/test-helpers.js';
+import type { ClusterStore } from '../../store/cluster-store.js';
+import { STORE_KINDS, sleep, storeHarness } from '../../testing/store-harness.js';
+import { until } from '../../testing/replica-harness.js';
+import { taskBody } from '../../testing/test-helpers.js';
 import { ClusterTasks } from './cluster-tasks.js';
-import { newTaskRecord, type TaskPlacement, type TaskRecord } from './task-record.js';
+import { newTaskRecord, type TaskPlacement, type TaskRecord } from '../task-record.js';
 
 const logger = pino({ level: 'silent' });
 const PLACEMENT: TaskPlacement = { node_id: 'n1', pool_id: 'p', engine_version: 'x', address: 'http://127.0.0.1:9' };

@@ -1,23 +1,23 @@
 import type { SseFrame } from '@llama-orch/contracts';
 import type { Clock } from '@llama-orch/daemon-support';
-import { checkQueued, checkServed } from '../admission/admission-checks.js';
-import type { AdmissionQueue } from '../admission/admission-queue.js';
-import { InternalError, InvalidParamsError } from '../errors.js';
-import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
-import type { NodeRegistry } from '../registry/node-registry.js';
-import type { Lease, PoolView } from '../registry/pool-view.js';
-import type { PlacementReason } from '../scheduling/placement.js';
-import type { WaitingLine } from '../scheduling/scheduler.js';
-import type { SessionPool } from '../sessions/session-store.js';
-import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
-import type { PoolClient } from '../upstream/pool-client.js';
+import { checkQueued, checkServed } from '../../admission/admission-checks.js';
+import type { AdmissionQueue } from '../../admission/admission-queue.js';
+import { InternalError, InvalidParamsError } from '../../errors.js';
+import type { ClusterSlotLeases } from '../../registry/cluster-slot-leases.js';
+import type { NodeRegistry } from '../../registry/node-registry.js';
+import type { Lease, PoolView } from '../../registry/pool-view.js';
+import type { PlacementReason } from '../../scheduling/placement.js';
+import type { WaitingLine } from '../../scheduling/scheduler.js';
+import type { SessionPool } from '../../sessions/session-store.js';
+import type { AttemptOutcome } from '../../upstream/dispatch-attempt.js';
+import type { PoolClient } from '../../upstream/pool-client.js';
 import { ClusterGate, gatedLine } from './cluster-gate.js';
-import { withClusterLease } from './cluster-lease-attempt.js';
+import { withClusterLease } from './slot-lease-attempt.js';
 import type { ClusterTasks } from './cluster-tasks.js';
-import { cancelHeldDispatch } from './task-adoption.js';
-import type { Admission, AdmissionSteps, Admitted, CoordinatorFactory, CoordinatorHost, TaskCoordinator } from './task-coordinator.js';
-import { mayHaveMoved, unlessMoved } from './task-handoff.js';
-import type { TaskRecord } from './task-record.js';
+import { cancelHeldDispatch } from './adoption.js';
+import type { Admission, AdmissionSteps, Admitted, CoordinatorFactory, CoordinatorHost, TaskCoordinator } from '../task-coordinator.js';
+import { mayHaveMoved, unlessMoved } from './handoff.js';
+import type { TaskRecord } from '../task-record.js';
 
 export interface SharedCoordinatorOptions {
   /** The cluster's queue and task records. */

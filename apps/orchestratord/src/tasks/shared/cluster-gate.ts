@@ -1,13 +1,13 @@
 import type { ErrorCode } from '@llama-orch/contracts';
-import { candidateKey, type Lease, type PoolView } from '../registry/pool-view.js';
-import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
-import type { WaitingLine } from '../scheduling/scheduler.js';
-import type { PlacementReason } from '../scheduling/placement.js';
-import type { AdmissionQueue } from '../admission/admission-queue.js';
-import type { GoneEntry } from '../store/admission-queue-store.js';
+import { candidateKey, type Lease, type PoolView } from '../../registry/pool-view.js';
+import type { ClusterSlotLeases } from '../../registry/cluster-slot-leases.js';
+import type { WaitingLine } from '../../scheduling/scheduler.js';
+import type { PlacementReason } from '../../scheduling/placement.js';
+import type { AdmissionQueue } from '../../admission/admission-queue.js';
+import type { GoneEntry } from '../../store/admission-queue-store.js';
 import type { Adoption, ClusterTasks } from './cluster-tasks.js';
-import { followsMoves, unlessMoved } from './task-handoff.js';
-import { placementOf, type TaskRecord } from './task-record.js';
+import { followsMoves, unlessMoved } from './handoff.js';
+import { placementOf, type TaskRecord } from '../task-record.js';
 
 /** What the gate does to the task service's tasks. */
 export interface GateActions {
@@ -18,7 +18,7 @@ export interface GateActions {
   pump(): void;
   /** A task of a replica that died is this replica's now: queue or re-attach it. */
   adopt(a: Adoption): void;
-  /** The queued task is replica `to`'s now (it took it over while this one stalled): its readers follow it there, nothing ends here (task-handoff.ts). */
+  /** The queued task is replica `to`'s now (it took it over while this one stalled): its readers follow it there, nothing ends here (shared/handoff.ts). */
   handOff(task: TaskRecord, to: string): void;
 }
 

@@ -1,10 +1,10 @@
 import type { ErrorCode, MetricsEvent, SseFrame } from '@llama-orch/contracts';
-import type { AdmissionQueue } from '../admission/admission-queue.js';
-import type { NodeRegistry } from '../registry/node-registry.js';
-import type { Lease, PoolView } from '../registry/pool-view.js';
-import type { PoolClient } from '../upstream/pool-client.js';
+import type { AdmissionQueue } from '../../admission/admission-queue.js';
+import type { NodeRegistry } from '../../registry/node-registry.js';
+import type { Lease, PoolView } from '../../registry/pool-view.js';
+import type { PoolClient } from '../../upstream/pool-client.js';
 import type { Adoption, SharedPlacement } from './cluster-tasks.js';
-import { newTaskRecord, type TaskRecord } from './task-record.js';
+import { newTaskRecord, type TaskRecord } from '../task-record.js';
 
 /** Frames a taken-over queued task gets past the least its first replica may have sent: room for position changes. */
 const QUEUED_PRELUDE_MARGIN = 64;

@@ -1,17 +1,17 @@
 import type { SseFrame } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
-import type { AdmissionQueueStore, GoneEntry } from '../store/admission-queue-store.js';
-import type { ClusterSignals } from '../store/cluster-signals.js';
-import type { SessionAffinityStore, SessionPoolRef } from '../store/session-affinity-store.js';
-import type { AdmitOutcome, DispatchRoom, TakeDispatchOutcome, TaskLifecycleStore } from '../store/task-lifecycle-store.js';
-import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
-import { ClusterEndWriter, deliverWhenWritten, storedOutcome, type StoredOutcome } from './cluster-end-writer.js';
+import type { AdmissionQueueStore, GoneEntry } from '../../store/admission-queue-store.js';
+import type { ClusterSignals } from '../../store/cluster-signals.js';
+import type { SessionAffinityStore, SessionPoolRef } from '../../store/session-affinity-store.js';
+import type { AdmitOutcome, DispatchRoom, TakeDispatchOutcome, TaskLifecycleStore } from '../../store/task-lifecycle-store.js';
+import type { TaskOwnershipStore } from '../../store/task-ownership-store.js';
+import { ClusterEndWriter, deliverWhenWritten, storedOutcome, type StoredOutcome } from './end-writer.js';
 import { ModelHeads } from './model-heads.js';
-import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './cluster-task-types.js';
-import type { TaskPlacement, TaskRecord } from './task-record.js';
-import { seizeFrom, takeOver, type TakeoverDeps } from './task-takeover.js';
+import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './shared-task-types.js';
+import type { TaskPlacement, TaskRecord } from '../task-record.js';
+import { seizeFrom, takeOver, type TakeoverDeps } from './takeover.js';
 
-export type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './cluster-task-types.js';
+export type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './shared-task-types.js';
 
 export interface ClusterTasksOptions {
   queue: AdmissionQueueStore;
@@ -33,7 +33,7 @@ export interface ClusterTasksOptions {
   ownerTtlMs?: number;
   /** How long a model's first task is known to be another replica's without a newer signal, ms (then a take finds out). @default 250 */
   blockMs?: number;
-  /** The cluster's slot leases: a takeover finds a dead replica's running tasks by them and gives their leases back (task-takeover.ts). */
+  /** The cluster's slot leases: a takeover finds a dead replica's running tasks by them and gives their leases back (shared/takeover.ts). */
   slots?: TakeoverSlots | undefined;
 }
 
@@ -222,7 +222,7 @@ export class ClusterTasks {
     await this.#queue.requeueFront({ id: task.id, lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: Math.max(1, task.deadlineAt - now) });
   }
 
-  /** The task is another replica's (handed off, task-handoff.ts): that one ends it, this one writes nothing. */
+  /** The task is another replica's (handed off, shared/handoff.ts): that one ends it, this one writes nothing. */
   forget(id: string): void {
     this.#fences.delete(id);
     this.#lost.delete(id);
@@ -258,7 +258,7 @@ export class ClusterTasks {
    * grants it to exactly one, with a new fence and this replica's address in the record, so reads
    * and resumes are passed here. The task service then dispatches a queued one (its queue entry
    * keeps its place) or re-attaches to a running `/v2` one; one that cannot be carried on ends
-   * (task-takeover.ts).
+   * (shared/takeover.ts).
    */
   async adoptOrphans(): Promise<Adoption[]> {
     const adopted: Adoption[] = [];

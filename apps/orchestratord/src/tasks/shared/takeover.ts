@@ -1,10 +1,10 @@
 import type { Log } from '@llama-orch/daemon-support';
-import { candidateKey } from '../registry/pool-view.js';
-import type { AdmissionQueueStore } from '../store/admission-queue-store.js';
-import type { SessionAffinityStore } from '../store/session-affinity-store.js';
-import type { TaskLifecycleStore } from '../store/task-lifecycle-store.js';
-import type { AcquireOutcome, TaskOwnershipStore } from '../store/task-ownership-store.js';
-import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './cluster-task-types.js';
+import { candidateKey } from '../../registry/pool-view.js';
+import type { AdmissionQueueStore } from '../../store/admission-queue-store.js';
+import type { SessionAffinityStore } from '../../store/session-affinity-store.js';
+import type { TaskLifecycleStore } from '../../store/task-lifecycle-store.js';
+import type { AcquireOutcome, TaskOwnershipStore } from '../../store/task-ownership-store.js';
+import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './shared-task-types.js';
 
 /** What a takeover reads and writes. */
 export interface TakeoverDeps {

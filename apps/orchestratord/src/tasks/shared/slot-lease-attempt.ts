@@ -1,6 +1,6 @@
-import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
-import { candidateKey, type PoolView } from '../registry/pool-view.js';
-import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
+import type { ClusterSlotLeases } from '../../registry/cluster-slot-leases.js';
+import { candidateKey, type PoolView } from '../../registry/pool-view.js';
+import type { AttemptOutcome } from '../../upstream/dispatch-attempt.js';
 
 /**
  * Runs an attempt under a cluster slot lease (Redis store): the lease is taken before the dispatch

@@ -1,7 +1,7 @@
 import type { TaskRequest } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
-import type { StoredOutcome } from './cluster-end-writer.js';
-import type { Delivery, TaskPlacement } from './task-record.js';
+import type { StoredOutcome } from './end-writer.js';
+import type { Delivery, TaskPlacement } from '../task-record.js';
 
 // What the cluster's side of the task service (cluster-tasks.ts) keeps in and reads from the store.
 

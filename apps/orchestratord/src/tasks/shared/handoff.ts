@@ -1,6 +1,6 @@
-import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
+import type { AttemptOutcome } from '../../upstream/dispatch-attempt.js';
 import type { ClusterTasks } from './cluster-tasks.js';
-import type { TaskRecord } from './task-record.js';
+import type { TaskRecord } from '../task-record.js';
 
 /**
  * Whether an attempt that ended without its task's end (it failed, or would be placed again) may

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
-import type { PoolView } from '../registry/pool-view.js';
-import { storeHarness } from '../testing/store-harness.js';
-import { captureLogger } from '../testing/test-helpers.js';
-import { withClusterLease } from './cluster-lease-attempt.js';
+import { ClusterSlotLeases } from '../../registry/cluster-slot-leases.js';
+import type { PoolView } from '../../registry/pool-view.js';
+import { storeHarness } from '../../testing/store-harness.js';
+import { captureLogger } from '../../testing/test-helpers.js';
+import { withClusterLease } from './slot-lease-attempt.js';
 
 describe('withClusterLease', () => {
   const stores = storeHarness('redis');

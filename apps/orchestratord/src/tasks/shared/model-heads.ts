@@ -1,4 +1,4 @@
-import type { TakeDispatchOutcome } from '../store/task-lifecycle-store.js';
+import type { TakeDispatchOutcome } from '../../store/task-lifecycle-store.js';
 
 /** What this replica knows of a model's first queued task in the cluster's queue. */
 interface Head {

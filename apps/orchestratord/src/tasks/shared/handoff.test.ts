@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import { describe, expect, it } from 'vitest';
-import { captureLogger, taskBody } from '../testing/test-helpers.js';
-import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
+import { captureLogger, taskBody } from '../../testing/test-helpers.js';
+import type { AttemptOutcome } from '../../upstream/dispatch-attempt.js';
 import type { ClusterTasks, TaskOwner } from './cluster-tasks.js';
-import { mayHaveMoved, unlessMoved } from './task-handoff.js';
-import { newTaskRecord, type Delivery, type TaskRecord } from './task-record.js';
+import { mayHaveMoved, unlessMoved } from './handoff.js';
+import { newTaskRecord, type Delivery, type TaskRecord } from '../task-record.js';
 
 function running(delivery: Delivery): TaskRecord {
   const request = resolveTaskRequest(TaskRequestSchema.parse(taskBody()), { deadlineMs: 60_000, newId: randomUUID });

@@ -1,9 +1,9 @@
 import type { SseFrame, TokenEvent } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
-import type { SessionPoolRef } from '../store/session-affinity-store.js';
-import type { TaskLifecycleStore } from '../store/task-lifecycle-store.js';
-import type { TaskOwnershipStore } from '../store/task-ownership-store.js';
-import type { TaskRecord } from './task-record.js';
+import type { SessionPoolRef } from '../../store/session-affinity-store.js';
+import type { TaskLifecycleStore } from '../../store/task-lifecycle-store.js';
+import type { TaskOwnershipStore } from '../../store/task-ownership-store.js';
+import type { TaskRecord } from '../task-record.js';
 
 /**
  * The terminal frame kept in an ended task's shared record: `id` is its frame id in the owner's log

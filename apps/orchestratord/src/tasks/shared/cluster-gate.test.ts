@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { resolveTaskRequest, TaskRequestSchema, type ErrorCode } from '@llama-orch/contracts';
 import { describe, expect, it } from 'vitest';
-import { AdmissionQueue } from '../admission/admission-queue.js';
-import type { ClusterSlotLeases } from '../registry/cluster-slot-leases.js';
-import type { Lease, PoolView } from '../registry/pool-view.js';
-import type { TakeDispatchOutcome } from '../store/task-lifecycle-store.js';
-import { captureLogger, taskBody } from '../testing/test-helpers.js';
+import { AdmissionQueue } from '../../admission/admission-queue.js';
+import type { ClusterSlotLeases } from '../../registry/cluster-slot-leases.js';
+import type { Lease, PoolView } from '../../registry/pool-view.js';
+import type { TakeDispatchOutcome } from '../../store/task-lifecycle-store.js';
+import { captureLogger, taskBody } from '../../testing/test-helpers.js';
 import { ClusterGate, type GateActions } from './cluster-gate.js';
 import type { ClusterTasks, TaskOwner } from './cluster-tasks.js';
-import { newTaskRecord, type Delivery, type TaskRecord } from './task-record.js';
+import { newTaskRecord, type Delivery, type TaskRecord } from '../task-record.js';
 
 // Where the store refuses a queued task to this replica (let go, fenced, its entry gone), the gate
 // asks who owns it first: a `/v2` task another replica took over (this one stalled past its lease)
