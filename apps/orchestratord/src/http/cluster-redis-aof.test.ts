@@ -90,4 +90,41 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
       10_000,
     ).catch((err: unknown) => expect.fail(`${(err as Error).message}: clients saw ${JSON.stringify(before)}, records ${JSON.stringify(seen)}`));
   });
+
+  // Let go for a whole lease (nobody could renew it, nobody else took it): a queued task is granted
+  // back by the sweep once the store is back and runs as if nothing happened, whichever door it came
+  // through (before: it ended STORE_UNAVAILABLE as it was let go). The slot stays busy through the
+  // outage: a queued task that finds a free slot while the store is away fails its claim at once
+  // (STORE_UNAVAILABLE, retriable), which is another path.
+  it('down longer than a lease with one replica: its queued /v2 and /v1 tasks are taken back and run', { timeout: 60_000 }, async () => {
+    const { replicas, node } = await fixtureCluster(h, 'aof-take-back:', 1, { tokenIntervalMs: 5 });
+    const [a] = replicas as [Replica];
+    const long = taskBody({ max_tokens: 4000 });
+    expect((await admit(a, long)).statusCode).toBe(202);
+    await until(() => node.active('p') === 1, 'the long task to run');
+    const queued = taskBody({ max_tokens: 3 });
+    expect((await admit(a, queued)).statusCode).toBe(202);
+    const chat = a.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: annAuth,
+      payload: { model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 },
+    });
+    await until(async () => (await a.store.queue.sizes()).interactive === 2, 'both to wait in the cluster queue');
+    await sleep(1200);
+    await h.server().kill();
+    await until(() => a.logs.records().some((l) => l.msg === 'lost ownership of tasks: cluster store unreachable'), 'the replica to let its tasks go', 10_000);
+    await h.server().restart();
+    await until(() => a.logs.records().filter((l) => l.msg === 'task taken back').length >= 3, 'the three tasks to be taken back', 15_000);
+    // still queued, nothing ended: the slot frees and they run
+    expect(a.app.services.tasks.queueDepth().interactive).toBe(2);
+    expect((await a.app.inject({ method: 'POST', url: `/v2/tasks/${String(long.task_id)}/cancel`, headers: annAuth })).statusCode).toBe(204);
+    const answer = await chat;
+    expect(answer.statusCode, answer.body).toBe(200);
+    expect(answer.json()).toMatchObject({ object: 'chat.completion', usage: { completion_tokens: 3 } });
+    expect(await lastFrame(a, queued.task_id)).toMatchObject({ event: 'end', data: { tokens_out: 3 } });
+    expect(node.dispatches.filter((d) => d.body.task_id === queued.task_id)).toHaveLength(1);
+    const stored = await a.store.tasks.get(String(queued.task_id));
+    expect(JSON.parse(stored!.outcome!)).toMatchObject({ event: 'end' });
+  });
 });

@@ -6,7 +6,7 @@ import type { ClusterSlotLeases } from '../../registry/cluster-slot-leases.js';
 import type { Lease, PoolView } from '../../registry/pool-view.js';
 import type { TakeDispatchOutcome } from '../../store/task-lifecycle-store.js';
 import { captureLogger, taskBody } from '../../testing/test-helpers.js';
-import { ClusterGate, type GateActions } from './cluster-gate.js';
+import { ClusterGate, gatedLine, type GateActions } from './cluster-gate.js';
 import type { ClusterTasks, TaskOwner } from './cluster-tasks.js';
 import { newTaskRecord, type Delivery, type TaskRecord } from '../task-record.js';
 
@@ -25,7 +25,10 @@ function queuedTask(delivery: Delivery): TaskRecord {
 function cluster(answers: { take?: TakeDispatchOutcome | Error | Promise<TakeDispatchOutcome>; evicted?: boolean; owner: () => Promise<Partial<TaskOwner> | undefined> }) {
   const listeners: { lost?: (ids: readonly string[]) => void } = {};
   const asked: string[] = [];
+  const lost = new Set<string>();
   const c = {
+    isLost: (id: string) => lost.has(id),
+    blocked: () => false,
     replicaId: 'r1',
     adoptEveryMs: 100,
     onLost: (l: (ids: readonly string[]) => void) => (listeners.lost = l),
@@ -40,7 +43,16 @@ function cluster(answers: { take?: TakeDispatchOutcome | Error | Promise<TakeDis
     unblock: () => undefined,
     storeProblem: () => undefined,
   };
-  return { cluster: c as unknown as ClusterTasks, lose: (ids: readonly string[]) => listeners.lost?.(ids), asked };
+  return {
+    cluster: c as unknown as ClusterTasks,
+    lose: (ids: readonly string[]) => {
+      for (const id of ids) lost.add(id);
+      listeners.lost?.(ids);
+    },
+    /** The orphan sweep granted the task back to this replica (ClusterTasks' takeBack). */
+    takeBack: (id: string) => lost.delete(id),
+    asked,
+  };
 }
 
 function gateWith(c: ClusterTasks, leases?: ClusterSlotLeases) {
@@ -84,20 +96,40 @@ describe('a queued task the store refuses to this replica', () => {
     expect(queue.has(task.id)).toBe(false);
   });
 
-  it('let go, but still this replica’s, unknown to the store, or the store unreachable: it ends STORE_UNAVAILABLE as before', async () => {
-    for (const owner of [() => Promise.resolve({ replica: 'r1', fence: 1 }), () => Promise.resolve(undefined), () => Promise.reject(new Error('store down'))]) {
-      const c = cluster({ owner });
-      const { queue, failed, handedOff } = gateWith(c.cluster);
-      const task = queuedTask('events');
-      queue.enqueue(task.id, 'interactive', task);
-      c.lose([task.id]);
-      await settled();
-      expect(failed).toEqual([[task.id, 'STORE_UNAVAILABLE']]);
-      expect(handedOff).toEqual([]);
+  it('let go, but still this replica’s or the store unreachable: it stays queued, out of the scheduler’s sight, until the sweep grants it back', async () => {
+    for (const delivery of ['events', 'stream'] as const) {
+      for (const owner of [() => Promise.resolve({ replica: 'r1', fence: 1 }), () => Promise.reject(new Error('store down'))]) {
+        const c = cluster({ owner });
+        const { queue, failed, handedOff } = gateWith(c.cluster);
+        const task = queuedTask(delivery);
+        queue.enqueue(task.id, 'interactive', task);
+        c.lose([task.id]);
+        await settled();
+        const line = gatedLine(queue, c.cluster);
+        expect([failed, handedOff, queue.has(task.id), [...line].length]).toEqual([[], [], true, 0]);
+        // the reconcile looks again, and leaves it
+        await gateWith(c.cluster).gate.reconcile();
+        await settled();
+        expect([failed, queue.has(task.id)]).toEqual([[], true]);
+        // granted back (nobody else took it): the scheduler sees it again, it runs as if nothing happened
+        c.takeBack(task.id);
+        expect([...line].map((e) => e.item.id)).toEqual([task.id]);
+        expect(task.state).toBe('queued');
+      }
     }
   });
 
-  it('a /v1 task (its client cannot follow it) ends STORE_UNAVAILABLE without asking', async () => {
+  it('let go and its record gone from the store: it ends INTERNAL (nothing left to grant it back)', async () => {
+    const c = cluster({ owner: () => Promise.resolve(undefined) });
+    const { queue, failed } = gateWith(c.cluster);
+    const task = queuedTask('events');
+    queue.enqueue(task.id, 'interactive', task);
+    c.lose([task.id]);
+    await settled();
+    expect([failed, queue.has(task.id)]).toEqual([[[task.id, 'INTERNAL']], false]);
+  });
+
+  it('a /v1 task (its client cannot follow it) another replica took ends STORE_UNAVAILABLE', async () => {
     for (const delivery of ['stream', 'answer'] as const) {
       const c = cluster({ owner: byR2 });
       const { queue, failed, handedOff } = gateWith(c.cluster);
@@ -105,8 +137,7 @@ describe('a queued task the store refuses to this replica', () => {
       queue.enqueue(task.id, 'interactive', task);
       c.lose([task.id]);
       await settled();
-      expect(failed).toEqual([[task.id, 'STORE_UNAVAILABLE']]);
-      expect([handedOff, c.asked]).toEqual([[], []]);
+      expect([failed, handedOff, queue.has(task.id)]).toEqual([[[task.id, 'STORE_UNAVAILABLE']], [], false]);
     }
   });
 

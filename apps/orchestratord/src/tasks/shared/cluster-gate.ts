@@ -5,7 +5,7 @@ import type { WaitingLine } from '../../scheduling/scheduler.js';
 import type { PlacementReason } from '../../scheduling/placement.js';
 import type { AdmissionQueue } from '../../admission/admission-queue.js';
 import type { GoneEntry } from '../../store/admission-queue-store.js';
-import type { Adoption, ClusterTasks } from './cluster-tasks.js';
+import type { Adoption, ClusterTasks, TaskOwner } from './cluster-tasks.js';
 import { followsMoves, unlessMoved } from './handoff.js';
 import { placementOf, type TaskRecord } from '../task-record.js';
 
@@ -56,18 +56,17 @@ export class ClusterGate {
     this.#queue = queue;
     this.#act = actions;
     this.#leases = leases;
-    // A queued task this replica lost is another replica's to dispatch now: a `/v2` client follows
-    // it there; any other gets a typed, retriable end rather than waiting for a dispatch that will
-    // not come from here.
+    // A queued task this replica let go stays in the local queue, out of the scheduler's sight
+    // (gatedLine), until the orphan sweep grants it back (nobody else took it: a store outage) or it
+    // turns out another replica has it: then a `/v2` client follows it there, any other gets a
+    // typed, retriable end rather than waiting for a dispatch that will not come from here.
     cluster.onLost((ids) => {
       for (const id of ids) {
-        // Its claim asks the store, or puts it back in the local queue, where it would wait for a slot without a fence.
+        // Its claim asks the store, or puts it back in the local queue, where it waits the same way.
         const claim = this.#claiming.get(id);
         if (claim !== undefined) claim.lost = true;
-        const entry = this.#queue.remove(id);
-        if (entry !== undefined && entry.item.state === 'queued') {
-          this.#refused(entry.item, 'STORE_UNAVAILABLE', LOST);
-        }
+        const task = this.#queue.get(id)?.item;
+        if (task !== undefined && task.state === 'queued') void this.#followIfMoved(task);
       }
       this.#act.pump();
     });
@@ -122,8 +121,8 @@ export class ClusterGate {
         // Every slot is leased across the cluster: the lease signals will give this replica's view
         // of the pool the slots the others hold; the task waits here, still in the cluster's queue.
         lease.release();
-        if (this.#claiming.get(task.id)?.lost === true) return this.#refused(task, 'STORE_UNAVAILABLE', LOST);
         this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
+        if (this.#claiming.get(task.id)?.lost === true) void this.#followIfMoved(task);
         this.#act.pump();
         return;
       }
@@ -136,9 +135,9 @@ export class ClusterGate {
     if (task.state !== 'queued') return lease.release();
     if (taken.kind === 'behind') {
       lease.release();
-      if (this.#claiming.get(task.id)?.lost === true) return this.#refused(task, 'STORE_UNAVAILABLE', LOST);
       // Back in admission order (a head insert would reverse several tasks sent back in one pass).
       this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
+      if (this.#claiming.get(task.id)?.lost === true) return void this.#followIfMoved(task);
       const first = this.#queue.get(taken.first);
       if (first !== undefined) {
         // The task ahead is this replica's own: it goes now, nobody else would take it.
@@ -157,6 +156,11 @@ export class ClusterGate {
     }
     if (taken.kind === 'refused') {
       lease.release();
+      // Let go while its take was on its way: it waits for the sweep to grant it back, or follows its new owner.
+      if (this.#cluster.isLost(task.id)) {
+        this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
+        return void this.#followIfMoved(task);
+      }
       this.#refused(task, 'INTERNAL', `this replica may no longer dispatch the task (shared record: ${taken.refusal.reason})`);
       return;
     }
@@ -180,9 +184,16 @@ export class ClusterGate {
     }
   }
 
-  /** Every second or so: this replica's queued tasks that left the cluster's queue without it end. Never rejects. */
+  /**
+   * Every second or so: this replica's queued tasks that left the cluster's queue without it end,
+   * and the let-go ones still waiting here look again whether another replica took them. Never rejects.
+   */
   async reconcile(): Promise<void> {
-    const queued = [...this.#queue].map((e) => e.id);
+    const queued: string[] = [];
+    for (const e of this.#queue) {
+      if (!this.#cluster.isLost(e.id)) queued.push(e.id);
+      else if (e.item.state === 'queued') void this.#followIfMoved(e.item);
+    }
     if (queued.length === 0) return;
     let gone: GoneEntry[];
     try {
@@ -219,6 +230,30 @@ export class ClusterGate {
   }
 
   /**
+   * A queued task this replica let go (in the local queue, hidden from the scheduler): when another
+   * replica owns it now, it leaves the queue and a `/v2` task is handed off there (its client
+   * reconnects there), any other ends STORE_UNAVAILABLE (retriable: its client is here and cannot
+   * follow); still this replica's, unknown, or the store unreachable, it stays, for the orphan sweep
+   * to grant it back once its lease lapsed (ClusterTasks' `takeBack`), when it is dispatched as if
+   * nothing happened.
+   */
+  async #followIfMoved(task: TaskRecord): Promise<void> {
+    let owner: TaskOwner | undefined;
+    try {
+      owner = await this.#cluster.ownerOf(task.id);
+    } catch {
+      return; // the store is unreachable: still waiting
+    }
+    // ended, or granted back, meanwhile
+    if (task.state !== 'queued' || !this.#cluster.isLost(task.id)) return;
+    if (owner !== undefined && owner.replica === this.#cluster.replicaId) return;
+    this.#queue.remove(task.id);
+    if (owner === undefined) this.#act.fail(task, 'INTERNAL', "the task's record is gone from the cluster store (the store lost its data?); resubmit the task", true);
+    else if (followsMoves(task)) this.#act.handOff(task, owner.replica);
+    else this.#act.fail(task, 'STORE_UNAVAILABLE', LOST, true);
+  }
+
+  /**
    * The store refused the queued task (out of the local queue) to this replica: let go, fenced, its
    * entry gone, or a call about it failed. Another replica that found this one's lease lapsed (a
    * stall: a loaded machine, a GC pause) may have taken it over and dispatch it, so a `/v2` task is
@@ -242,7 +277,8 @@ export function gatedLine(queue: AdmissionQueue<TaskRecord>, cluster: ClusterTas
     },
     remove: (id: string) => queue.remove(id),
     *[Symbol.iterator]() {
-      for (const entry of queue) if (!cluster.blocked(entry.item.request.model_ref)) yield entry;
+      // blocked models wait for the cluster's queue to move; a let-go task for the sweep to grant it back
+      for (const entry of queue) if (!cluster.blocked(entry.item.request.model_ref) && !cluster.isLost(entry.id)) yield entry;
     },
   };
 }

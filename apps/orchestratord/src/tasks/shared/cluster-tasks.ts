@@ -146,6 +146,15 @@ export class ClusterTasks {
     return admitted;
   }
 
+  /**
+   * Whether this replica let the task go (its lease lapsed here: renewals refused, or none reached
+   * the store for a whole lease) and has not taken it back: it may not be dispatched from here until
+   * the orphan sweep grants it back, or it follows the replica that took it.
+   */
+  isLost(id: string): boolean {
+    return this.#lost.has(id);
+  }
+
   /** Whether the model's tasks here wait for another replica's first task ({@link ModelHeads}). */
   blocked(group: string): boolean {
     return this.#heads.blocked(group);
