@@ -48,6 +48,7 @@ import { replicaIdentity } from './replicas/replica-identity.js';
 import { ReplicaMembership } from './replicas/replica-membership.js';
 import { SessionStore } from './sessions/session-store.js';
 import { packageVersion } from './support/argv.js';
+import { LeaseKeeper } from './support/lease-keeper.js';
 import { createMetrics } from './support/metrics.js';
 import { ClusterTasks } from './tasks/shared/cluster-tasks.js';
 import { LocalCoordinator } from './tasks/local-coordinator.js';
@@ -149,7 +150,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // the nodes and decides offline for the cluster; the registry is this replica's cache of them.
   const sharedNodes = store.kind === 'redis';
   const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }), livenessFromStore: sharedNodes });
-  const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }) }) : undefined;
+  const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }), clock }) : undefined;
   // Redis: each dispatch also holds a cluster slot lease, so replicas never overfill a pool together.
   // A replica that dies is found within two heartbeat intervals: its slot leases lapse and its
   // tasks are taken over then (the leases are renewed every quarter to third of that), or at once
@@ -157,8 +158,11 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // 2 s: a live replica whose event loop stalls longer than three quarters of its lease loses its
   // tasks to another, and with sub-second heartbeats (tests) a loaded machine stalls that long.
   const replicaLeaseMs = Math.max(2000, 2 * config.heartbeat_interval_ms);
+  // One loop renews every lease this replica holds (task owner leases and slot leases): a quarter lease.
+  const leaseKeeper = sharedNodes ? new LeaseKeeper({ periodMs: replicaLeaseMs / 4 }) : undefined;
   const clusterLeases = sharedNodes
     ? new ClusterSlotLeases({
+        keeper: leaseKeeper,
         store: store.leases,
         ttlMs: replicaLeaseMs,
         logger: logger.child({ subsystem: 'registry' }),
@@ -208,6 +212,8 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
         retainMs: config.stream_grace_ms,
         changed: () => tasksRef?.pump(),
         ownerTtlMs: replicaLeaseMs,
+        keeper: leaseKeeper,
+        clock,
         slots: clusterLeases && {
           pools: () => registry.pools().map(candidateKey),
           holders: (p) => clusterLeases.holders(p),
@@ -333,6 +339,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
         { name: 'store health watch', close: () => storeHealth.close() },
         { name: 'cluster node sync', close: () => nodeSync?.close() ?? Promise.resolve() },
         { name: 'cluster slot leases', close: () => clusterLeases?.close() ?? Promise.resolve() },
+        { name: 'lease renewals', close: () => leaseKeeper?.close() ?? Promise.resolve() },
         { name: 'node registry', close: () => registry.close() },
         { name: 'sessions', close: () => sessions.close() },
         { name: 'catalog', close: () => catalog.close() },

@@ -1,5 +1,5 @@
 import type { HeartbeatRequest, NodeAck, NodeRegisterRequest } from '@llama-orch/contracts';
-import type { Log } from '@llama-orch/daemon-support';
+import { systemClock, type Clock, type Log } from '@llama-orch/daemon-support';
 import type { NodeLivenessStore } from '../store/node-liveness-store.js';
 import type { NodeRegistry } from './node-registry.js';
 
@@ -9,6 +9,8 @@ export interface ClusterNodeSyncOptions {
   logger: Log;
   /** Sweep and refresh period, ms. @default max(10, heartbeat interval / 4) */
   periodMs?: number;
+  /** @default systemClock */
+  clock?: Clock | undefined;
 }
 
 /**
@@ -24,6 +26,7 @@ export class ClusterNodeSync {
   readonly #store: NodeLivenessStore;
   readonly #logger: Log;
   readonly #periodMs: number;
+  readonly #clock: Clock;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #closed = false;
@@ -46,8 +49,9 @@ export class ClusterNodeSync {
   /** Whether the last refresh failed (logged once per outage). */
   #failing = false;
 
-  constructor({ registry, store, logger, periodMs }: ClusterNodeSyncOptions) {
+  constructor({ registry, store, logger, periodMs, clock }: ClusterNodeSyncOptions) {
     this.#registry = registry;
+    this.#clock = clock ?? systemClock;
     this.#store = store;
     this.#logger = logger;
     this.#periodMs = periodMs ?? Math.max(10, Math.floor(registry.heartbeatIntervalMs / 4));
@@ -91,7 +95,7 @@ export class ClusterNodeSync {
   async refresh(): Promise<void> {
     const writes = this.#writes;
     const graceMs = 3 * this.#registry.heartbeatIntervalMs;
-    const swept = new Set(Date.now() - this.#lastFailureAt > graceMs ? await this.#store.sweep() : []);
+    const swept = new Set(this.#clock.now() - this.#lastFailureAt > graceMs ? await this.#store.sweep() : []);
     const nodes = await this.#store.list();
     if (this.#closed) return;
     // A register or deregister here overlapped the list: it may show what that write replaced.
@@ -100,7 +104,7 @@ export class ClusterNodeSync {
     if (overlapped) return;
     const listed = new Set(nodes.map((n) => n.request.node_id));
     for (const id of this.#missingSince.keys()) if (listed.has(id)) this.#missingSince.delete(id);
-    const now = Date.now();
+    const now = this.#clock.now();
     for (const id of this.#registry.nodeIds()) {
       if (listed.has(id)) continue;
       const since = this.#missingSince.get(id);
@@ -128,7 +132,7 @@ export class ClusterNodeSync {
         this.#failing = false;
       },
       (err: unknown) => {
-        this.#lastFailureAt = Date.now();
+        this.#lastFailureAt = this.#clock.now();
         if (!this.#failing) this.#logger.warn({ err, human: 'Cannot read node records from the cluster store; pool views here keep their last state' }, 'node refresh failed');
         this.#failing = true;
       },

@@ -1,3 +1,4 @@
+import { LeaseKeeper, type LeaseHolder } from '../support/lease-keeper.js';
 import { randomUUID } from 'node:crypto';
 import type { Log } from '@llama-orch/daemon-support';
 import type { ClusterSignals } from '../store/cluster-signals.js';
@@ -6,12 +7,14 @@ import type { SlotLeaseStore } from '../store/slot-lease-store.js';
 export interface ClusterSlotLeasesOptions {
   store: SlotLeaseStore;
   logger: Log;
-  /** How long a lease lives without renewal, ms; renewed every third of it while its dispatch lasts. @default 15000 */
+  /** How long a lease lives without renewal, ms; renewed on every tick of the lease keeper while its dispatch lasts. @default 15000 */
   ttlMs?: number;
   /** The cluster's lease signals: with them, {@link ClusterSlotLeasesOptions.foreign} is told what other replicas hold. */
   signals?: ClusterSignals;
   /** Other replicas hold `n` leases of the pool `poolKey` now (the registry's `setForeignLeases`). */
   foreign?: (poolKey: string, n: number) => void;
+  /** The process's one renewal loop (support/lease-keeper.ts). @default a keeper of its own, every third of `ttlMs` */
+  keeper?: LeaseKeeper | undefined;
 }
 
 /**
@@ -19,10 +22,10 @@ export interface ClusterSlotLeasesOptions {
  * synchronous leases are the only ones). The scheduler still leases locally first (its own free-slot
  * arithmetic); before the dispatch leaves, the task takes a cluster lease on the pool with the
  * pool's `slots_total` as the limit, so across replicas a pool never has more dispatches than
- * slots. The leases held here are renewed together every `ttlMs / 3`; a replica that dies stops
+ * slots. The leases held here are renewed together on every tick of the process's lease keeper; a replica that dies stops
  * renewing and its leases lapse after `ttlMs`, freeing their slots for the others.
  */
-export class ClusterSlotLeases {
+export class ClusterSlotLeases implements LeaseHolder {
   readonly #store: SlotLeaseStore;
   readonly #logger: Log;
   readonly #ttlMs: number;
@@ -32,7 +35,9 @@ export class ClusterSlotLeases {
   /** Lease ids are unique per dispatch: a re-placed task's new lease is never the old one's release. */
   readonly #prefix = randomUUID().slice(0, 8);
   #seq = 0;
-  readonly #renewTimer: NodeJS.Timeout;
+  readonly #stopRenewing: () => void;
+  /** The keeper this instance made for itself (none given): closed with it. */
+  readonly #ownKeeper: LeaseKeeper | undefined;
   #renewing = false;
   /**
    * This replica's leases per pool as the store has applied them, followed in the signals (which
@@ -43,7 +48,7 @@ export class ClusterSlotLeases {
   readonly #foreign: ((poolKey: string, n: number) => void) | undefined;
   readonly #unsubscribe: (() => void) | undefined;
 
-  constructor({ store, logger, ttlMs = 15_000, signals, foreign }: ClusterSlotLeasesOptions) {
+  constructor({ store, logger, ttlMs = 15_000, signals, foreign, keeper }: ClusterSlotLeasesOptions) {
     this.#store = store;
     this.#logger = logger;
     this.#ttlMs = ttlMs;
@@ -53,8 +58,8 @@ export class ClusterSlotLeases {
       if (signal.leaseId.includes(`#${this.#prefix}.`)) this.#count(signal.poolKey, signal.delta);
       this.#foreign?.(signal.poolKey, signal.held - (this.#mineInStore.get(signal.poolKey) ?? 0));
     });
-    this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(ttlMs / 3)));
-    this.#renewTimer.unref();
+    this.#ownKeeper = keeper === undefined ? new LeaseKeeper({ periodMs: ttlMs / 3 }) : undefined;
+    this.#stopRenewing = (keeper ?? this.#ownKeeper)!.keep(this);
   }
 
   /** Leases a slot of the pool for one dispatch: its lease id, or undefined when every slot is leased across the cluster. Rejects when the store does. */
@@ -122,12 +127,14 @@ export class ClusterSlotLeases {
 
   /** Stops renewing and listening, and waits for releases in flight (each bounded by the store's command timeout). */
   async close(): Promise<void> {
-    clearInterval(this.#renewTimer);
+    this.#stopRenewing();
+    await this.#ownKeeper?.close();
     this.#unsubscribe?.();
     await Promise.all([...this.#pending]);
   }
 
-  #renewAll(): void {
+  /** Renews the leases held here (the lease keeper's tick). */
+  renewHeld(): void {
     if (this.#renewing || this.#held.size === 0) return;
     this.#renewing = true;
     const leases = [...this.#held];

@@ -1,5 +1,6 @@
 import type { SseFrame } from '@llama-orch/contracts';
-import type { Log } from '@llama-orch/daemon-support';
+import { systemClock, type Clock, type Log } from '@llama-orch/daemon-support';
+import { LeaseKeeper } from '../../support/lease-keeper.js';
 import type { AdmissionQueueStore, GoneEntry } from '../../store/admission-queue-store.js';
 import type { ClusterSignals } from '../../store/cluster-signals.js';
 import type { SessionAffinityStore, SessionPoolRef } from '../../store/session-affinity-store.js';
@@ -29,8 +30,12 @@ export interface ClusterTasksOptions {
   retainMs: number;
   /** A model's first queued task became this replica's: time to pump. */
   changed: () => void;
-  /** Owner lease of a task, ms; renewed every quarter of it (orphans looked for every 100 ms, {@link ClusterTasks.adoptEveryMs}). @default 15000 */
+  /** Owner lease of a task, ms; renewed on every tick of the lease keeper (orphans looked for every 100 ms, {@link ClusterTasks.adoptEveryMs}). @default 15000 */
   ownerTtlMs?: number;
+  /** The process's one renewal loop (support/lease-keeper.ts). @default a keeper of its own, every quarter of `ownerTtlMs` */
+  keeper?: LeaseKeeper | undefined;
+  /** @default systemClock */
+  clock?: Clock | undefined;
   /** How long a model's first task is known to be another replica's without a newer signal, ms (then a take finds out). @default 250 */
   blockMs?: number;
   /** The cluster's slot leases: a takeover finds a dead replica's running tasks by them and gives their leases back (shared/takeover.ts). */
@@ -71,12 +76,15 @@ export class ClusterTasks {
   /** Fences of the tasks this replica owns. */
   readonly #fences = new Map<string, number>();
   readonly #heads: ModelHeads;
-  readonly #renewTimer: NodeJS.Timeout;
+  readonly #stopRenewing: () => void;
+  /** The keeper this instance made for itself (none given): closed with it. */
+  readonly #ownKeeper: LeaseKeeper | undefined;
+  readonly #clock: Clock;
   readonly #unsubscribe: () => void;
   readonly #pending = new Set<Promise<unknown>>();
   #renewing = false;
   /** When renewals last reached the store (or there was nothing to renew). */
-  #renewedAt = Date.now();
+  #renewedAt: number;
   readonly #seizedListeners = new Set<(a: Adoption) => void>();
   readonly #takeover: TakeoverDeps;
   readonly #lostListeners = new Set<(ids: readonly string[]) => void>();
@@ -98,7 +106,9 @@ export class ClusterTasks {
     this.#retainMs = options.retainMs;
     this.#address = options.address;
     this.#ownerTtlMs = options.ownerTtlMs ?? 15_000;
-    this.#heads = new ModelHeads(this.replicaId, options.blockMs ?? 250);
+    this.#clock = options.clock ?? systemClock;
+    this.#renewedAt = this.#clock.now();
+    this.#heads = new ModelHeads(this.replicaId, options.blockMs ?? 250, this.#clock);
     this.#ends = new ClusterEndWriter({
       ...{ tasks: this.#tasks, lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, retainMs: this.#retainMs, logger: this.#logger },
       storeProblem: (err, what) => this.storeProblem(err, what),
@@ -118,8 +128,8 @@ export class ClusterTasks {
     this.#unsubscribe = options.signals.subscribe((signal) => {
       if (signal.kind === 'queue' && this.#heads.heard(signal.group, signal.head, signal.headPayload)) options.changed();
     });
-    this.#renewTimer = setInterval(() => this.#renewAll(), Math.max(10, Math.floor(this.#ownerTtlMs / 4)));
-    this.#renewTimer.unref();
+    this.#ownKeeper = options.keeper === undefined ? new LeaseKeeper({ periodMs: this.#ownerTtlMs / 4 }) : undefined;
+    this.#stopRenewing = (options.keeper ?? this.#ownKeeper)!.keep({ renewHeld: () => this.#renewAll() });
   }
 
   /**
@@ -278,9 +288,9 @@ export class ClusterTasks {
     // Back from a store outage: every lease lapsed meanwhile, most owners alive, their clients
     // still connected to them. For one lease this replica only takes back its own tasks, so each
     // owner writes the end its client saw (taking a live owner's task ended it twice).
-    if (this.#storeAway) this.#quietUntil = Date.now() + this.#ownerTtlMs;
+    if (this.#storeAway) this.#quietUntil = this.#clock.now() + this.#ownerTtlMs;
     this.#storeAway = false;
-    const quiet = Date.now() < this.#quietUntil;
+    const quiet = this.#clock.now() < this.#quietUntil;
     for (const id of lapsed) {
       // Ended here, its end not written yet: that end takes the task back itself (ClusterEndWriter).
       if (this.#ends.waiting(id) || (quiet && !this.#lost.has(id))) continue;
@@ -305,7 +315,7 @@ export class ClusterTasks {
 
   /** A store call failed where nobody waits for it: logged at most once per 10 s. */
   storeProblem(err: unknown, what: string): void {
-    const now = Date.now();
+    const now = this.#clock.now();
     if (now - this.#lastProblemAt < 10_000) return;
     this.#lastProblemAt = now;
     this.#logger.warn({ err, human: `Cluster store unreachable while ${what}` }, 'cluster store call failed');
@@ -313,7 +323,8 @@ export class ClusterTasks {
 
   /** Stops renewing and listening; waits (bounded by the store's command timeout) for writes in flight. Idempotent. */
   async close(): Promise<void> {
-    clearInterval(this.#renewTimer);
+    this.#stopRenewing();
+    await this.#ownKeeper?.close();
     this.#unsubscribe();
     await Promise.all([...this.#pending]);
     this.#ends.close();
@@ -362,12 +373,12 @@ export class ClusterTasks {
   #renewAll(): void {
     this.#settle('*', this.#ends.retry());
     if (this.#fences.size === 0) {
-      this.#renewedAt = Date.now();
+      this.#renewedAt = this.#clock.now();
       return;
     }
     // No renewal has reached the store for a whole lease (failed, or still waiting on a silent
     // connection): another replica takes these tasks over now.
-    if (Date.now() - this.#renewedAt > this.#ownerTtlMs) {
+    if (this.#clock.now() - this.#renewedAt > this.#ownerTtlMs) {
       const lost = [...this.#fences.keys()];
       this.#logger.warn(
         { tasks: lost.length, human: `Cannot renew ${lost.length} task(s) for longer than their lease: another replica takes them over; this replica lets them go` },
@@ -382,7 +393,7 @@ export class ClusterTasks {
     const done = this.#tasks
       .renewMany(owned, this.#ownerTtlMs)
       .then((refused) => {
-        this.#renewedAt = Date.now();
+        this.#renewedAt = this.#clock.now();
         const lost = refused.filter((id) => this.#fences.get(id) === owned.find((t) => t.id === id)?.fence);
         for (const id of lost) {
           this.#logger.warn({ task_id: id, human: `Lost task ${id} to another replica (its lease here lapsed); this replica no longer ends it` }, 'lost ownership of a task');

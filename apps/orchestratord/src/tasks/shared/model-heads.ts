@@ -1,3 +1,4 @@
+import type { Clock } from '@llama-orch/daemon-support';
 import type { TakeDispatchOutcome } from '../../store/task-lifecycle-store.js';
 
 /** What this replica knows of a model's first queued task in the cluster's queue. */
@@ -6,7 +7,7 @@ interface Head {
   readonly id: string | undefined;
   /** Its owner (undefined: not known). */
   readonly owner: string | undefined;
-  /** When heard, Date.now(). */
+  /** When heard (the clock's time). */
   readonly at: number;
   /** Whether this replica's last take of the model was answered `behind`. */
   readonly behind: boolean;
@@ -24,12 +25,13 @@ export class ModelHeads {
   constructor(
     readonly replicaId: string,
     readonly blockMs: number,
+    readonly clock: Clock,
   ) {}
 
   /** A queue signal: `head` (owned by `owner`) leads the model's queue. True when it has just become this replica's. */
   heard(group: string, head: string | undefined, owner: string | undefined): boolean {
     const before = this.#heads.get(group);
-    this.#heads.set(group, { id: head, owner, at: Date.now(), behind: before?.behind ?? false });
+    this.#heads.set(group, { id: head, owner, at: this.clock.now(), behind: before?.behind ?? false });
     return owner === this.replicaId && (before?.id !== head || before?.owner !== this.replicaId);
   }
 
@@ -37,18 +39,18 @@ export class ModelHeads {
   blocked(group: string): boolean {
     const h = this.#heads.get(group);
     if (h === undefined || !h.behind || h.id === undefined || h.owner === this.replicaId) return false;
-    return Date.now() - h.at <= this.blockMs;
+    return this.clock.now() - h.at <= this.blockMs;
   }
 
   /** The model's first task (`first`) is this replica's own: no need to wait for the queue to move. */
   unblock(group: string, first: string): void {
-    this.#heads.set(group, { id: first, owner: this.replicaId, at: Date.now(), behind: this.#heads.get(group)?.behind ?? false });
+    this.#heads.set(group, { id: first, owner: this.replicaId, at: this.clock.now(), behind: this.#heads.get(group)?.behind ?? false });
   }
 
   /** A take of the model was answered: `behind` (first: the task ahead) blocks it, `taken` clears the block. */
   took(group: string, kind: TakeDispatchOutcome['kind'], first?: string): void {
     const h = this.#heads.get(group);
-    if (kind === 'behind') this.#heads.set(group, { id: first, owner: undefined, at: Date.now(), behind: true });
+    if (kind === 'behind') this.#heads.set(group, { id: first, owner: undefined, at: this.clock.now(), behind: true });
     else if (kind === 'taken' && h?.behind === true) this.#heads.set(group, { ...h, behind: false });
   }
 }
