@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { OrchestratorConfig, Readiness } from '@llama-orch/contracts';
 import { drainTasks, type DrainOptions, type DrainOutcome } from './tasks/task-drain.js';
-import { closeAll, correlationIdFor, correlationPlugin, readPackageVersion, systemClock, type Clock } from '@llama-orch/daemon-support';
+import { closeAll, correlationIdFor, correlationPlugin, lazyChildLoggerFactory, readPackageVersion, systemClock, type Clock } from '@llama-orch/daemon-support';
 import { dashboardAssetsDir } from '@llama-orch/dashboard';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -24,7 +24,6 @@ import { StoreHealthWatch } from './store/store-health-watch.js';
 import { corsOriginsPlugin } from './http/cors.js';
 import { errorsPlugin, sendError } from './http/error-handler.js';
 import { publicBaseResolver } from './http/public-base.js';
-import { lazyChildLoggerFactory } from './http/request-logger.js';
 import { admissionRoutes } from './http/routes/admission.js';
 import { catalogRoutes } from './http/routes/catalog.js';
 import { controlRoutes } from './http/routes/control.js';
@@ -289,7 +288,6 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     replicas: { identity, directory: replicaDirectory },
     publicBase: publicBaseResolver(app, config.addr, config.public_url),
   };
-  app.decorate('services', services);
 
   const storeHealth = new StoreHealthWatch(store, logger.child({ subsystem: 'store' }));
   // Not ready from the first moment of the drain or close (before tasks end): load balancers stop sending.
@@ -306,7 +304,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     draining ??= drainTasks(tasks, o, logger);
     return draining;
   };
-  app.decorate('drain', drain);
+  // The app's own members, typed (Fastify's `decorate` would add them untyped): routes get the
+  // services as plugin options; tests and main.ts reach them here.
+  const orchd: OrchdApp = Object.assign(app, { services, drain });
   // preClose runs before the server stops accepting and waits for connections: ending every task
   // here writes the terminal frames that let open SSE responses finish, so close() can complete.
   app.addHook('preClose', async () => {
@@ -382,5 +382,5 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   await app.register(responsesRoutes, { services });
   await app.register(engineDoorRoutes, { services });
   await app.register(dashboardRoutes, { services, dir: deps.dashboardDir ?? dashboardAssetsDir() });
-  return app as unknown as OrchdApp;
+  return orchd;
 }

@@ -1,17 +1,17 @@
 import type { Http2Server } from 'node:http2';
 import Fastify, {
   LogController,
+  type FastifyBaseLogger,
   type FastifyError,
-  type FastifyHttp2Options,
   type FastifyInstance,
-  type FastifyPluginAsync,
   type FastifyReply,
   type FastifyRequest,
+  type RouteGenericInterface,
 } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { PoolManagerConfig } from '@llama-orch/contracts';
-import { bearerAuthPlugin, correlationIdFor, correlationPlugin, sha256 } from '@llama-orch/daemon-support';
+import { bearerAuthPlugin, correlationIdFor, correlationPlugin, lazyChildLoggerFactory, sha256 } from '@llama-orch/daemon-support';
 import { completionsRoute } from './http/completions-route.js';
 import { dispatchesRoute } from './http/dispatches-route.js';
 import { errorHandlerPlugin, sendError } from './http/error-handler.js';
@@ -34,8 +34,14 @@ export interface AppDeps {
  * signal handlers: main.ts does.
  */
 export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
-  const app = Fastify(fastifyOptions(deps, config)).withTypeProvider<ZodTypeProvider>();
-  await registerCommon(app as unknown as FastifyInstance, deps);
+  const base = Fastify({
+    ...fastifyOptions(deps, config),
+    frameworkErrors: (err: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+      sendError(reply, 'INVALID_PARAMS', malformedPath(err));
+    },
+  });
+  await registerCommon(base, deps);
+  const app = base.withTypeProvider<ZodTypeProvider>();
   await app.register(metricsRoute, { registry: deps.manager.metrics.registry });
   await app.register(probeRoutes, { manager: deps.manager });
   await app.register(openApiRoute);
@@ -51,35 +57,47 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
  * task. Same auth, errors and correlation ids as {@link buildApp}; registered as `dispatch_h2c`.
  */
 export async function buildDispatchApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
-  // The shared options are typed for HTTP/1.1 request objects; Fastify hands the same hooks the
-  // HTTP/2 compatibility objects, which have what they read (headers, id).
-  const options = { ...fastifyOptions(deps, config), http2: true } as unknown as FastifyHttp2Options<Http2Server>;
-  const app = Fastify(options);
-  await registerCommon(app as unknown as FastifyInstance, deps);
-  await app.register(completionsRoute as unknown as FastifyPluginAsync<{ manager: PoolManager }>, { manager: deps.manager });
-  await app.register(dispatchesRoute as unknown as FastifyPluginAsync<{ manager: PoolManager }>, { manager: deps.manager });
-  return app;
+  const h2 = Fastify({
+    ...fastifyOptions(deps, config),
+    http2: true,
+    frameworkErrors: (err: FastifyError, _request: FastifyRequest<RouteGenericInterface, Http2Server>, reply: FastifyReply<RouteGenericInterface, Http2Server>) => {
+      sendError(reply, 'INVALID_PARAMS', malformedPath(err));
+    },
+  });
+  // Unavoidable: the hooks and routes are typed for HTTP/1.1 request objects; Fastify hands them the HTTP/2 compatibility objects, which have what they use.
+  const app = (h2 as unknown as FastifyInstance).withTypeProvider<ZodTypeProvider>();
+  await registerCommon(app, deps);
+  await app.register(completionsRoute, { manager: deps.manager });
+  await app.register(dispatchesRoute, { manager: deps.manager });
+  return h2;
 }
 
+/** What the two apps share; each adds its own `frameworkErrors` (typed for its own request objects). */
 function fastifyOptions(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {
+  const logger: FastifyBaseLogger = deps.logger.child({ component: 'http', node_id: config.node.id });
   return {
-    loggerInstance: deps.logger.child({ component: 'http', node_id: config.node.id }),
+    loggerInstance: logger,
     requestIdHeader: false as const,
     // Access lines come from the onResponse hook below (debug; warn for 5xx).
     logController: new LogController({ requestIdLogLabel: 'correlation_id', disableRequestLogging: true }),
     genReqId: correlationIdFor,
+    // A request's logger is its bindings until it writes a line (performance notes: lazy child loggers).
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: 4 * 1024 * 1024,
     // close() runs after the pools stopped (every dispatch stream has ended): remaining sockets
     // are only keep-alive or half-dead connections, and waiting for them let a SIGTERM run into
     // the 15 s grace kill (exit 1) after a chaos run.
     forceCloseConnections: true,
-    // Router-level refusals (malformed percent-encoding, a path parameter over maxParamLength)
-    // bypass hooks and the error handler; without this they leave as Fastify's own JSON with
-    // status 400/414 and no correlation id instead of an ErrorEnvelope.
-    frameworkErrors: (err: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
-      sendError(reply, 'INVALID_PARAMS', `path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'not a valid URL (bad percent-encoding)'}`);
-    },
   };
+}
+
+/**
+ * Router-level refusals (malformed percent-encoding, a path parameter over maxParamLength) bypass
+ * hooks and the error handler; without `frameworkErrors` they leave as Fastify's own JSON with
+ * status 400/414 and no correlation id instead of an ErrorEnvelope.
+ */
+function malformedPath(err: FastifyError): string {
+  return `path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'not a valid URL (bad percent-encoding)'}`;
 }
 
 async function registerCommon(app: FastifyInstance, deps: AppDeps): Promise<void> {

@@ -1,7 +1,17 @@
 import sonicBoom from 'sonic-boom';
 
-// CommonJS: the class is the module's default export (its types also declare it by name).
-const { SonicBoom } = sonicBoom as unknown as typeof import('sonic-boom');
+declare module 'sonic-boom' {
+  /** What sonic-boom 5 has and its types leave out. */
+  interface SonicBoom {
+    /** In `contentMode: 'buffer'` it writes Buffers. */
+    write(chunk: Buffer): boolean;
+    /** Retries of a write the pipe refuses as full before a synchronous write gives up (0: no bound). */
+    maxWriteRetries: number;
+  }
+}
+
+// CommonJS: `module.exports` is the class, with itself as its `SonicBoom` property.
+const { SonicBoom } = sonicBoom;
 
 /** A pino destination that never blocks the process and never throws. */
 export interface LogDestination {
@@ -101,8 +111,6 @@ export function logDestination(fd: number, options: LogDestinationOptions = {}):
   boom.on('drop', (data: Buffer | string) => {
     unwritten = Math.max(0, unwritten - (typeof data === 'string' ? Buffer.byteLength(data) : data.length));
   });
-  // sonic-boom's types only know string writes; in buffer mode it takes Buffers.
-  const writeBuffer = boom.write.bind(boom) as unknown as (chunk: Buffer) => boolean;
   return {
     get failed() {
       return failed;
@@ -111,7 +119,7 @@ export function logDestination(fd: number, options: LogDestinationOptions = {}):
       if (failed) return;
       const chunk = Buffer.from(line, 'utf8');
       try {
-        writeBuffer(chunk);
+        boom.write(chunk);
       } catch {
         fail();
         return;
@@ -124,8 +132,8 @@ export function logDestination(fd: number, options: LogDestinationOptions = {}):
       clearTimeout(flushTimer);
       flushTimer = undefined;
       try {
-        // Not in sonic-boom's types; the bound applies to this flush (and the sink's last writes).
-        (boom as unknown as { maxWriteRetries: number }).maxWriteRetries = flushRetries;
+        // The bound applies to this flush (and the sink's last writes), not to background writes.
+        boom.maxWriteRetries = flushRetries;
         boom.flushSync();
       } catch {
         fail();

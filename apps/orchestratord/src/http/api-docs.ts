@@ -15,6 +15,7 @@ export const DOCS_PREFIX = '/docs/';
  * from the installed package (no CDN, no network). Encapsulated: `swagger()` stays in here.
  */
 export const apiDocsPlugin: FastifyPluginAsync = async (app) => {
+  // Unavoidable: a JSON module's strings are typed `string`, not OpenAPI's literals; the file is generated from the contracts' schemas and checked by their drift test.
   await app.register(swagger, { mode: 'static', specification: { document: document as unknown as StaticDocumentSpec['document'] } });
   await app.register(swaggerUi, {
     routePrefix: '/docs',

@@ -1,7 +1,9 @@
 import { CORRELATION_ID_HEADER, ErrorEnvelopeSchema, type DispatchRequest, type ErrorEnvelope } from '@llama-orch/contracts';
 import type { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
 import type { Dispatcher } from 'undici';
 import type { AttemptAbort } from './attempt-abort.js';
+import { streamRequest, type StreamResponse } from './stream-request.js';
 import {
   DispatchGoneError,
   DispatchInvalidError,
@@ -218,24 +220,27 @@ export class PoolClient {
     if (!h2c) this.#protocol.started(node.url);
     // Performance notes: one abort switch per dispatch (the deadline aborts the caller's).
     const accept = setTimeout(abortUnaccepted, this.#acceptTimeoutMs, controller, address, this.#acceptTimeoutMs);
-    let res: Dispatcher.ResponseData;
+    let res: StreamResponse;
     try {
-      res = await dispatcher.request({
-        origin: target.origin,
-        path: target.path,
-        method: body === undefined ? 'GET' : 'POST',
-        // undici holds a non-idempotent request back until the connection's other requests are
-        // done, which would serialise every HTTP/2 stream to a node. A dispatch is never retried
-        // by undici (no retry interceptor), so marking it idempotent changes only that.
-        idempotent: h2c || body === undefined,
-        headers: this.#headers(correlationId, body !== undefined),
-        body: body ?? null,
-        signal: controller.signal,
-        // The node answers headers at once (the accept deadline bounds that); prompt processing
-        // comes after them, so the task deadline alone bounds the body.
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      });
+      res = await streamRequest(
+        dispatcher,
+        {
+          origin: target.origin,
+          path: target.path,
+          method: body === undefined ? 'GET' : 'POST',
+          // undici holds a non-idempotent request back until the connection's other requests are
+          // done, which would serialise every HTTP/2 stream to a node. A dispatch is never retried
+          // by undici (no retry interceptor), so marking it idempotent changes only that.
+          idempotent: h2c || body === undefined,
+          headers: this.#headers(correlationId, body !== undefined),
+          body: body ?? null,
+          // The node answers headers at once (the accept deadline bounds that); prompt processing
+          // comes after them, so the task deadline alone bounds the body.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        },
+        controller,
+      );
     } catch (err) {
       if (!h2c) this.#protocol.done(node.url);
       if (controller.aborted) throw controller.reason instanceof UpstreamConnectError ? controller.reason : err;
@@ -284,10 +289,10 @@ export class PoolClient {
 }
 
 /** A non-200 answer's ErrorEnvelope, when it is one (otherwise the status alone decides). */
-async function envelopeOf(body: Dispatcher.ResponseData['body']): Promise<ErrorEnvelope | undefined> {
-  const text = await body.text().catch(() => '');
+async function envelopeOf(body: Readable): Promise<ErrorEnvelope | undefined> {
+  const answer = await text(body).catch(() => '');
   try {
-    const parsed = ErrorEnvelopeSchema.safeParse(JSON.parse(text));
+    const parsed = ErrorEnvelopeSchema.safeParse(JSON.parse(answer));
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined; // not JSON

@@ -1,11 +1,11 @@
 import { ERROR_STATUS, RETRIABLE_BY_DEFAULT, type ErrorCode, type ErrorEnvelope } from '@llama-orch/contracts';
-import { requestError, sendErrorEnvelope } from '@llama-orch/daemon-support';
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { requestError, sendErrorEnvelope, type EnvelopeReply } from '@llama-orch/daemon-support';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { PoolManagerError, RetriableRefusal } from '../errors.js';
 
 /** Sends the ErrorEnvelope of `code` with its fixed status; 429/503 get Retry-After + X-Backoff-Ms. */
-export function sendError(reply: FastifyReply, code: ErrorCode, message: string, extra: { retryAfterMs?: number; engine?: string } = {}): FastifyReply {
+export function sendError<R extends EnvelopeReply>(reply: R, code: ErrorCode, message: string, extra: { retryAfterMs?: number; engine?: string } = {}): R {
   const envelope: ErrorEnvelope = { code, message, retriable: RETRIABLE_BY_DEFAULT[code] };
   if (extra.engine !== undefined) envelope.engine = extra.engine;
   if (extra.retryAfterMs !== undefined) envelope.retry_after_ms = extra.retryAfterMs;

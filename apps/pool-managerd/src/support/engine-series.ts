@@ -160,6 +160,7 @@ export class EngineSeries {
       },
       reset: () => undefined,
     };
+    // Unavoidable: prom-client's Metric type is the union of its own classes; its registry renders any collector with a name, a type and get().
     return collector as unknown as Metric;
   }
 }

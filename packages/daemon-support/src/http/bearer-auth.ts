@@ -59,8 +59,12 @@ export interface BearerAuthOptions<C extends BearerCredential = BearerCredential
    * put it (Anthropic's `x-api-key`). @default none: only the Bearer header
    */
   altToken?: (req: FastifyRequest) => string | undefined;
-  /** After the token matched: an error to refuse the request (403), else undefined. @default let it through */
-  admit?: (req: FastifyRequest, credential: C) => Error | undefined;
+  /**
+   * After the token matched: an error to refuse the request (403), else undefined. A method, so its
+   * parameter is bivariant: options for a daemon's own credential type are the plugin's options,
+   * and the plugin calls it only with one of `credentials`. @default let it through
+   */
+  admit?(req: FastifyRequest, credential: C): Error | undefined;
 }
 
 const bearerAuth: FastifyPluginCallback<BearerAuthOptions> = (app, opts, done) => {
@@ -93,7 +97,7 @@ const bearerAuth: FastifyPluginCallback<BearerAuthOptions> = (app, opts, done) =
  * credential object the token matched (one of `credentials`).
  */
 export function bearerAuthOptions<C extends BearerCredential>(options: BearerAuthOptions<C>): BearerAuthOptions {
-  return options as unknown as BearerAuthOptions;
+  return options;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { CORRELATION_ID_HEADER, needsBackoffHeaders, type ErrorCode, type ErrorEnvelope } from '@llama-orch/contracts';
-import type { FastifyError, FastifyReply } from 'fastify';
+import type { FastifyError } from 'fastify';
 
 /** A 429/503 that names no wait asks for this one, ms. */
 export const DEFAULT_BACKOFF_MS = 1000;
@@ -20,12 +20,25 @@ export function backoffHeaders(ms: number): { 'retry-after': string; 'x-backoff-
 }
 
 /**
- * Sends an ErrorEnvelope with `status` and `X-Correlation-Id`. On 429 and 503 codes the envelope's
- * `retry_after_ms` becomes {@link backoffMs} of it, `retriable` defaults to true, and the backoff
- * headers go with it. `render` gives another body for the same envelope (orchestratord's /v1 door
- * answers in OpenAI's shape).
+ * What {@link sendErrorEnvelope} uses of a Fastify reply: an HTTP/1.1 reply and an HTTP/2 one (whose
+ * types differ in their raw objects) are both one.
  */
-export function sendErrorEnvelope(reply: FastifyReply, status: number, envelope: ErrorEnvelope, render?: (envelope: ErrorEnvelope) => unknown): FastifyReply {
+export interface EnvelopeReply {
+  readonly request: { readonly id: string };
+  header(key: string, value: string): unknown;
+  headers(values: Record<string, string>): unknown;
+  code(statusCode: number): unknown;
+  type(contentType: string): unknown;
+  send(payload: unknown): unknown;
+}
+
+/**
+ * Sends an ErrorEnvelope with `status` and `X-Correlation-Id`, and returns the reply. On 429 and 503
+ * codes the envelope's `retry_after_ms` becomes {@link backoffMs} of it, `retriable` defaults to
+ * true, and the backoff headers go with it. `render` gives another body for the same envelope
+ * (orchestratord's /v1 door answers in OpenAI's shape).
+ */
+export function sendErrorEnvelope<R extends EnvelopeReply>(reply: R, status: number, envelope: ErrorEnvelope, render?: (envelope: ErrorEnvelope) => unknown): R {
   if (needsBackoffHeaders(envelope.code)) {
     const ms = backoffMs(envelope.retry_after_ms);
     envelope.retry_after_ms = ms;
@@ -33,10 +46,10 @@ export function sendErrorEnvelope(reply: FastifyReply, status: number, envelope:
     reply.headers(backoffHeaders(ms));
   }
   reply.header(CORRELATION_ID_HEADER, reply.request.id);
-  return reply
-    .code(status)
-    .type('application/json; charset=utf-8')
-    .send(render !== undefined ? render(envelope) : envelope);
+  reply.code(status);
+  reply.type('application/json; charset=utf-8');
+  reply.send(render !== undefined ? render(envelope) : envelope);
+  return reply;
 }
 
 interface ValidationIssue {
