@@ -1,7 +1,7 @@
 --[[
   queue-gone: which of some ids are no longer queued, and whether a drop-lru eviction took them.
 
-  KEYS  [1] q:lane:interactive  [2] q:lane:batch  [3] q:entries  [4] q:deadlines  (queue.lua)
+  KEYS  [1] q:lane:interactive  [2] q:lane:batch  [3] q:entries  (queue.lua)
   ARGV  [1] prefix  [2..] ids
   Reply {id, evicted 0 | 1, id, evicted, …} of the ids not queued
 ]]

@@ -1,7 +1,7 @@
 --[[
   queue-remove: an entry out of the queue, wherever it is.
 
-  KEYS  [1] q:lane:interactive  [2] q:lane:batch  [3] q:entries  [4] q:deadlines  (queue.lua)
+  KEYS  [1] q:lane:interactive  [2] q:lane:batch  [3] q:entries  (queue.lua)
   ARGV  [1] prefix  [2] id
   Reply the removed entry's json | nil (not queued)
 ]]

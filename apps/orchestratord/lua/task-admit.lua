@@ -2,11 +2,11 @@
   task-admit: admission in one step. Reads what the checks need (entries of the group ahead, the
   session's pool and tokens), refuses a spent session budget ('spent'), more than `max ahead`
   entries ahead ('late'), a taken id ('exists') and a full queue ('full') in that order, else
-  creates the record (task-record.lua), queues the entry (as queue-add) and starts the session's
-  turn (session.lua). Nothing is written unless queued.
+  creates the record (task-record.lua), queues the entry at the back of its lane (add_entry in
+  queue.lua: capacity and policy) and starts the session's turn (session.lua). Nothing is written unless queued.
 
-  KEYS  [1] q:lane:interactive  [2] q:lane:batch  [3] q:entries  [4] q:deadlines  (queue.lua)
-        [5] task:<id>  [6] session:<session id>  [7] tasks:leases
+  KEYS  [1] q:lane:interactive  [2] q:lane:batch  [3] q:entries  (queue.lua)
+        [4] task:<id>  [5] session:<session id>  [6] tasks:leases
   ARGV  [1] prefix  [2] id  [3] lane  [4] group  [5] payload  [6] deadline ms from now ('' = none)
         [7] capacity  [8] policy  [9] eviction marker ms  [10] owner  [11] record
         [12] owner lease ttl ms  [13] lifetime ms  [14] session active cap ms
@@ -25,7 +25,7 @@ local id, lane, group, payload, deadline_ms = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local capacity, policy, evicted_ms = ARGV[7], ARGV[8], ARGV[9]
 local owner, record, ttl_ms, lifetime_ms = ARGV[10], ARGV[11], ARGV[12], ARGV[13]
 local session_cap_ms, budget, max_ahead = ARGV[14], ARGV[15], ARGV[16]
-local task_key, session_key, leases_key = KEYS[5], KEYS[6], KEYS[7]
+local task_key, session_key, leases_key = KEYS[4], KEYS[5], KEYS[6]
 
 local s = redis.call('HMGET', session_key, 'tokens_out', 'node_id', 'pool_id')
 local ahead = redis.call('ZCARD', gkey('interactive', group))

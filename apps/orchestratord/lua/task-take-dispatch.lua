@@ -1,11 +1,11 @@
 --[[
-  task-take-dispatch: a dispatch in one step. The entry leaves the queue (as its group's first, as
-  queue-take, or behind it when the pool the dispatch leased still has a free slot for every entry
-  ahead: the `DispatchRoom` rule) and the record goes queued → running under the caller's fence
-  (as task-dispatch): both or neither.
+  task-take-dispatch: a dispatch in one step. The entry leaves the queue (as its group's first in
+  dispatch order, or behind it when the pool the dispatch leased still has a free slot for every
+  entry ahead: the `DispatchRoom` rule) and the record goes queued → running under the caller's
+  fence (attempt + 1, the placement recorded): both or neither.
 
-  KEYS  [1] q:lane:interactive  [2] q:lane:batch  [3] q:entries  [4] q:deadlines  (queue.lua)
-        [5] task:<id>  [6] leases:<pool key> (task:<id> again when no room is given)
+  KEYS  [1] q:lane:interactive  [2] q:lane:batch  [3] q:entries  (queue.lua)
+        [4] task:<id>  [5] leases:<pool key> (task:<id> again when no room is given)
   ARGV  [1] prefix  [2] id  [3] fence  [4] placement  [5] the pool's slots ('' = no room given)
   Reply {'taken', entry json, record hash (flat)} | {'behind', first id} | {'absent'}
         | {'refused', 'unknown'} | {'refused', 'fenced', owner, fence} | {'refused', 'state', state}
@@ -15,7 +15,7 @@
 --- @include "task-record"
 
 local id, fence, placement, slots = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local task_key, pool_leases_key = KEYS[5], KEYS[6]
+local task_key, pool_leases_key = KEYS[4], KEYS[5]
 
 local json = redis.call('HGET', KEYS[3], id)
 if not json then return {'absent'} end

@@ -3,7 +3,6 @@
     p q:lane:interactive, p q:lane:batch   sorted sets: id → order score (dispatch order of a lane)
     p q:g:<lane>:<group>                   sorted sets: the same, per group (claims by model)
     p q:entries                            hash: id → JSON {lane, group, payload, deadline_at}
-    p q:deadlines                          sorted set: id → absolute deadline (server ms)
     p q:seq, p q:front                     counters
     p q:evicted:<id>                       marker of a drop-lru eviction, for queue-gone
   Scores: admission takes INCR q:seq (one order for the cluster, the order the store took them);
@@ -15,8 +14,9 @@
   does an entry that comes to an empty group or leaves it empty: every waiting task has an entry,
   so no replica waits on that group (and each message wakes every replica: 2 a task without a backlog).
 
-  Contract with the including script: KEYS[1..4] = q:lane:interactive, q:lane:batch, q:entries,
-  q:deadlines, and ARGV[1] = the prefix.
+  Contract with the including script: KEYS[1..3] = q:lane:interactive, q:lane:batch, q:entries,
+  and ARGV[1] = the prefix. An entry's deadline (`deadline_at`, absolute server ms, or 'inf') is
+  kept for its owner to read back; expiry is the owner's (its task's deadline), not the queue's.
 ]]
 --- @include "now-ms"
 local P = ARGV[1]
@@ -41,17 +41,13 @@ local function unlink(id, e)
   local was_head = is_head(id, e.lane, e.group)
   redis.call('ZREM', LANE[e.lane], id)
   redis.call('ZREM', gkey(e.lane, e.group), id)
-  redis.call('ZREM', KEYS[4], id)
   redis.call('HDEL', KEYS[3], id)
   if was_head and redis.call('EXISTS', gkey('interactive', e.group), gkey('batch', e.group)) > 0 then signal_head(e.group) end
 end
 local function put(id, lane, group, payload, deadline_ms, score)
   local others = redis.call('EXISTS', gkey('interactive', group), gkey('batch', group)) > 0
   local deadline = 'inf'
-  if deadline_ms ~= '' then
-    deadline = now_ms() + tonumber(deadline_ms)
-    redis.call('ZADD', KEYS[4], deadline, id)
-  end
+  if deadline_ms ~= '' then deadline = now_ms() + tonumber(deadline_ms) end
   redis.call('ZADD', LANE[lane], score, id)
   redis.call('ZADD', gkey(lane, group), score, id)
   redis.call('HSET', KEYS[3], id, cjson.encode({ lane = lane, group = group, payload = payload, deadline_at = tostring(deadline) }))

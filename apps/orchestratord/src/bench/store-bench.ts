@@ -7,12 +7,14 @@ import { startRedisServer } from '../testing/redis-server.js';
 
 /**
  * Cluster store op latency, in-process vs Redis (a redis-server on loopback started here), for the
- * figures in .specs/65-cluster-store.md. Run after a build: `node apps/orchestratord/dist/bench/store-bench.js`.
+ * figures in .specs/65-cluster-store.md. The in-process store has only the parts one process uses
+ * (rate limits, activity): the lease and task ops are measured with Redis only. Run after a build: `node apps/orchestratord/dist/bench/store-bench.js`.
  * Prints one JSON object: per store and op, p50/p99/mean in µs over `STORE_BENCH_OPS` calls made
  * one at a time (the latency a request waits), after `STORE_BENCH_WARMUP` untimed ones.
  *   - lease_acquire / lease_release: a 2-slot pool, acquire then release (never full);
- *   - queue_add / queue_claim: add a batch entry, then claim it for its model (queue kept at 64
- *     entries so claims scan a realistic lane);
+ *   - task_admit / task_dispatch (shared store only): a task's admission (record, queue entry,
+ *     session turn) and its dispatch as the first of its model (64 other entries queued, so the
+ *     lanes are not empty);
  *   - rate_limit_hit: one request of a key;
  *   - activity_record / activity_bucket / activity_read: the dashboard's writes (one ended task into
  *     the 50-row list; one replica's share of one closed 5 s bucket) and one snapshot's read (the
@@ -22,7 +24,7 @@ import { startRedisServer } from '../testing/redis-server.js';
 const OPS = Number(process.env.STORE_BENCH_OPS ?? 5000);
 const WARMUP = Number(process.env.STORE_BENCH_WARMUP ?? 500);
 
-type Op = 'lease_acquire' | 'lease_release' | 'queue_add' | 'queue_claim' | 'rate_limit_hit' | 'activity_record' | 'activity_bucket' | 'activity_read';
+type Op = 'lease_acquire' | 'lease_release' | 'task_admit' | 'task_dispatch' | 'rate_limit_hit' | 'activity_record' | 'activity_bucket' | 'activity_read';
 
 const BUCKET_MS = 5000;
 const row = (id: string) => ({
@@ -51,12 +53,13 @@ async function time(samples: number[] | undefined, f: () => Promise<unknown>): P
   samples?.push(Number(process.hrtime.bigint() - t) / 1000);
 }
 
-async function measure(store: ClusterStore): Promise<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>> {
+async function measure(store: ClusterStore): Promise<Partial<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>>> {
+  const shared = store.kind === 'redis';
   const s: Record<Op, number[]> = {
     lease_acquire: [],
     lease_release: [],
-    queue_add: [],
-    queue_claim: [],
+    task_admit: [],
+    task_dispatch: [],
     rate_limit_hit: [],
     activity_record: [],
     activity_bucket: [],
@@ -66,21 +69,29 @@ async function measure(store: ClusterStore): Promise<Record<Op, { p50_us: number
   const now = Math.floor(Date.now() / BUCKET_MS) * BUCKET_MS;
   const window = Array.from({ length: 120 }, (_, i) => ({ t_ms: now - (120 - i) * BUCKET_MS, tokens: 1000, tasks_ended: 10, ttft_p50_ms: 40, ttft_count: 10 }));
   await store.activity.addThroughput('bench', BUCKET_MS, window, 3_600_000);
-  for (let i = 0; i < 64; i += 1) await store.queue.add({ id: `filler-${i}`, lane: 'batch', group: `other-${i % 8}`, payload: '{}' });
+  const admission = (id: string, group: string) => ({
+    task: { id, owner: 'bench', record: JSON.stringify({ id, model: group }), ttlMs: 3_600_000, lifetimeMs: 3_600_000 },
+    entry: { lane: 'batch' as const, group, payload: 'bench', deadlineMs: 3_600_000 },
+    sessionId: `s-${id}`,
+  });
+  if (shared) for (let i = 0; i < 64; i += 1) await store.lifecycle.admit(admission(`filler-${i}`, `other-${i % 8}`));
   for (let i = 0; i < WARMUP + OPS; i += 1) {
     const keep = i >= WARMUP ? s : undefined;
     const id = `t-${i}`;
-    await time(keep?.lease_acquire, () => store.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: id, ttlMs: 30_000 }));
-    await time(keep?.lease_release, () => store.leases.release('n1/p1', id));
-    await time(keep?.queue_add, () => store.queue.add({ id, lane: 'batch', group: 'm', payload: JSON.stringify({ id, model: 'm' }), deadlineMs: 60_000 }));
-    await time(keep?.queue_claim, () => store.queue.claim(['m']));
+    if (shared) {
+      await time(keep?.lease_acquire, () => store.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: id, ttlMs: 30_000 }));
+      await time(keep?.lease_release, () => store.leases.release('n1/p1', id));
+      await time(keep?.task_admit, () => store.lifecycle.admit(admission(id, 'm')));
+      await time(keep?.task_dispatch, () => store.lifecycle.dispatch(id, 1, 'n1/p1'));
+    }
     await time(keep?.rate_limit_hit, () => store.rateLimits.hit('bench-key', 1_000_000, 60_000));
     await time(keep?.activity_record, () => store.activity.recordTasks([row(id)], 50));
     await time(keep?.activity_bucket, () => store.activity.addThroughput('bench', BUCKET_MS, [window[i % 120]!], 3_600_000));
     await time(keep?.activity_read, () => Promise.all([store.activity.recentTasks(50), store.activity.throughput(BUCKET_MS, now - 120 * BUCKET_MS, now)]));
   }
-  const out = {} as Record<Op, { p50_us: number; p99_us: number; mean_us: number }>;
+  const out: Partial<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>> = {};
   for (const [op, xs] of Object.entries(s) as [Op, number[]][]) {
+    if (xs.length === 0) continue;
     const sorted = [...xs].sort((a, b) => a - b);
     out[op] = { p50_us: round1(percentile(sorted, 50)), p99_us: round1(percentile(sorted, 99)), mean_us: round1(xs.reduce((a, b) => a + b, 0) / xs.length) };
   }

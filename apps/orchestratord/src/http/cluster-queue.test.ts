@@ -1,6 +1,7 @@
 import { AdmissionResponseSchema, ErrorEnvelopeSchema, resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { leaveTask } from '../testing/leftover-tasks.js';
 import { annAuth, fixtureCluster, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';
 
@@ -103,9 +104,8 @@ describe('the cluster admission queue across replicas', () => {
     const [a, b] = replicas as [Replica, Replica];
     // what a replica killed with SIGKILL leaves: a shared record nobody renews, and its queue entry
     const orphan = taskBody({ priority: 'interactive' });
-    const record = JSON.stringify({ model_ref: 'm', priority: 'interactive', session_id: orphan.session_id, admitted_at: Date.now(), owner_url: 'http://127.0.0.1:9' });
-    expect(await a.store.tasks.create({ id: String(orphan.task_id), owner: 'dead', record, ttlMs: 300, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
-    expect(await a.store.queue.add({ id: String(orphan.task_id), lane: 'interactive', group: 'm', payload: 'dead' })).toMatchObject({ kind: 'queued', position: 0 });
+    const record = { model_ref: 'm', priority: 'interactive', session_id: orphan.session_id, admitted_at: Date.now(), owner_url: 'http://127.0.0.1:9' };
+    expect(await leaveTask(a.store, { id: String(orphan.task_id), owner: 'dead', record, lane: 'interactive', ownerTtlMs: 300 })).toEqual({ position: 0 });
     const behind = taskBody({ priority: 'batch' });
     expect(AdmissionResponseSchema.parse((await admit(b, behind)).json()).queue_position).toBe(1);
     expect((await lastFrame(b, behind.task_id))?.event).toBe('end');
@@ -141,15 +141,11 @@ describe('the cluster admission queue across replicas', () => {
           correlation_id: 'c-' + String(o.task_id),
           delivery: 'events',
         };
-        expect(await a.store.tasks.create({ id: String(o.task_id), owner: 'dead', record: JSON.stringify(record), ttlMs: 1500, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
-        if (o === orphans[0]) {
-          // the batch orphan had an attempt its node refused (saturated): back to `queued`, its record keeps that placement —
-          // it must be dispatched anew, not re-attached (which failed it and left its entry first in the queue: the chaos run's hang)
-          const refused = { node_id: 'n1', pool_id: 'p', engine_version: 'x', address: 'http://127.0.0.1:9', frame_base: 1 };
-          expect(await a.store.tasks.dispatch(String(o.task_id), 1, JSON.stringify(refused))).toMatchObject({ ok: true });
-          expect(await a.store.tasks.requeue(String(o.task_id), 1)).toMatchObject({ ok: true });
-        }
-        expect(await a.store.queue.add({ id: String(o.task_id), lane: o.priority as 'batch', group: 'm', payload: 'dead' })).toMatchObject({ kind: 'queued' });
+        // the batch orphan had an attempt its node refused (saturated): back to `queued`, its record keeps that placement —
+        // it must be dispatched anew, not re-attached (which failed it and left its entry first in the queue: the chaos run's hang)
+        const refused = { node_id: 'n1', pool_id: 'p', engine_version: 'x', address: 'http://127.0.0.1:9', frame_base: 1 };
+        const left = { id: String(o.task_id), owner: 'dead', record, lane: o.priority as 'batch', ownerTtlMs: 1500 };
+        await leaveTask(a.store, left, o === orphans[0] ? { state: 'requeued', placement: refused } : { state: 'queued' });
       }
       const diedAt = Date.now();
       // admitted after them on a live replica: waits behind the dead replica's batch task
@@ -204,11 +200,9 @@ describe('the cluster admission queue across replicas', () => {
         request,
         delivery: 'events',
       };
-      expect(await a.store.tasks.create({ id, owner: 'dead', record: JSON.stringify(record), ttlMs: 1000, lifetimeMs: 60_000 })).toMatchObject({ ok: true, fence: 1 });
       const placement = { node_id: 'n1', pool_id: 'p', engine_version: 'x', address: 'http://127.0.0.1:9', frame_base: 1 };
-      expect(await a.store.tasks.dispatch(id, 1, JSON.stringify(placement))).toMatchObject({ ok: true });
-      expect(await a.store.tasks.requeue(id, 1)).toMatchObject({ ok: true, task: { state: 'queued', placement: JSON.stringify(placement) } });
-      expect(await a.store.queue.requeueFront({ id, lane: 'interactive', group: 'm', payload: 'dead' })).toBe(true);
+      await leaveTask(a.store, { id, owner: 'dead', record, lane: 'interactive', ownerTtlMs: 1000 }, { state: 'requeued', placement });
+      expect(await a.store.tasks.get(id)).toMatchObject({ state: 'queued', fence: 1, placement: JSON.stringify(placement) });
       // admitted after it on a live replica: waits behind it until a survivor takes it over and runs it
       const after = taskBody({ priority: 'interactive', max_tokens: 4 });
       expect((await admit(b, after)).statusCode).toBe(202);

@@ -1,6 +1,7 @@
 import { resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { describe, expect, it } from 'vitest';
+import { leaveTask } from '../testing/leftover-tasks.js';
 import { annAuth, fixtureCluster, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';
 
@@ -19,13 +20,13 @@ describe("a dead replica's slot lease, given back when its running /v1 task is t
     const request = resolveTaskRequest(TaskRequestSchema.parse(o), { deadlineMs: 60_000, newId: () => id });
     const delivery = how.running ? 'stream' : 'events';
     const record = { model_ref: 'm', priority: o.priority, session_id: o.session_id, admitted_at: Date.now(), owner_url: address, request, correlation_id: 'c', delivery };
-    expect(await r.store.tasks.create({ id, owner, record: JSON.stringify(record), ttlMs: how.ownerMs, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
-    if (!how.running) {
-      expect(await r.store.queue.add({ id, lane: o.priority as 'interactive', group: 'm', payload: owner })).toMatchObject({ kind: 'queued' });
-      return id;
-    }
     const placement = { node_id: 'n1', pool_id: 'p', engine_version: 'x', address: 'http://127.0.0.1:1', frame_base: 2 };
-    expect(await r.store.tasks.dispatch(id, 1, JSON.stringify(placement))).toMatchObject({ ok: true });
+    await leaveTask(
+      r.store,
+      { id, owner, record, lane: o.priority as 'interactive', ownerTtlMs: how.ownerMs },
+      how.running ? { state: 'running', placement } : { state: 'queued' },
+    );
+    if (!how.running) return id;
     // as ClusterSlotLeases names it: the task id, then the dispatch
     expect(await r.store.leases.acquire({ poolKey: 'n1/p', slots: 1, leaseId: `${id}#dead0001.1`, ttlMs: LEASE_MS })).toMatchObject({ kind: 'granted' });
     return id;

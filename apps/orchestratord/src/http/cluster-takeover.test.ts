@@ -3,6 +3,7 @@ import { resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { leaveTask } from '../testing/leftover-tasks.js';
 import { annAuth, fixtureCluster, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';
 
@@ -34,8 +35,7 @@ describe('taking over the tasks of a replica found dead', () => {
         correlation_id: 'c',
         delivery,
       };
-      expect(await r.store.tasks.create({ id: String(o.task_id), owner, record: JSON.stringify(record), ttlMs: 60_000, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
-      expect(await r.store.queue.add({ id: String(o.task_id), lane: o.priority as 'batch', group: 'm', payload: owner })).toMatchObject({ kind: 'queued' });
+      await leaveTask(r.store, { id: String(o.task_id), owner, record, lane: o.priority as 'batch', ownerTtlMs: 60_000 });
     }
   }
 

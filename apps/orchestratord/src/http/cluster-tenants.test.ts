@@ -3,6 +3,7 @@ import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { nameUuid } from '../sessions/session-ids.js';
+import { leaveTask } from '../testing/leftover-tasks.js';
 import { ANN, CAT, DAN, fixtureCluster, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
 import { openSse, taskBody } from '../testing/test-helpers.js';
 
@@ -95,8 +96,7 @@ describe('tenants across replicas', () => {
       client_key: 'dan',
       delivery: 'events',
     };
-    expect(await a.store.tasks.create({ id, owner: 'dead', record: JSON.stringify(record), ttlMs: 60_000, lifetimeMs: 60_000 })).toMatchObject({ ok: true });
-    expect(await a.store.queue.add({ id, lane: req.priority, group: 'm', payload: 'dead' })).toMatchObject({ kind: 'queued' });
+    await leaveTask(a.store, { id, owner: 'dead', record, lane: req.priority, ownerTtlMs: 60_000 });
 
     const events = `/v2/tasks/${id}/events`;
     expect(await call(b, CAT, 'GET', events)).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });

@@ -331,8 +331,11 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
       t.app.services.sessions.taskStarted(id);
       t.app.services.sessions.taskEnded(id, 5);
     } else {
-      await t.app.services.store.sessions.taskStarted(id);
-      await t.app.services.store.sessions.taskEnded(id, 5);
+      // a turn of the session that relayed 5 tokens, admitted and ended through the cluster's steps
+      const { lifecycle } = t.app.services.store;
+      const turn = { id: `turn-${id}`, owner: 'elsewhere', record: '{}', ttlMs: 60_000, lifetimeMs: 60_000 };
+      await lifecycle.admit({ task: turn, entry: { lane: 'batch', group: 'other', payload: 'elsewhere' }, sessionId: id });
+      await lifecycle.finish({ id: turn.id, fence: 1, outcome: '{}', retainMs: 1000, dequeue: true, session: { id, tokensOut: 5 } });
     }
     const res = await post(body);
     expect(res.statusCode).toBe(429);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdmissionQueue, type QueuePolicy } from '../admission/admission-queue.js';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
+import { admission, admissionView, requeueTask } from '../testing/store-steps.js';
 import type { QueueLane } from './admission-queue-store.js';
 
 /** mulberry32: seeded, so a failure replays. */
@@ -16,9 +17,11 @@ function rng(seed: number): () => number {
 
 const GROUPS = ['m1', 'm2', 'm3'];
 
-// The store's queue must answer exactly as today's in-process AdmissionQueue does, so that the
-// request path can swap one for the other: the same random operations on both, step by step.
-describe.each(STORE_KINDS)('admission queue store answers as admission/AdmissionQueue (%s store)', (kind) => {
+// The cluster's queue, as the task lifecycle steps reach it, must answer exactly as the in-process
+// AdmissionQueue does (the local coordinator's), so that one process and a cluster order tasks
+// alike: the same random operations on both, step by step — admissions (position, eviction, the
+// count ahead), dispatches (only the first of a model), requeues at the front, removals, sizes.
+describe.each(STORE_KINDS)('the store queue answers as admission/AdmissionQueue (%s store)', (kind) => {
   const h = storeHarness(kind);
 
   it.each([
@@ -27,12 +30,14 @@ describe.each(STORE_KINDS)('admission queue store answers as admission/Admission
     ['drop-lru', 3],
   ] as const)('%s, seed %i: 600 random operations', async (policy: QueuePolicy, seed: number) => {
     const [store] = await h.open(1, { admission_capacity: 8, admission_policy: policy });
-    const queue = store!.queue;
+    const s = store!;
     const reference = new AdmissionQueue<{ group: string }>({ capacity: 8, policy, groupOf: (i) => i.group });
     const random = rng(seed);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
     let next = 0;
     const known: string[] = [];
+    /** Dispatched, not requeued: what a requeue may put back. */
+    const running = new Map<string, { lane: QueueLane; group: string }>();
     for (let step = 0; step < 600; step += 1) {
       const r = random();
       const where = `step ${step}`;
@@ -41,44 +46,52 @@ describe.each(STORE_KINDS)('admission queue store answers as admission/Admission
         known.push(id);
         const lane: QueueLane = random() < 0.4 ? 'interactive' : 'batch';
         const group = pick(GROUPS);
+        const ahead = reference.countAhead(group, lane);
         const want = reference.enqueue(id, lane, { group });
-        const got = await queue.add({ id, lane, group, payload: id });
-        if (want.kind === 'full') expect(got, where).toEqual({ kind: 'full', policy });
+        const got = await s.lifecycle.admit({ ...admission(id, 'A', { lane, group, ttlMs: 600_000 }), entry: { lane, group, payload: id } });
+        if (want.kind === 'full') expect(got, where).toMatchObject({ kind: 'full', policy, view: { ahead } });
         else
-          expect({ kind: got.kind, position: got.kind === 'queued' ? got.position : -1, evicted: got.kind === 'queued' ? got.evicted?.id : undefined }, where).toEqual({
-            kind: 'queued',
-            position: want.position,
-            evicted: want.evicted?.id,
-          });
-      } else if (r < 0.5 && known.length > 0) {
+          expect(
+            {
+              kind: got.kind,
+              position: got.kind === 'queued' ? got.position : -1,
+              evicted: got.kind === 'queued' ? got.evicted?.id : undefined,
+              ahead: got.kind === 'queued' ? got.view.ahead : -1,
+            },
+            where,
+          ).toEqual({ kind: 'queued', position: want.position, evicted: want.evicted?.id, ahead });
+      } else if (r < 0.5 && running.size > 0) {
+        const id = pick([...running.keys()]);
+        const { lane, group } = running.get(id)!;
+        running.delete(id);
+        reference.requeueFront(id, lane, { group });
+        expect(await requeueTask(s, id, 1, { lane, group, payload: id }), where).toMatchObject({ ok: true });
+      } else if (r < 0.75 && known.length > 0) {
         const id = pick(known);
         const entry = reference.get(id);
-        const lane: QueueLane = entry?.lane ?? 'batch';
-        const group = entry?.item.group ?? 'm1';
-        if (entry === undefined) {
-          reference.requeueFront(id, lane, { group });
-          expect(await queue.requeueFront({ id, lane, group, payload: id }), where).toBe(true);
-        } else expect(await queue.requeueFront({ id, lane, group, payload: id }), where).toBe(false);
-      } else if (r < 0.75) {
-        const groups = GROUPS.filter(() => random() < 0.6);
-        const want = reference.find((e) => groups.includes(e.item.group));
-        if (want !== undefined) reference.remove(want.id);
-        expect((await queue.claim(groups))?.id, where).toBe(want?.id);
+        const got = await s.lifecycle.dispatch(id, 1, 'p');
+        if (entry === undefined) expect(got, where).toEqual({ kind: 'absent' });
+        else {
+          const first = reference.find((e) => e.item.group === entry.item.group)!;
+          if (first.id !== id) expect(got, where).toEqual({ kind: 'behind', first: first.id });
+          else {
+            expect(got, where).toMatchObject({ kind: 'taken', entry: { id, lane: entry.lane, group: entry.item.group } });
+            reference.remove(id);
+            running.set(id, { lane: entry.lane, group: entry.item.group });
+          }
+        }
       } else if (r < 0.85 && known.length > 0) {
         const id = pick(known);
-        expect((await queue.remove(id))?.id, where).toBe(reference.remove(id)?.id);
-      } else if (r < 0.95 && known.length > 0) {
-        const id = pick(known);
-        expect(await queue.position(id), where).toBe(reference.positionOf(id));
+        expect((await s.queue.remove(id))?.id, where).toBe(reference.remove(id)?.id);
+      } else if (r < 0.95) {
+        expect(await h.queued(s), where).toEqual([...reference].map((e) => e.id));
       } else {
         const group = pick(GROUPS);
         const lane: QueueLane = random() < 0.5 ? 'interactive' : 'batch';
-        expect(await queue.countAhead(group, lane), where).toBe(reference.countAhead(group, lane));
-        expect(await queue.sizes(), where).toEqual({ interactive: reference.sizeOf('interactive'), batch: reference.sizeOf('batch') });
+        expect((await admissionView(s, 'viewer', group, lane)).ahead, where).toBe(reference.countAhead(group, lane));
+        expect(await s.queue.sizes(), where).toEqual({ interactive: reference.sizeOf('interactive'), batch: reference.sizeOf('batch') });
       }
     }
-    const rest: string[] = [];
-    for (let e = await queue.claim(); e !== undefined; e = await queue.claim()) rest.push(e.id);
-    expect(rest).toEqual(reference.drain().map((e) => e.id));
+    expect(await h.queued(s)).toEqual(reference.drain().map((e) => e.id));
   });
 });

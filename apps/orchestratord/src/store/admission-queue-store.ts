@@ -1,8 +1,10 @@
 /**
  * The cluster's admission queue: one capacity, two priority lanes, FIFO by admission order within
  * a lane across replicas (the twin of `admission/admission-queue.ts`, whose semantics it keeps).
+ * Entries come and go with their task's lifecycle steps (`TaskLifecycleStore`: admit, dispatch,
+ * finish); this interface holds the rest.
  *
- * - Every `interactive` entry is claimed before any `batch` entry (of the groups asked for).
+ * - Every `interactive` entry of a model goes before any `batch` entry of it.
  * - Admission order is the order in which the store took the entries (one sequence for the
  *   cluster), not a replica's clock.
  * - When full, `reject` refuses the new entry; `drop-lru` evicts the oldest `batch` entry and
@@ -10,7 +12,7 @@
  *   no batch entry exists.
  * - `requeueFront` puts an admitted entry back at the head of its lane (re-placement after an
  *   engine failure), past the capacity if need be.
- * - Each entry is claimed, removed or expired by exactly one caller.
+ * - Each entry is taken or removed by exactly one caller.
  */
 export type QueueLane = 'interactive' | 'batch';
 export type QueueOverflowPolicy = 'reject' | 'drop-lru';
@@ -18,7 +20,7 @@ export type QueueOverflowPolicy = 'reject' | 'drop-lru';
 export interface QueueEntryInput {
   readonly id: string;
   readonly lane: QueueLane;
-  /** What the scheduler claims by (the model ref). */
+  /** What dispatch order is kept per (the model ref). */
   readonly group: string;
   /** Opaque to the store (the task service serialises what it needs). */
   readonly payload: string;
@@ -41,7 +43,7 @@ export type QueueAddOutcome =
   /** The id is queued already (an at-least-once retry of the admission): nothing changed. */
   | { readonly kind: 'duplicate' };
 
-/** What {@link AdmissionQueueStore.take} answers. */
+/** Whether an entry may leave the queue for a dispatch (the queue's half of `TaskLifecycleStore.dispatch`). */
 export type QueueTakeOutcome =
   | { readonly kind: 'taken'; readonly entry: QueuedEntry }
   /** An entry of the same group is ahead in dispatch order (`first`, the group's head): it goes first. */
@@ -64,36 +66,18 @@ export interface QueueSizes {
   readonly batch: number;
 }
 
+/**
+ * What the shared queue answers besides a task's lifecycle steps (`TaskLifecycleStore`, which admits,
+ * takes and ends entries): an owner's look for its entries that left without it, a cancel, and the
+ * dashboard's counts.
+ */
 export interface AdmissionQueueStore {
-  readonly capacity: number;
-  readonly policy: QueueOverflowPolicy;
-  add(entry: QueueEntryInput): Promise<QueueAddOutcome>;
   /** Puts an admitted entry back at the head of its lane (ignores capacity); false for a duplicate id. */
   requeueFront(entry: QueueEntryInput): Promise<boolean>;
-  /**
-   * Removes and returns the first entry in dispatch order whose group is in `groups` (all groups
-   * when absent): the scheduler asks for the models a free pool serves, so a task no free pool can
-   * run does not block tasks behind it.
-   */
-  claim(groups?: readonly string[]): Promise<QueuedEntry | undefined>;
-  /**
-   * Removes `id` only when it is the first entry of its group in dispatch order. Replicas dispatch
-   * the tasks they admitted (their clients are connected to them), so each asks for its own task
-   * when it has a slot for it, and the cluster's order still decides: a batch task of a model
-   * waits while an interactive one of that model is queued on any replica.
-   */
-  take(id: string): Promise<QueueTakeOutcome>;
   /** Of `ids` (the caller's queued tasks), those no longer in the queue, in the order given. */
   gone(ids: readonly string[]): Promise<GoneEntry[]>;
-  /** The first `limit` entries of each lane, in dispatch order, left queued (the orphan sweep reads their owners). */
-  heads(limit: number): Promise<QueuedEntry[]>;
   /** Removes an entry by id (cancel). */
   remove(id: string): Promise<QueuedEntry | undefined>;
-  /** 0-based position in dispatch order; undefined when absent. */
-  position(id: string): Promise<number | undefined>;
-  /** Entries of `group` that a new entry in `lane` would wait behind. */
-  countAhead(group: string, lane: QueueLane): Promise<number>;
+  /** Entries per lane. */
   sizes(): Promise<QueueSizes>;
-  /** Removes and returns the entries whose deadline passed (store clock), in dispatch order. */
-  takeExpired(): Promise<QueuedEntry[]>;
 }

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { parseSignal, type ClusterSignal } from './cluster-signals.js';
 import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
+import type { QueueLane } from './admission-queue-store.js';
+import type { TaskAdmit } from './task-lifecycle-store.js';
+
+/** Task `id` of replica `owner`, admitted for model `m` (its entry's payload names the owner). */
+const admission = (id: string, lane: QueueLane, owner: string): TaskAdmit => ({
+  task: { id, owner, record: '{}', ttlMs: 10_000, lifetimeMs: 60_000 },
+  entry: { lane, group: 'm', payload: owner },
+  sessionId: `s-${id}`,
+});
 
 /** Waits until `pred` holds of what was received (Redis delivers through a second connection). */
 async function until(received: ClusterSignal[], pred: (s: ClusterSignal[]) => boolean, ms = 3000): Promise<void> {
@@ -29,14 +38,14 @@ describe.each(STORE_KINDS)('cluster signals (%s store)', (kind) => {
     await a!.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: 'z', ttlMs: 10_000 }); // full: no signal
     await a!.leases.release('n1/p1', 'x');
     await a!.leases.release('n1/p1', 'x'); // not held: no signal
-    await a!.queue.add({ id: 't1', lane: 'batch', group: 'm', payload: 'A' }); // first of an empty model: no signal
-    await b!.queue.add({ id: 't3', lane: 'batch', group: 'm', payload: 'B' }); // behind the first: no signal
-    await b!.queue.add({ id: 't2', lane: 'interactive', group: 'm', payload: 'B' });
-    await a!.queue.take('t2');
+    await a!.lifecycle.admit(admission('t1', 'batch', 'A')); // first of an empty model: no signal
+    await b!.lifecycle.admit(admission('t3', 'batch', 'B')); // behind the first: no signal
+    await b!.lifecycle.admit(admission('t2', 'interactive', 'B'));
+    await b!.lifecycle.dispatch('t2', 1, 'n1/p1');
     await a!.queue.remove('t3'); // not the first: no signal
-    await a!.queue.take('t1'); // the last: the model's queue is empty, no signal
-    await a!.queue.add({ id: 't4', lane: 'batch', group: 'm', payload: 'A' }); // first of an empty model again: no signal
-    await b!.queue.add({ id: 't5', lane: 'batch', group: 'm', payload: 'B' });
+    await a!.lifecycle.dispatch('t1', 1, 'n1/p1'); // the last: the model's queue is empty, no signal
+    await a!.lifecycle.admit(admission('t4', 'batch', 'A')); // first of an empty model again: no signal
+    await b!.lifecycle.admit(admission('t5', 'batch', 'B'));
     await a!.queue.remove('t4');
     await until(heard, (s) => s.length >= 6);
     await sleep(50);

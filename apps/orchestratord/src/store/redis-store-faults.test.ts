@@ -6,8 +6,16 @@ import { ensureRedisServer, REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type Red
 import { sleep } from '../testing/store-harness.js';
 import type { ClusterStore } from './cluster-store.js';
 import { createClusterStore } from './create-cluster-store.js';
+import type { TaskAdmit } from './task-lifecycle-store.js';
 
 const deps = { clock: systemClock, logger: pino({ level: 'silent' }) };
+
+/** A task's admission (record, entry, session turn) with this id. */
+const admission = (id: string): TaskAdmit => ({
+  task: { id, owner: 'A', record: '{}', ttlMs: 60_000, lifetimeMs: 60_000 },
+  entry: { lane: 'batch', group: 'm', payload: 'A' },
+  sessionId: `s-${id}`,
+});
 
 /** Resolves with how the promise settled and how long it took: a store call must never hang. */
 async function settle<T>(p: Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
@@ -46,15 +54,15 @@ describe('redis store faults', () => {
     const server = await startRedisServer();
     cleanup.push(() => server.stop());
     const store = await open(server);
-    await store.tasks.create({ id: 't1', owner: 'A', record: '{}', ttlMs: 60_000, lifetimeMs: 60_000 });
+    expect(await store.lifecycle.admit(admission('t1'))).toMatchObject({ kind: 'queued', position: 0 });
     expect((await store.leases.acquire({ poolKey: 'n/p', slots: 1, leaseId: 't1', ttlMs: 60_000 })).kind).toBe('granted');
     expect(await store.health()).toMatchObject({ ok: true, kind: 'redis' });
 
     await server.kill();
     const calls: Array<() => Promise<unknown>> = [
       () => store.leases.acquire({ poolKey: 'n/p', slots: 1, leaseId: 't2', ttlMs: 1000 }),
-      () => store.queue.add({ id: 'q', lane: 'batch', group: 'm', payload: '' }),
-      () => store.tasks.dispatch('t1', 1, 'n/p'),
+      () => store.lifecycle.admit(admission('q')),
+      () => store.lifecycle.dispatch('t1', 1, 'n/p'),
       () => store.nodes.sweep(),
       () => store.rateLimits.hit('k', 1, 1000),
     ];
@@ -74,10 +82,10 @@ describe('redis store faults', () => {
       health = await store.health();
     }
     expect(health.ok).toBe(true);
-    expect(await store.tasks.dispatch('t1', 1, 'n/p')).toEqual({ ok: false, reason: 'unknown' });
+    expect(await store.lifecycle.dispatch('t1', 1, 'n/p')).toEqual({ kind: 'absent' });
     expect(await store.tasks.get('t1')).toBeUndefined();
-    expect(await store.leases.held('n/p')).toBe(0);
-    expect(await store.queue.add({ id: 'q', lane: 'batch', group: 'm', payload: '' })).toEqual({ kind: 'queued', position: 0 });
+    expect(await store.leases.list('n/p')).toEqual([]);
+    expect(await store.lifecycle.admit(admission('q'))).toMatchObject({ kind: 'queued', position: 0, fence: 1 });
   });
 
   it('close is bounded and idempotent, also while Redis is gone; calls after close fail typed', async () => {
@@ -98,8 +106,8 @@ describe('redis store faults', () => {
     cleanup.push(() => server.stop());
     const one = await open(server, { redis_prefix: 'one:' });
     const two = await open(server, { redis_prefix: 'two:' });
-    await one.queue.add({ id: 'x', lane: 'batch', group: 'm', payload: '' });
+    await one.lifecycle.admit(admission('x'));
     expect(await two.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
-    expect(await two.queue.add({ id: 'x', lane: 'batch', group: 'm', payload: '' })).toEqual({ kind: 'queued', position: 0 });
+    expect(await two.lifecycle.admit(admission('x'))).toMatchObject({ kind: 'queued', position: 0 });
   });
 });

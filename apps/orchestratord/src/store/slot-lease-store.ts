@@ -28,8 +28,6 @@ export interface SlotLeaseStore {
   renew(poolKey: string, leaseId: string, ttlMs: number): Promise<boolean>;
   /** Gives a lease back; idempotent (false when it was not held). */
   release(poolKey: string, leaseId: string): Promise<boolean>;
-  /** Live leases of the pool. */
-  held(poolKey: string): Promise<number>;
   /** The ids of the pool's live leases (at most its slots, plus the leases of re-attached dispatches): whose tasks hold it. */
   list(poolKey: string): Promise<string[]>;
 }

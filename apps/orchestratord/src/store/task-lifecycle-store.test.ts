@@ -3,6 +3,7 @@ import type { QueueLane } from './admission-queue-store.js';
 import type { ClusterSignal } from './cluster-signals.js';
 import type { TaskAdmit } from './task-lifecycle-store.js';
 import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
+import { admissionView } from '../testing/store-steps.js';
 
 const admit = (id: string, owner: string, o: { lane?: QueueLane; group?: string; session?: string; ttlMs?: number } = {}): TaskAdmit => ({
   task: { id, owner, record: JSON.stringify({ id }), ttlMs: o.ttlMs ?? 10_000, lifetimeMs: 60_000 },
@@ -21,7 +22,7 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(first).toMatchObject({ kind: 'queued', position: 0, fence: 1, view: { ahead: 0, lastPool: undefined, budgetRemaining: 100 } });
     expect(first.kind === 'queued' && first.evicted).toBeFalsy();
     expect(await b!.tasks.get('t1')).toMatchObject({ state: 'queued', owner: 'A', fence: 1, attempt: 0, record: '{"id":"t1"}' });
-    expect(await b!.queue.position('t1')).toBe(0);
+    expect(await h.queued(b!)).toEqual(['t1']);
     expect(await b!.sessions.get('s1')).toMatchObject({ active_tasks: 1, turns: 0 });
     expect(await b!.lifecycle.admit(admit('i1', 'B', { lane: 'interactive', session: 's1' }))).toMatchObject({ kind: 'queued', position: 0, view: { ahead: 0 } });
     // what a new entry of each lane would wait behind: the store's count, read in the admission's step
@@ -30,9 +31,11 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(await b!.sessions.get('s1')).toMatchObject({ active_tasks: 2 });
     // the same id again, from any replica: nothing changes (no second turn, no second entry)
     expect(await b!.lifecycle.admit(admit('t1', 'B', { session: 's1' }))).toEqual({ kind: 'exists' });
-    // an id with a record but no entry (e.g. dispatched), or an entry but no record
-    await a!.tasks.create({ id: 'rec-only', owner: 'A', record: '{}', ttlMs: 10_000, lifetimeMs: 60_000 });
-    await a!.queue.add({ id: 'entry-only', lane: 'batch', group: 'm', payload: 'A' });
+    // an id with a record but no entry (dispatched), or an entry but no record (it expired: its lifetime passed)
+    await a!.lifecycle.admit(admit('rec-only', 'A', { group: 'r' }));
+    expect(await a!.lifecycle.dispatch('rec-only', 1, 'n1/p1')).toMatchObject({ kind: 'taken' });
+    await a!.lifecycle.admit({ ...admit('entry-only', 'A'), task: { ...admit('entry-only', 'A').task, lifetimeMs: 50 } });
+    await sleep(100);
     expect(await b!.lifecycle.admit(admit('rec-only', 'B', { session: 's1' }))).toEqual({ kind: 'exists' });
     expect(await b!.lifecycle.admit(admit('entry-only', 'B', { session: 's1' }))).toEqual({ kind: 'exists' });
     expect(await a!.sessions.get('s1')).toMatchObject({ active_tasks: 2 });
@@ -47,7 +50,7 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(await a!.lifecycle.admit(admit('t3', 'A', { session: 'full' }))).toMatchObject({ kind: 'full', policy: 'reject', view: { ahead: 2 } });
     expect(await b!.tasks.get('t3')).toBeUndefined();
     expect(await b!.sessions.get('full')).toBeUndefined();
-    expect(await b!.queue.position('t3')).toBeUndefined();
+    expect(await h.queued(b!)).toEqual(['t1', 't2']);
 
     const [c, d] = await h.open(2, { admission_capacity: 2, admission_policy: 'drop-lru' });
     await c!.lifecycle.admit(admit('b1', 'C'));
@@ -83,8 +86,7 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     // b2 has 2 ahead (i1, then b1 in the batch lane). With its own lease, 3 slots leave 2 free: it may pass them.
     await lease('b2#1', 3);
     expect(await b!.lifecycle.dispatch('b2', 1, 'n1/p1', { poolKey: 'n1/p1', slots: 3 })).toMatchObject({ kind: 'taken', task: { state: 'running' } });
-    expect(await a!.queue.position('i1')).toBe(0);
-    expect(await a!.queue.position('b1')).toBe(1);
+    expect(await h.queued(a!)).toEqual(['i1', 'b1']);
     // b1 has 1 ahead (i1); its own lease and b2's leave 3 − 2 = 1 free: it passes; no room given, it would not
     await a!.lifecycle.admit(admit('b3', 'A'));
     await lease('b1#1', 3);
@@ -119,12 +121,11 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     };
     const raced = await Promise.all(behind.map(claim));
     // h1 and h2 are ahead of all of them and still queued: the pool keeps a slot for each
-    expect(5 - (await a!.leases.held(room.poolKey))).toBeGreaterThanOrEqual(2);
+    expect(5 - (await a!.leases.list(room.poolKey)).length).toBeGreaterThanOrEqual(2);
     // the rest try again in order: exactly the 3 slots h1 and h2 do not need are taken
     for (const [i, id] of behind.entries()) if (!raced[i]) await claim(id);
-    expect(await a!.leases.held(room.poolKey)).toBe(3);
-    expect(await a!.queue.position('h1')).toBe(0);
-    expect(await a!.queue.position('h2')).toBe(1);
+    expect(await a!.leases.list(room.poolKey)).toHaveLength(3);
+    expect((await h.queued(a!)).slice(0, 2)).toEqual(['h1', 'h2']);
   });
 
   it('dispatch takes the entry and moves the record to running together, only for the first of its model and the current fence', async () => {
@@ -136,19 +137,20 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(await a!.tasks.get('b1')).toMatchObject({ state: 'queued', attempt: 0 });
     const taken = await b!.lifecycle.dispatch('i1', 1, 'n1/p1');
     expect(taken).toMatchObject({ kind: 'taken', entry: { id: 'i1', lane: 'interactive', payload: 'B' }, task: { state: 'running', attempt: 1, placement: 'n1/p1', fence: 1 } });
-    expect(await a!.queue.position('i1')).toBeUndefined();
+    expect(await h.queued(a!)).toEqual(['b1']);
     // a redelivered dispatch finds no entry: it never runs twice
     expect(await b!.lifecycle.dispatch('i1', 1, 'n1/p2')).toEqual({ kind: 'absent' });
     // a stale fence: refused, the entry stays where it was
     expect(await a!.lifecycle.dispatch('b1', 7, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'fenced', owner: 'A', fence: 1 } });
-    expect(await b!.queue.position('b1')).toBe(0);
+    expect(await h.queued(b!)).toEqual(['b1']);
     // an entry whose record runs already (a requeued entry before its record moved back): refused on state
     await b!.queue.requeueFront({ id: 'i1', lane: 'interactive', group: 'm', payload: 'B' });
     expect(await b!.lifecycle.dispatch('i1', 1, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'state', state: 'running' } });
-    expect(await b!.queue.position('i1')).toBe(0);
-    // an entry without a record (the store lost it, or another replica's queue.add)
+    expect(await h.queued(b!)).toEqual(['i1', 'b1']);
     await b!.queue.remove('i1');
-    await b!.queue.add({ id: 'bare', lane: 'interactive', group: 'x', payload: 'B' });
+    // an entry without a record (its lifetime passed, or the store lost it)
+    await b!.lifecycle.admit({ ...admit('bare', 'B', { lane: 'interactive', group: 'x' }), task: { ...admit('bare', 'B').task, lifetimeMs: 50 } });
+    await sleep(100);
     expect(await a!.lifecycle.dispatch('bare', 1, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'unknown' } });
     expect(await a!.lifecycle.dispatch('b1', 1, 'n1/p1')).toMatchObject({ kind: 'taken', task: { state: 'running' } });
   });
@@ -180,10 +182,8 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
       view: { ahead: 1, lastPool: undefined, budgetRemaining: 10 },
     });
     expect(await b!.lifecycle.admit({ ...admit('w1', 'B', { session: 's3' }), maxAhead: -1 })).toMatchObject({ kind: 'late' });
-    for (const id of ['t2', 't3']) {
-      expect(await a!.tasks.get(id)).toBeUndefined();
-      expect(await a!.queue.position(id)).toBeUndefined();
-    }
+    for (const id of ['t2', 't3']) expect(await a!.tasks.get(id)).toBeUndefined();
+    expect(await h.queued(a!)).toEqual(['w1']);
     expect(await a!.sessions.get('s1')).toMatchObject({ active_tasks: 0, tokens_out: 10 });
     expect(await a!.sessions.get('s3')).toBeUndefined();
     expect(await b!.lifecycle.admit({ ...admit('t4', 'B', { session: 's3' }), maxAhead: 1 })).toMatchObject({ kind: 'queued', position: 1, view: { ahead: 1 } });
@@ -203,14 +203,14 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(cancelled).toMatchObject({ record: { ok: true, task: { state: 'ended' } }, dequeued: true });
     expect(await b!.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
     expect(await b!.sessions.get('s1')).toMatchObject({ turns: 1, tokens_out: 30, active_tasks: 0 });
-    expect(await b!.sessions.lastPool('s1')).toEqual(pool);
+    expect((await admissionView(b!, 's1')).lastPool).toEqual(pool);
     // a second end changes nothing in the record
     const again = await a!.lifecycle.finish({ id: 'run', fence: 1, outcome: '{"end":2}', retainMs: 60_000, dequeue: true });
     expect(again).toEqual({ record: { ok: false, reason: 'state', state: 'ended' }, dequeued: false });
     expect(await b!.tasks.get('run')).toMatchObject({ outcome: '{"end":1}' });
-    // unknown task (the store lost it): the turn still closes, and an entry left behind goes
-    await a!.sessions.taskStarted('s2');
-    await a!.queue.add({ id: 'lost', lane: 'batch', group: 'm', payload: 'A' });
+    // unknown task (its record expired, or the store lost it): the turn still closes, and an entry left behind goes
+    await a!.lifecycle.admit({ ...admit('lost', 'A', { session: 's2' }), task: { ...admit('lost', 'A').task, lifetimeMs: 50 } });
+    await sleep(100);
     const lost = await a!.lifecycle.finish({ id: 'lost', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true, session: { id: 's2', tokensOut: undefined } });
     expect(lost).toEqual({ record: { ok: false, reason: 'unknown' }, dequeued: true });
     expect(await b!.sessions.get('s2')).toMatchObject({ active_tasks: 0 });
@@ -276,7 +276,7 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     expect(await a!.tasks.get('live-b')).toMatchObject({ owner: 'A', fence: 1 });
     expect(await a!.tasks.get('d-run')).toMatchObject({ owner: 'dead', fence: 1, state: 'running' });
     // their entries keep their places; the new owner holds live leases (no orphans)
-    expect((await a!.queue.heads(16)).map((e) => e.id)).toEqual(['d-i1', 'd-b1', 'live-b', 'd-b2']);
+    expect(await h.queued(a!)).toEqual(['d-i1', 'd-b1', 'live-b', 'd-b2']);
     expect(await a!.tasks.lapsed(16)).toEqual([]);
     expect(await b!.lifecycle.seizeQueued('dead', 'R9', 10_000, 16)).toEqual([]);
   });

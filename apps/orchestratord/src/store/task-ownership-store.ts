@@ -4,8 +4,9 @@
  * Lifecycle: `queued` → `running` (dispatched) → `ended`; `running` → `queued` when an attempt
  * failed before its first token (re-placement). `ended` is final and kept `retainMs` for reads.
  *
- * Ownership is a lease with a fencing token. {@link TaskOwnershipStore.create} and
- * {@link TaskOwnershipStore.acquire} grant it and return the fence; every transition names that
+ * Ownership is a lease with a fencing token. Admission (`TaskLifecycleStore.admit`) grants the first
+ * one (fence 1), {@link TaskOwnershipStore.acquire} and {@link TaskOwnershipStore.seize} a later one,
+ * each with a new fence; every transition (the lifecycle's dispatch, requeue and end) names that
  * fence and is refused (`fenced`) when another owner took the task since (the fence moved on) or
  * the lease lapsed (store clock). A replica that lost its lease can neither dispatch nor end the
  * task: it must acquire again, which gives a new fence, or let go. Leases are indexed by when they
@@ -55,7 +56,6 @@ export type TaskRefusal =
   /** The task is not in a state that allows it (e.g. `running` for a second dispatch). */
   | { readonly ok: false; readonly reason: 'state'; readonly state: StoredTaskState };
 
-export type CreateOutcome = Granted | { readonly ok: false; readonly reason: 'exists' };
 export type AcquireOutcome = Granted | { readonly ok: false; readonly reason: 'held'; readonly owner: string; readonly ownerUntil: number } | TaskRefusal;
 export type TransitionOutcome = { readonly ok: true; readonly task: StoredTask } | TaskRefusal;
 
@@ -72,8 +72,6 @@ export interface OwnedTask {
 }
 
 export interface TaskOwnershipStore {
-  /** Creates a `queued` task owned by `owner` (fence 1); `exists` when the id is taken (idempotent admission). */
-  create(task: TaskCreate): Promise<CreateOutcome>;
   /**
    * Takes ownership when the task has no live owner (or `owner` holds it already): a new fence.
    * `ended` tasks cannot be taken. `record`, when given, replaces the task's record (the new
@@ -88,8 +86,6 @@ export interface TaskOwnershipStore {
    * for an ended one). A new fence, as with {@link acquire}.
    */
   seize(id: string, from: OwnedBy, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome>;
-  /** Extends the owner's lease. */
-  renew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome>;
   /**
    * Extends the leases of all of an owner's tasks in one call (an owner renews everything it holds
    * together, so its store calls do not grow with its task count). Returns the ids it could not
@@ -102,8 +98,6 @@ export interface TaskOwnershipStore {
    * live replica should take over (`acquire`), oldest lapse first.
    */
   lapsed(limit: number): Promise<string[]>;
-  /** `queued` → `running`, `attempt` + 1, records the placement. */
-  dispatch(id: string, fence: number, placement: string): Promise<TransitionOutcome>;
   /** `running` → `queued` (the attempt failed before its first token). */
   requeue(id: string, fence: number): Promise<TransitionOutcome>;
   /** → `ended` with its outcome, kept `retainMs` for reads; exactly once. */

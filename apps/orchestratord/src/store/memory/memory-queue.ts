@@ -75,11 +75,7 @@ export class MemoryQueue implements AdmissionQueueStore {
     this.#signals = signals;
   }
 
-  add(input: QueueEntryInput): Promise<QueueAddOutcome> {
-    return Promise.resolve(this.addNow(input));
-  }
-
-  /** {@link add}, synchronously (the in-process lifecycle store composes it with the records and sessions in one step). */
+  /** Queues an entry at the back of its lane (capacity and policy), synchronously: the in-process lifecycle store composes it with the records and sessions in one step. */
   addNow(input: QueueEntryInput): QueueAddOutcome {
     if (this.#byId.has(input.id)) return { kind: 'duplicate' };
     let evicted: QueuedEntry | undefined;
@@ -105,28 +101,10 @@ export class MemoryQueue implements AdmissionQueueStore {
     return Promise.resolve(true);
   }
 
-  claim(groups?: readonly string[]): Promise<QueuedEntry | undefined> {
-    const wanted = groups === undefined ? undefined : new Set(groups);
-    for (const lane of LANES) {
-      if (wanted !== undefined && ![...wanted].some((g) => (this.#groups.get(g)?.[lane] ?? 0) > 0)) continue;
-      for (let n = this.#lanes[lane].head; n !== undefined; n = n.next) {
-        if (wanted !== undefined && !wanted.has(n.group)) continue;
-        this.#unlink(n);
-        return Promise.resolve(entryOf(n));
-      }
-    }
-    return Promise.resolve(undefined);
-  }
-
-  take(id: string): Promise<QueueTakeOutcome> {
-    const r = this.canTake(id);
-    if (r.kind === 'taken') this.#unlink(this.#byId.get(id) as Node);
-    return Promise.resolve(r);
-  }
-
   /**
-   * What {@link take} would answer now, without taking; `passes(ahead)`: whether an entry that is not
-   * first may go all the same, with `ahead` entries of its group ahead of it (`DispatchRoom`).
+   * Whether the entry may leave now (the first of its group in dispatch order), without taking it;
+   * `passes(ahead)`: whether an entry that is not first may go all the same, with `ahead` entries
+   * of its group ahead of it (`DispatchRoom`).
    */
   canTake(id: string, passes?: (ahead: number) => boolean): QueueTakeOutcome {
     const n = this.#byId.get(id);
@@ -151,10 +129,7 @@ export class MemoryQueue implements AdmissionQueueStore {
     return undefined;
   }
 
-  heads(limit: number): Promise<QueuedEntry[]> {
-    return Promise.resolve(this.headsNow(limit));
-  }
-
+  /** The first `limit` entries of each lane, in dispatch order. */
   headsNow(limit: number): QueuedEntry[] {
     const out: QueuedEntry[] = [];
     for (const lane of LANES) {
@@ -179,18 +154,6 @@ export class MemoryQueue implements AdmissionQueueStore {
     return this.#byId.has(id);
   }
 
-  position(id: string): Promise<number | undefined> {
-    const n = this.#byId.get(id);
-    if (n === undefined) return Promise.resolve(undefined);
-    let i = n.lane === 'batch' ? this.#lanes.interactive.size : 0;
-    for (let m = n.prev; m !== undefined; m = m.prev) i += 1;
-    return Promise.resolve(i);
-  }
-
-  countAhead(group: string, lane: QueueLane): Promise<number> {
-    return Promise.resolve(this.countAheadNow(group, lane));
-  }
-
   /** Entries of the node's group ahead of it in dispatch order. */
   #aheadOf(n: Node): number {
     let ahead = n.lane === 'batch' ? (this.#groups.get(n.group)?.interactive ?? 0) : 0;
@@ -198,6 +161,7 @@ export class MemoryQueue implements AdmissionQueueStore {
     return ahead;
   }
 
+  /** Entries of `group` that a new entry in `lane` would wait behind. */
   countAheadNow(group: string, lane: QueueLane): number {
     const c = this.#groups.get(group);
     if (c === undefined) return 0;
@@ -206,22 +170,6 @@ export class MemoryQueue implements AdmissionQueueStore {
 
   sizes(): Promise<QueueSizes> {
     return Promise.resolve({ interactive: this.#lanes.interactive.size, batch: this.#lanes.batch.size });
-  }
-
-  takeExpired(): Promise<QueuedEntry[]> {
-    const now = this.#clock.now();
-    const out: QueuedEntry[] = [];
-    for (const lane of LANES) {
-      for (let n = this.#lanes[lane].head; n !== undefined;) {
-        const next = n.next;
-        if (n.deadlineAt <= now) {
-          this.#unlink(n);
-          out.push(entryOf(n));
-        }
-        n = next;
-      }
-    }
-    return Promise.resolve(out);
   }
 
   #node(input: QueueEntryInput): Node {

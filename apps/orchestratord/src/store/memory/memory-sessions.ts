@@ -34,12 +34,7 @@ export class MemorySessions implements SessionAffinityStore {
     return s;
   }
 
-  taskStarted(id: string): Promise<void> {
-    this.startedNow(id);
-    return Promise.resolve();
-  }
-
-  /** {@link taskStarted}, synchronously (for the in-process lifecycle store's one-step admission). */
+  /** A task of the session was admitted, synchronously (for the in-process lifecycle store's one-step admission). */
   startedNow(id: string): void {
     const now = this.#clock.now();
     let s = this.#live(id, now);
@@ -73,18 +68,12 @@ export class MemorySessions implements SessionAffinityStore {
     }
   }
 
-  lastPool(id: string): Promise<SessionPoolRef | undefined> {
-    return Promise.resolve(this.lastPoolNow(id));
-  }
-
+  /** The pool the session's next turn should prefer; undefined for a new or expired session. */
   lastPoolNow(id: string): SessionPoolRef | undefined {
     return this.#live(id, this.#clock.now())?.pool;
   }
 
-  budgetRemaining(id: string): Promise<number | undefined> {
-    return Promise.resolve(this.budgetRemainingNow(id));
-  }
-
+  /** Tokens left in the session's budget; undefined = unlimited. */
   budgetRemainingNow(id: string): number | undefined {
     const budget = this.#limits.tokenBudget;
     return budget === undefined ? undefined : budget - (this.#live(id, this.#clock.now())?.tokensOut ?? 0);

@@ -49,10 +49,7 @@ export class MemorySlotLeases implements SlotLeaseStore {
     return Promise.resolve(had);
   }
 
-  held(poolKey: string): Promise<number> {
-    return Promise.resolve(this.heldNow(poolKey));
-  }
-
+  /** Live leases of the pool (the in-process dispatch's room). */
   heldNow(poolKey: string): number {
     return this.#live(poolKey, this.#clock.now())?.size ?? 0;
   }

@@ -1,16 +1,7 @@
 import type { Clock } from '@llama-orch/daemon-support';
-import type {
-  AcquireOutcome,
-  CreateOutcome,
-  OwnedBy,
-  OwnedTask,
-  StoredTask,
-  StoredTaskState,
-  TaskCreate,
-  TaskOwnershipStore,
-  TaskRefusal,
-  TransitionOutcome,
-} from '../task-ownership-store.js';
+import type { AcquireOutcome, OwnedBy, OwnedTask, StoredTask, StoredTaskState, TaskCreate, TaskOwnershipStore, TaskRefusal, TransitionOutcome } from '../task-ownership-store.js';
+
+type CreateOutcome = { readonly ok: true; readonly fence: number; readonly ownerUntil: number } | { readonly ok: false; readonly reason: 'exists' };
 
 interface MutableTask {
   id: string;
@@ -37,11 +28,10 @@ export class MemoryTasks implements TaskOwnershipStore {
     this.#clock = clock;
   }
 
-  create(task: TaskCreate): Promise<CreateOutcome> {
-    return Promise.resolve(this.createNow(task));
-  }
-
-  /** {@link create}, synchronously (the in-process lifecycle store composes it with the queue and sessions in one step). */
+  /**
+   * Creates a `queued` task owned by `owner` (fence 1); `exists` when the id is taken. Synchronous:
+   * the in-process lifecycle store composes it with the queue and sessions in one step.
+   */
   createNow({ id, owner, record, ttlMs, lifetimeMs }: TaskCreate): CreateOutcome {
     const now = this.#clock.now();
     if (this.#live(id, now) !== undefined) return { ok: false, reason: 'exists' };
@@ -104,12 +94,6 @@ export class MemoryTasks implements TaskOwnershipStore {
     return t.fence;
   }
 
-  renew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome> {
-    return this.#transition(id, fence, ['queued', 'running'], (t, now) => {
-      t.ownerUntil = now + ttlMs;
-    });
-  }
-
   renewMany(tasks: readonly OwnedTask[], ttlMs: number): Promise<string[]> {
     const now = this.#clock.now();
     const refused: string[] = [];
@@ -134,15 +118,12 @@ export class MemoryTasks implements TaskOwnershipStore {
     );
   }
 
-  dispatch(id: string, fence: number, placement: string): Promise<TransitionOutcome> {
-    return Promise.resolve(this.dispatchNow(id, fence, placement));
-  }
-
-  /** What {@link dispatch} would refuse now (undefined: it would go). */
+  /** What {@link dispatchNow} would refuse now (undefined: it would go). */
   dispatchRefusal(id: string, fence: number): TaskRefusal | undefined {
     return this.#refusal(this.#live(id, this.#clock.now()), fence, ['queued'], this.#clock.now());
   }
 
+  /** `queued` → `running`, `attempt` + 1, records the placement. */
   dispatchNow(id: string, fence: number, placement: string): TransitionOutcome {
     return this.#transitionNow(id, fence, ['queued'], (t) => {
       t.state = 'running';

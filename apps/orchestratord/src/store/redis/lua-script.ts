@@ -59,30 +59,19 @@ function read(name: string, file: URL): string {
 
 /** Every script of the store: lua/<name>.lua, whose header states its KEYS, ARGV and reply. */
 export const SCRIPT_NAMES = [
-  'queue-add',
   'queue-requeue-front',
-  'queue-claim',
-  'queue-take',
   'queue-gone',
-  'queue-heads',
   'queue-remove',
-  'queue-position',
-  'queue-count-ahead',
-  'queue-take-expired',
-  'task-create',
   'task-acquire',
   'task-seize',
-  'task-renew',
   'task-renew-many',
   'task-lapsed',
-  'task-dispatch',
   'task-requeue',
   'task-end',
   'task-admit',
   'task-take-dispatch',
   'task-finish',
   'task-seize-queued',
-  'session-started',
   'session-ended',
   'session-read',
   'activity-add-throughput',
@@ -96,7 +85,6 @@ export const SCRIPT_NAMES = [
   'lease-acquire',
   'lease-renew',
   'lease-release',
-  'lease-held',
   'lease-list',
 ] as const;
 

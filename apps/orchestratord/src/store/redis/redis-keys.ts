@@ -10,7 +10,7 @@ export function signalsChannel(prefix: string): string {
  */
 export class RedisKeys {
   /** The admission queue's fixed keys, in the order every queue script takes them (lua/includes/queue.lua). */
-  readonly queue: readonly [interactive: string, batch: string, entries: string, deadlines: string];
+  readonly queue: readonly [interactive: string, batch: string, entries: string];
   /** Sorted set of the tasks not ended, by owner lease expiry. */
   readonly taskLeases: string;
   readonly nodes: string;
@@ -21,7 +21,7 @@ export class RedisKeys {
 
   constructor(readonly prefix: string) {
     const p = prefix;
-    this.queue = [`${p}q:lane:interactive`, `${p}q:lane:batch`, `${p}q:entries`, `${p}q:deadlines`];
+    this.queue = [`${p}q:lane:interactive`, `${p}q:lane:batch`, `${p}q:entries`];
     this.taskLeases = `${p}tasks:leases`;
     this.nodes = `${p}nodes`;
     this.nodesLive = `${p}nodes:live`;

@@ -1,21 +1,12 @@
 import type { NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ThroughputContribution } from '../activity-store.js';
-import {
-  EVICTED_KEPT_MS,
-  type GoneEntry,
-  type QueueAddOutcome,
-  type QueuedEntry,
-  type QueueEntryInput,
-  type QueueLane,
-  type QueueOverflowPolicy,
-  type QueueTakeOutcome,
-} from '../admission-queue-store.js';
+import { EVICTED_KEPT_MS, type GoneEntry, type QueuedEntry, type QueueEntryInput, type QueueOverflowPolicy } from '../admission-queue-store.js';
 import type { ReplicaInfo } from '../replica-membership-store.js';
 import type { SessionPoolRef } from '../session-affinity-store.js';
 import type { SlotAcquireOutcome, SlotLeaseRequest } from '../slot-lease-store.js';
 import type { AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish } from '../task-lifecycle-store.js';
-import type { AcquireOutcome, CreateOutcome, OwnedBy, OwnedTask, TaskCreate, TransitionOutcome } from '../task-ownership-store.js';
+import type { AcquireOutcome, OwnedBy, OwnedTask, TransitionOutcome } from '../task-ownership-store.js';
 import type { ScriptName, ScriptSet } from './lua-script.js';
 import type { RedisConnection } from './redis-client.js';
 import { RedisKeys } from './redis-keys.js';
@@ -93,88 +84,19 @@ export class RedisScripts {
     return [this.keys.prefix, e.id, e.lane, e.group, e.payload, e.deadlineMs === undefined ? '' : Math.max(0, Math.round(e.deadlineMs))];
   }
 
-  queueAdd(entry: QueueEntryInput, capacity: number, policy: QueueOverflowPolicy): Promise<QueueAddOutcome> {
-    return this.#run('queue-add', this.keys.queue, [...this.#entryArgs(entry), capacity, policy, EVICTED_KEPT_MS], (r) => {
-      const [kind, position, victim, victimJson] = list(r);
-      switch (member(kind, ['queued', 'full', 'duplicate'])) {
-        case 'queued':
-          return withEvicted({ kind: 'queued', position: int(position) }, victim, victimJson);
-        case 'full':
-          return { kind: 'full', policy };
-        case 'duplicate':
-          return { kind: 'duplicate' };
-      }
-    });
-  }
-
   queueRequeueFront(entry: QueueEntryInput): Promise<boolean> {
     return this.#run('queue-requeue-front', this.keys.queue, this.#entryArgs(entry), bit);
-  }
-
-  /** `groups` undefined: any group. */
-  queueClaim(groups: readonly string[] | undefined): Promise<QueuedEntry | undefined> {
-    return this.#run('queue-claim', this.keys.queue, [this.keys.prefix, ...(groups ?? [])], (r) => {
-      const found = list(r);
-      if (found.length === 0) return undefined;
-      if (found.length !== 2) unexpected('{} or {id, json}', r);
-      return parseEntry(text(found[0]), text(found[1]));
-    });
-  }
-
-  queueTake(id: string): Promise<QueueTakeOutcome> {
-    return this.#run('queue-take', this.keys.queue, [this.keys.prefix, id], (r) => {
-      const [kind, a] = list(r);
-      switch (member(kind, ['taken', 'behind', 'absent'])) {
-        case 'taken':
-          return { kind: 'taken', entry: parseEntry(id, text(a)) };
-        case 'behind':
-          return { kind: 'behind', first: text(a) };
-        case 'absent':
-          return { kind: 'absent' };
-      }
-    });
   }
 
   queueGone(ids: readonly string[]): Promise<GoneEntry[]> {
     return this.#run('queue-gone', this.keys.queue, [this.keys.prefix, ...ids], (r) => records(r, 2).map(([id, evicted]) => ({ id: text(id), evicted: bit(evicted) })));
   }
 
-  queueHeads(limit: number): Promise<QueuedEntry[]> {
-    return this.#run('queue-heads', this.keys.queue, [this.keys.prefix, Math.max(1, limit)], (r) => records(r, 2).map(([id, json]) => parseEntry(text(id), text(json))));
-  }
-
   queueRemove(id: string): Promise<QueuedEntry | undefined> {
     return this.#run('queue-remove', this.keys.queue, [this.keys.prefix, id], (r) => (r === null ? undefined : parseEntry(id, text(r))));
   }
 
-  /** 0-based, or undefined when not queued. */
-  queuePosition(id: string): Promise<number | undefined> {
-    return this.#run('queue-position', this.keys.queue, [this.keys.prefix, id], (r) => {
-      const rank = int(r);
-      return rank < 0 ? undefined : rank;
-    });
-  }
-
-  queueCountAhead(group: string, lane: QueueLane): Promise<number> {
-    return this.#run('queue-count-ahead', this.keys.queue, [this.keys.prefix, group, lane], int);
-  }
-
-  /** The expired entries removed (at most `limit`), with their order scores, in deadline order. */
-  queueTakeExpired(limit: number): Promise<Array<{ entry: QueuedEntry; score: number }>> {
-    return this.#run('queue-take-expired', this.keys.queue, [this.keys.prefix, limit], (r) =>
-      records(r, 3).map(([id, json, score]) => ({ entry: parseEntry(text(id), text(json)), score: numeric(score) })),
-    );
-  }
-
   // Task records (lua/includes/task-record.lua).
-
-  taskCreate({ id, owner, record, ttlMs, lifetimeMs }: TaskCreate): Promise<CreateOutcome> {
-    const args = [owner, record, ttlMs, Math.max(1, Math.round(lifetimeMs)), id];
-    return this.#run('task-create', [this.keys.task(id), this.keys.taskLeases], args, (r) => {
-      const [kind, fence, ownerUntil] = list(r);
-      return member(kind, ['ok', 'exists']) === 'ok' ? { ok: true, fence: int(fence), ownerUntil: int(ownerUntil) } : { ok: false, reason: 'exists' };
-    });
-  }
 
   taskAcquire(id: string, owner: string, ttlMs: number, record: string | undefined): Promise<AcquireOutcome> {
     return this.#run('task-acquire', [this.keys.task(id), this.keys.taskLeases], [owner, ttlMs, id, record ?? ''], acquireOutcome);
@@ -182,10 +104,6 @@ export class RedisScripts {
 
   taskSeize(id: string, from: OwnedBy, owner: string, ttlMs: number, record: string | undefined): Promise<AcquireOutcome> {
     return this.#run('task-seize', [this.keys.task(id), this.keys.taskLeases], [from.owner, from.fence, owner, ttlMs, id, record ?? ''], acquireOutcome);
-  }
-
-  taskRenew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome> {
-    return this.#run('task-renew', [this.keys.task(id), this.keys.taskLeases], [fence, ttlMs, id], (r) => transitionOutcome(id, r));
   }
 
   /** → the ids it could not renew. */
@@ -197,10 +115,6 @@ export class RedisScripts {
 
   taskLapsed(limit: number): Promise<string[]> {
     return this.#run('task-lapsed', [this.keys.taskLeases], [limit, this.keys.prefix], texts);
-  }
-
-  taskDispatch(id: string, fence: number, placement: string): Promise<TransitionOutcome> {
-    return this.#run('task-dispatch', [this.keys.task(id)], [fence, placement], (r) => transitionOutcome(id, r));
   }
 
   taskRequeue(id: string, fence: number): Promise<TransitionOutcome> {
@@ -281,10 +195,6 @@ export class RedisScripts {
   }
 
   // Sessions (lua/includes/session.lua).
-
-  sessionStarted(id: string, capMs: number): Promise<void> {
-    return this.#run('session-started', [this.keys.session(id)], [capMs], one);
-  }
 
   /** → false when the session is gone. */
   sessionEnded(id: string, tokensOut: number | undefined, pool: SessionPoolRef | undefined, limits: ScriptSessionLimits): Promise<boolean> {
@@ -368,10 +278,6 @@ export class RedisScripts {
 
   leaseRelease(poolKey: string, leaseId: string): Promise<boolean> {
     return this.#run('lease-release', [this.keys.slotLeases(poolKey)], [leaseId, this.keys.signals, poolKey], bit);
-  }
-
-  leaseHeld(poolKey: string): Promise<number> {
-    return this.#run('lease-held', [this.keys.slotLeases(poolKey)], [], int);
   }
 
   leaseList(poolKey: string): Promise<string[]> {

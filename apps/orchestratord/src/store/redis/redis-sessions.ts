@@ -28,22 +28,8 @@ export class RedisSessions implements SessionAffinityStore {
     this.#scriptLimits = sessionScriptLimits(limits);
   }
 
-  async taskStarted(id: string): Promise<void> {
-    await this.#scripts.sessionStarted(id, this.#scriptLimits.capMs);
-  }
-
   async taskEnded(id: string, tokensOut: number | undefined, pool?: SessionPoolRef): Promise<void> {
     await this.#scripts.sessionEnded(id, tokensOut, pool, this.#scriptLimits);
-  }
-
-  async lastPool(id: string): Promise<SessionPoolRef | undefined> {
-    return (await this.#scripts.sessionRead(id))?.pool;
-  }
-
-  async budgetRemaining(id: string): Promise<number | undefined> {
-    const budget = this.#limits.tokenBudget;
-    if (budget === undefined) return undefined;
-    return budget - ((await this.#scripts.sessionRead(id))?.tokensOut ?? 0);
   }
 
   async get(id: string): Promise<SessionInfo | undefined> {

@@ -21,10 +21,6 @@ export class RedisSlotLeases implements SlotLeaseStore {
     return this.#scripts.leaseRelease(poolKey, leaseId);
   }
 
-  held(poolKey: string): Promise<number> {
-    return this.#scripts.leaseHeld(poolKey);
-  }
-
   list(poolKey: string): Promise<string[]> {
     return this.#scripts.leaseList(poolKey);
   }

@@ -28,7 +28,7 @@ export async function createRedisStore(s: ClusterStoreSettings & { redis_url: st
     kind: 'redis',
     nodes: new RedisNodes(redis, scripts, s.heartbeat_interval_ms),
     leases: new RedisSlotLeases(scripts),
-    queue: new RedisQueue(redis, scripts, s.admission_capacity, s.admission_policy),
+    queue: new RedisQueue(redis, scripts),
     tasks: new RedisTasks(redis, scripts),
     sessions: new RedisSessions(redis, scripts, sessionLimits),
     lifecycle: new RedisLifecycle(scripts, { capacity: s.admission_capacity, policy: s.admission_policy }, sessionLimits),

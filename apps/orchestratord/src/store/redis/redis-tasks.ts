@@ -1,4 +1,4 @@
-import type { AcquireOutcome, CreateOutcome, OwnedBy, OwnedTask, StoredTask, TaskCreate, TaskOwnershipStore, TransitionOutcome } from '../task-ownership-store.js';
+import type { AcquireOutcome, OwnedBy, OwnedTask, StoredTask, TaskOwnershipStore, TransitionOutcome } from '../task-ownership-store.js';
 import type { RedisConnection } from './redis-client.js';
 import type { RedisScripts } from './redis-scripts.js';
 import { parseTask } from './script-replies.js';
@@ -13,20 +13,12 @@ export class RedisTasks implements TaskOwnershipStore {
     this.#scripts = scripts;
   }
 
-  create(task: TaskCreate): Promise<CreateOutcome> {
-    return this.#scripts.taskCreate(task);
-  }
-
   acquire(id: string, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome> {
     return this.#scripts.taskAcquire(id, owner, ttlMs, record);
   }
 
   seize(id: string, from: OwnedBy, owner: string, ttlMs: number, record?: string): Promise<AcquireOutcome> {
     return this.#scripts.taskSeize(id, from, owner, ttlMs, record);
-  }
-
-  renew(id: string, fence: number, ttlMs: number): Promise<TransitionOutcome> {
-    return this.#scripts.taskRenew(id, fence, ttlMs);
   }
 
   async renewMany(tasks: readonly OwnedTask[], ttlMs: number): Promise<string[]> {
@@ -36,10 +28,6 @@ export class RedisTasks implements TaskOwnershipStore {
 
   lapsed(limit: number): Promise<string[]> {
     return this.#scripts.taskLapsed(limit);
-  }
-
-  dispatch(id: string, fence: number, placement: string): Promise<TransitionOutcome> {
-    return this.#scripts.taskDispatch(id, fence, placement);
   }
 
   requeue(id: string, fence: number): Promise<TransitionOutcome> {
