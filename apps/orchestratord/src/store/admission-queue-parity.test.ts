@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdmissionQueue, type QueuePolicy } from '../admission/admission-queue.js';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
-import { admission, admissionView, requeueTask } from '../testing/store-steps.js';
+import { admission, admissionView } from '../testing/store-steps.js';
 import type { QueueLane } from './admission-queue-store.js';
 
 /** mulberry32: seeded, so a failure replays. */
@@ -65,7 +65,7 @@ describe.each(STORE_KINDS)('the store queue answers as admission/AdmissionQueue 
         const { lane, group } = running.get(id)!;
         running.delete(id);
         reference.requeueFront(id, lane, { group });
-        expect(await requeueTask(s, id, 1, { lane, group, payload: id }), where).toMatchObject({ ok: true });
+        expect(await s.lifecycle.requeue({ id, fence: 1, entry: { lane, group, payload: id } }), where).toMatchObject({ ok: true });
       } else if (r < 0.75 && known.length > 0) {
         const id = pick(known);
         const entry = reference.get(id);

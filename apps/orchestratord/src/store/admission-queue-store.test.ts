@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
-import { admission, admissionView, requeueTask } from '../testing/store-steps.js';
+import { admission, admissionView } from '../testing/store-steps.js';
 import type { QueueLane } from './admission-queue-store.js';
 
 /** Task `id` of replica `owner` for model `group` (the entry's payload names the owner). */
@@ -153,8 +153,8 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
     }
     await a!.lifecycle.admit(task('i1', 'interactive'));
     await a!.lifecycle.admit(task('b1', 'batch'));
-    expect(await requeueTask(b!, 'b0', 1, { lane: 'batch', group: 'b0', payload: 'B' })).toMatchObject({ ok: true });
-    expect(await requeueTask(b!, 'i0', 1, { lane: 'interactive', group: 'i0', payload: 'B' })).toMatchObject({ ok: true });
+    expect(await b!.lifecycle.requeue({ id: 'b0', fence: 1, entry: { lane: 'batch', group: 'b0', payload: 'B' } })).toMatchObject({ ok: true });
+    expect(await b!.lifecycle.requeue({ id: 'i0', fence: 1, entry: { lane: 'interactive', group: 'i0', payload: 'B' } })).toMatchObject({ ok: true });
     expect(await a!.queue.sizes()).toEqual({ interactive: 2, batch: 2 });
     expect(await h.queued(a!)).toEqual(['i0', 'i1', 'b0', 'b1']);
     expect(await a!.queue.remove('i1')).toMatchObject({ id: 'i1', lane: 'interactive' });

@@ -10,8 +10,8 @@
  * - When full, `reject` refuses the new entry; `drop-lru` evicts the oldest `batch` entry and
  *   returns it (the caller must notify that task: nothing is dropped silently), refusing only when
  *   no batch entry exists.
- * - `requeueFront` puts an admitted entry back at the head of its lane (re-placement after an
- *   engine failure), past the capacity if need be.
+ * - A requeue (`TaskLifecycleStore.requeue`) puts an admitted entry back at the head of its lane
+ *   (re-placement after an engine failure), past the capacity if need be.
  * - Each entry is taken or removed by exactly one caller.
  */
 export type QueueLane = 'interactive' | 'batch';
@@ -68,12 +68,10 @@ export interface QueueSizes {
 
 /**
  * What the shared queue answers besides a task's lifecycle steps (`TaskLifecycleStore`, which admits,
- * takes and ends entries): an owner's look for its entries that left without it, a cancel, and the
- * dashboard's counts.
+ * takes, requeues and ends entries): an owner's look for its entries that left without it, a
+ * cancel, and the dashboard's counts.
  */
 export interface AdmissionQueueStore {
-  /** Puts an admitted entry back at the head of its lane (ignores capacity); false for a duplicate id. */
-  requeueFront(entry: QueueEntryInput): Promise<boolean>;
   /** Of `ids` (the caller's queued tasks), those no longer in the queue, in the order given. */
   gone(ids: readonly string[]): Promise<GoneEntry[]>;
   /** Removes an entry by id (cancel). */

@@ -19,12 +19,10 @@ export interface SessionLimits {
  * whose semantics it keeps): created by the first task that names it, expired `ttlMs` after its
  * last activity unless a task of it is active; `turns` and `tokens_out` count tasks that ended with
  * an `end` frame; the pool of the last such turn is where the next turn prefers to run. A turn
- * starts with its task's admission and its pool and budget are read there (`TaskLifecycleStore.admit`);
- * this interface holds the session routes' reads and deletes.
+ * starts with its task's admission, where its pool and budget are read, and ends with its finish
+ * (`TaskLifecycleStore.admit`, `finish`); this interface holds the session routes' read and delete.
  */
 export interface SessionAffinityStore {
-  /** A task of the session ended; `tokensOut` undefined when it ended with an error; `pool` becomes the affinity. */
-  taskEnded(id: string, tokensOut: number | undefined, pool?: SessionPoolRef): Promise<void>;
   /** The session as `GET /v2/sessions/{id}` answers it; undefined for an unknown or expired one. */
   get(id: string): Promise<SessionInfo | undefined>;
   /** Forgets the session (a task of it still running does not bring it back); false when unknown. */

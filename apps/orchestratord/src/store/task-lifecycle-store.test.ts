@@ -143,16 +143,40 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     // a stale fence: refused, the entry stays where it was
     expect(await a!.lifecycle.dispatch('b1', 7, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'fenced', owner: 'A', fence: 1 } });
     expect(await h.queued(b!)).toEqual(['b1']);
-    // an entry whose record runs already (a requeued entry before its record moved back): refused on state
-    await b!.queue.requeueFront({ id: 'i1', lane: 'interactive', group: 'm', payload: 'B' });
-    expect(await b!.lifecycle.dispatch('i1', 1, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'state', state: 'running' } });
-    expect(await h.queued(b!)).toEqual(['i1', 'b1']);
-    await b!.queue.remove('i1');
+    // an entry whose record ended without it (a finish that did not dequeue): refused on state
+    await b!.lifecycle.admit(admit('e1', 'B', { lane: 'interactive' }));
+    await b!.lifecycle.finish({ id: 'e1', fence: 1, outcome: '{}', retainMs: 60_000, dequeue: false });
+    expect(await b!.lifecycle.dispatch('e1', 1, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'state', state: 'ended' } });
+    expect(await h.queued(b!)).toEqual(['e1', 'b1']);
+    await b!.queue.remove('e1');
     // an entry without a record (its lifetime passed, or the store lost it)
     await b!.lifecycle.admit({ ...admit('bare', 'B', { lane: 'interactive', group: 'x' }), task: { ...admit('bare', 'B').task, lifetimeMs: 50 } });
     await sleep(100);
     expect(await a!.lifecycle.dispatch('bare', 1, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'unknown' } });
     expect(await a!.lifecycle.dispatch('b1', 1, 'n1/p1')).toMatchObject({ kind: 'taken', task: { state: 'running' } });
+  });
+
+  it('requeue moves the record back to queued and its entry to the head of its lane, past the capacity, together; refused, nothing changes', async () => {
+    const [a, b] = await h.open(2, { admission_capacity: 2 });
+    await a!.lifecycle.admit(admit('r1', 'A', { ttlMs: 300 }));
+    expect(await a!.lifecycle.dispatch('r1', 1, 'n1/p1')).toMatchObject({ kind: 'taken' });
+    await b!.lifecycle.admit(admit('w1', 'B'));
+    await b!.lifecycle.admit(admit('w2', 'B'));
+    const back = { id: 'r1', fence: 1, entry: { lane: 'batch' as const, group: 'm', payload: 'A', deadlineMs: 60_000 } };
+    expect(await a!.lifecycle.requeue(back)).toMatchObject({ ok: true, task: { state: 'queued', attempt: 1, placement: 'n1/p1', fence: 1, owner: 'A' } });
+    expect(await h.queued(b!)).toEqual(['r1', 'w1', 'w2']);
+    // not running: refused on state, the entry stays where it is
+    expect(await a!.lifecycle.requeue(back)).toEqual({ ok: false, reason: 'state', state: 'queued' });
+    expect(await h.queued(b!)).toEqual(['r1', 'w1', 'w2']);
+    // dispatched again, then taken over by B: A's requeue is refused and puts nothing back
+    expect(await a!.lifecycle.dispatch('r1', 1, 'n1/p2')).toMatchObject({ kind: 'taken', task: { attempt: 2 } });
+    await sleep(400);
+    expect(await b!.tasks.acquire('r1', 'B', 10_000)).toMatchObject({ ok: true, fence: 2 });
+    expect(await a!.lifecycle.requeue(back)).toEqual({ ok: false, reason: 'fenced', owner: 'B', fence: 2 });
+    expect(await h.queued(b!)).toEqual(['w1', 'w2']);
+    expect(await b!.tasks.get('r1')).toMatchObject({ state: 'running', owner: 'B', fence: 2, attempt: 2 });
+    expect(await a!.lifecycle.requeue({ ...back, id: 'nope' })).toEqual({ ok: false, reason: 'unknown' });
+    expect(await h.queued(b!)).toEqual(['w1', 'w2']);
   });
 
   it('a replica whose lease was taken over can neither dispatch nor end the task', async () => {
@@ -241,13 +265,17 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
     await a!.lifecycle.admit(admit('b2', 'A')); // behind b1: no signal
     await b!.lifecycle.admit(admit('i1', 'B', { lane: 'interactive' }));
     await b!.lifecycle.dispatch('i1', 1, 'n1/p1');
+    await b!.lifecycle.requeue({ id: 'i1', fence: 1, entry: { lane: 'interactive', group: 'm', payload: 'B' } }); // back first
+    await b!.lifecycle.dispatch('i1', 1, 'n1/p1');
     await a!.lifecycle.finish({ id: 'b1', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true });
     await a!.lifecycle.finish({ id: 'i1', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true }); // not queued: no signal
     await a!.lifecycle.finish({ id: 'b2', fence: 1, outcome: '{}', retainMs: 1000, dequeue: true }); // the last: no signal
     const end = Date.now() + 3000;
-    while (heard.length < 3 && Date.now() < end) await sleep(10);
+    while (heard.length < 5 && Date.now() < end) await sleep(10);
     await sleep(50);
     expect(heard).toEqual([
+      { kind: 'queue', group: 'm', head: 'i1', headPayload: 'B' },
+      { kind: 'queue', group: 'm', head: 'b1', headPayload: 'A' },
       { kind: 'queue', group: 'm', head: 'i1', headPayload: 'B' },
       { kind: 'queue', group: 'm', head: 'b1', headPayload: 'A' },
       { kind: 'queue', group: 'm', head: 'b2', headPayload: 'A' },

@@ -3,17 +3,16 @@ import type { SessionPoolRef } from './session-affinity-store.js';
 import type { StoredTask, TaskCreate, TaskRefusal, TransitionOutcome } from './task-ownership-store.js';
 
 /**
- * A task's three moments with a shared store — admission, dispatch, end — each as ONE atomic step
- * across the queue, the task record and the session, so each costs one Redis round trip instead
- * of three to six, and no replica ever sees a record without its entry (or the reverse) in
- * between. The semantics are those of the separate stores ({@link TaskOwnershipStore},
- * {@link AdmissionQueueStore}, {@link SessionAffinityStore}) composed; the contract tests run
- * both against each other.
+ * A task's moments with a shared store — admission, dispatch, requeue after a failed attempt,
+ * end — each as ONE atomic step across the queue, the task record and the session, so each costs
+ * one Redis round trip instead of two to six, and no replica ever sees a record without its entry
+ * (or the reverse) in between. Every write to a task's record after its admission names the
+ * caller's fence ({@link TaskOwnershipStore}: the takeovers grant a new one).
  */
 
 /** What admission read in the store as it decided (the prediction and the session checks use it). */
 export interface AdmissionView {
-  /** Entries of the model a new entry of the lane would wait behind (`AdmissionQueueStore.countAhead`). */
+  /** Entries of the model a new entry of the lane would wait behind (its interactive entries; for a batch entry, its batch ones too). */
   readonly ahead: number;
   /** The session's pool of its last turn; undefined for a new or expired session. */
   readonly lastPool: SessionPoolRef | undefined;
@@ -62,11 +61,19 @@ export interface DispatchRoom {
 export type TakeDispatchOutcome =
   /** Out of the queue and `running` under the caller's fence, together. */
   | { readonly kind: 'taken'; readonly entry: QueuedEntry; readonly task: StoredTask }
-  /** As `AdmissionQueueStore.take`: nothing changed. */
+  /** An entry of the same model is ahead in dispatch order (`first`, the model's head), and no `room` lets this one pass: nothing changed. */
   | { readonly kind: 'behind'; readonly first: string }
+  /** Not queued (taken, removed, evicted, or the store lost it): nothing changed. */
   | { readonly kind: 'absent' }
   /** The entry could go, but the record refuses the dispatch (`fenced`, `state`, `unknown`): nothing changed. */
   | { readonly kind: 'refused'; readonly refusal: TaskRefusal };
+
+export interface TaskRequeue {
+  readonly id: string;
+  readonly fence: number;
+  /** The queue entry put back (its id is the task's); `deadlineMs` from now, as at admission. */
+  readonly entry: Omit<QueueEntryInput, 'id'>;
+}
 
 export interface TaskFinish {
   readonly id: string;
@@ -76,12 +83,12 @@ export interface TaskFinish {
   readonly retainMs: number;
   /** The task may still be queued (ended before its dispatch): its entry leaves the queue too. */
   readonly dequeue: boolean;
-  /** The session's turn ends, as `SessionAffinityStore.taskEnded` — whatever the record answers (a turn that ran is counted even when the lease lapsed meanwhile). */
+  /** The session's turn ends (one active task less; `tokensOut` counted as a turn unless undefined, an error; `pool` the affinity) — whatever the record answers (a turn that ran is counted even when the lease lapsed meanwhile). */
   readonly session?: { readonly id: string; readonly tokensOut: number | undefined; readonly pool?: SessionPoolRef | undefined };
 }
 
 export interface FinishOutcome {
-  /** As `TaskOwnershipStore.end`. */
+  /** The record's answer: ended, or why not (nothing changed in it). */
   readonly record: TransitionOutcome;
   /** Whether an entry left the queue. */
   readonly dequeued: boolean;
@@ -97,12 +104,25 @@ export interface TaskLifecycleStore {
    */
   admit(admit: TaskAdmit): Promise<AdmitOutcome>;
   /**
-   * Takes the entry when it is its group's first (`AdmissionQueueStore.take`) — or, given `room`,
+   * Takes the entry when it is its group's first in dispatch order — or, given `room`,
    * when the pool the dispatch holds a slot lease of still has a free slot for every entry ahead of
    * it — and moves the record `queued` → `running` under `fence`, both or neither.
    */
   dispatch(id: string, fence: number, placement: string, room?: DispatchRoom): Promise<TakeDispatchOutcome>;
-  /** Ends the record under its fence (`TaskOwnershipStore.end`), removes a still queued entry and ends the session's turn, in one step. */
+  /**
+   * An attempt failed before its first token: the record goes `running` → `queued` under `fence`
+   * (it keeps the attempt's placement and count) and its entry back at the head of its lane, past
+   * the capacity, both or neither: refused (`unknown`, `fenced`, `state`, in that order), nothing
+   * changes — an entry put back for a task another replica took over would lead its lane with
+   * nobody to take it and hold every later task of its model. An entry already queued with this id
+   * stays where it is.
+   */
+  requeue(requeue: TaskRequeue): Promise<TransitionOutcome>;
+  /**
+   * The task's end in one step: the record → `ended` under its fence (from `queued` or `running`,
+   * once: a second end answers `state: ended`), kept `retainMs` for reads; a still queued entry
+   * leaves the queue (`dequeue`); the session's turn ends.
+   */
   finish(finish: TaskFinish): Promise<FinishOutcome>;
   /**
    * On evidence that replica `from` died: of the first `limit` entries of each lane, in dispatch

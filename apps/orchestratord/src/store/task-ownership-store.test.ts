@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
-import { admission, requeueTask } from '../testing/store-steps.js';
+import { admission } from '../testing/store-steps.js';
 import type { TaskFinish } from './task-lifecycle-store.js';
 
 /** Task `id` admitted by `owner` with an owner lease of `ttlMs`, alone in its model's queue (so a dispatch never waits). */
@@ -23,9 +23,9 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
     expect(d1).toMatchObject({ kind: 'taken', task: { state: 'running', attempt: 1, placement: 'n1/p1', owner: 'A', fence: 1 } });
     // a redelivered dispatch (same owner, same fence) does not run the task twice
     expect(await a!.lifecycle.dispatch('t1', 1, 'n1/p2')).toEqual({ kind: 'absent' });
-    const back = { lane: 'batch' as const, group: 't1', payload: 'A' };
-    expect(await requeueTask(a!, 't1', 1, back)).toMatchObject({ ok: true, task: { state: 'queued', attempt: 1 } });
-    expect(await requeueTask(a!, 't1', 1, back)).toEqual({ ok: false, reason: 'state', state: 'queued' });
+    const back = { id: 't1', fence: 1, entry: { lane: 'batch' as const, group: 't1', payload: 'A' } };
+    expect(await a!.lifecycle.requeue(back)).toMatchObject({ ok: true, task: { state: 'queued', attempt: 1 } });
+    expect(await a!.lifecycle.requeue(back)).toEqual({ ok: false, reason: 'state', state: 'queued' });
     expect(await a!.lifecycle.dispatch('t1', 1, 'n2/p1')).toMatchObject({ kind: 'taken', task: { state: 'running', attempt: 2, placement: 'n2/p1' } });
     expect(await a!.lifecycle.finish(end('t1', 1, '{"end":true}'))).toMatchObject({ record: { ok: true, task: { state: 'ended', outcome: '{"end":true}' } } });
     expect(await a!.lifecycle.finish(end('t1', 1, '{"end":"again"}'))).toMatchObject({ record: { ok: false, reason: 'state', state: 'ended' } });

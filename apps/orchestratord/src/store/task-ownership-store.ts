@@ -98,9 +98,5 @@ export interface TaskOwnershipStore {
    * live replica should take over (`acquire`), oldest lapse first.
    */
   lapsed(limit: number): Promise<string[]>;
-  /** `running` → `queued` (the attempt failed before its first token). */
-  requeue(id: string, fence: number): Promise<TransitionOutcome>;
-  /** → `ended` with its outcome, kept `retainMs` for reads; exactly once. */
-  end(id: string, fence: number, outcome: string, retainMs: number): Promise<TransitionOutcome>;
   get(id: string): Promise<StoredTask | undefined>;
 }

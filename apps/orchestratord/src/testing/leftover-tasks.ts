@@ -45,9 +45,8 @@ export async function leaveTask(store: ClusterStore, t: LeftTask, how: LeftState
   const taken = await store.lifecycle.dispatch(t.id, admitted.fence, JSON.stringify(how.placement), { poolKey: `left:${t.id}`, slots: 1_000_000 });
   if (taken.kind !== 'taken') throw new Error(`leftover ${t.id}: dispatch answered ${taken.kind}`);
   if (how.state === 'requeued') {
-    const moved = await store.tasks.requeue(t.id, admitted.fence);
+    const moved = await store.lifecycle.requeue({ id: t.id, fence: admitted.fence, entry: { lane: t.lane, group: t.group ?? 'm', payload: t.owner } });
     if (!moved.ok) throw new Error(`leftover ${t.id}: requeue answered ${moved.reason}`);
-    await store.queue.requeueFront({ id: t.id, lane: t.lane, group: t.group ?? 'm', payload: t.owner });
   }
   return { position: admitted.position };
 }

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import type { QueueLane } from '../store/admission-queue-store.js';
 import type { ClusterStore } from '../store/cluster-store.js';
 import type { AdmissionView, TaskAdmit } from '../store/task-lifecycle-store.js';
-import type { TransitionOutcome } from '../store/task-ownership-store.js';
 
 export interface AdmissionOptions {
   readonly lane?: QueueLane;
@@ -37,11 +36,4 @@ export async function admissionView(store: ClusterStore, session: string, group 
   const r = await store.lifecycle.admit({ ...admission(`view-${randomUUID()}`, 'viewer', { session, group, lane }), maxAhead: -1 });
   if (r.kind !== 'late' && r.kind !== 'spent') throw new Error(`an admission allowing nothing ahead answered ${r.kind}`);
   return r.view;
-}
-
-/** A failed attempt of task `id` (running under `fence`) back to queued, its entry at the head of its lane, as the task service requeues it. */
-export async function requeueTask(store: ClusterStore, id: string, fence: number, entry: { lane: QueueLane; group: string; payload: string }): Promise<TransitionOutcome> {
-  const moved = await store.tasks.requeue(id, fence);
-  if (moved.ok) await store.queue.requeueFront({ id, ...entry });
-  return moved;
 }

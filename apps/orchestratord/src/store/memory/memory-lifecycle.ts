@@ -1,11 +1,22 @@
-import type { AdmissionView, AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
+import type {
+  AdmissionView,
+  AdmitOutcome,
+  DispatchRoom,
+  FinishOutcome,
+  TakeDispatchOutcome,
+  TaskAdmit,
+  TaskFinish,
+  TaskLifecycleStore,
+  TaskRequeue,
+} from '../task-lifecycle-store.js';
+import type { TransitionOutcome } from '../task-ownership-store.js';
 import type { MemoryQueue } from './memory-queue.js';
 import type { MemorySessions } from './memory-sessions.js';
 import type { MemorySlotLeases } from './memory-slot-leases.js';
 import type { MemoryTasks } from './memory-tasks.js';
 
 /**
- * Admission, dispatch and end of a task in this process: the queue, records and sessions of the
+ * Admission, dispatch, requeue and end of a task in this process: the queue, records and sessions of the
  * in-process store composed synchronously (no await between the parts), so each step is as atomic
  * as its Redis script.
  */
@@ -50,6 +61,12 @@ export class MemoryLifecycle implements TaskLifecycleStore {
     const moved = this.#tasks.dispatchNow(id, fence, placement);
     if (!moved.ok) throw new Error(`task ${id} refused a dispatch it allowed a moment before (${moved.reason})`);
     return Promise.resolve({ kind: 'taken', entry: take.entry, task: moved.task });
+  }
+
+  requeue({ id, fence, entry }: TaskRequeue): Promise<TransitionOutcome> {
+    const moved = this.#tasks.requeueNow(id, fence);
+    if (moved.ok) this.#queue.requeueFrontNow({ ...entry, id });
+    return Promise.resolve(moved);
   }
 
   finish(f: TaskFinish): Promise<FinishOutcome> {

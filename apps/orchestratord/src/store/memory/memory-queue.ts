@@ -93,12 +93,13 @@ export class MemoryQueue implements AdmissionQueueStore {
     return evicted === undefined ? { kind: 'queued', position } : { kind: 'queued', position, evicted };
   }
 
-  requeueFront(input: QueueEntryInput): Promise<boolean> {
-    if (this.#byId.has(input.id)) return Promise.resolve(false);
+  /** Puts an admitted entry back at the head of its lane (ignores capacity), synchronously; false for a duplicate id. */
+  requeueFrontNow(input: QueueEntryInput): boolean {
+    if (this.#byId.has(input.id)) return false;
     const node = this.#node(input);
     this.#lanes[node.lane].pushFront(node);
     this.#link(node);
-    return Promise.resolve(true);
+    return true;
   }
 
   /**

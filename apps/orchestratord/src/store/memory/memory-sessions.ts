@@ -49,11 +49,7 @@ export class MemorySessions implements SessionAffinityStore {
     this.#sessions.set(id, s);
   }
 
-  taskEnded(id: string, tokensOut: number | undefined, pool?: SessionPoolRef): Promise<void> {
-    this.endedNow(id, tokensOut, pool);
-    return Promise.resolve();
-  }
-
+  /** A task of the session ended, synchronously; `tokensOut` undefined when it ended with an error; `pool` becomes the affinity. */
   endedNow(id: string, tokensOut: number | undefined, pool?: SessionPoolRef): void {
     const s = this.#sessions.get(id);
     if (s === undefined) return; // deleted while the task ran

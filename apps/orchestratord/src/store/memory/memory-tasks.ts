@@ -132,16 +132,14 @@ export class MemoryTasks implements TaskOwnershipStore {
     });
   }
 
-  requeue(id: string, fence: number): Promise<TransitionOutcome> {
-    return this.#transition(id, fence, ['running'], (t) => {
+  /** `running` → `queued` (the attempt failed before its first token), synchronously. */
+  requeueNow(id: string, fence: number): TransitionOutcome {
+    return this.#transitionNow(id, fence, ['running'], (t) => {
       t.state = 'queued';
     });
   }
 
-  end(id: string, fence: number, outcome: string, retainMs: number): Promise<TransitionOutcome> {
-    return Promise.resolve(this.endNow(id, fence, outcome, retainMs));
-  }
-
+  /** → `ended` with its outcome, kept `retainMs` for reads; exactly once. Synchronous. */
   endNow(id: string, fence: number, outcome: string, retainMs: number): TransitionOutcome {
     return this.#transitionNow(id, fence, ['queued', 'running'], (t, now) => {
       t.state = 'ended';
@@ -156,10 +154,6 @@ export class MemoryTasks implements TaskOwnershipStore {
   }
 
   /** Checks in the order the Redis scripts do: unknown, then fence and lease, then state. */
-  #transition(id: string, fence: number, from: readonly StoredTaskState[], apply: (t: MutableTask, now: number) => void): Promise<TransitionOutcome> {
-    return Promise.resolve(this.#transitionNow(id, fence, from, apply));
-  }
-
   #transitionNow(id: string, fence: number, from: readonly StoredTaskState[], apply: (t: MutableTask, now: number) => void): TransitionOutcome {
     const now = this.#clock.now();
     const t = this.#live(id, now);

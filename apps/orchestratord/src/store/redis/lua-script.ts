@@ -59,20 +59,17 @@ function read(name: string, file: URL): string {
 
 /** Every script of the store: lua/<name>.lua, whose header states its KEYS, ARGV and reply. */
 export const SCRIPT_NAMES = [
-  'queue-requeue-front',
   'queue-gone',
   'queue-remove',
   'task-acquire',
   'task-seize',
   'task-renew-many',
   'task-lapsed',
-  'task-requeue',
-  'task-end',
   'task-admit',
   'task-take-dispatch',
+  'task-requeue',
   'task-finish',
   'task-seize-queued',
-  'session-ended',
   'session-read',
   'activity-add-throughput',
   'node-register',

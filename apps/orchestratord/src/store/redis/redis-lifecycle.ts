@@ -1,10 +1,11 @@
 import type { QueueOverflowPolicy } from '../admission-queue-store.js';
 import type { SessionLimits } from '../session-affinity-store.js';
-import type { AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore } from '../task-lifecycle-store.js';
+import type { AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore, TaskRequeue } from '../task-lifecycle-store.js';
+import type { TransitionOutcome } from '../task-ownership-store.js';
 import type { RedisScripts, ScriptSessionLimits } from './redis-scripts.js';
 import { sessionScriptLimits } from './redis-sessions.js';
 
-/** Admission, dispatch and end of a task, each one script (lua/task-admit.lua, task-take-dispatch.lua, task-finish.lua, task-seize-queued.lua). */
+/** Admission, dispatch, requeue and end of a task, each one script (lua/task-admit.lua, task-take-dispatch.lua, task-requeue.lua, task-finish.lua, task-seize-queued.lua). */
 export class RedisLifecycle implements TaskLifecycleStore {
   readonly #scripts: RedisScripts;
   readonly #queue: { capacity: number; policy: QueueOverflowPolicy };
@@ -22,6 +23,10 @@ export class RedisLifecycle implements TaskLifecycleStore {
 
   dispatch(id: string, fence: number, placement: string, room?: DispatchRoom): Promise<TakeDispatchOutcome> {
     return this.#scripts.taskTakeDispatch(id, fence, placement, room);
+  }
+
+  requeue(r: TaskRequeue): Promise<TransitionOutcome> {
+    return this.#scripts.taskRequeue(r);
   }
 
   finish(f: TaskFinish): Promise<FinishOutcome> {

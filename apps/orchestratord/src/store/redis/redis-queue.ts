@@ -1,4 +1,4 @@
-import type { AdmissionQueueStore, GoneEntry, QueueEntryInput, QueueSizes, QueuedEntry } from '../admission-queue-store.js';
+import type { AdmissionQueueStore, GoneEntry, QueueSizes, QueuedEntry } from '../admission-queue-store.js';
 import type { RedisConnection } from './redis-client.js';
 import type { RedisScripts } from './redis-scripts.js';
 
@@ -10,10 +10,6 @@ export class RedisQueue implements AdmissionQueueStore {
   constructor(redis: RedisConnection, scripts: RedisScripts) {
     this.#redis = redis;
     this.#scripts = scripts;
-  }
-
-  requeueFront(entry: QueueEntryInput): Promise<boolean> {
-    return this.#scripts.queueRequeueFront(entry);
   }
 
   async gone(ids: readonly string[]): Promise<GoneEntry[]> {

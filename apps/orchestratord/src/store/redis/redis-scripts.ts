@@ -5,7 +5,7 @@ import { EVICTED_KEPT_MS, type GoneEntry, type QueuedEntry, type QueueEntryInput
 import type { ReplicaInfo } from '../replica-membership-store.js';
 import type { SessionPoolRef } from '../session-affinity-store.js';
 import type { SlotAcquireOutcome, SlotLeaseRequest } from '../slot-lease-store.js';
-import type { AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish } from '../task-lifecycle-store.js';
+import type { AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskRequeue } from '../task-lifecycle-store.js';
 import type { AcquireOutcome, OwnedBy, OwnedTask, TransitionOutcome } from '../task-ownership-store.js';
 import type { ScriptName, ScriptSet } from './lua-script.js';
 import type { RedisConnection } from './redis-client.js';
@@ -80,14 +80,6 @@ export class RedisScripts {
 
   // Queue (lua/includes/queue.lua): every script takes the queue's keys and the prefix first.
 
-  #entryArgs(e: QueueEntryInput): Arg[] {
-    return [this.keys.prefix, e.id, e.lane, e.group, e.payload, e.deadlineMs === undefined ? '' : Math.max(0, Math.round(e.deadlineMs))];
-  }
-
-  queueRequeueFront(entry: QueueEntryInput): Promise<boolean> {
-    return this.#run('queue-requeue-front', this.keys.queue, this.#entryArgs(entry), bit);
-  }
-
   queueGone(ids: readonly string[]): Promise<GoneEntry[]> {
     return this.#run('queue-gone', this.keys.queue, [this.keys.prefix, ...ids], (r) => records(r, 2).map(([id, evicted]) => ({ id: text(id), evicted: bit(evicted) })));
   }
@@ -115,14 +107,6 @@ export class RedisScripts {
 
   taskLapsed(limit: number): Promise<string[]> {
     return this.#run('task-lapsed', [this.keys.taskLeases], [limit, this.keys.prefix], texts);
-  }
-
-  taskRequeue(id: string, fence: number): Promise<TransitionOutcome> {
-    return this.#run('task-requeue', [this.keys.task(id)], [fence], (r) => transitionOutcome(id, r));
-  }
-
-  taskEnd(id: string, fence: number, outcome: string, retainMs: number): Promise<TransitionOutcome> {
-    return this.#run('task-end', [this.keys.task(id), this.keys.taskLeases], [fence, outcome, Math.round(retainMs), id], (r) => transitionOutcome(id, r));
   }
 
   // Task lifecycle: queue, record and session in one script each.
@@ -174,6 +158,12 @@ export class RedisScripts {
     });
   }
 
+  taskRequeue({ id, fence, entry }: TaskRequeue): Promise<TransitionOutcome> {
+    const deadline = entry.deadlineMs === undefined ? '' : Math.max(0, Math.round(entry.deadlineMs));
+    const args: Arg[] = [this.keys.prefix, id, fence, entry.lane, entry.group, entry.payload, deadline];
+    return this.#run('task-requeue', [...this.keys.queue, this.keys.task(id)], args, (r) => transitionOutcome(id, r));
+  }
+
   taskFinish(f: TaskFinish, sessions: ScriptSessionLimits): Promise<FinishOutcome> {
     const s = f.session;
     const keys = [...this.keys.queue, this.keys.task(f.id), s === undefined ? this.keys.task(f.id) : this.keys.session(s.id), this.keys.taskLeases];
@@ -195,11 +185,6 @@ export class RedisScripts {
   }
 
   // Sessions (lua/includes/session.lua).
-
-  /** → false when the session is gone. */
-  sessionEnded(id: string, tokensOut: number | undefined, pool: SessionPoolRef | undefined, limits: ScriptSessionLimits): Promise<boolean> {
-    return this.#run('session-ended', [this.keys.session(id)], [tokensOut ?? '', pool?.node_id ?? '', pool?.pool_id ?? '', limits.ttlMs, limits.capMs], bit);
-  }
 
   sessionRead(id: string): Promise<SessionRow | undefined> {
     return this.#run('session-read', [this.keys.session(id)], [], (r) => {

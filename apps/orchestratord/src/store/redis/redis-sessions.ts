@@ -1,5 +1,5 @@
 import type { SessionInfo } from '@llama-orch/contracts';
-import type { SessionAffinityStore, SessionLimits, SessionPoolRef } from '../session-affinity-store.js';
+import type { SessionAffinityStore, SessionLimits } from '../session-affinity-store.js';
 import type { RedisConnection } from './redis-client.js';
 import type { RedisScripts, ScriptSessionLimits } from './redis-scripts.js';
 
@@ -19,17 +19,11 @@ export class RedisSessions implements SessionAffinityStore {
   readonly #redis: RedisConnection;
   readonly #scripts: RedisScripts;
   readonly #limits: SessionLimits;
-  readonly #scriptLimits: ScriptSessionLimits;
 
   constructor(redis: RedisConnection, scripts: RedisScripts, limits: SessionLimits) {
     this.#redis = redis;
     this.#scripts = scripts;
     this.#limits = limits;
-    this.#scriptLimits = sessionScriptLimits(limits);
-  }
-
-  async taskEnded(id: string, tokensOut: number | undefined, pool?: SessionPoolRef): Promise<void> {
-    await this.#scripts.sessionEnded(id, tokensOut, pool, this.#scriptLimits);
   }
 
   async get(id: string): Promise<SessionInfo | undefined> {

@@ -1,4 +1,4 @@
-import type { AcquireOutcome, OwnedBy, OwnedTask, StoredTask, TaskOwnershipStore, TransitionOutcome } from '../task-ownership-store.js';
+import type { AcquireOutcome, OwnedBy, OwnedTask, StoredTask, TaskOwnershipStore } from '../task-ownership-store.js';
 import type { RedisConnection } from './redis-client.js';
 import type { RedisScripts } from './redis-scripts.js';
 import { parseTask } from './script-replies.js';
@@ -28,14 +28,6 @@ export class RedisTasks implements TaskOwnershipStore {
 
   lapsed(limit: number): Promise<string[]> {
     return this.#scripts.taskLapsed(limit);
-  }
-
-  requeue(id: string, fence: number): Promise<TransitionOutcome> {
-    return this.#scripts.taskRequeue(id, fence);
-  }
-
-  end(id: string, fence: number, outcome: string, retainMs: number): Promise<TransitionOutcome> {
-    return this.#scripts.taskEnd(id, fence, outcome, retainMs);
   }
 
   async get(id: string): Promise<StoredTask | undefined> {

@@ -91,7 +91,8 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     expect(await a.add(second, undefined)).toMatchObject({ kind: 'queued', view: { ahead: 1 } });
     expect(await b.add(third, undefined)).toMatchObject({ kind: 'queued' });
     // B's head, announced when it came back first (a requeue at the front signals), does not hold A's tasks
-    await sb!.queue.requeueFront({ id: first.id, lane: first.request.priority, group: model, payload: 'B' });
+    expect(await b.takeAndDispatch(first, PLACEMENT, 1)).toMatchObject({ kind: 'taken' });
+    await b.requeue(first, Date.now());
     await sleep(50);
     expect(a.blocked(model)).toBe(false);
     // with a 1-slot pool A's task has no room to pass B's: behind, and blocked while the head is B's

@@ -231,14 +231,17 @@ export class ClusterTasks {
     return Math.max(50, Math.min(ADOPT_EVERY_MS, Math.floor(this.#ownerTtlMs / 4)));
   }
 
-  /** An attempt failed before its first token: back to `queued`, at the head of its lane. */
+  /**
+   * An attempt failed before its first token: the record back to `queued` and the entry at the head
+   * of its lane, in one step under this replica's fence — refused (a task this replica lost), nothing
+   * is put back: an entry with nobody to take it would lead its lane and hold every task of the
+   * model behind it.
+   */
   async requeue(task: TaskRecord, now: number): Promise<void> {
     const r = task.request;
-    // The entry only once the record moved: an entry put back for a task this replica lost (fenced)
-    // would lead its lane with nobody to take it, and hold every task of the model behind it.
-    const moved = await this.#tasks.requeue(task.id, this.#fence(task.id));
+    const entry = { lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: Math.max(1, task.deadlineAt - now) };
+    const moved = await this.#lifecycle.requeue({ id: task.id, fence: this.#fence(task.id), entry });
     if (!moved.ok) throw new Error(`the shared record refused the requeue (${moved.reason})`);
-    await this.#queue.requeueFront({ id: task.id, lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: Math.max(1, task.deadlineAt - now) });
   }
 
   /** The task is another replica's (handed off, shared/handoff.ts): that one ends it, this one writes nothing. */

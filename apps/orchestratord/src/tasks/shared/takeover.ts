@@ -1,7 +1,5 @@
 import type { Log } from '@llama-orch/daemon-support';
 import { candidateKey } from '../../registry/pool-view.js';
-import type { AdmissionQueueStore } from '../../store/admission-queue-store.js';
-import type { SessionAffinityStore } from '../../store/session-affinity-store.js';
 import type { TaskLifecycleStore } from '../../store/task-lifecycle-store.js';
 import type { AcquireOutcome, TaskOwnershipStore } from '../../store/task-ownership-store.js';
 import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './shared-task-types.js';
@@ -14,8 +12,6 @@ export interface TakeoverDeps {
   /** Entries of each lane a seize looks at. */
   readonly scan: number;
   readonly tasks: TaskOwnershipStore;
-  readonly queue: AdmissionQueueStore;
-  readonly sessions: SessionAffinityStore;
   readonly logger: Log;
   /** How long an ended task's record stays readable, ms. */
   readonly retainMs: number;
@@ -45,7 +41,7 @@ export type Grant = (record: string) => Promise<AcquireOutcome>;
  * its frame base) is returned for the task service to queue or re-attach; one that cannot (a `/v1`
  * stream or answer, queued or running, whose client went with its replica, or a record without
  * its request) ends `error INTERNAL` (retriable), out of the queue, its session's
- * turn closed, and undefined is returned, as for a task not granted or already ended. A running
+ * turn closed (one `finish`), and undefined is returned, as for a task not granted or already ended. A running
  * `/v1` task that ends so gives back its dead owner's cluster slot lease at once: the node cancelled
  * its generation when the connection dropped, and the queued tasks wait for that slot.
  */
@@ -78,9 +74,10 @@ export async function takeOver(deps: TakeoverDeps, id: string, evidence: Takeove
     return { id, previousOwner: stored.owner, state: stored.state, record: { ...record, request }, placement: placement as SharedPlacement | undefined, log };
   }
   const message = `replica ${stored.owner}, which ${stored.state === 'queued' ? 'admitted' : 'relayed'} the task, stopped; resubmit the task`;
-  await deps.tasks.end(id, won.fence, JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } }), deps.retainMs);
-  if (stored.state === 'queued') await deps.queue.remove(id);
-  if (record.session_id !== undefined) await deps.sessions.taskEnded(record.session_id, undefined);
+  // One step: the record ends under the fence just won, a queued task's entry leaves, its session's turn closes uncounted.
+  const outcome = JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } });
+  const session = record.session_id === undefined ? undefined : { id: record.session_id, tokensOut: undefined };
+  await deps.lifecycle.finish({ id, fence: won.fence, outcome, retainMs: deps.retainMs, dequeue: stored.state === 'queued', session });
   // A `/v2` stream's dispatch (`reattach_ms`) may still be generating on the node: its lease lapses.
   if (placement?.node_id !== undefined && placement.pool_id !== undefined && record.delivery !== 'events') {
     await deps.slots?.releaseTask(candidateKey({ node_id: placement.node_id, pool_id: placement.pool_id }), id);
