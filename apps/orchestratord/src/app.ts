@@ -18,8 +18,8 @@ import { apiDocsPlugin, DOCS_PATHS, DOCS_PREFIX } from './http/api-docs.js';
 import type { AppServices } from './http/app-services.js';
 import { authPlugin } from './http/auth.js';
 import { clientKeysPlugin } from './http/client-keys.js';
-import { storeSettingsOf, type ClusterStore } from './store/cluster-store.js';
-import { createMemoryStore } from './store/memory/memory-store.js';
+import type { ClusterStore } from './store/cluster-store.js';
+import { createLocalStore } from './store/memory/memory-store.js';
 import { StoreHealthWatch } from './store/store-health-watch.js';
 import { corsOriginsPlugin } from './http/cors.js';
 import { errorsPlugin, sendError } from './http/error-handler.js';
@@ -77,9 +77,10 @@ export interface AppDeps {
   version?: string;
   /**
    * The cluster store (server.ts builds it from `config` with createClusterStore and closes it).
-   * Per-key rate limits and (with a Redis store) the node registry, liveness and slot leases go
-   * through it; the rest of the state is still this process's own (.specs/65-cluster-store.md).
-   * @default the in-process store of `config`
+   * Per-key rate limits, the replica list and the dashboard's activity go through any store; a
+   * shared one (Redis) also holds the nodes, slot leases, queue, tasks and sessions, and the replica
+   * runs the shared coordinator over them (.specs/65-cluster-store.md).
+   * @default the in-process store
    */
   store?: ClusterStore;
   /** This host's name: the default replica id (`<hostname>-<pid>`). @default os.hostname() */
@@ -144,12 +145,19 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   app.setSerializerCompiler(serializerCompiler);
 
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
-  const store = deps.store ?? createMemoryStore(storeSettingsOf(config), { clock, logger });
-  // In-process: the registry is the node store, on today's synchronous path. Redis: the store holds
+  const store = deps.store ?? createLocalStore({ clock });
+  // The one decision on the store: a shared one (Redis) holds the cluster's state and the replica
+  // runs the shared coordinator over it; the in-process one has no such parts.
+  const shared = store.shared ? store : undefined;
+  // In-process: the registry is the node store, on today's synchronous path. Shared: the store holds
   // the nodes and decides offline for the cluster; the registry is this replica's cache of them.
-  const sharedNodes = store.kind === 'redis';
-  const registry = new NodeRegistry({ heartbeatIntervalMs: config.heartbeat_interval_ms, clock, logger: logger.child({ subsystem: 'registry' }), livenessFromStore: sharedNodes });
-  const nodeSync = sharedNodes ? new ClusterNodeSync({ registry, store: store.nodes, logger: logger.child({ subsystem: 'registry' }), clock }) : undefined;
+  const registry = new NodeRegistry({
+    heartbeatIntervalMs: config.heartbeat_interval_ms,
+    clock,
+    logger: logger.child({ subsystem: 'registry' }),
+    livenessFromStore: shared !== undefined,
+  });
+  const nodeSync = shared ? new ClusterNodeSync({ registry, store: shared.nodes, logger: logger.child({ subsystem: 'registry' }), clock }) : undefined;
   // Redis: each dispatch also holds a cluster slot lease, so replicas never overfill a pool together.
   // A replica that dies is found within two heartbeat intervals: its slot leases lapse and its
   // tasks are taken over then (the leases are renewed every quarter to third of that), or at once
@@ -158,14 +166,14 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // tasks to another, and with sub-second heartbeats (tests) a loaded machine stalls that long.
   const replicaLeaseMs = Math.max(2000, 2 * config.heartbeat_interval_ms);
   // One loop renews every lease this replica holds (task owner leases and slot leases): a quarter lease.
-  const leaseKeeper = sharedNodes ? new LeaseKeeper({ periodMs: replicaLeaseMs / 4 }) : undefined;
-  const clusterLeases = sharedNodes
+  const leaseKeeper = shared ? new LeaseKeeper({ periodMs: replicaLeaseMs / 4 }) : undefined;
+  const clusterLeases = shared
     ? new ClusterSlotLeases({
         keeper: leaseKeeper,
-        store: store.leases,
+        store: shared.leases,
         ttlMs: replicaLeaseMs,
         logger: logger.child({ subsystem: 'registry' }),
-        signals: store.signals,
+        signals: shared.signals,
         foreign: (poolKey, n) => registry.setForeignLeases(poolKey, n),
       })
     : undefined;
@@ -193,7 +201,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     nodesOnline: () => registry.list().filter((n) => n.state === 'online').length,
     pools: () => registry.pools().map((p) => ({ pool_id: p.pool_id, node_id: p.node_id, leased: p.leased, free: p.free, placeable: isPlaceable(p) })),
     // In-process there is no other replica; with Redis the lowest live id exports the cluster gauges.
-    clusterLeader: () => store.kind === 'memory' || replicaDirectory.isLeader(),
+    clusterLeader: () => shared === undefined || replicaDirectory.isLeader(),
   });
   const sessions = new SessionStore({
     ttlMs: config.session_ttl_ms,
@@ -202,10 +210,10 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     clock,
     onEvict: () => metrics.sessionsEvicted.inc(),
   });
-  // With a Redis store the replica that admits a task owns it; the cluster's queue orders them all.
-  const cluster = sharedNodes
+  // With a shared store the replica that admits a task owns it; the cluster's queue orders them all.
+  const cluster = shared
     ? new ClusterTasks({
-        ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, lifecycle: store.lifecycle, signals: store.signals, replicaId: identity.replicaId },
+        ...{ queue: shared.queue, tasks: shared.tasks, sessions: shared.sessions, lifecycle: shared.lifecycle, signals: shared.signals, replicaId: identity.replicaId },
         address: () => identity.address(),
         logger: logger.child({ subsystem: 'tasks' }),
         retainMs: config.stream_grace_ms,
@@ -266,7 +274,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     replicas: () => replicaDirectory.live(),
     logger: logger.child({ subsystem: 'dashboard' }),
     // Other replicas' tasks reach this one's pages only through the store: look again every second.
-    ...(store.kind === 'redis' ? { pollMs: 1000, sharedQueue: { sizes: () => store.queue.sizes(), capacity: config.admission_capacity } } : {}),
+    ...(shared ? { pollMs: 1000, sharedQueue: { sizes: () => shared.queue.sizes(), capacity: config.admission_capacity } } : {}),
     ...(tuning.dashboardBucketMs !== undefined ? { bucketMs: tuning.dashboardBucketMs } : {}),
   });
 
@@ -278,7 +286,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     owners: cluster && new TaskOwnerProxy(cluster, deps.upstream, async (id) => (await store.replicas.list()).find((r) => r.replica_id === id)?.address),
     store,
     sessions,
-    sessionReader: cluster === undefined ? sessions : store.sessions,
+    sessionReader: shared === undefined ? sessions : shared.sessions,
     catalog,
     poolClient,
     metrics,

@@ -2,7 +2,7 @@
 import { systemClock } from '@llama-orch/daemon-support';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import type { ClusterStore } from '../store/cluster-store.js';
+import type { SharedStore } from '../store/cluster-store.js';
 import { createClusterStore } from '../store/create-cluster-store.js';
 import { startRedisServer } from '../testing/redis-server.js';
 
@@ -77,7 +77,7 @@ async function measure(admin: Redis, [commands, sequential]: [number, number], o
 const record = JSON.stringify({ model_ref: 'm', priority: 'batch', session_id: 's', admitted_at: 0, owner_url: 'http://127.0.0.1:1' });
 const pool = { node_id: 'n1', pool_id: 'p1' };
 
-async function run(store: ClusterStore, raw: Redis, admin: Redis, prefix: string): Promise<Record<string, Figures>> {
+async function run(store: SharedStore, raw: Redis, admin: Redis, prefix: string): Promise<Record<string, Figures>> {
   // Each variant its own ids (and a queue with a few others' entries in it, as a loaded cluster has).
   for (let i = 0; i < 32; i += 1) {
     await store.lifecycle.admit({
@@ -117,6 +117,7 @@ const redis = await startRedisServer();
 try {
   const prefix = 'lifecycle-bench:';
   const store = await createClusterStore({ redis_url: redis.url, redis_prefix: prefix, admission_capacity: 1_000_000 }, { clock: systemClock, logger });
+  if (!store.shared) throw new Error('a Redis store is a shared one');
   const raw = new Redis(redis.url);
   const admin = new Redis(redis.url);
   const result = { tasks: TASKS, warmup: WARMUP, node: process.version, redis: await run(store, raw, admin, prefix) };

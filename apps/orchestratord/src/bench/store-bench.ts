@@ -54,7 +54,7 @@ async function time(samples: number[] | undefined, f: () => Promise<unknown>): P
 }
 
 async function measure(store: ClusterStore): Promise<Partial<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>>> {
-  const shared = store.kind === 'redis';
+  const shared = store.shared;
   const s: Record<Op, number[]> = {
     lease_acquire: [],
     lease_release: [],

@@ -1,6 +1,6 @@
 import { ErrorEnvelopeSchema, type PoolSnapshot } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
-import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
+import { sharedStore, STORE_KINDS, storeHarness } from '../testing/store-harness.js';
 import { ownedSessionId } from '../sessions/session-ids.js';
 import { frames, makeApp as makeTestApp, registerNode, storeOf, snapshot, taskBody, waitFor, type TestApp } from '../testing/test-helpers.js';
 
@@ -332,7 +332,7 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
       t.app.services.sessions.taskEnded(id, 5);
     } else {
       // a turn of the session that relayed 5 tokens, admitted and ended through the cluster's steps
-      const { lifecycle } = t.app.services.store;
+      const { lifecycle } = sharedStore(t.app.services.store);
       const turn = { id: `turn-${id}`, owner: 'elsewhere', record: '{}', ttlMs: 60_000, lifetimeMs: 60_000 };
       await lifecycle.admit({ task: turn, entry: { lane: 'batch', group: 'other', payload: 'elsewhere' }, sessionId: id });
       await lifecycle.finish({ id: turn.id, fence: 1, outcome: '{}', retainMs: 1000, dequeue: true, session: { id, tokensOut: 5 } });

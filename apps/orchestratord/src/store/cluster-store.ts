@@ -50,22 +50,14 @@ export type StoreHealth =
   { readonly ok: true; readonly kind: 'memory' | 'redis'; readonly latency_ms: number } | { readonly ok: false; readonly kind: 'redis'; readonly error: string };
 
 /**
- * Every piece of cluster state behind one seam (see .specs/65-cluster-store.md). `memory`: this
- * process only, the default; `redis`: shared by every replica pointed at the same Redis and prefix.
+ * The parts every store has: what one process uses whatever its store (the per-key rate limits,
+ * its announcement in the replica list, the dashboard's activity), its health and its close.
  */
-export interface ClusterStore {
+export interface ProcessStore {
+  /** `memory`: this process only; `redis`: shared by every replica pointed at the same Redis and prefix. */
   readonly kind: 'memory' | 'redis';
-  readonly nodes: NodeLivenessStore;
-  readonly leases: SlotLeaseStore;
-  readonly queue: AdmissionQueueStore;
-  readonly tasks: TaskOwnershipStore;
-  readonly sessions: SessionAffinityStore;
-  /** A task's admission, dispatch and end, each one atomic step over `queue`, `tasks` and `sessions` (one round trip). */
-  readonly lifecycle: TaskLifecycleStore;
   readonly rateLimits: RateLimitStore;
   readonly replicas: ReplicaMembershipStore;
-  /** Lease and queue changes, pushed to every replica (cluster-signals.ts). */
-  readonly signals: ClusterSignals;
   /** The dashboard's recent tasks and throughput, cluster-wide. */
   readonly activity: ActivityStore;
   /** Whether the store answers now (a PING with Redis); never throws. */
@@ -73,6 +65,37 @@ export interface ClusterStore {
   /** Releases connections within a bounded time; idempotent. */
   close(): Promise<void>;
 }
+
+/**
+ * The in-process store (the default): one process's parts only. One process keeps its nodes, queue,
+ * tasks and sessions in its own objects (the node registry, the local coordinator), synchronously.
+ */
+export interface LocalStore extends ProcessStore {
+  readonly kind: 'memory';
+  readonly shared: false;
+}
+
+/**
+ * A store replicas share (see .specs/65-cluster-store.md): besides a process's parts, the cluster's
+ * nodes, slot leases, queue, task records, sessions, the task lifecycle steps over them, and the
+ * signals of their changes. The Redis store is the product's one; the contract tests also run each
+ * part against the reference model (testing/reference-store/).
+ */
+export interface SharedStore extends ProcessStore {
+  readonly shared: true;
+  readonly nodes: NodeLivenessStore;
+  readonly leases: SlotLeaseStore;
+  readonly queue: AdmissionQueueStore;
+  readonly tasks: TaskOwnershipStore;
+  readonly sessions: SessionAffinityStore;
+  /** A task's admission, dispatch, requeue and end, each one atomic step over `queue`, `tasks` and `sessions` (one round trip). */
+  readonly lifecycle: TaskLifecycleStore;
+  /** Lease and queue changes, pushed to every replica (cluster-signals.ts). */
+  readonly signals: ClusterSignals;
+}
+
+/** What `createClusterStore` builds: `shared` tells which (the app builds the shared coordinator only on a shared store). */
+export type ClusterStore = LocalStore | SharedStore;
 
 export interface ClusterStoreDeps {
   /** The in-process store's clock (the Redis store uses the server's). */

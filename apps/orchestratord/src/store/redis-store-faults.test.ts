@@ -3,8 +3,8 @@ import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../errors.js';
 import { ensureRedisServer, REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from '../testing/redis-server.js';
-import { sleep } from '../testing/store-harness.js';
-import type { ClusterStore } from './cluster-store.js';
+import { sharedStore, sleep } from '../testing/store-harness.js';
+import type { SharedStore } from './cluster-store.js';
 import { createClusterStore } from './create-cluster-store.js';
 import type { TaskAdmit } from './task-lifecycle-store.js';
 
@@ -35,8 +35,8 @@ describe('redis store faults', () => {
   afterEach(async () => {
     for (const c of cleanup.splice(0).reverse()) await c();
   });
-  async function open(server: RedisServerHandle, settings = {}): Promise<ClusterStore> {
-    const store = await createClusterStore({ redis_url: server.url, redis_prefix: 'faults:', command_timeout_ms: 500, ...settings }, deps);
+  async function open(server: RedisServerHandle, settings = {}): Promise<SharedStore> {
+    const store = sharedStore(await createClusterStore({ redis_url: server.url, redis_prefix: 'faults:', command_timeout_ms: 500, ...settings }, deps));
     cleanup.push(() => store.close());
     return store;
   }

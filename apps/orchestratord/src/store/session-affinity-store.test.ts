@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ClusterStore } from './cluster-store.js';
+import type { SharedStore } from './cluster-store.js';
 import type { SessionPoolRef } from './session-affinity-store.js';
 import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
 import { admission, admissionView } from '../testing/store-steps.js';
@@ -12,14 +12,14 @@ describe.each(STORE_KINDS)('sessions and affinity (%s store)', (kind) => {
   let turns = 0;
 
   /** A turn of `session` starts on `store`: a task admitted for it. Returns its task id. */
-  async function started(store: ClusterStore, session: string): Promise<string> {
+  async function started(store: SharedStore, session: string): Promise<string> {
     const id = `turn-${(turns += 1)}`;
     expect(await store.lifecycle.admit(admission(id, 'A', { session, group: id }))).toMatchObject({ kind: 'queued' });
     return id;
   }
 
   /** The turn of task `id` ends on `store` (tokens undefined: it ended with an error). */
-  async function ended(store: ClusterStore, id: string, session: string, tokensOut: number | undefined, pool?: SessionPoolRef): Promise<void> {
+  async function ended(store: SharedStore, id: string, session: string, tokensOut: number | undefined, pool?: SessionPoolRef): Promise<void> {
     await store.lifecycle.finish({ id, fence: 1, outcome: '{}', retainMs: 1000, dequeue: true, session: { id: session, tokensOut, pool } });
   }
 

@@ -1,5 +1,5 @@
 import type { Log } from '@llama-orch/daemon-support';
-import type { ClusterStore, StoreHealth } from './cluster-store.js';
+import type { ProcessStore, StoreHealth } from './cluster-store.js';
 
 /**
  * Keeps the cluster store's last health answer, refreshed every `intervalMs`, so `/readyz` answers
@@ -10,11 +10,11 @@ export class StoreHealthWatch {
   #last: StoreHealth | undefined;
   #timer: NodeJS.Timeout | undefined;
   #inFlight = false;
-  readonly #store: ClusterStore;
+  readonly #store: ProcessStore;
   readonly #logger: Log;
 
   /** `intervalMs`: a PING costs next to nothing, and at 1 s the replica chaos run saw `/readyz` still 200 up to 1,006 ms after a Redis SIGKILL (bound 1 s). */
-  constructor(store: ClusterStore, logger: Log, intervalMs = 250) {
+  constructor(store: ProcessStore, logger: Log, intervalMs = 250) {
     this.#store = store;
     this.#logger = logger;
     if (store.kind === 'memory') return;

@@ -1,6 +1,6 @@
 // Test-only: what a replica that died leaves in the cluster store, written the way that replica wrote it.
 import type { QueueLane } from '../store/admission-queue-store.js';
-import type { ClusterStore } from '../store/cluster-store.js';
+import type { SharedStore } from '../store/cluster-store.js';
 
 /** A task of a dead replica. */
 export interface LeftTask {
@@ -32,7 +32,7 @@ export type LeftState = { readonly state: 'queued' } | { readonly state: 'runnin
  * asks for. The dispatch passes whatever is queued ahead of it. Returns the admission's queue
  * position; throws when a step is refused.
  */
-export async function leaveTask(store: ClusterStore, t: LeftTask, how: LeftState = { state: 'queued' }): Promise<{ position: number }> {
+export async function leaveTask(store: SharedStore, t: LeftTask, how: LeftState = { state: 'queued' }): Promise<{ position: number }> {
   const sessionId = typeof t.record.session_id === 'string' ? t.record.session_id : `left-${t.id}`;
   const admitted = await store.lifecycle.admit({
     task: { id: t.id, owner: t.owner, record: JSON.stringify(t.record), ttlMs: t.ownerTtlMs, lifetimeMs: t.lifetimeMs ?? 60_000 },

@@ -6,11 +6,11 @@ import { afterAll, afterEach, beforeAll } from 'vitest';
 import { buildApp, type OrchdApp } from '../app.js';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { loadCredentials } from '../http/credentials.js';
-import { storeSettingsOf, type ClusterStore } from '../store/cluster-store.js';
+import { storeSettingsOf, type SharedStore } from '../store/cluster-store.js';
 import { createClusterStore } from '../store/create-cluster-store.js';
 import { createUpstreamDispatchers } from '../upstream/dispatchers.js';
 import { REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from './redis-server.js';
-import { sleep } from './store-harness.js';
+import { sharedStore, sleep } from './store-harness.js';
 import { captureLogger } from './test-helpers.js';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -39,7 +39,7 @@ export const nodeAuth = { authorization: `Bearer ${NODE}` };
 
 export interface Replica {
   readonly app: OrchdApp;
-  readonly store: ClusterStore;
+  readonly store: SharedStore;
   readonly logs: ReturnType<typeof captureLogger>;
 }
 
@@ -76,7 +76,7 @@ export function replicaHarness(options: { aofDir?: string } = {}): ReplicaHarnes
       const config = OrchestratorConfigSchema.parse({ keys_file: '/k.yaml', node_token: NODE, redis_url: server?.url, redis_prefix: prefix, replica_id: replicaId, ...over });
       const credentials = loadCredentials({ config, env: {}, readFile: () => KEYS });
       const logs = captureLogger();
-      const store = await createClusterStore(storeSettingsOf(config), { clock: systemClock, logger: logs.logger });
+      const store = sharedStore(await createClusterStore(storeSettingsOf(config), { clock: systemClock, logger: logs.logger }));
       cleanup.push(() => store.close());
       const upstream = createUpstreamDispatchers();
       cleanup.push(() => upstream.close());

@@ -1,7 +1,7 @@
 // Test-only: a task's steps through the cluster store, as the task service takes them, for the store's contract tests.
 import { randomUUID } from 'node:crypto';
 import type { QueueLane } from '../store/admission-queue-store.js';
-import type { ClusterStore } from '../store/cluster-store.js';
+import type { SharedStore } from '../store/cluster-store.js';
 import type { AdmissionView, TaskAdmit } from '../store/task-lifecycle-store.js';
 
 export interface AdmissionOptions {
@@ -32,7 +32,7 @@ export function admission(id: string, owner: string, o: AdmissionOptions = {}): 
  * session's pool and budget left), writing nothing: an admission that allows no entry ahead,
  * refused `late` (or `spent`) with the view it read.
  */
-export async function admissionView(store: ClusterStore, session: string, group = 'm', lane: QueueLane = 'batch'): Promise<AdmissionView> {
+export async function admissionView(store: SharedStore, session: string, group = 'm', lane: QueueLane = 'batch'): Promise<AdmissionView> {
   const r = await store.lifecycle.admit({ ...admission(`view-${randomUUID()}`, 'viewer', { session, group, lane }), maxAhead: -1 });
   if (r.kind !== 'late' && r.kind !== 'spent') throw new Error(`an admission allowing nothing ahead answered ${r.kind}`);
   return r.view;

@@ -1,4 +1,4 @@
-import type { ClusterStore, ClusterStoreDeps, ClusterStoreSettings } from '../cluster-store.js';
+import type { ClusterStoreDeps, ClusterStoreSettings, SharedStore } from '../cluster-store.js';
 import { loadScripts } from './lua-script.js';
 import { RedisActivity } from './redis-activity.js';
 import { RedisConnection } from './redis-client.js';
@@ -14,10 +14,11 @@ import { RedisSlotLeases } from './redis-slot-leases.js';
 import { RedisTasks } from './redis-tasks.js';
 
 /**
- * The Redis store set: one connection and one script facade shared by every part. The scripts are
- * read (lua/) before connecting, so a broken installation fails without touching Redis.
+ * The Redis store, every part shared by the replicas on one Redis and prefix: one connection and
+ * one script facade serve every part. The scripts are read (lua/) before connecting, so a broken
+ * installation fails without touching Redis.
  */
-export async function createRedisStore(s: ClusterStoreSettings & { redis_url: string }, { logger }: ClusterStoreDeps): Promise<ClusterStore> {
+export async function createRedisStore(s: ClusterStoreSettings & { redis_url: string }, { logger }: ClusterStoreDeps): Promise<SharedStore> {
   const loaded = loadScripts();
   const redis = await RedisConnection.open({ url: s.redis_url, prefix: s.redis_prefix, commandTimeoutMs: s.command_timeout_ms, logger });
   const scripts = new RedisScripts(redis, loaded);
@@ -26,6 +27,7 @@ export async function createRedisStore(s: ClusterStoreSettings & { redis_url: st
   let closing: Promise<void> | undefined;
   return {
     kind: 'redis',
+    shared: true,
     nodes: new RedisNodes(redis, scripts, s.heartbeat_interval_ms),
     leases: new RedisSlotLeases(scripts),
     queue: new RedisQueue(redis, scripts),

@@ -1,7 +1,7 @@
 import { resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ClusterStore } from '../../store/cluster-store.js';
+import type { SharedStore } from '../../store/cluster-store.js';
 import { STORE_KINDS, sleep, storeHarness } from '../../testing/store-harness.js';
 import { until } from '../../testing/replica-harness.js';
 import { taskBody } from '../../testing/test-helpers.js';
@@ -25,7 +25,7 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     await Promise.all(opened.splice(0).map((c) => c.close()));
   });
 
-  function replica(store: ClusterStore, replicaId: string, ownerTtlMs: number): ClusterTasks {
+  function replica(store: SharedStore, replicaId: string, ownerTtlMs: number): ClusterTasks {
     const c = new ClusterTasks({
       ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, lifecycle: store.lifecycle, signals: store.signals, replicaId },
       ...{ address: () => `http://${replicaId}.invalid`, logger, retainMs: 10_000, changed: () => undefined, ownerTtlMs },

@@ -8,25 +8,25 @@ import type {
   TaskFinish,
   TaskLifecycleStore,
   TaskRequeue,
-} from '../task-lifecycle-store.js';
-import type { TransitionOutcome } from '../task-ownership-store.js';
-import type { MemoryQueue } from './memory-queue.js';
-import type { MemorySessions } from './memory-sessions.js';
-import type { MemorySlotLeases } from './memory-slot-leases.js';
-import type { MemoryTasks } from './memory-tasks.js';
+} from '../../store/task-lifecycle-store.js';
+import type { TransitionOutcome } from '../../store/task-ownership-store.js';
+import type { ReferenceQueue } from './reference-queue.js';
+import type { ReferenceSessions } from './reference-sessions.js';
+import type { ReferenceSlotLeases } from './reference-slot-leases.js';
+import type { ReferenceTasks } from './reference-tasks.js';
 
 /**
- * Admission, dispatch, requeue and end of a task in this process: the queue, records and sessions of the
- * in-process store composed synchronously (no await between the parts), so each step is as atomic
+ * Admission, dispatch, requeue and end of a task in the reference model: its queue, records and
+ * sessions composed synchronously (no await between the parts), so each step is as atomic
  * as its Redis script.
  */
-export class MemoryLifecycle implements TaskLifecycleStore {
-  readonly #queue: MemoryQueue;
-  readonly #tasks: MemoryTasks;
-  readonly #sessions: MemorySessions;
-  readonly #leases: MemorySlotLeases;
+export class ReferenceLifecycle implements TaskLifecycleStore {
+  readonly #queue: ReferenceQueue;
+  readonly #tasks: ReferenceTasks;
+  readonly #sessions: ReferenceSessions;
+  readonly #leases: ReferenceSlotLeases;
 
-  constructor(queue: MemoryQueue, tasks: MemoryTasks, sessions: MemorySessions, leases: MemorySlotLeases) {
+  constructor(queue: ReferenceQueue, tasks: ReferenceTasks, sessions: ReferenceSessions, leases: ReferenceSlotLeases) {
     this.#queue = queue;
     this.#tasks = tasks;
     this.#sessions = sessions;

@@ -1,6 +1,6 @@
 import type { SessionInfo } from '@llama-orch/contracts';
 import type { Clock } from '@llama-orch/daemon-support';
-import type { SessionAffinityStore, SessionLimits, SessionPoolRef } from '../session-affinity-store.js';
+import type { SessionAffinityStore, SessionLimits, SessionPoolRef } from '../../store/session-affinity-store.js';
 
 interface SessionRecord {
   lastActive: number;
@@ -11,11 +11,11 @@ interface SessionRecord {
 }
 
 /**
- * Sessions in this process (the semantics of `sessions/session-store.ts`). The map is kept in
+ * Sessions in memory (the reference model of `SessionAffinityStore`; the semantics of `sessions/session-store.ts`). The map is kept in
  * order of last activity (a touched session is re-inserted), so eviction takes idle ones from the
  * front; an expired session is dropped when it is next read or when room is made.
  */
-export class MemorySessions implements SessionAffinityStore {
+export class ReferenceSessions implements SessionAffinityStore {
   readonly #sessions = new Map<string, SessionRecord>();
   readonly #limits: SessionLimits;
   readonly #clock: Clock;
@@ -34,7 +34,7 @@ export class MemorySessions implements SessionAffinityStore {
     return s;
   }
 
-  /** A task of the session was admitted, synchronously (for the in-process lifecycle store's one-step admission). */
+  /** A task of the session was admitted, synchronously (for the reference lifecycle's one-step admission). */
   startedNow(id: string): void {
     const now = this.#clock.now();
     let s = this.#live(id, now);

@@ -1,7 +1,7 @@
-import type { ClusterSignal, ClusterSignalListener, ClusterSignals } from '../cluster-signals.js';
+import type { ClusterSignal, ClusterSignalListener, ClusterSignals } from '../../store/cluster-signals.js';
 
-/** Signals inside one process: the in-process store's leases and queue emit them synchronously. */
-export class MemorySignals implements ClusterSignals {
+/** Signals inside the reference model: its leases and queue emit them synchronously. */
+export class ReferenceSignals implements ClusterSignals {
   readonly #listeners = new Set<ClusterSignalListener>();
 
   subscribe(listener: ClusterSignalListener): () => void {

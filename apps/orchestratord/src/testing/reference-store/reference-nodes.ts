@@ -1,7 +1,7 @@
 import type { NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
 import type { Clock } from '@llama-orch/daemon-support';
-import { isLate, lastSeenOf } from '../liveness.js';
-import type { NodeLivenessStore, StoredNode } from '../node-liveness-store.js';
+import { isLate, lastSeenOf } from '../../store/liveness.js';
+import type { NodeLivenessStore, StoredNode } from '../../store/node-liveness-store.js';
 
 interface MutableNode {
   request: NodeRegisterRequest;
@@ -11,8 +11,8 @@ interface MutableNode {
   pools: readonly PoolSnapshot[];
 }
 
-/** Node records in this process. */
-export class MemoryNodes implements NodeLivenessStore {
+/** Node records, liveness and the offline sweep, in memory (the reference model of `NodeLivenessStore`). */
+export class ReferenceNodes implements NodeLivenessStore {
   readonly #nodes = new Map<string, MutableNode>();
   readonly #clock: Clock;
   readonly #intervalMs: number;

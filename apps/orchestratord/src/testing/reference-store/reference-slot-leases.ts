@@ -1,14 +1,14 @@
 import type { Clock } from '@llama-orch/daemon-support';
-import type { MemorySignals } from './memory-signals.js';
-import type { SlotAcquireOutcome, SlotLeaseRequest, SlotLeaseStore } from '../slot-lease-store.js';
+import type { ReferenceSignals } from './reference-signals.js';
+import type { SlotAcquireOutcome, SlotLeaseRequest, SlotLeaseStore } from '../../store/slot-lease-store.js';
 
-/** Slot leases in this process: lease id → expiry per pool; expired leases are purged on each touch. */
-export class MemorySlotLeases implements SlotLeaseStore {
+/** Slot leases in memory (the reference model of `SlotLeaseStore`): lease id → expiry per pool; expired leases are purged on each touch. */
+export class ReferenceSlotLeases implements SlotLeaseStore {
   readonly #pools = new Map<string, Map<string, number>>();
   readonly #clock: Clock;
-  readonly #signals: MemorySignals | undefined;
+  readonly #signals: ReferenceSignals | undefined;
 
-  constructor(clock: Clock, signals?: MemorySignals) {
+  constructor(clock: Clock, signals?: ReferenceSignals) {
     this.#clock = clock;
     this.#signals = signals;
   }
@@ -49,7 +49,7 @@ export class MemorySlotLeases implements SlotLeaseStore {
     return Promise.resolve(had);
   }
 
-  /** Live leases of the pool (the in-process dispatch's room). */
+  /** Live leases of the pool (the reference dispatch's room). */
   heldNow(poolKey: string): number {
     return this.#live(poolKey, this.#clock.now())?.size ?? 0;
   }

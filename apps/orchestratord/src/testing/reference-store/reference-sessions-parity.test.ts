@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SessionStore } from '../../sessions/session-store.js';
-import { ManualClock } from '../../testing/test-helpers.js';
-import { MemorySessions } from './memory-sessions.js';
+import { ManualClock } from '../test-helpers.js';
+import { ReferenceSessions } from './reference-sessions.js';
 
 function rng(seed: number): () => number {
   let a = seed;
@@ -13,14 +13,15 @@ function rng(seed: number): () => number {
   };
 }
 
-// The in-process session store of the seam answers as today's sessions/SessionStore, on one
-// manual clock (TTL expiry, eviction past maxSessions, budgets, affinity): swapping is mechanical.
-describe('MemorySessions answers as sessions/SessionStore', () => {
+// The reference model's sessions answer as sessions/SessionStore (one process's, the local
+// coordinator's) on one manual clock (TTL expiry, eviction past maxSessions, budgets, affinity):
+// a session behaves alike in one process and in a cluster.
+describe('ReferenceSessions answers as sessions/SessionStore', () => {
   it.each([1, 2, 3])('seed %i: 1500 random operations', async (seed) => {
     const clock = new ManualClock();
     const limits = { ttlMs: 1000, maxSessions: 6, tokenBudget: 50 };
     const reference = new SessionStore({ ...limits, clock });
-    const store = new MemorySessions(limits, clock);
+    const store = new ReferenceSessions(limits, clock);
     const random = rng(seed);
     const ids = Array.from({ length: 10 }, (_, i) => `s${i}`);
     const pick = () => ids[Math.floor(random() * ids.length)] as string;

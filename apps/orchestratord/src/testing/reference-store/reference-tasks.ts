@@ -1,5 +1,15 @@
 import type { Clock } from '@llama-orch/daemon-support';
-import type { AcquireOutcome, OwnedBy, OwnedTask, StoredTask, StoredTaskState, TaskCreate, TaskOwnershipStore, TaskRefusal, TransitionOutcome } from '../task-ownership-store.js';
+import type {
+  AcquireOutcome,
+  OwnedBy,
+  OwnedTask,
+  StoredTask,
+  StoredTaskState,
+  TaskCreate,
+  TaskOwnershipStore,
+  TaskRefusal,
+  TransitionOutcome,
+} from '../../store/task-ownership-store.js';
 
 type CreateOutcome = { readonly ok: true; readonly fence: number; readonly ownerUntil: number } | { readonly ok: false; readonly reason: 'exists' };
 
@@ -17,8 +27,8 @@ interface MutableTask {
   expiresAt: number;
 }
 
-/** Task records with owner leases and fences in this process (one owner: this replica). */
-export class MemoryTasks implements TaskOwnershipStore {
+/** Task records with owner leases and fences in memory (the reference model of `TaskOwnershipStore`). */
+export class ReferenceTasks implements TaskOwnershipStore {
   readonly #tasks = new Map<string, MutableTask>();
   readonly #clock: Clock;
   /** Size at which the next create sweeps expired records (doubles with the live set). */
@@ -30,7 +40,7 @@ export class MemoryTasks implements TaskOwnershipStore {
 
   /**
    * Creates a `queued` task owned by `owner` (fence 1); `exists` when the id is taken. Synchronous:
-   * the in-process lifecycle store composes it with the queue and sessions in one step.
+   * the reference lifecycle composes it with the queue and sessions in one step.
    */
   createNow({ id, owner, record, ttlMs, lifetimeMs }: TaskCreate): CreateOutcome {
     const now = this.#clock.now();
@@ -83,7 +93,7 @@ export class MemoryTasks implements TaskOwnershipStore {
     return Promise.resolve({ ok: true, fence: t.fence, ownerUntil: t.ownerUntil });
   }
 
-  /** `seize` of a `queued` task `from` owns, whatever its fence, synchronously (the in-process `seizeQueued`); its new fence, or undefined. */
+  /** `seize` of a `queued` task `from` owns, whatever its fence, synchronously (the reference `seizeQueued`); its new fence, or undefined. */
   seizeQueuedNow(id: string, from: string, owner: string, ttlMs: number): number | undefined {
     const now = this.#clock.now();
     const t = this.#live(id, now);
@@ -106,7 +116,7 @@ export class MemoryTasks implements TaskOwnershipStore {
     return Promise.resolve(refused);
   }
 
-  /** A scan, not an index: one process holds few tasks, and only tests and single replicas use this store. */
+  /** A scan, not an index: only the tests run this model, with few tasks. */
   lapsed(limit: number): Promise<string[]> {
     const now = this.#clock.now();
     const lapsed = [...this.#tasks.values()].filter((t) => t.state !== 'ended' && t.expiresAt > now && t.ownerUntil <= now);

@@ -1,5 +1,5 @@
 import type { Clock } from '@llama-orch/daemon-support';
-import type { MemorySignals } from './memory-signals.js';
+import type { ReferenceSignals } from './reference-signals.js';
 import {
   EVICTED_KEPT_MS,
   type AdmissionQueueStore,
@@ -11,7 +11,7 @@ import {
   type QueueOverflowPolicy,
   type QueueSizes,
   type QueuedEntry,
-} from '../admission-queue-store.js';
+} from '../../store/admission-queue-store.js';
 
 interface Node extends QueuedEntry {
   prev: Node | undefined;
@@ -55,13 +55,13 @@ class LaneList {
 
 const LANES: readonly QueueLane[] = ['interactive', 'batch'];
 
-/** The admission queue in this process (the semantics of `admission/admission-queue.ts`). */
-export class MemoryQueue implements AdmissionQueueStore {
+/** The admission queue in memory (the reference model of the Redis queue; the semantics of `admission/admission-queue.ts`). */
+export class ReferenceQueue implements AdmissionQueueStore {
   readonly #lanes: Record<QueueLane, LaneList> = { interactive: new LaneList(), batch: new LaneList() };
   readonly #byId = new Map<string, Node>();
   readonly #groups = new Map<string, Record<QueueLane, number>>();
   readonly #clock: Clock;
-  readonly #signals: MemorySignals | undefined;
+  readonly #signals: ReferenceSignals | undefined;
   /** Ids `drop-lru` evicted → when that stops being reported (the Redis store keeps a marker as long). */
   readonly #evicted = new Map<string, number>();
 
@@ -69,13 +69,13 @@ export class MemoryQueue implements AdmissionQueueStore {
     readonly capacity: number,
     readonly policy: QueueOverflowPolicy,
     clock: Clock,
-    signals?: MemorySignals,
+    signals?: ReferenceSignals,
   ) {
     this.#clock = clock;
     this.#signals = signals;
   }
 
-  /** Queues an entry at the back of its lane (capacity and policy), synchronously: the in-process lifecycle store composes it with the records and sessions in one step. */
+  /** Queues an entry at the back of its lane (capacity and policy), synchronously: the reference lifecycle composes it with the records and sessions in one step. */
   addNow(input: QueueEntryInput): QueueAddOutcome {
     if (this.#byId.has(input.id)) return { kind: 'duplicate' };
     let evicted: QueuedEntry | undefined;
@@ -121,7 +121,7 @@ export class MemoryQueue implements AdmissionQueueStore {
     return Promise.resolve(ids.filter((id) => !this.#byId.has(id)).map((id) => ({ id, evicted: this.#evicted.has(id) })));
   }
 
-  /** The group's first entry in dispatch order (O(n): this store is the parity twin, not the hot path). */
+  /** The group's first entry in dispatch order (O(n): a test model, not a hot path). */
   #firstOf(group: string): Node | undefined {
     for (const lane of LANES) {
       if ((this.#groups.get(group)?.[lane] ?? 0) === 0) continue;
