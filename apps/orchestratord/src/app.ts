@@ -213,7 +213,7 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // With a shared store the replica that admits a task owns it; the cluster's queue orders them all.
   const cluster = shared
     ? new ClusterTasks({
-        ...{ queue: shared.queue, tasks: shared.tasks, sessions: shared.sessions, lifecycle: shared.lifecycle, signals: shared.signals, replicaId: identity.replicaId },
+        ...{ queue: shared.queue, tasks: shared.tasks, lifecycle: shared.lifecycle, signals: shared.signals, replicaId: identity.replicaId },
         address: () => identity.address(),
         logger: logger.child({ subsystem: 'tasks' }),
         retainMs: config.stream_grace_ms,

@@ -13,7 +13,26 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
   const h = replicaHarness({ aofDir: mkdtempSync(join(tmpdir(), 'llorch-aof-')) });
 
   const admit = async (r: Replica, task: ReturnType<typeof taskBody>) => r.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task });
-  const lastFrame = async (r: Replica, id: string | undefined) => frames((await r.app.inject({ method: 'GET', url: `/v2/tasks/${id}/events`, headers: annAuth })).body).at(-1);
+  /**
+   * The task's terminal frame as a `/v2` client reads it: a stream that ends without one (the task
+   * was handed off to the replica that took it over while this one's lease lapsed) is read again
+   * with `Last-Event-ID`, as an EventSource does, through the other replica too.
+   */
+  const lastFrame = async (r: Replica, id: string | undefined, others: readonly Replica[] = []) => {
+    let after: number | undefined;
+    let last: ReturnType<typeof frames>[number] | undefined;
+    for (let i = 0; i < 50; i += 1) {
+      const via = i === 0 ? r : ([r, ...others][i % (others.length + 1)] ?? r);
+      const headers = { ...annAuth, ...(after !== undefined ? { 'last-event-id': String(after) } : {}) };
+      const res = await via.app.inject({ method: 'GET', url: `/v2/tasks/${id}/events`, headers });
+      const got = frames(res.body);
+      last = got.at(-1) ?? last;
+      if (last?.event === 'end' || last?.event === 'error') return last;
+      after = last?.id ?? after;
+      await sleep(100);
+    }
+    return last;
+  };
 
   it(
     'the running task ends (its node, silent in the store for the outage, is not taken offline), queued ones end once (run or typed), and tasks admitted after the restart run — no replica restarted',
@@ -33,7 +52,7 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
       await h.server().kill();
       await sleep(900);
       await h.server().restart();
-      const before = await Promise.all([lastFrame(a, long.task_id), lastFrame(a, queued[0]!.task_id), lastFrame(b, queued[1]!.task_id)]);
+      const before = await Promise.all([lastFrame(a, long.task_id, [b]), lastFrame(a, queued[0]!.task_id, [b]), lastFrame(b, queued[1]!.task_id, [a])]);
       expect(before[0]?.event, JSON.stringify(before[0])).toBe('end');
       for (const f of before.slice(1)) expect(['end', 'error'], JSON.stringify(f)).toContain(f?.event);
       // new work after the restart, on both replicas
@@ -51,9 +70,9 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
     },
   );
 
-  // Down longer than an owner lease (2 s): every replica lets its tasks go (queued ones end here
-  // STORE_UNAVAILABLE), and once the store is back a replica may find its own lapsed tasks among the
-  // orphans. Found by the replica chaos run: such a task's queue entry stayed first in the cluster's
+  // Down longer than an owner lease (2 s): every replica lets its tasks go (queued ones wait to be
+  // granted back, or follow the replica that took them), and once the store is back a replica finds
+  // its own lapsed tasks among the orphans. Found by the replica chaos run: such a task's queue entry stayed first in the cluster's
   // queue with nobody to dispatch it, and every task of the model after it hung.
   it('down longer than a lease: tasks admitted after the restart run, and every earlier task ended once with the outcome its client saw', { timeout: 60_000 }, async () => {
     const { replicas, node } = await fixtureCluster(h, 'aof-long:', 2, { tokenIntervalMs: 5 });
@@ -68,7 +87,7 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
     await sleep(3000);
     await h.server().restart();
     const owners = [a, a, b, a];
-    const before = await Promise.all([long, ...queued].map((t, i) => lastFrame(owners[i]!, t.task_id)));
+    const before = await Promise.all([long, ...queued].map((t, i) => lastFrame(owners[i]!, t.task_id, [owners[i] === a ? b : a])));
     for (const f of before) expect(['end', 'error'], JSON.stringify(f)).toContain(f?.event);
     const after = [taskBody(), taskBody(), taskBody(), taskBody()];
     for (const [i, t] of after.entries()) {

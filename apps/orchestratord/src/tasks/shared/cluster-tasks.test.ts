@@ -27,7 +27,7 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
 
   function replica(store: SharedStore, replicaId: string, ownerTtlMs: number): ClusterTasks {
     const c = new ClusterTasks({
-      ...{ queue: store.queue, tasks: store.tasks, sessions: store.sessions, lifecycle: store.lifecycle, signals: store.signals, replicaId },
+      ...{ queue: store.queue, tasks: store.tasks, lifecycle: store.lifecycle, signals: store.signals, replicaId },
       ...{ address: () => `http://${replicaId}.invalid`, logger, retainMs: 10_000, changed: () => undefined, ownerTtlMs },
     });
     opened.push(c);

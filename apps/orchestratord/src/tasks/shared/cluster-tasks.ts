@@ -3,7 +3,7 @@ import { systemClock, type Clock, type Log } from '@llama-orch/daemon-support';
 import { LeaseKeeper } from '../../support/lease-keeper.js';
 import type { AdmissionQueueStore, GoneEntry } from '../../store/admission-queue-store.js';
 import type { ClusterSignals } from '../../store/cluster-signals.js';
-import type { SessionAffinityStore, SessionPoolRef } from '../../store/session-affinity-store.js';
+import type { SessionPoolRef } from '../../store/session-affinity-store.js';
 import type { AdmitOutcome, DispatchRoom, TakeDispatchOutcome, TaskLifecycleStore } from '../../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../../store/task-ownership-store.js';
 import { ClusterEndWriter, deliverWhenWritten, storedOutcome, type StoredOutcome } from './end-writer.js';
@@ -17,7 +17,6 @@ export type { Adoption, SharedPlacement, SharedTaskRecord, TaskOwner } from './s
 export interface ClusterTasksOptions {
   queue: AdmissionQueueStore;
   tasks: TaskOwnershipStore;
-  sessions: SessionAffinityStore;
   /** Admission, dispatch and end, one round trip each. */
   lifecycle: TaskLifecycleStore;
   signals: ClusterSignals;
@@ -67,7 +66,6 @@ export class ClusterTasks {
   readonly replicaId: string;
   readonly #queue: AdmissionQueueStore;
   readonly #tasks: TaskOwnershipStore;
-  readonly #sessions: SessionAffinityStore;
   readonly #lifecycle: TaskLifecycleStore;
   readonly #logger: Log;
   readonly #retainMs: number;
@@ -100,7 +98,6 @@ export class ClusterTasks {
     this.replicaId = options.replicaId;
     this.#queue = options.queue;
     this.#tasks = options.tasks;
-    this.#sessions = options.sessions;
     this.#lifecycle = options.lifecycle;
     this.#logger = options.logger;
     this.#retainMs = options.retainMs;
@@ -114,7 +111,7 @@ export class ClusterTasks {
       storeProblem: (err, what) => this.storeProblem(err, what),
     });
     this.#takeover = {
-      ...{ tasks: this.#tasks, queue: this.#queue, sessions: this.#sessions, logger: this.#logger, retainMs: this.#retainMs, address: this.#address },
+      ...{ tasks: this.#tasks, logger: this.#logger, retainMs: this.#retainMs, address: this.#address },
       ...{ lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, scan: ORPHAN_SCAN, slots: options.slots },
       hold: (id, fence) => this.#fences.set(id, fence),
       // Granted back to this replica that let it go (the store was out for a whole lease) and still runs it: its end is written as any other.
