@@ -66,8 +66,12 @@ function appLayers(app, layers, roots) {
     {
       name: `${app}-src-top-level`,
       severity: 'error',
-      comment: 'src/ keeps only the entry, app factory, daemon wiring, config, errors and index; the rest lives in capability folders.',
-      from: { path: `${src}[^/]+[.]ts$`, pathNot: [`${src}(${[...roots, 'config', 'errors'].join('|')})[.]ts$`, ...exempt] },
+      comment:
+        'src/ keeps only the entry, app factory, daemon wiring, config, errors and index; the rest lives in capability folders.',
+      from: {
+        path: `${src}[^/]+[.]ts$`,
+        pathNot: [`${src}(${[...roots, 'config', 'errors'].join('|')})[.]ts$`, ...exempt],
+      },
       to: {},
     },
   );
@@ -80,7 +84,10 @@ function appLayers(app, layers, roots) {
  * --help/--version before it loads anything else; `./redis-server` (node built-ins only) starts a
  * real redis-server for the store tests and the replicas benchmark.
  */
-const SUBPATH_ENTRIES = ['^packages/daemon-support/src/argv\\.ts$', '^packages/daemon-support/src/testing/redis-server\\.ts$'];
+const SUBPATH_ENTRIES = [
+  '^packages/daemon-support/src/argv\\.ts$',
+  '^packages/daemon-support/src/testing/redis-server\\.ts$',
+];
 
 module.exports = {
   forbidden: [
@@ -102,14 +109,23 @@ module.exports = {
     ),
     ...appLayers(
       'pool-managerd',
-      [['http'], ['pools'], ['operations'], ['replicas'], ['provisioning', 'handoff', 'node'], ['supervision'], ['support']],
+      [
+        ['http'],
+        ['pools'],
+        ['operations'],
+        ['replicas'],
+        ['provisioning', 'handoff', 'node'],
+        ['supervision'],
+        ['support'],
+      ],
       ['main', 'app', 'daemon', 'index'],
     ),
 
     {
       name: 'dashboard-page-runs-in-a-browser',
       severity: 'error',
-      comment: 'The page (packages/dashboard/web) runs in the browser: no Node built-ins, and of the workspace only contracts (for types).',
+      comment:
+        'The page (packages/dashboard/web) runs in the browser: no Node built-ins, and of the workspace only contracts (for types).',
       from: { path: '^packages/dashboard/web/', pathNot: '[.]test[.]tsx?$' },
       to: { dependencyTypes: ['core'] },
     },
@@ -121,13 +137,31 @@ module.exports = {
       to: { path: '^(apps|packages|test-harness)/', pathNot: '^packages/(contracts|dashboard/web)/' },
     },
 
-    { name: 'no-circular', severity: 'error', comment: 'Import cycles make start-up order and mocks fragile.', from: {}, to: { circular: true } },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Import cycles make start-up order and mocks fragile.',
+      from: {},
+      to: { circular: true },
+    },
     {
       name: 'contracts-only-zod',
       severity: 'error',
       comment: 'packages/contracts depends only on zod (and node built-ins).',
       from: { path: '^packages/contracts/', pathNot: '[.]test[.]ts$' },
-      to: { dependencyTypes: ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-no-pkg', 'npm-unknown', 'unknown', 'undetermined'], pathNot: '/zod/' },
+      to: {
+        dependencyTypes: [
+          'npm',
+          'npm-dev',
+          'npm-optional',
+          'npm-peer',
+          'npm-no-pkg',
+          'npm-unknown',
+          'unknown',
+          'undetermined',
+        ],
+        pathNot: '/zod/',
+      },
     },
     {
       name: 'contracts-no-workspace',
@@ -136,7 +170,13 @@ module.exports = {
       from: { path: '^packages/contracts/' },
       to: { path: '^(apps|packages|test-harness)/', pathNot: '^packages/contracts/' },
     },
-    { name: 'packages-never-import-apps', severity: 'error', comment: 'Nothing depends on an app.', from: { path: '^(packages|test-harness|bench)/' }, to: { path: '^apps/' } },
+    {
+      name: 'packages-never-import-apps',
+      severity: 'error',
+      comment: 'Nothing depends on an app.',
+      from: { path: '^(packages|test-harness|bench)/' },
+      to: { path: '^apps/' },
+    },
     {
       name: 'apps-never-import-apps',
       severity: 'error',
@@ -156,7 +196,10 @@ module.exports = {
       severity: 'error',
       comment: 'Import another package by its name (its index.ts), never its src/ or dist/ files.',
       from: { path: '^(apps|packages|test-harness|bench)/([^/]+)/' },
-      to: { path: '^(apps|packages|test-harness)/([^/]+)/(src|dist)/', pathNot: ['^$1/$2/', '^(apps|packages|test-harness)/[^/]+/src/index\\.ts$', ...SUBPATH_ENTRIES] },
+      to: {
+        path: '^(apps|packages|test-harness)/([^/]+)/(src|dist)/',
+        pathNot: ['^$1/$2/', '^(apps|packages|test-harness)/[^/]+/src/index\\.ts$', ...SUBPATH_ENTRIES],
+      },
     },
     {
       name: 'no-relative-cross-package',
@@ -172,7 +215,11 @@ module.exports = {
     tsConfig: { fileName: 'tsconfig.base.json' },
     tsPreCompilationDeps: true,
     combinedDependencies: true,
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['source', 'import', 'default'], extensions: ['.ts', '.tsx', '.js', '.mjs', '.json'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['source', 'import', 'default'],
+      extensions: ['.ts', '.tsx', '.js', '.mjs', '.json'],
+    },
     moduleSystems: ['es6', 'cjs'],
   },
 };

@@ -9,5 +9,7 @@ export default async function setup(): Promise<void> {
   const started = Date.now();
   process.stderr.write('global setup: ensuring the llama-server test engine (a cold build takes ~5 min on 2 cores)\n');
   const engine = await ensureCpuTestEngine();
-  process.stderr.write(`global setup: llama-server ${engine.engine_version} ${engine.cached ? 'from cache' : 'built'} in ${Math.round((Date.now() - started) / 1000)} s\n`);
+  process.stderr.write(
+    `global setup: llama-server ${engine.engine_version} ${engine.cached ? 'from cache' : 'built'} in ${Math.round((Date.now() - started) / 1000)} s\n`,
+  );
 }

@@ -10,7 +10,9 @@ const BIN = process.argv[2],
   MODEL = process.argv[3],
   PORT = 18931,
   URL = `http://127.0.0.1:${PORT}`;
-const srv = spawn(BIN, ['-m', MODEL, '--port', String(PORT), '-np', '1', '-t', '1', '-c', '4096', '--no-webui'], { stdio: 'ignore' });
+const srv = spawn(BIN, ['-m', MODEL, '--port', String(PORT), '-np', '1', '-t', '1', '-c', '4096', '--no-webui'], {
+  stdio: 'ignore',
+});
 for (let i = 0; i < 200; i++) {
   try {
     if ((await fetch(`${URL}/health`)).ok) break;
@@ -46,11 +48,24 @@ async function chat() {
 }
 async function twoStep() {
   const t0 = performance.now();
-  const tpl = await (await fetch(`${URL}/apply-template`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages }) })).json();
+  const tpl = await (
+    await fetch(`${URL}/apply-template`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages }),
+    })
+  ).json();
   const res = await fetch(`${URL}/completion`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt: tpl.prompt, n_predict: 32, stream: true, temperature: 0, seed: 1, cache_prompt: false }),
+    body: JSON.stringify({
+      prompt: tpl.prompt,
+      n_predict: 32,
+      stream: true,
+      temperature: 0,
+      seed: 1,
+      cache_prompt: false,
+    }),
   });
   const f = await ttftOf(res);
   return [f - t0, performance.now() - t0];

@@ -5,7 +5,12 @@
 import { ChunkRenderer } from '../../apps/orchestratord/dist/openai/chunks.js';
 import { TaskStream } from '../../apps/orchestratord/dist/streams/task-stream.js';
 
-const who = { kind: 'chat', id: 'chatcmpl-5f0c1f3e-8f1c-4a8e-9c55-3b0a3f1d2e11', created: 1764000000, model: 'synthetic' };
+const who = {
+  kind: 'chat',
+  id: 'chatcmpl-5f0c1f3e-8f1c-4a8e-9c55-3b0a3f1d2e11',
+  created: 1764000000,
+  model: 'synthetic',
+};
 const pieces = Array.from({ length: 128 }, (_, i) => ` word${i}`);
 const frames = pieces.map((t, i) => ({ event: 'token', data: { t, i } }));
 const started = { event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } };

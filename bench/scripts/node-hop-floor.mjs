@@ -40,10 +40,13 @@ if (process.argv[2] === '--hop') {
     });
   } else if (kind === 'http') {
     server = http.createServer((req, res) => {
-      const up = http.request({ host: '127.0.0.1', port, path: req.url, method: req.method, headers: req.headers, agent: false }, (r) => {
-        res.writeHead(r.statusCode, r.headers);
-        r.pipe(res);
-      });
+      const up = http.request(
+        { host: '127.0.0.1', port, path: req.url, method: req.method, headers: req.headers, agent: false },
+        (r) => {
+          res.writeHead(r.statusCode, r.headers);
+          r.pipe(res);
+        },
+      );
       req.pipe(up);
     });
   } else {
@@ -53,7 +56,13 @@ if (process.argv[2] === '--hop') {
       req.on('data', (c) => body.push(c));
       req.on('end', () => {
         pool.dispatch(
-          { method: 'POST', path: req.url, headers: { 'content-type': 'application/json' }, body: Buffer.concat(body), reset: true },
+          {
+            method: 'POST',
+            path: req.url,
+            headers: { 'content-type': 'application/json' },
+            body: Buffer.concat(body),
+            reset: true,
+          },
           {
             onConnect() {},
             onUpgrade() {},
@@ -89,7 +98,9 @@ if (process.argv[2] === '--hop') {
     process.exit(2);
   }
   const EP = 18977;
-  const engine = spawn(BIN, ['-m', MODEL, '--port', String(EP), '-np', '1', '-t', '1', '-c', '4096', '--no-webui'], { stdio: 'ignore' });
+  const engine = spawn(BIN, ['-m', MODEL, '--port', String(EP), '-np', '1', '-t', '1', '-c', '4096', '--no-webui'], {
+    stdio: 'ignore',
+  });
   for (let i = 0; i < 200; i++) {
     try {
       if ((await fetch(`http://127.0.0.1:${EP}/health`)).ok) break;
@@ -130,7 +141,14 @@ if (process.argv[2] === '--hop') {
         headers: { 'content-type': 'application/json' },
         dispatcher: agent,
         reset: hop === undefined,
-        body: JSON.stringify({ prompt: 'Once upon a time, in a data centre far away,', n_predict: 128, stream: true, cache_prompt: false, seed: i, temperature: 0 }),
+        body: JSON.stringify({
+          prompt: 'Once upon a time, in a data centre far away,',
+          n_predict: 128,
+          stream: true,
+          cache_prompt: false,
+          seed: i,
+          temperature: 0,
+        }),
       });
       let first;
       let count = 0;

@@ -15,9 +15,18 @@ const ROUNDS = Number(process.env.ROUNDS ?? 15);
 const STREAMS = 2_000;
 const TOKENS = 128;
 
-const lines = Array.from({ length: TOKENS }, (_, i) => Buffer.from(`${JSON.stringify({ type: 'token', t: ` word${i}`, i })}\n`));
-const endLine = Buffer.from(`${JSON.stringify({ type: 'end', tokens_out: TOKENS, decode_ms: 10, stop_type: 'limit', engine_version: 'b1', pool_id: 'p', node_id: 'n' })}\n`);
-const who = { kind: 'chat', id: 'chatcmpl-5f0c1f3e-8f1c-4a8e-9c55-3b0a3f1d2e11', created: 1764000000, model: 'synthetic' };
+const lines = Array.from({ length: TOKENS }, (_, i) =>
+  Buffer.from(`${JSON.stringify({ type: 'token', t: ` word${i}`, i })}\n`),
+);
+const endLine = Buffer.from(
+  `${JSON.stringify({ type: 'end', tokens_out: TOKENS, decode_ms: 10, stop_type: 'limit', engine_version: 'b1', pool_id: 'p', node_id: 'n' })}\n`,
+);
+const who = {
+  kind: 'chat',
+  id: 'chatcmpl-5f0c1f3e-8f1c-4a8e-9c55-3b0a3f1d2e11',
+  created: 1764000000,
+  model: 'synthetic',
+};
 
 /** A ServerResponse stand-in: takes every write, never backs up. */
 function fakeRes() {
@@ -53,8 +62,23 @@ async function load(root) {
   // One subscriber per door, by whichever API the build has.
   const v2 =
     taskEventStream !== undefined
-      ? (res, stream) => new taskEventStream.TaskEventStream({ ...common, res, stream, encoder: frameEncoder.V2_SSE, onAbandoned: () => undefined })
-      : (res, stream) => sseWriter.serveTaskStream({ ...common, res, stream, verbose: false, afterId: undefined, onClientGone: () => undefined });
+      ? (res, stream) =>
+          new taskEventStream.TaskEventStream({
+            ...common,
+            res,
+            stream,
+            encoder: frameEncoder.V2_SSE,
+            onAbandoned: () => undefined,
+          })
+      : (res, stream) =>
+          sseWriter.serveTaskStream({
+            ...common,
+            res,
+            stream,
+            verbose: false,
+            afterId: undefined,
+            onClientGone: () => undefined,
+          });
   const v1 =
     chunkEncoder !== undefined
       ? (res, stream) =>
@@ -67,7 +91,17 @@ async function load(root) {
             onRefused: () => undefined,
             onAbandoned: () => undefined,
           })
-      : (res, stream) => relay.relayOpenAi({ ...common, res, stream, who, streaming: true, includeUsage: false, fingerprint: () => 'b1', onClientGone: () => undefined });
+      : (res, stream) =>
+          relay.relayOpenAi({
+            ...common,
+            res,
+            stream,
+            who,
+            streaming: true,
+            includeUsage: false,
+            fingerprint: () => 'b1',
+            onClientGone: () => undefined,
+          });
   return { TaskStream: taskStream.TaskStream, readDispatchEvents: events.readDispatchEvents, v2, v1 };
 }
 
@@ -86,7 +120,10 @@ function relayOne(build, door) {
       else stream.append({ event: 'token', data });
       tokens += 1;
     } else {
-      stream.append({ event: 'end', data: { tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, decode_time_ms: ev.decode_ms } });
+      stream.append({
+        event: 'end',
+        data: { tokens_out: ev.tokens_out, decode_ms: ev.decode_ms, decode_time_ms: ev.decode_ms },
+      });
     }
     return true;
   });
@@ -112,5 +149,7 @@ for (let round = -2; round < ROUNDS; round++) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 for (const [k, root] of roots.entries()) {
   const s = samples[k];
-  console.log(`${root}: /v2 ${median(s.v2).toFixed(3)} µs/token, /v1 chat ${median(s.v1).toFixed(3)} µs/token (medians of ${ROUNDS} rounds)`);
+  console.log(
+    `${root}: /v2 ${median(s.v2).toFixed(3)} µs/token, /v1 chat ${median(s.v1).toFixed(3)} µs/token (medians of ${ROUNDS} rounds)`,
+  );
 }

@@ -58,7 +58,13 @@ async function main(argv: string[]): Promise<number> {
   for (const n of names) if (!BENCH_ORDER.includes(n)) throw new UsageError(`unknown benchmark '${n}'\n${USAGE}`);
   const selected = names.length === 0 ? BENCH_ORDER : BENCH_ORDER.filter((n) => names.includes(n));
 
-  for (const p of [paths.orchestratord, paths.poolManagerd, paths.placementBench, paths.fixtureNode, paths.passthroughProxy]) {
+  for (const p of [
+    paths.orchestratord,
+    paths.poolManagerd,
+    paths.placementBench,
+    paths.fixtureNode,
+    paths.passthroughProxy,
+  ]) {
     if (!existsSync(p)) throw new UsageError(`${p} is missing: run \`pnpm build\` first`);
   }
   const runDir = join(paths.workDir, new Date().toISOString().replace(/[:.]/g, '-'));
@@ -107,7 +113,9 @@ async function main(argv: string[]): Promise<number> {
             ? ''
             : ` (target ${row.target.op} ${row.target.value} ${row.target.unit}: ${row.met === undefined ? 'not measured' : row.met ? 'met' : 'MISSED'})`;
         const value =
-          row.notMeasured !== undefined ? `not measured: ${row.notMeasured}` : `${Number.isFinite(row.value) ? Math.round(row.value * 1000) / 1000 : 'n/a'} ${row.unit}`;
+          row.notMeasured !== undefined
+            ? `not measured: ${row.notMeasured}`
+            : `${Number.isFinite(row.value) ? Math.round(row.value * 1000) / 1000 : 'n/a'} ${row.unit}`;
         say(`  ${row.label}: ${value}${t}`);
       }
       say(`✔ ${name} in ${result.duration_s} s; targets ${result.met ? 'met' : 'NOT met'}`);

@@ -18,6 +18,11 @@ export default defineConfig({
     target: 'es2022',
   },
   server: {
-    proxy: Object.fromEntries(['/v1', '/v2'].map((p) => [p, { target: process.env.LLORCH_DASHBOARD_API ?? 'http://127.0.0.1:8080', changeOrigin: true }])),
+    proxy: Object.fromEntries(
+      ['/v1', '/v2'].map((p) => [
+        p,
+        { target: process.env.LLORCH_DASHBOARD_API ?? 'http://127.0.0.1:8080', changeOrigin: true },
+      ]),
+    ),
   },
 });

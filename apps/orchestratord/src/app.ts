@@ -2,7 +2,15 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { OrchestratorConfig, Readiness } from '@llama-orch/contracts';
 import { drainTasks, type DrainOptions, type DrainOutcome } from './tasks/task-drain.js';
-import { closeAll, correlationIdFor, correlationPlugin, lazyChildLoggerFactory, readPackageVersion, systemClock, type Clock } from '@llama-orch/daemon-support';
+import {
+  closeAll,
+  correlationIdFor,
+  correlationPlugin,
+  lazyChildLoggerFactory,
+  readPackageVersion,
+  systemClock,
+  type Clock,
+} from '@llama-orch/daemon-support';
 import { dashboardAssetsDir } from '@llama-orch/dashboard';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -109,16 +117,31 @@ export type OrchdApp = FastifyInstance & {
 };
 
 /** Paths that must never reach log lines. */
-export const REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'api_token', 'node_token', 'token', 'prompt'];
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'authorization',
+  'api_token',
+  'node_token',
+  'token',
+  'prompt',
+];
 
 /**
  * Builds orchestratord: plugins, routes and the long-lived objects (registry, task service,
  * sessions, catalog), whose `close()` is wired to Fastify's close. Never listens, never reads the
  * environment, installs no signal handlers.
  */
-export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfig>, tuning: AppTuning = {}): Promise<OrchdApp> {
+export async function buildApp(
+  deps: AppDeps,
+  config: Readonly<OrchestratorConfig>,
+  tuning: AppTuning = {},
+): Promise<OrchdApp> {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger.child({ component: 'orchestratord' }, { redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
+  const logger = deps.logger.child(
+    { component: 'orchestratord' },
+    { redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
+  );
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     genReqId: correlationIdFor,
@@ -137,7 +160,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     frameworkErrors: (err, _req, reply) => {
       sendError(
         reply,
-        new InvalidParamsError(`path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 1024 characters' : 'not a valid URL (bad percent-encoding)'}`),
+        new InvalidParamsError(
+          `path: ${err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 1024 characters' : 'not a valid URL (bad percent-encoding)'}`,
+        ),
       );
     },
   });
@@ -157,7 +182,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     logger: logger.child({ subsystem: 'registry' }),
     livenessFromStore: shared !== undefined,
   });
-  const nodeSync = shared ? new ClusterNodeSync({ registry, store: shared.nodes, logger: logger.child({ subsystem: 'registry' }), clock }) : undefined;
+  const nodeSync = shared
+    ? new ClusterNodeSync({ registry, store: shared.nodes, logger: logger.child({ subsystem: 'registry' }), clock })
+    : undefined;
   // Redis: each dispatch also holds a cluster slot lease, so replicas never overfill a pool together.
   // A replica that dies is found within two heartbeat intervals: its slot leases lapse and its
   // tasks are taken over then (the leases are renewed every quarter to third of that), or at once
@@ -194,12 +221,23 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     hostname: deps.hostname ?? hostname(),
     pid: deps.pid ?? process.pid,
   });
-  const replicaDirectory = new ReplicaDirectory({ selfId: identity.replicaId, clock, maxAgeMs: 3 * config.heartbeat_interval_ms });
+  const replicaDirectory = new ReplicaDirectory({
+    selfId: identity.replicaId,
+    clock,
+    maxAgeMs: 3 * config.heartbeat_interval_ms,
+  });
   let tasksRef: TaskService | undefined;
   const metrics = createMetrics(metricsRegistry, {
     queueDepth: () => tasksRef?.queueDepth() ?? { interactive: 0, batch: 0 },
     nodesOnline: () => registry.list().filter((n) => n.state === 'online').length,
-    pools: () => registry.pools().map((p) => ({ pool_id: p.pool_id, node_id: p.node_id, leased: p.leased, free: p.free, placeable: isPlaceable(p) })),
+    pools: () =>
+      registry.pools().map((p) => ({
+        pool_id: p.pool_id,
+        node_id: p.node_id,
+        leased: p.leased,
+        free: p.free,
+        placeable: isPlaceable(p),
+      })),
     // In-process there is no other replica; with Redis the lowest live id exports the cluster gauges.
     clusterLeader: () => shared === undefined || replicaDirectory.isLeader(),
   });
@@ -213,7 +251,13 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
   // With a shared store the replica that admits a task owns it; the cluster's queue orders them all.
   const cluster = shared
     ? new ClusterTasks({
-        ...{ queue: shared.queue, tasks: shared.tasks, lifecycle: shared.lifecycle, signals: shared.signals, replicaId: identity.replicaId },
+        ...{
+          queue: shared.queue,
+          tasks: shared.tasks,
+          lifecycle: shared.lifecycle,
+          signals: shared.signals,
+          replicaId: identity.replicaId,
+        },
         address: () => identity.address(),
         logger: logger.child({ subsystem: 'tasks' }),
         retainMs: config.stream_grace_ms,
@@ -274,7 +318,9 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     replicas: () => replicaDirectory.live(),
     logger: logger.child({ subsystem: 'dashboard' }),
     // Other replicas' tasks reach this one's pages only through the store: look again every second.
-    ...(shared ? { pollMs: 1000, sharedQueue: { sizes: () => shared.queue.sizes(), capacity: config.admission_capacity } } : {}),
+    ...(shared
+      ? { pollMs: 1000, sharedQueue: { sizes: () => shared.queue.sizes(), capacity: config.admission_capacity } }
+      : {}),
     ...(tuning.dashboardBucketMs !== undefined ? { bucketMs: tuning.dashboardBucketMs } : {}),
   });
 
@@ -283,7 +329,13 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     registry,
     nodeSync,
     tasks,
-    owners: cluster && new TaskOwnerProxy(cluster, deps.upstream, async (id) => (await store.replicas.list()).find((r) => r.replica_id === id)?.address),
+    owners:
+      cluster &&
+      new TaskOwnerProxy(
+        cluster,
+        deps.upstream,
+        async (id) => (await store.replicas.list()).find((r) => r.replica_id === id)?.address,
+      ),
     store,
     sessions,
     sessionReader: shared === undefined ? sessions : shared.sessions,
@@ -375,7 +427,11 @@ export async function buildApp(deps: AppDeps, config: Readonly<OrchestratorConfi
     openPaths: ['/metrics', ...PROBE_PATHS, ...DOCS_PATHS, ...DASHBOARD_PAGE_PATHS],
     openPrefixes: [DOCS_PREFIX, DASHBOARD_ASSETS_PREFIX],
   });
-  await app.register(clientKeysPlugin, { registry: metricsRegistry, rateLimited: credentials.keys.some((k) => k.rateLimit !== undefined), rateLimits: store.rateLimits });
+  await app.register(clientKeysPlugin, {
+    registry: metricsRegistry,
+    rateLimited: credentials.keys.some((k) => k.rateLimit !== undefined),
+    rateLimits: store.rateLimits,
+  });
   await app.register(probeRoutes, { readiness });
   await app.register(metricsRoutes, { services });
   await app.register(apiDocsPlugin);

@@ -30,15 +30,30 @@ describe('loadConfig', () => {
         UNRELATED: 'x',
       },
     });
-    expect(c).toMatchObject({ addr: '0.0.0.0:0', admission_capacity: 8, admission_policy: 'drop-lru', placement_strategy: 'round-robin', heartbeat_interval_ms: 100 });
+    expect(c).toMatchObject({
+      addr: '0.0.0.0:0',
+      admission_capacity: 8,
+      admission_policy: 'drop-lru',
+      placement_strategy: 'round-robin',
+      heartbeat_interval_ms: 100,
+    });
     expect(c.public_url).toBeUndefined();
   });
 
   it('takes a Redis/Valkey store URL and key prefix; a malformed URL is a clear start-up error that never echoes the password', () => {
     expect(loadConfig({ env: {} })).toMatchObject({ redis_prefix: 'llorch:' });
     expect(loadConfig({ env: {} }).redis_url).toBeUndefined();
-    for (const url of ['redis://127.0.0.1:6379/0', 'rediss://cache.internal:6380/3', 'redis://user:s3cret@h', 'redis://h:6379', 'redis://[::1]:6379/']) {
-      expect(loadConfig({ env: { ORCHD_REDIS_URL: url, ORCHD_REDIS_PREFIX: 'prod-a:' } })).toMatchObject({ redis_url: url, redis_prefix: 'prod-a:' });
+    for (const url of [
+      'redis://127.0.0.1:6379/0',
+      'rediss://cache.internal:6380/3',
+      'redis://user:s3cret@h',
+      'redis://h:6379',
+      'redis://[::1]:6379/',
+    ]) {
+      expect(loadConfig({ env: { ORCHD_REDIS_URL: url, ORCHD_REDIS_PREFIX: 'prod-a:' } })).toMatchObject({
+        redis_url: url,
+        redis_prefix: 'prod-a:',
+      });
     }
     for (const [url, why] of [
       ['http://h:6379', /scheme http: is not redis: or rediss:/],
@@ -72,7 +87,14 @@ describe('loadConfig', () => {
   it('reports every problem at once, naming the variables', () => {
     let err: unknown;
     try {
-      loadConfig({ env: { ORCHD_ADDR: '10.0.0.1:99999', ORCHD_ADMISSION_CAPACITY: 'lots', ORCHD_ADMISSION_POLICY: 'maybe', LLORCH_API_TOKEN: 'short' } });
+      loadConfig({
+        env: {
+          ORCHD_ADDR: '10.0.0.1:99999',
+          ORCHD_ADMISSION_CAPACITY: 'lots',
+          ORCHD_ADMISSION_POLICY: 'maybe',
+          LLORCH_API_TOKEN: 'short',
+        },
+      });
     } catch (e) {
       err = e;
     }

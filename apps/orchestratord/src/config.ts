@@ -1,4 +1,9 @@
-import { ORCHESTRATOR_ENV, OrchestratorConfigSchema, formatIssues, type OrchestratorConfig } from '@llama-orch/contracts';
+import {
+  ORCHESTRATOR_ENV,
+  OrchestratorConfigSchema,
+  formatIssues,
+  type OrchestratorConfig,
+} from '@llama-orch/contracts';
 import { isLoopbackHost, splitHostPort } from '@llama-orch/daemon-support';
 import { ConfigError } from './errors.js';
 
@@ -8,7 +13,9 @@ export interface LoadConfigOptions {
   env: Readonly<Record<string, string | undefined>>;
 }
 
-const KEY_TO_ENV: Readonly<Record<string, string>> = Object.freeze(Object.fromEntries(Object.entries(ORCHESTRATOR_ENV).map(([env, key]) => [key, env])));
+const KEY_TO_ENV: Readonly<Record<string, string>> = Object.freeze(
+  Object.fromEntries(Object.entries(ORCHESTRATOR_ENV).map(([env, key]) => [key, env])),
+);
 
 /**
  * Parses and validates orchestratord's configuration once. Every problem (bad values, a port out
@@ -37,7 +44,9 @@ export function loadConfig(options: LoadConfigOptions): Readonly<OrchestratorCon
     const token = parsed.success ? parsed.data.api_token : raw.api_token;
     const keyed = raw.keys_file !== undefined && raw.node_token !== undefined;
     if (!isLoopbackHost(host) && token === undefined && !keyed) {
-      problems.push(`ORCHD_ADDR: binding ${addr} (not loopback) requires LLORCH_API_TOKEN (or ORCHD_KEYS_FILE with LLORCH_NODE_TOKEN)`);
+      problems.push(
+        `ORCHD_ADDR: binding ${addr} (not loopback) requires LLORCH_API_TOKEN (or ORCHD_KEYS_FILE with LLORCH_NODE_TOKEN)`,
+      );
     }
   }
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);

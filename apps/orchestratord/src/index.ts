@@ -5,11 +5,23 @@ export type { LoadConfigOptions } from './config.js';
 export { startServer } from './server.js';
 export type { StartOptions, RunningServer } from './server.js';
 export { AdmissionQueue } from './admission/admission-queue.js';
-export type { Lane, QueuePolicy, QueueEntry, EnqueueResult, AdmissionQueueOptions } from './admission/admission-queue.js';
+export type {
+  Lane,
+  QueuePolicy,
+  QueueEntry,
+  EnqueueResult,
+  AdmissionQueueOptions,
+} from './admission/admission-queue.js';
 export { Predictor, onTimeProbability } from './admission/predictor.js';
 export type { Prediction, PredictorPool } from './admission/predictor.js';
 export { place, isEligible, compareLeastLoaded } from './scheduling/placement.js';
-export type { PlacementRequest, PlacementDecision, PlacementStrategy, PlacementReason, RoundRobinCursor } from './scheduling/placement.js';
+export type {
+  PlacementRequest,
+  PlacementDecision,
+  PlacementStrategy,
+  PlacementReason,
+  RoundRobinCursor,
+} from './scheduling/placement.js';
 export { Scheduler } from './scheduling/scheduler.js';
 export type { Schedulable, SchedulerEvents, SchedulerOptions, WaitingLine } from './scheduling/scheduler.js';
 export { PlacementTicket } from './scheduling/placement-ticket.js';
@@ -18,7 +30,14 @@ export type { NodeRegistryOptions, RegistryEvent, RegistryState } from './regist
 export { isPlaceable, compareCandidates, candidateKey, servesModel } from './registry/pool-view.js';
 export type { PoolCandidate, PoolView, CandidateIndex, Lease } from './registry/pool-view.js';
 export { TaskService } from './tasks/task-service.js';
-export type { TaskServiceOptions, AdmissionResult, Admitted, CancelResult, CancelReason, TaskServiceState } from './tasks/task-service.js';
+export type {
+  TaskServiceOptions,
+  AdmissionResult,
+  Admitted,
+  CancelResult,
+  CancelReason,
+  TaskServiceState,
+} from './tasks/task-service.js';
 export type { TaskEvent, TaskEventListener, EndedTask, TaskOutcome } from './tasks/task-events.js';
 export type { TaskLoad } from './tasks/task-load.js';
 export { DashboardFeed } from './dashboard/dashboard-feed.js';

@@ -29,7 +29,12 @@ afterAll(async () => {
 function runDaemon(
   env: Record<string, string>,
   until?: string,
-): Promise<{ code: number | null; pid: number | undefined; lines: Array<Record<string, unknown>>; kill: () => Promise<number | null> }> {
+): Promise<{
+  code: number | null;
+  pid: number | undefined;
+  lines: Array<Record<string, unknown>>;
+  kill: () => Promise<number | null>;
+}> {
   const child = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH ?? '', ORCHD_ADDR: '127.0.0.1:0', LLORCH_API_TOKEN: TOKEN, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -61,7 +66,12 @@ describe('orchestratord process with a cluster store', () => {
   it('a malformed ORCHD_REDIS_URL: one fatal line naming the variable, exit 1', async () => {
     const r = await runDaemon({ ORCHD_REDIS_URL: 'http://user:hunter2@cache:6379' });
     expect(r.code).toBe(1);
-    expect(r.lines).toEqual([expect.objectContaining({ level: 60, msg: expect.stringMatching(/ORCHD_REDIS_URL .*scheme http: is not redis: or rediss:/) })]);
+    expect(r.lines).toEqual([
+      expect.objectContaining({
+        level: 60,
+        msg: expect.stringMatching(/ORCHD_REDIS_URL .*scheme http: is not redis: or rediss:/),
+      }),
+    ]);
     expect(JSON.stringify(r.lines)).not.toContain('hunter2');
   });
 
@@ -82,7 +92,17 @@ describe('orchestratord process with a cluster store', () => {
     expect(r.lines.find((l) => l.msg === 'cluster store')).toMatchObject({
       prefix: 'proc:',
       redis: redis.url,
-      shared: ['rate limits', 'readiness', 'node registry and liveness', 'slot leases', 'admission queue', 'task records', 'sessions', 'replica membership', 'dashboard activity'],
+      shared: [
+        'rate limits',
+        'readiness',
+        'node registry and liveness',
+        'slot leases',
+        'admission queue',
+        'task records',
+        'sessions',
+        'replica membership',
+        'dashboard activity',
+      ],
     });
     const url = (r.lines.find((l) => l.msg === 'listening') as { url: string }).url;
     let status = 0;
@@ -91,9 +111,14 @@ describe('orchestratord process with a cluster store', () => {
       if (status !== 200) await new Promise((res) => setTimeout(res, 100));
     }
     expect(status).toBe(200);
-    const store = await createClusterStore({ redis_url: redis.url, redis_prefix: 'proc:' }, { clock: systemClock, logger: pino({ level: 'silent' }) });
+    const store = await createClusterStore(
+      { redis_url: redis.url, redis_prefix: 'proc:' },
+      { clock: systemClock, logger: pino({ level: 'silent' }) },
+    );
     onTestFinished(() => store.close());
-    expect(await store.replicas.list()).toMatchObject([{ replica_id: defaultReplicaId(hostname(), r.pid ?? 0), address: url, tasks_relayed: 0, load: 0 }]);
+    expect(await store.replicas.list()).toMatchObject([
+      { replica_id: defaultReplicaId(hostname(), r.pid ?? 0), address: url, tasks_relayed: 0, load: 0 },
+    ]);
     expect(await r.kill()).toBe(0);
     // it left before its store connection closed: gone at once, not after its ttl
     expect(await store.replicas.list()).toEqual([]);

@@ -34,7 +34,13 @@ beforeAll(() => {
 
 function spawnDaemon(env: Record<string, string>): Child {
   const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH ?? '', ORCHD_ADDR: '127.0.0.1:0', LLORCH_API_TOKEN: TOKEN, ORCHD_NODE_HEARTBEAT_MS: String(HB_MS), ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      ORCHD_ADDR: '127.0.0.1:0',
+      LLORCH_API_TOKEN: TOKEN,
+      ORCHD_NODE_HEARTBEAT_MS: String(HB_MS),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   onTestFinished(() => {
@@ -89,7 +95,12 @@ function records(text: string): Array<Record<string, unknown>> {
 describe('orchestratord process: SIGTERM always ends it within the grace period', () => {
   it('with tasks that stream past the drain grace: each stream gets its terminal error frame, the node sees the aborts, exit 0', async () => {
     const d = await startDaemon({ ORCHD_DRAIN_GRACE_MS: '1000' });
-    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: TOKEN, tokenIntervalMs: 20 });
+    const node = await FixturePoolManager.start({
+      nodeId: 'n1',
+      pools: [{ pool_id: 'p', models: ['m'], slots: 2 }],
+      token: TOKEN,
+      tokenIntervalMs: 20,
+    });
     onTestFinished(() => node.close());
     await node.startHeartbeats(d.url, HB_MS);
     const streams = await Promise.all(
@@ -118,7 +129,12 @@ describe('orchestratord process: SIGTERM always ends it within the grace period'
 
   it('drains: not ready at once, a task admitted within the drain delay is served, one after it refused (retriable), every stream ends with `end`, then exit 0', async () => {
     const d = await startDaemon({ ORCHD_DRAIN_GRACE_MS: '8000', ORCHD_DRAIN_DELAY_MS: '1000' });
-    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: TOKEN, tokenIntervalMs: 20 });
+    const node = await FixturePoolManager.start({
+      nodeId: 'n1',
+      pools: [{ pool_id: 'p', models: ['m'], slots: 2 }],
+      token: TOKEN,
+      tokenIntervalMs: 20,
+    });
     onTestFinished(() => node.close());
     await node.startHeartbeats(d.url, HB_MS);
     const post = (): ReturnType<typeof request> =>
@@ -137,7 +153,9 @@ describe('orchestratord process: SIGTERM always ends it within the grace period'
     await first.sse.waitForFrame((f) => f.event === 'token');
     const at = terminate(d);
     // not ready from the signal on, while it still serves
-    await expect.poll(async () => (await request(`${d.url}/readyz`)).statusCode, { timeout: 2000, interval: 20 }).toBe(503);
+    await expect
+      .poll(async () => (await request(`${d.url}/readyz`)).statusCode, { timeout: 2000, interval: 20 })
+      .toBe(503);
     const late = await submit();
     expect(Date.now() - at).toBeLessThan(1000);
     // past the delay: admission is closed (new work must not stretch the drain), the tasks run on
@@ -189,6 +207,8 @@ describe('orchestratord process: SIGTERM always ends it within the grace period'
     });
     const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
     expect(code).toBe(1);
-    expect(records(text)).toEqual([expect.objectContaining({ level: 60, msg: expect.stringMatching(/invalid orchestratord configuration/) })]);
+    expect(records(text)).toEqual([
+      expect.objectContaining({ level: 60, msg: expect.stringMatching(/invalid orchestratord configuration/) }),
+    ]);
   });
 });

@@ -36,7 +36,10 @@ try {
   }
   throw err;
 }
-const logger = pino({ name: 'orchestratord', level: config.log_level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, destination);
+const logger = pino(
+  { name: 'orchestratord', level: config.log_level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
+  destination,
+);
 let server;
 try {
   server = await startServer({ config, logger, credentials });

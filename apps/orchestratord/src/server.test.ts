@@ -24,7 +24,10 @@ describe('startServer', () => {
 
   it('stop(): not ready at once, still serving for the drain delay with nothing to finish, then closed; idempotent', async () => {
     const { logger, records } = captureLogger('info');
-    const server = await startServer({ config: loadConfig({ env: { ORCHD_ADDR: '127.0.0.1:0', ORCHD_DRAIN_DELAY_MS: '400' } }), logger });
+    const server = await startServer({
+      config: loadConfig({ env: { ORCHD_ADDR: '127.0.0.1:0', ORCHD_DRAIN_DELAY_MS: '400' } }),
+      logger,
+    });
     const t0 = performance.now();
     const stopping = Promise.all([server.stop(), server.stop()]);
     const ready = await request(`${server.url}/readyz`);
@@ -46,7 +49,9 @@ describe('startServer', () => {
     const first = await startServer({ config: loadConfig({ env: { ORCHD_ADDR: '127.0.0.1:0' } }), logger });
     try {
       const port = new URL(first.url).port;
-      await expect(startServer({ config: loadConfig({ env: { ORCHD_ADDR: `127.0.0.1:${port}` } }), logger })).rejects.toThrow(/EADDRINUSE/);
+      await expect(
+        startServer({ config: loadConfig({ env: { ORCHD_ADDR: `127.0.0.1:${port}` } }), logger }),
+      ).rejects.toThrow(/EADDRINUSE/);
     } finally {
       await first.close();
     }

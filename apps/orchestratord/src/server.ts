@@ -49,7 +49,10 @@ const STORE_CLOSE_MS = 2000;
  */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   // With ORCHD_REDIS_URL an unreachable Redis fails the start (StoreUnavailableError), before anything listens.
-  const store = await createClusterStore(storeSettingsOf(options.config), { clock: systemClock, logger: options.logger.child({ component: 'cluster-store' }) });
+  const store = await createClusterStore(storeSettingsOf(options.config), {
+    clock: systemClock,
+    logger: options.logger.child({ component: 'cluster-store' }),
+  });
   if (options.config.redis_url !== undefined) {
     options.logger.info(
       {
@@ -121,7 +124,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       closing ??= closeAll(
         [
           { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
-          { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS), timeoutMs: UPSTREAM_CLOSE_MS + 1000 },
+          {
+            name: 'upstream connections',
+            close: () => upstream.close(UPSTREAM_CLOSE_MS),
+            timeoutMs: UPSTREAM_CLOSE_MS + 1000,
+          },
           { name: 'cluster store', close: () => store.close(), timeoutMs: STORE_CLOSE_MS },
         ],
         { log: options.logger },

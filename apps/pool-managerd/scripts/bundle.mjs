@@ -49,10 +49,12 @@ const workspaceInputs = Object.keys(result.metafile.inputs)
   .map((p) => resolve(pkgDir, p))
   .filter((p) => !p.split(sep).includes('node_modules'));
 const root = findWorkspaceRoot(pkgDir);
-const inputs = [...new Set([...workspaceInputs, join(root, 'node_modules', '.pnpm', 'lock.yaml'), bundlePath])].map((p) => {
-  const st = statSync(p);
-  return { path: relative(outDir, p), size: st.size, mtimeMs: st.mtimeMs };
-});
+const inputs = [...new Set([...workspaceInputs, join(root, 'node_modules', '.pnpm', 'lock.yaml'), bundlePath])].map(
+  (p) => {
+    const st = statSync(p);
+    return { path: relative(outDir, p), size: st.size, mtimeMs: st.mtimeMs };
+  },
+);
 const manifest = { version: 1, file, buildId, inputs };
 writeFileSync(join(outDir, 'manifest.json.tmp'), `${JSON.stringify(manifest, null, 1)}\n`);
 renameSync(join(outDir, 'manifest.json.tmp'), join(outDir, 'manifest.json'));

@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { ErrorEnvelopeSchema, ManagerHealthSchema, PoolConfigSchema, PoolStatusListSchema } from '@llama-orch/contracts';
+import {
+  ErrorEnvelopeSchema,
+  ManagerHealthSchema,
+  PoolConfigSchema,
+  PoolStatusListSchema,
+} from '@llama-orch/contracts';
 import { EngineProvisioner } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import { Agent, H2CClient } from 'undici';
@@ -48,13 +53,21 @@ describe('pool-managerd HTTP API', () => {
     expect((await app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(401);
     const res = await app.inject({ method: 'GET', url: '/health', headers: auth });
     expect(res.statusCode).toBe(200);
-    expect(ManagerHealthSchema.parse(res.json())).toEqual({ status: 'ok', node_id: 'n1', pools: { p0: 'provisioning' } });
+    expect(ManagerHealthSchema.parse(res.json())).toEqual({
+      status: 'ok',
+      node_id: 'n1',
+      pools: { p0: 'provisioning' },
+    });
     expect(res.headers['x-correlation-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('protected routes answer a JSON 401 with the echoed correlation id', async () => {
     for (const headers of [{}, { authorization: 'Bearer wrong-token-wrong-token' }, { authorization: TOKEN }]) {
-      const res = await app.inject({ method: 'GET', url: '/v2/pools', headers: { ...headers, 'x-correlation-id': 'corr-1' } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/v2/pools',
+        headers: { ...headers, 'x-correlation-id': 'corr-1' },
+      });
       expect(res.statusCode).toBe(401);
       expect(ErrorEnvelopeSchema.parse(res.json()).code).toBe('UNAUTHORIZED');
       expect(res.headers['x-correlation-id']).toBe('corr-1');
@@ -66,7 +79,15 @@ describe('pool-managerd HTTP API', () => {
     expect(res.statusCode).toBe(200);
     const { pools } = PoolStatusListSchema.parse(res.json());
     expect(pools).toHaveLength(1);
-    expect(pools[0]).toMatchObject({ pool_id: 'p0', state: 'provisioning', ready: false, live: false, slots_free: 0, breaker: 'closed', models: ['synthetic:llama'] });
+    expect(pools[0]).toMatchObject({
+      pool_id: 'p0',
+      state: 'provisioning',
+      ready: false,
+      live: false,
+      slots_free: 0,
+      breaker: 'closed',
+      models: ['synthetic:llama'],
+    });
     const one = await app.inject({ method: 'GET', url: '/v2/pools/p0', headers: auth });
     expect(one.json()).toMatchObject({ pool_id: 'p0' });
     const missing = await app.inject({ method: 'GET', url: '/v2/pools/nope', headers: auth });
@@ -106,7 +127,12 @@ describe('pool-managerd HTTP API', () => {
     expect(body.code).toBe('INVALID_PARAMS');
     expect(body.message).toMatch(/task_id/);
     expect(body.message).toMatch(/max_tokens/);
-    const bad = await app.inject({ method: 'POST', url: '/v2/pools/p0/drain', headers: { ...auth, 'content-type': 'application/json' }, payload: '{"deadline_ms": ' });
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/v2/pools/p0/drain',
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '{"deadline_ms": ',
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toMatchObject({ code: 'INVALID_PARAMS' });
   });
@@ -121,7 +147,10 @@ describe('pool-managerd HTTP API', () => {
   });
 
   it('the h2c dispatch listener serves the dispatch route alone over HTTP/2, with the same auth and envelopes', async () => {
-    const h2 = await buildDispatchApp({ manager, logger: pino({ level: 'silent' }), apiToken: TOKEN }, { node: { id: 'n1', addr: '127.0.0.1:0' } });
+    const h2 = await buildDispatchApp(
+      { manager, logger: pino({ level: 'silent' }), apiToken: TOKEN },
+      { node: { id: 'n1', addr: '127.0.0.1:0' } },
+    );
     const agent = new Agent({ factory: (origin, opts) => new H2CClient(origin, opts) });
     try {
       await h2.listen({ host: '127.0.0.1', port: 0 });
@@ -129,9 +158,18 @@ describe('pool-managerd HTTP API', () => {
       const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
       const body = JSON.stringify({ task_id: '5f0c6f8e-8f0e-4e43-9d61-3b8a4f9b8c11', prompt: 'hi', max_tokens: 4 });
       const post = (path: string, headers: Record<string, string>) =>
-        agent.request({ origin, path, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+        agent.request({
+          origin,
+          path,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body,
+        });
       const unready = await post('/v2/pools/p0/completions', { ...auth, 'x-correlation-id': 'h2-1' });
-      expect(ErrorEnvelopeSchema.parse(await unready.body.json())).toMatchObject({ code: 'POOL_UNREADY', retriable: true });
+      expect(ErrorEnvelopeSchema.parse(await unready.body.json())).toMatchObject({
+        code: 'POOL_UNREADY',
+        retriable: true,
+      });
       expect(unready.statusCode).toBe(503);
       expect(unready.headers['x-correlation-id']).toBe('h2-1');
       const noAuth = await post('/v2/pools/p0/completions', {});

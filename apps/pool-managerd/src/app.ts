@@ -11,7 +11,13 @@ import Fastify, {
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { PoolManagerConfig } from '@llama-orch/contracts';
-import { bearerAuthPlugin, correlationIdFor, correlationPlugin, lazyChildLoggerFactory, sha256 } from '@llama-orch/daemon-support';
+import {
+  bearerAuthPlugin,
+  correlationIdFor,
+  correlationPlugin,
+  lazyChildLoggerFactory,
+  sha256,
+} from '@llama-orch/daemon-support';
 import { completionsRoute } from './http/completions-route.js';
 import { dispatchesRoute } from './http/dispatches-route.js';
 import { errorHandlerPlugin, sendError } from './http/error-handler.js';
@@ -60,7 +66,11 @@ export async function buildDispatchApp(deps: AppDeps, config: Pick<PoolManagerCo
   const h2 = Fastify({
     ...fastifyOptions(deps, config),
     http2: true,
-    frameworkErrors: (err: FastifyError, _request: FastifyRequest<RouteGenericInterface, Http2Server>, reply: FastifyReply<RouteGenericInterface, Http2Server>) => {
+    frameworkErrors: (
+      err: FastifyError,
+      _request: FastifyRequest<RouteGenericInterface, Http2Server>,
+      reply: FastifyReply<RouteGenericInterface, Http2Server>,
+    ) => {
       sendError(reply, 'INVALID_PARAMS', malformedPath(err));
     },
   });
@@ -108,7 +118,10 @@ async function registerCommon(app: FastifyInstance, deps: AppDeps): Promise<void
   // Callback-style: no promise per request (performance notes: request hooks).
   app.addHook('onResponse', (request, reply, done) => {
     const level = reply.statusCode >= 500 ? 'warn' : 'debug';
-    request.log[level]({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request done');
+    request.log[level](
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request done',
+    );
     done();
   });
   await app.register(errorHandlerPlugin);

@@ -28,25 +28,48 @@ async function loadError(path: string, env: Record<string, string> = {}): Promis
 }
 
 describe('loadPoolManagerConfig', () => {
-  it.each(['cpu-dev.yaml', 'cuda-single-gpu.yaml', 'git-source.yaml', 'two-pool.yaml', 'engine-doors.yaml'])('accepts requirements/%s', async (file) => {
-    const cfg = await loadPoolManagerConfig(join(repoRoot(), 'requirements', file));
-    expect(cfg.pools.length).toBeGreaterThan(0);
-    expect(Object.isFrozen(cfg.pools[0])).toBe(true);
-  });
+  it.each(['cpu-dev.yaml', 'cuda-single-gpu.yaml', 'git-source.yaml', 'two-pool.yaml', 'engine-doors.yaml'])(
+    'accepts requirements/%s',
+    async (file) => {
+      const cfg = await loadPoolManagerConfig(join(repoRoot(), 'requirements', file));
+      expect(cfg.pools.length).toBeGreaterThan(0);
+      expect(Object.isFrozen(cfg.pools[0])).toBe(true);
+    },
+  );
 
   it('reads the cpu-dev defaults the test engine relies on', async () => {
     const cfg = await loadPoolManagerConfig(join(repoRoot(), 'requirements', 'cpu-dev.yaml'));
     expect(cfg.node.id).toBe('dev-node');
-    expect(cfg.pools[0]).toMatchObject({ id: 'cpu0', gpu: 'off', native: false, source: { kind: 'bundle' }, model: 'synthetic:llama?ctx=4096', aliases: ['synthetic'] });
+    expect(cfg.pools[0]).toMatchObject({
+      id: 'cpu0',
+      gpu: 'off',
+      native: false,
+      source: { kind: 'bundle' },
+      model: 'synthetic:llama?ctx=4096',
+      aliases: ['synthetic'],
+    });
     const cuda = await loadPoolManagerConfig(join(repoRoot(), 'requirements', 'cuda-single-gpu.yaml'));
     expect(cuda.pools[0]).toMatchObject({ gpu: 'required', cuda_architectures: '90', gpu_layers: 'all' });
     const git = await loadPoolManagerConfig(join(repoRoot(), 'requirements', 'git-source.yaml'));
-    expect(git.pools[0]?.source).toEqual({ kind: 'git', repo: 'https://github.com/ggml-org/llama.cpp.git', ref: 'v0.5.0' });
+    expect(git.pools[0]?.source).toEqual({
+      kind: 'git',
+      repo: 'https://github.com/ggml-org/llama.cpp.git',
+      ref: 'v0.5.0',
+    });
   });
 
   it('rejects unknown keys and bad values, all in one error', async () => {
     const path = await writeConfig(
-      ['node: { id: n1, colour: blue }', 'pools:', '  - id: p0', '    model: synthetic:llama', '    gpu: sometimes', '    ctx: 10', '    turbo: true', 'extra_top: 1'].join('\n'),
+      [
+        'node: { id: n1, colour: blue }',
+        'pools:',
+        '  - id: p0',
+        '    model: synthetic:llama',
+        '    gpu: sometimes',
+        '    ctx: 10',
+        '    turbo: true',
+        'extra_top: 1',
+      ].join('\n'),
     );
     const err = await loadError(path);
     expect(err.code).toBe('CONFIG_INVALID');

@@ -17,9 +17,16 @@ describe('pool-managerd token', () => {
   it('config api_token > LLORCH_NODE_TOKEN > LLORCH_API_TOKEN', async () => {
     const node = 'node-token-0123456789abcdef';
     const shared = 'shared-token-0123456789abcdef';
-    expect((await loadSettings(['--config', configFile()], { LLORCH_NODE_TOKEN: node, LLORCH_API_TOKEN: shared })).apiToken).toBe(node);
+    expect(
+      (await loadSettings(['--config', configFile()], { LLORCH_NODE_TOKEN: node, LLORCH_API_TOKEN: shared })).apiToken,
+    ).toBe(node);
     expect((await loadSettings(['--config', configFile()], { LLORCH_API_TOKEN: shared })).apiToken).toBe(shared);
-    expect((await loadSettings(['--config', configFile('api_token: from-config-0123456789\n')], { LLORCH_NODE_TOKEN: node })).apiToken).toBe('from-config-0123456789');
-    await expect(loadSettings(['--config', configFile()], { LLORCH_NODE_TOKEN: 'short' })).rejects.toThrow(/at least 16/);
+    expect(
+      (await loadSettings(['--config', configFile('api_token: from-config-0123456789\n')], { LLORCH_NODE_TOKEN: node }))
+        .apiToken,
+    ).toBe('from-config-0123456789');
+    await expect(loadSettings(['--config', configFile()], { LLORCH_NODE_TOKEN: 'short' })).rejects.toThrow(
+      /at least 16/,
+    );
   });
 });

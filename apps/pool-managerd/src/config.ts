@@ -25,7 +25,11 @@ export interface DaemonSettings {
 export function parseArgv(argv: readonly string[]): { configPath: string } {
   const outcome = parseDaemonArgv(argv, ARGV_SPEC);
   if (outcome.action !== 'run' || outcome.value === undefined) {
-    throw new ConfigError(outcome.action === 'exit' && outcome.stderr !== undefined ? (outcome.stderr.split('\n', 1)[0] ?? '') : 'missing --config <file.yaml>');
+    throw new ConfigError(
+      outcome.action === 'exit' && outcome.stderr !== undefined
+        ? (outcome.stderr.split('\n', 1)[0] ?? '')
+        : 'missing --config <file.yaml>',
+    );
   }
   return { configPath: outcome.value };
 }
@@ -51,7 +55,11 @@ export async function loadPoolManagerConfig(path: string, env: Env = {}): Promis
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(`cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { path }, { cause: err });
+    throw new ConfigError(
+      `cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      { path },
+      { cause: err },
+    );
   }
   return parsePoolManagerConfig(text, path, env);
 }
@@ -60,7 +68,9 @@ export async function loadPoolManagerConfig(path: string, env: Env = {}): Promis
 export function parsePoolManagerConfig(text: string, origin: string, env: Env = {}): PoolManagerConfig {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
-    throw new ConfigError(`config ${origin} is not valid YAML:\n${doc.errors.map((e) => e.message).join('\n')}`, { path: origin });
+    throw new ConfigError(`config ${origin} is not valid YAML:\n${doc.errors.map((e) => e.message).join('\n')}`, {
+      path: origin,
+    });
   }
   const parsed = PoolManagerConfigSchema.safeParse(doc.toJS());
   if (!parsed.success) {
@@ -69,10 +79,14 @@ export function parsePoolManagerConfig(text: string, origin: string, env: Env = 
   }
   // The node token: what orchestratord's node API takes (LLORCH_NODE_TOKEN there) and what its
   // dispatches here carry; the shared LLORCH_API_TOKEN when the cluster has no separate one.
-  const fromEnv = (name: string): string | undefined => (env[name] !== undefined && env[name] !== '' ? env[name] : undefined);
+  const fromEnv = (name: string): string | undefined =>
+    env[name] !== undefined && env[name] !== '' ? env[name] : undefined;
   const apiToken = parsed.data.api_token ?? fromEnv('LLORCH_NODE_TOKEN') ?? fromEnv('LLORCH_API_TOKEN');
   if (apiToken !== undefined && apiToken.length < 16)
-    throw new ConfigError('the node token (api_token, LLORCH_NODE_TOKEN or LLORCH_API_TOKEN) must be at least 16 characters', { path: origin });
+    throw new ConfigError(
+      'the node token (api_token, LLORCH_NODE_TOKEN or LLORCH_API_TOKEN) must be at least 16 characters',
+      { path: origin },
+    );
   return deepFreeze(apiToken === undefined ? parsed.data : { ...parsed.data, api_token: apiToken });
 }
 
@@ -81,7 +95,11 @@ export function parsePoolManagerConfig(text: string, origin: string, env: Env = 
  * dir and cache dir. Cache dir: env `LLORCH_CACHE_DIR` > config > `~/.cache/llama-orch`. A
  * non-loopback bind without a token refuses to start.
  */
-export async function loadSettings(argv: readonly string[], env: Env, home: string = homedir()): Promise<DaemonSettings> {
+export async function loadSettings(
+  argv: readonly string[],
+  env: Env,
+  home: string = homedir(),
+): Promise<DaemonSettings> {
   const { configPath: given } = parseArgv(argv);
   const configPath = resolve(given);
   const config = await loadPoolManagerConfig(configPath, env);
@@ -90,13 +108,20 @@ export async function loadSettings(argv: readonly string[], env: Env, home: stri
   const { host, port } = splitHostPort(config.node.addr);
   const apiToken = config.api_token;
   if (apiToken === undefined && !isLoopbackHost(host)) {
-    throw new ConfigError(`node.addr ${config.node.addr} is not loopback: set api_token or LLORCH_API_TOKEN (refusing an open API)`);
+    throw new ConfigError(
+      `node.addr ${config.node.addr} is not loopback: set api_token or LLORCH_API_TOKEN (refusing an open API)`,
+    );
   }
   const h2c = config.node.dispatch_h2c_addr;
   if (apiToken === undefined && h2c !== undefined && h2c !== 'off' && !isLoopbackHost(splitHostPort(h2c).host)) {
-    throw new ConfigError(`node.dispatch_h2c_addr ${h2c} is not loopback: set api_token or LLORCH_API_TOKEN (refusing an open API)`);
+    throw new ConfigError(
+      `node.dispatch_h2c_addr ${h2c} is not loopback: set api_token or LLORCH_API_TOKEN (refusing an open API)`,
+    );
   }
-  const runtimeDir = config.runtime_dir !== undefined ? abs(config.runtime_dir) : join(home, '.local', 'state', 'llama-orch', config.node.id);
+  const runtimeDir =
+    config.runtime_dir !== undefined
+      ? abs(config.runtime_dir)
+      : join(home, '.local', 'state', 'llama-orch', config.node.id);
   const cacheDir =
     env.LLORCH_CACHE_DIR !== undefined && env.LLORCH_CACHE_DIR !== ''
       ? resolve(env.LLORCH_CACHE_DIR)

@@ -71,7 +71,9 @@ async function startDaemon(configPath: string): Promise<Daemon> {
     env: { ...process.env, LLORCH_CACHE_DIR: testCacheDir(), LLORCH_API_TOKEN: TOKEN, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   cleanups.push(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await exited;
@@ -129,13 +131,23 @@ describe('pool-managerd as a process', () => {
     mkdirSync(join(cfg.runtime, 'pids'), { recursive: true });
     writeFileSync(
       join(cfg.runtime, 'pids', 'p0-r0.pid'),
-      JSON.stringify({ pid: orphan.pid, pool_id: 'p0', replica_id: 'r0', binary_path: 'x', started_at: new Date().toISOString() }),
+      JSON.stringify({
+        pid: orphan.pid,
+        pool_id: 'p0',
+        replica_id: 'r0',
+        binary_path: 'x',
+        started_at: new Date().toISOString(),
+      }),
     );
     const d = await startDaemon(cfg.path);
     await until(() => orphan.child.exitCode !== null || orphan.child.signalCode !== null, 'orphan killed', 10_000);
     expect(orphan.child.signalCode).toBe('SIGKILL');
     // log lines reach stdout up to 100 ms after they are logged (the sink buffers them)
-    await until(() => d.lines.some((l) => l.msg === 'killed orphan llama-server from a previous run' && l.pid === orphan.pid), "'killed orphan' line", 5000);
+    await until(
+      () => d.lines.some((l) => l.msg === 'killed orphan llama-server from a previous run' && l.pid === orphan.pid),
+      "'killed orphan' line",
+      5000,
+    );
     await until(async () => (await pool(d, 'p0')).ready, 'p0 ready', 120_000, 50);
     d.child.kill('SIGTERM');
     expect((await d.exited).code).toBe(0);
@@ -153,7 +165,11 @@ describe('pool-managerd as a process', () => {
     expect(orch.registrations[0]).toMatchObject({ node_id: 'withorch', address: d.url });
     expect(orch.registrations[0]?.capabilities.cpu_cores).toBeGreaterThan(0);
     await until(async () => (await pool(d, 'p0')).ready, 'p0 ready', 120_000, 50);
-    const hb = await until(() => orch.heartbeats.find((x) => x.body.pools[0]?.ready === true), 'ready heartbeat', 10_000);
+    const hb = await until(
+      () => orch.heartbeats.find((x) => x.body.pools[0]?.ready === true),
+      'ready heartbeat',
+      10_000,
+    );
     // ctx is per slot: -c 512 capped by the synthetic model's training context (256).
     expect(hb.body.pools[0]).toMatchObject({ pool_id: 'p0', state: 'ready', slots_total: 1, slots_free: 1, ctx: 256 });
     expect(hb.body.pools[0]?.engine_version).toMatch(/^b\d+-/);
@@ -170,7 +186,9 @@ describe('pool-managerd as a process', () => {
     expect(regPool?.pool_id).toBe('p0');
     report(`registration sent with p0 ${regPool?.ready === true ? 'ready' : `not ready (state ${regPool?.state})`}`);
     if (regPool?.ready === true) {
-      expect(orch.registrationTimes[0], "a ready registration arrived after 'engine healthy'").toBeGreaterThanOrEqual(healthyAt);
+      expect(orch.registrationTimes[0], "a ready registration arrived after 'engine healthy'").toBeGreaterThanOrEqual(
+        healthyAt,
+      );
       expect(regPool.state).toBe('ready');
     } else {
       expect(regPool?.state).not.toBe('ready');
@@ -211,7 +229,11 @@ describe('pool-managerd as a process', () => {
   it('an invalid config fails fast with every issue in one error', async () => {
     const path = join(dir, 'bad.yaml');
     writeFileSync(path, 'node:\n  id: Bad Id\n  bogus: 1\npools: []\n');
-    const r = await execa(process.execPath, [MAIN, '--config', path], { reject: false, env: { ...process.env, LLORCH_CACHE_DIR: testCacheDir() }, timeout: 30_000 });
+    const r = await execa(process.execPath, [MAIN, '--config', path], {
+      reject: false,
+      env: { ...process.env, LLORCH_CACHE_DIR: testCacheDir() },
+      timeout: 30_000,
+    });
     expect(r.exitCode).toBe(1);
     const fatal = String(r.stdout)
       .split('\n')

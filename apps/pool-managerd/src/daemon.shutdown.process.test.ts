@@ -85,11 +85,18 @@ function enginePid(runtime: string): number {
 }
 
 /** Sends SIGTERM (plus `alongside`, at the same moment) and waits at most the grace period for the exit. */
-async function sigterm(d: DaemonChild, what: string, alongside: () => void = () => undefined): Promise<{ code: number | null; signal: string | null }> {
+async function sigterm(
+  d: DaemonChild,
+  what: string,
+  alongside: () => void = () => undefined,
+): Promise<{ code: number | null; signal: string | null }> {
   const t0 = performance.now();
   d.child.kill('SIGTERM');
   alongside();
-  const exit = await Promise.race([d.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), GRACE_MS + 2000).unref())]);
+  const exit = await Promise.race([
+    d.exited,
+    new Promise<undefined>((r) => setTimeout(() => r(undefined), GRACE_MS + 2000).unref()),
+  ]);
   const ms = performance.now() - t0;
   if (exit === undefined) throw new Error(`${what}: still running ${Math.round(ms)} ms after SIGTERM`);
   report(`SIGTERM (${what}) → exit ${exit.code ?? exit.signal} after ${ms.toFixed(0)} ms`);
@@ -110,7 +117,12 @@ describe('SIGTERM ends pool-managerd within its grace period', () => {
           method: 'POST',
           headers: { ...auth, 'content-type': 'application/json' },
           reset: true,
-          body: JSON.stringify({ task_id: randomUUID(), prompt: `a long story ${k}`, max_tokens: 100_000, greedy: true }),
+          body: JSON.stringify({
+            task_id: randomUUID(),
+            prompt: `a long story ${k}`,
+            max_tokens: 100_000,
+            greedy: true,
+          }),
         });
         expect(res.statusCode).toBe(200);
         const body = res.body[Symbol.asyncIterator]();
@@ -225,6 +237,8 @@ describe('SIGTERM ends pool-managerd within its grace period', () => {
     expect(exit).toEqual({ code: 0, signal: null });
     expect(processCmdline(pid)).toBeUndefined();
     expect(d.lines.some((l) => l.msg === 'pool ready')).toBe(false);
-    report(`engine loading at SIGTERM: /health answered ${health}; 'engine healthy' ${d.lines.some((l) => l.msg === 'engine healthy') ? 'was' : 'was not'} logged`);
+    report(
+      `engine loading at SIGTERM: /health answered ${health}; 'engine healthy' ${d.lines.some((l) => l.msg === 'engine healthy') ? 'was' : 'was not'} logged`,
+    );
   });
 });

@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { closeAll, installGracefulExit, listenQuietly, splitHostPort, type CloseStep } from '@llama-orch/daemon-support';
+import {
+  closeAll,
+  installGracefulExit,
+  listenQuietly,
+  splitHostPort,
+  type CloseStep,
+} from '@llama-orch/daemon-support';
 import { EngineProvisioner, scrubEngineEnv } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { PoolManagerApp } from './app.js';
@@ -118,7 +124,10 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   });
   // Verified while the pools provision; every spawn waits for the answer.
   const wrapper = detectPdeathsigWrapper().then((w) => {
-    if (w === undefined) log.warn('setpriv --pdeathsig is unavailable: engines may outlive a killed pool-managerd until its next start sweeps them');
+    if (w === undefined)
+      log.warn(
+        'setpriv --pdeathsig is unavailable: engines may outlive a killed pool-managerd until its next start sweeps them',
+      );
     return w ?? [];
   });
 
@@ -153,7 +162,9 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     serving,
     // The engines' /metrics are read on the heartbeat tick (standalone: the heartbeat default), but
     // never more often than every ENGINE_SCRAPE_FLOOR_MS (see there).
-    ...(config.orchestrator !== undefined ? { engineMetricsIntervalMs: Math.max(config.orchestrator.heartbeat_interval_ms, ENGINE_SCRAPE_FLOOR_MS) } : {}),
+    ...(config.orchestrator !== undefined
+      ? { engineMetricsIntervalMs: Math.max(config.orchestrator.heartbeat_interval_ms, ENGINE_SCRAPE_FLOOR_MS) }
+      : {}),
   });
   running.manager = manager;
 
@@ -170,14 +181,18 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
   const hostForUrl = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   const url = `http://${hostForUrl}:${port}`;
-  log.info({ url, runtime_dir: runtime.root, cache_dir: settings.cacheDir, pools: config.pools.map((p) => p.id), startup }, 'listening');
+  log.info(
+    { url, runtime_dir: runtime.root, cache_dir: settings.cacheDir, pools: config.pools.map((p) => p.id), startup },
+    'listening',
+  );
 
   // The dispatch route again over h2c: orchestratord multiplexes its tasks for this node there.
   // Listening before any pool is announced ready, like the API.
   let dispatchPort: number | undefined;
   const h2cAddr = config.node.dispatch_h2c_addr;
   if (h2cAddr !== 'off' && !stopping(running)) {
-    const { host: h2cHost, port: h2cPort } = h2cAddr === undefined ? { host: settings.host, port: 0 } : splitHostPort(h2cAddr);
+    const { host: h2cHost, port: h2cPort } =
+      h2cAddr === undefined ? { host: settings.host, port: 0 } : splitHostPort(h2cAddr);
     const h2 = await buildDispatchApp({ manager, logger: log, apiToken: settings.apiToken }, config);
     running.dispatchApp = h2;
     await listenQuietly(h2, { host: h2cHost, port: h2cPort });
@@ -198,7 +213,12 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   if (stopping(running)) return;
   // GPU hosts report each GPU pool's free device memory with its heartbeats (sampled once per interval).
   const monitor =
-    capabilities.gpus.length > 0 ? new GpuMemoryMonitor({ intervalMs: config.orchestrator.heartbeat_interval_ms, logger: log.child({ component: 'gpu-memory' }) }) : undefined;
+    capabilities.gpus.length > 0
+      ? new GpuMemoryMonitor({
+          intervalMs: config.orchestrator.heartbeat_interval_ms,
+          logger: log.child({ component: 'gpu-memory' }),
+        })
+      : undefined;
   if (monitor !== undefined) running.gpuMemory = monitor;
   monitor?.start();
   const wildcard = settings.host === '0.0.0.0' || settings.host === '::';

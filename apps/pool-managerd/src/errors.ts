@@ -65,7 +65,10 @@ export class DispatchNotHeldError extends PoolManagerError {
     readonly poolId: string,
     readonly taskId: string,
   ) {
-    super('DISPATCH_NOT_HELD', 'NOT_FOUND', `no dispatch of task '${taskId}' is held on pool '${poolId}'`, { poolId, taskId });
+    super('DISPATCH_NOT_HELD', 'NOT_FOUND', `no dispatch of task '${taskId}' is held on pool '${poolId}'`, {
+      poolId,
+      taskId,
+    });
   }
 }
 
@@ -126,7 +129,12 @@ export class PoolBusyError extends PoolManagerError {
 export class PoolNotManagedError extends PoolManagerError {
   override readonly name = 'PoolNotManagedError';
   constructor(readonly poolId: string) {
-    super('POOL_NOT_MANAGED', 'INVALID_PARAMS', `pool '${poolId}' runs an external engine adopted from a handoff file; reload applies to configured pools`, { poolId });
+    super(
+      'POOL_NOT_MANAGED',
+      'INVALID_PARAMS',
+      `pool '${poolId}' runs an external engine adopted from a handoff file; reload applies to configured pools`,
+      { poolId },
+    );
   }
 }
 
@@ -134,7 +142,11 @@ export class PoolNotManagedError extends PoolManagerError {
 export class InvalidTransitionError extends PoolManagerError {
   override readonly name = 'InvalidTransitionError';
   constructor(poolId: string, from: string, to: string) {
-    super('INVALID_TRANSITION', 'INTERNAL', `pool '${poolId}': transition ${from} → ${to} not allowed`, { poolId, from, to });
+    super('INVALID_TRANSITION', 'INTERNAL', `pool '${poolId}': transition ${from} → ${to} not allowed`, {
+      poolId,
+      from,
+      to,
+    });
   }
 }
 

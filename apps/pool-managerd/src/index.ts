@@ -16,7 +16,14 @@ export type { DispatchOptions, DispatchLogger, DispatchEmit } from './pools/disp
 export { drain, waitForLeases } from './operations/drain.js';
 export { reload } from './operations/reload.js';
 export type { ReloadRequest } from './operations/reload.js';
-export type { PoolOperation, PoolLifecycle, PoolLeases, OperablePool, ReloadablePool, ServedModel } from './operations/operable-pool.js';
+export type {
+  PoolOperation,
+  PoolLifecycle,
+  PoolLeases,
+  OperablePool,
+  ReloadablePool,
+  ServedModel,
+} from './operations/operable-pool.js';
 export { Replica } from './replicas/replica.js';
 export type { ReplicaOptions, ReplicaEvents, ReadyEngine } from './replicas/replica.js';
 export { createEngineClients } from './replicas/engine-clients.js';
@@ -40,7 +47,12 @@ export type { GpuMemoryMonitorOptions } from './node/gpu-memory.js';
 export { EngineProcess } from './supervision/engine-process.js';
 export type { EngineProcessOptions, EngineExit, EngineProcessState } from './supervision/engine-process.js';
 export { Supervisor } from './supervision/supervisor.js';
-export type { SupervisorOptions, SupervisorEvents, SupervisorState, SupervisedProcess } from './supervision/supervisor.js';
+export type {
+  SupervisorOptions,
+  SupervisorEvents,
+  SupervisorState,
+  SupervisedProcess,
+} from './supervision/supervisor.js';
 export { BackoffPolicy } from './supervision/backoff.js';
 export type { BackoffOptions } from './supervision/backoff.js';
 export { CircuitBreaker } from './supervision/circuit-breaker.js';

@@ -42,13 +42,18 @@ export const admissionBench: Bench = {
       await waitPoolsReady(orch.url, token, ['busy-0'], [orch, fixture], 30_000);
       const connections = 10;
       const seconds = ctx.quick ? 3 : 10;
-      ctx.log(`admission: warm-up 3 s, then ${seconds} s of autocannon (${connections} connections, each admitting then cancelling)`);
+      ctx.log(
+        `admission: warm-up 3 s, then ${seconds} s of autocannon (${connections} connections, each admitting then cancelling)`,
+      );
       await admissionPhase(orch.url, token, MODEL, 3, connections);
       await sleep(500);
       const cpu0 = cpuSeconds(orch.pid);
       const p = await admissionPhase(orch.url, token, MODEL, seconds, connections);
       const orchCpu = cpuSeconds(orch.pid) - cpu0;
-      if (p.admitted === 0) throw new BenchError(`no task admitted: ${JSON.stringify(p.otherStatus)} errors ${p.result.errors}: ${p.sampleBodies.join(' | ')}`);
+      if (p.admitted === 0)
+        throw new BenchError(
+          `no task admitted: ${JSON.stringify(p.otherStatus)} errors ${p.result.errors}: ${p.sampleBodies.join(' | ')}`,
+        );
       const lat = summarize(p.latencies);
       const tasksPerS = p.admitted / p.result.duration;
       return {
@@ -74,7 +79,11 @@ export const admissionBench: Bench = {
             errors: p.result.errors,
             timeouts: p.result.timeouts,
             non2xx: p.result.non2xx,
-            latency_ms_integer_histogram: { p50: p.result.latency.p50, p99: p.result.latency.p99, max: p.result.latency.max },
+            latency_ms_integer_histogram: {
+              p50: p.result.latency.p50,
+              p99: p.result.latency.p99,
+              max: p.result.latency.max,
+            },
           },
           orchestratord_cpu_s: orchCpu,
           // Near 1.0: orchestratord's one event loop is the bottleneck; well below: the client (or the machine) is.

@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { BenchError } from '../errors.js';
-import { COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
+import {
+  COLD_START_TIMEOUT_MS,
+  SYNTHETIC_MODEL,
+  newToken,
+  poolStatus,
+  startOrchestratord,
+  startPoolManagerd,
+  waitNodeIdle,
+  waitPoolsReady,
+} from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { engineBusy, waitEngineIdle } from '../lib/engine.js';
 import type { BenchOutcome } from '../lib/result.js';
@@ -50,7 +59,13 @@ async function directDisconnect(engineUrl: string, body: Record<string, unknown>
  * pool-managerd variant: its dispatch route (`POST /v2/pools/{id}/completions`, NDJSON, what
  * orchestratord sends), dropped after a few token events. Returns the drop time.
  */
-async function dispatchDisconnect(pmUrl: string, poolId: string, token: string, body: { prompt: string; max_tokens: number; seed: number }, dispatcher: Agent): Promise<number> {
+async function dispatchDisconnect(
+  pmUrl: string,
+  poolId: string,
+  token: string,
+  body: { prompt: string; max_tokens: number; seed: number },
+  dispatcher: Agent,
+): Promise<number> {
   const ac = new AbortController();
   const res = await request(`${pmUrl}/v2/pools/${encodeURIComponent(poolId)}/completions`, {
     method: 'POST',
@@ -60,7 +75,8 @@ async function dispatchDisconnect(pmUrl: string, poolId: string, token: string, 
     reset: true,
     signal: ac.signal,
   });
-  if (res.statusCode !== 200) throw new BenchError(`pool-managerd answered ${res.statusCode}: ${await res.body.text()}`);
+  if (res.statusCode !== 200)
+    throw new BenchError(`pool-managerd answered ${res.statusCode}: ${await res.body.text()}`);
   let seen = 0;
   let buf = '';
   try {
@@ -105,7 +121,13 @@ export const cancelBench: Bench = {
     const dir = ctx.dir;
     const token = newToken();
     const heartbeatMs = 1000;
-    const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'cancel-orchestratord') });
+    const orch = await startOrchestratord({
+      paths: ctx.paths,
+      dir,
+      token,
+      heartbeatMs,
+      nodeFlags: profFlags(ctx, 'cancel-orchestratord'),
+    });
     const pm = await startPoolManagerd({
       paths: ctx.paths,
       dir,
@@ -129,21 +151,40 @@ export const cancelBench: Bench = {
       const dispatched: number[] = [];
       const direct: number[] = [];
       let busyAtDisconnect = 0;
-      ctx.log(`cancel: ${samples} interleaved rounds (relay, pool-managerd dispatch and direct engine disconnect), /slots polled every ${POLL_MS} ms`);
+      ctx.log(
+        `cancel: ${samples} interleaved rounds (relay, pool-managerd dispatch and direct engine disconnect), /slots polled every ${POLL_MS} ms`,
+      );
       for (let i = 0; i < samples + 2; i++) {
         for (const variant of ORDERS[i % ORDERS.length]!) {
           await waitNodeIdle(orch.url, token, 'cancel-node', 10_000);
-          if (Number.isNaN(await waitEngineIdle(engineUrl, poller, 5, 10_000))) throw new BenchError('engine stayed busy');
+          if (Number.isNaN(await waitEngineIdle(engineUrl, poller, 5, 10_000)))
+            throw new BenchError('engine stayed busy');
           let droppedAt: number;
           if (variant === 'relay') {
             let tokens = 0;
-            const g = await relayGeneration({ orchUrl: orch.url, token, model: SYNTHETIC_MODEL, prompt: PROMPT, maxTokens, seed: i, determinism: 'strict' }, agent, (f) =>
-              f.event === 'token' && ++tokens >= DISCONNECT_AFTER_TOKENS ? 'disconnect' : undefined,
+            const g = await relayGeneration(
+              {
+                orchUrl: orch.url,
+                token,
+                model: SYNTHETIC_MODEL,
+                prompt: PROMPT,
+                maxTokens,
+                seed: i,
+                determinism: 'strict',
+              },
+              agent,
+              (f) => (f.event === 'token' && ++tokens >= DISCONNECT_AFTER_TOKENS ? 'disconnect' : undefined),
             );
             if (g.disconnectedAt === undefined) throw new BenchError('relay stream ended before the disconnect');
             droppedAt = g.disconnectedAt;
           } else if (variant === 'dispatch') {
-            droppedAt = await dispatchDisconnect(pm.daemon.url, 'cancel', token, { prompt: PROMPT, max_tokens: maxTokens, seed: i }, agent);
+            droppedAt = await dispatchDisconnect(
+              pm.daemon.url,
+              'cancel',
+              token,
+              { prompt: PROMPT, max_tokens: maxTokens, seed: i },
+              agent,
+            );
           } else {
             droppedAt = await directDisconnect(engineUrl, directBody(PROMPT, maxTokens, i), agent);
           }

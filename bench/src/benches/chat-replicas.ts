@@ -1,8 +1,28 @@
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { startRedisServer } from '@llama-orch/daemon-support/redis-server';
 import { Agent } from 'undici';
-import { conversation, summary, CONVERSATIONS, MAX_TOKENS, MODEL, POOLS, THINK_MAX_MS, TURNS, WORDS_PER_TURN, type TurnRecord, type Variant } from '../lib/chat-conversation.js';
-import { COLD_START_TIMEOUT_MS, newToken, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady, type PoolManagerdHandle } from '../lib/cluster.js';
+import {
+  conversation,
+  summary,
+  CONVERSATIONS,
+  MAX_TOKENS,
+  MODEL,
+  POOLS,
+  THINK_MAX_MS,
+  TURNS,
+  WORDS_PER_TURN,
+  type TurnRecord,
+  type Variant,
+} from '../lib/chat-conversation.js';
+import {
+  COLD_START_TIMEOUT_MS,
+  newToken,
+  startOrchestratord,
+  startPoolManagerd,
+  waitNodeIdle,
+  waitPoolsReady,
+  type PoolManagerdHandle,
+} from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import type { Daemon } from '../lib/daemon.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
@@ -26,7 +46,12 @@ interface Side {
   nodes: PoolManagerdHandle[];
 }
 
-async function startNodes(ctx: BenchContext, token: string, url: string, prefix: string): Promise<PoolManagerdHandle[]> {
+async function startNodes(
+  ctx: BenchContext,
+  token: string,
+  url: string,
+  prefix: string,
+): Promise<PoolManagerdHandle[]> {
   // determinism off: the strict profile bypasses the prompt cache, which is what is measured here
   return Promise.all(
     POOLS.map((id, i) =>
@@ -57,7 +82,11 @@ function placements(orchestrators: readonly Daemon[], names: readonly string[]):
   orchestrators.forEach((d, i) => {
     for (const l of d.logs()) {
       if (l.msg === 'task placed' && typeof l.correlation_id === 'string' && typeof l.pool_id === 'string') {
-        out.set(l.correlation_id, { pool: l.pool_id, replica: names[i] as string, reason: typeof l.reason === 'string' ? l.reason : 'unknown' });
+        out.set(l.correlation_id, {
+          pool: l.pool_id,
+          replica: names[i] as string,
+          reason: typeof l.reason === 'string' ? l.reason : 'unknown',
+        });
       }
     }
   });
@@ -65,12 +94,21 @@ function placements(orchestrators: readonly Daemon[], names: readonly string[]):
 }
 
 /** Turns 2+ of a side placed other than by affinity (the session's pool was not found or not usable). */
-function withoutAffinity(records: readonly TurnRecord[], variant: Variant, placed: ReadonlyMap<string, Placement>): number {
-  return records.filter((r) => r.variant === variant && r.turn >= 2 && placed.get(r.correlation_id)?.reason !== 'affinity').length;
+function withoutAffinity(
+  records: readonly TurnRecord[],
+  variant: Variant,
+  placed: ReadonlyMap<string, Placement>,
+): number {
+  return records.filter(
+    (r) => r.variant === variant && r.turn >= 2 && placed.get(r.correlation_id)?.reason !== 'affinity',
+  ).length;
 }
 
 /** Turns 2+ whose replica differs from their conversation's previous turn, and turns per replica. */
-function replicaSpread(records: readonly TurnRecord[]): { otherReplicaShare: number; perReplica: Record<string, number> } {
+function replicaSpread(records: readonly TurnRecord[]): {
+  otherReplicaShare: number;
+  perReplica: Record<string, number>;
+} {
   const mine = records.filter((r) => r.variant === 'replicas');
   const perReplica: Record<string, number> = {};
   for (const r of mine) perReplica[r.replica ?? 'unknown'] = (perReplica[r.replica ?? 'unknown'] ?? 0) + 1;
@@ -87,7 +125,8 @@ function replicaSpread(records: readonly TurnRecord[]): { otherReplicaShare: num
 
 export const chatReplicasBench: Bench = {
   name: 'chat-replicas',
-  title: 'Multi-turn chat through 3 replicas (one Redis, nginx round-robin) vs one process: prompt cache kept (two pools, real llama-server)',
+  title:
+    'Multi-turn chat through 3 replicas (one Redis, nginx round-robin) vs one process: prompt cache kept (two pools, real llama-server)',
   targets: [{ figure: 'cached_share_replicas', op: '>=', value: 80, unit: '%' }],
   async run(ctx: BenchContext): Promise<BenchOutcome> {
     const token = newToken();
@@ -126,7 +165,14 @@ export const chatReplicasBench: Bench = {
         replicas.map((r) => r.url),
         'keepalive',
       );
-      const single = await startOrchestratord({ paths: ctx.paths, dir: ctx.dir, token, heartbeatMs: HEARTBEAT_MS, name: 'chat-single', nodeFlags: profFlags(ctx, 'chat-single') });
+      const single = await startOrchestratord({
+        paths: ctx.paths,
+        dir: ctx.dir,
+        token,
+        heartbeatMs: HEARTBEAT_MS,
+        name: 'chat-single',
+        nodeFlags: profFlags(ctx, 'chat-single'),
+      });
       stops.push(() => single.stop());
       // nodes register and heartbeat through the balancer, like the clients
       const clusterNodes = await startNodes(ctx, token, lb.url, 'chat-cluster');
@@ -136,17 +182,32 @@ export const chatReplicasBench: Bench = {
         replicas: { url: lb.url, orchestrators: replicas, nodes: clusterNodes },
         single: { url: single.url, orchestrators: [single], nodes: singleNodes },
       };
-      ctx.log('chat-replicas: waiting for the pools of both sides (a cold cache builds llama-server and generates the model first)');
-      for (const s of Object.values(sides)) await waitPoolsReady(s.url, token, [...POOLS], [...s.orchestrators, ...s.nodes.map((n) => n.daemon)], COLD_START_TIMEOUT_MS);
+      ctx.log(
+        'chat-replicas: waiting for the pools of both sides (a cold cache builds llama-server and generates the model first)',
+      );
+      for (const s of Object.values(sides))
+        await waitPoolsReady(
+          s.url,
+          token,
+          [...POOLS],
+          [...s.orchestrators, ...s.nodes.map((n) => n.daemon)],
+          COLD_START_TIMEOUT_MS,
+        );
       const rounds = ctx.quick ? 2 : 24;
       const warmup = ctx.quick ? 0 : 2;
-      ctx.log(`chat-replicas: ${warmup} warm-up + ${rounds} rounds (3 replicas and one process alternating), ${CONVERSATIONS} concurrent conversations × ${TURNS} turns each`);
+      ctx.log(
+        `chat-replicas: ${warmup} warm-up + ${rounds} rounds (3 replicas and one process alternating), ${CONVERSATIONS} concurrent conversations × ${TURNS} turns each`,
+      );
       const records: TurnRecord[] = [];
       for (let i = 0; i < warmup + rounds; i++) {
         const variant: Variant = i % 2 === 0 ? 'replicas' : 'single';
         const side = sides[variant];
         for (const n of side.nodes) await waitNodeIdle(side.url, token, n.nodeId, 20_000);
-        const convs = await Promise.all(Array.from({ length: CONVERSATIONS }, (_, c) => conversation({ orchUrl: side.url, token, variant, round: i, conversation: c, agent })));
+        const convs = await Promise.all(
+          Array.from({ length: CONVERSATIONS }, (_, c) =>
+            conversation({ orchUrl: side.url, token, variant, round: i, conversation: c, agent }),
+          ),
+        );
         if (i >= warmup) records.push(...convs.flat());
       }
       const placed = new Map([...placements(replicas, REPLICAS), ...placements([single], ['single'])]);
@@ -170,15 +231,48 @@ export const chatReplicasBench: Bench = {
           `(one pool each: real llama-server, ${MODEL}, 1 slot, ctx 4096, prompt cache on), registered and heartbeating (${HEARTBEAT_MS} ms) through the balancer on side (a). ` +
           "Cached share = Σ cached_tokens ÷ Σ (previous turn's prompt + answer tokens) over turns 2+. The pool and the replica of each turn come from the `task placed` log line " +
           "(with the turn's correlation id) of the replica that placed it, with its reason (`affinity` or not).",
-        samples: { rounds, conversations: rounds * CONVERSATIONS, turns_2plus_replicas: rep.turns, turns_2plus_single: one.turns },
+        samples: {
+          rounds,
+          conversations: rounds * CONVERSATIONS,
+          turns_2plus_replicas: rep.turns,
+          turns_2plus_single: one.turns,
+        },
         figures: {
-          cached_share_replicas: { label: 'Prior conversation served from cache, through 3 replicas (turns 2+)', value: pct(rep.priorCachedShare), unit: '%' },
-          cached_share_single: { label: 'Prior conversation served from cache, one process (same run)', value: pct(one.priorCachedShare), unit: '%' },
-          other_replica: { label: 'Turns 2+ placed by another replica than the previous turn', value: pct(spread.otherReplicaShare), unit: '%' },
-          same_pool_replicas: { label: "Turns 2+ on the previous turn's pool, 3 replicas", value: pct(rep.samePoolShare), unit: '%' },
-          same_pool_single: { label: "Turns 2+ on the previous turn's pool, one process", value: pct(one.samePoolShare), unit: '%' },
-          no_affinity_replicas: { label: 'Turns 2+ not placed by affinity, 3 replicas', value: withoutAffinity(records, 'replicas', placed), unit: 'turns' },
-          no_affinity_single: { label: 'Turns 2+ not placed by affinity, one process', value: withoutAffinity(records, 'single', placed), unit: 'turns' },
+          cached_share_replicas: {
+            label: 'Prior conversation served from cache, through 3 replicas (turns 2+)',
+            value: pct(rep.priorCachedShare),
+            unit: '%',
+          },
+          cached_share_single: {
+            label: 'Prior conversation served from cache, one process (same run)',
+            value: pct(one.priorCachedShare),
+            unit: '%',
+          },
+          other_replica: {
+            label: 'Turns 2+ placed by another replica than the previous turn',
+            value: pct(spread.otherReplicaShare),
+            unit: '%',
+          },
+          same_pool_replicas: {
+            label: "Turns 2+ on the previous turn's pool, 3 replicas",
+            value: pct(rep.samePoolShare),
+            unit: '%',
+          },
+          same_pool_single: {
+            label: "Turns 2+ on the previous turn's pool, one process",
+            value: pct(one.samePoolShare),
+            unit: '%',
+          },
+          no_affinity_replicas: {
+            label: 'Turns 2+ not placed by affinity, 3 replicas',
+            value: withoutAffinity(records, 'replicas', placed),
+            unit: 'turns',
+          },
+          no_affinity_single: {
+            label: 'Turns 2+ not placed by affinity, one process',
+            value: withoutAffinity(records, 'single', placed),
+            unit: 'turns',
+          },
           ttft_replicas_p50: { label: 'TTFT turns 2+, 3 replicas, p50', value: rep.ttft.p50, unit: 'ms' },
           ttft_single_p50: { label: 'TTFT turns 2+, one process, p50', value: one.ttft.p50, unit: 'ms' },
         },
@@ -192,13 +286,24 @@ export const chatReplicasBench: Bench = {
             cached_of_prompt: round(rep.cachedOfPrompt),
             prior_cached_share: round(rep.priorCachedShare),
           },
-          single: { ttft_ms: rounded(one.ttft, 1), ttft_ms_by_turn: one.ttftByTurn, cached_of_prompt: round(one.cachedOfPrompt), prior_cached_share: round(one.priorCachedShare) },
-          turns: records.map((r) => ({ ...r, ttft_ms: round(r.ttft_ms, 2), prior_cached_share: r.prior_cached_share === undefined ? undefined : round(r.prior_cached_share) })),
+          single: {
+            ttft_ms: rounded(one.ttft, 1),
+            ttft_ms_by_turn: one.ttftByTurn,
+            cached_of_prompt: round(one.cachedOfPrompt),
+            prior_cached_share: round(one.priorCachedShare),
+          },
+          turns: records.map((r) => ({
+            ...r,
+            ttft_ms: round(r.ttft_ms, 2),
+            prior_cached_share: r.prior_cached_share === undefined ? undefined : round(r.prior_cached_share),
+          })),
         },
         notes: [
           `Turns placed per replica: ${Object.entries(spread.perReplica)
             .map(([r, n]) => `${r} ${n}`)
-            .join(', ')} (pool-managerd heartbeats and the other conversation's requests also go round the balancer, so a conversation does not simply alternate).`,
+            .join(
+              ', ',
+            )} (pool-managerd heartbeats and the other conversation's requests also go round the balancer, so a conversation does not simply alternate).`,
         ],
       };
     } finally {

@@ -1,6 +1,25 @@
 import { Agent } from 'undici';
-import { conversation, summary, CONVERSATIONS, MAX_TOKENS, MODEL, POOLS, THINK_MAX_MS, TURNS, WORDS_PER_TURN, type TurnRecord, type Variant } from '../lib/chat-conversation.js';
-import { COLD_START_TIMEOUT_MS, newToken, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
+import {
+  conversation,
+  summary,
+  CONVERSATIONS,
+  MAX_TOKENS,
+  MODEL,
+  POOLS,
+  THINK_MAX_MS,
+  TURNS,
+  WORDS_PER_TURN,
+  type TurnRecord,
+  type Variant,
+} from '../lib/chat-conversation.js';
+import {
+  COLD_START_TIMEOUT_MS,
+  newToken,
+  startOrchestratord,
+  startPoolManagerd,
+  waitNodeIdle,
+  waitPoolsReady,
+} from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import type { BenchOutcome } from '../lib/result.js';
 import { round, rounded, summarize } from '../lib/stats.js';
@@ -16,7 +35,13 @@ export const chatBench: Bench = {
     const dir = ctx.dir;
     const token = newToken();
     const heartbeatMs = 1000;
-    const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'chat-orchestratord') });
+    const orch = await startOrchestratord({
+      paths: ctx.paths,
+      dir,
+      token,
+      heartbeatMs,
+      nodeFlags: profFlags(ctx, 'chat-orchestratord'),
+    });
     // determinism off: the strict profile bypasses the prompt cache, which is what is measured here
     const pool = (id: string) => ({ id, model: MODEL, ctx: 4096, slots: 1, determinism: false, threads: 1 });
     const nodes = await Promise.all(
@@ -39,18 +64,25 @@ export const chatBench: Bench = {
       await waitPoolsReady(orch.url, token, [...POOLS], [orch, ...nodes.map((n) => n.daemon)], COLD_START_TIMEOUT_MS);
       const rounds = ctx.quick ? 2 : 24;
       const warmup = ctx.quick ? 0 : 2;
-      ctx.log(`chat: ${warmup} warm-up + ${rounds} rounds (affinity and fresh sessions alternating), ${CONVERSATIONS} concurrent conversations × ${TURNS} turns each`);
+      ctx.log(
+        `chat: ${warmup} warm-up + ${rounds} rounds (affinity and fresh sessions alternating), ${CONVERSATIONS} concurrent conversations × ${TURNS} turns each`,
+      );
       const records: TurnRecord[] = [];
       for (let i = 0; i < warmup + rounds; i++) {
         const variant: Variant = i % 2 === 0 ? 'affinity' : 'fresh';
         for (const n of nodes) await waitNodeIdle(orch.url, token, n.nodeId, 20_000);
-        const convs = await Promise.all(Array.from({ length: CONVERSATIONS }, (_, c) => conversation({ orchUrl: orch.url, token, variant, round: i, conversation: c, agent })));
+        const convs = await Promise.all(
+          Array.from({ length: CONVERSATIONS }, (_, c) =>
+            conversation({ orchUrl: orch.url, token, variant, round: i, conversation: c, agent }),
+          ),
+        );
         if (i >= warmup) records.push(...convs.flat());
       }
       // Which pool served each turn: orchestratord's `task placed` line carries the turn's correlation id.
       const placedOn = new Map<string, string>();
       for (const l of orch.logs()) {
-        if (l.msg === 'task placed' && typeof l.correlation_id === 'string' && typeof l.pool_id === 'string') placedOn.set(l.correlation_id, l.pool_id);
+        if (l.msg === 'task placed' && typeof l.correlation_id === 'string' && typeof l.pool_id === 'string')
+          placedOn.set(l.correlation_id, l.pool_id);
       }
       for (const r of records) {
         const p = placedOn.get(r.correlation_id);
@@ -75,19 +107,60 @@ export const chatBench: Bench = {
           'an earlier prefix of a conversation, so each turn counts at most its prior conversation). TTFT = request sent → ' +
           'first chunk with content, turns 2+; the ratio is fresh p50 ÷ affinity p50. The pool of each turn comes from ' +
           "orchestratord's `task placed` log line with the turn's correlation id.",
-        samples: { rounds, conversations: rounds * CONVERSATIONS, turns_2plus_affinity: withAff.turns, turns_2plus_fresh: fresh.turns },
+        samples: {
+          rounds,
+          conversations: rounds * CONVERSATIONS,
+          turns_2plus_affinity: withAff.turns,
+          turns_2plus_fresh: fresh.turns,
+        },
         figures: {
-          cached_share_affinity: { label: 'Prior conversation served from cache, affinity (turns 2+)', value: pct(withAff.priorCachedShare), unit: '%' },
-          cached_share_fresh: { label: 'Prior conversation served from cache, fresh session per turn', value: pct(fresh.priorCachedShare), unit: '%' },
+          cached_share_affinity: {
+            label: 'Prior conversation served from cache, affinity (turns 2+)',
+            value: pct(withAff.priorCachedShare),
+            unit: '%',
+          },
+          cached_share_fresh: {
+            label: 'Prior conversation served from cache, fresh session per turn',
+            value: pct(fresh.priorCachedShare),
+            unit: '%',
+          },
           ttft_affinity_p50: { label: 'TTFT turns 2+, affinity, p50', value: withAff.ttft.p50, unit: 'ms' },
           ttft_fresh_p50: { label: 'TTFT turns 2+, fresh sessions, p50', value: fresh.ttft.p50, unit: 'ms' },
-          ttft_ratio: { label: 'TTFT turns 2+: fresh ÷ affinity (p50)', value: fresh.ttft.p50 / withAff.ttft.p50, unit: '×' },
-          ttft_ratio_mean: { label: 'TTFT turns 2+: fresh ÷ affinity (mean)', value: fresh.ttft.mean / withAff.ttft.mean, unit: '×' },
-          ttft_miss_over_hit: { label: 'TTFT of a turn with its history uncached ÷ cached (p50, both variants)', value: miss.p50 / hit.p50, unit: '×' },
-          uncached_turns_fresh: { label: 'Turns 2+ with < 10 % of their history cached, fresh sessions', value: pct(missShareFresh), unit: '%' },
-          same_pool_affinity: { label: "Turns 2+ on the previous turn's pool, affinity", value: pct(withAff.samePoolShare), unit: '%' },
-          same_pool_fresh: { label: "Turns 2+ on the previous turn's pool, fresh sessions", value: pct(fresh.samePoolShare), unit: '%' },
-          prompt_tokens_turn3_p50: { label: 'Prompt tokens at turn 3, p50', value: withAff.turn3Prompt.p50, unit: 'tokens' },
+          ttft_ratio: {
+            label: 'TTFT turns 2+: fresh ÷ affinity (p50)',
+            value: fresh.ttft.p50 / withAff.ttft.p50,
+            unit: '×',
+          },
+          ttft_ratio_mean: {
+            label: 'TTFT turns 2+: fresh ÷ affinity (mean)',
+            value: fresh.ttft.mean / withAff.ttft.mean,
+            unit: '×',
+          },
+          ttft_miss_over_hit: {
+            label: 'TTFT of a turn with its history uncached ÷ cached (p50, both variants)',
+            value: miss.p50 / hit.p50,
+            unit: '×',
+          },
+          uncached_turns_fresh: {
+            label: 'Turns 2+ with < 10 % of their history cached, fresh sessions',
+            value: pct(missShareFresh),
+            unit: '%',
+          },
+          same_pool_affinity: {
+            label: "Turns 2+ on the previous turn's pool, affinity",
+            value: pct(withAff.samePoolShare),
+            unit: '%',
+          },
+          same_pool_fresh: {
+            label: "Turns 2+ on the previous turn's pool, fresh sessions",
+            value: pct(fresh.samePoolShare),
+            unit: '%',
+          },
+          prompt_tokens_turn3_p50: {
+            label: 'Prompt tokens at turn 3, p50',
+            value: withAff.turn3Prompt.p50,
+            unit: 'tokens',
+          },
         },
         details: {
           model: MODEL,
@@ -107,7 +180,11 @@ export const chatBench: Bench = {
             prior_cached_share: round(fresh.priorCachedShare),
             same_pool_share: round(fresh.samePoolShare),
           },
-          turns: records.map((r) => ({ ...r, ttft_ms: round(r.ttft_ms, 2), prior_cached_share: r.prior_cached_share === undefined ? undefined : round(r.prior_cached_share) })),
+          turns: records.map((r) => ({
+            ...r,
+            ttft_ms: round(r.ttft_ms, 2),
+            prior_cached_share: r.prior_cached_share === undefined ? undefined : round(r.prior_cached_share),
+          })),
         },
         notes: [
           "llama-server keeps a host-RAM prompt cache (`--cache-ram`, 8 GiB by default) besides the slot's KV cache: a turn placed on a pool " +

@@ -37,11 +37,20 @@ function shape(ctx: BenchContext): FloodShape {
   };
   // max_tokens 32: short tasks, as in issue 25's held-out flood (1,054 tasks ended within 74 s on the dev pool's 2 slots);
   // the /v2 default (1024) fills a slot's 512-token context: ~0.4 tasks/s here, a different regime (--max-tokens=1024).
-  return { clients: int('clients', ctx.quick ? 100 : 3000), deadlineMs: int('deadline-ms', 120_000), maxTokens: int('max-tokens', 32), trials: int('trials', 1) };
+  return {
+    clients: int('clients', ctx.quick ? 100 : 3000),
+    deadlineMs: int('deadline-ms', 120_000),
+    maxTokens: int('max-tokens', 32),
+    trials: int('trials', 1),
+  };
 }
 
 /** orchestratord + one pool-managerd with `requirements/cpu-dev.yaml`, as `scripts/dev.sh up` runs them (ports, dirs and token are the run's). */
-async function startDevCluster(ctx: BenchContext, variant: string, orchestratord: string): Promise<{ orch: Daemon; node: Daemon; token: string; nodeId: string }> {
+async function startDevCluster(
+  ctx: BenchContext,
+  variant: string,
+  orchestratord: string,
+): Promise<{ orch: Daemon; node: Daemon; token: string; nodeId: string }> {
   const dir = join(ctx.dir, variant);
   await mkdir(dir, { recursive: true });
   const token = newToken();
@@ -53,11 +62,17 @@ async function startDevCluster(ctx: BenchContext, variant: string, orchestratord
     nofile: 20_000,
     nodeFlags: profFlags(ctx, `flood-${variant}-orchestratord`),
   });
-  const config = parse(readFileSync(join(ctx.paths.root, 'requirements', 'cpu-dev.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
+  const config = parse(readFileSync(join(ctx.paths.root, 'requirements', 'cpu-dev.yaml'), 'utf8')) as Record<
+    string,
+    Record<string, unknown>
+  >;
   config.node = { ...config.node, addr: '127.0.0.1:0' };
   config.orchestrator = { ...config.orchestrator, url: orch.url };
   const configPath = join(dir, 'pool-managerd.yaml');
-  await writeFile(configPath, stringify({ ...config, api_token: token, runtime_dir: join(dir, 'node'), cache_dir: ctx.paths.cacheDir }));
+  await writeFile(
+    configPath,
+    stringify({ ...config, api_token: token, runtime_dir: join(dir, 'node'), cache_dir: ctx.paths.cacheDir }),
+  );
   const node = await spawnDaemon({
     name: `pool-managerd:${variant}`,
     script: ctx.paths.poolManagerd,
@@ -97,13 +112,22 @@ function tally(values: readonly string[]): Record<string, number> {
   return out;
 }
 
-function summarizeVariant(variant: string, orchestratord: string, records: readonly FloodRecord[], flood: FloodShape, load: { before: number[]; after: number[] }): VariantSummary {
+function summarizeVariant(
+  variant: string,
+  orchestratord: string,
+  records: readonly FloodRecord[],
+  flood: FloodShape,
+  load: { before: number[]; after: number[] },
+): VariantSummary {
   const admitted = records.filter((r) => r.status === 200);
   const refused = records.filter((r) => r.status !== undefined && r.status !== 200);
   const deadline = refused.filter((r) => r.outcome === 'DEADLINE_UNMET');
   const normal = admitted.filter((r) => r.outcome === 'end' && r.ended_at !== undefined);
   const judged = judgeFlood(
-    admitted.map((r) => ({ admittedAt: r.responded_at as number, endedAt: r.outcome === 'end' ? r.ended_at : undefined })),
+    admitted.map((r) => ({
+      admittedAt: r.responded_at as number,
+      endedAt: r.outcome === 'end' ? r.ended_at : undefined,
+    })),
     deadline.map((r) => r.responded_at as number),
     flood.deadlineMs,
   );
@@ -132,7 +156,10 @@ function summarizeVariant(variant: string, orchestratord: string, records: reado
     admitted_outcomes: tally(admitted.map((r) => r.outcome ?? 'no terminal frame')),
     deadline_refusals: deadline.length,
     false_refusals: judged.falseRefusals,
-    latest_end_after_admission_ms: normal.length === 0 ? Number.NaN : Math.round(Math.max(...normal.map((r) => (r.ended_at as number) - (r.responded_at as number)))),
+    latest_end_after_admission_ms:
+      normal.length === 0
+        ? Number.NaN
+        : Math.round(Math.max(...normal.map((r) => (r.ended_at as number) - (r.responded_at as number)))),
     flood_span_ms: Math.round(spanMs),
     throughput_tasks_per_s: spanMs === 0 ? Number.NaN : round((normal.length * 1000) / spanMs, 2),
     judge: { gap_ms: round(judged.gapMs, 2), service_ms: round(judged.serviceMs, 1) },
@@ -169,18 +196,40 @@ interface Totals {
   latest_end_after_admission_ms: number;
 }
 
-async function runVariant(ctx: BenchContext, variant: string, run: string, orchestratord: string, flood: FloodShape): Promise<VariantSummary> {
+async function runVariant(
+  ctx: BenchContext,
+  variant: string,
+  run: string,
+  orchestratord: string,
+  flood: FloodShape,
+): Promise<VariantSummary> {
   const { orch, node, token, nodeId } = await startDevCluster(ctx, run, orchestratord);
   // Connecting may wait long: thousands of connects at once overflow the listen backlog (SYNs are retried).
-  const agent = new Agent({ connections: flood.clients + 8, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0, connect: { timeout: flood.deadlineMs } });
+  const agent = new Agent({
+    connections: flood.clients + 8,
+    keepAliveTimeout: 60_000,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: { timeout: flood.deadlineMs },
+  });
   try {
     await waitPoolsReady(orch.url, token, ['cpu0'], [orch, node], COLD_START_TIMEOUT_MS);
     const t0 = performance.now();
     const now = (): number => performance.now() - t0;
-    const client = { url: orch.url, token, model: MODEL, prompt: PROMPT, maxTokens: flood.maxTokens, deadlineMs: flood.deadlineMs, dispatcher: agent, now };
+    const client = {
+      url: orch.url,
+      token,
+      model: MODEL,
+      prompt: PROMPT,
+      maxTokens: flood.maxTokens,
+      deadlineMs: flood.deadlineMs,
+      dispatcher: agent,
+      now,
+    };
     for (let i = 0; i < WARMUP_ROUNDS; i++) {
       for (const w of await Promise.all([floodClient(client), floodClient(client)])) {
-        if (w.outcome !== 'end') throw new Error(`warm-up task ended ${w.outcome ?? w.transport_error ?? 'without a terminal frame'}`);
+        if (w.outcome !== 'end')
+          throw new Error(`warm-up task ended ${w.outcome ?? w.transport_error ?? 'without a terminal frame'}`);
       }
     }
     await waitNodeIdle(orch.url, token, nodeId, 30_000);
@@ -192,7 +241,9 @@ async function runVariant(ctx: BenchContext, variant: string, run: string, orche
     const before = loadavg().map((l) => round(l, 2));
     const start = performance.now();
     const floodNow = (): number => performance.now() - start;
-    const records = await Promise.all(Array.from({ length: flood.clients }, () => floodClient({ ...client, now: floodNow })));
+    const records = await Promise.all(
+      Array.from({ length: flood.clients }, () => floodClient({ ...client, now: floodNow })),
+    );
     const after = loadavg().map((l) => round(l, 2));
     await writeFile(join(ctx.dir, run, 'records.json'), JSON.stringify(records));
     const s = summarizeVariant(variant, orchestratord, records, flood, { before, after });
@@ -210,7 +261,8 @@ async function runVariant(ctx: BenchContext, variant: string, run: string, orche
 
 export const floodBench: Bench = {
   name: 'flood',
-  title: 'Flood: N concurrent clients, one task each with a deadline; DEADLINE_UNMET refusals that would have met it (dev cluster, real llama-server)',
+  title:
+    'Flood: N concurrent clients, one task each with a deadline; DEADLINE_UNMET refusals that would have met it (dev cluster, real llama-server)',
   targets: [{ figure: 'false_refusals', op: '<=', value: 0, unit: 'tasks' }],
   async run(ctx: BenchContext): Promise<BenchOutcome> {
     const flood = shape(ctx);
@@ -222,19 +274,40 @@ export const floodBench: Bench = {
     const summaries: VariantSummary[] = [];
     for (let trial = 0; trial < flood.trials; trial++) {
       const order = trial % 2 === 0 ? variants : [...variants].reverse();
-      for (const [name, path] of order) summaries.push(await runVariant(ctx, name, `${name}-${trial + 1}`, path, flood));
+      for (const [name, path] of order)
+        summaries.push(await runVariant(ctx, name, `${name}-${trial + 1}`, path, flood));
     }
     const after = totals(summaries.filter((s) => s.variant === 'after'));
     const before = variants.length > 1 ? totals(summaries.filter((s) => s.variant === 'before')) : undefined;
     const figures: Record<string, Figure> = {
-      false_refusals: { label: 'DEADLINE_UNMET refusals that would have met their deadline', value: after.false_refusals, unit: 'tasks' },
+      false_refusals: {
+        label: 'DEADLINE_UNMET refusals that would have met their deadline',
+        value: after.false_refusals,
+        unit: 'tasks',
+      },
       deadline_refusals: { label: 'DEADLINE_UNMET refusals', value: after.deadline_refusals, unit: 'tasks' },
       admitted: { label: 'admitted', value: after.admitted, unit: 'tasks' },
       finished: { label: 'admitted and finished', value: after.finished, unit: 'tasks' },
-      refused_other: { label: 'refused otherwise (queue full …)', value: after.refused - after.deadline_refusals, unit: 'tasks' },
-      transport_errors: { label: 'clients that got no answer (connection failed)', value: after.transport_errors, unit: 'tasks' },
-      admitted_missed: { label: 'admitted but not finished (expired in the queue, timed out)', value: after.admitted_not_finished, unit: 'tasks' },
-      latest_end: { label: `latest end after admission (deadline ${flood.deadlineMs / 1000} s)`, value: after.latest_end_after_admission_ms / 1000, unit: 's' },
+      refused_other: {
+        label: 'refused otherwise (queue full …)',
+        value: after.refused - after.deadline_refusals,
+        unit: 'tasks',
+      },
+      transport_errors: {
+        label: 'clients that got no answer (connection failed)',
+        value: after.transport_errors,
+        unit: 'tasks',
+      },
+      admitted_missed: {
+        label: 'admitted but not finished (expired in the queue, timed out)',
+        value: after.admitted_not_finished,
+        unit: 'tasks',
+      },
+      latest_end: {
+        label: `latest end after admission (deadline ${flood.deadlineMs / 1000} s)`,
+        value: after.latest_end_after_admission_ms / 1000,
+        unit: 's',
+      },
     };
     if (before !== undefined) {
       figures.false_refusals_before = {
@@ -242,11 +315,23 @@ export const floodBench: Bench = {
         value: before.false_refusals,
         unit: 'tasks',
       };
-      figures.deadline_refusals_before = { label: 'before: DEADLINE_UNMET refusals', value: before.deadline_refusals, unit: 'tasks' };
+      figures.deadline_refusals_before = {
+        label: 'before: DEADLINE_UNMET refusals',
+        value: before.deadline_refusals,
+        unit: 'tasks',
+      };
       figures.admitted_before = { label: 'before: admitted', value: before.admitted, unit: 'tasks' };
       figures.finished_before = { label: 'before: admitted and finished', value: before.finished, unit: 'tasks' };
-      figures.admitted_missed_before = { label: 'before: admitted but not finished', value: before.admitted_not_finished, unit: 'tasks' };
-      figures.latest_end_before = { label: 'before: latest end after admission', value: before.latest_end_after_admission_ms / 1000, unit: 's' };
+      figures.admitted_missed_before = {
+        label: 'before: admitted but not finished',
+        value: before.admitted_not_finished,
+        unit: 'tasks',
+      };
+      figures.latest_end_before = {
+        label: 'before: latest end after admission',
+        value: before.latest_end_after_admission_ms / 1000,
+        unit: 's',
+      };
     }
     return {
       method:
@@ -264,8 +349,15 @@ export const floodBench: Bench = {
           : ''),
       samples: { floods: summaries.length, clients_per_flood: flood.clients },
       figures,
-      details: { flood, warmup_rounds: WARMUP_ROUNDS, totals: { after, ...(before !== undefined ? { before } : {}) }, floods: summaries },
-      notes: ['predicted_start_ms accuracy: details.floods[].start_actual_over_predicted (first token − admission ÷ predicted start, admitted tasks predicted ≥ 1 s).'],
+      details: {
+        flood,
+        warmup_rounds: WARMUP_ROUNDS,
+        totals: { after, ...(before !== undefined ? { before } : {}) },
+        floods: summaries,
+      },
+      notes: [
+        'predicted_start_ms accuracy: details.floods[].start_actual_over_predicted (first token − admission ÷ predicted start, admitted tasks predicted ≥ 1 s).',
+      ],
     };
   },
 };

@@ -12,7 +12,19 @@ import { replicasBench } from './replicas.js';
 import { streamsBench } from './streams.js';
 
 /** Run order as in the issues (issue 17 added `chat`, issue 25 `flood`, `replicas` and `chat-replicas`); `relay` goes first, so a cold cache builds llama-server once there. */
-export const BENCH_ORDER: readonly string[] = ['relay', 'admission', 'streams', 'failover', 'cancel', 'placement', 'pool-start', 'chat', 'chat-replicas', 'flood', 'replicas'];
+export const BENCH_ORDER: readonly string[] = [
+  'relay',
+  'admission',
+  'streams',
+  'failover',
+  'cancel',
+  'placement',
+  'pool-start',
+  'chat',
+  'chat-replicas',
+  'flood',
+  'replicas',
+];
 
 export const BENCHES: Readonly<Record<string, Bench>> = {
   relay: relayBench,

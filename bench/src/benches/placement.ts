@@ -30,7 +30,10 @@ interface PlacementReport {
 /** Runs orchestratord's own placement benchmark (it imports placement.ts; bench/ may not). */
 async function runPlacementProcess(ctx: BenchContext): Promise<PlacementReport> {
   const args = [...(ctx.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${ctx.dir}`] : []), ctx.paths.placementBench];
-  const env = { PATH: process.env.PATH ?? '', ...(ctx.quick ? { PLACEMENT_DECISIONS: '3000', PLACEMENT_REGISTRY_DECISIONS: '300', PLACEMENT_WARMUP: '500' } : {}) };
+  const env = {
+    PATH: process.env.PATH ?? '',
+    ...(ctx.quick ? { PLACEMENT_DECISIONS: '3000', PLACEMENT_REGISTRY_DECISIONS: '300', PLACEMENT_WARMUP: '500' } : {}),
+  };
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -78,12 +81,32 @@ export const placementBench: Bench = {
         `(${r.registry_decisions.toLocaleString('en-US')} samples each for the last two).`,
       samples: { decisions: r.decisions },
       figures: {
-        decision_p50: { label: 'place() via the registry index, as pump() calls it, p50 (least-loaded)', value: r.decision_least_loaded_us.p50, unit: 'µs' },
-        decision_p99: { label: 'place() via the registry index, as pump() calls it, p99 (least-loaded)', value: r.decision_least_loaded_us.p99, unit: 'µs' },
+        decision_p50: {
+          label: 'place() via the registry index, as pump() calls it, p50 (least-loaded)',
+          value: r.decision_least_loaded_us.p50,
+          unit: 'µs',
+        },
+        decision_p99: {
+          label: 'place() via the registry index, as pump() calls it, p99 (least-loaded)',
+          value: r.decision_least_loaded_us.p99,
+          unit: 'µs',
+        },
         round_robin_p99: { label: 'same, round-robin, p99', value: r.decision_round_robin_us.p99, unit: 'µs' },
-        pump_step_p99: { label: 'pump step: decision + lease (index update), p99', value: r.pump_step_us.p99, unit: 'µs' },
-        registry_pools_p99: { label: 'registry.pools() (copy of all views), p99', value: r.registry_pools_us.p99, unit: 'µs' },
-        flat_place_p99: { label: `place() over all ${r.candidates.toLocaleString('en-US')} pools as a plain array (no index), p99`, value: r.flat_place_us.p99, unit: 'µs' },
+        pump_step_p99: {
+          label: 'pump step: decision + lease (index update), p99',
+          value: r.pump_step_us.p99,
+          unit: 'µs',
+        },
+        registry_pools_p99: {
+          label: 'registry.pools() (copy of all views), p99',
+          value: r.registry_pools_us.p99,
+          unit: 'µs',
+        },
+        flat_place_p99: {
+          label: `place() over all ${r.candidates.toLocaleString('en-US')} pools as a plain array (no index), p99`,
+          value: r.flat_place_us.p99,
+          unit: 'µs',
+        },
       },
       details: { report: r },
     };

@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { BenchError, ClusterNotReadyError } from '../errors.js';
-import { COLD_START_TIMEOUT_MS, newToken, poolStatus, startPoolManagerd, type PoolManagerdHandle } from '../lib/cluster.js';
+import {
+  COLD_START_TIMEOUT_MS,
+  newToken,
+  poolStatus,
+  startPoolManagerd,
+  type PoolManagerdHandle,
+} from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import type { LogLine } from '../lib/daemon.js';
 import type { BenchOutcome } from '../lib/result.js';
@@ -52,7 +58,8 @@ async function poolManagerdSample(ctx: BenchContext, i: number, token: string): 
       await sleep(20);
     }
     const status = await poolStatus(pm, POOL, token);
-    if (status?.ready !== true) throw new BenchError(`pool logged ready but GET /v2/pools/${POOL} says ${JSON.stringify(status)}`);
+    if (status?.ready !== true)
+      throw new BenchError(`pool logged ready but GET /v2/pools/${POOL} says ${JSON.stringify(status)}`);
     const handoffDir = join(pm.runtimeDir, 'engines');
     const file = (await readdir(handoffDir)).find((f) => f.endsWith('.json'));
     if (file === undefined) throw new BenchError('no handoff file');
@@ -60,7 +67,8 @@ async function poolManagerdSample(ctx: BenchContext, i: number, token: string): 
     const argv = (await readFile(`/proc/${handoff.pid}/cmdline`, 'utf8')).split('\0').filter((a) => a !== '');
     const lines = pm.daemon.logs();
     const t0 = pm.daemon.spawnedAtWall;
-    const startup = lines.find((l) => l.msg === 'listening')?.startup as { code?: unknown; code_cache?: unknown } | undefined;
+    const startup = lines.find((l) => l.msg === 'listening')?.startup as
+      { code?: unknown; code_cache?: unknown } | undefined;
     const ready = logTime(lines, 'pool ready') - t0;
     return {
       totalMs: ready,

@@ -2,7 +2,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { BenchError } from '../errors.js';
 import type { Daemon } from '../lib/daemon.js';
-import { COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, poolStatus, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
+import {
+  COLD_START_TIMEOUT_MS,
+  SYNTHETIC_MODEL,
+  newToken,
+  poolStatus,
+  startOrchestratord,
+  startPoolManagerd,
+  waitNodeIdle,
+  waitPoolsReady,
+} from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
 import { relayMethod } from '../lib/relay-method.js';
 import { answerAddedOver, answerGeneration, AnswerVariant, engineAnswerBody } from '../lib/answer-variants.js';
@@ -11,10 +20,23 @@ import { startPassthroughProxy } from '../lib/fixture.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import { cpuSeconds } from '../lib/proc.js';
 import { doorBody, doorGeneration, doorStreamRows } from '../lib/door-variants.js';
-import { addedOver, chatGeneration, engineChatBody, RelayVariant, singleRequestGeneration, type MeteredProcess } from '../lib/relay-variants.js';
+import {
+  addedOver,
+  chatGeneration,
+  engineChatBody,
+  RelayVariant,
+  singleRequestGeneration,
+  type MeteredProcess,
+} from '../lib/relay-variants.js';
 import type { BenchOutcome, Figure } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
-import { directBody, directGeneration, poolManagerdGeneration, relayGeneration, type TimedGeneration } from '../lib/streams.js';
+import {
+  directBody,
+  directGeneration,
+  poolManagerdGeneration,
+  relayGeneration,
+  type TimedGeneration,
+} from '../lib/streams.js';
 
 function metered(name: string, pid: number): MeteredProcess {
   return { name, cpuSeconds: () => cpuSeconds(pid) };
@@ -26,16 +48,37 @@ const PROMPT = 'Once upon a time, in a data centre far away,';
  * Issue 18's five comparisons of a relayed variant with two nginx hops, each added over the same
  * direct variant: keys `ttft_p50_over_nginx` … (prefixed `chat_` etc. for another door).
  */
-function againstNginx(door: '' | 'chat', relay: RelayVariant, nginx: RelayVariant, direct: RelayVariant): Record<string, Figure> {
+function againstNginx(
+  door: '' | 'chat',
+  relay: RelayVariant,
+  nginx: RelayVariant,
+  direct: RelayVariant,
+): Record<string, Figure> {
   const key = door === '' ? '' : `${door}_`;
   const label = door === '' ? '' : '/v1 chat: ';
   const r = addedOver(relay, direct);
   const n = addedOver(nginx, direct);
   return {
-    [`${key}ttft_p50_over_nginx`]: { label: `${label}relay − two nginx hops: added TTFT p50`, value: r.ttftP50 - n.ttftP50, unit: 'ms' },
-    [`${key}ttft_p99_over_nginx`]: { label: `${label}relay − two nginx hops: added TTFT p99`, value: r.ttftP99 - n.ttftP99, unit: 'ms' },
-    [`${key}itl_p99_over_nginx`]: { label: `${label}relay − two nginx hops: added inter-token p99`, value: r.itlP99 - n.itlP99, unit: 'ms' },
-    [`${key}tps_vs_nginx`]: { label: `${label}relay tokens/s ÷ two nginx hops' (median)`, value: relay.rate().p50 / nginx.rate().p50, unit: '×' },
+    [`${key}ttft_p50_over_nginx`]: {
+      label: `${label}relay − two nginx hops: added TTFT p50`,
+      value: r.ttftP50 - n.ttftP50,
+      unit: 'ms',
+    },
+    [`${key}ttft_p99_over_nginx`]: {
+      label: `${label}relay − two nginx hops: added TTFT p99`,
+      value: r.ttftP99 - n.ttftP99,
+      unit: 'ms',
+    },
+    [`${key}itl_p99_over_nginx`]: {
+      label: `${label}relay − two nginx hops: added inter-token p99`,
+      value: r.itlP99 - n.itlP99,
+      unit: 'ms',
+    },
+    [`${key}tps_vs_nginx`]: {
+      label: `${label}relay tokens/s ÷ two nginx hops' (median)`,
+      value: relay.rate().p50 / nginx.rate().p50,
+      unit: '×',
+    },
     [`${key}cpu_vs_nginx`]: {
       label: `${label}relay CPU per token ÷ two nginx hops'`,
       value: (relay.cpuUsPerToken().total as number) / (nginx.cpuUsPerToken().total as number),
@@ -49,7 +92,13 @@ function againstNginx(door: '' | 'chat', relay: RelayVariant, nginx: RelayVarian
  * and two bare node:http hops (the floor), each added over the engine answering the same request
  * directly, and CPU per request.
  */
-function answerRows(kind: 'chat' | 'cmpl', door: AnswerVariant, nginx: AnswerVariant, floor: AnswerVariant, direct: AnswerVariant): Record<string, Figure> {
+function answerRows(
+  kind: 'chat' | 'cmpl',
+  door: AnswerVariant,
+  nginx: AnswerVariant,
+  floor: AnswerVariant,
+  direct: AnswerVariant,
+): Record<string, Figure> {
   const noun = kind === 'chat' ? 'chat' : 'completion';
   const d = answerAddedOver(door, direct);
   const n = answerAddedOver(nginx, direct);
@@ -62,26 +111,66 @@ function answerRows(kind: 'chat' | 'cmpl', door: AnswerVariant, nginx: AnswerVar
       value: d.p50,
       unit: 'ms',
     },
-    [`answer_${kind}_added_p99`]: { label: `non-streamed /v1 ${noun} through the door: added latency p99`, value: d.p99, unit: 'ms' },
+    [`answer_${kind}_added_p99`]: {
+      label: `non-streamed /v1 ${noun} through the door: added latency p99`,
+      value: d.p99,
+      unit: 'ms',
+    },
     [`answer_${kind}_added_paired_p50`]: {
       label: `non-streamed /v1 ${noun} through the door: median of the per-round added latency (door − engine in the same round)`,
       value: d.pairedP50,
       unit: 'ms',
     },
-    [`answer_${kind}_cpu_ms`]: { label: `non-streamed /v1 ${noun} through the door: CPU per request, both daemons`, value: cpu.total as number, unit: 'ms' },
-    [`answer_${kind}_cpu_ms_orchestratord`]: { label: 'of which orchestratord', value: cpu.orchestratord as number, unit: 'ms' },
-    [`answer_${kind}_cpu_ms_pool_managerd`]: { label: 'of which pool-managerd', value: cpu.pool_managerd as number, unit: 'ms' },
-    [`answer_${kind}_nginx2_added_p50`]: { label: `non-streamed ${noun} through two nginx hops: added latency p50`, value: n.p50, unit: 'ms' },
-    [`answer_${kind}_nginx2_added_p99`]: { label: `non-streamed ${noun} through two nginx hops: added latency p99`, value: n.p99, unit: 'ms' },
-    [`answer_${kind}_nginx2_added_paired_p50`]: { label: `non-streamed ${noun} through two nginx hops: median of the per-round added latency`, value: n.pairedP50, unit: 'ms' },
-    [`answer_${kind}_nginx2_cpu_ms`]: { label: `non-streamed ${noun} through two nginx hops: CPU per request (both)`, value: nginx.cpuMsPerRequest().total as number, unit: 'ms' },
-    [`answer_${kind}_floor_added_p50`]: { label: `non-streamed ${noun} through two bare node:http hops (FIXTURE floor): added latency p50`, value: f.p50, unit: 'ms' },
+    [`answer_${kind}_cpu_ms`]: {
+      label: `non-streamed /v1 ${noun} through the door: CPU per request, both daemons`,
+      value: cpu.total as number,
+      unit: 'ms',
+    },
+    [`answer_${kind}_cpu_ms_orchestratord`]: {
+      label: 'of which orchestratord',
+      value: cpu.orchestratord as number,
+      unit: 'ms',
+    },
+    [`answer_${kind}_cpu_ms_pool_managerd`]: {
+      label: 'of which pool-managerd',
+      value: cpu.pool_managerd as number,
+      unit: 'ms',
+    },
+    [`answer_${kind}_nginx2_added_p50`]: {
+      label: `non-streamed ${noun} through two nginx hops: added latency p50`,
+      value: n.p50,
+      unit: 'ms',
+    },
+    [`answer_${kind}_nginx2_added_p99`]: {
+      label: `non-streamed ${noun} through two nginx hops: added latency p99`,
+      value: n.p99,
+      unit: 'ms',
+    },
+    [`answer_${kind}_nginx2_added_paired_p50`]: {
+      label: `non-streamed ${noun} through two nginx hops: median of the per-round added latency`,
+      value: n.pairedP50,
+      unit: 'ms',
+    },
+    [`answer_${kind}_nginx2_cpu_ms`]: {
+      label: `non-streamed ${noun} through two nginx hops: CPU per request (both)`,
+      value: nginx.cpuMsPerRequest().total as number,
+      unit: 'ms',
+    },
+    [`answer_${kind}_floor_added_p50`]: {
+      label: `non-streamed ${noun} through two bare node:http hops (FIXTURE floor): added latency p50`,
+      value: f.p50,
+      unit: 'ms',
+    },
     [`answer_${kind}_floor_added_paired_p50`]: {
       label: `non-streamed ${noun} through two bare node:http hops: median of the per-round added latency`,
       value: f.pairedP50,
       unit: 'ms',
     },
-    [`answer_${kind}_floor_cpu_ms`]: { label: `non-streamed ${noun} through two bare node:http hops: CPU per request (both)`, value: floorCpu, unit: 'ms' },
+    [`answer_${kind}_floor_cpu_ms`]: {
+      label: `non-streamed ${noun} through two bare node:http hops: CPU per request (both)`,
+      value: floorCpu,
+      unit: 'ms',
+    },
     [`answer_${kind}_cpu_vs_floor`]: {
       label: `non-streamed ${noun}: the door's CPU per request ÷ the two bare node:http hops'`,
       value: (cpu.total as number) / floorCpu,
@@ -120,7 +209,13 @@ export const relayBench: Bench = {
     const nginxBin = ensureNginx(ctx.log);
     const token = newToken();
     const heartbeatMs = 1000;
-    const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'relay-orchestratord') });
+    const orch = await startOrchestratord({
+      paths: ctx.paths,
+      dir,
+      token,
+      heartbeatMs,
+      nodeFlags: profFlags(ctx, 'relay-orchestratord'),
+    });
     const pm = await startPoolManagerd({
       paths: ctx.paths,
       dir,
@@ -138,7 +233,8 @@ export const relayBench: Bench = {
       await waitPoolsReady(orch.url, token, ['relay', 'embed'], [orch, pm.daemon], COLD_START_TIMEOUT_MS);
       const engineUrl = (await poolStatus(pm, 'relay', token))?.engine_url;
       const embedUrl = (await poolStatus(pm, 'embed', token))?.engine_url;
-      if (engineUrl === undefined || embedUrl === undefined) throw new BenchError('pool-managerd reports no engine_url for a ready pool');
+      if (engineUrl === undefined || embedUrl === undefined)
+        throw new BenchError('pool-managerd reports no engine_url for a ready pool');
       await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
       // The peer: nginx in the daemons' two places. The inner hop opens a connection to the engine
       // per request (like pool-managerd's adapter), the outer keeps its connection to the inner hop
@@ -155,7 +251,13 @@ export const relayBench: Bench = {
       // The floor of the non-streamed rows keeps its connections at both hops, as the daemons do for answers.
       const answerFloorInner = await startPassthroughProxy(ctx.paths, dir, 'answer-inner', engineUrl, 'keepalive');
       proxies.push(answerFloorInner);
-      const answerFloorOuter = await startPassthroughProxy(ctx.paths, dir, 'answer-outer', answerFloorInner.url, 'keepalive');
+      const answerFloorOuter = await startPassthroughProxy(
+        ctx.paths,
+        dir,
+        'answer-outer',
+        answerFloorInner.url,
+        'keepalive',
+      );
       proxies.push(answerFloorOuter);
       const mFloorAnswer = [metered('floor_outer', answerFloorOuter.pid), metered('floor_inner', answerFloorInner.pid)];
 
@@ -170,7 +272,10 @@ export const relayBench: Bench = {
         pool: new RelayVariant('pool', [mPm]),
         nginx1: new RelayVariant('nginx1', [mInner]),
         nginx2: new RelayVariant('nginx2', [mOuter, mInner]),
-        floor: new RelayVariant('floor', [metered('floor_outer', floorOuter.pid), metered('floor_inner', floorInner.pid)]),
+        floor: new RelayVariant('floor', [
+          metered('floor_outer', floorOuter.pid),
+          metered('floor_inner', floorInner.pid),
+        ]),
         // /v1/chat/completions streaming: the engine's chat route directly, through two nginx hops, through the daemons.
         chat_direct: new RelayVariant('chat_direct', []),
         chat_nginx2: new RelayVariant('chat_nginx2', [mOuter, mInner]),
@@ -205,7 +310,14 @@ export const relayBench: Bench = {
       const maxTokens = 128;
       const warmup = ctx.quick ? 3 : 10;
       const rounds = ctx.quick ? 20 : 200;
-      const task = { orchUrl: orch.url, token, model: SYNTHETIC_MODEL, prompt: PROMPT, maxTokens, determinism: 'strict' as const };
+      const task = {
+        orchUrl: orch.url,
+        token,
+        model: SYNTHETIC_MODEL,
+        prompt: PROMPT,
+        maxTokens,
+        determinism: 'strict' as const,
+      };
       const generate = (name: Name, seed: number): Promise<TimedGeneration> => {
         const body = directBody(PROMPT, maxTokens, seed);
         const chatBody = engineChatBody(PROMPT, maxTokens, seed);
@@ -219,7 +331,13 @@ export const relayBench: Bench = {
           case 'floor':
             return directGeneration(floorOuter.url, body, agent, undefined, false);
           case 'pool':
-            return poolManagerdGeneration(pm.daemon.url, 'relay', token, { prompt: PROMPT, max_tokens: maxTokens, seed }, agent);
+            return poolManagerdGeneration(
+              pm.daemon.url,
+              'relay',
+              token,
+              { prompt: PROMPT, max_tokens: maxTokens, seed },
+              agent,
+            );
           case 'relay':
             return relayGeneration({ ...task, seed }, agent);
           case 'single':
@@ -244,17 +362,34 @@ export const relayBench: Bench = {
               { token },
             );
           case 'msg_direct':
-            return doorGeneration('messages', engineUrl, doorBody('messages', PROMPT, maxTokens), agent, { reset: true });
+            return doorGeneration('messages', engineUrl, doorBody('messages', PROMPT, maxTokens), agent, {
+              reset: true,
+            });
           case 'msg_relay':
-            return doorGeneration('messages', orch.url, { model: SYNTHETIC_MODEL, ...doorBody('messages', PROMPT, maxTokens) }, agent, { token });
+            return doorGeneration(
+              'messages',
+              orch.url,
+              { model: SYNTHETIC_MODEL, ...doorBody('messages', PROMPT, maxTokens) },
+              agent,
+              { token },
+            );
           case 'resp_direct':
-            return doorGeneration('responses', engineUrl, doorBody('responses', PROMPT, maxTokens), agent, { reset: true });
+            return doorGeneration('responses', engineUrl, doorBody('responses', PROMPT, maxTokens), agent, {
+              reset: true,
+            });
           case 'resp_relay':
-            return doorGeneration('responses', orch.url, { model: SYNTHETIC_MODEL, ...doorBody('responses', PROMPT, maxTokens) }, agent, { token });
+            return doorGeneration(
+              'responses',
+              orch.url,
+              { model: SYNTHETIC_MODEL, ...doorBody('responses', PROMPT, maxTokens) },
+              agent,
+              { token },
+            );
         }
       };
       const answer = (name: AnswerName, seed: number) => {
-        if (name === 'embed_direct' || name === 'embed_door') return embeddingAnswer(name, seed, { engineUrl: embedUrl, doorUrl: orch.url, token }, agent);
+        if (name === 'embed_direct' || name === 'embed_door')
+          return embeddingAnswer(name, seed, { engineUrl: embedUrl, doorUrl: orch.url, token }, agent);
         const kind = name.startsWith('answer_chat') ? ('chat' as const) : ('completion' as const);
         const engineBody = engineAnswerBody(kind, PROMPT, maxTokens, seed);
         if (name.endsWith('_direct')) return answerGeneration(engineUrl, kind, engineBody, agent, { reset: true });
@@ -267,7 +402,9 @@ export const relayBench: Bench = {
         return answerGeneration(orch.url, kind, door, agent, { token });
       };
       let mismatches = 0;
-      ctx.log(`relay: ${warmup} warm-up + ${rounds} interleaved rounds of ${maxTokens}-token generations (${allNames.join(', ')}); ${nginxVersion(nginxBin)}`);
+      ctx.log(
+        `relay: ${warmup} warm-up + ${rounds} interleaved rounds of ${maxTokens}-token generations (${allNames.join(', ')}); ${nginxVersion(nginxBin)}`,
+      );
       for (let i = 0; i < warmup + rounds; i++) {
         const seed = 1000 + i;
         const counted = i >= warmup;
@@ -286,7 +423,9 @@ export const relayBench: Bench = {
             variant.meterStop(counted);
             await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
             if (counted) variant.answers.push(a);
-            (name.startsWith('embed_') ? embedTexts : name.startsWith('answer_chat') ? chatTexts : cmplTexts).push(a.text);
+            (name.startsWith('embed_') ? embedTexts : name.startsWith('answer_chat') ? chatTexts : cmplTexts).push(
+              a.text,
+            );
             continue;
           }
           const variant = v[name];
@@ -300,9 +439,12 @@ export const relayBench: Bench = {
           await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
           if (counted) variant.generations.push(g);
           // Every chat-rendered door (chat, messages, responses) generates the same greedy text.
-          (name.startsWith('chat_') || name.startsWith('msg_') || name.startsWith('resp_') ? chatTexts : texts).push(g.text);
+          (name.startsWith('chat_') || name.startsWith('msg_') || name.startsWith('resp_') ? chatTexts : texts).push(
+            g.text,
+          );
         }
-        if (counted && [texts, chatTexts, cmplTexts, embedTexts].some((group) => group.some((t) => t !== group[0]))) mismatches += 1;
+        if (counted && [texts, chatTexts, cmplTexts, embedTexts].some((group) => group.some((t) => t !== group[0])))
+          mismatches += 1;
       }
       await agent.close();
 
@@ -322,7 +464,8 @@ export const relayBench: Bench = {
       const cpuChatNginx2 = v.chat_nginx2.cpuUsPerToken();
       // The streamed /v1 chat of the same generation, per request: what a non-streamed request cost
       // before issue 28, when it was generated as a stream and assembled at the end.
-      const streamedChatCpuMs = ((cpuChatRelay.total as number) * v.chat_relay.tokens) / v.chat_relay.generations.length / 1000;
+      const streamedChatCpuMs =
+        ((cpuChatRelay.total as number) * v.chat_relay.tokens) / v.chat_relay.generations.length / 1000;
       const pairedTtft = summarize(
         v.relay.generations.map((r, k) => {
           const d = v.direct.generations[k] as TimedGeneration;
@@ -339,48 +482,164 @@ export const relayBench: Bench = {
           itl_added_p50: { label: 'relay: added inter-token latency, p50', value: relay.itlP50, unit: ms },
           itl_added_p99: { label: 'relay: added inter-token latency, p99', value: relay.itlP99, unit: ms },
           tps_ratio: { label: 'relay: tokens/s ÷ direct (median)', value: relay.tpsRatio, unit: '×' },
-          cpu_us_per_token: { label: 'relay: CPU per token, orchestratord + pool-managerd', value: cpuRelay.total as number, unit: 'µs' },
-          cpu_us_per_token_orchestratord: { label: 'of which orchestratord', value: cpuRelay.orchestratord as number, unit: 'µs' },
-          cpu_us_per_token_pool_managerd: { label: 'of which pool-managerd', value: cpuRelay.pool_managerd as number, unit: 'µs' },
-          nginx2_ttft_added_p50: { label: 'two nginx hops: added time to first token, p50', value: ngx2.ttftP50, unit: ms },
-          nginx2_ttft_added_p99: { label: 'two nginx hops: added time to first token, p99', value: ngx2.ttftP99, unit: ms },
-          nginx2_itl_added_p50: { label: 'two nginx hops: added inter-token latency, p50', value: ngx2.itlP50, unit: ms },
-          nginx2_itl_added_p99: { label: 'two nginx hops: added inter-token latency, p99', value: ngx2.itlP99, unit: ms },
+          cpu_us_per_token: {
+            label: 'relay: CPU per token, orchestratord + pool-managerd',
+            value: cpuRelay.total as number,
+            unit: 'µs',
+          },
+          cpu_us_per_token_orchestratord: {
+            label: 'of which orchestratord',
+            value: cpuRelay.orchestratord as number,
+            unit: 'µs',
+          },
+          cpu_us_per_token_pool_managerd: {
+            label: 'of which pool-managerd',
+            value: cpuRelay.pool_managerd as number,
+            unit: 'µs',
+          },
+          nginx2_ttft_added_p50: {
+            label: 'two nginx hops: added time to first token, p50',
+            value: ngx2.ttftP50,
+            unit: ms,
+          },
+          nginx2_ttft_added_p99: {
+            label: 'two nginx hops: added time to first token, p99',
+            value: ngx2.ttftP99,
+            unit: ms,
+          },
+          nginx2_itl_added_p50: {
+            label: 'two nginx hops: added inter-token latency, p50',
+            value: ngx2.itlP50,
+            unit: ms,
+          },
+          nginx2_itl_added_p99: {
+            label: 'two nginx hops: added inter-token latency, p99',
+            value: ngx2.itlP99,
+            unit: ms,
+          },
           nginx2_tps_ratio: { label: 'two nginx hops: tokens/s ÷ direct (median)', value: ngx2.tpsRatio, unit: '×' },
-          nginx2_cpu_us_per_token: { label: 'two nginx hops: CPU per token (both)', value: cpuNginx2.total as number, unit: 'µs' },
+          nginx2_cpu_us_per_token: {
+            label: 'two nginx hops: CPU per token (both)',
+            value: cpuNginx2.total as number,
+            unit: 'µs',
+          },
           ...againstNginx('', v.relay, v.nginx2, v.direct),
-          single_ttft_added_p50: { label: 'single-request /v2 stream (POST with Accept: text/event-stream): added TTFT p50', value: single.ttftP50, unit: ms },
-          single_ttft_added_p99: { label: 'single-request /v2 stream: added TTFT p99', value: single.ttftP99, unit: ms },
-          single_itl_added_p99: { label: 'single-request /v2 stream: added inter-token p99', value: single.itlP99, unit: ms },
-          single_cpu_us_per_token: { label: 'single-request /v2 stream: CPU per token, both daemons', value: v.single.cpuUsPerToken().total as number, unit: 'µs' },
-          chat_ttft_added_p50: { label: "/v1/chat/completions stream through the daemons: added TTFT p50 (over the engine's own chat route)", value: chatRelay.ttftP50, unit: ms },
-          chat_ttft_added_p99: { label: '/v1 chat through the daemons: added TTFT p99', value: chatRelay.ttftP99, unit: ms },
-          chat_itl_added_p99: { label: '/v1 chat through the daemons: added inter-token p99', value: chatRelay.itlP99, unit: ms },
-          chat_cpu_us_per_token: { label: '/v1 chat through the daemons: CPU per token, both daemons', value: cpuChatRelay.total as number, unit: 'µs' },
-          chat_nginx2_ttft_added_p50: { label: '/v1 chat through two nginx hops: added TTFT p50', value: chatNgx2.ttftP50, unit: ms },
-          chat_nginx2_cpu_us_per_token: { label: '/v1 chat through two nginx hops: CPU per token (both)', value: cpuChatNginx2.total as number, unit: 'µs' },
+          single_ttft_added_p50: {
+            label: 'single-request /v2 stream (POST with Accept: text/event-stream): added TTFT p50',
+            value: single.ttftP50,
+            unit: ms,
+          },
+          single_ttft_added_p99: {
+            label: 'single-request /v2 stream: added TTFT p99',
+            value: single.ttftP99,
+            unit: ms,
+          },
+          single_itl_added_p99: {
+            label: 'single-request /v2 stream: added inter-token p99',
+            value: single.itlP99,
+            unit: ms,
+          },
+          single_cpu_us_per_token: {
+            label: 'single-request /v2 stream: CPU per token, both daemons',
+            value: v.single.cpuUsPerToken().total as number,
+            unit: 'µs',
+          },
+          chat_ttft_added_p50: {
+            label: "/v1/chat/completions stream through the daemons: added TTFT p50 (over the engine's own chat route)",
+            value: chatRelay.ttftP50,
+            unit: ms,
+          },
+          chat_ttft_added_p99: {
+            label: '/v1 chat through the daemons: added TTFT p99',
+            value: chatRelay.ttftP99,
+            unit: ms,
+          },
+          chat_itl_added_p99: {
+            label: '/v1 chat through the daemons: added inter-token p99',
+            value: chatRelay.itlP99,
+            unit: ms,
+          },
+          chat_cpu_us_per_token: {
+            label: '/v1 chat through the daemons: CPU per token, both daemons',
+            value: cpuChatRelay.total as number,
+            unit: 'µs',
+          },
+          chat_nginx2_ttft_added_p50: {
+            label: '/v1 chat through two nginx hops: added TTFT p50',
+            value: chatNgx2.ttftP50,
+            unit: ms,
+          },
+          chat_nginx2_cpu_us_per_token: {
+            label: '/v1 chat through two nginx hops: CPU per token (both)',
+            value: cpuChatNginx2.total as number,
+            unit: 'µs',
+          },
           ...againstNginx('chat', v.chat_relay, v.chat_nginx2, v.chat_direct),
           ...doorStreamRows('msg', v.msg_relay, v.msg_direct),
           ...doorStreamRows('resp', v.resp_relay, v.resp_direct),
-          ...answerRows('chat', av.answer_chat_door, av.answer_chat_nginx2, av.answer_chat_floor, av.answer_chat_direct),
+          ...answerRows(
+            'chat',
+            av.answer_chat_door,
+            av.answer_chat_nginx2,
+            av.answer_chat_floor,
+            av.answer_chat_direct,
+          ),
           answer_chat_streamed_door_cpu_ms: {
-            label: 'the same chat streamed through the door (how a non-streamed one ran before): CPU per request, both daemons',
+            label:
+              'the same chat streamed through the door (how a non-streamed one ran before): CPU per request, both daemons',
             value: streamedChatCpuMs,
             unit: ms,
           },
-          ...answerRows('cmpl', av.answer_cmpl_door, av.answer_cmpl_nginx2, av.answer_cmpl_floor, av.answer_cmpl_direct),
+          ...answerRows(
+            'cmpl',
+            av.answer_cmpl_door,
+            av.answer_cmpl_nginx2,
+            av.answer_cmpl_floor,
+            av.answer_cmpl_direct,
+          ),
           ...embeddingRows(av.embed_door, av.embed_direct),
-          ttft_pool_managerd_p50: { label: "pool-managerd's hop alone (its dispatch API − direct): added TTFT p50", value: pool.ttftP50, unit: ms },
-          cpu_us_per_token_pool_managerd_alone: { label: "pool-managerd's hop alone: CPU per token", value: cpuPool.total as number, unit: 'µs' },
-          nginx1_ttft_added_p50: { label: 'one nginx hop (new engine connection per request): added TTFT p50', value: ngx1.ttftP50, unit: ms },
-          nginx1_cpu_us_per_token: { label: 'one nginx hop: CPU per token', value: v.nginx1.cpuUsPerToken().total as number, unit: 'µs' },
-          ttft_floor_p50: { label: 'floor (diagnostic): two bare node:http pass-through processes (FIXTURE), added TTFT p50', value: floor.ttftP50, unit: ms },
-          floor_cpu_us_per_token: { label: 'floor (diagnostic): CPU per token (both)', value: cpuFloor.total as number, unit: 'µs' },
+          ttft_pool_managerd_p50: {
+            label: "pool-managerd's hop alone (its dispatch API − direct): added TTFT p50",
+            value: pool.ttftP50,
+            unit: ms,
+          },
+          cpu_us_per_token_pool_managerd_alone: {
+            label: "pool-managerd's hop alone: CPU per token",
+            value: cpuPool.total as number,
+            unit: 'µs',
+          },
+          nginx1_ttft_added_p50: {
+            label: 'one nginx hop (new engine connection per request): added TTFT p50',
+            value: ngx1.ttftP50,
+            unit: ms,
+          },
+          nginx1_cpu_us_per_token: {
+            label: 'one nginx hop: CPU per token',
+            value: v.nginx1.cpuUsPerToken().total as number,
+            unit: 'µs',
+          },
+          ttft_floor_p50: {
+            label: 'floor (diagnostic): two bare node:http pass-through processes (FIXTURE), added TTFT p50',
+            value: floor.ttftP50,
+            unit: ms,
+          },
+          floor_cpu_us_per_token: {
+            label: 'floor (diagnostic): CPU per token (both)',
+            value: cpuFloor.total as number,
+            unit: 'µs',
+          },
         },
         details: {
           variants: Object.fromEntries(names.map((n) => [n, v[n].details()])),
           answer_variants: Object.fromEntries(answerNames.map((n) => [n, av[n].details()])),
-          added_over_direct: { relay, single_request: single, nginx2: ngx2, nginx1: ngx1, pool_managerd_alone: pool, floor_passthrough: floor },
+          added_over_direct: {
+            relay,
+            single_request: single,
+            nginx2: ngx2,
+            nginx1: ngx1,
+            pool_managerd_alone: pool,
+            floor_passthrough: floor,
+          },
           chat_added_over_chat_direct: { relay: chatRelay, nginx2: chatNgx2 },
           messages_added_over_messages_direct: addedOver(v.msg_relay, v.msg_direct),
           responses_added_over_responses_direct: addedOver(v.resp_relay, v.resp_direct),
@@ -390,7 +649,8 @@ export const relayBench: Bench = {
           engine_url: engineUrl,
           max_tokens: maxTokens,
         },
-        notes: mismatches > 0 ? [`${mismatches} round(s) produced different text through some variant than directly`] : [],
+        notes:
+          mismatches > 0 ? [`${mismatches} round(s) produced different text through some variant than directly`] : [],
       };
     } finally {
       for (const h of hops.reverse()) await h.stop();

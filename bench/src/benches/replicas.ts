@@ -39,7 +39,13 @@ function scaleSizes(quick: boolean): ScaleSizes {
   return {
     capCores: Number(process.env.BENCH_REPLICA_CPU ?? 0.1),
     tokenIntervalMs: Number(process.env.BENCH_REPLICA_TOKEN_MS ?? 4),
-    loadPerReplica: { clients: 2, streamsPerClient: Number(process.env.BENCH_REPLICA_STREAMS ?? 10), model: SCALE_MODEL, maxTokens: 200, inline: true },
+    loadPerReplica: {
+      clients: 2,
+      streamsPerClient: Number(process.env.BENCH_REPLICA_STREAMS ?? 10),
+      model: SCALE_MODEL,
+      maxTokens: 200,
+      inline: true,
+    },
     settleS: quick ? 1 : 2,
     windowS: quick ? 2 : 10,
     rounds: quick ? 1 : 4,
@@ -78,18 +84,25 @@ function summarizeStore(rounds: readonly StoreRound[]): StoreSummary {
   };
 }
 
-async function compareStores(ctx: BenchContext, token: string, redisUrl: string): Promise<Record<StoreKind, StoreRound[]>> {
+async function compareStores(
+  ctx: BenchContext,
+  token: string,
+  redisUrl: string,
+): Promise<Record<StoreKind, StoreRound[]>> {
   const sizes = storeSizes(ctx.quick);
   const configs: StoreConfig[] = [];
   try {
-    const started = await Promise.allSettled((['memory', 'redis'] as const).map((kind) => startStoreConfig(ctx, kind, token, redisUrl)));
+    const started = await Promise.allSettled(
+      (['memory', 'redis'] as const).map((kind) => startStoreConfig(ctx, kind, token, redisUrl)),
+    );
     for (const s of started) if (s.status === 'fulfilled') configs.push(s.value);
     for (const s of started) if (s.status === 'rejected') throw s.reason;
     // Warm-up round on each, not kept: admission costs 4× more CPU per task in its first seconds
     // (JIT) than after ~8 s of load. A quick run skips it (it checks the harness only).
     if (!ctx.quick) {
       ctx.log('replicas: warm-up round on both stores');
-      for (const c of configs) await storeRound(ctx, c, token, { ...sizes, admissionS: 8, relayWindowS: 4, ttftPairs: 10 });
+      for (const c of configs)
+        await storeRound(ctx, c, token, { ...sizes, admissionS: 8, relayWindowS: 4, ttftPairs: 10 });
     }
     const out: Record<StoreKind, StoreRound[]> = { memory: [], redis: [] };
     for (let round = 0; round < sizes.rounds; round++) {
@@ -142,7 +155,9 @@ export const replicasBench: Bench = {
     try {
       ctx.log(`replicas: part 1, in-process vs Redis (${ssz.rounds} interleaved rounds)`);
       stores = await compareStores(ctx, token, redis.url);
-      ctx.log(`replicas: part 2, the scale curve (each replica capped at ${csz.capCores} core, ${csz.rounds} interleaved rounds)`);
+      ctx.log(
+        `replicas: part 2, the scale curve (each replica capped at ${csz.capCores} core, ${csz.rounds} interleaved rounds)`,
+      );
       scale = await scaleCurve(ctx, token, redis.url, csz);
     } finally {
       await redis.stop();
@@ -153,19 +168,38 @@ export const replicasBench: Bench = {
     const two = scaleSummary(scale.samples, 2);
     const besideTwin = scaleSummary(scale.samples, 1, true);
     // Replica A and its twin C together: two replicas that share nothing, on the machine as busy.
-    const twinPair = median(scale.samples.filter((s) => s.twin).map((s) => s.tokensPerS + (s.twinTokensPerS ?? Number.NaN)));
+    const twinPair = median(
+      scale.samples.filter((s) => s.twin).map((s) => s.tokensPerS + (s.twinTokensPerS ?? Number.NaN)),
+    );
     // 2 ÷ 1 within each round (the two ran minutes apart at most): their spread is the figure's noise.
     const ratios = Array.from({ length: csz.rounds }, (_, i) => {
-      const at = (n: 1 | 2): number => scale.samples.find((x) => x.round === i && x.replicas === n && !x.twin)?.tokensPerS ?? Number.NaN;
+      const at = (n: 1 | 2): number =>
+        scale.samples.find((x) => x.round === i && x.replicas === n && !x.twin)?.tokensPerS ?? Number.NaN;
       return round(at(2) / at(1));
     });
     const f = (label: string, value: number, unit: string): Figure => ({ label, value, unit });
     const twinFigures: Record<string, Figure> = csz.twin
       ? {
-          scale_tps_1_twin: f('1 replica beside its loaded twin (another cluster): tokens/s relayed', besideTwin.tokensPerS, 'tokens/s'),
-          scale_ratio_vs_twin: f('2 replicas ÷ 2 × (1 replica beside its twin): the machine equally busy', two.tokensPerS / (2 * besideTwin.tokensPerS), '×'),
-          scale_tps_twin_pair: f('replica A and its twin together (2 clusters, nothing shared): tokens/s relayed', twinPair, 'tokens/s'),
-          scale_ratio_vs_twin_pair: f('2 replicas ÷ (A and its twin together): what sharing a cluster costs', two.tokensPerS / twinPair, '×'),
+          scale_tps_1_twin: f(
+            '1 replica beside its loaded twin (another cluster): tokens/s relayed',
+            besideTwin.tokensPerS,
+            'tokens/s',
+          ),
+          scale_ratio_vs_twin: f(
+            '2 replicas ÷ 2 × (1 replica beside its twin): the machine equally busy',
+            two.tokensPerS / (2 * besideTwin.tokensPerS),
+            '×',
+          ),
+          scale_tps_twin_pair: f(
+            'replica A and its twin together (2 clusters, nothing shared): tokens/s relayed',
+            twinPair,
+            'tokens/s',
+          ),
+          scale_ratio_vs_twin_pair: f(
+            '2 replicas ÷ (A and its twin together): what sharing a cluster costs',
+            two.tokensPerS / twinPair,
+            '×',
+          ),
         }
       : {};
     const storeLoad = ssz.relayLoad.clients * ssz.relayLoad.streamsPerClient;
@@ -189,11 +223,17 @@ export const replicasBench: Bench = {
       samples: {
         rounds: ssz.rounds,
         admissions: [...stores.memory, ...stores.redis].reduce((a, r) => a + r.admission.latenciesMs.length, 0),
-        'tokens relayed': [...stores.memory, ...stores.redis].reduce((a, r) => a + r.relay.tokens, 0) + scale.samples.reduce((a, s) => a + s.tokens, 0),
+        'tokens relayed':
+          [...stores.memory, ...stores.redis].reduce((a, r) => a + r.relay.tokens, 0) +
+          scale.samples.reduce((a, s) => a + s.tokens, 0),
         'scale rounds': csz.rounds,
       },
       figures: {
-        cpu_per_token_ratio: f('Redis ÷ in-process: orchestratord CPU per relayed token', red.cpuUsPerToken / mem.cpuUsPerToken, '×'),
+        cpu_per_token_ratio: f(
+          'Redis ÷ in-process: orchestratord CPU per relayed token',
+          red.cpuUsPerToken / mem.cpuUsPerToken,
+          '×',
+        ),
         cpu_per_token_memory: f('in-process store: CPU per relayed token', mem.cpuUsPerToken, 'µs'),
         cpu_per_token_redis: f('Redis store: CPU per relayed token', red.cpuUsPerToken, 'µs'),
         redis_admission_p99: f('Redis store: admission latency p99', red.admission.p99, 'ms'),
@@ -202,7 +242,11 @@ export const replicasBench: Bench = {
         memory_admission_tps: f('in-process store: tasks admitted per second (median round)', mem.tasksPerS, 'tasks/s'),
         redis_ttft_added: f('Redis store: added TTFT over the FIXTURE node, p50', red.ttftAdded, 'ms'),
         memory_ttft_added: f('in-process store: added TTFT over the FIXTURE node, p50', mem.ttftAdded, 'ms'),
-        scale_ratio: f(`2 replicas ÷ 1: tokens/s at ${csz.capCores} core each (median rounds)`, two.tokensPerS / one.tokensPerS, '×'),
+        scale_ratio: f(
+          `2 replicas ÷ 1: tokens/s at ${csz.capCores} core each (median rounds)`,
+          two.tokensPerS / one.tokensPerS,
+          '×',
+        ),
         scale_tps_1: f(`1 replica at ${csz.capCores} core: tokens/s relayed`, one.tokensPerS, 'tokens/s'),
         scale_tps_2: f(`2 replicas at ${csz.capCores} core each: tokens/s relayed`, two.tokensPerS, 'tokens/s'),
         ...twinFigures,
@@ -213,13 +257,19 @@ export const replicasBench: Bench = {
           redis: { ...red, admission: rounded(red.admission) },
           rounds: { memory: stores.memory.map(roundDetail), redis: stores.redis.map(roundDetail) },
           // Round i of each store ran back to back: the spread of these is the noise of the figure.
-          cpu_per_token_ratio_by_round: stores.redis.map((r, i) => round(r.relay.cpuUsPerToken / (stores.memory[i]?.relay.cpuUsPerToken ?? Number.NaN))),
+          cpu_per_token_ratio_by_round: stores.redis.map((r, i) =>
+            round(r.relay.cpuUsPerToken / (stores.memory[i]?.relay.cpuUsPerToken ?? Number.NaN)),
+          ),
         },
         scale: {
           cap_cores: csz.capCores,
           mechanism: scale.mechanism,
           nginx: scale.nginx,
-          one: { ...one, cap_use_note: 'CPU used ÷ window ÷ cap, median over replicas and rounds: near 1.0 = the cap is what limits the replica' },
+          one: {
+            ...one,
+            cap_use_note:
+              'CPU used ÷ window ÷ cap, median over replicas and rounds: near 1.0 = the cap is what limits the replica',
+          },
           two,
           ...(csz.twin ? { beside_twin: besideTwin } : {}),
           ratio_by_round: ratios,
@@ -304,6 +354,9 @@ function notes(
       '(median rounds; 1.62–1.98 by round) with both replicas at their cap but 34–42 µs of CPU per token with two against 34–36 alone; the 2-replica side doubles the FIXTURE, nginx and client ' +
       'work on 2 shared cores, hence the smaller cap here. With more cores, pin each replica (taskset) and raise BENCH_REPLICA_CPU.',
   ];
-  if (red.errored + mem.errored > 0) out.push(`streams that ended other than with \`end\`: ${mem.errored} in-process, ${red.errored} Redis (see the JSON)`);
+  if (red.errored + mem.errored > 0)
+    out.push(
+      `streams that ended other than with \`end\`: ${mem.errored} in-process, ${red.errored} Redis (see the JSON)`,
+    );
   return out;
 }

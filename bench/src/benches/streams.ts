@@ -23,7 +23,12 @@ const TOKEN_INTERVAL_MS = 5000;
 type Status = Extract<ClientReply, { type: 'status' }>;
 type Measured = Extract<ClientReply, { type: 'measured' }>;
 
-async function openOn(clients: readonly ClientHandle[], total: number, orchUrl: string, token: string): Promise<{ opened: number; failed: number; errors: string[]; ms: number }> {
+async function openOn(
+  clients: readonly ClientHandle[],
+  total: number,
+  orchUrl: string,
+  token: string,
+): Promise<{ opened: number; failed: number; errors: string[]; ms: number }> {
   const per = Math.floor(total / clients.length);
   const replies = await Promise.all(
     clients.map((c, i) =>
@@ -52,7 +57,13 @@ async function openOn(clients: readonly ClientHandle[], total: number, orchUrl: 
 async function status(clients: readonly ClientHandle[]): Promise<Omit<Status, 'type'>> {
   const all = (await Promise.all(clients.map((c) => c.send({ type: 'status' })))) as Status[];
   return all.reduce(
-    (a, s) => ({ alive: a.alive + s.alive, withTokens: a.withTokens + s.withTokens, ended: a.ended + s.ended, errored: a.errored + s.errored, tokens: a.tokens + s.tokens }),
+    (a, s) => ({
+      alive: a.alive + s.alive,
+      withTokens: a.withTokens + s.withTokens,
+      ended: a.ended + s.ended,
+      errored: a.errored + s.errored,
+      tokens: a.tokens + s.tokens,
+    }),
     { alive: 0, withTokens: 0, ended: 0, errored: 0, tokens: 0 },
   );
 }
@@ -130,7 +141,9 @@ export const streamsBench: Bench = {
       const fd0 = fdCount(orch.pid);
       for (let i = 0; i < CLIENTS; i++) clients.push(new ClientHandle(ctx.paths.streamClient));
 
-      ctx.log(`streams: opening ${target / 2} streams (${CLIENTS} client processes, ${nodes} fixture nodes × ${SLOTS_PER_NODE} slots)`);
+      ctx.log(
+        `streams: opening ${target / 2} streams (${CLIENTS} client processes, ${nodes} fixture nodes × ${SLOTS_PER_NODE} slots)`,
+      );
       const half = await openOn(clients, target / 2, orch.url, token);
       await waitFlowing(clients, 10_000);
       await sleep(2000);
@@ -141,7 +154,9 @@ export const streamsBench: Bench = {
       const flowing = await waitFlowing(clients, 20_000);
       await sleep(2000);
       const windowS = ctx.quick ? 10 : 30;
-      ctx.log(`streams: ${flowing.alive} alive, ${flowing.withTokens} with tokens; measuring delivery for ${windowS} s`);
+      ctx.log(
+        `streams: ${flowing.alive} alive, ${flowing.withTokens} with tokens; measuring delivery for ${windowS} s`,
+      );
       for (const c of clients) await c.send({ type: 'measure', on: true });
       const cpu0 = cpuSeconds(orch.pid);
       const w0 = performance.now();
@@ -204,7 +219,10 @@ export const streamsBench: Bench = {
             cpu_us_per_relayed_token: (cpuS * 1e6) / Math.max(1, delays.length),
           },
         },
-        notes: held < target && limits.hard < target + 64 ? [`every stream holds one client socket in orchestratord; the hard open-file limit here is ${limits.hard}`] : [],
+        notes:
+          held < target && limits.hard < target + 64
+            ? [`every stream holds one client socket in orchestratord; the hard open-file limit here is ${limits.hard}`]
+            : [],
       };
     } finally {
       for (const c of clients) await c.close();

@@ -63,7 +63,13 @@ function taskIdOf(text: string): string | undefined {
  * task, then POST /v2/tasks/{id}/cancel for the task it just admitted, so at most `connections`
  * tasks are ever queued. Only the 202s count as admissions and only their latencies are kept.
  */
-export async function admissionPhase(orchUrl: string, token: string, model: string, seconds: number, connections: number): Promise<PhaseResult> {
+export async function admissionPhase(
+  orchUrl: string,
+  token: string,
+  model: string,
+  seconds: number,
+  connections: number,
+): Promise<PhaseResult> {
   let admitted = 0;
   let canceled = 0;
   const otherStatus: Record<string, number> = {};
@@ -97,7 +103,8 @@ export async function admissionPhase(orchUrl: string, token: string, model: stri
         method: 'POST',
         headers: { authorization: auth },
         // No admitted task (refused): start the loop again with a new admission.
-        setupRequest: (req, context) => (typeof context.taskId === 'string' ? { ...req, path: `/v2/tasks/${context.taskId}/cancel` } : undefined),
+        setupRequest: (req, context) =>
+          typeof context.taskId === 'string' ? { ...req, path: `/v2/tasks/${context.taskId}/cancel` } : undefined,
         onResponse: (status) => {
           if (status === 204) canceled += 1;
           else otherStatus[`cancel ${status}`] = (otherStatus[`cancel ${status}`] ?? 0) + 1;

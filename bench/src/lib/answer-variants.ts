@@ -35,7 +35,9 @@ export class AnswerVariant extends CpuMeter {
       latency_ms: rounded(this.latency()),
       answers: this.answers.length,
       completion_tokens: this.answers[0]?.completionTokens,
-      cpu_ms_per_request: Object.fromEntries(Object.entries(this.cpuMsPerRequest()).map(([k, v]) => [k, Math.round(v * 1000) / 1000])),
+      cpu_ms_per_request: Object.fromEntries(
+        Object.entries(this.cpuMsPerRequest()).map(([k, v]) => [k, Math.round(v * 1000) / 1000]),
+      ),
     };
   }
 }
@@ -45,7 +47,10 @@ export class AnswerVariant extends CpuMeter {
  * per-round differences (`pairedP50`: both answered in the same round, one after the other, so the
  * engine's own drift over the run, a few ms on a shared host, cancels out).
  */
-export function answerAddedOver(v: AnswerVariant, direct: AnswerVariant): { p50: number; p99: number; pairedP50: number } {
+export function answerAddedOver(
+  v: AnswerVariant,
+  direct: AnswerVariant,
+): { p50: number; p99: number; pairedP50: number } {
   const a = v.latency();
   const d = direct.latency();
   const n = Math.min(v.answers.length, direct.answers.length);
@@ -62,8 +67,21 @@ export function answerAddedOver(v: AnswerVariant, direct: AnswerVariant): { p50:
  * and a seed (llamacpp-adapter `answerRequestOf`; the door asks for the prompt cache): what the
  * direct and nginx variants send, so every path makes the engine do the same work.
  */
-export function engineAnswerBody(kind: 'chat' | 'completion', content: string, maxTokens: number, seed: number): Record<string, unknown> {
-  if (kind === 'chat') return { messages: [{ role: 'user', content }], max_tokens: maxTokens, stream: false, cache_prompt: true, seed, temperature: 0 };
+export function engineAnswerBody(
+  kind: 'chat' | 'completion',
+  content: string,
+  maxTokens: number,
+  seed: number,
+): Record<string, unknown> {
+  if (kind === 'chat')
+    return {
+      messages: [{ role: 'user', content }],
+      max_tokens: maxTokens,
+      stream: false,
+      cache_prompt: true,
+      seed,
+      temperature: 0,
+    };
   return { prompt: content, n_predict: maxTokens, stream: false, cache_prompt: true, seed, temperature: 0 };
 }
 
@@ -77,14 +95,18 @@ export async function timedPost(
   const sentAt = performance.now();
   const res = await request(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}),
+    },
     body: JSON.stringify(body),
     dispatcher,
     reset: opts.reset ?? false,
   });
   const text = await res.body.text();
   const endAt = performance.now();
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${url} answered ${res.statusCode}: ${text.slice(0, 500)}`);
+  if (res.statusCode !== 200)
+    throw new UnexpectedResponseError(`POST ${url} answered ${res.statusCode}: ${text.slice(0, 500)}`);
   return { sentAt, endAt, text };
 }
 
@@ -103,7 +125,15 @@ export async function answerGeneration(
   opts: { token?: string; reset?: boolean } = {},
 ): Promise<TimedAnswer> {
   const { sentAt, endAt, text } = await timedPost(`${baseUrl}${ANSWER_PATH[kind]}`, body, dispatcher, opts);
-  const json = JSON.parse(text) as { choices?: Array<{ text?: string; message?: { content?: string | null } }>; usage?: { completion_tokens?: number } };
+  const json = JSON.parse(text) as {
+    choices?: Array<{ text?: string; message?: { content?: string | null } }>;
+    usage?: { completion_tokens?: number };
+  };
   const choice = json.choices?.[0];
-  return { sentAt, endAt, text: choice?.message?.content ?? choice?.text ?? '', completionTokens: json.usage?.completion_tokens ?? 0 };
+  return {
+    sentAt,
+    endAt,
+    text: choice?.message?.content ?? choice?.text ?? '',
+    completionTokens: json.usage?.completion_tokens ?? 0,
+  };
 }

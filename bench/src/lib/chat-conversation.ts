@@ -100,7 +100,10 @@ export async function conversation(a: ConversationArgs): Promise<TurnRecord[]> {
       ...(previous === undefined
         ? {}
         : {
-            prior_cached_share: priorCachedShare(t.cachedTokens, { promptTokens: previous.prompt_tokens, completionTokens: previous.completion_tokens }),
+            prior_cached_share: priorCachedShare(t.cachedTokens, {
+              promptTokens: previous.prompt_tokens,
+              completionTokens: previous.completion_tokens,
+            }),
           }),
     });
   }
@@ -113,7 +116,8 @@ export type ChatSummary = ReturnType<typeof summary>;
 export function summary(records: readonly TurnRecord[], variant: Variant) {
   const all = records.filter((r) => r.variant === variant);
   const later = all.filter((r) => r.turn >= 2);
-  const previousOf = (r: TurnRecord): TurnRecord | undefined => all.find((p) => p.round === r.round && p.conversation === r.conversation && p.turn === r.turn - 1);
+  const previousOf = (r: TurnRecord): TurnRecord | undefined =>
+    all.find((p) => p.round === r.round && p.conversation === r.conversation && p.turn === r.turn - 1);
   let cached = 0;
   let prior = 0;
   let prompt = 0;
@@ -135,7 +139,8 @@ export function summary(records: readonly TurnRecord[], variant: Variant) {
   // the gain per turn that affinity can give, whatever the variant.
   const hits = later.filter((r) => (r.prior_cached_share ?? 0) >= 0.9).map((r) => r.ttft_ms);
   const misses = later.filter((r) => (r.prior_cached_share ?? 1) < 0.1).map((r) => r.ttft_ms);
-  for (let t = 1; t <= TURNS; t++) ttftByTurn[`turn_${t}`] = rounded(summarize(all.filter((r) => r.turn === t).map((r) => r.ttft_ms)), 1);
+  for (let t = 1; t <= TURNS; t++)
+    ttftByTurn[`turn_${t}`] = rounded(summarize(all.filter((r) => r.turn === t).map((r) => r.ttft_ms)), 1);
   return {
     turns: later.length,
     priorCachedShare: prior === 0 ? Number.NaN : cached / prior,

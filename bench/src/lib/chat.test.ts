@@ -12,7 +12,16 @@ describe('ChatStreamReader', () => {
       chunk({ ...base, choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }] }),
       chunk({ ...base, choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: null }] }),
       chunk({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'length' }] }),
-      chunk({ ...base, choices: [], usage: { prompt_tokens: 900, completion_tokens: 2, total_tokens: 902, prompt_tokens_details: { cached_tokens: 850 } } }),
+      chunk({
+        ...base,
+        choices: [],
+        usage: {
+          prompt_tokens: 900,
+          completion_tokens: 2,
+          total_tokens: 902,
+          prompt_tokens_details: { cached_tokens: 850 },
+        },
+      }),
       'data: [DONE]\n\n',
     ];
     const done = stream.map((s, i) => r.feed(s, 10 + i));

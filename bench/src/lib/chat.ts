@@ -24,7 +24,11 @@ export interface ChatTurn {
 
 interface ChunkView {
   choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>;
-  usage?: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } } | null;
+  usage?: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    prompt_tokens_details?: { cached_tokens?: number };
+  } | null;
 }
 
 /** Reads an OpenAI chat stream's `data:` chunks (until `[DONE]`) into a {@link ChatTurn}. */
@@ -50,14 +54,16 @@ export class ChatStreamReader {
       const content = choice.delta?.content;
       if (typeof content === 'string' && content !== '') this.#pieces.push(content);
       if (choice.finish_reason) this.#finishReason = choice.finish_reason;
-      if (Number.isNaN(this.#firstTokenAt) && ((typeof content === 'string' && content !== '') || choice.finish_reason)) this.#firstTokenAt = now;
+      if (Number.isNaN(this.#firstTokenAt) && ((typeof content === 'string' && content !== '') || choice.finish_reason))
+        this.#firstTokenAt = now;
     }
     return this.#done;
   }
 
   result(sentAt: number, endAt: number): ChatTurn {
     if (!this.#done) throw new UnexpectedResponseError('chat stream ended without data: [DONE]');
-    if (!this.#usage) throw new UnexpectedResponseError('chat stream carried no usage chunk (stream_options.include_usage)');
+    if (!this.#usage)
+      throw new UnexpectedResponseError('chat stream carried no usage chunk (stream_options.include_usage)');
     return {
       sentAt,
       firstTokenAt: this.#firstTokenAt,
@@ -105,7 +111,10 @@ export async function chatTurn(r: ChatTurnRequest, dispatcher: Dispatcher): Prom
     }),
     dispatcher,
   });
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST /v1/chat/completions answered ${res.statusCode}: ${(await res.body.text()).slice(0, 500)}`);
+  if (res.statusCode !== 200)
+    throw new UnexpectedResponseError(
+      `POST /v1/chat/completions answered ${res.statusCode}: ${(await res.body.text()).slice(0, 500)}`,
+    );
   const reader = new ChatStreamReader();
   for await (const chunk of res.body) reader.feed((chunk as Buffer).toString('utf8'), performance.now());
   return reader.result(sentAt, performance.now());
@@ -144,7 +153,10 @@ export function userText(rand: () => number, count: number): string {
  * served from its cache: cached ÷ prior, at most 1 (the cache may also hold part of the new message's
  * template header, which is not prior conversation).
  */
-export function priorCachedShare(cachedTokens: number, previous: { promptTokens: number; completionTokens: number }): number {
+export function priorCachedShare(
+  cachedTokens: number,
+  previous: { promptTokens: number; completionTokens: number },
+): number {
   const prior = previous.promptTokens + previous.completionTokens;
   return prior === 0 ? 0 : Math.min(1, cachedTokens / prior);
 }

@@ -134,8 +134,14 @@ export interface PoolStatusView {
   last_error?: string;
 }
 
-export async function poolStatus(pm: PoolManagerdHandle, poolId: string, token: string): Promise<PoolStatusView | undefined> {
-  const r = await httpJson<PoolStatusView>('GET', `${pm.daemon.url}/v2/pools/${poolId}`, { token }).catch(() => undefined);
+export async function poolStatus(
+  pm: PoolManagerdHandle,
+  poolId: string,
+  token: string,
+): Promise<PoolStatusView | undefined> {
+  const r = await httpJson<PoolStatusView>('GET', `${pm.daemon.url}/v2/pools/${poolId}`, { token }).catch(
+    () => undefined,
+  );
   return r?.status === 200 ? r.body : undefined;
 }
 
@@ -143,19 +149,29 @@ export async function poolStatus(pm: PoolManagerdHandle, poolId: string, token: 
  * Waits until orchestratord lists every pool id as ready (a cold cache builds llama-server first:
  * minutes). Throws when a daemon exits meanwhile.
  */
-export async function waitPoolsReady(orchUrl: string, token: string, poolIds: readonly string[], daemons: readonly Daemon[], timeoutMs: number): Promise<void> {
+export async function waitPoolsReady(
+  orchUrl: string,
+  token: string,
+  poolIds: readonly string[],
+  daemons: readonly Daemon[],
+  timeoutMs: number,
+): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   let last = '';
   while (performance.now() < deadline) {
     for (const d of daemons) {
-      if (d.state === 'exited') throw new ClusterNotReadyError(`${d.name} exited while the cluster was starting:\n${d.tail()}`);
+      if (d.state === 'exited')
+        throw new ClusterNotReadyError(`${d.name} exited while the cluster was starting:\n${d.tail()}`);
     }
-    const r = await httpJson<{ pools?: Array<{ pool_id: string; ready: boolean; state: string; node_state: string }> }>('GET', `${orchUrl}/v2/pools`, { token }).catch(
-      () => undefined,
-    );
+    const r = await httpJson<{ pools?: Array<{ pool_id: string; ready: boolean; state: string; node_state: string }> }>(
+      'GET',
+      `${orchUrl}/v2/pools`,
+      { token },
+    ).catch(() => undefined);
     if (r?.status === 200) {
       last = JSON.stringify(r.body.pools?.map((p) => `${p.pool_id}:${p.state}/${p.node_state}`));
-      if (poolIds.every((id) => r.body.pools?.some((p) => p.pool_id === id && p.ready && p.node_state === 'online'))) return;
+      if (poolIds.every((id) => r.body.pools?.some((p) => p.pool_id === id && p.ready && p.node_state === 'online')))
+        return;
     }
     await sleep(100);
   }
@@ -166,13 +182,22 @@ export async function waitPoolsReady(orchUrl: string, token: string, poolIds: re
 export async function waitNodeIdle(orchUrl: string, token: string, nodeId: string, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
-    const r = await httpJson<{ pools: Array<{ node_id: string; ready: boolean; node_state: string; leased: number; slots_free: number; slots_total: number }> }>(
-      'GET',
-      `${orchUrl}/v2/pools`,
-      { token },
-    ).catch(() => undefined);
+    const r = await httpJson<{
+      pools: Array<{
+        node_id: string;
+        ready: boolean;
+        node_state: string;
+        leased: number;
+        slots_free: number;
+        slots_total: number;
+      }>;
+    }>('GET', `${orchUrl}/v2/pools`, { token }).catch(() => undefined);
     const pools = r?.status === 200 ? r.body.pools.filter((p) => p.node_id === nodeId) : [];
-    if (pools.length > 0 && pools.every((p) => p.node_state === 'online' && p.ready && p.leased === 0 && p.slots_free === p.slots_total)) return;
+    if (
+      pools.length > 0 &&
+      pools.every((p) => p.node_state === 'online' && p.ready && p.leased === 0 && p.slots_free === p.slots_total)
+    )
+      return;
     await sleep(20);
   }
   throw new ClusterNotReadyError(`node ${nodeId} not idle after ${timeoutMs} ms`);

@@ -28,5 +28,8 @@ export interface Bench {
 
 /** `node --cpu-prof` flags for a daemon when profiling is asked for. */
 export function profFlags(ctx: BenchContext, name: string): string[] {
-  return [...ctx.nodeFlags, ...(ctx.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${ctx.dir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
+  return [
+    ...ctx.nodeFlags,
+    ...(ctx.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${ctx.dir}`, `--cpu-prof-name=${name}.cpuprofile`] : []),
+  ];
 }

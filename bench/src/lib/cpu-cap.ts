@@ -41,14 +41,18 @@ export function cpuCapHierarchy(): Hierarchy | { reason: string } {
   if (process.getuid?.() !== 0) return { reason: 'a CPU cap needs a cgroup of its own; run the benchmark as root' };
   if (read(join(V2_ROOT, 'cgroup.subtree_control')).split(/\s+/).includes('cpu')) return { kind: 'v2', root: V2_ROOT };
   if (existsSync(join(V1_CPU, 'cpu.cfs_quota_us'))) return { kind: 'v1', root: V1_CPU };
-  return { reason: `neither a cgroup v2 root with the cpu controller enabled (${V2_ROOT}/cgroup.subtree_control) nor a cgroup v1 cpu mount (${V1_CPU})` };
+  return {
+    reason: `neither a cgroup v2 root with the cpu controller enabled (${V2_ROOT}/cgroup.subtree_control) nor a cgroup v1 cpu mount (${V1_CPU})`,
+  };
 }
 
 /** `cpu.stat` of either cgroup version. */
 export function parseCpuStat(text: string): { periods: number; throttled: number; throttled_s: number } {
   const field = (k: string): number => Number(new RegExp(`^${k} (\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
   // v1 counts throttled_time in ns, v2 throttled_usec in µs.
-  const throttledS = Number.isFinite(field('throttled_usec')) ? field('throttled_usec') / 1e6 : field('throttled_time') / 1e9;
+  const throttledS = Number.isFinite(field('throttled_usec'))
+    ? field('throttled_usec') / 1e6
+    : field('throttled_time') / 1e9;
   return { periods: field('nr_periods'), throttled: field('nr_throttled'), throttled_s: throttledS };
 }
 
@@ -69,7 +73,10 @@ export async function createCpuCap(name: string, cores: number): Promise<CpuCap>
   return {
     name,
     cores,
-    mechanism: h.kind === 'v2' ? `cgroup v2 cpu.max "${quota} ${PERIOD_US}"` : `cgroup v1 cpu.cfs_quota_us ${quota} / cpu.cfs_period_us ${PERIOD_US}`,
+    mechanism:
+      h.kind === 'v2'
+        ? `cgroup v2 cpu.max "${quota} ${PERIOD_US}"`
+        : `cgroup v1 cpu.cfs_quota_us ${quota} / cpu.cfs_period_us ${PERIOD_US}`,
     add: (pid) => writeFile(join(dir, 'cgroup.procs'), String(pid)),
     stats: async () => parseCpuStat(await readFile(join(dir, 'cpu.stat'), 'utf8')),
     remove: async () => {

@@ -164,7 +164,11 @@ export async function spawnDaemon(o: SpawnDaemonOptions): Promise<Daemon> {
   const child =
     o.nofile === undefined
       ? spawn(process.execPath, nodeArgv, { env, stdio: ['ignore', fd, fd] })
-      : spawn('bash', ['-c', `ulimit -n ${o.nofile} && exec ${[process.execPath, ...nodeArgv].map(shellQuote).join(' ')}`], { env, stdio: ['ignore', fd, fd] });
+      : spawn(
+          'bash',
+          ['-c', `ulimit -n ${o.nofile} && exec ${[process.execPath, ...nodeArgv].map(shellQuote).join(' ')}`],
+          { env, stdio: ['ignore', fd, fd] },
+        );
   closeSync(fd);
   live.add(child);
   const daemon = new Daemon(o.name, child, o.logFile, spawnedAt, spawnedAtWall);

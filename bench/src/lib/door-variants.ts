@@ -24,7 +24,9 @@ function readMessages(f: SseFrame): FrameReading | undefined {
   if (f.event === 'message_stop') return { end: true };
   if (f.event !== 'content_block_delta') return undefined;
   const delta = (JSON.parse(f.data) as { delta?: { type?: string; text?: string } }).delta;
-  return delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '' ? { token: delta.text } : undefined;
+  return delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== ''
+    ? { token: delta.text }
+    : undefined;
 }
 
 function readResponses(f: SseFrame): FrameReading | undefined {
@@ -46,12 +48,19 @@ export async function doorGeneration(
   const sentAt = performance.now();
   const res = await request(`${baseUrl}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}),
+    },
     body: JSON.stringify(body),
     dispatcher,
     reset: opts.reset ?? false,
   });
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${baseUrl}${path} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 500)}`);
+  if (res.statusCode !== 200)
+    throw new UnexpectedResponseError(
+      `POST ${baseUrl}${path} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 500)}`,
+    );
   return timeGeneration(res.body, sentAt, kind === 'messages' ? readMessages : readResponses, `${kind} stream`);
 }
 
@@ -63,10 +72,26 @@ export function doorStreamRows(key: 'msg' | 'resp', relay: RelayVariant, direct:
   const noun = key === 'msg' ? '/v1/messages (Anthropic)' : '/v1/responses';
   const a = addedOver(relay, direct);
   return {
-    [`${key}_ttft_added_p50`]: { label: `${noun} stream through the daemons: added TTFT p50 (over the engine's own route)`, value: a.ttftP50, unit: 'ms' },
+    [`${key}_ttft_added_p50`]: {
+      label: `${noun} stream through the daemons: added TTFT p50 (over the engine's own route)`,
+      value: a.ttftP50,
+      unit: 'ms',
+    },
     [`${key}_ttft_added_p99`]: { label: `${noun} through the daemons: added TTFT p99`, value: a.ttftP99, unit: 'ms' },
-    [`${key}_itl_added_p99`]: { label: `${noun} through the daemons: added inter-token p99`, value: a.itlP99, unit: 'ms' },
-    [`${key}_tps_vs_direct`]: { label: `${noun} through the daemons: tokens/s ÷ the engine's own route (median)`, value: a.tpsRatio, unit: '×' },
-    [`${key}_cpu_us_per_token`]: { label: `${noun} through the daemons: CPU per token, both daemons`, value: relay.cpuUsPerToken().total as number, unit: 'µs' },
+    [`${key}_itl_added_p99`]: {
+      label: `${noun} through the daemons: added inter-token p99`,
+      value: a.itlP99,
+      unit: 'ms',
+    },
+    [`${key}_tps_vs_direct`]: {
+      label: `${noun} through the daemons: tokens/s ÷ the engine's own route (median)`,
+      value: a.tpsRatio,
+      unit: '×',
+    },
+    [`${key}_cpu_us_per_token`]: {
+      label: `${noun} through the daemons: CPU per token, both daemons`,
+      value: relay.cpuUsPerToken().total as number,
+      unit: 'µs',
+    },
   };
 }

@@ -21,7 +21,10 @@ export const EMBEDDING_METHOD =
   'rotation; requests/s = requests ÷ the sum of their latencies (one client, one request at a time). ';
 
 /** The two embeddings variants: the engine directly (no daemon metered) and the door (`daemons` metered). */
-export function embeddingVariants(daemons: readonly MeteredProcess[]): { embed_direct: AnswerVariant; embed_door: AnswerVariant } {
+export function embeddingVariants(daemons: readonly MeteredProcess[]): {
+  embed_direct: AnswerVariant;
+  embed_door: AnswerVariant;
+} {
   return { embed_direct: new AnswerVariant('embed_direct', []), embed_door: new AnswerVariant('embed_door', daemons) };
 }
 
@@ -33,15 +36,34 @@ export function embeddingAnswer(
   dispatcher: Dispatcher,
 ): Promise<TimedAnswer> {
   const input = embeddingInputs(seed);
-  if (name === 'embed_direct') return embeddingRequest(at.engineUrl, { input, encoding_format: 'float' }, dispatcher, { reset: true });
-  return embeddingRequest(at.doorUrl, { model: EMBED_MODEL, input, encoding_format: 'float' }, dispatcher, { token: at.token });
+  if (name === 'embed_direct')
+    return embeddingRequest(at.engineUrl, { input, encoding_format: 'float' }, dispatcher, { reset: true });
+  return embeddingRequest(at.doorUrl, { model: EMBED_MODEL, input, encoding_format: 'float' }, dispatcher, {
+    token: at.token,
+  });
 }
 
-const WORDS = ['rack', 'fan', 'cooling', 'night', 'shift', 'cable', 'switch', 'power', 'queue', 'token', 'slot', 'node'];
+const WORDS = [
+  'rack',
+  'fan',
+  'cooling',
+  'night',
+  'shift',
+  'cable',
+  'switch',
+  'power',
+  'queue',
+  'token',
+  'slot',
+  'node',
+];
 
 /** 32 short texts, different per seed (so no round is answered from a cache of the last). */
 export function embeddingInputs(seed: number): string[] {
-  return Array.from({ length: EMBED_BATCH }, (_, k) => `${WORDS[(seed + k) % WORDS.length]} ${WORDS[(seed * 7 + k * 3) % WORDS.length]} ${seed}-${k}`);
+  return Array.from(
+    { length: EMBED_BATCH },
+    (_, k) => `${WORDS[(seed + k) % WORDS.length]} ${WORDS[(seed * 7 + k * 3) % WORDS.length]} ${seed}-${k}`,
+  );
 }
 
 /**
@@ -57,7 +79,10 @@ export async function embeddingRequest(
 ): Promise<TimedAnswer> {
   const { sentAt, endAt, text } = await timedPost(`${baseUrl}/v1/embeddings`, body, dispatcher, opts);
   const json = JSON.parse(text) as { data?: Array<{ embedding: number[] }>; usage?: { prompt_tokens?: number } };
-  if (json.data?.length !== EMBED_BATCH) throw new UnexpectedResponseError(`POST ${baseUrl}/v1/embeddings answered ${json.data?.length ?? 0} vectors for ${EMBED_BATCH} inputs`);
+  if (json.data?.length !== EMBED_BATCH)
+    throw new UnexpectedResponseError(
+      `POST ${baseUrl}/v1/embeddings answered ${json.data?.length ?? 0} vectors for ${EMBED_BATCH} inputs`,
+    );
   const digest = createHash('sha256')
     .update(JSON.stringify(json.data.map((d) => d.embedding)))
     .digest('hex');
@@ -77,13 +102,25 @@ export function embeddingRows(door: AnswerVariant, direct: AnswerVariant): Recor
   const doorRps = requestsPerSecond(door);
   const directRps = requestsPerSecond(direct);
   return {
-    embed_door_rps: { label: `/v1/embeddings (${EMBED_BATCH} inputs a request) through the door: requests/s, one client`, value: doorRps, unit: 'req/s' },
-    embed_direct_rps: { label: "the engine's own /v1/embeddings, the same requests: requests/s", value: directRps, unit: 'req/s' },
+    embed_door_rps: {
+      label: `/v1/embeddings (${EMBED_BATCH} inputs a request) through the door: requests/s, one client`,
+      value: doorRps,
+      unit: 'req/s',
+    },
+    embed_direct_rps: {
+      label: "the engine's own /v1/embeddings, the same requests: requests/s",
+      value: directRps,
+      unit: 'req/s',
+    },
     embed_rps_ratio: { label: 'embeddings: door requests/s ÷ direct', value: doorRps / directRps, unit: '×' },
     embed_door_p99: { label: 'embeddings through the door: latency p99', value: door.latency().p99, unit: 'ms' },
     embed_direct_p99: { label: 'embeddings directly: latency p99', value: direct.latency().p99, unit: 'ms' },
     embed_added_p50: { label: 'embeddings through the door: added latency p50', value: added.p50, unit: 'ms' },
     embed_added_p99: { label: 'embeddings through the door: added latency p99', value: added.p99, unit: 'ms' },
-    embed_cpu_ms: { label: 'embeddings through the door: CPU per request, both daemons', value: cpu.total as number, unit: 'ms' },
+    embed_cpu_ms: {
+      label: 'embeddings through the door: CPU per request, both daemons',
+      value: cpu.total as number,
+      unit: 'ms',
+    },
   };
 }

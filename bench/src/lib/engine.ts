@@ -19,7 +19,12 @@ export async function engineBusy(engineUrl: string, dispatcher: Dispatcher): Pro
  * Polls `GET /slots` every `intervalMs` until no slot is processing; returns the completion time
  * (performance.now()) of the first poll that saw them all idle, or NaN on timeout.
  */
-export async function waitEngineIdle(engineUrl: string, dispatcher: Dispatcher, intervalMs: number, timeoutMs: number): Promise<number> {
+export async function waitEngineIdle(
+  engineUrl: string,
+  dispatcher: Dispatcher,
+  intervalMs: number,
+  timeoutMs: number,
+): Promise<number> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     const busy = await engineBusy(engineUrl, dispatcher);

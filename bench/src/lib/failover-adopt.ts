@@ -43,7 +43,9 @@ function jsFiles(dir: string): string[] {
   } catch {
     return [];
   }
-  return entries.flatMap((e) => (e.isDirectory() ? jsFiles(join(dir, e.name)) : e.name.endsWith('.js') ? [join(dir, e.name)] : []));
+  return entries.flatMap((e) =>
+    e.isDirectory() ? jsFiles(join(dir, e.name)) : e.name.endsWith('.js') ? [join(dir, e.name)] : [],
+  );
 }
 
 /**
@@ -54,7 +56,10 @@ function jsFiles(dir: string): string[] {
  */
 export function adoptionMissing(orchestratordMain: string): string | undefined {
   const dist = dirname(orchestratordMain);
-  const callers = jsFiles(dist).filter((f) => !f.startsWith(join(dist, 'store')) && !f.endsWith('.test.js') && readFileSync(f, 'utf8').includes('.lapsed('));
+  const callers = jsFiles(dist).filter(
+    (f) =>
+      !f.startsWith(join(dist, 'store')) && !f.endsWith('.test.js') && readFileSync(f, 'utf8').includes('.lapsed('),
+  );
   return callers.length > 0 ? undefined : 'replica adoption not on this build';
 }
 
@@ -98,7 +103,14 @@ async function admit(url: string, token: string, body: Record<string, unknown>):
 }
 
 /** One trial on fresh processes; `streams` long generations, `queued` tasks (half batch then half interactive). */
-export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatMs: number, trial: number, streams: number, queued: number): Promise<AdoptionTrial> {
+export async function adoptionTrial(
+  ctx: BenchContext,
+  token: string,
+  heartbeatMs: number,
+  trial: number,
+  streams: number,
+  queued: number,
+): Promise<AdoptionTrial> {
   const redis = await startRedisServer();
   const replicas: Daemon[] = [];
   const others: Daemon[] = [];
@@ -151,7 +163,15 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     let killAt = Number.POSITIVE_INFINITY;
     const giveUpAt = (): number => killAt + 20 * heartbeatMs;
     const follow = (taskId: string): Promise<FollowedTask> =>
-      followTask({ firstBase: victim.url, resumeBase: lb!.url, taskId, token, dispatcher: agent, retryMs: RETRY_MS, giveUpAt });
+      followTask({
+        firstBase: victim.url,
+        resumeBase: lb!.url,
+        taskId,
+        token,
+        dispatcher: agent,
+        retryMs: RETRY_MS,
+        giveUpAt,
+      });
     const pin = (pool: string) => ({ mode: 'pin', pin_pool_id: pool });
     const streamIds: string[] = [];
     for (let s = 0; s < streams; s++) {
@@ -171,7 +191,13 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     const blocker = request(`${victim.url}/v1/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: ADOPT_QUEUE_MODEL, prompt: 'Hold the slot with a long story.', max_tokens: 1500, logit_bias: NO_EOS, stream: true }),
+      body: JSON.stringify({
+        model: ADOPT_QUEUE_MODEL,
+        prompt: 'Hold the slot with a long story.',
+        max_tokens: 1500,
+        logit_bias: NO_EOS,
+        stream: true,
+      }),
       dispatcher: agent,
     }).then(
       // read to the end (not `dump()`, which gives up after 128 KiB and so disconnects the client)
@@ -188,7 +214,15 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     const priorities = Array.from({ length: queued }, (_, q) => (q < queued / 2 ? 'batch' : 'interactive'));
     const queuedIds: string[] = [];
     for (const [q, priority] of priorities.entries()) {
-      queuedIds.push(await admit(victim.url, token, { model_ref: ADOPT_QUEUE_MODEL, prompt: `Queued ${q}.`, max_tokens: 8, priority, placement: pin(QUEUE_POOL) }));
+      queuedIds.push(
+        await admit(victim.url, token, {
+          model_ref: ADOPT_QUEUE_MODEL,
+          prompt: `Queued ${q}.`,
+          max_tokens: 8,
+          priority,
+          placement: pin(QUEUE_POOL),
+        }),
+      );
     }
     const queuedFollows = queuedIds.map(follow);
     // mid-generation, at a random heartbeat phase
@@ -203,7 +237,8 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
     for (const [i, r] of replicas.entries()) {
       if (i === 0) continue;
       for (const l of r.logs()) {
-        if (l.msg === 'orphaned task adopted' && typeof l.task_id === 'string' && typeof l.time === 'number') adopted.set(l.task_id, { at: l.time - killEpoch, by: r.name });
+        if (l.msg === 'orphaned task adopted' && typeof l.task_id === 'string' && typeof l.time === 'number')
+          adopted.set(l.task_id, { at: l.time - killEpoch, by: r.name });
       }
     }
     const streamsOut = streamRuns.map((t) => {
@@ -238,9 +273,12 @@ export async function adoptionTrial(ctx: BenchContext, token: string, heartbeatM
       .sort((x, y) => x.startMs - y.startMs)
       .map((q) => q.admittedIndex);
     const expectedOrder = [...queuedOut]
-      .sort((x, y) => (x.priority === y.priority ? x.admittedIndex - y.admittedIndex : x.priority === 'interactive' ? -1 : 1))
+      .sort((x, y) =>
+        x.priority === y.priority ? x.admittedIndex - y.admittedIndex : x.priority === 'interactive' ? -1 : 1,
+      )
       .map((q) => q.admittedIndex);
-    if (streamsOut.every((s) => s.tokens === 0)) throw new BenchError(`adoption trial ${trial}: no stream received a token (see ${ctx.dir})`);
+    if (streamsOut.every((s) => s.tokens === 0))
+      throw new BenchError(`adoption trial ${trial}: no stream received a token (see ${ctx.dir})`);
     return {
       streams: streamsOut,
       queued: queuedOut,

@@ -92,7 +92,12 @@ async function readyzDown(url: string, since: number, until: () => boolean): Pro
 }
 
 /** One trial on fresh processes: redis-server, replicas a and b, a FIXTURE node registered with a. */
-export async function redisOutageTrial(ctx: BenchContext, token: string, heartbeatMs: number, trial: number): Promise<RedisOutageTrial> {
+export async function redisOutageTrial(
+  ctx: BenchContext,
+  token: string,
+  heartbeatMs: number,
+  trial: number,
+): Promise<RedisOutageTrial> {
   const redis: RedisServerHandle = await startRedisServer();
   const daemons: Daemon[] = [];
   const agent = new Agent({ connections: LOOPS });

@@ -60,7 +60,9 @@ function replicaPid(root: number, id: string): number | undefined {
     try {
       const env = readFileSync(`/proc/${p}/environ`, 'utf8');
       const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
-      return env.split('\0').includes(`ORCHD_REPLICA_ID=${id}`) && cmd.includes('orchestratord') && !cmd.includes('setpriv');
+      return (
+        env.split('\0').includes(`ORCHD_REPLICA_ID=${id}`) && cmd.includes('orchestratord') && !cmd.includes('setpriv')
+      );
     } catch {
       return false;
     }
@@ -72,9 +74,15 @@ async function once(kind: Kind, base: string, token: string, agent: Agent): Prom
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const messages = [{ role: 'user', content: 'Write a haiku' }];
   if (kind === 'chat') {
-    const r = await request(`${base}/v1/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ model: 'synthetic', messages, max_tokens: 16 }), dispatcher: agent });
+    const r = await request(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ model: 'synthetic', messages, max_tokens: 16 }),
+      dispatcher: agent,
+    });
     const body = (await r.body.json()) as { choices?: Array<{ finish_reason?: string }> };
-    if (r.statusCode !== 200 || body.choices?.[0]?.finish_reason !== 'length') throw new Error(`chat ${r.statusCode}: ${JSON.stringify(body).slice(0, 300)}`);
+    if (r.statusCode !== 200 || body.choices?.[0]?.finish_reason !== 'length')
+      throw new Error(`chat ${r.statusCode}: ${JSON.stringify(body).slice(0, 300)}`);
     return;
   }
   if (kind === 'stream') {
@@ -91,10 +99,14 @@ async function once(kind: Kind, base: string, token: string, agent: Agent): Prom
     for await (const chunk of r.body) {
       for (const f of parser.feed((chunk as Buffer).toString('utf8'))) {
         if (f.data === '[DONE]') done = true;
-        else finish = (JSON.parse(f.data) as { choices?: Array<{ finish_reason?: string | null }> }).choices?.[0]?.finish_reason ?? finish;
+        else
+          finish =
+            (JSON.parse(f.data) as { choices?: Array<{ finish_reason?: string | null }> }).choices?.[0]
+              ?.finish_reason ?? finish;
       }
     }
-    if (finish !== 'length' || !done) throw new Error(`stream ended with finish_reason ${finish}${done ? '' : ', no [DONE]'}`);
+    if (finish !== 'length' || !done)
+      throw new Error(`stream ended with finish_reason ${finish}${done ? '' : ', no [DONE]'}`);
     return;
   }
   const r = await request(`${base}/v2/tasks`, {
@@ -104,27 +116,36 @@ async function once(kind: Kind, base: string, token: string, agent: Agent): Prom
     dispatcher: agent,
   });
   const admitted = (await r.body.json()) as { streams?: { sse?: string } };
-  if (r.statusCode !== 202 || admitted.streams?.sse === undefined) throw new Error(`POST /v2/tasks ${r.statusCode}: ${JSON.stringify(admitted).slice(0, 300)}`);
+  if (r.statusCode !== 202 || admitted.streams?.sse === undefined)
+    throw new Error(`POST /v2/tasks ${r.statusCode}: ${JSON.stringify(admitted).slice(0, 300)}`);
   const events = await request(admitted.streams.sse, { headers, dispatcher: agent });
   const text = await events.body.text();
   const last = [...text.matchAll(/^event: (\w+)$/gm)].at(-1)?.[1];
-  if (events.statusCode !== 200 || last !== 'end' || !text.includes('event: token')) throw new Error(`v2 events ${events.statusCode} ended with ${last}: ${text.slice(-300)}`);
+  if (events.statusCode !== 200 || last !== 'end' || !text.includes('event: token'))
+    throw new Error(`v2 events ${events.statusCode} ended with ${last}: ${text.slice(-300)}`);
 }
 
 async function until(what: string, cond: () => boolean, ms: number, out: () => string): Promise<void> {
   const end = performance.now() + ms;
   while (!cond()) {
-    if (performance.now() > end) throw new BenchError(`${what} within ${ms} ms; llorch up said:\n${out().slice(-3000)}`);
+    if (performance.now() > end)
+      throw new BenchError(`${what} within ${ms} ms; llorch up said:\n${out().slice(-3000)}`);
     await sleep(50);
   }
 }
 
 /** Runs the rolling restart once; `loopsPerKind` concurrent loops of each kind of request. */
-export async function rollingRestart(ctx: BenchContext, token: string, heartbeatMs: number, loopsPerKind: number): Promise<RollingRestart> {
+export async function rollingRestart(
+  ctx: BenchContext,
+  token: string,
+  heartbeatMs: number,
+  loopsPerKind: number,
+): Promise<RollingRestart> {
   const cli = join(ctx.paths.root, 'packages', 'cli', 'dist', 'main.js');
   if (!existsSync(cli)) throw new UsageError(`${cli} is missing: run \`pnpm build\` first`);
   for (const bin of ['/usr/bin/redis-server', '/usr/sbin/haproxy']) {
-    if (!existsSync(bin)) throw new UsageError(`the rolling restart needs ${bin}: sudo apt-get install -y redis-server haproxy`);
+    if (!existsSync(bin))
+      throw new UsageError(`the rolling restart needs ${bin}: sudo apt-get install -y redis-server haproxy`);
   }
   const dir = join(ctx.dir, 'rolling');
   await mkdir(join(dir, 'run'), { recursive: true });
@@ -139,10 +160,32 @@ export async function rollingRestart(ctx: BenchContext, token: string, heartbeat
       .replace(/heartbeat_interval_ms: \d+/, `heartbeat_interval_ms: ${heartbeatMs}`)
       .replace(/^node:/m, `runtime_dir: ${join(dir, 'run')}\nnode:`),
   );
-  const llorch: ChildProcess = spawn(process.execPath, [cli, 'up', '--replicas', '3', '--token', token, '--addr', addr, '--config', config, '--state-dir', join(dir, 'state')], {
-    env: { ...process.env, LLORCH_CACHE_DIR: ctx.paths.cacheDir, LOG_LEVEL: 'info', ORCHD_NODE_HEARTBEAT_MS: String(heartbeatMs) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const llorch: ChildProcess = spawn(
+    process.execPath,
+    [
+      cli,
+      'up',
+      '--replicas',
+      '3',
+      '--token',
+      token,
+      '--addr',
+      addr,
+      '--config',
+      config,
+      '--state-dir',
+      join(dir, 'state'),
+    ],
+    {
+      env: {
+        ...process.env,
+        LLORCH_CACHE_DIR: ctx.paths.cacheDir,
+        LOG_LEVEL: 'info',
+        ORCHD_NODE_HEARTBEAT_MS: String(heartbeatMs),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   llorch.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   llorch.stderr?.on('data', (c: Buffer) => (out += c.toString()));
@@ -159,7 +202,12 @@ export async function rollingRestart(ctx: BenchContext, token: string, heartbeat
   process.once('exit', killAll);
   const agent = new Agent({ connections: 4 * loopsPerKind * KINDS.length, keepAliveTimeout: 1000 });
   try {
-    await until('llorch up did not report a ready cluster', () => out.includes('llama-orch is up') || llorch.exitCode !== null, 5 * 60_000, text);
+    await until(
+      'llorch up did not report a ready cluster',
+      () => out.includes('llama-orch is up') || llorch.exitCode !== null,
+      5 * 60_000,
+      text,
+    );
     if (llorch.exitCode !== null) throw new BenchError(`llorch up exited ${llorch.exitCode}:\n${out.slice(-3000)}`);
     const ok: Record<string, number> = { chat: 0, stream: 0, v2: 0 };
     const failed: string[] = [];
@@ -187,13 +235,32 @@ export async function rollingRestart(ctx: BenchContext, token: string, heartbeat
       const tTerm = performance.now();
       ctx.log(`failover: rolling restart: SIGTERM ${id}`);
       process.kill(pid, 'SIGTERM');
-      await until(`${id} was not restarted`, () => (out.match(new RegExp(`\\[orchestratord ${id}\\] restarted: ready`, 'g')) ?? []).length > restartedBefore, 60_000, text);
-      await until(`HAProxy did not take ${id} back`, () => (out.match(new RegExp(`Server orchestratord/${id} is UP`, 'g')) ?? []).length > upsBefore, 20_000, text);
+      await until(
+        `${id} was not restarted`,
+        () => (out.match(new RegExp(`\\[orchestratord ${id}\\] restarted: ready`, 'g')) ?? []).length > restartedBefore,
+        60_000,
+        text,
+      );
+      await until(
+        `HAProxy did not take ${id} back`,
+        () => (out.match(new RegExp(`Server orchestratord/${id} is UP`, 'g')) ?? []).length > upsBefore,
+        20_000,
+        text,
+      );
       const back = performance.now() - tTerm;
       const drained = [...out.matchAll(new RegExp(`\\[orchestratord ${id}\\].*drained in (\\d+) ms`, 'g'))].at(-1)?.[1];
-      const ready = [...out.matchAll(new RegExp(`\\[orchestratord ${id}\\] restarted: ready (\\d+) ms`, 'g'))].at(-1)?.[1];
-      restarts.push({ replica: id, drainedMs: Number(drained ?? Number.NaN), readyAfterExitMs: Number(ready ?? Number.NaN), backInBalancerMs: back });
-      ctx.log(`failover: rolling restart: ${id} drained in ${drained} ms, ready ${ready} ms after its exit, back in HAProxy ${Math.round(back)} ms after SIGTERM`);
+      const ready = [...out.matchAll(new RegExp(`\\[orchestratord ${id}\\] restarted: ready (\\d+) ms`, 'g'))].at(
+        -1,
+      )?.[1];
+      restarts.push({
+        replica: id,
+        drainedMs: Number(drained ?? Number.NaN),
+        readyAfterExitMs: Number(ready ?? Number.NaN),
+        backInBalancerMs: back,
+      });
+      ctx.log(
+        `failover: rolling restart: ${id} drained in ${drained} ms, ready ${ready} ms after its exit, back in HAProxy ${Math.round(back)} ms after SIGTERM`,
+      );
     }
     // one more second of load on the restarted cluster
     await sleep(1000);

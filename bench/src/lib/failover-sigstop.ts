@@ -1,6 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
-import { COLD_START_TIMEOUT_MS, SYNTHETIC_MODEL, newToken, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from './cluster.js';
+import {
+  COLD_START_TIMEOUT_MS,
+  SYNTHETIC_MODEL,
+  newToken,
+  startOrchestratord,
+  startPoolManagerd,
+  waitNodeIdle,
+  waitPoolsReady,
+} from './cluster.js';
 import { profFlags, type BenchContext } from './context.js';
 import { httpJson } from './http.js';
 import type { BenchOutcome } from './result.js';
@@ -27,7 +35,13 @@ export async function sigstopTrials(ctx: BenchContext): Promise<BenchOutcome> {
   const dir = ctx.dir;
   const token = newToken();
   const heartbeatMs = 500;
-  const orch = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, nodeFlags: profFlags(ctx, 'failover-orchestratord') });
+  const orch = await startOrchestratord({
+    paths: ctx.paths,
+    dir,
+    token,
+    heartbeatMs,
+    nodeFlags: profFlags(ctx, 'failover-orchestratord'),
+  });
   const pools = [{ id: 'fa', slots: 1, determinism: true, threads: 1 }];
   const a = await startPoolManagerd({
     paths: ctx.paths,
@@ -39,7 +53,15 @@ export async function sigstopTrials(ctx: BenchContext): Promise<BenchOutcome> {
     pools,
     nodeFlags: profFlags(ctx, 'failover-node-a'),
   });
-  const b = await startPoolManagerd({ paths: ctx.paths, dir, nodeId: 'node-b', token, orchestratorUrl: orch.url, heartbeatMs, pools: [{ ...pools[0], id: 'fb' }] });
+  const b = await startPoolManagerd({
+    paths: ctx.paths,
+    dir,
+    nodeId: 'node-b',
+    token,
+    orchestratorUrl: orch.url,
+    heartbeatMs,
+    pools: [{ ...pools[0], id: 'fb' }],
+  });
   const agent = new Agent({ connections: 8 });
   try {
     ctx.log('failover: waiting for both pools');
@@ -70,12 +92,23 @@ export async function sigstopTrials(ctx: BenchContext): Promise<BenchOutcome> {
         agent,
       ).then(
         (g) => ({ firstToken: g.tokenAt[0], end: g.frames.at(-1) }),
-        (err: unknown) => ({ firstToken: undefined, end: { event: 'client-error', data: { message: String(err) } as Record<string, unknown>, at: performance.now() } }),
+        (err: unknown) => ({
+          firstToken: undefined,
+          end: {
+            event: 'client-error',
+            data: { message: String(err) } as Record<string, unknown>,
+            at: performance.now(),
+          },
+        }),
       );
       let offlineAt = Number.NaN;
       let offlineSince = Number.NaN;
       while (performance.now() - stoppedAt < waitLimitMs) {
-        const r = await httpJson<{ nodes: Array<{ node_id: string; state: string; state_since: string }> }>('GET', `${orch.url}/v2/nodes`, { token, dispatcher: agent });
+        const r = await httpJson<{ nodes: Array<{ node_id: string; state: string; state_since: string }> }>(
+          'GET',
+          `${orch.url}/v2/nodes`,
+          { token, dispatcher: agent },
+        );
         const node = r.body.nodes.find((n) => n.node_id === 'node-a');
         if (node?.state === 'offline') {
           offlineAt = performance.now();
@@ -84,14 +117,18 @@ export async function sigstopTrials(ctx: BenchContext): Promise<BenchOutcome> {
         }
         await sleep(5);
       }
-      const settled = await Promise.race([task, sleep(Math.max(0, stoppedAt + waitLimitMs - performance.now())).then(() => undefined)]);
+      const settled = await Promise.race([
+        task,
+        sleep(Math.max(0, stoppedAt + waitLimitMs - performance.now())).then(() => undefined),
+      ]);
       a.daemon.signal('SIGCONT');
       const result = settled ?? (await task);
       const end = result.end;
       trials.push({
         offlineMs: offlineSince - stoppedEpoch,
         offlineSeenMs: offlineAt - stoppedAt,
-        startElsewhereMs: settled !== undefined && result.firstToken !== undefined ? result.firstToken - stoppedAt : Number.NaN,
+        startElsewhereMs:
+          settled !== undefined && result.firstToken !== undefined ? result.firstToken - stoppedAt : Number.NaN,
         servedBy: end?.event === 'end' ? String(end.data.node_id) : undefined,
         outcome: end === undefined ? 'none' : end.event === 'error' ? `error ${String(end.data.code)}` : end.event,
       });
@@ -101,7 +138,9 @@ export async function sigstopTrials(ctx: BenchContext): Promise<BenchOutcome> {
     }
     const offline = summarize(trials.map((x) => x.offlineMs));
     const offlineSeen = summarize(trials.map((x) => x.offlineSeenMs));
-    const restart = summarize(trials.map((x) => (Number.isNaN(x.startElsewhereMs) ? Number.POSITIVE_INFINITY : x.startElsewhereMs)));
+    const restart = summarize(
+      trials.map((x) => (Number.isNaN(x.startElsewhereMs) ? Number.POSITIVE_INFINITY : x.startElsewhereMs)),
+    );
     const served = trials.filter((x) => x.servedBy === 'node-b').length;
     return {
       method:
@@ -115,9 +154,21 @@ export async function sigstopTrials(ctx: BenchContext): Promise<BenchOutcome> {
         'intervals (max over trials) from the SIGSTOP.',
       samples: { trials: count },
       figures: {
-        offline_intervals_max: { label: 'SIGSTOP → node offline, max', value: offline.max / heartbeatMs, unit: 'intervals' },
-        offline_intervals_p50: { label: 'SIGSTOP → node offline, p50', value: offline.p50 / heartbeatMs, unit: 'intervals' },
-        restart_intervals_max: { label: "SIGSTOP → its task's first token elsewhere, max", value: restart.max / heartbeatMs, unit: 'intervals' },
+        offline_intervals_max: {
+          label: 'SIGSTOP → node offline, max',
+          value: offline.max / heartbeatMs,
+          unit: 'intervals',
+        },
+        offline_intervals_p50: {
+          label: 'SIGSTOP → node offline, p50',
+          value: offline.p50 / heartbeatMs,
+          unit: 'intervals',
+        },
+        restart_intervals_max: {
+          label: "SIGSTOP → its task's first token elsewhere, max",
+          value: restart.max / heartbeatMs,
+          unit: 'intervals',
+        },
       },
       details: {
         heartbeat_ms: heartbeatMs,
@@ -127,7 +178,12 @@ export async function sigstopTrials(ctx: BenchContext): Promise<BenchOutcome> {
         served_by_node_b: served,
         trials,
       },
-      notes: served < count ? [`${count - served} of ${count} task(s) were not served by the other node within ${waitLimitMs / heartbeatMs} intervals`] : [],
+      notes:
+        served < count
+          ? [
+              `${count - served} of ${count} task(s) were not served by the other node within ${waitLimitMs / heartbeatMs} intervals`,
+            ]
+          : [],
     };
   } finally {
     a.daemon.signal('SIGCONT');

@@ -4,7 +4,12 @@ import { spawnDaemon, type Daemon } from './daemon.js';
 import type { BenchPaths } from './repo.js';
 
 /** Starts the FIXTURE node process (virtual nodes registered with orchestratord). */
-export async function startFixtureNode(paths: BenchPaths, dir: string, options: FixtureNodeOptions, nofile?: number): Promise<Daemon> {
+export async function startFixtureNode(
+  paths: BenchPaths,
+  dir: string,
+  options: FixtureNodeOptions,
+  nofile?: number,
+): Promise<Daemon> {
   return spawnDaemon({
     name: `fixture-node:${options.idPrefix ?? 'fixture'}`,
     script: paths.fixtureNode,
@@ -16,7 +21,13 @@ export async function startFixtureNode(paths: BenchPaths, dir: string, options: 
 }
 
 /** Starts a FIXTURE pass-through proxy to `target` (`keepalive`: reuse upstream connections). */
-export async function startPassthroughProxy(paths: BenchPaths, dir: string, name: string, target: string, upstream: 'keepalive' | 'close'): Promise<Daemon> {
+export async function startPassthroughProxy(
+  paths: BenchPaths,
+  dir: string,
+  name: string,
+  target: string,
+  upstream: 'keepalive' | 'close',
+): Promise<Daemon> {
   return spawnDaemon({
     name: `passthrough:${name}`,
     script: paths.passthroughProxy,
@@ -28,5 +39,11 @@ export async function startPassthroughProxy(paths: BenchPaths, dir: string, name
 
 /** Starts a FIXTURE TCP pipe to `target`: one upstream connection per accepted one, no HTTP. */
 export async function startTcpPipe(paths: BenchPaths, dir: string, name: string, target: string): Promise<Daemon> {
-  return spawnDaemon({ name: `tcp-pipe:${name}`, script: paths.tcpPipe, args: [target], logFile: join(dir, `tcp-pipe-${name}.log`), timeoutMs: 30_000 });
+  return spawnDaemon({
+    name: `tcp-pipe:${name}`,
+    script: paths.tcpPipe,
+    args: [target],
+    logFile: join(dir, `tcp-pipe-${name}.log`),
+    timeoutMs: 30_000,
+  });
 }

@@ -41,7 +41,10 @@ export interface FloodClientOptions {
 export function parseRefusalPrediction(message: string): { start?: number; end?: number } {
   const start = /predicted start in (\d+) ms/.exec(message)?.[1];
   const end = /end in (\d+) ms/.exec(message)?.[1];
-  return { ...(start !== undefined ? { start: Number(start) } : {}), ...(end !== undefined ? { end: Number(end) } : {}) };
+  return {
+    ...(start !== undefined ? { start: Number(start) } : {}),
+    ...(end !== undefined ? { end: Number(end) } : {}),
+  };
 }
 
 /** One client: POST /v2/tasks with `Accept: text/event-stream` (admission and stream in one request), read to the terminal frame. */
@@ -52,7 +55,14 @@ export async function floodClient(o: FloodClientOptions): Promise<FloodRecord> {
       method: 'POST',
       dispatcher: o.dispatcher,
       headers: { authorization: `Bearer ${o.token}`, 'content-type': 'application/json', accept: 'text/event-stream' },
-      body: JSON.stringify({ task_id: rec.task_id, model_ref: o.model, prompt: o.prompt, max_tokens: o.maxTokens, deadline_ms: o.deadlineMs, priority: 'interactive' }),
+      body: JSON.stringify({
+        task_id: rec.task_id,
+        model_ref: o.model,
+        prompt: o.prompt,
+        max_tokens: o.maxTokens,
+        deadline_ms: o.deadlineMs,
+        priority: 'interactive',
+      }),
       headersTimeout: 0,
       bodyTimeout: 0,
     });

@@ -42,13 +42,21 @@ export interface FloodVerdict {
 function median(sorted: readonly number[]): number {
   if (sorted.length === 0) return Number.NaN;
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
-export function judgeFlood(admitted: readonly AdmittedTask[], refusedAt: readonly number[], deadlineMs: number): FloodVerdict {
+export function judgeFlood(
+  admitted: readonly AdmittedTask[],
+  refusedAt: readonly number[],
+  deadlineMs: number,
+): FloodVerdict {
   const ends = admitted.flatMap((a) => (a.endedAt === undefined ? [] : [a.endedAt])).sort((a, b) => a - b);
   const gapMs = ends.length >= 2 ? ((ends.at(-1) as number) - (ends[0] as number)) / (ends.length - 1) : 0;
-  const durations = admitted.flatMap((a) => (a.endedAt === undefined ? [] : [a.endedAt - a.admittedAt])).sort((a, b) => a - b);
+  const durations = admitted
+    .flatMap((a) => (a.endedAt === undefined ? [] : [a.endedAt - a.admittedAt]))
+    .sort((a, b) => a - b);
   const serviceMs = median(durations.slice(0, Math.max(1, Math.ceil(durations.length / 10))));
   // Admissions before refusals at the same instant: the refusal came after the admission's decision.
   const events = [

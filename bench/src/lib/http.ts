@@ -42,7 +42,9 @@ export async function expectJson<T = unknown>(
 ): Promise<T> {
   const reply = await httpJson<T>(method, url, opts);
   if (reply.status !== status) {
-    throw new UnexpectedResponseError(`${method} ${url} answered ${reply.status} (expected ${status}): ${JSON.stringify(reply.body).slice(0, 500)}`);
+    throw new UnexpectedResponseError(
+      `${method} ${url} answered ${reply.status} (expected ${status}): ${JSON.stringify(reply.body).slice(0, 500)}`,
+    );
   }
   return reply.body;
 }

@@ -10,7 +10,11 @@ describe('nginxConfig', () => {
     expect(conf).toContain('proxy_buffering off;');
   });
   it('several targets: a round-robin balancer over all of them, keepalive per target', () => {
-    const conf = nginxConfig({ ...base, targets: [new URL('http://127.0.0.1:1'), new URL('http://127.0.0.1:2')], upstream: 'keepalive' });
+    const conf = nginxConfig({
+      ...base,
+      targets: [new URL('http://127.0.0.1:1'), new URL('http://127.0.0.1:2')],
+      upstream: 'keepalive',
+    });
     expect(conf).toContain('upstream target { server 127.0.0.1:1; server 127.0.0.1:2; keepalive 16; }');
   });
   it('close upstream: no keepalive, so nginx closes each upstream connection', () => {

@@ -36,7 +36,8 @@ export function ensureNginx(log: (m: string) => void): string {
     ['install', '-y', '-qq', 'nginx-light'],
   ]) {
     const r = spawnSync('apt-get', args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    if (r.status !== 0) throw new BenchError(`apt-get ${args.join(' ')} failed (${r.status}): ${r.stderr.toString().slice(-500)}`);
+    if (r.status !== 0)
+      throw new BenchError(`apt-get ${args.join(' ')} failed (${r.status}): ${r.stderr.toString().slice(-500)}`);
   }
   const installed = findNginx();
   if (installed === undefined) throw new BenchError('nginx-light installed but no nginx binary found');
@@ -69,7 +70,14 @@ async function freePort(): Promise<number> {
  * `'keepalive'` = the hop keeps its connections to the target (the outer hop, like orchestratord
  * to pool-managerd). One worker, no access log, responses passed on as they arrive.
  */
-export function nginxConfig(o: { dir: string; name: string; port: number; targets: readonly URL[]; upstream: 'keepalive' | 'close'; asRoot: boolean }): string {
+export function nginxConfig(o: {
+  dir: string;
+  name: string;
+  port: number;
+  targets: readonly URL[];
+  upstream: 'keepalive' | 'close';
+  asRoot: boolean;
+}): string {
   const keep = o.upstream === 'keepalive';
   return [
     ...(o.asRoot ? ['user root root;'] : []),
@@ -130,13 +138,29 @@ function childPids(pid: number): number[] {
  * Starts one nginx hop in the foreground (`daemon off`), listening on a free loopback port; with
  * several targets it is a round-robin load balancer over them.
  */
-export async function startNginxHop(binary: string, dir: string, name: string, target: string | readonly string[], upstream: 'keepalive' | 'close'): Promise<NginxHop> {
+export async function startNginxHop(
+  binary: string,
+  dir: string,
+  name: string,
+  target: string | readonly string[],
+  upstream: 'keepalive' | 'close',
+): Promise<NginxHop> {
   const port = await freePort();
   const asRoot = process.getuid?.() === 0;
   await mkdir(join(dir, `nginx-${name}-body`), { recursive: true });
   await mkdir(join(dir, `nginx-${name}-proxy`), { recursive: true });
   const conf = join(dir, `nginx-${name}.conf`);
-  await writeFile(conf, nginxConfig({ dir, name, port, targets: (typeof target === 'string' ? [target] : target).map((t) => new URL(t)), upstream, asRoot }));
+  await writeFile(
+    conf,
+    nginxConfig({
+      dir,
+      name,
+      port,
+      targets: (typeof target === 'string' ? [target] : target).map((t) => new URL(t)),
+      upstream,
+      asRoot,
+    }),
+  );
   execFileSync(binary, ['-t', '-q', '-p', dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   const child = spawn(binary, ['-p', dir, '-c', conf], { stdio: 'ignore' });
   const kill = (): void => {
@@ -154,7 +178,10 @@ export async function startNginxHop(binary: string, dir: string, name: string, t
   const url = `http://127.0.0.1:${port}`;
   const deadline = performance.now() + 10_000;
   for (;;) {
-    if (gone) throw new BenchError(`nginx ${name} exited: ${readFileSync(join(dir, `nginx-${name}.error.log`), 'utf8').slice(-500)}`);
+    if (gone)
+      throw new BenchError(
+        `nginx ${name} exited: ${readFileSync(join(dir, `nginx-${name}.error.log`), 'utf8').slice(-500)}`,
+      );
     const up = await fetch(`${url}/health`).then(
       (r) => r.status > 0,
       () => false,

@@ -33,7 +33,8 @@ export function threadCpu(pid: number): Array<{ tid: string; name: string; secon
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     const seconds = threadSeconds(pid, tid);
     try {
-      if (seconds !== undefined) out.push({ tid, name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), seconds });
+      if (seconds !== undefined)
+        out.push({ tid, name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), seconds });
     } catch {
       // the thread exited after its time was read
     }

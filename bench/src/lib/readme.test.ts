@@ -15,7 +15,10 @@ const result = buildResult({
   outcome: {
     method: 'interleaved pairs',
     samples: { pairs: 10 },
-    figures: { ttft: { label: 'added TTFT p50', value: 0.5, unit: 'ms' }, ratio: { label: 'tokens/s ratio', value: 0.9, unit: '×' } },
+    figures: {
+      ttft: { label: 'added TTFT p50', value: 0.5, unit: 'ms' },
+      ratio: { label: 'tokens/s ratio', value: 0.9, unit: '×' },
+    },
     details: {},
   },
   startedAt: performance.now(),
@@ -42,10 +45,19 @@ describe('results and the README table', () => {
     const r = buildResult({
       ...{ name: 'failover', title: 'Failover', startedAt: 0, loadAtStart: [] },
       targets: [{ figure: 'resumed', op: '<=', value: 2, unit: 'intervals' }],
-      outcome: { method: '', samples: {}, figures: { resumed: { label: 'clients resumed', value: Number.NaN, unit: 'intervals', notMeasured: 'not on this build' } }, details: {} },
+      outcome: {
+        method: '',
+        samples: {},
+        figures: {
+          resumed: { label: 'clients resumed', value: Number.NaN, unit: 'intervals', notMeasured: 'not on this build' },
+        },
+        details: {},
+      },
     });
     expect(r.rows[0]?.met).toBeUndefined();
-    expect(renderSection([r])).toContain('| Failover | clients resumed | not measured: not on this build | ≤ 2 intervals |  |');
+    expect(renderSection([r])).toContain(
+      '| Failover | clients resumed | not measured: not on this build | ≤ 2 intervals |  |',
+    );
   });
 
   it('renders one row per figure with its target and reproduce command', () => {

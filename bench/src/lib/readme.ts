@@ -55,7 +55,9 @@ export function renderSection(results: readonly BenchResult[]): string {
   lines.push('Every figure is a difference or a ratio taken within one run with the variants interleaved');
   lines.push('(A B A B …), or an absolute figure against an absolute target; latencies are medians (p50) and p99');
   lines.push('over the stated samples. The machine is shared and noisy: read the load average next to each row; a run');
-  lines.push('under `nice -n -10 pnpm bench` (as noted there) keeps other work from preempting the benchmark processes.');
+  lines.push(
+    'under `nice -n -10 pnpm bench` (as noted there) keeps other work from preempting the benchmark processes.',
+  );
   lines.push('');
   lines.push('| Benchmark | Figure | Result | Target | Met | Samples | Machine (cores, load at start) | Reproduce |');
   lines.push('|---|---|---|---|---|---|---|---|');

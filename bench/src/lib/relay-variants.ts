@@ -91,7 +91,9 @@ export class RelayVariant extends CpuMeter {
       decode_tokens_per_s: rounded(this.rate(), 1),
       end_to_end_tokens_per_s: rounded(this.e2eRate(), 1),
       tokens: this.tokens,
-      cpu_us_per_token: Object.fromEntries(Object.entries(this.cpuUsPerToken()).map(([k, v]) => [k, Math.round(v * 10) / 10])),
+      cpu_us_per_token: Object.fromEntries(
+        Object.entries(this.cpuUsPerToken()).map(([k, v]) => [k, Math.round(v * 10) / 10]),
+      ),
     };
   }
 }
@@ -117,7 +119,10 @@ export function e2eRate(g: TimedGeneration): number {
  * Figures of one variant against the direct engine: added TTFT p50/p99, added inter-token p50/p99,
  * tokens/s ratio (medians).
  */
-export function addedOver(v: RelayVariant, direct: RelayVariant): { ttftP50: number; ttftP99: number; itlP50: number; itlP99: number; tpsRatio: number } {
+export function addedOver(
+  v: RelayVariant,
+  direct: RelayVariant,
+): { ttftP50: number; ttftP99: number; itlP50: number; itlP99: number; tpsRatio: number } {
   const t = v.ttft();
   const td = direct.ttft();
   const i = v.itl();
@@ -143,7 +148,10 @@ export async function singleRequestGeneration(o: TaskOptions, dispatcher: Dispat
     body: JSON.stringify(taskBody(o)),
     dispatcher,
   });
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST /v2/tasks (event stream) answered ${res.statusCode}: ${await res.body.text()}`);
+  if (res.statusCode !== 200)
+    throw new UnexpectedResponseError(
+      `POST /v2/tasks (event stream) answered ${res.statusCode}: ${await res.body.text()}`,
+    );
   return timeGeneration(
     res.body,
     sentAt,
@@ -195,13 +203,17 @@ export async function chatGeneration(
     dispatcher,
     reset: opts.reset ?? false,
   });
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`POST ${baseUrl}/v1/chat/completions answered ${res.statusCode}: ${(await res.body.text()).slice(0, 500)}`);
+  if (res.statusCode !== 200)
+    throw new UnexpectedResponseError(
+      `POST ${baseUrl}/v1/chat/completions answered ${res.statusCode}: ${(await res.body.text()).slice(0, 500)}`,
+    );
   return timeGeneration(
     res.body,
     sentAt,
     (f) => {
       if (f.data === '[DONE]') return { end: true };
-      const content = (JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string | null } }> }).choices?.[0]?.delta?.content;
+      const content = (JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string | null } }> }).choices?.[0]
+        ?.delta?.content;
       return typeof content === 'string' && content !== '' ? { token: content } : undefined;
     },
     'chat stream (data: [DONE])',

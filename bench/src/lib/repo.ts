@@ -42,7 +42,8 @@ export interface BenchPaths {
 export function benchPaths(env: Readonly<Record<string, string | undefined>>): BenchPaths {
   const root = repoRoot();
   const dist = join(root, 'bench', 'dist');
-  const override = (name: string): string | undefined => (env[name] !== undefined && env[name] !== '' ? env[name] : undefined);
+  const override = (name: string): string | undefined =>
+    env[name] !== undefined && env[name] !== '' ? env[name] : undefined;
   return {
     root,
     // Overrides point at another build of a daemon, to measure a proposed change against the same harness.
@@ -53,9 +54,13 @@ export function benchPaths(env: Readonly<Record<string, string | undefined>>): B
     passthroughProxy: join(dist, 'fixtures', 'passthrough-proxy-main.js'),
     tcpPipe: join(dist, 'fixtures', 'tcp-pipe-main.js'),
     streamClient: join(dist, 'load', 'stream-client-main.js'),
-    cacheDir: env.LLORCH_TEST_CACHE_DIR !== undefined && env.LLORCH_TEST_CACHE_DIR !== '' ? env.LLORCH_TEST_CACHE_DIR : join(root, '.cache', 'llama-orch'),
+    cacheDir:
+      env.LLORCH_TEST_CACHE_DIR !== undefined && env.LLORCH_TEST_CACHE_DIR !== ''
+        ? env.LLORCH_TEST_CACHE_DIR
+        : join(root, '.cache', 'llama-orch'),
     workDir: join(root, 'bench', '.work'),
-    overridden: override('LLORCH_BENCH_ORCHESTRATORD') !== undefined || override('LLORCH_BENCH_POOL_MANAGERD') !== undefined,
+    overridden:
+      override('LLORCH_BENCH_ORCHESTRATORD') !== undefined || override('LLORCH_BENCH_POOL_MANAGERD') !== undefined,
     resultsDir: join(root, 'bench', 'results'),
     readme: join(root, 'README.md'),
   };

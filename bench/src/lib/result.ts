@@ -68,14 +68,27 @@ export function isMet(t: Target, value: number): boolean {
   return t.op === '<=' ? value <= t.value : value >= t.value;
 }
 
-export function buildResult(args: { name: string; title: string; targets: readonly Target[]; outcome: BenchOutcome; startedAt: number; loadAtStart: number[] }): BenchResult {
+export function buildResult(args: {
+  name: string;
+  title: string;
+  targets: readonly Target[];
+  outcome: BenchOutcome;
+  startedAt: number;
+  loadAtStart: number[];
+}): BenchResult {
   const { outcome, targets } = args;
   const rows: FigureRow[] = Object.entries(outcome.figures).map(([key, f]) => {
     const target = targets.find((t) => t.figure === key);
-    return { key, ...f, target, met: target === undefined || f.notMeasured !== undefined ? undefined : isMet(target, f.value) };
+    return {
+      key,
+      ...f,
+      target,
+      met: target === undefined || f.notMeasured !== undefined ? undefined : isMet(target, f.value),
+    };
   });
   for (const t of targets) {
-    if (outcome.figures[t.figure] === undefined) rows.push({ key: t.figure, label: t.figure, value: Number.NaN, unit: t.unit, target: t, met: false });
+    if (outcome.figures[t.figure] === undefined)
+      rows.push({ key: t.figure, label: t.figure, value: Number.NaN, unit: t.unit, target: t, met: false });
   }
   return {
     name: args.name,

@@ -37,7 +37,11 @@ export interface FollowOptions {
   giveUpAt: () => number;
 }
 
-function readFrames(f: { id: string | undefined; event: string; data: string }, task: FollowedTask, now: number): boolean {
+function readFrames(
+  f: { id: string | undefined; event: string; data: string },
+  task: FollowedTask,
+  now: number,
+): boolean {
   if (f.event === 'token') {
     const d = JSON.parse(f.data) as { i: number };
     task.indices.push(d.i);
@@ -54,7 +58,16 @@ function readFrames(f: { id: string | undefined; event: string; data: string }, 
 }
 
 export async function followTask(o: FollowOptions): Promise<FollowedTask> {
-  const task: FollowedTask = { taskId: o.taskId, indices: [], tokenAt: [], tokenConnection: [], startedAt: [], terminals: [], connections: 0, refusals: [] };
+  const task: FollowedTask = {
+    taskId: o.taskId,
+    indices: [],
+    tokenAt: [],
+    tokenConnection: [],
+    startedAt: [],
+    terminals: [],
+    connections: 0,
+    refusals: [],
+  };
   let lastId: string | undefined;
   let base = o.firstBase;
   for (;;) {

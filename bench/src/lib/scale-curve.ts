@@ -75,7 +75,12 @@ export interface ScaleRun {
 }
 
 /** Runs the scale rounds; every process it starts is stopped and its cgroups removed before it returns. */
-export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: string, sizes: ScaleSizes): Promise<ScaleRun> {
+export async function scaleCurve(
+  ctx: BenchContext,
+  token: string,
+  redisUrl: string,
+  sizes: ScaleSizes,
+): Promise<ScaleRun> {
   const nginxBin = ensureNginx(ctx.log);
   const caps: CpuCap[] = [];
   const replicas: Daemon[] = [];
@@ -93,7 +98,11 @@ export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: str
           heartbeatMs: HEARTBEAT_MS,
           name: `replica-${id}`,
           // Replica c (the twin) is a cluster of its own: another key prefix, nothing shared with a and b.
-          env: { ORCHD_REDIS_URL: redisUrl, ORCHD_REDIS_PREFIX: id === 'c' ? 'twin:' : 'scale:', ORCHD_REPLICA_ID: `replica-${id}` },
+          env: {
+            ORCHD_REDIS_URL: redisUrl,
+            ORCHD_REDIS_PREFIX: id === 'c' ? 'twin:' : 'scale:',
+            ORCHD_REPLICA_ID: `replica-${id}`,
+          },
           nodeFlags: profFlags(ctx, `replicas-scale-${id}`),
         }),
       ),
@@ -106,12 +115,15 @@ export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: str
     lbs.push(await startNginxHop(nginxBin, ctx.dir, 'lb-1', [a.url], 'keepalive'));
     lbs.push(await startNginxHop(nginxBin, ctx.dir, 'lb-2', [a.url, b.url], 'keepalive'));
     const [lb1, lb2] = lbs as [NginxHop, NginxHop];
-    const lbTwin = c === undefined ? undefined : await startNginxHop(nginxBin, ctx.dir, 'lb-twin', [c.url], 'keepalive');
+    const lbTwin =
+      c === undefined ? undefined : await startNginxHop(nginxBin, ctx.dir, 'lb-twin', [c.url], 'keepalive');
     if (lbTwin !== undefined) lbs.push(lbTwin);
     // The FIXTURE nodes register and heartbeat through the balancer, as pool-managerd would.
     const nodes = 4;
     const poolIds = (prefix: string): string[] => Array.from({ length: nodes }, (_, i) => `${prefix}-${i}`);
-    for (const [prefix, lb] of lbTwin === undefined ? [['scale', lb2] as const] : ([['scale', lb2] as const, ['twin', lbTwin] as const] as const)) {
+    for (const [prefix, lb] of lbTwin === undefined
+      ? [['scale', lb2] as const]
+      : ([['scale', lb2] as const, ['twin', lbTwin] as const] as const)) {
       fixtures.push(
         await startFixtureNode(ctx.paths, ctx.dir, {
           orchestratorUrl: lb.url,
@@ -132,7 +144,15 @@ export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: str
     if (sizes.warmupS > 0) {
       ctx.log(`replicas: scale warm-up, ${sizes.warmupS} s on both replicas`);
       const load = { ...sizes.loadPerReplica, clients: sizes.loadPerReplica.clients * 2 };
-      await relayLoopWindow({ clientScript: ctx.paths.streamClient, url: lb2.url, token, load, settleS: 1, windowS: sizes.warmupS, pids: [] });
+      await relayLoopWindow({
+        clientScript: ctx.paths.streamClient,
+        url: lb2.url,
+        token,
+        load,
+        settleS: 1,
+        windowS: sizes.warmupS,
+        pids: [],
+      });
       await new Promise((r) => setTimeout(r, 1000));
     }
     const samples: ScaleSample[] = [];
@@ -163,7 +183,8 @@ export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: str
       ]);
       const lbCores = (lb.cpuSeconds() - lbCpu0) / (sizes.settleS + w.seconds);
       const after = await Promise.all(caps.slice(0, n).map((cap) => cap.stats()));
-      if (w.tokens === 0) throw new BenchError(`scale: no token relayed by ${n} replica(s) (${JSON.stringify(w.terminal)})`);
+      if (w.tokens === 0)
+        throw new BenchError(`scale: no token relayed by ${n} replica(s) (${JSON.stringify(w.terminal)})`);
       const cpuS = w.cpuS.slice(0, n);
       const cpu = cpuS.reduce((x, y) => x + y, 0);
       const idlePeer = n === 1 ? w.cpuS[1] : undefined;
@@ -192,7 +213,11 @@ export async function scaleCurve(ctx: BenchContext, token: string, redisUrl: str
       await new Promise((r) => setTimeout(r, 1000));
     };
     for (let round = 0; round < sizes.rounds; round++) {
-      const modes: Array<[1 | 2, boolean]> = [[1, false], [2, false], ...(sizes.twin ? [[1, true] as [1, boolean]] : [])];
+      const modes: Array<[1 | 2, boolean]> = [
+        [1, false],
+        [2, false],
+        ...(sizes.twin ? [[1, true] as [1, boolean]] : []),
+      ];
       for (const [n, twin] of round % 2 === 0 ? modes : [...modes].reverse()) await one(n, round, twin);
     }
     return { samples, mechanism: caps[0]?.mechanism ?? '', nginx: nginxVersion(nginxBin) };

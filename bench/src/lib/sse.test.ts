@@ -4,7 +4,8 @@ import { SseParser } from './sse.js';
 describe('SseParser', () => {
   it('parses frames split across chunks, skipping comments', () => {
     const p = new SseParser();
-    const text = 'id: 0\nevent: started\ndata: {"a":1}\n\n: keep-alive\n\nid: 1\nevent: token\ndata: {"t":"x","i":0}\n\n';
+    const text =
+      'id: 0\nevent: started\ndata: {"a":1}\n\n: keep-alive\n\nid: 1\nevent: token\ndata: {"t":"x","i":0}\n\n';
     const frames = [];
     for (let i = 0; i < text.length; i += 7) frames.push(...p.feed(text.slice(i, i + 7)));
     expect(frames).toEqual([

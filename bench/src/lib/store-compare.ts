@@ -55,7 +55,13 @@ export interface StoreRoundSizes {
 }
 
 /** The FIXTURE node whose one slot stays busy (`BUSY_MODEL`): admissions for it queue, the admission load's target. */
-export function startBusyNode(paths: BenchPaths, dir: string, orchestratorUrl: string, token: string, idPrefix: string): Promise<Daemon> {
+export function startBusyNode(
+  paths: BenchPaths,
+  dir: string,
+  orchestratorUrl: string,
+  token: string,
+  idPrefix: string,
+): Promise<Daemon> {
   return startFixtureNode(paths, dir, {
     orchestratorUrl,
     token,
@@ -69,14 +75,22 @@ export function startBusyNode(paths: BenchPaths, dir: string, orchestratorUrl: s
   });
 }
 
-export async function startStoreConfig(ctx: BenchContext, kind: StoreKind, token: string, redisUrl: string): Promise<StoreConfig> {
+export async function startStoreConfig(
+  ctx: BenchContext,
+  kind: StoreKind,
+  token: string,
+  redisUrl: string,
+): Promise<StoreConfig> {
   const orch = await startOrchestratord({
     paths: ctx.paths,
     dir: ctx.dir,
     token,
     heartbeatMs: HEARTBEAT_MS,
     name: `orchestratord-${kind}`,
-    env: kind === 'redis' ? { ORCHD_REDIS_URL: redisUrl, ORCHD_REDIS_PREFIX: 'compare:', ORCHD_REPLICA_ID: 'compare-redis' } : {},
+    env:
+      kind === 'redis'
+        ? { ORCHD_REDIS_URL: redisUrl, ORCHD_REDIS_PREFIX: 'compare:', ORCHD_REPLICA_ID: 'compare-redis' }
+        : {},
     nodeFlags: profFlags(ctx, `replicas-${kind}-orchestratord`),
   });
   const stream = await startFixtureNode(ctx.paths, ctx.dir, {
@@ -91,8 +105,21 @@ export async function startStoreConfig(ctx: BenchContext, kind: StoreKind, token
     idPrefix: `${kind}-stream`,
   });
   const busy = await startBusyNode(ctx.paths, ctx.dir, orch.url, token, `${kind}-busy`);
-  await waitPoolsReady(orch.url, token, [`${kind}-stream-0`, `${kind}-stream-1`, `${kind}-busy-0`], [orch, stream, busy], 30_000);
-  return { kind, orch, fixtures: [stream, busy], directUrl: stream.url, directPool: `${kind}-stream-0`, agent: new Agent({ keepAliveTimeout: 60_000 }) };
+  await waitPoolsReady(
+    orch.url,
+    token,
+    [`${kind}-stream-0`, `${kind}-stream-1`, `${kind}-busy-0`],
+    [orch, stream, busy],
+    30_000,
+  );
+  return {
+    kind,
+    orch,
+    fixtures: [stream, busy],
+    directUrl: stream.url,
+    directPool: `${kind}-stream-0`,
+    agent: new Agent({ keepAliveTimeout: 60_000 }),
+  };
 }
 
 export async function stopStoreConfig(c: StoreConfig): Promise<void> {
@@ -101,15 +128,28 @@ export async function stopStoreConfig(c: StoreConfig): Promise<void> {
   await c.orch.stop();
 }
 
-async function ttftPairs(c: StoreConfig, token: string, pairs: number): Promise<{ direct: number[]; relayed: number[] }> {
+async function ttftPairs(
+  c: StoreConfig,
+  token: string,
+  pairs: number,
+): Promise<{ direct: number[]; relayed: number[] }> {
   const direct: number[] = [];
   const relayed: number[] = [];
   const viaEngine = async (): Promise<void> => {
-    const g = await poolManagerdGeneration(c.directUrl, c.directPool, token, { prompt: 'ttft', max_tokens: 2, seed: 1 }, c.agent);
+    const g = await poolManagerdGeneration(
+      c.directUrl,
+      c.directPool,
+      token,
+      { prompt: 'ttft', max_tokens: 2, seed: 1 },
+      c.agent,
+    );
     direct.push((g.tokenAt[0] as number) - g.sentAt);
   };
   const viaOrch = async (): Promise<void> => {
-    const g = await relayGeneration({ orchUrl: c.orch.url, token, model: STREAM_MODEL, prompt: 'ttft', maxTokens: 2 }, c.agent);
+    const g = await relayGeneration(
+      { orchUrl: c.orch.url, token, model: STREAM_MODEL, prompt: 'ttft', maxTokens: 2 },
+      c.agent,
+    );
     relayed.push((g.tokenAt[0] as number) - g.sentAt);
   };
   for (let i = 0; i < pairs; i++) {
@@ -126,11 +166,17 @@ async function ttftPairs(c: StoreConfig, token: string, pairs: number): Promise<
 }
 
 /** One round on one configuration: admission, then the relay under load, then TTFT with no other load. */
-export async function storeRound(ctx: BenchContext, c: StoreConfig, token: string, sizes: StoreRoundSizes): Promise<StoreRound> {
+export async function storeRound(
+  ctx: BenchContext,
+  c: StoreConfig,
+  token: string,
+  sizes: StoreRoundSizes,
+): Promise<StoreRound> {
   const cpu0 = cpuSeconds(c.orch.pid);
   const p = await admissionPhase(c.orch.url, token, BUSY_MODEL, sizes.admissionS, 10);
   const admissionCpu = cpuSeconds(c.orch.pid) - cpu0;
-  if (p.admitted === 0) throw new BenchError(`${c.kind}: no task admitted: ${JSON.stringify(p.otherStatus)} ${p.sampleBodies.join(' | ')}`);
+  if (p.admitted === 0)
+    throw new BenchError(`${c.kind}: no task admitted: ${JSON.stringify(p.otherStatus)} ${p.sampleBodies.join(' | ')}`);
   const relay = await relayLoopWindow({
     clientScript: ctx.paths.streamClient,
     url: c.orch.url,
@@ -145,7 +191,12 @@ export async function storeRound(ctx: BenchContext, c: StoreConfig, token: strin
   await new Promise((r) => setTimeout(r, 500));
   const ttft = await ttftPairs(c, token, sizes.ttftPairs);
   return {
-    admission: { tasksPerS: p.admitted / p.result.duration, latenciesMs: p.latencies, cpuUsPerTask: (admissionCpu * 1e6) / p.admitted, other: p.otherStatus },
+    admission: {
+      tasksPerS: p.admitted / p.result.duration,
+      latenciesMs: p.latencies,
+      cpuUsPerTask: (admissionCpu * 1e6) / p.admitted,
+      other: p.otherStatus,
+    },
     relay: { ...relay, cpuUsPerToken: ((relay.cpuS[0] as number) * 1e6) / relay.tokens },
     ttft,
   };

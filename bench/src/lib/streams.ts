@@ -24,7 +24,12 @@ export interface FrameReading {
  * Reads a streamed response to its end as a {@link TimedGeneration}: every frame goes to `read`,
  * stamped with its chunk's arrival. `what` names the stream when its end never came.
  */
-export async function timeGeneration(body: AsyncIterable<unknown>, sentAt: number, read: (f: SseFrame) => FrameReading | undefined, what: string): Promise<TimedGeneration> {
+export async function timeGeneration(
+  body: AsyncIterable<unknown>,
+  sentAt: number,
+  read: (f: SseFrame) => FrameReading | undefined,
+  what: string,
+): Promise<TimedGeneration> {
   const parser = new SseParser();
   const tokenAt: number[] = [];
   const pieces: string[] = [];
@@ -58,7 +63,13 @@ export function directBody(prompt: string, maxTokens: number, seed: number): Rec
  * same). Token times are the arrival of events with non-empty `content` — what the adapter relays.
  * `reset: false` keeps the connection (a proxy in front of the engine, reached like orchestratord).
  */
-export async function directGeneration(engineUrl: string, body: Record<string, unknown>, dispatcher: Dispatcher, signal?: AbortSignal, reset = true): Promise<TimedGeneration> {
+export async function directGeneration(
+  engineUrl: string,
+  body: Record<string, unknown>,
+  dispatcher: Dispatcher,
+  signal?: AbortSignal,
+  reset = true,
+): Promise<TimedGeneration> {
   const sentAt = performance.now();
   const res = await request(`${engineUrl}/completion`, {
     method: 'POST',
@@ -68,7 +79,8 @@ export async function directGeneration(engineUrl: string, body: Record<string, u
     reset,
     ...(signal !== undefined ? { signal } : {}),
   });
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`engine answered ${res.statusCode}: ${await res.body.text()}`);
+  if (res.statusCode !== 200)
+    throw new UnexpectedResponseError(`engine answered ${res.statusCode}: ${await res.body.text()}`);
   return timeGeneration(
     res.body,
     sentAt,
@@ -98,7 +110,8 @@ export async function poolManagerdGeneration(
     body: JSON.stringify({ task_id: randomUUID(), greedy: true, ...body }),
     dispatcher,
   });
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`pool-managerd answered ${res.statusCode}: ${await res.body.text()}`);
+  if (res.statusCode !== 200)
+    throw new UnexpectedResponseError(`pool-managerd answered ${res.statusCode}: ${await res.body.text()}`);
   const tokenAt: number[] = [];
   const pieces: string[] = [];
   let endAt = Number.NaN;
@@ -157,7 +170,11 @@ export function taskBody(o: TaskOptions, taskId: string = randomUUID()): Record<
 }
 
 /** POST /v2/tasks; returns the SSE URL of the admitted task. */
-export async function submitTask(o: TaskOptions, dispatcher: Dispatcher, taskId?: string): Promise<{ taskId: string; sse: string }> {
+export async function submitTask(
+  o: TaskOptions,
+  dispatcher: Dispatcher,
+  taskId?: string,
+): Promise<{ taskId: string; sse: string }> {
   const body = taskBody(o, taskId);
   const res = await request(`${o.orchUrl}/v2/tasks`, {
     method: 'POST',
@@ -195,7 +212,8 @@ export async function relayGeneration(
     dispatcher,
     signal: ac.signal,
   });
-  if (res.statusCode !== 200) throw new UnexpectedResponseError(`GET ${sse} answered ${res.statusCode}: ${await res.body.text()}`);
+  if (res.statusCode !== 200)
+    throw new UnexpectedResponseError(`GET ${sse} answered ${res.statusCode}: ${await res.body.text()}`);
   const parser = new SseParser();
   const frames: RelayFrame[] = [];
   const tokenAt: number[] = [];

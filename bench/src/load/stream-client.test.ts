@@ -4,14 +4,20 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { StreamClient } from './stream-client.js';
 
 /** A stand-in for orchestratord's `POST /v2/tasks` with `Accept: text/event-stream`: three tokens, then `end`. */
-function inlineServer(seen: Array<{ accept: string | undefined; auth: string | undefined; body: Record<string, unknown> }>): Server {
+function inlineServer(
+  seen: Array<{ accept: string | undefined; auth: string | undefined; body: Record<string, unknown> }>,
+): Server {
   return createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => {
       body += c.toString();
     });
     req.on('end', () => {
-      seen.push({ accept: req.headers.accept, auth: req.headers.authorization, body: JSON.parse(body) as Record<string, unknown> });
+      seen.push({
+        accept: req.headers.accept,
+        auth: req.headers.authorization,
+        body: JSON.parse(body) as Record<string, unknown>,
+      });
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       for (let i = 0; i < 3; i++) res.write(`event: token\ndata: {"t":"${process.hrtime.bigint()}","i":${i}}\n\n`);
       res.end('event: end\ndata: {"tokens_out":3}\n\n');
@@ -56,6 +62,10 @@ describe('StreamClient (inline, repeat)', () => {
     expect(status.tokens).toBeGreaterThanOrEqual(status.ended * 3);
     expect(seen.length).toBeGreaterThanOrEqual(10);
     expect(new Set(seen.map((s) => s.body.task_id)).size).toBe(seen.length);
-    expect(seen.every((s) => s.accept === 'text/event-stream' && s.auth === 'Bearer stream-client-token' && s.body.max_tokens === 3)).toBe(true);
+    expect(
+      seen.every(
+        (s) => s.accept === 'text/event-stream' && s.auth === 'Bearer stream-client-token' && s.body.max_tokens === 3,
+      ),
+    ).toBe(true);
   });
 });

@@ -35,7 +35,15 @@ export type ClientCommand = OpenCommand | { type: 'measure'; on: boolean } | { t
 export type ClientReply =
   | { type: 'opened'; opened: number; failed: number; errors: string[]; ms: number }
   | { type: 'status'; alive: number; withTokens: number; ended: number; errored: number; tokens: number }
-  | { type: 'measured'; delaysUs: number[]; tokens: number; alive: number; ended: number; errored: number; terminal: Record<string, number> }
+  | {
+      type: 'measured';
+      delaysUs: number[];
+      tokens: number;
+      alive: number;
+      ended: number;
+      errored: number;
+      terminal: Record<string, number>;
+    }
   | { type: 'closed' };
 
 interface Stream {
@@ -104,7 +112,12 @@ export class StreamClient {
         path: url.pathname,
         method: 'POST',
         agent: false,
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: auth, 'content-length': Buffer.byteLength(body) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+          authorization: auth,
+          'content-length': Buffer.byteLength(body),
+        },
       });
       const attached = this.#attach(cmd, req, 'admission');
       req.end(body);
@@ -112,7 +125,12 @@ export class StreamClient {
       return;
     }
     const pool = (this.#pool ??= new Pool(cmd.orchUrl, { connections: 8, pipelining: 1, keepAliveTimeout: 60_000 }));
-    const res = await pool.request({ method: 'POST', path: '/v2/tasks', body, headers: { 'content-type': 'application/json', authorization: auth } });
+    const res = await pool.request({
+      method: 'POST',
+      path: '/v2/tasks',
+      body,
+      headers: { 'content-type': 'application/json', authorization: auth },
+    });
     const text = await res.body.text();
     if (res.statusCode !== 202) throw new Error(`admission ${res.statusCode}: ${text.slice(0, 200)}`);
     const sse = new URL((JSON.parse(text) as { streams: { sse: string } }).streams.sse);
@@ -160,7 +178,8 @@ export class StreamClient {
               }
             } else if (f.event === 'end' || f.event === 'error') {
               stream.ended = true;
-              stream.terminal = f.event === 'error' ? `error ${(JSON.parse(f.data) as { code?: string }).code ?? ''}` : 'end';
+              stream.terminal =
+                f.event === 'error' ? `error ${(JSON.parse(f.data) as { code?: string }).code ?? ''}` : 'end';
             }
           }
         });

@@ -37,7 +37,9 @@ const rounds = option('rounds', 6);
 const seconds = option('seconds', 5);
 const specs = args.filter((a) => !a.startsWith('--'));
 if (specs.length === 0 || specs.some((s) => !/^[\w-]+=.+/.test(s))) {
-  process.stderr.write('usage: node bench/dist/tools/admission-ab.js [--rounds=N] [--seconds=N] NAME=PATH/dist/main.js[:memory] …\n');
+  process.stderr.write(
+    'usage: node bench/dist/tools/admission-ab.js [--rounds=N] [--seconds=N] NAME=PATH/dist/main.js[:memory] …\n',
+  );
   process.exit(2);
 }
 
@@ -53,14 +55,28 @@ try {
     const memory = rest.endsWith(':memory');
     const script = memory ? rest.slice(0, -':memory'.length) : rest;
     const env: Record<string, string> = { ORCHD_DRAIN_GRACE_MS: '1000' };
-    if (!memory) Object.assign(env, { ORCHD_REDIS_URL: redis.url, ORCHD_REDIS_PREFIX: `ab-${name}:`, ORCHD_REPLICA_ID: `ab-${name}` });
-    const orch = await startOrchestratord({ paths: { ...paths, orchestratord: script }, dir, token, heartbeatMs: HEARTBEAT_MS, name: `orchestratord-${name}`, env });
+    if (!memory)
+      Object.assign(env, {
+        ORCHD_REDIS_URL: redis.url,
+        ORCHD_REDIS_PREFIX: `ab-${name}:`,
+        ORCHD_REPLICA_ID: `ab-${name}`,
+      });
+    const orch = await startOrchestratord({
+      paths: { ...paths, orchestratord: script },
+      dir,
+      token,
+      heartbeatMs: HEARTBEAT_MS,
+      name: `orchestratord-${name}`,
+      env,
+    });
     const busy = await startBusyNode(paths, dir, orch.url, token, `${name}-busy`);
     builds.push({ name, orch, busy });
     await waitPoolsReady(orch.url, token, [`${name}-busy-0`], [orch, busy], 30_000);
   }
   for (const b of builds) await admissionPhase(b.orch.url, token, BUSY_MODEL, 8, 10);
-  const out = new Map(builds.map((b) => [b.name, { latencies: [] as number[], tps: [] as number[], cpu: [] as number[] }]));
+  const out = new Map(
+    builds.map((b) => [b.name, { latencies: [] as number[], tps: [] as number[], cpu: [] as number[] }]),
+  );
   for (let r = 0; r < rounds; r++) {
     for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
       const cpu0 = cpuSeconds(b.orch.pid);

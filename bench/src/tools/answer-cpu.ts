@@ -10,7 +10,15 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { answerGeneration, engineAnswerBody } from '../lib/answer-variants.js';
-import { newToken, poolStatus, SYNTHETIC_MODEL, startOrchestratord, startPoolManagerd, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
+import {
+  newToken,
+  poolStatus,
+  SYNTHETIC_MODEL,
+  startOrchestratord,
+  startPoolManagerd,
+  waitNodeIdle,
+  waitPoolsReady,
+} from '../lib/cluster.js';
 import { startPassthroughProxy, startTcpPipe } from '../lib/fixture.js';
 import { cpuSeconds, threadCpu } from '../lib/proc.js';
 import { benchPaths } from '../lib/repo.js';
@@ -32,7 +40,15 @@ const pm = await startPoolManagerd({
   token,
   orchestratorUrl: orch.url,
   heartbeatMs: 1000,
-  pools: [{ id: 'p', slots: 1, determinism: true, threads: 1, extraFlags: (process.env.ANSWER_CPU_ENGINE_FLAGS ?? '').split(' ').filter(Boolean) }],
+  pools: [
+    {
+      id: 'p',
+      slots: 1,
+      determinism: true,
+      threads: 1,
+      extraFlags: (process.env.ANSWER_CPU_ENGINE_FLAGS ?? '').split(' ').filter(Boolean),
+    },
+  ],
   nodeFlags: profFlags('pm'),
 });
 await waitPoolsReady(orch.url, token, ['p'], [orch, pm.daemon], 600_000);
@@ -45,13 +61,29 @@ const agent = new Agent({ keepAliveTimeout: 30_000 });
 const PROMPT = 'Once upon a time, in a data centre far away,';
 const cpu = { door: 0, floor: 0, pipe: 0, idle: 0 };
 const lat = { door: [] as number[], floor: [] as number[], pipe: [] as number[], direct: [] as number[] };
-const pids = { door: [orch.pid, pm.daemon.pid], floor: [outer.pid, inner.pid], pipe: [pipeOuter.pid, pipeInner.pid], idle: [orch.pid, pm.daemon.pid] };
+const pids = {
+  door: [orch.pid, pm.daemon.pid],
+  floor: [outer.pid, inner.pid],
+  pipe: [pipeOuter.pid, pipeInner.pid],
+  idle: [orch.pid, pm.daemon.pid],
+};
 const urlOf = { door: orch.url, floor: outer.url, pipe: pipeOuter.url };
 // ANSWER_CPU_STRACE=1: count the daemons' system calls over the measured rounds (strace -c, in dir).
 const tracers =
   process.env.ANSWER_CPU_STRACE === '1'
     ? [orch.pid, pm.daemon.pid].map((pid) =>
-        spawn('strace', [...(process.env.ANSWER_CPU_STRACE_ARGS ?? '-c').split(' '), '-f', '-p', String(pid), '-o', join(dir, `strace-${pid}.txt`)], { stdio: 'ignore' }),
+        spawn(
+          'strace',
+          [
+            ...(process.env.ANSWER_CPU_STRACE_ARGS ?? '-c').split(' '),
+            '-f',
+            '-p',
+            String(pid),
+            '-o',
+            join(dir, `strace-${pid}.txt`),
+          ],
+          { stdio: 'ignore' },
+        ),
       )
     : [];
 if (tracers.length > 0) await sleep(1000);
@@ -62,7 +94,8 @@ const maxTokens = Number(process.env.ANSWER_CPU_TOKENS ?? 128);
 const settleMs = Number(process.env.ANSWER_CPU_SETTLE ?? 0);
 const sum = (ps: number[]): number => ps.reduce((s, p) => s + cpuSeconds(p), 0);
 // Per-thread CPU of each daemon over the measured rounds (which thread pays: main, GC helpers, libuv pool).
-const threads = (pid: number): Map<string, number> => new Map(threadCpu(pid).map((t) => [`${t.name}:${t.tid}`, t.seconds * 1e9]));
+const threads = (pid: number): Map<string, number> =>
+  new Map(threadCpu(pid).map((t) => [`${t.name}:${t.tid}`, t.seconds * 1e9]));
 let threadsBefore: Map<string, number>[] = [];
 for (let i = 0; i < rounds + 5; i++) {
   const seed = 1000 + i;
@@ -71,12 +104,20 @@ for (let i = 0; i < rounds + 5; i++) {
   let doorMs = 100;
   // ANSWER_CPU_ONLY=door: door requests alone (to trace them).
   if (i === 5) threadsBefore = [orch.pid, pm.daemon.pid].map(threads);
-  for (const v of process.env.ANSWER_CPU_ONLY === 'door' ? (['door'] as const) : (['door', 'floor', 'pipe', 'direct', 'idle'] as const)) {
+  for (const v of process.env.ANSWER_CPU_ONLY === 'door'
+    ? (['door'] as const)
+    : (['door', 'floor', 'pipe', 'direct', 'idle'] as const)) {
     if (settleMs > 0) await sleep(settleMs);
     const before = v === 'direct' ? 0 : sum(pids[v]);
     if (v === 'idle') await sleep(doorMs);
     else {
-      const a = await answerGeneration(v === 'direct' ? engineUrl : urlOf[v], 'chat', v === 'door' ? door : body, agent, v === 'door' ? { token } : { reset: v === 'direct' });
+      const a = await answerGeneration(
+        v === 'direct' ? engineUrl : urlOf[v],
+        'chat',
+        v === 'door' ? door : body,
+        agent,
+        v === 'door' ? { token } : { reset: v === 'direct' },
+      );
       if (i >= 5) lat[v].push(a.endAt - a.sentAt);
       if (v === 'door') doorMs = a.endAt - a.sentAt;
     }
@@ -89,12 +130,18 @@ for (const t of tracers) t.kill('SIGINT');
 if (tracers.length > 0) await sleep(1000);
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const perThread = [orch.pid, pm.daemon.pid].map((pid, k) =>
-  Object.fromEntries([...threads(pid)].map(([t, ns]) => [t, Math.round((ns - (threadsBefore[k]?.get(t) ?? 0)) / rounds) / 1e6]).filter(([, ms]) => (ms as number) > 0.001)),
+  Object.fromEntries(
+    [...threads(pid)]
+      .map(([t, ns]) => [t, Math.round((ns - (threadsBefore[k]?.get(t) ?? 0)) / rounds) / 1e6])
+      .filter(([, ms]) => (ms as number) > 0.001),
+  ),
 );
 const out = {
   rounds,
   per_thread_ms_per_round: { orchestratord: perThread[0], pool_managerd: perThread[1] },
-  cpu_ms_per_request: Object.fromEntries(Object.entries(cpu).map(([k, s]) => [k, Math.round((s * 1e6) / rounds) / 1e3])),
+  cpu_ms_per_request: Object.fromEntries(
+    Object.entries(cpu).map(([k, s]) => [k, Math.round((s * 1e6) / rounds) / 1e3]),
+  ),
   latency_p50_ms: Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, Math.round(med(xs) * 1000) / 1000])),
   dir,
 };

@@ -24,11 +24,16 @@ interface CpuProfile {
 }
 
 function key(n: ProfileNode): string {
-  const url = n.callFrame.url.replace(/^.*node_modules\//, 'nm:').replace(/^file:\/\/.*?\/(apps|packages|bench)\//, '$1/');
+  const url = n.callFrame.url
+    .replace(/^.*node_modules\//, 'nm:')
+    .replace(/^file:\/\/.*?\/(apps|packages|bench)\//, '$1/');
   return `${n.callFrame.functionName || '(anonymous)'} ${url}:${n.callFrame.lineNumber + 1}`;
 }
 
-export function topFunctions(profile: CpuProfile, n: number): { total: number; self: Array<[string, number]>; inclusive: Array<[string, number]> } {
+export function topFunctions(
+  profile: CpuProfile,
+  n: number,
+): { total: number; self: Array<[string, number]>; inclusive: Array<[string, number]> } {
   const byId = new Map(profile.nodes.map((x) => [x.id, x] as const));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const c of node.children ?? []) parent.set(c, node.id);

@@ -45,7 +45,11 @@ const threadDelta = (before: Map<string, number>, after: Map<string, number>, s:
     .join(', ');
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 try {
-  const env = (id: string): Record<string, string> => ({ ORCHD_REDIS_URL: redis.url, ORCHD_REDIS_PREFIX: 'listen:', ORCHD_REPLICA_ID: `replica-${id}` });
+  const env = (id: string): Record<string, string> => ({
+    ORCHD_REDIS_URL: redis.url,
+    ORCHD_REDIS_PREFIX: 'listen:',
+    ORCHD_REPLICA_ID: `replica-${id}`,
+  });
   const a = await startOrchestratord({ paths, dir, token, heartbeatMs: 5000, name: 'replica-a', env: env('a') });
   daemons.push(a);
   const b = await startOrchestratord({
@@ -57,7 +61,14 @@ try {
     env: env('b'),
     nodeFlags: [
       ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-name=replica-b.cpuprofile'] : []),
-      ...(heapProf ? ['--heap-prof', '--heap-prof-interval=4096', `--heap-prof-dir=${dir}`, '--heap-prof-name=replica-b.heapprofile'] : []),
+      ...(heapProf
+        ? [
+            '--heap-prof',
+            '--heap-prof-interval=4096',
+            `--heap-prof-dir=${dir}`,
+            '--heap-prof-name=replica-b.heapprofile',
+          ]
+        : []),
     ],
   });
   daemons.push(b);
@@ -83,7 +94,9 @@ try {
   const t0 = threadCpuByName(b.pid);
   await sleep(seconds * 1000);
   process.stdout.write(`  B's threads, ms CPU/s: ${threadDelta(t0, threadCpuByName(b.pid), seconds)}\n`);
-  process.stdout.write(`idle ${seconds} s: A ${(((cpu(a) - a0) / seconds) * 1000).toFixed(2)} ms CPU/s, B ${(((cpu(b) - b0) / seconds) * 1000).toFixed(2)} ms CPU/s\n`);
+  process.stdout.write(
+    `idle ${seconds} s: A ${(((cpu(a) - a0) / seconds) * 1000).toFixed(2)} ms CPU/s, B ${(((cpu(b) - b0) / seconds) * 1000).toFixed(2)} ms CPU/s\n`,
+  );
   const t1 = threadCpuByName(b.pid);
   const w = await relayLoopWindow({
     clientScript: paths.streamClient,
@@ -95,7 +108,9 @@ try {
     pids: [a.pid, b.pid],
   });
   const [ca = 0, cb = 0] = w.cpuS;
-  process.stdout.write(`  B's threads (settle and window), ms CPU/s: ${threadDelta(t1, threadCpuByName(b.pid), w.seconds + 2)}\n`);
+  process.stdout.write(
+    `  B's threads (settle and window), ms CPU/s: ${threadDelta(t1, threadCpuByName(b.pid), w.seconds + 2)}\n`,
+  );
   process.stdout.write(
     `A loaded: ${Math.round(w.tokens / w.seconds)} tokens/s, ${(w.tasksEnded / w.seconds).toFixed(1)} tasks/s ended; A ${((ca / w.seconds) * 1000).toFixed(1)} ms CPU/s, ` +
       `B ${((cb / w.seconds) * 1000).toFixed(2)} ms CPU/s = ${((cb * 1e6) / Math.max(1, w.tasksEnded)).toFixed(0)} µs per task A ended\n`,

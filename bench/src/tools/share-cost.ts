@@ -44,7 +44,8 @@ try {
       heartbeatMs: 5000,
       name: `replica-${id}`,
       env: { ORCHD_REDIS_URL: redis.url, ORCHD_REDIS_PREFIX: prefix, ORCHD_REPLICA_ID: `replica-${id}` },
-      nodeFlags: prof && id === 'a' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-name=replica-a.cpuprofile'] : [],
+      nodeFlags:
+        prof && id === 'a' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-name=replica-a.cpuprofile'] : [],
     });
   const [a, b, c] = [await replica('a', 'share:'), await replica('b', 'share:'), await replica('c', 'twin:')];
   daemons.push(a, b, c);
@@ -74,13 +75,32 @@ try {
     await waitPoolsReady(r.url, token, [`${prefix}-0`, `${prefix}-1`], daemons, 30_000);
   }
   await waitPoolsReady(b.url, token, ['share-0', 'share-1'], daemons, 30_000);
-  const load = { clients: 2, streamsPerClient: Math.ceil(streams / 2), model: 'fixture:share', maxTokens: 200, inline: true };
+  const load = {
+    clients: 2,
+    streamsPerClient: Math.ceil(streams / 2),
+    model: 'fixture:share',
+    maxTokens: 200,
+    inline: true,
+  };
   const window = (r: Daemon, extra: number[] = []) =>
-    relayLoopWindow({ clientScript: paths.streamClient, url: r.url, token, load, settleS: 2, windowS: seconds, pids: [r.pid, ...extra] });
+    relayLoopWindow({
+      clientScript: paths.streamClient,
+      url: r.url,
+      token,
+      load,
+      settleS: 2,
+      windowS: seconds,
+      pids: [r.pid, ...extra],
+    });
   const usPerToken = { shared: [] as number[], twin: [] as number[] };
   for (let round = 0; round < rounds; round++) {
-    for (const mode of (round % 2 === 0 ? (['shared', 'twin'] as const) : (['twin', 'shared'] as const)).filter((m) => only === undefined || m === only)) {
-      const fx = mode === 'shared' ? [fixtures.get('share'), fixtures.get('share2')] : [fixtures.get('share'), fixtures.get('twin')];
+    for (const mode of (round % 2 === 0 ? (['shared', 'twin'] as const) : (['twin', 'shared'] as const)).filter(
+      (m) => only === undefined || m === only,
+    )) {
+      const fx =
+        mode === 'shared'
+          ? [fixtures.get('share'), fixtures.get('share2')]
+          : [fixtures.get('share'), fixtures.get('twin')];
       const [wa, wo] = await Promise.all([
         window(
           a,

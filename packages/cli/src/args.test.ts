@@ -2,7 +2,16 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COMMAND_USAGE, CliError, USAGE, UsageError, loadJsonSchemaFormat, parseCommandLine, type CommandLine, type SubmitArgs } from './index.js';
+import {
+  COMMAND_USAGE,
+  CliError,
+  USAGE,
+  UsageError,
+  loadJsonSchemaFormat,
+  parseCommandLine,
+  type CommandLine,
+  type SubmitArgs,
+} from './index.js';
 
 const env = {};
 function submitOf(argv: string[]): SubmitArgs {
@@ -62,7 +71,11 @@ describe('parseCommandLine: submit', () => {
       sampling: { temperature: 0.2, top_p: 0.9, stop: ['\n\n', 'END'] },
       jsonSchemaFile: 'answer.json',
     });
-    expect(submitOf(['submit', '--raw', 'Once upon a time', '--temperature', '0'])).toMatchObject({ text: 'Once upon a time', raw: true, sampling: { temperature: 0 } });
+    expect(submitOf(['submit', '--raw', 'Once upon a time', '--temperature', '0'])).toMatchObject({
+      text: 'Once upon a time',
+      raw: true,
+      sampling: { temperature: 0 },
+    });
   });
 
   it('names the flag when a value is out of range or not a number', () => {
@@ -78,23 +91,46 @@ describe('parseCommandLine: submit', () => {
     expect(() => submitOf(['submit', '--raw', '--system', 'x', 'hi'])).toThrow(/--system applies to chat messages/);
     expect(() => submitOf(['submit'])).toThrow('submit needs a message');
     expect(() => submitOf(['submit', '--raw'])).toThrow('submit needs a prompt');
-    expect(() => parseCommandLine(['submit', 'hi', '--temprature', '1'], env)).toThrow(new UsageError("unknown option '--temprature'", COMMAND_USAGE.submit));
+    expect(() => parseCommandLine(['submit', 'hi', '--temprature', '1'], env)).toThrow(
+      new UsageError("unknown option '--temprature'", COMMAND_USAGE.submit),
+    );
     expect(() => parseCommandLine(['frobnicate'], env)).toThrow("unknown command 'frobnicate'");
   });
 });
 
 describe('parseCommandLine: target and other commands', () => {
   it('takes the URL and token from flags, else the environment, else the default address', () => {
-    expect(parseCommandLine(['status'], {})).toEqual({ command: 'status', json: false, target: { url: 'http://127.0.0.1:8080', token: undefined } });
-    expect(parseCommandLine(['nodes'], { LLORCH_URL: 'http://o:1', LLORCH_API_TOKEN: 't' })).toEqual({ command: 'nodes', json: false, target: { url: 'http://o:1', token: 't' } });
-    expect(parseCommandLine(['status', '--url', 'http://x:2', '--token', 'u'], { LLORCH_URL: 'http://o:1', LLORCH_API_TOKEN: 't' })).toEqual({
+    expect(parseCommandLine(['status'], {})).toEqual({
+      command: 'status',
+      json: false,
+      target: { url: 'http://127.0.0.1:8080', token: undefined },
+    });
+    expect(parseCommandLine(['nodes'], { LLORCH_URL: 'http://o:1', LLORCH_API_TOKEN: 't' })).toEqual({
+      command: 'nodes',
+      json: false,
+      target: { url: 'http://o:1', token: 't' },
+    });
+    expect(
+      parseCommandLine(['status', '--url', 'http://x:2', '--token', 'u'], {
+        LLORCH_URL: 'http://o:1',
+        LLORCH_API_TOKEN: 't',
+      }),
+    ).toEqual({
       command: 'status',
       json: false,
       target: { url: 'http://x:2', token: 'u' },
     });
     // global flags may come before the command
-    expect(parseCommandLine(['--url', 'http://x:2', 'models', '--json'], {})).toEqual({ command: 'models', json: true, target: { url: 'http://x:2', token: undefined } });
-    expect(parseCommandLine(['up', '--addr', '0.0.0.0:9000'], {})).toMatchObject({ command: 'up', addr: '0.0.0.0:9000', target: { url: 'http://0.0.0.0:9000' } });
+    expect(parseCommandLine(['--url', 'http://x:2', 'models', '--json'], {})).toEqual({
+      command: 'models',
+      json: true,
+      target: { url: 'http://x:2', token: undefined },
+    });
+    expect(parseCommandLine(['up', '--addr', '0.0.0.0:9000'], {})).toMatchObject({
+      command: 'up',
+      addr: '0.0.0.0:9000',
+      target: { url: 'http://0.0.0.0:9000' },
+    });
   });
 
   it('answers --help, <command> --help and --version; no command is a usage error', () => {
@@ -112,8 +148,14 @@ describe('parseCommandLine: target and other commands', () => {
   it('takes --json on status, nodes, models and submit only', () => {
     expect(parseCommandLine(['status', '--json'], {})).toMatchObject({ command: 'status', json: true });
     expect(parseCommandLine(['nodes', '--json'], {})).toMatchObject({ command: 'nodes', json: true });
-    expect(parseCommandLine(['submit', 'hi', '--json'], {})).toMatchObject({ command: 'submit', json: true, submit: { text: 'hi' } });
-    expect(() => parseCommandLine(['cancel', 't1', '--json'], {})).toThrow(new UsageError("unknown option '--json'", COMMAND_USAGE.cancel));
+    expect(parseCommandLine(['submit', 'hi', '--json'], {})).toMatchObject({
+      command: 'submit',
+      json: true,
+      submit: { text: 'hi' },
+    });
+    expect(() => parseCommandLine(['cancel', 't1', '--json'], {})).toThrow(
+      new UsageError("unknown option '--json'", COMMAND_USAGE.cancel),
+    );
     expect(() => parseCommandLine(['up', '--json'], {})).toThrow(UsageError);
     expect(() => parseCommandLine(['status', '--json=yes'], {})).toThrow('--json does not take a value');
     expect(() => parseCommandLine(['status', '--help=yes'], {})).toThrow('--help does not take a value');
@@ -121,20 +163,33 @@ describe('parseCommandLine: target and other commands', () => {
 
   it('parses up --replicas N (default 1: the one process of today) and --state-dir; a bad count names the flag', () => {
     expect(parseCommandLine(['up'], {})).toMatchObject({ command: 'up', replicas: 1, stateDir: undefined });
-    expect(parseCommandLine(['up', '--replicas', '3', '--state-dir', '/tmp/s'], {})).toMatchObject({ command: 'up', replicas: 3, stateDir: '/tmp/s' });
+    expect(parseCommandLine(['up', '--replicas', '3', '--state-dir', '/tmp/s'], {})).toMatchObject({
+      command: 'up',
+      replicas: 3,
+      stateDir: '/tmp/s',
+    });
     expect(parseCommandLine(['up', '--replicas=1'], {})).toMatchObject({ replicas: 1 });
     for (const bad of ['0', '-1', '2.5', 'three', '17', '']) {
-      expect(() => parseCommandLine(['up', `--replicas=${bad}`], {}), bad).toThrow(new CliError(`--replicas must be an integer from 1 to 16 (got '${bad}')`));
+      expect(() => parseCommandLine(['up', `--replicas=${bad}`], {}), bad).toThrow(
+        new CliError(`--replicas must be an integer from 1 to 16 (got '${bad}')`),
+      );
     }
   });
 
   it('parses cancel, drain and reload with their arguments', () => {
     const target = { url: 'http://127.0.0.1:8080', token: undefined };
     expect(parseCommandLine(['cancel', 'task-1'], {})).toEqual({ command: 'cancel', target, taskId: 'task-1' });
-    expect(parseCommandLine(['drain', 'p1'], {})).toEqual({ command: 'drain', target, poolId: 'p1', deadlineMs: 30_000 });
+    expect(parseCommandLine(['drain', 'p1'], {})).toEqual({
+      command: 'drain',
+      target,
+      poolId: 'p1',
+      deadlineMs: 30_000,
+    });
     expect(parseCommandLine(['drain', 'p1', '--deadline-ms', '0'], {})).toMatchObject({ deadlineMs: 0 });
     const sha = 'a'.repeat(64);
-    expect(parseCommandLine(['reload', 'p1', 'hf:org/repo/m.gguf', '--sha256', sha, '--deadline-ms', '5000'], {})).toEqual({
+    expect(
+      parseCommandLine(['reload', 'p1', 'hf:org/repo/m.gguf', '--sha256', sha, '--deadline-ms', '5000'], {}),
+    ).toEqual({
       command: 'reload',
       target,
       poolId: 'p1',
@@ -145,11 +200,19 @@ describe('parseCommandLine: target and other commands', () => {
   });
 
   it('names what is missing or extra (usage, exit 2) and bad values (exit 1)', () => {
-    expect(() => parseCommandLine(['cancel'], {})).toThrow(new UsageError('cancel needs <task-id>', COMMAND_USAGE.cancel));
-    expect(() => parseCommandLine(['reload', 'p1'], {})).toThrow(new UsageError('reload needs <model-ref>', COMMAND_USAGE.reload));
-    expect(() => parseCommandLine(['drain', 'p1', 'p2'], {})).toThrow(new UsageError("unexpected argument 'p2'", COMMAND_USAGE.drain));
+    expect(() => parseCommandLine(['cancel'], {})).toThrow(
+      new UsageError('cancel needs <task-id>', COMMAND_USAGE.cancel),
+    );
+    expect(() => parseCommandLine(['reload', 'p1'], {})).toThrow(
+      new UsageError('reload needs <model-ref>', COMMAND_USAGE.reload),
+    );
+    expect(() => parseCommandLine(['drain', 'p1', 'p2'], {})).toThrow(
+      new UsageError("unexpected argument 'p2'", COMMAND_USAGE.drain),
+    );
     expect(() => parseCommandLine(['status', 'extra'], {})).toThrow("unexpected argument 'extra'");
-    expect(() => parseCommandLine(['status', '--url'], {})).toThrow(new UsageError('--url needs a value', COMMAND_USAGE.status));
+    expect(() => parseCommandLine(['status', '--url'], {})).toThrow(
+      new UsageError('--url needs a value', COMMAND_USAGE.status),
+    );
     expect(() => parseCommandLine(['--frob'], {})).toThrow(new UsageError("unknown option '--frob'", USAGE));
     const bad = (argv: string[]): CliError => {
       try {
@@ -159,8 +222,14 @@ describe('parseCommandLine: target and other commands', () => {
       }
       throw new Error('parsed');
     };
-    expect(bad(['drain', 'p1', '--deadline-ms=-1'])).toMatchObject({ exitCode: 1, message: '--deadline-ms must be an integer from 0 to 3600000' });
-    expect(bad(['reload', 'p1', 'm', '--sha256', 'XYZ'])).toMatchObject({ exitCode: 1, message: '--sha256 must be 64 lowercase hex digits' });
+    expect(bad(['drain', 'p1', '--deadline-ms=-1'])).toMatchObject({
+      exitCode: 1,
+      message: '--deadline-ms must be an integer from 0 to 3600000',
+    });
+    expect(bad(['reload', 'p1', 'm', '--sha256', 'XYZ'])).toMatchObject({
+      exitCode: 1,
+      message: '--sha256 must be 64 lowercase hex digits',
+    });
     expect(bad(['frob']).exitCode).toBe(2);
     expect((bad(['reload', 'p1']) as UsageError).usage).toBe(COMMAND_USAGE.reload);
   });

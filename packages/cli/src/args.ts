@@ -29,12 +29,27 @@ export interface SubmitArgs {
 export type CommandLine =
   | { command: 'help'; text: string }
   | { command: 'version' }
-  | { command: 'up'; target: Target; config: string | undefined; addr: string; token: string | undefined; replicas: number; stateDir: string | undefined }
+  | {
+      command: 'up';
+      target: Target;
+      config: string | undefined;
+      addr: string;
+      token: string | undefined;
+      replicas: number;
+      stateDir: string | undefined;
+    }
   | { command: 'submit'; target: Target; submit: SubmitArgs; json: boolean }
   | { command: 'status' | 'nodes' | 'models'; target: Target; json: boolean }
   | { command: 'cancel'; target: Target; taskId: string }
   | { command: 'drain'; target: Target; poolId: string; deadlineMs: number }
-  | { command: 'reload'; target: Target; poolId: string; modelRef: string; sha256: string | undefined; deadlineMs: number };
+  | {
+      command: 'reload';
+      target: Target;
+      poolId: string;
+      modelRef: string;
+      sha256: string | undefined;
+      deadlineMs: number;
+    };
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -114,14 +129,23 @@ export function parseCommandLine(argv: string[], env: Record<string, string | un
           .join(' ')}`,
         usage,
       );
-    if (positionals.length > names.length) throw new UsageError(`unexpected argument '${positionals[names.length]}'`, usage);
+    if (positionals.length > names.length)
+      throw new UsageError(`unexpected argument '${positionals[names.length]}'`, usage);
     return positionals;
   };
   switch (command) {
     case 'up': {
       const addr = str('addr') ?? '127.0.0.1:8080';
       args([]);
-      return { command, target: { url: `http://${addr}`, token }, config: str('config'), addr, token, replicas: replicaCount(str('replicas')), stateDir: str('state-dir') };
+      return {
+        command,
+        target: { url: `http://${addr}`, token },
+        config: str('config'),
+        addr,
+        token,
+        replicas: replicaCount(str('replicas')),
+        stateDir: str('state-dir'),
+      };
     }
     case 'submit':
       return { command, target, json, submit: submitArgs(values, positionals.join(' ')) };
@@ -137,8 +161,16 @@ export function parseCommandLine(argv: string[], env: Record<string, string | un
     case 'reload': {
       const [poolId, modelRef] = args(['pool-id', 'model-ref']);
       const sha256 = str('sha256');
-      if (sha256 !== undefined && !/^[0-9a-f]{64}$/.test(sha256)) throw new CliError('--sha256 must be 64 lowercase hex digits');
-      return { command, target, poolId: poolId!, modelRef: modelRef!, sha256, deadlineMs: deadlineMs(str('deadline-ms')) };
+      if (sha256 !== undefined && !/^[0-9a-f]{64}$/.test(sha256))
+        throw new CliError('--sha256 must be 64 lowercase hex digits');
+      return {
+        command,
+        target,
+        poolId: poolId!,
+        modelRef: modelRef!,
+        sha256,
+        deadlineMs: deadlineMs(str('deadline-ms')),
+      };
     }
   }
 }
@@ -148,7 +180,12 @@ function isCommand(name: string): name is CommandName {
 }
 
 /** node:util parseArgs in strict mode, its errors turned into one-line UsageErrors. */
-function strictParse(args: string[], options: Options, usage: string, allowPositionals: boolean): { values: Values; positionals: string[] } {
+function strictParse(
+  args: string[],
+  options: Options,
+  usage: string,
+  allowPositionals: boolean,
+): { values: Values; positionals: string[] } {
   try {
     return parseArgs({ args, options, strict: true, allowPositionals });
   } catch (err) {
@@ -158,7 +195,10 @@ function strictParse(args: string[], options: Options, usage: string, allowPosit
     if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw new UsageError(`unexpected argument '${quoted}'`, usage);
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
       const flag = /--[\w-]+/.exec(quoted)?.[0] ?? quoted.split(' ')[0] ?? quoted;
-      throw new UsageError(/does not take/.test(message) ? `${flag} does not take a value` : `${flag} needs a value`, usage);
+      throw new UsageError(
+        /does not take/.test(message) ? `${flag} does not take a value` : `${flag} needs a value`,
+        usage,
+      );
     }
     throw new UsageError(message.split('\n')[0] ?? message, usage);
   }
@@ -170,14 +210,16 @@ export const MAX_REPLICAS = 16;
 function replicaCount(value: string | undefined): number {
   if (value === undefined) return 1;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > MAX_REPLICAS) throw new CliError(`--replicas must be an integer from 1 to ${MAX_REPLICAS} (got '${value}')`);
+  if (!/^\d+$/.test(value) || n < 1 || n > MAX_REPLICAS)
+    throw new CliError(`--replicas must be an integer from 1 to ${MAX_REPLICAS} (got '${value}')`);
   return n;
 }
 
 function deadlineMs(value: string | undefined): number {
   if (value === undefined) return 30_000;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 3_600_000) throw new CliError('--deadline-ms must be an integer from 0 to 3600000');
+  if (!Number.isInteger(n) || n < 0 || n > 3_600_000)
+    throw new CliError('--deadline-ms must be an integer from 0 to 3600000');
   return n;
 }
 
@@ -195,8 +237,13 @@ function submitArgs(all: Values, text: string): SubmitArgs {
     'json-schema'?: string;
   };
   const raw = values.raw ?? false;
-  if (!text) throw new UsageError(`submit needs a ${raw ? 'prompt' : 'message'}: llorch submit "Write a haiku"`, COMMAND_USAGE.submit);
-  if (raw && values.system !== undefined) throw new UsageError('--system applies to chat messages; drop --raw or --system', COMMAND_USAGE.submit);
+  if (!text)
+    throw new UsageError(
+      `submit needs a ${raw ? 'prompt' : 'message'}: llorch submit "Write a haiku"`,
+      COMMAND_USAGE.submit,
+    );
+  if (raw && values.system !== undefined)
+    throw new UsageError('--system applies to chat messages; drop --raw or --system', COMMAND_USAGE.submit);
   const maxTokens = Number(values['max-tokens'] ?? 64);
   if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new CliError('--max-tokens must be a positive integer');
   const seed = values.seed === undefined ? undefined : Number(values.seed);
@@ -228,7 +275,10 @@ function flagNumber(flag: string, value: string): number {
 
 /** Zod speaks in field names (`top_p: …`); the user typed flags (`--top-p: …`). */
 function flagNames(issues: string): string {
-  return issues.replace(/^(temperature|top_p|stop)(\[\d+\])?:/gm, (_, f: string, i: string | undefined) => `--${f.replace('_', '-')}${i ?? ''}:`);
+  return issues.replace(
+    /^(temperature|top_p|stop)(\[\d+\])?:/gm,
+    (_, f: string, i: string | undefined) => `--${f.replace('_', '-')}${i ?? ''}:`,
+  );
 }
 
 /**
@@ -248,7 +298,8 @@ export async function loadJsonSchemaFormat(path: string): Promise<ResponseFormat
   } catch (err) {
     throw new CliError(`--json-schema: ${path} is not JSON: ${(err as Error).message}`);
   }
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new CliError(`--json-schema: ${path} must hold a JSON Schema object`);
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    throw new CliError(`--json-schema: ${path} must hold a JSON Schema object`);
   const name =
     basename(path, extname(path))
       .replace(/[^A-Za-z0-9_-]/g, '_')

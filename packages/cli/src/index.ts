@@ -2,7 +2,18 @@ export { submit, taskBody } from './commands/submit.js';
 export { parseCommandLine, loadJsonSchemaFormat, USAGE, COMMAND_USAGE } from './args.js';
 export type { CommandLine, SubmitArgs } from './args.js';
 export type { SubmitOptions, SubmitResult } from './commands/submit.js';
-export { statusReport, statusDocument, renderStatus, nodesTable, listNodes, renderNodes, listModels, renderModels, metricTotal, queueDepth } from './commands/status.js';
+export {
+  statusReport,
+  statusDocument,
+  renderStatus,
+  nodesTable,
+  listNodes,
+  renderNodes,
+  listModels,
+  renderModels,
+  metricTotal,
+  queueDepth,
+} from './commands/status.js';
 export type { StatusDocument } from './commands/status.js';
 export { cancelTask, drainPool, reloadPool } from './commands/pool-ops.js';
 export { up, humanLogLine, listeningUrl, dashboardUrl } from './commands/up.js';

@@ -31,7 +31,11 @@ async function fixture(frames: string[], opts: FixtureOptions = {}): Promise<Fix
 
 /** Runs llorch with a clean environment (no LLORCH_URL/NO_COLOR from the caller). */
 function llorch(args: string[], env: Record<string, string> = {}) {
-  return execa(process.execPath, [MAIN, ...args], { reject: false, env: { PATH: process.env.PATH ?? '', ...env }, extendEnv: false });
+  return execa(process.execPath, [MAIN, ...args], {
+    reject: false,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    extendEnv: false,
+  });
 }
 
 const NODE = {
@@ -58,7 +62,14 @@ const POOL = {
   models: ['synthetic:llama'],
   engine_version: 'b1',
 };
-const MODEL = { id: 'synthetic:llama', ref: 'synthetic:llama', status: 'ready', pools: ['n1/p1'], aliases: ['synthetic'], registered: false };
+const MODEL = {
+  id: 'synthetic:llama',
+  ref: 'synthetic:llama',
+  status: 'ready',
+  pools: ['n1/p1'],
+  aliases: ['synthetic'],
+  registered: false,
+};
 const ROUTES: FixtureOptions['routes'] = {
   'GET /v2/nodes': { status: 200, body: { nodes: [NODE] } },
   'GET /v2/pools': { status: 200, body: { pools: [POOL] } },
@@ -78,7 +89,8 @@ describe('llorch: version, help and usage errors', () => {
   it('--help and <command> --help print usage on stdout, exit 0', async () => {
     const top = await llorch(['--help']);
     expect(top.exitCode).toBe(0);
-    for (const c of ['up', 'submit', 'status', 'nodes', 'models', 'cancel', 'drain', 'reload']) expect(top.stdout).toContain(`\n  ${c} `);
+    for (const c of ['up', 'submit', 'status', 'nodes', 'models', 'cancel', 'drain', 'reload'])
+      expect(top.stdout).toContain(`\n  ${c} `);
     const sub = await llorch(['drain', '--help']);
     expect(sub.exitCode).toBe(0);
     expect(sub.stdout).toMatch(/^usage: llorch drain <pool-id> \[--deadline-ms MS\]/);
@@ -106,7 +118,11 @@ describe('llorch: version, help and usage errors', () => {
   });
 
   it('a failure is one line on stderr, exit 1 (unreachable orchestratord, bad flag value, error envelope)', async () => {
-    const f = await fixture([], { routes: { 'POST /v2/pools/p9/drain': { status: 404, body: { code: 'NOT_FOUND', message: "pool 'p9' not found" } } } });
+    const f = await fixture([], {
+      routes: {
+        'POST /v2/pools/p9/drain': { status: 404, body: { code: 'NOT_FOUND', message: "pool 'p9' not found" } },
+      },
+    });
     const down = await llorch(['status', '--url', 'http://127.0.0.1:1']);
     expect(down.exitCode).toBe(1);
     expect(down.stderr).toMatch(/^llorch: cannot reach orchestratord at http:\/\/127\.0\.0\.1:1: .*ECONNREFUSED.*$/);
@@ -121,7 +137,11 @@ describe('llorch: --json and tables', () => {
   it('status, nodes and models --json print one JSON document each', async () => {
     const f = await fixture([], { routes: ROUTES, token: 'secret-token-0123456789' });
     const env = { LLORCH_URL: f.url, LLORCH_API_TOKEN: 'secret-token-0123456789' };
-    const [status, nodes, models] = await Promise.all([llorch(['status', '--json'], env), llorch(['nodes', '--json'], env), llorch(['models', '--json'], env)]);
+    const [status, nodes, models] = await Promise.all([
+      llorch(['status', '--json'], env),
+      llorch(['nodes', '--json'], env),
+      llorch(['models', '--json'], env),
+    ]);
     expect(status.exitCode, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout)).toEqual({ nodes: [NODE], pools: [POOL], queued: 3, leased: 1 });
     expect(JSON.parse(nodes.stdout)).toEqual({ nodes: [NODE] });
@@ -147,7 +167,12 @@ describe('llorch: --json and tables', () => {
         extendEnv: false,
       });
     // `script` gives the command a pseudo-terminal
-    const [piped, models, coloured, noColor] = await Promise.all([llorch(['status', '--url', f.url]), llorch(['models', '--url', f.url]), tty(''), tty('env NO_COLOR=1')]);
+    const [piped, models, coloured, noColor] = await Promise.all([
+      llorch(['status', '--url', f.url]),
+      llorch(['models', '--url', f.url]),
+      tty(''),
+      tty('env NO_COLOR=1'),
+    ]);
     expect(piped.stdout).toContain('p1    n1    ready');
     expect(piped.stdout).not.toContain('\u001b[');
     expect(models.stdout.split('\n')[2]).toMatch(/^synthetic:llama\s+synthetic\s+ready\s+n1\/p1\s+no$/);
@@ -161,7 +186,18 @@ describe('llorch: --json and tables', () => {
       formatSseFrame(1, { event: 'started', data: { queue_position: 0, predicted_start_ms: 5 } }),
       formatSseFrame(2, { event: 'token', data: { t: 'Hello', i: 0 } }),
       formatSseFrame(3, { event: 'token', data: { t: ' there', i: 1 } }),
-      formatSseFrame(4, { event: 'end', data: { tokens_out: 2, decode_ms: 3, decode_time_ms: 3, pool_id: 'p1', node_id: 'n1', engine_version: 'b1', finish_reason: 'length' } }),
+      formatSseFrame(4, {
+        event: 'end',
+        data: {
+          tokens_out: 2,
+          decode_ms: 3,
+          decode_time_ms: 3,
+          pool_id: 'p1',
+          node_id: 'n1',
+          engine_version: 'b1',
+          finish_reason: 'length',
+        },
+      }),
     ]);
     const r = await llorch(['submit', 'hi', '--json', '--url', f.url]);
     expect(r.exitCode, r.stderr).toBe(0);
@@ -184,7 +220,9 @@ describe('llorch: --json and tables', () => {
 describe('llorch: task and pool operations', () => {
   it('cancel, drain and reload send their requests and print one line', async () => {
     const op = (operation: string) => ({ status: 202, body: { pool_id: 'p1', operation, state: 'draining' } });
-    const f = await fixture([], { routes: { 'POST /v2/pools/p1/drain': op('drain'), 'POST /v2/pools/p1/reload': op('reload') } });
+    const f = await fixture([], {
+      routes: { 'POST /v2/pools/p1/drain': op('drain'), 'POST /v2/pools/p1/reload': op('reload') },
+    });
     const cancel = await llorch(['cancel', 'task-7', '--url', f.url]);
     expect([cancel.exitCode, cancel.stdout]).toEqual([0, 'cancel requested for task task-7']);
     const drain = await llorch(['drain', 'p1', '--deadline-ms', '500', '--url', f.url]);
@@ -192,16 +230,27 @@ describe('llorch: task and pool operations', () => {
     expect(drain.stdout).toMatch(/^drain of pool p1 accepted \(state draining\)/);
     const reload = await llorch(['reload', 'p1', 'hf:org/repo/m.gguf', '--url', f.url]);
     expect(reload.exitCode, reload.stderr).toBe(0);
-    expect(f.seen.map((l) => l.split(' auth=')[0])).toEqual(['POST /v2/tasks/task-7/cancel', 'POST /v2/pools/p1/drain', 'POST /v2/pools/p1/reload']);
+    expect(f.seen.map((l) => l.split(' auth=')[0])).toEqual([
+      'POST /v2/tasks/task-7/cancel',
+      'POST /v2/pools/p1/drain',
+      'POST /v2/pools/p1/reload',
+    ]);
     expect(f.bodies).toEqual([{ deadline_ms: 500 }, { new_model_ref: 'hf:org/repo/m.gguf', deadline_ms: 30_000 }]);
   });
 
   it('Ctrl-C during submit cancels the task and exits 130', async () => {
     const f = await fixture(
-      [formatSseFrame(1, { event: 'started', data: { queue_position: 0, predicted_start_ms: 5 } }), formatSseFrame(2, { event: 'token', data: { t: 'Once', i: 0 } })],
+      [
+        formatSseFrame(1, { event: 'started', data: { queue_position: 0, predicted_start_ms: 5 } }),
+        formatSseFrame(2, { event: 'token', data: { t: 'Once', i: 0 } }),
+      ],
       { holdOpen: true },
     );
-    const child = execa(process.execPath, [MAIN, 'submit', 'hi', '--url', f.url], { reject: false, env: { PATH: process.env.PATH ?? '' }, extendEnv: false });
+    const child = execa(process.execPath, [MAIN, 'submit', 'hi', '--url', f.url], {
+      reject: false,
+      env: { PATH: process.env.PATH ?? '' },
+      extendEnv: false,
+    });
     await new Promise<void>((resolve) =>
       child.stdout.on('data', (c: Buffer) => {
         if (c.toString().includes('Once')) resolve();

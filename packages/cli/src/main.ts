@@ -46,7 +46,11 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function run(cmd: Exclude<CommandLine, { command: 'help' | 'version' }>, signal: AbortSignal, force: AbortSignal): Promise<number> {
+async function run(
+  cmd: Exclude<CommandLine, { command: 'help' | 'version' }>,
+  signal: AbortSignal,
+  force: AbortSignal,
+): Promise<number> {
   const paint = paintFor(process.stdout, env);
   switch (cmd.command) {
     case 'up':

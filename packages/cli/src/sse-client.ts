@@ -10,7 +10,10 @@ export interface StreamOptions {
 }
 
 /** Opens a task's SSE stream and yields validated frames as they arrive (no buffering of the answer). */
-export async function* streamTask(url: string, opts: StreamOptions = {}): AsyncGenerator<SseFrame & { id: string | undefined }> {
+export async function* streamTask(
+  url: string,
+  opts: StreamOptions = {},
+): AsyncGenerator<SseFrame & { id: string | undefined }> {
   const res = await request(url, {
     method: 'GET',
     headers: { accept: 'text/event-stream', ...opts.headers },
@@ -29,7 +32,10 @@ export async function* streamTask(url: string, opts: StreamOptions = {}): AsyncG
     while (queue.length > 0) {
       const e = queue.shift()!;
       const frame = SseFrameSchema.safeParse({ event: e.event, data: safeJson(e.data) });
-      if (!frame.success) throw new CliError(`unexpected '${e.event ?? 'message'}' event on the stream (${formatIssues(frame.error).split('\n').join('; ')})`);
+      if (!frame.success)
+        throw new CliError(
+          `unexpected '${e.event ?? 'message'}' event on the stream (${formatIssues(frame.error).split('\n').join('; ')})`,
+        );
       yield { ...frame.data, id: e.id };
       if (frame.data.event === 'end' || frame.data.event === 'error') return;
     }

@@ -87,7 +87,13 @@ describe('the task llorch submit sends', () => {
 
   it('sends a plain completion prompt with raw, and no sampling object when none was asked for', () => {
     const body = taskBody(base({ raw: true, text: 'Once upon a time' }));
-    expect(body).toEqual({ model_ref: 'synthetic:llama', priority: 'interactive', max_tokens: 16, workload: 'completion', prompt: 'Once upon a time' });
+    expect(body).toEqual({
+      model_ref: 'synthetic:llama',
+      priority: 'interactive',
+      max_tokens: 16,
+      workload: 'completion',
+      prompt: 'Once upon a time',
+    });
     expect(TaskRequestSchema.safeParse(body).success).toBe(true);
     expect(() => taskBody(base({ raw: true, system: 'x' }))).toThrow(/system message needs a chat task/);
   });
@@ -143,14 +149,21 @@ describe('llorch submit (built dist/main.js)', () => {
           { role: 'system', content: 'JSON only' },
           { role: 'user', content: 'Name a city' },
         ],
-        sampling: { temperature: 0, top_p: 1, stop: ['}'], response_format: { type: 'json_schema', json_schema: { name: 'city', schema } } },
+        sampling: {
+          temperature: 0,
+          top_p: 1,
+          stop: ['}'],
+          response_format: { type: 'json_schema', json_schema: { name: 'city', schema } },
+        },
       },
     ]);
   });
 
   it('exits 1 with one line naming the flag, before sending anything', async () => {
     fixture = await fixtureOrchestrator(FRAMES);
-    const r = await execa('node', [main, 'submit', 'hi', '--temperature', '9', '--url', fixture.url], { reject: false });
+    const r = await execa('node', [main, 'submit', 'hi', '--temperature', '9', '--url', fixture.url], {
+      reject: false,
+    });
     expect(r.exitCode).toBe(1);
     expect(r.stderr).toMatch(/^llorch: --temperature: /);
     expect(fixture.bodies).toEqual([]);

@@ -13,5 +13,9 @@ export function renderTable(rows: ReadonlyArray<ReadonlyArray<string>>, style?: 
       })
       .join('  ')
       .trimEnd();
-  return [line(rows[0]!, 0), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map((r, i) => line(r, i + 1))].join('\n');
+  return [
+    line(rows[0]!, 0),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...rows.slice(1).map((r, i) => line(r, i + 1)),
+  ].join('\n');
 }

@@ -16,7 +16,11 @@ const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application
 const scratch = replicasScratch('up-failover');
 
 async function admit(url: string, body: Record<string, unknown>): Promise<string> {
-  const res = await fetch(`${url}/v2/tasks`, { method: 'POST', headers, body: JSON.stringify({ model_ref: 'synthetic', ...body }) });
+  const res = await fetch(`${url}/v2/tasks`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ model_ref: 'synthetic', ...body }),
+  });
   expect(res.status, await res.clone().text()).toBe(202);
   return ((await res.json()) as { task_id: string }).task_id;
 }
@@ -26,16 +30,26 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
     'its running /v2 stream resumes on another replica with no gap, no duplicate and one generation; its queued tasks run elsewhere in priority order',
     async () => {
       // 2,048 tokens per slot (cpu-dev.yaml has 512): both slots stay busy past the takeover even on a fast machine
-      const up = await startUp(scratch.path, 'failover', TOKEN, ['--replicas', '3', '--state-dir', join(scratch.path, 'failover-state')], (y) =>
-        y.replace(/^(\s+)ctx: 1024$/m, '$1ctx: 4096'),
+      const up = await startUp(
+        scratch.path,
+        'failover',
+        TOKEN,
+        ['--replicas', '3', '--state-dir', join(scratch.path, 'failover-state')],
+        (y) => y.replace(/^(\s+)ctx: 1024$/m, '$1ctx: 4096'),
       );
-      const replicaUrl = (id: string): string => new RegExp(`replica ${id}\\s+(http://\\S+)`).exec(up.text())?.[1] ?? '';
+      const replicaUrl = (id: string): string =>
+        new RegExp(`replica ${id}\\s+(http://\\S+)`).exec(up.text())?.[1] ?? '';
       const [r1, r2] = [replicaUrl('r1'), replicaUrl('r2')];
       expect(r1).toMatch(/^http:/);
       // both slots busy: a long task owned by r1 (the one to resume) and one owned by r2
       const long = await admit(r1, { prompt: 'Write a long story', max_tokens: 2000, sampling: NO_EOS });
       const other = await admit(r2, { prompt: 'Write a story', max_tokens: 2000, sampling: NO_EOS });
-      await until('both long tasks to stream', () => up.text().includes(`Streaming task ${long}`) && up.text().includes(`Streaming task ${other}`), 60_000, up.text);
+      await until(
+        'both long tasks to stream',
+        () => up.text().includes(`Streaming task ${long}`) && up.text().includes(`Streaming task ${other}`),
+        60_000,
+        up.text,
+      );
       // queued behind them, owned by r1: a batch task first, then an interactive one
       const batch = await admit(r1, { prompt: 'Write a haiku', max_tokens: 24, priority: 'batch' });
       const inter = await admit(r1, { prompt: 'Write a haiku', max_tokens: 24, priority: 'interactive' });
@@ -50,20 +64,29 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
         }),
       );
       await until('the long task to stream 20 tokens', () => tokensBeforeKill >= 20, 60_000, up.text);
-      const pid = descendants(up.llorch.pid!).find((p) => replicaId(p) === 'r1' && cmdline(p).includes('orchestratord'));
+      const pid = descendants(up.llorch.pid!).find(
+        (p) => replicaId(p) === 'r1' && cmdline(p).includes('orchestratord'),
+      );
       expect(pid).toBeDefined();
       process.kill(pid!, 'SIGKILL');
       killedAt = Date.now();
       let tookOverAt = 0;
-      void until('a survivor to take the long task over', () => (tookOverAt ||= up.text().includes(`Took over running task ${long}`) ? Date.now() : 0) > 0, 60_000, up.text).catch(
-        () => undefined,
-      );
+      void until(
+        'a survivor to take the long task over',
+        () => (tookOverAt ||= up.text().includes(`Took over running task ${long}`) ? Date.now() : 0) > 0,
+        60_000,
+        up.text,
+      ).catch(() => undefined);
       const all = await Promise.race([Promise.all(reads), sleep(90_000).then(() => undefined)]);
       const relevant = (): string =>
         up
           .text()
           .split('\n')
-          .filter((l) => [long, other, batch, inter].some((id) => l.includes(id)) || /Took over|orphan|exited|restarted|WARN|ERROR/.test(l))
+          .filter(
+            (l) =>
+              [long, other, batch, inter].some((id) => l.includes(id)) ||
+              /Took over|orphan|exited|restarted|WARN|ERROR/.test(l),
+          )
           .join('\n');
       expect(all, `the four streams did not end within 90 s of the kill\n${relevant()}`).toBeDefined();
       const [longRead, otherRead, batchRead, interRead] = all as [
@@ -75,14 +98,19 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
 
       // the resumed stream: every token index once, in order, one end that counts them all
       const tokens = longRead.frames.filter((f) => f.event === 'token');
-      const seen = longRead.frames.map((f) => `${f.id}:${f.event}${f.event === 'token' ? `#${String(f.data.i)}` : ''}`).join(' ');
+      const seen = longRead.frames
+        .map((f) => `${f.id}:${f.event}${f.event === 'token' ? `#${String(f.data.i)}` : ''}`)
+        .join(' ');
       expect(
         tokens.map((f) => f.data.i),
         `frames (id:event#i): ${seen}\n${relevant()}`,
       ).toEqual(tokens.map((_, i) => i));
       expect(new Set(longRead.frames.map((f) => f.id)).size).toBe(longRead.frames.length);
       const end = longRead.frames.at(-1)!;
-      expect(end, `${JSON.stringify(end)}\n${relevant()}`).toMatchObject({ event: 'end', data: { finish_reason: 'length' } });
+      expect(end, `${JSON.stringify(end)}\n${relevant()}`).toMatchObject({
+        event: 'end',
+        data: { finish_reason: 'length' },
+      });
       // the engine counts tokens, the stream pieces of text: a piece may hold more than one token
       expect(end.data.tokens_out).toBeGreaterThanOrEqual(tokens.length);
       expect(tokens.length).toBeGreaterThan(tokensBeforeKill);
@@ -104,7 +132,10 @@ describe('llorch up --replicas 3: a replica SIGKILLed mid-stream', () => {
       // the dead replica's queued tasks were taken over (by the survivors or the restarted r1) and placed, the interactive one first
       for (const id of [batch, inter]) expect(up.text()).toMatch(new RegExp(`Took over queued task ${id}`));
       // log lines leave a daemon in batches (up to 100 ms): the tasks' ends can reach their clients first
-      const placedLines = () => [...up.text().matchAll(/\[orchestratord (r\d)\] Placed task ([0-9a-f-]{36})/g)].filter((m) => m[2] === batch || m[2] === inter);
+      const placedLines = () =>
+        [...up.text().matchAll(/\[orchestratord (r\d)\] Placed task ([0-9a-f-]{36})/g)].filter(
+          (m) => m[2] === batch || m[2] === inter,
+        );
       await until('the queued tasks to be placed', () => placedLines().length === 2, 10_000, relevant);
       const placed = placedLines();
       expect(placed.map((m) => m[2])).toEqual([inter, batch]);

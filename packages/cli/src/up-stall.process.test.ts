@@ -23,15 +23,24 @@ describe('llorch up --replicas 3: a replica stalled past its owner lease mid-str
     'loses its running /v2 task to another replica, and its client follows the task there: no gap, no duplicate, one end, one generation',
     async () => {
       // 4,096 tokens per slot: the generation outlasts the stall and the takeover
-      const up = await startUp(scratch.path, 'stall', TOKEN, ['--replicas', '3', '--state-dir', join(scratch.path, 'stall-state')], (y) =>
-        y.replace(/^(\s+)ctx: 1024$/m, '$1ctx: 8192'),
+      const up = await startUp(
+        scratch.path,
+        'stall',
+        TOKEN,
+        ['--replicas', '3', '--state-dir', join(scratch.path, 'stall-state')],
+        (y) => y.replace(/^(\s+)ctx: 1024$/m, '$1ctx: 8192'),
       );
       const r1 = new RegExp(`replica r1\\s+(http://\\S+)`).exec(up.text())?.[1] ?? '';
       expect(r1).toMatch(/^http:/);
       const res = await fetch(`${r1}/v2/tasks`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ model_ref: 'synthetic', prompt: 'Write a long story', max_tokens: 4000, sampling: NO_EOS }),
+        body: JSON.stringify({
+          model_ref: 'synthetic',
+          prompt: 'Write a long story',
+          max_tokens: 4000,
+          sampling: NO_EOS,
+        }),
       });
       expect(res.status, await res.clone().text()).toBe(202);
       const long = ((await res.json()) as { task_id: string }).task_id;
@@ -39,13 +48,20 @@ describe('llorch up --replicas 3: a replica stalled past its owner lease mid-str
       // read from r1, its owner, as a client the balancer sent there would; reconnect through the balancer
       const reading = readTask(up.base, long, headers, (f) => (tokens += f.event === 'token' ? 1 : 0), r1);
       await until('the task to stream 20 tokens', () => tokens >= 20, 60_000, up.text);
-      const pid = descendants(up.llorch.pid!).find((p) => replicaId(p) === 'r1' && cmdline(p).includes('orchestratord'));
+      const pid = descendants(up.llorch.pid!).find(
+        (p) => replicaId(p) === 'r1' && cmdline(p).includes('orchestratord'),
+      );
       expect(pid).toBeDefined();
       process.kill(pid!, 'SIGSTOP');
       const stoppedAt = Date.now();
       try {
         // its lease (2 s) lapses; the first survivor's sweep (every 100 ms) takes the task over and re-attaches
-        await until('a survivor to take the task over', () => up.text().includes(`Took over running task ${long}`), 20_000, up.text);
+        await until(
+          'a survivor to take the task over',
+          () => up.text().includes(`Took over running task ${long}`),
+          20_000,
+          up.text,
+        );
         await sleep(500);
       } finally {
         process.kill(pid!, 'SIGCONT');
@@ -61,14 +77,19 @@ describe('llorch up --replicas 3: a replica stalled past its owner lease mid-str
       expect(read, `the stream did not end within 120 s of the stall\n${relevant()}`).toBeDefined();
       const { frames, reconnects } = read!;
       const got = frames.filter((f) => f.event === 'token');
-      const seen = frames.map((f) => `${f.id}:${f.event}${f.event === 'token' ? `#${String(f.data.i)}` : ''}`).join(' ');
+      const seen = frames
+        .map((f) => `${f.id}:${f.event}${f.event === 'token' ? `#${String(f.data.i)}` : ''}`)
+        .join(' ');
       expect(
         got.map((f) => f.data.i),
         `frames (id:event#i): ${seen}\n${relevant()}`,
       ).toEqual(got.map((_, i) => i));
       expect(new Set(frames.map((f) => f.id)).size).toBe(frames.length);
       const end = frames.at(-1)!;
-      expect(end, `${JSON.stringify(end)}\n${relevant()}`).toMatchObject({ event: 'end', data: { finish_reason: 'length' } });
+      expect(end, `${JSON.stringify(end)}\n${relevant()}`).toMatchObject({
+        event: 'end',
+        data: { finish_reason: 'length' },
+      });
       expect(reconnects).toBeGreaterThan(0);
       // r1 let the task go to its new owner instead of failing it, and nobody placed it again
       expect(up.text()).toMatch(new RegExp(`\\[orchestratord r1\\].*Task ${long} was taken over by replica`));

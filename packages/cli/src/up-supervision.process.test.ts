@@ -18,12 +18,16 @@ const scratch = replicasScratch('up-supervision');
  * Steady load through the balancer. Each failure keeps what the cluster logged just before it,
  * less the per-task lines, so a failure on a loaded CI machine says which replica and what it saw.
  */
-function load(base: string, log: () => string): { stop: () => Promise<{ ok: Record<string, number>; failed: string[]; context: string[] }> } {
+function load(
+  base: string,
+  log: () => string,
+): { stop: () => Promise<{ ok: Record<string, number>; failed: string[]; context: string[] }> } {
   const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 30_000 });
   const ok: Record<string, number> = { chat: 0, stream: 0, v2: 0 };
   const failed: string[] = [];
   const context: string[] = [];
-  const perTask = /\] (Placed|Streaming|Accepted|Task [0-9a-f-]+ finished)|\[pool-managerd\] (stream|answer|engine request)/;
+  const perTask =
+    /\] (Placed|Streaming|Accepted|Task [0-9a-f-]+ finished)|\[pool-managerd\] (stream|answer|engine request)/;
   let running = true;
   const messages = [{ role: 'user' as const, content: 'Write a haiku' }];
   // The synthetic model's `</s>` (token 2) banned: unseeded sampling could end an answer early (finish_reason stop), which is no failure of the cluster's.
@@ -34,7 +38,13 @@ function load(base: string, log: () => string): { stop: () => Promise<{ ok: Reco
       if (r.choices[0]?.finish_reason !== 'length') throw new Error(`finish_reason ${r.choices[0]?.finish_reason}`);
     },
     stream: async () => {
-      const s = await openai.chat.completions.create({ model: 'synthetic', messages, max_tokens: 16, stream: true, logit_bias });
+      const s = await openai.chat.completions.create({
+        model: 'synthetic',
+        messages,
+        max_tokens: 16,
+        stream: true,
+        logit_bias,
+      });
       let finish: string | null | undefined;
       for await (const chunk of s) finish = chunk.choices[0]?.finish_reason ?? finish;
       if (finish !== 'length') throw new Error(`stream finish_reason ${finish}`);
@@ -44,7 +54,12 @@ function load(base: string, log: () => string): { stop: () => Promise<{ ok: Reco
       const res = await fetch(`${base}/v2/tasks`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ prompt: 'Write a haiku', model_ref: 'synthetic', max_tokens: 16, sampling: { logit_bias } }),
+        body: JSON.stringify({
+          prompt: 'Write a haiku',
+          model_ref: 'synthetic',
+          max_tokens: 16,
+          sampling: { logit_bias },
+        }),
       });
       if (res.status !== 202) throw new Error(`POST /v2/tasks ${res.status}: ${await res.text()}`);
       const { streams } = (await res.json()) as { streams: { sse: string } };
@@ -52,7 +67,8 @@ function load(base: string, log: () => string): { stop: () => Promise<{ ok: Reco
       if (events.status !== 200) throw new Error(`events ${events.status}: ${await events.text()}`);
       const body = await events.text();
       const last = [...body.matchAll(/^event: (\w+)$/gm)].at(-1)?.[1];
-      if (last !== 'end' || !body.includes('event: token')) throw new Error(`events ended with ${last}: ${body.slice(-300)}`);
+      if (last !== 'end' || !body.includes('event: token'))
+        throw new Error(`events ended with ${last}: ${body.slice(-300)}`);
     },
   };
   const loops = Object.entries(kinds).flatMap(([kind, once]) =>
@@ -66,7 +82,9 @@ function load(base: string, log: () => string): { stop: () => Promise<{ ok: Reco
           const lines = log()
             .split('\n')
             .filter((l) => !perTask.test(l));
-          context.push(`${new Date().toISOString()} ${kind} failed; the cluster's log before it:\n${lines.slice(-40).join('\n')}`);
+          context.push(
+            `${new Date().toISOString()} ${kind} failed; the cluster's log before it:\n${lines.slice(-40).join('\n')}`,
+          );
         }
       }
     }),
@@ -86,16 +104,26 @@ describe('llorch up supervises what it started', () => {
     async () => {
       const up = await startUp(scratch.path, 'single', TOKEN, []);
       const tree = descendants(up.llorch.pid!);
-      const orch = tree.find((p) => cmdline(p).includes('orchestratord') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'));
+      const orch = tree.find(
+        (p) =>
+          cmdline(p).includes('orchestratord') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'),
+      );
       expect(orch, tree.map(cmdline).join('\n')).toBeDefined();
       expect(tree.map(cmdline).join('\n')).toMatch(/llama-server/);
       const t = Date.now();
       process.kill(orch!, 'SIGKILL');
       const result = await Promise.race([up.llorch, sleep(30_000).then(() => undefined)]);
       expect(result?.exitCode, up.text()).toBe(1);
-      console.log(`llorch up (single): orchestratord SIGKILLed, everything stopped and llorch exited 1 after ${Date.now() - t} ms`);
-      expect(up.text().match(/ERROR \[orchestratord\] exited \(signal SIGKILL\); stopping the rest/g) ?? [], up.text()).toHaveLength(1);
-      expect(up.text()).toMatch(/^llorch: orchestratord exited \(signal SIGKILL; see its log above\); llama-orch is stopped$/m);
+      console.log(
+        `llorch up (single): orchestratord SIGKILLed, everything stopped and llorch exited 1 after ${Date.now() - t} ms`,
+      );
+      expect(
+        up.text().match(/ERROR \[orchestratord\] exited \(signal SIGKILL\); stopping the rest/g) ?? [],
+        up.text(),
+      ).toHaveLength(1);
+      expect(up.text()).toMatch(
+        /^llorch: orchestratord exited \(signal SIGKILL; see its log above\); llama-orch is stopped$/m,
+      );
       expect(up.text()).toMatch(/\[pool-managerd\] stopped/);
       const left = tree.filter(running);
       for (const p of left) process.kill(p, 'SIGKILL');
@@ -109,12 +137,18 @@ describe('llorch up supervises what it started', () => {
     async () => {
       const up = await startUp(scratch.path, 'single-pool', TOKEN, []);
       const tree = descendants(up.llorch.pid!);
-      const pool = tree.find((p) => cmdline(p).includes('pool-managerd') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'));
+      const pool = tree.find(
+        (p) =>
+          cmdline(p).includes('pool-managerd') && cmdline(p).includes('main.js') && !cmdline(p).includes('setpriv'),
+      );
       expect(pool, tree.map(cmdline).join('\n')).toBeDefined();
       process.kill(pool!, 'SIGKILL');
       const result = await Promise.race([up.llorch, sleep(30_000).then(() => undefined)]);
       expect(result?.exitCode, up.text()).toBe(1);
-      expect(up.text().match(/ERROR \[pool-managerd\] exited \(signal SIGKILL\); stopping the rest/g) ?? [], up.text()).toHaveLength(1);
+      expect(
+        up.text().match(/ERROR \[pool-managerd\] exited \(signal SIGKILL\); stopping the rest/g) ?? [],
+        up.text(),
+      ).toHaveLength(1);
       expect(up.text()).toMatch(/\[orchestratord\] stopped/);
       const exitedAt = Date.now();
       // the engine goes with its parent-death signal
@@ -129,26 +163,42 @@ describe('llorch up supervises what it started', () => {
   it(
     '--replicas 3: a rolling restart (SIGTERM to each replica in turn, restarted on its port) under openai and /v2 load fails no request',
     async () => {
-      const up = await startUp(scratch.path, 'rolling', TOKEN, ['--replicas', '3', '--state-dir', join(scratch.path, 'rolling-state')]);
+      const up = await startUp(scratch.path, 'rolling', TOKEN, [
+        '--replicas',
+        '3',
+        '--state-dir',
+        join(scratch.path, 'rolling-state'),
+      ]);
       const warm = load(up.base, up.text);
       await sleep(1000);
       const t0 = Date.now();
       const figures: string[] = [];
       for (const id of ['r1', 'r2', 'r3']) {
-        const pid = descendants(up.llorch.pid!).find((p) => replicaId(p) === id && cmdline(p).includes('orchestratord'));
+        const pid = descendants(up.llorch.pid!).find(
+          (p) => replicaId(p) === id && cmdline(p).includes('orchestratord'),
+        );
         expect(pid, id).toBeDefined();
         const tTerm = Date.now();
         process.kill(pid!, 'SIGTERM');
-        await until(`${id} was not restarted`, () => new RegExp(`\\[orchestratord ${id}\\] restarted: ready \\d+ ms after it exited`).test(up.text()), 45_000, up.text);
+        await until(
+          `${id} was not restarted`,
+          () => new RegExp(`\\[orchestratord ${id}\\] restarted: ready \\d+ ms after it exited`).test(up.text()),
+          45_000,
+          up.text,
+        );
         // back in the balancer before the next one goes (HAProxy: rise 2)
         const ups = (): number => (up.text().match(new RegExp(`Server orchestratord/${id} is UP`, 'g')) ?? []).length;
         await until(`HAProxy did not take ${id} back`, () => ups() >= 1, 10_000, up.text);
         const drained = new RegExp(`\\[orchestratord ${id}\\] drained in (\\d+) ms`).exec(up.text())?.[1];
         const restarted = new RegExp(`\\[orchestratord ${id}\\] restarted: ready (\\d+) ms`).exec(up.text())?.[1];
-        figures.push(`${id}: drained in ${drained} ms, ready again ${restarted} ms after its exit, back in the balancer ${Date.now() - tTerm} ms after SIGTERM`);
+        figures.push(
+          `${id}: drained in ${drained} ms, ready again ${restarted} ms after its exit, back in the balancer ${Date.now() - tTerm} ms after SIGTERM`,
+        );
       }
       const { ok, failed, context } = await warm.stop();
-      console.log(`rolling restart of 3 replicas in ${Date.now() - t0} ms; requests ok ${JSON.stringify(ok)}, failed ${failed.length}\n  ${figures.join('\n  ')}`);
+      console.log(
+        `rolling restart of 3 replicas in ${Date.now() - t0} ms; requests ok ${JSON.stringify(ok)}, failed ${failed.length}\n  ${figures.join('\n  ')}`,
+      );
       expect(failed, context.join('\n\n')).toEqual([]);
       for (const kind of ['chat', 'stream', 'v2']) expect(ok[kind], kind).toBeGreaterThan(3);
       // each replica drained (its tasks ended within the grace), none past the grace
@@ -157,7 +207,11 @@ describe('llorch up supervises what it started', () => {
         up.text(),
       ).toEqual([]);
       // each exit reported once, none seen as a failure
-      for (const id of ['r1', 'r2', 'r3']) expect(up.text().match(new RegExp(`WARN \\[orchestratord ${id}\\] exited \\(code 0\\); restarting`, 'g')) ?? [], id).toHaveLength(1);
+      for (const id of ['r1', 'r2', 'r3'])
+        expect(
+          up.text().match(new RegExp(`WARN \\[orchestratord ${id}\\] exited \\(code 0\\); restarting`, 'g')) ?? [],
+          id,
+        ).toHaveLength(1);
       expect(up.text()).not.toMatch(/drain grace over/);
       up.llorch.kill('SIGTERM');
       const result = await Promise.race([up.llorch, sleep(60_000).then(() => undefined)]);

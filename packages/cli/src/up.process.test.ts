@@ -44,7 +44,10 @@ describe('llorch up', () => {
 
   it('prints the dashboard URL once orchestratord listens; the daemons it started are gone within 5 s after it is SIGKILLed', async () => {
     expect(existsSync(ORCH_MAIN), `${ORCH_MAIN} missing: build apps/orchestratord`).toBe(true);
-    const driver = execa(process.execPath, [DRIVER, root, join(root, 'pool.yaml')], { reject: false, env: { LOG_LEVEL: 'info' } });
+    const driver = execa(process.execPath, [DRIVER, root, join(root, 'pool.yaml')], {
+      reject: false,
+      env: { LOG_LEVEL: 'info' },
+    });
     let out = '';
     driver.stdout.on('data', (c: Buffer) => {
       out += c.toString();
@@ -54,11 +57,19 @@ describe('llorch up', () => {
     const until = Date.now() + 20_000;
     while (Date.now() < until) {
       daemons = childrenOf(pid).filter((c) => cmdline(c).includes('main.js'));
-      if (daemons.length === 2 && out.includes('stand-in pool-managerd up') && /\[orchestratord\] .*listening/.test(out) && out.includes('dashboard: ')) break;
+      if (
+        daemons.length === 2 &&
+        out.includes('stand-in pool-managerd up') &&
+        /\[orchestratord\] .*listening/.test(out) &&
+        out.includes('dashboard: ')
+      )
+        break;
       await sleep(100);
     }
     expect(daemons, out).toHaveLength(2);
-    expect(daemons.map(cmdline).join('\n')).toMatch(/orchestratord[\s\S]*pool-managerd|pool-managerd[\s\S]*orchestratord/);
+    expect(daemons.map(cmdline).join('\n')).toMatch(
+      /orchestratord[\s\S]*pool-managerd|pool-managerd[\s\S]*orchestratord/,
+    );
     // the dashboard's address, printed once orchestratord listens (its real port: the driver binds port 0)
     const listening = /\[orchestratord\] listening .*url=(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
     expect(listening, out).not.toBeNull();

@@ -39,7 +39,11 @@ describe('llorch up in a terminal, then Ctrl-C', () => {
   it(
     'starts, then stops cleanly: one stopping line, no WARN or ERROR, node deregistered, exit 0, no process left',
     async () => {
-      for (const f of [MAIN, join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'), join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js')]) {
+      for (const f of [
+        MAIN,
+        join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'),
+        join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js'),
+      ]) {
         expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
       }
       const orchPort = await freeLoopbackPort();

@@ -1,4 +1,10 @@
-import { AnthropicCountTokensRequestSchema, AnthropicCountTokensSchema, AnthropicErrorSchema, AnthropicMessageSchema, AnthropicMessagesRequestSchema } from '@llama-orch/contracts';
+import {
+  AnthropicCountTokensRequestSchema,
+  AnthropicCountTokensSchema,
+  AnthropicErrorSchema,
+  AnthropicMessageSchema,
+  AnthropicMessagesRequestSchema,
+} from '@llama-orch/contracts';
 import { withAuth, type RouteSpec } from './routes.js';
 
 const anthropicStream = [
@@ -18,7 +24,12 @@ export const ANTHROPIC: RouteSpec[] = [
     auth: true,
     body: AnthropicMessagesRequestSchema,
     ok: { status: 200, schema: AnthropicMessageSchema, description: 'Without `stream`: one message.' },
-    alt: { status: 200, contentType: 'text/event-stream', schema: AnthropicMessageSchema, description: anthropicStream },
+    alt: {
+      status: 200,
+      contentType: 'text/event-stream',
+      schema: AnthropicMessageSchema,
+      description: anthropicStream,
+    },
     ...anthropicErrors,
   },
   {

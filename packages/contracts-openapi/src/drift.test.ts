@@ -20,7 +20,8 @@ describe('checked-in contracts match the schemas', () => {
   });
 
   it('the documents the daemons serve have no drift (run `pnpm contracts:gen`)', async () => {
-    for (const [path, text] of renderServedDocuments()) expect(await readFile(join(repoRoot, path), 'utf8'), path).toBe(text);
+    for (const [path, text] of renderServedDocuments())
+      expect(await readFile(join(repoRoot, path), 'utf8'), path).toBe(text);
   });
 
   it('documents every route with its error envelope and the TaskRequest body', () => {
@@ -29,22 +30,38 @@ describe('checked-in contracts match the schemas', () => {
       components: { schemas: Record<string, { additionalProperties?: unknown }> };
     };
     expect(Object.keys(dataPlane.paths)).toContain('/v2/tasks');
-    expect(Object.keys(dataPlane.paths['/v2/tasks']?.post?.responses ?? {})).toEqual(expect.arrayContaining(['202', '400', '401', '429', '503']));
+    expect(Object.keys(dataPlane.paths['/v2/tasks']?.post?.responses ?? {})).toEqual(
+      expect.arrayContaining(['202', '400', '401', '429', '503']),
+    );
     // strict objects become closed schemas, so generated clients reject unknown keys too
     expect(dataPlane.components.schemas.TaskRequest?.additionalProperties).toBe(false);
-    expect(Object.keys(dataPlane.components.schemas)).toEqual(expect.arrayContaining(['SseStarted', 'SseToken', 'SseEnd', 'SseError', 'SseMetrics']));
+    expect(Object.keys(dataPlane.components.schemas)).toEqual(
+      expect.arrayContaining(['SseStarted', 'SseToken', 'SseEnd', 'SseError', 'SseMetrics']),
+    );
     // With Accept: text/event-stream the admission answers 200 with the stream.
-    expect(Object.keys((dataPlane.paths['/v2/tasks']?.post?.responses['200'] as { content: object }).content)).toEqual(['text/event-stream']);
+    expect(Object.keys((dataPlane.paths['/v2/tasks']?.post?.responses['200'] as { content: object }).content)).toEqual([
+      'text/event-stream',
+    ]);
   });
 
   it('documents the /v1 door: its paths, JSON and stream answers, and OpenAI-shaped errors', () => {
     const doc = parse(renderOpenApi().get('openai.yaml') ?? '') as {
-      paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> }>>;
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> }>
+      >;
     };
-    expect(Object.keys(doc.paths).sort()).toEqual(['/v1/chat/completions', '/v1/completions', '/v1/models', '/v1/models/{id}', '/v1/responses']);
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      '/v1/chat/completions',
+      '/v1/completions',
+      '/v1/models',
+      '/v1/models/{id}',
+      '/v1/responses',
+    ]);
     const chat = doc.paths['/v1/chat/completions']?.post?.responses ?? {};
     expect(Object.keys(chat['200']?.content ?? {}).sort()).toEqual(['application/json', 'text/event-stream']);
     expect(chat['200']?.content?.['text/event-stream']?.schema.$ref).toBe('#/components/schemas/ChatCompletionChunk');
-    for (const status of ['400', '401', '404', '429', '503']) expect(chat[status]?.content?.['application/json']?.schema.$ref, status).toBe('#/components/schemas/OpenAiError');
+    for (const status of ['400', '401', '404', '429', '503'])
+      expect(chat[status]?.content?.['application/json']?.schema.$ref, status).toBe('#/components/schemas/OpenAiError');
   });
 });

@@ -14,9 +14,12 @@ import type { RouteSpec } from './routes.js';
 const withAuth = [401, 403];
 
 /** llama-server's error shape, the body of `/rerank` and `/infill` errors. */
-const LlamaCppErrorSchema = z.strictObject({ error: z.strictObject({ code: z.int(), message: z.string(), type: z.string() }) }).meta({ id: 'LlamaCppError' });
+const LlamaCppErrorSchema = z
+  .strictObject({ error: z.strictObject({ code: z.int(), message: z.string(), type: z.string() }) })
+  .meta({ id: 'LlamaCppError' });
 const doorErrors = [400, ...withAuth, 404, 413, 429, 500, 502, 503];
-const engineRouteNote = 'Placed only on pools that serve it (their capabilities); a model none of whose pools can is a 400.';
+const engineRouteNote =
+  'Placed only on pools that serve it (their capabilities); a model none of whose pools can is a 400.';
 
 /**
  * The engine-route doors (issue 27): each request is a task through the same queue, placement, auth
@@ -64,7 +67,8 @@ export const ENGINE_DOORS: RouteSpec[] = [
       status: 200,
       contentType: 'text/event-stream',
       schema: InfillResponseSchema,
-      description: 'With `stream: true`: `data: <json>` events as llama-server streams /infill (no `[DONE]`), the last with `stop: true`.',
+      description:
+        'With `stream: true`: `data: <json>` events as llama-server streams /infill (no `[DONE]`), the last with `stop: true`.',
     },
     errors: doorErrors,
     errorSchema: LlamaCppErrorSchema,

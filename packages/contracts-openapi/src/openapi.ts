@@ -54,8 +54,18 @@ export const DOCUMENTS: readonly DocumentSpec[] = [
       "POST /v1/embeddings (OpenAI's shape), /v1/rerank and /rerank, /infill (llama-server's shapes): the engine's own routes through the same queue, placement by pool capability, auth and rate limits as /v1 chat. Errors: OpenAI's shape under /v1, llama-server's `{error: {code, message, type}}` on /rerank and /infill.",
     routes: ENGINE_DOORS,
   },
-  { file: 'control-plane.yaml', title: 'llama-orch orchestratord — control plane', description: 'Capabilities, pools, drain/reload, catalog, metrics.', routes: CONTROL_PLANE },
-  { file: 'nodes.yaml', title: 'llama-orch orchestratord — node registry', description: 'Registration and heartbeats from pool-managerd.', routes: NODES },
+  {
+    file: 'control-plane.yaml',
+    title: 'llama-orch orchestratord — control plane',
+    description: 'Capabilities, pools, drain/reload, catalog, metrics.',
+    routes: CONTROL_PLANE,
+  },
+  {
+    file: 'nodes.yaml',
+    title: 'llama-orch orchestratord — node registry',
+    description: 'Registration and heartbeats from pool-managerd.',
+    routes: NODES,
+  },
   {
     file: 'pool-managerd.yaml',
     title: 'llama-orch pool-managerd',
@@ -88,7 +98,10 @@ function buildDocument(spec: Pick<DocumentSpec, 'title' | 'description'>, sectio
         const at = String(r.alt.status);
         const existing = responses[at];
         const content = { ...(existing?.content ?? {}), [r.alt.contentType]: { schema: r.alt.schema } };
-        responses[at] = { description: existing === undefined ? r.alt.description : `${existing.description} ${r.alt.description}`, content };
+        responses[at] = {
+          description: existing === undefined ? r.alt.description : `${existing.description} ${r.alt.description}`,
+          content,
+        };
       }
       for (const status of r.errors) {
         responses[String(status)] = {
@@ -114,14 +127,22 @@ function buildDocument(spec: Pick<DocumentSpec, 'title' | 'description'>, sectio
   const generator = new OpenApiGeneratorV31(registry.definitions);
   return generator.generateDocument({
     openapi: '3.1.0',
-    info: { title: spec.title, version: '2.0.0', description: `${spec.description} Generated from packages/contracts; do not edit.` },
+    info: {
+      title: spec.title,
+      version: '2.0.0',
+      description: `${spec.description} Generated from packages/contracts; do not edit.`,
+    },
   });
 }
 
 /** The generated OpenAPI documents as YAML text, by file name. */
 export function renderOpenApi(): Map<string, string> {
   const out = new Map<string, string>();
-  for (const spec of DOCUMENTS) out.set(spec.file, stringify(buildDocument(spec, [{ routes: spec.routes }]), { lineWidth: 0, aliasDuplicateObjects: false }));
+  for (const spec of DOCUMENTS)
+    out.set(
+      spec.file,
+      stringify(buildDocument(spec, [{ routes: spec.routes }]), { lineWidth: 0, aliasDuplicateObjects: false }),
+    );
   return out;
 }
 

@@ -18,10 +18,35 @@ import { id, nodeAuth, probes, selfDescription, type RouteSpec } from './routes.
 // pool-managerd's API, described once for its generated OpenAPI document (routes.ts has the others).
 /** HTTP API of pool-managerd, used by orchestratord and operators. */
 export const POOL_MANAGER: RouteSpec[] = [
-  ...probes(ManagerReadinessSchema, 'the API serves and no pool is still in its first provisioning; failed pools are listed, not a cause; 503 otherwise'),
-  { method: 'get', path: '/health', summary: 'Daemon health', auth: true, ok: { status: 200, schema: ManagerHealthSchema }, errors: nodeAuth },
-  { method: 'get', path: '/v2/pools', summary: 'Pools of this node', auth: true, ok: { status: 200, schema: PoolStatusListSchema }, errors: nodeAuth },
-  { method: 'get', path: '/v2/pools/{id}', summary: 'One pool', auth: true, params: id, ok: { status: 200, schema: PoolStatusSchema }, errors: [...nodeAuth, 404] },
+  ...probes(
+    ManagerReadinessSchema,
+    'the API serves and no pool is still in its first provisioning; failed pools are listed, not a cause; 503 otherwise',
+  ),
+  {
+    method: 'get',
+    path: '/health',
+    summary: 'Daemon health',
+    auth: true,
+    ok: { status: 200, schema: ManagerHealthSchema },
+    errors: nodeAuth,
+  },
+  {
+    method: 'get',
+    path: '/v2/pools',
+    summary: 'Pools of this node',
+    auth: true,
+    ok: { status: 200, schema: PoolStatusListSchema },
+    errors: nodeAuth,
+  },
+  {
+    method: 'get',
+    path: '/v2/pools/{id}',
+    summary: 'One pool',
+    auth: true,
+    params: id,
+    ok: { status: 200, schema: PoolStatusSchema },
+    errors: [...nodeAuth, 404],
+  },
   {
     method: 'post',
     path: '/v2/pools/{id}/drain',
@@ -77,7 +102,8 @@ export const POOL_MANAGER: RouteSpec[] = [
   {
     method: 'delete',
     path: '/v2/pools/{id}/dispatches/{task_id}',
-    summary: 'Cancel a re-attachable dispatch: the engine request is aborted, an attached connection gets end with stop_type cancel',
+    summary:
+      'Cancel a re-attachable dispatch: the engine request is aborted, an attached connection gets end with stop_type cancel',
     auth: true,
     params: DispatchPathSchema,
     ok: { status: 204 },

@@ -79,7 +79,9 @@ const sessionOwner = [
   "An operator key names a client key's session with `?key=<name>` (without it, its own); a client key's `key` is ignored.",
 ].join(' ');
 const sessionQuery = z.strictObject({
-  key: z.string().optional().meta({ description: "Operator keys only: the name of the key whose session this is. @default the caller's own key" }),
+  key: z.string().optional().meta({
+    description: "Operator keys only: the name of the key whose session this is. @default the caller's own key",
+  }),
 });
 
 /** Client-facing task API of orchestratord. */
@@ -150,7 +152,9 @@ const openAiStream = [
   '(`finish_reason`), and with `stream_options.include_usage` a last chunk with `choices: []` and `usage`.',
   'The 200 is sent with the first token; a failure before it is an error response, after it a last `data: {"error": …}` event.',
 ].join(' ');
-const modelId = z.strictObject({ id: z.string().meta({ description: 'Alias, catalog id or model ref (may contain `/`).' }) });
+const modelId = z.strictObject({
+  id: z.string().meta({ description: 'Alias, catalog id or model ref (may contain `/`).' }),
+});
 const openAiErrors = { errors: [400, ...withAuth, 404, 413, 429, 500, 502, 503], errorSchema: OpenAiErrorSchema };
 
 /** The OpenAI-compatible door of orchestratord (`/v1`): the same queue, placement and auth as /v2 tasks. */
@@ -162,7 +166,12 @@ export const OPENAI: RouteSpec[] = [
     auth: true,
     body: ChatCompletionRequestSchema,
     ok: { status: 200, schema: ChatCompletionSchema, description: 'Without `stream`: one chat.completion.' },
-    alt: { status: 200, contentType: 'text/event-stream', schema: ChatCompletionChunkSchema, description: openAiStream },
+    alt: {
+      status: 200,
+      contentType: 'text/event-stream',
+      schema: ChatCompletionChunkSchema,
+      description: openAiStream,
+    },
     ...openAiErrors,
   },
   {
@@ -178,10 +187,15 @@ export const OPENAI: RouteSpec[] = [
   {
     method: 'post',
     path: '/v1/responses',
-    summary: 'OpenAI Responses, stateless subset (translated to a chat task; previous_response_id, store: true, background and non-function tools refused with 400)',
+    summary:
+      'OpenAI Responses, stateless subset (translated to a chat task; previous_response_id, store: true, background and non-function tools refused with 400)',
     auth: true,
     body: ResponsesRequestSchema,
-    ok: { status: 200, schema: ResponseObjectSchema, description: 'Without `stream`: one response (`status: incomplete` when max_output_tokens cut it).' },
+    ok: {
+      status: 200,
+      schema: ResponseObjectSchema,
+      description: 'Without `stream`: one response (`status: incomplete` when max_output_tokens cut it).',
+    },
     alt: {
       status: 200,
       contentType: 'text/event-stream',
@@ -215,14 +229,26 @@ export const OPENAI: RouteSpec[] = [
 /** Probes: no auth (load balancers, kubelets and watchdogs carry no token), answered from memory. */
 export function probes(readiness: z.ZodType, readyText: string): RouteSpec[] {
   return [
-    { method: 'get', path: '/healthz', summary: 'Liveness: the process serves (no auth)', auth: false, ok: { status: 200, schema: LivenessSchema }, errors: [] },
+    {
+      method: 'get',
+      path: '/healthz',
+      summary: 'Liveness: the process serves (no auth)',
+      auth: false,
+      ok: { status: 200, schema: LivenessSchema },
+      errors: [],
+    },
     {
       method: 'get',
       path: '/readyz',
       summary: `Readiness: ${readyText} (no auth)`,
       auth: false,
       ok: { status: 200, schema: readiness, description: 'Ready.' },
-      alt: { status: 503, contentType: 'application/json', schema: readiness, description: 'Not ready (`reason` says why); `Retry-After: 1`.' },
+      alt: {
+        status: 503,
+        contentType: 'application/json',
+        schema: readiness,
+        description: 'Not ready (`reason` says why); `Retry-After: 1`.',
+      },
       errors: [],
     },
   ];
@@ -243,19 +269,38 @@ export const selfDescription: RouteSpec[] = [
     path: '/openapi.json',
     summary: 'This OpenAPI document (no auth: documentation is not a secret)',
     auth: false,
-    ok: { status: 200, contentType: 'application/json', description: 'OpenAPI 3.1, generated from packages/contracts.' },
+    ok: {
+      status: 200,
+      contentType: 'application/json',
+      description: 'OpenAPI 3.1, generated from packages/contracts.',
+    },
     errors: [],
   },
 ];
 
 /** Every tenant's recent tasks are on the dashboard: with keys configured, its data is an operator's. */
-const dashboardOperators = "Operator keys only when keys are configured (every tenant's recent tasks are on it): a client key gets 403 FORBIDDEN.";
+const dashboardOperators =
+  "Operator keys only when keys are configured (every tenant's recent tasks are on it): a client key gets 403 FORBIDDEN.";
 
 /** Operator API of orchestratord. */
 export const CONTROL_PLANE: RouteSpec[] = [
   ...probes(ReadinessSchema, 'able to admit tasks (listening, not shutting down); 503 otherwise'),
-  { method: 'get', path: '/v2/meta/capabilities', summary: 'What the cluster serves now', auth: true, ok: { status: 200, schema: CapabilitiesSchema }, errors: withAuth },
-  { method: 'get', path: '/v2/pools', summary: 'All pools of all nodes', auth: true, ok: { status: 200, schema: ClusterPoolListSchema }, errors: withAuth },
+  {
+    method: 'get',
+    path: '/v2/meta/capabilities',
+    summary: 'What the cluster serves now',
+    auth: true,
+    ok: { status: 200, schema: CapabilitiesSchema },
+    errors: withAuth,
+  },
+  {
+    method: 'get',
+    path: '/v2/pools',
+    summary: 'All pools of all nodes',
+    auth: true,
+    ok: { status: 200, schema: ClusterPoolListSchema },
+    errors: withAuth,
+  },
   {
     method: 'get',
     path: '/v2/pools/{id}/health',
@@ -285,7 +330,14 @@ export const CONTROL_PLANE: RouteSpec[] = [
     ok: { status: 202, schema: PoolOperationResponseSchema },
     errors: [400, ...withAuth, 404, 502, 503],
   },
-  { method: 'get', path: '/v2/catalog/models', summary: 'Models known to the cluster', auth: true, ok: { status: 200, schema: ClusterModelListSchema }, errors: withAuth },
+  {
+    method: 'get',
+    path: '/v2/catalog/models',
+    summary: 'Models known to the cluster',
+    auth: true,
+    ok: { status: 200, schema: ClusterModelListSchema },
+    errors: withAuth,
+  },
   {
     method: 'post',
     path: '/v2/catalog/models',
@@ -295,8 +347,23 @@ export const CONTROL_PLANE: RouteSpec[] = [
     ok: { status: 202, schema: ClusterModelSchema },
     errors: [400, ...withAuth],
   },
-  { method: 'delete', path: '/v2/catalog/models/{id}', summary: 'Forget a registered model', auth: true, params: id, ok: { status: 204 }, errors: [...withAuth, 404] },
-  { method: 'get', path: '/v2/catalog/availability', summary: 'Where each model is served', auth: true, ok: { status: 200, schema: AvailabilitySchema }, errors: withAuth },
+  {
+    method: 'delete',
+    path: '/v2/catalog/models/{id}',
+    summary: 'Forget a registered model',
+    auth: true,
+    params: id,
+    ok: { status: 204 },
+    errors: [...withAuth, 404],
+  },
+  {
+    method: 'get',
+    path: '/v2/catalog/availability',
+    summary: 'Where each model is served',
+    auth: true,
+    ok: { status: 200, schema: AvailabilitySchema },
+    errors: withAuth,
+  },
   {
     method: 'get',
     path: '/v2/dashboard',
@@ -332,7 +399,8 @@ export const CONTROL_PLANE: RouteSpec[] = [
     ok: {
       status: 200,
       contentType: 'text/html',
-      description: "The page's index.html (`Cache-Control: no-cache`); its scripts and styles are served under /dashboard/ (hashed names, cached for a year).",
+      description:
+        "The page's index.html (`Cache-Control: no-cache`); its scripts and styles are served under /dashboard/ (hashed names, cached for a year).",
     },
     errors: [500],
   },
@@ -342,7 +410,11 @@ export const CONTROL_PLANE: RouteSpec[] = [
     path: '/docs',
     summary: 'API reference page (Swagger UI over /openapi.json, assets served locally; no auth)',
     auth: false,
-    ok: { status: 200, contentType: 'text/html', description: 'HTML page; its scripts and styles are served under /docs/static/.' },
+    ok: {
+      status: 200,
+      contentType: 'text/html',
+      description: 'HTML page; its scripts and styles are served under /docs/static/.',
+    },
     errors: [],
   },
 ];
@@ -368,8 +440,23 @@ export const NODES: RouteSpec[] = [
     ok: { status: 200, schema: NodeAckSchema },
     errors: [400, ...withAuth, 404],
   },
-  { method: 'delete', path: '/v2/nodes/{id}', summary: 'Deregister a node', auth: true, params: id, ok: { status: 204 }, errors: [...withAuth, 404] },
-  { method: 'get', path: '/v2/nodes', summary: 'Registered nodes', auth: true, ok: { status: 200, schema: NodeListSchema }, errors: withAuth },
+  {
+    method: 'delete',
+    path: '/v2/nodes/{id}',
+    summary: 'Deregister a node',
+    auth: true,
+    params: id,
+    ok: { status: 204 },
+    errors: [...withAuth, 404],
+  },
+  {
+    method: 'get',
+    path: '/v2/nodes',
+    summary: 'Registered nodes',
+    auth: true,
+    ok: { status: 200, schema: NodeListSchema },
+    errors: withAuth,
+  },
 ];
 
 export const ERROR_RESPONSE_SCHEMA = ErrorEnvelopeSchema;

@@ -5,7 +5,18 @@ import { isLoopbackHost, splitHostPort } from './address.js';
 // copies' drift at the edges: case, brackets, malformed octets, other IPv6 spellings).
 describe('isLoopbackHost', () => {
   it('accepts every spelling of this machine', () => {
-    for (const h of ['127.0.0.1', '127.1.2.3', '127.255.255.255', 'localhost', 'LOCALHOST', 'LocalHost', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1']) {
+    for (const h of [
+      '127.0.0.1',
+      '127.1.2.3',
+      '127.255.255.255',
+      'localhost',
+      'LOCALHOST',
+      'LocalHost',
+      '::1',
+      '[::1]',
+      '0:0:0:0:0:0:0:1',
+      '::ffff:127.0.0.1',
+    ]) {
       expect(isLoopbackHost(h), h).toBe(true);
     }
   });

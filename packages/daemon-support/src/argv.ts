@@ -5,7 +5,8 @@ import { parseArgs } from 'node:util';
 // main answers --help and --version before it loads anything else.
 
 /** What a daemon's main does with its command line: start, or print and exit with `code`. */
-export type ArgvOutcome = { action: 'run'; value?: string } | { action: 'exit'; code: number; stdout?: string; stderr?: string };
+export type ArgvOutcome =
+  { action: 'run'; value?: string } | { action: 'exit'; code: number; stdout?: string; stderr?: string };
 
 /** A daemon's command line: `--help`/`-h`, `--version`/`-V`, and at most one required option with a value. */
 export interface DaemonArgvSpec {
@@ -26,7 +27,11 @@ export interface DaemonArgvSpec {
  */
 export function parseDaemonArgv(argv: readonly string[], spec: DaemonArgvSpec): ArgvOutcome {
   const req = spec.required;
-  const usageError = (what: string): ArgvOutcome => ({ action: 'exit', code: 2, stderr: `${spec.name}: ${what}\n\n${spec.usage}\n` });
+  const usageError = (what: string): ArgvOutcome => ({
+    action: 'exit',
+    code: 2,
+    stderr: `${spec.name}: ${what}\n\n${spec.usage}\n`,
+  });
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({

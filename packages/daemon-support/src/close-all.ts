@@ -46,7 +46,10 @@ async function bounded(step: CloseStep): Promise<void> {
  * earlier ones did — one throwing step must not leave the later ones (an engine to stop, a runtime
  * dir to release) undone. Never rejects; failures are logged and returned.
  */
-export async function closeAll(steps: ReadonlyArray<CloseStep | undefined>, options: { log?: CloseLog } = {}): Promise<CloseReport> {
+export async function closeAll(
+  steps: ReadonlyArray<CloseStep | undefined>,
+  options: { log?: CloseLog } = {},
+): Promise<CloseReport> {
   const failed: Array<{ name: string; err: unknown }> = [];
   for (const step of steps) {
     if (step === undefined) continue;

@@ -49,10 +49,14 @@ export function installGracefulExit(o: GracefulExitOptions): void {
     {
       delay: o.graceMs,
       skip: [...INTERRUPTS],
-      logger: { error: (m: unknown) => o.log.error({ detail: m instanceof Error ? m.message : String(m) }, 'shutdown did not finish') },
+      logger: {
+        error: (m: unknown) =>
+          o.log.error({ detail: m instanceof Error ? m.message : String(m) }, 'shutdown did not finish'),
+      },
     },
     async ({ signal, err }) => {
-      const why: ShutdownCause = err !== undefined ? { err } : signal !== undefined ? { signal: signal as NodeJS.Signals } : cause;
+      const why: ShutdownCause =
+        err !== undefined ? { err } : signal !== undefined ? { signal: signal as NodeJS.Signals } : cause;
       if (!(await o.shutdown(why))) throw new Error('some shutdown steps failed');
     },
   );

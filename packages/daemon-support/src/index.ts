@@ -22,9 +22,24 @@ export { parseDaemonArgv, readPackageVersion } from './argv.js';
 export type { ArgvOutcome, DaemonArgvSpec } from './argv.js';
 export { correlationIdFor, correlationPlugin } from './http/correlation.js';
 export { lazyChildLoggerFactory, ownOptions } from './http/request-logger.js';
-export { bearerAuthPlugin, bearerAuthOptions, bearerToken, credentialLookup, sha256, tokenMatches } from './http/bearer-auth.js';
+export {
+  bearerAuthPlugin,
+  bearerAuthOptions,
+  bearerToken,
+  credentialLookup,
+  sha256,
+  tokenMatches,
+} from './http/bearer-auth.js';
 export type { BearerAuthOptions, BearerCredential } from './http/bearer-auth.js';
-export { sendErrorEnvelope, backoffMs, backoffHeaders, describeValidation, requestError, BACKOFF_FLOOR_MS, DEFAULT_BACKOFF_MS } from './http/error-envelope.js';
+export {
+  sendErrorEnvelope,
+  backoffMs,
+  backoffHeaders,
+  describeValidation,
+  requestError,
+  BACKOFF_FLOOR_MS,
+  DEFAULT_BACKOFF_MS,
+} from './http/error-envelope.js';
 export type { EnvelopeReply } from './http/error-envelope.js';
 export { findPromtool, promtoolCheckMetrics } from './testing/promtool.js';
 export type { FindPromtoolOptions } from './testing/promtool.js';

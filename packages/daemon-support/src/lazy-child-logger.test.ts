@@ -56,7 +56,11 @@ describe('LazyChildLogger', () => {
     expect(c.records().map((r) => r.msg)).toEqual(['shown', 'shown as well']);
     expect(quiet.level).toBe('warn');
     expect(plain.level).toBe('info');
-    expect([plain.isLevelEnabled('info'), plain.isLevelEnabled('debug'), loud.isLevelEnabled('debug')]).toEqual([true, false, true]);
+    expect([plain.isLevelEnabled('info'), plain.isLevelEnabled('debug'), loud.isLevelEnabled('debug')]).toEqual([
+      true,
+      false,
+      true,
+    ]);
   });
 
   it("logs errors as err with their message, and keeps the parent's bindings in children", () => {
@@ -72,7 +76,10 @@ describe('LazyChildLogger', () => {
     const verbose = new LazyChildLogger(c.logger, { a: 1 }, { level: 'debug' });
     verbose.debug({ n: 2 }, 'shown');
     verbose.child({ b: 3 }).info('child shown');
-    expect(c.records()).toEqual([expect.objectContaining({ a: 1, n: 2, msg: 'shown', level: 20 }), expect.objectContaining({ a: 1, b: 3, msg: 'child shown', level: 30 })]);
+    expect(c.records()).toEqual([
+      expect.objectContaining({ a: 1, n: 2, msg: 'shown', level: 20 }),
+      expect.objectContaining({ a: 1, b: 3, msg: 'child shown', level: 30 }),
+    ]);
   });
 
   it('an Error as the first argument is logged as err', () => {

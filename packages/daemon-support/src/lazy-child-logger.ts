@@ -101,7 +101,10 @@ export class LazyChildLogger implements FastifyBaseLogger, Log {
   /** A lazy child of this one: the bindings (and options) of both, still no pino child. */
   child(bindings: Bindings, childOptions?: ChildLoggerOptions): LazyChildLogger {
     if (this.#real !== undefined) return new LazyChildLogger(this.#real, bindings, childOptions);
-    const merged = this.#childOptions === undefined && childOptions === undefined ? undefined : Object.assign({}, this.#childOptions, childOptions);
+    const merged =
+      this.#childOptions === undefined && childOptions === undefined
+        ? undefined
+        : Object.assign({}, this.#childOptions, childOptions);
     return new LazyChildLogger(this.#root, Object.assign({}, this.#bindings, bindings), merged);
   }
 }

@@ -21,7 +21,8 @@ export interface MetricNamingRules {
 }
 
 /** Units that are not base units: a name must say seconds or bytes instead. */
-const NON_BASE_UNITS = /(^|_)(ms|msec|millis|milliseconds|us|usec|microseconds|ns|nanoseconds|minutes|hours|days|kb|mb|gb|kib|mib|gib|kilobytes|megabytes|gigabytes|percent)(_|$)/;
+const NON_BASE_UNITS =
+  /(^|_)(ms|msec|millis|milliseconds|us|usec|microseconds|ns|nanoseconds|minutes|hours|days|kb|mb|gb|kib|mib|gib|kilobytes|megabytes|gigabytes|percent)(_|$)/;
 /** Labels that identify one request, task or session: unbounded cardinality. */
 const PER_REQUEST_LABEL = /^(task|request|req|correlation|session|trace|span|conversation|message|prompt)(_?id)?$|^id$/;
 /** A label value that looks like a generated id (UUID, or a long hex string). */
@@ -36,7 +37,8 @@ export function metricNamingProblems(families: readonly PromFamily[], rules: Met
   for (const f of families) {
     const n = f.name;
     const isStandard = standard.some((p) => n.startsWith(p));
-    if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(n)) problems.push(`${n}: not a valid metric name (colons are for recording rules)`);
+    if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(n))
+      problems.push(`${n}: not a valid metric name (colons are for recording rules)`);
     if (!n.startsWith(prefix) && !isStandard) problems.push(`${n}: does not start with ${prefix}`);
     if (f.type === 'counter' && !n.endsWith('_total')) problems.push(`${n}: a counter must end in _total`);
     if (f.type !== 'counter' && n.endsWith('_total')) {
@@ -49,7 +51,8 @@ export function metricNamingProblems(families: readonly PromFamily[], rules: Met
     if (f.help.trim() === '') problems.push(`${n}: no HELP text`);
     const labelNames = new Set(f.samples.flatMap((s) => Object.keys(s.labels)));
     for (const l of labelNames) {
-      if (PER_REQUEST_LABEL.test(l) || (l.endsWith('_id') && !boundedIds.has(l))) problems.push(`${n}: label ${l} is unbounded (an id of a task or request)`);
+      if (PER_REQUEST_LABEL.test(l) || (l.endsWith('_id') && !boundedIds.has(l)))
+        problems.push(`${n}: label ${l} is unbounded (an id of a task or request)`);
       if (l.startsWith('__')) problems.push(`${n}: label ${l} is reserved`);
     }
     for (const s of f.samples) {

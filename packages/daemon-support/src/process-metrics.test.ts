@@ -11,7 +11,14 @@ describe('registerProcessMetrics', () => {
     const registry = new Registry();
     registerProcessMetrics(registry);
     const names = registry.getMetricsAsArray().map((m) => m.name);
-    expect(names).toEqual(expect.arrayContaining(['process_cpu_user_seconds_total', 'nodejs_active_handles', 'nodejs_active_requests', 'nodejs_active_resources']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'process_cpu_user_seconds_total',
+        'nodejs_active_handles',
+        'nodejs_active_requests',
+        'nodejs_active_resources',
+      ]),
+    );
     for (const dropped of DROPPED_STANDARD_GAUGES) expect(names).not.toContain(dropped);
     expect(await registry.metrics()).not.toMatch(/^nodejs_\w+_total /m);
   });

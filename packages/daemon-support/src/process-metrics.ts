@@ -17,7 +17,11 @@ export const EVENT_LOOP_SAMPLE_MS = 50;
  * metrics` flags them). Each repeats the sum of its by-type gauge (`nodejs_active_handles{type}`
  * etc.), so they are not exported: `sum(nodejs_active_handles)` is the same number (CHANGELOG.md).
  */
-export const DROPPED_STANDARD_GAUGES: readonly string[] = Object.freeze(['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']);
+export const DROPPED_STANDARD_GAUGES: readonly string[] = Object.freeze([
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+]);
 
 /**
  * The standard process and Node.js runtime series (prom-client's default metrics: `process_*`,

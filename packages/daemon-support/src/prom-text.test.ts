@@ -16,7 +16,10 @@ describe('parsePrometheusText', () => {
       help: 'Number of generation tokens processed',
       samples: [{ name: 'llamacpp:tokens_predicted_total', labels: {}, value: 8 }],
     });
-    expect(byName.get('llamacpp:predicted_tokens_seconds')).toMatchObject({ type: 'gauge', samples: [{ value: 922.874 }] });
+    expect(byName.get('llamacpp:predicted_tokens_seconds')).toMatchObject({
+      type: 'gauge',
+      samples: [{ value: 922.874 }],
+    });
     expect(byName.get('llamacpp:n_tokens_max')?.type).toBe('counter');
   });
 
@@ -44,20 +47,37 @@ describe('parsePrometheusText', () => {
       ['plain_count', 'untyped', 1],
       ['x', 'untyped', 1],
     ]);
-    expect(families[0]?.samples[1]).toEqual({ name: 'h_seconds_bucket', labels: { le: '+Inf', pool_id: 'p' }, value: 2 });
+    expect(families[0]?.samples[1]).toEqual({
+      name: 'h_seconds_bucket',
+      labels: { le: '+Inf', pool_id: 'p' },
+      value: 2,
+    });
     expect(Number.isNaN(families[1]?.samples[0]?.value)).toBe(true);
     expect(families[3]?.samples[0]).toEqual({ name: 'x', labels: { a: 'q"uo\\te\n', b: ',}' }, value: -Infinity });
   });
 
   it('skips (and counts) lines it cannot read, keeping the rest', () => {
-    const text = ['ok 1', 'bad{a="x" 1', 'also bad', 'bad_value abc', '# TYPE t nonsense', '9starts_with_digit 1', 'ok2{a="b"} 2'].join('\n');
+    const text = [
+      'ok 1',
+      'bad{a="x" 1',
+      'also bad',
+      'bad_value abc',
+      '# TYPE t nonsense',
+      '9starts_with_digit 1',
+      'ok2{a="b"} 2',
+    ].join('\n');
     const { families, skipped } = parsePrometheusText(text);
     expect(families.map((f) => f.name)).toEqual(['ok', 'ok2']);
     expect(skipped).toBe(5);
   });
 });
 
-function fam(name: string, type: PromFamily['type'], labels: Record<string, string>[] = [{}], help = 'help'): PromFamily {
+function fam(
+  name: string,
+  type: PromFamily['type'],
+  labels: Record<string, string>[] = [{}],
+  help = 'help',
+): PromFamily {
   return { name, type, help, samples: labels.map((l) => ({ name, labels: l, value: 1 })) };
 }
 

@@ -37,7 +37,11 @@ describe('cross-process build lock', () => {
         `    build_flags: [${JSON.stringify(`-DFIXTURE_COUNTER=${counter}`)}, -DFIXTURE_SLEEP=3]`,
       ].join('\n'),
     );
-    const run = () => execa('node', [CLI, '--config', config, '--pool', 'mini', '--binary-only', '--cache-dir', cacheDir], { reject: false, timeout: 180_000 });
+    const run = () =>
+      execa('node', [CLI, '--config', config, '--pool', 'mini', '--binary-only', '--cache-dir', cacheDir], {
+        reject: false,
+        timeout: 180_000,
+      });
     const [a, b] = await Promise.all([run(), run()]);
     expect(a.exitCode, String(a.stderr)).toBe(0);
     expect(b.exitCode, String(b.stderr)).toBe(0);
@@ -61,7 +65,11 @@ describe('cross-process build lock', () => {
     dirs.push(dir);
     const config = join(dir, 'bad.yaml');
     await writeFile(config, 'node: { id: n1, nickname: x }\npools:\n  - { id: p0, model: m, speed: fast }\n');
-    const res = await execa('node', [CLI, '--config', config, '--pool', 'p0', '--binary-only', '--cache-dir', join(dir, 'c')], { reject: false });
+    const res = await execa(
+      'node',
+      [CLI, '--config', config, '--pool', 'p0', '--binary-only', '--cache-dir', join(dir, 'c')],
+      { reject: false },
+    );
     expect(res.exitCode).toBe(2);
     expect(String(res.stderr)).toMatch(/CONFIG_INVALID/);
     expect(String(res.stderr)).toMatch(/nickname/);

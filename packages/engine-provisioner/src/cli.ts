@@ -76,9 +76,13 @@ async function main(): Promise<number> {
     const config = await readPoolsFile(values.config);
     const pool: PoolConfig | undefined = values.pool ? config.pools.find((p) => p.id === values.pool) : config.pools[0];
     if (!pool) {
-      throw new EngineProvisionError('CONFIG_INVALID', `pool '${values.pool ?? ''}' is not in ${values.config} (pools: ${config.pools.map((p) => p.id).join(', ')})`, {
-        pool: values.pool,
-      });
+      throw new EngineProvisionError(
+        'CONFIG_INVALID',
+        `pool '${values.pool ?? ''}' is not in ${values.config} (pools: ${config.pools.map((p) => p.id).join(', ')})`,
+        {
+          pool: values.pool,
+        },
+      );
     }
     const modelPath = values.model ? resolve(values.model) : localModelPath(pool.model);
     if (!values['binary-only'] && !modelPath) {
@@ -93,12 +97,22 @@ async function main(): Promise<number> {
     if (jobs !== undefined && (!Number.isInteger(jobs) || jobs < 1))
       throw new EngineProvisionError('CONFIG_INVALID', `--jobs must be a positive integer, got ${values.jobs ?? ''}`);
     const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : undefined;
-    const provisioner = new EngineProvisioner({ cacheDir, logger: log, env: process.env, logProgress: !bar, ...(jobs ? { jobs } : {}) });
+    const provisioner = new EngineProvisioner({
+      cacheDir,
+      logger: log,
+      env: process.env,
+      logProgress: !bar,
+      ...(jobs ? { jobs } : {}),
+    });
     const common = { signal: controller.signal, ...(bar ? { onProgress: bar.update } : {}) };
     try {
       const out = values['binary-only']
         ? await provisioner.ensureBinary(pool, common)
-        : await provisioner.prepare(pool, { ...common, modelPath: modelPath as string, replicaId: values.replica ?? 'r0' });
+        : await provisioner.prepare(pool, {
+            ...common,
+            modelPath: modelPath as string,
+            replicaId: values.replica ?? 'r0',
+          });
       bar?.stop();
       process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     } finally {

@@ -6,7 +6,14 @@ import { EngineProvisionError } from './errors.js';
  * Flags this package decides itself; a pool's `build_flags` may not set them, because doing so
  * would silently contradict the pool's `gpu`/`native` policy or the self-contained binary.
  */
-const MANAGED_CMAKE_VARS = new Set(['GGML_CUDA', 'CMAKE_CUDA_ARCHITECTURES', 'CMAKE_CUDA_COMPILER', 'CUDAToolkit_ROOT', 'GGML_NATIVE', 'BUILD_SHARED_LIBS']);
+const MANAGED_CMAKE_VARS = new Set([
+  'GGML_CUDA',
+  'CMAKE_CUDA_ARCHITECTURES',
+  'CMAKE_CUDA_COMPILER',
+  'CUDAToolkit_ROOT',
+  'GGML_NATIVE',
+  'BUILD_SHARED_LIBS',
+]);
 
 /**
  * CMake `-D` flags for a llama-server build of `pool`, in order (the order is part of the
@@ -39,7 +46,12 @@ export function cmakeFlagsFor(pool: PoolConfig, cuda: CudaToolkit | undefined): 
   if (cuda) {
     // CUDAToolkit_ROOT too: FindCUDAToolkit runs before the CUDA language is enabled and would
     // otherwise pick /usr/local/cuda even when CMAKE_CUDA_COMPILER names another toolkit
-    flags.push('-DGGML_CUDA=ON', `-DCMAKE_CUDA_ARCHITECTURES=${pool.cuda_architectures}`, `-DCMAKE_CUDA_COMPILER=${cuda.nvccPath}`, `-DCUDAToolkit_ROOT=${cuda.root}`);
+    flags.push(
+      '-DGGML_CUDA=ON',
+      `-DCMAKE_CUDA_ARCHITECTURES=${pool.cuda_architectures}`,
+      `-DCMAKE_CUDA_COMPILER=${cuda.nvccPath}`,
+      `-DCUDAToolkit_ROOT=${cuda.root}`,
+    );
   } else {
     flags.push('-DGGML_CUDA=OFF');
   }

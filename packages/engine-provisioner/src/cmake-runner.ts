@@ -22,7 +22,10 @@ const TAIL_LINES = 25;
  * each line to `onLine` (progress parsing). Never throws: the caller maps failures to typed errors
  * that point at the log.
  */
-export async function runCmake(args: readonly string[], opts: { env: Env; log: WriteStream; signal?: AbortSignal; onLine?: (line: string) => void }): Promise<CmakeRun> {
+export async function runCmake(
+  args: readonly string[],
+  opts: { env: Env; log: WriteStream; signal?: AbortSignal; onLine?: (line: string) => void },
+): Promise<CmakeRun> {
   opts.log.write(`$ cmake ${args.join(' ')}\n`);
   const child = execa('cmake', args, {
     env: opts.env,

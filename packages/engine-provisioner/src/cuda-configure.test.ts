@@ -106,12 +106,23 @@ describe.runIf(existsSync(HOST_NVCC))('CUDA with the real nvcc', () => {
       delete env.CUDA_PATH;
       const prov = new EngineProvisioner({ cacheDir: testCacheDir(), logger: quiet, env, cudaSearchRoots: [] });
       // no libcuda (driver or stub) here: build without VMM, which is what links it
-      const pool = PoolConfigSchema.parse({ ...(await cpuTestPool()), id: 'gpu0', gpu: 'required', cuda_architectures: '90', build_flags: ['-DGGML_CUDA_NO_VMM=ON'] });
+      const pool = PoolConfigSchema.parse({
+        ...(await cpuTestPool()),
+        id: 'gpu0',
+        gpu: 'required',
+        cuda_architectures: '90',
+        build_flags: ['-DGGML_CUDA_NO_VMM=ON'],
+      });
       const buildDir = join(work, 'build');
       const res = await prov.configureOnly(pool, { buildDir });
       expect(res.cuda).toBe(true);
       expect(res.cmakeFlags).toEqual(
-        expect.arrayContaining(['-DGGML_CUDA=ON', '-DCMAKE_CUDA_ARCHITECTURES=90', `-DCMAKE_CUDA_COMPILER=${join(root, 'bin', 'nvcc')}`, `-DCUDAToolkit_ROOT=${root}`]),
+        expect.arrayContaining([
+          '-DGGML_CUDA=ON',
+          '-DCMAKE_CUDA_ARCHITECTURES=90',
+          `-DCMAKE_CUDA_COMPILER=${join(root, 'bin', 'nvcc')}`,
+          `-DCUDAToolkit_ROOT=${root}`,
+        ]),
       );
       const cache = await readFile(join(buildDir, 'CMakeCache.txt'), 'utf8');
       expect(cache).toMatch(/^GGML_CUDA:BOOL=ON$/m);

@@ -16,7 +16,8 @@ async function temp(): Promise<string> {
   dirs.push(d);
   return d;
 }
-const FAKE_NVCC = 'echo "nvcc: NVIDIA (R) Cuda compiler driver"; echo "Cuda compilation tools, release 12.4, V12.4.131"';
+const FAKE_NVCC =
+  'echo "nvcc: NVIDIA (R) Cuda compiler driver"; echo "Cuda compilation tools, release 12.4, V12.4.131"';
 
 describe('findCudaToolkit', () => {
   it('finds nothing with an empty PATH, no CUDA_HOME and an empty search root', async () => {
@@ -31,7 +32,12 @@ describe('findCudaToolkit', () => {
     await writeScript(join(root, 'cuda-11.8', 'bin', 'nvcc'), 'echo "Cuda compilation tools, release 11.8, V11.8.89"');
     await writeScript(join(root, 'cuda', 'bin', 'nvcc'), FAKE_NVCC);
     const tk = await findCudaToolkit({ PATH: '' }, [root]);
-    expect(tk).toMatchObject({ nvccPath: join(root, 'cuda', 'bin', 'nvcc'), foundVia: `search:${root}`, version: '12.4.131', root: join(root, 'cuda') });
+    expect(tk).toMatchObject({
+      nvccPath: join(root, 'cuda', 'bin', 'nvcc'),
+      foundVia: `search:${root}`,
+      version: '12.4.131',
+      root: join(root, 'cuda'),
+    });
   });
 
   it('reports what a partial toolkit lacks (nvcc alone is not enough for ggml-cuda)', async () => {
@@ -43,11 +49,19 @@ describe('findCudaToolkit', () => {
       'CUDA runtime library (libcudart)',
       'cuBLAS headers (cublas_v2.h)',
       'cuBLAS library (libcublas)',
-      ...(existsSync('/usr/lib/x86_64-linux-gnu/libcuda.so') || existsSync('/usr/lib64/libcuda.so') ? [] : [CUDA_DRIVER_COMPONENT]),
+      ...(existsSync('/usr/lib/x86_64-linux-gnu/libcuda.so') || existsSync('/usr/lib64/libcuda.so')
+        ? []
+        : [CUDA_DRIVER_COMPONENT]),
     ]);
     await mkdir(join(cuda, 'include'), { recursive: true });
     await mkdir(join(cuda, 'lib64', 'stubs'), { recursive: true });
-    for (const f of ['include/cuda_runtime.h', 'include/cublas_v2.h', 'lib64/libcudart.so', 'lib64/libcublas.so', 'lib64/stubs/libcuda.so']) {
+    for (const f of [
+      'include/cuda_runtime.h',
+      'include/cublas_v2.h',
+      'lib64/libcudart.so',
+      'lib64/libcublas.so',
+      'lib64/stubs/libcuda.so',
+    ]) {
       await writeFile(join(cuda, f), '');
     }
     expect((await findCudaToolkit({ PATH: '' }, [root]))?.missing).toEqual([]);

@@ -49,7 +49,10 @@ function compareCudaDirs(a: string, b: string): number {
   return b.localeCompare(a, 'en', { numeric: true });
 }
 
-async function candidates(env: Readonly<Record<string, string | undefined>>, searchRoots: readonly string[]): Promise<Array<{ path: string; via: string }>> {
+async function candidates(
+  env: Readonly<Record<string, string | undefined>>,
+  searchRoots: readonly string[],
+): Promise<Array<{ path: string; via: string }>> {
   const out: Array<{ path: string; via: string }> = [];
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     if (dir) out.push({ path: join(dir, 'nvcc'), via: 'PATH' });
@@ -85,7 +88,10 @@ export async function findCudaToolkit(
 }
 
 /** {@link findCudaToolkit} plus the list of places it tried (for `GPU_TOOLKIT_MISSING` messages). */
-export async function lookupCudaToolkit(env: Readonly<Record<string, string | undefined>>, searchRoots: readonly string[] = DEFAULT_CUDA_SEARCH_ROOTS): Promise<CudaLookupReport> {
+export async function lookupCudaToolkit(
+  env: Readonly<Record<string, string | undefined>>,
+  searchRoots: readonly string[] = DEFAULT_CUDA_SEARCH_ROOTS,
+): Promise<CudaLookupReport> {
   const tried: string[] = [];
   const seen = new Set<string>();
   for (const c of await candidates(env, searchRoots)) {
@@ -94,11 +100,23 @@ export async function lookupCudaToolkit(env: Readonly<Record<string, string | un
     tried.push(c.path);
     if (!(await isExecutableFile(c.path))) continue;
     // nvcc needs its own bin dir on PATH for its helpers when it is invoked by absolute path
-    const res = await probe(c.path, ['--version'], { env: { ...env, PATH: [dirname(c.path), env.PATH ?? ''].filter(Boolean).join(delimiter) }, timeoutMs: 30_000 });
+    const res = await probe(c.path, ['--version'], {
+      env: { ...env, PATH: [dirname(c.path), env.PATH ?? ''].filter(Boolean).join(delimiter) },
+      timeoutMs: 30_000,
+    });
     const m = /release\s+[0-9.]+,\s*V([0-9.]+)/.exec(res.stdout) ?? /release\s+([0-9.]+)/.exec(res.stdout);
     if (res.exitCode === 0 && m?.[1]) {
       const layout = await toolkitLayout(c.path, env);
-      return { toolkit: { nvccPath: c.path, foundVia: c.via, version: m[1], root: layout.root, missing: await missingComponents(layout) }, tried };
+      return {
+        toolkit: {
+          nvccPath: c.path,
+          foundVia: c.via,
+          version: m[1],
+          root: layout.root,
+          missing: await missingComponents(layout),
+        },
+        tried,
+      };
     }
   }
   return { tried };
@@ -115,7 +133,10 @@ interface ToolkitLayout {
  * `LIBRARIES` without compiling anything (wrapper scripts such as `/usr/local/bin/nvcc` resolve
  * to the real toolkit this way). Falls back to `<nvcc>/../..`.
  */
-async function toolkitLayout(nvccPath: string, env: Readonly<Record<string, string | undefined>>): Promise<ToolkitLayout> {
+async function toolkitLayout(
+  nvccPath: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<ToolkitLayout> {
   const res = await probe(nvccPath, ['--dryrun', '-c', '/nonexistent/llorch-probe.cu', '-o', '/dev/null'], {
     env: { ...env, PATH: [dirname(nvccPath), env.PATH ?? ''].filter(Boolean).join(delimiter) },
     timeoutMs: 30_000,
@@ -125,7 +146,8 @@ async function toolkitLayout(nvccPath: string, env: Readonly<Record<string, stri
   const root = normalize(top ?? join(dirname(nvccPath), '..'));
   const includes = /^#\$ INCLUDES=(.*)$/m.exec(out)?.[1] ?? '';
   const libraries = /^#\$ LIBRARIES=(.*)$/m.exec(out)?.[1] ?? '';
-  const flagDirs = (text: string, flag: string) => [...text.matchAll(new RegExp(`"?${flag}([^"\\s]+)"?`, 'g'))].map((x) => normalize(x[1] as string));
+  const flagDirs = (text: string, flag: string) =>
+    [...text.matchAll(new RegExp(`"?${flag}([^"\\s]+)"?`, 'g'))].map((x) => normalize(x[1] as string));
   return {
     root,
     includeDirs: [...new Set([...flagDirs(includes, '-I'), join(root, 'include')])],
@@ -148,10 +170,13 @@ async function anyFile(dirs: readonly string[], match: (name: string) => boolean
 /** What ggml's CUDA backend needs from the toolkit besides nvcc (runtime and cuBLAS). */
 async function missingComponents(layout: ToolkitLayout): Promise<string[]> {
   const missing: string[] = [];
-  if (!(await anyFile(layout.includeDirs, (n) => n === 'cuda_runtime.h'))) missing.push('CUDA runtime headers (cuda_runtime.h)');
-  if (!(await anyFile(layout.libDirs, (n) => /^libcudart(\.so|_static\.a)/.test(n)))) missing.push('CUDA runtime library (libcudart)');
+  if (!(await anyFile(layout.includeDirs, (n) => n === 'cuda_runtime.h')))
+    missing.push('CUDA runtime headers (cuda_runtime.h)');
+  if (!(await anyFile(layout.libDirs, (n) => /^libcudart(\.so|_static\.a)/.test(n))))
+    missing.push('CUDA runtime library (libcudart)');
   if (!(await anyFile(layout.includeDirs, (n) => n === 'cublas_v2.h'))) missing.push('cuBLAS headers (cublas_v2.h)');
-  if (!(await anyFile(layout.libDirs, (n) => /^libcublas(\.so|_static\.a)/.test(n)))) missing.push('cuBLAS library (libcublas)');
+  if (!(await anyFile(layout.libDirs, (n) => /^libcublas(\.so|_static\.a)/.test(n))))
+    missing.push('cuBLAS library (libcublas)');
   // the driver library comes with the NVIDIA driver, or as a link stub inside the toolkit
   const driverDirs = [...layout.libDirs, ...layout.libDirs.map((d) => join(d, 'stubs')), ...SYSTEM_LIB_DIRS];
   if (!(await anyFile(driverDirs, (n) => n === 'libcuda.so'))) missing.push(CUDA_DRIVER_COMPONENT);

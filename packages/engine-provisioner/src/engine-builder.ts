@@ -40,12 +40,18 @@ function closeLog(stream: WriteStream): Promise<void> {
 }
 
 /** Runs `--version` on a binary (it prints to stderr) and parses the identity. */
-export async function readEngineVersion(binaryPath: string, env: Env, signal?: AbortSignal): Promise<{ engineVersion: string; versionOutput: string } | { error: string }> {
+export async function readEngineVersion(
+  binaryPath: string,
+  env: Env,
+  signal?: AbortSignal,
+): Promise<{ engineVersion: string; versionOutput: string } | { error: string }> {
   const res = await probe(binaryPath, ['--version'], { env: scrubEngineEnv(env), timeoutMs: 30_000, signal });
   const parsed = parseVersionOutput(`${res.stderr}\n${res.stdout}`);
   if (res.exitCode !== 0 || !parsed) {
     const tail = `${res.stderr}\n${res.stdout}`.trim().split('\n').slice(-5).join(' | ');
-    return { error: `${binaryPath} --version ${res.failure ?? `exited ${String(res.exitCode)}`}${tail ? `: ${tail}` : ''}` };
+    return {
+      error: `${binaryPath} --version ${res.failure ?? `exited ${String(res.exitCode)}`}${tail ? `: ${tail}` : ''}`,
+    };
   }
   return parsed;
 }
@@ -86,28 +92,51 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
     await rm(stage, { recursive: true, force: true });
     const tail = run ? run.tail.slice(-8).join('\n') : '';
     log.error({ fingerprint, phase, log_path: kept, ...(patch !== undefined ? { patch } : {}) }, 'engine build failed');
-    if (patch !== undefined) throw new EngineProvisionError('PATCH_FAILED', `llama-server ${phase} failed: ${detail}; log: ${kept}`, { fingerprint, phase, patch, logPath: kept });
-    throw new EngineProvisionError('BUILD_FAILED', `llama-server ${phase} failed: ${detail}; full log: ${kept}${tail ? `\n${tail}` : ''}`, { fingerprint, phase, logPath: kept });
+    if (patch !== undefined)
+      throw new EngineProvisionError('PATCH_FAILED', `llama-server ${phase} failed: ${detail}; log: ${kept}`, {
+        fingerprint,
+        phase,
+        patch,
+        logPath: kept,
+      });
+    throw new EngineProvisionError(
+      'BUILD_FAILED',
+      `llama-server ${phase} failed: ${detail}; full log: ${kept}${tail ? `\n${tail}` : ''}`,
+      { fingerprint, phase, logPath: kept },
+    );
   };
 
   try {
-    logStream.write(`# llama-orch engine build ${fingerprint}\n# source ${req.origin} ${req.commit}\n# toolchain ${JSON.stringify(req.toolchain)}\n`);
+    logStream.write(
+      `# llama-orch engine build ${fingerprint}\n# source ${req.origin} ${req.commit}\n# toolchain ${JSON.stringify(req.toolchain)}\n`,
+    );
     const patchNames = req.patches.patches.map((p) => p.name);
     let sourceDir = req.sourceDir;
     if (patchNames.length > 0) {
       sourceDir = join(stage, 'src');
       try {
-        await preparePatchedTree({ dir: req.sourceDir, commit: req.commit, origin: req.origin }, req.patches, sourceDir, req.signal);
+        await preparePatchedTree(
+          { dir: req.sourceDir, commit: req.commit, origin: req.origin },
+          req.patches,
+          sourceDir,
+          req.signal,
+        );
       } catch (err) {
-        const patch = err instanceof SourceError && err.code === 'SOURCE_PATCH_FAILED' ? String(err.context.patch) : undefined;
+        const patch =
+          err instanceof SourceError && err.code === 'SOURCE_PATCH_FAILED' ? String(err.context.patch) : undefined;
         await fail('patch', undefined, (err as Error).message, patch);
       }
       for (const p of req.patches.patches) logStream.write(`# patch ${p.name} sha256:${p.sha256}\n`);
       log.info({ fingerprint, patches: patchNames }, 'llama.cpp patches applied');
     }
     req.onPhase('configure', 0);
-    const configure = await runCmake(['-S', sourceDir, '-B', buildDir, ...req.cmakeFlags], { env: req.env, log: logStream, signal: req.signal });
-    if (configure.exitCode !== 0) await fail('configure', configure, configure.failure ?? `cmake exited ${String(configure.exitCode)}`);
+    const configure = await runCmake(['-S', sourceDir, '-B', buildDir, ...req.cmakeFlags], {
+      env: req.env,
+      log: logStream,
+      signal: req.signal,
+    });
+    if (configure.exitCode !== 0)
+      await fail('configure', configure, configure.failure ?? `cmake exited ${String(configure.exitCode)}`);
     req.onPhase('configure', 1);
 
     req.onPhase('build', 0);
@@ -120,7 +149,8 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
         if (pct !== undefined) req.onPhase('build', pct / 100);
       },
     });
-    if (build.exitCode !== 0) await fail('build', build, build.failure ?? `cmake --build exited ${String(build.exitCode)}`);
+    if (build.exitCode !== 0)
+      await fail('build', build, build.failure ?? `cmake --build exited ${String(build.exitCode)}`);
 
     req.onPhase('verify', 0);
     const binaryPath = join(stage, BINARY_NAME);
@@ -161,7 +191,12 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
     await finishLog();
     await rm(stage, { recursive: true, force: true });
     if (err instanceof EngineProvisionError) throw err;
-    throw new EngineProvisionError('BUILD_FAILED', `llama-server build failed: ${(err as Error).message}`, { fingerprint }, { cause: err });
+    throw new EngineProvisionError(
+      'BUILD_FAILED',
+      `llama-server build failed: ${(err as Error).message}`,
+      { fingerprint },
+      { cause: err },
+    );
   }
 }
 
@@ -175,19 +210,38 @@ export interface ConfigureResult {
 }
 
 /** Runs only cmake's configure step into `buildDir` (kept for inspection); `BUILD_FAILED` on error. */
-export async function configureEngine(req: { sourceDir: string; buildDir: string; cmakeFlags: readonly string[]; env: Env; signal?: AbortSignal }): Promise<ConfigureResult> {
+export async function configureEngine(req: {
+  sourceDir: string;
+  buildDir: string;
+  cmakeFlags: readonly string[];
+  env: Env;
+  signal?: AbortSignal;
+}): Promise<ConfigureResult> {
   await mkdir(req.buildDir, { recursive: true });
   const logPath = join(req.buildDir, 'configure.log');
   const logStream = createWriteStream(logPath);
   const started = performance.now();
-  const run = await runCmake(['-S', req.sourceDir, '-B', req.buildDir, ...req.cmakeFlags], { env: req.env, log: logStream, signal: req.signal });
+  const run = await runCmake(['-S', req.sourceDir, '-B', req.buildDir, ...req.cmakeFlags], {
+    env: req.env,
+    log: logStream,
+    signal: req.signal,
+  });
   await closeLog(logStream);
   if (run.aborted) throw new EngineProvisionError('ABORTED', 'cmake configure aborted', {});
   if (run.exitCode !== 0) {
-    throw new EngineProvisionError('BUILD_FAILED', `cmake configure failed (${run.failure ?? `exit ${String(run.exitCode)}`}); log: ${logPath}\n${run.tail.slice(-8).join('\n')}`, {
-      phase: 'configure',
-      logPath,
-    });
+    throw new EngineProvisionError(
+      'BUILD_FAILED',
+      `cmake configure failed (${run.failure ?? `exit ${String(run.exitCode)}`}); log: ${logPath}\n${run.tail.slice(-8).join('\n')}`,
+      {
+        phase: 'configure',
+        logPath,
+      },
+    );
   }
-  return { buildDir: req.buildDir, cmakeFlags: [...req.cmakeFlags], logPath, durationMs: Math.round(performance.now() - started) };
+  return {
+    buildDir: req.buildDir,
+    cmakeFlags: [...req.cmakeFlags],
+    logPath,
+    durationMs: Math.round(performance.now() - started),
+  };
 }

@@ -66,7 +66,11 @@ export interface CacheEntry {
  * staging dir, so existence means complete; a `build.json` that does not parse means someone
  * edited the cache, and the entry is treated as absent (it is rebuilt under the lock).
  */
-export async function readCacheEntry(layout: EngineCacheLayout, fingerprint: string, log: Logger): Promise<CacheEntry | undefined> {
+export async function readCacheEntry(
+  layout: EngineCacheLayout,
+  fingerprint: string,
+  log: Logger,
+): Promise<CacheEntry | undefined> {
   const dir = layout.entryDir(fingerprint);
   let raw: string;
   try {
@@ -132,5 +136,7 @@ export async function acquireBuildLock(
 export async function removeStaleStages(layout: EngineCacheLayout, fingerprint: string): Promise<void> {
   const prefix = layout.stagePrefix(fingerprint);
   const entries = await readdir(layout.root).catch(() => [] as string[]);
-  await Promise.all(entries.filter((e) => e.startsWith(prefix)).map((e) => rm(join(layout.root, e), { recursive: true, force: true })));
+  await Promise.all(
+    entries.filter((e) => e.startsWith(prefix)).map((e) => rm(join(layout.root, e), { recursive: true, force: true })),
+  );
 }

@@ -11,7 +11,20 @@ const GPU_LAYER_ALIASES = new Set(['--n-gpu-layers', '--gpu-layers', '--ngl', '-
  * Flags the provisioner owns; setting them in `extra_flags` would break an invariant (loopback
  * bind, the chosen port, the configured model/ctx/slots), so it is a config error.
  */
-const MANAGED_FLAGS = new Set(['-m', '--model', '--host', '--port', '-c', '--ctx-size', '-np', '--parallel', '-hf', '--hf-repo', '--api-key', '--api-key-file']);
+const MANAGED_FLAGS = new Set([
+  '-m',
+  '--model',
+  '--host',
+  '--port',
+  '-c',
+  '--ctx-size',
+  '-np',
+  '--parallel',
+  '-hf',
+  '--hf-repo',
+  '--api-key',
+  '--api-key-file',
+]);
 
 /** Inputs of {@link buildEngineFlags}. */
 export interface EngineFlagsInput {
@@ -51,7 +64,11 @@ export function normaliseExtraFlags(extra: readonly string[], poolId: string): {
       const value = inlineValue ?? extra[i + 1];
       if (inlineValue === undefined) i++;
       if (value === undefined || value.startsWith('-')) {
-        throw new EngineProvisionError('CONFIG_INVALID', `pools[${poolId}].extra_flags: ${name} needs a value (a number, auto or all)`, { poolId, flag: name });
+        throw new EngineProvisionError(
+          'CONFIG_INVALID',
+          `pools[${poolId}].extra_flags: ${name} needs a value (a number, auto or all)`,
+          { poolId, flag: name },
+        );
       }
       gpuLayers = value;
       continue;
@@ -60,10 +77,14 @@ export function normaliseExtraFlags(extra: readonly string[], poolId: string): {
     flags.push(token);
   }
   if (managed.length > 0) {
-    throw new EngineProvisionError('CONFIG_INVALID', `pools[${poolId}].extra_flags may not set ${managed.join(', ')}: model, host, port, ctx and slots come from the pool config`, {
-      poolId,
-      flags: managed,
-    });
+    throw new EngineProvisionError(
+      'CONFIG_INVALID',
+      `pools[${poolId}].extra_flags may not set ${managed.join(', ')}: model, host, port, ctx and slots come from the pool config`,
+      {
+        poolId,
+        flags: managed,
+      },
+    );
   }
   return gpuLayers === undefined ? { flags } : { flags, gpuLayers };
 }
@@ -82,11 +103,18 @@ const EMBEDDING_BATCH_MAX = 8192;
 export function buildEngineFlags(input: EngineFlagsInput): string[] {
   const { pool, modelPath, port } = input;
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new EngineProvisionError('CONFIG_INVALID', `engine port must be 1..65535, got ${String(port)}`, { poolId: pool.id, port });
+    throw new EngineProvisionError('CONFIG_INVALID', `engine port must be 1..65535, got ${String(port)}`, {
+      poolId: pool.id,
+      port,
+    });
   }
   const extra = normaliseExtraFlags(pool.extra_flags, pool.id);
   if (extra.gpuLayers !== undefined && pool.gpu_layers !== undefined) {
-    throw new EngineProvisionError('CONFIG_INVALID', `pools[${pool.id}]: gpu_layers is set and extra_flags sets it again; keep one`, { poolId: pool.id });
+    throw new EngineProvisionError(
+      'CONFIG_INVALID',
+      `pools[${pool.id}]: gpu_layers is set and extra_flags sets it again; keep one`,
+      { poolId: pool.id },
+    );
   }
   const flags = [
     '-m',

@@ -38,16 +38,26 @@ export async function verifyExternalEngine(path: string, env: Env, signal?: Abor
   const binaryPath = resolve(path);
   const st = await stat(binaryPath).catch(() => undefined);
   if (!st?.isFile()) {
-    throw new EngineProvisionError('EXTERNAL_BINARY_INVALID', `external llama-server not found: ${binaryPath}`, { path: binaryPath });
+    throw new EngineProvisionError('EXTERNAL_BINARY_INVALID', `external llama-server not found: ${binaryPath}`, {
+      path: binaryPath,
+    });
   }
   try {
     await access(binaryPath, constants.X_OK);
   } catch {
-    throw new EngineProvisionError('EXTERNAL_BINARY_INVALID', `external llama-server is not executable: ${binaryPath}`, { path: binaryPath });
+    throw new EngineProvisionError(
+      'EXTERNAL_BINARY_INVALID',
+      `external llama-server is not executable: ${binaryPath}`,
+      { path: binaryPath },
+    );
   }
   const version = await readEngineVersion(binaryPath, env, signal);
   if ('error' in version) {
-    throw new EngineProvisionError('EXTERNAL_BINARY_INVALID', `external binary is not a working llama-server: ${version.error}`, { path: binaryPath });
+    throw new EngineProvisionError(
+      'EXTERNAL_BINARY_INVALID',
+      `external binary is not a working llama-server: ${version.error}`,
+      { path: binaryPath },
+    );
   }
   const bytes = await readFile(binaryPath);
   return {

@@ -32,12 +32,21 @@ beforeAll(async () => {
 });
 
 const pool = (patches?: boolean) =>
-  PoolConfigSchema.parse({ id: 'mini', model: '/models/x.gguf', source: { kind: 'bundle', bundle_path: fixture.bundlePath, ...(patches !== undefined ? { patches } : {}) } });
+  PoolConfigSchema.parse({
+    id: 'mini',
+    model: '/models/x.gguf',
+    source: { kind: 'bundle', bundle_path: fixture.bundlePath, ...(patches !== undefined ? { patches } : {}) },
+  });
 
 describe('carried source patches', () => {
   it('are applied to a build-private copy: the binary has them, provenance and log name them, the shared source is untouched', async () => {
     const cacheDir = await temp();
-    const prov = new EngineProvisioner({ cacheDir, logger: log, env: process.env, patchesDir: join(FIXTURE_PATCHES_DIR, 'good') });
+    const prov = new EngineProvisioner({
+      cacheDir,
+      logger: log,
+      env: process.env,
+      patchesDir: join(FIXTURE_PATCHES_DIR, 'good'),
+    });
     const patched = await prov.ensureBinary(pool());
     expect(patched.engine_version).toBe('9.9.9-patched (build 1, commit f1x7ure)');
     expect(patched.build_provenance.patches).toEqual(['0001-fixture-version.patch']);
@@ -46,7 +55,9 @@ describe('carried source patches', () => {
 
     // the shared checkout under sources/<commit> is exactly the commit, as before the build
     const shared = join(cacheDir, 'sources', fixture.commit);
-    expect(String((await execa('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: shared })).stdout)).toBe('');
+    expect(
+      String((await execa('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: shared })).stdout),
+    ).toBe('');
     expect(await readFile(join(shared, 'main.c'), 'utf8')).toContain('9.9.9-fixture');
 
     // the same source unpatched is another cache entry, never the patched one (and vice versa)
@@ -54,26 +65,49 @@ describe('carried source patches', () => {
     expect(plain).toMatchObject({ cached: false, engine_version: '9.9.9-fixture (build 1, commit f1x7ure)' });
     expect(plain.engine_fingerprint).not.toBe(patched.engine_fingerprint);
     expect(plain.build_provenance.patches).toBeUndefined();
-    expect(await prov.ensureBinary(pool(true))).toMatchObject({ cached: true, engine_fingerprint: patched.engine_fingerprint });
+    expect(await prov.ensureBinary(pool(true))).toMatchObject({
+      cached: true,
+      engine_fingerprint: patched.engine_fingerprint,
+    });
     // another patch set (here: none in the folder) is another key too
     const emptyDir = await temp('llorch-nopatches-');
-    const none = await new EngineProvisioner({ cacheDir, logger: log, env: process.env, patchesDir: emptyDir }).ensureBinary(pool());
+    const none = await new EngineProvisioner({
+      cacheDir,
+      logger: log,
+      env: process.env,
+      patchesDir: emptyDir,
+    }).ensureBinary(pool());
     expect(none).toMatchObject({ cached: true, engine_fingerprint: plain.engine_fingerprint });
     expect((await readdir(join(cacheDir, 'engines'))).filter((e) => e.startsWith('.tmp-'))).toEqual([]);
   }, 120_000);
 
   it('a patch that does not apply is PATCH_FAILED naming it, and leaves no entry and no staging dir', async () => {
     const cacheDir = await temp();
-    const prov = new EngineProvisioner({ cacheDir, logger: log, env: process.env, patchesDir: join(FIXTURE_PATCHES_DIR, 'bad') });
+    const prov = new EngineProvisioner({
+      cacheDir,
+      logger: log,
+      env: process.env,
+      patchesDir: join(FIXTURE_PATCHES_DIR, 'bad'),
+    });
     const err = await prov.ensureBinary(pool()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineProvisionError);
-    expect(err).toMatchObject({ code: 'PATCH_FAILED', context: { patch: '0002-fixture-stale-context.patch', phase: 'patch' } });
+    expect(err).toMatchObject({
+      code: 'PATCH_FAILED',
+      context: { patch: '0002-fixture-stale-context.patch', phase: 'patch' },
+    });
     expect((err as Error).message).toContain('0002-fixture-stale-context.patch');
-    expect((await readdir(join(cacheDir, 'engines'))).filter((e) => /^[0-9a-f]{64}$/.test(e) || e.startsWith('.tmp-'))).toEqual([]);
+    expect(
+      (await readdir(join(cacheDir, 'engines'))).filter((e) => /^[0-9a-f]{64}$/.test(e) || e.startsWith('.tmp-')),
+    ).toEqual([]);
   });
 
   it('a missing patches folder fails typed rather than building unpatched', async () => {
-    const prov = new EngineProvisioner({ cacheDir: await temp(), logger: log, env: process.env, patchesDir: '/nonexistent/patches' });
+    const prov = new EngineProvisioner({
+      cacheDir: await temp(),
+      logger: log,
+      env: process.env,
+      patchesDir: '/nonexistent/patches',
+    });
     await expect(prov.ensureBinary(pool())).rejects.toMatchObject({ code: 'SOURCE_NOT_FOUND' });
   });
 

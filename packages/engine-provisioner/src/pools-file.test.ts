@@ -23,7 +23,9 @@ describe('readPoolsFile', () => {
     const file = await readPoolsFile(join(repoRoot(), 'requirements', 'cpu-dev.yaml'));
     expect(file.pools[0]).toMatchObject({ id: 'cpu0', gpu: 'off', source: { kind: 'bundle' } });
     expect(Object.isFrozen(file.pools[0])).toBe(true);
-    const other = await readPoolsFile(await writeConfig('node: { id: n1 }\ncache_dir: /c\npools:\n  - { id: a, model: m }\n'));
+    const other = await readPoolsFile(
+      await writeConfig('node: { id: n1 }\ncache_dir: /c\npools:\n  - { id: a, model: m }\n'),
+    );
     expect(other).toMatchObject({ cacheDir: '/c', pools: [{ id: 'a', model: 'm' }] });
   });
 

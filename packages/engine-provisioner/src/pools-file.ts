@@ -24,18 +24,33 @@ export async function readPoolsFile(path: string): Promise<PoolsFile> {
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new EngineProvisionError('CONFIG_INVALID', `cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { path }, { cause: err });
+    throw new EngineProvisionError(
+      'CONFIG_INVALID',
+      `cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      { path },
+      { cause: err },
+    );
   }
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
-    throw new EngineProvisionError('CONFIG_INVALID', `config ${path} is not valid YAML:\n${doc.errors.map((e) => e.message).join('\n')}`, { path });
+    throw new EngineProvisionError(
+      'CONFIG_INVALID',
+      `config ${path} is not valid YAML:\n${doc.errors.map((e) => e.message).join('\n')}`,
+      { path },
+    );
   }
   const parsed = PoolManagerConfigSchema.safeParse(doc.toJS());
   if (!parsed.success) {
     const issues = formatIssues(parsed.error);
-    throw new EngineProvisionError('CONFIG_INVALID', `config ${path} is invalid:\n${issues}`, { path, issues: issues.split('\n') });
+    throw new EngineProvisionError('CONFIG_INVALID', `config ${path} is invalid:\n${issues}`, {
+      path,
+      issues: issues.split('\n'),
+    });
   }
-  return Object.freeze({ pools: Object.freeze(parsed.data.pools.map((p) => Object.freeze(p))), cacheDir: parsed.data.cache_dir });
+  return Object.freeze({
+    pools: Object.freeze(parsed.data.pools.map((p) => Object.freeze(p))),
+    cacheDir: parsed.data.cache_dir,
+  });
 }
 
 /**

@@ -6,7 +6,11 @@ import { ensureCpuTestEngine, testCacheDir } from './testing.js';
 
 describe('prepare with a known binary', () => {
   // A pool whose source cannot be resolved: any ensureBinary() on it fails.
-  const pool = PoolConfigSchema.parse({ id: 'known', model: '/m.gguf', source: { kind: 'bundle', bundle_path: '/nonexistent/llama.bundle' } });
+  const pool = PoolConfigSchema.parse({
+    id: 'known',
+    model: '/m.gguf',
+    source: { kind: 'bundle', bundle_path: '/nonexistent/llama.bundle' },
+  });
   const prov = new EngineProvisioner({ cacheDir: testCacheDir(), logger: pino({ level: 'silent' }), env: process.env });
 
   it('reuses the binary without resolving the source again (restarts stay cheap)', async () => {
@@ -19,6 +23,8 @@ describe('prepare with a known binary', () => {
   it('ensures afresh when the known binary file is gone', async () => {
     const binary = await ensureCpuTestEngine(pino({ level: 'silent' }));
     const gone = { ...binary, binary_path: '/nonexistent/llama-server' };
-    await expect(prov.prepare(pool, { modelPath: '/m.gguf', replicaId: 'r0', binary: gone })).rejects.toMatchObject({ code: 'SOURCE_NOT_FOUND' });
+    await expect(prov.prepare(pool, { modelPath: '/m.gguf', replicaId: 'r0', binary: gone })).rejects.toMatchObject({
+      code: 'SOURCE_NOT_FOUND',
+    });
   });
 });

@@ -28,7 +28,8 @@ describe('cmake progress', () => {
 
 describe('--version output', () => {
   it('parses the identity after the log line', () => {
-    const out = '0.00.000.419 I srv  llama_server: initializing ...\nversion: 0.5.0-dev (build 1, commit de3ff81)\nbuilt with GNU 12.2.0 for Linux x86_64\n';
+    const out =
+      '0.00.000.419 I srv  llama_server: initializing ...\nversion: 0.5.0-dev (build 1, commit de3ff81)\nbuilt with GNU 12.2.0 for Linux x86_64\n';
     expect(parseVersionOutput(out)).toEqual({
       engineVersion: '0.5.0-dev (build 1, commit de3ff81)',
       versionOutput: 'version: 0.5.0-dev (build 1, commit de3ff81)\nbuilt with GNU 12.2.0 for Linux x86_64',

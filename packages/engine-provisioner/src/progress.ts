@@ -32,7 +32,12 @@ export function parseCmakeProgress(line: string): number | undefined {
 }
 
 /** Share of the engine step each phase ends at (build dominates; configure is seconds). */
-const PHASE_END: Readonly<Record<Exclude<EnginePhase, 'done'>, number>> = { source: 0.03, configure: 0.06, build: 0.98, verify: 1 };
+const PHASE_END: Readonly<Record<Exclude<EnginePhase, 'done'>, number>> = {
+  source: 0.03,
+  configure: 0.06,
+  build: 0.98,
+  verify: 1,
+};
 
 /** Overall fraction for a phase, given progress `within` it (0..1). */
 export function overallFraction(phase: EnginePhase, within = 0): number {

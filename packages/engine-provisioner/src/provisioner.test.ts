@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BuildProvenanceSchema, PoolConfigSchema, PreparedEngineSchema, type PoolConfigInput } from '@llama-orch/contracts';
+import {
+  BuildProvenanceSchema,
+  PoolConfigSchema,
+  PreparedEngineSchema,
+  type PoolConfigInput,
+} from '@llama-orch/contracts';
 import { EngineProvisionError } from './errors.js';
 import { createFixtureSource, writeScript, type FixtureSource } from './fixtures/fixture-source.js';
 import { EngineProvisioner } from './provisioner.js';
@@ -32,7 +37,12 @@ beforeAll(async () => {
 // The fixture is not llama.cpp: llama-orch's carried patches are off for it (patches.test.ts covers them).
 const pool = (over: Partial<PoolConfigInput> = {}) => {
   const source = over.source ?? { kind: 'bundle', bundle_path: fixture.bundlePath };
-  return PoolConfigSchema.parse({ id: 'mini', model: '/models/x.gguf', ...over, source: source.kind === 'external' ? source : { patches: false, ...source } });
+  return PoolConfigSchema.parse({
+    id: 'mini',
+    model: '/models/x.gguf',
+    ...over,
+    source: source.kind === 'external' ? source : { patches: false, ...source },
+  });
 };
 
 async function errorOf(p: Promise<unknown>): Promise<EngineProvisionError> {
@@ -59,7 +69,9 @@ describe('EngineProvisioner with the fixture source', () => {
     expect(first.cached).toBe(false);
     expect(first.engine_version).toBe('9.9.9-fixture (build 1, commit f1x7ure)');
     expect(first.binary_path).toBe(join(cacheDir, 'engines', first.engine_fingerprint, 'llama-server'));
-    const provenance = BuildProvenanceSchema.parse(JSON.parse(await readFile(join(cacheDir, 'engines', first.engine_fingerprint, 'build.json'), 'utf8')));
+    const provenance = BuildProvenanceSchema.parse(
+      JSON.parse(await readFile(join(cacheDir, 'engines', first.engine_fingerprint, 'build.json'), 'utf8')),
+    );
     expect(provenance).toMatchObject({ source: 'bundle:custom', commit: fixture.commit, cuda: false });
     expect(provenance.cmake_flags).toEqual(
       expect.arrayContaining([
@@ -80,7 +92,11 @@ describe('EngineProvisioner with the fixture source', () => {
 
     const mtime = (await stat(join(first.binary_path, '..', 'build.json'))).mtimeMs;
     const second = await new EngineProvisioner({ cacheDir, logger: log, env: process.env }).ensureBinary(p);
-    expect(second).toMatchObject({ cached: true, binary_path: first.binary_path, engine_fingerprint: first.engine_fingerprint });
+    expect(second).toMatchObject({
+      cached: true,
+      binary_path: first.binary_path,
+      engine_fingerprint: first.engine_fingerprint,
+    });
     expect((await stat(join(first.binary_path, '..', 'build.json'))).mtimeMs).toBe(mtime);
     // cmake configured exactly once over both calls
     expect((await readFile(counter, 'utf8')).trim().split('\n')).toEqual(['configure']);
@@ -97,9 +113,11 @@ describe('EngineProvisioner with the fixture source', () => {
     expect(viaGit.build_provenance.commit).toBe(fixture.commit);
     // same commit and flags: the bundle's cache entry is reused (its provenance names the first origin)
     expect(viaGit).toMatchObject({ engine_fingerprint: a.engine_fingerprint, cached: true });
-    const viaGitOnly = await new EngineProvisioner({ cacheDir: await temp(), logger: log, env: process.env }).ensureBinary(
-      pool({ source: { kind: 'git', repo: fixture.repoDir, ref: 'v1.0.0' } }),
-    );
+    const viaGitOnly = await new EngineProvisioner({
+      cacheDir: await temp(),
+      logger: log,
+      env: process.env,
+    }).ensureBinary(pool({ source: { kind: 'git', repo: fixture.repoDir, ref: 'v1.0.0' } }));
     expect(viaGitOnly.build_provenance.source).toBe(`git:${fixture.repoDir}@v1.0.0`);
     expect(viaGitOnly.engine_fingerprint).toBe(a.engine_fingerprint);
   });
@@ -107,7 +125,10 @@ describe('EngineProvisioner with the fixture source', () => {
   it('prepare returns a valid PreparedEngine with a free port and the engine argv', async () => {
     const cacheDir = await temp();
     const prov = new EngineProvisioner({ cacheDir, logger: log, env: process.env });
-    const prepared = await prov.prepare(pool({ ctx: 512, slots: 3, device_mask: '0,1' }), { modelPath: '/models/x.gguf', replicaId: 'r1' });
+    const prepared = await prov.prepare(pool({ ctx: 512, slots: 3, device_mask: '0,1' }), {
+      modelPath: '/models/x.gguf',
+      replicaId: 'r1',
+    });
     expect(PreparedEngineSchema.parse(prepared)).toEqual(prepared);
     expect(prepared).toMatchObject({
       host: '127.0.0.1',
@@ -119,7 +140,18 @@ describe('EngineProvisioner with the fixture source', () => {
       engine: 'llamacpp',
     });
     expect(prepared.port).toBeGreaterThan(0);
-    expect(prepared.flags.slice(0, 10)).toEqual(['-m', '/models/x.gguf', '--host', '127.0.0.1', '--port', String(prepared.port), '-c', '512', '-np', '3']);
+    expect(prepared.flags.slice(0, 10)).toEqual([
+      '-m',
+      '/models/x.gguf',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(prepared.port),
+      '-c',
+      '512',
+      '-np',
+      '3',
+    ]);
   });
 
   it('a failed build leaves a readable log, no cache entry and no staging dir', async () => {
@@ -146,7 +178,9 @@ describe('EngineProvisioner with the fixture source', () => {
     expect(err.message).toMatch(/CUDA_HOME/);
     expect(err.context.missing).toBe('nvcc');
     await expect(stat(join(cacheDir, 'engines'))).rejects.toMatchObject({ code: 'ENOENT' });
-    await expect(prov.prepare(pool({ gpu: 'required' }), { modelPath: '/m', replicaId: 'r0' })).rejects.toMatchObject({ code: 'GPU_TOOLKIT_MISSING' });
+    await expect(prov.prepare(pool({ gpu: 'required' }), { modelPath: '/m', replicaId: 'r0' })).rejects.toMatchObject({
+      code: 'GPU_TOOLKIT_MISSING',
+    });
   });
 
   it('gpu: optional without a toolkit builds for CPU', async () => {
@@ -169,11 +203,18 @@ describe('EngineProvisioner with the fixture source', () => {
   it('bad sources fail typed: missing bundle, bad git ref, missing repo', async () => {
     const cacheDir = await temp();
     const prov = new EngineProvisioner({ cacheDir, logger: log, env: process.env });
-    expect((await errorOf(prov.ensureBinary(pool({ source: { kind: 'bundle', bundle_path: '/nonexistent/x.bundle' } })))).code).toBe('SOURCE_NOT_FOUND');
-    const badRef = await errorOf(prov.ensureBinary(pool({ source: { kind: 'git', repo: fixture.repoDir, ref: 'no-such-ref' } })));
+    expect(
+      (await errorOf(prov.ensureBinary(pool({ source: { kind: 'bundle', bundle_path: '/nonexistent/x.bundle' } }))))
+        .code,
+    ).toBe('SOURCE_NOT_FOUND');
+    const badRef = await errorOf(
+      prov.ensureBinary(pool({ source: { kind: 'git', repo: fixture.repoDir, ref: 'no-such-ref' } })),
+    );
     expect(badRef.code).toBe('SOURCE_REF_INVALID');
     expect(badRef.message).toMatch(/no-such-ref/);
-    const badRepo = await errorOf(prov.ensureBinary(pool({ source: { kind: 'git', repo: '/nonexistent/repo', ref: 'main' } })));
+    const badRepo = await errorOf(
+      prov.ensureBinary(pool({ source: { kind: 'git', repo: '/nonexistent/repo', ref: 'main' } })),
+    );
     expect(['SOURCE_NOT_FOUND', 'SOURCE_FETCH_FAILED']).toContain(badRepo.code);
     expect(await engineEntries(cacheDir)).toEqual([]);
   });
@@ -232,7 +273,13 @@ describe('external source', () => {
     expect(ext.build_provenance).toMatchObject({ source: 'external', cmake_flags: [], cuda: false, build_ms: 0 });
     expect(ext.engine_fingerprint).toMatch(/^[0-9a-f]{64}$/);
     // gpu: required refuses an external binary without CUDA
-    expect((await errorOf(prov.ensureBinary(pool({ gpu: 'required', source: { kind: 'external', binary_path: built.binary_path } })))).code).toBe('EXTERNAL_BINARY_INVALID');
+    expect(
+      (
+        await errorOf(
+          prov.ensureBinary(pool({ gpu: 'required', source: { kind: 'external', binary_path: built.binary_path } })),
+        )
+      ).code,
+    ).toBe('EXTERNAL_BINARY_INVALID');
   });
 
   it('rejects missing, non-executable and non-llama binaries', async () => {

@@ -1,12 +1,41 @@
 import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
-import { PoolConfigSchema, PreparedEngineSchema, formatIssues, type BuildProvenance, type PoolConfig, type PreparedEngine } from '@llama-orch/contracts';
-import { defaultPatchesDir, ensureSourceTree, loadPatchSet, NO_PATCHES, SourceError, type PatchSet, type SourceSpec, type SourceTree } from '@llama-orch/llamacpp-source';
+import {
+  PoolConfigSchema,
+  PreparedEngineSchema,
+  formatIssues,
+  type BuildProvenance,
+  type PoolConfig,
+  type PreparedEngine,
+} from '@llama-orch/contracts';
+import {
+  defaultPatchesDir,
+  ensureSourceTree,
+  loadPatchSet,
+  NO_PATCHES,
+  SourceError,
+  type PatchSet,
+  type SourceSpec,
+  type SourceTree,
+} from '@llama-orch/llamacpp-source';
 import { cmakeFlagsFor } from './cmake-flags.js';
-import { CUDA_DRIVER_COMPONENT, DEFAULT_CUDA_SEARCH_ROOTS, lookupCudaToolkit, type CudaToolkit } from './cuda-toolkit.js';
+import {
+  CUDA_DRIVER_COMPONENT,
+  DEFAULT_CUDA_SEARCH_ROOTS,
+  lookupCudaToolkit,
+  type CudaToolkit,
+} from './cuda-toolkit.js';
 import { buildEngine, configureEngine, type ConfigureResult } from './engine-builder.js';
-import { acquireBuildLock, engineCacheLayout, ensureCacheWritable, readCacheEntry, removeStaleStages, type CacheEntry, type EngineCacheLayout } from './engine-cache.js';
+import {
+  acquireBuildLock,
+  engineCacheLayout,
+  ensureCacheWritable,
+  readCacheEntry,
+  removeStaleStages,
+  type CacheEntry,
+  type EngineCacheLayout,
+} from './engine-cache.js';
 import { ENGINE_HOST, buildEngineFlags } from './engine-flags.js';
 import { parseVersionOutput } from './engine-version.js';
 import { EngineProvisionError } from './errors.js';
@@ -85,7 +114,8 @@ function toSourceSpec(pool: PoolConfig): SourceSpec {
 
 function mapAbort(err: unknown, what: string): never {
   if (err instanceof EngineProvisionError) throw err;
-  if ((err as Error | undefined)?.name === 'AbortError') throw new EngineProvisionError('ABORTED', `${what} aborted`, {}, { cause: err });
+  if ((err as Error | undefined)?.name === 'AbortError')
+    throw new EngineProvisionError('ABORTED', `${what} aborted`, {}, { cause: err });
   throw err;
 }
 
@@ -122,16 +152,28 @@ export class EngineProvisioner {
     const log = this.log.child({ pool_id: pool.id });
     const report = this.progressReporter(log, opts.onProgress);
     if (pool.source.kind === 'external') {
-      const ext = await verifyExternalEngine(pool.source.binary_path, this.env, opts.signal).catch((e: unknown) => mapAbort(e, 'external verify'));
+      const ext = await verifyExternalEngine(pool.source.binary_path, this.env, opts.signal).catch((e: unknown) =>
+        mapAbort(e, 'external verify'),
+      );
       if (pool.gpu === 'required' && !ext.provenance.cuda) {
-        throw new EngineProvisionError('EXTERNAL_BINARY_INVALID', `pool ${pool.id} requires GPU but external llama-server ${ext.binaryPath} has no CUDA backend`, {
-          poolId: pool.id,
-          path: ext.binaryPath,
-        });
+        throw new EngineProvisionError(
+          'EXTERNAL_BINARY_INVALID',
+          `pool ${pool.id} requires GPU but external llama-server ${ext.binaryPath} has no CUDA backend`,
+          {
+            poolId: pool.id,
+            path: ext.binaryPath,
+          },
+        );
       }
       log.info({ binary: ext.binaryPath, engineVersion: ext.engineVersion }, 'using external llama-server');
       report('done', 1, { cached: true });
-      return { binary_path: ext.binaryPath, engine_version: ext.engineVersion, engine_fingerprint: ext.fingerprint, build_provenance: ext.provenance, cached: true };
+      return {
+        binary_path: ext.binaryPath,
+        engine_version: ext.engineVersion,
+        engine_fingerprint: ext.fingerprint,
+        build_provenance: ext.provenance,
+        cached: true,
+      };
     }
 
     const cuda = await this.decideCuda(pool, log);
@@ -157,7 +199,14 @@ export class EngineProvisioner {
     const cpu = cpuResult.value;
     if (patchResult.status === 'rejected') throw patchResult.reason;
     const patches = patchResult.value;
-    const fingerprint = engineFingerprint({ commit: tree.commit, cmakeFlags, compiler, cudaVersion: cuda?.version, cpu, patches: patches.hash });
+    const fingerprint = engineFingerprint({
+      commit: tree.commit,
+      cmakeFlags,
+      compiler,
+      cudaVersion: cuda?.version,
+      cpu,
+      patches: patches.hash,
+    });
 
     const hit = await readCacheEntry(this.layout, fingerprint, log);
     if (hit) return this.fromEntry(hit, fingerprint, true, log, report);
@@ -165,7 +214,8 @@ export class EngineProvisioner {
     const release = await acquireBuildLock(this.layout, fingerprint, {
       log,
       signal: opts.signal,
-      onCompromised: (err) => log.error({ err, fingerprint }, 'engine build lock compromised (lock dir touched by someone else)'),
+      onCompromised: (err) =>
+        log.error({ err, fingerprint }, 'engine build lock compromised (lock dir touched by someone else)'),
     }).catch((e: unknown) => mapAbort(e, 'waiting for the engine build lock'));
     try {
       const built = await readCacheEntry(this.layout, fingerprint, log);
@@ -178,7 +228,15 @@ export class EngineProvisioner {
         ...(cpu ? { cpu } : {}),
       };
       log.info(
-        { fingerprint, source: tree.origin, commit: tree.commit, patches: patches.patches.map((p) => p.name), cuda: Boolean(cuda), jobs: this.jobs, cmakeFlags },
+        {
+          fingerprint,
+          source: tree.origin,
+          commit: tree.commit,
+          patches: patches.patches.map((p) => p.name),
+          cuda: Boolean(cuda),
+          jobs: this.jobs,
+          cmakeFlags,
+        },
         'building llama-server (not in cache)',
       );
       const started = performance.now();
@@ -198,7 +256,10 @@ export class EngineProvisioner {
         ...(opts.signal ? { signal: opts.signal } : {}),
         onPhase: (phase, within) => report(phase, within),
       });
-      log.info({ fingerprint, buildMs: Math.round(performance.now() - started), binary: entry.binaryPath }, 'llama-server built');
+      log.info(
+        { fingerprint, buildMs: Math.round(performance.now() - started), binary: entry.binaryPath },
+        'llama-server built',
+      );
       return this.fromEntry(entry, fingerprint, false, log, report);
     } finally {
       await release().catch((err: unknown) => log.warn({ err }, 'releasing the engine build lock failed'));
@@ -215,7 +276,8 @@ export class EngineProvisioner {
     const known = opts.binary !== undefined && (await isFile(opts.binary.binary_path)) ? opts.binary : undefined;
     const bin = known ?? (await this.ensureBinary(pool, opts));
     const { port, fallback } = await selectPort(pool.port, ENGINE_HOST);
-    if (fallback && pool.port !== 0) this.log.warn({ poolId: pool.id, requested: pool.port, port }, 'configured engine port is taken; using another');
+    if (fallback && pool.port !== 0)
+      this.log.warn({ poolId: pool.id, requested: pool.port, port }, 'configured engine port is taken; using another');
     const flags = buildEngineFlags({ pool, modelPath: opts.modelPath, port, host: ENGINE_HOST });
     return PreparedEngineSchema.parse({
       binary_path: bin.binary_path,
@@ -239,22 +301,37 @@ export class EngineProvisioner {
    * removes). Applies the same GPU policy and flags as a real build; used to prove a CUDA build
    * configures on hosts where compiling it is too slow or pointless.
    */
-  async configureOnly(poolInput: PoolConfig, opts: { buildDir: string; signal?: AbortSignal }): Promise<ConfigureResult & { cuda: boolean }> {
+  async configureOnly(
+    poolInput: PoolConfig,
+    opts: { buildDir: string; signal?: AbortSignal },
+  ): Promise<ConfigureResult & { cuda: boolean }> {
     const pool = this.validatePool(poolInput);
     if (pool.source.kind === 'external')
-      throw new EngineProvisionError('CONFIG_INVALID', `pool ${pool.id} uses an external binary; there is nothing to configure`, { poolId: pool.id });
+      throw new EngineProvisionError(
+        'CONFIG_INVALID',
+        `pool ${pool.id} uses an external binary; there is nothing to configure`,
+        { poolId: pool.id },
+      );
     const cuda = await this.decideCuda(pool, this.log.child({ poolId: pool.id }));
     const cmakeFlags = cmakeFlagsFor(pool, cuda);
     await ensureCacheWritable(this.layout);
     const tree = await this.sourceTree(pool, opts.signal);
-    const res = await configureEngine({ sourceDir: tree.dir, buildDir: opts.buildDir, cmakeFlags, env: this.env, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const res = await configureEngine({
+      sourceDir: tree.dir,
+      buildDir: opts.buildDir,
+      cmakeFlags,
+      env: this.env,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
     return { ...res, cuda: Boolean(cuda) };
   }
 
   private validatePool(pool: PoolConfig): PoolConfig {
     const parsed = PoolConfigSchema.safeParse(pool);
     if (!parsed.success) {
-      throw new EngineProvisionError('CONFIG_INVALID', `invalid pool config:\n${formatIssues(parsed.error)}`, { poolId: (pool as { id?: unknown }).id });
+      throw new EngineProvisionError('CONFIG_INVALID', `invalid pool config:\n${formatIssues(parsed.error)}`, {
+        poolId: (pool as { id?: unknown }).id,
+      });
     }
     return parsed.data;
   }
@@ -266,9 +343,15 @@ export class EngineProvisioner {
     const { tried } = report;
     // ggml links libcuda only for virtual memory management; GGML_CUDA_NO_VMM=ON builds without it
     const noVmm = pool.build_flags.includes('-DGGML_CUDA_NO_VMM=ON');
-    const toolkit = report.toolkit && noVmm ? { ...report.toolkit, missing: report.toolkit.missing.filter((m) => m !== CUDA_DRIVER_COMPONENT) } : report.toolkit;
+    const toolkit =
+      report.toolkit && noVmm
+        ? { ...report.toolkit, missing: report.toolkit.missing.filter((m) => m !== CUDA_DRIVER_COMPONENT) }
+        : report.toolkit;
     if (toolkit && toolkit.missing.length === 0) {
-      log.info({ nvcc: toolkit.nvccPath, foundVia: toolkit.foundVia, cudaVersion: toolkit.version, gpu: pool.gpu }, 'CUDA toolkit found; building with GGML_CUDA=ON');
+      log.info(
+        { nvcc: toolkit.nvccPath, foundVia: toolkit.foundVia, cudaVersion: toolkit.version, gpu: pool.gpu },
+        'CUDA toolkit found; building with GGML_CUDA=ON',
+      );
       return toolkit;
     }
     if (toolkit) {
@@ -280,7 +363,10 @@ export class EngineProvisioner {
           { poolId: pool.id, missing: toolkit.missing, nvcc: toolkit.nvccPath, root: toolkit.root },
         );
       }
-      log.warn({ nvcc: toolkit.nvccPath, missing: toolkit.missing }, 'gpu: optional and the CUDA toolkit is incomplete; building for CPU');
+      log.warn(
+        { nvcc: toolkit.nvccPath, missing: toolkit.missing },
+        'gpu: optional and the CUDA toolkit is incomplete; building for CPU',
+      );
       return undefined;
     }
     if (pool.gpu === 'required') {
@@ -310,7 +396,11 @@ export class EngineProvisioner {
 
   private async sourceTree(pool: PoolConfig, signal: AbortSignal | undefined): Promise<SourceTree> {
     try {
-      return await ensureSourceTree({ cacheDir: this.cacheDir, source: toSourceSpec(pool), ...(signal ? { signal } : {}) });
+      return await ensureSourceTree({
+        cacheDir: this.cacheDir,
+        source: toSourceSpec(pool),
+        ...(signal ? { signal } : {}),
+      });
     } catch (err) {
       if (err instanceof SourceError) {
         throw new EngineProvisionError(
@@ -320,18 +410,34 @@ export class EngineProvisioner {
           { cause: err },
         );
       }
-      if (signal?.aborted) throw new EngineProvisionError('ABORTED', 'source checkout aborted', { poolId: pool.id }, { cause: err });
+      if (signal?.aborted)
+        throw new EngineProvisionError('ABORTED', 'source checkout aborted', { poolId: pool.id }, { cause: err });
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EACCES' || code === 'EROFS' || code === 'ENOTDIR' || code === 'EEXIST') {
-        throw new EngineProvisionError('CACHE_UNWRITABLE', `cannot write sources under ${this.cacheDir} (${code})`, { path: this.cacheDir }, { cause: err });
+        throw new EngineProvisionError(
+          'CACHE_UNWRITABLE',
+          `cannot write sources under ${this.cacheDir} (${code})`,
+          { path: this.cacheDir },
+          { cause: err },
+        );
       }
       throw err;
     }
   }
 
-  private fromEntry(entry: CacheEntry, fingerprint: string, cached: boolean, log: Logger, report: ProgressReporter): EngineBinary {
+  private fromEntry(
+    entry: CacheEntry,
+    fingerprint: string,
+    cached: boolean,
+    log: Logger,
+    report: ProgressReporter,
+  ): EngineBinary {
     const version = parseVersionOutput(entry.provenance.version_output);
-    if (cached) log.info({ fingerprint, binary: entry.binaryPath, patches: entry.provenance.patches ?? [] }, 'llama-server found in cache');
+    if (cached)
+      log.info(
+        { fingerprint, binary: entry.binaryPath, patches: entry.provenance.patches ?? [] },
+        'llama-server found in cache',
+      );
     report('done', 1, { cached });
     return {
       binary_path: entry.binaryPath,
@@ -348,7 +454,12 @@ export class EngineProvisioner {
     let lastLoggedPct = -1;
     return (phase, within, extra = {}) => {
       const fraction = overallFraction(phase, within);
-      const progress: EngineProgress = { phase, fraction, ...(phase === 'build' ? { build_percent: Math.round(within * 100) } : {}), ...extra };
+      const progress: EngineProgress = {
+        phase,
+        fraction,
+        ...(phase === 'build' ? { build_percent: Math.round(within * 100) } : {}),
+        ...extra,
+      };
       onProgress?.(progress);
       if (!this.logProgress) return;
       const pct = Math.floor(fraction * 10) * 10;

@@ -24,17 +24,31 @@ describe('real llama-server from the bundle', () => {
       // --version prints to stderr
       expect(String(res.stderr)).toMatch(/^version: 0\.5\.0-dev \(build 1, commit de3ff81\)$/m);
       expect(bin.engine_version).toBe('0.5.0-dev (build 1, commit de3ff81)');
-      const provenance = BuildProvenanceSchema.parse(JSON.parse(await readFile(join(bin.binary_path, '..', 'build.json'), 'utf8')));
+      const provenance = BuildProvenanceSchema.parse(
+        JSON.parse(await readFile(join(bin.binary_path, '..', 'build.json'), 'utf8')),
+      );
       expect(provenance).toEqual(bin.build_provenance);
-      expect(provenance).toMatchObject({ source: 'bundle:v0.5.0', commit: expect.stringMatching(/^de3ff81[0-9a-f]{33}$/), cuda: false });
+      expect(provenance).toMatchObject({
+        source: 'bundle:v0.5.0',
+        commit: expect.stringMatching(/^de3ff81[0-9a-f]{33}$/),
+        cuda: false,
+      });
       expect(provenance.cmake_flags).toEqual(
-        expect.arrayContaining(['-DBUILD_SHARED_LIBS=OFF', '-DGGML_NATIVE=OFF', '-DGGML_CUDA=OFF', '-DLLAMA_USE_PREBUILT_UI=OFF', '-DLLAMA_OPENSSL=OFF']),
+        expect.arrayContaining([
+          '-DBUILD_SHARED_LIBS=OFF',
+          '-DGGML_NATIVE=OFF',
+          '-DGGML_CUDA=OFF',
+          '-DLLAMA_USE_PREBUILT_UI=OFF',
+          '-DLLAMA_OPENSSL=OFF',
+        ]),
       );
       expect(provenance.build_ms).toBeGreaterThan(0);
       // self-contained: no RUNPATH into a build dir, so the cached copy runs anywhere. readelf comes
       // with binutils, which the C++ toolchain that built the engine brings: without it this fails.
       const readelf = await execa('readelf', ['-d', bin.binary_path], { reject: false });
-      expect(readelf.exitCode, `readelf -d ${bin.binary_path}: ${String(readelf.stderr) || readelf.shortMessage}`).toBe(0);
+      expect(readelf.exitCode, `readelf -d ${bin.binary_path}: ${String(readelf.stderr) || readelf.shortMessage}`).toBe(
+        0,
+      );
       expect(String(readelf.stdout)).toMatch(/Dynamic section/);
       expect(String(readelf.stdout)).not.toMatch(/RUNPATH|RPATH/);
     },
@@ -47,10 +61,18 @@ describe('real llama-server from the bundle', () => {
       const first = await ensureCpuTestEngine();
       const provenancePath = join(first.binary_path, '..', 'build.json');
       const before = await stat(provenancePath);
-      const prov = new EngineProvisioner({ cacheDir: testCacheDir(), logger: pino({ level: 'silent' }), env: process.env });
+      const prov = new EngineProvisioner({
+        cacheDir: testCacheDir(),
+        logger: pino({ level: 'silent' }),
+        env: process.env,
+      });
       const phases: string[] = [];
       const again = await prov.ensureBinary(await cpuTestPool(), { onProgress: (p) => phases.push(p.phase) });
-      expect(again).toMatchObject({ cached: true, binary_path: first.binary_path, engine_fingerprint: first.engine_fingerprint });
+      expect(again).toMatchObject({
+        cached: true,
+        binary_path: first.binary_path,
+        engine_fingerprint: first.engine_fingerprint,
+      });
       expect(phases).not.toContain('configure');
       expect(phases).not.toContain('build');
       expect((await stat(provenancePath)).mtimeMs).toBe(before.mtimeMs);
@@ -64,8 +86,15 @@ describe('real llama-server from the bundle', () => {
     'the built binary works as an external source',
     async () => {
       const bin = await ensureCpuTestEngine();
-      const prov = new EngineProvisioner({ cacheDir: testCacheDir(), logger: pino({ level: 'silent' }), env: process.env });
-      const pool = PoolConfigSchema.parse({ ...(await cpuTestPool()), source: { kind: 'external', binary_path: bin.binary_path } });
+      const prov = new EngineProvisioner({
+        cacheDir: testCacheDir(),
+        logger: pino({ level: 'silent' }),
+        env: process.env,
+      });
+      const pool = PoolConfigSchema.parse({
+        ...(await cpuTestPool()),
+        source: { kind: 'external', binary_path: bin.binary_path },
+      });
       const ext = await prov.ensureBinary(pool);
       expect(ext).toMatchObject({ binary_path: bin.binary_path, engine_version: bin.engine_version, cached: true });
       expect(ext.build_provenance.cuda).toBe(false);

@@ -10,8 +10,22 @@ const COMPLETION =
 
 describe('answerFigures (performance notes: answers checked by hand)', () => {
   it("reads the figures of the engine's chat and completion answers", () => {
-    expect(answerFigures(JSON.parse(CHAT))).toEqual({ tokens_out: 8, decode_ms: 2.296, stop_type: 'limit', finish_reason: 'length', prompt_tokens: 9, cached_tokens: 0 });
-    expect(answerFigures(JSON.parse(COMPLETION))).toEqual({ tokens_out: 3, decode_ms: 1.25, stop_type: 'eos', finish_reason: 'stop', prompt_tokens: 3, cached_tokens: 2 });
+    expect(answerFigures(JSON.parse(CHAT))).toEqual({
+      tokens_out: 8,
+      decode_ms: 2.296,
+      stop_type: 'limit',
+      finish_reason: 'length',
+      prompt_tokens: 9,
+      cached_tokens: 0,
+    });
+    expect(answerFigures(JSON.parse(COMPLETION))).toEqual({
+      tokens_out: 3,
+      decode_ms: 1.25,
+      stop_type: 'eos',
+      finish_reason: 'stop',
+      prompt_tokens: 3,
+      cached_tokens: 2,
+    });
   });
 
   it('takes the cached count from the timings when usage has no details, and decode 0 without timings', () => {
@@ -58,14 +72,31 @@ describe('answerFigures (performance notes: answers checked by hand)', () => {
 
 describe('answerRequestOf', () => {
   it('a chat: the streamed chat body with stream false and without the usage-chunk option, same key order', () => {
-    const r = answerRequestOf({ workload: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, seed: 1, greedy: true, cache_prompt: true, sampling: { top_k: 5 } });
+    const r = answerRequestOf({
+      workload: 'chat',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 4,
+      seed: 1,
+      greedy: true,
+      cache_prompt: true,
+      sampling: { top_k: 5 },
+    });
     expect(r.path).toBe('/v1/chat/completions');
-    expect(JSON.stringify(r.body)).toBe('{"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":false,"cache_prompt":true,"seed":1,"temperature":0,"top_k":5}');
+    expect(JSON.stringify(r.body)).toBe(
+      '{"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":false,"cache_prompt":true,"seed":1,"temperature":0,"top_k":5}',
+    );
   });
 
   it("a completion: /completion's body on the OpenAI completions route, stream false", () => {
-    const r = answerRequestOf({ workload: 'completion', prompt: 'p', max_tokens: 4, sampling: { logprobs: true, top_logprobs: 2 } });
+    const r = answerRequestOf({
+      workload: 'completion',
+      prompt: 'p',
+      max_tokens: 4,
+      sampling: { logprobs: true, top_logprobs: 2 },
+    });
     expect(r.path).toBe('/v1/completions');
-    expect(JSON.stringify(r.body)).toBe('{"prompt":"p","n_predict":4,"stream":false,"cache_prompt":false,"temperature":0.8,"n_probs":2}');
+    expect(JSON.stringify(r.body)).toBe(
+      '{"prompt":"p","n_predict":4,"stream":false,"cache_prompt":false,"temperature":0.8,"n_probs":2}',
+    );
   });
 });

@@ -76,12 +76,14 @@ export function answerFigures(json: unknown): AnswerFigures | undefined {
   let decode = 0;
   let cacheN: unknown;
   if (timings !== undefined) {
-    if (!isRecord(timings) || typeof timings.predicted_ms !== 'number' || !(timings.predicted_ms >= 0)) return undefined;
+    if (!isRecord(timings) || typeof timings.predicted_ms !== 'number' || !(timings.predicted_ms >= 0))
+      return undefined;
     decode = timings.predicted_ms;
     cacheN = timings.cache_n;
   }
   const details = usage.prompt_tokens_details;
-  const cached = isRecord(details) && count(details.cached_tokens) ? details.cached_tokens : count(cacheN) ? cacheN : undefined;
+  const cached =
+    isRecord(details) && count(details.cached_tokens) ? details.cached_tokens : count(cacheN) ? cacheN : undefined;
   const figures: AnswerFigures = {
     tokens_out: usage.completion_tokens,
     decode_ms: decode,
@@ -99,10 +101,18 @@ export function readAnswer(text: string, url: string): EngineAnswer {
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new EngineProtocolError('llama-server answered with a body that is not JSON', { url, body: text.slice(0, 200) }, { cause: err });
+    throw new EngineProtocolError(
+      'llama-server answered with a body that is not JSON',
+      { url, body: text.slice(0, 200) },
+      { cause: err },
+    );
   }
   const figures = answerFigures(json);
-  if (figures === undefined) throw new EngineProtocolError('llama-server answered with a body of unknown shape', { url, body: text.slice(0, 200) });
+  if (figures === undefined)
+    throw new EngineProtocolError('llama-server answered with a body of unknown shape', {
+      url,
+      body: text.slice(0, 200),
+    });
   return { text, body: json as Loose, figures };
 }
 
@@ -117,11 +127,22 @@ export interface AnswerTransport {
   statusError(status: number, text: string, path: string): Error;
 }
 
-const REFUSED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const REFUSED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** Whether the request never reached the engine (no connection): its error or a cause carries a connect-failure code. */
 function neverConnected(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = err, depth = 0;
+    e !== undefined && e !== null && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && REFUSED.has(code)) return true;
   }
@@ -137,13 +158,22 @@ function neverConnected(err: unknown): boolean {
  * (signal). Aborting closes the socket, which is llama-server's cancel; for a non-streamed request
  * the engine notices it within its 1 s poll (reference §5).
  */
-export async function requestAnswer(t: AnswerTransport, input: AnswerInput, signal?: AbortSignal): Promise<EngineAnswer> {
+export async function requestAnswer(
+  t: AnswerTransport,
+  input: AnswerInput,
+  signal?: AbortSignal,
+): Promise<EngineAnswer> {
   const { path, body } = answerRequestOf(input);
   return readAnswer(await postForText(t, path, body, signal), t.baseUrl);
 }
 
 /** POSTs `body` to `path` and returns the 200 body's text; the errors of {@link requestAnswer} but the shape check. */
-export async function postForText(t: AnswerTransport, path: string, body: Record<string, unknown>, signal?: AbortSignal): Promise<string> {
+export async function postForText(
+  t: AnswerTransport,
+  path: string,
+  body: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<string> {
   const url = t.baseUrl;
   let status: number;
   let text: string;
@@ -161,8 +191,17 @@ export async function postForText(t: AnswerTransport, path: string, body: Record
     text = await res.body.text();
   } catch (err) {
     if (signal?.aborted === true) throw new CompletionAbortedError({ url }, { cause: err });
-    if (neverConnected(err)) throw new EngineUnreachableError(`llama-server at ${url} unreachable: ${(err as Error).message}`, { url }, { cause: err });
-    throw new WorkerResetError(`llama-server connection broke before its answer: ${(err as Error).message}`, { url }, { cause: err });
+    if (neverConnected(err))
+      throw new EngineUnreachableError(
+        `llama-server at ${url} unreachable: ${(err as Error).message}`,
+        { url },
+        { cause: err },
+      );
+    throw new WorkerResetError(
+      `llama-server connection broke before its answer: ${(err as Error).message}`,
+      { url },
+      { cause: err },
+    );
   }
   if (status !== 200) throw t.statusError(status, text, path);
   return text;

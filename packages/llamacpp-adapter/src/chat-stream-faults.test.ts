@@ -35,7 +35,12 @@ const chunk = (choice: object | undefined, extra: object = {}): string =>
   `data: ${JSON.stringify({ choices: choice === undefined ? [] : [{ index: 0, finish_reason: null, ...choice }], object: 'chat.completion.chunk', ...extra })}\n\n`;
 const usage = (completion: number, prompt: number, cached: number): string =>
   chunk(undefined, {
-    usage: { completion_tokens: completion, prompt_tokens: prompt, total_tokens: completion + prompt, prompt_tokens_details: { cached_tokens: cached } },
+    usage: {
+      completion_tokens: completion,
+      prompt_tokens: prompt,
+      total_tokens: completion + prompt,
+      prompt_tokens_details: { cached_tokens: cached },
+    },
     timings: { cache_n: cached, predicted_ms: 2.5 },
   });
 
@@ -59,17 +64,34 @@ describe('chat stream mapping (fault fixtures)', () => {
       { type: 'token', t: 'a', i: 0 },
       { type: 'token', t: 'b', i: 1, logprobs },
       { type: 'token', t: '', i: 2, delta: { tool_calls: toolCall } },
-      { type: 'end', tokens_out: 3, decode_ms: 2.5, prompt_tokens: 12, cached_tokens: 8, stop_type: 'eos', finish_reason: 'tool_calls' },
+      {
+        type: 'end',
+        tokens_out: 3,
+        decode_ms: 2.5,
+        prompt_tokens: 12,
+        cached_tokens: 8,
+        stop_type: 'eos',
+        finish_reason: 'tool_calls',
+      },
     ]);
   });
 
   it('finish_reason length is stop_type limit', async () => {
-    const client = await server(`${chunk({ delta: { content: 'x' } })}${chunk({ delta: {}, finish_reason: 'length' })}${usage(1, 3, 0)}data: [DONE]\n\n`);
-    expect((await collect(chatEvents(client, req))).at(-1)).toMatchObject({ type: 'end', stop_type: 'limit', finish_reason: 'length', cached_tokens: 0 });
+    const client = await server(
+      `${chunk({ delta: { content: 'x' } })}${chunk({ delta: {}, finish_reason: 'length' })}${usage(1, 3, 0)}data: [DONE]\n\n`,
+    );
+    expect((await collect(chatEvents(client, req))).at(-1)).toMatchObject({
+      type: 'end',
+      stop_type: 'limit',
+      finish_reason: 'length',
+      cached_tokens: 0,
+    });
   });
 
   it('a body that ends before [DONE] is WORKER_RESET, even after the usage chunk', async () => {
-    const client = await server(`${chunk({ delta: { content: 'x' } })}${chunk({ delta: {}, finish_reason: 'stop' })}${usage(1, 3, 0)}`);
+    const client = await server(
+      `${chunk({ delta: { content: 'x' } })}${chunk({ delta: {}, finish_reason: 'stop' })}${usage(1, 3, 0)}`,
+    );
     const seen: CompletionEvent[] = [];
     const err = await (async () => {
       for await (const ev of chatEvents(client, req)) seen.push(ev);
@@ -79,16 +101,30 @@ describe('chat stream mapping (fault fixtures)', () => {
   });
 
   it('[DONE] without a usage chunk is a protocol error', async () => {
-    const client = await server(`${chunk({ delta: { content: 'x' } })}${chunk({ delta: {}, finish_reason: 'stop' })}data: [DONE]\n\n`);
+    const client = await server(
+      `${chunk({ delta: { content: 'x' } })}${chunk({ delta: {}, finish_reason: 'stop' })}data: [DONE]\n\n`,
+    );
     await expect(collect(chatEvents(client, req))).rejects.toBeInstanceOf(EngineProtocolError);
   });
 
   it('a 400 before the stream is INVALID_PARAMS with the engine message; an error frame inside it too', async () => {
-    const before = await server(JSON.stringify({ error: { code: 400, message: 'Failed to initialize samplers: std::exception', type: 'invalid_request_error' } }), 400);
+    const before = await server(
+      JSON.stringify({
+        error: { code: 400, message: 'Failed to initialize samplers: std::exception', type: 'invalid_request_error' },
+      }),
+      400,
+    );
     const e1 = await collect(chatEvents(before, req)).catch((e: unknown) => e);
     expect(e1).toBeInstanceOf(EngineRejectedError);
-    expect(e1).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS', retriable: false, message: 'Failed to initialize samplers: std::exception' });
-    const inside = await server(`${chunk({ delta: { content: 'x' } })}data: ${JSON.stringify({ error: { code: 500, message: 'decode failed', type: 'server_error' } })}\n\n`);
+    expect(e1).toMatchObject({
+      status: 400,
+      errorCode: 'INVALID_PARAMS',
+      retriable: false,
+      message: 'Failed to initialize samplers: std::exception',
+    });
+    const inside = await server(
+      `${chunk({ delta: { content: 'x' } })}data: ${JSON.stringify({ error: { code: 500, message: 'decode failed', type: 'server_error' } })}\n\n`,
+    );
     await expect(collect(chatEvents(inside, req))).rejects.toMatchObject({ status: 500, message: 'decode failed' });
   });
 });

@@ -42,7 +42,12 @@ const endOf = (events: CompletionEvent[]): Extract<CompletionEvent, { type: 'end
 
 /** The same body straight to the engine's /v1/chat/completions: concatenated `delta.content`. */
 async function direct(body: object): Promise<string> {
-  const res = await request(`${engine.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, reset: true });
+  const res = await request(`${engine.url}/v1/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+    reset: true,
+  });
   expect(res.statusCode).toBe(200);
   let out = '';
   for await (const payload of parseSseData(res.body)) {
@@ -57,7 +62,12 @@ const conversation: ChatMessage[] = [
   { role: 'system', content: 'You are a terse assistant.' },
   { role: 'user', content: 'Tell me about the weather on the coast today.' },
 ];
-const answerSchema = { type: 'object', properties: { answer: { type: 'string', enum: ['yes', 'no'] } }, required: ['answer'], additionalProperties: false };
+const answerSchema = {
+  type: 'object',
+  properties: { answer: { type: 'string', enum: ['yes', 'no'] } },
+  required: ['answer'],
+  additionalProperties: false,
+};
 
 describe('chat stream against the real llama-server', () => {
   it('streams the same content as the same request sent straight to the engine (seed, greedy)', async () => {
@@ -99,17 +109,36 @@ describe('chat stream against the real llama-server', () => {
   });
 
   it('cache_prompt: a second turn extending the first is served mostly from the slot cache', async () => {
-    const turn1 = await collect(chatEvents(client, { messages: conversation, max_tokens: 16, seed: 1, greedy: true, cache_prompt: true }));
+    const turn1 = await collect(
+      chatEvents(client, { messages: conversation, max_tokens: 16, seed: 1, greedy: true, cache_prompt: true }),
+    );
     const end1 = endOf(turn1);
-    const turn2Messages: ChatMessage[] = [...conversation, { role: 'assistant', content: text(turn1) }, { role: 'user', content: 'And tomorrow?' }];
-    const end2 = endOf(await collect(chatEvents(client, { messages: turn2Messages, max_tokens: 8, seed: 1, greedy: true, cache_prompt: true })));
-    process.stderr.write(`[measure] adapter chat turn 2: ${end2.cached_tokens}/${end2.prompt_tokens} prompt tokens cached (turn 1 prompt ${end1.prompt_tokens})\n`);
+    const turn2Messages: ChatMessage[] = [
+      ...conversation,
+      { role: 'assistant', content: text(turn1) },
+      { role: 'user', content: 'And tomorrow?' },
+    ];
+    const end2 = endOf(
+      await collect(
+        chatEvents(client, { messages: turn2Messages, max_tokens: 8, seed: 1, greedy: true, cache_prompt: true }),
+      ),
+    );
+    process.stderr.write(
+      `[measure] adapter chat turn 2: ${end2.cached_tokens}/${end2.prompt_tokens} prompt tokens cached (turn 1 prompt ${end1.prompt_tokens})\n`,
+    );
     expect(end2.prompt_tokens).toBeGreaterThan(end1.prompt_tokens ?? 0);
     expect(end2.cached_tokens).toBeGreaterThanOrEqual((end1.prompt_tokens ?? 0) - 1);
   });
 
   it('logprobs: every content piece carries the engine probabilities', async () => {
-    const events = await collect(chatEvents(client, { messages: conversation, max_tokens: 4, greedy: true, sampling: { logprobs: true, top_logprobs: 2 } }));
+    const events = await collect(
+      chatEvents(client, {
+        messages: conversation,
+        max_tokens: 4,
+        greedy: true,
+        sampling: { logprobs: true, top_logprobs: 2 },
+      }),
+    );
     const tokens = events.filter((e) => e.type === 'token');
     expect(tokens.length).toBeGreaterThan(0);
     for (const t of tokens) expect(t.logprobs).toMatchObject({ content: [{ top_logprobs: [{}, {}] }] });
@@ -119,7 +148,11 @@ describe('chat stream against the real llama-server', () => {
     const ac = new AbortController();
     let seen = 0;
     const err = await (async () => {
-      for await (const ev of chatEvents(client, { messages: conversation, max_tokens: 100_000, greedy: true }, ac.signal)) {
+      for await (const ev of chatEvents(
+        client,
+        { messages: conversation, max_tokens: 100_000, greedy: true },
+        ac.signal,
+      )) {
         if (ev.type === 'token' && ++seen === 3) ac.abort();
       }
     })().catch((e: unknown) => e);
@@ -132,7 +165,9 @@ describe('chat stream against the real llama-server', () => {
   });
 
   it('a prompt over the context is refused before the stream: INVALID_PARAMS with the engine message', async () => {
-    const err = await collect(chatEvents(client, { messages: [{ role: 'user', content: 'word '.repeat(6000) }], max_tokens: 4 })).catch((e: unknown) => e);
+    const err = await collect(
+      chatEvents(client, { messages: [{ role: 'user', content: 'word '.repeat(6000) }], max_tokens: 4 }),
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineRejectedError);
     expect(err).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS', retriable: false });
     expect((err as Error).message).toMatch(/context size/);
@@ -148,7 +183,9 @@ describe('completion sampling against the real llama-server', () => {
     expect(endOf(full).prompt_tokens).toBeGreaterThan(5);
     const whole = text(full);
     const stop = whole.slice(4, 6);
-    const cut = await collect(completeEvents(client, { prompt, max_tokens: 24, greedy: true, sampling: { stop: [stop] } }));
+    const cut = await collect(
+      completeEvents(client, { prompt, max_tokens: 24, greedy: true, sampling: { stop: [stop] } }),
+    );
     expect(text(cut)).toBe(whole.slice(0, whole.indexOf(stop)));
     expect(endOf(cut)).toMatchObject({ finish_reason: 'stop', stop_type: 'word' });
   });
@@ -168,12 +205,16 @@ describe('completion sampling against the real llama-server', () => {
 
   it('cache_prompt: the same prompt again is served from the cache', async () => {
     await collect(completeEvents(client, { prompt, max_tokens: 4, greedy: true, cache_prompt: true }));
-    const again = endOf(await collect(completeEvents(client, { prompt, max_tokens: 4, greedy: true, cache_prompt: true })));
+    const again = endOf(
+      await collect(completeEvents(client, { prompt, max_tokens: 4, greedy: true, cache_prompt: true })),
+    );
     expect(again.cached_tokens).toBe((again.prompt_tokens ?? 0) - 1);
   });
 
   it('logprobs become n_probs: pieces carry completion_probabilities', async () => {
-    const events = await collect(completeEvents(client, { prompt, max_tokens: 4, greedy: true, sampling: { logprobs: true, top_logprobs: 3 } }));
+    const events = await collect(
+      completeEvents(client, { prompt, max_tokens: 4, greedy: true, sampling: { logprobs: true, top_logprobs: 3 } }),
+    );
     const tokens = events.filter((e) => e.type === 'token');
     expect(tokens.length).toBeGreaterThan(0);
     expect(tokens[0]?.logprobs).toMatchObject([{ top_logprobs: [{}, {}, {}] }]);

@@ -3,8 +3,16 @@ import { DEFAULT_TEMPERATURE, toChatBody, toCompletionBody } from './completion-
 
 describe('toCompletionBody', () => {
   it('maps a greedy seeded dispatch with a fixed key order', () => {
-    const body = toCompletionBody({ prompt: 'Once upon a time', max_tokens: 16, seed: 42, greedy: true, temperature: 1.3 });
-    expect(JSON.stringify(body)).toBe('{"prompt":"Once upon a time","n_predict":16,"stream":true,"cache_prompt":false,"seed":42,"temperature":0}');
+    const body = toCompletionBody({
+      prompt: 'Once upon a time',
+      max_tokens: 16,
+      seed: 42,
+      greedy: true,
+      temperature: 1.3,
+    });
+    expect(JSON.stringify(body)).toBe(
+      '{"prompt":"Once upon a time","n_predict":16,"stream":true,"cache_prompt":false,"seed":42,"temperature":0}',
+    );
   });
 
   it('omits seed when absent and uses the given or default temperature', () => {
@@ -46,21 +54,44 @@ describe('toCompletionBody with sampling', () => {
   });
 
   it('greedy beats sampling.temperature, which beats the older temperature field', () => {
-    expect(toCompletionBody({ prompt: 'p', max_tokens: 1, greedy: true, sampling: { temperature: 1 } }).temperature).toBe(0);
-    expect(toCompletionBody({ prompt: 'p', max_tokens: 1, temperature: 0.2, sampling: { temperature: 1 } }).temperature).toBe(1);
+    expect(
+      toCompletionBody({ prompt: 'p', max_tokens: 1, greedy: true, sampling: { temperature: 1 } }).temperature,
+    ).toBe(0);
+    expect(
+      toCompletionBody({ prompt: 'p', max_tokens: 1, temperature: 0.2, sampling: { temperature: 1 } }).temperature,
+    ).toBe(1);
   });
 
   it('response_format becomes json_schema; logprobs become n_probs; tools are not sent', () => {
     const schema = { type: 'object', properties: { a: { type: 'integer' } } };
-    expect(toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } } }).json_schema).toEqual(
-      schema,
-    );
-    expect(toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'json_object' } } }).json_schema).toEqual({});
-    expect(toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'json_object', schema } } }).json_schema).toEqual(schema);
-    expect('json_schema' in toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'text' } } })).toBe(false);
+    expect(
+      toCompletionBody({
+        prompt: 'p',
+        max_tokens: 1,
+        sampling: { response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } },
+      }).json_schema,
+    ).toEqual(schema);
+    expect(
+      toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'json_object' } } })
+        .json_schema,
+    ).toEqual({});
+    expect(
+      toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'json_object', schema } } })
+        .json_schema,
+    ).toEqual(schema);
+    expect(
+      'json_schema' in
+        toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { response_format: { type: 'text' } } }),
+    ).toBe(false);
     expect(toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { logprobs: true } }).n_probs).toBe(1);
-    expect(toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { logprobs: true, top_logprobs: 5 } }).n_probs).toBe(5);
-    const withTools = toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { tools: [{ type: 'function' }], tool_choice: 'auto', logprobs: false } });
+    expect(
+      toCompletionBody({ prompt: 'p', max_tokens: 1, sampling: { logprobs: true, top_logprobs: 5 } }).n_probs,
+    ).toBe(5);
+    const withTools = toCompletionBody({
+      prompt: 'p',
+      max_tokens: 1,
+      sampling: { tools: [{ type: 'function' }], tool_choice: 'auto', logprobs: false },
+    });
     expect(Object.keys(withTools)).toEqual(['prompt', 'n_predict', 'stream', 'cache_prompt', 'temperature']);
   });
 });
@@ -93,7 +124,15 @@ describe('toChatBody', () => {
     };
     const body = toChatBody({ messages, max_tokens: 4, cache_prompt: true, sampling });
     const { temperature, ...rest } = sampling;
-    expect(body).toEqual({ messages, max_tokens: 4, stream: true, stream_options: { include_usage: true }, cache_prompt: true, temperature, ...rest });
+    expect(body).toEqual({
+      messages,
+      max_tokens: 4,
+      stream: true,
+      stream_options: { include_usage: true },
+      cache_prompt: true,
+      temperature,
+      ...rest,
+    });
   });
 
   it('sends a named tool_choice as required over that one tool (the engine reads only the strings)', () => {
@@ -102,9 +141,16 @@ describe('toChatBody', () => {
       { type: 'function', function: { name: 'f' } },
       { type: 'function', function: { name: 'g' } },
     ];
-    const body = toChatBody({ messages, max_tokens: 4, sampling: { tools, tool_choice: { type: 'function', function: { name: 'g' } } } });
+    const body = toChatBody({
+      messages,
+      max_tokens: 4,
+      sampling: { tools, tool_choice: { type: 'function', function: { name: 'g' } } },
+    });
     expect(body.tools).toEqual([{ type: 'function', function: { name: 'g' } }]);
     expect(body.tool_choice).toBe('required');
-    expect(toChatBody({ messages, max_tokens: 4, sampling: { tools, tool_choice: 'auto' } })).toMatchObject({ tools, tool_choice: 'auto' });
+    expect(toChatBody({ messages, max_tokens: 4, sampling: { tools, tool_choice: 'auto' } })).toMatchObject({
+      tools,
+      tool_choice: 'auto',
+    });
   });
 });

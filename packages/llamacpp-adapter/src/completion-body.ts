@@ -7,7 +7,8 @@ import { toolName, type ChatMessage, type DispatchRequest, type Sampling } from 
 export const DEFAULT_TEMPERATURE = 0.8;
 
 /** The fields of a dispatch that shape any engine request. */
-type GenerationInput = Pick<DispatchRequest, 'max_tokens'> & Partial<Pick<DispatchRequest, 'seed' | 'greedy' | 'temperature' | 'sampling' | 'cache_prompt'>>;
+type GenerationInput = Pick<DispatchRequest, 'max_tokens'> &
+  Partial<Pick<DispatchRequest, 'seed' | 'greedy' | 'temperature' | 'sampling' | 'cache_prompt'>>;
 
 /** What {@link toCompletionBody} needs: a prompt and the generation fields. */
 export type CompletionInput = GenerationInput & { prompt: string };
@@ -50,7 +51,16 @@ export interface ChatBody extends Omit<Sampling, 'temperature'> {
 }
 
 /** Sampling fields both routes take under the same name, in the order they are written. */
-const SHARED_FIELDS = ['top_p', 'top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repeat_penalty', 'logit_bias', 'stop'] as const;
+const SHARED_FIELDS = [
+  'top_p',
+  'top_k',
+  'min_p',
+  'presence_penalty',
+  'frequency_penalty',
+  'repeat_penalty',
+  'logit_bias',
+  'stop',
+] as const;
 
 /** Sampling fields only the chat route understands; the OpenAI layer there maps them itself. */
 const CHAT_ONLY_FIELDS = ['response_format', 'logprobs', 'top_logprobs', 'tools', 'tool_choice'] as const;
@@ -61,7 +71,10 @@ function temperatureOf(req: GenerationInput): number {
   return req.sampling?.temperature ?? req.temperature ?? DEFAULT_TEMPERATURE;
 }
 
-function pick<K extends keyof Sampling>(sampling: Sampling | undefined, keys: readonly K[]): Partial<Pick<Sampling, K>> {
+function pick<K extends keyof Sampling>(
+  sampling: Sampling | undefined,
+  keys: readonly K[],
+): Partial<Pick<Sampling, K>> {
   const out: Partial<Pick<Sampling, K>> = {};
   if (sampling === undefined) return out;
   for (const k of keys) if (sampling[k] !== undefined) out[k] = sampling[k];

@@ -11,7 +11,8 @@ import { EngineProtocolError } from './errors.js';
 type Loose = Record<string, unknown>;
 
 const isRecord = (v: unknown): v is Loose => typeof v === 'object' && v !== null && !Array.isArray(v);
-const count = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined);
+const count = (v: unknown): number | undefined =>
+  Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined;
 
 /**
  * The figures of an engine-call answer, or undefined for a body that is not one: embeddings and
@@ -33,7 +34,13 @@ export function callFigures(kind: EngineCall['kind'], json: unknown): AnswerFigu
   const timings = isRecord(json.timings) ? json.timings : undefined;
   const decode = typeof timings?.predicted_ms === 'number' && timings.predicted_ms >= 0 ? timings.predicted_ms : 0;
   const limit = json.stop_type === 'limit';
-  const figures: AnswerFigures = { tokens_out: out, decode_ms: decode, stop_type: limit ? 'limit' : 'eos', finish_reason: limit ? 'length' : 'stop', prompt_tokens: prompt };
+  const figures: AnswerFigures = {
+    tokens_out: out,
+    decode_ms: decode,
+    stop_type: limit ? 'limit' : 'eos',
+    finish_reason: limit ? 'length' : 'stop',
+    prompt_tokens: prompt,
+  };
   const cached = count(json.tokens_cached) ?? count(timings?.cache_n);
   if (cached !== undefined) figures.cached_tokens = cached;
   return figures;
@@ -41,7 +48,10 @@ export function callFigures(kind: EngineCall['kind'], json: unknown): AnswerFigu
 
 /** The engine path and body of a call; an infill answer is asked for unstreamed here (`stream` is the dispatch's business). */
 export function callRequestOf(call: EngineCall): { path: string; body: Loose } {
-  return { path: ENGINE_CALL_ROUTES[call.kind], body: call.kind === 'infill' ? { ...call.body, stream: false } : call.body };
+  return {
+    path: ENGINE_CALL_ROUTES[call.kind],
+    body: call.kind === 'infill' ? { ...call.body, stream: false } : call.body,
+  };
 }
 
 /** Reads a call's answer body; throws {@link EngineProtocolError} for one of another shape. */
@@ -50,9 +60,17 @@ export function readCallAnswer(kind: EngineCall['kind'], text: string, url: stri
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new EngineProtocolError(`llama-server answered ${ENGINE_CALL_ROUTES[kind]} with a body that is not JSON`, { url, body: text.slice(0, 200) }, { cause: err });
+    throw new EngineProtocolError(
+      `llama-server answered ${ENGINE_CALL_ROUTES[kind]} with a body that is not JSON`,
+      { url, body: text.slice(0, 200) },
+      { cause: err },
+    );
   }
   const figures = callFigures(kind, json);
-  if (figures === undefined) throw new EngineProtocolError(`llama-server answered ${ENGINE_CALL_ROUTES[kind]} with a body of unknown shape`, { url, body: text.slice(0, 200) });
+  if (figures === undefined)
+    throw new EngineProtocolError(`llama-server answered ${ENGINE_CALL_ROUTES[kind]} with a body of unknown shape`, {
+      url,
+      body: text.slice(0, 200),
+    });
   return { text, body: json as Loose, figures };
 }

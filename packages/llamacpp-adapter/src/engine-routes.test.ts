@@ -39,7 +39,10 @@ describe('engine routes besides generation', () => {
 
   it("embeddings: the engine's body as it came, with its prompt tokens", async () => {
     const answer = await embed.call({ kind: 'embeddings', body: { input: ['a b', 'c'], encoding_format: 'float' } });
-    expect(answer.figures).toMatchObject({ tokens_out: 0, prompt_tokens: (answer.body.usage as { prompt_tokens: number }).prompt_tokens });
+    expect(answer.figures).toMatchObject({
+      tokens_out: 0,
+      prompt_tokens: (answer.body.usage as { prompt_tokens: number }).prompt_tokens,
+    });
     expect(answer.figures.prompt_tokens).toBeGreaterThan(2);
     const data = answer.body.data as Array<{ embedding: number[] }>;
     expect(data).toHaveLength(2);
@@ -63,7 +66,9 @@ describe('engine routes besides generation', () => {
     const err = await fim.call({ kind: 'embeddings', body: { input: 'x' } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineRejectedError);
     expect((err as EngineRejectedError).status).toBe(501);
-    const bad = await embed.call({ kind: 'embeddings', body: { input: 'x', encoding_format: 'int8' } }).catch((e: unknown) => e);
+    const bad = await embed
+      .call({ kind: 'embeddings', body: { input: 'x', encoding_format: 'int8' } })
+      .catch((e: unknown) => e);
     expect(bad).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS' });
   });
 });

@@ -81,6 +81,8 @@ export const ChatChunkSchema = z.looseObject({
       prompt_tokens_details: z.looseObject({ cached_tokens: z.int().nonnegative().optional() }).optional(),
     })
     .optional(),
-  timings: z.looseObject({ predicted_ms: z.number().nonnegative(), cache_n: z.int().nonnegative().optional() }).optional(),
+  timings: z
+    .looseObject({ predicted_ms: z.number().nonnegative(), cache_n: z.int().nonnegative().optional() })
+    .optional(),
 });
 export type ChatChunk = z.infer<typeof ChatChunkSchema>;

@@ -4,7 +4,14 @@ import type { ErrorCode } from '@llama-orch/contracts';
  * Stable codes of the llama-server adapter. Callers branch on the class (or `code`), never on text.
  * `errorCode` is the wire code (contracts' ErrorCode) a service should put in its envelope/event.
  */
-export type AdapterErrorCode = 'ENGINE_UNREACHABLE' | 'ENGINE_LOADING' | 'ENGINE_REJECTED' | 'ENGINE_PROTOCOL' | 'WORKER_RESET' | 'ABORTED' | 'CLIENT_CLOSED';
+export type AdapterErrorCode =
+  | 'ENGINE_UNREACHABLE'
+  | 'ENGINE_LOADING'
+  | 'ENGINE_REJECTED'
+  | 'ENGINE_PROTOCOL'
+  | 'WORKER_RESET'
+  | 'ABORTED'
+  | 'CLIENT_CLOSED';
 
 export class AdapterError extends Error {
   override readonly name: string = 'AdapterError';
@@ -52,7 +59,11 @@ export class EngineRejectedError extends AdapterError {
     context: Readonly<Record<string, unknown>> = {},
   ) {
     const errorCode: ErrorCode = status === 400 ? 'INVALID_PARAMS' : status === 503 ? 'POOL_UNAVAILABLE' : 'INTERNAL';
-    super('ENGINE_REJECTED', errorCode, errorCode !== 'INVALID_PARAMS' && errorCode !== 'INTERNAL', message, { ...context, status, engineType });
+    super('ENGINE_REJECTED', errorCode, errorCode !== 'INVALID_PARAMS' && errorCode !== 'INTERNAL', message, {
+      ...context,
+      status,
+      engineType,
+    });
   }
 }
 

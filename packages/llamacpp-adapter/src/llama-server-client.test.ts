@@ -42,7 +42,12 @@ function text(events: CompletionEvent[]): string {
 
 /** The same body sent straight to the engine with undici, concatenating `content` of every frame. */
 async function direct(body: object): Promise<{ text: string; tokensPredicted: number }> {
-  const res = await request(`${engine.url}/completion`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, reset: true });
+  const res = await request(`${engine.url}/completion`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+    reset: true,
+  });
   let out = '';
   let predicted = -1;
   for await (const payload of parseSseData(res.body)) {
@@ -108,7 +113,11 @@ describe('LlamaServerClient against the real llama-server', () => {
     const seen: CompletionEvent[] = [];
     let abortedAt = 0;
     const err = await (async () => {
-      for await (const ev of completeEvents(client, { prompt: 'a long story', max_tokens: 100_000, greedy: true }, ac.signal)) {
+      for await (const ev of completeEvents(
+        client,
+        { prompt: 'a long story', max_tokens: 100_000, greedy: true },
+        ac.signal,
+      )) {
         seen.push(ev);
         if (seen.length === 3) {
           abortedAt = performance.now();
@@ -122,7 +131,9 @@ describe('LlamaServerClient against the real llama-server', () => {
     process.stderr.write(`[measure] adapter abort → slot idle: ${idleMs.toFixed(1)} ms\n`);
     expect(idleMs).toBeLessThanOrEqual(1000);
     // The next request works (slot free, no poisoned socket).
-    expect((await collect(completeEvents(client, { prompt: 'after', max_tokens: 2, greedy: true }))).at(-1)?.type).toBe('end');
+    expect((await collect(completeEvents(client, { prompt: 'after', max_tokens: 2, greedy: true }))).at(-1)?.type).toBe(
+      'end',
+    );
   });
 
   it('leaving the loop early cancels the engine request too', async () => {
@@ -133,7 +144,9 @@ describe('LlamaServerClient against the real llama-server', () => {
   });
 
   it('an over-long prompt is refused before the stream with the engine message', async () => {
-    const err = await collect(completeEvents(client, { prompt: 'word '.repeat(6000), max_tokens: 4 })).catch((e: unknown) => e);
+    const err = await collect(completeEvents(client, { prompt: 'word '.repeat(6000), max_tokens: 4 })).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(EngineRejectedError);
     expect(err).toMatchObject({ status: 400, errorCode: 'INVALID_PARAMS' });
     expect((err as Error).message).toMatch(/context size/);

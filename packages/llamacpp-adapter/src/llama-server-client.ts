@@ -106,14 +106,21 @@ function isConnectionError(err: unknown): boolean {
 }
 
 function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true || err instanceof undiciErrors.RequestAbortedError || (err instanceof Error && err.name === 'AbortError');
+  return (
+    signal?.aborted === true ||
+    err instanceof undiciErrors.RequestAbortedError ||
+    (err instanceof Error && err.name === 'AbortError')
+  );
 }
 
 /** Idle sockets kept for answers: 2 s, under llama-server's 5 s keep-alive (undici also honours its `Keep-Alive` hint). */
 export const ANSWER_KEEP_ALIVE_MS = 2000;
 
 /** The keep-alive options of a dispatcher for non-streamed answers. */
-export const ANSWER_KEEP_ALIVE = Object.freeze({ keepAliveTimeout: ANSWER_KEEP_ALIVE_MS, keepAliveMaxTimeout: ANSWER_KEEP_ALIVE_MS });
+export const ANSWER_KEEP_ALIVE = Object.freeze({
+  keepAliveTimeout: ANSWER_KEEP_ALIVE_MS,
+  keepAliveMaxTimeout: ANSWER_KEEP_ALIVE_MS,
+});
 
 function keptAliveAgent(): Agent {
   return new Agent({ connections: 64, ...ANSWER_KEEP_ALIVE });
@@ -164,7 +171,10 @@ export class LlamaServerClient {
     const text = await res.body.text();
     if (res.statusCode === 200) return 'ready';
     if (res.statusCode === 503) return 'loading';
-    throw new EngineProtocolError(`GET /health answered ${res.statusCode}`, { url: this.baseUrl, body: text.slice(0, 200) });
+    throw new EngineProtocolError(`GET /health answered ${res.statusCode}`, {
+      url: this.baseUrl,
+      body: text.slice(0, 200),
+    });
   }
 
   /** `GET /props`, normalised. 503 → {@link EngineLoadingError}. */
@@ -266,7 +276,11 @@ export class LlamaServerClient {
       body: INFILL_PROBE,
       signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
     }).catch((err: unknown) => {
-      throw new EngineUnreachableError(`POST /infill on ${this.baseUrl} got no answer: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
+      throw new EngineUnreachableError(
+        `POST /infill on ${this.baseUrl} got no answer: ${(err as Error).message}`,
+        { url: this.baseUrl },
+        { cause: err },
+      );
     });
     await res.body.dump();
     return res.statusCode !== 501 && res.statusCode !== 404;
@@ -298,17 +312,32 @@ export class LlamaServerClient {
   #bodyError(err: unknown, signal: AbortSignal | undefined): Error {
     if (err instanceof AdapterError) return err;
     if (isAbort(err, signal)) return new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
-    return new WorkerResetError(`llama-server stream broke: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
+    return new WorkerResetError(
+      `llama-server stream broke: ${(err as Error).message}`,
+      { url: this.baseUrl },
+      { cause: err },
+    );
   }
 
-  #streamInto(path: string, payload: object, decoder: CompletionDecoder | ChatDecoder, onEvent: EventSink, signal: AbortSignal | undefined): Promise<void> {
+  #streamInto(
+    path: string,
+    payload: object,
+    decoder: CompletionDecoder | ChatDecoder,
+    onEvent: EventSink,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     if (this.#state === 'closed') return Promise.reject(new ClientClosedError());
     const url = new URL(`${this.baseUrl}${path}`);
     const errors: StreamErrors = {
       status: (status, text) => this.#statusError(status, text, path),
       beforeHeaders: (err) => {
         if (isAbort(err, signal)) return new CompletionAbortedError({ url: this.baseUrl }, { cause: err });
-        if (isConnectionError(err)) return new EngineUnreachableError(`llama-server at ${this.baseUrl} unreachable: ${err.message}`, { url: this.baseUrl }, { cause: err });
+        if (isConnectionError(err))
+          return new EngineUnreachableError(
+            `llama-server at ${this.baseUrl} unreachable: ${err.message}`,
+            { url: this.baseUrl },
+            { cause: err },
+          );
         return err;
       },
       body: (err) => this.#bodyError(err, signal),
@@ -338,7 +367,10 @@ export class LlamaServerClient {
   close(): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
     this.#state = 'closed';
-    const owned = [...(this.#ownsDispatcher ? [this.#dispatcher] : []), ...(this.#ownsAnswerDispatcher ? [this.#answerDispatcher] : [])];
+    const owned = [
+      ...(this.#ownsDispatcher ? [this.#dispatcher] : []),
+      ...(this.#ownsAnswerDispatcher ? [this.#answerDispatcher] : []),
+    ];
     this.#closing = Promise.all(owned.map((d) => d.destroy())).then(() => undefined);
     return this.#closing;
   }
@@ -357,7 +389,11 @@ export class LlamaServerClient {
     } catch (err) {
       if (signal?.aborted === true) throw err;
       if (timeout.aborted || isConnectionError(err)) {
-        throw new EngineUnreachableError(`GET ${path} on ${this.baseUrl} got no answer: ${(err as Error).message}`, { url: this.baseUrl }, { cause: err });
+        throw new EngineUnreachableError(
+          `GET ${path} on ${this.baseUrl} got no answer: ${(err as Error).message}`,
+          { url: this.baseUrl },
+          { cause: err },
+        );
       }
       throw err;
     }
@@ -374,7 +410,12 @@ export class LlamaServerClient {
       throw new EngineProtocolError(`GET ${path} did not return JSON`, { url: this.baseUrl }, { cause: err });
     }
     const parsed = schema.safeParse(json);
-    if (!parsed.success) throw new EngineProtocolError(`GET ${path} returned an unexpected shape`, { url: this.baseUrl }, { cause: parsed.error });
+    if (!parsed.success)
+      throw new EngineProtocolError(
+        `GET ${path} returned an unexpected shape`,
+        { url: this.baseUrl },
+        { cause: parsed.error },
+      );
     return parsed.data;
   }
 

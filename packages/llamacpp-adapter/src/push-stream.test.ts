@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { findFreePort } from '@llama-orch/engine-provisioner';
-import { CompletionAbortedError, EngineProtocolError, EngineRejectedError, EngineUnreachableError, WorkerResetError } from './errors.js';
+import {
+  CompletionAbortedError,
+  EngineProtocolError,
+  EngineRejectedError,
+  EngineUnreachableError,
+  WorkerResetError,
+} from './errors.js';
 import { LlamaServerClient, type CompletionEvent } from './llama-server-client.js';
 import { faultServer } from './testing/fault-server.js';
 import { chatEvents, completeEvents } from './testing/pull-events.js';
@@ -50,7 +56,14 @@ async function push(run: (onEvent: (ev: CompletionEvent) => void) => Promise<voi
 }
 
 const sse = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`;
-const final = { content: '', stop: true, tokens_predicted: 3, stop_type: 'eos', tokens_evaluated: 4, timings: { predicted_ms: 1.5, cache_n: 0 } };
+const final = {
+  content: '',
+  stop: true,
+  tokens_predicted: 3,
+  stop_type: 'eos',
+  tokens_evaluated: 4,
+  timings: { predicted_ms: 1.5, cache_n: 0 },
+};
 const req = { prompt: 'x', max_tokens: 4 };
 
 const completionBodies: Record<string, string> = {
@@ -98,7 +111,16 @@ describe('completeInto: the same events and errors as complete', () => {
 
   it('answers other than 200: the same errors as complete (JSON error, loading, not JSON)', async () => {
     const replies: Array<[number, string]> = [
-      [400, JSON.stringify({ error: { code: 400, message: 'request exceeds the available context size', type: 'exceed_context_size_error' } })],
+      [
+        400,
+        JSON.stringify({
+          error: {
+            code: 400,
+            message: 'request exceeds the available context size',
+            type: 'exceed_context_size_error',
+          },
+        }),
+      ],
       [503, JSON.stringify({ error: { code: 503, message: 'Loading model', type: 'unavailable_error' } })],
       [500, 'plain text'],
     ];
@@ -130,7 +152,9 @@ describe('completeInto: the same events and errors as complete', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(completionBodies['no final frame']);
     });
-    expect((await push((on) => client.completeInto(req, on, AbortSignal.abort()))).error).toBeInstanceOf(CompletionAbortedError);
+    expect((await push((on) => client.completeInto(req, on, AbortSignal.abort()))).error).toBeInstanceOf(
+      CompletionAbortedError,
+    );
   });
 
   it('a socket destroyed mid-body is WORKER_RESET', async () => {
@@ -185,8 +209,13 @@ describe('completeInto: the same events and errors as complete', () => {
 });
 
 describe('chatInto: the same events and errors as chat', () => {
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null): string => sse({ choices: [{ index: 0, delta, finish_reason: finish }] });
-  const usage = sse({ choices: [], usage: { completion_tokens: 2, prompt_tokens: 5, prompt_tokens_details: { cached_tokens: 1 } }, timings: { predicted_ms: 2 } });
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null): string =>
+    sse({ choices: [{ index: 0, delta, finish_reason: finish }] });
+  const usage = sse({
+    choices: [],
+    usage: { completion_tokens: 2, prompt_tokens: 5, prompt_tokens_details: { cached_tokens: 1 } },
+    timings: { predicted_ms: 2 },
+  });
   const bodies: Record<string, string> = {
     'role, content, tool call, finish, usage, [DONE]': `${chunk({ role: 'assistant' })}${chunk({ content: 'hi' })}${chunk({ tool_calls: [{ id: 'x' }] })}${chunk({}, 'stop')}${usage}data: [DONE]\n\n`,
     'no [DONE]': `${chunk({ content: 'hi' })}`,

@@ -11,7 +11,12 @@ function split(chunks: Array<string | Uint8Array>): string[] {
 
 describe('SseSplitter', () => {
   it('hands over each payload synchronously, skipping pings and other fields', () => {
-    expect(split(['data: {"a":1}\n\n:\n\nevent: e\nid: 3\ndata: a\ndata: b\n\ndata\n\ndata:x\n\n'])).toEqual(['{"a":1}', 'a\nb', '', 'x']);
+    expect(split(['data: {"a":1}\n\n:\n\nevent: e\nid: 3\ndata: a\ndata: b\n\ndata\n\ndata:x\n\n'])).toEqual([
+      '{"a":1}',
+      'a\nb',
+      '',
+      'x',
+    ]);
   });
 
   it('reassembles payloads, CRLF and UTF-8 split byte by byte', () => {

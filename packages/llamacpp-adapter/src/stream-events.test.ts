@@ -50,7 +50,10 @@ describe('plainChatPiece (chat pieces checked by hand)', () => {
     chunk({ finish_reason: 3, index: 0, delta: { content: 'a' } }),
     chunk({ finish_reason: null, index: 0, delta: { content: 7 } }),
     chunk({ finish_reason: null, index: 0, delta: 'a' }),
-    chunk({ finish_reason: null, index: 0, delta: { content: 'a' } }, { usage: { completion_tokens: 1, prompt_tokens: 1 }, timings: { predicted_ms: 1 } }),
+    chunk(
+      { finish_reason: null, index: 0, delta: { content: 'a' } },
+      { usage: { completion_tokens: 1, prompt_tokens: 1 }, timings: { predicted_ms: 1 } },
+    ),
     chunk({ finish_reason: null, index: 0, delta: { content: 'a' } }, { timings: { predicted_ms: -1 } }),
     chunk({ finish_reason: null, index: 0, delta: { content: 'a' } }, { error: { message: 'x' } }),
     { choices: [], ...head },
@@ -80,9 +83,20 @@ describe('plainChatPiece (chat pieces checked by hand)', () => {
       chunk({ finish_reason: null, index: 0, delta: { content: 'Hi' } }),
       chunk({ finish_reason: null, index: 0, delta: { content: ' there' }, logprobs: null }),
       chunk({ finish_reason: 'length', index: 0, delta: {} }),
-      { choices: [], ...head, usage: { completion_tokens: 2, prompt_tokens: 5, prompt_tokens_details: { cached_tokens: 1 } }, timings: { predicted_ms: 3 } },
+      {
+        choices: [],
+        ...head,
+        usage: { completion_tokens: 2, prompt_tokens: 5, prompt_tokens_details: { cached_tokens: 1 } },
+        timings: { predicted_ms: 3 },
+      },
     ].map((c) => d.payload(JSON.stringify(c)));
-    expect(events).toEqual([undefined, { type: 'token', t: 'Hi', i: 0 }, { type: 'token', t: ' there', i: 1 }, undefined, undefined]);
+    expect(events).toEqual([
+      undefined,
+      { type: 'token', t: 'Hi', i: 0 },
+      { type: 'token', t: ' there', i: 1 },
+      undefined,
+      undefined,
+    ]);
     expect(d.payload('[DONE]')).toEqual({
       type: 'end',
       tokens_out: 2,

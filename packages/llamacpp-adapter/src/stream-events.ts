@@ -61,7 +61,11 @@ function parseJson(payload: string, url: string): unknown {
   try {
     return JSON.parse(payload);
   } catch (err) {
-    throw new EngineProtocolError('llama-server sent a frame that is not JSON', { url, frame: payload.slice(0, 200) }, { cause: err });
+    throw new EngineProtocolError(
+      'llama-server sent a frame that is not JSON',
+      { url, frame: payload.slice(0, 200) },
+      { cause: err },
+    );
   }
 }
 
@@ -73,7 +77,11 @@ function parseFrame<S extends z.ZodType>(json: unknown, payload: string, schema:
   errorFrameCheck(json, url);
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    throw new EngineProtocolError('llama-server sent a frame of unknown shape', { url, frame: payload.slice(0, 200) }, { cause: parsed.error });
+    throw new EngineProtocolError(
+      'llama-server sent a frame of unknown shape',
+      { url, frame: payload.slice(0, 200) },
+      { cause: parsed.error },
+    );
   }
   return parsed.data;
 }
@@ -89,7 +97,9 @@ function isRecord(v: unknown): v is Loose {
  * as tokens among those without an `error` member, or undefined for anything else (which then
  * takes the schema path with its errors). Performance notes: token frames checked by hand.
  */
-export function plainTokenFrame(json: unknown): { content: string; stop: false; completion_probabilities?: unknown[] } | undefined {
+export function plainTokenFrame(
+  json: unknown,
+): { content: string; stop: false; completion_probabilities?: unknown[] } | undefined {
   if (!isRecord(json) || 'error' in json || json.stop !== false || typeof json.content !== 'string') return undefined;
   const n = json.tokens_predicted;
   if (n !== undefined && !(Number.isSafeInteger(n) && (n as number) >= 0)) return undefined;
@@ -112,7 +122,11 @@ export function plainChatPiece(json: unknown): string | undefined {
   if (!Array.isArray(choices) || choices.length !== 1) return undefined;
   const choice: unknown = choices[0];
   if (!isRecord(choice) || (choice.finish_reason !== undefined && choice.finish_reason !== null)) return undefined;
-  if ((choice.logprobs !== undefined && choice.logprobs !== null) || (choice.index !== undefined && !Number.isInteger(choice.index))) return undefined;
+  if (
+    (choice.logprobs !== undefined && choice.logprobs !== null) ||
+    (choice.index !== undefined && !Number.isInteger(choice.index))
+  )
+    return undefined;
   const delta = choice.delta;
   if (!isRecord(delta)) return undefined;
   for (const key in delta) if (key !== 'content') return undefined;
@@ -156,12 +170,18 @@ export class CompletionDecoder {
     // Empty content: a byte token waiting for the rest of its UTF-8 sequence, or a possible stop-word prefix.
     const probs = frame.completion_probabilities;
     if (frame.content === '' && probs === undefined) return undefined;
-    return probs !== undefined ? { type: 'token', t: frame.content, i: this.#i++, logprobs: probs } : { type: 'token', t: frame.content, i: this.#i++ };
+    return probs !== undefined
+      ? { type: 'token', t: frame.content, i: this.#i++, logprobs: probs }
+      : { type: 'token', t: frame.content, i: this.#i++ };
   }
 
   /** The payloads ended; throws unless the final frame came. */
   finish(): void {
-    if (!this.#ended) throw new WorkerResetError(`llama-server stream ended without a final frame after ${this.#i} token events`, { url: this.url, tokens: this.#i });
+    if (!this.#ended)
+      throw new WorkerResetError(`llama-server stream ended without a final frame after ${this.#i} token events`, {
+        url: this.url,
+        tokens: this.#i,
+      });
   }
 }
 
@@ -193,10 +213,18 @@ export class ChatDecoder {
     const url = this.url;
     if (payload === '[DONE]') {
       if (this.#end === undefined || this.#finish === undefined) {
-        throw new EngineProtocolError('llama-server ended a chat stream without its finish_reason and usage chunks', { url, tokens: this.#i });
+        throw new EngineProtocolError('llama-server ended a chat stream without its finish_reason and usage chunks', {
+          url,
+          tokens: this.#i,
+        });
       }
       this.#ended = true;
-      return { type: 'end', ...this.#end, stop_type: this.#finish === 'length' ? 'limit' : 'eos', finish_reason: this.#finish };
+      return {
+        type: 'end',
+        ...this.#end,
+        stop_type: this.#finish === 'length' ? 'limit' : 'eos',
+        finish_reason: this.#finish,
+      };
     }
     const json = parseJson(payload, url);
     const piece = plainChatPiece(json);
@@ -210,12 +238,22 @@ export class ChatDecoder {
       const logprobs = choice.logprobs ?? undefined;
       const hasRest = Object.keys(rest).length > 0;
       if (t !== '' || hasRest || logprobs !== undefined) {
-        ev = { type: 'token', t, i: this.#i++, ...(hasRest ? { delta: rest } : {}), ...(logprobs !== undefined ? { logprobs } : {}) };
+        ev = {
+          type: 'token',
+          t,
+          i: this.#i++,
+          ...(hasRest ? { delta: rest } : {}),
+          ...(logprobs !== undefined ? { logprobs } : {}),
+        };
       }
       if (typeof choice.finish_reason === 'string') this.#finish = finishReasonOf(choice.finish_reason);
     }
     if (chunk.usage !== undefined) {
-      if (chunk.timings === undefined) throw new EngineProtocolError('llama-server sent a usage chunk without timings', { url, frame: payload.slice(0, 200) });
+      if (chunk.timings === undefined)
+        throw new EngineProtocolError('llama-server sent a usage chunk without timings', {
+          url,
+          frame: payload.slice(0, 200),
+        });
       const end: EndFigures = {
         tokens_out: chunk.usage.completion_tokens,
         decode_ms: chunk.timings.predicted_ms,
@@ -229,6 +267,10 @@ export class ChatDecoder {
   }
 
   finish(): void {
-    if (!this.#ended) throw new WorkerResetError(`llama-server chat stream ended without [DONE] after ${this.#i} token events`, { url: this.url, tokens: this.#i });
+    if (!this.#ended)
+      throw new WorkerResetError(`llama-server chat stream ended without [DONE] after ${this.#i} token events`, {
+        url: this.url,
+        tokens: this.#i,
+      });
   }
 }

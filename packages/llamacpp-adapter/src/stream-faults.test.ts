@@ -28,13 +28,22 @@ async function collect(it: AsyncIterable<CompletionEvent>): Promise<CompletionEv
 
 const req = { prompt: 'x', max_tokens: 4 };
 const sse = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`;
-const final = { content: '', stop: true, tokens_predicted: 3, stop_type: 'none', timings: { predicted_ms: 1.5 }, id_slot: 0 };
+const final = {
+  content: '',
+  stop: true,
+  tokens_predicted: 3,
+  stop_type: 'none',
+  timings: { predicted_ms: 1.5 },
+  id_slot: 0,
+};
 
 describe('completion stream mapping (fault fixtures)', () => {
   it('skips empty-content frames and pings; maps stop_type none to limit', async () => {
     const client = await server((res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(`${sse({ content: 'a', stop: false })}:\n\n${sse({ content: '', stop: false })}${sse({ content: 'b', stop: false })}${sse(final)}`);
+      res.end(
+        `${sse({ content: 'a', stop: false })}:\n\n${sse({ content: '', stop: false })}${sse({ content: 'b', stop: false })}${sse(final)}`,
+      );
     });
     expect(await collect(completeEvents(client, req))).toEqual([
       { type: 'token', t: 'a', i: 0 },
@@ -69,7 +78,15 @@ describe('completion stream mapping (fault fixtures)', () => {
   it('JSON errors before the stream and error frames inside it carry the engine message', async () => {
     const before = await server((res) => {
       res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { code: 400, message: 'request (402 tokens) exceeds the available context size', type: 'exceed_context_size_error' } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            code: 400,
+            message: 'request (402 tokens) exceeds the available context size',
+            type: 'exceed_context_size_error',
+          },
+        }),
+      );
     });
     const e1 = await collect(completeEvents(before, req)).catch((e: unknown) => e);
     expect(e1).toBeInstanceOf(EngineRejectedError);
@@ -81,7 +98,9 @@ describe('completion stream mapping (fault fixtures)', () => {
     });
     const inside = await server((res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(`${sse({ content: 'a', stop: false })}${sse({ error: { code: 500, message: 'decode failed', type: 'server_error' } })}`);
+      res.end(
+        `${sse({ content: 'a', stop: false })}${sse({ error: { code: 500, message: 'decode failed', type: 'server_error' } })}`,
+      );
     });
     const e2 = await collect(completeEvents(inside, req)).catch((e: unknown) => e);
     expect(e2).toBeInstanceOf(EngineRejectedError);

@@ -25,7 +25,12 @@ export function locateBundle(): LlamaCppBundle {
   try {
     entry = createRequire(import.meta.url).resolve('node-llama-cpp');
   } catch (err) {
-    throw new SourceError('SOURCE_NOT_FOUND', 'node-llama-cpp is not installed; run the README set-up', {}, { cause: err });
+    throw new SourceError(
+      'SOURCE_NOT_FOUND',
+      'node-llama-cpp is not installed; run the README set-up',
+      {},
+      { cause: err },
+    );
   }
   // entry is <pkg>/dist/index.js
   const pkgDir = dirname(dirname(entry));

@@ -16,7 +16,8 @@ async function temp(): Promise<string> {
 }
 
 // The shared test cache already holds the shipped source when set (test entry point: reads env).
-const cacheDir = async (): Promise<string> => (process.env.LLORCH_TEST_CACHE_DIR ? resolve(process.env.LLORCH_TEST_CACHE_DIR) : temp());
+const cacheDir = async (): Promise<string> =>
+  process.env.LLORCH_TEST_CACHE_DIR ? resolve(process.env.LLORCH_TEST_CACHE_DIR) : temp();
 
 describe('carried llama.cpp patches', () => {
   it('apply to the shipped source in a private copy, leaving the shared checkout as it was', async () => {
@@ -27,8 +28,12 @@ describe('carried llama.cpp patches', () => {
     await preparePatchedTree(tree, set, dest);
     const patched = await readFile(join(dest, 'tools', 'server', 'server-queue.cpp'), 'utf8');
     expect(patched).toContain('condition_results.wait_until(lock, deadline)');
-    expect(await readFile(join(tree.dir, 'tools', 'server', 'server-queue.cpp'), 'utf8')).toContain('condition_results.wait_for(lock, std::chrono::seconds(timeout))');
-    expect(String((await execa('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: tree.dir })).stdout)).toBe('');
+    expect(await readFile(join(tree.dir, 'tools', 'server', 'server-queue.cpp'), 'utf8')).toContain(
+      'condition_results.wait_for(lock, std::chrono::seconds(timeout))',
+    );
+    expect(
+      String((await execa('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: tree.dir })).stdout),
+    ).toBe('');
     // the copy keeps the commit, so the build's version stamp is the upstream one
     expect(String((await execa('git', ['rev-parse', 'HEAD'], { cwd: dest })).stdout).trim()).toBe(tree.commit);
   }, 180_000);
@@ -38,7 +43,11 @@ describe('carried llama.cpp patches', () => {
     const repo = join(await temp(), 'repo');
     await mkdir(repo);
     await writeFile(join(repo, 'README.md'), 'the first line\n');
-    const git = (args: string[]) => execa('git', args, { cwd: repo, env: { GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+    const git = (args: string[]) =>
+      execa('git', args, {
+        cwd: repo,
+        env: { GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' },
+      });
     await git(['init', '--quiet']);
     await git(['add', '.']);
     await git(['commit', '--quiet', '-m', 'one file']);
@@ -47,9 +56,18 @@ describe('carried llama.cpp patches', () => {
     await mkdir(dir);
     await writeFile(
       join(dir, '0001-stale.patch'),
-      ['--- a/README.md', '+++ b/README.md', '@@ -1,1 +1,1 @@', '-a line that is not the first line of the README', '+its replacement', ''].join('\n'),
+      [
+        '--- a/README.md',
+        '+++ b/README.md',
+        '@@ -1,1 +1,1 @@',
+        '-a line that is not the first line of the README',
+        '+its replacement',
+        '',
+      ].join('\n'),
     );
-    const err = await preparePatchedTree(tree, await loadPatchSet(dir), join(await temp(), 'src')).catch((e: unknown) => e);
+    const err = await preparePatchedTree(tree, await loadPatchSet(dir), join(await temp(), 'src')).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(SourceError);
     expect(err).toMatchObject({ code: 'SOURCE_PATCH_FAILED', context: { patch: '0001-stale.patch' } });
     expect((err as Error).message).toContain('0001-stale.patch');

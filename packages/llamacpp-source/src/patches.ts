@@ -41,7 +41,12 @@ export async function loadPatchSet(dir: string = defaultPatchesDir()): Promise<P
   try {
     names = (await readdir(dir)).filter((n) => n.endsWith('.patch')).sort();
   } catch (err) {
-    throw new SourceError('SOURCE_NOT_FOUND', `llama.cpp patches folder ${dir} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { path: dir }, { cause: err });
+    throw new SourceError(
+      'SOURCE_NOT_FOUND',
+      `llama.cpp patches folder ${dir} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      { path: dir },
+      { cause: err },
+    );
   }
   if (names.length === 0) return NO_PATCHES;
   const all = createHash('sha256');
@@ -63,8 +68,16 @@ interface GitResult {
 }
 
 async function git(args: string[], opts: { cwd: string; signal?: AbortSignal | undefined }): Promise<GitResult> {
-  const res = await execa('git', args, { cwd: opts.cwd, cancelSignal: opts.signal, reject: false, env: { GIT_TERMINAL_PROMPT: '0' } });
-  return { ok: res.exitCode === 0, detail: `${String(res.stderr)}\n${String(res.stdout)}`.trim().split('\n').slice(-4).join(' | ') };
+  const res = await execa('git', args, {
+    cwd: opts.cwd,
+    cancelSignal: opts.signal,
+    reject: false,
+    env: { GIT_TERMINAL_PROMPT: '0' },
+  });
+  return {
+    ok: res.exitCode === 0,
+    detail: `${String(res.stderr)}\n${String(res.stdout)}`.trim().split('\n').slice(-4).join(' | '),
+  };
 }
 
 /**
@@ -73,26 +86,53 @@ async function git(args: string[], opts: { cwd: string; signal?: AbortSignal | u
  * build's version stamp (`git rev-parse` at configure) stays the commit's. The caller removes
  * `dest` after the build. A patch that does not apply is `SOURCE_PATCH_FAILED` naming it.
  */
-export async function preparePatchedTree(tree: SourceTree, set: PatchSet, dest: string, signal?: AbortSignal): Promise<void> {
+export async function preparePatchedTree(
+  tree: SourceTree,
+  set: PatchSet,
+  dest: string,
+  signal?: AbortSignal,
+): Promise<void> {
   const fail = (res: GitResult, error: () => SourceError): void => {
     if (res.ok) return;
     signal?.throwIfAborted();
     throw error();
   };
   await rm(dest, { recursive: true, force: true });
-  const clone = await git(['clone', '--quiet', '--shared', '--no-checkout', tree.dir, dest], { cwd: dirname(dest), signal });
-  fail(clone, () => new SourceError('SOURCE_FETCH_FAILED', `copying ${tree.dir} for patching failed: ${clone.detail}`, { path: tree.dir }));
-  const checkout = await git(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', tree.commit], { cwd: dest, signal });
-  fail(checkout, () => new SourceError('SOURCE_FETCH_FAILED', `checking out ${tree.commit} for patching failed: ${checkout.detail}`, { commit: tree.commit }));
+  const clone = await git(['clone', '--quiet', '--shared', '--no-checkout', tree.dir, dest], {
+    cwd: dirname(dest),
+    signal,
+  });
+  fail(
+    clone,
+    () =>
+      new SourceError('SOURCE_FETCH_FAILED', `copying ${tree.dir} for patching failed: ${clone.detail}`, {
+        path: tree.dir,
+      }),
+  );
+  const checkout = await git(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', tree.commit], {
+    cwd: dest,
+    signal,
+  });
+  fail(
+    checkout,
+    () =>
+      new SourceError('SOURCE_FETCH_FAILED', `checking out ${tree.commit} for patching failed: ${checkout.detail}`, {
+        commit: tree.commit,
+      }),
+  );
   for (const patch of set.patches) {
     const applied = await git(['apply', '--whitespace=nowarn', patch.path], { cwd: dest, signal });
     fail(
       applied,
       () =>
-        new SourceError('SOURCE_PATCH_FAILED', `llama.cpp patch ${patch.name} does not apply to ${tree.commit.slice(0, 12)} (${tree.origin}): ${applied.detail}`, {
-          patch: patch.name,
-          commit: tree.commit,
-        }),
+        new SourceError(
+          'SOURCE_PATCH_FAILED',
+          `llama.cpp patch ${patch.name} does not apply to ${tree.commit.slice(0, 12)} (${tree.origin}): ${applied.detail}`,
+          {
+            patch: patch.name,
+            commit: tree.commit,
+          },
+        ),
     );
   }
 }

@@ -23,7 +23,10 @@ describe('llama.cpp source', () => {
 
   it('materialises the bundle once, atomically, and reuses it', async () => {
     const cacheDir = await tempCache();
-    const [a, b] = await Promise.all([ensureSourceTree({ cacheDir, source: { kind: 'bundle' } }), ensureSourceTree({ cacheDir, source: { kind: 'bundle' } })]);
+    const [a, b] = await Promise.all([
+      ensureSourceTree({ cacheDir, source: { kind: 'bundle' } }),
+      ensureSourceTree({ cacheDir, source: { kind: 'bundle' } }),
+    ]);
     expect(a.dir).toBe(b.dir);
     expect(a.commit).toMatch(/^[0-9a-f]{40}$/);
     await stat(join(a.dir, 'tools', 'server', 'server.cpp'));
@@ -37,9 +40,14 @@ describe('llama.cpp source', () => {
 
   it('fails typed on a missing bundle and on a bad git ref', async () => {
     const cacheDir = await tempCache();
-    await expect(ensureSourceTree({ cacheDir, source: { kind: 'bundle', bundlePath: '/nonexistent.bundle' } })).rejects.toMatchObject({ code: 'SOURCE_NOT_FOUND' });
+    await expect(
+      ensureSourceTree({ cacheDir, source: { kind: 'bundle', bundlePath: '/nonexistent.bundle' } }),
+    ).rejects.toMatchObject({ code: 'SOURCE_NOT_FOUND' });
     const { bundlePath } = locateBundle();
-    const err = await ensureSourceTree({ cacheDir, source: { kind: 'git', repo: bundlePath, ref: 'no-such-branch' } }).catch((e: unknown) => e);
+    const err = await ensureSourceTree({
+      cacheDir,
+      source: { kind: 'git', repo: bundlePath, ref: 'no-such-branch' },
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SourceError);
     expect((err as SourceError).code).toBe('SOURCE_REF_INVALID');
   });

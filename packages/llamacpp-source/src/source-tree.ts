@@ -45,16 +45,25 @@ async function git(args: string[], opts: { cwd?: string; signal?: AbortSignal } 
     env: { GIT_TERMINAL_PROMPT: '0' },
   });
   if (res.exitCode !== 0) {
-    throw new SourceError('SOURCE_FETCH_FAILED', `git ${args[0]} failed: ${String(res.stderr).trim().split('\n').slice(-3).join(' | ')}`, { args });
+    throw new SourceError(
+      'SOURCE_FETCH_FAILED',
+      `git ${args[0]} failed: ${String(res.stderr).trim().split('\n').slice(-3).join(' | ')}`,
+      { args },
+    );
   }
   return String(res.stdout).trim();
 }
 
-async function resolveCommit(source: SourceSpec, signal?: AbortSignal): Promise<{ commit: string; url: string; ref: string; origin: string }> {
+async function resolveCommit(
+  source: SourceSpec,
+  signal?: AbortSignal,
+): Promise<{ commit: string; url: string; ref: string; origin: string }> {
   if (source.kind === 'bundle') {
     const bundle = source.bundlePath ? { bundlePath: source.bundlePath, tag: 'custom' } : locateBundle();
     if (!(await exists(bundle.bundlePath))) {
-      throw new SourceError('SOURCE_NOT_FOUND', `llama.cpp bundle not found: ${bundle.bundlePath}`, { path: bundle.bundlePath });
+      throw new SourceError('SOURCE_NOT_FOUND', `llama.cpp bundle not found: ${bundle.bundlePath}`, {
+        path: bundle.bundlePath,
+      });
     }
     const heads = await git(['bundle', 'list-heads', bundle.bundlePath], { signal });
     const head = heads.split('\n').find((l) => l.endsWith(' HEAD')) ?? heads.split('\n')[0];
@@ -73,7 +82,10 @@ async function resolveCommit(source: SourceSpec, signal?: AbortSignal): Promise<
   const line = lines.find((l) => l.endsWith('^{}')) ?? lines[0];
   const commit = line?.split('\t')[0];
   if (!commit) {
-    throw new SourceError('SOURCE_REF_INVALID', `ref '${source.ref}' not found in ${source.repo}`, { repo: source.repo, ref: source.ref });
+    throw new SourceError('SOURCE_REF_INVALID', `ref '${source.ref}' not found in ${source.repo}`, {
+      repo: source.repo,
+      ref: source.ref,
+    });
   }
   return { commit, url: source.repo, ref: source.ref, origin: `git:${source.repo}@${source.ref}` };
 }
@@ -104,14 +116,20 @@ export async function ensureSourceTree(opts: EnsureSourceOptions): Promise<Sourc
     await rm(tmp, { recursive: true, force: true });
     try {
       await git(['clone', '--quiet', '--no-checkout', url, tmp], { signal: opts.signal });
-      if (ref !== 'HEAD') await git(['fetch', '--quiet', 'origin', ref], { cwd: tmp, signal: opts.signal }).catch(() => undefined);
+      if (ref !== 'HEAD')
+        await git(['fetch', '--quiet', 'origin', ref], { cwd: tmp, signal: opts.signal }).catch(() => undefined);
       await git(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', commit], { cwd: tmp, signal: opts.signal });
       await writeFile(join(tmp, COMPLETE_MARKER), `${origin}\n${commit}\n`);
       await rename(tmp, dir);
     } catch (err) {
       await rm(tmp, { recursive: true, force: true });
       if (err instanceof SourceError && opts.source.kind === 'git' && /checkout/.test(err.message)) {
-        throw new SourceError('SOURCE_REF_INVALID', `ref '${ref}' cannot be checked out from ${url}`, { ref }, { cause: err });
+        throw new SourceError(
+          'SOURCE_REF_INVALID',
+          `ref '${ref}' cannot be checked out from ${url}`,
+          { ref },
+          { cause: err },
+        );
       }
       throw err;
     }

@@ -40,13 +40,19 @@ async function provenance(c: Catalog): Promise<ProvenanceRecord[]> {
 
 function runWriter(dir: string, prefix: string, count: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(pkgDir, 'fixtures', 'catalog-writer.mjs'), dir, prefix, String(count)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [join(pkgDir, 'fixtures', 'catalog-writer.mjs'), dir, prefix, String(count)],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => {
       stderr += d.toString();
     });
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${prefix} exited ${code}: ${stderr}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`writer ${prefix} exited ${code}: ${stderr}`)),
+    );
   });
 }
 
@@ -106,7 +112,10 @@ describe('catalog', () => {
     expect(all).toHaveLength(2 * n + 10);
     for (const prefix of ['p1', 'p2']) {
       for (let i = 0; i < n; i++) {
-        expect(all.find((e) => e.id === `${prefix}-${i}`)).toMatchObject({ lifecycle: i % 5 === 0 ? 'Retired' : 'Active', size_bytes: 1000 + i });
+        expect(all.find((e) => e.id === `${prefix}-${i}`)).toMatchObject({
+          lifecycle: i % 5 === 0 ? 'Retired' : 'Active',
+          size_bytes: 1000 + i,
+        });
       }
     }
     const lines = await provenance(local);
@@ -185,7 +194,14 @@ describe('ensure() and the catalog', () => {
     const cacheDir = await temp.make();
     const inUse = new Set<string>();
     // each default synthetic model is ~9.2 MB: a budget of 15 MB holds one
-    const p = new ModelProvisioner({ cacheDir, logger: testLogger(), vocabPath, progressTty: false, budgetBytes: 15_000_000, isPinned: (id) => inUse.has(id) });
+    const p = new ModelProvisioner({
+      cacheDir,
+      logger: testLogger(),
+      vocabPath,
+      progressTty: false,
+      budgetBytes: 15_000_000,
+      isPinned: (id) => inUse.has(id),
+    });
     try {
       const a = await p.ensure('synthetic:llama?seed=1');
       const firstUse = (await p.catalog.get(a.id))?.last_used;

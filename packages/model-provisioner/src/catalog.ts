@@ -53,7 +53,11 @@ type Note = (action: ProvenanceAction, e: CatalogEntry, detail?: string) => void
 
 function assertId(id: string): void {
   if (!isSafeModelId(id)) {
-    throw new ModelProvisionError('INVALID_MODEL_REF', `invalid catalog id '${id}': expected [a-z0-9][a-z0-9._-]{0,127} without '..'`, { id });
+    throw new ModelProvisionError(
+      'INVALID_MODEL_REF',
+      `invalid catalog id '${id}': expected [a-z0-9][a-z0-9._-]{0,127} without '..'`,
+      { id },
+    );
   }
 }
 
@@ -118,7 +122,8 @@ export class Catalog {
     return this.mutate(async (index, note) => {
       const prev = index.models[e.id];
       index.models[e.id] = e;
-      const changed = !prev || prev.sha256 !== e.sha256 || prev.local_path !== e.local_path || prev.lifecycle !== e.lifecycle;
+      const changed =
+        !prev || prev.sha256 !== e.sha256 || prev.local_path !== e.local_path || prev.lifecycle !== e.lifecycle;
       if (changed) note(prev ? 'update' : 'add', e);
       return e;
     });
@@ -189,10 +194,17 @@ export class Catalog {
         await this.removeFileIfUnused(index, e);
         note('evict', e, `budget ${budget} bytes`);
         evicted.push(e);
-        this.log.info({ id: e.id, size_bytes: e.size_bytes, last_used: e.last_used, budget_bytes: budget }, 'model evicted');
+        this.log.info(
+          { id: e.id, size_bytes: e.size_bytes, last_used: e.last_used, budget_bytes: budget },
+          'model evicted',
+        );
       }
       const used = this.owned(index);
-      if (used > budget) this.log.warn({ used_bytes: used, budget_bytes: budget }, 'model cache over budget: remaining models are pinned or in use');
+      if (used > budget)
+        this.log.warn(
+          { used_bytes: used, budget_bytes: budget },
+          'model cache over budget: remaining models are pinned or in use',
+        );
       return evicted;
     });
   }

@@ -33,7 +33,9 @@ async function server(handler: Parameters<typeof startServer>[0]): Promise<TestS
   return s;
 }
 
-async function provisioner(extra: Partial<ModelProvisionerOptions> = {}): Promise<{ p: ModelProvisioner; cacheDir: string }> {
+async function provisioner(
+  extra: Partial<ModelProvisionerOptions> = {},
+): Promise<{ p: ModelProvisioner; cacheDir: string }> {
   const cacheDir = extra.cacheDir ?? (await temp.make());
   const p = new ModelProvisioner({
     cacheDir,
@@ -79,7 +81,10 @@ describe('downloads', () => {
     const again = await p.ensure(`${s.origin}/models/tiny.gguf`);
     expect(again.local_path).toBe(r.local_path);
     expect(s.requests).toHaveLength(1);
-    expect((await p.catalog.get(r.id))?.provenance).toEqual({ source: 'https', detail: `${s.origin}/models/tiny.gguf` });
+    expect((await p.catalog.get(r.id))?.provenance).toEqual({
+      source: 'https',
+      detail: `${s.origin}/models/tiny.gguf`,
+    });
   });
 
   it('refuses a wrong digest: temp file deleted, nothing stored or catalogued', async () => {
@@ -135,7 +140,12 @@ describe('downloads', () => {
     const kept = await listDir(join(cacheDir, 'models', 'tmp'));
     expect(kept.filter((f) => f.endsWith('.partial'))).toHaveLength(1);
     const r = await p.ensure(`${s.origin}/m.gguf`, { sha256: modelSha });
-    expect(s.requests.map((q) => q.headers.range)).toEqual([undefined, `bytes=${half}-`, `bytes=${half}-`, `bytes=${half}-`]);
+    expect(s.requests.map((q) => q.headers.range)).toEqual([
+      undefined,
+      `bytes=${half}-`,
+      `bytes=${half}-`,
+      `bytes=${half}-`,
+    ]);
     expect(r.size_bytes).toBe(model.length);
     expect(await listDir(join(cacheDir, 'models', 'tmp'))).toEqual([]);
   });
@@ -146,7 +156,10 @@ describe('downloads', () => {
     });
     const { p } = await provisioner();
     const url = `${s.origin}/m.gguf`;
-    const [quitter, stayer] = await Promise.allSettled([p.ensure(url, { signal: AbortSignal.timeout(100) }), p.ensure(url)]);
+    const [quitter, stayer] = await Promise.allSettled([
+      p.ensure(url, { signal: AbortSignal.timeout(100) }),
+      p.ensure(url),
+    ]);
     expect(quitter.status === 'rejected' && (quitter.reason as ModelProvisionError).code).toBe('DEADLINE_EXCEEDED');
     expect(stayer.status === 'fulfilled' && stayer.value.sha256).toBe(modelSha);
     expect(s.requests).toHaveLength(1);
@@ -237,7 +250,9 @@ describe('downloads', () => {
     });
     const { p, cacheDir } = await provisioner();
     const events: ModelProgress[] = [];
-    const err = await errorOf(p.ensure(`${s.origin}/slow.gguf`, { signal: AbortSignal.timeout(1000), onProgress: (e) => events.push(e) }));
+    const err = await errorOf(
+      p.ensure(`${s.origin}/slow.gguf`, { signal: AbortSignal.timeout(1000), onProgress: (e) => events.push(e) }),
+    );
     expect(err.code).toBe('DEADLINE_EXCEEDED');
     expect(events.at(-1)).toEqual({ bytes_done: 8192, bytes_total: model.length });
     expect(await listDir(join(cacheDir, 'models', 'tmp'))).toEqual([]);
@@ -311,7 +326,9 @@ describe('downloads', () => {
     const cacheDir = await temp.make();
     const run = (): Promise<string> =>
       new Promise((resolve, reject) => {
-        execFile(process.execPath, [fixture, cacheDir, `${s.origin}/two.gguf`], (err, stdout, stderr) => (err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout)));
+        execFile(process.execPath, [fixture, cacheDir, `${s.origin}/two.gguf`], (err, stdout, stderr) =>
+          err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout),
+        );
       });
     const outs = await Promise.all([run(), run()]);
     const paths = outs.map((o) => JSON.parse(o) as { local_path: string; sha256: string });

@@ -173,11 +173,18 @@ async function attempt(opts: DownloadOptions, log: Logger): Promise<DownloadResu
   } else {
     await res.body.dump().catch(() => undefined);
     if (status === 404 || status === 410) {
-      throw new ModelProvisionError('MODEL_NOT_FOUND', `model not found: ${safeUrl(opts.url)} answered ${status}`, { url: safeUrl(opts.url), status });
+      throw new ModelProvisionError('MODEL_NOT_FOUND', `model not found: ${safeUrl(opts.url)} answered ${status}`, {
+        url: safeUrl(opts.url),
+        status,
+      });
     }
     if (status === 408 || status === 429 || status >= 500) throw new Transient(`server answered ${status}`);
     const hint = status === 401 || status === 403 ? ' (missing or insufficient access token?)' : '';
-    throw new ModelProvisionError('MODEL_FETCH_FAILED', `download refused: ${safeUrl(opts.url)} answered ${status}${hint}`, { url: safeUrl(opts.url), status });
+    throw new ModelProvisionError(
+      'MODEL_FETCH_FAILED',
+      `download refused: ${safeUrl(opts.url)} answered ${status}${hint}`,
+      { url: safeUrl(opts.url), status },
+    );
   }
 
   if (!append) await writePartialMeta(opts.partialPath, { url: opts.url, validator: validatorOf(res.headers) });
@@ -247,17 +254,30 @@ export async function download(opts: DownloadOptions): Promise<DownloadResult> {
       return await attempt(opts, log);
     } catch (err) {
       if (opts.signal.aborted) {
-        throw new ModelProvisionError('DEADLINE_EXCEEDED', `download of ${safeUrl(opts.url)} aborted (deadline or cancel)`, { url: safeUrl(opts.url) }, { cause: err });
+        throw new ModelProvisionError(
+          'DEADLINE_EXCEEDED',
+          `download of ${safeUrl(opts.url)} aborted (deadline or cancel)`,
+          { url: safeUrl(opts.url) },
+          { cause: err },
+        );
       }
       if (err instanceof ModelProvisionError) throw err;
       lastErr = err;
       if (i === opts.retry.attempts) break;
       const backoff = Math.min(opts.retry.maxMs, opts.retry.baseMs * 2 ** (i - 1)) * (0.8 + Math.random() * 0.4);
-      log.warn({ attempt: i, of: opts.retry.attempts, backoff_ms: Math.round(backoff), err_message: (err as Error).message }, 'download failed; retrying');
+      log.warn(
+        { attempt: i, of: opts.retry.attempts, backoff_ms: Math.round(backoff), err_message: (err as Error).message },
+        'download failed; retrying',
+      );
       try {
         await sleep(backoff, opts.signal);
       } catch (sleepErr) {
-        throw new ModelProvisionError('DEADLINE_EXCEEDED', `download of ${safeUrl(opts.url)} aborted (deadline or cancel)`, { url: safeUrl(opts.url) }, { cause: sleepErr });
+        throw new ModelProvisionError(
+          'DEADLINE_EXCEEDED',
+          `download of ${safeUrl(opts.url)} aborted (deadline or cancel)`,
+          { url: safeUrl(opts.url) },
+          { cause: sleepErr },
+        );
       }
     }
   }

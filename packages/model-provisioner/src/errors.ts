@@ -13,7 +13,14 @@
  * - `PROVISIONER_CLOSED`: `ensure()` after `close()`.
  */
 export type ModelProvisionErrorCode =
-  'INVALID_MODEL_REF' | 'MODEL_NOT_FOUND' | 'MODEL_FETCH_FAILED' | 'DIGEST_MISMATCH' | 'INVALID_GGUF' | 'CACHE_UNWRITABLE' | 'DEADLINE_EXCEEDED' | 'PROVISIONER_CLOSED';
+  | 'INVALID_MODEL_REF'
+  | 'MODEL_NOT_FOUND'
+  | 'MODEL_FETCH_FAILED'
+  | 'DIGEST_MISMATCH'
+  | 'INVALID_GGUF'
+  | 'CACHE_UNWRITABLE'
+  | 'DEADLINE_EXCEEDED'
+  | 'PROVISIONER_CLOSED';
 
 /** Codes whose cause may go away by itself (a later attempt can succeed). */
 const RETRIABLE: ReadonlySet<ModelProvisionErrorCode> = new Set(['MODEL_FETCH_FAILED', 'DEADLINE_EXCEEDED']);
@@ -36,8 +43,20 @@ export class ModelProvisionError extends Error {
 /** Maps filesystem errors on cache paths to `CACHE_UNWRITABLE`; anything else is rethrown as is. */
 export function cacheError(err: unknown, path: string): unknown {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOSPC' || code === 'ENOTDIR' || code === 'EDQUOT') {
-    return new ModelProvisionError('CACHE_UNWRITABLE', `model cache not writable (${code}): ${path}`, { path }, { cause: err });
+  if (
+    code === 'EACCES' ||
+    code === 'EPERM' ||
+    code === 'EROFS' ||
+    code === 'ENOSPC' ||
+    code === 'ENOTDIR' ||
+    code === 'EDQUOT'
+  ) {
+    return new ModelProvisionError(
+      'CACHE_UNWRITABLE',
+      `model cache not writable (${code}): ${path}`,
+      { path },
+      { cause: err },
+    );
   }
   return err;
 }

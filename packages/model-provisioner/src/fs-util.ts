@@ -20,7 +20,11 @@ export async function writeFileAtomic(path: string, data: string | Buffer): Prom
 }
 
 /** Feeds the first `length` bytes of a file (all of it when omitted) into `hash`. */
-export async function hashFileInto(hash: Hash, path: string, opts: { length?: number; signal?: AbortSignal } = {}): Promise<number> {
+export async function hashFileInto(
+  hash: Hash,
+  path: string,
+  opts: { length?: number; signal?: AbortSignal } = {},
+): Promise<number> {
   if (opts.length === 0) return 0;
   const stream = createReadStream(path, {
     highWaterMark: 1 << 20,

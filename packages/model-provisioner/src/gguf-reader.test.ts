@@ -1,7 +1,13 @@
 import { copyFile, open, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ModelProvisionError, parseSyntheticParams, readGgufHeader, readGgufInfo, writeSyntheticModel } from './index.js';
+import {
+  ModelProvisionError,
+  parseSyntheticParams,
+  readGgufHeader,
+  readGgufInfo,
+  writeSyntheticModel,
+} from './index.js';
 import { TempDirs, testVocabPath } from './test-helpers.js';
 
 const temp = new TempDirs();
@@ -38,7 +44,13 @@ describe('GGUF header reader', () => {
   it('reads a model: tensors, packed offsets, parameter count', async () => {
     const h = await readGgufHeader(model);
     expect(h.tensors).toHaveLength(20);
-    expect(h.tensors[0]).toMatchObject({ name: 'token_embd.weight', ne: [64, 32000], type: 0, offset: 0, nbytes: 64 * 32000 * 4 });
+    expect(h.tensors[0]).toMatchObject({
+      name: 'token_embd.weight',
+      ne: [64, 32000],
+      type: 0,
+      offset: 0,
+      nbytes: 64 * 32000 * 4,
+    });
     expect(h.dataOffset % 32).toBe(0);
     const last = h.tensors[h.tensors.length - 1]!;
     expect(h.dataOffset + last.offset + last.nbytes).toBe(h.fileSize);

@@ -139,7 +139,12 @@ class Cursor {
 }
 
 function bad(path: string, why: string, cause?: unknown): ModelProvisionError {
-  return new ModelProvisionError('INVALID_GGUF', `${path}: ${why}`, { path }, cause === undefined ? undefined : { cause });
+  return new ModelProvisionError(
+    'INVALID_GGUF',
+    `${path}: ${why}`,
+    { path },
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 function toNumberish(v: bigint): number | bigint {
@@ -195,7 +200,8 @@ async function readValue(c: Cursor, type: number): Promise<GgufValue> {
 
 async function parse(c: Cursor): Promise<GgufHeader> {
   const magic = await c.bytes(4);
-  if (magic.toString('latin1') !== 'GGUF') throw new Error(`not a GGUF file (magic ${JSON.stringify(magic.toString('latin1'))})`);
+  if (magic.toString('latin1') !== 'GGUF')
+    throw new Error(`not a GGUF file (magic ${JSON.stringify(magic.toString('latin1'))})`);
   const version = await c.u32();
   if (version !== 2 && version !== 3) throw new Error(`unsupported GGUF version ${version} (2 and 3 are read)`);
   const nTensors = await c.u64();
@@ -248,7 +254,8 @@ async function parse(c: Cursor): Promise<GgufHeader> {
     if (!traits) throw new Error(`tensor '${name}' has unsupported ggml type ${type}`);
     const [blck, typeSize] = traits;
     const row = ne[0] ?? 1;
-    if (row % blck !== 0) throw new Error(`tensor '${name}' row of ${row} elements is not a multiple of its block size ${blck}`);
+    if (row % blck !== 0)
+      throw new Error(`tensor '${name}' row of ${row} elements is not a multiple of its block size ${blck}`);
     const elements = ne.reduce((a, b) => a * b, 1);
     const nbytes = (elements / blck) * typeSize;
     const offset = await c.u64();

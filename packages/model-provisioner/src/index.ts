@@ -4,7 +4,13 @@ export { parseModelRef, sourceOf, isSafeModelId, MODEL_REF_GRAMMAR, MODEL_ID_PAT
 export type { ModelRef, ParseModelRefOptions } from './model-ref.js';
 export { parseSyntheticParams, canonicalSyntheticRef, SYNTHETIC_LLAMA_DEFAULTS } from './synthetic-params.js';
 export type { SyntheticLlamaParams } from './synthetic-params.js';
-export { writeSyntheticModel, SYNTHETIC_VOCAB_FILE, SYNTHETIC_CHAT_TEMPLATE, SYNTHETIC_TOOL_USE_TEMPLATE, SYNTHETIC_GENERATOR_VERSION } from './synthetic-model.js';
+export {
+  writeSyntheticModel,
+  SYNTHETIC_VOCAB_FILE,
+  SYNTHETIC_CHAT_TEMPLATE,
+  SYNTHETIC_TOOL_USE_TEMPLATE,
+  SYNTHETIC_GENERATOR_VERSION,
+} from './synthetic-model.js';
 export type { SyntheticModelResult } from './synthetic-model.js';
 export { readGgufInfo, readGgufHeader, ggufInfoFromHeader } from './gguf-reader.js';
 export type { GgufHeader, GgufKv, GgufTensorInfo, GgufValue } from './gguf-reader.js';

@@ -20,7 +20,12 @@ const children: ChildProcess[] = [];
 beforeAll(async () => {
   const engine = await ensureCpuTestEngine(testLogger());
   binary = engine.binary_path;
-  provisioner = new ModelProvisioner({ cacheDir: await temp.make(), logger: testLogger(), vocabPath: await testVocabPath(), progressTty: false });
+  provisioner = new ModelProvisioner({
+    cacheDir: await temp.make(),
+    logger: testLogger(),
+    vocabPath: await testVocabPath(),
+    progressTty: false,
+  });
   model = await provisioner.ensure('synthetic:llama');
 }, 40 * 60_000);
 
@@ -40,10 +45,14 @@ afterAll(async () => {
 
 async function startEngine(modelPath: string): Promise<{ base: string; child: ChildProcess; stderr: () => string }> {
   const port = await findFreePort();
-  const child = spawn(binary, ['-m', modelPath, '--host', '127.0.0.1', '--port', String(port), '-c', '256', '-np', '1', '--no-webui'], {
-    env: scrubEngineEnv(process.env),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    binary,
+    ['-m', modelPath, '--host', '127.0.0.1', '--port', String(port), '-c', '256', '-np', '1', '--no-webui'],
+    {
+      env: scrubEngineEnv(process.env),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   children.push(child);
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
@@ -97,7 +106,10 @@ describe('synthetic model in the real llama-server', () => {
     expect(a.content.length).toBeGreaterThan(0);
     const b = await complete(base, 42);
     expect(b.tokens).toEqual(a.tokens);
-    const props = (await request(`${base}/props`).then((r) => r.body.json())) as { model_path?: string; total_slots?: number };
+    const props = (await request(`${base}/props`).then((r) => r.body.json())) as {
+      model_path?: string;
+      total_slots?: number;
+    };
     expect(props.total_slots).toBe(1);
   });
 
@@ -107,7 +119,11 @@ describe('synthetic model in the real llama-server', () => {
     const props = (await request(`${base}/props`).then((r) => r.body.json())) as { chat_template?: string };
     expect(props.chat_template).toBe(SYNTHETIC_CHAT_TEMPLATE);
     const post = async (path: string, body: unknown): Promise<{ status: number; json: unknown }> => {
-      const res = await request(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await request(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: res.statusCode, json: await res.body.json() };
     };
     const conversation = [
@@ -122,7 +138,12 @@ describe('synthetic model in the real llama-server', () => {
     });
     // The ChatML fallback made every response_format a 400 (the grammar is primed with the
     // generation prompt, which this template keeps empty).
-    const schema = { type: 'object', properties: { answer: { type: 'string', enum: ['yes', 'no'] } }, required: ['answer'], additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { answer: { type: 'string', enum: ['yes', 'no'] } },
+      required: ['answer'],
+      additionalProperties: false,
+    };
     const chat = await post('/v1/chat/completions', {
       messages: conversation.slice(0, 2),
       max_tokens: 200,
@@ -139,21 +160,43 @@ describe('synthetic model in the real llama-server', () => {
   it('carries a tool-use template whose calls the engine parses and constrains: auto, required, streamed, and the follow-up turn', async () => {
     const { base, child, stderr } = await startEngine(model.local_path);
     await waitHealthy(base, child, stderr);
-    const props = (await request(`${base}/props`).then((r) => r.body.json())) as { chat_template_tool_use?: string; chat_template_caps?: Record<string, boolean> };
+    const props = (await request(`${base}/props`).then((r) => r.body.json())) as {
+      chat_template_tool_use?: string;
+      chat_template_caps?: Record<string, boolean>;
+    };
     expect(props.chat_template_tool_use).toBe(SYNTHETIC_TOOL_USE_TEMPLATE);
     const post = async (body: unknown): Promise<{ status: number; text: string }> => {
-      const res = await request(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await request(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: res.statusCode, text: await res.body.text() };
     };
     const tools = [
       {
         type: 'function',
-        function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } }, required: ['city'] } },
+        function: {
+          name: 'get_weather',
+          parameters: {
+            type: 'object',
+            properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } },
+            required: ['city'],
+          },
+        },
       },
       { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
     ];
     const ask = [{ role: 'user', content: 'What is the weather in Paris?' }];
-    type Answer = { choices: { finish_reason: string; message: { content: string | null; tool_calls?: { id: string; function: { name: string; arguments: string } }[] } }[] };
+    type Answer = {
+      choices: {
+        finish_reason: string;
+        message: {
+          content: string | null;
+          tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+        };
+      }[];
+    };
     // A named function is the door's to honour (llama-server reads only the strings): 61-openai-door.md.
     for (const tool_choice of ['auto', 'required']) {
       const r = await post({ messages: ask, tools, tool_choice, max_tokens: 300, temperature: 0, seed: 5 });
@@ -163,14 +206,29 @@ describe('synthetic model in the real llama-server', () => {
       expect(choice.message.tool_calls).toHaveLength(1);
       const call = choice.message.tool_calls![0]!;
       // The grammar wrote arguments that fit the tool's schema.
-      if (call.function.name === 'get_weather') expect(JSON.parse(call.function.arguments)).toEqual({ city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown });
+      if (call.function.name === 'get_weather')
+        expect(JSON.parse(call.function.arguments)).toEqual({
+          city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown,
+        });
     }
-    const streamed = await post({ messages: ask, tools, tool_choice: 'required', max_tokens: 300, temperature: 0, seed: 5, stream: true });
+    const streamed = await post({
+      messages: ask,
+      tools,
+      tool_choice: 'required',
+      max_tokens: 300,
+      temperature: 0,
+      seed: 5,
+      stream: true,
+    });
     expect(streamed.text).toContain('"tool_calls":[{"index":0');
     expect(streamed.text).toContain('"finish_reason":"tool_calls"');
     const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } };
     const followUp = await post({
-      messages: [...ask, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21 C' }],
+      messages: [
+        ...ask,
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21 C' },
+      ],
       tools,
       max_tokens: 12,
       temperature: 0,

@@ -115,19 +115,29 @@ export class ModelProvisioner {
    * @throws ModelProvisionError (see its codes)
    */
   async ensure(ref: string, opts: EnsureOptions = {}): Promise<ResolvedModel> {
-    if (this.stateValue !== 'open') throw new ModelProvisionError('PROVISIONER_CLOSED', 'model provisioner is closed', { ref });
+    if (this.stateValue !== 'open')
+      throw new ModelProvisionError('PROVISIONER_CLOSED', 'model provisioner is closed', { ref });
     const parsed = parseModelRef(ref, this.opts.baseDir, { allowInsecureHttp: this.opts.allowInsecureHttp ?? false });
     let expected: string | undefined;
     if (opts.sha256 !== undefined) {
       const s = Sha256Schema.safeParse(opts.sha256.toLowerCase());
-      if (!s.success) throw new ModelProvisionError('INVALID_MODEL_REF', `expected sha256 '${opts.sha256}' is not 64 hex characters`, { ref });
+      if (!s.success)
+        throw new ModelProvisionError(
+          'INVALID_MODEL_REF',
+          `expected sha256 '${opts.sha256}' is not 64 hex characters`,
+          { ref },
+        );
       expected = s.data;
     }
-    const resolved = await this.jobs.run(`${parsed.canonical}\n${expected ?? ''}`, (signal, listeners) => this.resolve(parsed, expected, signal, listeners), {
-      signal: opts.signal,
-      onProgress: opts.onProgress,
-      what: `ensure ${parsed.id}`,
-    });
+    const resolved = await this.jobs.run(
+      `${parsed.canonical}\n${expected ?? ''}`,
+      (signal, listeners) => this.resolve(parsed, expected, signal, listeners),
+      {
+        signal: opts.signal,
+        onProgress: opts.onProgress,
+        what: `ensure ${parsed.id}`,
+      },
+    );
     return { ...resolved, ref };
   }
 
@@ -143,7 +153,12 @@ export class ModelProvisioner {
     return this.closing;
   }
 
-  private async resolve(ref: ModelRef, expected: string | undefined, signal: AbortSignal, listeners: ReadonlySet<(p: ModelProgress) => void>): Promise<Omit<ResolvedModel, 'ref'>> {
+  private async resolve(
+    ref: ModelRef,
+    expected: string | undefined,
+    signal: AbortSignal,
+    listeners: ReadonlySet<(p: ModelProgress) => void>,
+  ): Promise<Omit<ResolvedModel, 'ref'>> {
     const log = this.log.child({ model: ref.id });
     try {
       await Promise.all(
@@ -160,10 +175,15 @@ export class ModelProvisioner {
 
       const gguf = await readGgufInfo(located.path);
       if (gguf.tensor_count === 0) {
-        throw new ModelProvisionError('INVALID_GGUF', `${located.path}: no tensors (a vocab-only file?)`, { path: located.path });
+        throw new ModelProvisionError('INVALID_GGUF', `${located.path}: no tensors (a vocab-only file?)`, {
+          path: located.path,
+        });
       }
       await this.register(ref, located);
-      log.info({ sha256: located.sha256, size_bytes: located.size, architecture: gguf.architecture, path: located.path }, 'model ready');
+      log.info(
+        { sha256: located.sha256, size_bytes: located.size, architecture: gguf.architecture, path: located.path },
+        'model ready',
+      );
       return ResolvedModelSchema.omit({ ref: true }).parse({
         id: ref.id,
         local_path: located.path,
@@ -174,22 +194,41 @@ export class ModelProvisioner {
       });
     } catch (err) {
       if (signal.aborted && !(err instanceof ModelProvisionError && err.code === 'DEADLINE_EXCEEDED')) {
-        throw new ModelProvisionError('DEADLINE_EXCEEDED', `ensure ${ref.id}: aborted before the model was ready`, { id: ref.id }, { cause: err });
+        throw new ModelProvisionError(
+          'DEADLINE_EXCEEDED',
+          `ensure ${ref.id}: aborted before the model was ready`,
+          { id: ref.id },
+          { cause: err },
+        );
       }
       throw err;
     }
   }
 
   private digestMismatch(ref: ModelRef, expected: string, actual: string): ModelProvisionError {
-    return new ModelProvisionError('DIGEST_MISMATCH', `${ref.canonical}: sha256 mismatch: expected ${expected}, got ${actual}`, { id: ref.id, expected, actual });
+    return new ModelProvisionError(
+      'DIGEST_MISMATCH',
+      `${ref.canonical}: sha256 mismatch: expected ${expected}, got ${actual}`,
+      { id: ref.id, expected, actual },
+    );
   }
 
   /** Local files are used in place; their hash is cached by (path, size, mtime). */
-  private async resolveFile(ref: Extract<ModelRef, { kind: 'file' }>, expected: string | undefined, signal: AbortSignal): Promise<Located> {
+  private async resolveFile(
+    ref: Extract<ModelRef, { kind: 'file' }>,
+    expected: string | undefined,
+    signal: AbortSignal,
+  ): Promise<Located> {
     const st = await stat(ref.path).catch((err: unknown) => {
-      throw new ModelProvisionError('MODEL_NOT_FOUND', `model file not found: ${ref.path}`, { path: ref.path }, { cause: err });
+      throw new ModelProvisionError(
+        'MODEL_NOT_FOUND',
+        `model file not found: ${ref.path}`,
+        { path: ref.path },
+        { cause: err },
+      );
     });
-    if (!st.isFile()) throw new ModelProvisionError('MODEL_NOT_FOUND', `not a regular file: ${ref.path}`, { path: ref.path });
+    if (!st.isFile())
+      throw new ModelProvisionError('MODEL_NOT_FOUND', `not a regular file: ${ref.path}`, { path: ref.path });
     const key = ModelStore.keyOf(ref.canonical);
     const rec = await this.store.readRef(key);
     let sha: string;
@@ -234,7 +273,12 @@ export class ModelProvisioner {
   }
 
   private async record(key: string, ref: ModelRef, located: Located): Promise<void> {
-    const rec: RefRecord = { ref: ref.canonical, sha256: located.sha256, size_bytes: located.size, updated_at: new Date().toISOString() };
+    const rec: RefRecord = {
+      ref: ref.canonical,
+      sha256: located.sha256,
+      size_bytes: located.size,
+      updated_at: new Date().toISOString(),
+    };
     await this.store.writeRef(key, rec);
   }
 
@@ -245,13 +289,23 @@ export class ModelProvisioner {
       try {
         dir = (await ensureSourceTree({ cacheDir: this.opts.cacheDir, source: { kind: 'bundle' }, signal })).dir;
       } catch (err) {
-        throw new ModelProvisionError('MODEL_NOT_FOUND', `llama.cpp source for the synthetic vocab is unavailable: ${(err as Error).message}`, {}, { cause: err });
+        throw new ModelProvisionError(
+          'MODEL_NOT_FOUND',
+          `llama.cpp source for the synthetic vocab is unavailable: ${(err as Error).message}`,
+          {},
+          { cause: err },
+        );
       }
     }
     return join(dir, SYNTHETIC_VOCAB_FILE);
   }
 
-  private async resolveSynthetic(ref: Extract<ModelRef, { kind: 'synthetic' }>, expected: string | undefined, signal: AbortSignal, log: Logger): Promise<Located> {
+  private async resolveSynthetic(
+    ref: Extract<ModelRef, { kind: 'synthetic' }>,
+    expected: string | undefined,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<Located> {
     // The generator's version is part of the key: a file an older generator wrote for the same
     // parameters (other bytes, e.g. without a chat template) is never picked up again.
     const key = ModelStore.keyOf(`${ref.canonical}#generator=${SYNTHETIC_GENERATOR_VERSION}`);
@@ -262,7 +316,10 @@ export class ModelProvisioner {
       if (again && (!expected || again.sha256 === expected)) return again;
       const vocab = await this.vocabPath(signal);
       const tmp = join(this.store.tmpDir, `${key}.synthetic.gguf`);
-      log.info({ ref: ref.canonical, params: ref.params, vocab }, 'generating synthetic llama model: random weights, its output text is noise');
+      log.info(
+        { ref: ref.canonical, params: ref.params, vocab },
+        'generating synthetic llama model: random weights, its output text is noise',
+      );
       const t0 = performance.now();
       const res = await writeSyntheticModel(ref.params, tmp, vocab, { signal });
       if (expected && res.sha256 !== expected) {
@@ -272,7 +329,15 @@ export class ModelProvisioner {
       const path = await this.store.commit(tmp, res.sha256);
       const located = { path, sha256: res.sha256, size: res.size_bytes };
       await this.record(key, ref, located);
-      log.info({ sha256: res.sha256, size_bytes: res.size_bytes, n_vocab: res.n_vocab, ms: Math.round(performance.now() - t0) }, 'synthetic model written');
+      log.info(
+        {
+          sha256: res.sha256,
+          size_bytes: res.size_bytes,
+          n_vocab: res.n_vocab,
+          ms: Math.round(performance.now() - t0),
+        },
+        'synthetic model written',
+      );
       return located;
     });
   }
@@ -338,7 +403,8 @@ export class ModelProvisioner {
         });
       } catch (err) {
         // bytes from transient failures stay for the next ensure to resume; anything else is dropped
-        const resumable = err instanceof ModelProvisionError && err.code === 'MODEL_FETCH_FAILED' && err.context.attempts !== undefined;
+        const resumable =
+          err instanceof ModelProvisionError && err.code === 'MODEL_FETCH_FAILED' && err.context.attempts !== undefined;
         if (!resumable) await removePartial(partial);
         throw err;
       } finally {
@@ -360,7 +426,12 @@ export class ModelProvisioner {
       await this.record(key, ref, located);
       const secs = (performance.now() - t0) / 1000;
       log.info(
-        { sha256: res.sha256, size_bytes: res.size_bytes, seconds: Number(secs.toFixed(3)), mib_per_s: Number((res.size_bytes / 2 ** 20 / secs).toFixed(1)) },
+        {
+          sha256: res.sha256,
+          size_bytes: res.size_bytes,
+          seconds: Number(secs.toFixed(3)),
+          mib_per_s: Number((res.size_bytes / 2 ** 20 / secs).toFixed(1)),
+        },
         'model downloaded and verified',
       );
       return located;

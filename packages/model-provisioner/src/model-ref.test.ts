@@ -5,8 +5,14 @@ const BASE = '/etc/llorch';
 
 describe('model ref grammar', () => {
   it.each([
-    ['hf:TheBloke/Llama-2-7B-GGUF/llama-2-7b.Q4_K_M.gguf', { kind: 'hf', org: 'TheBloke', repo: 'Llama-2-7B-GGUF', path: 'llama-2-7b.Q4_K_M.gguf' }],
-    ['hf:org/repo/sub/dir/model.gguf', { kind: 'hf', path: 'sub/dir/model.gguf', canonical: 'hf:org/repo/sub/dir/model.gguf' }],
+    [
+      'hf:TheBloke/Llama-2-7B-GGUF/llama-2-7b.Q4_K_M.gguf',
+      { kind: 'hf', org: 'TheBloke', repo: 'Llama-2-7B-GGUF', path: 'llama-2-7b.Q4_K_M.gguf' },
+    ],
+    [
+      'hf:org/repo/sub/dir/model.gguf',
+      { kind: 'hf', path: 'sub/dir/model.gguf', canonical: 'hf:org/repo/sub/dir/model.gguf' },
+    ],
     ['hf:/org/repo/m.GGUF', { kind: 'hf', canonical: 'hf:org/repo/m.GGUF' }],
     ['https://example.com/models/tiny.gguf', { kind: 'url', url: 'https://example.com/models/tiny.gguf' }],
     ['https://example.com/m.gguf#frag', { kind: 'url', url: 'https://example.com/m.gguf' }],
@@ -17,12 +23,30 @@ describe('model ref grammar', () => {
     ['file:/models/a.gguf', { kind: 'file', path: '/models/a.gguf' }],
     ['file:rel/a.gguf', { kind: 'file', path: '/etc/llorch/rel/a.gguf' }],
     ['file:///models/a%20b.gguf', { kind: 'file', path: '/models/a b.gguf' }],
-    ['synthetic:llama', { kind: 'synthetic', canonical: 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32' }],
+    [
+      'synthetic:llama',
+      { kind: 'synthetic', canonical: 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32' },
+    ],
     // Later parameters appear only when not default, so refs made before them keep their ids.
-    ['synthetic:llama?fim=1&role=embed', { kind: 'synthetic', canonical: 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32&role=embed&fim=1' }],
-    ['synthetic:llama?role=chat&fim=0', { kind: 'synthetic', canonical: 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32' }],
-    ['synthetic:llama?seed=7&type=f16', { kind: 'synthetic', params: { layers: 2, embd: 64, heads: 4, ff: 128, ctx: 256, seed: 7, type: 'f16' } }],
-    ['synthetic:llama?layers=1&embd=32&heads=2&ff=64&ctx=128', { kind: 'synthetic', params: { layers: 1, embd: 32, heads: 2, ff: 64, ctx: 128, seed: 42, type: 'f32' } }],
+    [
+      'synthetic:llama?fim=1&role=embed',
+      {
+        kind: 'synthetic',
+        canonical: 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32&role=embed&fim=1',
+      },
+    ],
+    [
+      'synthetic:llama?role=chat&fim=0',
+      { kind: 'synthetic', canonical: 'synthetic:llama?layers=2&embd=64&heads=4&ff=128&ctx=256&seed=42&type=f32' },
+    ],
+    [
+      'synthetic:llama?seed=7&type=f16',
+      { kind: 'synthetic', params: { layers: 2, embd: 64, heads: 4, ff: 128, ctx: 256, seed: 7, type: 'f16' } },
+    ],
+    [
+      'synthetic:llama?layers=1&embd=32&heads=2&ff=64&ctx=128',
+      { kind: 'synthetic', params: { layers: 1, embd: 32, heads: 2, ff: 64, ctx: 128, seed: 42, type: 'f32' } },
+    ],
   ])('accepts %s', (ref, expected) => {
     const parsed = parseModelRef(ref, BASE);
     expect(parsed).toMatchObject(expected);
@@ -72,7 +96,9 @@ describe('model ref grammar', () => {
   });
 
   it('accepts http:// only when insecure http is allowed', () => {
-    expect(parseModelRef('http://127.0.0.1:9/a.gguf', undefined, { allowInsecureHttp: true })).toMatchObject({ kind: 'url' });
+    expect(parseModelRef('http://127.0.0.1:9/a.gguf', undefined, { allowInsecureHttp: true })).toMatchObject({
+      kind: 'url',
+    });
   });
 
   it('resolves relative paths against baseDir, never the CWD, and refuses them without one', () => {

@@ -16,7 +16,14 @@ export const MODEL_REF_GRAMMAR =
  * share an id.
  */
 export type ModelRef =
-  | { kind: 'hf'; id: string; canonical: string; org: string; repo: string; /** File path inside the repo. */ path: string }
+  | {
+      kind: 'hf';
+      id: string;
+      canonical: string;
+      org: string;
+      repo: string;
+      /** File path inside the repo. */ path: string;
+    }
   | { kind: 'url'; id: string; canonical: string; url: string }
   | { kind: 'file'; id: string; canonical: string; /** Absolute path. */ path: string }
   | { kind: 'synthetic'; id: string; canonical: string; arch: 'llama'; params: SyntheticLlamaParams };
@@ -38,7 +45,11 @@ export function isSafeModelId(id: string): boolean {
 const HF_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/;
 
 function invalid(ref: string, why: string): ModelProvisionError {
-  return new ModelProvisionError('INVALID_MODEL_REF', `invalid model ref '${ref}': ${why}; expected ${MODEL_REF_GRAMMAR}`, { ref });
+  return new ModelProvisionError(
+    'INVALID_MODEL_REF',
+    `invalid model ref '${ref}': ${why}; expected ${MODEL_REF_GRAMMAR}`,
+    { ref },
+  );
 }
 
 function slug(name: string): string {
@@ -65,7 +76,8 @@ function parseHf(ref: string): ModelRef {
   if (!HF_NAME.test(org) || !HF_NAME.test(repo) || org.includes('..') || repo.includes('..')) {
     throw invalid(ref, 'hf: org and repo must be [A-Za-z0-9._-]');
   }
-  if (fileParts.length === 0) throw invalid(ref, 'hf: a whole repository is not a llama.cpp model; name one .gguf file');
+  if (fileParts.length === 0)
+    throw invalid(ref, 'hf: a whole repository is not a llama.cpp model; name one .gguf file');
   for (const seg of fileParts) {
     // each segment becomes part of a URL and never a cache path, but a traversal here is never meant
     if (seg === '' || seg === '.' || seg === '..' || /[\\?#\u0000-\u001f]/.test(seg)) {

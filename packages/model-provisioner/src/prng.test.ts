@@ -29,7 +29,9 @@ describe('Box–Muller stream', () => {
   });
 
   it('gives each tensor its own stream', () => {
-    expect(GaussianStream.seedFor(42, 'blk.0.attn_q.weight')).not.toBe(GaussianStream.seedFor(42, 'blk.0.attn_k.weight'));
+    expect(GaussianStream.seedFor(42, 'blk.0.attn_q.weight')).not.toBe(
+      GaussianStream.seedFor(42, 'blk.0.attn_k.weight'),
+    );
     expect(GaussianStream.seedFor(42, 'x')).not.toBe(GaussianStream.seedFor(43, 'x'));
   });
 });

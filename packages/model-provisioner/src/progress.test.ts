@@ -30,7 +30,10 @@ describe('progress', () => {
   it('draws a bar on a TTY and always delivers the final event', () => {
     const tty = fakeTty(true);
     const events: ModelProgress[] = [];
-    const r = new ProgressReporter({ logger: testLogger(), tty: tty.stream, listeners: [(e) => events.push(e)] }, 'tiny');
+    const r = new ProgressReporter(
+      { logger: testLogger(), tty: tty.stream, listeners: [(e) => events.push(e)] },
+      'tiny',
+    );
     r.update({ bytes_done: 0, bytes_total: 4 * 2 ** 20 });
     r.update({ bytes_done: 2 ** 20, bytes_total: 4 * 2 ** 20 });
     r.update({ bytes_done: 4 * 2 ** 20, bytes_total: 4 * 2 ** 20 });

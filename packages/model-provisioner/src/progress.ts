@@ -45,7 +45,11 @@ export class ProgressReporter {
     if (this.opts.tty?.isTTY) {
       if (!this.bar) {
         this.bar = new cliProgress.SingleBar(
-          { stream: this.opts.tty, format: `${this.label} [{bar}] {percentage}% {value_mb}/{total_mb} MiB`, hideCursor: false },
+          {
+            stream: this.opts.tty,
+            format: `${this.label} [{bar}] {percentage}% {value_mb}/{total_mb} MiB`,
+            hideCursor: false,
+          },
           cliProgress.Presets.shades_classic,
         );
         this.bar.start(p.bytes_total ?? 0, p.bytes_done, { value_mb: '0', total_mb: '?' });

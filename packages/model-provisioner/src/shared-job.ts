@@ -65,7 +65,12 @@ export class SharedJobs<T, P> {
       const deadline = (cause: unknown): ModelProvisionError =>
         cause instanceof ModelProvisionError && cause.code === 'DEADLINE_EXCEEDED'
           ? cause
-          : new ModelProvisionError('DEADLINE_EXCEEDED', `${caller.what}: aborted before the model was ready`, {}, { cause });
+          : new ModelProvisionError(
+              'DEADLINE_EXCEEDED',
+              `${caller.what}: aborted before the model was ready`,
+              {},
+              { cause },
+            );
       const onAbort = (): void => {
         if (!leave()) return;
         if (j.waiters > 0) {

@@ -54,15 +54,27 @@ describe('synthetic llama generator', () => {
     expect(embed.get('llama.attention.causal')).toBe(false);
     expect(embed.get('llama.pooling_type')).toBe(1);
     const fim = await keysOf('fim=1');
-    expect([fim.get('tokenizer.ggml.fim_pre_token_id'), fim.get('tokenizer.ggml.fim_suf_token_id'), fim.get('tokenizer.ggml.fim_mid_token_id')]).toEqual([3, 4, 5]);
+    expect([
+      fim.get('tokenizer.ggml.fim_pre_token_id'),
+      fim.get('tokenizer.ggml.fim_suf_token_id'),
+      fim.get('tokenizer.ggml.fim_mid_token_id'),
+    ]).toEqual([3, 4, 5]);
     const plain = await keysOf('');
-    expect([...plain.keys()].filter((k) => k.includes('pooling') || k.includes('causal') || k.includes('fim'))).toEqual([]);
+    expect([...plain.keys()].filter((k) => k.includes('pooling') || k.includes('causal') || k.includes('fim'))).toEqual(
+      [],
+    );
   });
 
   it('is read back as a 2-layer llama with context 256 and 20 tensors', async () => {
     const p = join(dir, 'default.gguf');
     await writeSyntheticModel(parseSyntheticParams(''), p, vocab);
-    expect(await readGgufInfo(p)).toEqual({ architecture: 'llama', context_length: 256, n_params: 2_130_240, file_type: 0, tensor_count: 20 });
+    expect(await readGgufInfo(p)).toEqual({
+      architecture: 'llama',
+      context_length: 256,
+      n_params: 2_130_240,
+      file_type: 0,
+      tensor_count: 20,
+    });
     const h = await readGgufHeader(p);
     const get = (k: string): unknown => h.kvs.find((kv) => kv.key === k)?.value;
     expect(get('llama.block_count')).toBe(2);
@@ -75,11 +87,21 @@ describe('synthetic llama generator', () => {
     const norm = h.tensors.find((t) => t.name === 'output_norm.weight')!;
     expect(norm.type).toBe(0);
     const bytes = await readFile(p);
-    const normValues = new Float32Array(bytes.buffer.slice(bytes.byteOffset + h.dataOffset + norm.offset, bytes.byteOffset + h.dataOffset + norm.offset + norm.nbytes));
+    const normValues = new Float32Array(
+      bytes.buffer.slice(
+        bytes.byteOffset + h.dataOffset + norm.offset,
+        bytes.byteOffset + h.dataOffset + norm.offset + norm.nbytes,
+      ),
+    );
     expect([...normValues].every((v) => v === 1)).toBe(true);
     // random weights have roughly the configured spread
     const emb = h.tensors[0]!;
-    const w = new Float32Array(bytes.buffer.slice(bytes.byteOffset + h.dataOffset + emb.offset, bytes.byteOffset + h.dataOffset + emb.offset + emb.nbytes));
+    const w = new Float32Array(
+      bytes.buffer.slice(
+        bytes.byteOffset + h.dataOffset + emb.offset,
+        bytes.byteOffset + h.dataOffset + emb.offset + emb.nbytes,
+      ),
+    );
     const mean = w.reduce((s, v) => s + v, 0) / w.length;
     const std = Math.sqrt(w.reduce((s, v) => s + (v - mean) ** 2, 0) / w.length);
     expect(Math.abs(mean)).toBeLessThan(0.001);
@@ -96,7 +118,11 @@ describe('synthetic llama generator', () => {
     const mTok = mh.kvs.filter((kv) => kv.key.startsWith('tokenizer.'));
     // The vocab file has no template of its own; the generator's is the only one.
     expect(vTok.map((kv) => kv.key)).not.toContain('tokenizer.chat_template');
-    expect(mTok.map((kv) => kv.key)).toEqual([...vTok.map((kv) => kv.key), 'tokenizer.chat_template', 'tokenizer.chat_template.tool_use']);
+    expect(mTok.map((kv) => kv.key)).toEqual([
+      ...vTok.map((kv) => kv.key),
+      'tokenizer.chat_template',
+      'tokenizer.chat_template.tool_use',
+    ]);
     expect(mTok.at(-2)?.value).toBe(SYNTHETIC_CHAT_TEMPLATE);
     expect(mTok.at(-1)?.value).toBe(SYNTHETIC_TOOL_USE_TEMPLATE);
     expect(vTok.length).toBeGreaterThanOrEqual(10);
@@ -133,7 +159,11 @@ describe('ensure(synthetic:…)', () => {
       expect(a.id).toBe(b.id);
       expect(a.local_path).toBe(b.local_path);
       expect(a.local_path).toBe(join(cacheDir, 'models', 'sha256', `${a.sha256}.gguf`));
-      expect(a).toMatchObject({ ref: 'synthetic:llama', source: 'synthetic', gguf: { architecture: 'llama', context_length: 256, tensor_count: 20 } });
+      expect(a).toMatchObject({
+        ref: 'synthetic:llama',
+        source: 'synthetic',
+        gguf: { architecture: 'llama', context_length: 256, tensor_count: 20 },
+      });
       expect(await sha(a.local_path)).toBe(a.sha256);
       const again = await p.ensure('synthetic:llama', { sha256: a.sha256 });
       expect(again.local_path).toBe(a.local_path);
@@ -178,13 +208,23 @@ describe('ensure(synthetic:…)', () => {
   it('reports an unusable cache directory as CACHE_UNWRITABLE', async () => {
     const file = join(await temp.make(), 'a-file');
     await writeFile(file, 'x');
-    const p = new ModelProvisioner({ cacheDir: join(file, 'cache'), logger: testLogger(), vocabPath: vocab, progressTty: false });
+    const p = new ModelProvisioner({
+      cacheDir: join(file, 'cache'),
+      logger: testLogger(),
+      vocabPath: vocab,
+      progressTty: false,
+    });
     await expect(p.ensure('synthetic:llama')).rejects.toMatchObject({ code: 'CACHE_UNWRITABLE' });
     await p.close();
   });
 
   it('refuses unknown parameters', async () => {
-    const p = new ModelProvisioner({ cacheDir: await temp.make(), logger: testLogger(), vocabPath: vocab, progressTty: false });
+    const p = new ModelProvisioner({
+      cacheDir: await temp.make(),
+      logger: testLogger(),
+      vocabPath: vocab,
+      progressTty: false,
+    });
     await expect(p.ensure('synthetic:llama?lyers=2')).rejects.toMatchObject({ code: 'INVALID_MODEL_REF' });
     await p.close();
     await expect(p.ensure('synthetic:llama')).rejects.toMatchObject({ code: 'PROVISIONER_CLOSED' });

@@ -137,7 +137,9 @@ async function loadTokenizer(vocabPath: string): Promise<{ raw: Buffer[]; nVocab
   const header = await readGgufHeader(vocabPath);
   const tokens = header.kvs.find((kv) => kv.key === 'tokenizer.ggml.tokens')?.value;
   if (typeof tokens !== 'object' || tokens.elemType !== GGUF_TYPE.STRING || tokens.length === 0) {
-    throw new ModelProvisionError('INVALID_GGUF', `${vocabPath}: no tokenizer.ggml.tokens string array`, { path: vocabPath });
+    throw new ModelProvisionError('INVALID_GGUF', `${vocabPath}: no tokenizer.ggml.tokens string array`, {
+      path: vocabPath,
+    });
   }
   const bytes = await readFile(vocabPath);
   // copied byte for byte: no re-encoding of tens of thousands of strings, nothing to get wrong
@@ -154,7 +156,12 @@ async function writeAll(fh: FileHandle, hash: ReturnType<typeof createHash>, b: 
   }
 }
 
-async function writeTensor(fh: FileHandle, hash: ReturnType<typeof createHash>, t: TensorPlan, seed: number): Promise<void> {
+async function writeTensor(
+  fh: FileHandle,
+  hash: ReturnType<typeof createHash>,
+  t: TensorPlan,
+  seed: number,
+): Promise<void> {
   const total = t.ne.reduce((a, b) => a * b, 1);
   const gauss = t.init === 'normal' ? new GaussianStream(GaussianStream.seedFor(seed, t.name), WEIGHT_STD) : undefined;
   const values = new Float32Array(Math.min(total, CHUNK_ELEMENTS));
@@ -185,7 +192,12 @@ async function writeTensor(fh: FileHandle, hash: ReturnType<typeof createHash>, 
  * model's text is noise: it exists so the real engine can load and run something without
  * downloads. Written to a temp file and renamed onto `outPath`.
  */
-export async function writeSyntheticModel(params: SyntheticLlamaParams, outPath: string, vocabPath: string, opts: { signal?: AbortSignal } = {}): Promise<SyntheticModelResult> {
+export async function writeSyntheticModel(
+  params: SyntheticLlamaParams,
+  outPath: string,
+  vocabPath: string,
+  opts: { signal?: AbortSignal } = {},
+): Promise<SyntheticModelResult> {
   const { raw, nVocab } = await loadTokenizer(vocabPath);
   const tensors = planTensors(params, nVocab);
   const last = tensors[tensors.length - 1];
@@ -237,7 +249,11 @@ export async function writeSyntheticModel(params: SyntheticLlamaParams, outPath:
   const header = h.build();
   const size = header.length + dataSize;
   if (size > MAX_SYNTHETIC_BYTES) {
-    throw new ModelProvisionError('INVALID_MODEL_REF', `synthetic model would be ${size} bytes (max ${MAX_SYNTHETIC_BYTES}); choose smaller parameters`, { size });
+    throw new ModelProvisionError(
+      'INVALID_MODEL_REF',
+      `synthetic model would be ${size} bytes (max ${MAX_SYNTHETIC_BYTES}); choose smaller parameters`,
+      { size },
+    );
   }
 
   const tmp = `${outPath}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;

@@ -105,14 +105,18 @@ export function parseSyntheticParams(query: string): SyntheticLlamaParams {
       params[key] = n;
     }
   }
-  if (params.embd % params.heads !== 0) throw invalid(query, `embd (${params.embd}) must be a multiple of heads (${params.heads})`);
+  if (params.embd % params.heads !== 0)
+    throw invalid(query, `embd (${params.embd}) must be a multiple of heads (${params.heads})`);
   // RoPE rotates pairs of dimensions, so llama.cpp needs an even head size.
-  if ((params.embd / params.heads) % 2 !== 0) throw invalid(query, `head size embd/heads (${params.embd / params.heads}) must be even`);
+  if ((params.embd / params.heads) % 2 !== 0)
+    throw invalid(query, `head size embd/heads (${params.embd / params.heads}) must be even`);
   return params;
 }
 
 /** The canonical ref: every parameter spelled out in a fixed order, so equal models share one id. */
 export function canonicalSyntheticRef(params: SyntheticLlamaParams): string {
-  const parts = ORDER.filter((k) => !LATER.has(k) || params[k] !== SYNTHETIC_LLAMA_DEFAULTS[k]).map((k) => `${k}=${k === 'fim' ? Number(params.fim) : params[k]}`);
+  const parts = ORDER.filter((k) => !LATER.has(k) || params[k] !== SYNTHETIC_LLAMA_DEFAULTS[k]).map(
+    (k) => `${k}=${k === 'fim' ? Number(params.fim) : params[k]}`,
+  );
   return `synthetic:llama?${parts.join('&')}`;
 }

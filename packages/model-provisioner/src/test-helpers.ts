@@ -68,7 +68,9 @@ export interface TestServer {
 }
 
 /** A real HTTP server on loopback, port 0, recording every request. */
-export async function startServer(handler: (req: IncomingMessage, res: ServerResponse, n: number) => void): Promise<TestServer> {
+export async function startServer(
+  handler: (req: IncomingMessage, res: ServerResponse, n: number) => void,
+): Promise<TestServer> {
   const requests: SeenRequest[] = [];
   const server = createServer((req, res) => {
     requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
@@ -102,7 +104,11 @@ export function serveBytes(data: Buffer, req: IncomingMessage, res: ServerRespon
       res.end();
       return;
     }
-    res.writeHead(206, { ...etagHeader, 'content-length': data.length - start, 'content-range': `bytes ${start}-${data.length - 1}/${data.length}` });
+    res.writeHead(206, {
+      ...etagHeader,
+      'content-length': data.length - start,
+      'content-range': `bytes ${start}-${data.length - 1}/${data.length}`,
+    });
     res.end(data.subarray(start));
     return;
   }

@@ -16,7 +16,14 @@ describe('auth matrix, token hygiene and loopback binds', () => {
   const wrongTokens: string[] = [];
 
   beforeAll(async () => {
-    cluster = await ChaosCluster.start({ nodes: 1, slots: 1, heartbeatMs: 500, ctx: 512, logLevel: 'debug', prefix: 'llorch-auth-' });
+    cluster = await ChaosCluster.start({
+      nodes: 1,
+      slots: 1,
+      heartbeatMs: 500,
+      ctx: 512,
+      logLevel: 'debug',
+      prefix: 'llorch-auth-',
+    });
     node = cluster.nodes[0] as ChaosNode;
     dir = await mkdtemp(join(tmpdir(), 'llorch-auth-cfg-'));
   });
@@ -44,7 +51,11 @@ describe('auth matrix, token hygiene and loopback binds', () => {
           ...(authorization !== undefined ? { authorization } : {}),
           ...(r.validBody !== undefined ? { 'content-type': 'application/json' } : {}),
         },
-        ...(r.validBody !== undefined ? { body: JSON.stringify(r.validBody({ model: 'synthetic:llama', realPoolId: node.poolId, nodeId: node.id })) } : {}),
+        ...(r.validBody !== undefined
+          ? {
+              body: JSON.stringify(r.validBody({ model: 'synthetic:llama', realPoolId: node.poolId, nodeId: node.id })),
+            }
+          : {}),
       },
       undefined,
       16 * 1024,
@@ -70,18 +81,23 @@ describe('auth matrix, token hygiene and loopback binds', () => {
       for (const [label, header] of variants) {
         const res = await send(r, header);
         if (r.public) {
-          if (res.status !== 200) rows.push(`${r.service} ${r.method} ${r.path} [${label}] public route answered ${res.status}`);
+          if (res.status !== 200)
+            rows.push(`${r.service} ${r.method} ${r.path} [${label}] public route answered ${res.status}`);
           continue;
         }
-        if (res.status !== 401) rows.push(`${r.service} ${r.method} ${r.path} [${label}] answered ${res.status}, not 401`);
+        if (res.status !== 401)
+          rows.push(`${r.service} ${r.method} ${r.path} [${label}] answered ${res.status}, not 401`);
         else {
           const problems = responseProblems(r.method, res);
-          if (problems.length > 0) rows.push(`${r.service} ${r.method} ${r.path} [${label}] 401 body: ${problems.join('; ')}`);
-          if ((JSON.parse(res.text) as { code?: string }).code !== 'UNAUTHORIZED') rows.push(`${r.service} ${r.path} [${label}] code is not UNAUTHORIZED`);
+          if (problems.length > 0)
+            rows.push(`${r.service} ${r.method} ${r.path} [${label}] 401 body: ${problems.join('; ')}`);
+          if ((JSON.parse(res.text) as { code?: string }).code !== 'UNAUTHORIZED')
+            rows.push(`${r.service} ${r.path} [${label}] code is not UNAUTHORIZED`);
         }
       }
       const ok = await send(r, `Bearer ${token}`);
-      if (ok.status === 401 || ok.status >= 500) rows.push(`${r.service} ${r.method} ${r.path} [right token] answered ${ok.status}: ${ok.text.slice(0, 200)}`);
+      if (ok.status === 401 || ok.status >= 500)
+        rows.push(`${r.service} ${r.method} ${r.path} [right token] answered ${ok.status}: ${ok.text.slice(0, 200)}`);
       const problems = responseProblems(r.method, ok);
       if (problems.length > 0) rows.push(`${r.service} ${r.method} ${r.path} [right token] ${problems.join('; ')}`);
     }
@@ -102,19 +118,34 @@ describe('auth matrix, token hygiene and loopback binds', () => {
     await new Promise((r) => setTimeout(r, 300));
     const lines = cluster.allLines();
     expect(lines.length).toBeGreaterThan(50);
-    const leaks = lines.filter((l) => l.text.includes(cluster.token) || wrongTokens.some((w) => w.length >= 16 && l.text.includes(w)));
+    const leaks = lines.filter(
+      (l) => l.text.includes(cluster.token) || wrongTokens.some((w) => w.length >= 16 && l.text.includes(w)),
+    );
     expect(leaks.map((l) => `${l.source}: ${l.text.slice(0, 200)}`)).toEqual([]);
   });
 
   it('orchestratord refuses a non-loopback bind without a token (and starts with one)', async () => {
-    const refused = await runToExit({ name: 'orchestratord-open', script: appMain('orchestratord'), args: [], env: { ORCHD_ADDR: '0.0.0.0:0', LLORCH_API_TOKEN: '' } }, 20_000);
+    const refused = await runToExit(
+      {
+        name: 'orchestratord-open',
+        script: appMain('orchestratord'),
+        args: [],
+        env: { ORCHD_ADDR: '0.0.0.0:0', LLORCH_API_TOKEN: '' },
+      },
+      20_000,
+    );
     expect(refused.listened).toBe(false);
     expect(refused.exit.code).not.toBe(0);
     expect(refused.exit.code).not.toBeUndefined();
     expect(refused.lines.map((l) => l.text).join('\n')).toMatch(/LLORCH_API_TOKEN/);
     const token = newToken('bind-check');
     const ok = await startChaosDaemon(
-      { name: 'orchestratord-wildcard', script: appMain('orchestratord'), args: [], env: { ORCHD_ADDR: '0.0.0.0:0', LLORCH_API_TOKEN: token } },
+      {
+        name: 'orchestratord-wildcard',
+        script: appMain('orchestratord'),
+        args: [],
+        env: { ORCHD_ADDR: '0.0.0.0:0', LLORCH_API_TOKEN: token },
+      },
       20_000,
     );
     try {
@@ -132,11 +163,23 @@ describe('auth matrix, token hygiene and loopback binds', () => {
         runtime_dir: join(dir, withToken ? 'rt-t' : 'rt-n'),
         cache_dir: join(dir, 'cache'),
         // Nothing to provision: a missing external binary and model fail the pool at once (no build).
-        pools: [{ id: 'p0', model: `file:${join(dir, 'absent.gguf')}`, gpu: 'off', source: { kind: 'external', binary_path: join(dir, 'no-llama-server') } }],
+        pools: [
+          {
+            id: 'p0',
+            model: `file:${join(dir, 'absent.gguf')}`,
+            gpu: 'off',
+            source: { kind: 'external', binary_path: join(dir, 'no-llama-server') },
+          },
+        ],
       });
     await writeFile(join(dir, 'open.yaml'), config(false));
     const refused = await runToExit(
-      { name: 'pool-managerd-open', script: appMain('pool-managerd'), args: ['--config', join(dir, 'open.yaml')], env: { LLORCH_API_TOKEN: '' } },
+      {
+        name: 'pool-managerd-open',
+        script: appMain('pool-managerd'),
+        args: ['--config', join(dir, 'open.yaml')],
+        env: { LLORCH_API_TOKEN: '' },
+      },
       20_000,
     );
     expect(refused.listened).toBe(false);
@@ -145,7 +188,12 @@ describe('auth matrix, token hygiene and loopback binds', () => {
     expect(refused.lines.map((l) => l.text).join('\n')).toMatch(/not loopback.*api_token|api_token.*LLORCH_API_TOKEN/);
     await writeFile(join(dir, 'closed.yaml'), config(true));
     const ok = await startChaosDaemon(
-      { name: 'pool-managerd-wildcard', script: appMain('pool-managerd'), args: ['--config', join(dir, 'closed.yaml')], env: { LLORCH_API_TOKEN: '' } },
+      {
+        name: 'pool-managerd-wildcard',
+        script: appMain('pool-managerd'),
+        args: ['--config', join(dir, 'closed.yaml')],
+        env: { LLORCH_API_TOKEN: '' },
+      },
       30_000,
     );
     try {

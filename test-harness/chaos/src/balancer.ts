@@ -20,7 +20,12 @@ export interface Balancer {
  * balancer then answers its own 503 page, here the replicas' typed 503 STORE_UNAVAILABLE comes
  * through, which is the answer the chaos client must get and judge.
  */
-export async function startBalancer(port: number, replicaPorts: readonly number[], dir: string, checkMs: number): Promise<Balancer> {
+export async function startBalancer(
+  port: number,
+  replicaPorts: readonly number[],
+  dir: string,
+  checkMs: number,
+): Promise<Balancer> {
   const cfg = [
     'global',
     '  log stderr format raw local0 warning',

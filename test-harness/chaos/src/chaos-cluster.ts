@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
-import { fetchNodePools, readHandoffs, startChaosNode, type ChaosNode, type HandoffInfo, type NodePool } from './chaos-node.js';
+import {
+  fetchNodePools,
+  readHandoffs,
+  startChaosNode,
+  type ChaosNode,
+  type HandoffInfo,
+  type NodePool,
+} from './chaos-node.js';
 import { appMain, newToken } from './chaos-paths.js';
 import { startChaosDaemon, type CapturedLine, type ChaosDaemon, type DaemonExit } from './daemon.js';
 
@@ -114,7 +121,13 @@ export class ChaosCluster {
   }
 
   async #startNode(n: number): Promise<ChaosNode> {
-    const node = await startChaosNode({ ...this.#opts, n, workDir: this.workDir, token: this.token, orchestratorUrl: `http://127.0.0.1:${this.port}` });
+    const node = await startChaosNode({
+      ...this.#opts,
+      n,
+      workDir: this.workDir,
+      token: this.token,
+      orchestratorUrl: `http://127.0.0.1:${this.port}`,
+    });
     this.nodes.push(node);
     return node;
   }
@@ -143,7 +156,8 @@ export class ChaosCluster {
       if (res !== undefined) {
         const body = (await res.body.json().catch(() => ({}))) as PoolsBody;
         last = JSON.stringify(body.pools?.map((p) => `${p.pool_id}:${p.state}`));
-        if (ids.every((id) => body.pools?.some((p) => p.pool_id === id && p.ready && p.node_state === 'online'))) return;
+        if (ids.every((id) => body.pools?.some((p) => p.pool_id === id && p.ready && p.node_state === 'online')))
+          return;
       }
       await sleep(100);
     }
@@ -154,7 +168,9 @@ export class ChaosCluster {
    * Stops orchestratord with `signal` and starts a new generation on the same port.
    * Resolves once the new one listens (nodes re-register on their own).
    */
-  async restartOrchestrator(signal: NodeJS.Signals = 'SIGTERM'): Promise<{ oldPid: number; newPid: number; exit: DaemonExit; downMs: number }> {
+  async restartOrchestrator(
+    signal: NodeJS.Signals = 'SIGTERM',
+  ): Promise<{ oldPid: number; newPid: number; exit: DaemonExit; downMs: number }> {
     const old = this.orchestrator;
     const t0 = Date.now();
     const exit = await old.stop(signal);

@@ -47,7 +47,16 @@ export async function startChaosNode(o: ChaosNodeOptions): Promise<ChaosNode> {
       api_token: o.token,
       runtime_dir: runtimeDir,
       cache_dir: o.cacheDir ?? sharedCacheDir(),
-      pools: [{ id: poolId, model: o.model ?? 'synthetic:llama', gpu: 'off', ctx: o.ctx ?? 2048, slots: o.slots, threads: o.threads ?? 1 }],
+      pools: [
+        {
+          id: poolId,
+          model: o.model ?? 'synthetic:llama',
+          gpu: 'off',
+          ctx: o.ctx ?? 2048,
+          slots: o.slots,
+          threads: o.threads ?? 1,
+        },
+      ],
     }),
   );
   const daemon = await startChaosDaemon(
@@ -105,7 +114,13 @@ export async function readHandoffs(node: ChaosNode): Promise<HandoffInfo[]> {
     try {
       const json = JSON.parse(await readFile(join(dir, name), 'utf8')) as Record<string, unknown>;
       if (typeof json.pid === 'number' && typeof json.url === 'string' && typeof json.pool_id === 'string') {
-        out.push({ file: join(dir, name), pool_id: json.pool_id, pid: json.pid, url: json.url, provisioning_mode: String(json.provisioning_mode) });
+        out.push({
+          file: join(dir, name),
+          pool_id: json.pool_id,
+          pid: json.pid,
+          url: json.url,
+          provisioning_mode: String(json.provisioning_mode),
+        });
       }
     } catch {
       // mid-rename or removed: the next poll sees it

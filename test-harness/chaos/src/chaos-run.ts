@@ -80,12 +80,19 @@ export interface ChaosReport {
   fault_problems: string[];
 }
 
-export function planTask(index: number, rnd: () => number, opts: Pick<ChaosRunOptions, 'cancelRate' | 'disconnectRate' | 'maxTokens'>, pools: readonly string[]): TaskPlan {
+export function planTask(
+  index: number,
+  rnd: () => number,
+  opts: Pick<ChaosRunOptions, 'cancelRate' | 'disconnectRate' | 'maxTokens'>,
+  pools: readonly string[],
+): TaskPlan {
   const r = rnd();
-  const action: TaskPlan['action'] = r < opts.cancelRate ? 'cancel' : r < opts.cancelRate + opts.disconnectRate ? 'disconnect' : 'none';
+  const action: TaskPlan['action'] =
+    r < opts.cancelRate ? 'cancel' : r < opts.cancelRate + opts.disconnectRate ? 'disconnect' : 'none';
   // Tasks that will be canceled get the upper third of the range, so most cancels land mid-stream
   // instead of racing a natural end.
-  const min = action === 'none' ? opts.maxTokens.min : Math.max(opts.maxTokens.min, Math.floor((2 * opts.maxTokens.max) / 3));
+  const min =
+    action === 'none' ? opts.maxTokens.min : Math.max(opts.maxTokens.min, Math.floor((2 * opts.maxTokens.max) / 3));
   const maxTokens = min + Math.floor(rnd() * (opts.maxTokens.max - min + 1));
   const p = rnd();
   const pool = pools[Math.floor(rnd() * pools.length)] as string;
@@ -134,8 +141,12 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
 
   const rss = new Map<string, { pid: number; start?: number; end?: number }>();
   const sampleStart = (): void => {
-    rss.set(`orchestratord#${cluster.orchestrators.length - 1}`, { pid: cluster.orchestrator.pid, start: rssBytes(cluster.orchestrator.pid) });
-    for (const n of cluster.nodes) rss.set(`pool-managerd:${n.id}`, { pid: n.daemon.pid, start: rssBytes(n.daemon.pid) });
+    rss.set(`orchestratord#${cluster.orchestrators.length - 1}`, {
+      pid: cluster.orchestrator.pid,
+      start: rssBytes(cluster.orchestrator.pid),
+    });
+    for (const n of cluster.nodes)
+      rss.set(`pool-managerd:${n.id}`, { pid: n.daemon.pid, start: rssBytes(n.daemon.pid) });
   };
   const sampleEnd = (name: string, pid: number): void => {
     const s = rss.get(name);
@@ -168,7 +179,10 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
     const window: RestartWindow = { begunAt: Date.now(), listeningAt: Number.POSITIVE_INFINITY };
     restarts.push(window);
     faults.push(await restartOrchestrator(cluster, window));
-    rss.set(`orchestratord#${cluster.orchestrators.length - 1}`, { pid: cluster.orchestrator.pid, start: rssBytes(cluster.orchestrator.pid) });
+    rss.set(`orchestratord#${cluster.orchestrators.length - 1}`, {
+      pid: cluster.orchestrator.pid,
+      start: rssBytes(cluster.orchestrator.pid),
+    });
   })().catch((err: unknown) => {
     faultErrors.push(`fault track crashed: ${(err as Error).stack ?? String(err)}`);
   });
@@ -202,8 +216,24 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
   // Quiescence: every slot free again, seen from orchestratord, the nodes and the engines.
   const orchPools = await settle(async () => {
     const { body } = await getJson(new URL('/v2/pools', cluster.url), cluster.auth);
-    const list = (body as { pools: Array<{ pool_id: string; ready: boolean; node_state: string; slots_free: number; slots_total: number; leased: number }> }).pools;
-    const ok = pools.every((id) => list.some((p) => p.pool_id === id && p.ready && p.node_state === 'online' && p.leased === 0 && p.slots_free === p.slots_total));
+    const list = (
+      body as {
+        pools: Array<{
+          pool_id: string;
+          ready: boolean;
+          node_state: string;
+          slots_free: number;
+          slots_total: number;
+          leased: number;
+        }>;
+      }
+    ).pools;
+    const ok = pools.every((id) =>
+      list.some(
+        (p) =>
+          p.pool_id === id && p.ready && p.node_state === 'online' && p.leased === 0 && p.slots_free === p.slots_total,
+      ),
+    );
     return { ok, value: list };
   }, 30_000);
   if (!orchPools.ok) leaks.push(`orchestratord pools not all free/ready: ${JSON.stringify(orchPools.value)}`);
@@ -250,7 +280,12 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
     if (!t.admitted) {
       if (t.admission.status !== undefined) bump(rejected, t.admission.code ?? String(t.admission.status));
       if (t.admission.problems.length > 0)
-        violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: 'no_terminal', problems: t.admission.problems.map((p) => `rejection: ${p}`) });
+        violations.push({
+          task: t.plan.index,
+          task_id: t.plan.taskId,
+          outcome: 'no_terminal',
+          problems: t.admission.problems.map((p) => `rejection: ${p}`),
+        });
       continue;
     }
     const v = judgeTask(t, restarts);
@@ -258,9 +293,17 @@ export async function runChaos(cluster: ChaosCluster, opts: ChaosRunOptions): Pr
     if (v.outcome === 'lost_to_restart') bump(lostByKind, v.detail ?? 'unknown');
     if (v.terminal !== undefined) {
       terminals += 1;
-      bump(terminalByKind, v.terminal.event === 'end' ? (v.terminal.data.canceled === true ? 'end_canceled' : 'end') : `error:${String(v.terminal.data.code)}`);
+      bump(
+        terminalByKind,
+        v.terminal.event === 'end'
+          ? v.terminal.data.canceled === true
+            ? 'end_canceled'
+            : 'end'
+          : `error:${String(v.terminal.data.code)}`,
+      );
     }
-    if (v.problems.length > 0) violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: v.outcome, problems: v.problems });
+    if (v.problems.length > 0)
+      violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: v.outcome, problems: v.problems });
   }
   const faultProblems = [...faultErrors, ...faults.flatMap((f) => f.problems.map((p) => `${f.kind}: ${p}`))];
   return {

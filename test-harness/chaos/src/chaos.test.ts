@@ -34,7 +34,9 @@ describe('chaos run: real cluster under load with engine kill, node stop and orc
       throw err;
     }
     reportPath = await writeReport(report);
-    process.stdout.write(`[chaos] report ${reportPath}\n[chaos] counts ${JSON.stringify(report.counts)}\n[chaos] rss ${JSON.stringify(report.rss)}\n`);
+    process.stdout.write(
+      `[chaos] report ${reportPath}\n[chaos] counts ${JSON.stringify(report.counts)}\n[chaos] rss ${JSON.stringify(report.rss)}\n`,
+    );
   });
 
   beforeEach(({ task, onTestFailed }) => {

@@ -56,7 +56,9 @@ export interface ChaosDaemon {
  * a test worker that is killed (hook timeout, crash) then takes its daemons with it instead of
  * leaving them to hold ports, cache locks and engines.
  */
-const PDEATHSIG: readonly string[] = ['/usr/bin/setpriv', '/bin/setpriv'].some((p) => existsSync(p)) ? ['setpriv', '--pdeathsig', 'SIGKILL', '--'] : [];
+const PDEATHSIG: readonly string[] = ['/usr/bin/setpriv', '/bin/setpriv'].some((p) => existsSync(p))
+  ? ['setpriv', '--pdeathsig', 'SIGKILL', '--']
+  : [];
 
 function spawn(spec: DaemonSpec, sink: CapturedLine[]): { child: ResultPromise; exited: Promise<DaemonExit> } {
   const [file = 'node', ...prefix] = [...(spec.wrap ?? []), ...PDEATHSIG, 'node'];
@@ -77,7 +79,10 @@ function spawn(spec: DaemonSpec, sink: CapturedLine[]): { child: ResultPromise; 
       let json: Record<string, unknown> | undefined;
       try {
         const parsed: unknown = JSON.parse(text);
-        json = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+        json =
+          typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+            ? (parsed as Record<string, unknown>)
+            : undefined;
       } catch {
         json = undefined;
       }
@@ -110,7 +115,8 @@ export async function startChaosDaemon(spec: DaemonSpec, timeoutMs: number): Pro
   while (url === undefined) {
     const seen = lines.find((l) => l.json?.msg === 'listening' && typeof l.json.url === 'string');
     if (seen !== undefined) url = String(seen.json?.url);
-    else if (exit !== undefined) throw new Error(`${spec.name} exited (${exit.code ?? exit.signal}) before listening:\n${tail()}`);
+    else if (exit !== undefined)
+      throw new Error(`${spec.name} exited (${exit.code ?? exit.signal}) before listening:\n${tail()}`);
     else if (Date.now() - started > timeoutMs) {
       child.kill('SIGKILL');
       await exited;
@@ -146,7 +152,10 @@ export async function startChaosDaemon(spec: DaemonSpec, timeoutMs: number): Pro
 }
 
 /** Runs a daemon that is expected to refuse to start: resolves with its exit and every line. */
-export async function runToExit(spec: DaemonSpec, timeoutMs: number): Promise<{ exit: DaemonExit; lines: CapturedLine[]; listened: boolean }> {
+export async function runToExit(
+  spec: DaemonSpec,
+  timeoutMs: number,
+): Promise<{ exit: DaemonExit; lines: CapturedLine[]; listened: boolean }> {
   const lines: CapturedLine[] = [];
   const { child, exited } = spawn(spec, lines);
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

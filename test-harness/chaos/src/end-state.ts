@@ -33,7 +33,10 @@ export async function watchEngines(cluster: NodesCluster): Promise<{ pids: Set<n
 }
 
 /** Quiescence at the nodes: every pool ready with all slots free and no lease, every engine's `/slots` idle (polled). Problems go to `leaks`. */
-export async function checkNodesIdle(cluster: NodesCluster, leaks: string[]): Promise<{ nodePools: Record<string, unknown>; engineSlots: Record<string, unknown> }> {
+export async function checkNodesIdle(
+  cluster: NodesCluster,
+  leaks: string[],
+): Promise<{ nodePools: Record<string, unknown>; engineSlots: Record<string, unknown> }> {
   const nodePools: Record<string, unknown> = {};
   const engineSlots: Record<string, unknown> = {};
   for (const n of cluster.nodes) {
@@ -48,7 +51,10 @@ export async function checkNodesIdle(cluster: NodesCluster, leaks: string[]): Pr
       const slots = await settle(async () => {
         const { status, body } = await getJson(new URL('/slots', p.engine_url), {});
         const arr = Array.isArray(body) ? (body as Array<{ id: number; is_processing: boolean }>) : [];
-        return { ok: status === 200 && arr.length > 0 && arr.every((s) => s.is_processing === false), value: arr.map((s) => ({ id: s.id, is_processing: s.is_processing })) };
+        return {
+          ok: status === 200 && arr.length > 0 && arr.every((s) => s.is_processing === false),
+          value: arr.map((s) => ({ id: s.id, is_processing: s.is_processing })),
+        };
       }, 10_000);
       engineSlots[`${n.id}/${p.pool_id}`] = slots.value;
       if (!slots.ok) leaks.push(`${n.id}/${p.pool_id}: engine slots still processing: ${JSON.stringify(slots.value)}`);
@@ -89,7 +95,10 @@ export async function getJson(url: URL, auth: Record<string, string>): Promise<{
 }
 
 /** Polls `probe` until ok or the timeout; returns the last value either way. */
-export async function settle<T>(probe: () => Promise<{ ok: boolean; value: T }>, timeoutMs: number): Promise<{ ok: boolean; value: T }> {
+export async function settle<T>(
+  probe: () => Promise<{ ok: boolean; value: T }>,
+  timeoutMs: number,
+): Promise<{ ok: boolean; value: T }> {
   const deadline = Date.now() + timeoutMs;
   let last: { ok: boolean; value: T } | undefined;
   for (;;) {

@@ -30,22 +30,30 @@ type Headers = Record<string, string | string[] | undefined>;
  * and `Retry-After` (seconds ≥ 1) + `X-Backoff-Ms` on 429/503. Calls `body` with the parsed JSON
  * object for the shape's own checks.
  */
-function errorResponseProblems(status: number, headers: Headers, bodyText: string, body: (json: Record<string, unknown>) => string[]): string[] {
+function errorResponseProblems(
+  status: number,
+  headers: Headers,
+  bodyText: string,
+  body: (json: Record<string, unknown>) => string[],
+): string[] {
   const problems: string[] = [];
   const ctype = String(headers['content-type'] ?? '');
   if (!ctype.startsWith('application/json')) problems.push(`content-type '${ctype}' is not application/json`);
-  if (headers['x-correlation-id'] === undefined || headers['x-correlation-id'] === '') problems.push('no X-Correlation-Id header');
+  if (headers['x-correlation-id'] === undefined || headers['x-correlation-id'] === '')
+    problems.push('no X-Correlation-Id header');
   let json: unknown;
   try {
     json = JSON.parse(bodyText);
   } catch {
     return [...problems, `body is not JSON: ${bodyText.slice(0, 120)}`];
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return [...problems, 'body is not a JSON object'];
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    return [...problems, 'body is not a JSON object'];
   problems.push(...body(json as Record<string, unknown>));
   if (status === 429 || status === 503) {
     const ra = Number(headers['retry-after']);
-    if (!Number.isInteger(ra) || ra < 1) problems.push(`Retry-After '${String(headers['retry-after'])}' is not an integer ≥ 1`);
+    if (!Number.isInteger(ra) || ra < 1)
+      problems.push(`Retry-After '${String(headers['retry-after'])}' is not an integer ≥ 1`);
     if (headers['x-backoff-ms'] === undefined) problems.push('no X-Backoff-Ms header');
   }
   return problems;
@@ -64,7 +72,9 @@ export function envelopeProblems(status: number, headers: Headers, bodyText: str
     if (typeof env.code !== 'string' || !(env.code in EXPECTED_ERROR_STATUS)) {
       problems.push(`unknown code ${JSON.stringify(env.code)}`);
     } else if (EXPECTED_ERROR_STATUS[env.code] !== status) {
-      problems.push(`code ${env.code} has status ${EXPECTED_ERROR_STATUS[env.code]} in the table, response was ${status}`);
+      problems.push(
+        `code ${env.code} has status ${EXPECTED_ERROR_STATUS[env.code]} in the table, response was ${status}`,
+      );
     }
     if (env.retriable !== undefined && typeof env.retriable !== 'boolean') problems.push('retriable is not a boolean');
     return problems;
@@ -97,7 +107,8 @@ export function openAiErrorProblems(status: number, headers: Headers, bodyText: 
     if (typeof err !== 'object' || err === null) return [...problems, "no 'error' object"];
     if (typeof err.message !== 'string') problems.push('error.message is not a string');
     const type = OPENAI_ERROR_TYPE[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
-    if (err.type !== type) problems.push(`error.type ${JSON.stringify(err.type)} for status ${status} (expected '${type}')`);
+    if (err.type !== type)
+      problems.push(`error.type ${JSON.stringify(err.type)} for status ${status} (expected '${type}')`);
     if (err.param !== null && typeof err.param !== 'string') problems.push('error.param is neither a string nor null');
     if (typeof err.code !== 'string') problems.push('error.code is not a string');
     return problems;
@@ -134,7 +145,8 @@ export function anthropicErrorProblems(status: number, headers: Headers, bodyTex
     if (typeof err !== 'object' || err === null) return [...problems, "no 'error' object"];
     if (typeof err.message !== 'string') problems.push('error.message is not a string');
     const type = ANTHROPIC_ERROR_TYPE[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
-    if (err.type !== type) problems.push(`error.type ${JSON.stringify(err.type)} for status ${status} (expected '${type}')`);
+    if (err.type !== type)
+      problems.push(`error.type ${JSON.stringify(err.type)} for status ${status} (expected '${type}')`);
     return problems;
   });
 }

@@ -21,7 +21,11 @@ export interface FaultRecord {
   problems: string[];
 }
 
-export async function until<T>(what: () => Promise<T | undefined>, timeoutMs: number, everyMs = 50): Promise<T | undefined> {
+export async function until<T>(
+  what: () => Promise<T | undefined>,
+  timeoutMs: number,
+  everyMs = 50,
+): Promise<T | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const v = await what().catch(() => undefined);
@@ -31,8 +35,15 @@ export async function until<T>(what: () => Promise<T | undefined>, timeoutMs: nu
   return undefined;
 }
 
-async function nodeInfo(cluster: FaultTarget, nodeId: string): Promise<{ state: string; lastSeen: number } | undefined> {
-  const res = await request(new URL('/v2/nodes', cluster.url), { headers: cluster.auth, headersTimeout: 5000, bodyTimeout: 5000 });
+async function nodeInfo(
+  cluster: FaultTarget,
+  nodeId: string,
+): Promise<{ state: string; lastSeen: number } | undefined> {
+  const res = await request(new URL('/v2/nodes', cluster.url), {
+    headers: cluster.auth,
+    headersTimeout: 5000,
+    bodyTimeout: 5000,
+  });
   const body = (await res.body.json()) as { nodes?: Array<{ node_id: string; state: string; last_seen: string }> };
   const n = body.nodes?.find((x) => x.node_id === nodeId);
   return n === undefined ? undefined : { state: n.state, lastSeen: Date.parse(n.last_seen) };
@@ -49,8 +60,18 @@ async function poolReadyOnNode(cluster: FaultTarget, node: ChaosNode): Promise<b
 
 /** kill -9 of the node's managed llama-server (pid from its handoff file); waits for the restart. */
 export async function killEngine(cluster: FaultTarget, node: ChaosNode): Promise<FaultRecord> {
-  const rec: FaultRecord = { kind: 'kill_engine', at: new Date().toISOString(), target: `${node.id}/${node.poolId}`, pid: 0, details: {}, recoveredMs: undefined, problems: [] };
-  const handoff = (await cluster.handoffs(node)).find((h) => h.pool_id === node.poolId && h.provisioning_mode === 'managed');
+  const rec: FaultRecord = {
+    kind: 'kill_engine',
+    at: new Date().toISOString(),
+    target: `${node.id}/${node.poolId}`,
+    pid: 0,
+    details: {},
+    recoveredMs: undefined,
+    problems: [],
+  };
+  const handoff = (await cluster.handoffs(node)).find(
+    (h) => h.pool_id === node.poolId && h.provisioning_mode === 'managed',
+  );
   if (handoff === undefined) {
     rec.problems.push(`no managed handoff file for ${node.poolId}`);
     return rec;
@@ -82,7 +103,15 @@ export async function killEngine(cluster: FaultTarget, node: ChaosNode): Promise
  */
 export async function stopNode(cluster: FaultTarget, node: ChaosNode, heartbeatMs: number): Promise<FaultRecord> {
   const pid = node.daemon.pid;
-  const rec: FaultRecord = { kind: 'sigstop_node', at: new Date().toISOString(), target: node.id, pid, details: {}, recoveredMs: undefined, problems: [] };
+  const rec: FaultRecord = {
+    kind: 'sigstop_node',
+    at: new Date().toISOString(),
+    target: node.id,
+    pid,
+    details: {},
+    recoveredMs: undefined,
+    problems: [],
+  };
   const timeoutMs = 3 * heartbeatMs;
   const t0 = Date.now();
   process.kill(pid, 'SIGSTOP');
@@ -95,7 +124,10 @@ export async function stopNode(cluster: FaultTarget, node: ChaosNode, heartbeatM
         const now = Date.now();
         if (info?.state !== 'offline') return undefined;
         const silentMs = now - info.lastSeen;
-        if (silentMs < timeoutMs - 50) rec.problems.push(`${node.id} offline after only ${silentMs} ms without a heartbeat (timeout ${timeoutMs} ms)`);
+        if (silentMs < timeoutMs - 50)
+          rec.problems.push(
+            `${node.id} offline after only ${silentMs} ms without a heartbeat (timeout ${timeoutMs} ms)`,
+          );
         rec.details.silent_ms_when_seen_offline = silentMs;
         return now;
       },
@@ -112,7 +144,11 @@ export async function stopNode(cluster: FaultTarget, node: ChaosNode, heartbeatM
   const stoppedMs = Date.now() - t0;
   rec.details.stopped_ms = stoppedMs;
   const t1 = Date.now();
-  const online = await until(async () => ((await nodeState(cluster, node.id)) === 'online' && (await poolReadyOnNode(cluster, node)) ? true : undefined), 30_000);
+  const online = await until(
+    async () =>
+      (await nodeState(cluster, node.id)) === 'online' && (await poolReadyOnNode(cluster, node)) ? true : undefined,
+    30_000,
+  );
   if (online === undefined) rec.problems.push(`${node.id} not online again within 30 s of SIGCONT`);
   else {
     rec.details.online_after_cont_ms = Date.now() - t1;

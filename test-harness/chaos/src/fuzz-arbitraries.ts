@@ -49,20 +49,46 @@ export const nastyString: fc.Arbitrary<string> = fc.oneof(
 export const anyValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   { weight: 2, arbitrary: nastyString },
-  { weight: 1, arbitrary: fc.constantFrom(Number.MAX_SAFE_INTEGER + 2, -1, 0, 1.5, 2 ** 31, -(2 ** 63), 1e308, true, false, null) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(Number.MAX_SAFE_INTEGER + 2, -1, 0, 1.5, 2 ** 31, -(2 ** 63), 1e308, true, false, null),
+  },
   { weight: 1, arbitrary: fc.integer({ min: 1000, max: 50_000 }).map((n) => Array.from({ length: n }, (_, i) => i)) },
   { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 5 }) },
 );
 
 export type Mutation =
-  { kind: 'set'; key: string | undefined; value: unknown } | { kind: 'delete'; key: string | undefined } | { kind: 'extra'; key: string; value: unknown } | { kind: 'proto' };
+  | { kind: 'set'; key: string | undefined; value: unknown }
+  | { kind: 'delete'; key: string | undefined }
+  | { kind: 'extra'; key: string; value: unknown }
+  | { kind: 'proto' };
 
 /** One change to a valid body: a field with a wrong value, a missing field, an unknown field, a prototype trick. */
 export const mutation: fc.Arbitrary<Mutation[]> = fc.array(
   fc.oneof(
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant('set' as const), key: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }), value: anyValue }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), key: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('extra' as const), key: fc.string({ minLength: 1, maxLength: 12 }), value: anyValue }) },
+    {
+      weight: 5,
+      arbitrary: fc.record({
+        kind: fc.constant('set' as const),
+        key: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }),
+        value: anyValue,
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('delete' as const),
+        key: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('extra' as const),
+        key: fc.string({ minLength: 1, maxLength: 12 }),
+        value: anyValue,
+      }),
+    },
     { weight: 1, arbitrary: fc.constant({ kind: 'proto' as const }) },
   ),
   { minLength: 1, maxLength: 3 },
@@ -74,13 +100,16 @@ export function applyMutations(valid: Record<string, unknown>, muts: readonly Mu
   const keys = Object.keys(valid);
   muts.forEach((m, i) => {
     const pick = (k: string | undefined): string =>
-      k === undefined || k.length === 0 ? (keys[i % keys.length] ?? 'x') : (keys.find((x) => x.startsWith(k)) ?? keys[k.length % keys.length] ?? 'x');
+      k === undefined || k.length === 0
+        ? (keys[i % keys.length] ?? 'x')
+        : (keys.find((x) => x.startsWith(k)) ?? keys[k.length % keys.length] ?? 'x');
     if (m.kind === 'set') body[pick(m.key)] = m.value;
     else if (m.kind === 'delete') delete body[pick(m.key)];
     else if (m.kind === 'extra') body[m.key] = m.value;
   });
   const text = JSON.stringify(body);
-  if (muts.some((m) => m.kind === 'proto')) return text.replace(/^\{/, '{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}},');
+  if (muts.some((m) => m.kind === 'proto'))
+    return text.replace(/^\{/, '{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}},');
   return text;
 }
 
@@ -101,7 +130,13 @@ export const invalidUtf8Body: fc.Arbitrary<Buffer> = fc
     field: fc.constantFrom('prompt', 'model_ref', 'task_id', 'new_model_ref', 'node_id', 'ref', 'x'),
     repeat: fc.integer({ min: 1, max: 50 }),
   })
-  .map(({ bad, field, repeat }) => Buffer.concat([Buffer.from(`{"${field}":"`), Buffer.from(Array.from({ length: repeat }, () => bad).flat()), Buffer.from('"}')]));
+  .map(({ bad, field, repeat }) =>
+    Buffer.concat([
+      Buffer.from(`{"${field}":"`),
+      Buffer.from(Array.from({ length: repeat }, () => bad).flat()),
+      Buffer.from('"}'),
+    ]),
+  );
 
 /** Content types a JSON route may be sent. */
 export const contentType: fc.Arbitrary<string | undefined> = fc.constantFrom(
@@ -125,7 +160,26 @@ export const contentType: fc.Arbitrary<string | undefined> = fc.constantFrom(
 /** Bodies as bytes: truncated JSON, non-JSON text, BOM, empty, NUL bytes. */
 export const rawBody: fc.Arbitrary<Buffer> = fc.oneof(
   fc
-    .constantFrom('', '{', '{"a":', '[', 'null', 'true', '0', '"x"', '{}', '[]', 'a=1&b=2', '<xml/>', '\ufeff{}', '{"a":1}{"b":2}', '{"a":1,}', "{'a':1}", 'NaN', '{"a":1e999999}')
+    .constantFrom(
+      '',
+      '{',
+      '{"a":',
+      '[',
+      'null',
+      'true',
+      '0',
+      '"x"',
+      '{}',
+      '[]',
+      'a=1&b=2',
+      '<xml/>',
+      '\ufeff{}',
+      '{"a":1}{"b":2}',
+      '{"a":1,}',
+      "{'a':1}",
+      'NaN',
+      '{"a":1e999999}',
+    )
     .map((s) => Buffer.from(s)),
   fc.uint8Array({ maxLength: 512 }).map((a) => Buffer.from(a)),
   deepJson.map((s) => Buffer.from(s)),
@@ -135,7 +189,23 @@ export const rawBody: fc.Arbitrary<Buffer> = fc.oneof(
 export const pathId: fc.Arbitrary<string> = fc.oneof(
   fc.uuid(),
   fc.string({ maxLength: 40 }),
-  fc.constantFrom('..', '../..', '%2e%2e', '.', '', ' ', 'p1/../p2', 'a'.repeat(5000), 'ü', '\u0000', 'x?y=1', 'x#y', 'CON', 'null', 'undefined'),
+  fc.constantFrom(
+    '..',
+    '../..',
+    '%2e%2e',
+    '.',
+    '',
+    ' ',
+    'p1/../p2',
+    'a'.repeat(5000),
+    'ü',
+    '\u0000',
+    'x?y=1',
+    'x#y',
+    'CON',
+    'null',
+    'undefined',
+  ),
 );
 
 /** Methods the HTTP parser accepts, most of which no route serves. */

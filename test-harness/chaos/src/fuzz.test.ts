@@ -3,7 +3,19 @@ import { Agent } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { metricSum } from '@llama-orch/e2e-haiku';
 import { ChaosCluster, type ChaosNode } from './chaos-cluster.js';
-import { anyValue, applyMutations, contentType, deepJson, invalidUtf8Body, method, mutation, nastyString, oddPath, pathId, rawBody } from './fuzz-arbitraries.js';
+import {
+  anyValue,
+  applyMutations,
+  contentType,
+  deepJson,
+  invalidUtf8Body,
+  method,
+  mutation,
+  nastyString,
+  oddPath,
+  pathId,
+  rawBody,
+} from './fuzz-arbitraries.js';
 import { probe, rawExchange, responseProblems, uploadProbe, type ProbeResponse } from './http-probe.js';
 import { writeReport } from './report.js';
 import { fillPath, ROUTES, type RouteContext, type RouteSpec } from './routes.js';
@@ -23,14 +35,19 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
   let enginePid: number;
   /** Each daemon's `process_cpu_user_seconds_total` before the fuzzing (undefined: no sample). */
   const cpuBefore = new Map<string, number | undefined>();
-  const findings: Array<{ property: string; request: string; status: number; problems: string[]; response?: string }> = [];
+  const findings: Array<{ property: string; request: string; status: number; problems: string[]; response?: string }> =
+    [];
   let requests = 0;
 
   const base = (r: RouteSpec): string => (r.service === 'orchestratord' ? cluster.url : node.daemon.url);
   const auth = (): Record<string, string> => cluster.auth;
 
   /** Sends, records problems, and fails the property on any. */
-  async function check(property: string, baseUrl: string, req: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<ProbeResponse> {
+  async function check(
+    property: string,
+    baseUrl: string,
+    req: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer },
+  ): Promise<ProbeResponse> {
     requests += 1;
     let res: ProbeResponse;
     try {
@@ -50,13 +67,16 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
         problems,
         response: res.text.slice(0, 300),
       });
-      throw new Error(`${req.method} ${req.path.slice(0, 120)} → ${res.status}: ${problems.join('; ')} (body ${res.text.slice(0, 300)})`);
+      throw new Error(
+        `${req.method} ${req.path.slice(0, 120)} → ${res.status}: ${problems.join('; ')} (body ${res.text.slice(0, 300)})`,
+      );
     }
     return res;
   }
 
   /** An id for `{id}` that never names the real pool when the route would act on it. */
-  const safeId = (r: RouteSpec, id: string): string => (r.mutatesRealPool === true && id === ctx.realPoolId ? `${id}-not` : id);
+  const safeId = (r: RouteSpec, id: string): string =>
+    r.mutatesRealPool === true && id === ctx.realPoolId ? `${id}-not` : id;
 
   beforeAll(async () => {
     cluster = await ChaosCluster.start({ nodes: 1, slots: 2, heartbeatMs: 500, ctx: 1024, prefix: 'llorch-fuzz-' });
@@ -65,7 +85,8 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
     dispatcher = new Agent({ connections: 32 });
     const h = (await cluster.handoffs(node)).find((x) => x.pool_id === node.poolId);
     enginePid = h?.pid ?? 0;
-    for (const d of [cluster.orchestrator, node.daemon]) cpuBefore.set(d.name, cpuUserSeconds((await probe(d.url, { method: 'GET', path: '/metrics' })).text));
+    for (const d of [cluster.orchestrator, node.daemon])
+      cpuBefore.set(d.name, cpuUserSeconds((await probe(d.url, { method: 'GET', path: '/metrics' })).text));
     process.stdout.write(`[fuzz] seed ${SEED}, ${RUNS} runs per property\n`);
   });
 
@@ -86,21 +107,27 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
 
   const withBody = ROUTES.filter((r) => r.validBody !== undefined);
 
-  it.each(withBody.map((r) => [`${r.service} ${r.method} ${r.path}`, r] as const))('mutated valid bodies: %s', async (_name, route) => {
-    await fc.assert(
-      fc.asyncProperty(mutation, pathId, fc.boolean(), async (muts, id, realId) => {
-        const pathIdValue = safeId(route, realId ? (route.path.includes('/nodes/') ? ctx.nodeId : ctx.realPoolId) : id);
-        const body = applyMutations(route.validBody!(ctx), muts);
-        await check('mutated', base(route), {
-          method: route.method,
-          path: fillPath(route.path, pathIdValue),
-          headers: { ...auth(), 'content-type': 'application/json' },
-          body,
-        });
-      }),
-      { numRuns: RUNS, seed: SEED },
-    );
-  });
+  it.each(withBody.map((r) => [`${r.service} ${r.method} ${r.path}`, r] as const))(
+    'mutated valid bodies: %s',
+    async (_name, route) => {
+      await fc.assert(
+        fc.asyncProperty(mutation, pathId, fc.boolean(), async (muts, id, realId) => {
+          const pathIdValue = safeId(
+            route,
+            realId ? (route.path.includes('/nodes/') ? ctx.nodeId : ctx.realPoolId) : id,
+          );
+          const body = applyMutations(route.validBody!(ctx), muts);
+          await check('mutated', base(route), {
+            method: route.method,
+            path: fillPath(route.path, pathIdValue),
+            headers: { ...auth(), 'content-type': 'application/json' },
+            body,
+          });
+        }),
+        { numRuns: RUNS, seed: SEED },
+      );
+    },
+  );
 
   it('random JSON values, raw bytes and deep nesting as bodies of every route, any content type', async () => {
     await fc.assert(
@@ -116,7 +143,12 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
         async (route, body, ctype, id) => {
           const headers: Record<string, string> = { ...auth() };
           if (ctype !== undefined) headers['content-type'] = ctype;
-          await check('random-body', base(route), { method: route.method === 'GET' ? 'POST' : route.method, path: fillPath(route.path, safeId(route, id)), headers, body });
+          await check('random-body', base(route), {
+            method: route.method === 'GET' ? 'POST' : route.method,
+            path: fillPath(route.path, safeId(route, id)),
+            headers,
+            body,
+          });
           await check('random-body', base(route), {
             method: route.method,
             path: fillPath(route.path, safeId(route, id)),
@@ -145,21 +177,26 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
 
   it('huge strings and arrays in every field, below the body limit', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...withBody), nastyString, fc.integer({ min: 1, max: 60_000 }), async (route, s, n) => {
-        const valid = route.validBody!(ctx);
-        for (const key of Object.keys(valid)) {
-          for (const value of [s, Array.from({ length: n }, () => s.slice(0, 8))]) {
-            const body = JSON.stringify({ ...valid, [key]: value });
-            if (body.length > 900_000) continue;
-            await check('huge-values', base(route), {
-              method: route.method,
-              path: fillPath(route.path, `${ctx.realPoolId}-zz`),
-              headers: { ...auth(), 'content-type': 'application/json' },
-              body,
-            });
+      fc.asyncProperty(
+        fc.constantFrom(...withBody),
+        nastyString,
+        fc.integer({ min: 1, max: 60_000 }),
+        async (route, s, n) => {
+          const valid = route.validBody!(ctx);
+          for (const key of Object.keys(valid)) {
+            for (const value of [s, Array.from({ length: n }, () => s.slice(0, 8))]) {
+              const body = JSON.stringify({ ...valid, [key]: value });
+              if (body.length > 900_000) continue;
+              await check('huge-values', base(route), {
+                method: route.method,
+                path: fillPath(route.path, `${ctx.realPoolId}-zz`),
+                headers: { ...auth(), 'content-type': 'application/json' },
+                body,
+              });
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: Math.max(5, Math.floor(RUNS / 4)), seed: SEED },
     );
   });
@@ -168,11 +205,24 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
     const limits = { orchestratord: 1_048_576, 'pool-managerd': 4 * 1_048_576 };
     for (const route of withBody) {
       for (const extra of [1, 1024 * 1024]) {
-        const over = Buffer.from(JSON.stringify({ ...route.validBody!(ctx), prompt: 'y'.repeat(limits[route.service] + extra) }));
+        const over = Buffer.from(
+          JSON.stringify({ ...route.validBody!(ctx), prompt: 'y'.repeat(limits[route.service] + extra) }),
+        );
         requests += 1;
-        const res = await uploadProbe(base(route), fillPath(route.path, `${ctx.realPoolId}-zz`), { ...auth(), 'content-type': 'application/json' }, over);
+        const res = await uploadProbe(
+          base(route),
+          fillPath(route.path, `${ctx.realPoolId}-zz`),
+          { ...auth(), 'content-type': 'application/json' },
+          over,
+        );
         const problems = responseProblems('POST', res);
-        if (problems.length > 0) findings.push({ property: 'over-limit', request: `${route.service} POST ${route.path}`, status: res.status, problems });
+        if (problems.length > 0)
+          findings.push({
+            property: 'over-limit',
+            request: `${route.service} POST ${route.path}`,
+            status: res.status,
+            problems,
+          });
         expect(problems, `${route.service} ${route.path}`).toEqual([]);
         expect(res.status, `${route.service} ${route.path}`).toBe(413);
         expect(JSON.parse(res.text)).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
@@ -182,10 +232,20 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
 
   it('odd paths and methods', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom<'orchestratord' | 'pool-managerd'>('orchestratord', 'pool-managerd'), method, oddPath, fc.boolean(), async (svc, m, path, withAuth) => {
-        if (/\/(drain|reload)$/.test(path.split('?')[0] ?? '')) return;
-        await check('odd-path', svc === 'orchestratord' ? cluster.url : node.daemon.url, { method: m, path, headers: withAuth ? auth() : {} });
-      }),
+      fc.asyncProperty(
+        fc.constantFrom<'orchestratord' | 'pool-managerd'>('orchestratord', 'pool-managerd'),
+        method,
+        oddPath,
+        fc.boolean(),
+        async (svc, m, path, withAuth) => {
+          if (/\/(drain|reload)$/.test(path.split('?')[0] ?? '')) return;
+          await check('odd-path', svc === 'orchestratord' ? cluster.url : node.daemon.url, {
+            method: m,
+            path,
+            headers: withAuth ? auth() : {},
+          });
+        },
+      ),
       { numRuns: RUNS * 4, seed: SEED },
     );
   });
@@ -208,14 +268,19 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
       { requiredKeys: [] },
     );
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.constant(ctx.nodeId), pathId), fc.array(snapshot, { maxLength: 300 }), anyValue, async (id, pools, ts) => {
-        await check('heartbeat', cluster.url, {
-          method: 'POST',
-          path: `/v2/nodes/${encodeURIComponent(id)}/heartbeat`,
-          headers: { ...auth(), 'content-type': 'application/json' },
-          body: JSON.stringify({ timestamp: typeof ts === 'string' ? ts : new Date().toISOString(), pools }),
-        });
-      }),
+      fc.asyncProperty(
+        fc.oneof(fc.constant(ctx.nodeId), pathId),
+        fc.array(snapshot, { maxLength: 300 }),
+        anyValue,
+        async (id, pools, ts) => {
+          await check('heartbeat', cluster.url, {
+            method: 'POST',
+            path: `/v2/nodes/${encodeURIComponent(id)}/heartbeat`,
+            headers: { ...auth(), 'content-type': 'application/json' },
+            body: JSON.stringify({ timestamp: typeof ts === 'string' ? ts : new Date().toISOString(), pools }),
+          });
+        },
+      ),
       { numRuns: RUNS * 2, seed: SEED },
     );
   });
@@ -268,5 +333,7 @@ describe('fuzzing both services on every route (real processes, loopback)', () =
 
 /** `process_cpu_user_seconds_total` from a scrape; undefined when there is no sample (metricSum alone would read 0). */
 function cpuUserSeconds(text: string): number | undefined {
-  return /^process_cpu_user_seconds_total(\{[^}]*\})? \S+$/m.test(text) ? metricSum(text, 'process_cpu_user_seconds_total') : undefined;
+  return /^process_cpu_user_seconds_total(\{[^}]*\})? \S+$/m.test(text)
+    ? metricSum(text, 'process_cpu_user_seconds_total')
+    : undefined;
 }

@@ -21,7 +21,14 @@ export interface HandoffFuzzOptions {
 
 export interface HandoffFuzzResult {
   problems: string[];
-  summary: { files: number; rejectedBefore: number; rejectedAfter: number; rejectedDelta: number; rewrittenPid: number | undefined; rssGrowthBytes: number };
+  summary: {
+    files: number;
+    rejectedBefore: number;
+    rejectedAfter: number;
+    rejectedDelta: number;
+    rewrittenPid: number | undefined;
+    rssGrowthBytes: number;
+  };
 }
 
 async function rejectedCount(node: ChaosNode): Promise<number> {
@@ -105,7 +112,12 @@ export async function fuzzHandoffDir(opts: HandoffFuzzOptions): Promise<HandoffF
   const rejectedNames = (): Set<string> =>
     new Set(
       node.daemon.lines
-        .filter((l) => l.json !== undefined && String(l.json.msg).startsWith('handoff file rejected') && typeof l.json.path === 'string')
+        .filter(
+          (l) =>
+            l.json !== undefined &&
+            String(l.json.msg).startsWith('handoff file rejected') &&
+            typeof l.json.path === 'string',
+        )
         .map((l) => basename(String(l.json?.path))),
     );
   while (Date.now() < deadline && !mustReject.every((n) => rejectedNames().has(n))) {
@@ -117,15 +129,20 @@ export async function fuzzHandoffDir(opts: HandoffFuzzOptions): Promise<HandoffF
   const seen = rejectedNames();
   for (const name of mustReject) if (!seen.has(name)) problems.push(`${name} was not rejected within 20 s`);
   // A handoff is a few hundred bytes: reading one must never cost the daemon real memory.
-  if (rssPeak - rssBefore > 64 * 1024 * 1024) problems.push(`pool-managerd RSS grew by ${Math.round((rssPeak - rssBefore) / 1048576)} MiB while reading hostile handoff files`);
+  if (rssPeak - rssBefore > 64 * 1024 * 1024)
+    problems.push(
+      `pool-managerd RSS grew by ${Math.round((rssPeak - rssBefore) / 1048576)} MiB while reading hostile handoff files`,
+    );
   if (!node.daemon.alive()) problems.push('pool-managerd died while ingesting hostile handoff files');
   const rejectedAfter = node.daemon.alive() ? await rejectedCount(node).catch(() => -1) : -1;
-  if (rejectedAfter <= rejectedBefore) problems.push(`llorch_handoff_files_rejected_total did not grow (${rejectedBefore} → ${rejectedAfter})`);
+  if (rejectedAfter <= rejectedBefore)
+    problems.push(`llorch_handoff_files_rejected_total did not grow (${rejectedBefore} → ${rejectedAfter})`);
   if (node.daemon.alive()) {
     const pools = await cluster.nodePools(node);
     const mine = pools.find((p) => p.pool_id === node.poolId);
     if (mine?.ready !== true) problems.push(`real pool not ready after hostile handoffs: ${JSON.stringify(mine)}`);
-    for (const p of pools) if (p.pool_id !== node.poolId && p.ready) problems.push(`hostile handoff made pool ${p.pool_id} ready`);
+    for (const p of pools)
+      if (p.pool_id !== node.poolId && p.ready) problems.push(`hostile handoff made pool ${p.pool_id} ready`);
     const serve = await poolServes(cluster, node);
     if (serve !== undefined) problems.push(serve);
   }
@@ -142,7 +159,8 @@ export async function fuzzHandoffDir(opts: HandoffFuzzOptions): Promise<HandoffF
       rewrittenPid = undefined;
     }
   }
-  if (rewrittenPid !== real.pid) problems.push(`real handoff not rewritten for engine ${String(real.pid)} (got ${rewrittenPid})`);
+  if (rewrittenPid !== real.pid)
+    problems.push(`real handoff not rewritten for engine ${String(real.pid)} (got ${rewrittenPid})`);
 
   // Cleanup: unblock a reader stuck on the FIFO (open for write, close), then remove everything.
   const fifo = specials.find((p) => p.endsWith('fifo.json'));

@@ -54,7 +54,10 @@ export async function brokenEngineRepo(dir: string): Promise<string> {
 }
 
 /** Damaged copies of a real GGUF: cut in half, and with garbage over its header's KV table. */
-export async function damagedModels(goodModel: string, dir: string): Promise<{ good: string; truncated: string; corrupt: string; outside: string }> {
+export async function damagedModels(
+  goodModel: string,
+  dir: string,
+): Promise<{ good: string; truncated: string; corrupt: string; outside: string }> {
   const bytes = await readFile(goodModel);
   const good = join(dir, 'good.gguf');
   await copyFile(goodModel, good);
@@ -79,7 +82,9 @@ export async function notAnEngine(): Promise<{ url: string; server: Server; hits
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>I am a web page, not llama-server</body></html>');
+    res
+      .writeHead(200, { 'content-type': 'text/html' })
+      .end('<html><body>I am a web page, not llama-server</body></html>');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const addr = server.address();

@@ -10,7 +10,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appMain, ChaosCluster, sharedCacheDir, type ChaosNode } from './chaos-cluster.js';
 import { runToExit, startChaosDaemon, type ChaosDaemon } from './daemon.js';
 import { probe, responseProblems } from './http-probe.js';
-import { brokenEngineRepo, damagedModels, engineBinary, fileIdentity, isolatedCache, notAnEngine } from './hostile-setup.js';
+import {
+  brokenEngineRepo,
+  damagedModels,
+  engineBinary,
+  fileIdentity,
+  isolatedCache,
+  notAnEngine,
+} from './hostile-setup.js';
 import { enginesOf } from './proc.js';
 import { writeReport } from './report.js';
 
@@ -75,7 +82,10 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     // model and an orchestratord the hostile node registers with.
     cluster = await ChaosCluster.start({ nodes: 1, slots: 1, heartbeatMs: 500, ctx: 512, prefix: 'llorch-hostile-' });
     ref = cluster.nodes[0] as ChaosNode;
-    const handoff = JSON.parse(await readFile(join(ref.runtimeDir, 'engines', `${ref.poolId}-r0.json`), 'utf8')) as { pid: number; model: { path: string } };
+    const handoff = JSON.parse(await readFile(join(ref.runtimeDir, 'engines', `${ref.poolId}-r0.json`), 'utf8')) as {
+      pid: number;
+      model: { path: string };
+    };
     const binary = await engineBinary(handoff.pid);
     dir = await mkdtemp(join(tmpdir(), 'llorch-hostile-in-'));
     cache = await isolatedCache(dir, sharedCacheDir());
@@ -88,7 +98,8 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     taken = await takenPort();
     fake = await notAnEngine();
     identities = new Map();
-    for (const p of ['/etc/passwd', '/etc/hostname', models.good, models.truncated, models.corrupt, models.outside]) identities.set(p, await fileIdentity(p));
+    for (const p of ['/etc/passwd', '/etc/hostname', models.good, models.truncated, models.corrupt, models.outside])
+      identities.set(p, await fileIdentity(p));
 
     const external = { kind: 'external', binary_path: binary };
     const pool = (id: string, model: string, extra: Record<string, unknown>, expectation: Expectation) => {
@@ -107,16 +118,56 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
         runtime_dir: runtime,
         cache_dir: cache,
         pools: [
-          pool('trav', '../../../../../../../../../../etc/passwd', {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
-          pool('travhf', 'hf:org/repo/../../../../etc/passwd.gguf', {}, { state: 'failed', code: 'INVALID_MODEL_REF', lastError: /\.\./ }),
-          pool('travsyn', 'synthetic:llama?vocab=../../../../etc/passwd', {}, { state: 'failed', code: 'INVALID_MODEL_REF', lastError: /vocab|parameter/i }),
-          pool('symlink', `file:${join(dir, 'link.gguf')}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
-          pool('truncated', `file:${models.truncated}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF|truncat|short|end/i }),
+          pool(
+            'trav',
+            '../../../../../../../../../../etc/passwd',
+            {},
+            { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i },
+          ),
+          pool(
+            'travhf',
+            'hf:org/repo/../../../../etc/passwd.gguf',
+            {},
+            { state: 'failed', code: 'INVALID_MODEL_REF', lastError: /\.\./ },
+          ),
+          pool(
+            'travsyn',
+            'synthetic:llama?vocab=../../../../etc/passwd',
+            {},
+            { state: 'failed', code: 'INVALID_MODEL_REF', lastError: /vocab|parameter/i },
+          ),
+          pool(
+            'symlink',
+            `file:${join(dir, 'link.gguf')}`,
+            {},
+            { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i },
+          ),
+          pool(
+            'truncated',
+            `file:${models.truncated}`,
+            {},
+            { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF|truncat|short|end/i },
+          ),
           pool('corrupt', `file:${models.corrupt}`, {}, { state: 'failed', code: 'INVALID_GGUF', lastError: /GGUF/i }),
-          pool('badsha', 'synthetic:llama?seed=77', { sha256: '0'.repeat(64) }, { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i }),
-          pool('badshafile', `file:${models.good}`, { sha256: 'f'.repeat(64) }, { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i }),
+          pool(
+            'badsha',
+            'synthetic:llama?seed=77',
+            { sha256: '0'.repeat(64) },
+            { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i },
+          ),
+          pool(
+            'badshafile',
+            `file:${models.good}`,
+            { sha256: 'f'.repeat(64) },
+            { state: 'failed', code: 'DIGEST_MISMATCH', lastError: /sha256|digest/i },
+          ),
           // Served only from the planted link if the store trusts it; the URL itself refuses connections.
-          pool('cachelink', `https://127.0.0.1:${await closedPort()}/m.gguf`, { sha256: FAKE_DIGEST }, { state: 'failed', code: 'MODEL_FETCH_FAILED' }),
+          pool(
+            'cachelink',
+            `https://127.0.0.1:${await closedPort()}/m.gguf`,
+            { sha256: FAKE_DIGEST },
+            { state: 'failed', code: 'MODEL_FETCH_FAILED' },
+          ),
           pool('porttaken', `file:${models.good}`, { port: taken.port }, { state: 'ready' }),
           {
             ...pool('build', `file:${models.good}`, {}, { state: 'failed', code: 'BUILD_FAILED', lastError: /build/i }),
@@ -126,7 +177,13 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
       }),
     );
     daemon = await startChaosDaemon(
-      { name: 'pool-managerd:hostile', script: appMain('pool-managerd'), args: ['--config', configPath], env: { LOG_LEVEL: 'info', LLORCH_CACHE_DIR: '' }, cwd: runtime },
+      {
+        name: 'pool-managerd:hostile',
+        script: appMain('pool-managerd'),
+        args: ['--config', configPath],
+        env: { LOG_LEVEL: 'info', LLORCH_CACHE_DIR: '' },
+        cwd: runtime,
+      },
       60_000,
     );
     // Every hostile pool settles (failed or ready); the broken build takes a few seconds.
@@ -134,20 +191,33 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     for (;;) {
       const res = await probe(daemon.url, { method: 'GET', path: '/v2/pools', headers: cluster.auth });
       final = (JSON.parse(res.text) as { pools: PoolRow[] }).pools;
-      const settled = [...expectations.keys()].every((id) => final.some((p) => p.pool_id === id && (p.state === 'failed' || p.state === 'ready')));
+      const settled = [...expectations.keys()].every((id) =>
+        final.some((p) => p.pool_id === id && (p.state === 'failed' || p.state === 'ready')),
+      );
       if (settled || Date.now() > deadline) break;
       await sleep(250);
     }
     // pool-managerd's log lines reach its stdout up to 100 ms after the state the API shows
-    const logged = (): boolean => [...expectations].every(([id, e]) => e.code === undefined || failureLog(id) !== undefined);
+    const logged = (): boolean =>
+      [...expectations].every(([id, e]) => e.code === undefined || failureLog(id) !== undefined);
     for (let i = 0; i < 100 && !logged(); i++) await sleep(50);
   });
 
   afterAll(async () => {
     if (daemon !== undefined) {
-      const codes = Object.fromEntries([...expectations.keys()].map((id) => [id, (failureLog(id)?.err as { code?: string } | undefined)?.code]));
+      const codes = Object.fromEntries(
+        [...expectations.keys()].map((id) => [id, (failureLog(id)?.err as { code?: string } | undefined)?.code]),
+      );
       const path = await writeReport(
-        { pools: final.map((p) => ({ pool_id: p.pool_id, state: p.state, ready: p.ready, last_error: p.last_error, logged_code: codes[p.pool_id] })) },
+        {
+          pools: final.map((p) => ({
+            pool_id: p.pool_id,
+            state: p.state,
+            ready: p.ready,
+            last_error: p.last_error,
+            logged_code: codes[p.pool_id],
+          })),
+        },
         'hostile',
       );
       process.stdout.write(`[hostile] report ${path}\n`);
@@ -160,7 +230,11 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
   });
 
   const failureLog = (poolId: string): Record<string, unknown> | undefined =>
-    daemon.lines.map((l) => l.json).find((j) => j !== undefined && j.msg === 'pool provisioning failed' && (j.poolId === poolId || j.pool_id === poolId));
+    daemon.lines
+      .map((l) => l.json)
+      .find(
+        (j) => j !== undefined && j.msg === 'pool provisioning failed' && (j.poolId === poolId || j.pool_id === poolId),
+      );
 
   it('each hostile pool ends in its expected state with a clear, typed error', () => {
     const rows: string[] = [];
@@ -170,10 +244,12 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
         rows.push(`${id}: missing`);
         continue;
       }
-      if (p.state !== e.state) rows.push(`${id}: state ${p.state}, expected ${e.state} (last_error ${p.last_error ?? '-'})`);
+      if (p.state !== e.state)
+        rows.push(`${id}: state ${p.state}, expected ${e.state} (last_error ${p.last_error ?? '-'})`);
       if (e.state === 'failed') {
         if (p.ready) rows.push(`${id}: failed but ready`);
-        if (e.lastError !== undefined && !e.lastError.test(p.last_error ?? '')) rows.push(`${id}: last_error '${p.last_error ?? ''}' does not match ${String(e.lastError)}`);
+        if (e.lastError !== undefined && !e.lastError.test(p.last_error ?? ''))
+          rows.push(`${id}: last_error '${p.last_error ?? ''}' does not match ${String(e.lastError)}`);
         if (e.code !== undefined) {
           const log = failureLog(id);
           const code = (log?.err as { code?: string } | undefined)?.code;
@@ -212,7 +288,12 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
       max_tokens: 2,
       deadline_ms: 10_000,
     };
-    const res = await probe(cluster.url, { method: 'POST', path: '/v2/tasks', headers: { ...cluster.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await probe(cluster.url, {
+      method: 'POST',
+      path: '/v2/tasks',
+      headers: { ...cluster.auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(res.status).toBe(503);
     expect(responseProblems('POST', res)).toEqual([]);
     expect(JSON.parse(res.text)).toMatchObject({ code: 'MODEL_NOT_AVAILABLE' });
@@ -263,7 +344,9 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     let row: PoolRow | undefined;
     for (let i = 0; i < 200; i++) {
       await sleep(100);
-      const list = JSON.parse((await probe(daemon.url, { method: 'GET', path: '/v2/pools', headers: cluster.auth })).text) as { pools: PoolRow[] };
+      const list = JSON.parse(
+        (await probe(daemon.url, { method: 'GET', path: '/v2/pools', headers: cluster.auth })).text,
+      ) as { pools: PoolRow[] };
       row = list.pools.find((x) => x.pool_id === 'porttaken');
       if (row?.ready === true && /reload/.test(row.last_error ?? '')) break;
     }
@@ -291,21 +374,39 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     let rejected: Record<string, unknown> | undefined;
     for (let i = 0; i < 300 && rejected === undefined; i++) {
       await sleep(100);
-      rejected = daemon.lines.map((l) => l.json).find((j) => j !== undefined && String(j.msg).startsWith('handoff file rejected') && String(j.path).endsWith('notengine-r0.json'));
+      rejected = daemon.lines
+        .map((l) => l.json)
+        .find(
+          (j) =>
+            j !== undefined &&
+            String(j.msg).startsWith('handoff file rejected') &&
+            String(j.path).endsWith('notengine-r0.json'),
+        );
     }
     expect(rejected, 'rejection logged').toBeDefined();
     expect(fake.hits.length).toBeGreaterThan(0);
-    const list = JSON.parse((await probe(daemon.url, { method: 'GET', path: '/v2/pools', headers: cluster.auth })).text) as { pools: PoolRow[] };
+    const list = JSON.parse(
+      (await probe(daemon.url, { method: 'GET', path: '/v2/pools', headers: cluster.auth })).text,
+    ) as { pools: PoolRow[] };
     expect(list.pools.find((p) => p.pool_id === 'notengine')?.ready ?? false).toBe(false);
     expect(daemon.alive()).toBe(true);
   });
 
   it('catalog ids and refs with path traversal stay data: typed answers, no 5xx', async () => {
     const auth = { ...cluster.auth, 'content-type': 'application/json' };
-    const reg = await probe(cluster.url, { method: 'POST', path: '/v2/catalog/models', headers: auth, body: JSON.stringify({ ref: '../../../../etc/passwd' }) });
+    const reg = await probe(cluster.url, {
+      method: 'POST',
+      path: '/v2/catalog/models',
+      headers: auth,
+      body: JSON.stringify({ ref: '../../../../etc/passwd' }),
+    });
     expect([202, 400]).toContain(reg.status);
     for (const id of ['..%2F..%2F..%2Fetc%2Fpasswd', '%2e%2e%2f%2e%2e%2fetc%2fshadow', '..', '.%00.']) {
-      const del = await probe(cluster.url, { method: 'DELETE', path: `/v2/catalog/models/${id}`, headers: cluster.auth });
+      const del = await probe(cluster.url, {
+        method: 'DELETE',
+        path: `/v2/catalog/models/${id}`,
+        headers: cluster.auth,
+      });
       expect(del.status, id).toBeLessThan(500);
       if (del.status >= 400) expect(responseProblems('DELETE', del), id).toEqual([]);
     }
@@ -315,7 +416,12 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
 
   it('daemons refuse a listen port that is taken: non-zero exit with the reason', async () => {
     const orch = await runToExit(
-      { name: 'orchestratord-taken', script: appMain('orchestratord'), args: [], env: { ORCHD_ADDR: `127.0.0.1:${taken.port}`, LLORCH_API_TOKEN: cluster.token } },
+      {
+        name: 'orchestratord-taken',
+        script: appMain('orchestratord'),
+        args: [],
+        env: { ORCHD_ADDR: `127.0.0.1:${taken.port}`, LLORCH_API_TOKEN: cluster.token },
+      },
       20_000,
     );
     expect(orch.listened).toBe(false);
@@ -329,10 +435,19 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
         api_token: cluster.token,
         runtime_dir: join(dir, 'rt-taken'),
         cache_dir: cache,
-        pools: [{ id: 'p0', model: `file:${join(dir, 'good.gguf')}`, source: { kind: 'external', binary_path: join(dir, 'none') } }],
+        pools: [
+          {
+            id: 'p0',
+            model: `file:${join(dir, 'good.gguf')}`,
+            source: { kind: 'external', binary_path: join(dir, 'none') },
+          },
+        ],
       }),
     );
-    const pm = await runToExit({ name: 'pool-managerd-taken', script: appMain('pool-managerd'), args: ['--config', cfg], env: {}, cwd: dir }, 20_000);
+    const pm = await runToExit(
+      { name: 'pool-managerd-taken', script: appMain('pool-managerd'), args: ['--config', cfg], env: {}, cwd: dir },
+      20_000,
+    );
     expect(pm.listened).toBe(false);
     expect(pm.exit.code).not.toBe(0);
     expect(pm.lines.map((l) => l.text).join('\n')).toMatch(/EADDRINUSE/);

@@ -1,6 +1,12 @@
 import { connect } from 'node:net';
 import { request, type Dispatcher } from 'undici';
-import { anthropicErrorProblems, envelopeProblems, isAnthropicDoorPath, isOpenAiDoorPath, openAiErrorProblems } from './envelope.js';
+import {
+  anthropicErrorProblems,
+  envelopeProblems,
+  isAnthropicDoorPath,
+  isOpenAiDoorPath,
+  openAiErrorProblems,
+} from './envelope.js';
 
 export interface ProbeRequest {
   method: string;
@@ -19,7 +25,12 @@ export interface ProbeResponse {
 }
 
 /** Sends one request and reads at most `maxBytes` of the answer (streams are cut there). */
-export async function probe(baseUrl: string, req: ProbeRequest, dispatcher?: Dispatcher, maxBytes = 256 * 1024): Promise<ProbeResponse> {
+export async function probe(
+  baseUrl: string,
+  req: ProbeRequest,
+  dispatcher?: Dispatcher,
+  maxBytes = 256 * 1024,
+): Promise<ProbeResponse> {
   const url = new URL(baseUrl);
   const res = await request({
     origin: url.origin,
@@ -60,8 +71,16 @@ const AVAILABILITY_CODES = /"code":"(MODEL_NOT_AVAILABLE|POOL_UNREADY|POOL_UNAVA
  */
 export function responseProblems(method: string, res: ProbeResponse, path?: string): string[] {
   const problems: string[] = [];
-  if (res.status >= 500 && !(res.status === 503 && AVAILABILITY_CODES.test(res.text))) problems.push(`status ${res.status}`);
-  const shape = path === undefined ? envelopeProblems : isAnthropicDoorPath(path) ? anthropicErrorProblems : isOpenAiDoorPath(path) ? openAiErrorProblems : envelopeProblems;
+  if (res.status >= 500 && !(res.status === 503 && AVAILABILITY_CODES.test(res.text)))
+    problems.push(`status ${res.status}`);
+  const shape =
+    path === undefined
+      ? envelopeProblems
+      : isAnthropicDoorPath(path)
+        ? anthropicErrorProblems
+        : isOpenAiDoorPath(path)
+          ? openAiErrorProblems
+          : envelopeProblems;
   if (res.status >= 400 && method !== 'HEAD') problems.push(...shape(res.status, res.headers, res.text));
   if (res.status >= 400 && res.headers['x-correlation-id'] === undefined) problems.push('no X-Correlation-Id');
   return [...new Set(problems)];
@@ -91,7 +110,13 @@ export async function rawExchange(host: string, port: number, bytes: Buffer, tim
  * A server that refuses an oversized body answers before reading it and then closes; an HTTP
  * client that insists on sending everything first sees EPIPE instead of the 413.
  */
-export async function uploadProbe(baseUrl: string, path: string, headers: Record<string, string>, body: Buffer, timeoutMs = 15_000): Promise<ProbeResponse> {
+export async function uploadProbe(
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string>,
+  body: Buffer,
+  timeoutMs = 15_000,
+): Promise<ProbeResponse> {
   const url = new URL(baseUrl);
   const head = [
     `POST ${path} HTTP/1.1`,

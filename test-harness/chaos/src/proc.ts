@@ -151,7 +151,11 @@ export function listeningSockets(pid: number): ListeningSocket[] {
       const inode = cols[9] ?? '';
       if (state !== '0A' || !inodes.has(inode)) continue; // 0A = LISTEN
       const [addrHex = '', portHex = ''] = local.split(':');
-      out.push({ family, address: family === 'tcp' ? hexToIPv4(addrHex) : hexToIPv6(addrHex), port: Number.parseInt(portHex, 16) });
+      out.push({
+        family,
+        address: family === 'tcp' ? hexToIPv4(addrHex) : hexToIPv6(addrHex),
+        port: Number.parseInt(portHex, 16),
+      });
     }
   }
   return out;

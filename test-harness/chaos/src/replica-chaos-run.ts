@@ -67,7 +67,10 @@ export interface ReplicaChaosReport {
 }
 
 const sameTerminal = (a: Frame, b: Frame): boolean =>
-  a.event === b.event && a.data.code === b.data.code && a.data.stop_type === b.data.stop_type && a.data.canceled === b.data.canceled;
+  a.event === b.event &&
+  a.data.code === b.data.code &&
+  a.data.stop_type === b.data.stop_type &&
+  a.data.canceled === b.data.canceled;
 
 /**
  * The replicas' chaos run: random /v2 tasks through the balancer, clients that reconnect with
@@ -99,7 +102,8 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
   };
   const [node1, node2] = cluster.nodes;
   const [r1, r2] = cluster.replicas;
-  if (node1 === undefined || node2 === undefined || r1 === undefined || r2 === undefined) throw new Error('the replica chaos run needs two nodes and two replicas');
+  if (node1 === undefined || node2 === undefined || r1 === undefined || r2 === undefined)
+    throw new Error('the replica chaos run needs two nodes and two replicas');
   type Planned = [number, string, () => Promise<FaultRecord>];
   const plan: Planned[] = [
     [0.1, `kill -9 llama-server of ${node1.id}`, () => killEngine(cluster, node1)],
@@ -107,7 +111,13 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
     [0.4, `SIGSTOP ${node2.id}`, () => stopNode(cluster, node2, opts.heartbeatMs)],
     ...(opts.redisDownMs === undefined
       ? []
-      : [[0.55, `SIGKILL redis-server (${opts.redisDownMs} ms down, AOF kept)`, () => killRedis(cluster, opts.redisDownMs ?? 0)] satisfies Planned]),
+      : [
+          [
+            0.55,
+            `SIGKILL redis-server (${opts.redisDownMs} ms down, AOF kept)`,
+            () => killRedis(cluster, opts.redisDownMs ?? 0),
+          ] satisfies Planned,
+        ]),
     [0.75, `SIGKILL replica ${r2.id}`, () => killReplica(cluster, r2 as ReplicaSlot)],
   ];
   const faultTrack = (async () => {
@@ -151,8 +161,11 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
   // a stalled load shows in these lines (admissions stop while submissions go on, or nothing moves)
   const progress = setInterval(() => {
     const refused: Record<string, number> = {};
-    for (const t of traces) if (!t.admitted) bump(refused, t.admission.code ?? t.admission.error ?? String(t.admission.status));
-    opts.log(`progress: submitted ${submitted}, admitted ${admitted}, finished ${traces.length}, refused ${JSON.stringify(refused)}`);
+    for (const t of traces)
+      if (!t.admitted) bump(refused, t.admission.code ?? t.admission.error ?? String(t.admission.status));
+    opts.log(
+      `progress: submitted ${submitted}, admitted ${admitted}, finished ${traces.length}, refused ${JSON.stringify(refused)}`,
+    );
   }, 10_000);
   await Promise.all(Array.from({ length: opts.concurrency }, () => worker()));
   clearInterval(progress);
@@ -165,7 +178,10 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
   // index (resuming at the terminal frame's id gives that frame again), must be the one the client saw.
   let recordsChecked = 0;
   let recordsGoneWithOwner = 0;
-  const lastKillAt = Math.max(0, ...faults.filter((f) => f.kind === 'kill_replica').map((f) => Date.parse(f.at) + (f.recoveredMs ?? 0)));
+  const lastKillAt = Math.max(
+    0,
+    ...faults.filter((f) => f.kind === 'kill_replica').map((f) => Date.parse(f.at) + (f.recoveredMs ?? 0)),
+  );
   const ended = traces.filter((t) => t.admitted);
   let next = 0;
   await Promise.all(
@@ -176,7 +192,12 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
         const terminal = frames.find((f) => f.event === 'end' || f.event === 'error');
         if (terminal?.id === undefined) continue;
         const replica = cluster.replicas[t.plan.index % cluster.replicas.length] as ReplicaSlot;
-        const problem = await readTerminal(`${cluster.replicaUrl(replica)}/v2/tasks/${t.plan.taskId}/events`, terminal.id, cluster.auth, dispatcher).then(
+        const problem = await readTerminal(
+          `${cluster.replicaUrl(replica)}/v2/tasks/${t.plan.taskId}/events`,
+          terminal.id,
+          cluster.auth,
+          dispatcher,
+        ).then(
           (f) =>
             f === undefined
               ? `${replica.id}: no terminal frame after id ${terminal.id}`
@@ -197,8 +218,31 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
   const leaks: string[] = [];
   const orchPools = await settle(async () => {
     const { body } = await getJson(new URL('/v2/pools', cluster.url), cluster.auth);
-    const list = (body as { pools: Array<{ pool_id: string; ready: boolean; node_state: string; slots_free: number; slots_total: number; leased: number }> }).pools;
-    return { ok: pools.every((id) => list.some((p) => p.pool_id === id && p.ready && p.node_state === 'online' && p.leased === 0 && p.slots_free === p.slots_total)), value: list };
+    const list = (
+      body as {
+        pools: Array<{
+          pool_id: string;
+          ready: boolean;
+          node_state: string;
+          slots_free: number;
+          slots_total: number;
+          leased: number;
+        }>;
+      }
+    ).pools;
+    return {
+      ok: pools.every((id) =>
+        list.some(
+          (p) =>
+            p.pool_id === id &&
+            p.ready &&
+            p.node_state === 'online' &&
+            p.leased === 0 &&
+            p.slots_free === p.slots_total,
+        ),
+      ),
+      value: list,
+    };
   }, 30_000);
   if (!orchPools.ok) leaks.push(`pools not all free/ready through the balancer: ${JSON.stringify(orchPools.value)}`);
   const { nodePools, engineSlots } = await checkNodesIdle(cluster, leaks);
@@ -210,7 +254,9 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
   for (const e of exits) {
     if (e.code === 0) continue;
     leaks.push(`${e.name} exited with ${e.code ?? e.signal} on SIGTERM`);
-    const d = [...cluster.nodes.map((n) => n.daemon), ...cluster.replicas.flatMap((r) => r.generations)].find((x) => x.name === e.name || x.name === `pool-managerd:${e.name}`);
+    const d = [...cluster.nodes.map((n) => n.daemon), ...cluster.replicas.flatMap((r) => r.generations)].find(
+      (x) => x.name === e.name || x.name === `pool-managerd:${e.name}`,
+    );
     exitTails[e.name] = (d?.lines ?? []).slice(-25).map((l) => l.text.slice(0, 600));
   }
   const { orphans, tokenLeaks } = await checkAfterStop(cluster, engines.pids, leaks);
@@ -225,9 +271,19 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
     if (!t.admitted) {
       if (t.admission.status !== undefined) bump(rejected, t.admission.code ?? String(t.admission.status));
       if (t.admission.status === 400)
-        violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: 'no_terminal', problems: [`valid task refused: ${t.admission.body ?? ''}`] });
+        violations.push({
+          task: t.plan.index,
+          task_id: t.plan.taskId,
+          outcome: 'no_terminal',
+          problems: [`valid task refused: ${t.admission.body ?? ''}`],
+        });
       if (t.admission.problems.length > 0)
-        violations.push({ task: t.plan.index, task_id: t.plan.taskId, outcome: 'no_terminal', problems: t.admission.problems.map((p) => `rejection: ${p}`) });
+        violations.push({
+          task: t.plan.index,
+          task_id: t.plan.taskId,
+          outcome: 'no_terminal',
+          problems: t.admission.problems.map((p) => `rejection: ${p}`),
+        });
       continue;
     }
     // no restart windows: with replicas nothing may be lost to a fault
@@ -235,7 +291,14 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
     bump(outcomes, v.outcome);
     if (v.terminal !== undefined) {
       terminals += 1;
-      bump(terminalByKind, v.terminal.event === 'end' ? (v.terminal.data.canceled === true ? 'end_canceled' : 'end') : `error:${String(v.terminal.data.code)}`);
+      bump(
+        terminalByKind,
+        v.terminal.event === 'end'
+          ? v.terminal.data.canceled === true
+            ? 'end_canceled'
+            : 'end'
+          : `error:${String(v.terminal.data.code)}`,
+      );
     }
     if (v.problems.length > 0)
       violations.push({
@@ -291,15 +354,30 @@ export async function runReplicaChaos(cluster: ReplicaCluster, opts: ReplicaChao
 }
 
 /** Resumes a task's stream after `lastId` and returns its first terminal frame. */
-async function readTerminal(url: string, lastId: string, auth: Record<string, string>, dispatcher: Agent): Promise<Frame | undefined> {
-  const res = await request(url, { dispatcher, headers: { ...auth, accept: 'text/event-stream', 'last-event-id': lastId }, headersTimeout: 5000, bodyTimeout: 5000 });
+async function readTerminal(
+  url: string,
+  lastId: string,
+  auth: Record<string, string>,
+  dispatcher: Agent,
+): Promise<Frame | undefined> {
+  const res = await request(url, {
+    dispatcher,
+    headers: { ...auth, accept: 'text/event-stream', 'last-event-id': lastId },
+    headersTimeout: 5000,
+    bodyTimeout: 5000,
+  });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`answered ${res.statusCode}: ${text.slice(0, 200)}`);
   for (const block of text.split('\n\n')) {
     const event = /^event: (\w+)$/m.exec(block)?.[1];
     const data = /^data: (.*)$/m.exec(block)?.[1];
     if ((event === 'end' || event === 'error') && data !== undefined)
-      return { id: /^id: (\d+)$/m.exec(block)?.[1], event, data: JSON.parse(data) as Record<string, unknown>, at: Date.now() };
+      return {
+        id: /^id: (\d+)$/m.exec(block)?.[1],
+        event,
+        data: JSON.parse(data) as Record<string, unknown>,
+        at: Date.now(),
+      };
   }
   return undefined;
 }
@@ -307,12 +385,19 @@ async function readTerminal(url: string, lastId: string, auth: Record<string, st
 /** `id:event[:i|code]` of every frame a client read, across reconnects and the resume: for a violation's evidence. */
 function frameLine(t: TaskTrace): string {
   return [...t.frames, ...(t.resume?.frames ?? [])]
-    .map((f) => `${f.id ?? '-'}:${f.event}${f.event === 'token' ? `:${String(f.data.i)}` : f.event === 'error' ? `:${String(f.data.code)}` : ''}`)
+    .map(
+      (f) =>
+        `${f.id ?? '-'}:${f.event}${f.event === 'token' ? `:${String(f.data.i)}` : f.event === 'error' ? `:${String(f.data.code)}` : ''}`,
+    )
     .join(' ');
 }
 
 /** Every daemon line that names one of `ids`, by id (40 at most each, `source time text`), and under `*` the replicas' warnings (400 at most). */
-function linesNaming(cluster: ReplicaCluster, ids: readonly string[], hungAt: number | undefined): Record<string, string[]> {
+function linesNaming(
+  cluster: ReplicaCluster,
+  ids: readonly string[],
+  hungAt: number | undefined,
+): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   if (ids.length === 0) return out;
   const lines = cluster.allLines();

@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { startBalancer, type Balancer } from './balancer.js';
-import { fetchNodePools, readHandoffs, startChaosNode, type ChaosNode, type HandoffInfo, type NodePool } from './chaos-node.js';
+import {
+  fetchNodePools,
+  readHandoffs,
+  startChaosNode,
+  type ChaosNode,
+  type HandoffInfo,
+  type NodePool,
+} from './chaos-node.js';
 import { appMain, newToken } from './chaos-paths.js';
 import { startChaosDaemon, type CapturedLine, type ChaosDaemon, type DaemonExit } from './daemon.js';
 import { startRedis, type RedisDaemon } from './redis-daemon.js';
@@ -67,7 +74,8 @@ export class ReplicaCluster {
     try {
       await mkdir(c.redisDir, { recursive: true, mode: 0o700 });
       c.redisGenerations.push(await startRedis(c.redisPort, c.redisDir));
-      for (let i = 1; i <= opts.replicas; i++) c.replicas.push({ id: `r${i}`, port: await freePort(), generations: [] });
+      for (let i = 1; i <= opts.replicas; i++)
+        c.replicas.push({ id: `r${i}`, port: await freePort(), generations: [] });
       for (const r of c.replicas) r.generations.push(await c.#startReplica(r));
       c.balancer = await startBalancer(
         await freePort(),
@@ -146,7 +154,10 @@ export class ReplicaCluster {
   }
 
   /** SIGKILL of redis-server; after `downMs` a new one on the same port and dir (it loads the AOF). */
-  async killRedis(downMs: number, during?: () => Promise<void>): Promise<{ oldPid: number; newPid: number; exit: DaemonExit; restartedAfterMs: number }> {
+  async killRedis(
+    downMs: number,
+    during?: () => Promise<void>,
+  ): Promise<{ oldPid: number; newPid: number; exit: DaemonExit; restartedAfterMs: number }> {
     const old = this.redis;
     const t0 = Date.now();
     const exit = await old.kill('SIGKILL');
@@ -163,9 +174,12 @@ export class ReplicaCluster {
     while (Date.now() < deadline) {
       const res = await request(new URL('/v2/pools', this.url), { headers: this.auth }).catch(() => undefined);
       if (res !== undefined) {
-        const body = (await res.body.json().catch(() => ({}))) as { pools?: Array<{ pool_id: string; ready: boolean; node_state: string; state: string }> };
+        const body = (await res.body.json().catch(() => ({}))) as {
+          pools?: Array<{ pool_id: string; ready: boolean; node_state: string; state: string }>;
+        };
         last = JSON.stringify(body.pools?.map((p) => `${p.pool_id}:${p.state}`));
-        if (ids.every((id) => body.pools?.some((p) => p.pool_id === id && p.ready && p.node_state === 'online'))) return;
+        if (ids.every((id) => body.pools?.some((p) => p.pool_id === id && p.ready && p.node_state === 'online')))
+          return;
       }
       await sleep(100);
     }

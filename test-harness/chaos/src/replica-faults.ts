@@ -27,8 +27,12 @@ export async function killReplica(cluster: ReplicaCluster, r: ReplicaSlot): Prom
   const t0 = Date.now();
   const k = await cluster.killReplica(r);
   rec.details = { old_pid: k.oldPid, new_pid: k.newPid, old_exit: k.exit, restarted_listening_ms: k.downMs };
-  if (k.exit.signal !== 'SIGKILL') rec.problems.push(`replica ${r.id} ended with ${k.exit.code ?? k.exit.signal}, not SIGKILL`);
-  const ready = await until(async () => ((await status(`${cluster.replicaUrl(r)}/readyz`)) === 200 ? true : undefined), 30_000);
+  if (k.exit.signal !== 'SIGKILL')
+    rec.problems.push(`replica ${r.id} ended with ${k.exit.code ?? k.exit.signal}, not SIGKILL`);
+  const ready = await until(
+    async () => ((await status(`${cluster.replicaUrl(r)}/readyz`)) === 200 ? true : undefined),
+    30_000,
+  );
   if (ready === undefined) rec.problems.push(`restarted replica ${r.id} not ready within 30 s`);
   try {
     await cluster.waitPoolsReady(30_000);
@@ -46,20 +50,40 @@ export async function killReplica(cluster: ReplicaCluster, r: ReplicaSlot): Prom
  * replica restarted.
  */
 export async function killRedis(cluster: ReplicaCluster, downMs: number): Promise<FaultRecord> {
-  const rec: FaultRecord = { kind: 'kill_redis', at: new Date().toISOString(), target: 'redis-server', pid: cluster.redis.pid, details: {}, recoveredMs: undefined, problems: [] };
+  const rec: FaultRecord = {
+    kind: 'kill_redis',
+    at: new Date().toISOString(),
+    target: 'redis-server',
+    pid: cluster.redis.pid,
+    details: {},
+    recoveredMs: undefined,
+    problems: [],
+  };
   const replica = cluster.replicas[0] as ReplicaSlot;
   const pidsBefore = cluster.replicas.map((r) => r.generations.at(-1)?.pid);
   const t0 = Date.now();
   const probe = async (): Promise<void> => {
-    const notReady = await until(async () => ((await status(`${cluster.replicaUrl(replica)}/readyz`)) === 503 ? Date.now() : undefined), downMs, 20);
-    if (notReady === undefined) rec.problems.push(`${replica.id} /readyz never answered 503 while Redis was down (${downMs} ms)`);
+    const notReady = await until(
+      async () => ((await status(`${cluster.replicaUrl(replica)}/readyz`)) === 503 ? Date.now() : undefined),
+      downMs,
+      20,
+    );
+    if (notReady === undefined)
+      rec.problems.push(`${replica.id} /readyz never answered 503 while Redis was down (${downMs} ms)`);
     else {
       rec.details.readyz_503_after_ms = notReady - t0;
-      if (notReady - t0 > 1000) rec.problems.push(`${replica.id} /readyz turned 503 only ${notReady - t0} ms after the kill (bound 1 s)`);
+      if (notReady - t0 > 1000)
+        rec.problems.push(`${replica.id} /readyz turned 503 only ${notReady - t0} ms after the kill (bound 1 s)`);
     }
   };
   const k = await cluster.killRedis(downMs, probe);
-  rec.details = { ...rec.details, old_pid: k.oldPid, new_pid: k.newPid, old_exit: k.exit, restarted_after_ms: k.restartedAfterMs };
+  rec.details = {
+    ...rec.details,
+    old_pid: k.oldPid,
+    new_pid: k.newPid,
+    old_exit: k.exit,
+    restarted_after_ms: k.restartedAfterMs,
+  };
   try {
     await cluster.waitPoolsReady(30_000);
     rec.recoveredMs = Date.now() - t0;
@@ -67,7 +91,9 @@ export async function killRedis(cluster: ReplicaCluster, downMs: number): Promis
     rec.problems.push((err as Error).message);
   }
   const pidsAfter = cluster.replicas.map((r) => r.generations.at(-1)?.pid);
-  if (pidsAfter.some((p, i) => p !== pidsBefore[i])) rec.problems.push('a replica was restarted across the Redis outage');
-  if (cluster.replicas.some((r) => r.generations.at(-1)?.alive() !== true)) rec.problems.push('a replica exited during the Redis outage');
+  if (pidsAfter.some((p, i) => p !== pidsBefore[i]))
+    rec.problems.push('a replica was restarted across the Redis outage');
+  if (cluster.replicas.some((r) => r.generations.at(-1)?.alive() !== true))
+    rec.problems.push('a replica exited during the Redis outage');
   return rec;
 }

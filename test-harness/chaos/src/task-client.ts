@@ -31,7 +31,14 @@ export interface TaskTrace {
   plan: TaskPlan;
   postedAt: number;
   /** `body`: the start of a refusal's answer. */
-  admission: { status: number | undefined; code: string | undefined; problems: string[]; error: string | undefined; body?: string; duplicateOfRetry?: boolean };
+  admission: {
+    status: number | undefined;
+    code: string | undefined;
+    problems: string[];
+    error: string | undefined;
+    body?: string;
+    duplicateOfRetry?: boolean;
+  };
   admitted: boolean;
   frames: Frame[];
   streamStatus: number | undefined;
@@ -44,10 +51,20 @@ export interface TaskTrace {
   /** No terminal and no close within the client-side timeout. */
   hung: boolean;
   /** `retries`: retriable 5xx answers sent again (with reconnects on). */
-  cancel: { status: number | undefined; error: string | undefined; sentAt: number; answeredAt: number | undefined; tokensBefore: number; retries?: number } | undefined;
+  cancel:
+    | {
+        status: number | undefined;
+        error: string | undefined;
+        sentAt: number;
+        answeredAt: number | undefined;
+        tokensBefore: number;
+        retries?: number;
+      }
+    | undefined;
   disconnectedAt: number | undefined;
   /** Re-attach after a disconnect (with Last-Event-ID): what the rest of the frame log said. */
-  resume: { status: number | undefined; code: string | undefined; error: string | undefined; frames: Frame[] } | undefined;
+  resume:
+    { status: number | undefined; code: string | undefined; error: string | undefined; frames: Frame[] } | undefined;
   /** With `reconnect`: why each broken stream was reopened (`closed`, `error`, `status_<n>`), in order. */
   reconnects: string[];
   endedAt: number;
@@ -86,7 +103,8 @@ function taskBody(plan: TaskPlan, model: string): Record<string, unknown> {
     deadline_ms: 120_000,
   };
   if (plan.placement.mode === 'pin') body.placement = { mode: 'pin', pin_pool_id: plan.placement.pool };
-  if (plan.placement.mode === 'prefer') body.placement = { mode: 'prefer', prefer_pools: [plan.placement.pool], allow_fallback: true };
+  if (plan.placement.mode === 'prefer')
+    body.placement = { mode: 'prefer', prefer_pools: [plan.placement.pool], allow_fallback: true };
   return body;
 }
 
@@ -175,7 +193,12 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
     const text = await res.body.text();
     trace.admission.status = res.statusCode;
     const code = res.statusCode === 202 ? undefined : await errorCode(text);
-    if (ctx.reconnectMs !== undefined && res.statusCode === 400 && code === 'INVALID_PARAMS' && text.includes('already exists')) {
+    if (
+      ctx.reconnectMs !== undefined &&
+      res.statusCode === 400 &&
+      code === 'INVALID_PARAMS' &&
+      text.includes('already exists')
+    ) {
       // Our own task_id: a balancer retried the POST after the replica that admitted it died before
       // answering (HAProxy `retry-on empty-response`). It was admitted: follow it as an idempotent client would.
       trace.admission.duplicateOfRetry = true;
@@ -229,7 +252,12 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
           c.answeredAt = Date.now();
           // A cancel is idempotent: with reconnects on, a retriable 5xx (Redis down, the owner
           // replica restarting) is sent again after its Retry-After, as a client would.
-          if (ctx.reconnectMs !== undefined && r.statusCode >= 500 && !controller.signal.aborted && Date.now() - sentAt < ctx.timeoutMs / 2) {
+          if (
+            ctx.reconnectMs !== undefined &&
+            r.statusCode >= 500 &&
+            !controller.signal.aborted &&
+            Date.now() - sentAt < ctx.timeoutMs / 2
+          ) {
             c.retries = (c.retries ?? 0) + 1;
             await sleep(Math.max(ctx.reconnectMs, 1000 * Number(r.headers['retry-after'] ?? 0)));
             return send();
@@ -246,7 +274,8 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
     if (terminalSeen) trace.framesAfterTerminal += 1;
     if (TERMINAL.has(f.event)) terminalSeen = true;
     if (f.event === 'token') tokens += 1;
-    if ((f.event === 'started' && plan.actAfterTokens === 0) || (f.event === 'token' && tokens >= plan.actAfterTokens)) act();
+    if ((f.event === 'started' && plan.actAfterTokens === 0) || (f.event === 'token' && tokens >= plan.actAfterTokens))
+      act();
   };
   let url = sseUrl;
   for (;;) {
@@ -259,7 +288,11 @@ export async function runTask(plan: TaskPlan, ctx: TaskClientContext): Promise<T
       const res = await request(url, {
         method: 'GET',
         dispatcher: ctx.dispatcher,
-        headers: { ...ctx.auth, accept: 'text/event-stream', ...(lastId !== undefined ? { 'last-event-id': lastId } : {}) },
+        headers: {
+          ...ctx.auth,
+          accept: 'text/event-stream',
+          ...(lastId !== undefined ? { 'last-event-id': lastId } : {}),
+        },
         signal: controller.signal,
       });
       trace.streamStatus = res.statusCode;
@@ -310,7 +343,11 @@ async function resume(trace: TaskTrace, ctx: TaskClientContext): Promise<void> {
         const res = await request(new URL(`/v2/tasks/${trace.plan.taskId}/events`, ctx.baseUrl()), {
           method: 'GET',
           dispatcher: ctx.dispatcher,
-          headers: { ...ctx.auth, accept: 'text/event-stream', ...(lastId !== undefined ? { 'last-event-id': lastId } : {}) },
+          headers: {
+            ...ctx.auth,
+            accept: 'text/event-stream',
+            ...(lastId !== undefined ? { 'last-event-id': lastId } : {}),
+          },
           signal: controller.signal,
         });
         r.status = res.statusCode;
@@ -324,7 +361,10 @@ async function resume(trace: TaskTrace, ctx: TaskClientContext): Promise<void> {
       } catch (err) {
         r.error = controller.signal.aborted ? 'resume timed out' : (err as Error).message;
       }
-      const cause = r.error === 'resume timed out' || r.frames.some((f) => TERMINAL.has(f.event)) ? undefined : brokenBy(r.status, r.error, closed);
+      const cause =
+        r.error === 'resume timed out' || r.frames.some((f) => TERMINAL.has(f.event))
+          ? undefined
+          : brokenBy(r.status, r.error, closed);
       if (ctx.reconnectMs === undefined || cause === undefined) return;
       trace.reconnects.push(`resume_${cause}`);
       await sleep(ctx.reconnectMs);

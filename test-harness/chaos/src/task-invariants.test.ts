@@ -68,17 +68,31 @@ describe('judgeTask', () => {
   it('accepts a lost stream only when orchestratord restarted meanwhile, and names how it was lost', () => {
     const lost = trace([], { streamStatus: 404, streamCode: 'NOT_FOUND' });
     expect(judgeTask(lost, []).outcome).toBe('no_terminal');
-    expect(judgeTask(lost, [{ begunAt: 150, listeningAt: 180 }])).toMatchObject({ outcome: 'lost_to_restart', detail: 'stream_404', problems: [] });
-    expect(judgeTask(trace([], { streamStatus: 404, streamCode: 'X' }), [{ begunAt: 150, listeningAt: 180 }]).problems.join()).toMatch(/NOT_FOUND/);
+    expect(judgeTask(lost, [{ begunAt: 150, listeningAt: 180 }])).toMatchObject({
+      outcome: 'lost_to_restart',
+      detail: 'stream_404',
+      problems: [],
+    });
+    expect(
+      judgeTask(trace([], { streamStatus: 404, streamCode: 'X' }), [
+        { begunAt: 150, listeningAt: 180 },
+      ]).problems.join(),
+    ).toMatch(/NOT_FOUND/);
   });
 
   it('requires end {canceled: true} after a cancel unless the task had ended on its own', () => {
     const cancel = { status: 204, error: undefined, sentAt: 150, answeredAt: 160, tokensBefore: 1 };
-    const canceled = trace([...ok(), end({ canceled: true, stop_type: 'cancel', tokens_out: 2 })], { plan: plan({ action: 'cancel' }), cancel });
+    const canceled = trace([...ok(), end({ canceled: true, stop_type: 'cancel', tokens_out: 2 })], {
+      plan: plan({ action: 'cancel' }),
+      cancel,
+    });
     expect(judgeTask(canceled, [])).toMatchObject({ outcome: 'canceled', problems: [] });
     const raced = trace([...ok(), end()], { plan: plan({ action: 'cancel' }), cancel });
     expect(judgeTask(raced, [])).toMatchObject({ outcome: 'cancel_raced', problems: [] });
-    const wrong = trace([...ok(), end({ stop_type: 'cancel', tokens_out: 2 })], { plan: plan({ action: 'cancel' }), cancel });
+    const wrong = trace([...ok(), end({ stop_type: 'cancel', tokens_out: 2 })], {
+      plan: plan({ action: 'cancel' }),
+      cancel,
+    });
     expect(judgeTask(wrong, []).problems.join()).toMatch(/without canceled: true/);
     const spurious = trace([...ok(), end({ canceled: true, stop_type: 'cancel' })]);
     expect(judgeTask(spurious, []).problems.join()).toMatch(/nobody canceled/);

@@ -11,7 +11,16 @@ import type { Frame, TaskTrace } from './task-client.js';
  *   terminal, and orchestratord was restarted between admission and that moment;
  * - `hung`, `no_terminal`: failures.
  */
-export type TaskOutcome = 'completed' | 'canceled' | 'disconnected' | 'cancel_raced' | 'disconnect_raced' | 'error' | 'lost_to_restart' | 'hung' | 'no_terminal';
+export type TaskOutcome =
+  | 'completed'
+  | 'canceled'
+  | 'disconnected'
+  | 'cancel_raced'
+  | 'disconnect_raced'
+  | 'error'
+  | 'lost_to_restart'
+  | 'hung'
+  | 'no_terminal';
 
 export interface TaskVerdict {
   outcome: TaskOutcome;
@@ -38,7 +47,8 @@ function touchedByRestart(trace: TaskTrace, restarts: readonly RestartWindow[]):
 /** Checks the frame grammar of one stream: started first, contiguous token indexes, one terminal, nothing after it. */
 function grammarProblems(frames: readonly Frame[], fromResume: boolean, firstTokenIndex: number): string[] {
   const problems: string[] = [];
-  if (!fromResume && frames.length > 0 && frames[0]?.event !== 'started') problems.push(`first frame is '${frames[0]?.event}', not 'started'`);
+  if (!fromResume && frames.length > 0 && frames[0]?.event !== 'started')
+    problems.push(`first frame is '${frames[0]?.event}', not 'started'`);
   let expectI = firstTokenIndex;
   let terminalAt = -1;
   frames.forEach((f, idx) => {
@@ -73,18 +83,25 @@ export function judgeTask(trace: TaskTrace, restarts: readonly RestartWindow[]):
   const resumeFrames = trace.resume?.frames ?? [];
   if (resumeFrames.length > 0) problems.push(...grammarProblems(resumeFrames, true, tokens).map((p) => `resume: ${p}`));
   const allTokens = tokens + resumeFrames.filter((f) => f.event === 'token').length;
-  if (allTokens > trace.plan.maxTokens) problems.push(`${allTokens} token frames for max_tokens ${trace.plan.maxTokens}`);
+  if (allTokens > trace.plan.maxTokens)
+    problems.push(`${allTokens} token frames for max_tokens ${trace.plan.maxTokens}`);
 
   const terminal = [...trace.frames, ...resumeFrames].find((f) => TERMINAL.has(f.event));
   const canceledEnd = terminal?.event === 'end' && terminal.data.canceled === true;
   const lostDetail = (): string => {
     const r = trace.resume;
-    if (r !== undefined && trace.disconnectedAt !== undefined) return r.status !== undefined ? `resume_${r.status}` : 'resume_error';
+    if (r !== undefined && trace.disconnectedAt !== undefined)
+      return r.status !== undefined ? `resume_${r.status}` : 'resume_error';
     if (trace.streamStatus !== undefined && trace.streamStatus !== 200) return `stream_${trace.streamStatus}`;
     if (trace.streamError !== undefined) return 'stream_error';
     return 'closed_without_terminal';
   };
-  const verdict = (outcome: TaskOutcome): TaskVerdict => ({ outcome, terminal, problems, ...(outcome === 'lost_to_restart' ? { detail: lostDetail() } : {}) });
+  const verdict = (outcome: TaskOutcome): TaskVerdict => ({
+    outcome,
+    terminal,
+    problems,
+    ...(outcome === 'lost_to_restart' ? { detail: lostDetail() } : {}),
+  });
 
   if (trace.hung) {
     problems.push(`no terminal frame within the client timeout (${trace.frames.length} frames seen)`);
@@ -95,7 +112,11 @@ export function judgeTask(trace: TaskTrace, restarts: readonly RestartWindow[]):
   }
   if (terminal?.event === 'error') {
     const code = terminal.data.code;
-    if (typeof code !== 'string' || typeof terminal.data.message !== 'string' || typeof terminal.data.retriable !== 'boolean') {
+    if (
+      typeof code !== 'string' ||
+      typeof terminal.data.message !== 'string' ||
+      typeof terminal.data.retriable !== 'boolean'
+    ) {
       problems.push(`error frame without code/message/retriable: ${JSON.stringify(terminal.data)}`);
     }
   }
@@ -113,7 +134,9 @@ export function judgeTask(trace: TaskTrace, restarts: readonly RestartWindow[]):
     if (canceledEnd) return verdict('canceled');
     // The task ended on its own before the cancel was processed: a natural end, or a failure.
     if (terminal.event === 'end' && !['eos', 'limit', 'word'].includes(String(terminal.data.stop_type))) {
-      problems.push(`canceled task ended with end stop_type ${String(terminal.data.stop_type)} but without canceled: true`);
+      problems.push(
+        `canceled task ended with end stop_type ${String(terminal.data.stop_type)} but without canceled: true`,
+      );
     }
     return verdict('cancel_raced');
   }
@@ -123,7 +146,9 @@ export function judgeTask(trace: TaskTrace, restarts: readonly RestartWindow[]):
     if (terminal !== undefined) {
       if (canceledEnd) return verdict('disconnected');
       if (terminal.event === 'end' && !['eos', 'limit', 'word'].includes(String(terminal.data.stop_type))) {
-        problems.push(`disconnected task ended with end stop_type ${String(terminal.data.stop_type)} but without canceled: true`);
+        problems.push(
+          `disconnected task ended with end stop_type ${String(terminal.data.stop_type)} but without canceled: true`,
+        );
       }
       return verdict('disconnect_raced');
     }
@@ -133,9 +158,11 @@ export function judgeTask(trace: TaskTrace, restarts: readonly RestartWindow[]):
   }
 
   if (terminal !== undefined) return verdict(terminal.event === 'end' ? 'completed' : 'error');
-  if (trace.streamStatus === 404 && trace.streamCode !== 'NOT_FOUND') problems.push(`stream 404 without a NOT_FOUND envelope (${trace.streamCode ?? 'no code'})`);
+  if (trace.streamStatus === 404 && trace.streamCode !== 'NOT_FOUND')
+    problems.push(`stream 404 without a NOT_FOUND envelope (${trace.streamCode ?? 'no code'})`);
   if (restartTouched) return verdict('lost_to_restart');
-  if (trace.streamStatus !== undefined && trace.streamStatus !== 200) problems.push(`stream answered ${trace.streamStatus} ${trace.streamCode ?? ''} without a restart`);
+  if (trace.streamStatus !== undefined && trace.streamStatus !== 200)
+    problems.push(`stream answered ${trace.streamStatus} ${trace.streamCode ?? ''} without a restart`);
   else if (trace.streamError !== undefined) problems.push(`stream failed without a restart: ${trace.streamError}`);
   else problems.push('stream closed without a terminal frame');
   return verdict('no_terminal');

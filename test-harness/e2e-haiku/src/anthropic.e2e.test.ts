@@ -14,7 +14,14 @@ let cluster: Cluster;
 let client: Anthropic;
 
 beforeAll(async () => {
-  cluster = await startCluster({ model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000 });
+  cluster = await startCluster({
+    model: MODEL,
+    nodes: 1,
+    gpu: 'off',
+    cacheDir,
+    heartbeatMs: 500,
+    readyTimeoutMs: 30 * 60_000,
+  });
   // The SDK sends its key as `x-api-key`.
   client = new Anthropic({ baseURL: cluster.orchestrator.url, apiKey: cluster.token, maxRetries: 0, timeout: 60_000 });
 }, 31 * 60_000);
@@ -27,20 +34,37 @@ const tools: Anthropic.Tool[] = [
   {
     name: 'get_weather',
     description: 'The weather in a city',
-    input_schema: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } }, required: ['city'] },
+    input_schema: {
+      type: 'object',
+      properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } },
+      required: ['city'],
+    },
   },
 ];
 /** Greedy decoding: this SDK's types no longer list `temperature` for every model, the API (and the door) still take it. */
 const greedy = { temperature: 0 } as object;
 const ask: Anthropic.MessageParam[] = [{ role: 'user', content: 'A poem about cooling fans.' }];
 
-async function post(url: string, path: string, body: object, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
-  const res = await request(new URL(path, url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), reset: true });
+async function post(
+  url: string,
+  path: string,
+  body: object,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
+  const res = await request(new URL(path, url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    reset: true,
+  });
   return { status: res.statusCode, text: await res.body.text() };
 }
 
 /** The same request to the door and to the engine's own route (the engine's first, once, so both find the prompt cached). */
-async function both(path: string, body: object): Promise<{ door: { status: number; text: string }; engine: { status: number; text: string } }> {
+async function both(
+  path: string,
+  body: object,
+): Promise<{ door: { status: number; text: string }; engine: { status: number; text: string } }> {
   await waitClusterIdle(cluster);
   const engineUrl = await engineUrlOf(cluster, cluster.nodes[0]!.poolId);
   await post(engineUrl, path, body);
@@ -60,7 +84,8 @@ function comparableEvents(text: string): unknown[] {
   return events.map((m) => {
     const data = comparable(m[2]!) as Record<string, unknown>;
     if (data.type === 'message_start') (data.message as Record<string, unknown>).usage = '*';
-    if (data.type === 'message_delta') data.usage = { output_tokens: (data.usage as { output_tokens: number }).output_tokens };
+    if (data.type === 'message_delta')
+      data.usage = { output_tokens: (data.usage as { output_tokens: number }).output_tokens };
     const block = data.content_block as Record<string, unknown> | undefined;
     if (block?.type === 'tool_use') delete block.input;
     return data;
@@ -70,14 +95,31 @@ function comparableEvents(text: string): unknown[] {
 describe('/v1/messages with the Anthropic SDK', () => {
   it('non-streamed: a text message with stop_reason and usage; the body equals the engine’s own /v1/messages apart from ids and model', async () => {
     await waitClusterIdle(cluster);
-    const msg = await client.messages.create({ model: MODEL, max_tokens: 24, ...greedy, system: 'Be brief.', messages: ask });
-    expect(msg).toMatchObject({ type: 'message', role: 'assistant', model: MODEL, stop_reason: 'max_tokens', stop_sequence: null });
+    const msg = await client.messages.create({
+      model: MODEL,
+      max_tokens: 24,
+      ...greedy,
+      system: 'Be brief.',
+      messages: ask,
+    });
+    expect(msg).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      model: MODEL,
+      stop_reason: 'max_tokens',
+      stop_sequence: null,
+    });
     expect(msg.id).toMatch(/^msg_[0-9a-f-]{36}$/);
     expect(msg.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/\S/) as unknown });
     expect(msg.usage.output_tokens).toBe(24);
     expect(msg.usage.input_tokens + (msg.usage.cache_read_input_tokens ?? 0)).toBeGreaterThan(0);
 
-    const { door, engine } = await both('/v1/messages', { max_tokens: 24, temperature: 0, system: 'Be brief.', messages: ask });
+    const { door, engine } = await both('/v1/messages', {
+      max_tokens: 24,
+      temperature: 0,
+      system: 'Be brief.',
+      messages: ask,
+    });
     expect(door.status, door.text).toBe(200);
     expect(comparable(door.text)).toEqual(comparable(engine.text));
   });
@@ -96,22 +138,42 @@ describe('/v1/messages with the Anthropic SDK', () => {
     expect(final.usage.output_tokens).toBe(24);
     expect(final.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/\S/) as unknown });
 
-    const { door, engine } = await both('/v1/messages', { max_tokens: 24, temperature: 0, messages: ask, stream: true });
+    const { door, engine } = await both('/v1/messages', {
+      max_tokens: 24,
+      temperature: 0,
+      messages: ask,
+      stream: true,
+    });
     expect(door.status).toBe(200);
     expect(door.text).toMatch(/^event: message_start\ndata: .*\n\nevent: ping\ndata: \{"type":"ping"\}\n\n/);
     expect(comparableEvents(door.text)).toEqual(comparableEvents(engine.text));
   });
 
   it('tools: tool_choice any gives a tool_use block (streamed and not) that equals the engine’s; the tool_result turn is answered in text', async () => {
-    const body = { max_tokens: 300, temperature: 0, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, tool_choice: { type: 'any' } };
+    const body = {
+      max_tokens: 300,
+      temperature: 0,
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools,
+      tool_choice: { type: 'any' },
+    };
     const done = await client.messages.create({ model: MODEL, ...body } as Anthropic.MessageCreateParamsNonStreaming);
     expect(done.stop_reason).toBe('tool_use');
     const use = done.content.find((b) => b.type === 'tool_use');
-    expect(use).toMatchObject({ type: 'tool_use', name: 'get_weather', input: { city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown } });
+    expect(use).toMatchObject({
+      type: 'tool_use',
+      name: 'get_weather',
+      input: { city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown },
+    });
 
-    const streamed = await client.messages.stream({ model: MODEL, ...body } as Anthropic.MessageStreamParams).finalMessage();
+    const streamed = await client.messages
+      .stream({ model: MODEL, ...body } as Anthropic.MessageStreamParams)
+      .finalMessage();
     expect(streamed.stop_reason).toBe('tool_use');
-    expect(streamed.content.find((b) => b.type === 'tool_use')).toMatchObject({ name: 'get_weather', input: (use as Anthropic.ToolUseBlock).input });
+    expect(streamed.content.find((b) => b.type === 'tool_use')).toMatchObject({
+      name: 'get_weather',
+      input: (use as Anthropic.ToolUseBlock).input,
+    });
 
     const plain = await both('/v1/messages', body);
     expect(comparable(plain.door.text)).toEqual(comparable(plain.engine.text));
@@ -126,7 +188,10 @@ describe('/v1/messages with the Anthropic SDK', () => {
       messages: [
         { role: 'user', content: 'Weather in Paris?' },
         { role: 'assistant', content: [use as Anthropic.ToolUseBlock] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: (use as Anthropic.ToolUseBlock).id, content: 'sunny, 21 C' }] },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: (use as Anthropic.ToolUseBlock).id, content: 'sunny, 21 C' }],
+        },
       ],
     });
     expect(followUp.content.filter((b) => b.type === 'tool_use')).toEqual([]);
@@ -138,18 +203,42 @@ describe('/v1/messages with the Anthropic SDK', () => {
     const counted = await client.messages.countTokens({ model: MODEL, system: 'Be brief.', messages: ask, tools });
     expect(counted.input_tokens).toBeGreaterThan(5);
     const engineUrl = await engineUrlOf(cluster, cluster.nodes[0]!.poolId);
-    const engine = await post(engineUrl, '/v1/messages/count_tokens', { model: MODEL, system: 'Be brief.', messages: ask, tools });
+    const engine = await post(engineUrl, '/v1/messages/count_tokens', {
+      model: MODEL,
+      system: 'Be brief.',
+      messages: ask,
+      tools,
+    });
     expect(JSON.parse(engine.text)).toEqual({ input_tokens: counted.input_tokens });
-    const bearer = new Anthropic({ baseURL: cluster.orchestrator.url, authToken: cluster.token, apiKey: null, maxRetries: 0 });
+    const bearer = new Anthropic({
+      baseURL: cluster.orchestrator.url,
+      authToken: cluster.token,
+      apiKey: null,
+      maxRetries: 0,
+    });
     expect((await bearer.messages.countTokens({ model: MODEL, messages: ask })).input_tokens).toBeGreaterThan(0);
   });
 
   it('errors in Anthropic’s shape: 400 for a bad body, 401 for a wrong key, 404 for an unknown model', async () => {
-    const bad = await post(cluster.orchestrator.url, '/v1/messages', { model: MODEL, messages: ask }, { 'x-api-key': cluster.token });
+    const bad = await post(
+      cluster.orchestrator.url,
+      '/v1/messages',
+      { model: MODEL, messages: ask },
+      { 'x-api-key': cluster.token },
+    );
     expect(bad.status).toBe(400);
-    expect(JSON.parse(bad.text)).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') as unknown } });
+    expect(JSON.parse(bad.text)).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') as unknown },
+    });
     const image = await client.messages
-      .create({ model: MODEL, max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }] }] })
+      .create({
+        model: MODEL,
+        max_tokens: 4,
+        messages: [
+          { role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }] },
+        ],
+      })
       .catch((e: unknown) => e);
     expect(image).toBeInstanceOf(Anthropic.BadRequestError);
     const wrongKey = await new Anthropic({ baseURL: cluster.orchestrator.url, apiKey: 'nope', maxRetries: 0 }).messages
@@ -160,7 +249,9 @@ describe('/v1/messages with the Anthropic SDK', () => {
       type: 'error',
       error: { type: 'authentication_error', message: expect.any(String) as unknown },
     });
-    const unknown = await client.messages.create({ model: 'no-such-model', max_tokens: 4, messages: ask }).catch((e: unknown) => e);
+    const unknown = await client.messages
+      .create({ model: 'no-such-model', max_tokens: 4, messages: ask })
+      .catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(Anthropic.NotFoundError);
   });
 });

@@ -35,7 +35,15 @@ export interface ClusterOptions {
    * Per node (index 0 = `p1`): another model ref, `aliases`, engine `extra_flags` or more pool
    * config keys (`embeddings`, `reranking`, `slots` …) for its pool.
    */
-  pools?: ReadonlyArray<{ model?: string; aliases?: readonly string[]; extraFlags?: readonly string[]; config?: Readonly<Record<string, unknown>> } | undefined>;
+  pools?: ReadonlyArray<
+    | {
+        model?: string;
+        aliases?: readonly string[];
+        extraFlags?: readonly string[];
+        config?: Readonly<Record<string, unknown>>;
+      }
+    | undefined
+  >;
 }
 
 export interface Cluster {
@@ -138,14 +146,22 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   }
 }
 
-async function waitAllReady(orchUrl: string, token: string, poolIds: string[], timeoutMs: number, daemons: Daemon[]): Promise<void> {
+async function waitAllReady(
+  orchUrl: string,
+  token: string,
+  poolIds: string[],
+  timeoutMs: number,
+  daemons: Daemon[],
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
     for (const d of daemons) {
       if (d.process.exitCode !== null) throw new Error(`${d.name} exited while the cluster was starting`);
     }
-    const res = await request(new URL('/v2/pools', orchUrl), { headers: { authorization: `Bearer ${token}` } }).catch(() => undefined);
+    const res = await request(new URL('/v2/pools', orchUrl), { headers: { authorization: `Bearer ${token}` } }).catch(
+      () => undefined,
+    );
     if (res) {
       const body = (await res.body.json()) as { pools?: Array<{ pool_id: string; ready: boolean; state: string }> };
       last = JSON.stringify(body.pools?.map((p) => `${p.pool_id}:${p.state}`));
@@ -160,7 +176,9 @@ async function waitAllReady(orchUrl: string, token: string, poolIds: string[], t
 export async function engineUrlOf(cluster: Cluster, poolId: string): Promise<string> {
   const node = cluster.nodes.find((n) => n.poolId === poolId);
   if (!node) throw new Error(`unknown pool ${poolId}`);
-  const res = await request(new URL(`/v2/pools/${poolId}`, node.daemon.url), { headers: { authorization: `Bearer ${cluster.token}` } });
+  const res = await request(new URL(`/v2/pools/${poolId}`, node.daemon.url), {
+    headers: { authorization: `Bearer ${cluster.token}` },
+  });
   const body = (await res.body.json()) as { engine_url?: string };
   if (!body.engine_url) throw new Error(`pool ${poolId} reports no engine_url`);
   return body.engine_url;
@@ -186,7 +204,12 @@ export interface CancelOutcome {
  * thread (`/slots` answers are results; llama-orch's carried patch bounds the wait to a second
  * whatever arrives). And `n_decoded` after the release reads 0 whatever happened.
  */
-export async function cancelOutcome(cluster: Cluster, poolId: string, abort: () => void, timeoutMs = 60_000): Promise<CancelOutcome> {
+export async function cancelOutcome(
+  cluster: Cluster,
+  poolId: string,
+  abort: () => void,
+  timeoutMs = 60_000,
+): Promise<CancelOutcome> {
   const spawned = cluster
     .allLogs()
     .filter((l) => l.line.msg === 'engine spawned' && l.line.pool_id === poolId && typeof l.line.log === 'string')
@@ -204,7 +227,8 @@ export async function cancelOutcome(cluster: Cluster, poolId: string, abort: () 
   for (;;) {
     const text = readFileSync(logPath, 'utf8').slice(offset);
     const release = /stop processing: n_tokens = (\d+)/.exec(text);
-    if (release !== null) return { cancelled: /cancel task/.test(text), nTokens: Number(release[1]), lines: text.slice(0, 2000) };
+    if (release !== null)
+      return { cancelled: /cancel task/.test(text), nTokens: Number(release[1]), lines: text.slice(0, 2000) };
     if (Date.now() > deadline) throw new Error(`the engine logged no slot release within ${timeoutMs} ms of the abort`);
     await sleep(50);
   }
@@ -226,7 +250,9 @@ export async function placedPool(cluster: Cluster, correlationId: string, timeou
   for (;;) {
     const line = cluster
       .allLogs()
-      .filter((l) => l.source === 'orchestratord' && l.line.msg === 'task placed' && l.line.correlation_id === correlationId)
+      .filter(
+        (l) => l.source === 'orchestratord' && l.line.msg === 'task placed' && l.line.correlation_id === correlationId,
+      )
       .at(-1);
     if (line && typeof line.line.pool_id === 'string') return line.line.pool_id;
     if (Date.now() > deadline) throw new Error(`no 'task placed' line for correlation id ${correlationId}`);
@@ -262,8 +288,12 @@ export async function waitClusterIdle(cluster: Cluster, timeoutMs = 10_000): Pro
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
-    const res = await request(new URL('/v2/pools', cluster.orchestrator.url), { headers: { authorization: `Bearer ${cluster.token}` } });
-    const body = (await res.body.json()) as { pools: Array<{ pool_id: string; ready: boolean; leased: number; slots_free: number; slots_total: number }> };
+    const res = await request(new URL('/v2/pools', cluster.orchestrator.url), {
+      headers: { authorization: `Bearer ${cluster.token}` },
+    });
+    const body = (await res.body.json()) as {
+      pools: Array<{ pool_id: string; ready: boolean; leased: number; slots_free: number; slots_total: number }>;
+    };
     last = JSON.stringify(body.pools);
     if (body.pools.every((p) => p.ready && p.leased === 0 && p.slots_free === p.slots_total)) return;
     await sleep(25);

@@ -85,7 +85,9 @@ describe('dashboard page in chromium against a real cluster', () => {
     const keyInput = page.getByLabel('API key', { exact: true });
     await keyInput.waitFor();
     expect(await keyInput.getAttribute('type')).toBe('password');
-    await expect.poll(() => page.locator('.connection').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS }).toBe('needs_key');
+    await expect
+      .poll(() => page.locator('.connection').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS })
+      .toBe('needs_key');
     await saveScreenshot(page, '01-asks-for-key');
 
     await keyInput.fill(cluster.token);
@@ -103,7 +105,9 @@ describe('dashboard page in chromium against a real cluster', () => {
     await page.reload();
     await poolRow('p1').locator('[data-state="ready"]').waitFor();
     expect(await page.getByLabel('API key', { exact: true }).count()).toBe(0);
-    await expect.poll(() => page.locator('.connection').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS }).toBe('live');
+    await expect
+      .poll(() => page.locator('.connection').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS })
+      .toBe('live');
     // one orchestratord: the Replicas section lists it, at the address it listens on
     const replica = page.locator('tr[data-replica]');
     await replica.first().waitFor();
@@ -119,7 +123,11 @@ describe('dashboard page in chromium against a real cluster', () => {
     for (const colorScheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme });
       await page.addScriptTag({ path: axePath });
-      const violations = (await page.evaluate(AXE_WCAG2_VIOLATIONS)) as Array<{ id: string; impact: string; targets: string[] }>;
+      const violations = (await page.evaluate(AXE_WCAG2_VIOLATIONS)) as Array<{
+        id: string;
+        impact: string;
+        targets: string[];
+      }>;
       expect(violations, `${colorScheme}: ${JSON.stringify(violations)}`).toEqual([]);
     }
     await page.emulateMedia({ colorScheme: 'light' });
@@ -132,7 +140,8 @@ describe('dashboard page in chromium against a real cluster', () => {
       const name = String(await page.evaluate(FOCUSED_NAME));
       reached.add(name);
     }
-    for (const control of ['Drain p1', 'Reload p1', 'Model', 'Prompt', 'Send']) expect([...reached], control).toContain(control);
+    for (const control of ['Drain p1', 'Reload p1', 'Model', 'Prompt', 'Send'])
+      expect([...reached], control).toContain(control);
   });
 
   it('the playground streams a chat reply into the output, and the task shows up live', async () => {
@@ -144,7 +153,9 @@ describe('dashboard page in chromium against a real cluster', () => {
     await page.getByRole('button', { name: 'Send' }).click();
     const status = page.locator('.playground-status');
     // done = the page read `data: [DONE]` (a stream cut short or failed reads `error`, with the reason)
-    await expect.poll(() => status.getAttribute('data-phase'), { timeout: UI_TIMEOUT_MS }).toMatch(/^(done|error|stopped)$/);
+    await expect
+      .poll(() => status.getAttribute('data-phase'), { timeout: UI_TIMEOUT_MS })
+      .toMatch(/^(done|error|stopped)$/);
     const done = /^Done: (\d+) tokens, finish reason (\w+)\.$/.exec(await status.innerText());
     expect(done, await status.innerText()).not.toBeNull();
     const tokens = Number(done![1]);
@@ -164,7 +175,9 @@ describe('dashboard page in chromium against a real cluster', () => {
     expect(Number(rowTokens)).toBe(tokens);
     expect(await page.evaluate(MARKER)).toBe('set-before-the-playground');
     // the replica counts the task it relayed (announced every heartbeat interval, shown with the next snapshot)
-    await expect.poll(() => page.locator('tr[data-replica] [data-stat="tasks-relayed"]').innerText(), { timeout: UI_TIMEOUT_MS }).toBe('1');
+    await expect
+      .poll(() => page.locator('tr[data-replica] [data-stat="tasks-relayed"]').innerText(), { timeout: UI_TIMEOUT_MS })
+      .toBe('1');
     await saveScreenshot(page, '03-playground');
   });
 
@@ -177,8 +190,12 @@ describe('dashboard page in chromium against a real cluster', () => {
     await saveScreenshot(page, '04-drain-confirm', { fullPage: false });
     await dialog.getByRole('button', { name: 'Drain p1' }).click();
     await dialog.waitFor({ state: 'detached' });
-    await expect.poll(() => page.locator('.notice').innerText(), { timeout: UI_TIMEOUT_MS }).toBe('Drain of p1 accepted.');
-    await expect.poll(() => poolRow('p1').locator('.badge').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS }).toMatch(/^(draining|stopped)$/);
+    await expect
+      .poll(() => page.locator('.notice').innerText(), { timeout: UI_TIMEOUT_MS })
+      .toBe('Drain of p1 accepted.');
+    await expect
+      .poll(() => poolRow('p1').locator('.badge').getAttribute('data-state'), { timeout: UI_TIMEOUT_MS })
+      .toMatch(/^(draining|stopped)$/);
     expect(await poolRow('p1').getByRole('button', { name: 'Drain p1' }).isDisabled()).toBe(true);
     // the same document all along: the marker set before the drain survived
     expect(await page.evaluate(MARKER)).toBe('set-before-the-drain');

@@ -42,5 +42,10 @@ export async function directChat(engineUrl: string, body: Record<string, unknown
   const decoder = new TextDecoder();
   for await (const chunk of res.body) parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
   if (!done || !usage) throw new Error('engine chat stream ended without usage and [DONE]');
-  return { text: pieces.join(''), finishReason, completionTokens: usage.completion_tokens, promptTokens: usage.prompt_tokens };
+  return {
+    text: pieces.join(''),
+    finishReason,
+    completionTokens: usage.completion_tokens,
+    promptTokens: usage.prompt_tokens,
+  };
 }

@@ -6,7 +6,16 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelOutcome, engineIdle, engineUrlOf, placedPool, repoRoot, startCluster, waitClusterIdle, type Cluster } from './index.js';
+import {
+  cancelOutcome,
+  engineIdle,
+  engineUrlOf,
+  placedPool,
+  repoRoot,
+  startCluster,
+  waitClusterIdle,
+  type Cluster,
+} from './index.js';
 
 // The engine-route doors end to end (issue 27): orchestratord → pool-managerd → real llama-server.
 // One synthetic embedding model (non-causal, mean pooling) served by two pools — p1 with
@@ -44,14 +53,34 @@ afterAll(async () => {
 
 type Json = Record<string, unknown>;
 
-async function post(url: string, path: string, body: object, headers: Record<string, string> = {}): Promise<{ status: number; json: Json }> {
-  const res = await request(new URL(path, url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), reset: true });
+async function post(
+  url: string,
+  path: string,
+  body: object,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: Json }> {
+  const res = await request(new URL(path, url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    reset: true,
+  });
   return { status: res.statusCode, json: (await res.body.json()) as Json };
 }
 
 /** The `data:` events of an SSE body, parsed (llama-server's /infill stream has no `[DONE]`). */
-async function sseEvents(url: string, path: string, body: object, headers: Record<string, string> = {}): Promise<{ status: number; events: Json[] }> {
-  const res = await request(new URL(path, url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), reset: true });
+async function sseEvents(
+  url: string,
+  path: string,
+  body: object,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; events: Json[] }> {
+  const res = await request(new URL(path, url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    reset: true,
+  });
   const text = await res.body.text();
   const events = text
     .split('\n')
@@ -60,7 +89,8 @@ async function sseEvents(url: string, path: string, body: object, headers: Recor
   return { status: res.statusCode, events };
 }
 
-const openai = (): OpenAI => new OpenAI({ baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token, maxRetries: 0 });
+const openai = (): OpenAI =>
+  new OpenAI({ baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token, maxRetries: 0 });
 
 describe('capabilities', () => {
   it('/v1/models lists what each model can serve; each pool reports its own', async () => {
@@ -71,7 +101,11 @@ describe('capabilities', () => {
     expect(byId.get('coder')).toEqual(['chat', 'completion', 'infill']);
     const res = await request(new URL('/v2/pools', cluster.orchestrator.url), { headers: auth });
     const pools = ((await res.body.json()) as { pools: Array<{ pool_id: string; capabilities?: string[] }> }).pools;
-    expect(Object.fromEntries(pools.map((p) => [p.pool_id, p.capabilities]))).toEqual({ p1: ['embeddings'], p2: ['rerank'], p3: ['chat', 'completion', 'infill'] });
+    expect(Object.fromEntries(pools.map((p) => [p.pool_id, p.capabilities]))).toEqual({
+      p1: ['embeddings'],
+      p2: ['rerank'],
+      p3: ['chat', 'completion', 'infill'],
+    });
   });
 });
 
@@ -80,7 +114,12 @@ describe('POST /v1/embeddings', () => {
     await waitClusterIdle(cluster);
     const correlationId = randomUUID();
     const input = { input: ['racks hum at night', 'the fans spin'], encoding_format: 'float' };
-    const door = await post(cluster.orchestrator.url, '/v1/embeddings', { model: EMBED, ...input }, { ...auth, 'x-correlation-id': correlationId });
+    const door = await post(
+      cluster.orchestrator.url,
+      '/v1/embeddings',
+      { model: EMBED, ...input },
+      { ...auth, 'x-correlation-id': correlationId },
+    );
     expect(door.status, JSON.stringify(door.json)).toBe(200);
     const engine = await post(await engineUrlOf(cluster, 'p1'), '/v1/embeddings', input);
     expect(engine.status).toBe(200);
@@ -94,12 +133,20 @@ describe('POST /v1/embeddings', () => {
   it('the openai client: float and base64 give the same vectors, with usage', async () => {
     await waitClusterIdle(cluster);
     const client = openai();
-    const float = await client.embeddings.create({ model: 'embedder', input: ['one', 'two', 'three'], encoding_format: 'float' });
+    const float = await client.embeddings.create({
+      model: 'embedder',
+      input: ['one', 'two', 'three'],
+      encoding_format: 'float',
+    });
     expect(float.data.map((d) => d.index)).toEqual([0, 1, 2]);
     expect(float.data[0]!.embedding).toHaveLength(64);
     expect(float.usage.prompt_tokens).toBeGreaterThan(0);
     expect(float.model).toBe('embedder');
-    const b64 = await client.embeddings.create({ model: 'embedder', input: ['one', 'two', 'three'], encoding_format: 'base64' });
+    const b64 = await client.embeddings.create({
+      model: 'embedder',
+      input: ['one', 'two', 'three'],
+      encoding_format: 'base64',
+    });
     const raw = b64.data[1]!.embedding as unknown as string;
     expect(typeof raw).toBe('string');
     const bytes = Buffer.from(raw, 'base64');
@@ -124,7 +171,11 @@ describe('POST /v1/embeddings', () => {
   });
 
   it('the Vercel AI SDK: embed and embedMany', async () => {
-    const provider = createOpenAICompatible({ name: 'llama-orch', baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token });
+    const provider = createOpenAICompatible({
+      name: 'llama-orch',
+      baseURL: `${cluster.orchestrator.url}/v1`,
+      apiKey: cluster.token,
+    });
     const model = provider.embeddingModel('embedder');
     const one = await embed({ model, value: 'sunny day at the beach', maxRetries: 0 });
     expect(one.embedding).toHaveLength(64);
@@ -134,7 +185,12 @@ describe('POST /v1/embeddings', () => {
   });
 
   it('LangChain OpenAIEmbeddings: embedQuery and embedDocuments', async () => {
-    const embeddings = new OpenAIEmbeddings({ model: 'embedder', apiKey: cluster.token, configuration: { baseURL: `${cluster.orchestrator.url}/v1` }, maxRetries: 0 });
+    const embeddings = new OpenAIEmbeddings({
+      model: 'embedder',
+      apiKey: cluster.token,
+      configuration: { baseURL: `${cluster.orchestrator.url}/v1` },
+      maxRetries: 0,
+    });
     const query = await embeddings.embedQuery('where is the cooling fan');
     expect(query).toHaveLength(64);
     const docs = await embeddings.embedDocuments(['the fan is in the rack', 'where is the cooling fan']);
@@ -146,7 +202,14 @@ describe('POST /v1/embeddings', () => {
     const url = cluster.orchestrator.url;
     const dims = await post(url, '/v1/embeddings', { model: 'embedder', input: 'x', dimensions: 32 }, auth);
     expect(dims.status).toBe(400);
-    expect(dims.json).toEqual({ error: { message: expect.stringContaining('dimensions'), type: 'invalid_request_error', param: 'dimensions', code: 'invalid_value' } });
+    expect(dims.json).toEqual({
+      error: {
+        message: expect.stringContaining('dimensions'),
+        type: 'invalid_request_error',
+        param: 'dimensions',
+        code: 'invalid_value',
+      },
+    });
     const empty = await post(url, '/v1/embeddings', { model: 'embedder', input: [] }, auth);
     expect(empty.status).toBe(400);
     expect((empty.json.error as Json).param).toBe('input');
@@ -154,7 +217,11 @@ describe('POST /v1/embeddings', () => {
     expect(format.status).toBe(400);
     const coder = await post(url, '/v1/embeddings', { model: 'coder', input: 'x' }, auth);
     expect(coder.status).toBe(400);
-    expect(coder.json.error).toMatchObject({ type: 'invalid_request_error', param: 'model', message: expect.stringContaining('cannot serve embeddings') });
+    expect(coder.json.error).toMatchObject({
+      type: 'invalid_request_error',
+      param: 'model',
+      message: expect.stringContaining('cannot serve embeddings'),
+    });
     const unknown = await post(url, '/v1/embeddings', { model: 'nope', input: 'x' }, auth);
     expect(unknown.status).toBe(404);
     expect((unknown.json.error as Json).code).toBe('model_not_found');
@@ -164,27 +231,41 @@ describe('POST /v1/embeddings', () => {
 });
 
 describe('POST /v1/rerank and /rerank', () => {
-  const body = { query: 'cooling fans', documents: ['the fan spins', 'a poem about the sea', 'cooling fans in racks'], top_n: 2 };
+  const body = {
+    query: 'cooling fans',
+    documents: ['the fan spins', 'a poem about the sea', 'cooling fans in racks'],
+    top_n: 2,
+  };
 
-  it.each(['/v1/rerank', '/rerank'])("%s equals the engine's own /v1/rerank apart from the model name; placed on the reranking pool", async (path) => {
-    await waitClusterIdle(cluster);
-    const correlationId = randomUUID();
-    const door = await post(cluster.orchestrator.url, path, { model: 'reranker', ...body }, { ...auth, 'x-correlation-id': correlationId });
-    expect(door.status, JSON.stringify(door.json)).toBe(200);
-    const engine = await post(await engineUrlOf(cluster, 'p2'), '/v1/rerank', body);
-    const { model: doorModel, ...doorRest } = door.json;
-    const { model: _m, ...engineRest } = engine.json;
-    expect(doorRest).toEqual(engineRest);
-    expect(doorModel).toBe('reranker');
-    expect(door.json.results).toHaveLength(2);
-    expect(await placedPool(cluster, correlationId)).toBe('p2');
-  });
+  it.each(['/v1/rerank', '/rerank'])(
+    "%s equals the engine's own /v1/rerank apart from the model name; placed on the reranking pool",
+    async (path) => {
+      await waitClusterIdle(cluster);
+      const correlationId = randomUUID();
+      const door = await post(
+        cluster.orchestrator.url,
+        path,
+        { model: 'reranker', ...body },
+        { ...auth, 'x-correlation-id': correlationId },
+      );
+      expect(door.status, JSON.stringify(door.json)).toBe(200);
+      const engine = await post(await engineUrlOf(cluster, 'p2'), '/v1/rerank', body);
+      const { model: doorModel, ...doorRest } = door.json;
+      const { model: _m, ...engineRest } = engine.json;
+      expect(doorRest).toEqual(engineRest);
+      expect(doorModel).toBe('reranker');
+      expect(door.json.results).toHaveLength(2);
+      expect(await placedPool(cluster, correlationId)).toBe('p2');
+    },
+  );
 
   it("refusals: /rerank in llama-server's shape, /v1/rerank in OpenAI's", async () => {
     const url = cluster.orchestrator.url;
     const coder = await post(url, '/rerank', { model: 'coder', ...body }, auth);
     expect(coder.status).toBe(400);
-    expect(coder.json).toEqual({ error: { code: 400, message: expect.stringContaining('cannot serve rerank'), type: 'invalid_request_error' } });
+    expect(coder.json).toEqual({
+      error: { code: 400, message: expect.stringContaining('cannot serve rerank'), type: 'invalid_request_error' },
+    });
     const noDocs = await post(url, '/v1/rerank', { model: 'reranker', query: 'q' }, auth);
     expect(noDocs.status).toBe(400);
     expect(noDocs.json.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value' });
@@ -192,7 +273,13 @@ describe('POST /v1/rerank and /rerank', () => {
 });
 
 describe('POST /infill', () => {
-  const fill = { input_prefix: 'def add(a, b):\n    ', input_suffix: '\n    return c\n', n_predict: 12, seed: 7, temperature: 0 };
+  const fill = {
+    input_prefix: 'def add(a, b):\n    ',
+    input_suffix: '\n    return c\n',
+    n_predict: 12,
+    seed: 7,
+    temperature: 0,
+  };
   /** Apart from what differs between runs: the model name, timings and the cache's share of the prompt. */
   const comparable = (b: Json): Json => {
     const { model: _m, timings: _t, tokens_cached: _c, id_slot: _s, ...rest } = b;
@@ -225,38 +312,51 @@ describe('POST /infill', () => {
     expect(last.tokens_evaluated).toBe(engine.events.at(-1)!.tokens_evaluated);
   });
 
-  it.each([false, true])('a client leaving during a long infill (stream: %s) cancels it: the engine slot is freed before it could finish', async (stream) => {
-    await waitClusterIdle(cluster);
-    const engineUrl = await engineUrlOf(cluster, 'p3');
-    const ac = new AbortController();
-    const correlationId = randomUUID();
-    const nPredict = 8000; // the pool runs an 8192-token context
-    const pending = request(new URL('/infill', cluster.orchestrator.url), {
-      method: 'POST',
-      signal: ac.signal,
-      headers: { 'content-type': 'application/json', ...auth, 'x-correlation-id': correlationId },
-      // logit_bias bans the end-of-text token (id 2): only a cancel stops it before n_predict.
-      body: JSON.stringify({ model: 'coder', ...fill, n_predict: nPredict, logit_bias: [[2, false]], stream }),
-    }).catch((err: unknown) => err);
-    const outcome = await cancelOutcome(cluster, 'p3', () => ac.abort());
-    await pending;
-    // the engine cancelled the task: released with fewer tokens than the generation would have made
-    expect(outcome.cancelled, outcome.lines).toBe(true);
-    expect(outcome.nTokens, outcome.lines).toBeLessThan(nPredict);
-    // The line may still be in orchestratord's stdout pipe.
-    const canceled = (): boolean => cluster.allLogs().some((l) => l.source === 'orchestratord' && l.line.correlation_id === correlationId && l.line.msg === 'task canceled');
-    for (let i = 0; i < 150 && !canceled(); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(canceled()).toBe(true);
-    await waitClusterIdle(cluster);
-  });
+  it.each([false, true])(
+    'a client leaving during a long infill (stream: %s) cancels it: the engine slot is freed before it could finish',
+    async (stream) => {
+      await waitClusterIdle(cluster);
+      const engineUrl = await engineUrlOf(cluster, 'p3');
+      const ac = new AbortController();
+      const correlationId = randomUUID();
+      const nPredict = 8000; // the pool runs an 8192-token context
+      const pending = request(new URL('/infill', cluster.orchestrator.url), {
+        method: 'POST',
+        signal: ac.signal,
+        headers: { 'content-type': 'application/json', ...auth, 'x-correlation-id': correlationId },
+        // logit_bias bans the end-of-text token (id 2): only a cancel stops it before n_predict.
+        body: JSON.stringify({ model: 'coder', ...fill, n_predict: nPredict, logit_bias: [[2, false]], stream }),
+      }).catch((err: unknown) => err);
+      const outcome = await cancelOutcome(cluster, 'p3', () => ac.abort());
+      await pending;
+      // the engine cancelled the task: released with fewer tokens than the generation would have made
+      expect(outcome.cancelled, outcome.lines).toBe(true);
+      expect(outcome.nTokens, outcome.lines).toBeLessThan(nPredict);
+      // The line may still be in orchestratord's stdout pipe.
+      const canceled = (): boolean =>
+        cluster
+          .allLogs()
+          .some(
+            (l) =>
+              l.source === 'orchestratord' && l.line.correlation_id === correlationId && l.line.msg === 'task canceled',
+          );
+      for (let i = 0; i < 150 && !canceled(); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(canceled()).toBe(true);
+      await waitClusterIdle(cluster);
+    },
+  );
 
   it("refusals in llama-server's shape: a model without infill, a missing field", async () => {
     const url = cluster.orchestrator.url;
     const embedder = await post(url, '/infill', { model: 'embedder', ...fill }, auth);
     expect(embedder.status).toBe(400);
-    expect(embedder.json).toEqual({ error: { code: 400, message: expect.stringContaining('cannot serve infill'), type: 'invalid_request_error' } });
+    expect(embedder.json).toEqual({
+      error: { code: 400, message: expect.stringContaining('cannot serve infill'), type: 'invalid_request_error' },
+    });
     const missing = await post(url, '/infill', { model: 'coder', input_prefix: 'x' }, auth);
     expect(missing.status).toBe(400);
-    expect(missing.json).toEqual({ error: { code: 400, message: expect.stringContaining('input_suffix'), type: 'invalid_request_error' } });
+    expect(missing.json).toEqual({
+      error: { code: 400, message: expect.stringContaining('input_suffix'), type: 'invalid_request_error' },
+    });
   });
 });

@@ -131,7 +131,10 @@ describe('orchestratord with real pool-managerds: engine and node failures', () 
         busy = slots.some((s) => s.is_processing);
         if (!busy) await sleep(2);
       }
-      expect(busy, `p1 engine started processing (task frames: ${settled ? JSON.stringify((await done).slice(-2)) : 'still running'})`).toBe(true);
+      expect(
+        busy,
+        `p1 engine started processing (task frames: ${settled ? JSON.stringify((await done).slice(-2)) : 'still running'})`,
+      ).toBe(true);
       process.kill(pid, 'SIGKILL');
       const frames = await done;
       await newEngine(0, pid);
@@ -163,7 +166,14 @@ describe('orchestratord with real pool-managerds: engine and node failures', () 
     const stoppedAt = Date.now();
     try {
       // admitted while n1 still looks online: may be dispatched to the frozen node first
-      const run = runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: MODEL, seed: 5, maxTokens: 8, pinPoolId: undefined });
+      const run = runHaiku({
+        orchUrl: cluster.orchestrator.url,
+        token: cluster.token,
+        model: MODEL,
+        seed: 5,
+        maxTokens: 8,
+        pinPoolId: undefined,
+      });
       await waitFor(async () => (await nodeState(n1.id)) === 'offline', 10_000, 'n1 offline');
       const detectMs = Date.now() - stoppedAt;
       // offline is declared 3 intervals after the last heartbeat, checked every interval/20;
@@ -171,7 +181,13 @@ describe('orchestratord with real pool-managerds: engine and node failures', () 
       expect(detectMs).toBeLessThanOrEqual(4 * HEARTBEAT_MS + 250);
       const result = await run;
       expect(result.frames.at(-1)).toMatchObject({ event: 'end', data: { pool_id: 'p2' } });
-      const after = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: MODEL, seed: 6, maxTokens: 8 });
+      const after = await runHaiku({
+        orchUrl: cluster.orchestrator.url,
+        token: cluster.token,
+        model: MODEL,
+        seed: 6,
+        maxTokens: 8,
+      });
       expect(after.frames.at(-1)).toMatchObject({ event: 'end', data: { pool_id: 'p2' } });
     } finally {
       process.kill(n1.daemon.pid, 'SIGCONT');
@@ -205,6 +221,7 @@ async function runHaikuWithPrompt(prompt: string): Promise<RecordedFrame[]> {
     }),
   });
   const admission = (await res.body.json()) as { streams?: { sse: string } };
-  if (res.statusCode !== 202 || !admission.streams) throw new Error(`admission failed: ${res.statusCode} ${JSON.stringify(admission)}`);
+  if (res.statusCode !== 202 || !admission.streams)
+    throw new Error(`admission failed: ${res.statusCode} ${JSON.stringify(admission)}`);
   return (await recordStream(admission.streams.sse, auth())).frames;
 }

@@ -49,8 +49,20 @@ export function haikuPrompt(minute: string): string {
  * Body of the direct engine request equivalent to a task (see .specs/40-llamacpp-adapter.md):
  * greedy (`strict`) sends temperature 0, seeded sampling the adapter's default 0.8.
  */
-export function directBody(prompt: string, maxTokens: number, seed: number, determinism: 'strict' | 'best_effort' = 'strict'): Record<string, unknown> {
-  return { prompt, n_predict: maxTokens, stream: true, cache_prompt: false, seed, temperature: determinism === 'strict' ? 0 : 0.8 };
+export function directBody(
+  prompt: string,
+  maxTokens: number,
+  seed: number,
+  determinism: 'strict' | 'best_effort' = 'strict',
+): Record<string, unknown> {
+  return {
+    prompt,
+    n_predict: maxTokens,
+    stream: true,
+    cache_prompt: false,
+    seed,
+    temperature: determinism === 'strict' ? 0 : 0.8,
+  };
 }
 
 /** One client run: ids, prompt, POST /v2/tasks → 202 → SSE, every frame recorded with its time. */
@@ -68,7 +80,9 @@ export async function runHaiku(opts: HaikuOptions): Promise<HaikuRun> {
     priority: 'interactive',
     seed: opts.seed,
     determinism: opts.determinism ?? 'strict',
-    ...(opts.chat ? { workload: 'chat', messages: [{ role: 'user', content: haikuRequest(minute) }] } : { workload: 'completion', prompt: haikuPrompt(minute) }),
+    ...(opts.chat
+      ? { workload: 'chat', messages: [{ role: 'user', content: haikuRequest(minute) }] }
+      : { workload: 'completion', prompt: haikuPrompt(minute) }),
     ...(opts.temperature === undefined ? {} : { sampling: { temperature: opts.temperature } }),
     max_tokens: opts.maxTokens,
     deadline_ms: 120_000,
@@ -96,10 +110,23 @@ export async function runHaiku(opts: HaikuOptions): Promise<HaikuRun> {
     };
   }
   const sse = (admission.streams as { sse: string }).sse;
-  const { frames, closedWithoutTerminal } = await recordStream(sse, headers, { onFrame: (f) => opts.onFrame?.(f, { taskId }) });
+  const { frames, closedWithoutTerminal } = await recordStream(sse, headers, {
+    onFrame: (f) => opts.onFrame?.(f, { taskId }),
+  });
   const text = frames
     .filter((f) => f.event === 'token')
     .map((f) => String(f.data.t))
     .join('');
-  return { correlationId, request: body, admissionStatus: res.statusCode, admission, minute, frames, closedWithoutTerminal, text, startedAt, finishedAt: Date.now() };
+  return {
+    correlationId,
+    request: body,
+    admissionStatus: res.statusCode,
+    admission,
+    minute,
+    frames,
+    closedWithoutTerminal,
+    text,
+    startedAt,
+    finishedAt: Date.now(),
+  };
 }

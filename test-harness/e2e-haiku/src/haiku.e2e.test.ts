@@ -31,11 +31,14 @@ const MAX_TOKENS = 32;
 let cluster: Cluster;
 
 beforeAll(async () => {
-  if (realMode && !model) throw new Error('REQUIRE_REAL_LLAMA=1 needs LLORCH_HAIKU_MODEL=<hf:org/repo/file.gguf or path>');
+  if (realMode && !model)
+    throw new Error('REQUIRE_REAL_LLAMA=1 needs LLORCH_HAIKU_MODEL=<hf:org/repo/file.gguf or path>');
   cluster = await startCluster({
     model: model!,
     nodes: 2,
-    gpu: realMode ? ((process.env.LLORCH_HAIKU_GPU as 'off' | 'optional' | 'required' | undefined) ?? 'optional') : 'off',
+    gpu: realMode
+      ? ((process.env.LLORCH_HAIKU_GPU as 'off' | 'optional' | 'required' | undefined) ?? 'optional')
+      : 'off',
     cacheDir,
     heartbeatMs: 500,
     // a cold cache builds llama-server first (~5 min on 2 cores, more under load)
@@ -59,7 +62,14 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
   it('streams a haiku end to end and proves every byte came from the engine', async () => {
     const metricsBefore = await scrape(cluster.orchestrator.url);
     // seeded sampling gives varied text (greedy decoding of a random model tends to repeat one token)
-    const run: HaikuRun = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 4242, maxTokens: MAX_TOKENS, determinism: 'best_effort' });
+    const run: HaikuRun = await runHaiku({
+      orchUrl: cluster.orchestrator.url,
+      token: cluster.token,
+      model: model!,
+      seed: 4242,
+      maxTokens: MAX_TOKENS,
+      determinism: 'best_effort',
+    });
     // give the last log lines time to arrive over the pipes
     await sleep(300);
     const metricsAfter = await scrape(cluster.orchestrator.url);
@@ -88,17 +98,31 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const end = run.frames.find((f) => f.event === 'end')?.data ?? {};
     const poolId = String(end.pool_id);
     const engineUrl = await engineUrlOf(cluster, poolId);
-    const direct = await directCompletion(engineUrl, directBody(String(run.request.prompt), MAX_TOKENS, 4242, 'best_effort'));
-    check(checks, "end.tokens_out equals the engine's tokens_predicted", end.tokens_out === direct.tokensPredicted, `${String(end.tokens_out)} vs ${direct.tokensPredicted}`);
+    const direct = await directCompletion(
+      engineUrl,
+      directBody(String(run.request.prompt), MAX_TOKENS, 4242, 'best_effort'),
+    );
+    check(
+      checks,
+      "end.tokens_out equals the engine's tokens_predicted",
+      end.tokens_out === direct.tokensPredicted,
+      `${String(end.tokens_out)} vs ${direct.tokensPredicted}`,
+    );
     check(
       checks,
       'text equals a direct engine request byte for byte',
       run.text === direct.text && new Set(run.text).size > 3,
       `${JSON.stringify(run.text)} vs ${JSON.stringify(direct.text)}`,
     );
-    const delta = metricSum(metricsAfter, 'llorch_tokens_out_total') - metricSum(metricsBefore, 'llorch_tokens_out_total');
+    const delta =
+      metricSum(metricsAfter, 'llorch_tokens_out_total') - metricSum(metricsBefore, 'llorch_tokens_out_total');
     check(checks, 'llorch_tokens_out_total grew by exactly tokens_out', delta === end.tokens_out, `delta ${delta}`);
-    check(checks, 'scraping twice without a task changes nothing', metricSum(metricsAgain, 'llorch_tokens_out_total') === metricSum(metricsAfter, 'llorch_tokens_out_total'), '');
+    check(
+      checks,
+      'scraping twice without a task changes nothing',
+      metricSum(metricsAgain, 'llorch_tokens_out_total') === metricSum(metricsAfter, 'llorch_tokens_out_total'),
+      '',
+    );
 
     // orchestratord buffers log lines for up to 100 ms: give the task's last line time to arrive.
     const ofTask = () => cluster.allLogs().filter((l) => JSON.stringify(l.line).includes(run.correlationId));
@@ -128,7 +152,12 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
       .allLogs()
       .map((l) => JSON.stringify(l.line))
       .join('\n');
-    check(checks, 'generated text never logged', run.text.length < 12 || !everyLog.includes(JSON.stringify(run.text).slice(1, -1)), '');
+    check(
+      checks,
+      'generated text never logged',
+      run.text.length < 12 || !everyLog.includes(JSON.stringify(run.text).slice(1, -1)),
+      '',
+    );
 
     const dir = await writeProofBundle(proofRoot(), run, { metricsBefore, metricsAfter, logs, checks });
     const failed = checks.filter((c) => !c.ok);
@@ -172,7 +201,14 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
   // Issue 16: one id follows a task across both daemons, so an operator can grep one request's
   // whole path (admission, placement, the dispatch hop, the engine request, the end).
   it("one X-Correlation-Id ties together both daemons' log lines of a task", async () => {
-    const run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 99, maxTokens: 8, determinism: 'best_effort' });
+    const run = await runHaiku({
+      orchUrl: cluster.orchestrator.url,
+      token: cluster.token,
+      model: model!,
+      seed: 99,
+      maxTokens: 8,
+      determinism: 'best_effort',
+    });
     expect(run.frames.at(-1)?.event, JSON.stringify(run.frames.at(-1))).toBe('end');
     // both daemons may buffer a line briefly; give the pipes time, then poll for the last lines
     await sleep(300);
@@ -183,7 +219,9 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const correlated = () => cluster.allLogs().filter((l) => l.line.correlation_id === run.correlationId);
     const missing = (): string[] =>
       Object.entries(want).flatMap(([daemon, msgs]) =>
-        msgs.filter((m) => !correlated().some((l) => l.source.startsWith(daemon) && l.line.msg === m)).map((m) => `${daemon}: ${m}`),
+        msgs
+          .filter((m) => !correlated().some((l) => l.source.startsWith(daemon) && l.line.msg === m))
+          .map((m) => `${daemon}: ${m}`),
       );
     for (let i = 0; i < 40 && missing().length > 0; i++) await sleep(50);
     expect(
@@ -196,7 +234,11 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     // the dispatch ran on exactly one node, and every line there names this task
     expect(new Set(poolLines.map((l) => l.source)).size).toBe(1);
     const taskId = String(run.request.task_id);
-    expect(poolLines.filter((l) => String(l.line.msg).startsWith('dispatch') || l.line.msg === 'engine request sent').every((l) => l.line.task_id === taskId)).toBe(true);
+    expect(
+      poolLines
+        .filter((l) => String(l.line.msg).startsWith('dispatch') || l.line.msg === 'engine request sent')
+        .every((l) => l.line.task_id === taskId),
+    ).toBe(true);
     expect(
       correlated()
         .filter((l) => l.source === 'orchestratord' && String(l.line.msg).startsWith('task'))
@@ -244,7 +286,10 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
       onFrame: (f, { taskId }) => {
         if (f.event === 'token' && f.data.i === 3 && !canceled) {
           canceled = true;
-          void request(new URL(`/v2/tasks/${taskId}/cancel`, cluster.orchestrator.url), { method: 'POST', headers: auth() }).then((r) => r.body.dump());
+          void request(new URL(`/v2/tasks/${taskId}/cancel`, cluster.orchestrator.url), {
+            method: 'POST',
+            headers: auth(),
+          }).then((r) => r.body.dump());
         }
       },
     });
@@ -268,13 +313,22 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const engineUrl = await engineUrlOf(cluster, poolId);
     let idle = false;
     for (let i = 0; i < 50 && !idle; i++) {
-      const slots = (await (await request(new URL('/slots', engineUrl))).body.json()) as Array<{ is_processing: boolean }>;
+      const slots = (await (await request(new URL('/slots', engineUrl))).body.json()) as Array<{
+        is_processing: boolean;
+      }>;
       idle = slots.every((s) => !s.is_processing);
       if (!idle) await sleep(20);
     }
     expect(idle, 'engine slot idle after cancel').toBe(true);
 
-    const second = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 8, maxTokens: 8, pinPoolId: poolId });
+    const second = await runHaiku({
+      orchUrl: cluster.orchestrator.url,
+      token: cluster.token,
+      model: model!,
+      seed: 8,
+      maxTokens: 8,
+      pinPoolId: poolId,
+    });
     expect(second.frames.at(-1)?.event).toBe('end');
     expect(second.frames.at(-1)?.data.canceled).not.toBe(true);
     expect(second.text.length).toBeGreaterThan(0);
@@ -282,19 +336,50 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
 });
 
 // Without REQUIRE_REAL_LLAMA=1 these two show as skipped under their own names (never faked).
-describe.runIf(realMode)('e2e-haiku (real-model mode: runs with REQUIRE_REAL_LLAMA=1 and LLORCH_HAIKU_MODEL=<hf: ref or path>)', () => {
-  it('writes a haiku with the minute word exactly once within 30 s', async () => {
-    let run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 1, maxTokens: 64 });
-    // the minute may flip between deriving the word and the model writing it: one retry
-    if (countWord(run.text, run.minute) !== 1) run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 2, maxTokens: 64 });
-    expect(countWord(run.text, run.minute), run.text).toBe(1);
-    expect(run.finishedAt - run.startedAt).toBeLessThanOrEqual(30_000);
-  }, 120_000);
+describe.runIf(realMode)(
+  'e2e-haiku (real-model mode: runs with REQUIRE_REAL_LLAMA=1 and LLORCH_HAIKU_MODEL=<hf: ref or path>)',
+  () => {
+    it('writes a haiku with the minute word exactly once within 30 s', async () => {
+      let run = await runHaiku({
+        orchUrl: cluster.orchestrator.url,
+        token: cluster.token,
+        model: model!,
+        seed: 1,
+        maxTokens: 64,
+      });
+      // the minute may flip between deriving the word and the model writing it: one retry
+      if (countWord(run.text, run.minute) !== 1)
+        run = await runHaiku({
+          orchUrl: cluster.orchestrator.url,
+          token: cluster.token,
+          model: model!,
+          seed: 2,
+          maxTokens: 64,
+        });
+      expect(countWord(run.text, run.minute), run.text).toBe(1);
+      expect(run.finishedAt - run.startedAt).toBeLessThanOrEqual(30_000);
+    }, 120_000);
 
-  it('chat: the haiku request as a user message gets a haiku with the minute word exactly once within 30 s', async () => {
-    let run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 1, maxTokens: 64, chat: true });
-    if (countWord(run.text, run.minute) !== 1) run = await runHaiku({ orchUrl: cluster.orchestrator.url, token: cluster.token, model: model!, seed: 2, maxTokens: 64, chat: true });
-    expect(countWord(run.text, run.minute), run.text).toBe(1);
-    expect(run.finishedAt - run.startedAt).toBeLessThanOrEqual(30_000);
-  }, 120_000);
-});
+    it('chat: the haiku request as a user message gets a haiku with the minute word exactly once within 30 s', async () => {
+      let run = await runHaiku({
+        orchUrl: cluster.orchestrator.url,
+        token: cluster.token,
+        model: model!,
+        seed: 1,
+        maxTokens: 64,
+        chat: true,
+      });
+      if (countWord(run.text, run.minute) !== 1)
+        run = await runHaiku({
+          orchUrl: cluster.orchestrator.url,
+          token: cluster.token,
+          model: model!,
+          seed: 2,
+          maxTokens: 64,
+          chat: true,
+        });
+      expect(countWord(run.text, run.minute), run.text).toBe(1);
+      expect(run.finishedAt - run.startedAt).toBeLessThanOrEqual(30_000);
+    }, 120_000);
+  },
+);

@@ -1,4 +1,14 @@
-export { startCluster, repoRoot, proofRoot, engineUrlOf, engineIdle, cancelOutcome, correlatedMessages, placedPool, waitClusterIdle } from './cluster.js';
+export {
+  startCluster,
+  repoRoot,
+  proofRoot,
+  engineUrlOf,
+  engineIdle,
+  cancelOutcome,
+  correlatedMessages,
+  placedPool,
+  waitClusterIdle,
+} from './cluster.js';
 export type { CancelOutcome } from './cluster.js';
 export type { Cluster, ClusterOptions } from './cluster.js';
 export { runHaiku, haikuPrompt, haikuRequest, directBody } from './haiku-client.js';

@@ -21,7 +21,14 @@ function offendingKeys(value: unknown, path = ''): string[] {
 
 let cluster: Cluster;
 beforeAll(async () => {
-  cluster = await startCluster({ model: 'synthetic:llama', nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000 });
+  cluster = await startCluster({
+    model: 'synthetic:llama',
+    nodes: 1,
+    gpu: 'off',
+    cacheDir,
+    heartbeatMs: 500,
+    readyTimeoutMs: 30 * 60_000,
+  });
 }, 31 * 60_000);
 afterAll(async () => {
   await cluster?.close();
@@ -29,17 +36,22 @@ afterAll(async () => {
 
 describe('log field names', () => {
   it('the check itself flags camelCase, kebab-case and nested offenders', () => {
-    expect(offendingKeys({ pool_id: 'p', poolId: 'p', nested: { 'content-type': 'x', ok_key: [{ reqId: 1 }] } })).toEqual([
-      'poolId',
-      'nested.content-type',
-      'nested.ok_key[0].reqId',
-    ]);
+    expect(
+      offendingKeys({ pool_id: 'p', poolId: 'p', nested: { 'content-type': 'x', ok_key: [{ reqId: 1 }] } }),
+    ).toEqual(['poolId', 'nested.content-type', 'nested.ok_key[0].reqId']);
   });
 
   it('are snake_case on every line of both daemons (start-up, tasks, errors, shutdown)', async () => {
     const url = cluster.orchestrator.url;
     const auth = { authorization: `Bearer ${cluster.token}`, 'content-type': 'application/json' };
-    await runHaiku({ orchUrl: url, token: cluster.token, model: 'synthetic:llama', seed: 7, maxTokens: 8, determinism: 'best_effort' });
+    await runHaiku({
+      orchUrl: url,
+      token: cluster.token,
+      model: 'synthetic:llama',
+      seed: 7,
+      maxTokens: 8,
+      determinism: 'best_effort',
+    });
     const chat = await request(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: auth,
@@ -63,7 +75,9 @@ describe('log field names', () => {
         .map((l) => l.source.split(':')[0])
         .sort(),
     ).toEqual(['orchestratord', 'pool-managerd']);
-    const offenders = logs.flatMap((l) => offendingKeys(l.line).map((k) => `${l.source}: ${k} in "${String(l.line.msg)}"`));
+    const offenders = logs.flatMap((l) =>
+      offendingKeys(l.line).map((k) => `${l.source}: ${k} in "${String(l.line.msg)}"`),
+    );
     expect([...new Set(offenders)]).toEqual([]);
   });
 });

@@ -16,8 +16,20 @@ let cluster: Cluster;
 let client: OpenAI;
 
 beforeAll(async () => {
-  cluster = await startCluster({ model: MODEL, nodes: 2, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000 });
-  client = new OpenAI({ baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token, maxRetries: 0, timeout: 60_000 });
+  cluster = await startCluster({
+    model: MODEL,
+    nodes: 2,
+    gpu: 'off',
+    cacheDir,
+    heartbeatMs: 500,
+    readyTimeoutMs: 30 * 60_000,
+  });
+  client = new OpenAI({
+    baseURL: `${cluster.orchestrator.url}/v1`,
+    apiKey: cluster.token,
+    maxRetries: 0,
+    timeout: 60_000,
+  });
 }, 31 * 60_000);
 
 afterAll(async () => {
@@ -27,7 +39,10 @@ afterAll(async () => {
 type Messages = OpenAI.Chat.ChatCompletionMessageParam[];
 
 /** Streams a chat through /v1 with a correlation id; returns its content, finish reason, usage and pool. */
-async function streamChat(body: Omit<OpenAI.Chat.ChatCompletionCreateParamsStreaming, 'stream'>, headers: Record<string, string> = {}) {
+async function streamChat(
+  body: Omit<OpenAI.Chat.ChatCompletionCreateParamsStreaming, 'stream'>,
+  headers: Record<string, string> = {},
+) {
   const correlationId = randomUUID();
   const stream = await client.chat.completions.create(
     { ...body, stream: true, stream_options: { include_usage: true } },
@@ -46,7 +61,20 @@ async function streamChat(body: Omit<OpenAI.Chat.ChatCompletionCreateParamsStrea
 
 /** A word list long enough to matter for the cache, different per turn. */
 function notes(turn: number): string {
-  const words = ['lantern', 'harbor', 'meadow', 'copper', 'violet', 'signal', 'orbit', 'canyon', 'thunder', 'velvet', 'compass', 'garden'];
+  const words = [
+    'lantern',
+    'harbor',
+    'meadow',
+    'copper',
+    'violet',
+    'signal',
+    'orbit',
+    'canyon',
+    'thunder',
+    'velvet',
+    'compass',
+    'garden',
+  ];
   return `Turn ${turn} notes: ${Array.from({ length: 60 }, (_, i) => words[(i * 7 + turn * 3) % words.length]).join(' ')}. Summarise them.`;
 }
 
@@ -57,7 +85,12 @@ describe('/v1 chat against the engine itself', () => {
       { role: 'user', content: 'A poem about cooling fans.' },
     ];
     const viaDoor = await streamChat({ model: MODEL, messages, max_tokens: 24, seed: 11, temperature: 0 });
-    const direct = await directChat(await engineUrlOf(cluster, viaDoor.pool), { messages, max_tokens: 24, seed: 11, temperature: 0 });
+    const direct = await directChat(await engineUrlOf(cluster, viaDoor.pool), {
+      messages,
+      max_tokens: 24,
+      seed: 11,
+      temperature: 0,
+    });
     expect(viaDoor.text.length).toBeGreaterThan(0);
     expect(viaDoor.text).toBe(direct.text);
     expect(viaDoor.usage.completion_tokens).toBe(direct.completionTokens);
@@ -69,8 +102,21 @@ describe('/v1 chat against the engine itself', () => {
   // relayed unchanged too (the seed decides every token).
   it("a fixed seed with sampling (temperature 0.8, top_p 0.9) gives the engine's own varied text", async () => {
     const messages: Messages = [{ role: 'user', content: 'Describe a rack of servers at dawn.' }];
-    const viaDoor = await streamChat({ model: MODEL, messages, max_tokens: 24, seed: 12, temperature: 0.8, top_p: 0.9 });
-    const direct = await directChat(await engineUrlOf(cluster, viaDoor.pool), { messages, max_tokens: 24, seed: 12, temperature: 0.8, top_p: 0.9 });
+    const viaDoor = await streamChat({
+      model: MODEL,
+      messages,
+      max_tokens: 24,
+      seed: 12,
+      temperature: 0.8,
+      top_p: 0.9,
+    });
+    const direct = await directChat(await engineUrlOf(cluster, viaDoor.pool), {
+      messages,
+      max_tokens: 24,
+      seed: 12,
+      temperature: 0.8,
+      top_p: 0.9,
+    });
     expect(new Set(viaDoor.text).size, 'varied text').toBeGreaterThan(3);
     expect(viaDoor.text).toBe(direct.text);
     expect(viaDoor.usage.completion_tokens).toBe(direct.completionTokens);
@@ -89,7 +135,13 @@ describe('sampling controls end to end', () => {
   }
 
   it('stop ends a chat answer before the stop string (finish_reason stop)', async () => {
-    const body = { model: MODEL, messages: [{ role: 'user', content: 'Count the stars.' }] as Messages, max_tokens: 32, seed: 21, temperature: 0 };
+    const body = {
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Count the stars.' }] as Messages,
+      max_tokens: 32,
+      seed: 21,
+      temperature: 0,
+    };
     const full = await streamChat(body);
     const { stop, before } = stopFrom(full.text);
     const stopped = await client.chat.completions.create({ ...body, stop: [stop] });
@@ -101,7 +153,13 @@ describe('sampling controls end to end', () => {
   });
 
   it('stop ends a text completion before the stop string', async () => {
-    const body = { model: MODEL, prompt: 'The night shift at the data centre', max_tokens: 32, seed: 22, temperature: 0 };
+    const body = {
+      model: MODEL,
+      prompt: 'The night shift at the data centre',
+      max_tokens: 32,
+      seed: 22,
+      temperature: 0,
+    };
     const full = await client.completions.create(body);
     const { stop, before } = stopFrom(full.choices[0]!.text);
     const stopped = await client.completions.create({ ...body, stop });
@@ -112,7 +170,10 @@ describe('sampling controls end to end', () => {
   it('response_format json_schema: the answer is JSON matching the schema', async () => {
     const schema = {
       type: 'object',
-      properties: { color: { type: 'string', enum: ['red', 'green', 'blue'] }, count: { type: 'integer', minimum: 0, maximum: 9 } },
+      properties: {
+        color: { type: 'string', enum: ['red', 'green', 'blue'] },
+        count: { type: 'integer', minimum: 0, maximum: 9 },
+      },
       required: ['color', 'count'],
       additionalProperties: false,
     };
@@ -176,7 +237,9 @@ describe('session affinity over two pools', () => {
       messages.push({ role: 'assistant', content: turns.at(-1)!.text }, { role: 'user', content: notes(turn) });
       turns.push(await streamChat({ model: MODEL, messages, max_tokens: 8, seed: turn, ...key.body }, key.headers));
     }
-    const summary = turns.map((t) => `${t.pool}: prompt ${t.usage.prompt_tokens}, cached ${t.usage.prompt_tokens_details?.cached_tokens}`).join('; ');
+    const summary = turns
+      .map((t) => `${t.pool}: prompt ${t.usage.prompt_tokens}, cached ${t.usage.prompt_tokens_details?.cached_tokens}`)
+      .join('; ');
     expect(
       turns.map((t) => t.pool),
       summary,

@@ -27,7 +27,12 @@ beforeAll(async () => {
     readyTimeoutMs: 30 * 60_000,
     pools: [{ aliases: [ALIAS] }, { model: OTHER_MODEL }],
   });
-  client = new OpenAI({ baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token, maxRetries: 0, timeout: 60_000 });
+  client = new OpenAI({
+    baseURL: `${cluster.orchestrator.url}/v1`,
+    apiKey: cluster.token,
+    maxRetries: 0,
+    timeout: 60_000,
+  });
 }, 31 * 60_000);
 
 afterAll(async () => {
@@ -38,7 +43,9 @@ const hello: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content
 
 /** The models orchestratord reports a pool serving (`GET /v2/pools`). */
 async function modelsOf(poolId: string): Promise<string[]> {
-  const res = await request(new URL('/v2/pools', cluster.orchestrator.url), { headers: { authorization: `Bearer ${cluster.token}` } });
+  const res = await request(new URL('/v2/pools', cluster.orchestrator.url), {
+    headers: { authorization: `Bearer ${cluster.token}` },
+  });
   const body = (await res.body.json()) as { pools: Array<{ pool_id: string; models: string[] }> };
   return body.pools.find((p) => p.pool_id === poolId)?.models ?? [];
 }
@@ -56,8 +63,11 @@ describe('/v1 with the openai client: models', () => {
     const p2Catalog = await catalogIdOf('p2', OTHER_MODEL);
     const list = await client.models.list();
     const ids = list.data.map((m) => m.id);
-    expect([...ids].sort(), JSON.stringify({ p1: await modelsOf('p1'), p2: await modelsOf('p2') })).toEqual([ALIAS, p2Catalog].sort());
-    for (const m of list.data) expect(m).toMatchObject({ object: 'model', created: expect.any(Number), owned_by: expect.any(String) });
+    expect([...ids].sort(), JSON.stringify({ p1: await modelsOf('p1'), p2: await modelsOf('p2') })).toEqual(
+      [ALIAS, p2Catalog].sort(),
+    );
+    for (const m of list.data)
+      expect(m).toMatchObject({ object: 'model', created: expect.any(Number), owned_by: expect.any(String) });
     for (const name of [ALIAS, p2Catalog, MODEL, OTHER_MODEL, await catalogIdOf('p1', MODEL)]) {
       await expect(client.models.retrieve(name), name).resolves.toMatchObject({ id: name, object: 'model' });
     }
@@ -73,7 +83,10 @@ describe('/v1 with the openai client: models', () => {
     ] as const;
     for (const [model, pool] of names) {
       const correlationId = randomUUID();
-      const r = await client.chat.completions.create({ model, messages: hello, max_tokens: 2 }, { headers: { 'x-correlation-id': correlationId } });
+      const r = await client.chat.completions.create(
+        { model, messages: hello, max_tokens: 2 },
+        { headers: { 'x-correlation-id': correlationId } },
+      );
       expect(r.choices[0]?.message.role, model).toBe('assistant');
       expect(await placedPool(cluster, correlationId), model).toBe(pool);
     }
@@ -100,16 +113,26 @@ describe('/v1 with the openai client: chat and completions', () => {
     if (choice.finish_reason === 'length') expect(usage.completion_tokens).toBe(12);
     else expect(usage.completion_tokens, `finish_reason ${choice.finish_reason}`).toBeLessThan(12);
 
-    const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      ...body,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks: OpenAI.Chat.ChatCompletionChunk[] = [];
     for await (const c of stream) chunks.push(c);
     expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.id === chunks[0]!.id)).toBe(true);
     const text = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
     expect(text).toBe(choice.message.content);
-    expect(chunks.filter((c) => c.choices[0]?.finish_reason).map((c) => c.choices[0]!.finish_reason)).toEqual([choice.finish_reason]);
+    expect(chunks.filter((c) => c.choices[0]?.finish_reason).map((c) => c.choices[0]!.finish_reason)).toEqual([
+      choice.finish_reason,
+    ]);
     const last = chunks.at(-1)!;
     expect(last.choices).toEqual([]);
-    expect(last.usage).toMatchObject({ prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens });
+    expect(last.usage).toMatchObject({
+      prompt_tokens: usage.prompt_tokens,
+      completion_tokens: usage.completion_tokens,
+      total_tokens: usage.total_tokens,
+    });
     // without include_usage no usage chunk is sent
     const plain = await client.chat.completions.create({ ...body, stream: true });
     const plainChunks: OpenAI.Chat.ChatCompletionChunk[] = [];
@@ -119,7 +142,13 @@ describe('/v1 with the openai client: chat and completions', () => {
   });
 
   it('answers a text completion non-streaming and streaming with the same greedy text', async () => {
-    const body = { model: MODEL, prompt: 'Once upon a time, in a data centre,', max_tokens: 10, seed: 9, temperature: 0 };
+    const body = {
+      model: MODEL,
+      prompt: 'Once upon a time, in a data centre,',
+      max_tokens: 10,
+      seed: 9,
+      temperature: 0,
+    };
     const whole = await client.completions.create(body);
     expect(whole).toMatchObject({ object: 'text_completion' });
     const choice = whole.choices[0]!;
@@ -138,7 +167,14 @@ describe('/v1 with the openai client: chat and completions', () => {
   it('an abort mid-stream frees the engine slot, and the next request runs', async () => {
     const engine = await engineUrlOf(cluster, 'p1');
     await waitClusterIdle(cluster);
-    const stream = await client.chat.completions.create({ model: ALIAS, messages: hello, max_tokens: 1500, seed: 3, temperature: 0.8, stream: true });
+    const stream = await client.chat.completions.create({
+      model: ALIAS,
+      messages: hello,
+      max_tokens: 1500,
+      seed: 3,
+      temperature: 0.8,
+      stream: true,
+    });
     let contentChunks = 0;
     let busyAtAbort = false;
     for await (const c of stream) {
@@ -165,7 +201,9 @@ describe('/v1 with the openai client: chat and completions', () => {
 
 describe("/v1 with the openai client: errors in OpenAI's shape", () => {
   it('404 model_not_found for a model no pool serves', async () => {
-    const err = await client.chat.completions.create({ model: 'no-such-model', messages: hello }).catch((e: unknown) => e);
+    const err = await client.chat.completions
+      .create({ model: 'no-such-model', messages: hello })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(err).toMatchObject({ status: 404, code: 'model_not_found' });
     const viaModels = await client.models.retrieve('no-such-model').catch((e: unknown) => e);
@@ -179,7 +217,9 @@ describe("/v1 with the openai client: errors in OpenAI's shape", () => {
       [{ top_p: -1 }, 'top_p'],
       [{ max_tokens: 0 }, 'max_tokens'],
     ] as const) {
-      const err = await client.chat.completions.create({ model: ALIAS, messages: hello, ...extra }).catch((e: unknown) => e);
+      const err = await client.chat.completions
+        .create({ model: ALIAS, messages: hello, ...extra })
+        .catch((e: unknown) => e);
       expect(err, param).toBeInstanceOf(OpenAI.BadRequestError);
       expect(err, param).toMatchObject({ status: 400, param: expect.stringContaining(param) });
     }
@@ -188,9 +228,15 @@ describe("/v1 with the openai client: errors in OpenAI's shape", () => {
   });
 
   it('401 for a wrong API key, on every route', async () => {
-    const wrong = new OpenAI({ baseURL: `${cluster.orchestrator.url}/v1`, apiKey: 'not-the-key-0123456789', maxRetries: 0 });
+    const wrong = new OpenAI({
+      baseURL: `${cluster.orchestrator.url}/v1`,
+      apiKey: 'not-the-key-0123456789',
+      maxRetries: 0,
+    });
     await expect(wrong.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
-    await expect(wrong.chat.completions.create({ model: ALIAS, messages: hello })).rejects.toMatchObject({ status: 401 });
+    await expect(wrong.chat.completions.create({ model: ALIAS, messages: hello })).rejects.toMatchObject({
+      status: 401,
+    });
     await expect(wrong.completions.create({ model: ALIAS, prompt: 'x' })).rejects.toMatchObject({ status: 401 });
   });
 });

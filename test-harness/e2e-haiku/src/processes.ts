@@ -23,7 +23,13 @@ export interface Daemon {
  * Spawns `node <script>` and resolves once it logs `{"msg":"listening","url":…}` (both daemons
  * print one; ports are ephemeral). Every JSON log line is kept for the proof bundle.
  */
-export async function startDaemon(name: string, script: string, args: string[], env: Record<string, string>, timeoutMs: number): Promise<Daemon> {
+export async function startDaemon(
+  name: string,
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<Daemon> {
   const child = execa('node', [script, ...args], {
     env: { ...process.env, ...env },
     reject: false,
@@ -59,7 +65,10 @@ export async function startDaemon(name: string, script: string, args: string[], 
       throw new Error(`${name} exited (${r.exitCode ?? r.signal}) before listening:\n${rawTail.join('\n')}`);
     }),
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${name} did not listen within ${timeoutMs} ms:\n${rawTail.join('\n')}`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`${name} did not listen within ${timeoutMs} ms:\n${rawTail.join('\n')}`)),
+        timeoutMs,
+      );
     }),
   ]).finally(() => clearTimeout(timer));
   return {

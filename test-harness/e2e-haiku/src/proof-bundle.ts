@@ -24,7 +24,10 @@ export async function writeProofBundle(
   const tmp = `${dir}.tmp`;
   await mkdir(tmp, { recursive: true });
   await writeFile(join(tmp, 'request.json'), `${JSON.stringify(run.request, null, 2)}\n`);
-  await writeFile(join(tmp, 'admission.json'), `${JSON.stringify({ status: run.admissionStatus, body: run.admission }, null, 2)}\n`);
+  await writeFile(
+    join(tmp, 'admission.json'),
+    `${JSON.stringify({ status: run.admissionStatus, body: run.admission }, null, 2)}\n`,
+  );
   await writeFile(join(tmp, 'sse_transcript.jsonl'), run.frames.map((f) => JSON.stringify(f)).join('\n') + '\n');
   await writeFile(join(tmp, 'metrics_before.txt'), extra.metricsBefore);
   await writeFile(join(tmp, 'metrics_after.txt'), extra.metricsAfter);

@@ -14,8 +14,20 @@ let cluster: Cluster;
 let client: OpenAI;
 
 beforeAll(async () => {
-  cluster = await startCluster({ model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000 });
-  client = new OpenAI({ baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token, maxRetries: 0, timeout: 60_000 });
+  cluster = await startCluster({
+    model: MODEL,
+    nodes: 1,
+    gpu: 'off',
+    cacheDir,
+    heartbeatMs: 500,
+    readyTimeoutMs: 30 * 60_000,
+  });
+  client = new OpenAI({
+    baseURL: `${cluster.orchestrator.url}/v1`,
+    apiKey: cluster.token,
+    maxRetries: 0,
+    timeout: 60_000,
+  });
 }, 31 * 60_000);
 
 afterAll(async () => {
@@ -27,13 +39,28 @@ const tools: OpenAI.Responses.FunctionTool[] = [
     type: 'function',
     name: 'get_weather',
     description: 'The weather in a city',
-    parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } }, required: ['city'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } },
+      required: ['city'],
+      additionalProperties: false,
+    },
     strict: true,
   },
 ];
 
-async function post(url: string, path: string, body: object, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
-  const res = await request(new URL(path, url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), reset: true });
+async function post(
+  url: string,
+  path: string,
+  body: object,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
+  const res = await request(new URL(path, url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    reset: true,
+  });
   return { status: res.statusCode, text: await res.body.text() };
 }
 
@@ -42,7 +69,12 @@ async function both(body: object): Promise<{ door: string; engine: string }> {
   await waitClusterIdle(cluster);
   const engineUrl = await engineUrlOf(cluster, cluster.nodes[0]!.poolId);
   await post(engineUrl, '/v1/responses', body);
-  const door = await post(cluster.orchestrator.url, '/v1/responses', { model: MODEL, ...body }, { authorization: `Bearer ${cluster.token}` });
+  const door = await post(
+    cluster.orchestrator.url,
+    '/v1/responses',
+    { model: MODEL, ...body },
+    { authorization: `Bearer ${cluster.token}` },
+  );
   expect(door.status, door.text).toBe(200);
   const engine = await post(engineUrl, '/v1/responses', body);
   expect(engine.status, engine.text).toBe(200);
@@ -59,14 +91,26 @@ interface Item {
 /** What both answers must agree on: the output items' kinds, texts, tool names and arguments, and the usage. */
 function essence(response: { output: Item[]; usage: { input_tokens: number; output_tokens: number } }): unknown {
   return {
-    output: response.output.map((i) => ({ type: i.type, text: i.content?.map((c) => c.text).join(''), name: i.name, arguments: i.arguments })),
+    output: response.output.map((i) => ({
+      type: i.type,
+      text: i.content?.map((c) => c.text).join(''),
+      name: i.name,
+      arguments: i.arguments,
+    })),
     usage: { input_tokens: response.usage.input_tokens, output_tokens: response.usage.output_tokens },
   };
 }
 
 /** An SSE body's events as `{type, data}`; the final response event's response. */
-function events(text: string): { types: string[]; deltas: string; final: { output: Item[]; usage: { input_tokens: number; output_tokens: number } } } {
-  const all = [...text.matchAll(/^event: ([\w.]+)\ndata: (.*)$/gm)].map((m) => ({ type: m[1]!, data: JSON.parse(m[2]!) as Record<string, unknown> }));
+function events(text: string): {
+  types: string[];
+  deltas: string;
+  final: { output: Item[]; usage: { input_tokens: number; output_tokens: number } };
+} {
+  const all = [...text.matchAll(/^event: ([\w.]+)\ndata: (.*)$/gm)].map((m) => ({
+    type: m[1]!,
+    data: JSON.parse(m[2]!) as Record<string, unknown>,
+  }));
   const deltas = all
     .filter((e) => e.type === 'response.output_text.delta' || e.type === 'response.function_call_arguments.delta')
     .map((e) => e.data.delta as string)
@@ -78,14 +122,30 @@ function events(text: string): { types: string[]; deltas: string; final: { outpu
 describe('/v1/responses with the openai client', () => {
   it('non-streamed: instructions and a string input give a message item; cut by max_output_tokens it is incomplete; equal to the engine’s own apart from ids', async () => {
     await waitClusterIdle(cluster);
-    const r = await client.responses.create({ model: MODEL, instructions: 'Be brief.', input: 'A poem about cooling fans.', max_output_tokens: 24, temperature: 0 });
-    expect(r).toMatchObject({ object: 'response', model: MODEL, status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
+    const r = await client.responses.create({
+      model: MODEL,
+      instructions: 'Be brief.',
+      input: 'A poem about cooling fans.',
+      max_output_tokens: 24,
+      temperature: 0,
+    });
+    expect(r).toMatchObject({
+      object: 'response',
+      model: MODEL,
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+    });
     expect(r.id).toMatch(/^resp_[0-9a-f-]{36}$/);
     expect(r.output_text).toMatch(/\S/);
     expect(r.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'completed' });
     expect(r.usage?.output_tokens).toBe(24);
 
-    const { door, engine } = await both({ instructions: 'Be brief.', input: 'A poem about cooling fans.', max_output_tokens: 24, temperature: 0 });
+    const { door, engine } = await both({
+      instructions: 'Be brief.',
+      input: 'A poem about cooling fans.',
+      max_output_tokens: 24,
+      temperature: 0,
+    });
     expect(essence(JSON.parse(door) as never)).toEqual(essence(JSON.parse(engine) as never));
   });
 
@@ -104,14 +164,31 @@ describe('/v1/responses with the openai client', () => {
       types.push(e.type);
       if (e.type === 'response.output_text.delta') text += e.delta;
     }
-    expect(types.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
-    expect(types.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.incomplete']);
+    expect(types.slice(0, 4)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
+    expect(types.slice(-4)).toEqual([
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.incomplete',
+    ]);
     expect(text).toMatch(/\S/);
     // The SDK's stream helper checks indices and accumulates the snapshot.
-    const helper = await client.responses.stream({ model: MODEL, input: 'A poem about cooling fans.', max_output_tokens: 24, temperature: 0 }).finalResponse();
+    const helper = await client.responses
+      .stream({ model: MODEL, input: 'A poem about cooling fans.', max_output_tokens: 24, temperature: 0 })
+      .finalResponse();
     expect(helper.output_text).toMatch(/\S/);
 
-    const { door, engine } = await both({ input: 'A poem about cooling fans.', max_output_tokens: 24, temperature: 0, stream: true });
+    const { door, engine } = await both({
+      input: 'A poem about cooling fans.',
+      max_output_tokens: 24,
+      temperature: 0,
+      stream: true,
+    });
     const d = events(door);
     const e = events(engine);
     expect(d.deltas).toBe(e.deltas);
@@ -121,7 +198,14 @@ describe('/v1/responses with the openai client', () => {
   it('tools: a required call is a function_call item (streamed and not, equal to the engine’s); its output in the next input is answered in text', async () => {
     await waitClusterIdle(cluster);
     const input = 'What is the weather in Paris?';
-    const r = await client.responses.create({ model: MODEL, input, tools, tool_choice: 'required', max_output_tokens: 300, temperature: 0 });
+    const r = await client.responses.create({
+      model: MODEL,
+      input,
+      tools,
+      tool_choice: 'required',
+      max_output_tokens: 300,
+      temperature: 0,
+    });
     const call = r.output.find((i): i is OpenAI.Responses.ResponseFunctionToolCall => i.type === 'function_call');
     expect(call).toMatchObject({ type: 'function_call', name: 'get_weather', status: 'completed' });
     expect(JSON.parse(call!.arguments)).toEqual({ city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown });
@@ -129,7 +213,14 @@ describe('/v1/responses with the openai client', () => {
 
     const plain = await both({ input, tools, tool_choice: 'required', max_output_tokens: 300, temperature: 0 });
     expect(essence(JSON.parse(plain.door) as never)).toEqual(essence(JSON.parse(plain.engine) as never));
-    const streamed = await both({ input, tools, tool_choice: 'required', max_output_tokens: 300, temperature: 0, stream: true });
+    const streamed = await both({
+      input,
+      tools,
+      tool_choice: 'required',
+      max_output_tokens: 300,
+      temperature: 0,
+      stream: true,
+    });
     expect(events(streamed.door).deltas).toBe(events(streamed.engine).deltas);
     expect(essence(events(streamed.door).final)).toEqual(essence(events(streamed.engine).final));
 
@@ -154,12 +245,20 @@ describe('/v1/responses with the openai client', () => {
       [{ store: true }, 'store'],
       [{ background: true }, 'background'],
       [{ tools: [{ type: 'web_search' }] }, 'tools.0.type'],
-      [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png' }] }] }, 'input.0.content.0.type'],
+      [
+        { input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png' }] }] },
+        'input.0.content.0.type',
+      ],
     ];
     for (const [extra, param] of cases) {
-      const err = await client.responses.create({ model: MODEL, input: 'hi', ...extra } as OpenAI.Responses.ResponseCreateParamsNonStreaming).catch((e: unknown) => e);
+      const err = await client.responses
+        .create({ model: MODEL, input: 'hi', ...extra } as OpenAI.Responses.ResponseCreateParamsNonStreaming)
+        .catch((e: unknown) => e);
       expect(err, param).toBeInstanceOf(OpenAI.BadRequestError);
-      expect((err as InstanceType<typeof OpenAI.BadRequestError>).error, param).toMatchObject({ type: 'invalid_request_error', param: expect.stringContaining(param) as unknown });
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).error, param).toMatchObject({
+        type: 'invalid_request_error',
+        param: expect.stringContaining(param) as unknown,
+      });
     }
     const unknown = await client.responses.create({ model: 'no-such-model', input: 'hi' }).catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);

@@ -21,7 +21,11 @@ export async function recordStream(
   headers: Record<string, string>,
   opts: { signal?: AbortSignal; onFrame?: (f: RecordedFrame) => void } = {},
 ): Promise<{ frames: RecordedFrame[]; status: number; closedWithoutTerminal: boolean }> {
-  const res = await request(url, { method: 'GET', headers: { accept: 'text/event-stream', ...headers }, signal: opts.signal });
+  const res = await request(url, {
+    method: 'GET',
+    headers: { accept: 'text/event-stream', ...headers },
+    signal: opts.signal,
+  });
   const frames: RecordedFrame[] = [];
   if (res.statusCode !== 200) {
     await res.body.text();
@@ -34,7 +38,12 @@ export async function recordStream(
     for await (const chunk of res.body) {
       parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
       for (const e of pending.splice(0)) {
-        const frame: RecordedFrame = { received_at: Date.now(), id: e.id, event: e.event ?? 'message', data: JSON.parse(e.data) as Record<string, unknown> };
+        const frame: RecordedFrame = {
+          received_at: Date.now(),
+          id: e.id,
+          event: e.event ?? 'message',
+          data: JSON.parse(e.data) as Record<string, unknown>,
+        };
         frames.push(frame);
         opts.onFrame?.(frame);
       }
@@ -46,7 +55,10 @@ export async function recordStream(
 }
 
 /** Sends a `/completion` request straight to a llama-server and returns its text and token count. */
-export async function directCompletion(engineUrl: string, body: Record<string, unknown>): Promise<{ text: string; tokensPredicted: number; pieces: string[] }> {
+export async function directCompletion(
+  engineUrl: string,
+  body: Record<string, unknown>,
+): Promise<{ text: string; tokensPredicted: number; pieces: string[] }> {
   const res = await request(new URL('/completion', engineUrl), {
     method: 'POST',
     headers: { 'content-type': 'application/json', connection: 'close' },

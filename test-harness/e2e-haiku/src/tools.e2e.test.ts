@@ -19,8 +19,20 @@ let cluster: Cluster;
 let client: OpenAI;
 
 beforeAll(async () => {
-  cluster = await startCluster({ model: MODEL, nodes: 1, gpu: 'off', cacheDir, heartbeatMs: 500, readyTimeoutMs: 30 * 60_000 });
-  client = new OpenAI({ baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token, maxRetries: 0, timeout: 60_000 });
+  cluster = await startCluster({
+    model: MODEL,
+    nodes: 1,
+    gpu: 'off',
+    cacheDir,
+    heartbeatMs: 500,
+    readyTimeoutMs: 30 * 60_000,
+  });
+  client = new OpenAI({
+    baseURL: `${cluster.orchestrator.url}/v1`,
+    apiKey: cluster.token,
+    maxRetries: 0,
+    timeout: 60_000,
+  });
 }, 31 * 60_000);
 
 afterAll(async () => {
@@ -33,16 +45,33 @@ const tools: OpenAI.Chat.ChatCompletionTool[] = [
     function: {
       name: 'get_weather',
       description: 'The weather in a city',
-      parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } }, required: ['city'] },
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } },
+        required: ['city'],
+      },
     },
   },
-  { type: 'function', function: { name: 'get_time', description: 'The time now', parameters: { type: 'object', properties: {} } } },
+  {
+    type: 'function',
+    function: { name: 'get_time', description: 'The time now', parameters: { type: 'object', properties: {} } },
+  },
 ];
 const ask: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'What is the weather in Paris?' }];
 const fixed = { seed: 5, temperature: 0, max_tokens: 300 } as const;
 
-async function post(url: string, path: string, body: object, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
-  const res = await request(new URL(path, url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), reset: true });
+async function post(
+  url: string,
+  path: string,
+  body: object,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
+  const res = await request(new URL(path, url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    reset: true,
+  });
   return { status: res.statusCode, text: await res.body.text() };
 }
 
@@ -63,7 +92,13 @@ function comparableChunks(text: string): unknown[] {
 describe('tool calls through /v1/chat/completions with the openai client', () => {
   it('non-streamed, required: one call whose arguments fit the schema, finish_reason tool_calls; the body equals the engine’s own apart from ids', async () => {
     await waitClusterIdle(cluster);
-    const done = await client.chat.completions.create({ model: MODEL, messages: ask, tools, tool_choice: 'required', ...fixed });
+    const done = await client.chat.completions.create({
+      model: MODEL,
+      messages: ask,
+      tools,
+      tool_choice: 'required',
+      ...fixed,
+    });
     const choice = done.choices[0]!;
     expect(choice.finish_reason).toBe('tool_calls');
     expect(choice.message.tool_calls).toHaveLength(1);
@@ -71,15 +106,25 @@ describe('tool calls through /v1/chat/completions with the openai client', () =>
     expect(call.type).toBe('function');
     if (call.type !== 'function') return;
     expect(call.id).toMatch(/\S/);
-    if (call.function.name === 'get_weather') expect(JSON.parse(call.function.arguments)).toEqual({ city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown });
+    if (call.function.name === 'get_weather')
+      expect(JSON.parse(call.function.arguments)).toEqual({
+        city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown,
+      });
     else expect(call.function.name).toBe('get_time');
 
     const engineUrl = await engineUrlOf(cluster, cluster.nodes[0]!.poolId);
     const body = { messages: ask, tools, tool_choice: 'required', ...fixed, cache_prompt: true, stream: false };
-    const door = await post(cluster.orchestrator.url, '/v1/chat/completions', { model: MODEL, ...body }, { authorization: `Bearer ${cluster.token}` });
+    const door = await post(
+      cluster.orchestrator.url,
+      '/v1/chat/completions',
+      { model: MODEL, ...body },
+      { authorization: `Bearer ${cluster.token}` },
+    );
     const engine = await post(engineUrl, '/v1/chat/completions', body);
     expect(door.status, door.text).toBe(200);
-    expect(comparable(JSON.parse(door.text) as Record<string, unknown>)).toEqual(comparable(JSON.parse(engine.text) as Record<string, unknown>));
+    expect(comparable(JSON.parse(door.text) as Record<string, unknown>)).toEqual(
+      comparable(JSON.parse(engine.text) as Record<string, unknown>),
+    );
   });
 
   it('streamed, auto: delta.tool_calls in OpenAI’s incremental shape (index, id, name, argument pieces), finish_reason tool_calls; the chunks equal the engine’s own apart from ids', async () => {
@@ -105,27 +150,56 @@ describe('tool calls through /v1/chat/completions with the openai client', () =>
     expect(finish).toBe('tool_calls');
     expect(usage?.completion_tokens).toBeGreaterThan(0);
     expect(deltas.length).toBeGreaterThanOrEqual(2);
-    expect(deltas[0]).toMatchObject({ index: 0, id: expect.any(String), type: 'function', function: { name: expect.stringMatching(/^get_(weather|time)$/) } });
+    expect(deltas[0]).toMatchObject({
+      index: 0,
+      id: expect.any(String),
+      type: 'function',
+      function: { name: expect.stringMatching(/^get_(weather|time)$/) },
+    });
     for (const d of deltas.slice(1)) expect(d).toMatchObject({ index: 0, function: { arguments: expect.any(String) } });
     const args = deltas.map((d) => d.function?.arguments ?? '').join('');
     expect(() => JSON.parse(args) as unknown).not.toThrow();
 
     const engineUrl = await engineUrlOf(cluster, cluster.nodes[0]!.poolId);
-    const body = { messages: ask, tools, tool_choice: 'auto', ...fixed, cache_prompt: true, stream: true, stream_options: { include_usage: true } };
-    const door = await post(cluster.orchestrator.url, '/v1/chat/completions', { model: MODEL, ...body }, { authorization: `Bearer ${cluster.token}` });
+    const body = {
+      messages: ask,
+      tools,
+      tool_choice: 'auto',
+      ...fixed,
+      cache_prompt: true,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    const door = await post(
+      cluster.orchestrator.url,
+      '/v1/chat/completions',
+      { model: MODEL, ...body },
+      { authorization: `Bearer ${cluster.token}` },
+    );
     const engine = await post(engineUrl, '/v1/chat/completions', body);
-    const strip = (chunks: unknown[]): unknown[] => chunks.map((c) => (typeof c === 'object' && c !== null && 'usage' in c ? { usage_chunk: true } : c));
+    const strip = (chunks: unknown[]): unknown[] =>
+      chunks.map((c) => (typeof c === 'object' && c !== null && 'usage' in c ? { usage_chunk: true } : c));
     expect(strip(comparableChunks(door.text))).toEqual(strip(comparableChunks(engine.text)));
   });
 
   it('the follow-up turn: the assistant’s tool_calls and the role "tool" result go back, and the model answers in text', async () => {
     await waitClusterIdle(cluster);
-    const first = await client.chat.completions.create({ model: MODEL, messages: ask, tools, tool_choice: 'required', ...fixed });
+    const first = await client.chat.completions.create({
+      model: MODEL,
+      messages: ask,
+      tools,
+      tool_choice: 'required',
+      ...fixed,
+    });
     const message = first.choices[0]!.message;
     const call = message.tool_calls![0]!;
     const followUp = await client.chat.completions.create({
       model: MODEL,
-      messages: [...ask, { role: 'assistant', content: message.content, tool_calls: message.tool_calls }, { role: 'tool', tool_call_id: call.id, content: 'sunny, 21 C' }],
+      messages: [
+        ...ask,
+        { role: 'assistant', content: message.content, tool_calls: message.tool_calls },
+        { role: 'tool', tool_call_id: call.id, content: 'sunny, 21 C' },
+      ],
       tools,
       seed: 5,
       temperature: 0,
@@ -139,22 +213,42 @@ describe('tool calls through /v1/chat/completions with the openai client', () =>
 
   it('a named function is the one called; a name that is not among the tools is a 400 naming tool_choice', async () => {
     await waitClusterIdle(cluster);
-    const named = await client.chat.completions.create({ model: MODEL, messages: ask, tools, tool_choice: { type: 'function', function: { name: 'get_time' } }, ...fixed });
+    const named = await client.chat.completions.create({
+      model: MODEL,
+      messages: ask,
+      tools,
+      tool_choice: { type: 'function', function: { name: 'get_time' } },
+      ...fixed,
+    });
     const call = named.choices[0]!.message.tool_calls![0]!;
     expect(call.type === 'function' && call.function.name).toBe('get_time');
     expect(named.choices[0]!.finish_reason).toBe('tool_calls');
     const err = await client.chat.completions
-      .create({ model: MODEL, messages: ask, tools, tool_choice: { type: 'function', function: { name: 'nope' } }, ...fixed })
+      .create({
+        model: MODEL,
+        messages: ask,
+        tools,
+        tool_choice: { type: 'function', function: { name: 'nope' } },
+        ...fixed,
+      })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((err as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ type: 'invalid_request_error', param: 'tool_choice', code: 'invalid_value' });
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({
+      type: 'invalid_request_error',
+      param: 'tool_choice',
+      code: 'invalid_value',
+    });
   });
 });
 
 describe('agent frameworks over the door', () => {
   it('the Vercel AI SDK: generateText with a tool runs the multi-step loop (call → execute → answer)', async () => {
     await waitClusterIdle(cluster);
-    const provider = createOpenAICompatible({ name: 'llama-orch', baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token });
+    const provider = createOpenAICompatible({
+      name: 'llama-orch',
+      baseURL: `${cluster.orchestrator.url}/v1`,
+      apiKey: cluster.token,
+    });
     const executed: unknown[] = [];
     const result = await generateText({
       model: provider(MODEL),
@@ -198,7 +292,8 @@ describe('agent frameworks over the door', () => {
     expect(reply.tool_calls).toHaveLength(1);
     const call = reply.tool_calls![0]!;
     expect(call.name).toMatch(/^get_(weather|time)$/);
-    if (call.name === 'get_weather') expect(call.args).toEqual({ city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown });
+    if (call.name === 'get_weather')
+      expect(call.args).toEqual({ city: expect.stringMatching(/^(Paris|Tokyo)$/) as unknown });
     expect(call.id).toMatch(/\S/);
   });
 });

@@ -8,14 +8,20 @@ const DELAY = 200;
 const SLACK = 2;
 
 /** Everything a socket received, with when each chunk arrived, and how it ended. */
-function record(s: Socket): { chunks: { at: number; text: string }[]; ended: Promise<number>; closed: Promise<{ at: number; err: string | undefined }> } {
+function record(s: Socket): {
+  chunks: { at: number; text: string }[];
+  ended: Promise<number>;
+  closed: Promise<{ at: number; err: string | undefined }>;
+} {
   const chunks: { at: number; text: string }[] = [];
   let err: string | undefined;
   s.on('data', (b: Buffer) => chunks.push({ at: Date.now(), text: b.toString() }));
   s.on('error', (e: NodeJS.ErrnoException) => (err = e.code ?? e.message));
   // not events.once: it rejects on 'error', and a reset is what some tests wait for
   const ended = new Promise<number>((resolve) => s.once('end', () => resolve(Date.now())));
-  const closed = new Promise<{ at: number; err: string | undefined }>((resolve) => s.once('close', () => resolve({ at: Date.now(), err })));
+  const closed = new Promise<{ at: number; err: string | undefined }>((resolve) =>
+    s.once('close', () => resolve({ at: Date.now(), err })),
+  );
   return { chunks, ended, closed };
 }
 
@@ -38,7 +44,10 @@ describe('the delay relay fixture (TCP, a fixed delay each way)', () => {
     upstream = createServer({ allowHalfOpen: true }, (s) => accepted.push(s));
     upstream.listen(0, '127.0.0.1');
     await once(upstream, 'listening');
-    relay = await startDelayRelay({ maps: [{ listen: '127.0.0.1:0', upstream: `127.0.0.1:${(upstream.address() as AddressInfo).port}` }], delayMs: DELAY });
+    relay = await startDelayRelay({
+      maps: [{ listen: '127.0.0.1:0', upstream: `127.0.0.1:${(upstream.address() as AddressInfo).port}` }],
+      delayMs: DELAY,
+    });
   });
 
   afterAll(async () => {
@@ -57,7 +66,8 @@ describe('the delay relay fixture (TCP, a fixed delay each way)', () => {
       client.write(text);
       await new Promise((r) => setTimeout(r, 30));
     }
-    while (atFar.chunks.map((c) => c.text).join('').length < 'one two three'.length) await new Promise((r) => setTimeout(r, 5));
+    while (atFar.chunks.map((c) => c.text).join('').length < 'one two three'.length)
+      await new Promise((r) => setTimeout(r, 5));
     expect(atFar.chunks.map((c) => c.text).join('')).toBe('one two three');
     // each chunk arrived on its own, one delay after it was written
     expect(atFar.chunks.length).toBe(3);
@@ -102,7 +112,10 @@ describe('the delay relay fixture (TCP, a fixed delay each way)', () => {
     await once(closed, 'listening');
     const refusedPort = (closed.address() as AddressInfo).port;
     closed.close();
-    const refusing = await startDelayRelay({ maps: [{ listen: '127.0.0.1:0', upstream: `127.0.0.1:${refusedPort}` }], delayMs: DELAY });
+    const refusing = await startDelayRelay({
+      maps: [{ listen: '127.0.0.1:0', upstream: `127.0.0.1:${refusedPort}` }],
+      delayMs: DELAY,
+    });
     try {
       const dialedAt = Date.now();
       const client = connect({ host: '127.0.0.1', port: refusing.ports[0] as number });

@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
  * package root, so the path holds from `src/` and from `dist/` alike.
  */
 const RELAY_FIXTURE = fileURLToPath(new URL('../src/fixtures/delay-relay.mjs', import.meta.url));
-const PDEATHSIG: readonly string[] = ['/usr/bin/setpriv', '/bin/setpriv'].some((p) => existsSync(p)) ? ['setpriv', '--pdeathsig', 'SIGKILL', '--'] : [];
+const PDEATHSIG: readonly string[] = ['/usr/bin/setpriv', '/bin/setpriv'].some((p) => existsSync(p))
+  ? ['setpriv', '--pdeathsig', 'SIGKILL', '--']
+  : [];
 
 /** One listener of the relay: what it accepts on and where it connects for each accepted socket. */
 export interface RelayMap {
@@ -44,7 +46,13 @@ export interface DelayRelay {
 /** Starts the relay fixture and resolves once every map listens. */
 export async function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRelay> {
   const [file = process.execPath, ...prefix] = [...(opts.wrap ?? []), ...PDEATHSIG, process.execPath];
-  const args = [...prefix, RELAY_FIXTURE, '--delay-ms', String(opts.delayMs ?? 0), ...opts.maps.flatMap((m) => ['--map', `${m.listen}=${m.upstream}`])];
+  const args = [
+    ...prefix,
+    RELAY_FIXTURE,
+    '--delay-ms',
+    String(opts.delayMs ?? 0),
+    ...opts.maps.flatMap((m) => ['--map', `${m.listen}=${m.upstream}`]),
+  ];
   const child: ChildProcess = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const waiters = new Set<{ test: (msg: Record<string, unknown>) => boolean; resolve: () => void }>();
@@ -77,7 +85,11 @@ export async function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRel
     }
   });
   const tail = (): string => lines.slice(-20).join('\n');
-  const expectLine = (what: string, test: (msg: Record<string, unknown>) => boolean, timeoutMs: number): Promise<void> =>
+  const expectLine = (
+    what: string,
+    test: (msg: Record<string, unknown>) => boolean,
+    timeoutMs: number,
+  ): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         waiters.delete(w);

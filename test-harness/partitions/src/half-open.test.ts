@@ -35,7 +35,17 @@ describe.skipIf(unavailable !== undefined)('a half-open connection on a dispatch
     host = await lab.addHost('node-a');
     orch = await startReplica({ name: 'orchestratord', addr: `${lab.hostAddr}:0`, token, heartbeatMs: HEARTBEAT_MS });
     daemons.push(orch);
-    node = await startNode({ id: 'node-a', poolId: 'pa', host: host.addr, orchestratorUrl: orch.url, token, heartbeatMs: HEARTBEAT_MS, slots: 2, workDir, wrap: lab.wrap(host) });
+    node = await startNode({
+      id: 'node-a',
+      poolId: 'pa',
+      host: host.addr,
+      orchestratorUrl: orch.url,
+      token,
+      heartbeatMs: HEARTBEAT_MS,
+      slots: 2,
+      workDir,
+      wrap: lab.wrap(host),
+    });
     daemons.push(node);
     await waitPoolsReady(orch.url, token, ['pa']);
   });
@@ -76,7 +86,12 @@ describe.skipIf(unavailable !== undefined)('a half-open connection on a dispatch
         'DROP',
       ]);
     }
-    const task = openTask(orch.url, token, { maxTokens: 200, pin: 'pa', deadlineMs: DEADLINE_MS, timeoutMs: DEADLINE_MS + 10_000 });
+    const task = openTask(orch.url, token, {
+      maxTokens: 200,
+      pin: 'pa',
+      deadlineMs: DEADLINE_MS,
+      timeoutMs: DEADLINE_MS + 10_000,
+    });
     await task.firstToken;
     const dropAt = await waitFor(
       'the first dropped packet',

@@ -49,7 +49,10 @@ export function percentile(xs: readonly number[], p: number): number {
 }
 
 const ttfts = (xs: readonly TaskOutcome[]): number[] => xs.map((e) => (e.firstTokenAt ?? e.endedAt) - e.admittedAt);
-const p50p95 = (xs: readonly number[]): { p50: number; p95: number } => ({ p50: percentile(xs, 50), p95: percentile(xs, 95) });
+const p50p95 = (xs: readonly number[]): { p50: number; p95: number } => ({
+  p50: percentile(xs, 50),
+  p95: percentile(xs, 95),
+});
 
 /**
  * Scenario 3's cluster: two replicas (root namespace) sharing Redis (its own namespace) and two
@@ -86,7 +89,15 @@ export class ImpairedCluster {
     const port = 20_000 + Math.floor(Math.random() * 40_000);
     this.#redis = await startLabRedis(this.lab.wrap(redisHost), redisHost.addr, port);
     for (const id of ['replica-1', 'replica-2']) {
-      this.#replicas.push(await startReplica({ name: id, addr: `${this.lab.hostAddr}:0`, token, heartbeatMs, redisUrl: `redis://${redisHost.addr}:${port}/0` }));
+      this.#replicas.push(
+        await startReplica({
+          name: id,
+          addr: `${this.lab.hostAddr}:0`,
+          token,
+          heartbeatMs,
+          redisUrl: `redis://${redisHost.addr}:${port}/0`,
+        }),
+      );
     }
     const orchestratorUrl = this.#replicas[0]?.url as string;
     for (const [id, poolId] of [
@@ -95,9 +106,20 @@ export class ImpairedCluster {
     ] as const) {
       const host = await this.lab.addHost(id);
       const links = this.opts.relayed ? await relayNodeLinks(this.lab, host, orchestratorUrl) : undefined;
-      const spec = { id, poolId, host: host.addr, token, heartbeatMs, slots: 2, workDir: this.#workDir, wrap: this.lab.wrap(host) };
+      const spec = {
+        id,
+        poolId,
+        host: host.addr,
+        token,
+        heartbeatMs,
+        slots: 2,
+        workDir: this.#workDir,
+        wrap: this.lab.wrap(host),
+      };
       const daemon = await startNode(
-        links === undefined ? { ...spec, orchestratorUrl } : { ...spec, orchestratorUrl: links.orchestratorUrl, port: links.nodePort, dispatchPort: links.dispatchPort },
+        links === undefined
+          ? { ...spec, orchestratorUrl }
+          : { ...spec, orchestratorUrl: links.orchestratorUrl, port: links.nodePort, dispatchPort: links.dispatchPort },
       ).catch(async (err: unknown) => {
         await links?.relay.stop();
         throw err;
@@ -118,7 +140,9 @@ export class ImpairedCluster {
       Array.from({ length: this.opts.concurrency }, async () => {
         while (next < this.opts.tasks) {
           const i = next++;
-          out.push(await openTask(urls[i % urls.length] as string, this.opts.token, { maxTokens: 48, timeoutMs: 60_000 }).done);
+          out.push(
+            await openTask(urls[i % urls.length] as string, this.opts.token, { maxTokens: 48, timeoutMs: 60_000 }).done,
+          );
         }
       }),
     );
@@ -126,7 +150,10 @@ export class ImpairedCluster {
   }
 
   /** Impairs every node (`impair`), runs the load, lifts the impairment (`lift`, always); what it gave. */
-  async run(impair: (n: ImpairedNode) => Promise<void>, lift: (n: ImpairedNode) => Promise<void>): Promise<ImpairedRun> {
+  async run(
+    impair: (n: ImpairedNode) => Promise<void>,
+    lift: (n: ImpairedNode) => Promise<void>,
+  ): Promise<ImpairedRun> {
     const daemons = this.nodes.map((n) => n.daemon);
     const before = new Set(daemons.flatMap((d) => d.lines.map((l) => l.json?.task_id)));
     for (const n of this.nodes) await impair(n);
@@ -139,10 +166,15 @@ export class ImpairedCluster {
     const sent = new Map<string, number>();
     for (const d of daemons) {
       for (const l of d.lines) {
-        if (l.json?.msg === 'engine request sent' && !before.has(l.json.task_id)) sent.set(String(l.json.task_id), (sent.get(String(l.json.task_id)) ?? 0) + 1);
+        if (l.json?.msg === 'engine request sent' && !before.has(l.json.task_id))
+          sent.set(String(l.json.task_id), (sent.get(String(l.json.task_id)) ?? 0) + 1);
       }
     }
-    const requeued = this.#replicas.flatMap((r) => r.lines.filter((l) => l.json?.msg === 'task re-queued' && l.json.saturated === false && !before.has(l.json.task_id))).length;
+    const requeued = this.#replicas.flatMap((r) =>
+      r.lines.filter(
+        (l) => l.json?.msg === 'task re-queued' && l.json.saturated === false && !before.has(l.json.task_id),
+      ),
+    ).length;
     const errors = outcomes.filter((e) => e.kind === 'error');
     const ended = outcomes.filter((e) => e.kind === 'end');
     const ttftMs = p50p95(ttfts(ended));
@@ -168,7 +200,11 @@ export class ImpairedCluster {
 
   /** Stops every daemon and relay and removes the lab. Never throws. */
   async stop(): Promise<void> {
-    await Promise.all([...this.nodes.map((n) => n.daemon), ...this.#replicas].map((d) => d.stop('SIGTERM', 5000).catch(() => undefined)));
+    await Promise.all(
+      [...this.nodes.map((n) => n.daemon), ...this.#replicas].map((d) =>
+        d.stop('SIGTERM', 5000).catch(() => undefined),
+      ),
+    );
     await Promise.all(this.nodes.map((n) => n.relay?.stop()));
     await this.#redis?.stop();
     await this.lab.close();

@@ -16,8 +16,14 @@ const REDIS_SERVER = '/usr/bin/redis-server';
 export async function redisUnavailable(): Promise<string | undefined> {
   if (existsSync(REDIS_SERVER)) return undefined;
   if (process.getuid?.() !== 0) return `${REDIS_SERVER} is missing (apt-get install redis-server)`;
-  const r = await execa('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server'], { reject: false, timeout: 300_000 });
-  return r.exitCode === 0 && existsSync(REDIS_SERVER) ? undefined : `redis-server is missing and apt-get could not install it: ${r.stderr.trim().split('\n').at(-1) ?? ''}`;
+  const r = await execa(
+    'sh',
+    ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server'],
+    { reject: false, timeout: 300_000 },
+  );
+  return r.exitCode === 0 && existsSync(REDIS_SERVER)
+    ? undefined
+    : `redis-server is missing and apt-get could not install it: ${r.stderr.trim().split('\n').at(-1) ?? ''}`;
 }
 
 function pingOnce(host: string, port: number): Promise<boolean> {
@@ -45,11 +51,27 @@ export interface LabRedis {
  */
 export async function startLabRedis(wrap: readonly string[], pingHost: string, port: number): Promise<LabRedis> {
   // pdeathsig as for the daemons (chaos's daemon.ts): a killed test worker takes its Redis along
-  const pdeathsig = ['/usr/bin/setpriv', '/bin/setpriv'].some((p) => existsSync(p)) ? ['setpriv', '--pdeathsig', 'SIGKILL', '--'] : [];
+  const pdeathsig = ['/usr/bin/setpriv', '/bin/setpriv'].some((p) => existsSync(p))
+    ? ['setpriv', '--pdeathsig', 'SIGKILL', '--']
+    : [];
   const [file = REDIS_SERVER, ...rest] = [...wrap, ...pdeathsig, REDIS_SERVER];
   const child: ChildProcess = spawn(
     file,
-    [...rest, '--port', String(port), '--bind', '0.0.0.0', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'],
+    [
+      ...rest,
+      '--port',
+      String(port),
+      '--bind',
+      '0.0.0.0',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'no',
+      '--loglevel',
+      'warning',
+    ],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
     },
@@ -102,7 +124,16 @@ export function startReplica(spec: ReplicaSpec): Promise<ChaosDaemon> {
     const [host, port] = spec.addr.split(':');
     if (port !== undefined && port !== '0') env.ORCHD_ADVERTISE_URL = `http://${host}:${port}`;
   }
-  return startChaosDaemon({ name: spec.name, script: appMain('orchestratord'), args: [], env, ...(spec.wrap !== undefined ? { wrap: spec.wrap } : {}) }, 30_000);
+  return startChaosDaemon(
+    {
+      name: spec.name,
+      script: appMain('orchestratord'),
+      args: [],
+      env,
+      ...(spec.wrap !== undefined ? { wrap: spec.wrap } : {}),
+    },
+    30_000,
+  );
 }
 
 export interface NodeSpec {
@@ -140,12 +171,26 @@ export async function startNode(spec: NodeSpec): Promise<ChaosDaemon> {
   await writeFile(
     configPath,
     stringify({
-      node: { id: spec.id, addr: `${spec.host}:${spec.port ?? 0}`, ...(spec.dispatchPort !== undefined ? { dispatch_h2c_addr: `${spec.host}:${spec.dispatchPort}` } : {}) },
+      node: {
+        id: spec.id,
+        addr: `${spec.host}:${spec.port ?? 0}`,
+        ...(spec.dispatchPort !== undefined ? { dispatch_h2c_addr: `${spec.host}:${spec.dispatchPort}` } : {}),
+      },
       orchestrator: { url: spec.orchestratorUrl, heartbeat_interval_ms: spec.heartbeatMs },
       api_token: spec.token,
       runtime_dir: runtimeDir,
       cache_dir: sharedCacheDir(),
-      pools: [{ id: spec.poolId, model: LAB_MODEL, aliases: [LAB_MODEL_ALIAS], gpu: 'off', ctx: spec.ctx ?? 2048, slots: spec.slots, threads: 1 }],
+      pools: [
+        {
+          id: spec.poolId,
+          model: LAB_MODEL,
+          aliases: [LAB_MODEL_ALIAS],
+          gpu: 'off',
+          ctx: spec.ctx ?? 2048,
+          slots: spec.slots,
+          threads: 1,
+        },
+      ],
     }),
   );
   return startChaosDaemon(
@@ -173,13 +218,22 @@ export interface ListedPool {
 
 /** `GET /v2/pools` of one orchestratord. */
 export async function listPools(base: string, token: string): Promise<ListedPool[]> {
-  const res = await request(new URL('/v2/pools', base), { headers: { authorization: `Bearer ${token}` }, headersTimeout: 5000, bodyTimeout: 5000 });
+  const res = await request(new URL('/v2/pools', base), {
+    headers: { authorization: `Bearer ${token}` },
+    headersTimeout: 5000,
+    bodyTimeout: 5000,
+  });
   const body = (await res.body.json()) as { pools?: ListedPool[] };
   return body.pools ?? [];
 }
 
 /** Polls `check` every `everyMs` until it returns a value, or throws `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined>,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check().catch(() => undefined);
@@ -190,13 +244,20 @@ export async function waitFor<T>(what: string, timeoutMs: number, check: () => P
 }
 
 /** Waits until `base` lists each pool ready on an online node. */
-export async function waitPoolsReady(base: string, token: string, poolIds: readonly string[], timeoutMs = 30 * 60_000): Promise<void> {
+export async function waitPoolsReady(
+  base: string,
+  token: string,
+  poolIds: readonly string[],
+  timeoutMs = 30 * 60_000,
+): Promise<void> {
   await waitFor(
     `pools ${poolIds.join(', ')} ready at ${base}`,
     timeoutMs,
     async () => {
       const pools = await listPools(base, token);
-      return poolIds.every((id) => pools.some((p) => p.pool_id === id && p.ready && p.node_state === 'online')) ? true : undefined;
+      return poolIds.every((id) => pools.some((p) => p.pool_id === id && p.ready && p.node_state === 'online'))
+        ? true
+        : undefined;
     },
     100,
   );

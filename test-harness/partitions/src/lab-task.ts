@@ -60,7 +60,8 @@ export function openTask(base: string, token: string, spec: TaskSpec): LiveTask 
     deadline_ms: spec.deadlineMs ?? 120_000,
   };
   if (spec.pin !== undefined) body.placement = { mode: 'pin', pin_pool_id: spec.pin };
-  if (spec.prefer !== undefined) body.placement = { mode: 'prefer', prefer_pools: [spec.prefer], allow_fallback: spec.fallback ?? false };
+  if (spec.prefer !== undefined)
+    body.placement = { mode: 'prefer', prefer_pools: [spec.prefer], allow_fallback: spec.fallback ?? false };
   const done = (async (): Promise<TaskOutcome> => {
     const out: TaskOutcome = {
       kind: 'no_terminal',
@@ -101,7 +102,8 @@ export function openTask(base: string, token: string, spec: TaskSpec): LiveTask 
         const data = JSON.parse(e.data) as Record<string, unknown>;
         if (terminal) broken ??= `frame '${e.event}' after the terminal frame`;
         if (e.event === 'token') {
-          if (data.i !== tokens) broken ??= `token frame i=${String(data.i)} where ${tokens} was due (duplicate or gap)`;
+          if (data.i !== tokens)
+            broken ??= `token frame i=${String(data.i)} where ${tokens} was due (duplicate or gap)`;
           tokens += 1;
           if (tokens === 1) {
             out.firstTokenAt = Date.now();
@@ -119,7 +121,12 @@ export function openTask(base: string, token: string, spec: TaskSpec): LiveTask 
       },
     });
     try {
-      const stream = await request(sse, { headers: auth, signal: controller.signal, headersTimeout: 15_000, bodyTimeout: 0 });
+      const stream = await request(sse, {
+        headers: auth,
+        signal: controller.signal,
+        headersTimeout: 15_000,
+        bodyTimeout: 0,
+      });
       const decoder = new TextDecoder();
       for await (const chunk of stream.body) parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
     } catch (err) {

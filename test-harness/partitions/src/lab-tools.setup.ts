@@ -25,7 +25,12 @@ const present = (file: string): Promise<boolean> =>
 const missing = [];
 for (const [pkg, file] of TOOLS) if (!(await present(file))) missing.push(pkg);
 if (missing.length > 0 && process.getuid?.() === 0) {
-  const apt = (args: string[]) => execa('apt-get', ['-o', 'DPkg::Lock::Timeout=600', ...args], { stdin: 'ignore', reject: false, env: { DEBIAN_FRONTEND: 'noninteractive' } });
+  const apt = (args: string[]) =>
+    execa('apt-get', ['-o', 'DPkg::Lock::Timeout=600', ...args], {
+      stdin: 'ignore',
+      reject: false,
+      env: { DEBIAN_FRONTEND: 'noninteractive' },
+    });
   process.stderr.write(`partition tests: installing Debian's ${missing.join(', ')}\n`);
   if ((await apt(['install', '-y', '--no-install-recommends', ...missing])).exitCode !== 0) {
     await apt(['update']);

@@ -12,9 +12,16 @@ const base = (await netnsUnavailable()) ?? (await redisUnavailable());
 const lossUnavailable = base ?? (await iptablesUnavailable());
 const netemMissing = base ?? (await netemUnavailable());
 const relayUnavailable = lossUnavailable ?? (await natRedirectUnavailable());
-if (lossUnavailable !== undefined) process.stdout.write(`[partitions] 5 % loss between replicas and nodes: SKIPPED, ${lossUnavailable}\n`);
-if (netemMissing !== undefined) process.stdout.write(`[partitions] 200 ms latency + 5 % loss (tc netem) between replicas and nodes: SKIPPED, ${netemMissing}\n`);
-if (relayUnavailable !== undefined) process.stdout.write(`[partitions] 200 ms latency (delay relay) + 5 % loss between replicas and nodes: SKIPPED, ${relayUnavailable}\n`);
+if (lossUnavailable !== undefined)
+  process.stdout.write(`[partitions] 5 % loss between replicas and nodes: SKIPPED, ${lossUnavailable}\n`);
+if (netemMissing !== undefined)
+  process.stdout.write(
+    `[partitions] 200 ms latency + 5 % loss (tc netem) between replicas and nodes: SKIPPED, ${netemMissing}\n`,
+  );
+if (relayUnavailable !== undefined)
+  process.stdout.write(
+    `[partitions] 200 ms latency (delay relay) + 5 % loss between replicas and nodes: SKIPPED, ${relayUnavailable}\n`,
+  );
 
 /** The checks of every impaired run, then its printed line (`latencyMs`: the delay each way, if any). */
 function expectGraceful(run: ImpairedRun, label: string, ttftAllowanceMs: number, latencyMs = 0): void {
@@ -25,12 +32,16 @@ function expectGraceful(run: ImpairedRun, label: string, ttftAllowanceMs: number
   expect(run.errors.length, `errors: ${JSON.stringify(run.errors)}`).toBeLessThanOrEqual(Math.floor(TASKS / 10));
   // nothing duplicated at the engines: a task reached a second engine only after its first
   // attempt failed before a token (re-placed), never while it ran
-  expect(run.extraDispatches, 'dispatches beyond one per task, more than the re-placements').toBeLessThanOrEqual(run.requeued);
+  expect(run.extraDispatches, 'dispatches beyond one per task, more than the re-placements').toBeLessThanOrEqual(
+    run.requeued,
+  );
   // graceful: the TTFT grows by at most the allowance
   expect(run.ttftMs.p50).toBeLessThanOrEqual(run.baselineTtftMs.p50 + ttftAllowanceMs);
   // and the latency was there: a first token comes after the dispatch crossed to the node and the
   // token crossed back, so at least one delay each way after admission
-  expect(run.ttftMs.p50, 'TTFT p50 below the added latency: the impairment was not in the path').toBeGreaterThanOrEqual(latencyMs);
+  expect(run.ttftMs.p50, 'TTFT p50 below the added latency: the impairment was not in the path').toBeGreaterThanOrEqual(
+    latencyMs,
+  );
   process.stdout.write(`${run.summary(label)}\n`);
 }
 
@@ -41,7 +52,20 @@ async function loss(cluster: ImpairedCluster, action: '-A' | '-D', n: ImpairedNo
     ['OUTPUT', '-o'],
   ] as const) {
     const iface = via === undefined ? [] : [dir, via];
-    await cluster.lab.inNs(n.host, ['iptables', action, chain, ...iface, '-m', 'statistic', '--mode', 'random', '--probability', '0.05', '-j', 'DROP']);
+    await cluster.lab.inNs(n.host, [
+      'iptables',
+      action,
+      chain,
+      ...iface,
+      '-m',
+      'statistic',
+      '--mode',
+      'random',
+      '--probability',
+      '0.05',
+      '-j',
+      'DROP',
+    ]);
   }
 }
 
@@ -56,7 +80,13 @@ describe.skipIf(lossUnavailable !== undefined)('an impaired network between repl
   let cluster: ImpairedCluster;
 
   beforeAll(async () => {
-    cluster = await ImpairedCluster.start({ token, heartbeatMs: HEARTBEAT_MS, tasks: TASKS, concurrency: CONCURRENCY, relayed: false });
+    cluster = await ImpairedCluster.start({
+      token,
+      heartbeatMs: HEARTBEAT_MS,
+      tasks: TASKS,
+      concurrency: CONCURRENCY,
+      relayed: false,
+    });
   });
 
   afterAll(async () => {
@@ -71,13 +101,29 @@ describe.skipIf(lossUnavailable !== undefined)('an impaired network between repl
     expectGraceful(run, '5 % loss between replicas and nodes (iptables statistic)', 3000);
   });
 
-  it.skipIf(netemMissing !== undefined)('200 ms latency and 5 % loss (tc netem): nothing lost or duplicated, TTFT degrades gracefully', async () => {
-    const run = await cluster.run(
-      async (n) => void (await cluster.lab.inNs(n.host, ['tc', 'qdisc', 'add', 'dev', n.host.nsIf, 'root', 'netem', 'delay', `${LATENCY_MS}ms`, 'loss', '5%'])),
-      async (n) => void (await cluster.lab.inNs(n.host, ['tc', 'qdisc', 'del', 'dev', n.host.nsIf, 'root'])),
-    );
-    expectGraceful(run, '200 ms latency + 5 % loss between replicas and nodes (tc netem)', 5000, LATENCY_MS);
-  });
+  it.skipIf(netemMissing !== undefined)(
+    '200 ms latency and 5 % loss (tc netem): nothing lost or duplicated, TTFT degrades gracefully',
+    async () => {
+      const run = await cluster.run(
+        async (n) =>
+          void (await cluster.lab.inNs(n.host, [
+            'tc',
+            'qdisc',
+            'add',
+            'dev',
+            n.host.nsIf,
+            'root',
+            'netem',
+            'delay',
+            `${LATENCY_MS}ms`,
+            'loss',
+            '5%',
+          ])),
+        async (n) => void (await cluster.lab.inNs(n.host, ['tc', 'qdisc', 'del', 'dev', n.host.nsIf, 'root'])),
+      );
+      expectGraceful(run, '200 ms latency + 5 % loss between replicas and nodes (tc netem)', 5000, LATENCY_MS);
+    },
+  );
 });
 
 /**
@@ -94,7 +140,13 @@ describe.skipIf(relayUnavailable !== undefined)('replicas and nodes behind delay
   const why = netemMissing !== undefined ? 'no netem on this kernel' : 'not netem';
 
   beforeAll(async () => {
-    cluster = await ImpairedCluster.start({ token, heartbeatMs: HEARTBEAT_MS, tasks: TASKS, concurrency: CONCURRENCY, relayed: true });
+    cluster = await ImpairedCluster.start({
+      token,
+      heartbeatMs: HEARTBEAT_MS,
+      tasks: TASKS,
+      concurrency: CONCURRENCY,
+      relayed: true,
+    });
   });
 
   afterAll(async () => {
@@ -116,6 +168,11 @@ describe.skipIf(relayUnavailable !== undefined)('replicas and nodes behind delay
         await relay(n).setDelay(0);
       },
     );
-    expectGraceful(run, `${LATENCY_MS} ms latency each way (delay relay, ${why}) + 5 % loss between replicas and nodes (iptables statistic)`, 5000, LATENCY_MS);
+    expectGraceful(
+      run,
+      `${LATENCY_MS} ms latency each way (delay relay, ${why}) + 5 % loss between replicas and nodes (iptables statistic)`,
+      5000,
+      LATENCY_MS,
+    );
   });
 });

@@ -50,7 +50,11 @@ export async function netemUnavailable(): Promise<string | undefined> {
   const ns = `llorch-probe-${id}`;
   try {
     await ip(['netns', 'add', ns]);
-    await execa('ip', ['netns', 'exec', ns, 'tc', 'qdisc', 'add', 'dev', 'lo', 'root', 'netem', 'delay', '200ms', 'loss', '5%'], { stdin: 'ignore' });
+    await execa(
+      'ip',
+      ['netns', 'exec', ns, 'tc', 'qdisc', 'add', 'dev', 'lo', 'root', 'netem', 'delay', '200ms', 'loss', '5%'],
+      { stdin: 'ignore' },
+    );
     return undefined;
   } catch (err) {
     return `tc qdisc netem is unavailable: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message} (the kernel has no sch_netem)`;
@@ -68,14 +72,21 @@ export async function iptablesUnavailable(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'iptables needs root';
   const which = await execa('sh', ['-c', 'command -v iptables'], { reject: false });
   if (which.exitCode !== 0) {
-    const install = await execa('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables'], { reject: false, timeout: 300_000 });
-    if (install.exitCode !== 0) return `iptables is not installed and apt-get could not install it: ${install.stderr.trim().split('\n').at(-1) ?? ''}`;
+    const install = await execa(
+      'sh',
+      ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables'],
+      { reject: false, timeout: 300_000 },
+    );
+    if (install.exitCode !== 0)
+      return `iptables is not installed and apt-get could not install it: ${install.stderr.trim().split('\n').at(-1) ?? ''}`;
   }
   const id = randomBytes(3).toString('hex');
   const ns = `llorch-probe-${id}`;
   try {
     await ip(['netns', 'add', ns]);
-    await execa('ip', ['netns', 'exec', ns, 'iptables', '-A', 'INPUT', '-p', 'tcp', '--dport', '9', '-j', 'DROP'], { stdin: 'ignore' });
+    await execa('ip', ['netns', 'exec', ns, 'iptables', '-A', 'INPUT', '-p', 'tcp', '--dport', '9', '-j', 'DROP'], {
+      stdin: 'ignore',
+    });
     return undefined;
   } catch (err) {
     return `iptables cannot add a DROP rule (no netfilter in this kernel?): ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`;
@@ -95,7 +106,28 @@ export async function natRedirectUnavailable(): Promise<string | undefined> {
   const ns = `llorch-probe-${id}`;
   try {
     await ip(['netns', 'add', ns]);
-    await execa('ip', ['netns', 'exec', ns, 'iptables', '-t', 'nat', '-A', 'PREROUTING', '-p', 'tcp', '--dport', '9', '-j', 'REDIRECT', '--to-ports', '10'], { stdin: 'ignore' });
+    await execa(
+      'ip',
+      [
+        'netns',
+        'exec',
+        ns,
+        'iptables',
+        '-t',
+        'nat',
+        '-A',
+        'PREROUTING',
+        '-p',
+        'tcp',
+        '--dport',
+        '9',
+        '-j',
+        'REDIRECT',
+        '--to-ports',
+        '10',
+      ],
+      { stdin: 'ignore' },
+    );
     return undefined;
   } catch (err) {
     return `iptables cannot add a nat REDIRECT rule (no nat table in this kernel?): ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`;
@@ -161,7 +193,13 @@ export class NetLab {
   /** A new namespace `llorch-<id>-<name>` on the bridge, with loopback up and a route to the bridge. */
   async addHost(name: string): Promise<LabHost> {
     const k = this.#hosts.length + 2;
-    const host: LabHost = { name, ns: `llorch-${this.id}-${name}`, addr: `${this.#prefix}.${k}`, rootIf: `lpv${this.id}${k}`, nsIf: `lpn${this.id}${k}` };
+    const host: LabHost = {
+      name,
+      ns: `llorch-${this.id}-${name}`,
+      addr: `${this.#prefix}.${k}`,
+      rootIf: `lpv${this.id}${k}`,
+      nsIf: `lpn${this.id}${k}`,
+    };
     this.#hosts.push(host);
     await ip(['netns', 'add', host.ns]);
     await ip(['link', 'add', host.rootIf, 'type', 'veth', 'peer', 'name', host.nsIf, 'netns', host.ns]);
@@ -180,7 +218,14 @@ export class NetLab {
     const k = this.#links.length;
     const [s, t] = this.#prefix.split('.').slice(1).map(Number) as [number, number];
     const net = `10.${s}.${(t + 1) % 256}`;
-    const link: LabLink = { a, b, aAddr: `${net}.${4 * k + 1}`, bAddr: `${net}.${4 * k + 2}`, aIf: `lxa${this.id}${k}`, bIf: `lxb${this.id}${k}` };
+    const link: LabLink = {
+      a,
+      b,
+      aAddr: `${net}.${4 * k + 1}`,
+      bAddr: `${net}.${4 * k + 2}`,
+      aIf: `lxa${this.id}${k}`,
+      bIf: `lxb${this.id}${k}`,
+    };
     this.#links.push(link);
     await ip(['link', 'add', link.aIf, 'netns', a.ns, 'type', 'veth', 'peer', 'name', link.bIf, 'netns', b.ns]);
     await this.inNs(a, ['ip', 'addr', 'add', `${link.aAddr}/30`, 'dev', link.aIf]);

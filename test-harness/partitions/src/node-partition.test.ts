@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newToken, type ChaosDaemon } from '@llama-orch/chaos';
-import { listPools, redisUnavailable, startLabRedis, startNode, startReplica, waitFor, waitPoolsReady, type LabRedis } from './lab-daemons.js';
+import {
+  listPools,
+  redisUnavailable,
+  startLabRedis,
+  startNode,
+  startReplica,
+  waitFor,
+  waitPoolsReady,
+  type LabRedis,
+} from './lab-daemons.js';
 import { openTask, type TaskOutcome } from './lab-task.js';
 import { NetLab, netnsUnavailable, type LabHost } from './net-lab.js';
 
@@ -28,12 +37,22 @@ describe.skipIf(unavailable !== undefined)('a node cut off from every replica (l
   const nodes = new Map<string, ChaosDaemon>();
   const daemons: ChaosDaemon[] = [];
   /** Every JSON line of both replicas. */
-  const replicaLines = (): Array<Record<string, unknown>> => [r1, r2].flatMap((r) => r.lines.flatMap((l) => (l.json === undefined ? [] : [l.json])));
+  const replicaLines = (): Array<Record<string, unknown>> =>
+    [r1, r2].flatMap((r) => r.lines.flatMap((l) => (l.json === undefined ? [] : [l.json])));
   /** When each replica lists node-a in `state` (polled every 20 ms). */
-  const bothSee = (what: string, state: (p: { pool_id: string; node_state: string; ready: boolean }) => boolean): Promise<number[]> =>
+  const bothSee = (
+    what: string,
+    state: (p: { pool_id: string; node_state: string; ready: boolean }) => boolean,
+  ): Promise<number[]> =>
     Promise.all(
       [r1, r2].map((r) =>
-        waitFor(`${r.name}: ${what}`, 15_000, async () => ((await listPools(r.url, token)).some((p) => p.pool_id === 'pa' && state(p)) ? Date.now() : undefined), 20),
+        waitFor(
+          `${r.name}: ${what}`,
+          15_000,
+          async () =>
+            (await listPools(r.url, token)).some((p) => p.pool_id === 'pa' && state(p)) ? Date.now() : undefined,
+          20,
+        ),
       ),
     );
 
@@ -53,7 +72,18 @@ describe.skipIf(unavailable !== undefined)('a node cut off from every replica (l
       [hostA, 'node-a', 'pa'],
       [hostB, 'node-b', 'pb'],
     ] as const) {
-      const node = await startNode({ id, poolId, host: host.addr, orchestratorUrl: r1.url, token, heartbeatMs: HEARTBEAT_MS, slots: 2, ctx: 4096, workDir, wrap: lab.wrap(host) });
+      const node = await startNode({
+        id,
+        poolId,
+        host: host.addr,
+        orchestratorUrl: r1.url,
+        token,
+        heartbeatMs: HEARTBEAT_MS,
+        slots: 2,
+        ctx: 4096,
+        workDir,
+        wrap: lab.wrap(host),
+      });
       nodes.set(id, node);
       daemons.push(node);
     }
@@ -70,14 +100,19 @@ describe.skipIf(unavailable !== undefined)('a node cut off from every replica (l
   it('goes offline within 3 intervals, its work is placed elsewhere or ended per the policy, and it rejoins', async () => {
     // node-a: one long task streaming (1 of 2 slots); node-b: both slots busy for a few seconds
     const streaming = openTask(r2.url, token, { maxTokens: 1900, pin: 'pa' });
-    const busyB = [openTask(r1.url, token, { maxTokens: 600, pin: 'pb' }), openTask(r2.url, token, { maxTokens: 600, pin: 'pb' })];
+    const busyB = [
+      openTask(r1.url, token, { maxTokens: 600, pin: 'pb' }),
+      openTask(r2.url, token, { maxTokens: 600, pin: 'pb' }),
+    ];
     await Promise.all([streaming.firstToken, ...busyB.map((t) => t.firstToken)]);
 
     const cutAt = Date.now();
     await lab.cut(hostA);
     // work that prefers node-a: it still looks online with a free slot, so the first of these is
     // dispatched there (before any token) and must be re-placed; all must end up on node-b
-    const queued = Array.from({ length: 5 }, (_, i) => openTask((i % 2 === 0 ? r1 : r2).url, token, { maxTokens: 24, prefer: 'pa', fallback: true }));
+    const queued = Array.from({ length: 5 }, (_, i) =>
+      openTask((i % 2 === 0 ? r1 : r2).url, token, { maxTokens: 24, prefer: 'pa', fallback: true }),
+    );
 
     const offlineMs = (await bothSee('node-a offline', (p) => p.node_state === 'offline')).map((at) => at - cutAt);
 
@@ -99,20 +134,27 @@ describe.skipIf(unavailable !== undefined)('a node cut off from every replica (l
       queued.every((t) => replicaLines().some((j) => j.msg === 'task ended' && j.task_id === t.id)) ? true : undefined,
     );
     const lines = replicaLines();
-    const requeuedFromA = queued.filter((t) => lines.some((j) => j.msg === 'task re-queued' && j.task_id === t.id && j.node_id === 'node-a'));
+    const requeuedFromA = queued.filter((t) =>
+      lines.some((j) => j.msg === 'task re-queued' && j.task_id === t.id && j.node_id === 'node-a'),
+    );
     expect(requeuedFromA.length, 'a task dispatched to the cut node before its first token').toBeGreaterThanOrEqual(1);
     const ttft = (e: TaskOutcome): number => (e.firstTokenAt ?? e.endedAt) - e.admittedAt;
     // re-placed after the dispatch accept timeout (1 s here) and a wait for a slot of node-b, not
     // undici's 10 s connect timeout
-    for (const t of requeuedFromA) expect(ttft(queuedEnds[queued.indexOf(t)] as TaskOutcome), `TTFT of re-placed task ${t.id}`).toBeLessThan(5000);
+    for (const t of requeuedFromA)
+      expect(ttft(queuedEnds[queued.indexOf(t)] as TaskOutcome), `TTFT of re-placed task ${t.id}`).toBeLessThan(5000);
     // each reached node-b's engine once (a placement the node refused as saturated — the replicas
     // race for its slots — sends nothing to the engine)
     const nodeB = nodes.get('node-b') as ChaosDaemon;
     await waitFor("node-b's end lines of the queued tasks", 5000, async () =>
-      queued.every((t) => nodeB.lines.some((l) => l.json?.msg === 'dispatch ended' && l.json.task_id === t.id)) ? true : undefined,
+      queued.every((t) => nodeB.lines.some((l) => l.json?.msg === 'dispatch ended' && l.json.task_id === t.id))
+        ? true
+        : undefined,
     );
     for (const t of queued) {
-      const sent = nodes.get('node-b')?.lines.filter((l) => l.json?.msg === 'engine request sent' && l.json.task_id === t.id).length;
+      const sent = nodes
+        .get('node-b')
+        ?.lines.filter((l) => l.json?.msg === 'engine request sent' && l.json.task_id === t.id).length;
       expect(sent, `task ${t.id} sent to node-b's engine`).toBe(1);
     }
 
@@ -127,7 +169,9 @@ describe.skipIf(unavailable !== undefined)('a node cut off from every replica (l
       `[partitions] node cut off (2 replicas on Redis): node-a offline in r1/r2 after ${offlineMs.map((ms) => (ms / 1000).toFixed(2)).join('/')} s (3 intervals = ${((3 * HEARTBEAT_MS) / 1000).toFixed(1)} s); ` +
         `${queuedEnds.length} queued tasks ended on node-b (${requeuedFromA.length} dispatched to node-a before a token and re-placed; their TTFT ${queued
           .map((_, i) => ttft(queuedEnds[i] as TaskOutcome))
-          .join('/')} ms); 1 streaming task (through r2) ended with error ${streamingEnd.code} after ${streamingEnd.tokens} tokens; ` +
+          .join(
+            '/',
+          )} ms); 1 streaming task (through r2) ended with error ${streamingEnd.code} after ${streamingEnd.tokens} tokens; ` +
         `rejoined (both replicas) ${((onlineAt - restoredAt) / 1000).toFixed(2)} s after the link came back, new task served there\n`,
     );
   });

@@ -11,7 +11,16 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newToken, type CapturedLine, type ChaosDaemon } from '@llama-orch/chaos';
-import { listPools, redisUnavailable, startLabRedis, startNode, startReplica, waitFor, waitPoolsReady, type LabRedis } from './lab-daemons.js';
+import {
+  listPools,
+  redisUnavailable,
+  startLabRedis,
+  startNode,
+  startReplica,
+  waitFor,
+  waitPoolsReady,
+  type LabRedis,
+} from './lab-daemons.js';
 import { openTask, type LiveTask, type TaskOutcome } from './lab-task.js';
 import { NetLab, netnsUnavailable, type LabLink } from './net-lab.js';
 
@@ -19,7 +28,8 @@ const HEARTBEAT_MS = 500;
 /** A task's owner lease and a cluster slot lease: app.ts's `replicaLeaseMs` for this heartbeat. */
 const OWNER_TTL_MS = Math.max(2000, 2 * HEARTBEAT_MS);
 const unavailable = (await netnsUnavailable()) ?? (await redisUnavailable());
-if (unavailable !== undefined) process.stdout.write(`[partitions] replica cut off from Redis: SKIPPED, ${unavailable}\n`);
+if (unavailable !== undefined)
+  process.stdout.write(`[partitions] replica cut off from Redis: SKIPPED, ${unavailable}\n`);
 
 /** `msg` lines of a daemon, as JSON, with pino's own `time`. */
 function jsonLines(d: ChaosDaemon, msg: string): Array<Record<string, unknown>> {
@@ -49,7 +59,13 @@ describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still 
     link = await lab.link(hostA, redisHost);
     const port = 20_000 + Math.floor(Math.random() * 40_000);
     redis = await startLabRedis(lab.wrap(redisHost), redisHost.addr, port);
-    replicaB = await startReplica({ name: 'replica-b', addr: `${lab.hostAddr}:0`, token, heartbeatMs: HEARTBEAT_MS, redisUrl: `redis://${redisHost.addr}:${port}/0` });
+    replicaB = await startReplica({
+      name: 'replica-b',
+      addr: `${lab.hostAddr}:0`,
+      token,
+      heartbeatMs: HEARTBEAT_MS,
+      redisUrl: `redis://${redisHost.addr}:${port}/0`,
+    });
     daemons.push(replicaB);
     replicaA = await startReplica({
       name: 'replica-a',
@@ -60,7 +76,16 @@ describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still 
       wrap: lab.wrap(hostA),
     });
     daemons.push(replicaA);
-    node = await startNode({ id: 'node-1', poolId: 'p1', host: lab.hostAddr, orchestratorUrl: replicaB.url, token, heartbeatMs: HEARTBEAT_MS, slots: 2, workDir });
+    node = await startNode({
+      id: 'node-1',
+      poolId: 'p1',
+      host: lab.hostAddr,
+      orchestratorUrl: replicaB.url,
+      token,
+      heartbeatMs: HEARTBEAT_MS,
+      slots: 2,
+      workDir,
+    });
     daemons.push(node);
     await waitPoolsReady(replicaB.url, token, ['p1']);
     await waitPoolsReady(replicaA.url, token, ['p1']);
@@ -79,21 +104,30 @@ describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still 
    */
   async function reportStuck(ids: readonly string[], cutAt: number): Promise<void> {
     const dir = await mkdtemp(join(tmpdir(), 'llorch-redis-partition-'));
-    const out = [`[partitions] replica cut off from Redis: ${ids.length} task(s) without a terminal frame (every log line in ${dir}):`];
+    const out = [
+      `[partitions] replica cut off from Redis: ${ids.length} task(s) without a terminal frame (every log line in ${dir}):`,
+    ];
     const at = (l: CapturedLine): string => (l.json === undefined ? '?' : String(Number(l.json.time) - cutAt));
     for (const d of [replicaA, replicaB, node]) {
       await writeFile(join(dir, `${d.name.replace(/[^a-z0-9-]/gi, '_')}.log`), d.lines.map((l) => l.text).join('\n'));
-      for (const l of d.lines) if (ids.some((id) => l.text.includes(id))) out.push(`  ${d.name} ${at(l)} ms: ${l.text.slice(0, 500)}`);
+      for (const l of d.lines)
+        if (ids.some((id) => l.text.includes(id))) out.push(`  ${d.name} ${at(l)} ms: ${l.text.slice(0, 500)}`);
     }
-    for (const l of replicaA.lines) if (Number(l.json?.level) >= 40 && l.json?.task_id === undefined) out.push(`  replica-a ${at(l)} ms: ${l.text.slice(0, 300)}`);
+    for (const l of replicaA.lines)
+      if (Number(l.json?.level) >= 40 && l.json?.task_id === undefined)
+        out.push(`  replica-a ${at(l)} ms: ${l.text.slice(0, 300)}`);
     process.stdout.write(`${out.join('\n')}\n`);
   }
 
   it('stops admitting (503 STORE_UNAVAILABLE) and dispatching; its leases lapse and no task is dispatched twice', async () => {
     // more work than the node's 2 slots, through both replicas: some of replica-a's tasks are
     // running at the cut, some queued in the shared queue
-    const onA: LiveTask[] = Array.from({ length: 6 }, () => openTask(replicaA.url, token, { maxTokens: 160, timeoutMs: 90_000 }));
-    const onB: LiveTask[] = Array.from({ length: 6 }, () => openTask(replicaB.url, token, { maxTokens: 160, timeoutMs: 90_000 }));
+    const onA: LiveTask[] = Array.from({ length: 6 }, () =>
+      openTask(replicaA.url, token, { maxTokens: 160, timeoutMs: 90_000 }),
+    );
+    const onB: LiveTask[] = Array.from({ length: 6 }, () =>
+      openTask(replicaB.url, token, { maxTokens: 160, timeoutMs: 90_000 }),
+    );
     await Promise.race(onA.map((t) => t.firstToken));
 
     const cutAt = Date.now();
@@ -141,7 +175,8 @@ describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still 
     expect(lastPlacedOnA - cutDoneAt, 'replica-a placed a task after the cut').toBeLessThan(50);
     // fencing: each task reached the engine at most once
     const sent = new Map<string, number>();
-    for (const j of jsonLines(node, 'engine request sent')) sent.set(String(j.task_id), (sent.get(String(j.task_id)) ?? 0) + 1);
+    for (const j of jsonLines(node, 'engine request sent'))
+      sent.set(String(j.task_id), (sent.get(String(j.task_id)) ?? 0) + 1);
     const twice = [...sent].filter(([, n]) => n > 1);
     expect(twice, 'tasks dispatched more than once').toEqual([]);
     for (const e of ends.slice(6)) expect(e.kind, `replica-b's task: ${JSON.stringify(e)}`).toBe('end');
@@ -162,7 +197,11 @@ describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still 
     const kinds = (xs: TaskOutcome[]): string =>
       Object.entries(
         xs.reduce<Record<string, number>>(
-          (m, e) => ((m[e.kind === 'error' ? `error ${e.code}` : e.kind] = (m[`${e.kind === 'error' ? `error ${e.code}` : e.kind}`] ?? 0) + 1), m),
+          (m, e) => (
+            (m[e.kind === 'error' ? `error ${e.code}` : e.kind] =
+              (m[`${e.kind === 'error' ? `error ${e.code}` : e.kind}`] ?? 0) + 1),
+            m
+          ),
           {},
         ),
       )

@@ -49,13 +49,29 @@ export async function relayNodeLinks(lab: NetLab, host: LabHost, orchestratorUrl
       [RELAYED_DISPATCH_PORT, relay.ports[1]],
     ] as const) {
       const match = ['-i', host.nsIf, '-p', 'tcp', '-d', host.addr, '--dport', String(port)];
-      await lab.inNs(host, ['iptables', '-t', 'nat', '-A', 'PREROUTING', ...match, '-j', 'REDIRECT', '--to-ports', String(relayPort)]);
+      await lab.inNs(host, [
+        'iptables',
+        '-t',
+        'nat',
+        '-A',
+        'PREROUTING',
+        ...match,
+        '-j',
+        'REDIRECT',
+        '--to-ports',
+        String(relayPort),
+      ]);
     }
   } catch (err) {
     await relay.stop();
     throw err;
   }
-  return { relay, orchestratorUrl: `http://127.0.0.1:${relay.ports[2]}`, nodePort: RELAYED_NODE_PORT, dispatchPort: RELAYED_DISPATCH_PORT };
+  return {
+    relay,
+    orchestratorUrl: `http://127.0.0.1:${relay.ports[2]}`,
+    nodePort: RELAYED_NODE_PORT,
+    dispatchPort: RELAYED_DISPATCH_PORT,
+  };
 }
 
 /**
@@ -69,6 +85,8 @@ export async function assertListensOnRelayedPorts(node: ChaosDaemon, links: Rela
     return line === undefined ? undefined : Number(line.json?.port);
   });
   if (api !== links.nodePort || h2c !== links.dispatchPort) {
-    throw new Error(`${node.name} listens on ${api} and ${h2c} (h2c), the relay redirects ${links.nodePort} and ${links.dispatchPort}`);
+    throw new Error(
+      `${node.name} listens on ${api} and ${h2c} (h2c), the relay redirects ${links.nodePort} and ${links.dispatchPort}`,
+    );
   }
 }

@@ -58,19 +58,25 @@ export function checkServed(input: ServedInput): ServedCheck {
   const listed = [...availability.ready, ...availability.provisioning];
   if (listed.length === 0) {
     input.onReject('MODEL_NOT_AVAILABLE');
-    throw new ModelNotAvailableError(`model '${request.model_ref}' is not served or provisioned by any pool`, { retryAfterMs: input.retryAfterMs });
+    throw new ModelNotAvailableError(`model '${request.model_ref}' is not served or provisioned by any pool`, {
+      retryAfterMs: input.retryAfterMs,
+    });
   }
   const kind = taskCapability(request);
   if (!listed.some((p) => mayServe(p, kind))) {
     input.onReject('INVALID_PARAMS');
     const served = [...new Set(listed.flatMap((p) => p.capabilities ?? DEFAULT_POOL_CAPABILITIES))].join(', ');
-    throw new InvalidParamsError(`model '${request.model_ref}' cannot serve ${kind}: its pools serve ${served}`, { param: 'model' });
+    throw new InvalidParamsError(`model '${request.model_ref}' cannot serve ${kind}: its pools serve ${served}`, {
+      param: 'model',
+    });
   }
   const poolCtx = Math.max(0, ...listed.map((p) => p.ctx));
   const ctxLimit = poolCtx > 0 ? poolCtx : input.ctxMax;
   if (request.ctx > ctxLimit) {
     input.onReject('INVALID_PARAMS');
-    throw new InvalidParamsError(`ctx: ${request.ctx} exceeds ctx_max ${ctxLimit} of the pools serving '${request.model_ref}'`);
+    throw new InvalidParamsError(
+      `ctx: ${request.ctx} exceeds ctx_max ${ctxLimit} of the pools serving '${request.model_ref}'`,
+    );
   }
   return { availability, listed };
 }
@@ -103,8 +109,14 @@ const AHEAD_SEARCH_LIMIT = 1 << 20;
  * check and the enqueue are one round trip. Rests on the prediction growing with `ahead`.
  * `hint`: a count to try first (the queue's capacity), so a lenient deadline costs two predictions.
  */
-export function maxAheadForDeadline(predictor: Predictor, request: TaskRequest, listed: readonly PoolView[], hint: number): number | undefined {
-  const misses = (ahead: number): boolean => missesDeadline(predictTask(predictor, request, ahead, listed), request.deadline_ms);
+export function maxAheadForDeadline(
+  predictor: Predictor,
+  request: TaskRequest,
+  listed: readonly PoolView[],
+  hint: number,
+): number | undefined {
+  const misses = (ahead: number): boolean =>
+    missesDeadline(predictTask(predictor, request, ahead, listed), request.deadline_ms);
   let lo = -1;
   let hi = Math.max(0, Math.min(hint, AHEAD_SEARCH_LIMIT));
   if (!misses(hi)) {

@@ -11,7 +11,13 @@ describe('AdmissionQueue', () => {
     q.enqueue('b2', 'batch', 'b2');
     q.enqueue('i2', 'interactive', 'i2');
     expect(ids(q)).toEqual(['i1', 'i2', 'b1', 'b2']);
-    expect([q.dequeue()?.id, q.dequeue()?.id, q.dequeue()?.id, q.dequeue()?.id, q.dequeue()]).toEqual(['i1', 'i2', 'b1', 'b2', undefined]);
+    expect([q.dequeue()?.id, q.dequeue()?.id, q.dequeue()?.id, q.dequeue()?.id, q.dequeue()]).toEqual([
+      'i1',
+      'i2',
+      'b1',
+      'b2',
+      undefined,
+    ]);
   });
 
   it('reports 0-based positions in dispatch order at enqueue', () => {

@@ -59,7 +59,9 @@ class Lane_<T> {
   }
 }
 
-export type EnqueueResult<T> = { readonly kind: 'queued'; readonly position: number; readonly evicted?: QueueEntry<T> } | { readonly kind: 'full'; readonly policy: QueuePolicy };
+export type EnqueueResult<T> =
+  | { readonly kind: 'queued'; readonly position: number; readonly evicted?: QueueEntry<T> }
+  | { readonly kind: 'full'; readonly policy: QueuePolicy };
 
 export interface AdmissionQueueOptions<T> {
   /** Maximum queued entries. */
@@ -79,7 +81,8 @@ export class AdmissionQueue<T> {
   readonly #groups = new Map<string, Record<Lane, number>>();
 
   constructor(options: AdmissionQueueOptions<T>) {
-    if (!Number.isInteger(options.capacity) || options.capacity < 1) throw new RangeError('capacity must be an integer >= 1');
+    if (!Number.isInteger(options.capacity) || options.capacity < 1)
+      throw new RangeError('capacity must be an integer >= 1');
     this.capacity = options.capacity;
     this.policy = options.policy;
     this.#groupOf = options.groupOf;
@@ -230,7 +233,11 @@ export class AdmissionQueue<T> {
     if (this.#groupOf === undefined) return;
     const group = this.#groupOf(node.item);
     const c = this.#groups.get(group);
-    if (c === undefined) this.#groups.set(group, { interactive: node.lane === 'interactive' ? 1 : 0, batch: node.lane === 'batch' ? 1 : 0 });
+    if (c === undefined)
+      this.#groups.set(group, {
+        interactive: node.lane === 'interactive' ? 1 : 0,
+        batch: node.lane === 'batch' ? 1 : 0,
+      });
     else c[node.lane] += 1;
   }
 

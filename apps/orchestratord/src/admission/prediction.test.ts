@@ -15,7 +15,14 @@ describe("predictClusterWait (the dashboard's predicted wait)", () => {
     const r = new NodeRegistry({ heartbeatIntervalMs: 60_000, clock, logger: captureLogger().logger });
     registries.push(r);
     const node = (id: string, pools: ReturnType<typeof snapshot>[]) => {
-      r.register({ node_id: id, machine_id: id, address: 'http://127.0.0.1:9', pools, capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 }, version: 'x' });
+      r.register({
+        node_id: id,
+        machine_id: id,
+        address: 'http://127.0.0.1:9',
+        pools,
+        capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
+        version: 'x',
+      });
       r.heartbeat(id, { timestamp: new Date(clock.now()).toISOString(), pools });
     };
     return { r, node };
@@ -31,7 +38,10 @@ describe("predictClusterWait (the dashboard's predicted wait)", () => {
       tokens,
     });
     expect(predictClusterWait(input({}))).toBe(0);
-    node('n1', [snapshot({ pool_id: 'fast', models: ['m1'], decode_tps: 100 }), snapshot({ pool_id: 'slow', models: ['m2'], decode_tps: 10 })]);
+    node('n1', [
+      snapshot({ pool_id: 'fast', models: ['m1'], decode_tps: 100 }),
+      snapshot({ pool_id: 'slow', models: ['m2'], decode_tps: 10 }),
+    ]);
     expect(predictClusterWait(input({}))).toBe(0); // a free slot each
     // m2: 3 ahead, 1 free slot of 1 → 3 waves of 100 tokens at 10 tok/s.
     expect(predictClusterWait(input({ m1: 1, m2: 3 }))).toBe(30_000);

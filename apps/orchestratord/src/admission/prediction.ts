@@ -17,8 +17,18 @@ function toPredictorPool(p: PoolView): PredictorPool {
 }
 
 /** Prediction for a task from the pools that list its model (eligible ones when any). */
-export function predictTask(predictor: Predictor, request: TaskRequest, ahead: number, listed: readonly PoolView[]): Prediction {
-  const req: PlacementRequest = { model_ref: request.model_ref, ctx: request.ctx, determinism: request.determinism, placement: request.placement };
+export function predictTask(
+  predictor: Predictor,
+  request: TaskRequest,
+  ahead: number,
+  listed: readonly PoolView[],
+): Prediction {
+  const req: PlacementRequest = {
+    model_ref: request.model_ref,
+    ctx: request.ctx,
+    determinism: request.determinism,
+    placement: request.placement,
+  };
   const eligible = listed.filter((p) => isEligible(req, p));
   const pools = (eligible.length > 0 ? eligible : listed).map(toPredictorPool);
   return predictor.predict({ maxTokens: request.max_tokens, expectedTokens: request.expected_tokens, ahead, pools });
@@ -49,7 +59,14 @@ export function predictClusterWait(input: ClusterWaitInput): number {
     const avail = modelAvailability(input.poolsForModel(model), model);
     const listed = [...avail.ready, ...avail.provisioning];
     if (listed.length === 0) continue;
-    longest = Math.max(longest, input.predictor.predict({ maxTokens: input.tokens, ahead: input.ahead(model), pools: listed.map(toPredictorPool) }).startMs);
+    longest = Math.max(
+      longest,
+      input.predictor.predict({
+        maxTokens: input.tokens,
+        ahead: input.ahead(model),
+        pools: listed.map(toPredictorPool),
+      }).startMs,
+    );
   }
   return longest;
 }

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { DEADLINE_MARGIN, missesDeadline, onTimeProbability, Predictor, type Prediction, type PredictorPool } from './predictor.js';
+import {
+  DEADLINE_MARGIN,
+  missesDeadline,
+  onTimeProbability,
+  Predictor,
+  type Prediction,
+  type PredictorPool,
+} from './predictor.js';
 
 const pool = (over: Partial<PredictorPool> = {}): PredictorPool => ({
   node_id: 'n',
@@ -30,12 +37,19 @@ describe('Predictor', () => {
       throughputTps: undefined,
       measured: false,
     });
-    expect(new Predictor().predict({ maxTokens: 100, ahead: 0, pools: [] })).toMatchObject({ startMs: 0, measured: false });
+    expect(new Predictor().predict({ maxTokens: 100, ahead: 0, pools: [] })).toMatchObject({
+      startMs: 0,
+      measured: false,
+    });
   });
 
   it('uses the node-reported rate, else the rate observed from ended tasks', () => {
     const p = new Predictor();
-    expect(p.predict({ maxTokens: 100, ahead: 0, pools: [pool({ decode_tps: 50, free: 1 })] })).toMatchObject({ startMs: 0, serviceMs: 2000, finishMs: 2000 });
+    expect(p.predict({ maxTokens: 100, ahead: 0, pools: [pool({ decode_tps: 50, free: 1 })] })).toMatchObject({
+      startMs: 0,
+      serviceMs: 2000,
+      finishMs: 2000,
+    });
     p.observeEnd('n', 'p', 200, 1000); // 200 tok/s, 200 tokens a task
     expect(p.predict({ maxTokens: 100, ahead: 0, pools: [pool({ free: 1 })] }).serviceMs).toBe(500);
     expect(p.predict({ maxTokens: 100, ahead: 0, pools: [pool({ decode_tps: 50, free: 1 })] }).serviceMs).toBe(2000);
@@ -48,7 +62,12 @@ describe('Predictor', () => {
     expect(cold).toMatchObject({ startMs: 1_000_000, finishMs: 1_100_000, measured: false });
     expect(missesDeadline(cold, 1000)).toBe(false);
     // The client's own estimate is a measurement of the task's size: now it may refuse.
-    const stated = p.predict({ maxTokens: 1000, expectedTokens: 1000, ahead: 9, pools: [pool({ decode_tps: 10, slots_total: 1 })] });
+    const stated = p.predict({
+      maxTokens: 1000,
+      expectedTokens: 1000,
+      ahead: 9,
+      pools: [pool({ decode_tps: 10, slots_total: 1 })],
+    });
     expect(stated).toMatchObject({ finishMs: 1_100_000, measured: true });
     expect(missesDeadline(stated, 1000)).toBe(true);
   });
@@ -61,7 +80,12 @@ describe('Predictor', () => {
     expect(p.predict({ maxTokens: 100, ahead: 1, pools }).startMs).toBe(0);
     // 2 slots releasing one task each per 1000 ms: one release every 500 ms.
     expect(p.predict({ maxTokens: 100, ahead: 2, pools }).startMs).toBe(500);
-    expect(p.predict({ maxTokens: 100, ahead: 4, pools })).toMatchObject({ startMs: 1500, finishMs: 2500, throughputTps: 2, measured: true });
+    expect(p.predict({ maxTokens: 100, ahead: 4, pools })).toMatchObject({
+      startMs: 1500,
+      finishMs: 2500,
+      throughputTps: 2,
+      measured: true,
+    });
   });
 
   it('credits tasks that stop early: the queue drains at the observed slot time, not at max_tokens ÷ rate', () => {
@@ -78,7 +102,10 @@ describe('Predictor', () => {
     // Twice the queue is an honest miss of a 120 s deadline.
     expect(missesDeadline(p.predict({ maxTokens: 1024, ahead: 2400, pools }), 120_000)).toBe(true);
     // A task that says it needs 125× the typical tokens gets 125× the typical slot time (not the one-stream rate's 10 s).
-    expect(p.predict({ maxTokens: 1024, expectedTokens: 1000, ahead: 0, pools: [pool({ decode_tps: 100, free: 1 })] }).finishMs).toBe(17_500);
+    expect(
+      p.predict({ maxTokens: 1024, expectedTokens: 1000, ahead: 0, pools: [pool({ decode_tps: 100, free: 1 })] })
+        .finishMs,
+    ).toBe(17_500);
     // Its own tokens never exceed its max_tokens.
     observe(p, 30, 500, 100, 5000); // the median of the last 16 slot times and the tokens EWMA follow
     expect(p.predict({ maxTokens: 10, ahead: 0, pools: [pool({ decode_tps: 100, free: 1 })] }).serviceMs).toBe(100);
@@ -105,16 +132,26 @@ describe('Predictor', () => {
     expect(pred.throughputTps).toBeCloseTo(30, 6);
     expect(pred.startMs).toBe(1000);
     // A pool nothing ended on yet adds a cold-start slot time from the task's own tokens.
-    const withNew = p.predict({ maxTokens: 100, ahead: 29, pools: [...pools, pool({ pool_id: 'c', slots_total: 1, decode_tps: 100 })] });
+    const withNew = p.predict({
+      maxTokens: 100,
+      ahead: 29,
+      pools: [...pools, pool({ pool_id: 'c', slots_total: 1, decode_tps: 100 })],
+    });
     expect(withNew.throughputTps).toBeCloseTo(31, 6);
   });
 
   it('adds the measured first-token latency and the provisioning ETA', () => {
     const p = new Predictor();
     p.observeFirstToken('n', 'p', 40);
-    expect(p.predict({ maxTokens: 10, ahead: 0, pools: [pool({ free: 1, decode_tps: 100 })] })).toMatchObject({ startMs: 40, serviceMs: 140 });
+    expect(p.predict({ maxTokens: 10, ahead: 0, pools: [pool({ free: 1, decode_tps: 100 })] })).toMatchObject({
+      startMs: 40,
+      serviceMs: 140,
+    });
     const provisioning = pool({ serving: false, provisioningEtaMs: 3000, decode_tps: 0, pool_id: 'q' });
-    expect(p.predict({ maxTokens: 10, ahead: 0, pools: [provisioning] })).toMatchObject({ startMs: 3000, measured: false });
+    expect(p.predict({ maxTokens: 10, ahead: 0, pools: [provisioning] })).toMatchObject({
+      startMs: 3000,
+      measured: false,
+    });
   });
 
   it(`refuses only past the deadline plus ${DEADLINE_MARGIN * 100} % of it, and never without a measured end`, () => {

@@ -174,7 +174,10 @@ export class Predictor {
     const rate = this.rateOf(pool);
     const ttft = s?.ttftMs ?? 0;
     const ownTokens = input.expectedTokens ?? Math.min(input.maxTokens, s?.tokensOut ?? input.maxTokens);
-    const observed = s?.slotMs !== undefined && s.tokensOut !== undefined && s.tokensOut > 0 ? { slotMs: s.slotMs, tokens: s.tokensOut } : undefined;
+    const observed =
+      s?.slotMs !== undefined && s.tokensOut !== undefined && s.tokensOut > 0
+        ? { slotMs: s.slotMs, tokens: s.tokensOut }
+        : undefined;
     // A slot time observed under the pool's real load (batching, contention) beats the decode rate of one stream.
     const ownMs =
       observed !== undefined
@@ -182,22 +185,42 @@ export class Predictor {
         : rate !== undefined && rate > 0
           ? ttft + (ownTokens / rate) * 1000
           : s?.slotMs;
-    const measured = s?.slotMs !== undefined || (ownMs !== undefined && (input.expectedTokens !== undefined || s?.tokensOut !== undefined));
-    return { slots: pool.slots_total, ttft, slotMs: s?.slotMs ?? ownMs, fastSlotMs: s?.fastSlotMs ?? s?.slotMs ?? ownMs, ownMs, measured };
+    const measured =
+      s?.slotMs !== undefined ||
+      (ownMs !== undefined && (input.expectedTokens !== undefined || s?.tokensOut !== undefined));
+    return {
+      slots: pool.slots_total,
+      ttft,
+      slotMs: s?.slotMs ?? ownMs,
+      fastSlotMs: s?.fastSlotMs ?? s?.slotMs ?? ownMs,
+      ownMs,
+      measured,
+    };
   }
 
   predict(input: PredictionInput): Prediction {
     const { ahead, pools } = input;
     const serving = pools.filter((p) => p.serving);
     const considered = serving.length > 0 ? serving : pools;
-    if (considered.length === 0) return { startMs: 0, serviceMs: undefined, finishMs: undefined, fastFinishMs: undefined, throughputTps: undefined, measured: false };
+    if (considered.length === 0)
+      return {
+        startMs: 0,
+        serviceMs: undefined,
+        finishMs: undefined,
+        fastFinishMs: undefined,
+        throughputTps: undefined,
+        measured: false,
+      };
     const prepMs = serving.length > 0 ? 0 : Math.min(...considered.map((p) => p.provisioningEtaMs ?? 0));
     const free = serving.reduce((n, p) => n + p.free, 0);
     const est = considered.map((p) => this.#estimate(p, input));
     const ttft = est.reduce((n, e) => n + e.ttft, 0) / est.length;
     // Slots released per ms across the pools: a pool whose slot time is unknown adds none.
     const perMs = est.reduce((n, e) => (e.slotMs !== undefined && e.slotMs > 0 ? n + e.slots / e.slotMs : n), 0);
-    const fastPerMs = est.reduce((n, e) => (e.fastSlotMs !== undefined && e.fastSlotMs > 0 ? n + e.slots / e.fastSlotMs : n), 0);
+    const fastPerMs = est.reduce(
+      (n, e) => (e.fastSlotMs !== undefined && e.fastSlotMs > 0 ? n + e.slots / e.fastSlotMs : n),
+      0,
+    );
     const own = est.filter((e) => e.ownMs !== undefined);
     const serviceMs = own.length > 0 ? own.reduce((n, e) => n + (e.ownMs ?? 0), 0) / own.length : undefined;
     const queued = ahead >= free;
@@ -207,7 +230,9 @@ export class Predictor {
       startMs: Math.round(prepMs + waitMs + ttft),
       serviceMs: serviceMs === undefined ? undefined : Math.round(serviceMs),
       finishMs: known ? Math.round(prepMs + waitMs + (serviceMs ?? 0)) : undefined,
-      fastFinishMs: known ? Math.round(prepMs + (queued && fastPerMs > 0 ? (ahead - free + 1) / fastPerMs : 0) + (serviceMs ?? 0)) : undefined,
+      fastFinishMs: known
+        ? Math.round(prepMs + (queued && fastPerMs > 0 ? (ahead - free + 1) / fastPerMs : 0) + (serviceMs ?? 0))
+        : undefined,
       throughputTps: perMs > 0 ? perMs * 1000 : undefined,
       measured: known && est.some((e) => e.measured),
     };

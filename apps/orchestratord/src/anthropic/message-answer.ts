@@ -18,12 +18,23 @@ export function stopReasonOf(finishReason: unknown): AnthropicStopReason {
 }
 
 /** Anthropic's usage: `input_tokens` are the prompt tokens not read from the prompt cache. */
-export function anthropicUsage(promptTokens: number, cachedTokens: number, outputTokens: number): AnthropicMessage['usage'] {
-  return { cache_read_input_tokens: cachedTokens, input_tokens: Math.max(0, promptTokens - cachedTokens), output_tokens: outputTokens };
+export function anthropicUsage(
+  promptTokens: number,
+  cachedTokens: number,
+  outputTokens: number,
+): AnthropicMessage['usage'] {
+  return {
+    cache_read_input_tokens: cachedTokens,
+    input_tokens: Math.max(0, promptTokens - cachedTokens),
+    output_tokens: outputTokens,
+  };
 }
 
 interface ChatAnswer {
-  choices?: Array<{ finish_reason?: unknown; message?: { content?: unknown; reasoning_content?: unknown; tool_calls?: unknown } }>;
+  choices?: Array<{
+    finish_reason?: unknown;
+    message?: { content?: unknown; reasoning_content?: unknown; tool_calls?: unknown };
+  }>;
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
 }
 
@@ -47,11 +58,18 @@ export function anthropicMessage(body: Record<string, unknown>, who: { id: strin
   const choice = answer.choices?.[0];
   const message = choice?.message ?? {};
   const content: Record<string, unknown>[] = [];
-  if (typeof message.reasoning_content === 'string' && message.reasoning_content !== '') content.push({ type: 'thinking', thinking: message.reasoning_content, signature: '' });
-  if (typeof message.content === 'string' && message.content !== '') content.push({ type: 'text', text: message.content });
+  if (typeof message.reasoning_content === 'string' && message.reasoning_content !== '')
+    content.push({ type: 'thinking', thinking: message.reasoning_content, signature: '' });
+  if (typeof message.content === 'string' && message.content !== '')
+    content.push({ type: 'text', text: message.content });
   if (Array.isArray(message.tool_calls)) {
     for (const call of message.tool_calls as ToolCall[])
-      content.push({ type: 'tool_use', id: call.id ?? '', name: call.function?.name ?? '', input: parseInput(call.function?.arguments) });
+      content.push({
+        type: 'tool_use',
+        id: call.id ?? '',
+        name: call.function?.name ?? '',
+        input: parseInput(call.function?.arguments),
+      });
   }
   const usage = answer.usage ?? {};
   return {
@@ -62,6 +80,10 @@ export function anthropicMessage(body: Record<string, unknown>, who: { id: strin
     model: who.model,
     stop_reason: stopReasonOf(choice?.finish_reason),
     stop_sequence: null,
-    usage: anthropicUsage(usage.prompt_tokens ?? 0, usage.prompt_tokens_details?.cached_tokens ?? 0, usage.completion_tokens ?? 0),
+    usage: anthropicUsage(
+      usage.prompt_tokens ?? 0,
+      usage.prompt_tokens_details?.cached_tokens ?? 0,
+      usage.completion_tokens ?? 0,
+    ),
   };
 }

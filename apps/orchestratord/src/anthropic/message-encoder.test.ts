@@ -6,13 +6,24 @@ import { countTokensCall, messagesCall } from './message-mapping.js';
 
 const end = (finish: 'stop' | 'length' | 'tool_calls', tokens = 3): SseFrame => ({
   event: 'end',
-  data: { tokens_out: tokens, decode_ms: 1, decode_time_ms: 1, stop_type: finish === 'length' ? 'limit' : 'eos', finish_reason: finish, prompt_tokens: 10, cached_tokens: 4 },
+  data: {
+    tokens_out: tokens,
+    decode_ms: 1,
+    decode_time_ms: 1,
+    stop_type: finish === 'length' ? 'limit' : 'eos',
+    finish_reason: finish,
+    prompt_tokens: 10,
+    cached_tokens: 4,
+  },
 });
 
 function events(frames: SseFrame[]): Array<{ event: string; data: Record<string, unknown> }> {
   const enc = new AnthropicEventEncoder({ id: 'msg_1', model: 'tiny' });
   const text = frames.map((f, i) => enc.encode(i, f)).join('');
-  return [...text.matchAll(/^event: (\w+)\ndata: (.*)\n\n/gm)].map((m) => ({ event: m[1]!, data: JSON.parse(m[2]!) as Record<string, unknown> }));
+  return [...text.matchAll(/^event: (\w+)\ndata: (.*)\n\n/gm)].map((m) => ({
+    event: m[1]!,
+    data: JSON.parse(m[2]!) as Record<string, unknown>,
+  }));
 }
 
 describe('AnthropicEventEncoder', () => {
@@ -57,8 +68,20 @@ describe('AnthropicEventEncoder', () => {
 
   it('turns streamed tool-call deltas into a tool_use block with input_json_delta pieces and stop_reason tool_use', () => {
     const out = events([
-      { event: 'token', data: { t: '', i: 0, delta: { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{' } }] } } },
-      { event: 'token', data: { t: '', i: 1, delta: { tool_calls: [{ index: 0, function: { arguments: '"city":"Paris"}' } }] } } },
+      {
+        event: 'token',
+        data: {
+          t: '',
+          i: 0,
+          delta: {
+            tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{' } }],
+          },
+        },
+      },
+      {
+        event: 'token',
+        data: { t: '', i: 1, delta: { tool_calls: [{ index: 0, function: { arguments: '"city":"Paris"}' } }] } },
+      },
       end('tool_calls'),
     ]);
     expect(out.map((e) => e.event)).toEqual([
@@ -84,9 +107,9 @@ describe('AnthropicEventEncoder', () => {
   it('an error after the start is one error event in Anthropic’s shape', () => {
     const enc = new AnthropicEventEncoder({ id: 'msg_1', model: 'tiny' });
     enc.encode(0, { event: 'token', data: { t: 'a', i: 0 } });
-    expect(enc.encode(1, { event: 'error', data: { code: 'WORKER_RESET', message: 'engine died', retriable: true } })).toBe(
-      'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"engine died"}}\n\n',
-    );
+    expect(
+      enc.encode(1, { event: 'error', data: { code: 'WORKER_RESET', message: 'engine died', retriable: true } }),
+    ).toBe('event: error\ndata: {"type":"error","error":{"type":"api_error","message":"engine died"}}\n\n');
   });
 });
 
@@ -159,7 +182,11 @@ describe('message mapping', () => {
       messages: [
         { role: 'system', content: 'Be brief.' },
         { role: 'user', content: 'hi' },
-        { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+        },
         { role: 'user', content: [{ type: 'text', text: 'and?' }] },
         { role: 'tool', tool_call_id: 'c1', content: 'ok' },
       ],
@@ -170,14 +197,22 @@ describe('message mapping', () => {
         tool_choice: { type: 'function', function: { name: 'f' } },
       },
     });
-    expect(countTokensCall({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }] }, undefined).task.max_tokens).toBe(1);
+    expect(
+      countTokensCall({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }] }, undefined).task.max_tokens,
+    ).toBe(1);
   });
 
   it('refuses what it cannot honour with a 400 naming the field', () => {
     const base = { model: 'tiny', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] };
     expect(() => messagesCall({ ...base, max_tokens: undefined }, undefined)).toThrow(/^max_tokens: /);
-    expect(() => messagesCall({ ...base, thinking: { type: 'enabled', budget_tokens: 100 } }, undefined)).toThrow(/thinking/);
-    expect(() => messagesCall({ ...base, messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] }, undefined)).toThrow(/^messages\.0\.content/);
-    expect(() => messagesCall({ ...base, tool_choice: { type: 'tool', name: 'nope' } }, undefined)).toThrow(/^tool_choice\.name: /);
+    expect(() => messagesCall({ ...base, thinking: { type: 'enabled', budget_tokens: 100 } }, undefined)).toThrow(
+      /thinking/,
+    );
+    expect(() =>
+      messagesCall({ ...base, messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] }, undefined),
+    ).toThrow(/^messages\.0\.content/);
+    expect(() => messagesCall({ ...base, tool_choice: { type: 'tool', name: 'nope' } }, undefined)).toThrow(
+      /^tool_choice\.name: /,
+    );
   });
 });

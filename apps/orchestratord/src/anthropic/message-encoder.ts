@@ -104,12 +104,18 @@ export class AnthropicEventEncoder implements FrameEncoder {
         let index = this.#tools.get(key);
         if (index === undefined) {
           let head: string;
-          [index, head] = this.#open({ type: 'tool_use', id: call.id ?? '', name: call.function?.name ?? '', input: {} });
+          [index, head] = this.#open({
+            type: 'tool_use',
+            id: call.id ?? '',
+            name: call.function?.name ?? '',
+            input: {},
+          });
           this.#tools.set(key, index);
           out += head;
         }
         const args = call.function?.arguments;
-        if (typeof args === 'string' && args !== '') out += this.#delta(index, { type: 'input_json_delta', partial_json: args });
+        if (typeof args === 'string' && args !== '')
+          out += this.#delta(index, { type: 'input_json_delta', partial_json: args });
       }
     }
     return out;
@@ -124,7 +130,10 @@ export class AnthropicEventEncoder implements FrameEncoder {
     const usage = anthropicUsage(end.prompt_tokens ?? 0, end.cached_tokens ?? 0, end.tokens_out);
     out += event('message_delta', {
       type: 'message_delta',
-      delta: { stop_reason: stopReasonOf(end.finish_reason ?? (end.stop_type === 'limit' ? 'length' : 'stop')), stop_sequence: null },
+      delta: {
+        stop_reason: stopReasonOf(end.finish_reason ?? (end.stop_type === 'limit' ? 'length' : 'stop')),
+        stop_sequence: null,
+      },
       usage,
     });
     return out + event('message_stop', { type: 'message_stop' });

@@ -34,11 +34,15 @@ function invalid(issue: z.core.$ZodIssue | undefined): InvalidParamsError {
   const path = issue?.path.map(String).join('.') ?? '';
   const param = path === '' ? undefined : path.replace(/^sampling\./, '').replace(/^model_ref/, 'model');
   const message = issue?.message ?? 'invalid request';
-  return new InvalidParamsError(param === undefined ? `body: ${message}` : `${param}: ${message}`, param === undefined ? {} : { param });
+  return new InvalidParamsError(
+    param === undefined ? `body: ${message}` : `${param}: ${message}`,
+    param === undefined ? {} : { param },
+  );
 }
 
 function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidParamsError('body: expected a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new InvalidParamsError('body: expected a JSON object');
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw invalid(parsed.error.issues[0]);
   return parsed.data;
@@ -59,10 +63,19 @@ function toChatMessages(msg: AnthropicMessageParam): ChatMessage[] {
   for (const block of msg.content) {
     if (block.type === 'text') parts.push({ type: 'text', text: block.text });
     else if (block.type === 'thinking') reasoning += block.thinking;
-    else if (block.type === 'tool_use') toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input) } });
+    else if (block.type === 'tool_use')
+      toolCalls.push({
+        id: block.id,
+        type: 'function',
+        function: { name: block.name, arguments: JSON.stringify(block.input) },
+      });
     else {
       const c = block.content;
-      results.push({ role: 'tool', tool_call_id: block.tool_use_id, content: c === undefined ? '' : typeof c === 'string' ? c : c.map((b) => b.text).join('') });
+      results.push({
+        role: 'tool',
+        tool_call_id: block.tool_use_id,
+        content: c === undefined ? '' : typeof c === 'string' ? c : c.map((b) => b.text).join(''),
+      });
     }
   }
   const out: ChatMessage[] = [];
@@ -85,13 +98,18 @@ function conversation(body: AnthropicCountTokensRequest, sessionId: string | und
   if (sessionId !== undefined) task.session_id = sessionId;
   const sampling: Record<string, unknown> = {};
   if (body.tools !== undefined) {
-    sampling.tools = body.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.input_schema } }));
+    sampling.tools = body.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, description: t.description ?? '', parameters: t.input_schema },
+    }));
   }
   const choice = body.tool_choice;
   if (choice !== undefined) {
     if (choice.type === 'tool') {
       if (!(body.tools ?? []).some((t) => t.name === choice.name))
-        throw new InvalidParamsError(`tool_choice.name: '${choice.name}' is not among tools`, { param: 'tool_choice.name' });
+        throw new InvalidParamsError(`tool_choice.name: '${choice.name}' is not among tools`, {
+          param: 'tool_choice.name',
+        });
       sampling.tool_choice = { type: 'function', function: { name: choice.name } };
     } else sampling.tool_choice = choice.type === 'any' ? 'required' : choice.type;
   }

@@ -51,7 +51,11 @@ async function serverCpuUs(admin: Redis): Promise<number> {
 }
 
 /** Times `op(i)` for each task: latency per call, and both processes' CPU over the timed ones. */
-async function measure(admin: Redis, [commands, sequential]: [number, number], op: (i: number) => Promise<unknown>): Promise<Figures> {
+async function measure(
+  admin: Redis,
+  [commands, sequential]: [number, number],
+  op: (i: number) => Promise<unknown>,
+): Promise<Figures> {
   for (let i = 0; i < WARMUP; i += 1) await op(-1 - i);
   const samples: number[] = [];
   const cpu0 = process.cpuUsage();
@@ -74,7 +78,13 @@ async function measure(admin: Redis, [commands, sequential]: [number, number], o
   };
 }
 
-const record = JSON.stringify({ model_ref: 'm', priority: 'batch', session_id: 's', admitted_at: 0, owner_url: 'http://127.0.0.1:1' });
+const record = JSON.stringify({
+  model_ref: 'm',
+  priority: 'batch',
+  session_id: 's',
+  admitted_at: 0,
+  owner_url: 'http://127.0.0.1:1',
+});
 const pool = { node_id: 'n1', pool_id: 'p1' };
 
 async function run(store: SharedStore, raw: Redis, admin: Redis, prefix: string): Promise<Record<string, Figures>> {
@@ -94,7 +104,12 @@ async function run(store: SharedStore, raw: Redis, admin: Redis, prefix: string)
   });
   const out: Record<string, Figures> = {};
   const readsPipelined = (i: number) =>
-    raw.pipeline().zcard(`${prefix}q:g:interactive:m`).zcard(`${prefix}q:g:batch:m`).hmget(`${prefix}session:s-${i}`, 'turns', 'tokens_out', 'node_id', 'pool_id').exec();
+    raw
+      .pipeline()
+      .zcard(`${prefix}q:g:interactive:m`)
+      .zcard(`${prefix}q:g:batch:m`)
+      .hmget(`${prefix}session:s-${i}`, 'turns', 'tokens_out', 'node_id', 'pool_id')
+      .exec();
   // The client's code paths warm before any is timed (the first variant measured paid for the JIT).
   for (let i = 0; i < 3 * WARMUP; i += 1) await readsPipelined(i);
   out.reads_pipelined = await measure(admin, [3, 1], readsPipelined);
@@ -104,10 +119,21 @@ async function run(store: SharedStore, raw: Redis, admin: Redis, prefix: string)
     // another model's queue: the tasks dispatched below are first of theirs, as the gate sends them
     await store.lifecycle.admit(admitOf(id('two', i), 'two'));
   });
-  out.admit_one_script = await measure(admin, [1, 1], (i) => store.lifecycle.admit({ ...admitOf(id('one', i)), maxAhead: 1_000_000 }));
-  out.dispatch_one_script = await measure(admin, [1, 1], (i) => store.lifecycle.dispatch(id('one', i), 1, JSON.stringify(pool)));
+  out.admit_one_script = await measure(admin, [1, 1], (i) =>
+    store.lifecycle.admit({ ...admitOf(id('one', i)), maxAhead: 1_000_000 }),
+  );
+  out.dispatch_one_script = await measure(admin, [1, 1], (i) =>
+    store.lifecycle.dispatch(id('one', i), 1, JSON.stringify(pool)),
+  );
   out.end_one_script = await measure(admin, [1, 1], (i) =>
-    store.lifecycle.finish({ id: id('one', i), fence: 1, outcome: '{"event":"end"}', retainMs: 60_000, dequeue: false, session: { id: `s-${id('one', i)}`, tokensOut: 10, pool } }),
+    store.lifecycle.finish({
+      id: id('one', i),
+      fence: 1,
+      outcome: '{"event":"end"}',
+      retainMs: 60_000,
+      dequeue: false,
+      session: { id: `s-${id('one', i)}`, tokensOut: 10, pool },
+    }),
   );
   return out;
 }
@@ -116,7 +142,10 @@ const logger = pino({ level: 'silent' });
 const redis = await startRedisServer();
 try {
   const prefix = 'lifecycle-bench:';
-  const store = await createClusterStore({ redis_url: redis.url, redis_prefix: prefix, admission_capacity: 1_000_000 }, { clock: systemClock, logger });
+  const store = await createClusterStore(
+    { redis_url: redis.url, redis_prefix: prefix, admission_capacity: 1_000_000 },
+    { clock: systemClock, logger },
+  );
   if (!store.shared) throw new Error('a Redis store is a shared one');
   const raw = new Redis(redis.url);
   const admin = new Redis(redis.url);

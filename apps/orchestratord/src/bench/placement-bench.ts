@@ -3,7 +3,12 @@ import type { PoolSnapshot } from '@llama-orch/contracts';
 import { pino } from 'pino';
 import { NodeRegistry } from '../registry/node-registry.js';
 import type { Lease, PoolCandidate } from '../registry/pool-view.js';
-import { place, type PlacementRequest, type PlacementStrategy, type RoundRobinCursor } from '../scheduling/placement.js';
+import {
+  place,
+  type PlacementRequest,
+  type PlacementStrategy,
+  type RoundRobinCursor,
+} from '../scheduling/placement.js';
 
 /**
  * Placement at scale, for `pnpm bench placement` (bench/ spawns this file: it may not import
@@ -84,8 +89,16 @@ function randomRequest(): PlacementRequest {
       r < 0.8
         ? undefined
         : r < 0.9
-          ? { mode: 'prefer', prefer_pools: [poolId(Math.floor(random() * NODES), 0), poolId(Math.floor(random() * NODES), 1)], allow_fallback: true }
-          : { mode: 'pin', pin_pool_id: poolId(Math.floor(random() * NODES), Math.floor(random() * POOLS_PER_NODE)), allow_fallback: false },
+          ? {
+              mode: 'prefer',
+              prefer_pools: [poolId(Math.floor(random() * NODES), 0), poolId(Math.floor(random() * NODES), 1)],
+              allow_fallback: true,
+            }
+          : {
+              mode: 'pin',
+              pin_pool_id: poolId(Math.floor(random() * NODES), Math.floor(random() * POOLS_PER_NODE)),
+              allow_fallback: false,
+            },
     // The scheduler always passes the task's (normally empty) exclusion set.
     exclude: new Set<string>(),
     // Half the tasks continue a conversation: their session's last pool (any pool; often not the model's).
@@ -113,9 +126,18 @@ interface Summary {
 
 function summarize(values: number[]): Summary {
   const s = [...values].sort((a, b) => a - b);
-  const at = (p: number): number => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
+  const at = (p: number): number =>
+    s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
   const r = (v: number): number => Math.round(v * 1000) / 1000;
-  return { n: s.length, min: r(s[0] ?? NaN), p50: r(at(50)), p90: r(at(90)), p99: r(at(99)), max: r(s[s.length - 1] ?? NaN), mean: r(s.reduce((a, b) => a + b, 0) / s.length) };
+  return {
+    n: s.length,
+    min: r(s[0] ?? NaN),
+    p50: r(at(50)),
+    p90: r(at(90)),
+    p99: r(at(99)),
+    max: r(s[s.length - 1] ?? NaN),
+    mean: r(s.reduce((a, b) => a + b, 0) / s.length),
+  };
 }
 
 function timerOverheadUs(): number {
@@ -130,7 +152,11 @@ function timerOverheadUs(): number {
 
 /** A registered, heartbeating cluster, and the untimed churn applied between measured calls. */
 class Cluster {
-  readonly registry = new NodeRegistry({ heartbeatIntervalMs: 600_000, clock: { now: () => Date.now() }, logger: pino({ level: 'silent' }) });
+  readonly registry = new NodeRegistry({
+    heartbeatIntervalMs: 600_000,
+    clock: { now: () => Date.now() },
+    logger: pino({ level: 'silent' }),
+  });
   readonly #timestamp = new Date().toISOString();
   readonly #leases: Lease[] = [];
 
@@ -153,9 +179,16 @@ class Cluster {
   churn(): void {
     const n = Math.floor(random() * NODES);
     if (this.registry.nodeState(nodeId(n)) === 'online') {
-      this.registry.heartbeat(nodeId(n), { timestamp: this.#timestamp, pools: Array.from({ length: POOLS_PER_NODE }, (_, p) => randomSnapshot(poolId(n, p))) });
+      this.registry.heartbeat(nodeId(n), {
+        timestamp: this.#timestamp,
+        pools: Array.from({ length: POOLS_PER_NODE }, (_, p) => randomSnapshot(poolId(n, p))),
+      });
     }
-    if (random() < 0.01) this.registry.markSaturated(nodeId(Math.floor(random() * NODES)), poolId(n, Math.floor(random() * POOLS_PER_NODE)));
+    if (random() < 0.01)
+      this.registry.markSaturated(
+        nodeId(Math.floor(random() * NODES)),
+        poolId(n, Math.floor(random() * POOLS_PER_NODE)),
+      );
     while (this.#leases.length > HELD_LEASES) this.#leases.shift()?.release();
   }
 

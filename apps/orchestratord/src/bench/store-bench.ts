@@ -24,7 +24,15 @@ import { startRedisServer } from '../testing/redis-server.js';
 const OPS = Number(process.env.STORE_BENCH_OPS ?? 5000);
 const WARMUP = Number(process.env.STORE_BENCH_WARMUP ?? 500);
 
-type Op = 'lease_acquire' | 'lease_release' | 'task_admit' | 'task_dispatch' | 'rate_limit_hit' | 'activity_record' | 'activity_bucket' | 'activity_read';
+type Op =
+  | 'lease_acquire'
+  | 'lease_release'
+  | 'task_admit'
+  | 'task_dispatch'
+  | 'rate_limit_hit'
+  | 'activity_record'
+  | 'activity_bucket'
+  | 'activity_read';
 
 const BUCKET_MS = 5000;
 const row = (id: string) => ({
@@ -53,7 +61,9 @@ async function time(samples: number[] | undefined, f: () => Promise<unknown>): P
   samples?.push(Number(process.hrtime.bigint() - t) / 1000);
 }
 
-async function measure(store: ClusterStore): Promise<Partial<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>>> {
+async function measure(
+  store: ClusterStore,
+): Promise<Partial<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>>> {
   const shared = store.shared;
   const s: Record<Op, number[]> = {
     lease_acquire: [],
@@ -67,7 +77,13 @@ async function measure(store: ClusterStore): Promise<Partial<Record<Op, { p50_us
   };
   // A full window: 120 written buckets to read back.
   const now = Math.floor(Date.now() / BUCKET_MS) * BUCKET_MS;
-  const window = Array.from({ length: 120 }, (_, i) => ({ t_ms: now - (120 - i) * BUCKET_MS, tokens: 1000, tasks_ended: 10, ttft_p50_ms: 40, ttft_count: 10 }));
+  const window = Array.from({ length: 120 }, (_, i) => ({
+    t_ms: now - (120 - i) * BUCKET_MS,
+    tokens: 1000,
+    tasks_ended: 10,
+    ttft_p50_ms: 40,
+    ttft_count: 10,
+  }));
   await store.activity.addThroughput('bench', BUCKET_MS, window, 3_600_000);
   const admission = (id: string, group: string) => ({
     task: { id, owner: 'bench', record: JSON.stringify({ id, model: group }), ttlMs: 3_600_000, lifetimeMs: 3_600_000 },
@@ -79,21 +95,31 @@ async function measure(store: ClusterStore): Promise<Partial<Record<Op, { p50_us
     const keep = i >= WARMUP ? s : undefined;
     const id = `t-${i}`;
     if (shared) {
-      await time(keep?.lease_acquire, () => store.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: id, ttlMs: 30_000 }));
+      await time(keep?.lease_acquire, () =>
+        store.leases.acquire({ poolKey: 'n1/p1', slots: 2, leaseId: id, ttlMs: 30_000 }),
+      );
       await time(keep?.lease_release, () => store.leases.release('n1/p1', id));
       await time(keep?.task_admit, () => store.lifecycle.admit(admission(id, 'm')));
       await time(keep?.task_dispatch, () => store.lifecycle.dispatch(id, 1, 'n1/p1'));
     }
     await time(keep?.rate_limit_hit, () => store.rateLimits.hit('bench-key', 1_000_000, 60_000));
     await time(keep?.activity_record, () => store.activity.recordTasks([row(id)], 50));
-    await time(keep?.activity_bucket, () => store.activity.addThroughput('bench', BUCKET_MS, [window[i % 120]!], 3_600_000));
-    await time(keep?.activity_read, () => Promise.all([store.activity.recentTasks(50), store.activity.throughput(BUCKET_MS, now - 120 * BUCKET_MS, now)]));
+    await time(keep?.activity_bucket, () =>
+      store.activity.addThroughput('bench', BUCKET_MS, [window[i % 120]!], 3_600_000),
+    );
+    await time(keep?.activity_read, () =>
+      Promise.all([store.activity.recentTasks(50), store.activity.throughput(BUCKET_MS, now - 120 * BUCKET_MS, now)]),
+    );
   }
   const out: Partial<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>> = {};
   for (const [op, xs] of Object.entries(s) as [Op, number[]][]) {
     if (xs.length === 0) continue;
     const sorted = [...xs].sort((a, b) => a - b);
-    out[op] = { p50_us: round1(percentile(sorted, 50)), p99_us: round1(percentile(sorted, 99)), mean_us: round1(xs.reduce((a, b) => a + b, 0) / xs.length) };
+    out[op] = {
+      p50_us: round1(percentile(sorted, 50)),
+      p99_us: round1(percentile(sorted, 99)),
+      mean_us: round1(xs.reduce((a, b) => a + b, 0) / xs.length),
+    };
   }
   return out;
 }
@@ -102,8 +128,17 @@ const logger = pino({ level: 'silent' });
 const redis = await startRedisServer();
 try {
   const memory = await createClusterStore({}, { clock: systemClock, logger });
-  const shared = await createClusterStore({ redis_url: redis.url, redis_prefix: 'bench:' }, { clock: systemClock, logger });
-  const result = { ops: OPS, warmup: WARMUP, node: process.version, memory: await measure(memory), redis: await measure(shared) };
+  const shared = await createClusterStore(
+    { redis_url: redis.url, redis_prefix: 'bench:' },
+    { clock: systemClock, logger },
+  );
+  const result = {
+    ops: OPS,
+    warmup: WARMUP,
+    node: process.version,
+    memory: await measure(memory),
+    redis: await measure(shared),
+  };
   await Promise.all([memory.close(), shared.close()]);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 } finally {

@@ -19,7 +19,9 @@ describe('CatalogStore', () => {
     const store = await CatalogStore.open({ logger: captureLogger().logger });
     await store.register({ ref: 'hf:o/r/a.gguf' }, T0);
     await store.register({ ref: 'hf:o/r/a.gguf', sha256: SHA }, T0);
-    expect(store.list()).toEqual([{ id: 'hf:o/r/a.gguf', ref: 'hf:o/r/a.gguf', sha256: SHA, registered_at: T0.toISOString() }]);
+    expect(store.list()).toEqual([
+      { id: 'hf:o/r/a.gguf', ref: 'hf:o/r/a.gguf', sha256: SHA, registered_at: T0.toISOString() },
+    ]);
     expect(await store.delete('hf:o/r/a.gguf')).toBe(true);
     expect(await store.delete('hf:o/r/a.gguf')).toBe(false);
     expect(store.list()).toEqual([]);
@@ -30,7 +32,11 @@ describe('CatalogStore', () => {
     const file = join(dir, 'state', 'catalog-interest.json');
     const logs = captureLogger();
     const a = await CatalogStore.open({ file, logger: logs.logger });
-    await Promise.all([a.register({ ref: 'r1' }, T0), a.register({ ref: 'r2', sha256: SHA }, T0), a.register({ ref: 'r3' }, T0)]);
+    await Promise.all([
+      a.register({ ref: 'r1' }, T0),
+      a.register({ ref: 'r2', sha256: SHA }, T0),
+      a.register({ ref: 'r3' }, T0),
+    ]);
     expect(await a.delete('r3')).toBe(true);
     const b = await CatalogStore.open({ file, logger: logs.logger });
     expect(b.list().map((i) => [i.ref, i.sha256])).toEqual([
@@ -82,7 +88,10 @@ describe('CatalogStore.close', () => {
       await pending;
       expect(store.state).toBe('closed');
       expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ interests: [{ ref: 'hf:o/r/a.gguf' }] });
-      await expect(store.register({ ref: 'hf:o/r/b.gguf' }, T0)).rejects.toMatchObject({ code: 'INTERNAL', retriable: true });
+      await expect(store.register({ ref: 'hf:o/r/b.gguf' }, T0)).rejects.toMatchObject({
+        code: 'INTERNAL',
+        retriable: true,
+      });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -83,7 +83,11 @@ export class CatalogStore {
       const aside = `${file}.corrupt-${Date.now()}`;
       await rename(file, aside);
       options.logger.warn(
-        { file, moved_to: aside, human: `Catalog state ${file} is not valid; kept it as ${aside} and started with no registered interest` },
+        {
+          file,
+          moved_to: aside,
+          human: `Catalog state ${file} is not valid; kept it as ${aside} and started with no registered interest`,
+        },
         'catalog state unreadable',
       );
       return store;
@@ -95,7 +99,12 @@ export class CatalogStore {
 
   /** Registers (or refreshes) interest; resolves once it is stored. */
   register(req: CatalogRegisterRequest, now: Date): Promise<CatalogInterest> {
-    const entry: CatalogInterest = { id: req.ref, ref: req.ref, registered_at: now.toISOString(), ...(req.sha256 !== undefined ? { sha256: req.sha256 } : {}) };
+    const entry: CatalogInterest = {
+      id: req.ref,
+      ref: req.ref,
+      registered_at: now.toISOString(),
+      ...(req.sha256 !== undefined ? { sha256: req.sha256 } : {}),
+    };
     return this.#change((next) => next.set(entry.id, entry)).then(() => entry);
   }
 
@@ -133,13 +142,23 @@ export class CatalogStore {
     });
     const result = await Promise.race([this.#writes.then(() => 'written' as const), late]);
     clearTimeout(timer);
-    if (result === 'late') this.#logger.warn({ file: this.#file, timeout_ms: this.#closeTimeoutMs }, 'catalog write still in progress at close');
+    if (result === 'late')
+      this.#logger.warn(
+        { file: this.#file, timeout_ms: this.#closeTimeoutMs },
+        'catalog write still in progress at close',
+      );
     this.#state = 'closed';
   }
 
   /** Applies `edit` to a copy, stores the copy, then makes it current (after earlier changes). */
   #change(edit: (next: Map<string, CatalogInterest>) => void): Promise<void> {
-    if (this.#state !== 'open') return Promise.reject(new InternalError('orchestratord is shutting down; the catalog takes no changes', { retriable: true, retryAfterMs: 1000 }));
+    if (this.#state !== 'open')
+      return Promise.reject(
+        new InternalError('orchestratord is shutting down; the catalog takes no changes', {
+          retriable: true,
+          retryAfterMs: 1000,
+        }),
+      );
     const run = this.#writes.then(async () => {
       const next = new Map(this.#interests);
       edit(next);

@@ -77,7 +77,10 @@ export class ClusterActivity {
     await this.flush();
     const { store, bucketMs, buckets, recentTasks } = this.#o;
     const oldest = openSince - buckets * bucketMs;
-    const [recent, stored] = await Promise.all([store.recentTasks(recentTasks), store.throughput(bucketMs, oldest, openSince)]);
+    const [recent, stored] = await Promise.all([
+      store.recentTasks(recentTasks),
+      store.throughput(bucketMs, oldest, openSince),
+    ]);
     const from = Math.max(oldest, Math.min(stored[0]?.t_ms ?? Number.POSITIVE_INFINITY, shownSince));
     const throughput: ThroughputPoint[] = [];
     let i = 0;
@@ -112,7 +115,9 @@ export class ClusterActivity {
     const { store, replicaId, bucketMs, buckets: shown, recentTasks } = this.#o;
     // Apart, so that one that landed is not written again with the other's retry.
     const rowsOk = await this.#try(rows.length === 0 || store.recordTasks(rows, recentTasks));
-    const bucketsOk = await this.#try(buckets.length === 0 || store.addThroughput(replicaId, bucketMs, buckets, (shown + 2) * bucketMs));
+    const bucketsOk = await this.#try(
+      buckets.length === 0 || store.addThroughput(replicaId, bucketMs, buckets, (shown + 2) * bucketMs),
+    );
     if (!rowsOk) this.#rows = [...rows, ...this.#rows].slice(-recentTasks);
     if (!bucketsOk) this.#buckets = [...buckets, ...this.#buckets].slice(-shown);
   }
@@ -125,7 +130,8 @@ export class ClusterActivity {
       this.#outage = false;
       return true;
     } catch (err) {
-      if (!this.#outage) this.#o.logger.warn({ err }, 'dashboard activity not written to the cluster store; kept for the next try');
+      if (!this.#outage)
+        this.#o.logger.warn({ err }, 'dashboard activity not written to the cluster store; kept for the next try');
       this.#outage = true;
       return false;
     }

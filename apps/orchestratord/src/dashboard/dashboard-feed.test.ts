@@ -54,7 +54,16 @@ describe('DashboardFeed', () => {
     const registry = new NodeRegistry({ heartbeatIntervalMs: 60_000, clock, logger: captureLogger().logger });
     const tasks = new TaskSide();
     // Hour-wide buckets unless a test sets them: no bucket end lands inside a test on the system clock.
-    const replicas: ReplicaInfo[] = [{ replica_id: 'r1', address: 'http://127.0.0.1:8080', version: '9.9.9', up_since: 1_699_999_000_000, tasks_relayed: 7, load: 1 }];
+    const replicas: ReplicaInfo[] = [
+      {
+        replica_id: 'r1',
+        address: 'http://127.0.0.1:8080',
+        version: '9.9.9',
+        up_since: 1_699_999_000_000,
+        tasks_relayed: 7,
+        load: 1,
+      },
+    ];
     const feed = new DashboardFeed({
       registry,
       tasks,
@@ -90,7 +99,10 @@ describe('DashboardFeed', () => {
     tasks.events.emit({ type: 'first-token', taskId: 'a', at: clock.now(), ttftMs: 40 });
     tasks.tokens += 10;
     tasks.events.emit({ type: 'ended', task: ended('a', clock) });
-    tasks.events.emit({ type: 'ended', task: ended('b', clock, { outcome: 'error', code: 'WORKER_RESET', ttftMs: undefined, tokensOut: 0 }) });
+    tasks.events.emit({
+      type: 'ended',
+      task: ended('b', clock, { outcome: 'error', code: 'WORKER_RESET', ttftMs: undefined, tokensOut: 0 }),
+    });
     clock.advance(1000);
     const snap: DashboardSnapshot = DashboardSnapshotSchema.parse(await feed.snapshot());
     expect(snap).toMatchObject({
@@ -101,7 +113,16 @@ describe('DashboardFeed', () => {
       pools: [{ pool_id: 'p', models: ['synthetic:llama'], aliases: ['synthetic'], node_state: 'registering' }],
       queue: { depth: { interactive: 2, batch: 1 }, capacity: 8, running: 1, predicted_wait_ms: 1234 },
       throughput: [{ t_ms: 1_700_000_000_000, tokens_per_s: 10, ttft_p50_ms: 40, tasks_ended: 2 }],
-      replicas: [{ replica_id: 'r1', address: 'http://127.0.0.1:8080', version: '9.9.9', up_since_ms: 1_699_999_000_000, tasks_relayed: 7, load: 1 }],
+      replicas: [
+        {
+          replica_id: 'r1',
+          address: 'http://127.0.0.1:8080',
+          version: '9.9.9',
+          up_since_ms: 1_699_999_000_000,
+          tasks_relayed: 7,
+          load: 1,
+        },
+      ],
     });
     expect(snap.recent_tasks.map((t) => [t.task_id, t.outcome, t.code])).toEqual([
       ['b', 'error', 'WORKER_RESET'],
@@ -143,7 +164,9 @@ describe('DashboardFeed', () => {
     const fromB = await b.feed.snapshot();
     expect(fromA.recent_tasks.map((t) => t.task_id).sort()).toEqual(['a', 'b']);
     expect(fromB.recent_tasks).toEqual(fromA.recent_tasks);
-    expect(fromA.throughput).toEqual([{ t_ms: 1_700_000_000_000, tokens_per_s: 1020, tasks_ended: 2, ttft_p50_ms: 10 }]);
+    expect(fromA.throughput).toEqual([
+      { t_ms: 1_700_000_000_000, tokens_per_s: 1020, tasks_ended: 2, ttft_p50_ms: 10 },
+    ]);
     expect(fromB.throughput).toEqual(fromA.throughput);
     expect(shared.bucketWrites).toBe(2); // one per replica for the one closed bucket
   });
@@ -154,7 +177,14 @@ describe('DashboardFeed', () => {
     feed.subscribe((s) => got.push(s));
     const built = tasks.loadCalls;
     for (let i = 0; i < 50; i += 1) tasks.events.emit({ type: 'admitted', taskId: `t${i}` });
-    registry.register({ node_id: 'n1', machine_id: 'h', address: 'http://127.0.0.1:9', version: 'x', pools: [], capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 } });
+    registry.register({
+      node_id: 'n1',
+      machine_id: 'h',
+      address: 'http://127.0.0.1:9',
+      version: 'x',
+      pools: [],
+      capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
+    });
     expect(got).toHaveLength(0); // trailing: nothing inside the burst
     await waitFor(() => got.length === 1, 2000, 'the coalesced snapshot');
     expect(tasks.loadCalls - built).toBe(1); // one snapshot built for 51 changes
@@ -197,7 +227,14 @@ describe('DashboardFeed', () => {
     await first;
     expect(feed.state).toBe('closed');
     expect(tasks.events.observed).toBe(false);
-    registry.register({ node_id: 'n1', machine_id: 'h', address: 'http://127.0.0.1:9', version: 'x', pools: [], capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 } });
+    registry.register({
+      node_id: 'n1',
+      machine_id: 'h',
+      address: 'http://127.0.0.1:9',
+      version: 'x',
+      pools: [],
+      capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
+    });
     await new Promise((r) => setTimeout(r, 100));
     expect(got).toHaveLength(0);
     expect(feed.subscribe(() => undefined)).toBeTypeOf('function');

@@ -144,20 +144,32 @@ export class DashboardFeed {
   /** The cluster now, as the dashboard shows it. Rejects (StoreUnavailableError) when the cluster store does. */
   async snapshot(): Promise<DashboardSnapshot> {
     this.#advance(this.#clock.now());
-    const [view, clusterDepth] = await Promise.all([this.#activity.read(this.#series.openSince, this.#shownSince), this.#sharedQueue?.sizes()]);
+    const [view, clusterDepth] = await Promise.all([
+      this.#activity.read(this.#series.openSince, this.#shownSince),
+      this.#sharedQueue?.sizes(),
+    ]);
     const now = this.#clock.now();
     const load = this.#tasks.load(Math.round(meanTokens(view.recent) ?? TASK_LIMITS.defaultMaxTokens));
     const replicas = this.#replicas();
     // A shared queue: its depth from the store, running = the streams every replica announced relaying.
-    const depth = clusterDepth !== undefined ? { interactive: clusterDepth.interactive, batch: clusterDepth.batch } : load.depth;
-    const running = clusterDepth !== undefined && replicas.length > 0 ? replicas.reduce((n, r) => n + Math.max(0, Math.round(r.load)), 0) : load.running;
+    const depth =
+      clusterDepth !== undefined ? { interactive: clusterDepth.interactive, batch: clusterDepth.batch } : load.depth;
+    const running =
+      clusterDepth !== undefined && replicas.length > 0
+        ? replicas.reduce((n, r) => n + Math.max(0, Math.round(r.load)), 0)
+        : load.running;
     return {
       version: this.#version,
       generated_at_ms: Math.max(0, Math.round(now)),
       bucket_ms: this.#series.bucketMs,
       nodes: this.#registry.list(),
       pools: this.#registry.pools().map(toClusterPool),
-      queue: { depth, capacity: this.#sharedQueue?.capacity ?? load.capacity, running, predicted_wait_ms: load.predictedWaitMs },
+      queue: {
+        depth,
+        capacity: this.#sharedQueue?.capacity ?? load.capacity,
+        running,
+        predicted_wait_ms: load.predictedWaitMs,
+      },
       throughput: view.throughput,
       recent_tasks: view.recent,
       replicas: replicas.map(toDashboardReplica),

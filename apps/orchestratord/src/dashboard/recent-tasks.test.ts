@@ -43,7 +43,9 @@ describe('recent tasks', () => {
       outcome: 'ok',
       ended_at_ms: 1507,
     });
-    const failed = toDashboardTask(ended(0, { nodeId: undefined, poolId: undefined, ttftMs: undefined, outcome: 'error', code: 'DEADLINE_UNMET' }));
+    const failed = toDashboardTask(
+      ended(0, { nodeId: undefined, poolId: undefined, ttftMs: undefined, outcome: 'error', code: 'DEADLINE_UNMET' }),
+    );
     expect(DashboardTaskSchema.parse(failed)).toEqual({
       task_id: 't0',
       correlation_id: 'c0',

@@ -1,5 +1,9 @@
 import type { DashboardSnapshot } from '@llama-orch/contracts';
-import { EventStreamResponse, type EventStreamResponseOptions, type EventStreamState } from '../streams/event-stream-response.js';
+import {
+  EventStreamResponse,
+  type EventStreamResponseOptions,
+  type EventStreamState,
+} from '../streams/event-stream-response.js';
 
 /** One `snapshot` event of `GET /v2/dashboard/events` (serialised once, written to every open stream). */
 export function snapshotEvent(snapshot: DashboardSnapshot): string {

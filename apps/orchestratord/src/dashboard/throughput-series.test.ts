@@ -54,7 +54,14 @@ describe('ThroughputSeries', () => {
   it('never reports negative rates, and a uniform sample bounds the TTFT memory of a bucket', () => {
     let tokens = 10;
     let r = 0;
-    const s = new ThroughputSeries({ bucketMs: 1000, buckets: 5, now: T0, tokens, ttftSamples: 4, random: () => (r = (r + 0.37) % 1) });
+    const s = new ThroughputSeries({
+      bucketMs: 1000,
+      buckets: 5,
+      now: T0,
+      tokens,
+      ttftSamples: 4,
+      random: () => (r = (r + 0.37) % 1),
+    });
     for (let i = 0; i < 1000; i += 1) s.firstToken(i < 500 ? 1 : 3);
     tokens = 3;
     s.advance(T0 + 1000, () => tokens);

@@ -120,13 +120,23 @@ export class ThroughputSeries {
   }
 
   #close(b: OpenBucket, tokens: number): void {
-    const point: ThroughputPoint = { t_ms: b.start, tokens_per_s: (tokens * 1000) / this.bucketMs, tasks_ended: b.ended };
+    const point: ThroughputPoint = {
+      t_ms: b.start,
+      tokens_per_s: (tokens * 1000) / this.bucketMs,
+      tasks_ended: b.ended,
+    };
     const p50 = median(b.ttfts);
     if (p50 !== undefined) point.ttft_p50_ms = p50;
     this.#closed.push(point);
     if (this.#closed.length > this.#capacity) this.#closed.splice(0, this.#closed.length - this.#capacity);
     if (tokens > 0 || b.ended > 0 || b.seen > 0) {
-      this.#undrained.push({ t_ms: b.start, tokens, tasks_ended: b.ended, ttft_count: b.seen, ...(p50 !== undefined ? { ttft_p50_ms: p50 } : {}) });
+      this.#undrained.push({
+        t_ms: b.start,
+        tokens,
+        tasks_ended: b.ended,
+        ttft_count: b.seen,
+        ...(p50 !== undefined ? { ttft_p50_ms: p50 } : {}),
+      });
       if (this.#undrained.length > this.#capacity) this.#undrained.splice(0, this.#undrained.length - this.#capacity);
     }
   }
@@ -145,5 +155,7 @@ export function median(values: readonly number[]): number | undefined {
   if (values.length === 0) return undefined;
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }

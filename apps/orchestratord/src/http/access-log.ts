@@ -16,9 +16,21 @@ export class AccessLogController extends LogController {
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) {
-      reply.log.error({ err: error, method: request.method, url: request.url, status: reply.statusCode, response_ms: reply.elapsedTime }, 'request errored');
+      reply.log.error(
+        {
+          err: error,
+          method: request.method,
+          url: request.url,
+          status: reply.statusCode,
+          response_ms: reply.elapsedTime,
+        },
+        'request errored',
+      );
     } else if (debugEnabled(reply)) {
-      reply.log.debug({ method: request.method, url: request.url, status: reply.statusCode, response_ms: reply.elapsedTime }, 'request completed');
+      reply.log.debug(
+        { method: request.method, url: request.url, status: reply.statusCode, response_ms: reply.elapsedTime },
+        'request completed',
+      );
     }
   }
 }

@@ -43,10 +43,19 @@ describe('admission answers after the dispatch it started', () => {
     await t.app.listen({ host: '127.0.0.1', port: 0 });
     const address = t.app.server.address();
     const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
-    node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: TOKEN, tokenIntervalMs: 5 });
+    node = await FixturePoolManager.start({
+      nodeId: 'n1',
+      pools: [{ pool_id: 'p', models: ['m'], slots: 1 }],
+      token: TOKEN,
+      tokenIntervalMs: 5,
+    });
     await node.startHeartbeats(url, HB_MS);
     const submit = async (): Promise<{ status: number; sse: string }> => {
-      const res = await request(`${url}/v2/tasks`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(taskBody({ max_tokens: 2 })) });
+      const res = await request(`${url}/v2/tasks`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify(taskBody({ max_tokens: 2 })),
+      });
       const json = (await res.body.json()) as { streams: { sse: string } };
       return { status: res.statusCode, sse: json.streams.sse };
     };

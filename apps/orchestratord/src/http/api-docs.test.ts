@@ -57,7 +57,9 @@ describe('served API docs', () => {
       expect(res.statusCode, asset).toBe(200);
       await res.body.dump();
     }
-    expect(assets).toEqual(expect.arrayContaining(['/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js']));
+    expect(assets).toEqual(
+      expect.arrayContaining(['/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js']),
+    );
     // The page reads the document from the same server.
     const init = await request(`${base}/docs/static/swagger-initializer.js`);
     const initText = await init.body.text();

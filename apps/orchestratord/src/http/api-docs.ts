@@ -16,7 +16,10 @@ export const DOCS_PREFIX = '/docs/';
  */
 export const apiDocsPlugin: FastifyPluginAsync = async (app) => {
   // Unavoidable: a JSON module's strings are typed `string`, not OpenAPI's literals; the file is generated from the contracts' schemas and checked by their drift test.
-  await app.register(swagger, { mode: 'static', specification: { document: document as unknown as StaticDocumentSpec['document'] } });
+  await app.register(swagger, {
+    mode: 'static',
+    specification: { document: document as unknown as StaticDocumentSpec['document'] },
+  });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     // Swagger UI would otherwise send the document to validator.swagger.io for a badge.

@@ -80,17 +80,28 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, opts) => {
         const key = req.headers['x-api-key'];
         return typeof key === 'string' && key.length <= 8192 && isAnthropicPath(req.url) ? key.trim() : undefined;
       },
-      unauthorized: (reason) => new UnauthorizedError(reason === 'missing' ? 'missing bearer token (or x-api-key on /v1/messages)' : 'invalid bearer token'),
+      unauthorized: (reason) =>
+        new UnauthorizedError(
+          reason === 'missing' ? 'missing bearer token (or x-api-key on /v1/messages)' : 'invalid bearer token',
+        ),
       admit: (req, matched) => {
         let cred = matched;
         const need = requiredRole(req.method, req.routeOptions.url);
-        if (need === 'node' && cred.role !== 'node' && nodeTwin !== undefined && nodeTwin.digest.equals(cred.digest)) cred = nodeTwin;
+        if (need === 'node' && cred.role !== 'node' && nodeTwin !== undefined && nodeTwin.digest.equals(cred.digest))
+          cred = nodeTwin;
         if (!allows(cred.role, need)) {
           const path = pathOf(req);
           req.log.warn({ path, key: cred.name, role: cred.role, needs: need }, 'forbidden request');
-          return new ForbiddenError(`this key (${cred.role}) cannot call ${req.method} ${path}: it needs a ${need} credential`);
+          return new ForbiddenError(
+            `this key (${cred.role}) cannot call ${req.method} ${path}: it needs a ${need} credential`,
+          );
         }
-        req.principal = { name: cred.name, role: cred.role, maxPriority: cred.maxPriority, ...(cred.rateLimit !== undefined ? { rateLimit: cred.rateLimit } : {}) };
+        req.principal = {
+          name: cred.name,
+          role: cred.role,
+          maxPriority: cred.maxPriority,
+          ...(cred.rateLimit !== undefined ? { rateLimit: cred.rateLimit } : {}),
+        };
         return undefined;
       },
     }),

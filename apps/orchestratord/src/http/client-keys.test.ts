@@ -1,5 +1,10 @@
 import { createHash } from 'node:crypto';
-import { AnthropicErrorSchema, ErrorEnvelopeSchema, OpenAiErrorSchema, OrchestratorConfigSchema } from '@llama-orch/contracts';
+import {
+  AnthropicErrorSchema,
+  ErrorEnvelopeSchema,
+  OpenAiErrorSchema,
+  OrchestratorConfigSchema,
+} from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
@@ -47,19 +52,33 @@ describe('client keys and the node token', () => {
   });
 
   async function make() {
-    const config = OrchestratorConfigSchema.parse({ node_token: NODE, keys_file: '/etc/llorch/keys.yaml', heartbeat_interval_ms: 1000 });
-    const credentials = loadCredentials({ config, env: { BOB_KEY: BOB }, readFile: (p) => (p === '/etc/llorch/keys.yaml' ? KEYS : '') });
+    const config = OrchestratorConfigSchema.parse({
+      node_token: NODE,
+      keys_file: '/etc/llorch/keys.yaml',
+      heartbeat_interval_ms: 1000,
+    });
+    const credentials = loadCredentials({
+      config,
+      env: { BOB_KEY: BOB },
+      readFile: (p) => (p === '/etc/llorch/keys.yaml' ? KEYS : ''),
+    });
     const logs = captureLogger();
     const upstream = createUpstreamDispatchers();
     closeUpstream = () => upstream.close();
-    app = await buildApp({ logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials }, config);
+    app = await buildApp(
+      { logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials },
+      config,
+    );
     return { app, logs };
   }
 
   it('node routes take only the node token; client keys take client routes; operator routes an operator key', async () => {
     const { app: a } = await make();
     // the node token registers and heartbeats, and cannot submit tasks or read the cluster
-    expect((await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(NODE), payload: register() })).statusCode).toBe(200);
+    expect(
+      (await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(NODE), payload: register() }))
+        .statusCode,
+    ).toBe(200);
     const hb = await a.inject({
       method: 'POST',
       url: '/v2/nodes/n1/heartbeat',
@@ -67,15 +86,36 @@ describe('client keys and the node token', () => {
       payload: { timestamp: new Date().toISOString(), pools: [snapshot({ pool_id: 'p', slots_free: 0 })] },
     });
     expect(hb.statusCode).toBe(200);
-    const nodeSubmits = await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(NODE), payload: taskBody({ model_ref: 'm' }) });
+    const nodeSubmits = await a.inject({
+      method: 'POST',
+      url: '/v2/tasks',
+      headers: bearer(NODE),
+      payload: taskBody({ model_ref: 'm' }),
+    });
     expect(nodeSubmits.statusCode).toBe(403);
     expect(ErrorEnvelopeSchema.parse(nodeSubmits.json())).toMatchObject({ code: 'FORBIDDEN', retriable: false });
     expect(
-      (await a.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(NODE), payload: { model: 'm', messages: [{ role: 'user', content: 'x' }] } })).statusCode,
+      (
+        await a.inject({
+          method: 'POST',
+          url: '/v1/chat/completions',
+          headers: bearer(NODE),
+          payload: { model: 'm', messages: [{ role: 'user', content: 'x' }] },
+        })
+      ).statusCode,
     ).toBe(403);
 
     // a client key submits, and can neither act as a node nor drain
-    expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(ALICE), payload: taskBody({ model_ref: 'm' }) })).statusCode).toBe(202);
+    expect(
+      (
+        await a.inject({
+          method: 'POST',
+          url: '/v2/tasks',
+          headers: bearer(ALICE),
+          payload: taskBody({ model_ref: 'm' }),
+        })
+      ).statusCode,
+    ).toBe(202);
     for (const [method, url, payload] of [
       ['POST', '/v2/nodes/register', register('evil')],
       ['POST', '/v2/nodes/n1/heartbeat', { timestamp: new Date().toISOString(), pools: [] }],
@@ -84,32 +124,62 @@ describe('client keys and the node token', () => {
       ['POST', '/v2/catalog/models', { ref: 'hf:x/y' }],
       ['GET', '/v2/nodes', undefined],
     ] as const) {
-      const res = await a.inject({ method, url, headers: bearer(ALICE), ...(payload !== undefined ? { payload } : {}) });
+      const res = await a.inject({
+        method,
+        url,
+        headers: bearer(ALICE),
+        ...(payload !== undefined ? { payload } : {}),
+      });
       expect(res.statusCode, `${method} ${url}`).toBe(403);
     }
     expect((await a.inject({ method: 'GET', url: '/v2/pools', headers: bearer(ALICE) })).statusCode).toBe(200);
     // an operator key reads the node list and reaches drain (the pool's node is unreachable: 503, past auth)
     expect((await a.inject({ method: 'GET', url: '/v2/nodes', headers: bearer(OPS) })).statusCode).toBe(200);
-    expect((await a.inject({ method: 'POST', url: '/v2/pools/p/drain', headers: bearer(OPS), payload: { deadline_ms: 0 } })).statusCode).toBe(503);
-    expect((await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(OPS), payload: register('x') })).statusCode).toBe(403);
+    expect(
+      (await a.inject({ method: 'POST', url: '/v2/pools/p/drain', headers: bearer(OPS), payload: { deadline_ms: 0 } }))
+        .statusCode,
+    ).toBe(503);
+    expect(
+      (await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(OPS), payload: register('x') }))
+        .statusCode,
+    ).toBe(403);
     // anything else: 401
-    expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer('nobody-0123456789abcdef'), payload: taskBody() })).statusCode).toBe(401);
+    expect(
+      (
+        await a.inject({
+          method: 'POST',
+          url: '/v2/tasks',
+          headers: bearer('nobody-0123456789abcdef'),
+          payload: taskBody(),
+        })
+      ).statusCode,
+    ).toBe(401);
   });
 
   it('a key over its rate limit gets 429 + Retry-After: ErrorEnvelope on /v2, OpenAI shape on /v1; other keys unaffected', async () => {
     const { app: a } = await make();
-    for (let i = 0; i < 3; i++) expect((await a.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer(BOB) })).statusCode).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await a.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer(BOB) })).statusCode).toBe(
+        200,
+      );
     const v2 = await a.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer(BOB) });
     expect(v2.statusCode).toBe(429);
     expect(Number(v2.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(Number(v2.headers['retry-after'])).toBeLessThanOrEqual(60);
-    expect(ErrorEnvelopeSchema.parse(v2.json())).toMatchObject({ code: 'ADMISSION_REJECT', policy_label: 'rate_limit', retriable: true });
+    expect(ErrorEnvelopeSchema.parse(v2.json())).toMatchObject({
+      code: 'ADMISSION_REJECT',
+      policy_label: 'rate_limit',
+      retriable: true,
+    });
     expect(v2.headers['x-correlation-id']).toBeDefined();
     const v1 = await a.inject({ method: 'GET', url: '/v1/models', headers: bearer(BOB) });
     expect(v1.statusCode).toBe(429);
     expect(v1.headers['retry-after']).toBeDefined();
     expect(OpenAiErrorSchema.parse(v1.json()).error.type).toBe('rate_limit_error');
-    for (let i = 0; i < 10; i++) expect((await a.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer(ALICE) })).statusCode).toBe(200);
+    for (let i = 0; i < 10; i++)
+      expect((await a.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: bearer(ALICE) })).statusCode).toBe(
+        200,
+      );
     // per-key request counter, key name as the label
     const metrics = (await a.inject({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).toMatch(/llorch_client_requests_total\{key="alice"\} 10/);
@@ -119,21 +189,29 @@ describe('client keys and the node token', () => {
   it("the engine-route doors count against a key's rate limit; the 429 takes the door's shape", async () => {
     const { app: a } = await make();
     // Refused bodies still count: the limit is checked before the handler.
-    for (let i = 0; i < 3; i++) expect((await a.inject({ method: 'POST', url: '/v1/embeddings', headers: bearer(BOB), payload: {} })).statusCode).toBe(400);
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await a.inject({ method: 'POST', url: '/v1/embeddings', headers: bearer(BOB), payload: {} })).statusCode,
+      ).toBe(400);
     const v1 = await a.inject({ method: 'POST', url: '/v1/embeddings', headers: bearer(BOB), payload: {} });
     expect(v1.statusCode).toBe(429);
     expect(OpenAiErrorSchema.parse(v1.json()).error.type).toBe('rate_limit_error');
     const rerank = await a.inject({ method: 'POST', url: '/rerank', headers: bearer(BOB), payload: {} });
     expect(rerank.statusCode).toBe(429);
     expect(Number(rerank.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(rerank.json()).toEqual({ error: { code: 429, message: expect.stringContaining('rate limit'), type: 'rate_limit_error' } });
-    expect((await a.inject({ method: 'POST', url: '/infill', payload: {} })).json()).toMatchObject({ error: { code: 401, type: 'authentication_error' } });
+    expect(rerank.json()).toEqual({
+      error: { code: 429, message: expect.stringContaining('rate limit'), type: 'rate_limit_error' },
+    });
+    expect((await a.inject({ method: 'POST', url: '/infill', payload: {} })).json()).toMatchObject({
+      error: { code: 401, type: 'authentication_error' },
+    });
   });
 
   it('the Anthropic door takes the same keys as x-api-key (or Bearer), with its rate limits and roles, refusing in Anthropic shape', async () => {
     const { app: a } = await make();
     const body = { model: 'nope', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] };
-    const msg = (headers: Record<string, string>) => a.inject({ method: 'POST', url: '/v1/messages', headers, payload: body });
+    const msg = (headers: Record<string, string>) =>
+      a.inject({ method: 'POST', url: '/v1/messages', headers, payload: body });
     // A known key as x-api-key passes auth (then 404: no pool lists the model), in Anthropic's shape.
     const byApiKey = await msg({ 'x-api-key': ALICE });
     expect(byApiKey.statusCode).toBe(404);
@@ -141,14 +219,27 @@ describe('client keys and the node token', () => {
     expect((await msg(bearer(ALICE))).statusCode).toBe(404);
     const wrong = await msg({ 'x-api-key': 'wrong-key-0123456789' });
     expect(wrong.statusCode).toBe(401);
-    expect(AnthropicErrorSchema.parse(wrong.json())).toEqual({ type: 'error', error: { type: 'authentication_error', message: 'invalid bearer token' } });
+    expect(AnthropicErrorSchema.parse(wrong.json())).toEqual({
+      type: 'error',
+      error: { type: 'authentication_error', message: 'invalid bearer token' },
+    });
     expect(AnthropicErrorSchema.parse((await msg({})).json()).error.type).toBe('authentication_error');
     // The node token is not a client key (403 permission_error); x-api-key is only the Anthropic door's.
     expect(AnthropicErrorSchema.parse((await msg({ 'x-api-key': NODE })).json()).error.type).toBe('permission_error');
-    const chat = await a.inject({ method: 'POST', url: '/v1/chat/completions', headers: { 'x-api-key': ALICE }, payload: {} });
+    const chat = await a.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: { 'x-api-key': ALICE },
+      payload: {},
+    });
     expect(chat.statusCode).toBe(401);
     expect(OpenAiErrorSchema.parse(chat.json()).error.type).toBe('authentication_error');
-    const count = await a.inject({ method: 'POST', url: '/v1/messages/count_tokens', headers: { 'x-api-key': ALICE }, payload: { model: 'nope', messages: body.messages } });
+    const count = await a.inject({
+      method: 'POST',
+      url: '/v1/messages/count_tokens',
+      headers: { 'x-api-key': ALICE },
+      payload: { model: 'nope', messages: body.messages },
+    });
     expect(count.statusCode).toBe(404);
     for (let i = 0; i < 3; i++) expect((await msg({ 'x-api-key': BOB })).statusCode).toBe(404);
     const limited = await msg({ 'x-api-key': BOB });
@@ -167,8 +258,14 @@ describe('client keys and the node token', () => {
       headers: { 'x-api-key': BOB },
       payload: { model: 'm', max_tokens: 4, stream: true, messages: [{ role: 'user', content: 'hi' }] },
     });
-    void a.inject({ method: 'POST', url: '/v1/responses', headers: bearer(ALICE), payload: { model: 'm', input: 'hi', stream: true } });
-    for (let i = 0; i < 100 && a.services.tasks.queueDepth().batch + a.services.tasks.queueDepth().interactive < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    void a.inject({
+      method: 'POST',
+      url: '/v1/responses',
+      headers: bearer(ALICE),
+      payload: { model: 'm', input: 'hi', stream: true },
+    });
+    for (let i = 0; i < 100 && a.services.tasks.queueDepth().batch + a.services.tasks.queueDepth().interactive < 2; i++)
+      await new Promise((r) => setTimeout(r, 10));
     expect(a.services.tasks.queueDepth()).toEqual({ interactive: 1, batch: 1 });
   });
 
@@ -176,10 +273,14 @@ describe('client keys and the node token', () => {
     const { app: a } = await make();
     await a.inject({ method: 'POST', url: '/v2/nodes/register', headers: bearer(NODE), payload: register() });
     const body = taskBody({ model_ref: 'm', priority: 'interactive' });
-    expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(BOB), payload: body })).statusCode).toBe(202);
+    expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(BOB), payload: body })).statusCode).toBe(
+      202,
+    );
     expect((a.services.tasks.get(body.task_id ?? '') as TaskRecord).request.priority).toBe('batch');
     const alice = taskBody({ model_ref: 'm', priority: 'interactive' });
-    expect((await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(ALICE), payload: alice })).statusCode).toBe(202);
+    expect(
+      (await a.inject({ method: 'POST', url: '/v2/tasks', headers: bearer(ALICE), payload: alice })).statusCode,
+    ).toBe(202);
     expect((a.services.tasks.get(alice.task_id ?? '') as TaskRecord).request.priority).toBe('interactive');
     expect(a.services.tasks.queueDepth()).toEqual({ interactive: 1, batch: 1 });
   });
@@ -192,7 +293,9 @@ describe('client keys and the node token', () => {
     await a.inject({ method: 'GET', url: '/v2/nodes', headers: bearer('wrong-0123456789abcdef') });
     const all = logs.lines.join('\n');
     for (const secret of [NODE, ALICE, BOB, OPS, sha(ALICE)]) expect(all).not.toContain(secret);
-    expect(logs.records().some((r) => r.msg === 'forbidden request' && r.key === 'alice' && r.needs === 'node')).toBe(true);
+    expect(logs.records().some((r) => r.msg === 'forbidden request' && r.key === 'alice' && r.needs === 'node')).toBe(
+      true,
+    );
   });
 
   it('dispatches carry the node token; tokens are counted per key (real sockets, fixture node)', async () => {
@@ -200,11 +303,20 @@ describe('client keys and the node token', () => {
     await a.listen({ host: '127.0.0.1', port: 0 });
     const url = `http://127.0.0.1:${(a.server.address() as { port: number }).port}`;
     // the fixture node registers with the node token and accepts only dispatches that carry it
-    const node = await FixturePoolManager.start({ nodeId: 'fx', pools: [{ pool_id: 'fp', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 2 });
+    const node = await FixturePoolManager.start({
+      nodeId: 'fx',
+      pools: [{ pool_id: 'fp', models: ['m'], slots: 1 }],
+      token: NODE,
+      tokenIntervalMs: 2,
+    });
     try {
       await node.startHeartbeats(url, HB_MS);
       const body = taskBody({ model_ref: 'm', max_tokens: 3 });
-      const res = await request(`${url}/v2/tasks`, { method: 'POST', headers: { ...bearer(ALICE), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await request(`${url}/v2/tasks`, {
+        method: 'POST',
+        headers: { ...bearer(ALICE), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       expect(res.statusCode).toBe(202);
       const { streams } = (await res.body.json()) as { streams: { sse: string } };
       const sse = await openSse(streams.sse, bearer(ALICE));
@@ -239,6 +351,8 @@ describe('client keys and the node token', () => {
     expect(text).toContain('key_sha256');
     expect(text).toContain('exactly one of key_sha256 and key_env');
     expect(text).toContain("duplicate key name 'a'");
-    expect(() => loadCredentials({ config: OrchestratorConfigSchema.parse({ keys_file: '/missing', node_token: NODE }), env: {} })).toThrow(ConfigError);
+    expect(() =>
+      loadCredentials({ config: OrchestratorConfigSchema.parse({ keys_file: '/missing', node_token: NODE }), env: {} }),
+    ).toThrow(ConfigError);
   });
 });

@@ -29,7 +29,12 @@ const WINDOW_MS = 60_000;
  *   the keys file, `default`, `node`).
  */
 const clientKeys: FastifyPluginAsync<ClientKeysOptions> = async (app, { registry, rateLimited, rateLimits }) => {
-  const requests = new Counter({ name: 'llorch_client_requests_total', help: 'Requests answered, by client key name', labelNames: ['key'], registers: [registry] });
+  const requests = new Counter({
+    name: 'llorch_client_requests_total',
+    help: 'Requests answered, by client key name',
+    labelNames: ['key'],
+    registers: [registry],
+  });
   if (rateLimited)
     await app.register(rateLimit, {
       global: true,
@@ -40,7 +45,10 @@ const clientKeys: FastifyPluginAsync<ClientKeysOptions> = async (app, { registry
       allowList: (req: FastifyRequest) => req.principal?.rateLimit === undefined,
       max: (req: FastifyRequest) => req.principal?.rateLimit ?? 0,
       errorResponseBuilder: (req, ctx) =>
-        new RateLimitedError(`key '${req.principal?.name ?? ''}' is over its rate limit of ${ctx.max} requests per minute`, { retryAfterMs: ctx.ttl }),
+        new RateLimitedError(
+          `key '${req.principal?.name ?? ''}' is over its rate limit of ${ctx.max} requests per minute`,
+          { retryAfterMs: ctx.ttl },
+        ),
     });
   app.addHook('onResponse', (req, _reply, done) => {
     if (req.principal !== undefined) requests.inc({ key: req.principal.name });
@@ -48,7 +56,11 @@ const clientKeys: FastifyPluginAsync<ClientKeysOptions> = async (app, { registry
   });
 };
 
-export const clientKeysPlugin = fp(clientKeys, { name: 'client-keys', fastify: '5.x', dependencies: ['auth', 'errors'] });
+export const clientKeysPlugin = fp(clientKeys, {
+  name: 'client-keys',
+  fastify: '5.x',
+  dependencies: ['auth', 'errors'],
+});
 
 /** The task as its key may run it: a key whose `max_priority` is `batch` never gets the interactive lane. */
 export function withPriorityCeiling(task: TaskRequest, req: FastifyRequest): TaskRequest {

@@ -21,7 +21,8 @@ async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: str
   for (;;) {
     const v = await read();
     if (ok(v)) return v;
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v).slice(0, 800)}`);
+    if (Date.now() - start > timeoutMs)
+      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v).slice(0, 800)}`);
     await sleep(25);
   }
 }
@@ -39,14 +40,27 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     for (const c of cleanup.splice(0).reverse()) await c();
   });
 
-  async function replica(id: string, prefix: string): Promise<{ app: OrchdApp; url: string; close: () => Promise<void> }> {
-    const config = OrchestratorConfigSchema.parse({ api_token: TOKEN, redis_url: server.url, redis_prefix: prefix, replica_id: id, heartbeat_interval_ms: HB });
+  async function replica(
+    id: string,
+    prefix: string,
+  ): Promise<{ app: OrchdApp; url: string; close: () => Promise<void> }> {
+    const config = OrchestratorConfigSchema.parse({
+      api_token: TOKEN,
+      redis_url: server.url,
+      redis_prefix: prefix,
+      replica_id: id,
+      heartbeat_interval_ms: HB,
+    });
     const logs = captureLogger('warn');
     const store = await createClusterStore(storeSettingsOf(config), { clock: systemClock, logger: logs.logger });
     cleanup.push(() => store.close());
     const upstream = createUpstreamDispatchers();
     cleanup.push(() => upstream.close());
-    const app = await buildApp({ logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, store, version: `v-${id}` }, config, { dashboardBucketMs: 250 });
+    const app = await buildApp(
+      { logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, store, version: `v-${id}` },
+      config,
+      { dashboardBucketMs: 250 },
+    );
     let closed: Promise<void> | undefined;
     const close = () => (closed ??= app.close());
     cleanup.push(close);
@@ -59,15 +73,23 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     expect(res.statusCode, res.body).toBe(200);
     return DashboardSnapshotSchema.parse(res.json());
   };
-  const scrape = async (r: { app: OrchdApp }) => parsePrometheusText((await r.app.inject({ method: 'GET', url: '/metrics' })).body).families;
+  const scrape = async (r: { app: OrchdApp }) =>
+    parsePrometheusText((await r.app.inject({ method: 'GET', url: '/metrics' })).body).families;
   /** A family's samples summed, as PromQL's `sum()` over both scrapes would. */
   const summed = (scrapes: Awaited<ReturnType<typeof scrape>>[], name: string): number =>
-    scrapes.flatMap((families) => families.filter((f) => f.name === name).flatMap((f) => f.samples)).reduce((n, s) => n + s.value, 0);
+    scrapes
+      .flatMap((families) => families.filter((f) => f.name === name).flatMap((f) => f.samples))
+      .reduce((n, s) => n + s.value, 0);
 
   it('each replica lists both (bound addresses, versions); both dashboards show the same recent tasks and throughput; tasks relayed counted per replica', async () => {
     const a = await replica('orchd-a', 'dash:');
     const b = await replica('orchd-b', 'dash:');
-    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 2 }], token: TOKEN, tokenIntervalMs: 1 });
+    const node = await FixturePoolManager.start({
+      nodeId: 'n1',
+      pools: [{ pool_id: 'p', models: ['m'], slots: 2 }],
+      token: TOKEN,
+      tokenIntervalMs: 1,
+    });
     cleanup.push(() => node.close());
     await node.startHeartbeats(a.url, HB);
     // B started after A: its first announcement already listed A; A hears of B with its next one
@@ -93,7 +115,9 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     for (const r of [a, b]) {
       const task = taskBody({ max_tokens: 5 });
       ids.push(task.task_id as string);
-      expect((await r.app.inject({ method: 'POST', url: '/v2/tasks', headers: auth, payload: task })).statusCode).toBe(202);
+      expect((await r.app.inject({ method: 'POST', url: '/v2/tasks', headers: auth, payload: task })).statusCode).toBe(
+        202,
+      );
       const events = await r.app.inject({ method: 'GET', url: `/v2/tasks/${task.task_id}/events`, headers: auth });
       expect(frames(events.body).at(-1)?.event).toBe('end');
     }
@@ -107,7 +131,8 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     expect(fromA.recent_tasks.map((t) => t.task_id).sort()).toEqual([...ids].sort());
     expect(fromB.recent_tasks).toEqual(fromA.recent_tasks);
     // throughput: every replica's closed buckets, summed; the same series from both (once both closed the buckets)
-    const tokensIn = (s: DashboardSnapshot) => s.throughput.reduce((n, p) => n + (p.tokens_per_s * s.bucket_ms) / 1000, 0);
+    const tokensIn = (s: DashboardSnapshot) =>
+      s.throughput.reduce((n, p) => n + (p.tokens_per_s * s.bucket_ms) / 1000, 0);
     const tpA = await until(
       () => snapshotOf(a),
       (s) => Math.round(tokensIn(s)) === 10 && s.throughput.reduce((n, p) => n + p.tasks_ended, 0) === 2,
@@ -119,7 +144,9 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
       'B to chart both tasks',
     );
     const last = tpA.throughput.at(-1)?.t_ms ?? 0;
-    expect(tpB.throughput.filter((p) => p.t_ms <= last)).toEqual(tpA.throughput.filter((p) => p.t_ms >= (tpB.throughput[0]?.t_ms ?? 0)));
+    expect(tpB.throughput.filter((p) => p.t_ms <= last)).toEqual(
+      tpA.throughput.filter((p) => p.t_ms >= (tpB.throughput[0]?.t_ms ?? 0)),
+    );
     // tasks relayed: one each, as announced (within an interval)
     const relayed = await until(
       () => replicasOf(b),
@@ -133,7 +160,12 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     const a = await replica('orchd-a', 'queue:');
     const b = await replica('orchd-b', 'queue:');
     // one slot, slow tokens: the first task holds it, the rest wait in the cluster's queue
-    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: TOKEN, tokenIntervalMs: 200 });
+    const node = await FixturePoolManager.start({
+      nodeId: 'n1',
+      pools: [{ pool_id: 'p', models: ['m'], slots: 1 }],
+      token: TOKEN,
+      tokenIntervalMs: 200,
+    });
     cleanup.push(() => node.close());
     await node.startHeartbeats(a.url, HB);
     for (const r of [a, b])
@@ -143,7 +175,12 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
         'pool and replicas',
       );
     const admit = async (r: typeof a) => {
-      const res = await r.app.inject({ method: 'POST', url: '/v2/tasks', headers: auth, payload: taskBody({ max_tokens: 500 }) });
+      const res = await r.app.inject({
+        method: 'POST',
+        url: '/v2/tasks',
+        headers: auth,
+        payload: taskBody({ max_tokens: 500 }),
+      });
       expect(res.statusCode, res.body).toBe(202);
     };
     await admit(a);
@@ -192,7 +229,14 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     const a = await replica('orchd-a', 'metrics:');
     const b = await replica('orchd-b', 'metrics:');
     const nodes = await Promise.all(
-      ['n1', 'n2'].map((id) => FixturePoolManager.start({ nodeId: id, pools: [{ pool_id: `p-${id}`, models: ['m'], slots: 1 }], token: TOKEN, tokenIntervalMs: 1 })),
+      ['n1', 'n2'].map((id) =>
+        FixturePoolManager.start({
+          nodeId: id,
+          pools: [{ pool_id: `p-${id}`, models: ['m'], slots: 1 }],
+          token: TOKEN,
+          tokenIntervalMs: 1,
+        }),
+      ),
     );
     for (const n of nodes) cleanup.push(() => n.close());
     await nodes[0]!.startHeartbeats(a.url, HB);
@@ -213,7 +257,9 @@ describe('orchestratord replicas on one Redis: membership, one dashboard, cluste
     // the non-leader declares the families but has no samples
     expect(both[1]!.find((f) => f.name === 'llorch_nodes_online')?.samples).toEqual([]);
     // the queue depth counts the waiting tasks each replica admitted: every replica exports its own (the sum is the cluster's)
-    expect(both.every((families) => families.some((f) => f.name === 'llorch_queue_depth' && f.samples.length === 2))).toBe(true);
+    expect(
+      both.every((families) => families.some((f) => f.name === 'llorch_queue_depth' && f.samples.length === 2)),
+    ).toBe(true);
     // per-replica counters stay per replica (summing them is right)
     expect(summed(both, 'llorch_node_registrations_total')).toBe(2);
 

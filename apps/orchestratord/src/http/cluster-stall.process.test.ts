@@ -13,7 +13,16 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { ANN, annAuth, fixtureCluster, KEYS, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
+import {
+  ANN,
+  annAuth,
+  fixtureCluster,
+  KEYS,
+  NODE,
+  replicaHarness,
+  until,
+  type Replica,
+} from '../testing/replica-harness.js';
 import { openSse, taskBody, type SseFrameRecord } from '../testing/test-helpers.js';
 
 const APP_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
@@ -34,8 +43,18 @@ afterAll(async () => {
 async function daemonReplica(redisUrl: string, id: string): Promise<{ pid: number; url: string; text: () => string }> {
   const child = spawn(process.execPath, [MAIN], {
     env: {
-      ...{ PATH: process.env.PATH ?? '', ORCHD_ADDR: '127.0.0.1:0', ORCHD_KEYS_FILE: join(dir, 'keys.yaml'), LLORCH_NODE_TOKEN: NODE },
-      ...{ ORCHD_REDIS_URL: redisUrl, ORCHD_REDIS_PREFIX: PREFIX, ORCHD_REPLICA_ID: id, ORCHD_NODE_HEARTBEAT_MS: '200' },
+      ...{
+        PATH: process.env.PATH ?? '',
+        ORCHD_ADDR: '127.0.0.1:0',
+        ORCHD_KEYS_FILE: join(dir, 'keys.yaml'),
+        LLORCH_NODE_TOKEN: NODE,
+      },
+      ...{
+        ORCHD_REDIS_URL: redisUrl,
+        ORCHD_REDIS_PREFIX: PREFIX,
+        ORCHD_REPLICA_ID: id,
+        ORCHD_NODE_HEARTBEAT_MS: '200',
+      },
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -67,7 +86,10 @@ interface Reading {
 async function readTask(base: string, id: string, r: Reading): Promise<Reading> {
   for (; r.reconnects < 50; r.reconnects += 1) {
     const last = r.frames.at(-1)?.id;
-    const sse = await openSse(`${base}/v2/tasks/${id}/events`, { ...annAuth, ...(last !== undefined ? { 'last-event-id': String(last) } : {}) });
+    const sse = await openSse(`${base}/v2/tasks/${id}/events`, {
+      ...annAuth,
+      ...(last !== undefined ? { 'last-event-id': String(last) } : {}),
+    });
     const before = r.frames.length;
     const copy = setInterval(() => r.frames.push(...sse.frames.slice(r.frames.length - before)), 20);
     await sse.done;
@@ -101,19 +123,27 @@ describe('a replica stalled past its owner lease with a queued /v2 task', () => 
       await until(online, 'the stalling replica to see the node online', 10_000);
       // the pool's one slot is busy (40 s) with a task of b's: a's task waits in the cluster's queue
       const long = taskBody({ max_tokens: 4000 });
-      expect((await b.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: long })).statusCode).toBe(202);
+      expect(
+        (await b.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: long })).statusCode,
+      ).toBe(202);
       await until(() => node.active('p') === 1, 'the long task to run');
       const queued = taskBody({ max_tokens: 50 });
       const id = String(queued.task_id);
-      const admitted = await fetch(`${a.url}/v2/tasks`, { method: 'POST', headers: { ...annAuth, 'content-type': 'application/json' }, body: JSON.stringify(queued) });
+      const admitted = await fetch(`${a.url}/v2/tasks`, {
+        method: 'POST',
+        headers: { ...annAuth, 'content-type': 'application/json' },
+        body: JSON.stringify(queued),
+      });
       expect(admitted.status, await admitted.clone().text()).toBe(202);
       expect(await b.store.tasks.get(id)).toMatchObject({ owner: 'stalls', state: 'queued' });
       // a /v1 request queued behind it on a: its client's connection is to a, it cannot follow the task
       const openai = new OpenAI({ baseURL: `${a.url}/v1`, apiKey: ANN, maxRetries: 0 });
-      const v1 = openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }).then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+      const v1 = openai.chat.completions
+        .create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
       await until(async () => (await b.store.queue.sizes()).interactive === 2, 'both to be queued in the cluster');
       const progress: Reading = { frames: [], reconnects: 0, done: false };
       const reading = readTask(a.url, id, progress);
@@ -122,15 +152,26 @@ describe('a replica stalled past its owner lease with a queued /v2 task', () => 
       const stoppedAt = Date.now();
       try {
         // its lease (2 s) lapses; b's sweep (every 100 ms) takes the task over, still queued behind the long one
-        await until(() => b.logs.records().some((l) => l.msg === 'orphaned task adopted' && l.task_id === id), 'b to take the queued task over', 10_000);
+        await until(
+          () => b.logs.records().some((l) => l.msg === 'orphaned task adopted' && l.task_id === id),
+          'b to take the queued task over',
+          10_000,
+        );
       } finally {
         process.kill(a.pid, 'SIGCONT');
       }
       const stalledMs = Date.now() - stoppedAt;
       // a finds the task is b's: its client's stream ends without a terminal frame and reconnects (before: error STORE_UNAVAILABLE)
-      await until(() => progress.reconnects > 0 || progress.done, "the client to reconnect or get the task's end", 5000);
+      await until(
+        () => progress.reconnects > 0 || progress.done,
+        "the client to reconnect or get the task's end",
+        5000,
+      );
       // the slot frees: b dispatches the task it took over
-      expect((await b.app.inject({ method: 'POST', url: `/v2/tasks/${String(long.task_id)}/cancel`, headers: annAuth })).statusCode).toBe(204);
+      expect(
+        (await b.app.inject({ method: 'POST', url: `/v2/tasks/${String(long.task_id)}/cancel`, headers: annAuth }))
+          .statusCode,
+      ).toBe(204);
       const relevant = () =>
         a
           .text()
@@ -140,13 +181,18 @@ describe('a replica stalled past its owner lease with a queued /v2 task', () => 
       const { frames, reconnects } = await reading;
       const tokens = frames.filter((f) => f.event === 'token');
       const end = frames.at(-1);
-      expect(end, `${JSON.stringify(end)}\n${relevant()}`).toMatchObject({ event: 'end', data: { finish_reason: 'length' } });
+      expect(end, `${JSON.stringify(end)}\n${relevant()}`).toMatchObject({
+        event: 'end',
+        data: { finish_reason: 'length' },
+      });
       expect(tokens.map((f) => f.data.i)).toEqual(Array.from({ length: 50 }, (_, i) => i));
       expect(new Set(frames.map((f) => f.id)).size).toBe(frames.length);
       expect(frames.map((f) => f.id)).toEqual([...frames.map((f) => f.id)].sort((x, y) => x - y));
       expect(reconnects).toBeGreaterThan(0);
       // a let it go to b instead of ending it; b dispatched it once and wrote its end
-      expect(a.text()).toMatch(new RegExp(`"task_id":"${id}"[^\\n]*"msg":"task handed off"|"msg":"task handed off"[^\\n]*"task_id":"${id}"`));
+      expect(a.text()).toMatch(
+        new RegExp(`"task_id":"${id}"[^\\n]*"msg":"task handed off"|"msg":"task handed off"[^\\n]*"task_id":"${id}"`),
+      );
       expect(node.dispatches.filter((d) => d.body.task_id === id)).toHaveLength(1);
       // today's behaviour for /v1 (spec 65): a typed, retriable 503 in OpenAI's shape, with Retry-After
       const refused = await v1;
@@ -157,7 +203,9 @@ describe('a replica stalled past its owner lease with a queued /v2 task', () => 
       const stored = await b.store.tasks.get(id);
       expect(stored).toMatchObject({ state: 'ended', owner: b.app.services.replicas.identity.replicaId });
       expect(JSON.parse(stored!.outcome!)).toMatchObject({ event: 'end' });
-      console.log(`replica stalled ${stalledMs} ms (SIGSTOP) with a queued /v2 task: taken over, handed off, ${tokens.length} tokens and the end after ${reconnects} reconnect(s)`);
+      console.log(
+        `replica stalled ${stalledMs} ms (SIGSTOP) with a queued /v2 task: taken over, handed off, ${tokens.length} tokens and the end after ${reconnects} reconnect(s)`,
+      );
     },
   );
 });

@@ -27,15 +27,19 @@ describe('a task ending on a replica of a cluster', () => {
     return { release: () => release(), reached: () => reached };
   }
 
-  async function runTask(r: Replica): Promise<{ id: string; read: Promise<string>; settled: () => boolean; settledAt: () => number }> {
+  async function runTask(
+    r: Replica,
+  ): Promise<{ id: string; read: Promise<string>; settled: () => boolean; settledAt: () => number }> {
     const task = taskBody();
     const admitted = await r.app.inject({ method: 'POST', url: '/v2/tasks', headers: annAuth, payload: task });
     expect(admitted.statusCode, admitted.body).toBe(202);
     let settledAt = 0;
-    const read = r.app.inject({ method: 'GET', url: `/v2/tasks/${task.task_id}/events`, headers: annAuth }).then((res) => {
-      settledAt = Date.now();
-      return res.body;
-    });
+    const read = r.app
+      .inject({ method: 'GET', url: `/v2/tasks/${task.task_id}/events`, headers: annAuth })
+      .then((res) => {
+        settledAt = Date.now();
+        return res.body;
+      });
     return { id: String(task.task_id), read, settled: () => settledAt > 0, settledAt: () => settledAt };
   }
 
@@ -58,20 +62,24 @@ describe('a task ending on a replica of a cluster', () => {
     expect(JSON.parse(stored!.outcome!)).toMatchObject({ event: 'end', id: end!.id, data: { tokens_out: 4 } });
   });
 
-  it(`sends the end anyway after ${END_WRITE_WAIT_MS} ms when the store does not answer, and the record takes it later`, { timeout: 30_000 }, async () => {
-    const { replicas } = await fixtureCluster(h, 'end-late:', 1);
-    const a = replicas[0] as Replica;
-    const held = holdEndWrites(a);
-    const t = await runTask(a);
-    await until(held.reached, 'the end to be on its way to the store');
-    const reachedAt = Date.now();
-    const got = frames(await t.read);
-    expect(got.at(-1)).toMatchObject({ event: 'end' });
-    const waited = t.settledAt() - reachedAt;
-    expect(waited).toBeGreaterThanOrEqual(END_WRITE_WAIT_MS - 50);
-    expect(waited).toBeLessThan(END_WRITE_WAIT_MS + 2000);
-    expect(await a.store.tasks.get(t.id)).toMatchObject({ state: 'running' });
-    held.release();
-    await until(async () => (await a.store.tasks.get(t.id))?.state === 'ended', 'the record to take the end');
-  });
+  it(
+    `sends the end anyway after ${END_WRITE_WAIT_MS} ms when the store does not answer, and the record takes it later`,
+    { timeout: 30_000 },
+    async () => {
+      const { replicas } = await fixtureCluster(h, 'end-late:', 1);
+      const a = replicas[0] as Replica;
+      const held = holdEndWrites(a);
+      const t = await runTask(a);
+      await until(held.reached, 'the end to be on its way to the store');
+      const reachedAt = Date.now();
+      const got = frames(await t.read);
+      expect(got.at(-1)).toMatchObject({ event: 'end' });
+      const waited = t.settledAt() - reachedAt;
+      expect(waited).toBeGreaterThanOrEqual(END_WRITE_WAIT_MS - 50);
+      expect(waited).toBeLessThan(END_WRITE_WAIT_MS + 2000);
+      expect(await a.store.tasks.get(t.id)).toMatchObject({ state: 'running' });
+      held.release();
+      await until(async () => (await a.store.tasks.get(t.id))?.state === 'ended', 'the record to take the end');
+    },
+  );
 });

@@ -23,14 +23,24 @@ describe('X-Correlation-Id across the hop to pool-managerd', () => {
     const address = t.app.server.address();
     const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
     for (const [i, nodeId] of nodeIds.entries()) {
-      const node = await FixturePoolManager.start({ nodeId, pools: [{ pool_id: `p${i}`, models: ['m'], slots: 1 }], token: TOKEN, tokenIntervalMs: 5, h2c });
+      const node = await FixturePoolManager.start({
+        nodeId,
+        pools: [{ pool_id: `p${i}`, models: ['m'], slots: 1 }],
+        token: TOKEN,
+        tokenIntervalMs: 5,
+        h2c,
+      });
       nodes.push(node);
       await node.startHeartbeats(url, HB_MS);
     }
     return url;
   }
 
-  async function run(url: string, headers: Record<string, string>, over: Partial<TaskRequestInput> = {}): Promise<{ id: string; correlation: string }> {
+  async function run(
+    url: string,
+    headers: Record<string, string>,
+    over: Partial<TaskRequestInput> = {},
+  ): Promise<{ id: string; correlation: string }> {
     const app = t as TestApp;
     const body = taskBody({ max_tokens: 3, ...over });
     const res = await request(`${url}/v2/tasks`, {
@@ -49,23 +59,39 @@ describe('X-Correlation-Id across the hop to pool-managerd', () => {
   it.each([
     ['HTTP/1.1', false],
     ['h2c', true],
-  ])("a dispatch over %s carries the admitting request's id; so does every log line about the task", async (_proto, h2c) => {
-    const url = await cluster(h2c, ['n1']);
-    const { id } = await run(url, { 'x-correlation-id': 'corr-dispatch-1' });
-    const node = nodes[0] as FixturePoolManager;
-    expect(node.dispatches).toHaveLength(1);
-    expect(node.dispatches[0]).toMatchObject({ correlationId: 'corr-dispatch-1', httpVersion: h2c ? '2.0' : '1.1', body: { task_id: id } });
-    // Lines of the task itself; a stream subscriber's lines carry its own request's id.
-    const lines = (t as TestApp).logs.records().filter((r) => r.task_id === id && !String(r.msg).startsWith('stream subscriber'));
-    expect(lines.map((r) => r.msg)).toEqual(expect.arrayContaining(['task admitted', 'task placed', 'dispatch accepted', 'stream started', 'task ended']));
-    for (const line of lines) expect(line, String(line.msg)).toMatchObject({ correlation_id: 'corr-dispatch-1', task_id: id });
-  });
+  ])(
+    "a dispatch over %s carries the admitting request's id; so does every log line about the task",
+    async (_proto, h2c) => {
+      const url = await cluster(h2c, ['n1']);
+      const { id } = await run(url, { 'x-correlation-id': 'corr-dispatch-1' });
+      const node = nodes[0] as FixturePoolManager;
+      expect(node.dispatches).toHaveLength(1);
+      expect(node.dispatches[0]).toMatchObject({
+        correlationId: 'corr-dispatch-1',
+        httpVersion: h2c ? '2.0' : '1.1',
+        body: { task_id: id },
+      });
+      // Lines of the task itself; a stream subscriber's lines carry its own request's id.
+      const lines = (t as TestApp).logs
+        .records()
+        .filter((r) => r.task_id === id && !String(r.msg).startsWith('stream subscriber'));
+      expect(lines.map((r) => r.msg)).toEqual(
+        expect.arrayContaining(['task admitted', 'task placed', 'dispatch accepted', 'stream started', 'task ended']),
+      );
+      for (const line of lines)
+        expect(line, String(line.msg)).toMatchObject({ correlation_id: 'corr-dispatch-1', task_id: id });
+    },
+  );
 
   it("a task admitted without an id carries the one orchestratord made (the 202's), on each of its dispatches", async () => {
     const url = await cluster(false, ['n1', 'n2']);
     const [n1, n2] = nodes as [FixturePoolManager, FixturePoolManager];
     n1.nextBehaviours.push({ kind: 'crash-before-first-token' });
-    const { id, correlation } = await run(url, {}, { placement: { mode: 'prefer', prefer_pools: ['p0'], allow_fallback: true } });
+    const { id, correlation } = await run(
+      url,
+      {},
+      { placement: { mode: 'prefer', prefer_pools: ['p0'], allow_fallback: true } },
+    );
     expect(correlation).toMatch(/^[0-9a-f-]{36}$/);
     expect([...n1.dispatches, ...n2.dispatches].map((d) => [d.body.task_id, d.correlationId])).toEqual([
       [id, correlation],

@@ -11,7 +11,11 @@ describe('CORS (ORCHD_CORS_ORIGINS)', () => {
     t!.app.inject({
       method: 'OPTIONS',
       url,
-      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type',
+      },
     });
 
   it('answers preflights on /v2 and /v1 from an allowed origin with 204 and the headers, without a token', async () => {
@@ -36,13 +40,22 @@ describe('CORS (ORCHD_CORS_ORIGINS)', () => {
     expect(ok.statusCode).toBe(200);
     expect(ok.headers['access-control-allow-origin']).toBe(ALLOWED);
     expect(String(ok.headers['access-control-expose-headers']).toLowerCase()).toContain('x-correlation-id');
-    const refused = await t.app.inject({ method: 'POST', url: '/v2/tasks', headers: { origin: ALLOWED }, payload: taskBody() });
+    const refused = await t.app.inject({
+      method: 'POST',
+      url: '/v2/tasks',
+      headers: { origin: ALLOWED },
+      payload: taskBody(),
+    });
     expect(refused.statusCode).toBe(401);
     expect(refused.headers['access-control-allow-origin']).toBe(ALLOWED);
 
     const other = await preflight('https://evil.example', '/v2/tasks');
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
-    const otherGet = await t.app.inject({ method: 'GET', url: '/v2/nodes', headers: { ...t.auth, origin: 'https://evil.example' } });
+    const otherGet = await t.app.inject({
+      method: 'GET',
+      url: '/v2/nodes',
+      headers: { ...t.auth, origin: 'https://evil.example' },
+    });
     expect(otherGet.statusCode).toBe(200);
     expect(otherGet.headers['access-control-allow-origin']).toBeUndefined();
   });

@@ -14,7 +14,16 @@ export const CORS_EXPOSED_HEADERS = [CORRELATION_ID_HEADER, 'Retry-After', 'X-Ba
  * Request headers a browser script may send (Authorization carries the Bearer key; the Anthropic
  * door also takes it as X-Api-Key, next to Anthropic-Version, which its clients always send).
  */
-export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Accept', CORRELATION_ID_HEADER, 'X-Session-Id', 'Last-Event-ID', 'X-Api-Key', 'Anthropic-Version'] as const;
+export const CORS_ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Accept',
+  CORRELATION_ID_HEADER,
+  'X-Session-Id',
+  'Last-Event-ID',
+  'X-Api-Key',
+  'Anthropic-Version',
+] as const;
 
 /**
  * CORS for browser clients (`ORCHD_CORS_ORIGINS`), on every route (/v2, /v1, docs). Registered
@@ -36,4 +45,8 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (app, { origins }) => 
   });
 };
 
-export const corsOriginsPlugin = fp(corsPlugin, { name: 'cors-origins', fastify: '5.x', dependencies: ['correlation'] });
+export const corsOriginsPlugin = fp(corsPlugin, {
+  name: 'cors-origins',
+  fastify: '5.x',
+  dependencies: ['correlation'],
+});

@@ -44,32 +44,46 @@ export function loadCredentials(options: LoadCredentialsOptions): Credentials {
   const { config, env } = options;
   const keys: Credential[] = [];
   const problems: string[] = [];
-  if (config.api_token !== undefined) keys.push({ name: 'default', role: 'operator', digest: sha256(config.api_token), maxPriority: 'interactive' });
+  if (config.api_token !== undefined)
+    keys.push({ name: 'default', role: 'operator', digest: sha256(config.api_token), maxPriority: 'interactive' });
   const nodeToken = config.node_token ?? config.api_token;
-  if (nodeToken !== undefined) keys.push({ name: 'node', role: 'node', digest: sha256(nodeToken), maxPriority: 'interactive' });
+  if (nodeToken !== undefined)
+    keys.push({ name: 'node', role: 'node', digest: sha256(nodeToken), maxPriority: 'interactive' });
   if (config.keys_file !== undefined) {
-    if (nodeToken === undefined) problems.push('ORCHD_KEYS_FILE needs LLORCH_NODE_TOKEN (or LLORCH_API_TOKEN) for the node API');
+    if (nodeToken === undefined)
+      problems.push('ORCHD_KEYS_FILE needs LLORCH_NODE_TOKEN (or LLORCH_API_TOKEN) for the node API');
     let text: string | undefined;
     try {
       text = (options.readFile ?? ((p) => readFileSync(p, 'utf8')))(config.keys_file);
     } catch (err) {
-      problems.push(`ORCHD_KEYS_FILE: cannot read ${config.keys_file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      problems.push(
+        `ORCHD_KEYS_FILE: cannot read ${config.keys_file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      );
     }
     if (text !== undefined) {
       const parsed = KeysFileSchema.safeParse(parseKeysFile(text, problems));
-      if (!parsed.success) for (const line of formatIssues(parsed.error).split('\n')) problems.push(`ORCHD_KEYS_FILE (${line})`);
+      if (!parsed.success)
+        for (const line of formatIssues(parsed.error).split('\n')) problems.push(`ORCHD_KEYS_FILE (${line})`);
       else {
         for (const k of parsed.data.keys) {
           let digest: Buffer | undefined;
           if (k.key_sha256 !== undefined) digest = Buffer.from(k.key_sha256.toLowerCase(), 'hex');
           else {
             const value = env[k.key_env ?? ''];
-            if (value === undefined || value.length < 16) problems.push(`ORCHD_KEYS_FILE: key '${k.name}': ${k.key_env} is unset or shorter than 16 characters`);
+            if (value === undefined || value.length < 16)
+              problems.push(`ORCHD_KEYS_FILE: key '${k.name}': ${k.key_env} is unset or shorter than 16 characters`);
             else digest = sha256(value);
           }
           if (digest === undefined) continue;
-          if (k.name === 'default' || k.name === 'node') problems.push(`ORCHD_KEYS_FILE: key name '${k.name}' is reserved`);
-          keys.push({ name: k.name, role: k.role, digest, maxPriority: k.max_priority, ...(k.rate_limit !== undefined ? { rateLimit: k.rate_limit } : {}) });
+          if (k.name === 'default' || k.name === 'node')
+            problems.push(`ORCHD_KEYS_FILE: key name '${k.name}' is reserved`);
+          keys.push({
+            name: k.name,
+            role: k.role,
+            digest,
+            maxPriority: k.max_priority,
+            ...(k.rate_limit !== undefined ? { rateLimit: k.rate_limit } : {}),
+          });
         }
       }
     }
@@ -79,7 +93,8 @@ export function loadCredentials(options: LoadCredentialsOptions): Credentials {
     const hex = k.digest.toString('hex');
     const other = seen.get(hex);
     // the legacy token doubling as node token is the one allowed repeat
-    if (other !== undefined && !(other === 'default' && k.name === 'node')) problems.push(`ORCHD_KEYS_FILE: keys '${other}' and '${k.name}' are the same key`);
+    if (other !== undefined && !(other === 'default' && k.name === 'node'))
+      problems.push(`ORCHD_KEYS_FILE: keys '${other}' and '${k.name}' are the same key`);
     seen.set(hex, k.name);
   }
   if (problems.length > 0) throw new ConfigError(problems);

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { CORRELATION_ID_HEADER, ERROR_STATUS, needsBackoffHeaders, resolveTaskRequest, type ErrorEvent, type TaskRequestBody } from '@llama-orch/contracts';
+import {
+  CORRELATION_ID_HEADER,
+  ERROR_STATUS,
+  needsBackoffHeaders,
+  resolveTaskRequest,
+  type ErrorEvent,
+  type TaskRequestBody,
+} from '@llama-orch/contracts';
 import { backoffHeaders, DEFAULT_BACKOFF_MS } from '@llama-orch/daemon-support';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NotFoundError } from '../errors.js';
@@ -30,14 +37,30 @@ export interface DoorCall {
  * traffic apart in one log. Not streamed = an `answer` task (the engine answers once, no token
  * crosses the daemons).
  */
-export function admitDoorTask(services: AppServices, req: FastifyRequest, call: DoorCall, door: string): TaskRecord | Promise<TaskRecord> {
+export function admitDoorTask(
+  services: AppServices,
+  req: FastifyRequest,
+  call: DoorCall,
+  door: string,
+): TaskRecord | Promise<TaskRecord> {
   if (services.registry.poolsForModel(call.model).length === 0) {
-    throw new NotFoundError(`model '${call.model}' not found: no pool serves or provisions it (GET /v1/models lists them)`, { param: 'model' });
+    throw new NotFoundError(
+      `model '${call.model}' not found: no pool serves or provisions it (GET /v1/models lists them)`,
+      { param: 'model' },
+    );
   }
   const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
   const delivery = call.stream ? 'stream' : 'answer';
-  const admitted = services.tasks.admit(withPriorityCeiling(request, req), req.log.child({ door }), req.id, req.principal?.name, delivery);
-  return admitted instanceof Promise ? admitted.then((a) => admittedTask(services, a.task_id)) : admittedTask(services, admitted.task_id);
+  const admitted = services.tasks.admit(
+    withPriorityCeiling(request, req),
+    req.log.child({ door }),
+    req.id,
+    req.principal?.name,
+    delivery,
+  );
+  return admitted instanceof Promise
+    ? admitted.then((a) => admittedTask(services, a.task_id))
+    : admittedTask(services, admitted.task_id);
 }
 
 function admittedTask(services: AppServices, id: string): TaskRecord {
@@ -47,8 +70,17 @@ function admittedTask(services: AppServices, id: string): TaskRecord {
 }
 
 /** JSON text as the answer of a hijacked door response. */
-export function sendJsonText(res: ServerResponse, status: number, text: string, headers: Readonly<Record<string, string>>): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...headers });
+export function sendJsonText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Readonly<Record<string, string>>,
+): void {
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -69,7 +101,12 @@ export function answerOnce(
   req: FastifyRequest,
   reply: FastifyReply,
   task: TaskRecord,
-  o: { who: ResponseIdentity; render?: (body: Record<string, unknown>) => string; refuse: (err: ErrorEvent) => void; onNoAnswer?: () => void },
+  o: {
+    who: ResponseIdentity;
+    render?: (body: Record<string, unknown>) => string;
+    refuse: (err: ErrorEvent) => void;
+    onNoAnswer?: () => void;
+  },
 ): void {
   reply.hijack();
   const abandon = abandonTask(services, req, task);

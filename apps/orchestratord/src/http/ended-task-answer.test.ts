@@ -17,14 +17,20 @@ describe('answerEndedStream', () => {
     const app = Fastify();
     apps.push(app);
     app.get('/events', (req, reply) => void answerEndedStream(req, reply, outcome));
-    const res = await app.inject({ method: 'GET', url: '/events', headers: lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) } });
+    const res = await app.inject({
+      method: 'GET',
+      url: '/events',
+      headers: lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) },
+    });
     expect(res.statusCode).toBe(200);
     return res.body;
   }
 
   it('replays the kept log after Last-Event-ID; a client whose ids ran ahead gets the terminal frame under the id after its own', async () => {
     const kept: StoredOutcome = { ...end, id: 3, first_token: 2, tokens: [{ t: 'a', i: 0 }] };
-    expect(await read(kept, 1)).toBe(formatSseFrame(2, { event: 'token', data: { t: 'a', i: 0 } }) + formatSseFrame(3, end));
+    expect(await read(kept, 1)).toBe(
+      formatSseFrame(2, { event: 'token', data: { t: 'a', i: 0 } }) + formatSseFrame(3, end),
+    );
     expect(await read(kept, 3)).toBe(formatSseFrame(3, end));
     expect(await read(kept, 7)).toBe(formatSseFrame(8, end));
   });

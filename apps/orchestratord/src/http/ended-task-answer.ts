@@ -1,4 +1,10 @@
-import { CORRELATION_ID_HEADER, SseFrameSchema, TokenEventSchema, type MetricsEvent, type SseFrame } from '@llama-orch/contracts';
+import {
+  CORRELATION_ID_HEADER,
+  SseFrameSchema,
+  TokenEventSchema,
+  type MetricsEvent,
+  type SseFrame,
+} from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { V2_SSE } from '../streams/frame-encoder.js';
@@ -10,7 +16,11 @@ import type { StoredOutcome } from '../tasks/shared/end-writer.js';
 const PADDING: SseFrame = { event: 'metrics', data: { queue_depth: 0, on_time_probability: 1 } satisfies MetricsEvent };
 
 /** What a replica reads back from a shared record's outcome (written by shared/end-writer.ts). */
-const StoredReplaySchema = z.object({ id: z.int().nonnegative().optional(), first_token: z.int().positive().optional(), tokens: z.array(TokenEventSchema).optional() });
+const StoredReplaySchema = z.object({
+  id: z.int().nonnegative().optional(),
+  first_token: z.int().positive().optional(),
+  tokens: z.array(TokenEventSchema).optional(),
+});
 
 /**
  * The frame log of an ended `/v2` task rebuilt from its shared record: `started`, padding up to the
@@ -18,7 +28,9 @@ const StoredReplaySchema = z.object({ id: z.int().nonnegative().optional(), firs
  * the record cannot give the frames up to the terminal one with their ids (no tokens kept, a record
  * from before the ids were kept): then only the terminal frame can be told.
  */
-export function replayFromRecord(outcome: StoredOutcome): { log: TaskStream | undefined; terminal: SseFrame; id: number | undefined } | undefined {
+export function replayFromRecord(
+  outcome: StoredOutcome,
+): { log: TaskStream | undefined; terminal: SseFrame; id: number | undefined } | undefined {
   const terminal = SseFrameSchema.safeParse({ event: outcome.event, data: outcome.data });
   const kept = StoredReplaySchema.safeParse(outcome);
   if (!terminal.success || !kept.success) return undefined;
@@ -44,19 +56,33 @@ export function answerEndedStream(req: FastifyRequest, reply: FastifyReply, outc
   const replay = replayFromRecord(outcome);
   if (replay === undefined) return false;
   const header = req.headers['last-event-id'];
-  const raw = typeof header === 'string' ? header.trim() : (req.query as { last_event_id?: string } | undefined)?.last_event_id;
+  const raw =
+    typeof header === 'string' ? header.trim() : (req.query as { last_event_id?: string } | undefined)?.last_event_id;
   const afterId = raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : undefined;
   const headers = { [CORRELATION_ID_HEADER]: req.id };
   if (replay.log !== undefined) {
     reply.hijack();
-    new TaskEventStream({ res: reply.raw, stream: replay.log, encoder: V2_SSE, afterId, keepaliveMs: 15_000, headers, onAbandoned: () => undefined });
+    new TaskEventStream({
+      res: reply.raw,
+      stream: replay.log,
+      encoder: V2_SSE,
+      afterId,
+      keepaliveMs: 15_000,
+      headers,
+      onAbandoned: () => undefined,
+    });
     return true;
   }
   // A client whose ids ran ahead of the record's (see TaskEventStream) gets the id after its own.
-  const frameId = replay.id !== undefined && (afterId === undefined || afterId <= replay.id) ? replay.id : (afterId ?? -1) + 1;
+  const frameId =
+    replay.id !== undefined && (afterId === undefined || afterId <= replay.id) ? replay.id : (afterId ?? -1) + 1;
   void reply
     .code(200)
-    .headers({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', ...headers })
+    .headers({
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      ...headers,
+    })
     .send(V2_SSE.encode(frameId, replay.terminal));
   return true;
 }

@@ -6,9 +6,21 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../testing/openai-cluster.js';
 import { TOKEN, waitFor } from '../testing/test-helpers.js';
 
-const EMBED = { pool_id: 'e', models: ['emb-model'], aliases: ['embedder'], slots: 1, capabilities: ['embeddings' as const] };
+const EMBED = {
+  pool_id: 'e',
+  models: ['emb-model'],
+  aliases: ['embedder'],
+  slots: 1,
+  capabilities: ['embeddings' as const],
+};
 const RERANK = { pool_id: 'r', models: ['emb-model'], slots: 1, capabilities: ['rerank' as const] };
-const CODER = { pool_id: 'c', models: ['code-model'], aliases: ['coder'], slots: 1, capabilities: ['chat' as const, 'completion' as const, 'infill' as const] };
+const CODER = {
+  pool_id: 'c',
+  models: ['code-model'],
+  aliases: ['coder'],
+  slots: 1,
+  capabilities: ['chat' as const, 'completion' as const, 'infill' as const],
+};
 const OLD = { pool_id: 'o', models: ['old-model'], slots: 1 };
 
 type Json = Record<string, unknown>;
@@ -20,7 +32,11 @@ describe('engine-route doors', () => {
     c = undefined;
   });
 
-  async function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Json; headers: Record<string, unknown> }> {
+  async function post(
+    path: string,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; json: Json; headers: Record<string, unknown> }> {
     const res = await request(`${c?.url ?? ''}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, ...headers },
@@ -53,7 +69,10 @@ describe('engine-route doors', () => {
     // Infill without a model: the one model that serves it; n_predict defaults into the body.
     const fill = await post('/infill', { input_prefix: 'a', input_suffix: 'b' });
     expect(fill.status, JSON.stringify(fill.json)).toBe(200);
-    expect(node.dispatches.at(-1)).toMatchObject({ pool_id: 'c', body: { call: { kind: 'infill', body: { input_prefix: 'a', input_suffix: 'b', n_predict: 1024 } } } });
+    expect(node.dispatches.at(-1)).toMatchObject({
+      pool_id: 'c',
+      body: { call: { kind: 'infill', body: { input_prefix: 'a', input_suffix: 'b', n_predict: 1024 } } },
+    });
     expect(fill.json.model).toBe('coder');
   });
 
@@ -70,7 +89,13 @@ describe('engine-route doors', () => {
     expect(events.every((e) => e.startsWith('data: '))).toBe(true);
     const parsed = events.map((e) => JSON.parse(e.slice(6)) as Json);
     expect(parsed.slice(0, -1).map((e) => e.content)).toEqual(['tok0 ', 'tok1 ', 'tok2 ']);
-    expect(parsed.at(-1)).toMatchObject({ content: '', stop: true, model: 'coder', tokens_predicted: 3, stop_type: 'limit' });
+    expect(parsed.at(-1)).toMatchObject({
+      content: '',
+      stop: true,
+      model: 'coder',
+      tokens_predicted: 3,
+      stop_type: 'limit',
+    });
     expect(c.nodes[0]!.dispatches.at(-1)!.body).toMatchObject({ call: { kind: 'infill' } });
     expect(c.nodes[0]!.dispatches.at(-1)!.body.stream).toBeUndefined();
   });
@@ -88,16 +113,36 @@ describe('engine-route doors', () => {
       },
     });
     const rr = await post('/rerank', { model: 'embedder', query: 'q', documents: ['x'] });
-    expect(rr.json).toEqual({ error: { code: 400, message: expect.stringContaining('cannot serve rerank: its pools serve embeddings'), type: 'invalid_request_error' } });
-    expect((await post('/infill', { model: 'old-model', input_prefix: 'a', input_suffix: 'b' })).json.error).toMatchObject({ code: 400 });
+    expect(rr.json).toEqual({
+      error: {
+        code: 400,
+        message: expect.stringContaining('cannot serve rerank: its pools serve embeddings'),
+        type: 'invalid_request_error',
+      },
+    });
+    expect(
+      (await post('/infill', { model: 'old-model', input_prefix: 'a', input_suffix: 'b' })).json.error,
+    ).toMatchObject({ code: 400 });
     // The chat door refuses the same way; a pool that reports no capabilities still serves chat.
-    expect((await post('/v1/chat/completions', { model: 'embedder', messages: [{ role: 'user', content: 'x' }] })).status).toBe(400);
-    expect((await post('/v1/chat/completions', { model: 'old-model', messages: [{ role: 'user', content: 'x' }], max_tokens: 2 })).status).toBe(200);
+    expect(
+      (await post('/v1/chat/completions', { model: 'embedder', messages: [{ role: 'user', content: 'x' }] })).status,
+    ).toBe(400);
+    expect(
+      (
+        await post('/v1/chat/completions', {
+          model: 'old-model',
+          messages: [{ role: 'user', content: 'x' }],
+          max_tokens: 2,
+        })
+      ).status,
+    ).toBe(200);
     expect(c.nodes[0]!.dispatches.map((d) => d.pool_id)).toEqual(['o']);
   });
 
   it('infill for a generation pool whose engine has not said yet waits in the queue instead of a 400', async () => {
-    c = await startCluster([{ nodeId: 'n1', pools: [{ pool_id: 's', models: ['new-model'], slots: 1, state: 'starting' }] }]);
+    c = await startCluster([
+      { nodeId: 'n1', pools: [{ pool_id: 's', models: ['new-model'], slots: 1, state: 'starting' }] },
+    ]);
     const ac = new AbortController();
     const pending = request(`${c.url}/infill`, {
       method: 'POST',
@@ -117,14 +162,22 @@ describe('engine-route doors', () => {
     c = await startCluster([{ nodeId: 'n1', pools: [EMBED, { ...CODER, state: 'failed' }] }]);
     const dims = await post('/v1/embeddings', { model: 'embedder', input: 'x', dimensions: 8 });
     expect(dims.json.error).toMatchObject({ param: 'dimensions', code: 'invalid_value' });
-    expect((await post('/v1/embeddings', { model: 'embedder', input: [] })).json.error).toMatchObject({ param: 'input' });
+    expect((await post('/v1/embeddings', { model: 'embedder', input: [] })).json.error).toMatchObject({
+      param: 'input',
+    });
     expect((await post('/v1/embeddings', { model: 'embedder' })).json.error).toMatchObject({ param: 'input' });
-    expect((await post('/v1/rerank', { model: 'embedder', query: 'q', documents: ['a'], texts: ['b'] })).json.error).toMatchObject({ param: 'documents' });
+    expect(
+      (await post('/v1/rerank', { model: 'embedder', query: 'q', documents: ['a'], texts: ['b'] })).json.error,
+    ).toMatchObject({ param: 'documents' });
     const missing = await post('/infill', { model: 'coder', input_prefix: 'a' });
-    expect(missing.json).toEqual({ error: { code: 400, message: expect.stringContaining('input_suffix'), type: 'invalid_request_error' } });
+    expect(missing.json).toEqual({
+      error: { code: 400, message: expect.stringContaining('input_suffix'), type: 'invalid_request_error' },
+    });
     const unknown = await post('/rerank', { model: 'nope', query: 'q', documents: ['a'] });
     expect(unknown.status).toBe(404);
-    expect(unknown.json).toEqual({ error: { code: 404, message: expect.stringContaining("model 'nope' not found"), type: 'not_found_error' } });
+    expect(unknown.json).toEqual({
+      error: { code: 404, message: expect.stringContaining("model 'nope' not found"), type: 'not_found_error' },
+    });
     const down = await post('/infill', { model: 'coder', input_prefix: 'a', input_suffix: 'b' });
     expect(down.status).toBe(503);
     expect(down.json.error).toMatchObject({ code: 503, type: 'unavailable_error' });

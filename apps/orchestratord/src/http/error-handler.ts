@@ -41,7 +41,9 @@ const errors: FastifyPluginAsync = async (app) => {
     else req.log.info({ code: error.code, status: error.status, msg_detail: error.message }, 'request refused');
     return sendError(reply, error);
   });
-  app.setNotFoundHandler((req, reply) => sendError(reply, new NotFoundError(`route ${req.method} ${req.url.split('?', 1)[0]} not found`)));
+  app.setNotFoundHandler((req, reply) =>
+    sendError(reply, new NotFoundError(`route ${req.method} ${req.url.split('?', 1)[0]} not found`)),
+  );
 };
 
 export const errorsPlugin = fp(errors, { name: 'errors', fastify: '5.x' });

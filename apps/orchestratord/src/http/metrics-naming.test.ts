@@ -2,7 +2,13 @@
 // over loopback), checked against the naming rules (prometheus.io conventions; README "Metrics").
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findPromtool, metricNamingProblems, parsePrometheusText, promtoolCheckMetrics, type PromFamily } from '@llama-orch/daemon-support';
+import {
+  findPromtool,
+  metricNamingProblems,
+  parsePrometheusText,
+  promtoolCheckMetrics,
+  type PromFamily,
+} from '@llama-orch/daemon-support';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { HB_MS } from '../testing/openai-cluster.js';
 import { makeApp, openSse, taskBody, TOKEN, type TestApp } from '../testing/test-helpers.js';
@@ -50,14 +56,23 @@ beforeAll(async () => {
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   const a = t.app.server.address();
   url = `http://127.0.0.1:${typeof a === 'object' && a !== null ? a.port : 0}`;
-  node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1, engine_version: 'b1-test' }], token: TOKEN, tokenIntervalMs: 5 });
+  node = await FixturePoolManager.start({
+    nodeId: 'n1',
+    pools: [{ pool_id: 'p', models: ['m'], slots: 1, engine_version: 'b1-test' }],
+    token: TOKEN,
+    tokenIntervalMs: 5,
+  });
   await node.startHeartbeats(url, HB_MS);
   // Two turns of one session (a finished task, then one placed by affinity), one cancelled task.
   const session = crypto.randomUUID();
   for (const over of [{ session_id: session }, { session_id: session }, { max_tokens: 2000 }]) {
     const body = taskBody({ max_tokens: 4, ...over });
     taskIds.push(body.task_id as string);
-    const res = await request(`${url}/v2/tasks`, { method: 'POST', headers: { ...t.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await request(`${url}/v2/tasks`, {
+      method: 'POST',
+      headers: { ...t.auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const json = (await res.body.json()) as { streams: { sse: string } };
     expect(res.statusCode).toBe(202);
     const sse = await openSse(json.streams.sse, t.auth);
@@ -80,7 +95,9 @@ describe('orchestratord /metrics names', () => {
   it('lists every exported family: ours under llorch_, and the standard process and Node.js series', () => {
     const names = families.map((f) => f.name).sort();
     expect(names.filter((n) => n.startsWith('llorch_'))).toEqual(OURS);
-    expect(names.filter((n) => !n.startsWith('llorch_') && !n.startsWith('process_') && !n.startsWith('nodejs_'))).toEqual([]);
+    expect(
+      names.filter((n) => !n.startsWith('llorch_') && !n.startsWith('process_') && !n.startsWith('nodejs_')),
+    ).toEqual([]);
     for (const std of [
       'process_cpu_user_seconds_total',
       'process_resident_memory_bytes',
@@ -101,8 +118,12 @@ describe('orchestratord /metrics names', () => {
   it('the traffic is counted, latencies observed in seconds', () => {
     const fam = (name: string) => families.find((f) => f.name === name);
     expect(fam('llorch_tasks_started_total')?.samples.reduce((s, x) => s + x.value, 0)).toBe(3);
-    expect(fam('llorch_tasks_canceled_total')?.samples).toEqual([expect.objectContaining({ labels: expect.objectContaining({ reason: 'client' }), value: 1 })]);
-    expect(fam('llorch_placement_session_affinity_total')?.samples).toEqual([expect.objectContaining({ labels: { outcome: 'kept' }, value: 1 })]);
+    expect(fam('llorch_tasks_canceled_total')?.samples).toEqual([
+      expect.objectContaining({ labels: expect.objectContaining({ reason: 'client' }), value: 1 }),
+    ]);
+    expect(fam('llorch_placement_session_affinity_total')?.samples).toEqual([
+      expect.objectContaining({ labels: { outcome: 'kept' }, value: 1 }),
+    ]);
     const firstToken = fam('llorch_task_first_token_seconds');
     expect(firstToken?.type).toBe('histogram');
     const count = firstToken?.samples.find((s) => s.name.endsWith('_count'))?.value;

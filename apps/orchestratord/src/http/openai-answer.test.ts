@@ -28,7 +28,9 @@ describe('/v1 non-streamed answers', () => {
     expect((res as unknown as { timings: unknown }).timings).toMatchObject({ predicted_n: 4 });
     expect(c.nodes[0]?.dispatches[0]?.body).toMatchObject({ workload: 'completion', stream: false, max_tokens: 4 });
     const taskId = res.id.slice('cmpl-'.length);
-    const events = await request(`${c.url}/v2/tasks/${taskId}/events`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const events = await request(`${c.url}/v2/tasks/${taskId}/events`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     const text = await events.body.text();
     const names = [...text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
     expect(names[0]).toBe('started');
@@ -47,7 +49,11 @@ describe('/v1 non-streamed answers', () => {
     const [n1, n2] = c.nodes;
     // Equal pools: least-loaded breaks the tie by node id, so the first attempt goes to n1.
     n1?.nextBehaviours.push({ kind: 'crash-before-first-token' });
-    const res = await c.client.chat.completions.create({ model: 'tiny-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    const res = await c.client.chat.completions.create({
+      model: 'tiny-chat',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 2,
+    });
     expect(res.choices[0]?.message.content).toBe('tok0 tok1 ');
     expect(n1?.dispatches.map((d) => d.body.stream)).toEqual([false]);
     expect(n2?.dispatches.map((d) => d.body.stream)).toEqual([false]);

@@ -6,7 +6,11 @@ import { splitHostPort } from '@llama-orch/daemon-support';
  * `public_url` when configured; else the bound address (the Host header for a wildcard bind);
  * else `http://<addr>` before listening. The bound port is read from the socket once and kept.
  */
-export function publicBaseResolver(app: FastifyInstance, addr: string, publicUrl: string | undefined): (req: FastifyRequest) => string {
+export function publicBaseResolver(
+  app: FastifyInstance,
+  addr: string,
+  publicUrl: string | undefined,
+): (req: FastifyRequest) => string {
   const configured = publicUrl?.replace(/\/+$/, '');
   const { host: bindHost } = splitHostPort(addr);
   const wildcard = bindHost === '0.0.0.0' || bindHost === '::' || bindHost === '';

@@ -9,7 +9,12 @@ import type { RateLimitStore } from '../store/rate-limit-store.js';
  */
 export function rateLimitStoreClass(store: RateLimitStore): FastifyRateLimitStoreCtor {
   class ClusterRateLimitStore implements FastifyRateLimitStore {
-    incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number, max: number): void {
+    incr(
+      key: string,
+      callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+      timeWindow: number,
+      max: number,
+    ): void {
       store.hit(key, max, timeWindow).then(
         (hit) => callback(null, { current: hit.count, ttl: hit.resetMs }),
         (err: unknown) => callback(err instanceof Error ? err : new Error(String(err))),

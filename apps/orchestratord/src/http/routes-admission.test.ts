@@ -2,7 +2,16 @@ import { ErrorEnvelopeSchema, type PoolSnapshot } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sharedStore, STORE_KINDS, storeHarness } from '../testing/store-harness.js';
 import { ownedSessionId } from '../sessions/session-ids.js';
-import { frames, makeApp as makeTestApp, registerNode, storeOf, snapshot, taskBody, waitFor, type TestApp } from '../testing/test-helpers.js';
+import {
+  frames,
+  makeApp as makeTestApp,
+  registerNode,
+  storeOf,
+  snapshot,
+  taskBody,
+  waitFor,
+  type TestApp,
+} from '../testing/test-helpers.js';
 
 function expectBackoff(res: { headers: Record<string, unknown>; json: () => unknown }): void {
   const retryAfter = Number(res.headers['retry-after']);
@@ -49,10 +58,20 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
       expect(env.code).toBe('INVALID_PARAMS');
       expect(env.message).toMatch(field);
     }
-    const malformed = await t.app.inject({ method: 'POST', url: '/v2/tasks', headers: { ...t.auth, 'content-type': 'application/json' }, payload: '{"task_id": ' });
+    const malformed = await t.app.inject({
+      method: 'POST',
+      url: '/v2/tasks',
+      headers: { ...t.auth, 'content-type': 'application/json' },
+      payload: '{"task_id": ',
+    });
     expect(malformed.statusCode).toBe(400);
     expect(malformed.json()).toMatchObject({ code: 'INVALID_PARAMS', message: expect.stringMatching(/body/) });
-    const text = await t.app.inject({ method: 'POST', url: '/v2/tasks', headers: { ...t.auth, 'content-type': 'text/plain' }, payload: 'hi' });
+    const text = await t.app.inject({
+      method: 'POST',
+      url: '/v2/tasks',
+      headers: { ...t.auth, 'content-type': 'text/plain' },
+      payload: 'hi',
+    });
     expect(text.statusCode).toBe(400);
     expect(text.json()).toMatchObject({ code: 'INVALID_PARAMS' });
   });
@@ -62,7 +81,10 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     await registerNode(t, 'n1', [busy({ ctx: 2048 })]);
     const res = await post(taskBody({ ctx: 4096 }));
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ code: 'INVALID_PARAMS', message: expect.stringMatching(/^ctx: 4096 exceeds ctx_max 2048/) });
+    expect(res.json()).toMatchObject({
+      code: 'INVALID_PARAMS',
+      message: expect.stringMatching(/^ctx: 4096 exceeds ctx_max 2048/),
+    });
     expect((await post(taskBody({ ctx: 2048 }))).statusCode).toBe(202);
   });
 
@@ -80,7 +102,10 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     expect((await post(body)).statusCode).toBe(202);
     const dup = await post(body);
     expect(dup.statusCode).toBe(400);
-    expect(dup.json()).toMatchObject({ code: 'INVALID_PARAMS', message: expect.stringMatching(/^task_id: .*already exists/) });
+    expect(dup.json()).toMatchObject({
+      code: 'INVALID_PARAMS',
+      message: expect.stringMatching(/^task_id: .*already exists/),
+    });
   });
 
   it('503 MODEL_NOT_AVAILABLE with back-off headers when no pool serves or provisions the model', async () => {
@@ -106,11 +131,16 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
       queue_position: 0,
       predicted_start_ms: 0,
       backoff_ms: 0,
-      streams: { sse: `http://127.0.0.1:8080/v2/tasks/${body.task_id}/events`, sse_verbose: `http://127.0.0.1:8080/v2/tasks/${body.task_id}/events?verbose=true` },
+      streams: {
+        sse: `http://127.0.0.1:8080/v2/tasks/${body.task_id}/events`,
+        sse_verbose: `http://127.0.0.1:8080/v2/tasks/${body.task_id}/events?verbose=true`,
+      },
       preparation: { steps: [] },
     });
     const task = t.app.services.tasks.get(body.task_id as string);
-    expect(frames(task?.stream.text(0) ?? '')).toEqual([{ id: 0, event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } }]);
+    expect(frames(task?.stream.text(0) ?? '')).toEqual([
+      { id: 0, event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } },
+    ]);
   });
 
   it('uses public_url for stream links when configured', async () => {
@@ -137,7 +167,13 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     const steps = res.json().preparation.steps;
     expect(steps).toEqual([
       expect.objectContaining({ id: 'p:engine_provision', kind: 'engine_provision', status: 'done' }),
-      expect.objectContaining({ id: 'p:model_fetch', kind: 'model_fetch', status: 'running', bytes_total: 1000, bytes_done: 250 }),
+      expect.objectContaining({
+        id: 'p:model_fetch',
+        kind: 'model_fetch',
+        status: 'running',
+        bytes_total: 1000,
+        bytes_done: 250,
+      }),
       expect.objectContaining({ id: 'p:pool_warmup', kind: 'pool_warmup', status: 'pending' }),
     ]);
   });
@@ -146,7 +182,8 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     t = await makeApp();
     await registerNode(t, 'n1', [busy({ decode_tps: 100 })]);
     const p = [];
-    for (let i = 0; i < 3; i += 1) p.push((await post(taskBody({ max_tokens: 50 }))).json().predicted_start_ms as number);
+    for (let i = 0; i < 3; i += 1)
+      p.push((await post(taskBody({ max_tokens: 50 }))).json().predicted_start_ms as number);
     // 1 slot busy; each task ahead costs 50 tokens at 100 tok/s = 500 ms.
     expect(p).toEqual([500, 1000, 1500]);
     // 3 ahead + the busy slot = 4 service times, each estimated from this task's own 100 tokens.
@@ -162,7 +199,11 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     // 100 stated tokens at 10 tok/s: the busy slot's release in 10 s, then its own 10 s.
     const res = await post(taskBody({ max_tokens: 100, expected_tokens: 100, deadline_ms: 5000 }));
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ code: 'DEADLINE_UNMET', retriable: false, message: expect.stringMatching(/predicted start in 10000 ms, end in 20000 ms/) });
+    expect(res.json()).toMatchObject({
+      code: 'DEADLINE_UNMET',
+      retriable: false,
+      message: expect.stringMatching(/predicted start in 10000 ms, end in 20000 ms/),
+    });
     // 20 s is within 16 s + 25 %.
     expect((await post(taskBody({ max_tokens: 100, expected_tokens: 100, deadline_ms: 16_000 }))).statusCode).toBe(202);
     // No task ended and no expected_tokens: the size is only the max_tokens cap, a guess never refused on.
@@ -219,7 +260,9 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     await registerNode(t, 'n1', [busy()]);
     const body = taskBody({ determinism: 'strict' });
     expect((await post(body)).statusCode).toBe(202);
-    const f = frames((await t.app.inject({ method: 'GET', url: `/v2/tasks/${body.task_id}/events`, headers: t.auth })).body);
+    const f = frames(
+      (await t.app.inject({ method: 'GET', url: `/v2/tasks/${body.task_id}/events`, headers: t.auth })).body,
+    );
     expect(f.at(-1)).toMatchObject({ event: 'error', data: { code: 'POOL_UNAVAILABLE' } });
   });
 
@@ -228,7 +271,11 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     await registerNode(t, 'n1', [busy()]);
     const body = taskBody({ deadline_ms: 300 });
     expect((await post(body)).statusCode).toBe(202);
-    const res = await t.app.inject({ method: 'GET', url: `/v2/tasks/${body.task_id}/events?verbose=true`, headers: t.auth });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/v2/tasks/${body.task_id}/events?verbose=true`,
+      headers: t.auth,
+    });
     const f = frames(res.body);
     expect(f[0]?.event).toBe('started');
     expect(f.at(-1)).toMatchObject({ event: 'error', data: { code: 'DEADLINE_UNMET', retriable: false } });
@@ -247,12 +294,24 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     const cancel = await t.app.inject({ method: 'POST', url: `/v2/tasks/${body.task_id}/cancel`, headers: t.auth });
     expect(cancel.statusCode).toBe(204);
     expect(cancel.headers['x-correlation-id']).toBeDefined();
-    expect((await t.app.inject({ method: 'POST', url: `/v2/tasks/${body.task_id}/cancel`, headers: t.auth })).statusCode).toBe(204);
-    const f = frames((await t.app.inject({ method: 'GET', url: `/v2/tasks/${body.task_id}/events`, headers: t.auth })).body);
-    expect(f.at(-1)).toEqual({ id: f.length - 1, event: 'end', data: { tokens_out: 0, decode_ms: 0, decode_time_ms: 0, stop_type: 'cancel', canceled: true } });
+    expect(
+      (await t.app.inject({ method: 'POST', url: `/v2/tasks/${body.task_id}/cancel`, headers: t.auth })).statusCode,
+    ).toBe(204);
+    const f = frames(
+      (await t.app.inject({ method: 'GET', url: `/v2/tasks/${body.task_id}/events`, headers: t.auth })).body,
+    );
+    expect(f.at(-1)).toEqual({
+      id: f.length - 1,
+      event: 'end',
+      data: { tokens_out: 0, decode_ms: 0, decode_time_ms: 0, stop_type: 'cancel', canceled: true },
+    });
     expect(f.some((x) => x.event === 'token')).toBe(false);
     expect(t.app.services.tasks.queueDepth()).toEqual({ interactive: 0, batch: 0 });
-    const unknown = await t.app.inject({ method: 'POST', url: '/v2/tasks/00000000-0000-4000-8000-000000000000/cancel', headers: t.auth });
+    const unknown = await t.app.inject({
+      method: 'POST',
+      url: '/v2/tasks/00000000-0000-4000-8000-000000000000/cancel',
+      headers: t.auth,
+    });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toMatchObject({ code: 'NOT_FOUND' });
   });
@@ -270,15 +329,23 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
   it('GET events: 404 for unknown tasks and after the grace period; 400 for a bad Last-Event-ID', async () => {
     t = await makeApp({ stream_grace_ms: 50 });
     await registerNode(t, 'n1', [busy()]);
-    expect((await t.app.inject({ method: 'GET', url: '/v2/tasks/nope/events', headers: t.auth })).json()).toMatchObject({ code: 'NOT_FOUND' });
+    expect((await t.app.inject({ method: 'GET', url: '/v2/tasks/nope/events', headers: t.auth })).json()).toMatchObject(
+      { code: 'NOT_FOUND' },
+    );
     const body = taskBody();
     await post(body);
-    const bad = await t.app.inject({ method: 'GET', url: `/v2/tasks/${body.task_id}/events`, headers: { ...t.auth, 'last-event-id': 'abc' } });
+    const bad = await t.app.inject({
+      method: 'GET',
+      url: `/v2/tasks/${body.task_id}/events`,
+      headers: { ...t.auth, 'last-event-id': 'abc' },
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toMatchObject({ code: 'INVALID_PARAMS', message: expect.stringMatching(/Last-Event-ID/) });
     await t.app.inject({ method: 'POST', url: `/v2/tasks/${body.task_id}/cancel`, headers: t.auth });
     await waitFor(() => t.app.services.tasks.get(body.task_id as string) === undefined, 5000, 'retention expiry');
-    expect((await t.app.inject({ method: 'GET', url: `/v2/tasks/${body.task_id}/events`, headers: t.auth })).statusCode).toBe(404);
+    expect(
+      (await t.app.inject({ method: 'GET', url: `/v2/tasks/${body.task_id}/events`, headers: t.auth })).statusCode,
+    ).toBe(404);
   });
 
   it('keeps at most stream_grace_max_tasks ended tasks: the oldest goes first, before its grace ends', async () => {
@@ -289,7 +356,8 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
       await post(body);
       await t.app.inject({ method: 'POST', url: `/v2/tasks/${body.task_id}/cancel`, headers: t.auth });
     }
-    const status = async (id: unknown) => (await t.app.inject({ method: 'GET', url: `/v2/tasks/${String(id)}/events`, headers: t.auth })).statusCode;
+    const status = async (id: unknown) =>
+      (await t.app.inject({ method: 'GET', url: `/v2/tasks/${String(id)}/events`, headers: t.auth })).statusCode;
     expect(await status(bodies[0]?.task_id)).toBe(404);
     expect(await status(bodies[1]?.task_id)).toBe(200);
     expect(await status(bodies[2]?.task_id)).toBe(200);
@@ -314,8 +382,13 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     const info = await t.app.inject({ method: 'GET', url: `/v2/sessions/${body.session_id}`, headers: t.auth });
     expect(info.statusCode).toBe(200);
     expect(info.json()).toMatchObject({ session_id: body.session_id, turns: 0, tokens_out: 0, active_tasks: 1 });
-    expect((await t.app.inject({ method: 'GET', url: '/v2/sessions/00000000-0000-4000-8000-000000000000', headers: t.auth })).statusCode).toBe(404);
-    expect((await t.app.inject({ method: 'DELETE', url: `/v2/sessions/${body.session_id}`, headers: t.auth })).statusCode).toBe(204);
+    expect(
+      (await t.app.inject({ method: 'GET', url: '/v2/sessions/00000000-0000-4000-8000-000000000000', headers: t.auth }))
+        .statusCode,
+    ).toBe(404);
+    expect(
+      (await t.app.inject({ method: 'DELETE', url: `/v2/sessions/${body.session_id}`, headers: t.auth })).statusCode,
+    ).toBe(204);
     const gone = await t.app.inject({ method: 'DELETE', url: `/v2/sessions/${body.session_id}`, headers: t.auth });
     expect(gone.statusCode).toBe(404);
     expect(gone.json()).toMatchObject({ code: 'NOT_FOUND' });
@@ -334,8 +407,19 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
       // a turn of the session that relayed 5 tokens, admitted and ended through the cluster's steps
       const { lifecycle } = sharedStore(t.app.services.store);
       const turn = { id: `turn-${id}`, owner: 'elsewhere', record: '{}', ttlMs: 60_000, lifetimeMs: 60_000 };
-      await lifecycle.admit({ task: turn, entry: { lane: 'batch', group: 'other', payload: 'elsewhere' }, sessionId: id });
-      await lifecycle.finish({ id: turn.id, fence: 1, outcome: '{}', retainMs: 1000, dequeue: true, session: { id, tokensOut: 5 } });
+      await lifecycle.admit({
+        task: turn,
+        entry: { lane: 'batch', group: 'other', payload: 'elsewhere' },
+        sessionId: id,
+      });
+      await lifecycle.finish({
+        id: turn.id,
+        fence: 1,
+        outcome: '{}',
+        retainMs: 1000,
+        dequeue: true,
+        session: { id, tokensOut: 5 },
+      });
     }
     const res = await post(body);
     expect(res.statusCode).toBe(429);

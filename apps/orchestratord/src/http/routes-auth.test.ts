@@ -56,21 +56,42 @@ describe('auth and correlation', () => {
 
   it('echoes a valid X-Correlation-Id and replaces an invalid one, on 2xx, 401, 404 and 400', async () => {
     t = await makeApp();
-    const ok = await t.app.inject({ method: 'GET', url: '/v2/nodes', headers: { ...t.auth, 'x-correlation-id': 'req-42.abc' } });
+    const ok = await t.app.inject({
+      method: 'GET',
+      url: '/v2/nodes',
+      headers: { ...t.auth, 'x-correlation-id': 'req-42.abc' },
+    });
     expect(ok.headers['x-correlation-id']).toBe('req-42.abc');
     const denied = await t.app.inject({ method: 'GET', url: '/v2/nodes', headers: { 'x-correlation-id': 'deny-1' } });
     expect(denied.statusCode).toBe(401);
     expect(denied.headers['x-correlation-id']).toBe('deny-1');
-    const missing = await t.app.inject({ method: 'GET', url: '/v2/nowhere', headers: { ...t.auth, 'x-correlation-id': 'nf-1' } });
+    const missing = await t.app.inject({
+      method: 'GET',
+      url: '/v2/nowhere',
+      headers: { ...t.auth, 'x-correlation-id': 'nf-1' },
+    });
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toMatchObject({ code: 'NOT_FOUND' });
     expect(missing.headers['x-correlation-id']).toBe('nf-1');
-    const bad = await t.app.inject({ method: 'POST', url: '/v2/tasks', headers: { ...t.auth, 'x-correlation-id': 'bad-1' }, payload: { nope: 1 } });
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: '/v2/tasks',
+      headers: { ...t.auth, 'x-correlation-id': 'bad-1' },
+      payload: { nope: 1 },
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.headers['x-correlation-id']).toBe('bad-1');
-    const invalid = await t.app.inject({ method: 'GET', url: '/v2/nodes', headers: { ...t.auth, 'x-correlation-id': 'has spaces and "quotes"' } });
+    const invalid = await t.app.inject({
+      method: 'GET',
+      url: '/v2/nodes',
+      headers: { ...t.auth, 'x-correlation-id': 'has spaces and "quotes"' },
+    });
     expect(invalid.headers['x-correlation-id']).toMatch(UUID);
-    const tooLong = await t.app.inject({ method: 'GET', url: '/v2/nodes', headers: { ...t.auth, 'x-correlation-id': 'x'.repeat(200) } });
+    const tooLong = await t.app.inject({
+      method: 'GET',
+      url: '/v2/nodes',
+      headers: { ...t.auth, 'x-correlation-id': 'x'.repeat(200) },
+    });
     expect(tooLong.headers['x-correlation-id']).toMatch(UUID);
   });
 
@@ -90,13 +111,23 @@ describe('auth and correlation', () => {
       },
     });
     const body = taskBody({ prompt: 'SECRET-PROMPT-TEXT' });
-    const res = await t.app.inject({ method: 'POST', url: '/v2/tasks', headers: { ...t.auth, 'x-correlation-id': 'corr-xyz' }, payload: body });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v2/tasks',
+      headers: { ...t.auth, 'x-correlation-id': 'corr-xyz' },
+      payload: body,
+    });
     expect(res.statusCode).toBe(202);
     const lines = t.logs.records().filter((r) => r.correlation_id === 'corr-xyz');
     const msgs = lines.map((r) => r.msg);
     // Access lines are debug (this logger captures debug); the task narration is info.
     expect(msgs).toEqual(expect.arrayContaining(['task admitted', 'request completed']));
-    expect(lines.find((r) => r.msg === 'request completed')).toMatchObject({ level: 20, method: 'POST', url: '/v2/tasks', status: 202 });
+    expect(lines.find((r) => r.msg === 'request completed')).toMatchObject({
+      level: 20,
+      method: 'POST',
+      url: '/v2/tasks',
+      status: 202,
+    });
     const admitted = lines.find((r) => r.msg === 'task admitted');
     expect(admitted).toMatchObject({ task_id: body.task_id, queue_position: 0 });
     expect(String(admitted?.human)).toMatch(/queued at position 0/);
@@ -113,9 +144,17 @@ describe('auth and correlation', () => {
     t.app.get('/test/typed', async () => {
       throw new InternalError('typed failure', { retriable: true });
     });
-    const boom = await t.app.inject({ method: 'GET', url: '/test/boom', headers: { ...t.auth, 'x-correlation-id': 'c-500' } });
+    const boom = await t.app.inject({
+      method: 'GET',
+      url: '/test/boom',
+      headers: { ...t.auth, 'x-correlation-id': 'c-500' },
+    });
     expect(boom.statusCode).toBe(500);
-    expect(ErrorEnvelopeSchema.parse(boom.json())).toEqual({ code: 'INTERNAL', message: 'internal error', retriable: false });
+    expect(ErrorEnvelopeSchema.parse(boom.json())).toEqual({
+      code: 'INTERNAL',
+      message: 'internal error',
+      retriable: false,
+    });
     expect(boom.headers['x-correlation-id']).toBe('c-500');
     const typed = await t.app.inject({ method: 'GET', url: '/test/typed', headers: t.auth });
     expect(typed.json()).toMatchObject({ code: 'INTERNAL', message: 'typed failure', retriable: true });

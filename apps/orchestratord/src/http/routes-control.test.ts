@@ -1,16 +1,30 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AvailabilitySchema, CapabilitiesSchema, ClusterPoolListSchema, NodeListSchema, PoolHealthSchema } from '@llama-orch/contracts';
+import {
+  AvailabilitySchema,
+  CapabilitiesSchema,
+  ClusterPoolListSchema,
+  NodeListSchema,
+  PoolHealthSchema,
+} from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
-import { makeApp as makeAppWith, registerNode, snapshot, storeOf, TOKEN, type TestApp } from '../testing/test-helpers.js';
+import {
+  makeApp as makeAppWith,
+  registerNode,
+  snapshot,
+  storeOf,
+  TOKEN,
+  type TestApp,
+} from '../testing/test-helpers.js';
 
 // Against both cluster stores: with Redis the node routes write through the store (.specs/65-cluster-store.md).
 describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)', (kind) => {
   const stores = storeHarness(kind);
-  const makeApp = (over: Parameters<typeof makeAppWith>[0] = {}): Promise<TestApp> => makeAppWith(over, {}, undefined, undefined, storeOf(kind, stores));
+  const makeApp = (over: Parameters<typeof makeAppWith>[0] = {}): Promise<TestApp> =>
+    makeAppWith(over, {}, undefined, undefined, storeOf(kind, stores));
   let t: TestApp;
   const fixtures: FixturePoolManager[] = [];
   afterEach(async () => {
@@ -25,14 +39,23 @@ describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)
       machine_id: 'host-1',
       address: 'http://10.0.0.5:9200',
       pools: [snapshot({ pool_id: 'p' })],
-      capabilities: { gpus: [{ device_id: 0, name: 'H100', vram_total_bytes: 80e9, compute_capability: '9.0' }], cpu_cores: 16, ram_total_bytes: 1e11 },
+      capabilities: {
+        gpus: [{ device_id: 0, name: 'H100', vram_total_bytes: 80e9, compute_capability: '9.0' }],
+        cpu_cores: 16,
+        ram_total_bytes: 1e11,
+      },
       version: '0.1.0',
     };
     const r = await t.app.inject({ method: 'POST', url: '/v2/nodes/register', headers: t.auth, payload: reg });
     expect(r.statusCode).toBe(200);
     expect(r.json()).toEqual({ next_heartbeat_ms: 2500 });
     let list = NodeListSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/nodes', headers: t.auth })).json());
-    expect(list.nodes[0]).toMatchObject({ node_id: 'gpu-1', state: 'registering', address: 'http://10.0.0.5:9200', version: '0.1.0' });
+    expect(list.nodes[0]).toMatchObject({
+      node_id: 'gpu-1',
+      state: 'registering',
+      address: 'http://10.0.0.5:9200',
+      version: '0.1.0',
+    });
     const hb = await t.app.inject({
       method: 'POST',
       url: '/v2/nodes/gpu-1/heartbeat',
@@ -43,22 +66,41 @@ describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)
     expect(hb.json()).toEqual({ next_heartbeat_ms: 2500 });
     list = NodeListSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/nodes', headers: t.auth })).json());
     expect(list.nodes[0]).toMatchObject({ state: 'online', pools: [{ pool_id: 'p', slots_free: 0 }] });
-    const unknown = await t.app.inject({ method: 'POST', url: '/v2/nodes/ghost/heartbeat', headers: t.auth, payload: { timestamp: new Date().toISOString(), pools: [] } });
+    const unknown = await t.app.inject({
+      method: 'POST',
+      url: '/v2/nodes/ghost/heartbeat',
+      headers: t.auth,
+      payload: { timestamp: new Date().toISOString(), pools: [] },
+    });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toMatchObject({ code: 'NOT_FOUND', message: expect.stringMatching(/register again/) });
-    const bad = await t.app.inject({ method: 'POST', url: '/v2/nodes/register', headers: t.auth, payload: { ...reg, address: 'not a url' } });
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: '/v2/nodes/register',
+      headers: t.auth,
+      payload: { ...reg, address: 'not a url' },
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toMatchObject({ code: 'INVALID_PARAMS', message: expect.stringMatching(/address/) });
     expect((await t.app.inject({ method: 'DELETE', url: '/v2/nodes/gpu-1', headers: t.auth })).statusCode).toBe(204);
     expect((await t.app.inject({ method: 'DELETE', url: '/v2/nodes/gpu-1', headers: t.auth })).statusCode).toBe(404);
     expect(
-      (await t.app.inject({ method: 'POST', url: '/v2/nodes/gpu-1/heartbeat', headers: t.auth, payload: { timestamp: new Date().toISOString(), pools: [] } })).statusCode,
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/v2/nodes/gpu-1/heartbeat',
+          headers: t.auth,
+          payload: { timestamp: new Date().toISOString(), pools: [] },
+        })
+      ).statusCode,
     ).toBe(404);
   });
 
   it('capabilities, pools and pool health come from the registry', async () => {
     t = await makeApp({ ctx_max: 1000, admission_capacity: 7 });
-    let caps = CapabilitiesSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: t.auth })).json());
+    let caps = CapabilitiesSchema.parse(
+      (await t.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: t.auth })).json(),
+    );
     expect(caps).toMatchObject({
       ctx_max: 1000,
       models: [],
@@ -67,20 +109,47 @@ describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)
       admission: { capacity: 7, policy: 'reject' },
     });
     await registerNode(t, 'n1', [
-      snapshot({ pool_id: 'a', ctx: 8192, engine_version: 'b1-abc', models: ['m1', 'm2'], slots_total: 2, slots_free: 2, vram_free_bytes: 42 * 1024 ** 3 }),
+      snapshot({
+        pool_id: 'a',
+        ctx: 8192,
+        engine_version: 'b1-abc',
+        models: ['m1', 'm2'],
+        slots_total: 2,
+        slots_free: 2,
+        vram_free_bytes: 42 * 1024 ** 3,
+      }),
       snapshot({ pool_id: 'z', state: 'failed', ready: false, last_error: 'engine crashed 5 times', models: ['m3'] }),
     ]);
-    caps = CapabilitiesSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: t.auth })).json());
-    expect(caps).toMatchObject({ ctx_max: 8192, models: ['m1', 'm2'], engines: [{ engine: 'llamacpp', versions: ['b1-abc'] }] });
-    const pools = ClusterPoolListSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/pools', headers: t.auth })).json());
+    caps = CapabilitiesSchema.parse(
+      (await t.app.inject({ method: 'GET', url: '/v2/meta/capabilities', headers: t.auth })).json(),
+    );
+    expect(caps).toMatchObject({
+      ctx_max: 8192,
+      models: ['m1', 'm2'],
+      engines: [{ engine: 'llamacpp', versions: ['b1-abc'] }],
+    });
+    const pools = ClusterPoolListSchema.parse(
+      (await t.app.inject({ method: 'GET', url: '/v2/pools', headers: t.auth })).json(),
+    );
     expect(pools.pools.map((p) => [p.pool_id, p.node_id, p.state, p.slots_free, p.leased, p.vram_free_bytes])).toEqual([
       ['a', 'n1', 'ready', 2, 0, 42 * 1024 ** 3],
       ['z', 'n1', 'failed', 1, 0, undefined],
     ]);
-    const health = PoolHealthSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/pools/a/health', headers: t.auth })).json());
+    const health = PoolHealthSchema.parse(
+      (await t.app.inject({ method: 'GET', url: '/v2/pools/a/health', headers: t.auth })).json(),
+    );
     expect(health).toEqual({ pool_id: 'a', live: true, ready: true, draining: false, state: 'ready' });
-    const failed = PoolHealthSchema.parse((await t.app.inject({ method: 'GET', url: '/v2/pools/z/health', headers: t.auth })).json());
-    expect(failed).toEqual({ pool_id: 'z', live: false, ready: false, draining: false, state: 'failed', last_error: 'engine crashed 5 times' });
+    const failed = PoolHealthSchema.parse(
+      (await t.app.inject({ method: 'GET', url: '/v2/pools/z/health', headers: t.auth })).json(),
+    );
+    expect(failed).toEqual({
+      pool_id: 'z',
+      live: false,
+      ready: false,
+      draining: false,
+      state: 'failed',
+      last_error: 'engine crashed 5 times',
+    });
     const missing = await t.app.inject({ method: 'GET', url: '/v2/pools/nope/health', headers: t.auth });
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toMatchObject({ code: 'NOT_FOUND' });
@@ -88,23 +157,59 @@ describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)
 
   it('drain and reload are forwarded to the owning node with the Bearer token; its reply is relayed', async () => {
     t = await makeApp();
-    const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: TOKEN });
+    const node = await FixturePoolManager.start({
+      nodeId: 'n1',
+      pools: [{ pool_id: 'p', models: ['m'], slots: 1 }],
+      token: TOKEN,
+    });
     fixtures.push(node);
     await registerNode(t, 'n1', node.snapshots(), node.url);
-    const drain = await t.app.inject({ method: 'POST', url: '/v2/pools/p/drain', headers: t.auth, payload: { deadline_ms: 1000 } });
+    const drain = await t.app.inject({
+      method: 'POST',
+      url: '/v2/pools/p/drain',
+      headers: t.auth,
+      payload: { deadline_ms: 1000 },
+    });
     expect(drain.statusCode).toBe(202);
     expect(drain.json()).toEqual({ pool_id: 'p', operation: 'drain', state: 'draining' });
     expect(node.operations).toEqual([{ pool_id: 'p', op: 'drain', body: { deadline_ms: 1000 } }]);
     // The pool is unplaceable right away, before the node's next heartbeat says so.
     expect(t.app.services.registry.pools()[0]?.draining).toBe(true);
-    const reload = await t.app.inject({ method: 'POST', url: '/v2/pools/p/reload', headers: t.auth, payload: { new_model_ref: 'synthetic:llama' } });
+    const reload = await t.app.inject({
+      method: 'POST',
+      url: '/v2/pools/p/reload',
+      headers: t.auth,
+      payload: { new_model_ref: 'synthetic:llama' },
+    });
     expect(reload.statusCode).toBe(202);
-    expect(node.operations[1]).toEqual({ pool_id: 'p', op: 'reload', body: { new_model_ref: 'synthetic:llama', deadline_ms: 30000 } });
+    expect(node.operations[1]).toEqual({
+      pool_id: 'p',
+      op: 'reload',
+      body: { new_model_ref: 'synthetic:llama', deadline_ms: 30000 },
+    });
     const badBody = await t.app.inject({ method: 'POST', url: '/v2/pools/p/drain', headers: t.auth, payload: {} });
     expect(badBody.statusCode).toBe(400);
     expect(badBody.json()).toMatchObject({ code: 'INVALID_PARAMS', message: expect.stringMatching(/deadline_ms/) });
-    expect((await t.app.inject({ method: 'POST', url: '/v2/pools/nope/drain', headers: t.auth, payload: { deadline_ms: 1 } })).statusCode).toBe(404);
-    expect((await t.app.inject({ method: 'POST', url: '/v2/pools/nope/reload', headers: t.auth, payload: { new_model_ref: 'x' } })).statusCode).toBe(404);
+    expect(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/v2/pools/nope/drain',
+          headers: t.auth,
+          payload: { deadline_ms: 1 },
+        })
+      ).statusCode,
+    ).toBe(404);
+    expect(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/v2/pools/nope/reload',
+          headers: t.auth,
+          payload: { new_model_ref: 'x' },
+        })
+      ).statusCode,
+    ).toBe(404);
   });
 
   it('drain to an unreachable node answers 503 POOL_UNAVAILABLE with back-off headers', async () => {
@@ -113,7 +218,12 @@ describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)
     const address = node.url;
     await node.close();
     await registerNode(t, 'n1', [snapshot({ pool_id: 'p' })], address);
-    const res = await t.app.inject({ method: 'POST', url: '/v2/pools/p/drain', headers: t.auth, payload: { deadline_ms: 1000 } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v2/pools/p/drain',
+      headers: t.auth,
+      payload: { deadline_ms: 1000 },
+    });
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ code: 'POOL_UNAVAILABLE', retriable: true });
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
@@ -122,17 +232,34 @@ describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)
 
   it('catalog: list from heartbeats + interest, register 202, delete 204/404, availability', async () => {
     t = await makeApp();
-    await registerNode(t, 'n1', [snapshot({ pool_id: 'a', models: ['m1'] }), snapshot({ pool_id: 'b', state: 'provisioning', ready: false, models: ['m2'] })]);
-    const reg = await t.app.inject({ method: 'POST', url: '/v2/catalog/models', headers: t.auth, payload: { ref: 'hf:org/repo/file.gguf' } });
+    await registerNode(t, 'n1', [
+      snapshot({ pool_id: 'a', models: ['m1'] }),
+      snapshot({ pool_id: 'b', state: 'provisioning', ready: false, models: ['m2'] }),
+    ]);
+    const reg = await t.app.inject({
+      method: 'POST',
+      url: '/v2/catalog/models',
+      headers: t.auth,
+      payload: { ref: 'hf:org/repo/file.gguf' },
+    });
     expect(reg.statusCode).toBe(202);
-    expect(reg.json()).toEqual({ id: 'hf:org/repo/file.gguf', ref: 'hf:org/repo/file.gguf', status: 'registered', pools: [], aliases: [], registered: true });
+    expect(reg.json()).toEqual({
+      id: 'hf:org/repo/file.gguf',
+      ref: 'hf:org/repo/file.gguf',
+      status: 'registered',
+      pools: [],
+      aliases: [],
+      registered: true,
+    });
     const list = await t.app.inject({ method: 'GET', url: '/v2/catalog/models', headers: t.auth });
     expect(list.json().models.map((m: { id: string; status: string }) => [m.id, m.status])).toEqual([
       ['hf:org/repo/file.gguf', 'registered'],
       ['m1', 'ready'],
       ['m2', 'provisioning'],
     ]);
-    const avail = AvailabilitySchema.parse((await t.app.inject({ method: 'GET', url: '/v2/catalog/availability', headers: t.auth })).json());
+    const avail = AvailabilitySchema.parse(
+      (await t.app.inject({ method: 'GET', url: '/v2/catalog/availability', headers: t.auth })).json(),
+    );
     expect(avail.models).toEqual([
       { model: 'hf:org/repo/file.gguf', ready_pools: [], provisioning_pools: [] },
       { model: 'm1', ready_pools: ['a'], provisioning_pools: [] },
@@ -141,8 +268,15 @@ describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)
     const url = `/v2/catalog/models/${encodeURIComponent('hf:org/repo/file.gguf')}`;
     expect((await t.app.inject({ method: 'DELETE', url, headers: t.auth })).statusCode).toBe(204);
     expect((await t.app.inject({ method: 'DELETE', url, headers: t.auth })).statusCode).toBe(404);
-    expect((await t.app.inject({ method: 'DELETE', url: '/v2/catalog/models/m1', headers: t.auth })).json()).toMatchObject({ code: 'NOT_FOUND' });
-    const bad = await t.app.inject({ method: 'POST', url: '/v2/catalog/models', headers: t.auth, payload: { ref: '' } });
+    expect(
+      (await t.app.inject({ method: 'DELETE', url: '/v2/catalog/models/m1', headers: t.auth })).json(),
+    ).toMatchObject({ code: 'NOT_FOUND' });
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: '/v2/catalog/models',
+      headers: t.auth,
+      payload: { ref: '' },
+    });
     expect(bad.statusCode).toBe(400);
   });
 
@@ -150,13 +284,26 @@ describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)
     const stateDir = await mkdtemp(join(tmpdir(), 'orchd-state-'));
     try {
       t = await makeApp({ state_dir: stateDir });
-      const reg = await t.app.inject({ method: 'POST', url: '/v2/catalog/models', headers: t.auth, payload: { ref: 'hf:org/repo/kept.gguf', sha256: 'b'.repeat(64) } });
+      const reg = await t.app.inject({
+        method: 'POST',
+        url: '/v2/catalog/models',
+        headers: t.auth,
+        payload: { ref: 'hf:org/repo/kept.gguf', sha256: 'b'.repeat(64) },
+      });
       expect(reg.statusCode).toBe(202);
       await t.close();
       t = await makeApp({ state_dir: stateDir });
       const list = await t.app.inject({ method: 'GET', url: '/v2/catalog/models', headers: t.auth });
       expect(list.json().models).toEqual([
-        { id: 'hf:org/repo/kept.gguf', ref: 'hf:org/repo/kept.gguf', status: 'registered', pools: [], aliases: [], registered: true, sha256: 'b'.repeat(64) },
+        {
+          id: 'hf:org/repo/kept.gguf',
+          ref: 'hf:org/repo/kept.gguf',
+          status: 'registered',
+          pools: [],
+          aliases: [],
+          registered: true,
+          sha256: 'b'.repeat(64),
+        },
       ]);
     } finally {
       await rm(stateDir, { recursive: true, force: true });

@@ -1,7 +1,12 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClusterPoolListSchema, DashboardSnapshotSchema, ErrorEnvelopeSchema, type DashboardSnapshot } from '@llama-orch/contracts';
+import {
+  ClusterPoolListSchema,
+  DashboardSnapshotSchema,
+  ErrorEnvelopeSchema,
+  type DashboardSnapshot,
+} from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
@@ -56,7 +61,12 @@ async function openEvents(url: string, headers: Record<string, string> = auth) {
 async function runTask(url: string, correlationId: string): Promise<string> {
   const res = await request(`${url}/v2/tasks`, {
     method: 'POST',
-    headers: { ...auth, 'content-type': 'application/json', accept: 'text/event-stream', 'x-correlation-id': correlationId },
+    headers: {
+      ...auth,
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      'x-correlation-id': correlationId,
+    },
     body: JSON.stringify({ model_ref: 'synthetic', prompt: 'hello there', max_tokens: 3 }),
   });
   expect(res.statusCode).toBe(200);
@@ -71,7 +81,9 @@ describe('dashboard routes', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
   const cluster = async (hbMs?: number, bucketMs = 3_600_000) => {
-    const c = await startFixtureCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 5 }], {}, hbMs, { tuning: { dashboardBucketMs: bucketMs } });
+    const c = await startFixtureCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 5 }], {}, hbMs, {
+      tuning: { dashboardBucketMs: bucketMs },
+    });
     cleanups.push(
       () => Promise.all(c.nodes.map((f) => f.close())),
       () => c.t.close(),
@@ -85,8 +97,22 @@ describe('dashboard routes', () => {
     expect(first.statusCode).toBe(200);
     const snap = DashboardSnapshotSchema.parse(await first.body.json());
     expect(snap.nodes).toMatchObject([{ node_id: 'n1', state: 'online', version: 'fixture' }]);
-    expect(snap.pools).toMatchObject([{ pool_id: 'p', node_id: 'n1', state: 'ready', models: ['synthetic:llama'], aliases: ['synthetic'], slots_total: 2, slots_free: 2 }]);
-    expect(snap.queue).toMatchObject({ depth: { interactive: 0, batch: 0 }, capacity: t.config.admission_capacity, running: 0 });
+    expect(snap.pools).toMatchObject([
+      {
+        pool_id: 'p',
+        node_id: 'n1',
+        state: 'ready',
+        models: ['synthetic:llama'],
+        aliases: ['synthetic'],
+        slots_total: 2,
+        slots_free: 2,
+      },
+    ]);
+    expect(snap.queue).toMatchObject({
+      depth: { interactive: 0, batch: 0 },
+      capacity: t.config.admission_capacity,
+      running: 0,
+    });
     expect(snap.recent_tasks).toEqual([]);
     // GET /v2/pools shows the same pools (one place builds them), aliases included.
     const pools = ClusterPoolListSchema.parse(await (await request(`${url}/v2/pools`, { headers: auth })).body.json());
@@ -99,7 +125,9 @@ describe('dashboard routes', () => {
     // Buckets are 200 ms wide here; only closed ones are listed: wait for the one the task ended in.
     for (let i = 0; i < 100 && endedIn(after) === 0; i += 1) {
       await new Promise((r) => setTimeout(r, 50));
-      after = DashboardSnapshotSchema.parse(await (await request(`${url}/v2/dashboard`, { headers: auth })).body.json());
+      after = DashboardSnapshotSchema.parse(
+        await (await request(`${url}/v2/dashboard`, { headers: auth })).body.json(),
+      );
     }
     expect(after?.recent_tasks).toMatchObject([
       {
@@ -115,7 +143,10 @@ describe('dashboard routes', () => {
     expect(after?.recent_tasks[0]?.ttft_ms).toBeTypeOf('number');
     expect(endedIn(after)).toBe(1);
     // Every token was relayed before the end, so the closed buckets hold all 3.
-    expect(after?.throughput.reduce((n, p) => n + (p.tokens_per_s * (after?.bucket_ms ?? 0)) / 1000, 0)).toBeCloseTo(3, 6);
+    expect(after?.throughput.reduce((n, p) => n + (p.tokens_per_s * (after?.bucket_ms ?? 0)) / 1000, 0)).toBeCloseTo(
+      3,
+      6,
+    );
     expect(after?.throughput.filter((p) => p.ttft_p50_ms !== undefined)).toHaveLength(1);
 
     for (const path of ['/v2/dashboard', '/v2/dashboard/events']) {
@@ -132,7 +163,8 @@ describe('dashboard routes', () => {
       url,
       nodes: [node],
     } = await cluster();
-    const snap = async () => DashboardSnapshotSchema.parse(await (await request(`${url}/v2/dashboard`, { headers: auth })).body.json());
+    const snap = async () =>
+      DashboardSnapshotSchema.parse(await (await request(`${url}/v2/dashboard`, { headers: auth })).body.json());
     const admit = async (correlationId: string): Promise<string> => {
       const res = await request(`${url}/v2/tasks`, {
         method: 'POST',
@@ -169,7 +201,10 @@ describe('dashboard routes', () => {
     ]);
     // The queued one never reached a pool; the others ran on p.
     expect(after.recent_tasks.find((r) => r.correlation_id === 'dash-queued')?.pool_id).toBeUndefined();
-    expect(after.recent_tasks.find((r) => r.correlation_id === 'dash-held-1')).toMatchObject({ pool_id: 'p', node_id: 'n1' });
+    expect(after.recent_tasks.find((r) => r.correlation_id === 'dash-held-1')).toMatchObject({
+      pool_id: 'p',
+      node_id: 'n1',
+    });
     expect(after.recent_tasks.find((r) => r.correlation_id === 'dash-failed')?.ttft_ms).toBeTypeOf('number');
   });
 
@@ -192,14 +227,26 @@ describe('dashboard routes', () => {
     // The node's own state changes; only its heartbeat tells orchestratord. Buckets are an hour
     // wide here, so no bucket-end push can stand in for the registry's event.
     node.setPoolState('p', 'draining');
-    const drained = await events.next((s) => s.pools[0]?.state === 'draining', 5000, 'a snapshot with the pool draining');
+    const drained = await events.next(
+      (s) => s.pools[0]?.state === 'draining',
+      5000,
+      'a snapshot with the pool draining',
+    );
     expect(drained.pools[0]).toMatchObject({ draining: true, ready: false });
     expect(drained.generated_at_ms).toBeGreaterThanOrEqual(first.generated_at_ms);
     // A task that runs shows up too.
     node.setPoolState('p', 'ready');
-    await events.next((s) => s.pools[0]?.state === 'ready' && events.snapshots.indexOf(s) > events.snapshots.indexOf(drained), 5000, 'the pool ready again');
+    await events.next(
+      (s) => s.pools[0]?.state === 'ready' && events.snapshots.indexOf(s) > events.snapshots.indexOf(drained),
+      5000,
+      'the pool ready again',
+    );
     await runTask(url, 'dash-corr-2');
-    await events.next((s) => s.recent_tasks.some((t) => t.correlation_id === 'dash-corr-2'), 5000, 'a snapshot with the ended task');
+    await events.next(
+      (s) => s.recent_tasks.some((t) => t.correlation_id === 'dash-corr-2'),
+      5000,
+      'a snapshot with the ended task',
+    );
   });
 
   it("a drain forwarded through the API is pushed at once, before the node's next heartbeat", async () => {
@@ -227,7 +274,11 @@ describe('dashboard routes', () => {
     await leaving.next(() => true);
     leaving.abort();
     await leaving.done;
-    await waitFor(() => t.logs.records().some((r) => r.msg === 'dashboard stream ended' && r.open === 0), 5000, 'the server to see the client leave');
+    await waitFor(
+      () => t.logs.records().some((r) => r.msg === 'dashboard stream ended' && r.open === 0),
+      5000,
+      'the server to see the client leave',
+    );
 
     const a = await openEvents(url);
     const b = await openEvents(url);
@@ -260,7 +311,10 @@ describe('the dashboard page', () => {
   it('/ answers the built index.html and /dashboard/* its files, without a key; hashed assets are cached for good', async () => {
     dir = await mkdtemp(join(tmpdir(), 'orchd-dashboard-'));
     await mkdir(join(dir, 'assets'));
-    await writeFile(join(dir, 'index.html'), '<!doctype html><title>llama-orch</title><script type="module" src="/dashboard/assets/index-abc123.js"></script>');
+    await writeFile(
+      join(dir, 'index.html'),
+      '<!doctype html><title>llama-orch</title><script type="module" src="/dashboard/assets/index-abc123.js"></script>',
+    );
     await writeFile(join(dir, 'assets', 'index-abc123.js'), 'console.log("page")');
     await writeFile(join(dir, 'favicon.svg'), '<svg/>');
     t = await makeApp({}, {}, undefined, undefined, { dashboardDir: dir });
@@ -294,7 +348,11 @@ describe('the dashboard page', () => {
     t = await makeApp({}, {}, undefined, undefined, { dashboardDir: join(dir, 'not-built') });
     const res = await t.app.inject({ method: 'GET', url: '/' });
     expect(res.statusCode).toBe(500);
-    expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({ code: 'INTERNAL', retriable: false, message: expect.stringMatching(/not built.*pnpm build/) });
+    expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({
+      code: 'INTERNAL',
+      retriable: false,
+      message: expect.stringMatching(/not built.*pnpm build/),
+    });
     expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   });
 });

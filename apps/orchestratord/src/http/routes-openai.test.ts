@@ -11,7 +11,8 @@ const POOL = { pool_id: 'p', models: ['synthetic:llama'], aliases: ['tiny-chat']
 // Against both cluster stores: with Redis the queue, task records and sessions are the cluster's.
 describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) => {
   const stores = storeHarness(kind);
-  const startCluster = (nodes: Parameters<typeof startTestCluster>[0], over: Record<string, unknown> = {}) => startTestCluster(nodes, over, storeOf(kind, stores));
+  const startCluster = (nodes: Parameters<typeof startTestCluster>[0], over: Record<string, unknown> = {}) =>
+    startTestCluster(nodes, over, storeOf(kind, stores));
   let c: Cluster | undefined;
   afterEach(async () => {
     await c?.close();
@@ -22,7 +23,11 @@ describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) =>
     c = await startCluster([
       {
         nodeId: 'n1',
-        pools: [POOL, { pool_id: 'q', models: ['hf:org/repo/other.gguf'], slots: 1, state: 'provisioning' }, { pool_id: 'r', models: ['broken'], slots: 1, state: 'failed' }],
+        pools: [
+          POOL,
+          { pool_id: 'q', models: ['hf:org/repo/other.gguf'], slots: 1, state: 'provisioning' },
+          { pool_id: 'r', models: ['broken'], slots: 1, state: 'failed' },
+        ],
       },
     ]);
     const before = Math.floor(Date.now() / 1000);
@@ -33,13 +38,21 @@ describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) =>
       expect(m).toMatchObject({ object: 'model', owned_by: 'llama-orch' });
       expect(Number.isInteger(m.created) && m.created <= before + 1 && m.created > before - 60).toBe(true);
     }
-    expect(await c.client.models.retrieve('tiny-chat')).toMatchObject({ id: 'tiny-chat', object: 'model', owned_by: 'llama-orch' });
+    expect(await c.client.models.retrieve('tiny-chat')).toMatchObject({
+      id: 'tiny-chat',
+      object: 'model',
+      owned_by: 'llama-orch',
+    });
     expect(await c.client.models.retrieve('synthetic:llama')).toMatchObject({ id: 'synthetic:llama', object: 'model' });
     // Slashes in an id (the client encodes them as %2F).
     expect((await c.client.models.retrieve('hf:org/repo/other.gguf')).id).toBe('hf:org/repo/other.gguf');
     const err = await c.client.models.retrieve('nope').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
-    expect((err as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({ code: 'model_not_found', param: 'model', type: 'not_found_error' });
+    expect((err as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({
+      code: 'model_not_found',
+      param: 'model',
+      type: 'not_found_error',
+    });
     // A failed pool's model is not offered.
     expect(await c.client.models.retrieve('broken').catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
   });
@@ -124,7 +137,14 @@ describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) =>
     for await (const chunk of stream) chunks.push(chunk);
     const id = chunks[0]?.id ?? '';
     expect(id).toMatch(/^chatcmpl-/);
-    for (const ch of chunks) expect(ch).toMatchObject({ id, object: 'chat.completion.chunk', model: 'tiny-chat', system_fingerprint: 'b1-test', created: chunks[0]?.created });
+    for (const ch of chunks)
+      expect(ch).toMatchObject({
+        id,
+        object: 'chat.completion.chunk',
+        model: 'tiny-chat',
+        system_fingerprint: 'b1-test',
+        created: chunks[0]?.created,
+      });
     expect(chunks.map((ch) => ch.choices)).toEqual([
       [{ index: 0, delta: { role: 'assistant', content: null }, finish_reason: null }],
       [{ index: 0, delta: { content: 'tok0 ' }, finish_reason: null }],
@@ -133,7 +153,12 @@ describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) =>
       [{ index: 0, delta: {}, finish_reason: 'length' }],
       [],
     ]);
-    expect(chunks.at(-1)?.usage).toEqual({ prompt_tokens: 3, completion_tokens: 3, total_tokens: 6, prompt_tokens_details: { cached_tokens: 0 } });
+    expect(chunks.at(-1)?.usage).toEqual({
+      prompt_tokens: 3,
+      completion_tokens: 3,
+      total_tokens: 6,
+      prompt_tokens_details: { cached_tokens: 0 },
+    });
     expect(chunks.slice(0, -1).every((ch) => ch.usage === undefined)).toBe(true);
   });
 
@@ -142,7 +167,12 @@ describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) =>
     const res = await fetch(`${c.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { ...c.t.auth, 'content-type': 'application/json', 'x-correlation-id': 'v1-corr' },
-      body: JSON.stringify({ model: 'tiny-chat', messages: [{ role: 'user', content: 'x' }], max_tokens: 2, stream: true }),
+      body: JSON.stringify({
+        model: 'tiny-chat',
+        messages: [{ role: 'user', content: 'x' }],
+        max_tokens: 2,
+        stream: true,
+      }),
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -155,7 +185,12 @@ describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) =>
 
   it('completions.create, streaming and not: text_completion objects with finish_reason and usage', async () => {
     c = await startCluster([{ nodeId: 'n1', pools: [POOL], tokenIntervalMs: 5 }]);
-    const res = await c.client.completions.create({ model: 'synthetic:llama', prompt: 'Once upon a time', max_tokens: 2, temperature: 0 });
+    const res = await c.client.completions.create({
+      model: 'synthetic:llama',
+      prompt: 'Once upon a time',
+      max_tokens: 2,
+      temperature: 0,
+    });
     expect(res).toMatchObject({
       object: 'text_completion',
       model: 'synthetic:llama',
@@ -164,9 +199,20 @@ describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) =>
       usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 },
     });
     expect(res.id).toMatch(/^cmpl-/);
-    expect(c.nodes[0]?.dispatches[0]?.body).toMatchObject({ workload: 'completion', prompt: 'Once upon a time', max_tokens: 2, sampling: { temperature: 0 } });
+    expect(c.nodes[0]?.dispatches[0]?.body).toMatchObject({
+      workload: 'completion',
+      prompt: 'Once upon a time',
+      max_tokens: 2,
+      sampling: { temperature: 0 },
+    });
 
-    const stream = await c.client.completions.create({ model: 'tiny-chat', prompt: ['Once upon a time'], max_tokens: 2, stream: true, stream_options: { include_usage: true } });
+    const stream = await c.client.completions.create({
+      model: 'tiny-chat',
+      prompt: ['Once upon a time'],
+      max_tokens: 2,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks.map((ch) => ch.choices)).toEqual([
@@ -176,7 +222,11 @@ describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) =>
       [],
     ]);
     // The same prompt again on the same pool: the fixture's prompt cache serves all of it.
-    expect(chunks.at(-1)?.usage).toMatchObject({ prompt_tokens: 4, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 4 } });
+    expect(chunks.at(-1)?.usage).toMatchObject({
+      prompt_tokens: 4,
+      completion_tokens: 2,
+      prompt_tokens_details: { cached_tokens: 4 },
+    });
     expect(chunks.every((ch) => ch.object === 'text_completion' && ch.id.startsWith('cmpl-'))).toBe(true);
   });
 
@@ -206,12 +256,18 @@ describe.each(STORE_KINDS)('/v1 through the openai client (%s store)', (kind) =>
     const events = await fetch(`${c.url}/v2/tasks/${taskId}/events`, { headers: c.t.auth }).then((r) => r.text());
     expect(events).toMatch(/event: end\ndata: \{[^\n]*"canceled":true/);
     // The freed slot serves the next request at once.
-    const next = await c.client.chat.completions.create({ model: 'tiny-chat', messages: [{ role: 'user', content: 'x' }], max_tokens: 1 });
+    const next = await c.client.chat.completions.create({
+      model: 'tiny-chat',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 1,
+    });
     expect(next.choices[0]?.finish_reason).toBe('length');
 
     // A non-streaming request that is given up on is cancelled the same way.
     const ac2 = new AbortController();
-    const pending = c.client.completions.create({ model: 'tiny-chat', prompt: 'long', max_tokens: 1000 }, { signal: ac2.signal }).catch((e: unknown) => e);
+    const pending = c.client.completions
+      .create({ model: 'tiny-chat', prompt: 'long', max_tokens: 1000 }, { signal: ac2.signal })
+      .catch((e: unknown) => e);
     await waitFor(() => (node?.dispatches.length ?? 0) === 3 && node?.active('p') === 1, 5000, 'the third dispatch');
     ac2.abort();
     expect(await pending).toBeInstanceOf(Error);

@@ -15,11 +15,18 @@ describe('POST /v2/tasks, the easier way', () => {
   });
 
   async function post(cl: Cluster, body: unknown, headers: Record<string, string> = {}) {
-    return request(`${cl.url}/v2/tasks`, { method: 'POST', headers: { ...cl.t.auth, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    return request(`${cl.url}/v2/tasks`, {
+      method: 'POST',
+      headers: { ...cl.t.auth, 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
   }
 
   it('a model and a prompt are enough: ids, workload, engine, ctx, priority, max_tokens and the deadline take their defaults', async () => {
-    c = await startCluster([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], aliases: ['nice'], slots: 1 }], tokenIntervalMs: 50 }], { default_deadline_ms: 30_000 });
+    c = await startCluster(
+      [{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], aliases: ['nice'], slots: 1 }], tokenIntervalMs: 50 }],
+      { default_deadline_ms: 30_000 },
+    );
     const res = await post(c, { model_ref: 'nice', prompt: 'hello' });
     const body = (await res.body.json()) as { task_id: string };
     expect(res.statusCode).toBe(202);
@@ -27,7 +34,14 @@ describe('POST /v2/tasks, the easier way', () => {
     const node = c.nodes[0];
     await waitFor(() => node?.dispatches.length === 1, 5000, 'the dispatch');
     const d = node?.dispatches[0]?.body;
-    expect(d).toMatchObject({ task_id: body.task_id, workload: 'completion', prompt: 'hello', max_tokens: 1024, greedy: false, cache_prompt: true });
+    expect(d).toMatchObject({
+      task_id: body.task_id,
+      workload: 'completion',
+      prompt: 'hello',
+      max_tokens: 1024,
+      greedy: false,
+      cache_prompt: true,
+    });
     expect(d?.deadline_ms).toBeGreaterThan(29_000);
     expect(d?.deadline_ms).toBeLessThanOrEqual(30_000);
     expect(d?.sampling).toBeUndefined();
@@ -39,7 +53,9 @@ describe('POST /v2/tasks, the easier way', () => {
   });
 
   it('workload chat sends the messages; sampling is forwarded; strict determinism (and kv_hint cold) turn the prompt cache off, strict samples greedily', async () => {
-    c = await startCluster([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1, deterministic: true }], tokenIntervalMs: 2 }]);
+    c = await startCluster([
+      { nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1, deterministic: true }], tokenIntervalMs: 2 },
+    ]);
     const messages = [{ role: 'user', content: 'hi' }];
     const sampling = { temperature: 0.7, top_k: 20, stop: 'END', response_format: { type: 'json_object' } };
     const chat = await post(c, { model_ref: 'm', workload: 'chat', messages, sampling, max_tokens: 2, seed: 3 });
@@ -54,9 +70,21 @@ describe('POST /v2/tasks, the easier way', () => {
     const node = c.nodes[0];
     await waitFor(() => node?.completed.length === 3, 5000, 'all three tasks');
     expect(node?.dispatches[2]?.body).toMatchObject({ cache_prompt: false, greedy: false });
-    expect(node?.dispatches[0]?.body).toMatchObject({ workload: 'chat', messages, sampling, seed: 3, cache_prompt: true, greedy: false });
+    expect(node?.dispatches[0]?.body).toMatchObject({
+      workload: 'chat',
+      messages,
+      sampling,
+      seed: 3,
+      cache_prompt: true,
+      greedy: false,
+    });
     expect(node?.dispatches[0]?.body.prompt).toBeUndefined();
-    expect(node?.dispatches[1]?.body).toMatchObject({ workload: 'completion', prompt: 'x', cache_prompt: false, greedy: true });
+    expect(node?.dispatches[1]?.body).toMatchObject({
+      workload: 'completion',
+      prompt: 'x',
+      cache_prompt: false,
+      greedy: true,
+    });
   });
 
   it('refuses a chat without messages, a prompt on a chat, messages on a completion, and bad sampling, naming the field', async () => {
@@ -79,15 +107,27 @@ describe('POST /v2/tasks, the easier way', () => {
   });
 
   it("Accept: text/event-stream answers with the task's event stream: the same frames GET …/events gives, end with prompt and cached tokens", async () => {
-    c = await startCluster([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1, engine_version: 'b1-x' }], tokenIntervalMs: 5 }]);
+    c = await startCluster([
+      { nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1, engine_version: 'b1-x' }], tokenIntervalMs: 5 },
+    ]);
     const task_id = '11111111-2222-4333-8444-555555555555';
-    const res = await post(c, { task_id, model_ref: 'm', prompt: 'one two three', max_tokens: 3 }, { accept: 'text/event-stream', 'x-correlation-id': 'v2-sse' });
+    const res = await post(
+      c,
+      { task_id, model_ref: 'm', prompt: 'one two three', max_tokens: 3 },
+      { accept: 'text/event-stream', 'x-correlation-id': 'v2-sse' },
+    );
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
     expect(res.headers['x-correlation-id']).toBe('v2-sse');
     const text = await res.body.text();
     const got = frames(text);
-    expect(got.map((f) => f.event).filter((e) => e !== 'metrics')).toEqual(['started', 'token', 'token', 'token', 'end']);
+    expect(got.map((f) => f.event).filter((e) => e !== 'metrics')).toEqual([
+      'started',
+      'token',
+      'token',
+      'token',
+      'end',
+    ]);
     expect(got.map((f) => f.id)).toEqual(got.map((_, i) => i));
     expect(got.at(-1)?.data).toEqual({
       tokens_out: 3,
@@ -126,7 +166,9 @@ describe('POST /v2/tasks, the easier way', () => {
     await reading;
     const node = c.nodes[0];
     await waitFor(() => node?.aborts.includes(task_id) === true, 5000, 'the abort at the node');
-    const events = await request(`${c.url}/v2/tasks/${task_id}/events`, { headers: c.t.auth }).then((r) => r.body.text());
+    const events = await request(`${c.url}/v2/tasks/${task_id}/events`, { headers: c.t.auth }).then((r) =>
+      r.body.text(),
+    );
     expect(events).toMatch(/event: end\ndata: \{[^\n]*"canceled":true/);
   });
 });

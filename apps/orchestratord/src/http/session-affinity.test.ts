@@ -11,7 +11,8 @@ import { storeOf, taskBody, waitFor } from '../testing/test-helpers.js';
 // Against both cluster stores: with Redis the queue, task records and sessions are the cluster's.
 describe.each(STORE_KINDS)('session affinity across turns (%s store)', (kind) => {
   const stores = storeHarness(kind);
-  const startCluster = (nodes: Parameters<typeof startTestCluster>[0], over: Record<string, unknown> = {}) => startTestCluster(nodes, over, storeOf(kind, stores));
+  const startCluster = (nodes: Parameters<typeof startTestCluster>[0], over: Record<string, unknown> = {}) =>
+    startTestCluster(nodes, over, storeOf(kind, stores));
   let c: Cluster | undefined;
   afterEach(async () => {
     await c?.close();
@@ -24,7 +25,11 @@ describe.each(STORE_KINDS)('session affinity across turns (%s store)', (kind) =>
     if (node === undefined) throw new Error(`no idle node with pool ${poolId}`);
     node.nextBehaviours.push({ kind: 'hang' });
     const body = taskBody({ model_ref: 'm', placement: { mode: 'pin', pin_pool_id: poolId, allow_fallback: false } });
-    const res = await request(`${cl.url}/v2/tasks`, { method: 'POST', headers: { ...cl.t.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await request(`${cl.url}/v2/tasks`, {
+      method: 'POST',
+      headers: { ...cl.t.auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(res.statusCode).toBe(202);
     await res.body.dump();
     await waitFor(() => node.active(poolId) === 1, 5000, `pool ${poolId} occupied`);
@@ -34,15 +39,22 @@ describe.each(STORE_KINDS)('session affinity across turns (%s store)', (kind) =>
   async function release(cl: Cluster, taskId: string): Promise<void> {
     const res = await request(`${cl.url}/v2/tasks/${taskId}/cancel`, { method: 'POST', headers: cl.t.auth });
     expect(res.statusCode).toBe(204);
-    await waitFor(() => cl.nodes.every((n) => n.aborts.includes(taskId) || !n.dispatches.some((d) => d.body.task_id === taskId)), 5000, 'the release');
+    await waitFor(
+      () => cl.nodes.every((n) => n.aborts.includes(taskId) || !n.dispatches.some((d) => d.body.task_id === taskId)),
+      5000,
+      'the release',
+    );
     // Placement reads orchestratord's view, which a heartbeat sent before the release may still
     // hold busy for a moment on a loaded machine: the next turn starts once the pool is free there.
     const poolId = cl.nodes.flatMap((n) => n.dispatches).find((d) => d.body.task_id === taskId)?.pool_id;
     for (const deadline = Date.now() + 5000; ;) {
       const res = await request(`${cl.url}/v2/pools`, { headers: cl.t.auth });
-      const body = (await res.body.json()) as { pools: Array<{ pool_id: string; slots_free: number; slots_total: number }> };
+      const body = (await res.body.json()) as {
+        pools: Array<{ pool_id: string; slots_free: number; slots_total: number }>;
+      };
       if (body.pools.every((p) => p.pool_id !== poolId || p.slots_free === p.slots_total)) break;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for pool ${poolId} to be free in orchestratord's view`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for pool ${poolId} to be free in orchestratord's view`);
       await new Promise((r) => setTimeout(r, 10));
     }
   }
@@ -63,7 +75,8 @@ describe.each(STORE_KINDS)('session affinity across turns (%s store)', (kind) =>
       { role: 'system', content: 'You are a poet.' },
       { role: 'user', content: 'Write a haiku about the sea.' },
     ];
-    const turn = async (who: { user?: string }, msgs = messages) => cl.client.chat.completions.create({ model: 'm', messages: msgs, max_tokens: 3, ...who });
+    const turn = async (who: { user?: string }, msgs = messages) =>
+      cl.client.chat.completions.create({ model: 'm', messages: msgs, max_tokens: 3, ...who });
 
     // Turn 1 lands on pb because pa is busy.
     const holdA = await occupy(cl, 'pa');
@@ -75,7 +88,10 @@ describe.each(STORE_KINDS)('session affinity across turns (%s store)', (kind) =>
     const anon = await turn({}, [{ role: 'user', content: 'Unrelated question.' }]);
     expect(poolOf(cl, anon.id)).toBe('pa');
     // … but alice's next turn goes back to pb, where her conversation is cached.
-    messages.push({ role: 'assistant', content: t1.choices[0]?.message.content ?? '' }, { role: 'user', content: 'Another, about the wind.' });
+    messages.push(
+      { role: 'assistant', content: t1.choices[0]?.message.content ?? '' },
+      { role: 'user', content: 'Another, about the wind.' },
+    );
     const t2 = await turn({ user: 'alice' });
     expect(poolOf(cl, t2.id)).toBe('pb');
     const cached1 = t1.usage?.prompt_tokens_details?.cached_tokens ?? -1;
@@ -85,7 +101,10 @@ describe.each(STORE_KINDS)('session affinity across turns (%s store)', (kind) =>
 
     // pb busy: turn 3 runs on pa at once rather than waiting for pb.
     const holdB = await occupy(cl, 'pb');
-    messages.push({ role: 'assistant', content: t2.choices[0]?.message.content ?? '' }, { role: 'user', content: 'And one about stone.' });
+    messages.push(
+      { role: 'assistant', content: t2.choices[0]?.message.content ?? '' },
+      { role: 'user', content: 'And one about stone.' },
+    );
     const started = Date.now();
     const t3 = await turn({ user: 'alice' });
     expect(poolOf(cl, t3.id)).toBe('pa');
@@ -95,7 +114,10 @@ describe.each(STORE_KINDS)('session affinity across turns (%s store)', (kind) =>
     await release(cl, holdB);
 
     // From now on pa is the conversation's pool.
-    messages.push({ role: 'assistant', content: t3.choices[0]?.message.content ?? '' }, { role: 'user', content: 'Last one.' });
+    messages.push(
+      { role: 'assistant', content: t3.choices[0]?.message.content ?? '' },
+      { role: 'user', content: 'Last one.' },
+    );
     const t4 = await turn({ user: 'alice' });
     expect(poolOf(cl, t4.id)).toBe('pa');
     expect(t4.usage?.prompt_tokens_details?.cached_tokens).toBe(t3.usage?.prompt_tokens);
@@ -122,7 +144,10 @@ describe.each(STORE_KINDS)('session affinity across turns (%s store)', (kind) =>
     expect(res.statusCode).toBe(200);
     expect(await res.body.text()).toMatch(/event: end\ndata: \{[^\n]*"pool_id":"pb"/);
     await release(cl, holdA);
-    const next = await cl.client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: 1 }, { headers: { 'X-Session-Id': sid } });
+    const next = await cl.client.chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: 1 },
+      { headers: { 'X-Session-Id': sid } },
+    );
     expect(poolOf(cl, next.id)).toBe('pb');
   });
 });

@@ -32,7 +32,10 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
     return cluster;
   }
 
-  async function submit(c: Cluster, over: Partial<TaskRequestInput> = {}): Promise<{ id: string; sse: string; body: Record<string, unknown> }> {
+  async function submit(
+    c: Cluster,
+    over: Partial<TaskRequestInput> = {},
+  ): Promise<{ id: string; sse: string; body: Record<string, unknown> }> {
     const body = taskBody(over);
     const res = await request(`${c.url}/v2/tasks`, {
       method: 'POST',
@@ -48,7 +51,13 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
   const tokens = (s: SseClient) => s.frames.filter((f) => f.event === 'token');
 
   it('relays started → metrics* → token* → end with ids and indices from 0, tokens as they arrive', async () => {
-    const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1, engine_version: 'b1-test' }], tokenIntervalMs: 40 }]);
+    const c = await start([
+      {
+        nodeId: 'n1',
+        pools: [{ pool_id: 'p', models: ['m'], slots: 1, engine_version: 'b1-test' }],
+        tokenIntervalMs: 40,
+      },
+    ]);
     const task = await submit(c, { max_tokens: 5, seed: 7, determinism: 'best_effort' });
     expect(task.sse).toBe(`${c.url}/v2/tasks/${task.id}/events`);
     const s = await openSse(task.sse, { ...c.t.auth, 'x-correlation-id': 'sse-corr-1' });
@@ -69,7 +78,13 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
     expect(s.frames.map((f) => f.id)).toEqual(s.frames.map((_, i) => i));
     expect(tokens(s).map((f) => f.data)).toEqual([0, 1, 2, 3, 4].map((i) => ({ t: `tok${i} `, i })));
     const end = s.frames.at(-1)?.data;
-    expect(end).toMatchObject({ tokens_out: 5, pool_id: 'p', node_id: 'n1', engine_version: 'b1-test', stop_type: 'limit' });
+    expect(end).toMatchObject({
+      tokens_out: 5,
+      pool_id: 'p',
+      node_id: 'n1',
+      engine_version: 'b1-test',
+      stop_type: 'limit',
+    });
     expect(end?.decode_ms).toBe(end?.decode_time_ms);
     // What the node received: the mapped DispatchRequest with the Bearer token.
     expect(c.nodes[0]?.dispatches[0]).toMatchObject({
@@ -83,11 +98,17 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
     // Counters moved by exactly what happened; the session counted the turn.
     const metrics = await (await request(`${c.url}/metrics`)).body.text();
     expect(metrics).toMatch(/llorch_tokens_out_total\{engine="llamacpp",engine_version="b1-test",pool_id="p"\} 5/);
-    expect(metrics).toMatch(/llorch_tasks_started_total\{engine="llamacpp",engine_version="b1-test",pool_id="p",priority="interactive"\} 1/);
+    expect(metrics).toMatch(
+      /llorch_tasks_started_total\{engine="llamacpp",engine_version="b1-test",pool_id="p",priority="interactive"\} 1/,
+    );
     expect(metrics).toMatch(/llorch_task_first_token_seconds_count\{[^}]*\} 1/);
     const again = await (await request(`${c.url}/metrics`)).body.text();
-    expect(again.match(/llorch_tokens_out_total\{[^}]*\} \d+/g)).toEqual(metrics.match(/llorch_tokens_out_total\{[^}]*\} \d+/g));
-    const session = await request(`${c.url}/v2/sessions/${(task.body as { task_id: string }).task_id}`, { headers: c.t.auth });
+    expect(again.match(/llorch_tokens_out_total\{[^}]*\} \d+/g)).toEqual(
+      metrics.match(/llorch_tokens_out_total\{[^}]*\} \d+/g),
+    );
+    const session = await request(`${c.url}/v2/sessions/${(task.body as { task_id: string }).task_id}`, {
+      headers: c.t.auth,
+    });
     expect(session.statusCode).toBe(404); // task id is not a session id
     await session.body.dump();
     const log = c.t.logs.records();
@@ -125,7 +146,9 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
   });
 
   it('sends keep-alive comments while nothing else is written', async () => {
-    const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }] }], { sse_keepalive_ms: 30 });
+    const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }] }], {
+      sse_keepalive_ms: 30,
+    });
     (c.nodes[0] as FixturePoolManager).behaviour = { kind: 'hang' };
     const task = await submit(c);
     const s = await openSse(task.sse, c.t.auth);
@@ -163,11 +186,18 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
     await s.waitForFrame((f) => f.event === 'token' && f.data.i === 1);
     s.abort();
     await waitFor(() => node.aborts.includes(task.id), 5000, 'node-side abort');
-    await waitFor(() => node.active('p') === 0 && c.t.app.services.registry.pools()[0]?.leased === 0, 5000, 'slot release');
+    await waitFor(
+      () => node.active('p') === 0 && c.t.app.services.registry.pools()[0]?.leased === 0,
+      5000,
+      'slot release',
+    );
     const resumed = await openSse(task.sse, c.t.auth);
     await resumed.done;
     const end = resumed.frames.at(-1);
-    expect(end).toMatchObject({ event: 'end', data: { canceled: true, stop_type: 'cancel', pool_id: 'p', node_id: 'n1' } });
+    expect(end).toMatchObject({
+      event: 'end',
+      data: { canceled: true, stop_type: 'cancel', pool_id: 'p', node_id: 'n1' },
+    });
     const tokenFrames = resumed.frames.filter((f) => f.event === 'token');
     expect(end?.data.tokens_out).toBe(tokenFrames.length);
     expect(resumed.frames.filter((f) => f.id > (end?.id ?? 0))).toEqual([]);
@@ -176,7 +206,10 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
   });
 
   it('a node with an h2c dispatch URL: past the HTTP/1.1 share every dispatch rides one HTTP/2 connection; a cancel closes only its own stream', async () => {
-    const c = await start([{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 8 }], tokenIntervalMs: 20, h2c: true }], { dispatch_http1_per_node: 2 });
+    const c = await start(
+      [{ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 8 }], tokenIntervalMs: 20, h2c: true }],
+      { dispatch_http1_per_node: 2 },
+    );
     const node = c.nodes[0] as FixturePoolManager;
     const tasks = await Promise.all(Array.from({ length: 6 }, () => submit(c, { max_tokens: 400 })));
     const streams = await Promise.all(tasks.map((t) => openSse(t.sse, c.t.auth)));
@@ -191,7 +224,13 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
     await waitFor(() => node.active('p') === 5, 5000, 'one slot freed');
     // The other streams keep flowing on the same connection.
     const counts = rest.map((_, i) => tokens(streams[i + 1] as SseClient).length);
-    await Promise.all(rest.map((_, i) => (streams[i + 1] as SseClient).waitForFrame((f) => f.event === 'token' && (f.data.i as number) >= (counts[i] ?? 0) + 3)));
+    await Promise.all(
+      rest.map((_, i) =>
+        (streams[i + 1] as SseClient).waitForFrame(
+          (f) => f.event === 'token' && (f.data.i as number) >= (counts[i] ?? 0) + 3,
+        ),
+      ),
+    );
     expect(node.aborts).toEqual([first?.id]);
     expect(node.h2cSessionsAccepted).toBe(1);
     for (const s of streams) s.abort();
@@ -227,53 +266,63 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
   it.each([
     ['HTTP/1.1', false],
     ['h2c', true],
-  ])('a node that drops the connection before the first token (%s): the task is re-placed on another node', async (_proto, h2c) => {
-    const c = await start(
-      [
-        { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
-        { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
-      ],
-      { dispatch_http1_per_node: h2c ? 0 : 8 },
-    );
-    const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
-    n1.nextBehaviours.push({ kind: 'crash-before-first-token' }, { kind: 'refuse' });
-    for (const _ of [1, 2]) {
-      const task = await submit(c, { max_tokens: 3 });
-      const s = await openSse(task.sse, c.t.auth);
-      await s.done;
-      expect(events(s).includes('error')).toBe(false);
-      expect(s.frames.at(-1)).toMatchObject({ event: 'end', data: { node_id: 'n2', pool_id: 'pb', tokens_out: 3 } });
-      expect(tokens(s).map((f) => f.data.i)).toEqual([0, 1, 2]);
-      // n1's pool is suspect until its next heartbeat; wait for it so the next task tries n1 first.
-      await waitFor(() => c.t.app.services.registry.pools().find((p) => p.pool_id === 'pa')?.free === 1, 5000, 'n1 placeable again');
-    }
-    expect(n1.dispatches).toHaveLength(2);
-    expect(n2.dispatches).toHaveLength(2);
-    const metrics = await (await request(`${c.url}/metrics`)).body.text();
-    expect(metrics).toMatch(/llorch_tasks_replaced_total\{reason="WORKER_RESET"\} 2/);
-  });
+  ])(
+    'a node that drops the connection before the first token (%s): the task is re-placed on another node',
+    async (_proto, h2c) => {
+      const c = await start(
+        [
+          { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
+          { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
+        ],
+        { dispatch_http1_per_node: h2c ? 0 : 8 },
+      );
+      const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
+      n1.nextBehaviours.push({ kind: 'crash-before-first-token' }, { kind: 'refuse' });
+      for (const _ of [1, 2]) {
+        const task = await submit(c, { max_tokens: 3 });
+        const s = await openSse(task.sse, c.t.auth);
+        await s.done;
+        expect(events(s).includes('error')).toBe(false);
+        expect(s.frames.at(-1)).toMatchObject({ event: 'end', data: { node_id: 'n2', pool_id: 'pb', tokens_out: 3 } });
+        expect(tokens(s).map((f) => f.data.i)).toEqual([0, 1, 2]);
+        // n1's pool is suspect until its next heartbeat; wait for it so the next task tries n1 first.
+        await waitFor(
+          () => c.t.app.services.registry.pools().find((p) => p.pool_id === 'pa')?.free === 1,
+          5000,
+          'n1 placeable again',
+        );
+      }
+      expect(n1.dispatches).toHaveLength(2);
+      expect(n2.dispatches).toHaveLength(2);
+      const metrics = await (await request(`${c.url}/metrics`)).body.text();
+      expect(metrics).toMatch(/llorch_tasks_replaced_total\{reason="WORKER_RESET"\} 2/);
+    },
+  );
 
   it.each([
     ['HTTP/1.1', false],
     ['h2c', true],
-  ])('a node that drops the connection after the first token (%s): error WORKER_RESET (retriable), no re-placement', async (_proto, h2c) => {
-    const c = await start(
-      [
-        { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
-        { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
-      ],
-      { dispatch_http1_per_node: h2c ? 0 : 8 },
-    );
-    const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
-    n1.nextBehaviours.push({ kind: 'crash-after-tokens', tokens: 2 });
-    const task = await submit(c, { max_tokens: 10 });
-    const s = await openSse(task.sse, c.t.auth);
-    await s.done;
-    expect(events(s).slice(-3)).toEqual(['token', 'token', 'error']);
-    expect(s.frames.at(-1)?.data).toMatchObject({ code: 'WORKER_RESET', retriable: true });
-    expect(n2.dispatches).toHaveLength(0);
-    expect(n1.dispatches).toHaveLength(1);
-  });
+  ])(
+    'a node that drops the connection after the first token (%s): error WORKER_RESET (retriable), no re-placement',
+    async (_proto, h2c) => {
+      const c = await start(
+        [
+          { nodeId: 'n1', pools: [{ pool_id: 'pa', models: ['m'], slots: 1 }], h2c },
+          { nodeId: 'n2', pools: [{ pool_id: 'pb', models: ['m'], slots: 1 }], h2c },
+        ],
+        { dispatch_http1_per_node: h2c ? 0 : 8 },
+      );
+      const [n1, n2] = c.nodes as [FixturePoolManager, FixturePoolManager];
+      n1.nextBehaviours.push({ kind: 'crash-after-tokens', tokens: 2 });
+      const task = await submit(c, { max_tokens: 10 });
+      const s = await openSse(task.sse, c.t.auth);
+      await s.done;
+      expect(events(s).slice(-3)).toEqual(['token', 'token', 'error']);
+      expect(s.frames.at(-1)?.data).toMatchObject({ code: 'WORKER_RESET', retriable: true });
+      expect(n2.dispatches).toHaveLength(0);
+      expect(n1.dispatches).toHaveLength(1);
+    },
+  );
 
   it('gives up with WORKER_RESET when the re-placement fails before the first token too', async () => {
     const c = await start([
@@ -345,7 +394,11 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
     await (await request(`${c.url}/v2/tasks/${running.id}/cancel`, { method: 'POST', headers: c.t.auth })).body.dump();
     await new Promise((r) => setTimeout(r, 3 * HB_MS));
     expect(n1.dispatches).toHaveLength(1);
-    const n2 = await FixturePoolManager.start({ nodeId: 'n2', pools: [{ pool_id: 'p2', models: ['m'], slots: 1 }], token: TOKEN });
+    const n2 = await FixturePoolManager.start({
+      nodeId: 'n2',
+      pools: [{ pool_id: 'p2', models: ['m'], slots: 1 }],
+      token: TOKEN,
+    });
     extraNodes.push(n2);
     await n2.startHeartbeats(c.url, HB_MS);
     await s.done;
@@ -365,7 +418,11 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
     await n1.close(); // stops heartbeats and drops every connection
     await waitFor(() => c.t.app.services.registry.nodeState('n1') === 'offline', 5000, 'n1 offline');
     expect(n1.dispatches).toHaveLength(1);
-    const n2 = await FixturePoolManager.start({ nodeId: 'n2', pools: [{ pool_id: 'p2', models: ['m'], slots: 1 }], token: TOKEN });
+    const n2 = await FixturePoolManager.start({
+      nodeId: 'n2',
+      pools: [{ pool_id: 'p2', models: ['m'], slots: 1 }],
+      token: TOKEN,
+    });
     extraNodes.push(n2);
     await n2.startHeartbeats(c.url, HB_MS);
     await s.done;
@@ -380,7 +437,10 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
     ]);
     const n1 = c.nodes[0] as FixturePoolManager;
     n1.behaviour = { kind: 'hang' };
-    const task = await submit(c, { max_tokens: 2, placement: { mode: 'prefer', prefer_pools: ['p1'], allow_fallback: true } });
+    const task = await submit(c, {
+      max_tokens: 2,
+      placement: { mode: 'prefer', prefer_pools: ['p1'], allow_fallback: true },
+    });
     const s = await openSse(task.sse, c.t.auth);
     await waitFor(() => n1.dispatches.length === 1, 5000, 'dispatch to n1');
     n1.stopHeartbeats();
@@ -401,7 +461,10 @@ describe.each(STORE_KINDS)('SSE relay over real sockets with fixture nodes (%s s
     );
     const n1 = c.nodes[0] as FixturePoolManager;
     n1.behaviour = { kind: 'freeze' };
-    const task = await submit(c, { max_tokens: 2, placement: { mode: 'prefer', prefer_pools: ['p1'], allow_fallback: true } });
+    const task = await submit(c, {
+      max_tokens: 2,
+      placement: { mode: 'prefer', prefer_pools: ['p1'], allow_fallback: true },
+    });
     const s = await openSse(task.sse, c.t.auth);
     await s.done;
     expect(events(s).includes('error')).toBe(false);

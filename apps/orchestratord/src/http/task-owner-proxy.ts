@@ -60,14 +60,21 @@ export class TaskOwnerProxy {
       // over; or this replica is taking it over right now (seizeQueued, a moment before the task is
       // here). Either way a 404 would end the client's EventSource for good, so ask for a retry.
       if (owner.ended) return answerFromRecord(req, reply, owner) ? 'answered' : 'absent';
-      throw new InternalError(`task ${id} is replica ${owner.replica}'s but not held by this process (admitted by an earlier run of it, or being taken over); retry`, {
-        retriable: true,
-        retryAfterMs: 500,
-      });
+      throw new InternalError(
+        `task ${id} is replica ${owner.replica}'s but not held by this process (admitted by an earlier run of it, or being taken over); retry`,
+        {
+          retriable: true,
+          retryAfterMs: 500,
+        },
+      );
     }
     // Passed here by a replica that read an earlier owner: the task was taken over meanwhile. The
     // client's retry reaches the new owner; a 404 ended its EventSource for good (chaos run).
-    if (forwarded) throw new InternalError(`task ${id} moved to replica ${owner.replica} while this request was passed here`, { retriable: true, retryAfterMs: 100 });
+    if (forwarded)
+      throw new InternalError(`task ${id} moved to replica ${owner.replica} while this request was passed here`, {
+        retriable: true,
+        retryAfterMs: 100,
+      });
     const headers: Record<string, string> = { [FORWARDED_BY_HEADER]: this.#cluster.replicaId };
     for (const name of PASSED) {
       const v = req.headers[name];
@@ -77,15 +84,28 @@ export class TaskOwnerProxy {
     reply.raw.on('close', () => left.abort());
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(`${owner.address}${req.url}`, { method: req.method === 'POST' ? 'POST' : 'GET', headers, dispatcher: this.#dispatcher, signal: left.signal });
+      res = await request(`${owner.address}${req.url}`, {
+        method: req.method === 'POST' ? 'POST' : 'GET',
+        headers,
+        dispatcher: this.#dispatcher,
+        signal: left.signal,
+      });
     } catch (err) {
       // The owner died after the task ended: its frame log went with it, its outcome is in the store.
       if (owner.ended) return answerFromRecord(req, reply, owner) ? 'answered' : 'absent';
-      if (refused(err) && (await this.#listed(owner.replica)) === owner.address && (await this.#cluster.seize(id, owner))) return 'taken';
-      throw new InternalError(`replica ${owner.replica}, which owns task ${id}, is unreachable at ${owner.address}: ${(err as Error).message}`, {
-        retriable: true,
-        retryAfterMs: 1000,
-      });
+      if (
+        refused(err) &&
+        (await this.#listed(owner.replica)) === owner.address &&
+        (await this.#cluster.seize(id, owner))
+      )
+        return 'taken';
+      throw new InternalError(
+        `replica ${owner.replica}, which owns task ${id}, is unreachable at ${owner.address}: ${(err as Error).message}`,
+        {
+          retriable: true,
+          retryAfterMs: 1000,
+        },
+      );
     }
     reply.hijack();
     const out: Record<string, string | string[]> = {};
@@ -113,6 +133,7 @@ function answerFromRecord(req: FastifyRequest, reply: FastifyReply, owner: TaskO
 
 /** A connection refused: nothing listens at the address (a timeout or a reset says nothing of the kind). */
 function refused(err: unknown): boolean {
-  const code = (e: unknown): unknown => (typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined);
+  const code = (e: unknown): unknown =>
+    typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
   return code(err) === 'ECONNREFUSED' || code((err as { cause?: unknown } | undefined)?.cause) === 'ECONNREFUSED';
 }

@@ -42,7 +42,13 @@ export function abandonTask(services: AppServices, req: FastifyRequest, task: Ta
 }
 
 /** Answers `req` with the task's frames as a `TaskEventStream` through the door's encoder. */
-export function serveTaskEvents(services: AppServices, req: FastifyRequest, reply: FastifyReply, task: TaskRecord | RetainedTask, reader: TaskReader): void {
+export function serveTaskEvents(
+  services: AppServices,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  task: TaskRecord | RetainedTask,
+  reader: TaskReader,
+): void {
   reply.hijack();
   new TaskEventStream({
     res: reply.raw,

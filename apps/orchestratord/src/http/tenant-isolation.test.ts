@@ -44,14 +44,27 @@ describe('tenants cannot see or touch each other’s work', () => {
 
   /** orchestratord with the three keys, listening, and a FIXTURE node (one 1-slot pool of model `m`) heartbeating to it. */
   async function cluster(over: Record<string, unknown> = {}): Promise<string> {
-    const config = OrchestratorConfigSchema.parse({ node_token: NODE, keys_file: '/keys.yaml', heartbeat_interval_ms: 1000, ...over });
+    const config = OrchestratorConfigSchema.parse({
+      node_token: NODE,
+      keys_file: '/keys.yaml',
+      heartbeat_interval_ms: 1000,
+      ...over,
+    });
     const credentials = loadCredentials({ config, env: {}, readFile: () => KEYS });
     const upstream = createUpstreamDispatchers();
     closeUpstream = () => upstream.close();
-    app = await buildApp({ logger: captureLogger().logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials }, config);
+    app = await buildApp(
+      { logger: captureLogger().logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials },
+      config,
+    );
     await app.listen({ host: '127.0.0.1', port: 0 });
     const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-    node = await FixturePoolManager.start({ nodeId: 'fx', pools: [{ pool_id: 'fp', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: 5 });
+    node = await FixturePoolManager.start({
+      nodeId: 'fx',
+      pools: [{ pool_id: 'fp', models: ['m'], slots: 1 }],
+      token: NODE,
+      tokenIntervalMs: 5,
+    });
     await node.startHeartbeats(url, HB_MS);
     return url;
   }
@@ -78,7 +91,10 @@ describe('tenants cannot see or touch each other’s work', () => {
     const stranger = await openSse(`${url}/v2/tasks/${task.task_id}/events`, bearer(CAROL));
     await stranger.done;
     expect(stranger.status).toBe(404);
-    expect(ErrorEnvelopeSchema.parse(JSON.parse(stranger.raw))).toMatchObject({ code: unknown.body?.code, retriable: false });
+    expect(ErrorEnvelopeSchema.parse(JSON.parse(stranger.raw))).toMatchObject({
+      code: unknown.body?.code,
+      retriable: false,
+    });
     const strangerCancel = await call(url, CAROL, 'POST', `/v2/tasks/${task.task_id}/cancel`);
     expect(strangerCancel).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
     expect((await call(url, CAROL, 'POST', `/v2/tasks/00000000-0000-4000-8000-000000000000/cancel`)).status).toBe(404);
@@ -106,7 +122,8 @@ describe('tenants cannot see or touch each other’s work', () => {
 
   it('two keys with the same user or session id have two sessions: separate budgets and turns; an operator reads either with ?key=', async () => {
     const url = await cluster({ session_token_budget: 3 });
-    const complete = (key: string) => call(url, key, 'POST', '/v1/completions', { model: 'm', prompt: 'x', max_tokens: 2, user: 'alice' });
+    const complete = (key: string) =>
+      call(url, key, 'POST', '/v1/completions', { model: 'm', prompt: 'x', max_tokens: 2, user: 'alice' });
     expect((await complete(ALICE)).status).toBe(200);
     expect((await complete(ALICE)).status).toBe(200);
     // alice's session spent its budget (4 of 3 tokens): refused for alice only
@@ -114,18 +131,37 @@ describe('tenants cannot see or touch each other’s work', () => {
     expect((await complete(CAROL)).status).toBe(200);
 
     const sid = nameUuid('user:alice');
-    expect((await call(url, ALICE, 'GET', `/v2/sessions/${sid}`)).body).toMatchObject({ session_id: sid, turns: 2, tokens_out: 4, tokens_budget_remaining: -1 });
-    expect((await call(url, CAROL, 'GET', `/v2/sessions/${sid}`)).body).toMatchObject({ session_id: sid, turns: 1, tokens_out: 2 });
+    expect((await call(url, ALICE, 'GET', `/v2/sessions/${sid}`)).body).toMatchObject({
+      session_id: sid,
+      turns: 2,
+      tokens_out: 4,
+      tokens_budget_remaining: -1,
+    });
+    expect((await call(url, CAROL, 'GET', `/v2/sessions/${sid}`)).body).toMatchObject({
+      session_id: sid,
+      turns: 1,
+      tokens_out: 2,
+    });
     // a client key's ?key= reaches only its own session
     expect((await call(url, CAROL, 'GET', `/v2/sessions/${sid}?key=alice`)).body).toMatchObject({ turns: 1 });
     // the operator has no session of that id of its own; it names the tenant's
     expect((await call(url, OPS, 'GET', `/v2/sessions/${sid}`)).status).toBe(404);
-    expect((await call(url, OPS, 'GET', `/v2/sessions/${sid}?key=alice`)).body).toMatchObject({ session_id: sid, turns: 2 });
-    expect((await call(url, OPS, 'GET', `/v2/sessions/${sid}?key=carol`)).body).toMatchObject({ session_id: sid, turns: 1 });
+    expect((await call(url, OPS, 'GET', `/v2/sessions/${sid}?key=alice`)).body).toMatchObject({
+      session_id: sid,
+      turns: 2,
+    });
+    expect((await call(url, OPS, 'GET', `/v2/sessions/${sid}?key=carol`)).body).toMatchObject({
+      session_id: sid,
+      turns: 1,
+    });
 
     // a /v2 session id: carol cannot read or delete alice's
     const task = taskBody({ max_tokens: 1 });
-    const sse = await request(`${url}/v2/tasks`, { method: 'POST', headers: { ...bearer(ALICE), ...json, accept: 'text/event-stream' }, body: JSON.stringify(task) });
+    const sse = await request(`${url}/v2/tasks`, {
+      method: 'POST',
+      headers: { ...bearer(ALICE), ...json, accept: 'text/event-stream' },
+      body: JSON.stringify(task),
+    });
     await sse.body.text();
     const v2 = `/v2/sessions/${task.session_id}`;
     expect((await call(url, CAROL, 'GET', v2)).status).toBe(404);
@@ -143,7 +179,10 @@ describe('tenants cannot see or touch each other’s work', () => {
     for (const path of ['/v2/dashboard', '/v2/dashboard/events']) {
       const refused = await call(url, CAROL, 'GET', path);
       expect(refused.status, path).toBe(403);
-      expect(ErrorEnvelopeSchema.parse(refused.body)).toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('operator') });
+      expect(ErrorEnvelopeSchema.parse(refused.body)).toMatchObject({
+        code: 'FORBIDDEN',
+        message: expect.stringContaining('operator'),
+      });
     }
     expect((await call(url, OPS, 'GET', '/v2/dashboard')).status).toBe(200);
     const events = await openSse(`${url}/v2/dashboard/events`, bearer(OPS));
@@ -156,13 +195,28 @@ describe('tenants cannot see or touch each other’s work', () => {
     const config = OrchestratorConfigSchema.parse({ heartbeat_interval_ms: 1000 });
     const upstream = createUpstreamDispatchers();
     closeUpstream = () => upstream.close();
-    app = await buildApp({ logger: captureLogger().logger, upstream: upstream.http1, upstreamH2c: upstream.h2c }, config);
+    app = await buildApp(
+      { logger: captureLogger().logger, upstream: upstream.http1, upstreamH2c: upstream.h2c },
+      config,
+    );
     await app.listen({ host: '127.0.0.1', port: 0 });
     const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-    node = await FixturePoolManager.start({ nodeId: 'fx', pools: [{ pool_id: 'fp', models: ['m'], slots: 1 }], tokenIntervalMs: 2 });
+    node = await FixturePoolManager.start({
+      nodeId: 'fx',
+      pools: [{ pool_id: 'fp', models: ['m'], slots: 1 }],
+      tokenIntervalMs: 2,
+    });
     await node.startHeartbeats(url, HB_MS);
     const task = taskBody({ max_tokens: 2 });
-    expect((await request(`${url}/v2/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(task) })).statusCode).toBe(202);
+    expect(
+      (
+        await request(`${url}/v2/tasks`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(task),
+        })
+      ).statusCode,
+    ).toBe(202);
     const sse = await openSse(`${url}/v2/tasks/${task.task_id}/events`);
     expect(sse.status).toBe(200);
     await sse.done;

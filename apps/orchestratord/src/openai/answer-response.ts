@@ -76,7 +76,8 @@ export function respondWithAnswer(o: AnswerResponseOptions): void {
       return o.sendAnswer(render(answer.body));
     }
     if (o.onNoAnswer !== undefined) return o.onNoAnswer();
-    if (terminal.event === 'end') o.sendAnswer(render(new ResponseCollector(o.who).body(terminal.data, task.placement?.engine_version)));
+    if (terminal.event === 'end')
+      o.sendAnswer(render(new ResponseCollector(o.who).body(terminal.data, task.placement?.engine_version)));
   }
 
   const onClose = (): void => {

@@ -15,7 +15,9 @@ describe('OpenAiChunkEncoder', () => {
     expect(enc.encode(0, { event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } })).toBe('');
     expect(enc.encode(1, { event: 'metrics', data: { queue_depth: 0, on_time_probability: 1 } })).toBe('');
     fingerprint = 'b1-x';
-    expect(enc.encode(2, { event: 'token', data: { t: 'Hi', i: 0 } })).toBe(r.open('b1-x') + r.token({ t: 'Hi', i: 0 }));
+    expect(enc.encode(2, { event: 'token', data: { t: 'Hi', i: 0 } })).toBe(
+      r.open('b1-x') + r.token({ t: 'Hi', i: 0 }),
+    );
     expect(enc.encode(3, { event: 'token', data: { t: '!', i: 1 } })).toBe(r.token({ t: '!', i: 1 }));
     expect(enc.encode(4, end)).toBe(r.end(end.data as never));
     expect(enc.encode(4, end).endsWith('data: [DONE]\n\n')).toBe(true);

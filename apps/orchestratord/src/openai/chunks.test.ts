@@ -18,7 +18,16 @@ function expected(who: ResponseIdentity, fingerprint: string | undefined, choice
   return `data: ${JSON.stringify(obj)}\n\n`;
 }
 
-const PIECES = ['Hello', ' world', '"quoted"', 'line\nbreak', 'tab\tand \\ backslash', 'é ü 漢字 🦙', '\u2028', '</script>'];
+const PIECES = [
+  'Hello',
+  ' world',
+  '"quoted"',
+  'line\nbreak',
+  'tab\tand \\ backslash',
+  'é ü 漢字 🦙',
+  '\u2028',
+  '</script>',
+];
 
 describe('ChunkRenderer plain pieces (cached head)', () => {
   for (const fingerprint of ['b1234-abc', undefined]) {
@@ -27,7 +36,9 @@ describe('ChunkRenderer plain pieces (cached head)', () => {
       r.open(fingerprint);
       for (const t of PIECES) {
         const tok: TokenEvent = { t, i: 0 };
-        expect(r.token(tok)).toBe(expected(chat, fingerprint, { index: 0, delta: { content: t }, finish_reason: null }));
+        expect(r.token(tok)).toBe(
+          expected(chat, fingerprint, { index: 0, delta: { content: t }, finish_reason: null }),
+        );
       }
     });
 
@@ -35,25 +46,35 @@ describe('ChunkRenderer plain pieces (cached head)', () => {
       const r = new ChunkRenderer(completion, false);
       r.open(fingerprint);
       for (const t of PIECES) {
-        expect(r.token({ t, i: 1 })).toBe(expected(completion, fingerprint, { index: 0, text: t, logprobs: null, finish_reason: null }));
+        expect(r.token({ t, i: 1 })).toBe(
+          expected(completion, fingerprint, { index: 0, text: t, logprobs: null, finish_reason: null }),
+        );
       }
     });
   }
 
   it('a piece rendered before open() does not pin the head without the fingerprint', () => {
     const r = new ChunkRenderer(chat, false);
-    expect(r.token({ t: 'a', i: 0 })).toBe(expected(chat, undefined, { index: 0, delta: { content: 'a' }, finish_reason: null }));
+    expect(r.token({ t: 'a', i: 0 })).toBe(
+      expected(chat, undefined, { index: 0, delta: { content: 'a' }, finish_reason: null }),
+    );
     r.open('fp');
-    expect(r.token({ t: 'b', i: 1 })).toBe(expected(chat, 'fp', { index: 0, delta: { content: 'b' }, finish_reason: null }));
+    expect(r.token({ t: 'b', i: 1 })).toBe(
+      expected(chat, 'fp', { index: 0, delta: { content: 'b' }, finish_reason: null }),
+    );
   });
 
   it('pieces with delta fields or logprobs still take the general form', () => {
     const r = new ChunkRenderer(chat, false);
     r.open('fp');
     const delta = { tool_calls: [{ index: 0, function: { arguments: '{' } }] };
-    expect(r.token({ t: 'x', i: 0, delta })).toBe(expected(chat, 'fp', { index: 0, delta: { content: 'x', ...delta }, finish_reason: null }));
+    expect(r.token({ t: 'x', i: 0, delta })).toBe(
+      expected(chat, 'fp', { index: 0, delta: { content: 'x', ...delta }, finish_reason: null }),
+    );
     expect(r.token({ t: '', i: 1 })).toBe('');
     const lp = [{ token: 'y', logprob: -0.5 }];
-    expect(r.token({ t: 'y', i: 2, logprobs: lp })).toBe(expected(chat, 'fp', { index: 0, delta: { content: 'y' }, finish_reason: null, logprobs: { content: lp } }));
+    expect(r.token({ t: 'y', i: 2, logprobs: lp })).toBe(
+      expected(chat, 'fp', { index: 0, delta: { content: 'y' }, finish_reason: null, logprobs: { content: lp } }),
+    );
   });
 });

@@ -45,7 +45,10 @@ const sse = (obj: unknown): string => `data: ${JSON.stringify(obj)}\n\n`;
 export const DONE = 'data: [DONE]\n\n';
 
 /** What follows a plain piece's JSON string in its chunk, per kind (see {@link ChunkRenderer}'s `#plainHead`). */
-const PLAIN_TAIL = { chat: '},"finish_reason":null}]}\n\n', completion: ',"logprobs":null,"finish_reason":null}]}\n\n' } as const;
+const PLAIN_TAIL = {
+  chat: '},"finish_reason":null}]}\n\n',
+  completion: ',"logprobs":null,"finish_reason":null}]}\n\n',
+} as const;
 
 /** Renders one streamed response, chunk by chunk (each returned string is one `data:` event). */
 export class ChunkRenderer {
@@ -121,7 +124,9 @@ export class ChunkRenderer {
     this.#fingerprint ??= end.engine_version;
     const reason = finishReason(end);
     let out =
-      this.#who.kind === 'chat' ? this.#chunk([{ index: 0, delta: {}, finish_reason: reason }]) : this.#chunk([{ index: 0, text: '', logprobs: null, finish_reason: reason }]);
+      this.#who.kind === 'chat'
+        ? this.#chunk([{ index: 0, delta: {}, finish_reason: reason }])
+        : this.#chunk([{ index: 0, text: '', logprobs: null, finish_reason: reason }]);
     if (this.#includeUsage) out += this.#chunk([], usageOf(end));
     return out + DONE;
   }
@@ -193,10 +198,20 @@ export class ResponseCollector {
     if (w.kind === 'chat') {
       const hasCalls = Array.isArray(this.#message.tool_calls) && this.#message.tool_calls.length > 0;
       const message = { role: 'assistant', content: text === '' && hasCalls ? null : text, ...this.#message };
-      const choice = { index: 0, message, logprobs: this.#logprobs === undefined ? null : { content: this.#logprobs }, finish_reason: reason };
+      const choice = {
+        index: 0,
+        message,
+        logprobs: this.#logprobs === undefined ? null : { content: this.#logprobs },
+        finish_reason: reason,
+      };
       return { ...head, choices: [choice], usage: usageOf(end) };
     }
-    const choice = { index: 0, text, logprobs: this.#logprobs === undefined ? null : { content: this.#logprobs }, finish_reason: reason };
+    const choice = {
+      index: 0,
+      text,
+      logprobs: this.#logprobs === undefined ? null : { content: this.#logprobs },
+      finish_reason: reason,
+    };
     return { ...head, choices: [choice], usage: usageOf(end) };
   }
 }

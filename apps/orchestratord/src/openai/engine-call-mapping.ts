@@ -1,4 +1,12 @@
-import { EmbeddingsRequestSchema, InfillRequestSchema, RerankRequestSchema, TASK_LIMITS, type EngineCall, type EngineCallKind, type TaskRequestBody } from '@llama-orch/contracts';
+import {
+  EmbeddingsRequestSchema,
+  InfillRequestSchema,
+  RerankRequestSchema,
+  TASK_LIMITS,
+  type EngineCall,
+  type EngineCallKind,
+  type TaskRequestBody,
+} from '@llama-orch/contracts';
 import type { z } from 'zod';
 import { InvalidParamsError } from '../errors.js';
 
@@ -22,18 +30,28 @@ export interface EngineCallRequest {
 function invalid(issue: z.core.$ZodIssue | undefined): InvalidParamsError {
   const param = issue === undefined || issue.path.length === 0 ? undefined : issue.path.map(String).join('.');
   const message = issue?.message ?? 'invalid request';
-  return new InvalidParamsError(param === undefined ? `body: ${message}` : `${param}: ${message}`, param === undefined ? {} : { param });
+  return new InvalidParamsError(
+    param === undefined ? `body: ${message}` : `${param}: ${message}`,
+    param === undefined ? {} : { param },
+  );
 }
 
 function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> & Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidParamsError('body: expected a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new InvalidParamsError('body: expected a JSON object');
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw invalid(parsed.error.issues[0]);
   return parsed.data as z.infer<S> & Record<string, unknown>;
 }
 
 /** The task of an engine call: the model, the lane (`priority: "batch"` as on the chat door), the session when given. */
-function callTask(kind: EngineCallKind, model: string, body: Record<string, unknown>, maxTokens: number, sessionId: string | undefined): TaskRequestBody & { call: EngineCall } {
+function callTask(
+  kind: EngineCallKind,
+  model: string,
+  body: Record<string, unknown>,
+  maxTokens: number,
+  sessionId: string | undefined,
+): TaskRequestBody & { call: EngineCall } {
   const task: TaskRequestBody & { call: EngineCall } = {
     workload: 'completion',
     model_ref: model,
@@ -54,11 +72,18 @@ function callTask(kind: EngineCallKind, model: string, body: Record<string, unkn
 export function embeddingsCall(raw: unknown): EngineCallRequest {
   const dims = (raw as { dimensions?: unknown } | null)?.dimensions;
   if (dims !== undefined && dims !== null) {
-    throw new InvalidParamsError(`dimensions: not supported: the engine returns the model's full embedding width`, { param: 'dimensions' });
+    throw new InvalidParamsError(`dimensions: not supported: the engine returns the model's full embedding width`, {
+      param: 'dimensions',
+    });
   }
   const body = parseBody(EmbeddingsRequestSchema, raw);
   // Nothing is generated: one token of budget keeps the task's predictions honest.
-  return { kind: 'embeddings', model: body.model, stream: false, task: callTask('embeddings', body.model, body, 1, undefined) };
+  return {
+    kind: 'embeddings',
+    model: body.model,
+    stream: false,
+    task: callTask('embeddings', body.model, body, 1, undefined),
+  };
 }
 
 /** `POST /v1/rerank` and `/rerank` (llama-server's shape: `query`, `documents` or `texts`, `top_n`). */
@@ -73,11 +98,21 @@ export function rerankCall(raw: unknown): EngineCallRequest {
  * would generate until the context is full: the door's default (the chat door's `max_tokens`
  * default) is written into the body instead.
  */
-export function infillCall(raw: unknown, soleModel: () => string | undefined, sessionId: string | undefined): EngineCallRequest {
+export function infillCall(
+  raw: unknown,
+  soleModel: () => string | undefined,
+  sessionId: string | undefined,
+): EngineCallRequest {
   const body = parseBody(InfillRequestSchema, raw);
   const model = body.model ?? soleModel();
-  if (model === undefined) throw new InvalidParamsError('model: required: more than one model (or none) serves infill', { param: 'model' });
+  if (model === undefined)
+    throw new InvalidParamsError('model: required: more than one model (or none) serves infill', { param: 'model' });
   if (body.n_predict === undefined) body.n_predict = TASK_LIMITS.defaultMaxTokens;
   const maxTokens = body.n_predict > 0 ? Math.min(body.n_predict, TASK_LIMITS.maxTokensMax) : TASK_LIMITS.maxTokensMax;
-  return { kind: 'infill', model, stream: body.stream === true, task: callTask('infill', model, body, maxTokens, sessionId) };
+  return {
+    kind: 'infill',
+    model,
+    stream: body.stream === true,
+    task: callTask('infill', model, body, maxTokens, sessionId),
+  };
 }

@@ -6,7 +6,11 @@ import { openAiErrorType } from './openai-errors.js';
  * `{error: {code: <HTTP status>, message, type}}` (reference §4.9), so llama.cpp clients read them
  * as they read the engine's. The statuses are the ErrorEnvelope table's.
  */
-export function llamaCppErrorBody(err: { readonly code: ErrorCode; readonly message: string; readonly status?: number }): {
+export function llamaCppErrorBody(err: {
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly status?: number;
+}): {
   error: { code: number; message: string; type: string };
 } {
   const status = err.status ?? ERROR_STATUS[err.code];

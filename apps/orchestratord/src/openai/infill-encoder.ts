@@ -32,7 +32,8 @@ export class InfillEncoder implements FrameEncoder {
   }
 
   #last(end: EndEvent): Record<string, unknown> {
-    const stopType = end.canceled === true ? 'none' : end.stop_type === 'limit' ? 'limit' : end.stop_type === 'word' ? 'word' : 'eos';
+    const stopType =
+      end.canceled === true ? 'none' : end.stop_type === 'limit' ? 'limit' : end.stop_type === 'word' ? 'word' : 'eos';
     return {
       index: 0,
       content: '',

@@ -48,14 +48,24 @@ describe('GET /v1/models listing', () => {
   });
 
   it('a pool that names two listed entries joins them', () => {
-    const views = [view({ pool_id: 'a', models: ['r'] }), view({ pool_id: 'b', models: ['c-1'] }), view({ pool_id: 'z', models: ['r', 'c-1'] })];
+    const views = [
+      view({ pool_id: 'a', models: ['r'] }),
+      view({ pool_id: 'b', models: ['c-1'] }),
+      view({ pool_id: 'z', models: ['r', 'c-1'] }),
+    ];
     expect(listModels(views, () => undefined, 7_000).map((m) => m.id)).toEqual(['c-1']);
   });
 
   it('retrieve answers under the name asked, for any alias, catalog id or ref of an offered model', () => {
     const views = [view({ pool_id: 'b', models: ['hf:a/b/m.gguf', 'm-1234'], aliases: ['nice'] })];
     for (const name of ['nice', 'm-1234', 'hf:a/b/m.gguf'])
-      expect(findModel(views, name, firstSeen, 0)).toEqual({ id: name, object: 'model', created: 4000, owned_by: 'llama-orch', capabilities: ['chat', 'completion'] });
+      expect(findModel(views, name, firstSeen, 0)).toEqual({
+        id: name,
+        object: 'model',
+        created: 4000,
+        owned_by: 'llama-orch',
+        capabilities: ['chat', 'completion'],
+      });
     expect(findModel(views, 'nope', firstSeen, 0)).toBeUndefined();
     expect(findModel([view({ pool_id: 'e', models: ['x'], state: 'failed' })], 'x', firstSeen, 0)).toBeUndefined();
   });

@@ -1,4 +1,9 @@
-import { DEFAULT_POOL_CAPABILITIES, PoolCapabilitySchema, type OpenAiModel, type PoolCapability } from '@llama-orch/contracts';
+import {
+  DEFAULT_POOL_CAPABILITIES,
+  PoolCapabilitySchema,
+  type OpenAiModel,
+  type PoolCapability,
+} from '@llama-orch/contracts';
 import { servesModel, type PoolView } from '../registry/pool-view.js';
 
 export const OWNED_BY = 'llama-orch';
@@ -32,7 +37,11 @@ function ordered(set: ReadonlySet<PoolCapability>): PoolCapability[] {
  * listed by its first alias, else its catalog id, else its ref; `created` = when a pool first
  * listed it; `capabilities` = what any of its pools serves; sorted by id.
  */
-export function listModels(views: readonly PoolView[], firstSeen: (ref: string) => number | undefined, now: number): OpenAiModel[] {
+export function listModels(
+  views: readonly PoolView[],
+  firstSeen: (ref: string) => number | undefined,
+  now: number,
+): OpenAiModel[] {
   const models: Listed[] = [];
   for (const v of views) {
     if (!listable(v) || v.models.length === 0) continue;
@@ -77,7 +86,12 @@ export function listModels(views: readonly PoolView[], firstSeen: (ref: string) 
  * `GET /v1/models/{id}`: the model a name (alias, catalog id or ref) stands for, under the name
  * asked for; undefined when no ready or provisioning pool serves it.
  */
-export function findModel(views: readonly PoolView[], name: string, firstSeen: (ref: string) => number | undefined, now: number): OpenAiModel | undefined {
+export function findModel(
+  views: readonly PoolView[],
+  name: string,
+  firstSeen: (ref: string) => number | undefined,
+  now: number,
+): OpenAiModel | undefined {
   let created: number | undefined;
   const capabilities = new Set<PoolCapability>();
   for (const v of views) {
@@ -88,5 +102,7 @@ export function findModel(views: readonly PoolView[], name: string, firstSeen: (
       created = created === undefined ? c : Math.min(created, c);
     }
   }
-  return created === undefined ? undefined : { id: name, object: 'model', created, owned_by: OWNED_BY, capabilities: ordered(capabilities) };
+  return created === undefined
+    ? undefined
+    : { id: name, object: 'model', created, owned_by: OWNED_BY, capabilities: ordered(capabilities) };
 }

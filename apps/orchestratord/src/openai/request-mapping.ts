@@ -39,11 +39,15 @@ function paramOf(path: readonly PropertyKey[]): string | undefined {
 export function invalid(issue: Issue | undefined): InvalidParamsError {
   const param = issue === undefined ? undefined : paramOf(issue.path);
   const message = issue?.message ?? 'invalid request';
-  return new InvalidParamsError(param === undefined ? `body: ${message}` : `${param}: ${message}`, param === undefined ? {} : { param });
+  return new InvalidParamsError(
+    param === undefined ? `body: ${message}` : `${param}: ${message}`,
+    param === undefined ? {} : { param },
+  );
 }
 
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidParamsError('body: expected a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new InvalidParamsError('body: expected a JSON object');
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw invalid(parsed.error.issues[0]);
   return parsed.data;
@@ -72,7 +76,11 @@ function sampling(body: Record<string, unknown>, fields: readonly string[]): Rec
 }
 
 /** The assembled body through the /v2 schema: one set of rules for both doors. */
-function finish(kind: 'chat' | 'completion', body: ChatCompletionRequest | CompletionRequest, input: TaskRequestInput): OpenAiCall {
+function finish(
+  kind: 'chat' | 'completion',
+  body: ChatCompletionRequest | CompletionRequest,
+  input: TaskRequestInput,
+): OpenAiCall {
   const parsed = TaskRequestSchema.safeParse(input);
   if (!parsed.success) throw invalid(parsed.error.issues[0]);
   return {
@@ -98,7 +106,9 @@ export function chatCall(raw: unknown, sessionId: string | undefined): OpenAiCal
 }
 
 /** Sampling fields of a text completion (tools and chat-only fields are not forwarded). */
-const COMPLETION_SAMPLING = SAMPLING_FIELDS.filter((f) => f !== 'tools' && f !== 'tool_choice' && f !== 'logprobs' && f !== 'top_logprobs');
+const COMPLETION_SAMPLING = SAMPLING_FIELDS.filter(
+  (f) => f !== 'tools' && f !== 'tool_choice' && f !== 'logprobs' && f !== 'top_logprobs',
+);
 
 /** `POST /v1/completions` → a completion task (the prompt sent to the engine verbatim). */
 export function completionCall(raw: unknown, sessionId: string | undefined): OpenAiCall {

@@ -18,6 +18,7 @@ describe('the session of a /v1 request', () => {
   });
 
   it('hashes are RFC 4122 version-5 shaped UUIDs', () => {
-    for (const name of ['a', 'user:alice', 'x'.repeat(1000)]) expect(nameUuid(name)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    for (const name of ['a', 'user:alice', 'x'.repeat(1000)])
+      expect(nameUuid(name)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 });

@@ -9,7 +9,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * one-turn session of its own. Admission puts the id in the namespace of the request's key
  * (sessions/session-ids.ts).
  */
-export function sessionIdFor(header: string | string[] | undefined, user: string | null | undefined): string | undefined {
+export function sessionIdFor(
+  header: string | string[] | undefined,
+  user: string | null | undefined,
+): string | undefined {
   const h = Array.isArray(header) ? header[0] : header;
   if (h !== undefined && h.trim() !== '') {
     const key = h.trim();

@@ -100,7 +100,8 @@ export class ClusterNodeSync {
     if (this.#closed) return;
     // A register or deregister here overlapped the list: it may show what that write replaced.
     const overlapped = writes !== this.#writes;
-    for (const n of nodes) if (!overlapped || swept.has(n.request.node_id)) this.#registry.applyStored(n, swept.has(n.request.node_id));
+    for (const n of nodes)
+      if (!overlapped || swept.has(n.request.node_id)) this.#registry.applyStored(n, swept.has(n.request.node_id));
     if (overlapped) return;
     const listed = new Set(nodes.map((n) => n.request.node_id));
     for (const id of this.#missingSince.keys()) if (listed.has(id)) this.#missingSince.delete(id);
@@ -128,12 +129,17 @@ export class ClusterNodeSync {
     this.#timer = undefined;
     const running = this.refresh().then(
       () => {
-        if (this.#failing) this.#logger.info({ human: 'Node records are read from the cluster store again' }, 'node refresh recovered');
+        if (this.#failing)
+          this.#logger.info({ human: 'Node records are read from the cluster store again' }, 'node refresh recovered');
         this.#failing = false;
       },
       (err: unknown) => {
         this.#lastFailureAt = this.#clock.now();
-        if (!this.#failing) this.#logger.warn({ err, human: 'Cannot read node records from the cluster store; pool views here keep their last state' }, 'node refresh failed');
+        if (!this.#failing)
+          this.#logger.warn(
+            { err, human: 'Cannot read node records from the cluster store; pool views here keep their last state' },
+            'node refresh failed',
+          );
         this.#failing = true;
       },
     );

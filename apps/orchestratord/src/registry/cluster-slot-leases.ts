@@ -80,7 +80,12 @@ export class ClusterSlotLeases implements LeaseHolder {
     this.#track(
       this.#store.release(poolKey, leaseId).catch((err: unknown) => {
         this.#logger.warn(
-          { err, pool: poolKey, lease_id: leaseId, human: `Could not release a slot lease of ${poolKey}; it lapses in ${this.#ttlMs} ms` },
+          {
+            err,
+            pool: poolKey,
+            lease_id: leaseId,
+            human: `Could not release a slot lease of ${poolKey}; it lapses in ${this.#ttlMs} ms`,
+          },
           'slot lease release failed',
         );
       }),
@@ -105,14 +110,29 @@ export class ClusterSlotLeases implements LeaseHolder {
   releaseTask(poolKey: string, taskId: string): Promise<void> {
     const done = this.#store
       .list(poolKey)
-      .then((ids) => Promise.all(ids.filter((id) => taskOfLease(id) === taskId && !this.#held.has(id)).map((id) => this.#store.release(poolKey, id))))
+      .then((ids) =>
+        Promise.all(
+          ids
+            .filter((id) => taskOfLease(id) === taskId && !this.#held.has(id))
+            .map((id) => this.#store.release(poolKey, id)),
+        ),
+      )
       .then(
         (released) => {
-          if (released.some(Boolean)) this.#logger.info({ pool: poolKey, task_id: taskId, released: released.filter(Boolean).length }, "a dead replica's slot lease released");
+          if (released.some(Boolean))
+            this.#logger.info(
+              { pool: poolKey, task_id: taskId, released: released.filter(Boolean).length },
+              "a dead replica's slot lease released",
+            );
         },
         (err: unknown) =>
           this.#logger.warn(
-            { err, pool: poolKey, task_id: taskId, human: `Could not release the slot lease of task ${taskId} on ${poolKey}; it lapses in ${this.#ttlMs} ms` },
+            {
+              err,
+              pool: poolKey,
+              task_id: taskId,
+              human: `Could not release the slot lease of task ${taskId} on ${poolKey}; it lapses in ${this.#ttlMs} ms`,
+            },
             'slot lease release failed',
           ),
       );
@@ -144,11 +164,19 @@ export class ClusterSlotLeases implements LeaseHolder {
           (alive) => {
             if (!alive && this.#held.has(leaseId))
               this.#logger.warn(
-                { pool: poolKey, lease_id: leaseId, human: `A slot lease of ${poolKey} lapsed while its dispatch ran; the slot may be granted to another task` },
+                {
+                  pool: poolKey,
+                  lease_id: leaseId,
+                  human: `A slot lease of ${poolKey} lapsed while its dispatch ran; the slot may be granted to another task`,
+                },
                 'slot lease lapsed',
               );
           },
-          (err: unknown) => this.#logger.warn({ err, pool: poolKey, lease_id: leaseId, human: `Could not renew a slot lease of ${poolKey}` }, 'slot lease renew failed'),
+          (err: unknown) =>
+            this.#logger.warn(
+              { err, pool: poolKey, lease_id: leaseId, human: `Could not renew a slot lease of ${poolKey}` },
+              'slot lease renew failed',
+            ),
         ),
       ),
     ).finally(() => {

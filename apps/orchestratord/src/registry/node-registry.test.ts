@@ -58,10 +58,17 @@ describe('NodeRegistry', () => {
   it('counts the 3 intervals from when a heartbeat was sent, unless its timestamp is implausible', () => {
     const clock = new ManualClock();
     const r = make(clock); // interval 1000: timestamps up to 250 ms old on arrival are trusted
-    const sentAgo = (ms: number) => ({ timestamp: new Date(clock.now() - ms).toISOString(), pools: [snapshot({ pool_id: 'p' })] });
+    const sentAgo = (ms: number) => ({
+      timestamp: new Date(clock.now() - ms).toISOString(),
+      pools: [snapshot({ pool_id: 'p' })],
+    });
     r.register(reg('n1'));
     r.heartbeat('n1', sentAgo(200)); // 200 ms in flight: the node can only have failed after sending it
-    expect(r.list()[0]).toMatchObject({ state: 'online', last_seen: new Date(clock.now() - 200).toISOString(), state_since: new Date(clock.now()).toISOString() });
+    expect(r.list()[0]).toMatchObject({
+      state: 'online',
+      last_seen: new Date(clock.now() - 200).toISOString(),
+      state_since: new Date(clock.now()).toISOString(),
+    });
     expectOfflineAfter(r, clock, 'n1', 2800);
     expect(r.list()[0]?.state_since).toBe(new Date(clock.now()).toISOString());
     for (const skewed of [sentAgo(300), sentAgo(-50)]) {
@@ -83,12 +90,17 @@ describe('NodeRegistry', () => {
   });
 
   it('the sweep timer marks silent nodes offline on its own', async () => {
-    const r = new NodeRegistry({ heartbeatIntervalMs: 50, clock: { now: () => Date.now() }, logger: captureLogger().logger });
+    const r = new NodeRegistry({
+      heartbeatIntervalMs: 50,
+      clock: { now: () => Date.now() },
+      logger: captureLogger().logger,
+    });
     registries.push(r);
     r.register(reg('n1'));
     r.heartbeat('n1', hb());
     const started = Date.now();
-    while (r.nodeState('n1') === 'online' && Date.now() - started < 5000) await new Promise((res) => setTimeout(res, 10));
+    while (r.nodeState('n1') === 'online' && Date.now() - started < 5000)
+      await new Promise((res) => setTimeout(res, 10));
     expect(r.nodeState('n1')).toBe('offline');
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
   });
@@ -134,7 +146,10 @@ describe('NodeRegistry', () => {
     const clock = new ManualClock();
     const r = make(clock);
     r.register(reg('n1'));
-    const at = (ms: number) => ({ timestamp: new Date(ms).toISOString(), pools: [snapshot({ pool_id: 'p', slots_total: 1, slots_free: 0 })] });
+    const at = (ms: number) => ({
+      timestamp: new Date(ms).toISOString(),
+      pools: [snapshot({ pool_id: 'p', slots_total: 1, slots_free: 0 })],
+    });
     r.heartbeat('n1', { ...at(clock.now()), pools: [snapshot({ pool_id: 'p', slots_total: 1, slots_free: 1 })] });
     const lease = r.lease('n1', 'p');
     clock.advance(500);
@@ -203,10 +218,15 @@ describe('NodeRegistry', () => {
   it('derives a provisioning ETA from heartbeat progress speed', () => {
     const clock = new ManualClock();
     const r = make(clock);
-    r.register(reg('n1', [snapshot({ pool_id: 'p', state: 'provisioning', ready: false, progress: { engine: 0.2, model: 0 } })]));
+    r.register(
+      reg('n1', [snapshot({ pool_id: 'p', state: 'provisioning', ready: false, progress: { engine: 0.2, model: 0 } })]),
+    );
     expect(r.pools()[0]?.provisioningEtaMs).toBeUndefined();
     clock.advance(1000);
-    r.heartbeat('n1', hb([snapshot({ pool_id: 'p', state: 'provisioning', ready: false, progress: { engine: 0.4, model: 0.2 } })]));
+    r.heartbeat(
+      'n1',
+      hb([snapshot({ pool_id: 'p', state: 'provisioning', ready: false, progress: { engine: 0.4, model: 0.2 } })]),
+    );
     // progress 0.1 → 0.3 in 1 s: 0.7 left at 0.2/s = 3.5 s.
     expect(r.pools()[0]?.provisioningEtaMs).toBe(3500);
   });
@@ -227,10 +247,19 @@ describe('NodeRegistry', () => {
   it('keeps per-model and per-id lists in step with every change; lists already read do not change', () => {
     const clock = new ManualClock();
     const r = make(clock, 1000);
-    const keys = (views: readonly { node_id: string; pool_id: string }[]) => views.map((v) => `${v.node_id}/${v.pool_id}`);
+    const keys = (views: readonly { node_id: string; pool_id: string }[]) =>
+      views.map((v) => `${v.node_id}/${v.pool_id}`);
     r.register(reg('n2', [snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 })]));
-    r.register(reg('n1', [snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 }), snapshot({ pool_id: 'q', models: ['x', 'm'] })]));
-    r.heartbeat('n1', hb([snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 }), snapshot({ pool_id: 'q', models: ['x', 'm'] })]));
+    r.register(
+      reg('n1', [
+        snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 }),
+        snapshot({ pool_id: 'q', models: ['x', 'm'] }),
+      ]),
+    );
+    r.heartbeat(
+      'n1',
+      hb([snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 }), snapshot({ pool_id: 'q', models: ['x', 'm'] })]),
+    );
     r.heartbeat('n2', hb([snapshot({ pool_id: 'p', slots_total: 2, slots_free: 2 })]));
     expect(keys(r.poolsForModel('m'))).toEqual(['n1/p', 'n2/p', 'n1/q']);
     expect(keys(r.poolsForModel('x'))).toEqual(['n1/q']);
@@ -306,7 +335,19 @@ describe('NodeRegistry', () => {
     const view = (n: string, id: string) => r.pools().find((v) => v.node_id === n && v.pool_id === id);
     for (let step = 0; step < 600; step += 1) {
       const n = pick(nodes);
-      const op = pick(['register', 'heartbeat', 'heartbeat', 'deregister', 'lease', 'lease', 'release', 'saturate', 'suspect', 'drain', 'time'] as const);
+      const op = pick([
+        'register',
+        'heartbeat',
+        'heartbeat',
+        'deregister',
+        'lease',
+        'lease',
+        'release',
+        'saturate',
+        'suspect',
+        'drain',
+        'time',
+      ] as const);
       if (op === 'register') r.register(reg(n, randomPools()));
       else if (op === 'heartbeat') r.heartbeat(n, hb(randomPools()));
       else if (op === 'deregister') r.deregister(n);
@@ -337,8 +378,10 @@ describe('NodeRegistry', () => {
         .flatMap((node) => node.pools.map((p) => `${node.node_id}/${p.pool_id}`))
         .sort();
       expect(all.map((v) => `${v.node_id}/${v.pool_id}`).sort(), `step ${step}`).toEqual(listed);
-      for (const m of models) expect(r.poolsForModel(m), `step ${step} model ${m}`).toEqual(all.filter((v) => v.models.includes(m)));
-      for (const id of ['a', 'b', 'c']) expect(r.poolsWithId(id), `step ${step} pool ${id}`).toEqual(all.filter((v) => v.pool_id === id));
+      for (const m of models)
+        expect(r.poolsForModel(m), `step ${step} model ${m}`).toEqual(all.filter((v) => v.models.includes(m)));
+      for (const id of ['a', 'b', 'c'])
+        expect(r.poolsWithId(id), `step ${step} pool ${id}`).toEqual(all.filter((v) => v.pool_id === id));
       for (const v of all) {
         expect(v.node_state, `step ${step}`).toBe(r.nodeState(v.node_id));
         expect(v.leased, `step ${step}`).toBe(held.get(`${v.node_id}/${v.pool_id}`) ?? 0);
@@ -357,7 +400,13 @@ describe('NodeRegistry', () => {
 
 // With a shared store the registry is a cache of the store's records (registry/cluster-node-sync.ts).
 describe('NodeRegistry fed from the cluster store (applyStored)', () => {
-  const stored = (req: NodeRegisterRequest, state: StoredNode['state'], stateSince: number, lastSeen: number, pools = req.pools): StoredNode => ({
+  const stored = (
+    req: NodeRegisterRequest,
+    state: StoredNode['state'],
+    stateSince: number,
+    lastSeen: number,
+    pools = req.pools,
+  ): StoredNode => ({
     request: req,
     state,
     stateSince,
@@ -400,7 +449,18 @@ describe('NodeRegistry fed from the cluster store (applyStored)', () => {
     const moved = { ...req, address: 'http://n1-moved.invalid:9200' };
     r.applyStored(stored(moved, 'online', t + 9500, t + 9600), false);
     expect(r.pools()[0]?.address).toBe('http://n1-moved.invalid:9200');
-    expect(events).toEqual(['registered', 'online', 'heartbeat', 'heartbeat', 'offline', 'online', 'heartbeat', 'registered', 'online', 'heartbeat']);
+    expect(events).toEqual([
+      'registered',
+      'online',
+      'heartbeat',
+      'heartbeat',
+      'offline',
+      'online',
+      'heartbeat',
+      'registered',
+      'online',
+      'heartbeat',
+    ]);
     // only the replica the store handed the offline to warns
     expect(
       logs

@@ -1,4 +1,11 @@
-import type { HeartbeatRequest, NodeAck, NodeInfo, NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
+import type {
+  HeartbeatRequest,
+  NodeAck,
+  NodeInfo,
+  NodeRegisterRequest,
+  NodeState,
+  PoolSnapshot,
+} from '@llama-orch/contracts';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { lastSeenOf } from '../store/liveness.js';
 import type { StoredNode } from '../store/node-liveness-store.js';
@@ -109,7 +116,12 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     for (const p of n.pools) this.#observe(req.node_id, p, now, n.lastSeen);
     this.#refreshNode(req.node_id, node, previous?.pools, now);
     this.#logger[level](
-      { node_id: req.node_id, address: req.address, pools: n.pools.length, human: `Node ${req.node_id} registered with ${n.pools.length} pool(s) at ${req.address}` },
+      {
+        node_id: req.node_id,
+        address: req.address,
+        pools: n.pools.length,
+        human: `Node ${req.node_id} registered with ${n.pools.length} pool(s) at ${req.address}`,
+      },
       'node registered',
     );
     this.#emit({ type: 'registered', nodeId: req.node_id });
@@ -121,12 +133,26 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const node = this.#nodes.get(nodeId);
     if (node === undefined) return undefined;
     const now = this.#clock.now();
-    this.#heard(nodeId, node, lastSeenOf(Date.parse(req.timestamp), now, this.#heartbeatIntervalMs), now, req.pools, 'info');
+    this.#heard(
+      nodeId,
+      node,
+      lastSeenOf(Date.parse(req.timestamp), now, this.#heartbeatIntervalMs),
+      now,
+      req.pools,
+      'info',
+    );
     return { next_heartbeat_ms: this.#heartbeatIntervalMs };
   }
 
   /** A heartbeat: the node is online, last seen at `lastSeen`, with these pools (marks end). */
-  #heard(nodeId: string, node: NodeRecord, lastSeen: number, stateSince: number, pools: readonly PoolSnapshot[], level: 'info' | 'debug'): void {
+  #heard(
+    nodeId: string,
+    node: NodeRecord,
+    lastSeen: number,
+    stateSince: number,
+    pools: readonly PoolSnapshot[],
+    level: 'info' | 'debug',
+  ): void {
     const now = this.#clock.now();
     const previous = node.state;
     node.lastSeen = lastSeen;
@@ -150,8 +176,12 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     if (node === undefined) return false;
     if (node.deadline !== undefined) clearTimeout(node.deadline);
     this.#nodes.delete(nodeId);
-    for (const poolId of node.pools.keys()) this.#index.set(candidateKey({ node_id: nodeId, pool_id: poolId }), undefined);
-    this.#logger[loud ? 'info' : 'debug']({ node_id: nodeId, human: `Node ${nodeId} deregistered` }, 'node deregistered');
+    for (const poolId of node.pools.keys())
+      this.#index.set(candidateKey({ node_id: nodeId, pool_id: poolId }), undefined);
+    this.#logger[loud ? 'info' : 'debug'](
+      { node_id: nodeId, human: `Node ${nodeId} deregistered` },
+      'node deregistered',
+    );
     this.#emit({ type: 'deregistered', nodeId });
     return true;
   }
@@ -186,7 +216,8 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   }
 
   #offlineIfLate(nodeId: string, node: NodeRecord, now: number): void {
-    if (node.state !== 'offline' && now - node.lastSeen > 3 * this.#heartbeatIntervalMs) this.#markOffline(nodeId, node, now, true);
+    if (node.state !== 'offline' && now - node.lastSeen > 3 * this.#heartbeatIntervalMs)
+      this.#markOffline(nodeId, node, now, true);
   }
 
   #markOffline(nodeId: string, node: NodeRecord, since: number, loud: boolean): void {
@@ -195,7 +226,11 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     node.stateSince = since;
     this.#refreshNode(nodeId, node, undefined, now);
     this.#logger[loud ? 'warn' : 'debug'](
-      { node_id: nodeId, last_seen_ms_ago: now - node.lastSeen, human: `Node ${nodeId} missed 3 heartbeats; marked offline, its pools are unplaceable` },
+      {
+        node_id: nodeId,
+        last_seen_ms_ago: now - node.lastSeen,
+        human: `Node ${nodeId} missed 3 heartbeats; marked offline, its pools are unplaceable`,
+      },
       'node offline',
     );
     this.#emit({ type: 'offline', nodeId });
@@ -212,11 +247,22 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const nodeId = n.request.node_id;
     let node = this.#nodes.get(nodeId);
     // A later state_since while this replica saw the node online: it re-registered meanwhile.
-    if (node === undefined || (n.stateSince > node.stateSince && (n.state === 'registering' || (n.state === 'online' && node.state === 'online')))) {
-      node = this.#install(n.request, { ...n, state: n.state === 'offline' ? 'offline' : 'registering' }, loud ? 'info' : 'debug');
+    if (
+      node === undefined ||
+      (n.stateSince > node.stateSince &&
+        (n.state === 'registering' || (n.state === 'online' && node.state === 'online')))
+    ) {
+      node = this.#install(
+        n.request,
+        { ...n, state: n.state === 'offline' ? 'offline' : 'registering' },
+        loud ? 'info' : 'debug',
+      );
     }
     // Into online: the store stamped state_since when it turned online, after the state held here began.
-    if (n.state === 'online' && (node.state === 'online' ? n.lastSeen > node.lastSeen : n.stateSince >= node.stateSince)) {
+    if (
+      n.state === 'online' &&
+      (node.state === 'online' ? n.lastSeen > node.lastSeen : n.stateSince >= node.stateSince)
+    ) {
       this.#heard(nodeId, node, n.lastSeen, n.stateSince, n.pools, loud ? 'info' : 'debug');
     } else if (n.state === 'offline' && node.state !== 'offline' && n.lastSeen >= node.lastSeen) {
       node.lastSeen = n.lastSeen;
@@ -290,7 +336,9 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
 
   /** Views of a pool id (normally one; pool ids are meant to be unique in the cluster), online nodes first. */
   poolsById(poolId: string): PoolView[] {
-    return [...this.poolsWithId(poolId)].sort((a, b) => Number(b.node_state === 'online') - Number(a.node_state === 'online'));
+    return [...this.poolsWithId(poolId)].sort(
+      (a, b) => Number(b.node_state === 'online') - Number(a.node_state === 'online'),
+    );
   }
 
   /** Takes one slot of a pool. The caller must release it when the dispatch ends, whatever the outcome. */
@@ -365,14 +413,22 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
   }
 
   /** Rebuilds the views of a node's pools; pools it had in `before` but no longer lists are dropped. */
-  #refreshNode(nodeId: string, node: NodeRecord, before: ReadonlyMap<string, PoolSnapshot> | undefined, now: number): void {
+  #refreshNode(
+    nodeId: string,
+    node: NodeRecord,
+    before: ReadonlyMap<string, PoolSnapshot> | undefined,
+    now: number,
+  ): void {
     if (before !== undefined) {
       for (const poolId of before.keys()) {
         if (!node.pools.has(poolId)) this.#index.set(candidateKey({ node_id: nodeId, pool_id: poolId }), undefined);
       }
     }
     for (const snap of node.pools.values()) {
-      this.#index.set(candidateKey({ node_id: nodeId, pool_id: snap.pool_id }), this.#accounting.view(nodeId, node, snap, now));
+      this.#index.set(
+        candidateKey({ node_id: nodeId, pool_id: snap.pool_id }),
+        this.#accounting.view(nodeId, node, snap, now),
+      );
     }
   }
 
@@ -381,7 +437,10 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     const node = this.#nodes.get(nodeId);
     const snap = node?.pools.get(poolId);
     if (node === undefined || snap === undefined) return;
-    this.#index.set(candidateKey({ node_id: nodeId, pool_id: poolId }), this.#accounting.view(nodeId, node, snap, this.#clock.now()));
+    this.#index.set(
+      candidateKey({ node_id: nodeId, pool_id: poolId }),
+      this.#accounting.view(nodeId, node, snap, this.#clock.now()),
+    );
   }
 
   #emit(e: RegistryEvent): void {

@@ -98,14 +98,19 @@ export class PoolAccounting {
     account.leasesAtHeartbeat = account.leases + r.length;
     // Signals can be lost (a Redis restart forgets every lease without a release signal): the
     // others cannot hold more of the pool than its node reports busy beyond ours.
-    if (account.foreignLeases !== undefined) account.foreignLeases = Math.min(account.foreignLeases, Math.max(0, snap.slots_total - snap.slots_free - account.leasesAtHeartbeat));
+    if (account.foreignLeases !== undefined)
+      account.foreignLeases = Math.min(
+        account.foreignLeases,
+        Math.max(0, snap.slots_total - snap.slots_free - account.leasesAtHeartbeat),
+      );
     account.saturatedUntil = 0;
     this.#saturated.delete(candidateKey({ node_id: nodeId, pool_id: snap.pool_id }));
     account.localDraining = false;
     if (snap.progress !== undefined && (snap.state === 'provisioning' || snap.state === 'starting')) {
       const value = (snap.progress.engine + snap.progress.model) / 2;
       const prev = account.progressAt;
-      if (prev !== undefined && value > prev.value && now > prev.at) account.progressRate = (value - prev.value) / (now - prev.at);
+      if (prev !== undefined && value > prev.value && now > prev.at)
+        account.progressRate = (value - prev.value) / (now - prev.at);
       account.progressAt = { value, at: now };
     } else {
       account.progressAt = undefined;
@@ -177,7 +182,10 @@ export class PoolAccounting {
     let free = Math.min(total, Math.max(0, total - account.leases - foreignBusy));
     if (account.saturatedUntil > now) free = 0;
     const progress = account.progressAt;
-    const eta = progress !== undefined && account.progressRate !== undefined && account.progressRate > 0 ? Math.round((1 - progress.value) / account.progressRate) : undefined;
+    const eta =
+      progress !== undefined && account.progressRate !== undefined && account.progressRate > 0
+        ? Math.round((1 - progress.value) / account.progressRate)
+        : undefined;
     return {
       node_id: nodeId,
       pool_id: snap.pool_id,

@@ -40,7 +40,8 @@ export class PoolIndex {
     replaceSorted(this.#all, ref, next);
     // Indexed under every name of the model (refs and aliases): a task may use any of them.
     const models = next === undefined ? [] : modelNames(next);
-    for (const m of old === undefined ? [] : modelNames(old)) if (!models.includes(m)) updateList(this.#byModel, m, ref, undefined);
+    for (const m of old === undefined ? [] : modelNames(old))
+      if (!models.includes(m)) updateList(this.#byModel, m, ref, undefined);
     for (const m of models) updateList(this.#byModel, m, ref, next);
     updateList(this.#byPoolId, ref.pool_id, ref, next);
   }
@@ -72,7 +73,12 @@ function replaceSorted(list: PoolView[], ref: PoolView, next: PoolView | undefin
 }
 
 /** Copy-on-write update of one list in `lists` (lists handed out earlier stay as they were). */
-function updateList(lists: Map<string, readonly PoolView[]>, name: string, ref: PoolView, next: PoolView | undefined): void {
+function updateList(
+  lists: Map<string, readonly PoolView[]>,
+  name: string,
+  ref: PoolView,
+  next: PoolView | undefined,
+): void {
   const list = (lists.get(name) ?? []).slice();
   replaceSorted(list, ref, next);
   if (list.length === 0) lists.delete(name);

@@ -1,4 +1,10 @@
-import { servesCapability, type NodeState, type PoolCapability, type PoolSnapshot, type PoolState } from '@llama-orch/contracts';
+import {
+  servesCapability,
+  type NodeState,
+  type PoolCapability,
+  type PoolSnapshot,
+  type PoolState,
+} from '@llama-orch/contracts';
 import type { DispatchTarget } from '../upstream/pool-client.js';
 
 /** A pool as placement sees it: the latest heartbeat snapshot plus local lease accounting. */
@@ -57,7 +63,10 @@ export function candidateKey(c: { node_id: string; pool_id: string }): string {
 }
 
 /** Deterministic order: pool id, then node id. */
-export function compareCandidates(a: { pool_id: string; node_id: string }, b: { pool_id: string; node_id: string }): number {
+export function compareCandidates(
+  a: { pool_id: string; node_id: string },
+  b: { pool_id: string; node_id: string },
+): number {
   if (a.pool_id !== b.pool_id) return a.pool_id < b.pool_id ? -1 : 1;
   if (a.node_id !== b.node_id) return a.node_id < b.node_id ? -1 : 1;
   return 0;
@@ -81,7 +90,8 @@ export function servesModel(c: PoolCandidate, model: string): boolean {
  * (Embeddings and reranking pools report theirs from their config before any engine runs.)
  */
 export function mayServe(c: Pick<PoolCandidate, 'capabilities' | 'state'>, kind: PoolCapability): boolean {
-  if (kind === 'infill' && c.capabilities === undefined && (c.state === 'provisioning' || c.state === 'starting')) return true;
+  if (kind === 'infill' && c.capabilities === undefined && (c.state === 'provisioning' || c.state === 'starting'))
+    return true;
   return servesCapability(c.capabilities, kind);
 }
 

@@ -9,8 +9,17 @@ import { ReplicaMembership } from './replica-membership.js';
 
 const INTERVAL = 100;
 
-function member(store: ClusterStore, id: string, logger = captureLogger().logger, figures = { tasksRelayed: 0, load: 0 }) {
-  const identity: ReplicaIdentity = { replicaId: id, address: () => `http://10.0.0.1:${id.length}`, configuredAddress: 'http://127.0.0.1:0' };
+function member(
+  store: ClusterStore,
+  id: string,
+  logger = captureLogger().logger,
+  figures = { tasksRelayed: 0, load: 0 },
+) {
+  const identity: ReplicaIdentity = {
+    replicaId: id,
+    address: () => `http://10.0.0.1:${id.length}`,
+    configuredAddress: 'http://127.0.0.1:0',
+  };
   const directory = new ReplicaDirectory({ selfId: id, clock: systemClock, maxAgeMs: 3 * INTERVAL });
   const membership = new ReplicaMembership({
     store: store.replicas,
@@ -39,7 +48,14 @@ describe.each(STORE_KINDS)('replica membership (%s store)', (kind) => {
     // the store keeps an announcement 3 intervals: two may be missed
     expect(a.membership.ttlMs).toBe(3 * INTERVAL);
     expect(b.directory.live().map((r) => r.replica_id)).toEqual(['r-a', 'r-b']);
-    expect(b.directory.live()[1]).toEqual({ replica_id: 'r-b', address: 'http://10.0.0.1:3', version: '9.9.9', up_since: b.membership.upSince, tasks_relayed: 4, load: 2 });
+    expect(b.directory.live()[1]).toEqual({
+      replica_id: 'r-b',
+      address: 'http://10.0.0.1:3',
+      version: '9.9.9',
+      up_since: b.membership.upSince,
+      tasks_relayed: 4,
+      load: 2,
+    });
     // a's next announcement (one interval) refreshes its view with b, and carries its new figures
     a.figures.load = 5;
     await sleep(INTERVAL * 2.5);
@@ -94,7 +110,14 @@ describe('replica membership (redis store down)', () => {
 });
 
 describe('replica identity', () => {
-  const base = { replicaId: undefined, advertiseUrl: undefined, addr: '127.0.0.1:0', hostname: 'gpu-box.lan', pid: 4242, boundAddress: () => null };
+  const base = {
+    replicaId: undefined,
+    advertiseUrl: undefined,
+    addr: '127.0.0.1:0',
+    hostname: 'gpu-box.lan',
+    pid: 4242,
+    boundAddress: () => null,
+  };
 
   it('defaults the id to <hostname>-<pid> within the id alphabet', () => {
     expect(replicaIdentity(base).replicaId).toBe('gpu-box.lan-4242');
@@ -112,8 +135,22 @@ describe('replica identity', () => {
     expect(id.configuredAddress).toBe('http://127.0.0.1:0');
     bound = { address: '127.0.0.1', family: 'IPv4', port: 31337 };
     expect(id.address()).toBe('http://127.0.0.1:31337');
-    expect(replicaIdentity({ ...base, addr: '0.0.0.0:8080', boundAddress: () => ({ address: '0.0.0.0', family: 'IPv4', port: 8080 }) }).address()).toBe('http://127.0.0.1:8080');
-    expect(replicaIdentity({ ...base, addr: '[::1]:8080', boundAddress: () => ({ address: '::1', family: 'IPv6', port: 8080 }) }).address()).toBe('http://[::1]:8080');
-    expect(replicaIdentity({ ...base, advertiseUrl: 'http://orchd-a.internal:8080/', boundAddress: () => bound }).address()).toBe('http://orchd-a.internal:8080');
+    expect(
+      replicaIdentity({
+        ...base,
+        addr: '0.0.0.0:8080',
+        boundAddress: () => ({ address: '0.0.0.0', family: 'IPv4', port: 8080 }),
+      }).address(),
+    ).toBe('http://127.0.0.1:8080');
+    expect(
+      replicaIdentity({
+        ...base,
+        addr: '[::1]:8080',
+        boundAddress: () => ({ address: '::1', family: 'IPv6', port: 8080 }),
+      }).address(),
+    ).toBe('http://[::1]:8080');
+    expect(
+      replicaIdentity({ ...base, advertiseUrl: 'http://orchd-a.internal:8080/', boundAddress: () => bound }).address(),
+    ).toBe('http://orchd-a.internal:8080');
   });
 });

@@ -103,11 +103,16 @@ export class ReplicaMembership {
     try {
       await store.announce(this.info(), this.ttlMs);
       directory.update(await store.list());
-      if (this.#outage !== undefined) logger.info({ replica_id: this.#o.identity.replicaId }, 'replica announcements restored');
+      if (this.#outage !== undefined)
+        logger.info({ replica_id: this.#o.identity.replicaId }, 'replica announcements restored');
       this.#outage = undefined;
     } catch (err) {
       const reason = (err as Error).message;
-      if (this.#outage === undefined) logger.warn({ err, replica_id: this.#o.identity.replicaId }, 'replica announcement failed; retrying every interval');
+      if (this.#outage === undefined)
+        logger.warn(
+          { err, replica_id: this.#o.identity.replicaId },
+          'replica announcement failed; retrying every interval',
+        );
       this.#outage = reason;
     }
   }
@@ -121,9 +126,16 @@ export class ReplicaMembership {
     });
     try {
       const r = await Promise.race([this.#o.store.leave(this.#o.identity.replicaId).then(() => 'left' as const), late]);
-      if (r === 'late') this.#o.logger.warn({ replica_id: this.#o.identity.replicaId, timeout_ms: timeoutMs }, 'replica leave timed out; the others drop it after its ttl');
+      if (r === 'late')
+        this.#o.logger.warn(
+          { replica_id: this.#o.identity.replicaId, timeout_ms: timeoutMs },
+          'replica leave timed out; the others drop it after its ttl',
+        );
     } catch (err) {
-      this.#o.logger.warn({ err, replica_id: this.#o.identity.replicaId }, 'replica leave failed; the others drop it after its ttl');
+      this.#o.logger.warn(
+        { err, replica_id: this.#o.identity.replicaId },
+        'replica leave failed; the others drop it after its ttl',
+      );
     } finally {
       clearTimeout(timer);
     }

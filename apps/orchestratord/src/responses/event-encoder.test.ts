@@ -4,21 +4,42 @@ import { ResponsesEventEncoder } from './event-encoder.js';
 import { responsesCall } from './request-mapping.js';
 import { responseFromChat, type ResponseIdentity } from './response-object.js';
 
-const who: ResponseIdentity = { id: 'resp_t', createdAt: 100, model: 'tiny', taskId: 't', request: { model: 'tiny', input: 'hi' } };
+const who: ResponseIdentity = {
+  id: 'resp_t',
+  createdAt: 100,
+  model: 'tiny',
+  taskId: 't',
+  request: { model: 'tiny', input: 'hi' },
+};
 const end = (finish: 'stop' | 'length' | 'tool_calls'): SseFrame => ({
   event: 'end',
-  data: { tokens_out: 2, decode_ms: 1, decode_time_ms: 1, stop_type: finish === 'length' ? 'limit' : 'eos', finish_reason: finish, prompt_tokens: 7, cached_tokens: 0 },
+  data: {
+    tokens_out: 2,
+    decode_ms: 1,
+    decode_time_ms: 1,
+    stop_type: finish === 'length' ? 'limit' : 'eos',
+    finish_reason: finish,
+    prompt_tokens: 7,
+    cached_tokens: 0,
+  },
 });
 
 function events(frames: SseFrame[]): Array<{ type: string; data: Record<string, unknown> }> {
   const enc = new ResponsesEventEncoder(who);
   const text = frames.map((f, i) => enc.encode(i, f)).join('');
-  return [...text.matchAll(/^event: ([\w.]+)\ndata: (.*)\n\n/gm)].map((m) => ({ type: m[1]!, data: JSON.parse(m[2]!) as Record<string, unknown> }));
+  return [...text.matchAll(/^event: ([\w.]+)\ndata: (.*)\n\n/gm)].map((m) => ({
+    type: m[1]!,
+    data: JSON.parse(m[2]!) as Record<string, unknown>,
+  }));
 }
 
 describe('ResponsesEventEncoder', () => {
   it('streams a message item with numbered events and ends incomplete when the limit cut it', () => {
-    const out = events([{ event: 'token', data: { t: 'Hi', i: 0 } }, { event: 'token', data: { t: ' there', i: 1 } }, end('length')]);
+    const out = events([
+      { event: 'token', data: { t: 'Hi', i: 0 } },
+      { event: 'token', data: { t: ' there', i: 1 } },
+      end('length'),
+    ]);
     expect(out.map((e) => e.type)).toEqual([
       'response.created',
       'response.in_progress',
@@ -34,9 +55,20 @@ describe('ResponsesEventEncoder', () => {
     expect(out.map((e) => e.data.sequence_number)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(out[6]!.data).toMatchObject({ item_id: 'msg_t', output_index: 0, content_index: 0, text: 'Hi there' });
     const response = out[9]!.data.response as Record<string, unknown>;
-    expect(response).toMatchObject({ id: 'resp_t', status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, model: 'tiny' });
+    expect(response).toMatchObject({
+      id: 'resp_t',
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      model: 'tiny',
+    });
     expect(response.output).toEqual([
-      { id: 'msg_t', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hi there', annotations: [], logprobs: [] }] },
+      {
+        id: 'msg_t',
+        type: 'message',
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: 'Hi there', annotations: [], logprobs: [] }],
+      },
     ]);
     expect(response.usage).toEqual({
       input_tokens: 7,
@@ -49,7 +81,14 @@ describe('ResponsesEventEncoder', () => {
 
   it('streams a tool call as a function_call item with argument deltas, then completed', () => {
     const out = events([
-      { event: 'token', data: { t: '', i: 0, delta: { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a"' } }] } } },
+      {
+        event: 'token',
+        data: {
+          t: '',
+          i: 0,
+          delta: { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a"' } }] },
+        },
+      },
       { event: 'token', data: { t: '', i: 1, delta: { tool_calls: [{ index: 0, function: { arguments: ':1}' } }] } } },
       end('tool_calls'),
     ]);
@@ -94,7 +133,11 @@ describe('Responses mapping and answers', () => {
       messages: [
         { role: 'system', content: 'Be brief.' },
         { role: 'user', content: [{ type: 'text', text: 'hi' }] },
-        { role: 'assistant', content: [{ type: 'text', text: 'Let me look.' }], tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        {
+          role: 'assistant',
+          content: [{ type: 'text', text: 'Let me look.' }],
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: 'c1', content: 'ok' },
       ],
       sampling: {
@@ -106,23 +149,48 @@ describe('Responses mapping and answers', () => {
   });
 
   it('refuses server state and non-function tools with the field named', () => {
-    expect(() => responsesCall({ model: 'tiny', input: 'hi', previous_response_id: 'r' }, undefined)).toThrow(/^previous_response_id: not supported/);
+    expect(() => responsesCall({ model: 'tiny', input: 'hi', previous_response_id: 'r' }, undefined)).toThrow(
+      /^previous_response_id: not supported/,
+    );
     expect(() => responsesCall({ model: 'tiny', input: 'hi', store: true }, undefined)).toThrow(/^store: /);
-    expect(() => responsesCall({ model: 'tiny', input: 'hi', tools: [{ type: 'file_search' }] }, undefined)).toThrow(/^tools\.0\.type: /);
-    expect(() => responsesCall({ model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }, undefined)).toThrow(/^input\.0\.content\.0\.type: /);
+    expect(() => responsesCall({ model: 'tiny', input: 'hi', tools: [{ type: 'file_search' }] }, undefined)).toThrow(
+      /^tools\.0\.type: /,
+    );
+    expect(() =>
+      responsesCall(
+        { model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] },
+        undefined,
+      ),
+    ).toThrow(/^input\.0\.content\.0\.type: /);
   });
 
   it('renders the engine’s chat answer as a completed response with a message and function_call items', () => {
     const r = responseFromChat(
       {
-        choices: [{ finish_reason: 'tool_calls', message: { content: 'ok', tool_calls: [{ id: 'c1', function: { name: 'f', arguments: '{}' } }] } }],
+        choices: [
+          {
+            finish_reason: 'tool_calls',
+            message: { content: 'ok', tool_calls: [{ id: 'c1', function: { name: 'f', arguments: '{}' } }] },
+          },
+        ],
         usage: { prompt_tokens: 3, completion_tokens: 2 },
       },
       who,
     );
-    expect(r).toMatchObject({ status: 'completed', incomplete_details: null, store: false, previous_response_id: null });
+    expect(r).toMatchObject({
+      status: 'completed',
+      incomplete_details: null,
+      store: false,
+      previous_response_id: null,
+    });
     expect(r.output).toEqual([
-      { id: 'msg_t', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'ok', annotations: [], logprobs: [] }] },
+      {
+        id: 'msg_t',
+        type: 'message',
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: 'ok', annotations: [], logprobs: [] }],
+      },
       { id: 'fc_c1', type: 'function_call', status: 'completed', arguments: '{}', call_id: 'c1', name: 'f' },
     ]);
   });

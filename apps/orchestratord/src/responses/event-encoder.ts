@@ -1,7 +1,16 @@
 import type { EndEvent, SseFrame, TokenEvent } from '@llama-orch/contracts';
 import { openAiErrorBody } from '../openai/openai-errors.js';
 import type { FrameEncoder } from '../streams/frame-encoder.js';
-import { functionCallItem, messageItem, outputText, reasoningItem, responseEnvelope, responsesUsage, statusOf, type ResponseIdentity } from './response-object.js';
+import {
+  functionCallItem,
+  messageItem,
+  outputText,
+  reasoningItem,
+  responseEnvelope,
+  responsesUsage,
+  statusOf,
+  type ResponseIdentity,
+} from './response-object.js';
 
 interface ToolCallPiece {
   index?: number;
@@ -77,8 +86,17 @@ export class ResponsesEventEncoder implements FrameEncoder {
     const item: OpenItem = { outputIndex: this.#items.length, kind, id, text: '', ...extra };
     this.#items.push(item);
     this.#open = item;
-    out += this.#event('response.output_item.added', { output_index: item.outputIndex, item: this.#itemBody(item, 'in_progress', true) });
-    if (kind === 'message') out += this.#event('response.content_part.added', { item_id: id, output_index: item.outputIndex, content_index: 0, part: outputText('') });
+    out += this.#event('response.output_item.added', {
+      output_index: item.outputIndex,
+      item: this.#itemBody(item, 'in_progress', true),
+    });
+    if (kind === 'message')
+      out += this.#event('response.content_part.added', {
+        item_id: id,
+        output_index: item.outputIndex,
+        content_index: 0,
+        part: outputText(''),
+      });
     return [item, out];
   }
 
@@ -102,7 +120,13 @@ export class ResponsesEventEncoder implements FrameEncoder {
     } else {
       out += this.#event('response.function_call_arguments.done', { ...at, arguments: item.text });
     }
-    return out + this.#event('response.output_item.done', { output_index: item.outputIndex, item: this.#itemBody(item, 'completed') });
+    return (
+      out +
+      this.#event('response.output_item.done', {
+        output_index: item.outputIndex,
+        item: this.#itemBody(item, 'completed'),
+      })
+    );
   }
 
   #token(tok: TokenEvent): string {
@@ -112,7 +136,12 @@ export class ResponsesEventEncoder implements FrameEncoder {
       let item = this.#open?.kind === 'reasoning' ? this.#open : undefined;
       if (item === undefined) [item, out] = this.#openItem('reasoning', `rs_${this.#who.taskId}`);
       item.text += reasoning;
-      out += this.#event('response.reasoning_text.delta', { item_id: item.id, output_index: item.outputIndex, content_index: 0, delta: reasoning });
+      out += this.#event('response.reasoning_text.delta', {
+        item_id: item.id,
+        output_index: item.outputIndex,
+        content_index: 0,
+        delta: reasoning,
+      });
     }
     if (tok.t !== '') {
       let item = this.#open?.kind === 'message' ? this.#open : undefined;
@@ -122,7 +151,13 @@ export class ResponsesEventEncoder implements FrameEncoder {
         out += head;
       }
       item.text += tok.t;
-      out += this.#event('response.output_text.delta', { item_id: item.id, output_index: item.outputIndex, content_index: 0, delta: tok.t, logprobs: [] });
+      out += this.#event('response.output_text.delta', {
+        item_id: item.id,
+        output_index: item.outputIndex,
+        content_index: 0,
+        delta: tok.t,
+        logprobs: [],
+      });
     }
     const calls = tok.delta?.tool_calls;
     if (Array.isArray(calls)) {
@@ -139,7 +174,11 @@ export class ResponsesEventEncoder implements FrameEncoder {
         const args = call.function?.arguments;
         if (typeof args === 'string' && args !== '') {
           item.text += args;
-          out += this.#event('response.function_call_arguments.delta', { item_id: item.id, output_index: item.outputIndex, delta: args });
+          out += this.#event('response.function_call_arguments.delta', {
+            item_id: item.id,
+            output_index: item.outputIndex,
+            delta: args,
+          });
         }
       }
     }

@@ -53,16 +53,20 @@ function deepest(issue: Issue): Issue {
 }
 
 function parseRequest(raw: unknown): ResponsesRequest {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new InvalidParamsError('body: expected a JSON object');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new InvalidParamsError('body: expected a JSON object');
   const parsed = ResponsesRequestSchema.safeParse(raw);
-  if (!parsed.success) throw invalid(parsed.error.issues[0] === undefined ? undefined : deepest(parsed.error.issues[0]));
+  if (!parsed.success)
+    throw invalid(parsed.error.issues[0] === undefined ? undefined : deepest(parsed.error.issues[0]));
   return parsed.data;
 }
 
 type Message = ChatMessage & { content?: unknown; tool_calls?: Record<string, unknown>[] };
 
 function textParts(content: string | Array<{ text: string }>): Array<{ type: 'text'; text: string }> {
-  return typeof content === 'string' ? [{ type: 'text', text: content }] : content.map((p) => ({ type: 'text', text: p.text }));
+  return typeof content === 'string'
+    ? [{ type: 'text', text: content }]
+    : content.map((p) => ({ type: 'text', text: p.text }));
 }
 
 function toMessages(items: readonly ResponseInputItem[]): Message[] {
@@ -75,12 +79,19 @@ function toMessages(items: readonly ResponseInputItem[]): Message[] {
       if (mergeable !== undefined) (mergeable.tool_calls ??= []).push(call);
       else out.push({ role: 'assistant', tool_calls: [call] });
     } else if (item.type === 'function_call_output') {
-      out.push({ role: 'tool', tool_call_id: item.call_id, content: typeof item.output === 'string' ? item.output : textParts(item.output) });
+      out.push({
+        role: 'tool',
+        tool_call_id: item.call_id,
+        content: typeof item.output === 'string' ? item.output : textParts(item.output),
+      });
     } else {
       const message = item as Extract<ResponseInputItem, { role: string }>;
       const parts = textParts(message.content);
       if (message.role === 'assistant' && mergeable !== undefined) {
-        mergeable.content = [...(Array.isArray(mergeable.content) ? (mergeable.content as unknown[]) : []), ...parts] as Message['content'];
+        mergeable.content = [
+          ...(Array.isArray(mergeable.content) ? (mergeable.content as unknown[]) : []),
+          ...parts,
+        ] as Message['content'];
       } else out.push({ role: message.role, content: parts });
     }
   }
@@ -91,24 +102,37 @@ function toMessages(items: readonly ResponseInputItem[]): Message[] {
 export function responsesCall(raw: unknown, sessionId: string | undefined): ResponsesCall {
   const body = parseRequest(raw);
   const messages: Message[] = [];
-  if (body.instructions !== undefined && body.instructions !== null) messages.push({ role: 'system', content: body.instructions });
+  if (body.instructions !== undefined && body.instructions !== null)
+    messages.push({ role: 'system', content: body.instructions });
   if (typeof body.input === 'string') messages.push({ role: 'user', content: body.input });
   else messages.push(...toMessages(body.input));
-  const task: TaskRequestInput = { model_ref: body.model, workload: 'chat', messages, priority: body.priority === 'batch' ? 'batch' : 'interactive' };
+  const task: TaskRequestInput = {
+    model_ref: body.model,
+    workload: 'chat',
+    messages,
+    priority: body.priority === 'batch' ? 'batch' : 'interactive',
+  };
   if (sessionId !== undefined) task.session_id = sessionId;
   if (body.max_output_tokens !== undefined && body.max_output_tokens !== null) task.max_tokens = body.max_output_tokens;
   const sampling: Record<string, unknown> = {};
   if (body.temperature !== undefined && body.temperature !== null) sampling.temperature = body.temperature;
   if (body.top_p !== undefined && body.top_p !== null) sampling.top_p = body.top_p;
   if (body.tools !== undefined && body.tools !== null && body.tools.length > 0) {
-    sampling.tools = body.tools.map(({ type: _type, ...fn }) => ({ type: 'function', function: { ...fn, strict: fn.strict ?? true } }));
+    sampling.tools = body.tools.map(({ type: _type, ...fn }) => ({
+      type: 'function',
+      function: { ...fn, strict: fn.strict ?? true },
+    }));
   }
   const choice = body.tool_choice;
-  if (choice !== undefined && choice !== null) sampling.tool_choice = typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
+  if (choice !== undefined && choice !== null)
+    sampling.tool_choice = typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
   const format = body.text?.format;
   if (format?.type === 'json_object') sampling.response_format = { type: 'json_object' };
   else if (format?.type === 'json_schema')
-    sampling.response_format = { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, strict: format.strict ?? false } };
+    sampling.response_format = {
+      type: 'json_schema',
+      json_schema: { name: format.name, schema: format.schema, strict: format.strict ?? false },
+    };
   if (Object.keys(sampling).length > 0) task.sampling = sampling;
   const parsed = TaskRequestSchema.safeParse(task);
   if (!parsed.success) throw invalid(parsed.error.issues[0]);

@@ -48,7 +48,12 @@ export function statusOf(finishReason: unknown): Status {
 }
 
 /** The response object around `output`. */
-export function responseEnvelope(who: ResponseIdentity, status: Status, output: unknown[], usage: ResponsesUsage | null): Record<string, unknown> {
+export function responseEnvelope(
+  who: ResponseIdentity,
+  status: Status,
+  output: unknown[],
+  usage: ResponsesUsage | null,
+): Record<string, unknown> {
   const r = who.request;
   return {
     id: who.id,
@@ -76,7 +81,11 @@ export function responseEnvelope(who: ResponseIdentity, status: Status, output: 
   };
 }
 
-export function messageItem(id: string, status: 'in_progress' | 'completed', text: string | undefined): Record<string, unknown> {
+export function messageItem(
+  id: string,
+  status: 'in_progress' | 'completed',
+  text: string | undefined,
+): Record<string, unknown> {
   const content = text === undefined ? [] : [outputText(text)];
   return { id, type: 'message', status, role: 'assistant', content };
 }
@@ -85,16 +94,34 @@ export function outputText(text: string): Record<string, unknown> {
   return { type: 'output_text', text, annotations: [], logprobs: [] };
 }
 
-export function functionCallItem(callId: string, name: string, args: string, status: 'in_progress' | 'completed'): Record<string, unknown> {
+export function functionCallItem(
+  callId: string,
+  name: string,
+  args: string,
+  status: 'in_progress' | 'completed',
+): Record<string, unknown> {
   return { id: `fc_${callId}`, type: 'function_call', status, arguments: args, call_id: callId, name };
 }
 
-export function reasoningItem(id: string, text: string | undefined, status: 'in_progress' | 'completed'): Record<string, unknown> {
-  return { id, type: 'reasoning', summary: [], content: text === undefined ? [] : [{ type: 'reasoning_text', text }], status };
+export function reasoningItem(
+  id: string,
+  text: string | undefined,
+  status: 'in_progress' | 'completed',
+): Record<string, unknown> {
+  return {
+    id,
+    type: 'reasoning',
+    summary: [],
+    content: text === undefined ? [] : [{ type: 'reasoning_text', text }],
+    status,
+  };
 }
 
 interface ChatAnswer {
-  choices?: Array<{ finish_reason?: unknown; message?: { content?: unknown; reasoning_content?: unknown; tool_calls?: unknown } }>;
+  choices?: Array<{
+    finish_reason?: unknown;
+    message?: { content?: unknown; reasoning_content?: unknown; tool_calls?: unknown };
+  }>;
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
 }
 
@@ -104,11 +131,15 @@ export function responseFromChat(body: Record<string, unknown>, who: ResponseIde
   const choice = answer.choices?.[0];
   const message = choice?.message ?? {};
   const output: Record<string, unknown>[] = [];
-  if (typeof message.reasoning_content === 'string' && message.reasoning_content !== '') output.push(reasoningItem(`rs_${who.taskId}`, message.reasoning_content, 'completed'));
-  if (typeof message.content === 'string' && message.content !== '') output.push(messageItem(`msg_${who.taskId}`, 'completed', message.content));
+  if (typeof message.reasoning_content === 'string' && message.reasoning_content !== '')
+    output.push(reasoningItem(`rs_${who.taskId}`, message.reasoning_content, 'completed'));
+  if (typeof message.content === 'string' && message.content !== '')
+    output.push(messageItem(`msg_${who.taskId}`, 'completed', message.content));
   if (Array.isArray(message.tool_calls)) {
     for (const call of message.tool_calls as Array<{ id?: string; function?: { name?: string; arguments?: string } }>) {
-      output.push(functionCallItem(call.id ?? '', call.function?.name ?? '', call.function?.arguments ?? '', 'completed'));
+      output.push(
+        functionCallItem(call.id ?? '', call.function?.name ?? '', call.function?.arguments ?? '', 'completed'),
+      );
     }
   }
   const u = answer.usage ?? {};

@@ -22,13 +22,21 @@ function pool(over: Partial<PoolCandidate> & { pool_id: string }): PoolCandidate
 }
 const req = (over: Partial<PlacementRequest> = {}): PlacementRequest => ({ model_ref: 'm', ctx: 0, ...over });
 const rr = (): RoundRobinCursor => ({ next: 0 });
-const decide = (r: PlacementRequest, pools: PoolCandidate[], strategy: 'least-loaded' | 'round-robin' = 'least-loaded'): string => {
+const decide = (
+  r: PlacementRequest,
+  pools: PoolCandidate[],
+  strategy: 'least-loaded' | 'round-robin' = 'least-loaded',
+): string => {
   const d = place(r, pools, strategy, rr());
   return d.kind === 'assign' ? `${d.candidate.node_id}/${d.candidate.pool_id} ${d.reason}` : d.kind;
 };
 
 describe('place with session affinity', () => {
-  const pools = [pool({ pool_id: 'a', free: 2 }), pool({ pool_id: 'b', free: 1 }), pool({ pool_id: 'b', node_id: 'n2', free: 2 })];
+  const pools = [
+    pool({ pool_id: 'a', free: 2 }),
+    pool({ pool_id: 'b', free: 1 }),
+    pool({ pool_id: 'b', node_id: 'n2', free: 2 }),
+  ];
 
   it("prefers the session's pool while it has a free slot, over least-loaded and round-robin", () => {
     expect(decide(req(), pools)).toBe('n1/a strategy');
@@ -52,17 +60,28 @@ describe('place with session affinity', () => {
 
   it("never overrides the task's own constraints: avoid_pools, a better-ranked preferred pool, strict determinism, exclusions", () => {
     const aff = { node_id: 'n1', pool_id: 'b' };
-    expect(decide(req({ affinity: aff, placement: { mode: 'auto', avoid_pools: ['b'], allow_fallback: true } }), pools)).toBe('n1/a strategy');
-    expect(decide(req({ affinity: aff, placement: { mode: 'prefer', prefer_pools: ['a'], allow_fallback: true } }), pools)).toBe('n1/a preferred');
+    expect(
+      decide(req({ affinity: aff, placement: { mode: 'auto', avoid_pools: ['b'], allow_fallback: true } }), pools),
+    ).toBe('n1/a strategy');
+    expect(
+      decide(req({ affinity: aff, placement: { mode: 'prefer', prefer_pools: ['a'], allow_fallback: true } }), pools),
+    ).toBe('n1/a preferred');
     // Preferred pools all busy: among the fallbacks the session's pool wins.
     const busyA = [pool({ pool_id: 'a', free: 0 }), ...pools.slice(1)];
-    expect(decide(req({ affinity: aff, placement: { mode: 'prefer', prefer_pools: ['a'], allow_fallback: true } }), busyA)).toBe('n1/b affinity');
-    expect(decide(req({ affinity: aff, determinism: 'strict' }), [...pools, pool({ pool_id: 'd', deterministic: true })])).toBe('n1/d strategy');
+    expect(
+      decide(req({ affinity: aff, placement: { mode: 'prefer', prefer_pools: ['a'], allow_fallback: true } }), busyA),
+    ).toBe('n1/b affinity');
+    expect(
+      decide(req({ affinity: aff, determinism: 'strict' }), [...pools, pool({ pool_id: 'd', deterministic: true })]),
+    ).toBe('n1/d strategy');
     expect(decide(req({ affinity: aff, exclude: new Set(['n1/b']) }), pools)).toBe('n1/a strategy');
   });
 
   it('works with aliases: a pool serves a task that names its model by alias', () => {
-    const aliased = [pool({ pool_id: 'a', models: ['ref'], aliases: ['nice-name'] }), pool({ pool_id: 'b', models: ['ref'], free: 1 })];
+    const aliased = [
+      pool({ pool_id: 'a', models: ['ref'], aliases: ['nice-name'] }),
+      pool({ pool_id: 'b', models: ['ref'], free: 1 }),
+    ];
     expect(decide(req({ model_ref: 'nice-name' }), aliased)).toBe('n1/a strategy');
     expect(decide(req({ model_ref: 'ref', affinity: { node_id: 'n1', pool_id: 'b' } }), aliased)).toBe('n1/b affinity');
   });

@@ -52,7 +52,14 @@ export class PlacementTicket implements PlacementRequest {
    * every queued task on every pass.
    */
   get waitKey(): string {
-    this.#key ??= JSON.stringify([this.model_ref, this.kind, this.ctx, this.determinism ?? '', this.placement ?? null, [...(this.#exclude ?? [])].sort()]);
+    this.#key ??= JSON.stringify([
+      this.model_ref,
+      this.kind,
+      this.ctx,
+      this.determinism ?? '',
+      this.placement ?? null,
+      [...(this.#exclude ?? [])].sort(),
+    ]);
     return this.#key;
   }
 

@@ -20,7 +20,8 @@ function pool(over: Partial<PoolCandidate> & { pool_id: string }): PoolCandidate
 }
 const req = (over: Partial<PlacementRequest> = {}): PlacementRequest => ({ model_ref: 'm', ctx: 0, ...over });
 const rr = (): RoundRobinCursor => ({ next: 0 });
-const chosen = (d: ReturnType<typeof place>): string | undefined => (d.kind === 'assign' ? `${d.candidate.node_id}/${d.candidate.pool_id}` : undefined);
+const chosen = (d: ReturnType<typeof place>): string | undefined =>
+  d.kind === 'assign' ? `${d.candidate.node_id}/${d.candidate.pool_id}` : undefined;
 
 describe('place', () => {
   it('only places on ready, not draining, online pools with a free slot that serve the model', () => {
@@ -45,10 +46,30 @@ describe('place', () => {
   });
 
   it('least-loaded: most free slots, then lowest load ratio, then pool id, then node id', () => {
-    expect(chosen(place(req(), [pool({ pool_id: 'a', free: 1 }), pool({ pool_id: 'b', free: 2 })], 'least-loaded', rr()))).toBe('n1/b');
-    expect(chosen(place(req(), [pool({ pool_id: 'a', free: 2, slots_total: 8 }), pool({ pool_id: 'b', free: 2, slots_total: 2 })], 'least-loaded', rr()))).toBe('n1/b');
+    expect(
+      chosen(place(req(), [pool({ pool_id: 'a', free: 1 }), pool({ pool_id: 'b', free: 2 })], 'least-loaded', rr())),
+    ).toBe('n1/b');
+    expect(
+      chosen(
+        place(
+          req(),
+          [pool({ pool_id: 'a', free: 2, slots_total: 8 }), pool({ pool_id: 'b', free: 2, slots_total: 2 })],
+          'least-loaded',
+          rr(),
+        ),
+      ),
+    ).toBe('n1/b');
     expect(chosen(place(req(), [pool({ pool_id: 'b' }), pool({ pool_id: 'a' })], 'least-loaded', rr()))).toBe('n1/a');
-    expect(chosen(place(req(), [pool({ pool_id: 'a', node_id: 'n2' }), pool({ pool_id: 'a', node_id: 'n1' })], 'least-loaded', rr()))).toBe('n1/a');
+    expect(
+      chosen(
+        place(
+          req(),
+          [pool({ pool_id: 'a', node_id: 'n2' }), pool({ pool_id: 'a', node_id: 'n1' })],
+          'least-loaded',
+          rr(),
+        ),
+      ),
+    ).toBe('n1/a');
   });
 
   it('round-robin cycles through placeable pools in pool/node order, deterministically', () => {
@@ -62,27 +83,48 @@ describe('place', () => {
     const pools = [pool({ pool_id: 'a', free: 2 }), pool({ pool_id: 'p', free: 0 })];
     const pin = (id: string) => req({ placement: { mode: 'pin', pin_pool_id: id, allow_fallback: true } });
     expect(place(pin('p'), pools, 'least-loaded', rr()).kind).toBe('wait');
-    expect(chosen(place(pin('p'), [pool({ pool_id: 'p', free: 1 }), ...pools.slice(0, 1)], 'least-loaded', rr()))).toBe('n1/p');
+    expect(chosen(place(pin('p'), [pool({ pool_id: 'p', free: 1 }), ...pools.slice(0, 1)], 'least-loaded', rr()))).toBe(
+      'n1/p',
+    );
     const unknown = place(pin('zz'), pools, 'least-loaded', rr());
     expect(unknown).toMatchObject({ kind: 'reject', code: 'POOL_UNAVAILABLE' });
     const failed = place(pin('p'), [pool({ pool_id: 'p', state: 'failed', ready: false })], 'least-loaded', rr());
     expect(failed).toMatchObject({ kind: 'reject', code: 'POOL_UNREADY' });
     const draining = place(pin('p'), [pool({ pool_id: 'p', draining: true })], 'least-loaded', rr());
     expect(draining).toMatchObject({ kind: 'reject', code: 'POOL_UNREADY' });
-    const otherModel = place(pin('p'), [pool({ pool_id: 'p', models: ['x'] }), pool({ pool_id: 'a' })], 'least-loaded', rr());
+    const otherModel = place(
+      pin('p'),
+      [pool({ pool_id: 'p', models: ['x'] }), pool({ pool_id: 'a' })],
+      'least-loaded',
+      rr(),
+    );
     expect(otherModel).toMatchObject({ kind: 'reject', code: 'POOL_UNAVAILABLE' });
     // Known but provisioning, or its node offline: the task waits (until its deadline).
-    expect(place(pin('p'), [pool({ pool_id: 'p', state: 'provisioning', ready: false })], 'least-loaded', rr()).kind).toBe('wait');
+    expect(
+      place(pin('p'), [pool({ pool_id: 'p', state: 'provisioning', ready: false })], 'least-loaded', rr()).kind,
+    ).toBe('wait');
     expect(place(pin('p'), [pool({ pool_id: 'p', node_state: 'offline' })], 'least-loaded', rr()).kind).toBe('wait');
   });
 
   it('prefer tries preferred pools in order, falls back unless allow_fallback is false', () => {
     const pools = [pool({ pool_id: 'a', free: 4 }), pool({ pool_id: 'b', free: 1 }), pool({ pool_id: 'c', free: 0 })];
-    const prefer = (list: string[], allow = true) => req({ placement: { mode: 'prefer', prefer_pools: list, allow_fallback: allow } });
-    expect(place(prefer(['c', 'b']), pools, 'least-loaded', rr())).toMatchObject({ kind: 'assign', reason: 'preferred', candidate: { pool_id: 'b' } });
-    expect(place(prefer(['c']), pools, 'least-loaded', rr())).toMatchObject({ kind: 'assign', reason: 'fallback', candidate: { pool_id: 'a' } });
+    const prefer = (list: string[], allow = true) =>
+      req({ placement: { mode: 'prefer', prefer_pools: list, allow_fallback: allow } });
+    expect(place(prefer(['c', 'b']), pools, 'least-loaded', rr())).toMatchObject({
+      kind: 'assign',
+      reason: 'preferred',
+      candidate: { pool_id: 'b' },
+    });
+    expect(place(prefer(['c']), pools, 'least-loaded', rr())).toMatchObject({
+      kind: 'assign',
+      reason: 'fallback',
+      candidate: { pool_id: 'a' },
+    });
     expect(place(prefer(['c'], false), pools, 'least-loaded', rr()).kind).toBe('wait');
-    expect(place(prefer(['zz'], false), pools, 'least-loaded', rr())).toMatchObject({ kind: 'reject', code: 'POOL_UNAVAILABLE' });
+    expect(place(prefer(['zz'], false), pools, 'least-loaded', rr())).toMatchObject({
+      kind: 'reject',
+      code: 'POOL_UNAVAILABLE',
+    });
   });
 
   it('never uses avoided pools', () => {
@@ -94,16 +136,25 @@ describe('place', () => {
   });
 
   it('strict determinism only places on deterministic pools', () => {
-    const pools = [pool({ pool_id: 'a', free: 4 }), pool({ pool_id: 'd', deterministic: true, slots_total: 1, free: 1 })];
+    const pools = [
+      pool({ pool_id: 'a', free: 4 }),
+      pool({ pool_id: 'd', deterministic: true, slots_total: 1, free: 1 }),
+    ];
     expect(chosen(place(req({ determinism: 'strict' }), pools, 'least-loaded', rr()))).toBe('n1/d');
     expect(chosen(place(req({ determinism: 'best_effort' }), pools, 'least-loaded', rr()))).toBe('n1/a');
-    expect(place(req({ determinism: 'strict' }), pools.slice(0, 1), 'least-loaded', rr())).toMatchObject({ kind: 'reject', code: 'POOL_UNAVAILABLE' });
+    expect(place(req({ determinism: 'strict' }), pools.slice(0, 1), 'least-loaded', rr())).toMatchObject({
+      kind: 'reject',
+      code: 'POOL_UNAVAILABLE',
+    });
   });
 
   it('skips pools whose ctx is too small and reports an unserved model', () => {
     const pools = [pool({ pool_id: 'small', ctx: 1024, free: 4 }), pool({ pool_id: 'big', ctx: 8192, free: 1 })];
     expect(chosen(place(req({ ctx: 4096 }), pools, 'least-loaded', rr()))).toBe('n1/big');
-    expect(place(req({ model_ref: 'nope' }), pools, 'least-loaded', rr())).toMatchObject({ kind: 'reject', code: 'MODEL_NOT_AVAILABLE' });
+    expect(place(req({ model_ref: 'nope' }), pools, 'least-loaded', rr())).toMatchObject({
+      kind: 'reject',
+      code: 'MODEL_NOT_AVAILABLE',
+    });
   });
 
   it('places a task only on pools that serve its kind; a pool that reports no capabilities serves chat and completion', () => {
@@ -115,15 +166,31 @@ describe('place', () => {
     expect(chosen(place(req({ kind: 'embeddings' }), pools, 'least-loaded', rr()))).toBe('n1/a');
     expect(chosen(place(req({ kind: 'infill' }), pools, 'least-loaded', rr()))).toBe('n1/b');
     expect(chosen(place(req({ kind: 'chat' }), pools, 'least-loaded', rr()))).toBe('n1/c');
-    expect(place(req({ kind: 'rerank' }), pools, 'least-loaded', rr())).toMatchObject({ kind: 'reject', code: 'POOL_UNAVAILABLE', message: expect.stringContaining('rerank') });
+    expect(place(req({ kind: 'rerank' }), pools, 'least-loaded', rr())).toMatchObject({
+      kind: 'reject',
+      code: 'POOL_UNAVAILABLE',
+      message: expect.stringContaining('rerank'),
+    });
   });
 
   it('infill waits for a generation pool whose engine has not said yet; once it is ready without infill, the task is rejected', () => {
     const starting = [pool({ pool_id: 'g', state: 'starting', ready: false, free: 0 })];
     expect(place(req({ kind: 'infill' }), starting, 'least-loaded', rr())).toMatchObject({ kind: 'wait' });
     expect(place(req({ kind: 'embeddings' }), starting, 'least-loaded', rr())).toMatchObject({ kind: 'reject' });
-    expect(place(req({ kind: 'infill' }), [pool({ pool_id: 'g' })], 'least-loaded', rr())).toMatchObject({ kind: 'reject', code: 'POOL_UNAVAILABLE' });
-    expect(chosen(place(req({ kind: 'infill' }), [pool({ pool_id: 'g', capabilities: ['chat', 'completion', 'infill'] })], 'least-loaded', rr()))).toBe('n1/g');
+    expect(place(req({ kind: 'infill' }), [pool({ pool_id: 'g' })], 'least-loaded', rr())).toMatchObject({
+      kind: 'reject',
+      code: 'POOL_UNAVAILABLE',
+    });
+    expect(
+      chosen(
+        place(
+          req({ kind: 'infill' }),
+          [pool({ pool_id: 'g', capabilities: ['chat', 'completion', 'infill'] })],
+          'least-loaded',
+          rr(),
+        ),
+      ),
+    ).toBe('n1/g');
   });
 
   it('exclusions are soft: a failed pool is avoided while another exists, reused when it is the only one', () => {
@@ -137,17 +204,36 @@ describe('place', () => {
  * The rules written the slow, obvious way (filter everything, sort, take the first): place() must
  * decide exactly like this, over a plain array and over a per-model index alike.
  */
-function reference(r: PlacementRequest, cands: readonly PoolCandidate[], strategy: 'least-loaded' | 'round-robin', cursor: RoundRobinCursor): ReturnType<typeof place> {
+function reference(
+  r: PlacementRequest,
+  cands: readonly PoolCandidate[],
+  strategy: 'least-loaded' | 'round-robin',
+  cursor: RoundRobinCursor,
+): ReturnType<typeof place> {
   const p = r.placement;
   const serves = (c: PoolCandidate) => c.models.includes(r.model_ref);
   if (p?.mode === 'pin') {
     const pinned = cands.filter((c) => c.pool_id === p.pin_pool_id);
-    if (pinned.length === 0) return { kind: 'reject', code: 'POOL_UNAVAILABLE', message: `pinned pool '${p.pin_pool_id}' is not known to the cluster` };
+    if (pinned.length === 0)
+      return {
+        kind: 'reject',
+        code: 'POOL_UNAVAILABLE',
+        message: `pinned pool '${p.pin_pool_id}' is not known to the cluster`,
+      };
     const usable = pinned.filter(serves);
-    if (usable.length === 0) return { kind: 'reject', code: 'POOL_UNAVAILABLE', message: `pinned pool '${p.pin_pool_id}' does not serve model '${r.model_ref}'` };
+    if (usable.length === 0)
+      return {
+        kind: 'reject',
+        code: 'POOL_UNAVAILABLE',
+        message: `pinned pool '${p.pin_pool_id}' does not serve model '${r.model_ref}'`,
+      };
     if (usable.every((c) => ['failed', 'stopped', 'draining'].includes(c.state) || c.draining)) {
       const c = usable[0] as PoolCandidate;
-      return { kind: 'reject', code: 'POOL_UNREADY', message: `pinned pool '${c.pool_id}' is ${c.draining ? 'draining' : c.state}` };
+      return {
+        kind: 'reject',
+        code: 'POOL_UNREADY',
+        message: `pinned pool '${c.pool_id}' is ${c.draining ? 'draining' : c.state}`,
+      };
     }
   }
   const ok = (c: PoolCandidate, excl: boolean): boolean =>
@@ -162,12 +248,20 @@ function reference(r: PlacementRequest, cands: readonly PoolCandidate[], strateg
   if (eligible.length === 0 && (r.exclude?.size ?? 0) > 0) eligible = cands.filter((c) => ok(c, false));
   if (eligible.length === 0) {
     return cands.some(serves)
-      ? { kind: 'reject', code: 'POOL_UNAVAILABLE', message: `no pool serving '${r.model_ref}' satisfies the task's constraints (ctx, determinism, placement)` }
+      ? {
+          kind: 'reject',
+          code: 'POOL_UNAVAILABLE',
+          message: `no pool serving '${r.model_ref}' satisfies the task's constraints (ctx, determinism, placement)`,
+        }
       : { kind: 'reject', code: 'MODEL_NOT_AVAILABLE', message: `no pool serves model '${r.model_ref}'` };
   }
-  const placeable = eligible.filter((c) => c.node_state === 'online' && c.state === 'ready' && c.ready && !c.draining && c.free > 0);
-  if (placeable.length === 0) return { kind: 'wait', reason: `no free slot on the ${eligible.length} eligible pool(s)` };
-  const byId = (a: PoolCandidate, b: PoolCandidate) => (a.pool_id < b.pool_id ? -1 : a.pool_id > b.pool_id ? 1 : a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0);
+  const placeable = eligible.filter(
+    (c) => c.node_state === 'online' && c.state === 'ready' && c.ready && !c.draining && c.free > 0,
+  );
+  if (placeable.length === 0)
+    return { kind: 'wait', reason: `no free slot on the ${eligible.length} eligible pool(s)` };
+  const byId = (a: PoolCandidate, b: PoolCandidate) =>
+    a.pool_id < b.pool_id ? -1 : a.pool_id > b.pool_id ? 1 : a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0;
   const ratio = (c: PoolCandidate) => (c.slots_total === 0 ? 1 : (c.slots_total - c.free) / c.slots_total);
   const pick = (list: PoolCandidate[]): PoolCandidate => {
     if (strategy === 'round-robin') {
@@ -200,7 +294,9 @@ function rng(seed: number): () => number {
 }
 
 function indexOf(cands: readonly PoolCandidate[]): CandidateIndex {
-  const sorted = [...cands].sort((a, b) => (a.pool_id < b.pool_id ? -1 : a.pool_id > b.pool_id ? 1 : a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0));
+  const sorted = [...cands].sort((a, b) =>
+    a.pool_id < b.pool_id ? -1 : a.pool_id > b.pool_id ? 1 : a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0,
+  );
   return {
     poolsForModel: (m) => sorted.filter((c) => c.models.includes(m)),
     poolsWithId: (id) => sorted.filter((c) => c.pool_id === id),
@@ -248,7 +344,8 @@ describe('place over an index and over a plain array', () => {
                 ...(mode === 'prefer' && rand() < 0.9 ? { prefer_pools: [pick(ids), pick(ids), pick(ids)] } : {}),
                 ...(rand() < 0.3 ? { avoid_pools: [pick(ids)] } : {}),
               },
-        exclude: rand() < 0.3 ? new Set(cands.filter(() => rand() < 0.4).map((c) => `${c.node_id}/${c.pool_id}`)) : new Set(),
+        exclude:
+          rand() < 0.3 ? new Set(cands.filter(() => rand() < 0.4).map((c) => `${c.node_id}/${c.pool_id}`)) : new Set(),
       });
       for (const strategy of ['least-loaded', 'round-robin'] as const) {
         const start = Math.floor(rand() * 10);
@@ -264,7 +361,11 @@ describe('place over an index and over a plain array', () => {
   });
 
   it("only asks the index for the model's pools, or the pinned id's, and returns its own objects", () => {
-    const pools = [pool({ pool_id: 'a', free: 1 }), pool({ pool_id: 'b', free: 3 }), pool({ pool_id: 'c', models: ['x'], free: 9 })];
+    const pools = [
+      pool({ pool_id: 'a', free: 1 }),
+      pool({ pool_id: 'b', free: 3 }),
+      pool({ pool_id: 'c', models: ['x'], free: 9 }),
+    ];
     const asked: string[] = [];
     const index: CandidateIndex = {
       poolsForModel: (m) => {
@@ -278,12 +379,16 @@ describe('place over an index and over a plain array', () => {
     };
     const d = place(req(), index, 'least-loaded', rr());
     expect(d.kind === 'assign' && d.candidate).toBe(pools[1]);
-    expect(place(req({ placement: { mode: 'pin', pin_pool_id: 'a', allow_fallback: true } }), index, 'least-loaded', rr())).toMatchObject({
+    expect(
+      place(req({ placement: { mode: 'pin', pin_pool_id: 'a', allow_fallback: true } }), index, 'least-loaded', rr()),
+    ).toMatchObject({
       kind: 'assign',
       reason: 'pinned',
       candidate: { pool_id: 'a' },
     });
-    expect(place(req({ placement: { mode: 'pin', pin_pool_id: 'c', allow_fallback: true } }), index, 'least-loaded', rr())).toMatchObject({
+    expect(
+      place(req({ placement: { mode: 'pin', pin_pool_id: 'c', allow_fallback: true } }), index, 'least-loaded', rr()),
+    ).toMatchObject({
       kind: 'reject',
       code: 'POOL_UNAVAILABLE',
       message: "pinned pool 'c' does not serve model 'm'",

@@ -1,5 +1,13 @@
 import type { PlacementOverrides, PoolCapability } from '@llama-orch/contracts';
-import { candidateKey, compareCandidates, isPlaceable, mayServe, servesModel, type CandidateIndex, type PoolCandidate } from '../registry/pool-view.js';
+import {
+  candidateKey,
+  compareCandidates,
+  isPlaceable,
+  mayServe,
+  servesModel,
+  type CandidateIndex,
+  type PoolCandidate,
+} from '../registry/pool-view.js';
 
 /**
  * Placement: pure functions from (task constraints, pool candidates) to a decision.
@@ -49,7 +57,11 @@ export type PlacementReason = 'pinned' | 'preferred' | 'fallback' | 'affinity' |
 export type PlacementDecision<C extends PoolCandidate = PoolCandidate> =
   | { readonly kind: 'assign'; readonly candidate: C; readonly reason: PlacementReason }
   | { readonly kind: 'wait'; readonly reason: string }
-  | { readonly kind: 'reject'; readonly code: 'POOL_UNAVAILABLE' | 'POOL_UNREADY' | 'MODEL_NOT_AVAILABLE'; readonly message: string };
+  | {
+      readonly kind: 'reject';
+      readonly code: 'POOL_UNAVAILABLE' | 'POOL_UNREADY' | 'MODEL_NOT_AVAILABLE';
+      readonly message: string;
+    };
 
 /** Mutable round-robin cursor shared by all placements of one scheduler. */
 export interface RoundRobinCursor {
@@ -94,7 +106,9 @@ export function compareLeastLoaded(a: PoolCandidate, b: PoolCandidate): number {
   return compareCandidates(a, b);
 }
 
-function isIndex<C extends PoolCandidate>(candidates: readonly C[] | CandidateIndex<C>): candidates is CandidateIndex<C> {
+function isIndex<C extends PoolCandidate>(
+  candidates: readonly C[] | CandidateIndex<C>,
+): candidates is CandidateIndex<C> {
   return !Array.isArray(candidates);
 }
 
@@ -122,17 +136,33 @@ export function place<C extends PoolCandidate>(
   let checkModel = true;
   if (p?.mode === 'pin') {
     const pinId = p.pin_pool_id;
-    const pinned = isIndex(candidates) ? (pinId === undefined ? [] : candidates.poolsWithId(pinId)) : candidates.filter((c) => c.pool_id === pinId);
+    const pinned = isIndex(candidates)
+      ? pinId === undefined
+        ? []
+        : candidates.poolsWithId(pinId)
+      : candidates.filter((c) => c.pool_id === pinId);
     if (pinned.length === 0) {
-      return { kind: 'reject', code: 'POOL_UNAVAILABLE', message: `pinned pool '${p.pin_pool_id}' is not known to the cluster` };
+      return {
+        kind: 'reject',
+        code: 'POOL_UNAVAILABLE',
+        message: `pinned pool '${p.pin_pool_id}' is not known to the cluster`,
+      };
     }
     const usable = pinned.filter((c) => servesModel(c, req.model_ref));
     if (usable.length === 0) {
-      return { kind: 'reject', code: 'POOL_UNAVAILABLE', message: `pinned pool '${p.pin_pool_id}' does not serve model '${req.model_ref}'` };
+      return {
+        kind: 'reject',
+        code: 'POOL_UNAVAILABLE',
+        message: `pinned pool '${p.pin_pool_id}' does not serve model '${req.model_ref}'`,
+      };
     }
     if (usable.every((c) => c.state === 'failed' || c.state === 'stopped' || c.state === 'draining' || c.draining)) {
       const c = usable[0] as C;
-      return { kind: 'reject', code: 'POOL_UNREADY', message: `pinned pool '${c.pool_id}' is ${c.draining ? 'draining' : c.state}` };
+      return {
+        kind: 'reject',
+        code: 'POOL_UNREADY',
+        message: `pinned pool '${c.pool_id}' is ${c.draining ? 'draining' : c.state}`,
+      };
     }
     // Only pools with the pinned id can be eligible.
     base = pinned;
@@ -186,7 +216,8 @@ export function place<C extends PoolCandidate>(
   const gi = groups[0].eligible > 0 ? 0 : 1;
   const group = groups[gi];
   if (group.eligible === 0) {
-    if (!served) return { kind: 'reject', code: 'MODEL_NOT_AVAILABLE', message: `no pool serves model '${req.model_ref}'` };
+    if (!served)
+      return { kind: 'reject', code: 'MODEL_NOT_AVAILABLE', message: `no pool serves model '${req.model_ref}'` };
     return {
       kind: 'reject',
       code: 'POOL_UNAVAILABLE',
@@ -207,7 +238,11 @@ export function place<C extends PoolCandidate>(
     const k = rr.next % group.count;
     rr.next = (rr.next + 1) % Number.MAX_SAFE_INTEGER;
     const inGroup = (c: C): boolean =>
-      (!checkModel || servesModel(c, req.model_ref)) && fitsConstraints(req, c) && (isExcluded(req, c) ? 1 : 0) === gi && isPlaceable(c) && rankOf(c) === group.rank;
+      (!checkModel || servesModel(c, req.model_ref)) &&
+      fitsConstraints(req, c) &&
+      (isExcluded(req, c) ? 1 : 0) === gi &&
+      isPlaceable(c) &&
+      rankOf(c) === group.rank;
     chosen = ordered ? nth(base, inGroup, k) : ([...base].filter(inGroup).sort(compareCandidates)[k] as C);
   }
 

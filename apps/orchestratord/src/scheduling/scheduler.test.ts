@@ -17,10 +17,24 @@ describe('Scheduler', () => {
   });
 
   function setup(): { registry: NodeRegistry; queue: AdmissionQueue<Item>; scheduler: Scheduler<Item>; log: string[] } {
-    const registry = new NodeRegistry({ heartbeatIntervalMs: 1000, clock: new ManualClock(), logger: captureLogger().logger });
+    const registry = new NodeRegistry({
+      heartbeatIntervalMs: 1000,
+      clock: new ManualClock(),
+      logger: captureLogger().logger,
+    });
     registries.push(registry);
-    const pools = [snapshot({ pool_id: 'a', models: ['m'], slots_total: 1, slots_free: 1 }), snapshot({ pool_id: 'b', models: ['other'], slots_total: 2, slots_free: 2 })];
-    registry.register({ node_id: 'n', machine_id: 'n', address: 'http://n.invalid:1', pools, capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 }, version: 't' });
+    const pools = [
+      snapshot({ pool_id: 'a', models: ['m'], slots_total: 1, slots_free: 1 }),
+      snapshot({ pool_id: 'b', models: ['other'], slots_total: 2, slots_free: 2 }),
+    ];
+    registry.register({
+      node_id: 'n',
+      machine_id: 'n',
+      address: 'http://n.invalid:1',
+      pools,
+      capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
+      version: 't',
+    });
     registry.heartbeat('n', { timestamp: new Date().toISOString(), pools });
     const queue = new AdmissionQueue<Item>({ capacity: 10, policy: 'reject' });
     const log: string[] = [];

@@ -1,6 +1,12 @@
 import type { Lease, PoolView } from '../registry/pool-view.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
-import { place, type PlacementDecision, type PlacementReason, type PlacementStrategy, type RoundRobinCursor } from './placement.js';
+import {
+  place,
+  type PlacementDecision,
+  type PlacementReason,
+  type PlacementStrategy,
+  type RoundRobinCursor,
+} from './placement.js';
 import type { PlacementTicket } from './placement-ticket.js';
 
 /** A queued task as the scheduler sees it. */

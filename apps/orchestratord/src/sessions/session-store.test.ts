@@ -5,7 +5,13 @@ import { ManualClock } from '../testing/test-helpers.js';
 describe('SessionStore', () => {
   const stores: SessionStore[] = [];
   const make = (clock: ManualClock, maxSessions: number, onEvict?: () => void) => {
-    const s = new SessionStore({ ttlMs: 60_000, maxSessions, tokenBudget: 100, clock, ...(onEvict !== undefined ? { onEvict } : {}) });
+    const s = new SessionStore({
+      ttlMs: 60_000,
+      maxSessions,
+      tokenBudget: 100,
+      clock,
+      ...(onEvict !== undefined ? { onEvict } : {}),
+    });
     stores.push(s);
     return s;
   };

@@ -157,7 +157,13 @@ export class SessionStore {
     const s = this.#live(id);
     if (s === undefined) return undefined;
     const ttl = s.active > 0 ? this.#ttlMs : Math.max(0, this.#ttlMs - (this.#clock.now() - s.lastActive));
-    const info: SessionInfo = { session_id: id, ttl_ms_remaining: Math.round(ttl), turns: s.turns, tokens_out: s.tokensOut, active_tasks: s.active };
+    const info: SessionInfo = {
+      session_id: id,
+      ttl_ms_remaining: Math.round(ttl),
+      turns: s.turns,
+      tokens_out: s.tokensOut,
+      active_tasks: s.active,
+    };
     const budget = this.budgetRemaining(id);
     if (budget !== undefined) info.tokens_budget_remaining = budget;
     return info;

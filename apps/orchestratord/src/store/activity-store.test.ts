@@ -47,7 +47,12 @@ describe.each(STORE_KINDS)('dashboard activity (%s store)', (kind) => {
       ],
       60_000,
     );
-    await b!.activity.addThroughput('r-b', W, [{ t_ms: T0, tokens: 50, tasks_ended: 1, ttft_p50_ms: 30, ttft_count: 1 }], 60_000);
+    await b!.activity.addThroughput(
+      'r-b',
+      W,
+      [{ t_ms: T0, tokens: 50, tasks_ended: 1, ttft_p50_ms: 30, ttft_count: 1 }],
+      60_000,
+    );
     // a bucket nobody wrote is absent; the range is [from, to)
     const points = await a!.activity.throughput(W, T0 - W, T0 + 3 * W);
     expect(points).toEqual([
@@ -58,8 +63,18 @@ describe.each(STORE_KINDS)('dashboard activity (%s store)', (kind) => {
     // another width is another series
     expect(await b!.activity.throughput(2 * W, T0, T0 + 4 * W)).toEqual([]);
     // the same replica writing a bucket twice adds its tokens and replaces its median
-    await a!.activity.addThroughput('r-a', W, [{ t_ms: T0, tokens: 1, tasks_ended: 0, ttft_p50_ms: 40, ttft_count: 9 }], 60_000);
-    expect((await b!.activity.throughput(W, T0, T0 + W))[0]).toEqual({ t_ms: T0, tokens_per_s: 151, tasks_ended: 3, ttft_p50_ms: 40 });
+    await a!.activity.addThroughput(
+      'r-a',
+      W,
+      [{ t_ms: T0, tokens: 1, tasks_ended: 0, ttft_p50_ms: 40, ttft_count: 9 }],
+      60_000,
+    );
+    expect((await b!.activity.throughput(W, T0, T0 + W))[0]).toEqual({
+      t_ms: T0,
+      tokens_per_s: 151,
+      tasks_ended: 3,
+      ttft_p50_ms: 40,
+    });
   });
 
   it('throughput buckets expire retainMs after their last write', async () => {

@@ -27,7 +27,12 @@ export interface ActivityStore {
   /** The newest `limit` ended tasks of the cluster, newest first. */
   recentTasks(limit: number): Promise<DashboardTask[]>;
   /** Adds one replica's contributions to buckets of width `bucketMs`; each bucket is kept `retainMs` after its last write. */
-  addThroughput(replicaId: string, bucketMs: number, contributions: readonly ThroughputContribution[], retainMs: number): Promise<void>;
+  addThroughput(
+    replicaId: string,
+    bucketMs: number,
+    contributions: readonly ThroughputContribution[],
+    retainMs: number,
+  ): Promise<void>;
   /** The buckets of width `bucketMs` starting in [`fromMs`, `toMs`) that any replica wrote, oldest first, merged over replicas. */
   throughput(bucketMs: number, fromMs: number, toMs: number): Promise<ThroughputPoint[]>;
 }
@@ -46,8 +51,18 @@ export interface TtftShare {
  * count-weighted median of the replicas' medians: exact with one replica, an approximation with
  * several (each replica keeps only its own median, so nothing per task crosses the store).
  */
-export function mergeBucket(t_ms: number, bucketMs: number, tokens: number, tasksEnded: number, ttfts: readonly TtftShare[]): ThroughputPoint {
-  const point: ThroughputPoint = { t_ms, tokens_per_s: (Math.max(0, tokens) * 1000) / bucketMs, tasks_ended: Math.max(0, tasksEnded) };
+export function mergeBucket(
+  t_ms: number,
+  bucketMs: number,
+  tokens: number,
+  tasksEnded: number,
+  ttfts: readonly TtftShare[],
+): ThroughputPoint {
+  const point: ThroughputPoint = {
+    t_ms,
+    tokens_per_s: (Math.max(0, tokens) * 1000) / bucketMs,
+    tasks_ended: Math.max(0, tasksEnded),
+  };
   const p50 = weightedMedian(ttfts);
   if (p50 !== undefined) point.ttft_p50_ms = p50;
   return point;

@@ -48,7 +48,10 @@ describe.each(STORE_KINDS)('the store queue answers as admission/AdmissionQueue 
         const group = pick(GROUPS);
         const ahead = reference.countAhead(group, lane);
         const want = reference.enqueue(id, lane, { group });
-        const got = await s.lifecycle.admit({ ...admission(id, 'A', { lane, group, ttlMs: 600_000 }), entry: { lane, group, payload: id } });
+        const got = await s.lifecycle.admit({
+          ...admission(id, 'A', { lane, group, ttlMs: 600_000 }),
+          entry: { lane, group, payload: id },
+        });
         if (want.kind === 'full') expect(got, where).toMatchObject({ kind: 'full', policy, view: { ahead } });
         else
           expect(
@@ -65,7 +68,9 @@ describe.each(STORE_KINDS)('the store queue answers as admission/AdmissionQueue 
         const { lane, group } = running.get(id)!;
         running.delete(id);
         reference.requeueFront(id, lane, { group });
-        expect(await s.lifecycle.requeue({ id, fence: 1, entry: { lane, group, payload: id } }), where).toMatchObject({ ok: true });
+        expect(await s.lifecycle.requeue({ id, fence: 1, entry: { lane, group, payload: id } }), where).toMatchObject({
+          ok: true,
+        });
       } else if (r < 0.75 && known.length > 0) {
         const id = pick(known);
         const entry = reference.get(id);
@@ -75,7 +80,10 @@ describe.each(STORE_KINDS)('the store queue answers as admission/AdmissionQueue 
           const first = reference.find((e) => e.item.group === entry.item.group)!;
           if (first.id !== id) expect(got, where).toEqual({ kind: 'behind', first: first.id });
           else {
-            expect(got, where).toMatchObject({ kind: 'taken', entry: { id, lane: entry.lane, group: entry.item.group } });
+            expect(got, where).toMatchObject({
+              kind: 'taken',
+              entry: { id, lane: entry.lane, group: entry.item.group },
+            });
             reference.remove(id);
             running.set(id, { lane: entry.lane, group: entry.item.group });
           }
@@ -89,7 +97,10 @@ describe.each(STORE_KINDS)('the store queue answers as admission/AdmissionQueue 
         const group = pick(GROUPS);
         const lane: QueueLane = random() < 0.5 ? 'interactive' : 'batch';
         expect((await admissionView(s, 'viewer', group, lane)).ahead, where).toBe(reference.countAhead(group, lane));
-        expect(await s.queue.sizes(), where).toEqual({ interactive: reference.sizeOf('interactive'), batch: reference.sizeOf('batch') });
+        expect(await s.queue.sizes(), where).toEqual({
+          interactive: reference.sizeOf('interactive'),
+          batch: reference.sizeOf('batch'),
+        });
       }
     }
     expect(await h.queued(s)).toEqual(reference.drain().map((e) => e.id));

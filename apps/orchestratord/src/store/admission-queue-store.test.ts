@@ -18,8 +18,16 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
     const [a, b, c] = await h.open(3);
     expect(await a!.lifecycle.admit(task('b1', 'batch'))).toMatchObject({ kind: 'queued', position: 0 });
     expect(await b!.lifecycle.admit(task('i1', 'interactive'))).toMatchObject({ kind: 'queued', position: 0 });
-    expect(await c!.lifecycle.admit(task('b2', 'batch'))).toMatchObject({ kind: 'queued', position: 2, view: { ahead: 2 } });
-    expect(await a!.lifecycle.admit(task('i2', 'interactive'))).toMatchObject({ kind: 'queued', position: 1, view: { ahead: 1 } });
+    expect(await c!.lifecycle.admit(task('b2', 'batch'))).toMatchObject({
+      kind: 'queued',
+      position: 2,
+      view: { ahead: 2 },
+    });
+    expect(await a!.lifecycle.admit(task('i2', 'interactive'))).toMatchObject({
+      kind: 'queued',
+      position: 1,
+      view: { ahead: 1 },
+    });
     expect(await b!.lifecycle.admit(task('i1', 'interactive'))).toEqual({ kind: 'exists' });
     expect(await h.queued(c!)).toEqual(['i1', 'i2', 'b1', 'b2']);
     expect(await c!.queue.sizes()).toEqual({ interactive: 2, batch: 2 });
@@ -42,7 +50,9 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
   it('one admission order for concurrent admissions from 3 replicas: each task is taken once, and only ever waits behind one admitted before it', async () => {
     const clients = await h.open(3);
     const n = 60;
-    const admitted = await Promise.all(Array.from({ length: n }, (_, i) => clients[i % 3]!.lifecycle.admit(task(`t${i}`, 'batch', `R${i % 3}`))));
+    const admitted = await Promise.all(
+      Array.from({ length: n }, (_, i) => clients[i % 3]!.lifecycle.admit(task(`t${i}`, 'batch', `R${i % 3}`))),
+    );
     const positions = admitted.map((r) => (r.kind === 'queued' ? r.position : -1));
     expect([...positions].sort((x, y) => x - y)).toEqual(Array.from({ length: n }, (_, i) => i));
     const rank = new Map<string, number>(positions.map((p, i) => [`t${i}`, p]));
@@ -51,7 +61,9 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
     const taken: string[] = [];
     await Promise.all(
       clients.map(async (s, k) => {
-        const mine = [...rank.keys()].filter((id) => Number(id.slice(1)) % 3 === k).sort((x, y) => rank.get(x)! - rank.get(y)!);
+        const mine = [...rank.keys()]
+          .filter((id) => Number(id.slice(1)) % 3 === k)
+          .sort((x, y) => rank.get(x)! - rank.get(y)!);
         for (const id of mine) {
           for (;;) {
             const r = await s.lifecycle.dispatch(id, 1, 'p');
@@ -82,7 +94,8 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
     expect(asked).toEqual(Array.from({ length: 10 }, () => ({ kind: 'behind', first })));
     // a model no free pool serves does not block: 'x' goes past them all
     expect(await c!.lifecycle.dispatch('x-batch', 1, 'p')).toMatchObject({ kind: 'taken' });
-    for (const id of (await h.queued(a!)).filter((i) => i.startsWith('inter-'))) expect(await a!.lifecycle.dispatch(id, 1, 'p')).toMatchObject({ kind: 'taken' });
+    for (const id of (await h.queued(a!)).filter((i) => i.startsWith('inter-')))
+      expect(await a!.lifecycle.dispatch(id, 1, 'p')).toMatchObject({ kind: 'taken' });
     expect(await b!.lifecycle.dispatch('batch-0', 1, 'p')).toMatchObject({ kind: 'taken' });
     expect(await c!.queue.sizes()).toEqual({ interactive: 0, batch: 9 });
   });
@@ -97,12 +110,22 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
     expect(await b!.lifecycle.dispatch('b-batch', 1, 'p')).toEqual({ kind: 'behind', first: 'a-inter' });
     expect(await b!.lifecycle.dispatch('b-inter', 1, 'p')).toEqual({ kind: 'behind', first: 'a-inter' });
     // another model is not in the way
-    expect(await a!.lifecycle.dispatch('a-other', 1, 'p')).toMatchObject({ kind: 'taken', entry: { id: 'a-other', group: 'x', lane: 'batch' } });
-    expect(await a!.lifecycle.dispatch('a-inter', 1, 'p')).toMatchObject({ kind: 'taken', entry: { id: 'a-inter', lane: 'interactive' } });
+    expect(await a!.lifecycle.dispatch('a-other', 1, 'p')).toMatchObject({
+      kind: 'taken',
+      entry: { id: 'a-other', group: 'x', lane: 'batch' },
+    });
+    expect(await a!.lifecycle.dispatch('a-inter', 1, 'p')).toMatchObject({
+      kind: 'taken',
+      entry: { id: 'a-inter', lane: 'interactive' },
+    });
     expect(await a!.lifecycle.dispatch('a-inter', 1, 'p')).toEqual({ kind: 'absent' });
     expect(await b!.lifecycle.dispatch('b-batch', 1, 'p')).toEqual({ kind: 'behind', first: 'b-inter' });
     expect(await b!.lifecycle.dispatch('b-inter', 1, 'p')).toMatchObject({ kind: 'taken' });
-    const r = await Promise.all([a!.lifecycle.dispatch('b-batch', 1, 'p'), b!.lifecycle.dispatch('b-batch', 1, 'p'), a!.lifecycle.dispatch('b-batch', 1, 'p')]);
+    const r = await Promise.all([
+      a!.lifecycle.dispatch('b-batch', 1, 'p'),
+      b!.lifecycle.dispatch('b-batch', 1, 'p'),
+      a!.lifecycle.dispatch('b-batch', 1, 'p'),
+    ]);
     expect(r.filter((x) => x.kind === 'taken')).toHaveLength(1);
     expect(r.filter((x) => x.kind === 'absent')).toHaveLength(2);
     expect(await a!.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
@@ -124,9 +147,15 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
 
   it('reject: one capacity for the cluster', async () => {
     const clients = await h.open(3, { admission_capacity: 3, admission_policy: 'reject' });
-    const r = await Promise.all(Array.from({ length: 10 }, (_, i) => clients[i % 3]!.lifecycle.admit(task(`t${i}`, i % 2 === 0 ? 'batch' : 'interactive'))));
+    const r = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        clients[i % 3]!.lifecycle.admit(task(`t${i}`, i % 2 === 0 ? 'batch' : 'interactive')),
+      ),
+    );
     expect(r.filter((x) => x.kind === 'queued')).toHaveLength(3);
-    expect(r.filter((x) => x.kind === 'full').map((x) => x.kind === 'full' && x.policy)).toEqual(Array.from({ length: 7 }, () => 'reject'));
+    expect(r.filter((x) => x.kind === 'full').map((x) => x.kind === 'full' && x.policy)).toEqual(
+      Array.from({ length: 7 }, () => 'reject'),
+    );
   });
 
   it('drop-lru evicts the oldest batch entry of the cluster and returns it; full when no batch entry is left', async () => {
@@ -134,11 +163,26 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
     await a!.lifecycle.admit(task('b1', 'batch', 'A', 'm', 60_000));
     await b!.lifecycle.admit(task('b2', 'batch', 'B'));
     const r1 = await b!.lifecycle.admit(task('i1', 'interactive', 'B'));
-    expect(r1).toMatchObject({ kind: 'queued', position: 0, evicted: { id: 'b1', lane: 'batch', group: 'm', payload: 'A' } });
+    expect(r1).toMatchObject({
+      kind: 'queued',
+      position: 0,
+      evicted: { id: 'b1', lane: 'batch', group: 'm', payload: 'A' },
+    });
     expect(r1.kind === 'queued' && Number.isFinite(r1.evicted?.deadlineAt)).toBe(true);
-    expect(await a!.lifecycle.admit(task('b3', 'batch'))).toMatchObject({ kind: 'queued', position: 1, evicted: { id: 'b2', deadlineAt: Number.POSITIVE_INFINITY } });
-    expect(await a!.lifecycle.admit(task('i2', 'interactive'))).toMatchObject({ kind: 'queued', position: 1, evicted: { id: 'b3' } });
-    expect(await b!.lifecycle.admit(task('i3', 'interactive', 'B'))).toMatchObject({ kind: 'full', policy: 'drop-lru' });
+    expect(await a!.lifecycle.admit(task('b3', 'batch'))).toMatchObject({
+      kind: 'queued',
+      position: 1,
+      evicted: { id: 'b2', deadlineAt: Number.POSITIVE_INFINITY },
+    });
+    expect(await a!.lifecycle.admit(task('i2', 'interactive'))).toMatchObject({
+      kind: 'queued',
+      position: 1,
+      evicted: { id: 'b3' },
+    });
+    expect(await b!.lifecycle.admit(task('i3', 'interactive', 'B'))).toMatchObject({
+      kind: 'full',
+      policy: 'drop-lru',
+    });
     expect(await h.queued(a!)).toEqual(['i1', 'i2']);
   });
 
@@ -153,8 +197,12 @@ describe.each(STORE_KINDS)('admission queue (%s store)', (kind) => {
     }
     await a!.lifecycle.admit(task('i1', 'interactive'));
     await a!.lifecycle.admit(task('b1', 'batch'));
-    expect(await b!.lifecycle.requeue({ id: 'b0', fence: 1, entry: { lane: 'batch', group: 'b0', payload: 'B' } })).toMatchObject({ ok: true });
-    expect(await b!.lifecycle.requeue({ id: 'i0', fence: 1, entry: { lane: 'interactive', group: 'i0', payload: 'B' } })).toMatchObject({ ok: true });
+    expect(
+      await b!.lifecycle.requeue({ id: 'b0', fence: 1, entry: { lane: 'batch', group: 'b0', payload: 'B' } }),
+    ).toMatchObject({ ok: true });
+    expect(
+      await b!.lifecycle.requeue({ id: 'i0', fence: 1, entry: { lane: 'interactive', group: 'i0', payload: 'B' } }),
+    ).toMatchObject({ ok: true });
     expect(await a!.queue.sizes()).toEqual({ interactive: 2, batch: 2 });
     expect(await h.queued(a!)).toEqual(['i0', 'i1', 'b0', 'b1']);
     expect(await a!.queue.remove('i1')).toMatchObject({ id: 'i1', lane: 'interactive' });

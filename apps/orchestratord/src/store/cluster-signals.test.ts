@@ -63,10 +63,27 @@ describe.each(STORE_KINDS)('cluster signals (%s store)', (kind) => {
 
 describe('parseSignal', () => {
   it('reads the two message kinds and nothing else', () => {
-    expect(parseSignal('lease\tn/p\t3\tt1#ab.1\t+')).toEqual({ kind: 'lease', poolKey: 'n/p', held: 3, leaseId: 't1#ab.1', delta: 1 });
-    expect(parseSignal('lease\tn/p\t2\tt1#ab.1\t-')).toEqual({ kind: 'lease', poolKey: 'n/p', held: 2, leaseId: 't1#ab.1', delta: -1 });
+    expect(parseSignal('lease\tn/p\t3\tt1#ab.1\t+')).toEqual({
+      kind: 'lease',
+      poolKey: 'n/p',
+      held: 3,
+      leaseId: 't1#ab.1',
+      delta: 1,
+    });
+    expect(parseSignal('lease\tn/p\t2\tt1#ab.1\t-')).toEqual({
+      kind: 'lease',
+      poolKey: 'n/p',
+      held: 2,
+      leaseId: 't1#ab.1',
+      delta: -1,
+    });
     expect(parseSignal('queue\tqwen\tt9\tr2')).toEqual({ kind: 'queue', group: 'qwen', head: 't9', headPayload: 'r2' });
-    expect(parseSignal('queue\tqwen\t\t')).toEqual({ kind: 'queue', group: 'qwen', head: undefined, headPayload: undefined });
+    expect(parseSignal('queue\tqwen\t\t')).toEqual({
+      kind: 'queue',
+      group: 'qwen',
+      head: undefined,
+      headPayload: undefined,
+    });
     expect(parseSignal('queue\tqwen')).toBeUndefined();
     expect(parseSignal('lease\tn/p\tx\ty\t+')).toBeUndefined();
     expect(parseSignal('lease\tn/p\t3')).toBeUndefined();

@@ -11,12 +11,23 @@ export type ClusterSignal =
    * (`delta` 1) or released (−1). Signals arrive in the order the store applied the changes, so a
    * replica that follows its own leases in them knows how many of `held` are the others'.
    */
-  | { readonly kind: 'lease'; readonly poolKey: string; readonly held: number; readonly leaseId: string; readonly delta: 1 | -1 }
+  | {
+      readonly kind: 'lease';
+      readonly poolKey: string;
+      readonly held: number;
+      readonly leaseId: string;
+      readonly delta: 1 | -1;
+    }
   /**
    * The queue of `group` changed (an entry came or left): its first entry in dispatch order is now
    * `head` (undefined: none), with that entry's payload (the task service puts its owner there).
    */
-  | { readonly kind: 'queue'; readonly group: string; readonly head: string | undefined; readonly headPayload: string | undefined };
+  | {
+      readonly kind: 'queue';
+      readonly group: string;
+      readonly head: string | undefined;
+      readonly headPayload: string | undefined;
+    };
 
 export type ClusterSignalListener = (signal: ClusterSignal) => void;
 
@@ -28,7 +39,14 @@ export interface ClusterSignals {
 /** One message on the signals channel: `lease\t<pool key>\t<held>\t<lease id>\t<+|->` or `queue\t<group>\t<head id>\t<head payload>` (empty: none). */
 export function parseSignal(message: string): ClusterSignal | undefined {
   const [kind, a, b, c, d] = message.split('\t');
-  if (kind === 'lease' && a !== undefined && b !== undefined && /^\d+$/.test(b) && c !== undefined && (d === '+' || d === '-')) {
+  if (
+    kind === 'lease' &&
+    a !== undefined &&
+    b !== undefined &&
+    /^\d+$/.test(b) &&
+    c !== undefined &&
+    (d === '+' || d === '-')
+  ) {
     return { kind: 'lease', poolKey: a, held: Number(b), leaseId: c, delta: d === '+' ? 1 : -1 };
   }
   if (kind === 'queue' && a !== undefined && b !== undefined && c !== undefined) {

@@ -47,7 +47,8 @@ export function storeSettingsOf(config: Readonly<OrchestratorConfig>): ClusterSt
 }
 
 export type StoreHealth =
-  { readonly ok: true; readonly kind: 'memory' | 'redis'; readonly latency_ms: number } | { readonly ok: false; readonly kind: 'redis'; readonly error: string };
+  | { readonly ok: true; readonly kind: 'memory' | 'redis'; readonly latency_ms: number }
+  | { readonly ok: false; readonly kind: 'redis'; readonly error: string };
 
 /**
  * The parts every store has: what one process uses whatever its store (the per-key rate limits,

@@ -1,4 +1,9 @@
-import { ClusterStoreSettingsSchema, type ClusterStore, type ClusterStoreDeps, type ClusterStoreSettingsInput } from './cluster-store.js';
+import {
+  ClusterStoreSettingsSchema,
+  type ClusterStore,
+  type ClusterStoreDeps,
+  type ClusterStoreSettingsInput,
+} from './cluster-store.js';
 import { createLocalStore } from './memory/memory-store.js';
 
 /**
@@ -6,7 +11,10 @@ import { createLocalStore } from './memory/memory-store.js';
  * loaded only then), else the in-process one (`LocalStore`: the parts one process uses). Settings are validated here too (a caller that skipped loadConfig gets
  * the same errors). Rejects with StoreUnavailableError when Redis cannot be reached at start.
  */
-export async function createClusterStore(settings: ClusterStoreSettingsInput, deps: ClusterStoreDeps): Promise<ClusterStore> {
+export async function createClusterStore(
+  settings: ClusterStoreSettingsInput,
+  deps: ClusterStoreDeps,
+): Promise<ClusterStore> {
   const s = ClusterStoreSettingsSchema.parse(settings);
   if (s.redis_url === undefined) return createLocalStore(deps);
   const { createRedisStore } = await import('./redis/redis-store.js');

@@ -10,7 +10,9 @@ export function plausibleTransitMs(heartbeatIntervalMs: number): number {
 
 /** When the node was last seen: its own timestamp when plausible, else the arrival time. */
 export function lastSeenOf(sentAtMs: number | undefined, now: number, heartbeatIntervalMs: number): number {
-  return sentAtMs !== undefined && sentAtMs <= now && now - sentAtMs <= plausibleTransitMs(heartbeatIntervalMs) ? sentAtMs : now;
+  return sentAtMs !== undefined && sentAtMs <= now && now - sentAtMs <= plausibleTransitMs(heartbeatIntervalMs)
+    ? sentAtMs
+    : now;
 }
 
 export function isLate(lastSeen: number, now: number, heartbeatIntervalMs: number): boolean {

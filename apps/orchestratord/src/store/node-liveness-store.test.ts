@@ -23,8 +23,12 @@ describe.each(STORE_KINDS)('node registry and liveness (%s store)', (kind) => {
     expect(reg).toMatchObject({ state: 'registering', request: { node_id: 'n2' } });
     expect(reg.lastSeen).toBeGreaterThanOrEqual(before - 50);
     await a!.nodes.register(register('n1'));
-    expect(await b!.nodes.heartbeat('n2', [snapshot({ pool_id: 'n2-p', slots_free: 0 })], undefined)).toEqual({ previous: 'registering' });
-    expect(await a!.nodes.heartbeat('n2', [snapshot({ pool_id: 'n2-p', slots_free: 0 })], undefined)).toEqual({ previous: 'online' });
+    expect(await b!.nodes.heartbeat('n2', [snapshot({ pool_id: 'n2-p', slots_free: 0 })], undefined)).toEqual({
+      previous: 'registering',
+    });
+    expect(await a!.nodes.heartbeat('n2', [snapshot({ pool_id: 'n2-p', slots_free: 0 })], undefined)).toEqual({
+      previous: 'online',
+    });
     const n2 = await a!.nodes.get('n2');
     expect(n2).toMatchObject({ state: 'online', pools: [{ pool_id: 'n2-p', slots_free: 0 }] });
     expect((await b!.nodes.list()).map((n) => [n.request.node_id, n.state])).toEqual([

@@ -32,7 +32,11 @@ export interface NodeLivenessStore {
    * it is not in the future and lags arrival by at most `min(interval / 4, 1000)` ms; else the
    * arrival time counts (clock skew). Undefined when the node is unknown (it must register).
    */
-  heartbeat(nodeId: string, pools: readonly PoolSnapshot[], sentAtMs: number | undefined): Promise<{ readonly previous: NodeState } | undefined>;
+  heartbeat(
+    nodeId: string,
+    pools: readonly PoolSnapshot[],
+    sentAtMs: number | undefined,
+  ): Promise<{ readonly previous: NodeState } | undefined>;
   /** Removes a node; false when unknown. */
   deregister(nodeId: string): Promise<boolean>;
   /** Marks nodes silent for more than 3 intervals offline; returns the ids this call marked. */

@@ -6,7 +6,9 @@ describe.each(STORE_KINDS)('per-key rate limits (%s store)', (kind) => {
 
   it('60 a minute across 3 replicas lets exactly 60 through, not 180', async () => {
     const clients = await h.open(3);
-    const hits = await Promise.all(Array.from({ length: 180 }, (_, i) => clients[i % 3]!.rateLimits.hit('alice', 60, 60_000)));
+    const hits = await Promise.all(
+      Array.from({ length: 180 }, (_, i) => clients[i % 3]!.rateLimits.hit('alice', 60, 60_000)),
+    );
     expect(hits.filter((x) => x.allowed)).toHaveLength(60);
     expect(hits.map((x) => x.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 180 }, (_, i) => i + 1));
     for (const x of hits) {

@@ -2,7 +2,12 @@ import { systemClock } from '@llama-orch/daemon-support';
 import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../errors.js';
-import { ensureRedisServer, REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from '../testing/redis-server.js';
+import {
+  ensureRedisServer,
+  REDIS_INSTALL_TIMEOUT_MS,
+  startRedisServer,
+  type RedisServerHandle,
+} from '../testing/redis-server.js';
 import { sharedStore, sleep } from '../testing/store-harness.js';
 import type { SharedStore } from './cluster-store.js';
 import { createClusterStore } from './create-cluster-store.js';
@@ -36,7 +41,12 @@ describe('redis store faults', () => {
     for (const c of cleanup.splice(0).reverse()) await c();
   });
   async function open(server: RedisServerHandle, settings = {}): Promise<SharedStore> {
-    const store = sharedStore(await createClusterStore({ redis_url: server.url, redis_prefix: 'faults:', command_timeout_ms: 500, ...settings }, deps));
+    const store = sharedStore(
+      await createClusterStore(
+        { redis_url: server.url, redis_prefix: 'faults:', command_timeout_ms: 500, ...settings },
+        deps,
+      ),
+    );
     cleanup.push(() => store.close());
     return store;
   }
@@ -55,7 +65,9 @@ describe('redis store faults', () => {
     cleanup.push(() => server.stop());
     const store = await open(server);
     expect(await store.lifecycle.admit(admission('t1'))).toMatchObject({ kind: 'queued', position: 0 });
-    expect((await store.leases.acquire({ poolKey: 'n/p', slots: 1, leaseId: 't1', ttlMs: 60_000 })).kind).toBe('granted');
+    expect((await store.leases.acquire({ poolKey: 'n/p', slots: 1, leaseId: 't1', ttlMs: 60_000 })).kind).toBe(
+      'granted',
+    );
     expect(await store.health()).toMatchObject({ ok: true, kind: 'redis' });
 
     await server.kill();

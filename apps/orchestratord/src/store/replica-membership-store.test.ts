@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
 
-const info = (id: string, load = 0) => ({ replica_id: id, address: `http://127.0.0.1:80${id.slice(-1)}`, version: '0.1.0', up_since: 1_700_000_000_000, tasks_relayed: 3, load });
+const info = (id: string, load = 0) => ({
+  replica_id: id,
+  address: `http://127.0.0.1:80${id.slice(-1)}`,
+  version: '0.1.0',
+  up_since: 1_700_000_000_000,
+  tasks_relayed: 3,
+  load,
+});
 
 describe.each(STORE_KINDS)('replica membership (%s store)', (kind) => {
   const h = storeHarness(kind);

@@ -19,21 +19,48 @@ describe.each(STORE_KINDS)('sessions and affinity (%s store)', (kind) => {
   }
 
   /** The turn of task `id` ends on `store` (tokens undefined: it ended with an error). */
-  async function ended(store: SharedStore, id: string, session: string, tokensOut: number | undefined, pool?: SessionPoolRef): Promise<void> {
-    await store.lifecycle.finish({ id, fence: 1, outcome: '{}', retainMs: 1000, dequeue: true, session: { id: session, tokensOut, pool } });
+  async function ended(
+    store: SharedStore,
+    id: string,
+    session: string,
+    tokensOut: number | undefined,
+    pool?: SessionPoolRef,
+  ): Promise<void> {
+    await store.lifecycle.finish({
+      id,
+      fence: 1,
+      outcome: '{}',
+      retainMs: 1000,
+      dequeue: true,
+      session: { id: session, tokensOut, pool },
+    });
   }
 
   it('a conversation keeps its pool whichever replica takes each turn; turns, tokens and budget count once', async () => {
     const [a, b, c] = await h.open(3, { session_token_budget: 100 });
     expect(await admissionView(a!, 's1')).toMatchObject({ lastPool: undefined, budgetRemaining: 100 });
     const first = await started(a!, 's1');
-    expect(await c!.sessions.get('s1')).toMatchObject({ session_id: 's1', turns: 0, tokens_out: 0, active_tasks: 1, tokens_budget_remaining: 100 });
+    expect(await c!.sessions.get('s1')).toMatchObject({
+      session_id: 's1',
+      turns: 0,
+      tokens_out: 0,
+      active_tasks: 1,
+      tokens_budget_remaining: 100,
+    });
     await ended(b!, first, 's1', 30, { node_id: 'n1', pool_id: 'p1' });
     expect((await admissionView(c!, 's1')).lastPool).toEqual({ node_id: 'n1', pool_id: 'p1' });
     const second = await started(c!, 's1');
     await ended(a!, second, 's1', undefined); // ended with an error: no turn, affinity kept
-    expect(await b!.sessions.get('s1')).toMatchObject({ turns: 1, tokens_out: 30, active_tasks: 0, tokens_budget_remaining: 70 });
-    expect(await admissionView(b!, 's1')).toMatchObject({ lastPool: { node_id: 'n1', pool_id: 'p1' }, budgetRemaining: 70 });
+    expect(await b!.sessions.get('s1')).toMatchObject({
+      turns: 1,
+      tokens_out: 30,
+      active_tasks: 0,
+      tokens_budget_remaining: 70,
+    });
+    expect(await admissionView(b!, 's1')).toMatchObject({
+      lastPool: { node_id: 'n1', pool_id: 'p1' },
+      budgetRemaining: 70,
+    });
     // a session deleted while its task ran is not brought back by the end
     const third = await started(a!, 's2');
     expect(await b!.sessions.delete('s2')).toBe(true);

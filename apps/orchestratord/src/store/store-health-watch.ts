@@ -36,7 +36,10 @@ export class StoreHealthWatch {
     try {
       const h = await this.#store.health();
       if (h.ok !== (this.#last?.ok ?? true))
-        this.#logger.warn({ store_ok: h.ok, ...(h.ok ? {} : { error: h.error }) }, h.ok ? 'cluster store healthy again' : 'cluster store unhealthy');
+        this.#logger.warn(
+          { store_ok: h.ok, ...(h.ok ? {} : { error: h.error }) },
+          h.ok ? 'cluster store healthy again' : 'cluster store unhealthy',
+        );
       this.#last = h;
     } finally {
       this.#inFlight = false;

@@ -36,7 +36,14 @@ export interface TaskAdmit {
 
 export type AdmitOutcome =
   /** Record, entry and the session's started turn written together; `evicted` as `AdmissionQueueStore.add`. */
-  | { readonly kind: 'queued'; readonly position: number; readonly evicted?: QueuedEntry; readonly fence: number; readonly ownerUntil: number; readonly view: AdmissionView }
+  | {
+      readonly kind: 'queued';
+      readonly position: number;
+      readonly evicted?: QueuedEntry;
+      readonly fence: number;
+      readonly ownerUntil: number;
+      readonly view: AdmissionView;
+    }
   /** The session has spent its token budget (`budgetRemaining` ≤ 0): nothing was written. */
   | { readonly kind: 'spent'; readonly view: AdmissionView }
   /** More than `maxAhead` entries of the group are ahead: nothing was written. */
@@ -84,7 +91,11 @@ export interface TaskFinish {
   /** The task may still be queued (ended before its dispatch): its entry leaves the queue too. */
   readonly dequeue: boolean;
   /** The session's turn ends (one active task less; `tokensOut` counted as a turn unless undefined, an error; `pool` the affinity) — whatever the record answers (a turn that ran is counted even when the lease lapsed meanwhile). */
-  readonly session?: { readonly id: string; readonly tokensOut: number | undefined; readonly pool?: SessionPoolRef | undefined };
+  readonly session?: {
+    readonly id: string;
+    readonly tokensOut: number | undefined;
+    readonly pool?: SessionPoolRef | undefined;
+  };
 }
 
 export interface FinishOutcome {
@@ -131,5 +142,10 @@ export interface TaskLifecycleStore {
    * so replicas that found `from` dead at once never split its queued tasks (each would dispatch its
    * share in its own order). Returns them in dispatch order.
    */
-  seizeQueued(from: string, owner: string, ttlMs: number, limit: number): Promise<Array<{ readonly id: string; readonly fence: number }>>;
+  seizeQueued(
+    from: string,
+    owner: string,
+    ttlMs: number,
+    limit: number,
+  ): Promise<Array<{ readonly id: string; readonly fence: number }>>;
 }

@@ -8,7 +8,13 @@ const task = (id: string, owner: string, ttlMs = 10_000) => ({
   ...admission(id, owner, { group: id, ttlMs }),
   task: { id, owner, record: JSON.stringify({ id, model: 'm' }), ttlMs, lifetimeMs: 60_000 },
 });
-const end = (id: string, fence: number, outcome = '{}', retainMs = 60_000): TaskFinish => ({ id, fence, outcome, retainMs, dequeue: true });
+const end = (id: string, fence: number, outcome = '{}', retainMs = 60_000): TaskFinish => ({
+  id,
+  fence,
+  outcome,
+  retainMs,
+  dequeue: true,
+});
 
 // Records, owner leases and fences: admitted with fence 1, taken over (`acquire`, `seize`) with a
 // new one, renewed together, found when lapsed; the lifecycle's transitions name the fence.
@@ -20,16 +26,33 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
     expect(await a!.lifecycle.admit(task('t1', 'A'))).toMatchObject({ kind: 'queued', fence: 1 });
     expect(await b!.lifecycle.admit(task('t1', 'B'))).toEqual({ kind: 'exists' });
     const d1 = await a!.lifecycle.dispatch('t1', 1, 'n1/p1');
-    expect(d1).toMatchObject({ kind: 'taken', task: { state: 'running', attempt: 1, placement: 'n1/p1', owner: 'A', fence: 1 } });
+    expect(d1).toMatchObject({
+      kind: 'taken',
+      task: { state: 'running', attempt: 1, placement: 'n1/p1', owner: 'A', fence: 1 },
+    });
     // a redelivered dispatch (same owner, same fence) does not run the task twice
     expect(await a!.lifecycle.dispatch('t1', 1, 'n1/p2')).toEqual({ kind: 'absent' });
     const back = { id: 't1', fence: 1, entry: { lane: 'batch' as const, group: 't1', payload: 'A' } };
     expect(await a!.lifecycle.requeue(back)).toMatchObject({ ok: true, task: { state: 'queued', attempt: 1 } });
     expect(await a!.lifecycle.requeue(back)).toEqual({ ok: false, reason: 'state', state: 'queued' });
-    expect(await a!.lifecycle.dispatch('t1', 1, 'n2/p1')).toMatchObject({ kind: 'taken', task: { state: 'running', attempt: 2, placement: 'n2/p1' } });
-    expect(await a!.lifecycle.finish(end('t1', 1, '{"end":true}'))).toMatchObject({ record: { ok: true, task: { state: 'ended', outcome: '{"end":true}' } } });
-    expect(await a!.lifecycle.finish(end('t1', 1, '{"end":"again"}'))).toMatchObject({ record: { ok: false, reason: 'state', state: 'ended' } });
-    expect(await b!.tasks.get('t1')).toMatchObject({ id: 't1', state: 'ended', owner: 'A', attempt: 2, record: '{"id":"t1","model":"m"}', outcome: '{"end":true}' });
+    expect(await a!.lifecycle.dispatch('t1', 1, 'n2/p1')).toMatchObject({
+      kind: 'taken',
+      task: { state: 'running', attempt: 2, placement: 'n2/p1' },
+    });
+    expect(await a!.lifecycle.finish(end('t1', 1, '{"end":true}'))).toMatchObject({
+      record: { ok: true, task: { state: 'ended', outcome: '{"end":true}' } },
+    });
+    expect(await a!.lifecycle.finish(end('t1', 1, '{"end":"again"}'))).toMatchObject({
+      record: { ok: false, reason: 'state', state: 'ended' },
+    });
+    expect(await b!.tasks.get('t1')).toMatchObject({
+      id: 't1',
+      state: 'ended',
+      owner: 'A',
+      attempt: 2,
+      record: '{"id":"t1","model":"m"}',
+      outcome: '{"end":true}',
+    });
     expect(await b!.tasks.acquire('t1', 'B', 1000)).toEqual({ ok: false, reason: 'state', state: 'ended' });
     expect(await b!.tasks.get('nope')).toBeUndefined();
     expect(await b!.lifecycle.finish(end('nope', 1))).toMatchObject({ record: { ok: false, reason: 'unknown' } });
@@ -43,10 +66,18 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
     await sleep(500);
     const taken = await b!.tasks.acquire('t1', 'B', 10_000);
     expect(taken).toMatchObject({ ok: true, fence: 2 });
-    expect(await a!.lifecycle.dispatch('t1', 1, 'n1/p1')).toEqual({ kind: 'refused', refusal: { ok: false, reason: 'fenced', owner: 'B', fence: 2 } });
-    expect(await a!.lifecycle.finish({ ...end('t1', 1, '{"stale":true}', 1000), dequeue: false })).toMatchObject({ record: { ok: false, reason: 'fenced', owner: 'B', fence: 2 } });
+    expect(await a!.lifecycle.dispatch('t1', 1, 'n1/p1')).toEqual({
+      kind: 'refused',
+      refusal: { ok: false, reason: 'fenced', owner: 'B', fence: 2 },
+    });
+    expect(await a!.lifecycle.finish({ ...end('t1', 1, '{"stale":true}', 1000), dequeue: false })).toMatchObject({
+      record: { ok: false, reason: 'fenced', owner: 'B', fence: 2 },
+    });
     expect(await a!.tasks.renewMany([{ id: 't1', fence: 1 }], 10_000)).toEqual(['t1']);
-    expect(await b!.lifecycle.dispatch('t1', 2, 'n1/p1')).toMatchObject({ kind: 'taken', task: { owner: 'B', state: 'running' } });
+    expect(await b!.lifecycle.dispatch('t1', 2, 'n1/p1')).toMatchObject({
+      kind: 'taken',
+      task: { owner: 'B', state: 'running' },
+    });
     expect(await b!.lifecycle.finish(end('t1', 2, '{"by":"B"}'))).toMatchObject({ record: { ok: true } });
     expect(await a!.tasks.get('t1')).toMatchObject({ state: 'ended', outcome: '{"by":"B"}', owner: 'B', fence: 2 });
   });
@@ -59,7 +90,9 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
     await sleep(150);
     expect(await a!.lifecycle.dispatch('t1', 1, 'n1/p1')).toMatchObject({ kind: 'taken' });
     await sleep(500);
-    expect(await a!.lifecycle.finish(end('t1', 1, '{}', 1000))).toMatchObject({ record: { ok: false, reason: 'fenced', fence: 1 } });
+    expect(await a!.lifecycle.finish(end('t1', 1, '{}', 1000))).toMatchObject({
+      record: { ok: false, reason: 'fenced', fence: 1 },
+    });
     expect(await a!.tasks.acquire('t1', 'A', 10_000)).toMatchObject({ ok: true, fence: 2 });
     expect(await a!.lifecycle.finish(end('t1', 2, '{}', 1000))).toMatchObject({ record: { ok: true } });
   });
@@ -79,8 +112,22 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
     const clients = await h.open(3);
     await clients[0]!.lifecycle.admit(task('t1', 'dead', 60_000));
     // the lease is live: acquire waits for it, seize does not
-    expect(await clients[1]!.tasks.acquire('t1', 'R1', 10_000)).toMatchObject({ ok: false, reason: 'held', owner: 'dead' });
-    const r = await Promise.all(clients.map((c, i) => c.tasks.seize('t1', { owner: 'dead', fence: 1 }, `R${i}`, 10_000, JSON.stringify({ owner_url: `http://r${i}` }))));
+    expect(await clients[1]!.tasks.acquire('t1', 'R1', 10_000)).toMatchObject({
+      ok: false,
+      reason: 'held',
+      owner: 'dead',
+    });
+    const r = await Promise.all(
+      clients.map((c, i) =>
+        c.tasks.seize(
+          't1',
+          { owner: 'dead', fence: 1 },
+          `R${i}`,
+          10_000,
+          JSON.stringify({ owner_url: `http://r${i}` }),
+        ),
+      ),
+    );
     const winners = r.filter((x) => x.ok);
     expect(winners).toHaveLength(1);
     expect(winners[0]).toMatchObject({ fence: 2 });
@@ -89,15 +136,35 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
       { ok: false, reason: 'fenced', owner: winner, fence: 2 },
       { ok: false, reason: 'fenced', owner: winner, fence: 2 },
     ]);
-    expect(await clients[0]!.tasks.get('t1')).toMatchObject({ owner: winner, fence: 2, record: JSON.stringify({ owner_url: `http://r${winner.slice(1)}` }) });
+    expect(await clients[0]!.tasks.get('t1')).toMatchObject({
+      owner: winner,
+      fence: 2,
+      record: JSON.stringify({ owner_url: `http://r${winner.slice(1)}` }),
+    });
     // the old owner is fenced; the new one holds a live lease (no orphan)
-    expect(await clients[0]!.lifecycle.finish(end('t1', 1, '{}', 1000))).toMatchObject({ record: { ok: false, reason: 'fenced', owner: winner } });
+    expect(await clients[0]!.lifecycle.finish(end('t1', 1, '{}', 1000))).toMatchObject({
+      record: { ok: false, reason: 'fenced', owner: winner },
+    });
     expect(await clients[0]!.tasks.lapsed(16)).toEqual([]);
     // a stale view (the owner it saw holds it no longer, or under another fence) takes nothing
-    expect(await clients[1]!.tasks.seize('t1', { owner: winner, fence: 1 }, 'R9', 10_000)).toMatchObject({ ok: false, reason: 'fenced', owner: winner, fence: 2 });
-    expect(await clients[Number(winner.slice(1))]!.lifecycle.finish(end('t1', 2))).toMatchObject({ record: { ok: true } });
-    expect(await clients[1]!.tasks.seize('t1', { owner: winner, fence: 2 }, 'R9', 10_000)).toEqual({ ok: false, reason: 'state', state: 'ended' });
-    expect(await clients[1]!.tasks.seize('nope', { owner: 'dead', fence: 1 }, 'R9', 10_000)).toEqual({ ok: false, reason: 'unknown' });
+    expect(await clients[1]!.tasks.seize('t1', { owner: winner, fence: 1 }, 'R9', 10_000)).toMatchObject({
+      ok: false,
+      reason: 'fenced',
+      owner: winner,
+      fence: 2,
+    });
+    expect(await clients[Number(winner.slice(1))]!.lifecycle.finish(end('t1', 2))).toMatchObject({
+      record: { ok: true },
+    });
+    expect(await clients[1]!.tasks.seize('t1', { owner: winner, fence: 2 }, 'R9', 10_000)).toEqual({
+      ok: false,
+      reason: 'state',
+      state: 'ended',
+    });
+    expect(await clients[1]!.tasks.seize('nope', { owner: 'dead', fence: 1 }, 'R9', 10_000)).toEqual({
+      ok: false,
+      reason: 'unknown',
+    });
   });
 
   it('renewMany keeps every lease of an owner in one call and names the tasks it lost; lapsed lists the orphans, not ended ones', async () => {
@@ -149,7 +216,10 @@ describe.each(STORE_KINDS)('task ownership (%s store)', (kind) => {
     const [a, b] = await h.open(2);
     await a!.lifecycle.admit(task('ends', 'A'));
     await a!.lifecycle.finish(end('ends', 1, '{}', 300));
-    await a!.lifecycle.admit({ ...task('never-ends', 'A'), task: { ...task('never-ends', 'A').task, lifetimeMs: 300 } });
+    await a!.lifecycle.admit({
+      ...task('never-ends', 'A'),
+      task: { ...task('never-ends', 'A').task, lifetimeMs: 300 },
+    });
     expect(await b!.tasks.get('ends')).toBeDefined();
     expect(await b!.tasks.get('never-ends')).toBeDefined();
     await sleep(450);

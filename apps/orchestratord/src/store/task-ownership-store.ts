@@ -56,7 +56,10 @@ export type TaskRefusal =
   /** The task is not in a state that allows it (e.g. `running` for a second dispatch). */
   | { readonly ok: false; readonly reason: 'state'; readonly state: StoredTaskState };
 
-export type AcquireOutcome = Granted | { readonly ok: false; readonly reason: 'held'; readonly owner: string; readonly ownerUntil: number } | TaskRefusal;
+export type AcquireOutcome =
+  | Granted
+  | { readonly ok: false; readonly reason: 'held'; readonly owner: string; readonly ownerUntil: number }
+  | TaskRefusal;
 export type TransitionOutcome = { readonly ok: true; readonly task: StoredTask } | TaskRefusal;
 
 /** Who holds a task, under which fence (what {@link TaskOwnershipStore.seize} expects to find). */

@@ -50,7 +50,11 @@ function get(port: number): { socket: Socket; text: () => string; ended: Promise
   let received = '';
   socket.setEncoding('utf8');
   socket.on('data', (d: string) => (received += d));
-  const ended = until(() => received.endsWith('\r\n0\r\n\r\n') || socket.readableEnded, 'the end of the response', 5000);
+  const ended = until(
+    () => received.endsWith('\r\n0\r\n\r\n') || socket.readableEnded,
+    'the end of the response',
+    5000,
+  );
   socket.write('GET /events HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
   return { socket, text: () => received, ended };
 }
@@ -82,8 +86,20 @@ async function until(cond: () => boolean, what: string, ms = 3000): Promise<void
   }
 }
 
-function options(res: ServerResponse, stream: TaskStream, over: Partial<TaskEventStreamOptions> = {}): TaskEventStreamOptions {
-  return { res, stream, encoder: V2_SSE, keepaliveMs: 60_000, headers: { 'x-correlation-id': 'c1' }, onAbandoned: () => undefined, ...over };
+function options(
+  res: ServerResponse,
+  stream: TaskStream,
+  over: Partial<TaskEventStreamOptions> = {},
+): TaskEventStreamOptions {
+  return {
+    res,
+    stream,
+    encoder: V2_SSE,
+    keepaliveMs: 60_000,
+    headers: { 'x-correlation-id': 'c1' },
+    onAbandoned: () => undefined,
+    ...over,
+  };
 }
 
 describe('TaskEventStream', () => {
@@ -93,8 +109,15 @@ describe('TaskEventStream', () => {
     const { url } = await listen((res) => new TaskEventStream(options(res, stream)));
     const c = get(url.port);
     await until(() => c.text().includes('event: started'), 'the first frame');
-    expect(c.text()).toMatch(/^HTTP\/1.1 200 OK\r\n[^]*content-type: text\/event-stream; charset=utf-8\r\n[^]*x-correlation-id: c1\r\n/);
-    const frames: SseFrame[] = [started, { event: 'token', data: { t: 'é "q"\n', i: 0 } }, { event: 'token', data: { t: 'b', i: 1, delta: { tool_calls: [] } } }, end];
+    expect(c.text()).toMatch(
+      /^HTTP\/1.1 200 OK\r\n[^]*content-type: text\/event-stream; charset=utf-8\r\n[^]*x-correlation-id: c1\r\n/,
+    );
+    const frames: SseFrame[] = [
+      started,
+      { event: 'token', data: { t: 'é "q"\n', i: 0 } },
+      { event: 'token', data: { t: 'b', i: 1, delta: { tool_calls: [] } } },
+      end,
+    ];
     for (const f of frames.slice(1)) stream.append(f);
     await c.ended;
     expect(body(c.text())).toBe(frames.map((f, id) => formatSseFrame(id, f)).join(''));
@@ -106,7 +129,9 @@ describe('TaskEventStream', () => {
     const token: SseFrame = { event: 'token', data: { t: 'a', i: 0 } };
     stream.append(token);
     let left = 0;
-    const { url } = await listen((res) => new TaskEventStream(options(res, stream, { onAbandoned: () => void (left += 1) })));
+    const { url } = await listen(
+      (res) => new TaskEventStream(options(res, stream, { onAbandoned: () => void (left += 1) })),
+    );
     const c = get(url.port);
     await until(() => c.text().includes('event: token'), 'the token');
     stream.moved();
@@ -129,7 +154,8 @@ describe('TaskEventStream', () => {
     c.socket.pause();
     const piece = 'x'.repeat(4096);
     let n = 0;
-    while (!(served as TaskEventStream).waitingDrain && n < 10_000) stream.append({ event: 'token', data: { t: piece, i: n++ } });
+    while (!(served as TaskEventStream).waitingDrain && n < 10_000)
+      stream.append({ event: 'token', data: { t: piece, i: n++ } });
     expect(served?.waitingDrain).toBe(true);
     const appendedWhileFull = n + 5;
     while (n < appendedWhileFull) stream.append({ event: 'token', data: { t: piece, i: n++ } });
@@ -145,7 +171,9 @@ describe('TaskEventStream', () => {
     const stream = new TaskStream();
     stream.append(started);
     let abandoned = 0;
-    const { url } = await listen((res) => new TaskEventStream(options(res, stream, { onAbandoned: () => (abandoned += 1) })));
+    const { url } = await listen(
+      (res) => new TaskEventStream(options(res, stream, { onAbandoned: () => (abandoned += 1) })),
+    );
     const a = get(url.port);
     const b = get(url.port);
     await until(() => stream.subscriberCount === 2, 'two subscribers');
@@ -160,7 +188,10 @@ describe('TaskEventStream', () => {
   it('lazy head: nothing is sent for frames the door skips; an error before the first write goes to onRefused with no head', async () => {
     const stream = new TaskStream();
     stream.append(started);
-    const skipTokens: FrameEncoder = { verbose: false, encode: (id, f) => (f.event === 'token' ? formatSseFrame(id, f) : '') };
+    const skipTokens: FrameEncoder = {
+      verbose: false,
+      encode: (id, f) => (f.event === 'token' ? formatSseFrame(id, f) : ''),
+    };
     const refused: ErrorEvent[] = [];
     const { url } = await listen(
       (res) =>
@@ -191,7 +222,12 @@ describe('TaskEventStream', () => {
   it('lazy head: the first keep-alive sends the head, then the comment', async () => {
     const stream = new TaskStream();
     stream.append(started);
-    const { url } = await listen((res) => new TaskEventStream(options(res, stream, { encoder: { verbose: false, encode: () => '' }, lazyHead: true, keepaliveMs: 30 })));
+    const { url } = await listen(
+      (res) =>
+        new TaskEventStream(
+          options(res, stream, { encoder: { verbose: false, encode: () => '' }, lazyHead: true, keepaliveMs: 30 }),
+        ),
+    );
     const c = get(url.port);
     await until(() => c.text().includes(': keep-alive\n\n'), 'a keep-alive');
     expect(c.text()).toMatch(/^HTTP\/1.1 200 OK\r\n[^]*text\/event-stream/);

@@ -85,7 +85,8 @@ export class TaskEventStream extends EventStreamResponse {
     // back) learns that the task is over instead of reconnecting for ever — under the id after its
     // own, so the ids it saw stay consecutive.
     const terminal = stream.terminal;
-    if (terminal !== undefined) this.finish(encoder.encode(this.#cursor > stream.length ? this.#cursor : stream.length - 1, terminal));
+    if (terminal !== undefined)
+      this.finish(encoder.encode(this.#cursor > stream.length ? this.#cursor : stream.length - 1, terminal));
     // Another replica took the task over: no terminal frame, so the client reconnects and reaches it.
     else if (stream.state === 'moved') this.finish();
   }

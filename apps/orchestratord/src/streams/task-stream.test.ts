@@ -95,7 +95,10 @@ describe('TaskStream', () => {
   it('keeps the verbose variant of metrics frames only', () => {
     const s = new TaskStream();
     s.append(started, { event: 'metrics', data: { queue_depth: 9, on_time_probability: 0 } });
-    s.append(metrics, { event: 'metrics', data: { queue_depth: 1, on_time_probability: 1, human: 'hi', phase: 'queued' } });
+    s.append(metrics, {
+      event: 'metrics',
+      data: { queue_depth: 1, on_time_probability: 1, human: 'hi', phase: 'queued' },
+    });
     expect(s.text(0, true)).toBe(s.text(0));
     expect(s.text(1)).toBe('id: 1\nevent: metrics\ndata: {"queue_depth":1,"on_time_probability":1}\n\n');
     expect(s.text(1, true)).toMatch(/^id: 1\nevent: metrics\ndata: .*"human":"hi"/);

@@ -144,7 +144,9 @@ export class TaskStream {
     if (variant !== undefined) return { event: 'metrics', data: variant };
     const record = this.#records[id];
     if (record === undefined) return undefined;
-    return id >= this.#firstToken && id < this.#tokenEnd ? { event: 'token', data: record as TokenEvent } : (record as SseFrame);
+    return id >= this.#firstToken && id < this.#tokenEnd
+      ? { event: 'token', data: record as TokenEvent }
+      : (record as SseFrame);
   }
 
   /** Frame `id` as `/v2` sends it (`formatSseFrame`); undefined past the end. */

@@ -18,10 +18,15 @@ beforeAll(() => {
 // A daemon that ignored the flag would start serving on ORCHD_ADDR and hit the timeout.
 function run(args: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { timeout: 20_000, env: { PATH: process.env.PATH ?? '', ORCHD_ADDR: '127.0.0.1:0' } }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
-      resolve({ exitCode: code, stdout: stdout.replace(/\n$/, ''), stderr: stderr.replace(/\n$/, '') });
-    });
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { timeout: 20_000, env: { PATH: process.env.PATH ?? '', ORCHD_ADDR: '127.0.0.1:0' } },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
+        resolve({ exitCode: code, stdout: stdout.replace(/\n$/, ''), stderr: stderr.replace(/\n$/, '') });
+      },
+    );
   });
 }
 

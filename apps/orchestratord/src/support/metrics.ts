@@ -107,7 +107,12 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       labelNames: ['outcome'] as const,
       registers,
     }),
-    tasksEnqueued: new Counter({ name: 'llorch_tasks_enqueued_total', help: 'Tasks admitted into the queue.', labelNames: ['engine', 'priority'] as const, registers }),
+    tasksEnqueued: new Counter({
+      name: 'llorch_tasks_enqueued_total',
+      help: 'Tasks admitted into the queue.',
+      labelNames: ['engine', 'priority'] as const,
+      registers,
+    }),
     tasksStarted: new Counter({
       name: 'llorch_tasks_started_total',
       help: 'Tasks whose dispatch a node accepted (stream opened).',
@@ -156,16 +161,35 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       labelNames: ['outcome', 'pinned', 'fallback'] as const,
       registers,
     }),
-    sessionsEvicted: new Counter({ name: 'llorch_sessions_evicted_total', help: 'Idle sessions evicted before their TTL because ORCHD_SESSION_MAX were kept.', registers }),
+    sessionsEvicted: new Counter({
+      name: 'llorch_sessions_evicted_total',
+      help: 'Idle sessions evicted before their TTL because ORCHD_SESSION_MAX were kept.',
+      registers,
+    }),
     replacements: new Counter({
       name: 'llorch_tasks_replaced_total',
       help: 'Tasks re-placed after a node failed before their first token.',
       labelNames: ['reason'] as const,
       registers,
     }),
-    nodeRegistrations: new Counter({ name: 'llorch_node_registrations_total', help: 'Node registrations.', labelNames: ['outcome'] as const, registers }),
-    nodeHeartbeats: new Counter({ name: 'llorch_node_heartbeats_total', help: 'Node heartbeats.', labelNames: ['outcome'] as const, registers }),
-    nodeDeregistrations: new Counter({ name: 'llorch_node_deregistrations_total', help: 'Node deregistrations.', labelNames: ['outcome'] as const, registers }),
+    nodeRegistrations: new Counter({
+      name: 'llorch_node_registrations_total',
+      help: 'Node registrations.',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    nodeHeartbeats: new Counter({
+      name: 'llorch_node_heartbeats_total',
+      help: 'Node heartbeats.',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    nodeDeregistrations: new Counter({
+      name: 'llorch_node_deregistrations_total',
+      help: 'Node deregistrations.',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     firstTokenSeconds: new Histogram({
       name: 'llorch_task_first_token_seconds',
       help: 'Admission to first token, seconds.',

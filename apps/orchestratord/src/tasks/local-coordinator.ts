@@ -5,7 +5,14 @@ import type { PlacementReason } from '../scheduling/placement.js';
 import type { WaitingLine } from '../scheduling/scheduler.js';
 import type { SessionPool, SessionStore } from '../sessions/session-store.js';
 import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
-import type { Admission, AdmissionSteps, Admitted, CoordinatorFactory, CoordinatorHost, TaskCoordinator } from './task-coordinator.js';
+import type {
+  Admission,
+  AdmissionSteps,
+  Admitted,
+  CoordinatorFactory,
+  CoordinatorHost,
+  TaskCoordinator,
+} from './task-coordinator.js';
 import type { TaskRecord } from './task-record.js';
 
 /**
@@ -35,7 +42,11 @@ export class LocalCoordinator implements TaskCoordinator {
     const queue = this.#host.queue;
     const id = request.session_id;
     const session = { lastPool: this.#sessions.lastPool(id), budgetRemaining: this.#sessions.budgetRemaining(id) };
-    const { avail, prediction, task } = steps.prepare(a, queue.countAhead(request.model_ref, request.priority), session);
+    const { avail, prediction, task } = steps.prepare(
+      a,
+      queue.countAhead(request.model_ref, request.priority),
+      session,
+    );
     const result = queue.enqueue(task.id, request.priority, task, task.deadlineAt);
     if (result.kind === 'full') throw steps.queueFull(task, result.policy, prediction, queue.size);
     // Started before anything can end it (`accepted` pumps, and a pump may dispatch and end it).
@@ -55,7 +66,13 @@ export class LocalCoordinator implements TaskCoordinator {
     return undefined;
   }
 
-  attempt(_task: TaskRecord, _view: PoolView, _resume: boolean, _held: string | undefined, run: () => Promise<AttemptOutcome>): Promise<AttemptOutcome> {
+  attempt(
+    _task: TaskRecord,
+    _view: PoolView,
+    _resume: boolean,
+    _held: string | undefined,
+    run: () => Promise<AttemptOutcome>,
+  ): Promise<AttemptOutcome> {
     return run();
   }
 
@@ -67,9 +84,19 @@ export class LocalCoordinator implements TaskCoordinator {
     this.#host.requeued(task);
   }
 
-  ended(task: TaskRecord, frame: SseFrame, served: SessionPool | undefined, _queued: boolean, deliver: () => void): void {
+  ended(
+    task: TaskRecord,
+    frame: SseFrame,
+    served: SessionPool | undefined,
+    _queued: boolean,
+    deliver: () => void,
+  ): void {
     deliver();
-    this.#sessions.taskEnded(task.request.session_id, frame.event === 'end' ? frame.data.tokens_out : undefined, served);
+    this.#sessions.taskEnded(
+      task.request.session_id,
+      frame.event === 'end' ? frame.data.tokens_out : undefined,
+      served,
+    );
   }
 
   movedAway(): void {

@@ -7,12 +7,21 @@ import { acceptedQuiet, type TaskRecord } from './task-record.js';
 
 /** A running attempt on node n1 / pool p1, accepted at `acceptedAt`, and what its node last said. */
 function setup(acceptedAt: number) {
-  const task = { state: 'running', tokens: 3, placement: { node_id: 'n1', pool_id: 'p1' }, controller: new AttemptAbort(), quiet: undefined } as unknown as TaskRecord;
+  const task = {
+    state: 'running',
+    tokens: 3,
+    placement: { node_id: 'n1', pool_id: 'p1' },
+    controller: new AttemptAbort(),
+    quiet: undefined,
+  } as unknown as TaskRecord;
   task.quiet = acceptedQuiet(task, acceptedAt);
   const node = { lastSeen: 0, free: 2 };
   const registry = {
     lastSeen: (id: string) => (id === 'n1' ? node.lastSeen : undefined),
-    poolsWithId: (id: string) => (id === 'p1' ? [{ node_id: 'n1', snapshot: { slots_total: 2, slots_free: node.free } } as unknown as PoolView] : []),
+    poolsWithId: (id: string) =>
+      id === 'p1'
+        ? [{ node_id: 'n1', snapshot: { slots_total: 2, slots_free: node.free } } as unknown as PoolView]
+        : [],
   };
   /** A heartbeat sent at `sentAt` with `free` slots free, looked at `now`. */
   const beat = (sentAt: number, free: number, now = sentAt + 5): void => {

@@ -9,7 +9,12 @@ import type { TaskRecord } from './task-record.js';
  * a moment; any other failure marks the pool (or its node) suspect, counts against the task's
  * retries and keeps the task off that pool.
  */
-export function applyPenalty(registry: NodeRegistry, task: TaskRecord, view: PoolView, penalty: Penalty | undefined): void {
+export function applyPenalty(
+  registry: NodeRegistry,
+  task: TaskRecord,
+  view: PoolView,
+  penalty: Penalty | undefined,
+): void {
   if (penalty === undefined || penalty === 'leased') return;
   if (penalty === 'saturated') {
     registry.markSaturated(view.node_id, view.pool_id);
@@ -28,7 +33,11 @@ export function applyPenalty(registry: NodeRegistry, task: TaskRecord, view: Poo
 export function abandonNode(running: Iterable<TaskRecord>, e: RegistryEvent): void {
   for (const task of running) {
     if (task.placement?.node_id !== e.nodeId || task.state !== 'running') continue;
-    task.controller?.abort(new NodeLostError(`node ${e.nodeId} went ${e.type === 'offline' ? 'offline (missed heartbeats)' : 'away (deregistered)'} while running the task`));
+    task.controller?.abort(
+      new NodeLostError(
+        `node ${e.nodeId} went ${e.type === 'offline' ? 'offline (missed heartbeats)' : 'away (deregistered)'} while running the task`,
+      ),
+    );
   }
 }
 
@@ -48,7 +57,12 @@ export const QUIET_BEATS_LOST = 2;
  * A pool with any slot busy (another task) hides a dead attempt until it idles; a node that held
  * the slot while blocked writing to the dead connection too. Called on every `heartbeat` event.
  */
-export function abandonSilentDispatches(running: Iterable<TaskRecord>, registry: Pick<NodeRegistry, 'lastSeen' | 'poolsWithId'>, nodeId: string, now: number): void {
+export function abandonSilentDispatches(
+  running: Iterable<TaskRecord>,
+  registry: Pick<NodeRegistry, 'lastSeen' | 'poolsWithId'>,
+  nodeId: string,
+  now: number,
+): void {
   let sentAt: number | undefined;
   for (const task of running) {
     const q = task.quiet;
@@ -71,7 +85,9 @@ export function abandonSilentDispatches(running: Iterable<TaskRecord>, registry:
     q.lastBeat = sentAt;
     if (q.beats >= QUIET_BEATS_LOST) {
       task.controller?.abort(
-        new NodeLostError(`node ${nodeId} reported pool ${placement.pool_id} idle in ${q.beats} heartbeats while the dispatch sent nothing: its connection is lost (half-open)`),
+        new NodeLostError(
+          `node ${nodeId} reported pool ${placement.pool_id} idle in ${q.beats} heartbeats while the dispatch sent nothing: its connection is lost (half-open)`,
+        ),
       );
     }
   }

@@ -25,14 +25,22 @@ export interface MetricsFrameInput {
  * in (`preparing` while its model is only being provisioned). The verbose payload is the plain one
  * with `phase`, `human` (and `prep`) added by `Object.assign`, so both have a fixed shape.
  */
-export function metricsFrame(input: MetricsFrameInput): { data: MetricsEvent; verbose: MetricsEvent; phase: TaskRecord['phase'] } {
+export function metricsFrame(input: MetricsFrameInput): {
+  data: MetricsEvent;
+  verbose: MetricsEvent;
+  phase: TaskRecord['phase'];
+} {
   const { task, position } = input;
   const avail = modelAvailability(input.views, task.request.model_ref);
   const listed = [...avail.ready, ...avail.provisioning];
-  const prediction = position === undefined ? undefined : predictTask(input.predictor, task.request, input.ahead, listed);
+  const prediction =
+    position === undefined ? undefined : predictTask(input.predictor, task.request, input.ahead, listed);
   const waitMs = prediction?.startMs ?? 0;
   const needMs = prediction?.finishMs ?? waitMs;
-  const data: MetricsEvent = { queue_depth: input.depth, on_time_probability: onTimeProbability(task.deadlineAt - input.now, needMs) };
+  const data: MetricsEvent = {
+    queue_depth: input.depth,
+    on_time_probability: onTimeProbability(task.deadlineAt - input.now, needMs),
+  };
   if (position !== undefined) data.queue_position = position;
   const preparing = avail.ready.length === 0 && avail.provisioning.length > 0;
   const phase: TaskRecord['phase'] = task.state === 'queued' ? (preparing ? 'preparing' : 'queued') : task.phase;
@@ -80,7 +88,12 @@ export class QueueMetrics {
   }
 
   /** With `positionChangesOnly`, only queued tasks whose position changed get a frame. */
-  emit(queue: Iterable<QueueEntry<TaskRecord>> & { readonly size: number }, running: ReadonlySet<TaskRecord>, positionChangesOnly: boolean, now: number): void {
+  emit(
+    queue: Iterable<QueueEntry<TaskRecord>> & { readonly size: number },
+    running: ReadonlySet<TaskRecord>,
+    positionChangesOnly: boolean,
+    now: number,
+  ): void {
     const runningToo = !positionChangesOnly && this.#runningFrames;
     if (queue.size === 0 && (!runningToo || running.size === 0)) return;
     const depth = queue.size;
@@ -99,13 +112,22 @@ export class QueueMetrics {
     }
     if (!runningToo) return;
     for (const task of running) {
-      if (task.tokens === 0 && now - task.lastMetricsAt >= this.#intervalMs) this.#emitOne(task, depth, undefined, 0, now);
+      if (task.tokens === 0 && now - task.lastMetricsAt >= this.#intervalMs)
+        this.#emitOne(task, depth, undefined, 0, now);
     }
   }
 
   #emitOne(task: TaskRecord, depth: number, position: number | undefined, ahead: number, now: number): void {
     const views = this.#registry.poolsForModel(task.request.model_ref);
-    const { data, verbose, phase } = metricsFrame({ task, views, predictor: this.#predictor, depth, position, ahead, now });
+    const { data, verbose, phase } = metricsFrame({
+      task,
+      views,
+      predictor: this.#predictor,
+      depth,
+      position,
+      ahead,
+      now,
+    });
     task.life.setPhase(phase);
     task.stream.append({ event: 'metrics', data }, { event: 'metrics', data: verbose });
     task.lastPosition = position;

@@ -62,15 +62,28 @@ export class TaskAdmission implements AdmissionSteps {
    * (only it and operator keys see the task) and its session's namespace, and its tokens are
    * counted under that name; `delivery` how its output goes out.
    */
-  admit(named: TaskRequest, log: Log, correlationId: string, clientKey?: string, delivery?: Delivery): Admitted | Promise<Admitted> {
-    if (!this.#d.running()) throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
+  admit(
+    named: TaskRequest,
+    log: Log,
+    correlationId: string,
+    clientKey?: string,
+    delivery?: Delivery,
+  ): Admitted | Promise<Admitted> {
+    if (!this.#d.running())
+      throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     // An alias becomes the model ref the pools list: one queue group, one wait key per model.
     const modelRef = this.#d.registry.canonicalModel(named.model_ref);
     // The session is the key's own: the same session id under another key is another session.
     const sessionId = ownedSessionId(clientKey, named.session_id);
-    const request = modelRef === named.model_ref && sessionId === named.session_id ? named : { ...named, model_ref: modelRef, session_id: sessionId };
-    if (this.#d.table.has(request.task_id)) throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
-    return this.#d.coordinator().admit({ request, modelName: named.model_ref, log, correlationId, clientKey, delivery }, this);
+    const request =
+      modelRef === named.model_ref && sessionId === named.session_id
+        ? named
+        : { ...named, model_ref: modelRef, session_id: sessionId };
+    if (this.#d.table.has(request.task_id))
+      throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
+    return this.#d
+      .coordinator()
+      .admit({ request, modelName: named.model_ref, log, correlationId, clientKey, delivery }, this);
   }
 
   open(id: string): boolean {
@@ -98,13 +111,31 @@ export class TaskAdmission implements AdmissionSteps {
     return maxAheadForDeadline(this.#d.predictor, request, listed, this.#d.admissionCapacity);
   }
 
-  prepare(a: Admission, ahead: number, session: SessionView): { avail: ModelAvailability; prediction: Prediction; task: TaskRecord } {
-    const { availability: avail, prediction } = checkAdmission(this.checkInput(a.request, ahead, session.budgetRemaining));
+  prepare(
+    a: Admission,
+    ahead: number,
+    session: SessionView,
+  ): { avail: ModelAvailability; prediction: Prediction; task: TaskRecord } {
+    const { availability: avail, prediction } = checkAdmission(
+      this.checkInput(a.request, ahead, session.budgetRemaining),
+    );
     return { avail, prediction, task: this.record(a, session, prediction, avail, this.#d.clock.now()) };
   }
 
-  record(a: Admission, session: SessionView, prediction: Prediction, avail: ModelAvailability, now: number): TaskRecord {
-    return newTaskRecord({ ...a, affinity: session.lastPool, now, predictedStartMs: prediction.startMs, phase: avail.ready.length > 0 ? 'queued' : 'preparing' });
+  record(
+    a: Admission,
+    session: SessionView,
+    prediction: Prediction,
+    avail: ModelAvailability,
+    now: number,
+  ): TaskRecord {
+    return newTaskRecord({
+      ...a,
+      affinity: session.lastPool,
+      now,
+      predictedStartMs: prediction.startMs,
+      phase: avail.ready.length > 0 ? 'queued' : 'preparing',
+    });
   }
 
   queueFull(task: TaskRecord, policy: QueuePolicy, prediction: Prediction, size: number): QueueFullError {
@@ -112,13 +143,25 @@ export class TaskAdmission implements AdmissionSteps {
     this.#d.observer.queueFull(task.log, task.id, policy, size, capacity);
     const code = policy === 'reject' ? 'ADMISSION_REJECT' : 'QUEUE_FULL_DROP_LRU';
     const message = `admission queue is full (${capacity} tasks, policy ${policy})`;
-    return new QueueFullError(code, message, { policyLabel: policy, retryAfterMs: Math.max(1000, prediction.serviceMs ?? 1000) });
+    return new QueueFullError(code, message, {
+      policyLabel: policy,
+      retryAfterMs: Math.max(1000, prediction.serviceMs ?? 1000),
+    });
   }
 
-  accepted(task: TaskRecord, position: number, avail: ModelAvailability, prediction: Prediction, victim: TaskRecord | undefined): Admitted {
+  accepted(
+    task: TaskRecord,
+    position: number,
+    avail: ModelAvailability,
+    prediction: Prediction,
+    victim: TaskRecord | undefined,
+  ): Admitted {
     this.#d.table.add(task);
     task.lastPosition = position;
-    task.stream.append({ event: 'started', data: { queue_position: position, predicted_start_ms: prediction.startMs } });
+    task.stream.append({
+      event: 'started',
+      data: { queue_position: position, predicted_start_ms: prediction.startMs },
+    });
     this.#d.observer.admitted(task, position);
     if (victim !== undefined) this.#d.evict(victim, task);
     const steps = avail.ready.length > 0 ? [] : preparationSteps(avail.provisioning);

@@ -50,11 +50,21 @@ export interface AdmissionSteps {
   /** The most tasks of its model ahead of it that its deadline allows. */
   maxAhead(request: TaskRequest, listed: readonly PoolView[]): number | undefined;
   /** Checks the task against the live cluster with `ahead` tasks before it (typed errors) and builds its record. */
-  prepare(a: Admission, ahead: number, session: SessionView): { avail: ModelAvailability; prediction: Prediction; task: TaskRecord };
+  prepare(
+    a: Admission,
+    ahead: number,
+    session: SessionView,
+  ): { avail: ModelAvailability; prediction: Prediction; task: TaskRecord };
   record(a: Admission, session: SessionView, prediction: Prediction, avail: ModelAvailability, now: number): TaskRecord;
   queueFull(task: TaskRecord, policy: QueuePolicy, prediction: Prediction, size: number): QueueFullError;
   /** The task is queued at `position`: into the table, its `started` frame, and a pump. */
-  accepted(task: TaskRecord, position: number, avail: ModelAvailability, prediction: Prediction, victim: TaskRecord | undefined): Admitted;
+  accepted(
+    task: TaskRecord,
+    position: number,
+    avail: ModelAvailability,
+    prediction: Prediction,
+    victim: TaskRecord | undefined,
+  ): Admitted;
 }
 
 /**
@@ -103,7 +113,13 @@ export interface TaskCoordinator {
   /** Tasks out of the line whose claim is under way (they still count as queued). */
   claiming(): Record<'interactive' | 'batch', number> | undefined;
   /** Runs one attempt under whatever slot lease the cluster needs (`held`: taken already when claimed). */
-  attempt(task: TaskRecord, view: PoolView, resume: boolean, held: string | undefined, run: () => Promise<AttemptOutcome>): Promise<AttemptOutcome>;
+  attempt(
+    task: TaskRecord,
+    view: PoolView,
+    resume: boolean,
+    held: string | undefined,
+    run: () => Promise<AttemptOutcome>,
+  ): Promise<AttemptOutcome>;
   /** Applies an attempt's outcome with `settle`, unless the task moved to another replica meanwhile. */
   settle(task: TaskRecord, outcome: AttemptOutcome, settle: () => void): void;
   /** The attempt failed before its first token: the task goes back in line (the host's `requeued`), or fails. */

@@ -30,7 +30,14 @@ export async function drainTasks(tasks: TaskService, o: DrainOptions, log: Log):
     tasks.stopAdmission();
     return { drained: false, ms: 0 };
   }
-  log.info({ grace_ms: o.graceMs, delay_ms: o.delayMs, human: `draining: not ready, still serving; finishing the tasks admitted here (at most ${o.graceMs} ms)` }, 'draining');
+  log.info(
+    {
+      grace_ms: o.graceMs,
+      delay_ms: o.delayMs,
+      human: `draining: not ready, still serving; finishing the tasks admitted here (at most ${o.graceMs} ms)`,
+    },
+    'draining',
+  );
   await sleep(Math.min(o.delayMs, o.graceMs));
   tasks.stopAdmission();
   const drained = await tasks.drained(Math.max(0, o.graceMs - (performance.now() - start)));

@@ -88,7 +88,8 @@ export class TaskLifecycle {
   /** The narration's phase; it must belong to the state (`streaming` only while running, …). */
   setPhase(phase: TaskPhase): void {
     if (phase === this.#phase) return;
-    if (!PHASES[this.#state].includes(phase)) throw new InvalidTaskTransitionError(this.#taskId, `${this.#state}/${this.#phase}`, `${this.#state}/${phase}`);
+    if (!PHASES[this.#state].includes(phase))
+      throw new InvalidTaskTransitionError(this.#taskId, `${this.#state}/${this.#phase}`, `${this.#state}/${phase}`);
     this.#phase = phase;
   }
 

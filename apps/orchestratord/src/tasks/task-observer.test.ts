@@ -9,18 +9,38 @@ import { TaskEvents } from './task-events.js';
 import { TaskObserver } from './task-observer.js';
 import { newTaskRecord, type TaskRecord } from './task-record.js';
 
-const POOL: PredictorPool = { node_id: 'n1', pool_id: 'p', slots_total: 1, free: 0, decode_tps: 0, serving: true, provisioningEtaMs: undefined };
+const POOL: PredictorPool = {
+  node_id: 'n1',
+  pool_id: 'p',
+  slots_total: 1,
+  free: 0,
+  decode_tps: 0,
+  serving: true,
+  provisioningEtaMs: undefined,
+};
 
 function observer(): { observer: TaskObserver; predictor: Predictor } {
   const predictor = new Predictor();
-  const metrics = createMetrics(new Registry(), { queueDepth: () => ({ interactive: 0, batch: 0 }), nodesOnline: () => 0, pools: () => [], clusterLeader: () => true });
+  const metrics = createMetrics(new Registry(), {
+    queueDepth: () => ({ interactive: 0, batch: 0 }),
+    nodesOnline: () => 0,
+    pools: () => [],
+    clusterLeader: () => true,
+  });
   return { observer: new TaskObserver(metrics, predictor, new TaskEvents()), predictor };
 }
 
 /** A task dispatched to n1/p at `dispatchedAt`. */
 function dispatched(dispatchedAt: number): TaskRecord {
   const request = resolveTaskRequest(TaskRequestSchema.parse(taskBody()), { deadlineMs: 60_000, newId: randomUUID });
-  const task = newTaskRecord({ request, log: captureLogger().logger, correlationId: 'c', now: 0, predictedStartMs: 0, phase: 'queued' });
+  const task = newTaskRecord({
+    request,
+    log: captureLogger().logger,
+    correlationId: 'c',
+    now: 0,
+    predictedStartMs: 0,
+    phase: 'queued',
+  });
   task.placement = { node_id: 'n1', pool_id: 'p', engine_version: 'v', address: 'http://127.0.0.1:9' };
   task.dispatchedAt = dispatchedAt;
   return task;
@@ -28,7 +48,16 @@ function dispatched(dispatchedAt: number): TaskRecord {
 
 const end = (over: Partial<EndEvent> = {}): { event: 'end'; data: EndEvent } => ({
   event: 'end',
-  data: { tokens_out: 4, decode_ms: 100, decode_time_ms: 100, pool_id: 'p', node_id: 'n1', engine_version: 'v', stop_type: 'limit', ...over },
+  data: {
+    tokens_out: 4,
+    decode_ms: 100,
+    decode_time_ms: 100,
+    pool_id: 'p',
+    node_id: 'n1',
+    engine_version: 'v',
+    stop_type: 'limit',
+    ...over,
+  },
 });
 
 describe('TaskObserver → predictor', () => {
@@ -38,7 +67,11 @@ describe('TaskObserver → predictor', () => {
     o.ended(dispatched(1000), end(), 1250);
     o.ended(dispatched(2000), end(), 2250);
     // One slot released every 250 ms: 4 tasks/s.
-    expect(predictor.predict({ maxTokens: 4, ahead: 0, pools: [POOL] })).toMatchObject({ throughputTps: 4, startMs: 250, measured: true });
+    expect(predictor.predict({ maxTokens: 4, ahead: 0, pools: [POOL] })).toMatchObject({
+      throughputTps: 4,
+      startMs: 250,
+      measured: true,
+    });
   });
 
   it('learns nothing about slot time from a canceled task, an error, or a task never dispatched', () => {

@@ -39,7 +39,15 @@ export class TaskObserver {
     const code = policy === 'reject' ? 'ADMISSION_REJECT' : 'QUEUE_FULL_DROP_LRU';
     this.#metrics.backpressureEvents.inc({ engine: ENGINE, policy });
     this.#metrics.tasksRejected.inc({ engine: ENGINE, reason: code });
-    log.warn({ task_id: taskId, policy, queue_depth: depth, human: `Refused task ${taskId}: admission queue full (${depth}/${capacity}, policy ${policy})` }, 'admission rejected');
+    log.warn(
+      {
+        task_id: taskId,
+        policy,
+        queue_depth: depth,
+        human: `Refused task ${taskId}: admission queue full (${depth}/${capacity}, policy ${policy})`,
+      },
+      'admission rejected',
+    );
   }
 
   admitted(task: TaskRecord, position: number): void {
@@ -62,12 +70,19 @@ export class TaskObserver {
   evicted(victim: TaskRecord, by: TaskRecord): void {
     this.#metrics.backpressureEvents.inc({ engine: ENGINE, policy: 'drop-lru' });
     this.#metrics.tasksRejected.inc({ engine: ENGINE, reason: 'QUEUE_FULL_DROP_LRU' });
-    victim.log.warn({ evicted_by: by.id, human: `Evicted queued batch task ${victim.id} to admit ${by.id} (queue full, drop-lru)` }, 'task evicted');
+    victim.log.warn(
+      { evicted_by: by.id, human: `Evicted queued batch task ${victim.id} to admit ${by.id} (queue full, drop-lru)` },
+      'task evicted',
+    );
   }
 
   /** The task found no free slot, for the first time. */
   waiting(task: TaskRecord): void {
-    this.#metrics.placementDecisions.inc({ outcome: 'no_capacity', pinned: String(task.request.placement?.mode === 'pin'), fallback: 'false' });
+    this.#metrics.placementDecisions.inc({
+      outcome: 'no_capacity',
+      pinned: String(task.request.placement?.mode === 'pin'),
+      fallback: 'false',
+    });
   }
 
   unplaceable(task: TaskRecord, code: ErrorCode, message: string): void {
@@ -76,7 +91,11 @@ export class TaskObserver {
 
   /** A slot of `view` was leased for the task and its dispatch starts. */
   placed(task: TaskRecord, view: PoolView, reason: PlacementReason, now: number): void {
-    this.#metrics.placementDecisions.inc({ outcome: 'assigned', pinned: String(reason === 'pinned'), fallback: String(reason === 'fallback') });
+    this.#metrics.placementDecisions.inc({
+      outcome: 'assigned',
+      pinned: String(reason === 'pinned'),
+      fallback: String(reason === 'fallback'),
+    });
     const affinity = task.ticket.affinity;
     if (affinity !== undefined) {
       const kept = affinity.node_id === view.node_id && affinity.pool_id === view.pool_id;
@@ -99,7 +118,12 @@ export class TaskObserver {
   /** A node accepted a dispatch of the task; `first` for the first one the task got. */
   accepted(task: TaskRecord, view: PoolView, first: boolean): void {
     if (first) {
-      this.#metrics.tasksStarted.inc({ engine: ENGINE, engine_version: view.snapshot.engine_version, pool_id: view.pool_id, priority: task.request.priority });
+      this.#metrics.tasksStarted.inc({
+        engine: ENGINE,
+        engine_version: view.snapshot.engine_version,
+        pool_id: view.pool_id,
+        priority: task.request.priority,
+      });
     }
     task.log.debug({ pool_id: view.pool_id, node_id: view.node_id }, 'dispatch accepted');
   }
@@ -107,7 +131,12 @@ export class TaskObserver {
   firstToken(task: TaskRecord, view: PoolView, now: number): void {
     const sinceAdmission = now - task.admittedAt;
     this.#metrics.firstTokenSeconds.observe(
-      { engine: ENGINE, engine_version: view.snapshot.engine_version, pool_id: view.pool_id, priority: task.request.priority },
+      {
+        engine: ENGINE,
+        engine_version: view.snapshot.engine_version,
+        pool_id: view.pool_id,
+        priority: task.request.priority,
+      },
       sinceAdmission / 1000,
     );
     this.#predictor.observeFirstToken(view.node_id, view.pool_id, now - (task.dispatchedAt ?? now));
@@ -120,13 +149,17 @@ export class TaskObserver {
       },
       'stream started',
     );
-    if (this.#events.observed) this.#events.emit({ type: 'first-token', taskId: task.id, at: now, ttftMs: Math.max(0, sinceAdmission) });
+    if (this.#events.observed)
+      this.#events.emit({ type: 'first-token', taskId: task.id, at: now, ttftMs: Math.max(0, sinceAdmission) });
   }
 
   /** The node ended the task. */
   finished(task: TaskRecord, view: PoolView, ev: EndDispatchEvent): void {
     this.#predictor.observeEnd(view.node_id, view.pool_id, ev.tokens_out, ev.decode_ms);
-    this.#metrics.decodeSeconds.observe({ engine: ENGINE, engine_version: ev.engine_version, pool_id: ev.pool_id, priority: task.request.priority }, ev.decode_ms / 1000);
+    this.#metrics.decodeSeconds.observe(
+      { engine: ENGINE, engine_version: ev.engine_version, pool_id: ev.pool_id, priority: task.request.priority },
+      ev.decode_ms / 1000,
+    );
     task.log.info(
       {
         pool_id: ev.pool_id,
@@ -156,7 +189,14 @@ export class TaskObserver {
 
   /** Every attempt the task may make failed before its first token. */
   gaveUp(task: TaskRecord, cause: ErrorCode, attempts: number): void {
-    task.log.warn({ code: cause, attempts, human: `Task ${task.id} failed on ${attempts} pool(s) before its first token; giving up` }, 'task failed');
+    task.log.warn(
+      {
+        code: cause,
+        attempts,
+        human: `Task ${task.id} failed on ${attempts} pool(s) before its first token; giving up`,
+      },
+      'task failed',
+    );
   }
 
   /** The task goes back to the head of the queue after an attempt on `view` (`penalty` says why). */
@@ -180,20 +220,33 @@ export class TaskObserver {
   canceled(task: TaskRecord, reason: CancelReason): void {
     this.#metrics.tasksCanceled.inc({ engine: ENGINE, pool_id: task.placement?.pool_id ?? '', reason });
     task.log.info(
-      { reason, tokens_out: task.tokens, human: `Task ${task.id} canceled (${reason === 'client' ? 'client request' : 'client disconnected'}) after ${task.tokens} token(s)` },
+      {
+        reason,
+        tokens_out: task.tokens,
+        human: `Task ${task.id} canceled (${reason === 'client' ? 'client request' : 'client disconnected'}) after ${task.tokens} token(s)`,
+      },
       'task canceled',
     );
   }
 
   expiredInQueue(task: TaskRecord, now: number): void {
     task.log.warn(
-      { waited_ms: now - task.admittedAt, human: `Task ${task.id} expired in the queue after ${now - task.admittedAt} ms (deadline ${task.request.deadline_ms} ms)` },
+      {
+        waited_ms: now - task.admittedAt,
+        human: `Task ${task.id} expired in the queue after ${now - task.admittedAt} ms (deadline ${task.request.deadline_ms} ms)`,
+      },
       'deadline expired',
     );
   }
 
   timedOut(task: TaskRecord): void {
-    task.log.warn({ tokens_out: task.tokens, human: `Task ${task.id} ran past its deadline of ${task.request.deadline_ms} ms; stopped` }, 'deadline expired');
+    task.log.warn(
+      {
+        tokens_out: task.tokens,
+        human: `Task ${task.id} ran past its deadline of ${task.request.deadline_ms} ms; stopped`,
+      },
+      'deadline expired',
+    );
   }
 
   /** A bug: the dispatch code threw. */
@@ -209,13 +262,21 @@ export class TaskObserver {
       if (end.canceled !== true && task.placement !== undefined && task.dispatchedAt !== undefined) {
         this.#predictor.observeSlotTime(task.placement.node_id, task.placement.pool_id, now - task.dispatchedAt);
       }
-      this.#metrics.tokensOut.inc({ engine: ENGINE, engine_version: end.engine_version ?? '', pool_id: end.pool_id ?? task.placement?.pool_id ?? '' }, end.tokens_out);
+      this.#metrics.tokensOut.inc(
+        {
+          engine: ENGINE,
+          engine_version: end.engine_version ?? '',
+          pool_id: end.pool_id ?? task.placement?.pool_id ?? '',
+        },
+        end.tokens_out,
+      );
       if (task.clientKey !== undefined) this.#metrics.clientTokensOut.inc({ key: task.clientKey }, end.tokens_out);
     } else if (frame.event === 'error') {
       this.#metrics.tasksFailed.inc({ engine: ENGINE, code: frame.data.code });
     }
     if (!this.#events.observed) return;
-    const outcome = frame.event === 'error' ? 'error' : frame.event === 'end' && frame.data.canceled === true ? 'canceled' : 'ok';
+    const outcome =
+      frame.event === 'error' ? 'error' : frame.event === 'end' && frame.data.canceled === true ? 'canceled' : 'ok';
     this.#events.emit({
       type: 'ended',
       task: {

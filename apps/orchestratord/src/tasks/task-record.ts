@@ -28,7 +28,12 @@ export interface TaskPlacement {
 
 /** Where a task runs on `view`. */
 export function placementOf(view: PoolView): TaskPlacement {
-  return { node_id: view.node_id, pool_id: view.pool_id, engine_version: view.snapshot.engine_version, address: view.address };
+  return {
+    node_id: view.node_id,
+    pool_id: view.pool_id,
+    engine_version: view.snapshot.engine_version,
+    address: view.address,
+  };
 }
 
 export interface TaskRecord {
@@ -129,7 +134,18 @@ export interface NewTaskOptions {
   delivery?: Delivery | undefined;
 }
 
-export function newTaskRecord({ request, modelName, affinity, log, correlationId, clientKey, now, predictedStartMs, phase, delivery }: NewTaskOptions): TaskRecord {
+export function newTaskRecord({
+  request,
+  modelName,
+  affinity,
+  log,
+  correlationId,
+  clientKey,
+  now,
+  predictedStartMs,
+  phase,
+  delivery,
+}: NewTaskOptions): TaskRecord {
   const life = new TaskLifecycle(request.task_id, phase);
   return {
     id: request.task_id,
@@ -172,7 +188,13 @@ export function newTaskRecord({ request, modelName, affinity, log, correlationId
  */
 export function canceledEnd(task: TaskRecord, now: number): EndEvent {
   const decode = task.firstTokenAt === undefined ? 0 : now - task.firstTokenAt;
-  const end: EndEvent = { tokens_out: task.tokens, decode_ms: decode, decode_time_ms: decode, stop_type: 'cancel', canceled: true };
+  const end: EndEvent = {
+    tokens_out: task.tokens,
+    decode_ms: decode,
+    decode_time_ms: decode,
+    stop_type: 'cancel',
+    canceled: true,
+  };
   if (task.placement !== undefined) {
     end.pool_id = task.placement.pool_id;
     end.node_id = task.placement.node_id;
@@ -211,7 +233,8 @@ export function dispatchRequest(task: TaskRecord, now: number, reattachMs?: numb
   if (r.sampling !== undefined) body.sampling = r.sampling;
   if (r.seed !== undefined) body.seed = r.seed;
   if (task.delivery === 'answer') body.stream = false;
-  else if (reattachMs !== undefined && task.delivery === 'events' && r.call === undefined) body.reattach_ms = reattachMs;
+  else if (reattachMs !== undefined && task.delivery === 'events' && r.call === undefined)
+    body.reattach_ms = reattachMs;
   return body;
 }
 

@@ -18,7 +18,15 @@ import { taskLoad, tokensRelayed, type TaskLoad } from './task-load.js';
 import { TaskObserver, type CancelReason } from './task-observer.js';
 import { answerSink } from './answer-sink.js';
 import { TaskAdmission } from './task-admission.js';
-import { canceledEnd, dispatchRequest, endOf, placementOf, type Delivery, type RetainedTask, type TaskRecord } from './task-record.js';
+import {
+  canceledEnd,
+  dispatchRequest,
+  endOf,
+  placementOf,
+  type Delivery,
+  type RetainedTask,
+  type TaskRecord,
+} from './task-record.js';
 import type { Adoption } from './shared/shared-task-types.js';
 import { adoptInto, adoptedTask, reattaching } from './shared/adoption.js';
 import type { CoordinatorHost, TaskCoordinator } from './task-coordinator.js';
@@ -36,7 +44,15 @@ import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } fro
  *   policy of upstream/dispatch-attempt.ts decides; this class applies its outcome).
  */
 
-export type { TaskServiceOptions, AdmissionResult, Admitted, CancelResult, CancelReason, TaskLoad, TaskServiceState } from './task-service-types.js';
+export type {
+  TaskServiceOptions,
+  AdmissionResult,
+  Admitted,
+  CancelResult,
+  CancelReason,
+  TaskLoad,
+  TaskServiceState,
+} from './task-service-types.js';
 
 const ENGINE = 'llamacpp';
 
@@ -80,7 +96,11 @@ export class TaskService {
     this.#observer = new TaskObserver(metrics, this.#predictor, this.#events);
     this.#table = new TaskTable({ graceMs: options.streamGraceMs, maxEnded: options.streamGraceMaxTasks ?? 100_000 });
     // Where the cluster's queue holds the capacity and the policy, this one mirrors the tasks queued here.
-    this.#queue = new AdmissionQueue<TaskRecord>({ capacity: options.coordinator.localCapacity, policy: options.admissionPolicy, groupOf: (t) => t.request.model_ref });
+    this.#queue = new AdmissionQueue<TaskRecord>({
+      capacity: options.coordinator.localCapacity,
+      policy: options.admissionPolicy,
+      groupOf: (t) => t.request.model_ref,
+    });
     const host: CoordinatorHost = {
       queue: this.#queue,
       table: this.#table,
@@ -94,7 +114,12 @@ export class TaskService {
     };
     const coordinator = options.coordinator.create(host);
     this.#coordinator = coordinator;
-    this.#queueMetrics = new QueueMetrics({ registry, predictor: this.#predictor, intervalMs: metricsIntervalMs, runningFrames: coordinator.runningFrames });
+    this.#queueMetrics = new QueueMetrics({
+      registry,
+      predictor: this.#predictor,
+      intervalMs: metricsIntervalMs,
+      runningFrames: coordinator.runningFrames,
+    });
     this.#scheduler = new Scheduler<TaskRecord>({
       registry,
       strategy: options.placementStrategy,
@@ -115,13 +140,19 @@ export class TaskService {
       running: () => this.#state === 'running' && this.#admitting,
       evict: (victim, by) => {
         this.#observer.evicted(victim, by);
-        this.#fail(victim, 'QUEUE_FULL_DROP_LRU', 'evicted from the full admission queue by a newer task (policy drop-lru)', true);
+        this.#fail(
+          victim,
+          'QUEUE_FULL_DROP_LRU',
+          'evicted from the full admission queue by a newer task (policy drop-lru)',
+          true,
+        );
       },
       pump: () => this.#scheduler.pump(),
     });
     this.#unsubscribe = registry.subscribe((e) => {
       if (e.type === 'offline' || e.type === 'deregistered') abandonNode(this.#table.running(), e);
-      else if (e.type === 'heartbeat') abandonSilentDispatches(this.#table.running(), registry, e.nodeId, this.#clock.now());
+      else if (e.type === 'heartbeat')
+        abandonSilentDispatches(this.#table.running(), registry, e.nodeId, this.#clock.now());
       this.#scheduler.pump();
     });
     this.#tick = setInterval(() => this.#housekeeping(), tickMs);
@@ -139,7 +170,10 @@ export class TaskService {
   /** Waiting tasks this replica admitted: its local queue and, with a shared store, those mid-claim. */
   queueDepth(): Record<'interactive' | 'batch', number> {
     const c = this.#coordinator.claiming();
-    return { interactive: this.#queue.sizeOf('interactive') + (c?.interactive ?? 0), batch: this.#queue.sizeOf('batch') + (c?.batch ?? 0) };
+    return {
+      interactive: this.#queue.sizeOf('interactive') + (c?.interactive ?? 0),
+      batch: this.#queue.sizeOf('batch') + (c?.batch ?? 0),
+    };
   }
 
   /** Task life events (admitted, dispatched, first token, ended), never per token. Returns the unsubscribe function. */
@@ -154,7 +188,13 @@ export class TaskService {
 
   /** Queue depth, capacity, running tasks and the predicted wait of a new interactive task of `expectedTokens`. */
   load(expectedTokens: number): TaskLoad {
-    return taskLoad({ queue: this.#queue, running: this.#table.running(), predictor: this.#predictor, registry: this.#registry, expectedTokens });
+    return taskLoad({
+      queue: this.#queue,
+      running: this.#table.running(),
+      predictor: this.#predictor,
+      registry: this.#registry,
+      expectedTokens,
+    });
   }
 
   /** A live task, or an ended one within its grace period. */
@@ -163,7 +203,13 @@ export class TaskService {
   }
 
   /** Admits a task (task-admission.ts): synchronous in one process, a promise where the cluster's queue decides (task-coordinator.ts). */
-  admit(named: TaskRequest, log: Log, correlationId: string, clientKey?: string, delivery?: Delivery): Admitted | Promise<Admitted> {
+  admit(
+    named: TaskRequest,
+    log: Log,
+    correlationId: string,
+    clientKey?: string,
+    delivery?: Delivery,
+  ): Admitted | Promise<Admitted> {
     return this.#admission.admit(named, log, correlationId, clientKey, delivery);
   }
 
@@ -229,7 +275,12 @@ export class TaskService {
     const task = adoptedTask(a, this.#metricsIntervalMs, this.#clock.now());
     this.#table.add(task);
     const fail = (code: ErrorCode, message: string): void => this.#fail(task, code, message, true);
-    adoptInto(task, a.placement, { queue: this.#queue, registry: this.#registry, fail, resume: (view, lease) => this.#run(task, view, lease, true) });
+    adoptInto(task, a.placement, {
+      queue: this.#queue,
+      registry: this.#registry,
+      fail,
+      resume: (view, lease) => this.#run(task, view, lease, true),
+    });
   }
 
   /** Runs an attempt of the task on `view`: a new dispatch, or (`resume`) a re-attach to the one running there. */
@@ -251,7 +302,13 @@ export class TaskService {
   }
 
   /** The attempt's outcome, under the slot lease the coordinator needs (`held`: the one its claim took). */
-  #startAttempt(task: TaskRecord, view: PoolView, controller: AttemptAbort, resume: boolean, held: string | undefined): Promise<AttemptOutcome> {
+  #startAttempt(
+    task: TaskRecord,
+    view: PoolView,
+    controller: AttemptAbort,
+    resume: boolean,
+    held: string | undefined,
+  ): Promise<AttemptOutcome> {
     const run = (): Promise<AttemptOutcome> => this.#runAttempt(task, view, controller, resume);
     return this.#coordinator.attempt(task, view, resume, held, run);
   }
@@ -272,7 +329,8 @@ export class TaskService {
         failedAttempts: resume ? this.#maxRetries : task.failedAttempts,
         maxRetries: this.#maxRetries,
       };
-      if (task.delivery === 'answer') return runAnswerAttempt({ ...input, sink: answerSink(task, view, this.#clock, this.#observer) });
+      if (task.delivery === 'answer')
+        return runAnswerAttempt({ ...input, sink: answerSink(task, view, this.#clock, this.#observer) });
       return runAttempt({ ...input, sink: tokenSink(task, view, this.#clock, this.#observer) });
     } catch (err) {
       return Promise.reject(err);
@@ -285,7 +343,13 @@ export class TaskService {
    * is handled, so a re-queued task is back in line before the freed slot triggers the next pump
    * (not for a `/v2` stream with a Redis store that did not end: the store is asked first, shared/handoff.ts).
    */
-  #attemptEnded(task: TaskRecord, view: PoolView, lease: Lease, outcome: AttemptOutcome | undefined, crash?: unknown): void {
+  #attemptEnded(
+    task: TaskRecord,
+    view: PoolView,
+    lease: Lease,
+    outcome: AttemptOutcome | undefined,
+    crash?: unknown,
+  ): void {
     this.#table.stoppedRunning(task);
     task.controller = undefined;
     try {
@@ -368,7 +432,11 @@ export class TaskService {
     task.stream.moved();
     this.#tokensEnded += task.tokens;
     task.log.warn(
-      { task_id: task.id, owner: to, human: `Task ${task.id} was taken over by replica ${to} while this replica's lease on it had lapsed (a stall): its readers reconnect there` },
+      {
+        task_id: task.id,
+        owner: to,
+        human: `Task ${task.id} was taken over by replica ${to} while this replica's lease on it had lapsed (a stall): its readers reconnect there`,
+      },
       'task handed off',
     );
   }
@@ -380,12 +448,22 @@ export class TaskService {
     for (const entry of this.#queue.takeExpired(now)) {
       const task = entry.item;
       this.#observer.expiredInQueue(task, now);
-      this.#fail(task, 'DEADLINE_UNMET', `deadline of ${task.request.deadline_ms} ms passed while the task was queued`, false);
+      this.#fail(
+        task,
+        'DEADLINE_UNMET',
+        `deadline of ${task.request.deadline_ms} ms passed while the task was queued`,
+        false,
+      );
     }
     for (const task of [...this.#table.running()]) {
       if (task.deadlineAt > now) continue;
       this.#observer.timedOut(task);
-      this.#fail(task, 'DECODE_TIMEOUT', `deadline of ${task.request.deadline_ms} ms passed while the task was running`, true);
+      this.#fail(
+        task,
+        'DECODE_TIMEOUT',
+        `deadline of ${task.request.deadline_ms} ms passed while the task was running`,
+        true,
+      );
     }
     this.#queueMetrics.emit(this.#queue, this.#table.running(), false, now);
     this.#coordinator.tick(now);

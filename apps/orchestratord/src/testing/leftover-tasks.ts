@@ -23,7 +23,9 @@ export interface LeftTask {
  * placement), or `requeued` (dispatched with that placement, the attempt failed before its first
  * token: the record back to `queued`, keeping the placement, its entry at the head of its lane).
  */
-export type LeftState = { readonly state: 'queued' } | { readonly state: 'running' | 'requeued'; readonly placement: Record<string, unknown> };
+export type LeftState =
+  | { readonly state: 'queued' }
+  | { readonly state: 'running' | 'requeued'; readonly placement: Record<string, unknown> };
 
 /**
  * Writes the task through the store's own steps, as its replica did: the admission (record with
@@ -32,20 +34,37 @@ export type LeftState = { readonly state: 'queued' } | { readonly state: 'runnin
  * asks for. The dispatch passes whatever is queued ahead of it. Returns the admission's queue
  * position; throws when a step is refused.
  */
-export async function leaveTask(store: SharedStore, t: LeftTask, how: LeftState = { state: 'queued' }): Promise<{ position: number }> {
+export async function leaveTask(
+  store: SharedStore,
+  t: LeftTask,
+  how: LeftState = { state: 'queued' },
+): Promise<{ position: number }> {
   const sessionId = typeof t.record.session_id === 'string' ? t.record.session_id : `left-${t.id}`;
   const admitted = await store.lifecycle.admit({
-    task: { id: t.id, owner: t.owner, record: JSON.stringify(t.record), ttlMs: t.ownerTtlMs, lifetimeMs: t.lifetimeMs ?? 60_000 },
+    task: {
+      id: t.id,
+      owner: t.owner,
+      record: JSON.stringify(t.record),
+      ttlMs: t.ownerTtlMs,
+      lifetimeMs: t.lifetimeMs ?? 60_000,
+    },
     entry: { lane: t.lane, group: t.group ?? 'm', payload: t.owner },
     sessionId,
   });
   if (admitted.kind !== 'queued') throw new Error(`leftover ${t.id}: admission answered ${admitted.kind}`);
   if (how.state === 'queued') return { position: admitted.position };
   // Room on a pool nobody leases: the dispatch passes every entry ahead of it.
-  const taken = await store.lifecycle.dispatch(t.id, admitted.fence, JSON.stringify(how.placement), { poolKey: `left:${t.id}`, slots: 1_000_000 });
+  const taken = await store.lifecycle.dispatch(t.id, admitted.fence, JSON.stringify(how.placement), {
+    poolKey: `left:${t.id}`,
+    slots: 1_000_000,
+  });
   if (taken.kind !== 'taken') throw new Error(`leftover ${t.id}: dispatch answered ${taken.kind}`);
   if (how.state === 'requeued') {
-    const moved = await store.lifecycle.requeue({ id: t.id, fence: admitted.fence, entry: { lane: t.lane, group: t.group ?? 'm', payload: t.owner } });
+    const moved = await store.lifecycle.requeue({
+      id: t.id,
+      fence: admitted.fence,
+      entry: { lane: t.lane, group: t.group ?? 'm', payload: t.owner },
+    });
     if (!moved.ok) throw new Error(`leftover ${t.id}: requeue answered ${moved.reason}`);
   }
   return { position: admitted.position };

@@ -30,7 +30,13 @@ export async function startFixtureCluster(
   hbMs = HB_MS,
   app: { tuning?: AppTuning; deps?: ExtraDeps } = {},
 ): Promise<{ t: TestApp; url: string; nodes: FixturePoolManager[] }> {
-  const t = await makeApp({ heartbeat_interval_ms: hbMs, ...over }, { tickMs: 20, ...app.tuning }, undefined, undefined, app.deps);
+  const t = await makeApp(
+    { heartbeat_interval_ms: hbMs, ...over },
+    { tickMs: 20, ...app.tuning },
+    undefined,
+    undefined,
+    app.deps,
+  );
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   const address = t.app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
@@ -43,7 +49,11 @@ export async function startFixtureCluster(
   return { t, url, nodes: fixtures };
 }
 
-export async function startCluster(nodes: FixtureNodeSpec[], over: Record<string, unknown> = {}, deps?: ExtraDeps): Promise<Cluster> {
+export async function startCluster(
+  nodes: FixtureNodeSpec[],
+  over: Record<string, unknown> = {},
+  deps?: ExtraDeps,
+): Promise<Cluster> {
   const { t, url, nodes: fixtures } = await startFixtureCluster(nodes, over, HB_MS, { deps });
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 20_000 });
   return {

@@ -73,14 +73,26 @@ export function replicaHarness(options: { aofDir?: string } = {}): ReplicaHarnes
       // Replicas in one process would all default to <hostname>-<pid>: each gets its own id.
       seq += 1;
       const replicaId = `r${seq}`;
-      const config = OrchestratorConfigSchema.parse({ keys_file: '/k.yaml', node_token: NODE, redis_url: server?.url, redis_prefix: prefix, replica_id: replicaId, ...over });
+      const config = OrchestratorConfigSchema.parse({
+        keys_file: '/k.yaml',
+        node_token: NODE,
+        redis_url: server?.url,
+        redis_prefix: prefix,
+        replica_id: replicaId,
+        ...over,
+      });
       const credentials = loadCredentials({ config, env: {}, readFile: () => KEYS });
       const logs = captureLogger();
-      const store = sharedStore(await createClusterStore(storeSettingsOf(config), { clock: systemClock, logger: logs.logger }));
+      const store = sharedStore(
+        await createClusterStore(storeSettingsOf(config), { clock: systemClock, logger: logs.logger }),
+      );
       cleanup.push(() => store.close());
       const upstream = createUpstreamDispatchers();
       cleanup.push(() => upstream.close());
-      const app = await buildApp({ logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials, store }, config);
+      const app = await buildApp(
+        { logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials, store },
+        config,
+      );
       cleanup.push(() => app.close());
       return { app, store, logs };
     },
@@ -112,15 +124,25 @@ export async function fixtureCluster(
   n: number,
   options: { over?: Record<string, unknown>; tokenIntervalMs?: number } = {},
 ): Promise<{ replicas: Replica[]; node: FixturePoolManager }> {
-  const replicas = await Promise.all(Array.from({ length: n }, () => h.replica(prefix, { heartbeat_interval_ms: 200, ...options.over })));
+  const replicas = await Promise.all(
+    Array.from({ length: n }, () => h.replica(prefix, { heartbeat_interval_ms: 200, ...options.over })),
+  );
   const urls: string[] = [];
   for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
-  const node = await FixturePoolManager.start({ nodeId: 'n1', pools: [{ pool_id: 'p', models: ['m'], slots: 1 }], token: NODE, tokenIntervalMs: options.tokenIntervalMs ?? 2 });
+  const node = await FixturePoolManager.start({
+    nodeId: 'n1',
+    pools: [{ pool_id: 'p', models: ['m'], slots: 1 }],
+    token: NODE,
+    tokenIntervalMs: options.tokenIntervalMs ?? 2,
+  });
   h.defer(() => node.close());
   const registered = await node.register(urls[0]!);
   if (registered !== 200) throw new Error(`the fixture node's registration answered ${registered}`);
   await node.startHeartbeats(urls[n - 1]!, 200);
   h.defer(() => Promise.resolve(node.stopHeartbeats()));
-  await until(() => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'), 'every replica to see n1 online');
+  await until(
+    () => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'),
+    'every replica to see n1 online',
+  );
   return { replicas, node };
 }

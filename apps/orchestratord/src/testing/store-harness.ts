@@ -61,14 +61,22 @@ export function storeHarness(kind: StoreKind): StoreHarness {
   });
   return {
     async open(n = 1, settings = {}) {
-      const full: ClusterStoreSettingsInput = { redis_prefix: `t${randomUUID().slice(0, 8)}:`, ...settings, redis_url: kind === 'redis' ? server?.url : undefined };
+      const full: ClusterStoreSettingsInput = {
+        redis_prefix: `t${randomUUID().slice(0, 8)}:`,
+        ...settings,
+        redis_url: kind === 'redis' ? server?.url : undefined,
+      };
       if (kind === 'memory') {
         const one = createReferenceStore(full, { clock: systemClock });
         opened.push(one);
         references.set(one, one);
         return Array.from({ length: n }, () => one);
       }
-      const stores = await Promise.all(Array.from({ length: n }, async () => sharedStore(await createClusterStore(full, { clock: systemClock, logger }))));
+      const stores = await Promise.all(
+        Array.from({ length: n }, async () =>
+          sharedStore(await createClusterStore(full, { clock: systemClock, logger })),
+        ),
+      );
       opened.push(...stores);
       for (const s of stores) prefixes.set(s, full.redis_prefix as string);
       return stores;
@@ -80,7 +88,10 @@ export function storeHarness(kind: StoreKind): StoreHarness {
       if (prefix === undefined) throw new Error('not a store of this harness');
       if (server === undefined) throw new Error('redis-server not started');
       raw ??= new Redis(server.url);
-      const [interactive, batch] = await Promise.all([raw.zrange(`${prefix}q:lane:interactive`, '0', '-1'), raw.zrange(`${prefix}q:lane:batch`, '0', '-1')]);
+      const [interactive, batch] = await Promise.all([
+        raw.zrange(`${prefix}q:lane:interactive`, '0', '-1'),
+        raw.zrange(`${prefix}q:lane:batch`, '0', '-1'),
+      ]);
       return [...interactive, ...batch];
     },
     server() {

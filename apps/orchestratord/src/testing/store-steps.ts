@@ -32,8 +32,17 @@ export function admission(id: string, owner: string, o: AdmissionOptions = {}): 
  * session's pool and budget left), writing nothing: an admission that allows no entry ahead,
  * refused `late` (or `spent`) with the view it read.
  */
-export async function admissionView(store: SharedStore, session: string, group = 'm', lane: QueueLane = 'batch'): Promise<AdmissionView> {
-  const r = await store.lifecycle.admit({ ...admission(`view-${randomUUID()}`, 'viewer', { session, group, lane }), maxAhead: -1 });
-  if (r.kind !== 'late' && r.kind !== 'spent') throw new Error(`an admission allowing nothing ahead answered ${r.kind}`);
+export async function admissionView(
+  store: SharedStore,
+  session: string,
+  group = 'm',
+  lane: QueueLane = 'batch',
+): Promise<AdmissionView> {
+  const r = await store.lifecycle.admit({
+    ...admission(`view-${randomUUID()}`, 'viewer', { session, group, lane }),
+    maxAhead: -1,
+  });
+  if (r.kind !== 'late' && r.kind !== 'spent')
+    throw new Error(`an admission allowing nothing ahead answered ${r.kind}`);
   return r.view;
 }

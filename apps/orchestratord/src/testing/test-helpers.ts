@@ -1,7 +1,12 @@
 // Test-only helpers (imported by *.test.ts files only).
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { OrchestratorConfigSchema, type OrchestratorConfig, type PoolSnapshot, type TaskRequestInput } from '@llama-orch/contracts';
+import {
+  OrchestratorConfigSchema,
+  type OrchestratorConfig,
+  type PoolSnapshot,
+  type TaskRequestInput,
+} from '@llama-orch/contracts';
 import { Agent, request as undiciRequest } from 'undici';
 import { buildApp, type AppDeps, type AppTuning, type OrchdApp } from '../app.js';
 import { createUpstreamDispatchers } from '../upstream/dispatchers.js';
@@ -22,7 +27,11 @@ export class ManualClock implements Clock {
 }
 
 /** A pino logger whose JSON lines are kept in `lines` (and parsed in `records`). */
-export function captureLogger(level = 'debug'): { logger: Logger; lines: string[]; records: () => Record<string, unknown>[] } {
+export function captureLogger(level = 'debug'): {
+  logger: Logger;
+  lines: string[];
+  records: () => Record<string, unknown>[];
+} {
   const lines: string[] = [];
   const dest = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -121,11 +130,19 @@ export async function makeApp(
   const { store: openStore, ...deps } = extra;
   const store = openStore === undefined ? undefined : await openStore(config);
   const app = await buildApp(
-    { logger: logs.logger, upstream: agent, upstreamH2c: upstream.h2c, ...(clock ? { clock } : {}), ...deps, ...(store ? { store } : {}) },
+    {
+      logger: logs.logger,
+      upstream: agent,
+      upstreamH2c: upstream.h2c,
+      ...(clock ? { clock } : {}),
+      ...deps,
+      ...(store ? { store } : {}),
+    },
     config,
     tuning,
   );
-  const auth: Record<string, string> = config.api_token === undefined ? {} : { authorization: `Bearer ${config.api_token}` };
+  const auth: Record<string, string> =
+    config.api_token === undefined ? {} : { authorization: `Bearer ${config.api_token}` };
   let closing: Promise<void> | undefined;
   return {
     app,
@@ -145,15 +162,32 @@ export async function makeApp(
 }
 
 /** Registers a node and sends its first heartbeat (→ online) through the routes. */
-export async function registerNode(t: TestApp, nodeId: string, pools: PoolSnapshot[], address = 'http://127.0.0.1:9'): Promise<void> {
+export async function registerNode(
+  t: TestApp,
+  nodeId: string,
+  pools: PoolSnapshot[],
+  address = 'http://127.0.0.1:9',
+): Promise<void> {
   const reg = await t.app.inject({
     method: 'POST',
     url: '/v2/nodes/register',
     headers: t.auth,
-    payload: { node_id: nodeId, machine_id: nodeId, address, pools, capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 }, version: 'x' },
+    payload: {
+      node_id: nodeId,
+      machine_id: nodeId,
+      address,
+      pools,
+      capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
+      version: 'x',
+    },
   });
   expect(reg.statusCode).toBe(200);
-  const hb = await t.app.inject({ method: 'POST', url: `/v2/nodes/${nodeId}/heartbeat`, headers: t.auth, payload: { timestamp: new Date().toISOString(), pools } });
+  const hb = await t.app.inject({
+    method: 'POST',
+    url: `/v2/nodes/${nodeId}/heartbeat`,
+    headers: t.auth,
+    payload: { timestamp: new Date().toISOString(), pools },
+  });
   expect(hb.statusCode).toBe(200);
 }
 
@@ -195,7 +229,11 @@ export interface SseClient {
 
 export async function openSse(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
   const controller = new AbortController();
-  const res = await undiciRequest(url, { method: 'GET', headers: { accept: 'text/event-stream', ...headers }, signal: controller.signal });
+  const res = await undiciRequest(url, {
+    method: 'GET',
+    headers: { accept: 'text/event-stream', ...headers },
+    signal: controller.signal,
+  });
   let buffered = '';
   const client: SseClient = {
     status: res.statusCode,
@@ -209,7 +247,10 @@ export async function openSse(url: string, headers: Record<string, string> = {})
       let found: SseFrameRecord | undefined;
       await waitFor(() => (found = client.frames.find(pred)) !== undefined || client.ended, timeoutMs, 'an SSE frame');
       found ??= client.frames.find(pred);
-      if (found === undefined) throw new Error(`stream ended without the expected frame; got ${JSON.stringify(client.frames.map((f) => f.event))}`);
+      if (found === undefined)
+        throw new Error(
+          `stream ended without the expected frame; got ${JSON.stringify(client.frames.map((f) => f.event))}`,
+        );
       return found;
     },
   };

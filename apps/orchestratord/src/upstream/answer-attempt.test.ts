@@ -26,15 +26,24 @@ const RESULT = {
 
 describe('parseAnswerLine', () => {
   it('reads a result and an error event', () => {
-    expect(parseAnswerLine(`${JSON.stringify(RESULT)}\n`)).toMatchObject({ type: 'result', tokens_out: 3, body: { object: 'text_completion' } });
-    expect(parseAnswerLine('{"type":"error","code":"INVALID_PARAMS","message":"too long","retriable":false}\n')).toMatchObject({ type: 'error', code: 'INVALID_PARAMS' });
+    expect(parseAnswerLine(`${JSON.stringify(RESULT)}\n`)).toMatchObject({
+      type: 'result',
+      tokens_out: 3,
+      body: { object: 'text_completion' },
+    });
+    expect(
+      parseAnswerLine('{"type":"error","code":"INVALID_PARAMS","message":"too long","retriable":false}\n'),
+    ).toMatchObject({ type: 'error', code: 'INVALID_PARAMS' });
   });
 
   it.each([
     ['nothing', ''],
     ['two lines', `${JSON.stringify(RESULT)}\n${JSON.stringify(RESULT)}\n`],
     ['a token event', '{"type":"token","t":"a","i":0}\n'],
-    ['an end event', '{"type":"end","tokens_out":1,"decode_ms":1,"stop_type":"eos","engine_version":"b","pool_id":"p","node_id":"n"}\n'],
+    [
+      'an end event',
+      '{"type":"end","tokens_out":1,"decode_ms":1,"stop_type":"eos","engine_version":"b","pool_id":"p","node_id":"n"}\n',
+    ],
     ['a result without its body', `${JSON.stringify({ ...RESULT, body: undefined })}\n`],
     ['not JSON', '{"type":"res'],
   ])('refuses %s as a broken node stream', (_, text) => {

@@ -1,5 +1,10 @@
 import type { Readable } from 'node:stream';
-import { DispatchEventSchema, DispatchResultEventSchema, type DispatchEvent, type DispatchResultEvent } from '@llama-orch/contracts';
+import {
+  DispatchEventSchema,
+  DispatchResultEventSchema,
+  type DispatchEvent,
+  type DispatchResultEvent,
+} from '@llama-orch/contracts';
 import { failurePolicy, type AttemptInput, type AttemptOutcome, type EndDispatchEvent } from './dispatch-attempt.js';
 import { DispatchFailure, EngineError, UpstreamConnectError, UpstreamStreamError } from './upstream-errors.js';
 
@@ -28,14 +33,17 @@ const ABORTED: AttemptOutcome = { kind: 'aborted' };
 export async function runAnswerAttempt(input: AnswerAttemptInput): Promise<AttemptOutcome> {
   const { sink, controller } = input;
   const outcome = (err: unknown): AttemptOutcome => {
-    if (controller.aborted) return controller.reason instanceof DispatchFailure ? failurePolicy(controller.reason, 0, input) : ABORTED;
+    if (controller.aborted)
+      return controller.reason instanceof DispatchFailure ? failurePolicy(controller.reason, 0, input) : ABORTED;
     return failurePolicy(err, 0, input);
   };
   let body: Readable;
   try {
     body = await input.client.dispatch(input.target, input.poolId, input.body, controller, input.correlationId);
   } catch (err) {
-    return outcome(err instanceof DispatchFailure ? err : new UpstreamConnectError((err as Error).message, { cause: err }));
+    return outcome(
+      err instanceof DispatchFailure ? err : new UpstreamConnectError((err as Error).message, { cause: err }),
+    );
   }
   sink.accepted();
   let ev: DispatchResultEvent | Extract<DispatchEvent, { type: 'error' }>;
@@ -76,7 +84,8 @@ export function endOf(ev: DispatchResultEvent): EndDispatchEvent {
  */
 export function parseAnswerLine(text: string): DispatchResultEvent | Extract<DispatchEvent, { type: 'error' }> {
   const line = text.endsWith('\n') ? text.slice(0, -1) : text;
-  if (line.trim() === '') throw new UpstreamStreamError('node ended a non-streamed dispatch without a result or error event');
+  if (line.trim() === '')
+    throw new UpstreamStreamError('node ended a non-streamed dispatch without a result or error event');
   if (line.includes('\n')) throw new UpstreamStreamError('node sent more than one line for a non-streamed dispatch');
   let json: unknown;
   try {
@@ -86,11 +95,17 @@ export function parseAnswerLine(text: string): DispatchResultEvent | Extract<Dis
   }
   if ((json as { type?: unknown } | null)?.type === 'result') {
     const parsed = DispatchResultEventSchema.safeParse(json);
-    if (!parsed.success) throw new UpstreamStreamError(`node sent an invalid result event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    if (!parsed.success)
+      throw new UpstreamStreamError(
+        `node sent an invalid result event: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+      );
     return parsed.data;
   }
   const parsed = DispatchEventSchema.safeParse(json);
-  if (!parsed.success || parsed.data.type !== 'error') throw new UpstreamStreamError('node answered a non-streamed dispatch with something other than a result or error event');
+  if (!parsed.success || parsed.data.type !== 'error')
+    throw new UpstreamStreamError(
+      'node answered a non-streamed dispatch with something other than a result or error event',
+    );
   return parsed.data;
 }
 

@@ -97,15 +97,23 @@ const ABORTED: AttemptOutcome = { kind: 'aborted' };
  *   that → retry elsewhere, at most `maxRetries` times, then fail WORKER_RESET (retriable).
  * Errors that are not a {@link DispatchFailure} are bugs and are thrown.
  */
-export function failurePolicy(err: unknown, relayed: number, input: Pick<AttemptInput, 'failedAttempts' | 'maxRetries'>): AttemptOutcome {
-  if (err instanceof PoolSaturatedError) return { kind: 'retry', code: 'POOL_UNREADY', message: err.message, penalty: 'saturated' };
-  if (err instanceof DispatchInvalidError) return { kind: 'fail', code: err.errorCode, message: err.message, retriable: false };
+export function failurePolicy(
+  err: unknown,
+  relayed: number,
+  input: Pick<AttemptInput, 'failedAttempts' | 'maxRetries'>,
+): AttemptOutcome {
+  if (err instanceof PoolSaturatedError)
+    return { kind: 'retry', code: 'POOL_UNREADY', message: err.message, penalty: 'saturated' };
+  if (err instanceof DispatchInvalidError)
+    return { kind: 'fail', code: err.errorCode, message: err.message, retriable: false };
   // a re-attach found the generation gone: running it again would repeat what the client may have
-  if (err instanceof DispatchGoneError) return { kind: 'fail', code: 'WORKER_RESET', message: err.message, retriable: true, penalty: 'pool' };
+  if (err instanceof DispatchGoneError)
+    return { kind: 'fail', code: 'WORKER_RESET', message: err.message, retriable: true, penalty: 'pool' };
   let code: ErrorCode;
   let penalty: Penalty;
   if (err instanceof EngineError) {
-    if (!err.retriable || relayed > 0) return { kind: 'fail', code: err.errorCode, message: err.message, retriable: err.retriable };
+    if (!err.retriable || relayed > 0)
+      return { kind: 'fail', code: err.errorCode, message: err.message, retriable: err.retriable };
     code = err.errorCode;
     penalty = 'pool';
   } else if (err instanceof PoolRefusedError) {
@@ -146,7 +154,9 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
   try {
     body = await input.client.dispatch(input.target, input.poolId, input.body, input.controller, input.correlationId);
   } catch (err) {
-    return outcome(err instanceof DispatchFailure ? err : new UpstreamConnectError((err as Error).message, { cause: err }));
+    return outcome(
+      err instanceof DispatchFailure ? err : new UpstreamConnectError((err as Error).message, { cause: err }),
+    );
   }
   sink.accepted();
   // After the terminal event the rest of the body is read to its end (normally nothing), so the

@@ -42,7 +42,11 @@ export function readDispatchEvents(body: Readable, onEvent: (ev: DispatchEvent) 
       }
       const parsed = DispatchEventSchema.safeParse(json);
       if (!parsed.success) {
-        stop(new UpstreamStreamError(`node sent an invalid dispatch event: ${parsed.error.issues[0]?.message ?? 'invalid'}`));
+        stop(
+          new UpstreamStreamError(
+            `node sent an invalid dispatch event: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+          ),
+        );
         return false;
       }
       if (!onEvent(parsed.data)) {
@@ -67,7 +71,8 @@ export function readDispatchEvents(body: Readable, onEvent: (ev: DispatchEvent) 
       if (rest.trim() !== '' && !line(rest)) return;
       settle();
     };
-    const onError = (err: Error): void => settle(new UpstreamStreamError('event stream from node broke', { cause: err }));
+    const onError = (err: Error): void =>
+      settle(new UpstreamStreamError('event stream from node broke', { cause: err }));
     // Destroyed without an error (and without its end): broken all the same.
     const onClose = (): void => settle(new UpstreamStreamError('event stream from node closed before its end'));
     body.on('data', onData);

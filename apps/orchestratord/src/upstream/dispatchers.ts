@@ -17,7 +17,9 @@ export interface UpstreamDispatchers {
 }
 
 /** How long a node may take to answer a dispatch with its response headers, ms (`dispatch_accept_timeout_ms`). */
-export function dispatchAcceptTimeoutMs(config: Pick<OrchestratorConfig, 'dispatch_accept_timeout_ms' | 'heartbeat_interval_ms'>): number {
+export function dispatchAcceptTimeoutMs(
+  config: Pick<OrchestratorConfig, 'dispatch_accept_timeout_ms' | 'heartbeat_interval_ms'>,
+): number {
   return config.dispatch_accept_timeout_ms ?? Math.max(config.heartbeat_interval_ms, 1000);
 }
 
@@ -43,7 +45,8 @@ export function createUpstreamDispatchers(options: UpstreamDispatchersOptions = 
   const h2c = new Agent({
     keepAliveTimeout: 60_000,
     connect,
-    factory: (origin, opts) => new H2CClient(origin, { ...opts, maxConcurrentStreams: H2C_STREAMS_PER_NODE, pipelining: H2C_STREAMS_PER_NODE }),
+    factory: (origin, opts) =>
+      new H2CClient(origin, { ...opts, maxConcurrentStreams: H2C_STREAMS_PER_NODE, pipelining: H2C_STREAMS_PER_NODE }),
   });
   let closing: Promise<void> | undefined;
   const close = async (timeoutMs: number): Promise<void> => {

@@ -57,8 +57,16 @@ beforeAll(async () => {
       lines.push({ raw: line });
     }
   });
-  const url = (await until(() => lines.find((l) => l.msg === 'listening')?.url, 'pool-managerd listening', 60_000)) as string;
-  const h2cPort = (await until(() => lines.find((l) => l.msg === 'dispatch listening (h2c)')?.port, 'h2c listener', 60_000)) as number;
+  const url = (await until(
+    () => lines.find((l) => l.msg === 'listening')?.url,
+    'pool-managerd listening',
+    60_000,
+  )) as string;
+  const h2cPort = (await until(
+    () => lines.find((l) => l.msg === 'dispatch listening (h2c)')?.port,
+    'h2c listener',
+    60_000,
+  )) as number;
   node = { url, h2c: `http://127.0.0.1:${h2cPort}` };
   await until(
     async () => {
@@ -115,7 +123,11 @@ const indexes = (evs: DispatchEvent[]): number[] => evs.flatMap((e) => (e.type =
 const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, k) => from + k);
 
 async function detached(taskId: string): Promise<void> {
-  await until(() => lines.some((l) => l.task_id === taskId && l.msg === 'dispatch detached: waiting for a re-attach'), `task ${taskId} detached`, 10_000);
+  await until(
+    () => lines.some((l) => l.task_id === taskId && l.msg === 'dispatch detached: waiting for a re-attach'),
+    `task ${taskId} detached`,
+    10_000,
+  );
 }
 
 async function idle(): Promise<void> {
@@ -132,14 +144,24 @@ describe('PoolClient.reattach / cancelDispatch against a real pool-managerd', ()
   ] as const) {
     it(`${name}: a dispatch dropped after 5 tokens is re-attached after the last index: every index once, one end`, async () => {
       const taskId = randomUUID();
-      const head = await read(await client.dispatch(node, POOL, longRun(taskId, 400), new AttemptAbort(), `c-${taskId}`), 5);
+      const head = await read(
+        await client.dispatch(node, POOL, longRun(taskId, 400), new AttemptAbort(), `c-${taskId}`),
+        5,
+      );
       expect(indexes(head)).toEqual(range(0, 5));
       await detached(taskId);
       const tail = await read(await client.reattach(node, POOL, taskId, 4, new AttemptAbort(), `c-${taskId}`));
       expect(indexes([...head, ...tail])).toEqual(range(0, 400));
       expect(tail.at(-1)).toMatchObject({ type: 'end', tokens_out: 400, pool_id: POOL });
       // pool-managerd buffers its log lines up to 100 ms, and the held tokens can all arrive sooner.
-      await until(() => lines.some((l) => l.task_id === taskId && l.msg === 'dispatch re-attached' && l.correlation_id === `c-${taskId}`), 're-attached line', 5_000);
+      await until(
+        () =>
+          lines.some(
+            (l) => l.task_id === taskId && l.msg === 'dispatch re-attached' && l.correlation_id === `c-${taskId}`,
+          ),
+        're-attached line',
+        5_000,
+      );
       await idle();
       // Written out is not delivered (an orchestratord killed then is taken over later): still held for half the window; cancelled, it is gone.
       const again = await read(await client.reattach(node, POOL, taskId, 398, new AttemptAbort()));
@@ -171,10 +193,14 @@ describe('PoolClient.reattach / cancelDispatch against a real pool-managerd', ()
     await idle();
     expect(await http1.cancelDispatch(node, POOL, taskId)).toBe(false);
     expect(await http1.cancelDispatch(node, POOL, randomUUID())).toBe(false);
-    await expect(http1.reattach(node, POOL, randomUUID(), -1, new AttemptAbort())).rejects.toBeInstanceOf(DispatchGoneError);
+    await expect(http1.reattach(node, POOL, randomUUID(), -1, new AttemptAbort())).rejects.toBeInstanceOf(
+      DispatchGoneError,
+    );
   });
 
   it('cancelDispatch to a node that is not there rejects with UpstreamConnectError', async () => {
-    await expect(http1.cancelDispatch({ url: 'http://127.0.0.1:9' }, POOL, randomUUID())).rejects.toBeInstanceOf(UpstreamConnectError);
+    await expect(http1.cancelDispatch({ url: 'http://127.0.0.1:9' }, POOL, randomUUID())).rejects.toBeInstanceOf(
+      UpstreamConnectError,
+    );
   });
 });

@@ -31,7 +31,9 @@ describe('readDispatchEvents', () => {
   });
 
   it('rejects a line that is not JSON or not a DispatchEvent, and destroys the body', async () => {
-    const body = Readable.from(['{"type":"token","t":"a","i":0}\n', 'not json\n', '{"type":"token","t":"b","i":1}\n'], { objectMode: false });
+    const body = Readable.from(['{"type":"token","t":"a","i":0}\n', 'not json\n', '{"type":"token","t":"b","i":1}\n'], {
+      objectMode: false,
+    });
     await expect(readDispatchEvents(body, () => true)).rejects.toBeInstanceOf(UpstreamStreamError);
     expect(body.destroyed).toBe(true);
     await expect(collect(['{"type":"token","t":5}\n'])).rejects.toThrow(/invalid dispatch event/);
@@ -65,7 +67,14 @@ describe('PoolClient.dispatch accept timeout', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const agent = new Agent();
     const client = new PoolClient({ dispatcher: agent, acceptTimeoutMs: 1000 });
-    const body = { task_id: 't1', workload: 'completion' as const, prompt: 'p', max_tokens: 1, greedy: true, cache_prompt: false };
+    const body = {
+      task_id: 't1',
+      workload: 'completion' as const,
+      prompt: 'p',
+      max_tokens: 1,
+      greedy: true,
+      cache_prompt: false,
+    };
     try {
       const t0 = performance.now();
       const controller = new AttemptAbort();
@@ -97,7 +106,14 @@ describe('PoolClient.dispatch accept timeout', () => {
 
 describe('dispatchBody', () => {
   it('is the request as JSON in a Buffer of its own (not a slice of the shared pool, which a long stream would keep whole)', () => {
-    const request = { task_id: 't1', workload: 'completion' as const, prompt: 'p €', max_tokens: 1, greedy: true, cache_prompt: false };
+    const request = {
+      task_id: 't1',
+      workload: 'completion' as const,
+      prompt: 'p €',
+      max_tokens: 1,
+      greedy: true,
+      cache_prompt: false,
+    };
     const buf = dispatchBody(request);
     expect(JSON.parse(buf.toString('utf8'))).toEqual(request);
     expect(buf.byteOffset).toBe(0);

@@ -1,4 +1,9 @@
-import { CORRELATION_ID_HEADER, ErrorEnvelopeSchema, type DispatchRequest, type ErrorEnvelope } from '@llama-orch/contracts';
+import {
+  CORRELATION_ID_HEADER,
+  ErrorEnvelopeSchema,
+  type DispatchRequest,
+  type ErrorEnvelope,
+} from '@llama-orch/contracts';
 import type { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import type { Dispatcher } from 'undici';
@@ -128,7 +133,14 @@ export class PoolClient {
   readonly #acceptTimeoutMs: number;
   readonly #protocol: ProtocolChoice;
 
-  constructor({ dispatcher, h2cDispatcher, http1PerNode = 8, token, operationTimeoutMs = 10_000, acceptTimeoutMs = 5000 }: PoolClientOptions) {
+  constructor({
+    dispatcher,
+    h2cDispatcher,
+    http1PerNode = 8,
+    token,
+    operationTimeoutMs = 10_000,
+    acceptTimeoutMs = 5000,
+  }: PoolClientOptions) {
     this.#dispatcher = dispatcher;
     this.#h2cDispatcher = h2cDispatcher;
     this.#authorization = token === undefined ? undefined : `Bearer ${token}`;
@@ -162,8 +174,21 @@ export class PoolClient {
    * answer; with the caller's abort reason when the caller aborted `controller`.
    * `correlationId` goes out as `X-Correlation-Id`, so the node's lines about the dispatch carry it.
    */
-  async dispatch(node: DispatchTarget, poolId: string, body: DispatchRequest, controller: AttemptAbort, correlationId?: string): Promise<Readable> {
-    return this.#stream(node, `/v2/pools/${encodeURIComponent(poolId)}/completions`, dispatchBody(body), controller, correlationId, rejection);
+  async dispatch(
+    node: DispatchTarget,
+    poolId: string,
+    body: DispatchRequest,
+    controller: AttemptAbort,
+    correlationId?: string,
+  ): Promise<Readable> {
+    return this.#stream(
+      node,
+      `/v2/pools/${encodeURIComponent(poolId)}/completions`,
+      dispatchBody(body),
+      controller,
+      correlationId,
+      rejection,
+    );
   }
 
   /**
@@ -175,10 +200,19 @@ export class PoolClient {
    * {@link dispatch}, but a 404 rejects with {@link DispatchGoneError}: the node holds no such
    * dispatch (unknown, already delivered, cancelled, or its window passed).
    */
-  async reattach(node: DispatchTarget, poolId: string, taskId: string, after: number, controller: AttemptAbort, correlationId?: string): Promise<Readable> {
+  async reattach(
+    node: DispatchTarget,
+    poolId: string,
+    taskId: string,
+    after: number,
+    controller: AttemptAbort,
+    correlationId?: string,
+  ): Promise<Readable> {
     const path = `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}?after=${after < 0 ? -1 : Math.floor(after)}`;
     return this.#stream(node, path, undefined, controller, correlationId, (status, envelope) =>
-      status === 404 ? new DispatchGoneError(poolId, taskId, envelope?.message ?? `node holds no dispatch of task ${taskId}`) : rejection(status, envelope),
+      status === 404
+        ? new DispatchGoneError(poolId, taskId, envelope?.message ?? `node holds no dispatch of task ${taskId}`)
+        : rejection(status, envelope),
     );
   }
 
@@ -192,7 +226,12 @@ export class PoolClient {
    * bounds the generation anyway.
    */
   async cancelDispatch(node: DispatchTarget, poolId: string, taskId: string, correlationId?: string): Promise<boolean> {
-    const res = await this.#bounded(node.url, `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}`, 'DELETE', this.#headers(correlationId, false));
+    const res = await this.#bounded(
+      node.url,
+      `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}`,
+      'DELETE',
+      this.#headers(correlationId, false),
+    );
     if (res.statusCode === 204 || res.statusCode === 404) {
       await res.body.dump();
       return res.statusCode === 204;
@@ -255,7 +294,13 @@ export class PoolClient {
   }
 
   /** A short request to a node over HTTP/1.1, bounded by the operation timeout; an unreachable node is an {@link UpstreamConnectError}. */
-  async #bounded(address: string, path: string, method: 'POST' | 'DELETE', headers: Record<string, string>, body?: string): Promise<Dispatcher.ResponseData> {
+  async #bounded(
+    address: string,
+    path: string,
+    method: 'POST' | 'DELETE',
+    headers: Record<string, string>,
+    body?: string,
+  ): Promise<Dispatcher.ResponseData> {
     const target = join(address, path);
     const timeout = this.#operationTimeoutMs;
     try {
@@ -276,13 +321,21 @@ export class PoolClient {
 
   /** Forwards drain/reload to the owning node; relays its status and JSON body. */
   async operation(address: string, poolId: string, op: 'drain' | 'reload', body: unknown): Promise<PoolOperationReply> {
-    const res = await this.#bounded(address, `/v2/pools/${encodeURIComponent(poolId)}/${op}`, 'POST', this.#headers(), JSON.stringify(body));
+    const res = await this.#bounded(
+      address,
+      `/v2/pools/${encodeURIComponent(poolId)}/${op}`,
+      'POST',
+      this.#headers(),
+      JSON.stringify(body),
+    );
     const text = await res.body.text();
     let json: unknown;
     try {
       json = text === '' ? undefined : JSON.parse(text);
     } catch (err) {
-      throw new UpstreamStreamError(`node answered ${op} with a non-JSON body (status ${res.statusCode})`, { cause: err });
+      throw new UpstreamStreamError(`node answered ${op} with a non-JSON body (status ${res.statusCode})`, {
+        cause: err,
+      });
     }
     return { status: res.statusCode, body: json };
   }
@@ -309,7 +362,11 @@ async function envelopeOf(body: Readable): Promise<ErrorEnvelope | undefined> {
  */
 function abortUnaccepted(controller: AttemptAbort, address: string, timeoutMs: number): void {
   if (controller.aborted) return;
-  controller.abort(new UpstreamConnectError(`node ${address} did not accept the dispatch within ${timeoutMs} ms (frozen or overloaded)`));
+  controller.abort(
+    new UpstreamConnectError(
+      `node ${address} did not accept the dispatch within ${timeoutMs} ms (frozen or overloaded)`,
+    ),
+  );
 }
 
 /**

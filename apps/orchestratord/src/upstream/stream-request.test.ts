@@ -14,7 +14,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function http1(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ origin: string; dispatcher: Dispatcher }> {
+async function http1(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ origin: string; dispatcher: Dispatcher }> {
   const server: Server = createHttpServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanups.push(() => new Promise((resolve) => server.close(resolve)));
@@ -52,7 +54,11 @@ describe('streamRequest', () => {
         res.write(TOKEN);
       }));
     }
-    const res = await streamRequest(dispatcher, { origin, path: '/', method: 'POST', body: '{}', idempotent: true }, new AttemptAbort());
+    const res = await streamRequest(
+      dispatcher,
+      { origin, path: '/', method: 'POST', body: '{}', idempotent: true },
+      new AttemptAbort(),
+    );
     let seen = 0;
     await readDispatchEvents(res.body, () => {
       seen += 1;
@@ -95,7 +101,14 @@ describe('streamRequest', () => {
   });
 
   it('a body that fails in the turn its response was resolved still reaches the reader that awaited it', async () => {
-    const request: Dispatcher.DispatchController = { aborted: false, paused: false, reason: null, abort: () => undefined, pause: () => undefined, resume: () => undefined };
+    const request: Dispatcher.DispatchController = {
+      aborted: false,
+      paused: false,
+      reason: null,
+      abort: () => undefined,
+      pause: () => undefined,
+      resume: () => undefined,
+    };
     const body = new ResponseBody(request);
     // As undici calls a handler: one I/O callback that resolves the response and then fails it
     // (Node runs the callback's nextTicks, then the awaiting reader's continuation).
@@ -112,6 +125,8 @@ describe('streamRequest', () => {
     const { origin, dispatcher } = await http1(() => undefined);
     const port = new URL(origin).port;
     await cleanups.splice(0, 1)[0]?.(); // the server closes: nothing listens on its port
-    await expect(streamRequest(dispatcher, { origin: `http://127.0.0.1:${port}`, path: '/', method: 'GET' }, new AttemptAbort())).rejects.toThrow(/ECONNREFUSED/);
+    await expect(
+      streamRequest(dispatcher, { origin: `http://127.0.0.1:${port}`, path: '/', method: 'GET' }, new AttemptAbort()),
+    ).rejects.toThrow(/ECONNREFUSED/);
   });
 });

@@ -110,7 +110,11 @@ class StreamHandler implements Dispatcher.DispatchHandler {
  * headers rejects with its reason, one after them fails the body with it. An attempt aborted
  * already sends nothing.
  */
-export function streamRequest(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, abort: AttemptAbort): Promise<StreamResponse> {
+export function streamRequest(
+  dispatcher: Dispatcher,
+  options: Dispatcher.DispatchOptions,
+  abort: AttemptAbort,
+): Promise<StreamResponse> {
   return new Promise<StreamResponse>((resolve, reject) => {
     const reason = abort.reason;
     if (reason !== undefined) reject(reason);

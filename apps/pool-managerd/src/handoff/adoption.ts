@@ -22,7 +22,11 @@ export interface ProbeOptions {
  * answers, never the file's — and what it serves (its flags, `/infill`). Throws {@link HandoffError} when the engine does not become healthy,
  * so the file is rejected with that reason.
  */
-export async function probeExternalEngine(client: LlamaServerClient, handoff: HandoffFile, opts: ProbeOptions): Promise<ProbedEngine> {
+export async function probeExternalEngine(
+  client: LlamaServerClient,
+  handoff: HandoffFile,
+  opts: ProbeOptions,
+): Promise<ProbedEngine> {
   const deadline = Date.now() + opts.timeoutMs;
   let last: EngineHealth | string = 'down';
   for (;;) {
@@ -34,7 +38,9 @@ export async function probeExternalEngine(client: LlamaServerClient, handoff: Ha
     if (last === 'ready' || last === 'loading' || last === 'down') opts.onHealth?.(last);
     if (last === 'ready') break;
     if (opts.signal?.aborted === true || Date.now() >= deadline) {
-      throw new HandoffError(`engine at ${handoff.url} is not healthy (${last}) after ${opts.timeoutMs} ms`, { url: handoff.url });
+      throw new HandoffError(`engine at ${handoff.url} is not healthy (${last}) after ${opts.timeoutMs} ms`, {
+        url: handoff.url,
+      });
     }
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 100).unref());
   }
@@ -42,6 +48,10 @@ export async function probeExternalEngine(client: LlamaServerClient, handoff: Ha
     const props = await client.props(opts.signal);
     return { ...props, capabilities: await engineCapabilities(client, handoff.flags, opts.signal) };
   } catch (err) {
-    throw new HandoffError(`engine at ${handoff.url} answered /health but not /props: ${(err as Error).message}`, { url: handoff.url }, { cause: err });
+    throw new HandoffError(
+      `engine at ${handoff.url} answered /health but not /props: ${(err as Error).message}`,
+      { url: handoff.url },
+      { cause: err },
+    );
   }
 }

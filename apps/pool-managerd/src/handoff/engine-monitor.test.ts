@@ -12,7 +12,9 @@ describe('EngineMonitor', () => {
       health: (signal?: AbortSignal) => {
         probes += 1;
         probeSignal = signal;
-        return new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
+        return new Promise((_, reject) =>
+          signal?.addEventListener('abort', () => reject(signal.reason), { once: true }),
+        );
       },
     } as unknown as LlamaServerClient;
     const calls: string[] = [];

@@ -94,7 +94,10 @@ describe('HandoffWatcher', () => {
     writeFileSync(join(dir, 'junk.json'), JSON.stringify(handoff({ pool_id: 'junk', replica_id: 'r0' })));
     await new Promise((r) => setTimeout(r, 300));
     // Still misnamed for its content (junk-r0.json expected).
-    expect(rejected.filter((r) => r.path.endsWith('junk.json')).map((r) => r.reason)).toEqual(['not_json', 'file_name']);
+    expect(rejected.filter((r) => r.path.endsWith('junk.json')).map((r) => r.reason)).toEqual([
+      'not_json',
+      'file_name',
+    ]);
     expect(seen).toEqual([]);
   });
 

@@ -41,7 +41,8 @@ async function readBounded(path: string): Promise<string> {
   try {
     const st = await fh.stat();
     if (!st.isFile()) throw new Error('not a regular file');
-    if (st.size > MAX_HANDOFF_BYTES) throw new Error(`${st.size} bytes, more than the ${MAX_HANDOFF_BYTES} a handoff file may have`);
+    if (st.size > MAX_HANDOFF_BYTES)
+      throw new Error(`${st.size} bytes, more than the ${MAX_HANDOFF_BYTES} a handoff file may have`);
     const buf = Buffer.alloc(MAX_HANDOFF_BYTES + 1);
     let len = 0;
     for (;;) {
@@ -105,7 +106,10 @@ export class HandoffWatcher {
       depth: 0,
       ignoreInitial: false,
       ignored: (path, stats) => stats?.isFile() === true && !isHandoffName(path),
-      awaitWriteFinish: stability > 0 ? { stabilityThreshold: stability, pollInterval: Math.max(10, Math.floor(stability / 4)) } : false,
+      awaitWriteFinish:
+        stability > 0
+          ? { stabilityThreshold: stability, pollInterval: Math.max(10, Math.floor(stability / 4)) }
+          : false,
     });
     this.#watcher = w;
     w.on('add', (path) => this.#enqueue(path, () => this.#ingest(path)));

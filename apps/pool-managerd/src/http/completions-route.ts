@@ -16,38 +16,43 @@ const PoolParams = z.strictObject({ id: PoolIdSchema });
  * generating for that long (dispatches-route.ts). Every line about the dispatch carries the request's `correlation_id`.
  */
 export const completionsRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
-  app.post('/v2/pools/:id/completions', { schema: { params: PoolParams, body: DispatchRequestSchema } }, async (request, reply) => {
-    if (reattachable(request.body)) return streamHeld(manager, request, reply, request.params.id, request.body);
-    const clientGone = new AbortController();
-    const options = { signal: clientGone.signal, log: request.log };
-    // `stream: false`: one answer from the engine, one `result` line (pools/answer-dispatch.ts).
-    const answer = request.body.stream === false ? manager.openAnswer(request.params.id, request.body, options) : undefined;
-    const run = answer === undefined ? manager.openCompletion(request.params.id, request.body, options) : undefined;
-    reply.raw.on('close', () => {
-      // HTTP/1.1: closed before the response finished. HTTP/2 (the h2c listener): the stream was
-      // reset, which marks the request aborted even though the response counts as finished.
-      if (!reply.raw.writableFinished || (request.raw as { aborted?: boolean }).aborted === true) clientGone.abort();
-    });
-    // Written straight to the response (hijacked), the lines of one engine read in one write, with
-    // no stream or promise hop in between (performance notes: hijacked NDJSON writes, coalesced
-    // NDJSON writes).
-    const res = startNdjson(request, reply);
-    if (answer !== undefined) {
-      let sent = false;
-      await answer((line) => {
-        sent = true;
-        if (!res.destroyed) res.end(line);
+  app.post(
+    '/v2/pools/:id/completions',
+    { schema: { params: PoolParams, body: DispatchRequestSchema } },
+    async (request, reply) => {
+      if (reattachable(request.body)) return streamHeld(manager, request, reply, request.params.id, request.body);
+      const clientGone = new AbortController();
+      const options = { signal: clientGone.signal, log: request.log };
+      // `stream: false`: one answer from the engine, one `result` line (pools/answer-dispatch.ts).
+      const answer =
+        request.body.stream === false ? manager.openAnswer(request.params.id, request.body, options) : undefined;
+      const run = answer === undefined ? manager.openCompletion(request.params.id, request.body, options) : undefined;
+      reply.raw.on('close', () => {
+        // HTTP/1.1: closed before the response finished. HTTP/2 (the h2c listener): the stream was
+        // reset, which marks the request aborted even though the response counts as finished.
+        if (!reply.raw.writableFinished || (request.raw as { aborted?: boolean }).aborted === true) clientGone.abort();
       });
-      if (!sent && !res.destroyed) res.end();
-      return;
-    }
-    const writer = new NdjsonEventWriter(res);
-    try {
-      await (run as NonNullable<typeof run>)(writer.event);
-    } finally {
-      writer.end();
-    }
-  });
+      // Written straight to the response (hijacked), the lines of one engine read in one write, with
+      // no stream or promise hop in between (performance notes: hijacked NDJSON writes, coalesced
+      // NDJSON writes).
+      const res = startNdjson(request, reply);
+      if (answer !== undefined) {
+        let sent = false;
+        await answer((line) => {
+          sent = true;
+          if (!res.destroyed) res.end(line);
+        });
+        if (!sent && !res.destroyed) res.end();
+        return;
+      }
+      const writer = new NdjsonEventWriter(res);
+      try {
+        await (run as NonNullable<typeof run>)(writer.event);
+      } finally {
+        writer.end();
+      }
+    },
+  );
 };
 
 /** A streamed completion or chat with a re-attach window (engine calls and `stream: false` ignore `reattach_ms`). */
@@ -59,8 +64,16 @@ function reattachable(body: DispatchRequest): boolean {
  * A re-attachable dispatch: it runs on the held dispatch's own switch rather than this connection,
  * whose close only detaches it (pools/held-dispatch.ts).
  */
-async function streamHeld(manager: PoolManager, request: FastifyRequest, reply: FastifyReply, id: string, body: DispatchRequest): Promise<void> {
-  const { held, run } = manager.held.hold(id, body.task_id, body.reattach_ms as number, request.log, (signal) => manager.openCompletion(id, body, { signal, log: request.log }));
+async function streamHeld(
+  manager: PoolManager,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  id: string,
+  body: DispatchRequest,
+): Promise<void> {
+  const { held, run } = manager.held.hold(id, body.task_id, body.reattach_ms as number, request.log, (signal) =>
+    manager.openCompletion(id, body, { signal, log: request.log }),
+  );
   const res = startNdjson(request, reply);
   held.attachFirst(heldSink(request, res, held));
   try {

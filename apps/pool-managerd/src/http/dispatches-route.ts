@@ -24,8 +24,12 @@ export const dispatchesRoute: FastifyPluginAsyncZod<{ manager: PoolManager }> = 
     },
   );
 
-  app.delete('/v2/pools/:id/dispatches/:task_id', { schema: { params: DispatchPathSchema } }, async (request, reply) => {
-    manager.held.cancel(request.params.id, request.params.task_id);
-    return reply.code(204).send();
-  });
+  app.delete(
+    '/v2/pools/:id/dispatches/:task_id',
+    { schema: { params: DispatchPathSchema } },
+    async (request, reply) => {
+      manager.held.cancel(request.params.id, request.params.task_id);
+      return reply.code(204).send();
+    },
+  );
 };

@@ -37,6 +37,8 @@ export function heldSink(request: FastifyRequest, res: ServerResponse, held: Hel
       if (writer.backedUp) res.destroy();
     },
   };
-  res.on('close', () => held.closed(sink, res.writableFinished && (request.raw as { aborted?: boolean }).aborted !== true));
+  res.on('close', () =>
+    held.closed(sink, res.writableFinished && (request.raw as { aborted?: boolean }).aborted !== true),
+  );
   return sink;
 }

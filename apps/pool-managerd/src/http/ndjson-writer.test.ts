@@ -76,7 +76,9 @@ describe('NdjsonEventWriter.line (a re-attachable dispatch replays lines it hold
     w.event({ type: 'token', t: 'b', i: 1 });
     w.line('{"type":"token","t":"c","i":2}\n');
     await tick();
-    expect(res.writes).toEqual(['{"type":"token","t":"a","i":0}\n{"type":"token","t":"b","i":1}\n{"type":"token","t":"c","i":2}\n']);
+    expect(res.writes).toEqual([
+      '{"type":"token","t":"a","i":0}\n{"type":"token","t":"b","i":1}\n{"type":"token","t":"c","i":2}\n',
+    ]);
     expect(w.backedUp).toBe(false);
     res.full = true;
     w.line('{"type":"token","t":"d","i":3}\n');

@@ -23,7 +23,10 @@ beforeAll(async () => {
   const logger = pino({ level: 'silent' });
   manager = new PoolManager({
     nodeId: 'n1',
-    pools: [PoolConfigSchema.parse({ id: 'p0', model: 'synthetic:llama' }), PoolConfigSchema.parse({ id: 'p1', model: 'synthetic:llama' })],
+    pools: [
+      PoolConfigSchema.parse({ id: 'p0', model: 'synthetic:llama' }),
+      PoolConfigSchema.parse({ id: 'p1', model: 'synthetic:llama' }),
+    ],
     runtime: runtimeDir(join(dir, 'run')),
     logger,
     engines: new EngineProvisioner({ cacheDir: join(dir, 'cache'), logger, env: {} }),
@@ -59,7 +62,11 @@ describe('pool-managerd probes', () => {
     const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/readyz`;
     const get = async () => {
       const res = await request(url);
-      return { status: res.statusCode, body: ManagerReadinessSchema.parse(await res.body.json()), retryAfter: res.headers['retry-after'] };
+      return {
+        status: res.statusCode,
+        body: ManagerReadinessSchema.parse(await res.body.json()),
+        retryAfter: res.headers['retry-after'],
+      };
     };
 
     let r = await get();
@@ -69,7 +76,10 @@ describe('pool-managerd probes', () => {
       status: 'not_ready',
       node_id: 'n1',
       reason: 'pools still in their first provisioning: p0, p1',
-      pools: { p0: { state: 'provisioning', first_provisioning: true }, p1: { state: 'provisioning', first_provisioning: true } },
+      pools: {
+        p0: { state: 'provisioning', first_provisioning: true },
+        p1: { state: 'provisioning', first_provisioning: true },
+      },
       failed: [],
     });
 
@@ -82,7 +92,10 @@ describe('pool-managerd probes', () => {
     expect(r.body).toEqual({
       status: 'ready',
       node_id: 'n1',
-      pools: { p0: { state: 'ready', first_provisioning: false }, p1: { state: 'failed', first_provisioning: false, last_error: 'model fetch failed: 404' } },
+      pools: {
+        p0: { state: 'ready', first_provisioning: false },
+        p1: { state: 'failed', first_provisioning: false, last_error: 'model fetch failed: 404' },
+      },
       failed: ['p1'],
     });
 
@@ -101,7 +114,16 @@ describe('pool-managerd /openapi.json', () => {
     expect(res.headers['content-type']).toMatch(/application\/json/);
     const doc = res.json<{ openapi: string; paths: Record<string, unknown> }>();
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/health', '/healthz', '/readyz', '/v2/pools', '/v2/pools/{id}/completions', '/openapi.json']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        '/health',
+        '/healthz',
+        '/readyz',
+        '/v2/pools',
+        '/v2/pools/{id}/completions',
+        '/openapi.json',
+      ]),
+    );
     expect((await app.inject({ method: 'GET', url: '/openapi.json' })).body).toBe(res.body);
   });
 });

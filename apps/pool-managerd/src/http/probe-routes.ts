@@ -16,7 +16,11 @@ export function managerReadiness(manager: PoolManager, listening: boolean): Mana
   const bringingUp: string[] = [];
   for (const s of manager.pools.statuses()) {
     const first = manager.pools.lifecycle(s.pool_id).firstProvisioning;
-    pools[s.pool_id] = { state: s.state, first_provisioning: first, ...(s.last_error !== undefined && s.state === 'failed' ? { last_error: s.last_error } : {}) };
+    pools[s.pool_id] = {
+      state: s.state,
+      first_provisioning: first,
+      ...(s.last_error !== undefined && s.state === 'failed' ? { last_error: s.last_error } : {}),
+    };
     if (s.state === 'failed') failed.push(s.pool_id);
     if (first) bringingUp.push(s.pool_id);
   }
@@ -24,7 +28,13 @@ export function managerReadiness(manager: PoolManager, listening: boolean): Mana
   if (manager.state === 'closing' || manager.state === 'closed') reason = 'shutting down';
   else if (!listening) reason = 'not listening';
   else if (bringingUp.length > 0) reason = `pools still in their first provisioning: ${bringingUp.join(', ')}`;
-  return { status: reason === undefined ? 'ready' : 'not_ready', node_id: manager.nodeId, ...(reason !== undefined ? { reason } : {}), pools, failed };
+  return {
+    status: reason === undefined ? 'ready' : 'not_ready',
+    node_id: manager.nodeId,
+    ...(reason !== undefined ? { reason } : {}),
+    pools,
+    failed,
+  };
 }
 
 /** `GET /healthz` (the process serves) and `GET /readyz` (see {@link managerReadiness}); both from memory. */
@@ -32,9 +42,13 @@ export const probeRoutes: FastifyPluginAsyncZod<{ manager: PoolManager }> = asyn
   app.get('/healthz', { schema: { response: { 200: LivenessSchema } } }, (_request, reply) => {
     void reply.header('cache-control', 'no-store').send({ status: 'ok' as const });
   });
-  app.get('/readyz', { schema: { response: { 200: ManagerReadinessSchema, 503: ManagerReadinessSchema } } }, (_request, reply) => {
-    const r = managerReadiness(manager, app.server.listening);
-    if (r.status !== 'ready') void reply.code(503).header('retry-after', '1');
-    void reply.header('cache-control', 'no-store').send(r);
-  });
+  app.get(
+    '/readyz',
+    { schema: { response: { 200: ManagerReadinessSchema, 503: ManagerReadinessSchema } } },
+    (_request, reply) => {
+      const r = managerReadiness(manager, app.server.listening);
+      if (r.status !== 'ready') void reply.code(503).header('retry-after', '1');
+      void reply.header('cache-control', 'no-store').send(r);
+    },
+  );
 };

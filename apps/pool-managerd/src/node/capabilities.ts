@@ -19,11 +19,21 @@ export function parseNvidiaSmi(output: string): GpuInfo[] {
   for (const line of output.split('\n')) {
     const cols = line.split(',').map((c) => c.trim());
     if (cols.length < 4) continue;
-    const [index, name, memory, cc] = [cols[0] ?? '', cols.slice(1, -2).join(','), cols[cols.length - 2] ?? '', cols[cols.length - 1] ?? ''];
+    const [index, name, memory, cc] = [
+      cols[0] ?? '',
+      cols.slice(1, -2).join(','),
+      cols[cols.length - 2] ?? '',
+      cols[cols.length - 1] ?? '',
+    ];
     const m = /^(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB)$/.exec(memory);
     const id = Number.parseInt(index, 10);
     if (!Number.isInteger(id) || m?.[1] === undefined || m[2] === undefined) continue;
-    gpus.push({ device_id: id, name, vram_total_bytes: Math.round(Number(m[1]) * (MEMORY_UNITS[m[2]] ?? 1)), compute_capability: cc });
+    gpus.push({
+      device_id: id,
+      name,
+      vram_total_bytes: Math.round(Number(m[1]) * (MEMORY_UNITS[m[2]] ?? 1)),
+      compute_capability: cc,
+    });
   }
   return gpus;
 }
@@ -31,10 +41,16 @@ export function parseNvidiaSmi(output: string): GpuInfo[] {
 /** GPUs via nvidia-smi when it is installed and works; [] otherwise (CPU-only nodes). */
 export async function detectGpus(logger: Logger, nvidiaSmi = 'nvidia-smi'): Promise<GpuInfo[]> {
   try {
-    const r = await execa(nvidiaSmi, ['--query-gpu=index,name,memory.total,compute_cap', '--format=csv,noheader'], { timeout: 10_000, reject: false });
+    const r = await execa(nvidiaSmi, ['--query-gpu=index,name,memory.total,compute_cap', '--format=csv,noheader'], {
+      timeout: 10_000,
+      reject: false,
+    });
     if (r.exitCode !== 0) {
       if (r.failed && (r as { code?: string }).code !== 'ENOENT')
-        logger.warn({ exit_code: r.exitCode, stderr: String(r.stderr).slice(0, 300) }, 'nvidia-smi failed; reporting no GPUs');
+        logger.warn(
+          { exit_code: r.exitCode, stderr: String(r.stderr).slice(0, 300) },
+          'nvidia-smi failed; reporting no GPUs',
+        );
       return [];
     }
     return parseNvidiaSmi(String(r.stdout));

@@ -85,7 +85,10 @@ export class GpuMemoryMonitor {
     if (free.size === 0 && !this.#failureLogged) {
       // Once: a GPU host whose nvidia-smi stopped answering would otherwise log every interval.
       this.#failureLogged = true;
-      this.#log.warn({ exit_code: r.exitCode, stderr: String(r.stderr ?? '').slice(0, 300) }, 'nvidia-smi gave no free-memory readings; heartbeats leave vram_free_bytes out');
+      this.#log.warn(
+        { exit_code: r.exitCode, stderr: String(r.stderr ?? '').slice(0, 300) },
+        'nvidia-smi gave no free-memory readings; heartbeats leave vram_free_bytes out',
+      );
     } else if (free.size > 0) {
       this.#failureLogged = false;
     }
@@ -131,7 +134,11 @@ export class GpuMemoryMonitor {
  * Adds `vram_free_bytes` to the snapshots of pools that may use a GPU (`gpu` not `off`): the free
  * memory of their `device_mask` devices, or of every GPU when they have none.
  */
-export function withVramFree(snapshots: PoolSnapshot[], pools: readonly Pick<PoolConfig, 'id' | 'gpu' | 'device_mask'>[], monitor: GpuMemoryMonitor): PoolSnapshot[] {
+export function withVramFree(
+  snapshots: PoolSnapshot[],
+  pools: readonly Pick<PoolConfig, 'id' | 'gpu' | 'device_mask'>[],
+  monitor: GpuMemoryMonitor,
+): PoolSnapshot[] {
   for (const s of snapshots) {
     const pool = pools.find((p) => p.id === s.pool_id);
     if (pool === undefined || pool.gpu === 'off') continue;

@@ -44,22 +44,50 @@ describe('NodeClient', () => {
     await orch.listen();
     cleanups.push(() => orch.close());
     const registry = new PoolTable();
-    registry.register('p0', { managed: true, models: ['synthetic:llama'], deterministic: false, ctx: 512, slotsTotal: 2 });
+    registry.register('p0', {
+      managed: true,
+      models: ['synthetic:llama'],
+      deterministic: false,
+      ctx: 512,
+      slotsTotal: 2,
+    });
     const c = client(orch.url, registry);
     c.start();
     await until(() => orch.heartbeats.length >= 2);
-    expect(orch.registrations[0]).toMatchObject({ node_id: 'node-a', address: 'http://127.0.0.1:9999', version: '0.1.0' });
-    expect(orch.registrations[0]?.pools[0]).toMatchObject({ pool_id: 'p0', state: 'provisioning', ready: false, slots_free: 0 });
+    expect(orch.registrations[0]).toMatchObject({
+      node_id: 'node-a',
+      address: 'http://127.0.0.1:9999',
+      version: '0.1.0',
+    });
+    expect(orch.registrations[0]?.pools[0]).toMatchObject({
+      pool_id: 'p0',
+      state: 'provisioning',
+      ready: false,
+      slots_free: 0,
+    });
     expect(orch.heartbeats.every((h) => h.body.pools[0]?.ready === false)).toBe(true);
 
     // The registry changes; a nudge carries it without waiting for the period.
     registry.transition('p0', 'starting');
-    registry.bindEngine('p0', { url: 'http://127.0.0.1:1', replica_id: 'r0', engine_version: 'b1-x', slots_total: 2, ctx: 512, mode: 'managed' });
+    registry.bindEngine('p0', {
+      url: 'http://127.0.0.1:1',
+      replica_id: 'r0',
+      engine_version: 'b1-x',
+      slots_total: 2,
+      ctx: 512,
+      mode: 'managed',
+    });
     registry.transition('p0', 'ready');
     c.nudge();
     await until(() => orch.heartbeats.some((h) => h.body.pools[0]?.ready === true));
     const ready = orch.heartbeats.find((h) => h.body.pools[0]?.ready === true);
-    expect(ready?.body.pools[0]).toMatchObject({ state: 'ready', slots_total: 2, slots_free: 2, engine_version: 'b1-x', models: ['synthetic:llama'] });
+    expect(ready?.body.pools[0]).toMatchObject({
+      state: 'ready',
+      slots_total: 2,
+      slots_free: 2,
+      engine_version: 'b1-x',
+      models: ['synthetic:llama'],
+    });
 
     orch.forget();
     await until(() => orch.registrations.length === 2 && c.registrations === 2);

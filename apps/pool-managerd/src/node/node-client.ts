@@ -1,6 +1,13 @@
 import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
-import { HeartbeatRequestSchema, NodeAckSchema, NodeRegisterRequestSchema, type NodeAck, type NodeRegisterRequest, type PoolSnapshot } from '@llama-orch/contracts';
+import {
+  HeartbeatRequestSchema,
+  NodeAckSchema,
+  NodeRegisterRequestSchema,
+  type NodeAck,
+  type NodeRegisterRequest,
+  type PoolSnapshot,
+} from '@llama-orch/contracts';
 import { NodeRegistrationError } from '../errors.js';
 import { BackoffPolicy } from '../supervision/backoff.js';
 import type { NodeCapabilities } from './capabilities.js';
@@ -163,12 +170,18 @@ export class NodeClient {
           this.#registrations += 1;
           this.#backoff.reset();
           this.#state = 'online';
-          log.info({ orchestrator: this.#orchestratorUrl, human: `node ${this.#nodeId} registered with orchestratord` }, 'node registered');
+          log.info(
+            { orchestrator: this.#orchestratorUrl, human: `node ${this.#nodeId} registered with orchestratord` },
+            'node registered',
+          );
           await this.#sleep(this.#nextDelay(ack));
         } catch (err) {
           if (signal.aborted) break;
           const delay = this.#backoff.next();
-          log.warn({ err: err instanceof Error ? { message: err.message } : err, retry_in_ms: delay }, 'registration failed; retrying');
+          log.warn(
+            { err: err instanceof Error ? { message: err.message } : err, retry_in_ms: delay },
+            'registration failed; retrying',
+          );
           await this.#sleep(delay, false);
         }
         continue;
@@ -188,7 +201,11 @@ export class NodeClient {
         }
         failures += 1;
         log.warn({ err: err instanceof Error ? { message: err.message } : err, failures }, 'heartbeat failed');
-        await this.#sleep(failures <= HEARTBEAT_QUICK_RETRIES ? Math.min(HEARTBEAT_RETRY_MS, this.#heartbeatIntervalMs) : this.#heartbeatIntervalMs - (performance.now() - sentAt));
+        await this.#sleep(
+          failures <= HEARTBEAT_QUICK_RETRIES
+            ? Math.min(HEARTBEAT_RETRY_MS, this.#heartbeatIntervalMs)
+            : this.#heartbeatIntervalMs - (performance.now() - sentAt),
+        );
       }
     }
   }
@@ -240,8 +257,18 @@ export class NodeClient {
     try {
       return await this.#post('/v2/nodes/register', body);
     } catch (err) {
-      if (err instanceof HttpStatusError && err.status >= 400 && err.status < 500 && err.status !== 404 && err.status !== 429) {
-        throw new NodeRegistrationError(`orchestratord refused registration: ${err.message}`, { status: err.status }, { cause: err });
+      if (
+        err instanceof HttpStatusError &&
+        err.status >= 400 &&
+        err.status < 500 &&
+        err.status !== 404 &&
+        err.status !== 429
+      ) {
+        throw new NodeRegistrationError(
+          `orchestratord refused registration: ${err.message}`,
+          { status: err.status },
+          { cause: err },
+        );
       }
       throw err;
     }
@@ -249,7 +276,10 @@ export class NodeClient {
 
   async #heartbeat(): Promise<NodeAck> {
     const body = HeartbeatRequestSchema.parse({ timestamp: new Date().toISOString(), pools: this.#snapshots() });
-    const timeoutMs = Math.min(this.#requestTimeoutMs, Math.max(HEARTBEAT_TIMEOUT_FLOOR_MS, this.#heartbeatIntervalMs / 2));
+    const timeoutMs = Math.min(
+      this.#requestTimeoutMs,
+      Math.max(HEARTBEAT_TIMEOUT_FLOOR_MS, this.#heartbeatIntervalMs / 2),
+    );
     return this.#post(`/v2/nodes/${encodeURIComponent(this.#nodeId)}/heartbeat`, body, timeoutMs);
   }
 
@@ -262,7 +292,8 @@ export class NodeClient {
       signal: AbortSignal.any([this.#stop.signal, AbortSignal.timeout(timeoutMs)]),
     });
     const text = await res.body.text();
-    if (res.statusCode < 200 || res.statusCode >= 300) throw new HttpStatusError(res.statusCode, `${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
+    if (res.statusCode < 200 || res.statusCode >= 300)
+      throw new HttpStatusError(res.statusCode, `${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
     return NodeAckSchema.parse(JSON.parse(text));
   }
 

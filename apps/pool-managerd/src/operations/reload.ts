@@ -42,7 +42,12 @@ export function reload(pool: ReloadablePool, req: ReloadRequest): Promise<void> 
   })();
 }
 
-async function swap(pool: ReloadablePool, { ref, sha256, deadlineMs }: ReloadRequest, wasServing: boolean, old: ServedModel): Promise<void> {
+async function swap(
+  pool: ReloadablePool,
+  { ref, sha256, deadlineMs }: ReloadRequest,
+  wasServing: boolean,
+  old: ServedModel,
+): Promise<void> {
   const { lifecycle, log } = pool;
   log.info({ from: old.ref, to: ref, human: `reloading pool ${pool.poolId}: ${old.ref} → ${ref}` }, 'reload started');
   const provisioned = pool.provision(ref, sha256, !wasServing).then(
@@ -77,7 +82,12 @@ async function swap(pool: ReloadablePool, { ref, sha256, deadlineMs }: ReloadReq
 }
 
 /** Rollback: the new engine failed; the previous model starts again (or the pool fails without one). */
-async function rollBack(pool: ReloadablePool, message: string, err: unknown, previous: ResolvedModel | undefined): Promise<void> {
+async function rollBack(
+  pool: ReloadablePool,
+  message: string,
+  err: unknown,
+  previous: ResolvedModel | undefined,
+): Promise<void> {
   const { lifecycle, log } = pool;
   log.error({ err }, 'new engine failed; rolling back');
   pool.recordError(message);

@@ -9,7 +9,16 @@ import type { HandoffFile } from '@llama-orch/contracts';
 import { findFreePort } from '@llama-orch/engine-provisioner';
 import { writeHandoffFile } from '../handoff/handoff-file.js';
 import { startExternalEngine, type ExternalEngine } from '../testing/external-engine.js';
-import { collect, dispatch, poolStatus, startHarness, textOf, until, waitReady, type Harness } from '../testing/harness.js';
+import {
+  collect,
+  dispatch,
+  poolStatus,
+  startHarness,
+  textOf,
+  until,
+  waitReady,
+  type Harness,
+} from '../testing/harness.js';
 import { canTransition } from './pool-state.js';
 
 let h: Harness;
@@ -26,7 +35,11 @@ afterAll(async () => {
   for (const e of engines) await e.stop();
 });
 
-function external(e: Pick<ExternalEngine, 'url' | 'pid' | 'modelPath' | 'args'>, poolId: string, over: Partial<HandoffFile> = {}): HandoffFile {
+function external(
+  e: Pick<ExternalEngine, 'url' | 'pid' | 'modelPath' | 'args'>,
+  poolId: string,
+  over: Partial<HandoffFile> = {},
+): HandoffFile {
   return {
     pool_id: poolId,
     replica_id: 'r0',
@@ -54,7 +67,11 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
     const notJson = await until(() => logged(/^handoff file rejected: not JSON/), 'rejection logged', 10_000);
     expect(notJson).toMatchObject({ level: 40, reason: 'not_json' });
     expect(String(notJson.path)).toMatch(/junk\.json$/);
-    const schema = await until(() => logged(/^handoff file rejected: not a HandoffFile/), 'schema rejection logged', 10_000);
+    const schema = await until(
+      () => logged(/^handoff file rejected: not a HandoffFile/),
+      'schema rejection logged',
+      10_000,
+    );
     expect(String(schema.msg)).toMatch(/engine/);
     const health = await request(`${h.url}/health`, { headers: { authorization: `Bearer ${h.token}` } });
     expect(health.statusCode).toBe(200);
@@ -69,9 +86,18 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
     engines.push(e);
     const path = await writeHandoffFile(h.runtime.engines, external(e, 'ext0'));
     const s = await waitReady(h, 'ext0', 20_000);
-    expect(s).toMatchObject({ state: 'ready', live: true, slots_total: 1, slots_free: 1, engine_url: e.url, models: ['synthetic:llama'] });
+    expect(s).toMatchObject({
+      state: 'ready',
+      live: true,
+      slots_total: 1,
+      slots_free: 1,
+      engine_url: e.url,
+      models: ['synthetic:llama'],
+    });
     expect(s.engine_version).toMatch(/^b\d+-[0-9a-f]+$/); // from the engine's /props, not the file
-    const ev = await collect((await dispatch(h, 'ext0', { prompt: 'hello', max_tokens: 8, seed: 1, greedy: true })).events);
+    const ev = await collect(
+      (await dispatch(h, 'ext0', { prompt: 'hello', max_tokens: 8, seed: 1, greedy: true })).events,
+    );
     expect(ev.at(-1)).toMatchObject({ type: 'end', tokens_out: 8, pool_id: 'ext0' });
     expect(textOf(ev).length).toBeGreaterThan(0);
     unlinkSync(path);
@@ -121,13 +147,21 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
       provisioning_mode: 'external',
       written_at: new Date().toISOString(),
     });
-    const unreachable = await until(() => logged(/^handoff file rejected: engine at .* is not healthy/), 'unreachable rejection', 15_000);
+    const unreachable = await until(
+      () => logged(/^handoff file rejected: engine at .* is not healthy/),
+      'unreachable rejection',
+      15_000,
+    );
     expect(unreachable).toMatchObject({ reason: 'rejected' });
     const e = await startExternalEngine();
     engines.push(e);
     // `own` is configured and running: an operator's file for it must not hijack it.
     await writeHandoffFile(h.runtime.engines, { ...external(e, 'own'), replica_id: 'r1' });
-    const conflict = await until(() => logged(/^handoff file rejected: pool own is managed here and has its own engine/), 'conflict rejection', 15_000);
+    const conflict = await until(
+      () => logged(/^handoff file rejected: pool own is managed here and has its own engine/),
+      'conflict rejection',
+      15_000,
+    );
     expect(conflict).toBeDefined();
     expect((await poolStatus(h, 'own')).engine_url).not.toBe(e.url);
     expect(h.manager.pools.has('ghost')).toBe(false);
@@ -156,8 +190,15 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
     const seen: Record<string, unknown>[] = [];
     lines.on('line', (l) => seen.push(JSON.parse(l) as Record<string, unknown>));
     try {
-      const { url } = await until(() => seen.find((l) => typeof l.url === 'string') as { url: string } | undefined, 'fixture listening', 10_000);
-      await writeHandoffFile(h.runtime.engines, external({ url, pid: child.pid as number, modelPath: '/fixture', args: [] }, 'stall'));
+      const { url } = await until(
+        () => seen.find((l) => typeof l.url === 'string') as { url: string } | undefined,
+        'fixture listening',
+        10_000,
+      );
+      await writeHandoffFile(
+        h.runtime.engines,
+        external({ url, pid: child.pid as number, modelPath: '/fixture', args: [] }, 'stall'),
+      );
       await waitReady(h, 'stall', 20_000);
       // undici resolves at the response headers: with no byte from the engine, only an early flush gets here.
       const d = await dispatch(h, 'stall', { prompt: 'a very long prompt', max_tokens: 4 });
@@ -165,7 +206,11 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
       expect(d.headers['content-type']).toMatch(/application\/x-ndjson/);
       await until(() => seen.find((l) => l.completion === true), 'engine holds the completion', 10_000);
       d.destroy();
-      await until(async () => ((await poolStatus(h, 'stall')).slots_free === 1 ? true : undefined), 'slot back after the disconnect', 10_000);
+      await until(
+        async () => ((await poolStatus(h, 'stall')).slots_free === 1 ? true : undefined),
+        'slot back after the disconnect',
+        10_000,
+      );
     } finally {
       child.kill('SIGKILL');
     }
@@ -176,7 +221,14 @@ describe('handoff directory: garbage is rejected, external engines are adopted',
     expect(h.transitions.every((t) => canTransition(t.from, t.to))).toBe(true);
     const seen = new Set(h.transitions.map((t) => `${t.pool_id}:${t.from}>${t.to}`));
     // Adoption as a pool of its own and into a drained configured pool, engine death, file removal.
-    for (const step of ['ext0:stopped>ready', 'ext0:ready>stopped', 'ext1:ready>failed', 'own:ready>draining', 'own:draining>stopped', 'own:stopped>ready']) {
+    for (const step of [
+      'ext0:stopped>ready',
+      'ext0:ready>stopped',
+      'ext1:ready>failed',
+      'own:ready>draining',
+      'own:draining>stopped',
+      'own:stopped>ready',
+    ]) {
       expect(seen).toContain(step);
     }
   });

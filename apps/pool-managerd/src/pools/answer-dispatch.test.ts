@@ -2,7 +2,12 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DispatchEventSchema, DispatchResultEventSchema, HandoffFileSchema, type ChatMessage } from '@llama-orch/contracts';
+import {
+  DispatchEventSchema,
+  DispatchResultEventSchema,
+  HandoffFileSchema,
+  type ChatMessage,
+} from '@llama-orch/contracts';
 import { answerRequestOf, type AnswerInput } from '@llama-orch/llamacpp-adapter';
 import { poolStatus, startHarness, until, waitReady, type Harness } from '../testing/harness.js';
 
@@ -12,7 +17,10 @@ import { poolStatus, startHarness, until, waitReady, type Harness } from '../tes
 let h: Harness;
 
 beforeAll(async () => {
-  h = await startHarness({ pools: [{ id: 'ans', model: 'synthetic:llama?ctx=4096', ctx: 4096, slots: 1, threads: 1 }], supervision: { stopTimeoutMs: 3000 } });
+  h = await startHarness({
+    pools: [{ id: 'ans', model: 'synthetic:llama?ctx=4096', ctx: 4096, slots: 1, threads: 1 }],
+    supervision: { stopTimeoutMs: 3000 },
+  });
   await waitReady(h, 'ans');
 }, 45 * 60_000);
 
@@ -43,7 +51,12 @@ async function answerLine(body: Record<string, unknown>): Promise<string> {
 /** The same engine request the dispatch makes, sent straight to the engine. */
 async function direct(input: AnswerInput): Promise<Record<string, unknown>> {
   const { path, body } = answerRequestOf(input);
-  const res = await request(`${engineUrl()}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, reset: true });
+  const res = await request(`${engineUrl()}${path}`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+    reset: true,
+  });
   expect(res.statusCode).toBe(200);
   return (await res.body.json()) as Record<string, unknown>;
 }
@@ -69,7 +82,15 @@ describe('non-streamed dispatch to the real llama-server', () => {
     const req = { workload: 'chat' as const, messages: conversation, max_tokens: 24, seed: 42, greedy: true };
     const line = await answerLine(req);
     const ev = DispatchResultEventSchema.parse(JSON.parse(line));
-    expect(ev).toMatchObject({ type: 'result', tokens_out: 24, stop_type: 'limit', finish_reason: 'length', cached_tokens: 0, pool_id: 'ans', node_id: 'test-node' });
+    expect(ev).toMatchObject({
+      type: 'result',
+      tokens_out: 24,
+      stop_type: 'limit',
+      finish_reason: 'length',
+      cached_tokens: 0,
+      pool_id: 'ans',
+      node_id: 'test-node',
+    });
     expect(ev.prompt_tokens).toBeGreaterThan(10);
     expect(ev.engine_version).toMatch(/^b\d+-/);
     expect(ev.body.object).toBe('chat.completion');
@@ -77,13 +98,24 @@ describe('non-streamed dispatch to the real llama-server', () => {
     expect(comparable(ev.body)).toEqual(comparable(engine));
     expect((ev.body.usage as { completion_tokens: number }).completion_tokens).toBe(ev.tokens_out);
     expect(h.logs.some((l) => l.msg === 'dispatch started' && l.stream === false)).toBe(true);
-    expect(h.logs.some((l) => l.msg === 'dispatch ended' && l.stream === false && l.outcome === 'end' && l.tokens_out === 24)).toBe(true);
+    expect(
+      h.logs.some(
+        (l) => l.msg === 'dispatch ended' && l.stream === false && l.outcome === 'end' && l.tokens_out === 24,
+      ),
+    ).toBe(true);
     const metrics = await (await request(`${h.url}/metrics`)).body.text();
     expect(metrics).toMatch(/llorch_dispatch_tokens_out_total\{pool_id="ans"\} [1-9]/);
   });
 
   it("a completion answers with the engine's /v1/completions body, logprobs as the engine gave them", async () => {
-    const req = { workload: 'completion' as const, prompt: 'The tide came in', max_tokens: 6, seed: 7, greedy: true, sampling: { logprobs: true, top_logprobs: 2 } };
+    const req = {
+      workload: 'completion' as const,
+      prompt: 'The tide came in',
+      max_tokens: 6,
+      seed: 7,
+      greedy: true,
+      sampling: { logprobs: true, top_logprobs: 2 },
+    };
     const ev = DispatchResultEventSchema.parse(JSON.parse(await answerLine(req)));
     expect(ev.body.object).toBe('text_completion');
     const choice = (ev.body.choices as Array<{ text: string; logprobs: { content: unknown[] } }>)[0];
@@ -94,7 +126,11 @@ describe('non-streamed dispatch to the real llama-server', () => {
 
   it('an engine refusal (prompt over the context) is one error event, INVALID_PARAMS, not retriable', async () => {
     const line = await answerLine({ workload: 'completion', prompt: 'word '.repeat(5000), max_tokens: 4 });
-    expect(DispatchEventSchema.parse(JSON.parse(line))).toMatchObject({ type: 'error', code: 'INVALID_PARAMS', retriable: false });
+    expect(DispatchEventSchema.parse(JSON.parse(line))).toMatchObject({
+      type: 'error',
+      code: 'INVALID_PARAMS',
+      retriable: false,
+    });
     expect((await poolStatus(h, 'ans')).slots_free).toBe(1);
   });
 
@@ -127,7 +163,12 @@ describe('non-streamed dispatch to the real llama-server', () => {
     const offset = statSync(logPath).size;
     res.body.on('error', () => undefined);
     ac.abort();
-    const released = await until(() => /stop processing: n_tokens = (\d+)/.exec(readFileSync(logPath, 'utf8').slice(offset)), 'slot release in the engine log', 30_000, 50);
+    const released = await until(
+      () => /stop processing: n_tokens = (\d+)/.exec(readFileSync(logPath, 'utf8').slice(offset)),
+      'slot release in the engine log',
+      30_000,
+      50,
+    );
     const engineLines = readFileSync(logPath, 'utf8').slice(offset, offset + 2000);
     expect(engineLines, 'the engine cancelled the task').toMatch(/cancel task/);
     expect(Number(released[1]), engineLines).toBeLessThan(maxTokens);

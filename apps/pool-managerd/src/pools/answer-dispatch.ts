@@ -1,5 +1,11 @@
 import type { DispatchEvent, DispatchRequest } from '@llama-orch/contracts';
-import { AdapterError, CompletionAbortedError, type AnswerFigures, type AnswerInput, type EngineAnswer } from '@llama-orch/llamacpp-adapter';
+import {
+  AdapterError,
+  CompletionAbortedError,
+  type AnswerFigures,
+  type AnswerInput,
+  type EngineAnswer,
+} from '@llama-orch/llamacpp-adapter';
 import type { DispatchOptions } from './dispatch.js';
 import { DispatchAbort, dispatchSignal } from './dispatch-signal.js';
 
@@ -46,7 +52,9 @@ const errorLine = (ev: ErrorEvent): string => `${JSON.stringify(ev)}\n`;
 
 /** A chat or completion as the adapter's answer input (the schema guarantees the input its workload needs). */
 function answerInput(req: DispatchRequest): AnswerInput {
-  return req.workload === 'chat' ? { ...req, workload: 'chat', messages: req.messages ?? [] } : { ...req, workload: 'completion', prompt: req.prompt ?? '' };
+  return req.workload === 'chat'
+    ? { ...req, workload: 'chat', messages: req.messages ?? [] }
+    : { ...req, workload: 'completion', prompt: req.prompt ?? '' };
 }
 
 /**
@@ -61,7 +69,19 @@ function answerInput(req: DispatchRequest): AnswerInput {
  * one `dispatch ended`.
  */
 export async function runAnswerDispatch(
-  { poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone }: DispatchOptions,
+  {
+    poolId,
+    nodeId,
+    request: req,
+    lease,
+    client,
+    engineUrl,
+    engineVersion,
+    pools,
+    metrics,
+    logger: log,
+    clientGone,
+  }: DispatchOptions,
   send: AnswerSend,
 ): Promise<void> {
   const taskId = req.task_id;
@@ -82,7 +102,8 @@ export async function runAnswerDispatch(
     'dispatch started',
   );
   try {
-    const running = req.call !== undefined ? client.call(req.call, ac.signal) : client.answer(answerInput(req), ac.signal);
+    const running =
+      req.call !== undefined ? client.call(req.call, ac.signal) : client.answer(answerInput(req), ac.signal);
     log.info({ pool_id: poolId, task_id: taskId, engine_url: engineUrl }, 'engine request sent');
     const answer = await running;
     figures = answer.figures;
@@ -97,11 +118,21 @@ export async function runAnswerDispatch(
     if (err instanceof CompletionAbortedError && reason instanceof DispatchAbort) {
       if (reason.why === 'client_gone') {
         outcome = 'canceled';
-        log.info({ pool_id: poolId, task_id: taskId, human: 'client disconnected: engine request aborted' }, 'dispatch canceled');
+        log.info(
+          { pool_id: poolId, task_id: taskId, human: 'client disconnected: engine request aborted' },
+          'dispatch canceled',
+        );
         return;
       }
       if (reason.why === 'deadline') log.warn({ pool_id: poolId, task_id: taskId }, 'dispatch deadline passed');
-      send(errorLine({ type: 'error', code: reason.why === 'deadline' ? 'DECODE_TIMEOUT' : 'POOL_UNAVAILABLE', message: reason.message, retriable: true }));
+      send(
+        errorLine({
+          type: 'error',
+          code: reason.why === 'deadline' ? 'DECODE_TIMEOUT' : 'POOL_UNAVAILABLE',
+          message: reason.message,
+          retriable: true,
+        }),
+      );
       return;
     }
     if (err instanceof AdapterError) {

@@ -7,7 +7,15 @@ import { dispatch, poolStatus, startHarness, until, type Harness } from '../test
 // Fault injection: the pool's "engine" is a fixture that exits 1 at once. Only the binary is faked
 // (the engine provisioner's answer); process supervision, the pool table and HTTP are the real ones.
 const CRASHING = fileURLToPath(new URL('../fixtures/crashing-engine.mjs', import.meta.url));
-const provenance = { source: 'fixture', cmake_flags: [], cuda: false, toolchain: {}, build_ms: 0, version_output: 'fixture', built_at: new Date().toISOString() };
+const provenance = {
+  source: 'fixture',
+  cmake_flags: [],
+  cuda: false,
+  toolchain: {},
+  build_ms: 0,
+  version_output: 'fixture',
+  built_at: new Date().toISOString(),
+};
 const engines = {
   ensureBinary: async (): Promise<EngineBinary> => ({
     binary_path: CRASHING,

@@ -21,7 +21,10 @@ const MAX_TOKENS = 3800;
 const PATCH = '0001-server-queue-stop-check-deadline.patch';
 
 beforeAll(async () => {
-  h = await startHarness({ pools: [{ id: 'cx', model: 'synthetic:llama?ctx=8192', ctx: 8192, slots: 2, threads: 1 }], supervision: { stopTimeoutMs: 3000 } });
+  h = await startHarness({
+    pools: [{ id: 'cx', model: 'synthetic:llama?ctx=8192', ctx: 8192, slots: 2, threads: 1 }],
+    supervision: { stopTimeoutMs: 3000 },
+  });
   await waitReady(h, 'cx');
   logPath = h.logs.find((l) => l.msg === 'engine spawned' && l.pool_id === 'cx')?.log as string;
 }, 45 * 60_000);
@@ -32,7 +35,14 @@ afterAll(async () => {
 
 /** A greedy completion that runs to max_tokens unless cancelled (logit_bias bans the end-of-text token, id 2). */
 function longRun(prompt: string, stream: boolean): Record<string, unknown> {
-  return { workload: 'completion', prompt, max_tokens: MAX_TOKENS, greedy: true, stream, sampling: { logit_bias: { 2: -100 } } };
+  return {
+    workload: 'completion',
+    prompt,
+    max_tokens: MAX_TOKENS,
+    greedy: true,
+    stream,
+    sampling: { logit_bias: { 2: -100 } },
+  };
 }
 
 /** Engine task ids in the order the engine's slots took them, from its log after `offset`. */
@@ -75,14 +85,24 @@ describe('a cancelled non-streamed generation on a busy engine', () => {
     });
     expect(answer.statusCode).toBe(200);
     answer.body.on('error', () => undefined);
-    const [streamedTask, answerTask] = await until(() => (tasksStarted(offset).length >= 2 ? tasksStarted(offset) : undefined), 'both engine tasks running', 30_000, 5);
+    const [streamedTask, answerTask] = await until(
+      () => (tasksStarted(offset).length >= 2 ? tasksStarted(offset) : undefined),
+      'both engine tasks running',
+      30_000,
+      5,
+    );
     const tokensAtAbort = streamedTokens;
     const abortedAt = Date.now();
     ac.abort();
 
     const cancel = new RegExp(`cancel task, id_task = ${String(answerTask)}\\b`);
     const release = new RegExp(`\\| task ${String(answerTask)} \\| stop processing: n_tokens = (\\d+)`);
-    const released = await until(() => release.exec(readFileSync(logPath, 'utf8').slice(offset)), 'the non-streamed slot released in the engine log', 60_000, 20);
+    const released = await until(
+      () => release.exec(readFileSync(logPath, 'utf8').slice(offset)),
+      'the non-streamed slot released in the engine log',
+      60_000,
+      20,
+    );
     const releaseMs = Date.now() - abortedAt;
     const engineLines = readFileSync(logPath, 'utf8').slice(offset);
     const streamedMeanwhile = streamedTokens - tokensAtAbort;
@@ -97,7 +117,11 @@ describe('a cancelled non-streamed generation on a busy engine', () => {
     expect(Number(released[1])).toBeLessThan(MAX_TOKENS / 2);
     expect(streamedTask).not.toBe(answerTask);
 
-    await until(() => h.logs.some((l) => l.msg === 'dispatch ended' && l.outcome === 'canceled' && l.stream === false), 'dispatch canceled logged', 5000);
+    await until(
+      () => h.logs.some((l) => l.msg === 'dispatch ended' && l.outcome === 'canceled' && l.stream === false),
+      'dispatch canceled logged',
+      5000,
+    );
     // One lease left: the streamed one. Then it goes too.
     await until(async () => (await poolStatus(h, 'cx')).active_leases === 1, 'the non-streamed lease released', 5000);
     streamed.destroy();

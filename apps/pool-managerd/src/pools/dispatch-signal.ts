@@ -28,19 +28,37 @@ export interface DispatchSignal {
  * in-flight work (the lease's signal) and the deadline passing each abort it with a
  * {@link DispatchAbort} that says which, so the dispatch can answer each one differently.
  */
-export function dispatchSignal(poolId: string, lease: Lease, clientGone: AbortSignal, deadlineMs: number | undefined): DispatchSignal {
+export function dispatchSignal(
+  poolId: string,
+  lease: Lease,
+  clientGone: AbortSignal,
+  deadlineMs: number | undefined,
+): DispatchSignal {
   const ac = new AbortController();
   // A re-attachable dispatch's own switch says why with a DispatchAbort (cancelled, window passed).
-  const onClientGone = (): void => ac.abort(clientGone.reason instanceof DispatchAbort ? clientGone.reason : new DispatchAbort('client_gone', 'client disconnected'));
+  const onClientGone = (): void =>
+    ac.abort(
+      clientGone.reason instanceof DispatchAbort
+        ? clientGone.reason
+        : new DispatchAbort('client_gone', 'client disconnected'),
+    );
   const onLeaseAbort = (): void =>
-    ac.abort(new DispatchAbort('pool_stopping', `pool ${poolId} stopped in-flight work: ${String((lease.signal.reason as Error | undefined)?.message ?? 'stopping')}`));
+    ac.abort(
+      new DispatchAbort(
+        'pool_stopping',
+        `pool ${poolId} stopped in-flight work: ${String((lease.signal.reason as Error | undefined)?.message ?? 'stopping')}`,
+      ),
+    );
   if (clientGone.aborted) onClientGone();
   clientGone.addEventListener('abort', onClientGone, { once: true });
   lease.signal.addEventListener('abort', onLeaseAbort, { once: true });
   if (lease.signal.aborted) onLeaseAbort();
   let deadline: NodeJS.Timeout | undefined;
   if (deadlineMs !== undefined) {
-    deadline = setTimeout(() => ac.abort(new DispatchAbort('deadline', `deadline of ${deadlineMs} ms passed`)), deadlineMs);
+    deadline = setTimeout(
+      () => ac.abort(new DispatchAbort('deadline', `deadline of ${deadlineMs} ms passed`)),
+      deadlineMs,
+    );
     deadline.unref();
   }
   return {

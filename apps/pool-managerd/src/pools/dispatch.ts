@@ -1,6 +1,11 @@
 import type { DispatchEvent, DispatchRequest } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
-import { AdapterError, CompletionAbortedError, type CompletionEvent, type LlamaServerClient } from '@llama-orch/llamacpp-adapter';
+import {
+  AdapterError,
+  CompletionAbortedError,
+  type CompletionEvent,
+  type LlamaServerClient,
+} from '@llama-orch/llamacpp-adapter';
 import type { PoolManagerMetrics } from '../support/metrics.js';
 import { DispatchAbort, dispatchSignal } from './dispatch-signal.js';
 import type { Lease, PoolTable } from './pool-table.js';
@@ -39,10 +44,16 @@ export interface DispatchOptions {
  * INVALID_PARAMS rather than sending the engine an empty prompt. A streamed infill call goes to
  * `/infill` with the door's body.
  */
-function engineStream(client: LlamaServerClient, req: DispatchRequest, signal: AbortSignal, onEvent: (ev: CompletionEvent) => Promise<void> | void): Promise<void> {
+function engineStream(
+  client: LlamaServerClient,
+  req: DispatchRequest,
+  signal: AbortSignal,
+  onEvent: (ev: CompletionEvent) => Promise<void> | void,
+): Promise<void> {
   // An engine call streams only as infill (`/infill` streams as `/completion` does); the others answer once.
   if (req.call !== undefined) {
-    if (req.call.kind !== 'infill') throw new DispatchInputError(`${req.call.kind} is answered once: dispatch it with stream: false`);
+    if (req.call.kind !== 'infill')
+      throw new DispatchInputError(`${req.call.kind} is answered once: dispatch it with stream: false`);
     return client.infillInto(req.call.body, onEvent, signal);
   }
   if (req.workload === 'chat') {
@@ -74,7 +85,19 @@ export type DispatchEmit = (ev: DispatchEvent) => Promise<void> | void;
  * Push, not an async generator: performance notes, push dispatch.
  */
 export async function runDispatch(
-  { poolId, nodeId, request: req, lease, client, engineUrl, engineVersion, pools, metrics, logger: log, clientGone }: DispatchOptions,
+  {
+    poolId,
+    nodeId,
+    request: req,
+    lease,
+    client,
+    engineUrl,
+    engineVersion,
+    pools,
+    metrics,
+    logger: log,
+    clientGone,
+  }: DispatchOptions,
   emit: DispatchEmit,
 ): Promise<void> {
   // pool_id and task_id are written on each line, not bound in a child logger per dispatch, and
@@ -86,7 +109,14 @@ export async function runDispatch(
   let outcome = 'error';
   let end: Extract<DispatchEvent, { type: 'end' }> | undefined;
   log.info(
-    { pool_id: poolId, task_id: taskId, workload: req.workload, max_tokens: req.max_tokens, cache_prompt: req.cache_prompt, human: `stream start on pool ${poolId}` },
+    {
+      pool_id: poolId,
+      task_id: taskId,
+      workload: req.workload,
+      max_tokens: req.max_tokens,
+      cache_prompt: req.cache_prompt,
+      human: `stream start on pool ${poolId}`,
+    },
     'dispatch started',
   );
   const onEvent = (ev: CompletionEvent): Promise<void> | void => {
@@ -111,13 +141,27 @@ export async function runDispatch(
     if (err instanceof CompletionAbortedError && reason instanceof DispatchAbort) {
       if (reason.why === 'cancelled') {
         outcome = 'canceled';
-        log.info({ pool_id: poolId, task_id: taskId, tokens, human: 'cancelled by the orchestrator: engine request aborted' }, 'dispatch canceled');
-        await emit({ type: 'end', tokens_out: tokens, decode_ms: 0, stop_type: 'cancel', engine_version: engineVersion, pool_id: poolId, node_id: nodeId });
+        log.info(
+          { pool_id: poolId, task_id: taskId, tokens, human: 'cancelled by the orchestrator: engine request aborted' },
+          'dispatch canceled',
+        );
+        await emit({
+          type: 'end',
+          tokens_out: tokens,
+          decode_ms: 0,
+          stop_type: 'cancel',
+          engine_version: engineVersion,
+          pool_id: poolId,
+          node_id: nodeId,
+        });
         return;
       }
       if (reason.why === 'client_gone') {
         outcome = 'canceled';
-        log.info({ pool_id: poolId, task_id: taskId, tokens, human: 'client disconnected: engine request aborted' }, 'dispatch canceled');
+        log.info(
+          { pool_id: poolId, task_id: taskId, tokens, human: 'client disconnected: engine request aborted' },
+          'dispatch canceled',
+        );
         return;
       }
       if (reason.why === 'deadline') {

@@ -7,7 +7,8 @@ import { EngineSeries } from '../support/engine-series.js';
 import { EngineMetricsScraper } from './engine-metrics.js';
 import { PoolTable } from './pool-table.js';
 
-const TEXT = (n: number) => `# HELP llamacpp:requests_processing Number of requests processing\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing ${n}\n`;
+const TEXT = (n: number) =>
+  `# HELP llamacpp:requests_processing Number of requests processing\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing ${n}\n`;
 
 /** Engines by URL: the text they answer, or an error to throw. */
 type Answer = string | undefined | Error | (() => Promise<string>);
@@ -38,8 +39,16 @@ function setup(answers: Record<string, Answer>) {
     }) as unknown as LlamaServerClient;
   const scraper = new EngineMetricsScraper({ table, series, clientFor, intervalMs: 60_000, logger });
   const bind = (poolId: string, url: string, replica = 'r0') => {
-    if (!table.has(poolId)) table.register(poolId, { managed: true, models: ['m'], deterministic: false, ctx: 512, slotsTotal: 1 });
-    table.bindEngine(poolId, { url, replica_id: replica, engine_version: 'b1', slots_total: 1, ctx: 512, mode: 'managed' });
+    if (!table.has(poolId))
+      table.register(poolId, { managed: true, models: ['m'], deterministic: false, ctx: 512, slotsTotal: 1 });
+    table.bindEngine(poolId, {
+      url,
+      replica_id: replica,
+      engine_version: 'b1',
+      slots_total: 1,
+      ctx: 512,
+      mode: 'managed',
+    });
   };
   return { logs, table, registry, series, scraper, asked, bind };
 }
@@ -70,14 +79,25 @@ describe('EngineMetricsScraper', () => {
     expect(text).not.toContain('pool_id="pa"');
     expect(text).toContain('llorch_engine_requests_processing{pool_id="pb",replica_id="r0"} 5');
     const failed = s.logs.filter((l) => l.msg === 'engine /metrics scrape failed; its series dropped');
-    expect(failed).toEqual([expect.objectContaining({ level: 20, pool_id: 'pa', replica_id: 'r0', err: expect.objectContaining({ message: 'connect ECONNREFUSED' }) })]);
+    expect(failed).toEqual([
+      expect.objectContaining({
+        level: 20,
+        pool_id: 'pa',
+        replica_id: 'r0',
+        err: expect.objectContaining({ message: 'connect ECONNREFUSED' }),
+      }),
+    ]);
     // Without --metrics (501) counts as failed too; an unbound engine's series go at the next tick.
     answers['http://a'] = undefined;
     s.table.unbindEngine('pb');
     await s.scraper.scrape();
     text = await s.registry.metrics();
     expect(text).not.toContain('llorch_engine_');
-    expect(s.logs.at(-1)).toMatchObject({ level: 20, pool_id: 'pa', err: { message: 'engine runs without --metrics (501)' } });
+    expect(s.logs.at(-1)).toMatchObject({
+      level: 20,
+      pool_id: 'pa',
+      err: { message: 'engine runs without --metrics (501)' },
+    });
   });
 
   it('an engine replaced while its scrape was in flight: what was read is not exported', async () => {

@@ -90,12 +90,21 @@ export class EngineMetricsScraper {
       }
       const { families, skipped } = parsePrometheusText(text);
       series.set(poolId, engine.replica_id, families);
-      if (skipped > 0) this.#logger.debug({ pool_id: poolId, replica_id: engine.replica_id, skipped }, 'engine /metrics: unreadable lines skipped');
+      if (skipped > 0)
+        this.#logger.debug(
+          { pool_id: poolId, replica_id: engine.replica_id, skipped },
+          'engine /metrics: unreadable lines skipped',
+        );
     } catch (err) {
       series.drop(poolId);
       if (this.#stop.signal.aborted) return;
       this.#logger.debug(
-        { pool_id: poolId, replica_id: engine.replica_id, engine_url: engine.url, err: err instanceof Error ? { message: err.message } : err },
+        {
+          pool_id: poolId,
+          replica_id: engine.replica_id,
+          engine_url: engine.url,
+          err: err instanceof Error ? { message: err.message } : err,
+        },
         'engine /metrics scrape failed; its series dropped',
       );
     }

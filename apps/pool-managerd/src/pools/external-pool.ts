@@ -23,7 +23,10 @@ export class ExternalPool implements OperablePool {
     this.#table = table;
     this.#engine = engine;
     this.#onReleased = onReleased;
-    this.leases = { active: () => table.activeLeases(engine.poolId), abort: (reason) => table.abortLeases(engine.poolId, reason) };
+    this.leases = {
+      active: () => table.activeLeases(engine.poolId),
+      abort: (reason) => table.abortLeases(engine.poolId, reason),
+    };
   }
 
   get lifecycle(): PoolLifecycle {

@@ -16,7 +16,8 @@ function setup(reattachMs = 10_000) {
     { level: 'debug' },
     new Writable({
       write(chunk: Buffer, _enc, cb) {
-        for (const l of chunk.toString('utf8').split('\n')) if (l !== '') logs.push(JSON.parse(l) as Record<string, unknown>);
+        for (const l of chunk.toString('utf8').split('\n'))
+          if (l !== '') logs.push(JSON.parse(l) as Record<string, unknown>);
         cb();
       },
     }),
@@ -54,8 +55,17 @@ function sink(): RecordingSink {
 }
 
 const token = (i: number, t = 'x'): DispatchEvent => ({ type: 'token', t, i });
-const end: DispatchEvent = { type: 'end', tokens_out: 3, decode_ms: 1, stop_type: 'limit', engine_version: 'b1', pool_id: 'p', node_id: 'n' };
-const indexesOf = (s: RecordingSink): Array<number | string> => s.lines.map((l) => JSON.parse(l) as DispatchEvent).map((e) => (e.type === 'token' ? e.i : e.type));
+const end: DispatchEvent = {
+  type: 'end',
+  tokens_out: 3,
+  decode_ms: 1,
+  stop_type: 'limit',
+  engine_version: 'b1',
+  pool_id: 'p',
+  node_id: 'n',
+};
+const indexesOf = (s: RecordingSink): Array<number | string> =>
+  s.lines.map((l) => JSON.parse(l) as DispatchEvent).map((e) => (e.type === 'token' ? e.i : e.type));
 
 async function count(metrics: PoolManagerMetrics, outcome: string): Promise<number> {
   return (await metrics.reattach.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
@@ -109,7 +119,9 @@ describe('HeldDispatch', () => {
     expect(held.signal.reason).toBeInstanceOf(DispatchAbort);
     expect((held.signal.reason as DispatchAbort).why).toBe('client_gone');
     expect(() => registry.find('p', taskId)).toThrow(DispatchNotHeldError);
-    expect(logs.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('held events passed the bound'))).toHaveLength(1);
+    expect(
+      logs.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('held events passed the bound')),
+    ).toHaveLength(1);
     expect(await count(metrics, 'expired')).toBe(1);
   });
 

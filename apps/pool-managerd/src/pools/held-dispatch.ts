@@ -94,7 +94,16 @@ export class HeldDispatch {
    */
   attach(sink: HeldSink, after: number): void {
     this.#deps.metrics.reattach.inc({ outcome: 'reattached' });
-    this.#deps.log.info({ pool_id: this.poolId, task_id: this.taskId, after, held_events: this.#lines.length, attached: this.#sink !== undefined }, 'dispatch re-attached');
+    this.#deps.log.info(
+      {
+        pool_id: this.poolId,
+        task_id: this.taskId,
+        after,
+        held_events: this.#lines.length,
+        attached: this.#sink !== undefined,
+      },
+      'dispatch re-attached',
+    );
     const before = this.#sink;
     this.#sink = sink;
     before?.supersede();
@@ -133,7 +142,10 @@ export class HeldDispatch {
       return;
     }
     const ms = this.#deps.reattachMs;
-    this.#deps.log.info({ pool_id: this.poolId, task_id: this.taskId, reattach_ms: ms, running: this.#running }, 'dispatch detached: waiting for a re-attach');
+    this.#deps.log.info(
+      { pool_id: this.poolId, task_id: this.taskId, reattach_ms: ms, running: this.#running },
+      'dispatch detached: waiting for a re-attach',
+    );
     this.#window = setTimeout(() => this.#expire(`no orchestrator re-attached within ${ms} ms`), ms);
     this.#window.unref();
   }
@@ -152,7 +164,10 @@ export class HeldDispatch {
    */
   cancel(): void {
     this.#deps.metrics.reattach.inc({ outcome: 'cancelled' });
-    this.#deps.log.info({ pool_id: this.poolId, task_id: this.taskId, running: this.#running }, 'dispatch cancelled by the orchestrator');
+    this.#deps.log.info(
+      { pool_id: this.poolId, task_id: this.taskId, running: this.#running },
+      'dispatch cancelled by the orchestrator',
+    );
     this.#forget();
     if (this.#running) this.#cancel.abort(new DispatchAbort('cancelled', 'cancelled by the orchestrator'));
   }
@@ -160,7 +175,8 @@ export class HeldDispatch {
   /** A new dispatch of the same task took this one's place: cancelled as a disconnect, nothing counted. */
   replaced(): void {
     this.#forget();
-    if (this.#running) this.#cancel.abort(new DispatchAbort('client_gone', 'a new dispatch of the same task replaced it'));
+    if (this.#running)
+      this.#cancel.abort(new DispatchAbort('client_gone', 'a new dispatch of the same task replaced it'));
   }
 
   /** Daemon close: the timer goes (the pools stop their in-flight work themselves). */
@@ -174,7 +190,9 @@ export class HeldDispatch {
     this.#chars += line.length;
     if (this.#lines.length <= HELD_EVENTS_MAX && this.#chars <= HELD_CHARS_MAX) return;
     if (this.#sink === undefined) {
-      this.#expire(`held events passed the bound (${this.#lines.length} events, ${this.#chars} characters) while detached`);
+      this.#expire(
+        `held events passed the bound (${this.#lines.length} events, ${this.#chars} characters) while detached`,
+      );
       return;
     }
     this.#holding = false;
@@ -190,12 +208,18 @@ export class HeldDispatch {
     if (this.#forgotten) return;
     this.#deps.metrics.reattach.inc({ outcome: 'expired' });
     if (this.#running) {
-      this.#deps.log.warn({ pool_id: this.poolId, task_id: this.taskId, reattach_ms: this.#deps.reattachMs, human: `${why}; cancelled` }, `${why}; cancelled`);
+      this.#deps.log.warn(
+        { pool_id: this.poolId, task_id: this.taskId, reattach_ms: this.#deps.reattachMs, human: `${why}; cancelled` },
+        `${why}; cancelled`,
+      );
       this.#forget();
       this.#cancel.abort(new DispatchAbort('client_gone', why));
       return;
     }
-    this.#deps.log.info({ pool_id: this.poolId, task_id: this.taskId, reattach_ms: this.#deps.reattachMs }, `${why}; its held end dropped`);
+    this.#deps.log.info(
+      { pool_id: this.poolId, task_id: this.taskId, reattach_ms: this.#deps.reattachMs },
+      `${why}; its held end dropped`,
+    );
     this.#forget();
   }
 

@@ -25,7 +25,13 @@ export class HeldDispatches {
    * and may throw (refusals: nothing is held then). A dispatch of the same task still held (the
    * orchestrator dispatched the task again) is cancelled: only the newest one can be re-attached.
    */
-  hold<T>(poolId: string, taskId: string, reattachMs: number, log: DispatchLogger, open: (signal: AbortSignal) => T): { held: HeldDispatch; run: T } {
+  hold<T>(
+    poolId: string,
+    taskId: string,
+    reattachMs: number,
+    log: DispatchLogger,
+    open: (signal: AbortSignal) => T,
+  ): { held: HeldDispatch; run: T } {
     const held = new HeldDispatch({
       poolId,
       taskId,
@@ -49,7 +55,8 @@ export class HeldDispatches {
   /** The re-attachable dispatch of `taskId` on `poolId`; {@link DispatchNotHeldError} (404) when there is none. */
   find(poolId: string, taskId: string): HeldDispatch {
     const held = this.#held.get(taskId);
-    if (held === undefined || held.poolId !== poolId || !held.reattachable) throw new DispatchNotHeldError(poolId, taskId);
+    if (held === undefined || held.poolId !== poolId || !held.reattachable)
+      throw new DispatchNotHeldError(poolId, taskId);
     return held;
   }
 

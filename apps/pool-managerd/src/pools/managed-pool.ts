@@ -186,7 +186,13 @@ export class ManagedPool implements ReloadablePool {
         this.#retryTimer = undefined;
         const { state, operation } = this.lifecycle;
         // Only a pool that still has nothing to run (no reload or adoption replaced it meanwhile).
-        if (state === 'failed' && operation === undefined && this.#external === undefined && this.#replica === undefined) this.#run = this.#provisionAndRun();
+        if (
+          state === 'failed' &&
+          operation === undefined &&
+          this.#external === undefined &&
+          this.#replica === undefined
+        )
+          this.#run = this.#provisionAndRun();
       }, cooldownMs);
       this.#retryTimer.unref();
       return;
@@ -202,7 +208,11 @@ export class ManagedPool implements ReloadablePool {
     return this.#startProvisioning(ref, sha256, withEngine).done;
   }
 
-  #startProvisioning(ref: string, sha256: string | undefined, withEngine: boolean): { ac: AbortController; done: Promise<ResolvedModel> } {
+  #startProvisioning(
+    ref: string,
+    sha256: string | undefined,
+    withEngine: boolean,
+  ): { ac: AbortController; done: Promise<ResolvedModel> } {
     const ac = new AbortController();
     this.#provisioning = ac;
     if (withEngine) this.lifecycle.transition('provisioning', `provisioning engine and model ${ref}`);
@@ -270,7 +280,17 @@ export class ManagedPool implements ReloadablePool {
         // An operation holding the pool (a reload's trial) announces readiness itself when it is done.
         if (this.lifecycle.operation === undefined) this.lifecycle.transition('ready', 'engine healthy');
         const { pid, url, engine_version, slots_total: slots } = engine;
-        this.log.info({ pid, url, engine_version, engine_patches: engine.engine_patches ?? [], slots, human: `pool ${poolId} ready on ${url}` }, 'pool ready');
+        this.log.info(
+          {
+            pid,
+            url,
+            engine_version,
+            engine_patches: engine.engine_patches ?? [],
+            slots,
+            human: `pool ${poolId} ready on ${url}`,
+          },
+          'pool ready',
+        );
       },
       exited: (what) => {
         table.unbindEngine(poolId);
@@ -279,10 +299,14 @@ export class ManagedPool implements ReloadablePool {
       failure: (error, delayMs) => {
         this.#markFirstSpawn();
         table.setLastError(poolId, error);
-        if (delayMs !== undefined) this.lifecycle.transition('starting', `engine failed; restart in ${delayMs} ms: ${error}`);
+        if (delayMs !== undefined)
+          this.lifecycle.transition('starting', `engine failed; restart in ${delayMs} ms: ${error}`);
       },
       open: (error, retryAt) => {
-        table.setLastError(poolId, `circuit open after ${this.#supervision.breakerThreshold} consecutive failures: ${error}`);
+        table.setLastError(
+          poolId,
+          `circuit open after ${this.#supervision.breakerThreshold} consecutive failures: ${error}`,
+        );
         this.lifecycle.transition('failed', `circuit open; next trial at ${new Date(retryAt).toISOString()}`);
       },
       breaker: (state) => table.setBreaker(poolId, state),
@@ -329,7 +353,11 @@ export class ManagedPool implements ReloadablePool {
   /** Whether an external engine may be adopted into this pool (it has no engine of its own). */
   canAdopt(): boolean {
     const { state, operation } = this.lifecycle;
-    return operation === undefined && this.#replica?.bound !== true && (state === 'stopped' || state === 'failed' || this.#external !== undefined);
+    return (
+      operation === undefined &&
+      this.#replica?.bound !== true &&
+      (state === 'stopped' || state === 'failed' || this.#external !== undefined)
+    );
   }
 
   /**
@@ -338,7 +366,10 @@ export class ManagedPool implements ReloadablePool {
    */
   async adopt(path: string, handoff: HandoffFile, signal?: AbortSignal): Promise<void> {
     if (!this.canAdopt()) {
-      throw new HandoffError(`pool ${this.poolId} is managed here and has its own engine (state ${this.lifecycle.state})`, { poolId: this.poolId });
+      throw new HandoffError(
+        `pool ${this.poolId} is managed here and has its own engine (state ${this.lifecycle.state})`,
+        { poolId: this.poolId },
+      );
     }
     const client = await this.#clientFor(handoff.url);
     const props = await probeExternalEngine(client, handoff, {

@@ -2,7 +2,13 @@
 // llama-server pool, checked against the naming rules (prometheus.io conventions; README "Metrics").
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findPromtool, metricNamingProblems, parsePrometheusText, promtoolCheckMetrics, type PromFamily } from '@llama-orch/daemon-support';
+import {
+  findPromtool,
+  metricNamingProblems,
+  parsePrometheusText,
+  promtoolCheckMetrics,
+  type PromFamily,
+} from '@llama-orch/daemon-support';
 import { collect, dispatch, startHarness, waitReady, type Harness } from '../testing/harness.js';
 
 // Prometheus' own linter over the same scrape (found on PATH or fetched from Debian; the test says why when it skips).
@@ -70,12 +76,23 @@ describe('pool-managerd /metrics names', () => {
     const names = families.map((f) => f.name).sort();
     expect(names.filter((n) => n.startsWith('llorch_') && !n.startsWith('llorch_engine_'))).toEqual(OURS);
     expect(names.filter((n) => n.startsWith('llorch_engine_'))).toEqual(expect.arrayContaining(ENGINE));
-    expect(names.filter((n) => !n.startsWith('llorch_') && !n.startsWith('process_') && !n.startsWith('nodejs_'))).toEqual([]);
-    for (const std of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']) expect(names, std).toContain(std);
+    expect(
+      names.filter((n) => !n.startsWith('llorch_') && !n.startsWith('process_') && !n.startsWith('nodejs_')),
+    ).toEqual([]);
+    for (const std of [
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+    ])
+      expect(names, std).toContain(std);
   });
 
   it('follows the naming rules, engine series included (each with pool_id and replica_id)', () => {
-    expect(metricNamingProblems(families, { requiredLabels: { prefix: 'llorch_engine_', labels: ['pool_id', 'replica_id'] } })).toEqual([]);
+    expect(
+      metricNamingProblems(families, {
+        requiredLabels: { prefix: 'llorch_engine_', labels: ['pool_id', 'replica_id'] },
+      }),
+    ).toEqual([]);
     expect(text).not.toContain(taskId);
     expect(text).not.toMatch(/^llamacpp:/m); // (named in HELP only)
   });
@@ -83,9 +100,18 @@ describe('pool-managerd /metrics names', () => {
   it('the generation shows in the engine series of its pool', () => {
     const predicted = families.find((f) => f.name === 'llorch_engine_tokens_predicted_total');
     expect(predicted?.type).toBe('counter');
-    expect(predicted?.samples).toEqual([{ name: 'llorch_engine_tokens_predicted_total', labels: { pool_id: 'gen', replica_id: 'r0' }, value: expect.any(Number) }]);
+    expect(predicted?.samples).toEqual([
+      {
+        name: 'llorch_engine_tokens_predicted_total',
+        labels: { pool_id: 'gen', replica_id: 'r0' },
+        value: expect.any(Number),
+      },
+    ]);
     expect(predicted?.samples[0]?.value).toBeGreaterThanOrEqual(8);
-    expect(families.find((f) => f.name === 'llorch_engine_requests_processing')?.samples[0]).toMatchObject({ labels: { pool_id: 'gen', replica_id: 'r0' }, value: 0 });
+    expect(families.find((f) => f.name === 'llorch_engine_requests_processing')?.samples[0]).toMatchObject({
+      labels: { pool_id: 'gen', replica_id: 'r0' },
+      value: 0,
+    });
   });
 
   it.skipIf('unavailable' in promtool)(`passes promtool check metrics${skipReason}`, async () => {

@@ -6,7 +6,17 @@ import { HandoffFileSchema, type DispatchEvent } from '@llama-orch/contracts';
 import { LlamaServerClient, parseSseData, toCompletionBody } from '@llama-orch/llamacpp-adapter';
 import { processCmdline } from '../support/pid-files.js';
 import { canTransition } from './pool-state.js';
-import { collect, dispatch, poolStatus, report, startHarness, textOf, until, waitReady, type Harness } from '../testing/harness.js';
+import {
+  collect,
+  dispatch,
+  poolStatus,
+  report,
+  startHarness,
+  textOf,
+  until,
+  waitReady,
+  type Harness,
+} from '../testing/harness.js';
 
 // One pool-managerd (in-process) with two real llama-server pools over synthetic models:
 // `det` (determinism profile, 1 slot, 4096-token context so long streams stay in flight for
@@ -42,7 +52,12 @@ async function engineSlotsIdle(c: LlamaServerClient): Promise<boolean> {
 
 /** Direct request to the engine with the adapter's body, concatenating every frame's content. */
 async function directText(url: string, body: object): Promise<string> {
-  const res = await request(`${url}/completion`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, reset: true });
+  const res = await request(`${url}/completion`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+    reset: true,
+  });
   let out = '';
   for await (const payload of parseSseData(res.body)) out += (JSON.parse(payload) as { content: string }).content;
   return out;
@@ -54,7 +69,13 @@ let baselineText = '';
 describe('pool-managerd with real llama-server pools', () => {
   it('pools are ready with a valid handoff file, PID file, engine log and correct /v2/pools', async () => {
     const hf = handoff('det');
-    expect(hf).toMatchObject({ pool_id: 'det', replica_id: 'r0', engine: 'llamacpp', provisioning_mode: 'managed', slots_total: 1 });
+    expect(hf).toMatchObject({
+      pool_id: 'det',
+      replica_id: 'r0',
+      engine: 'llamacpp',
+      provisioning_mode: 'managed',
+      slots_total: 1,
+    });
     expect(hf.flags).toEqual(expect.arrayContaining(['-np', '1', '--no-cont-batching', '-c', '4096']));
     expect(processCmdline(hf.pid)?.[0]).toMatch(/llama-server$/);
     expect(existsSync(join(h.runtime.pids, 'det-r0.pid'))).toBe(true);
@@ -82,7 +103,9 @@ describe('pool-managerd with real llama-server pools', () => {
     expect(hf.engine_version).toMatch(/^b\d+-[0-9a-f]+$/);
     // device_mask → CUDA_VISIBLE_DEVICES, in PCI bus order (nvidia-smi's numbering).
     const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-    expect(environ(handoff('two').pid)).toEqual(expect.arrayContaining(['CUDA_VISIBLE_DEVICES=0', 'CUDA_DEVICE_ORDER=PCI_BUS_ID']));
+    expect(environ(handoff('two').pid)).toEqual(
+      expect.arrayContaining(['CUDA_VISIBLE_DEVICES=0', 'CUDA_DEVICE_ORDER=PCI_BUS_ID']),
+    );
   });
 
   it('a dispatch streams real tokens then one end; same seed twice and a direct engine request agree', async () => {
@@ -92,7 +115,14 @@ describe('pool-managerd with real llama-server pools', () => {
     expect(a.headers['x-correlation-id']).toBeDefined();
     const ev = await collect(a.events);
     const end = ev.at(-1);
-    expect(end).toMatchObject({ type: 'end', tokens_out: 24, stop_type: 'limit', pool_id: 'det', node_id: 'test-node', engine_version: handoff('det').engine_version });
+    expect(end).toMatchObject({
+      type: 'end',
+      tokens_out: 24,
+      stop_type: 'limit',
+      pool_id: 'det',
+      node_id: 'test-node',
+      engine_version: handoff('det').engine_version,
+    });
     expect(ev.slice(0, -1).every((e) => e.type === 'token')).toBe(true);
     expect(ev.slice(0, -1).map((e) => (e.type === 'token' ? e.i : -1))).toEqual(ev.slice(0, -1).map((_, i) => i));
     baselineText = textOf(ev);
@@ -127,7 +157,9 @@ describe('pool-managerd with real llama-server pools', () => {
       await until(() => h.manager.pools.activeLeases('det') === 0, 'lease released', 5000, 2);
     }
     await engine.close();
-    report(`dispatch cancel (client disconnect) → engine slot idle: ${samples.map((x) => x.toFixed(1)).join(', ')} ms (figures: pnpm bench cancel)`);
+    report(
+      `dispatch cancel (client disconnect) → engine slot idle: ${samples.map((x) => x.toFixed(1)).join(', ')} ms (figures: pnpm bench cancel)`,
+    );
     for (const ms of samples) expect(ms).toBeLessThanOrEqual(2000);
     expect((await poolStatus(h, 'det')).slots_free).toBe(1);
     const metrics = await (await request(`${h.url}/metrics`)).body.text();
@@ -148,7 +180,9 @@ describe('pool-managerd with real llama-server pools', () => {
   });
 
   it('deadline_ms passed → error DECODE_TIMEOUT; an engine refusal → error with the engine message; leases released', async () => {
-    const late = await collect((await dispatch(h, 'det', { prompt: 'too slow', max_tokens: 100_000, greedy: true, deadline_ms: 200 })).events);
+    const late = await collect(
+      (await dispatch(h, 'det', { prompt: 'too slow', max_tokens: 100_000, greedy: true, deadline_ms: 200 })).events,
+    );
     expect(late.at(-1)).toMatchObject({ type: 'error', code: 'DECODE_TIMEOUT', retriable: true });
     expect(late.filter((e) => e.type !== 'token')).toHaveLength(1);
     const long = await collect((await dispatch(h, 'det', { prompt: 'word '.repeat(6000), max_tokens: 4 })).events);
@@ -192,7 +226,9 @@ describe('pool-managerd with real llama-server pools', () => {
     expect(refused.status).toBe(503);
     const ready = await waitReady(h, 'det', 60_000);
     const restartMs = performance.now() - killedAt;
-    report(`engine kill -9 → pool not ready: ${leftReadyMs.toFixed(0)} ms; → ready again: ${restartMs.toFixed(0)} ms (backoff base 1000 ms ±10 %)`);
+    report(
+      `engine kill -9 → pool not ready: ${leftReadyMs.toFixed(0)} ms; → ready again: ${restartMs.toFixed(0)} ms (backoff base 1000 ms ±10 %)`,
+    );
     expect(restartMs).toBeGreaterThanOrEqual(850); // the backoff was honoured
     expect(ready.restarts).toBe(1);
     expect(ready.last_error).toBeUndefined();
@@ -247,7 +283,9 @@ describe('pool-managerd with real llama-server pools', () => {
     const s = await until(
       async () => {
         const st = await poolStatus(h, 'det');
-        return st.ready && handoffPidChanged(before.pid) && st.last_error?.includes('unknown-arch') === true ? st : undefined;
+        return st.ready && handoffPidChanged(before.pid) && st.last_error?.includes('unknown-arch') === true
+          ? st
+          : undefined;
       },
       'reload rolled back after engine failure',
       60_000,
@@ -319,7 +357,9 @@ describe('pool-managerd with real llama-server pools', () => {
     expect(text).toMatch(/llorch_dispatch_streams_total\{pool_id="det",outcome="end"\} [1-9]/);
     expect(text).toMatch(/llorch_dispatch_streams_total\{pool_id="det",outcome="canceled"\} [1-9]/);
     expect(text).toMatch(/llorch_pool_engine_health_checks_total\{pool_id="det",result="ready"\} [1-9]/);
-    expect(text).toMatch(/llorch_pool_provisioning_duration_seconds_count\{pool_id="det",phase="model",outcome="ok"\} [1-9]/);
+    expect(text).toMatch(
+      /llorch_pool_provisioning_duration_seconds_count\{pool_id="det",phase="model",outcome="ok"\} [1-9]/,
+    );
   });
 
   it('the pool state machine, the one authority, refused no transition on these paths', () => {

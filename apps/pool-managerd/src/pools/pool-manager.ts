@@ -4,7 +4,13 @@ import type { Logger } from 'pino';
 import { closeAll } from '@llama-orch/daemon-support';
 import { HandoffFileSchema, type DispatchRequest, type HandoffFile } from '@llama-orch/contracts';
 import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
-import { EngineNotReachedError, HandoffError, PoolNotFoundError, PoolNotManagedError, PoolUnreadyError } from '../errors.js';
+import {
+  EngineNotReachedError,
+  HandoffError,
+  PoolNotFoundError,
+  PoolNotManagedError,
+  PoolUnreadyError,
+} from '../errors.js';
 import { probeExternalEngine } from '../handoff/adoption.js';
 import { HandoffWatcher } from '../handoff/handoff-watcher.js';
 import { drain } from '../operations/drain.js';
@@ -57,7 +63,15 @@ export class PoolManager {
   #closing: Promise<void> | undefined;
 
   constructor(options: PoolManagerOptions) {
-    const { nodeId, runtime, logger, serving = Promise.resolve(), adoptTimeoutMs = 30_000, externalProbeMs, handoffStabilityMs } = options;
+    const {
+      nodeId,
+      runtime,
+      logger,
+      serving = Promise.resolve(),
+      adoptTimeoutMs = 30_000,
+      externalProbeMs,
+      handoffStabilityMs,
+    } = options;
     this.nodeId = nodeId;
     this.#runtime = runtime;
     this.#serving = serving;
@@ -156,7 +170,11 @@ export class PoolManager {
    * engine's events into the `emit` it is given (see {@link runDispatch}). Throws before any event — {@link PoolNotFoundError}, a
    * {@link PoolUnreadyError} or ReplicaExhaustedError — so the caller can still answer with a status.
    */
-  openCompletion(poolId: string, request: DispatchRequest, options: OpenCompletionOptions): (emit: DispatchEmit) => Promise<void> {
+  openCompletion(
+    poolId: string,
+    request: DispatchRequest,
+    options: OpenCompletionOptions,
+  ): (emit: DispatchEmit) => Promise<void> {
     const dispatch = this.#leaseDispatch(poolId, request, options);
     return (emit) => runDispatch(dispatch, emit);
   }
@@ -165,7 +183,11 @@ export class PoolManager {
    * {@link openCompletion} for a non-streamed dispatch (`stream: false`): the same lease and
    * refusals; the run hands its one `result` (or `error`) line to `send`.
    */
-  openAnswer(poolId: string, request: DispatchRequest, options: OpenCompletionOptions): (send: AnswerSend) => Promise<void> {
+  openAnswer(
+    poolId: string,
+    request: DispatchRequest,
+    options: OpenCompletionOptions,
+  ): (send: AnswerSend) => Promise<void> {
     const dispatch = this.#leaseDispatch(poolId, request, options);
     return (send) => runAnswerDispatch(dispatch, send);
   }
@@ -264,11 +286,17 @@ export class PoolManager {
         this.pools.touch(h.pool_id);
         return;
       }
-      throw new HandoffError(`managed handoff for pool ${h.pool_id} pid ${h.pid}, which this daemon does not run`, { poolId: h.pool_id, pid: h.pid });
+      throw new HandoffError(`managed handoff for pool ${h.pool_id} pid ${h.pid}, which this daemon does not run`, {
+        poolId: h.pool_id,
+        pid: h.pid,
+      });
     }
     if (managed !== undefined) {
       await managed.adopt(path, h, signal);
-      this.#log.info({ pool_id: h.pool_id, url: h.url, human: `adopted external engine ${h.url} into configured pool ${h.pool_id}` }, 'external engine adopted');
+      this.#log.info(
+        { pool_id: h.pool_id, url: h.url, human: `adopted external engine ${h.url} into configured pool ${h.pool_id}` },
+        'external engine adopted',
+      );
       return;
     }
     await this.#adoptAsPool(path, h, signal);
@@ -296,12 +324,30 @@ export class PoolManager {
     if (busy !== undefined) throw new HandoffError(`pool ${poolId} is busy with ${busy}`, { poolId });
     this.#external.get(poolId)?.close();
     const logger = this.#log.child({ pool_id: poolId });
-    const engine = new AdoptedEngine({ table: this.pools, poolId, path, handoff: h, props, client, probeMs: this.#externalProbeMs, metrics: this.metrics, logger });
+    const engine = new AdoptedEngine({
+      table: this.pools,
+      poolId,
+      path,
+      handoff: h,
+      props,
+      client,
+      probeMs: this.#externalProbeMs,
+      metrics: this.metrics,
+      logger,
+    });
     const pool = new ExternalPool(this.pools, engine, logger, () => {
       if (this.#external.get(poolId) === pool) this.#external.delete(poolId);
     });
     this.#external.set(poolId, pool);
-    this.#log.info({ pool_id: poolId, url: h.url, slots: props.total_slots, human: `adopted external engine ${h.url} as pool ${poolId}` }, 'external engine adopted');
+    this.#log.info(
+      {
+        pool_id: poolId,
+        url: h.url,
+        slots: props.total_slots,
+        human: `adopted external engine ${h.url} as pool ${poolId}`,
+      },
+      'external engine adopted',
+    );
   }
 
   async #onHandoffRemoved(path: string): Promise<void> {
@@ -353,7 +399,8 @@ export class PoolManager {
         { log: this.#log },
       );
       this.#state = 'closed';
-      if (report.failed.length > 0) throw new Error(`pool manager: ${report.failed.map((f) => f.name).join(', ')} failed to close`);
+      if (report.failed.length > 0)
+        throw new Error(`pool manager: ${report.failed.map((f) => f.name).join(', ')} failed to close`);
     })();
     return this.#closing;
   }
@@ -361,7 +408,9 @@ export class PoolManager {
   async #closePools(): Promise<void> {
     const pools = [...this.#managed.values()];
     const results = await Promise.allSettled(pools.map((p) => p.close()));
-    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [{ pool: pools[i]?.poolId, err: r.reason as unknown }] : []));
+    const failed = results.flatMap((r, i) =>
+      r.status === 'rejected' ? [{ pool: pools[i]?.poolId, err: r.reason as unknown }] : [],
+    );
     if (failed.length > 0)
       throw new AggregateError(
         failed.map((f) => f.err),

@@ -13,7 +13,12 @@ describe('PoolStateMachine', () => {
     m.transition('stopped', 'drained');
     expect(m.state).toBe('stopped');
     expect(m.reason).toBe('drained');
-    expect(seen).toEqual(['provisioning>starting:spawned', 'starting>ready:healthy', 'ready>draining:drain', 'draining>stopped:drained']);
+    expect(seen).toEqual([
+      'provisioning>starting:spawned',
+      'starting>ready:healthy',
+      'ready>draining:drain',
+      'draining>stopped:drained',
+    ]);
   });
 
   it('allows crash restart, breaker and reload paths', () => {

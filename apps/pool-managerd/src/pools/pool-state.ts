@@ -115,7 +115,8 @@ export class PoolStateMachine {
       if (operation === 'shutdown') return;
       throw new PoolBusyError(this.poolId, 'shutdown');
     }
-    if (operation !== 'shutdown' && this.#operation !== undefined) throw new PoolBusyError(this.poolId, this.#operation);
+    if (operation !== 'shutdown' && this.#operation !== undefined)
+      throw new PoolBusyError(this.poolId, this.#operation);
     this.#operation = operation;
   }
 

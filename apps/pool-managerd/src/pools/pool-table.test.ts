@@ -6,7 +6,14 @@ function readyRegistry(slots = 2): PoolTable {
   const r = new PoolTable();
   r.register('b', { managed: true, models: ['m'], deterministic: false, ctx: 512, slotsTotal: slots });
   r.transition('b', 'starting');
-  r.bindEngine('b', { url: 'http://127.0.0.1:1', replica_id: 'r0', engine_version: 'b1-x', slots_total: slots, ctx: 512, mode: 'managed' });
+  r.bindEngine('b', {
+    url: 'http://127.0.0.1:1',
+    replica_id: 'r0',
+    engine_version: 'b1-x',
+    slots_total: slots,
+    ctx: 512,
+    mode: 'managed',
+  });
   r.transition('b', 'ready', 'healthy');
   return r;
 }
@@ -16,7 +23,13 @@ describe('PoolTable', () => {
     const r = new PoolTable();
     expect(r.register('a', { managed: true, models: ['m'], deterministic: true, ctx: 256, slotsTotal: 1 })).toBe(true);
     expect(r.register('a', { managed: true, models: ['x'], deterministic: false, ctx: 1, slotsTotal: 9 })).toBe(false);
-    expect(r.status('a')).toMatchObject({ state: 'provisioning', ready: false, live: false, slots_free: 0, models: ['m'] });
+    expect(r.status('a')).toMatchObject({
+      state: 'provisioning',
+      ready: false,
+      live: false,
+      slots_free: 0,
+      models: ['m'],
+    });
     r.transition('a', 'starting');
     expect(() => r.transition('a', 'ready')).not.toThrow();
     expect(r.status('a').ready).toBe(false); // no engine bound: never ready because of a state alone
@@ -70,10 +83,21 @@ describe('PoolTable', () => {
 
   it('snapshots carry the configured aliases, and none when there are none', () => {
     const r = readyRegistry(1);
-    r.register('a', { managed: true, models: ['synthetic:llama'], aliases: ['synthetic', 'tiny'], deterministic: false, ctx: 1, slotsTotal: 1 });
+    r.register('a', {
+      managed: true,
+      models: ['synthetic:llama'],
+      aliases: ['synthetic', 'tiny'],
+      deterministic: false,
+      ctx: 1,
+      slotsTotal: 1,
+    });
     r.setModels('a', ['synthetic:llama', 'synthetic-llama-0123456789ab']);
     const [a, b] = r.snapshots();
-    expect(a).toMatchObject({ pool_id: 'a', models: ['synthetic:llama', 'synthetic-llama-0123456789ab'], aliases: ['synthetic', 'tiny'] });
+    expect(a).toMatchObject({
+      pool_id: 'a',
+      models: ['synthetic:llama', 'synthetic-llama-0123456789ab'],
+      aliases: ['synthetic', 'tiny'],
+    });
     expect(b?.pool_id).toBe('b');
     expect(b && 'aliases' in b).toBe(false);
     // pool-managerd's own GET /v2/pools shows them too.

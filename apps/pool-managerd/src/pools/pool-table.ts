@@ -221,7 +221,8 @@ export class PoolTable {
    */
   lease(poolId: string): Lease {
     const e = this.#get(poolId);
-    if (!isReady(e)) throw new PoolUnreadyError(poolId, e.machine.reason ?? `state ${e.machine.state}`, UNREADY_RETRY_MS);
+    if (!isReady(e))
+      throw new PoolUnreadyError(poolId, e.machine.reason ?? `state ${e.machine.state}`, UNREADY_RETRY_MS);
     if (e.leases.size >= e.slotsTotal) throw new ReplicaExhaustedError(poolId, e.slotsTotal, UNREADY_RETRY_MS);
     const id = this.#nextLeaseId++;
     const controller = new AbortController();
@@ -269,7 +270,9 @@ export class PoolTable {
       models: e.models.slice(0, 64).map((m) => m.slice(0, 512)),
       ...aliasesOf(e),
       ...capabilitiesOf(e),
-      ...(e.engine !== undefined ? { engine_version: e.engine.engine_version.slice(0, 128), engine_url: e.engine.url } : {}),
+      ...(e.engine !== undefined
+        ? { engine_version: e.engine.engine_version.slice(0, 128), engine_url: e.engine.url }
+        : {}),
       ...(e.engine?.engine_fingerprint !== undefined ? { engine_fingerprint: e.engine.engine_fingerprint } : {}),
       ...(e.engine?.engine_patches !== undefined ? { engine_patches: [...e.engine.engine_patches] } : {}),
       restarts: e.restarts,

@@ -19,9 +19,15 @@ let h2cAgent: Agent;
 let logPath: string;
 
 beforeAll(async () => {
-  h = await startHarness({ pools: [{ id: 'ra', model: 'synthetic:llama?ctx=4096', ctx: 4096, slots: 1, threads: 1 }], supervision: { stopTimeoutMs: 3000 } });
+  h = await startHarness({
+    pools: [{ id: 'ra', model: 'synthetic:llama?ctx=4096', ctx: 4096, slots: 1, threads: 1 }],
+    supervision: { stopTimeoutMs: 3000 },
+  });
   await waitReady(h, 'ra');
-  h2c = await buildDispatchApp({ manager: h.manager, logger: h.logger, apiToken: h.token }, { node: { id: 'test-node', addr: '127.0.0.1:0' } });
+  h2c = await buildDispatchApp(
+    { manager: h.manager, logger: h.logger, apiToken: h.token },
+    { node: { id: 'test-node', addr: '127.0.0.1:0' } },
+  );
   await h2c.listen({ host: '127.0.0.1', port: 0 });
   const a = h2c.server.address();
   h2cOrigin = `http://127.0.0.1:${typeof a === 'object' && a !== null ? a.port : 0}`;
@@ -57,18 +63,25 @@ interface Stream {
   json?: unknown;
 }
 
-async function open(path: string, method: 'POST' | 'GET', body?: Record<string, unknown>, origin: 'h1' | 'h2c' = 'h1'): Promise<Stream> {
+async function open(
+  path: string,
+  method: 'POST' | 'GET',
+  body?: Record<string, unknown>,
+  origin: 'h1' | 'h2c' = 'h1',
+): Promise<Stream> {
   const headers = { ...auth(), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) };
   const payload = body !== undefined ? JSON.stringify(body) : null;
   const res =
     origin === 'h1'
       ? await request(`${h.url}${path}`, { method, headers, body: payload, reset: true })
       : await h2cAgent.request({ origin: h2cOrigin, path, method, headers, body: payload });
-  if (res.statusCode !== 200) return { status: res.statusCode, json: await res.body.json(), events: (async function* () {})(), body: res.body };
+  if (res.statusCode !== 200)
+    return { status: res.statusCode, json: await res.body.json(), events: (async function* () {})(), body: res.body };
   return { status: 200, events: ndjsonEvents(res.body), body: res.body };
 }
 
-const post = (body: Record<string, unknown>, origin: 'h1' | 'h2c' = 'h1'): Promise<Stream> => open('/v2/pools/ra/completions', 'POST', body, origin);
+const post = (body: Record<string, unknown>, origin: 'h1' | 'h2c' = 'h1'): Promise<Stream> =>
+  open('/v2/pools/ra/completions', 'POST', body, origin);
 const reattach = (taskId: string, after?: number, origin: 'h1' | 'h2c' = 'h1'): Promise<Stream> =>
   open(`/v2/pools/ra/dispatches/${taskId}${after === undefined ? '' : `?after=${after}`}`, 'GET', undefined, origin);
 
@@ -118,7 +131,12 @@ async function engineReleases(offset: number, n: number): Promise<string> {
 
 /** pool-managerd saw the connection of `taskId` close (the window started). */
 async function detached(taskId: string): Promise<void> {
-  await until(() => h.logs.some((l) => l.task_id === taskId && l.msg === 'dispatch detached: waiting for a re-attach'), 'dispatch detached', 10_000, 5);
+  await until(
+    () => h.logs.some((l) => l.task_id === taskId && l.msg === 'dispatch detached: waiting for a re-attach'),
+    'dispatch detached',
+    10_000,
+    5,
+  );
 }
 
 async function slotFree(): Promise<void> {
@@ -153,7 +171,9 @@ describe('re-attachable dispatches on the real llama-server', () => {
     // Delivered on a connection that finished normally: forgotten.
     await until(() => h.manager.held.size === 0, 'held dispatch forgotten', 5000);
     expect((await reattach(taskId)).status).toBe(404);
-    expect(h.logs.filter((l) => l.task_id === taskId && l.msg === 'dispatch ended')).toMatchObject([{ outcome: 'end', tokens_out: 2000 }]);
+    expect(h.logs.filter((l) => l.task_id === taskId && l.msg === 'dispatch ended')).toMatchObject([
+      { outcome: 'end', tokens_out: 2000 },
+    ]);
   });
 
   it('a re-attach with an index lower than what was written replays from right after it', async () => {
@@ -166,7 +186,9 @@ describe('re-attachable dispatches on the real llama-server', () => {
     const tail = await rest(again.events);
     expect(indexes(tail)).toEqual(range(4, 300));
     expect(tail.at(-1)).toMatchObject({ type: 'end', tokens_out: 300 });
-    expect(head.slice(4).map((e) => (e.type === 'token' ? e.t : ''))).toEqual(tail.slice(0, 8).map((e) => (e.type === 'token' ? e.t : '')));
+    expect(head.slice(4).map((e) => (e.type === 'token' ? e.t : ''))).toEqual(
+      tail.slice(0, 8).map((e) => (e.type === 'token' ? e.t : '')),
+    );
     await slotFree();
   });
 
@@ -177,7 +199,12 @@ describe('re-attachable dispatches on the real llama-server', () => {
     await take(first.events, 2);
     const t0 = performance.now();
     first.body.destroy();
-    await until(() => h.logs.find((l) => l.task_id === taskId && l.msg === 'no orchestrator re-attached within 300 ms; cancelled'), 'window passed', 10_000);
+    await until(
+      () =>
+        h.logs.find((l) => l.task_id === taskId && l.msg === 'no orchestrator re-attached within 300 ms; cancelled'),
+      'window passed',
+      10_000,
+    );
     const waited = performance.now() - t0;
     expect(waited).toBeGreaterThanOrEqual(290);
     const engine = await engineReleases(offset, 1);
@@ -186,8 +213,12 @@ describe('re-attachable dispatches on the real llama-server', () => {
     await slotFree();
     const gone = await reattach(taskId);
     expect(gone).toMatchObject({ status: 404, json: { code: 'NOT_FOUND' } });
-    expect(h.logs.filter((l) => l.task_id === taskId && (l.msg as string).startsWith('no orchestrator re-attached'))).toHaveLength(1);
-    expect(h.logs.find((l) => l.task_id === taskId && l.msg === 'dispatch ended')).toMatchObject({ outcome: 'canceled' });
+    expect(
+      h.logs.filter((l) => l.task_id === taskId && (l.msg as string).startsWith('no orchestrator re-attached')),
+    ).toHaveLength(1);
+    expect(h.logs.find((l) => l.task_id === taskId && l.msg === 'dispatch ended')).toMatchObject({
+      outcome: 'canceled',
+    });
     const metrics = await (await request(`${h.url}/metrics`)).body.text();
     expect(metric(metrics, 'expired')).toBeGreaterThanOrEqual(1);
   });
@@ -197,7 +228,11 @@ describe('re-attachable dispatches on the real llama-server', () => {
     const first = await post(longRun(taskId, 60, 20_000));
     await take(first.events, 1);
     first.body.destroy();
-    await until(() => h.logs.find((l) => l.task_id === taskId && l.msg === 'dispatch ended'), 'dispatch ended while detached', 30_000);
+    await until(
+      () => h.logs.find((l) => l.task_id === taskId && l.msg === 'dispatch ended'),
+      'dispatch ended while detached',
+      30_000,
+    );
     expect(h.manager.held.find('ra', taskId)).toBeDefined();
     // No HEAD twin of the re-attach route (it would take the dispatch over and deliver nothing).
     const head = await request(`${h.url}/v2/pools/ra/dispatches/${taskId}`, { method: 'HEAD', headers: auth() });
@@ -236,7 +271,9 @@ describe('re-attachable dispatches on the real llama-server', () => {
     expect((await cancel('not-a-uuid')).status).toBe(400);
     const after = await (await request(`${h.url}/metrics`)).body.text();
     expect(metric(after, 'cancelled')).toBe(metric(before, 'cancelled') + 1);
-    expect(h.logs.find((l) => l.task_id === taskId && l.msg === 'dispatch ended')).toMatchObject({ outcome: 'canceled' });
+    expect(h.logs.find((l) => l.task_id === taskId && l.msg === 'dispatch ended')).toMatchObject({
+      outcome: 'canceled',
+    });
   });
 
   it('last attacher wins: a second GET ends the first connection without cancelling; the second gets the rest', async () => {

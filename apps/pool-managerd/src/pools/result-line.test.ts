@@ -13,7 +13,15 @@ describe('resultLine (performance notes: engine answer spliced)', () => {
     expect(line.endsWith(`,"body":${BODY}}\n`)).toBe(true);
     expect(line.indexOf('\n')).toBe(line.length - 1);
     const ev = DispatchResultEventSchema.parse(JSON.parse(line));
-    expect(ev).toMatchObject({ type: 'result', tokens_out: 5, decode_ms: 3.5, stop_type: 'eos', finish_reason: 'tool_calls', prompt_tokens: 7, ...META });
+    expect(ev).toMatchObject({
+      type: 'result',
+      tokens_out: 5,
+      decode_ms: 3.5,
+      stop_type: 'eos',
+      finish_reason: 'tool_calls',
+      prompt_tokens: 7,
+      ...META,
+    });
     expect(ev).not.toHaveProperty('cached_tokens');
     expect(ev.body).toEqual(JSON.parse(BODY));
   });

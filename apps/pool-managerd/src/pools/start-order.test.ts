@@ -15,7 +15,11 @@ describe('pool start order', () => {
     const serving = new Promise<void>((resolve) => {
       markServing = resolve;
     });
-    h = await startHarness({ pools: [{ id: 'p', model: 'synthetic:llama', ctx: 256, threads: 1 }], serving, start: false });
+    h = await startHarness({
+      pools: [{ id: 'p', model: 'synthetic:llama', ctx: 256, threads: 1 }],
+      serving,
+      start: false,
+    });
     const { manager } = h;
     // No engine reached yet: there is no client to hand out.
     expect(() => manager.clientFor('http://127.0.0.1:9')).toThrow(PoolManagerError);

@@ -21,7 +21,10 @@ export class ProgressLogThrottle {
   due(figures: readonly number[]): boolean {
     const now = this.#now();
     const last = this.#last;
-    const due = last === undefined || figures.some((f, i) => Math.abs(f - (last[i] ?? 0)) >= MIN_POINTS || (f === 100 && last[i] !== 100)) || now - this.#at >= MAX_SILENCE_MS;
+    const due =
+      last === undefined ||
+      figures.some((f, i) => Math.abs(f - (last[i] ?? 0)) >= MIN_POINTS || (f === 100 && last[i] !== 100)) ||
+      now - this.#at >= MAX_SILENCE_MS;
     if (due) {
       this.#last = [...figures];
       this.#at = now;

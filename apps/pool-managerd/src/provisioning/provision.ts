@@ -46,7 +46,16 @@ export async function provision(req: ProvisionRequest): Promise<Provisioned> {
     const modelPercent = Math.floor(progress.model * 100);
     if (!throttle.due([enginePercent, modelPercent])) return;
     const human = `${req.withEngine ? `${engineStep} ${enginePercent}%, ` : ''}${modelStep} ${modelPercent}%`;
-    log.info({ engine_step: engineStep, engine_percent: enginePercent, model_step: modelStep, model_percent: modelPercent, human }, 'provisioning progress');
+    log.info(
+      {
+        engine_step: engineStep,
+        engine_percent: enginePercent,
+        model_step: modelStep,
+        model_percent: modelPercent,
+        human,
+      },
+      'provisioning progress',
+    );
   };
   const t0 = performance.now();
   const observe = (phase: string, outcome: string): void => {

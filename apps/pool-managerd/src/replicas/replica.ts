@@ -192,7 +192,10 @@ export class Replica {
     const bound = this.#bound;
     if (bound === undefined || bound.path !== path || bound.proc.state !== 'ready') return;
     this.#log.warn({ path }, 'handoff file of a running managed engine was removed; writing it again');
-    bound.path = await writeHandoffFile(this.#runtime.engines, { ...bound.record, written_at: new Date().toISOString() });
+    bound.path = await writeHandoffFile(this.#runtime.engines, {
+      ...bound.record,
+      written_at: new Date().toISOString(),
+    });
   }
 
   /**
@@ -220,20 +223,30 @@ export class Replica {
       failFast: trial,
       stableAfterMs: s.stableAfterMs,
       stopTimeoutMs: s.stopTimeoutMs,
-      backoff: new BackoffPolicy({ baseMs: s.backoffBaseMs, maxMs: s.backoffMaxMs, jitter: s.jitter, ...(s.random ? { random: s.random } : {}) }),
+      backoff: new BackoffPolicy({
+        baseMs: s.backoffBaseMs,
+        maxMs: s.backoffMaxMs,
+        jitter: s.jitter,
+        ...(s.random ? { random: s.random } : {}),
+      }),
       breaker: new CircuitBreaker({ threshold: s.breakerThreshold, cooldownMs: s.breakerCooldownMs, clock }),
       limiter: new RestartLimiter({ max: s.restartMax, windowMs: s.restartWindowMs, clock }),
       createProcess: () => this.#createProcess(),
     });
     // The one guard of the run: a stopped replica reports nothing.
-    const on = <K extends keyof SupervisorEvents<AttemptMeta>>(event: K, listener: SupervisorEvents<AttemptMeta>[K]): void => {
+    const on = <K extends keyof SupervisorEvents<AttemptMeta>>(
+      event: K,
+      listener: SupervisorEvents<AttemptMeta>[K],
+    ): void => {
       sup.on(event, ((...args: Parameters<SupervisorEvents<AttemptMeta>[K]>) => {
         if (this.#state === 'running') (listener as (...a: typeof args) => void)(...args);
       }) as SupervisorEvents<AttemptMeta>[K]);
     };
     on('starting', (info) => this.#events.starting(info));
     on('ready', (proc, meta) => {
-      this.#binding = this.#bind(proc, meta).catch((err: unknown) => this.#log.error({ err }, 'binding the ready engine failed'));
+      this.#binding = this.#bind(proc, meta).catch((err: unknown) =>
+        this.#log.error({ err }, 'binding the ready engine failed'),
+      );
     });
     on('exited', ({ exit, proc }) => {
       const what = exit.signal !== null ? `signal ${exit.signal}` : `code ${exit.code}`;
@@ -253,7 +266,11 @@ export class Replica {
     this.#attempts += 1;
     const pool = this.#pool;
     // A fresh prepare per attempt: a new free port if the old one was taken meanwhile.
-    const prepared = await this.#engines.prepare(pool, { modelPath: this.#model.local_path, replicaId: this.replicaId, binary: this.#binary });
+    const prepared = await this.#engines.prepare(pool, {
+      modelPath: this.#model.local_path,
+      replicaId: this.replicaId,
+      binary: this.#binary,
+    });
     const wrapper = await this.#wrapper;
     const url = `http://${prepared.host}:${prepared.port}`;
     // First asked for by the first health probe, i.e. after the spawn (see PoolManager.engineClient).
@@ -268,7 +285,10 @@ export class Replica {
       args: prepared.flags,
       // PCI bus order makes the mask's indices nvidia-smi's (CUDA otherwise numbers the fastest
       // GPU first), so `device_mask` and the reported free memory name the same devices.
-      env: prepared.device_mask !== undefined ? { ...this.#engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: prepared.device_mask } : this.#engineEnv,
+      env:
+        prepared.device_mask !== undefined
+          ? { ...this.#engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: prepared.device_mask }
+          : this.#engineEnv,
       health: async (signal) => {
         const h = await (await client()).health(signal);
         this.#metrics.healthChecks.inc({ pool_id: this.poolId, result: h });
@@ -307,7 +327,9 @@ export class Replica {
       url: `http://${prepared.host}:${prepared.port}`,
       engine_version: props.build_info,
       engine_fingerprint: prepared.engine_fingerprint,
-      ...(prepared.build_provenance.patches !== undefined ? { engine_patches: [...prepared.build_provenance.patches] } : {}),
+      ...(prepared.build_provenance.patches !== undefined
+        ? { engine_patches: [...prepared.build_provenance.patches] }
+        : {}),
       slots_total: props.total_slots,
       ctx: props.n_ctx,
       pid,
@@ -347,6 +369,8 @@ export class Replica {
   }
 
   #removeHandoff(path: string, reason: string): Promise<void> {
-    return removeHandoffFile(path).catch((err: unknown) => this.#log.warn({ err, path, reason }, 'removing the handoff file failed'));
+    return removeHandoffFile(path).catch((err: unknown) =>
+      this.#log.warn({ err, path, reason }, 'removing the handoff file failed'),
+    );
   }
 }

@@ -15,7 +15,11 @@ export function flagCapabilities(flags: readonly string[]): PoolCapability[] | u
 }
 
 /** {@link flagCapabilities}, else chat and completion plus infill when the engine accepts `/infill` for its model. */
-export async function engineCapabilities(client: Pick<LlamaServerClient, 'supportsInfill'>, flags: readonly string[], signal?: AbortSignal): Promise<PoolCapability[]> {
+export async function engineCapabilities(
+  client: Pick<LlamaServerClient, 'supportsInfill'>,
+  flags: readonly string[],
+  signal?: AbortSignal,
+): Promise<PoolCapability[]> {
   const fixed = flagCapabilities(flags);
   if (fixed !== undefined) return fixed;
   return (await client.supportsInfill(signal)) ? ['chat', 'completion', 'infill'] : ['chat', 'completion'];

@@ -31,9 +31,14 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function realEngine(name: string): Promise<{ proc: EngineProcess; client: LlamaServerClient; seen: EngineHealth[] }> {
+async function realEngine(
+  name: string,
+): Promise<{ proc: EngineProcess; client: LlamaServerClient; seen: EngineHealth[] }> {
   const provisioner = new EngineProvisioner({ cacheDir: testCacheDir(), logger, env: process.env, logProgress: false });
-  const prepared = await provisioner.prepare(PoolConfigSchema.parse({ id: name, model: 'synthetic:llama', ctx: 256, threads: 1 }), { modelPath, replicaId: 'r0' });
+  const prepared = await provisioner.prepare(
+    PoolConfigSchema.parse({ id: name, model: 'synthetic:llama', ctx: 256, threads: 1 }),
+    { modelPath, replicaId: 'r0' },
+  );
   const client = new LlamaServerClient({ baseUrl: `http://${prepared.host}:${prepared.port}` });
   const seen: EngineHealth[] = [];
   const proc = new EngineProcess({
@@ -83,7 +88,10 @@ describe('EngineProcess', () => {
     const pid = proc.pid ?? 0;
     expect(processCmdline(pid)?.[0]).toBe(binary); // setpriv exec'd in place: the pid is the engine's
     // The engine writes its own log: its stdout and stderr are the log file, not pipes to us.
-    expect([readlinkSync(`/proc/${pid}/fd/1`), readlinkSync(`/proc/${pid}/fd/2`)]).toEqual([proc.logPath, proc.logPath]);
+    expect([readlinkSync(`/proc/${pid}/fd/1`), readlinkSync(`/proc/${pid}/fd/2`)]).toEqual([
+      proc.logPath,
+      proc.logPath,
+    ]);
     expect(readFileSync(proc.logPath, 'utf8')).toMatch(/listening on http/);
     const pidFile = JSON.parse(readFileSync(join(dir, 'pids', 'ep1-r0.pid'), 'utf8')) as { pid: number };
     expect(pidFile.pid).toBe(pid);
@@ -189,12 +197,18 @@ describe('EngineProcess', () => {
         logger,
       });
     // Two runs into the same log file: the second run's error must quote only its own output.
-    await expect(make('fail-r0', '/bin/sh', ['-c', 'echo first run; exit 2']).start()).rejects.toThrow(/code 2.*first run/);
+    await expect(make('fail-r0', '/bin/sh', ['-c', 'echo first run; exit 2']).start()).rejects.toThrow(
+      /code 2.*first run/,
+    );
     const second = make('fail-r0', '/bin/sh', ['-c', 'echo loading the model; echo out of memory >&2; exit 1']).start();
     await expect(second).rejects.toBeInstanceOf(EngineReadinessError);
     const message = ((await second.catch((e: unknown) => e)) as Error).message;
     expect(message).toBe('engine exited during load (code 1, signal null): loading the model | out of memory');
-    expect(readFileSync(join(dir, 'logs', 'fail-r0.log'), 'utf8')).toMatch(/first run[\s\S]*out of memory\n=== \S+ exit code=1/);
-    await expect(make('missing-r0', join(dir, 'no-such-engine'), []).start()).rejects.toThrow(/could not spawn .*no-such-engine.*ENOENT/);
+    expect(readFileSync(join(dir, 'logs', 'fail-r0.log'), 'utf8')).toMatch(
+      /first run[\s\S]*out of memory\n=== \S+ exit code=1/,
+    );
+    await expect(make('missing-r0', join(dir, 'no-such-engine'), []).start()).rejects.toThrow(
+      /could not spawn .*no-such-engine.*ENOENT/,
+    );
   });
 });

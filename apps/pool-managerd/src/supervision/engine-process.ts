@@ -179,7 +179,8 @@ export class EngineProcess {
    * passes (the process is then killed). Aborting `signal` stops the process.
    */
   async start(signal?: AbortSignal): Promise<void> {
-    if (this.#state !== 'idle') throw new EngineSpawnError(`engine ${this.name} already started`, { state: this.#state });
+    if (this.#state !== 'idle')
+      throw new EngineSpawnError(`engine ${this.name} already started`, { state: this.#state });
     const binaryPath = this.#binaryPath;
     const log = new RotatingLogFile(this.logPath, this.#logRotation);
     const wrapper = this.#wrapper;
@@ -225,14 +226,19 @@ export class EngineProcess {
       // Gone before anyone hears of the exit: a PID file always names a live engine (or a crash's orphan).
       // Synchronous on purpose: one tiny file, and listeners must not wait a thread-pool round trip.
       if (this.#pidPath !== undefined) rmSync(this.#pidPath, { force: true });
-      this.#log.info({ pid: child.pid, code: exit.code, signal: exit.signal, requested: exit.requested }, 'engine exited');
+      this.#log.info(
+        { pid: child.pid, code: exit.code, signal: exit.signal, requested: exit.requested },
+        'engine exited',
+      );
       this.#resolveExited(exit);
       this.#wake?.();
       for (const l of this.#exitListeners) l(exit);
     });
     if (child.pid === undefined) {
       const exit = await this.exited;
-      throw new EngineSpawnError(`could not spawn ${binaryPath}: ${this.#spawnError ?? `exit ${exit.code}`}`, { binary: binaryPath });
+      throw new EngineSpawnError(`could not spawn ${binaryPath}: ${this.#spawnError ?? `exit ${exit.code}`}`, {
+        binary: binaryPath,
+      });
     }
     // Logged at the spawn itself (its time is the start of the engine's own start-up).
     this.#log.info({ pid: child.pid, binary: binaryPath, log: this.logPath }, 'engine spawned');
@@ -294,11 +300,14 @@ export class EngineProcess {
     const started = Date.now();
     for (;;) {
       if (this.#exit !== undefined) {
-        throw new EngineReadinessError(`engine exited during load (code ${this.#exit.code}, signal ${this.#exit.signal}): ${lastLines(this.outputTail())}`, {
-          pid: this.pid,
-          code: this.#exit.code,
-          signal: this.#exit.signal,
-        });
+        throw new EngineReadinessError(
+          `engine exited during load (code ${this.#exit.code}, signal ${this.#exit.signal}): ${lastLines(this.outputTail())}`,
+          {
+            pid: this.pid,
+            code: this.#exit.code,
+            signal: this.#exit.signal,
+          },
+        );
       }
       if (signal?.aborted === true) {
         await this.stop('SIGKILL', 1000);

@@ -12,7 +12,11 @@ describe('supervision config', () => {
       pools: [{ id: 'p', model: 'synthetic:llama' }],
       supervision: { breaker_cooldown_ms: 30_000, backoff_base_ms: 250 },
     });
-    expect(supervisionSettings(cfg.supervision)).toEqual({ ...DEFAULT_SUPERVISION, breakerCooldownMs: 30_000, backoffBaseMs: 250 });
+    expect(supervisionSettings(cfg.supervision)).toEqual({
+      ...DEFAULT_SUPERVISION,
+      breakerCooldownMs: 30_000,
+      backoffBaseMs: 250,
+    });
   });
   it('rejects unknown and out-of-range keys', () => {
     const base = { node: { id: 'n' }, pools: [{ id: 'p', model: 'm' }] };

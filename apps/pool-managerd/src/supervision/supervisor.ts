@@ -224,13 +224,19 @@ export class Supervisor<M = unknown> {
     this.#emit('breaker', breaker);
     if (breaker === 'open') {
       const retryAt = this.#breaker.retryAt ?? this.#clock.now();
-      this.#log.error({ failures: this.#breaker.failures, retry_at: new Date(retryAt).toISOString(), error }, 'circuit open: engine keeps failing');
+      this.#log.error(
+        { failures: this.#breaker.failures, retry_at: new Date(retryAt).toISOString(), error },
+        'circuit open: engine keeps failing',
+      );
       this.#emit('failure', { error, delayMs: undefined, breaker, failures: this.#breaker.failures });
       this.#emit('open', { error, retryAt });
       return true;
     }
     const delay = Math.max(this.#backoff.next(), this.#limiter.waitMs());
-    this.#log.warn({ error, delay_ms: delay, failures: this.#breaker.failures }, 'engine failed; restarting after backoff');
+    this.#log.warn(
+      { error, delay_ms: delay, failures: this.#breaker.failures },
+      'engine failed; restarting after backoff',
+    );
     this.#emit('failure', { error, delayMs: delay, breaker, failures: this.#breaker.failures });
     this.#setState('backoff');
     return this.#sleep(delay);
@@ -241,7 +247,8 @@ export class Supervisor<M = unknown> {
     const stableMs = this.#stableAfterMs;
     this.#clock.sleep(stableMs, AbortSignal.any([ac.signal, this.#stop.signal])).then(
       () => {
-        if (this.#breaker.state !== 'closed' || this.#backoff.attempt > 0) this.#log.info({ stable_ms: stableMs }, 'engine stable: backoff reset, breaker closed');
+        if (this.#breaker.state !== 'closed' || this.#backoff.attempt > 0)
+          this.#log.info({ stable_ms: stableMs }, 'engine stable: backoff reset, breaker closed');
         this.#backoff.reset();
         this.#breaker.recordSuccess();
         this.#emit('breaker', 'closed');

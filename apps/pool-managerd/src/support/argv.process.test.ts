@@ -15,7 +15,13 @@ beforeAll(() => {
   execFileSync('npx', ['tsc', '--build', APP_DIR], { cwd: APP_DIR, stdio: 'inherit' });
 }, 120_000);
 
-const run = (args: string[]) => execa(process.execPath, [MAIN, ...args], { reject: false, timeout: 20_000, env: { PATH: process.env.PATH ?? '' }, extendEnv: false });
+const run = (args: string[]) =>
+  execa(process.execPath, [MAIN, ...args], {
+    reject: false,
+    timeout: 20_000,
+    env: { PATH: process.env.PATH ?? '' },
+    extendEnv: false,
+  });
 
 describe('pool-managerd argv', () => {
   it('--help / -h print the usage (--config, environment) and exit 0', async () => {
@@ -24,7 +30,8 @@ describe('pool-managerd argv', () => {
       expect(r.exitCode, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/^pool-managerd — /);
       expect(r.stdout).toContain('usage: pool-managerd --config <file.yaml>');
-      for (const env of ['LLORCH_API_TOKEN', 'LLORCH_CACHE_DIR', 'LOG_LEVEL', 'HF_TOKEN']) expect(r.stdout).toMatch(new RegExp(`^  ${env} `, 'm'));
+      for (const env of ['LLORCH_API_TOKEN', 'LLORCH_CACHE_DIR', 'LOG_LEVEL', 'HF_TOKEN'])
+        expect(r.stdout).toMatch(new RegExp(`^  ${env} `, 'm'));
       expect(r.stdout).not.toContain('"level"');
     }
     // even next to a config that does not exist: nothing is loaded

@@ -15,7 +15,12 @@ function writeBundle(source: string): BundleManifest {
     const st = statSync(join(dir, path));
     return { path, size: st.size, mtimeMs: st.mtimeMs };
   });
-  const manifest: BundleManifest = { version: 1, file: 'b.cjs', buildId: createHash('sha256').update(source).digest('hex'), inputs };
+  const manifest: BundleManifest = {
+    version: 1,
+    file: 'b.cjs',
+    buildId: createHash('sha256').update(source).digest('hex'),
+    inputs,
+  };
   writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
   return manifest;
 }
@@ -37,7 +42,9 @@ describe('bundle loader', () => {
   it('runs a current bundle as CommonJS; the code cache is written at exit, then used', () => {
     const manifest = writeBundle(SOURCE);
     const exits: Array<() => void> = [];
-    const first = loadBundle<{ answer: () => number; base: string; dirOk: boolean }>(dir, { atExit: (w) => exits.push(w) });
+    const first = loadBundle<{ answer: () => number; base: string; dirOk: boolean }>(dir, {
+      atExit: (w) => exits.push(w),
+    });
     if (!('exports' in first)) throw new Error(`unusable: ${first.unusable}`);
     expect(first.exports.answer()).toBe(42);
     expect(first.exports).toMatchObject({ base: 'b.cjs', dirOk: true });
@@ -73,7 +80,10 @@ describe('bundle loader', () => {
     expect(checkBundle(dir)).toEqual({ unusable: 'no-manifest' });
     writeFileSync(join(dir, 'manifest.json'), '{ not json');
     expect(checkBundle(dir)).toEqual({ unusable: 'bad-manifest' });
-    writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ version: 1, file: 'b.cjs', buildId: 'short', inputs: [] }));
+    writeFileSync(
+      join(dir, 'manifest.json'),
+      JSON.stringify({ version: 1, file: 'b.cjs', buildId: 'short', inputs: [] }),
+    );
     expect(checkBundle(dir)).toEqual({ unusable: 'bad-manifest' });
 
     writeBundle(SOURCE);

@@ -44,7 +44,14 @@ function isManifest(v: unknown): v is BundleManifest {
     typeof m.buildId === 'string' &&
     /^[0-9a-f]{64}$/.test(m.buildId) &&
     Array.isArray(m.inputs) &&
-    m.inputs.every((i) => typeof i === 'object' && i !== null && typeof i.path === 'string' && typeof i.size === 'number' && typeof i.mtimeMs === 'number')
+    m.inputs.every(
+      (i) =>
+        typeof i === 'object' &&
+        i !== null &&
+        typeof i.path === 'string' &&
+        typeof i.size === 'number' &&
+        typeof i.mtimeMs === 'number',
+    )
   );
 }
 
@@ -114,7 +121,10 @@ function writeCodeCache(script: Script, path: string): void {
  * the run compiled, start-up and shutdown included. Written to a temp file and renamed; a cache
  * that cannot be written (read-only install) only costs the next start its speed.
  */
-export function loadBundle<T>(dir: string, opts: LoadBundleOptions = {}): LoadedBundle<T> | { unusable: BundleUnusable } {
+export function loadBundle<T>(
+  dir: string,
+  opts: LoadBundleOptions = {},
+): LoadedBundle<T> | { unusable: BundleUnusable } {
   const checked = checkBundle(dir);
   if ('unusable' in checked) return checked;
   const { manifest } = checked;
@@ -132,13 +142,20 @@ export function loadBundle<T>(dir: string, opts: LoadBundleOptions = {}): Loaded
     filename: file,
     ...(cachedData !== undefined ? { cachedData } : {}),
   });
-  const codeCache: CodeCacheState = cachedData === undefined ? 'miss' : script.cachedDataRejected === true ? 'rejected' : 'hit';
+  const codeCache: CodeCacheState =
+    cachedData === undefined ? 'miss' : script.cachedDataRejected === true ? 'rejected' : 'hit';
   if (codeCache !== 'hit') {
     const atExit = opts.atExit ?? ((write: () => void) => process.once('exit', write));
     atExit(() => writeCodeCache(script, cachePath));
   }
   const mod = { exports: {} as T };
-  const fn = script.runInThisContext() as (exports: T, require: NodeJS.Require, module: { exports: T }, filename: string, dirname: string) => void;
+  const fn = script.runInThisContext() as (
+    exports: T,
+    require: NodeJS.Require,
+    module: { exports: T },
+    filename: string,
+    dirname: string,
+  ) => void;
   fn(mod.exports, createRequire(file), mod, file, dirname(file));
   return { exports: mod.exports, codeCache };
 }

@@ -5,21 +5,45 @@ import { metricNamingProblems, parsePrometheusText } from '@llama-orch/daemon-su
 import { engineMetricName, EngineSeries } from './engine-series.js';
 
 /** A real llama-server scrape (daemon-support's fixture). */
-const LLAMA_SERVER = readFileSync(new URL('../../../../packages/daemon-support/src/fixtures/llama-server-metrics.txt', import.meta.url), 'utf8');
+const LLAMA_SERVER = readFileSync(
+  new URL('../../../../packages/daemon-support/src/fixtures/llama-server-metrics.txt', import.meta.url),
+  'utf8',
+);
 const RULES = { requiredLabels: { prefix: 'llorch_engine_', labels: ['pool_id', 'replica_id'] } };
 
 describe('engineMetricName', () => {
   it('translates llama-server names into ours: prefix, valid characters, _total only on counters, rates named as rates', () => {
-    expect(engineMetricName('llamacpp:prompt_tokens_total', 'counter')).toEqual({ name: 'llorch_engine_prompt_tokens_total', type: 'counter' });
-    expect(engineMetricName('llamacpp:kv_cache_usage_ratio', 'gauge')).toEqual({ name: 'llorch_engine_kv_cache_usage_ratio', type: 'gauge' });
-    expect(engineMetricName('llamacpp:requests_deferred', 'gauge')).toEqual({ name: 'llorch_engine_requests_deferred', type: 'gauge' });
-    expect(engineMetricName('llamacpp:predicted_tokens_seconds', 'gauge')).toEqual({ name: 'llorch_engine_predicted_tokens_per_second', type: 'gauge' });
-    expect(engineMetricName('llamacpp:n_tokens_max', 'counter')).toEqual({ name: 'llorch_engine_n_tokens_max', type: 'gauge' });
-    expect(engineMetricName('llamacpp:new_thing', 'counter')).toEqual({ name: 'llorch_engine_new_thing_total', type: 'counter' });
+    expect(engineMetricName('llamacpp:prompt_tokens_total', 'counter')).toEqual({
+      name: 'llorch_engine_prompt_tokens_total',
+      type: 'counter',
+    });
+    expect(engineMetricName('llamacpp:kv_cache_usage_ratio', 'gauge')).toEqual({
+      name: 'llorch_engine_kv_cache_usage_ratio',
+      type: 'gauge',
+    });
+    expect(engineMetricName('llamacpp:requests_deferred', 'gauge')).toEqual({
+      name: 'llorch_engine_requests_deferred',
+      type: 'gauge',
+    });
+    expect(engineMetricName('llamacpp:predicted_tokens_seconds', 'gauge')).toEqual({
+      name: 'llorch_engine_predicted_tokens_per_second',
+      type: 'gauge',
+    });
+    expect(engineMetricName('llamacpp:n_tokens_max', 'counter')).toEqual({
+      name: 'llorch_engine_n_tokens_max',
+      type: 'gauge',
+    });
+    expect(engineMetricName('llamacpp:new_thing', 'counter')).toEqual({
+      name: 'llorch_engine_new_thing_total',
+      type: 'counter',
+    });
     expect(engineMetricName('llamacpp:odd_total', 'gauge')).toEqual({ name: 'llorch_engine_odd', type: 'gauge' });
     expect(engineMetricName('llamacpp:x_total', 'untyped')).toEqual({ name: 'llorch_engine_x_total', type: 'counter' });
     expect(engineMetricName('llamacpp:y', 'untyped')).toEqual({ name: 'llorch_engine_y', type: 'gauge' });
-    expect(engineMetricName('plain:with:colons', 'gauge')).toEqual({ name: 'llorch_engine_with_colons', type: 'gauge' });
+    expect(engineMetricName('plain:with:colons', 'gauge')).toEqual({
+      name: 'llorch_engine_with_colons',
+      type: 'gauge',
+    });
   });
 });
 
@@ -28,7 +52,13 @@ describe('EngineSeries', () => {
     const registry = new Registry();
     const series = new EngineSeries(registry);
     series.set('p0', 'r0', parsePrometheusText(LLAMA_SERVER).families);
-    series.set('p1', 'r0', parsePrometheusText(LLAMA_SERVER.replace('llamacpp:tokens_predicted_total 8', 'llamacpp:tokens_predicted_total 30')).families);
+    series.set(
+      'p1',
+      'r0',
+      parsePrometheusText(
+        LLAMA_SERVER.replace('llamacpp:tokens_predicted_total 8', 'llamacpp:tokens_predicted_total 30'),
+      ).families,
+    );
     const text = await registry.metrics();
     const { families, skipped } = parsePrometheusText(text);
     expect(skipped).toBe(0);
@@ -59,8 +89,16 @@ describe('EngineSeries', () => {
     const registry = new Registry();
     new Gauge({ name: 'llorch_other', help: 'stays', registers: [registry] });
     const series = new EngineSeries(registry);
-    series.set('p0', 'r0', parsePrometheusText('# HELP llamacpp:a A.\n# TYPE llamacpp:a gauge\nllamacpp:a 1\n').families);
-    series.set('p1', 'r0', parsePrometheusText('# HELP llamacpp:b B.\n# TYPE llamacpp:b gauge\nllamacpp:b 2\n').families);
+    series.set(
+      'p0',
+      'r0',
+      parsePrometheusText('# HELP llamacpp:a A.\n# TYPE llamacpp:a gauge\nllamacpp:a 1\n').families,
+    );
+    series.set(
+      'p1',
+      'r0',
+      parsePrometheusText('# HELP llamacpp:b B.\n# TYPE llamacpp:b gauge\nllamacpp:b 2\n').families,
+    );
     expect(
       registry
         .getMetricsAsArray()
@@ -100,7 +138,12 @@ describe('EngineSeries', () => {
     );
     const { families } = parsePrometheusText(await registry.metrics());
     expect(metricNamingProblems(families.slice(1), RULES)).toEqual([]);
-    expect(families[0]?.samples[0]?.labels).toEqual({ position: '1', exported_pool_id: 'theirs', pool_id: 'p0', replica_id: 'r0' });
+    expect(families[0]?.samples[0]?.labels).toEqual({
+      position: '1',
+      exported_pool_id: 'theirs',
+      pool_id: 'p0',
+      replica_id: 'r0',
+    });
     expect(families[1]).toMatchObject({ name: 'llorch_engine_step_seconds', type: 'histogram' });
     expect(families[1]?.samples.map((s) => s.name)).toEqual([
       'llorch_engine_step_seconds_bucket',
@@ -121,7 +164,12 @@ describe('parsePrometheusText over prom-client output', () => {
     c.inc({ k: 'a"b' }, 3);
     const { families, skipped } = parsePrometheusText(await registry.metrics());
     expect(skipped).toBe(0);
-    expect(families.map((f) => `${f.name}:${f.type}:${f.samples.length}`)).toEqual(['c_total:counter:1', 'g:gauge:1', 'h_seconds:histogram:5', 's_bytes:summary:3']);
+    expect(families.map((f) => `${f.name}:${f.type}:${f.samples.length}`)).toEqual([
+      'c_total:counter:1',
+      'g:gauge:1',
+      'h_seconds:histogram:5',
+      's_bytes:summary:3',
+    ]);
     expect(families[0]?.samples[0]?.labels).toEqual({ k: 'a"b' });
     expect(families[1]?.help).toBe('g\nnewline \\ backslash');
   });

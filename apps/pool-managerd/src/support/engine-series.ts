@@ -54,7 +54,11 @@ function labelsOf(engine: Readonly<Record<string, string>>, poolId: string, repl
 }
 
 /** Translates one engine's scrape into our families (by exported name). */
-export function translateEngineFamilies(families: readonly PromFamily[], poolId: string, replicaId: string): Map<string, Exported> {
+export function translateEngineFamilies(
+  families: readonly PromFamily[],
+  poolId: string,
+  replicaId: string,
+): Map<string, Exported> {
   const out = new Map<string, Exported>();
   for (const f of families) {
     if (f.samples.length === 0) continue;
@@ -95,7 +99,10 @@ export class EngineSeries {
   set(poolId: string, replicaId: string, families: readonly PromFamily[]): void {
     // One engine per pool today: a new replica id replaces the pool's old series.
     this.drop(poolId);
-    this.#engines.set(`${poolId}\u0000${replicaId}`, { poolId, families: translateEngineFamilies(families, poolId, replicaId) });
+    this.#engines.set(`${poolId}\u0000${replicaId}`, {
+      poolId,
+      families: translateEngineFamilies(families, poolId, replicaId),
+    });
     this.#sync();
   }
 

@@ -53,11 +53,34 @@ export class PoolManagerMetrics {
     gauge('llorch_pool_slots_free', 'Slots not leased (0 when the pool is not ready).', (s) => s.slots_free);
     gauge('llorch_pool_active_leases', 'Leases held right now.', (s) => s.active_leases);
     gauge('llorch_pool_ready', '1 when the pool accepts leases.', (s) => (s.ready ? 1 : 0));
-    gauge('llorch_pool_breaker_state', 'Supervisor circuit breaker: 0 closed, 1 half_open, 2 open.', (s) => BREAKER_VALUE[s.breaker]);
-    gauge('llorch_pool_decode_tokens_per_second', 'Measured decode rate (moving average over streams).', (s) => s.decode_tps);
-    this.restarts = new Counter({ name: 'llorch_pool_engine_restarts_total', help: 'Engine restarts after a crash or failed start.', labelNames: ['pool_id'], registers: [r] });
-    this.handoffsProcessed = new Counter({ name: 'llorch_handoff_files_processed_total', help: 'Handoff files ingested.', labelNames: ['mode'], registers: [r] });
-    this.handoffsRejected = new Counter({ name: 'llorch_handoff_files_rejected_total', help: 'Handoff files rejected, by reason.', labelNames: ['reason'], registers: [r] });
+    gauge(
+      'llorch_pool_breaker_state',
+      'Supervisor circuit breaker: 0 closed, 1 half_open, 2 open.',
+      (s) => BREAKER_VALUE[s.breaker],
+    );
+    gauge(
+      'llorch_pool_decode_tokens_per_second',
+      'Measured decode rate (moving average over streams).',
+      (s) => s.decode_tps,
+    );
+    this.restarts = new Counter({
+      name: 'llorch_pool_engine_restarts_total',
+      help: 'Engine restarts after a crash or failed start.',
+      labelNames: ['pool_id'],
+      registers: [r],
+    });
+    this.handoffsProcessed = new Counter({
+      name: 'llorch_handoff_files_processed_total',
+      help: 'Handoff files ingested.',
+      labelNames: ['mode'],
+      registers: [r],
+    });
+    this.handoffsRejected = new Counter({
+      name: 'llorch_handoff_files_rejected_total',
+      help: 'Handoff files rejected, by reason.',
+      labelNames: ['reason'],
+      registers: [r],
+    });
     this.healthChecks = new Counter({
       name: 'llorch_pool_engine_health_checks_total',
       help: 'Engine /health probes by result.',
@@ -77,7 +100,12 @@ export class PoolManagerMetrics {
       labelNames: ['pool_id', 'outcome'],
       registers: [r],
     });
-    this.tokensOut = new Counter({ name: 'llorch_dispatch_tokens_out_total', help: 'Tokens generated (engine count from end events).', labelNames: ['pool_id'], registers: [r] });
+    this.tokensOut = new Counter({
+      name: 'llorch_dispatch_tokens_out_total',
+      help: 'Tokens generated (engine count from end events).',
+      labelNames: ['pool_id'],
+      registers: [r],
+    });
     this.promptTokens = new Counter({
       name: 'llorch_dispatch_prompt_tokens_total',
       help: 'Prompt tokens of finished streams, cached ones included (engine count).',

@@ -23,7 +23,8 @@ describe('RotatingLogFile', () => {
     dirs.push(dir);
     const path = join(dir, 'logs', 'e.log');
     const log = new RotatingLogFile(path, { maxBytes: 10, keep: 2 });
-    for (const c of ['aaaaaaaa\n', 'bbbbbbbb\n', 'cccccccc\n', 'dddddddd\n', 'eeeeeeee\n', 'ffffffff\n', 'gggggggg\n']) log.write(c);
+    for (const c of ['aaaaaaaa\n', 'bbbbbbbb\n', 'cccccccc\n', 'dddddddd\n', 'eeeeeeee\n', 'ffffffff\n', 'gggggggg\n'])
+      log.write(c);
     log.close();
     log.close();
     expect(readdirSync(join(dir, 'logs')).sort()).toEqual(['e.log', 'e.log.1', 'e.log.2']);

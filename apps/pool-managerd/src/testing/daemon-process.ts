@@ -52,12 +52,22 @@ export interface DaemonChild {
  * Spawns `dist/main.js --config <path>` with the shared test cache and `token`. `stdout`: `read`
  * parses every line into {@link DaemonChild.lines}; `unread` pipes it and never reads it.
  */
-export function spawnDaemon(configPath: string, opts: { token: string; stdout: 'read' | 'unread'; logLevel?: string }): DaemonChild {
+export function spawnDaemon(
+  configPath: string,
+  opts: { token: string; stdout: 'read' | 'unread'; logLevel?: string },
+): DaemonChild {
   const child = spawn(process.execPath, [MAIN, '--config', configPath], {
-    env: { ...process.env, LLORCH_CACHE_DIR: testCacheDir(), LLORCH_API_TOKEN: opts.token, LOG_LEVEL: opts.logLevel ?? 'info' },
+    env: {
+      ...process.env,
+      LLORCH_CACHE_DIR: testCacheDir(),
+      LLORCH_API_TOKEN: opts.token,
+      LOG_LEVEL: opts.logLevel ?? 'info',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const lines: Array<Record<string, unknown>> = [];
   if (opts.stdout === 'read') {
     const rl = createInterface({ input: child.stdout! });

@@ -21,7 +21,21 @@ export async function startExternalEngine(opts: { slots?: number; ctx?: number }
   const modelPath = (await models.ensure('synthetic:llama')).local_path;
   await models.close();
   const port = await findFreePort();
-  const args = ['-m', modelPath, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.ctx ?? 1024), '-np', String(opts.slots ?? 1), '--no-webui', '-t', '1'];
+  const args = [
+    '-m',
+    modelPath,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '-c',
+    String(opts.ctx ?? 1024),
+    '-np',
+    String(opts.slots ?? 1),
+    '--no-webui',
+    '-t',
+    '1',
+  ];
   const child = spawn(bin.binary_path, args, { env: scrubEngineEnv(process.env), stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   if (child.pid === undefined) throw new Error('spawn failed');

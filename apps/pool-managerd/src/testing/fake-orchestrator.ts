@@ -1,6 +1,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HeartbeatRequestSchema, NodeRegisterRequestSchema, type HeartbeatRequest, type NodeRegisterRequest } from '@llama-orch/contracts';
+import {
+  HeartbeatRequestSchema,
+  NodeRegisterRequestSchema,
+  type HeartbeatRequest,
+  type NodeRegisterRequest,
+} from '@llama-orch/contracts';
 
 /**
  * Test fixture standing in for orchestratord's node API (a real node:http server): records
@@ -61,7 +66,8 @@ export class FakeOrchestrator {
   }
 
   async #handle(req: IncomingMessage): Promise<{ status: number; body?: unknown }> {
-    if (this.token !== undefined && req.headers.authorization !== `Bearer ${this.token}`) return { status: 401, body: { code: 'UNAUTHORIZED', message: 'bad token' } };
+    if (this.token !== undefined && req.headers.authorization !== `Bearer ${this.token}`)
+      return { status: 401, body: { code: 'UNAUTHORIZED', message: 'bad token' } };
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');

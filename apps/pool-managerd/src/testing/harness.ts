@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { request } from 'undici';
-import { DispatchEventSchema, PoolConfigSchema, type DispatchEvent, type PoolConfigInput, type PoolState, type PoolStatus } from '@llama-orch/contracts';
+import {
+  DispatchEventSchema,
+  PoolConfigSchema,
+  type DispatchEvent,
+  type PoolConfigInput,
+  type PoolState,
+  type PoolStatus,
+} from '@llama-orch/contracts';
 import { EngineProvisioner, ensureCpuTestEngine, scrubEngineEnv, testCacheDir } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import { buildApp, type PoolManagerApp } from '../app.js';
@@ -61,7 +68,8 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line !== '') logs.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of chunk.toString('utf8').split('\n'))
+        if (line !== '') logs.push(JSON.parse(line) as Record<string, unknown>);
       cb();
     },
   });
@@ -70,7 +78,8 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'pool-managerd-'));
   const runtime = runtimeDir(join(dir, 'run'));
   const release = claimRuntimeDir(runtime);
-  const engines = opts.engines ?? new EngineProvisioner({ cacheDir: testCacheDir(), logger, env: process.env, logProgress: false });
+  const engines =
+    opts.engines ?? new EngineProvisioner({ cacheDir: testCacheDir(), logger, env: process.env, logProgress: false });
   const models = new ModelProvisioner({ cacheDir: testCacheDir(), logger, progressTty: false, baseDir: dir });
   const manager = new PoolManager({
     nodeId: opts.nodeId ?? 'test-node',
@@ -89,10 +98,15 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
   });
   const transitions: RecordedTransition[] = [];
   manager.pools.onChange((poolId, change) => {
-    if (change !== undefined) transitions.push({ pool_id: poolId, from: change.from, to: change.to, reason: change.reason });
+    if (change !== undefined)
+      transitions.push({ pool_id: poolId, from: change.from, to: change.to, reason: change.reason });
   });
-  const illegalTransitions = (): Array<Record<string, unknown>> => logs.filter((l) => (l.err as { type?: unknown } | undefined)?.type === 'InvalidTransitionError');
-  const app = await buildApp({ manager, logger, apiToken: TEST_TOKEN }, { node: { id: opts.nodeId ?? 'test-node', addr: '127.0.0.1:0' } });
+  const illegalTransitions = (): Array<Record<string, unknown>> =>
+    logs.filter((l) => (l.err as { type?: unknown } | undefined)?.type === 'InvalidTransitionError');
+  const app = await buildApp(
+    { manager, logger, apiToken: TEST_TOKEN },
+    { node: { id: opts.nodeId ?? 'test-node', addr: '127.0.0.1:0' } },
+  );
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr !== null ? addr.port : 0}`;
@@ -121,12 +135,18 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
         rmSync(dir, { recursive: true, force: true });
       }
       const illegal = illegalTransitions();
-      if (illegal.length > 0) throw new Error(`illegal pool state transitions were attempted: ${JSON.stringify(illegal.map((l) => l.err))}`);
+      if (illegal.length > 0)
+        throw new Error(`illegal pool state transitions were attempted: ${JSON.stringify(illegal.map((l) => l.err))}`);
     },
   };
 }
 
-export async function until<T>(probe: () => T | Promise<T>, what: string, ms = 60_000, everyMs = 10): Promise<NonNullable<T>> {
+export async function until<T>(
+  probe: () => T | Promise<T>,
+  what: string,
+  ms = 60_000,
+  everyMs = 10,
+): Promise<NonNullable<T>> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await probe();
@@ -158,7 +178,13 @@ export async function dispatch(
   h: Harness,
   poolId: string,
   body: Record<string, unknown>,
-): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; events: AsyncGenerator<DispatchEvent>; json?: unknown; destroy: () => void }> {
+): Promise<{
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  events: AsyncGenerator<DispatchEvent>;
+  json?: unknown;
+  destroy: () => void;
+}> {
   const res = await request(`${h.url}/v2/pools/${poolId}/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
@@ -166,7 +192,13 @@ export async function dispatch(
     reset: true,
   });
   if (res.statusCode !== 200) {
-    return { status: res.statusCode, headers: res.headers, json: await res.body.json(), events: (async function* () {})(), destroy: () => undefined };
+    return {
+      status: res.statusCode,
+      headers: res.headers,
+      json: await res.body.json(),
+      events: (async function* () {})(),
+      destroy: () => undefined,
+    };
   }
   return { status: 200, headers: res.headers, events: ndjsonEvents(res.body), destroy: () => res.body.destroy() };
 }

@@ -39,7 +39,8 @@ describe('haproxyConfig', () => {
     // inactivity limits: a non-streamed answer is silent until its task ends
     for (const t of ['client', 'server', 'tunnel']) expect(lines).toContain(`timeout ${t} 360s`);
     // failed requests only, on stderr (which llorch up prints), with their termination flags
-    for (const l of ['log stderr format raw local0 info', 'log global', 'option httplog', 'option dontlog-normal']) expect(lines).toContain(l);
+    for (const l of ['log stderr format raw local0 info', 'log global', 'option httplog', 'option dontlog-normal'])
+      expect(lines).toContain(l);
     // nothing that would hold SSE frames back
     expect(text).not.toMatch(/compression|http-buffer-request/);
   });
@@ -48,9 +49,15 @@ describe('haproxyConfig', () => {
     const cfg = join(dir, 'haproxy.cfg');
     await writeFileAtomic(cfg, haproxyConfig({ bind: '127.0.0.1:8080', replicas, idleTimeoutMs: 360_000 }));
     const r = spawnSync(haproxy, ['-c', '-f', cfg], { encoding: 'utf8' });
-    expect({ status: r.status, output: `${r.stdout}${r.stderr}`.trim() }).toEqual({ status: 0, output: 'Configuration file is valid' });
+    expect({ status: r.status, output: `${r.stdout}${r.stderr}`.trim() }).toEqual({
+      status: 0,
+      output: 'Configuration file is valid',
+    });
     // and the check is strict enough to catch a typo
-    const bad = spawnSync(haproxy, ['-c', '-f', '/dev/stdin'], { input: readFileSync(cfg, 'utf8').replace('httpchk', 'httpchek'), encoding: 'utf8' });
+    const bad = spawnSync(haproxy, ['-c', '-f', '/dev/stdin'], {
+      input: readFileSync(cfg, 'utf8').replace('httpchk', 'httpchek'),
+      encoding: 'utf8',
+    });
     expect(bad.status).not.toBe(0);
     expect(execFileSync(haproxy, ['-v'], { encoding: 'utf8' })).toMatch(/^HAProxy version 2\./);
   });

@@ -13,7 +13,9 @@ describe('nodeHeartbeatEnv', () => {
     const path = join(dir, 'pool.yaml');
     writeFileSync(path, dev.replace(/heartbeat_interval_ms: \d+/, 'heartbeat_interval_ms: 1000'));
     expect(nodeHeartbeatEnv(path, {})).toEqual({ ORCHD_NODE_HEARTBEAT_MS: '1000' });
-    expect(nodeHeartbeatEnv(join(REPO, 'requirements', 'cpu-dev.yaml'), {})).toEqual({ ORCHD_NODE_HEARTBEAT_MS: '5000' });
+    expect(nodeHeartbeatEnv(join(REPO, 'requirements', 'cpu-dev.yaml'), {})).toEqual({
+      ORCHD_NODE_HEARTBEAT_MS: '5000',
+    });
     expect(nodeHeartbeatEnv(path, { ORCHD_NODE_HEARTBEAT_MS: '250' })).toEqual({});
   });
 

@@ -9,7 +9,10 @@ import { parse } from 'yaml';
  * a dead replica's tasks are taken over after 2. A config that cannot be read gives nothing here:
  * pool-managerd itself reports it.
  */
-export function nodeHeartbeatEnv(configPath: string, env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+export function nodeHeartbeatEnv(
+  configPath: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
   if (env.ORCHD_NODE_HEARTBEAT_MS !== undefined) return {};
   try {
     const parsed = PoolManagerConfigSchema.safeParse(parse(readFileSync(configPath, 'utf8')));

@@ -10,7 +10,12 @@ export interface RestartPolicy {
 }
 
 /** 0.5 s, 1 s, 2 s, 4 s, 8 s; a sixth exit within a minute stops the cluster. */
-export const REPLICA_RESTART_POLICY: Readonly<RestartPolicy> = Object.freeze({ initialMs: 500, maxMs: 10_000, maxRestarts: 5, windowMs: 60_000 });
+export const REPLICA_RESTART_POLICY: Readonly<RestartPolicy> = Object.freeze({
+  initialMs: 500,
+  maxMs: 10_000,
+  maxRestarts: 5,
+  windowMs: 60_000,
+});
 
 /**
  * The restarts of one daemon: exponential backoff over the restarts in the sliding window, so a

@@ -1,4 +1,10 @@
-import { ClusterModelListSchema, ClusterPoolListSchema, NodeListSchema, type ClusterModel, type ClusterPool } from '@llama-orch/contracts';
+import {
+  ClusterModelListSchema,
+  ClusterPoolListSchema,
+  NodeListSchema,
+  type ClusterModel,
+  type ClusterPool,
+} from '@llama-orch/contracts';
 import type { z } from 'zod';
 import { PLAIN, type Paint } from '../color.js';
 import { callJson, callText, type Target } from '../http.js';
@@ -31,7 +37,15 @@ export function renderNodes(nodes: readonly NodeInfo[], paint: Paint = PLAIN): s
   return renderTable(
     [
       ['NODE', 'STATE', 'ADDRESS', 'POOLS', 'GPUS', 'CPUS', 'LAST SEEN'],
-      ...nodes.map((n) => [n.node_id, n.state, n.address, String(n.pools.length), String(n.capabilities.gpus.length), String(n.capabilities.cpu_cores), n.last_seen]),
+      ...nodes.map((n) => [
+        n.node_id,
+        n.state,
+        n.address,
+        String(n.pools.length),
+        String(n.capabilities.gpus.length),
+        String(n.capabilities.cpu_cores),
+        n.last_seen,
+      ]),
     ],
     stateColour(paint, 1),
   );
@@ -42,7 +56,13 @@ export function renderModels(models: readonly ClusterModel[], paint: Paint = PLA
   return renderTable(
     [
       ['MODEL', 'ALIASES', 'STATUS', 'LOADED ON', 'REGISTERED'],
-      ...models.map((m) => [m.id, m.aliases.join(',') || '-', m.status, m.pools.join(',') || '-', m.registered ? 'yes' : 'no']),
+      ...models.map((m) => [
+        m.id,
+        m.aliases.join(',') || '-',
+        m.status,
+        m.pools.join(',') || '-',
+        m.registered ? 'yes' : 'no',
+      ]),
     ],
     stateColour(paint, 2),
   );
@@ -73,7 +93,11 @@ export function queueDepth(metrics: string): number | null {
 
 /** Everything `llorch status` shows. */
 export async function statusDocument(target: Target): Promise<StatusDocument> {
-  const [nodes, { pools }, metrics] = await Promise.all([listNodes(target), callJson(target, 'GET', '/v2/pools', ClusterPoolListSchema), callText(target, '/metrics')]);
+  const [nodes, { pools }, metrics] = await Promise.all([
+    listNodes(target),
+    callJson(target, 'GET', '/v2/pools', ClusterPoolListSchema),
+    callText(target, '/metrics'),
+  ]);
   return { nodes, pools, queued: queueDepth(metrics), leased: pools.reduce((sum, p) => sum + p.leased, 0) };
 }
 

@@ -81,7 +81,9 @@ export async function submit(target: Target, opts: SubmitOptions & { json?: bool
   const say = (line: string): void => {
     if (!opts.json) opts.err.write(line);
   };
-  say(`task ${taskId} admitted (queue position ${admission.queue_position}, predicted start ${admission.predicted_start_ms} ms)\n`);
+  say(
+    `task ${taskId} admitted (queue position ${admission.queue_position}, predicted start ${admission.predicted_start_ms} ms)\n`,
+  );
   const streamAbort = new AbortController();
   let interrupted = false;
   let cancelled: Promise<unknown> = Promise.resolve();
@@ -99,7 +101,10 @@ export async function submit(target: Target, opts: SubmitOptions & { json?: bool
   else opts.signal?.addEventListener('abort', onInterrupt, { once: true });
   let text = '';
   try {
-    for await (const frame of streamTask(admission.streams.sse, { headers: authHeaders(target), signal: streamAbort.signal })) {
+    for await (const frame of streamTask(admission.streams.sse, {
+      headers: authHeaders(target),
+      signal: streamAbort.signal,
+    })) {
       switch (frame.event) {
         case 'token':
           text += frame.data.t;
@@ -108,7 +113,8 @@ export async function submit(target: Target, opts: SubmitOptions & { json?: bool
         case 'end': {
           const d = frame.data;
           if (!opts.json) opts.out.write('\n');
-          const prompt = d.prompt_tokens === undefined ? '' : `, prompt ${d.prompt_tokens} tokens (${d.cached_tokens ?? 0} cached)`;
+          const prompt =
+            d.prompt_tokens === undefined ? '' : `, prompt ${d.prompt_tokens} tokens (${d.cached_tokens ?? 0} cached)`;
           const reason = d.finish_reason === undefined ? '' : `, finish ${d.finish_reason}`;
           say(
             `${d.canceled ? 'canceled' : 'done'}: ${d.tokens_out} tokens in ${d.decode_ms.toFixed(1)} ms${prompt}${reason}` +
@@ -145,7 +151,11 @@ export async function submit(target: Target, opts: SubmitOptions & { json?: bool
   }
   // Only an interrupted task gets here without a terminal frame (the stream throws otherwise).
   const failed = await cancelled;
-  throw new InterruptedError(failed instanceof Error ? `interrupted; cancelling task ${taskId} failed: ${failed.message}` : `interrupted; task ${taskId} canceled`);
+  throw new InterruptedError(
+    failed instanceof Error
+      ? `interrupted; cancelling task ${taskId} failed: ${failed.message}`
+      : `interrupted; task ${taskId} canceled`,
+  );
 }
 
 function defined<T extends Record<string, unknown>>(o: T): Partial<T> {

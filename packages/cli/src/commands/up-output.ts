@@ -41,7 +41,10 @@ function humanRecord(name: string, rec: LogRecord, paint: Paint): string | undef
   const text = typeof rec.human === 'string' ? rec.human : String(rec.msg ?? '');
   const facts = ['pool_id', 'percent', 'bytes_done', 'bytes_total', 'url', 'state', 'err']
     .filter((k) => rec[k] !== undefined)
-    .map((k) => `${k}=${typeof rec[k] === 'object' ? JSON.stringify((rec[k] as { message?: unknown }).message ?? rec[k]) : String(rec[k])}`);
+    .map(
+      (k) =>
+        `${k}=${typeof rec[k] === 'object' ? JSON.stringify((rec[k] as { message?: unknown }).message ?? rec[k]) : String(rec[k])}`,
+    );
   const tag = level >= 50 ? `${paint.red('ERROR')} ` : level >= 40 ? `${paint.yellow('WARN')} ` : '';
   return `[${name}] ${tag}${text}${facts.length ? `  (${facts.join(' ')})` : ''}`;
 }
@@ -71,13 +74,21 @@ export function dashboardUrl(url: string): string {
  * Forwards a child's output as human lines; on a terminal, progress records move the live bars
  * instead. `onLine` sees every raw line, after its human form (if any) was written.
  */
-export function relay(name: string, child: Child, print: (text: string) => void, paint: Paint, live: UpProgress | undefined, onLine?: (line: string) => void): void {
+export function relay(
+  name: string,
+  child: Child,
+  print: (text: string) => void,
+  paint: Paint,
+  live: UpProgress | undefined,
+  onLine?: (line: string) => void,
+): void {
   for (const stream of [child.stdout, child.stderr]) {
     if (!stream) continue;
     createInterface({ input: stream }).on('line', (line) => {
       const rec = parseRecord(line);
       if (rec === undefined || live?.take(rec) !== true) {
-        const text = rec === undefined ? (line.trim() ? `[${name}] ${line}` : undefined) : humanRecord(name, rec, paint);
+        const text =
+          rec === undefined ? (line.trim() ? `[${name}] ${line}` : undefined) : humanRecord(name, rec, paint);
         if (text !== undefined) print(text);
       }
       onLine?.(line);

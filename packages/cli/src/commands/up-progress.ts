@@ -37,8 +37,10 @@ export class UpProgress {
     if (this.#stopped) return false;
     const pool = typeof rec.pool_id === 'string' ? rec.pool_id : 'pool';
     if (rec.msg === 'provisioning progress') {
-      if (typeof rec.engine_step === 'string' && typeof rec.engine_percent === 'number') this.#set(pool, 'engine', `${pool} ${rec.engine_step}`, rec.engine_percent);
-      if (typeof rec.model_step === 'string' && typeof rec.model_percent === 'number') this.#set(pool, 'model', `${pool} ${rec.model_step}`, rec.model_percent);
+      if (typeof rec.engine_step === 'string' && typeof rec.engine_percent === 'number')
+        this.#set(pool, 'engine', `${pool} ${rec.engine_step}`, rec.engine_percent);
+      if (typeof rec.model_step === 'string' && typeof rec.model_percent === 'number')
+        this.#set(pool, 'model', `${pool} ${rec.model_step}`, rec.model_percent);
       return true;
     }
     if (rec.msg === 'engine spawned') {

@@ -5,7 +5,11 @@ import { callJson, type Target } from '../http.js';
 import { CliError } from '../errors.js';
 
 /** The lines `llorch up` prints once every pool is ready; `cluster` names what serves the API. */
-export function upSummary(cluster: readonly string[], ready: readonly ClusterPool[], heading = 'llama-orch is up'): string {
+export function upSummary(
+  cluster: readonly string[],
+  ready: readonly ClusterPool[],
+  heading = 'llama-orch is up',
+): string {
   const cli = join('packages', 'cli', 'dist', 'main.js');
   return [
     '',
@@ -25,7 +29,11 @@ export function upSummary(cluster: readonly string[], ready: readonly ClusterPoo
 }
 
 /** Polls `GET /v2/pools` until every pool is ready (at least one); undefined when `signal` aborts first. */
-export async function waitReady(target: Target, timeoutMs: number, signal: AbortSignal): Promise<ClusterPool[] | undefined> {
+export async function waitReady(
+  target: Target,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<ClusterPool[] | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !signal.aborted) {
     const pools = await callJson(target, 'GET', '/v2/pools', ClusterPoolListSchema).then(

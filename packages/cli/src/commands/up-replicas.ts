@@ -79,9 +79,15 @@ interface Stage {
 export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<void> {
   const n = opts.replicas ?? 1;
   const redisBin = findProgram('redis-server', kit.env.PATH);
-  if (redisBin === undefined) throw new CliError(`--replicas needs Debian's redis-server (not found on PATH) for the shared cluster state: ${INSTALL_HINT}`);
+  if (redisBin === undefined)
+    throw new CliError(
+      `--replicas needs Debian's redis-server (not found on PATH) for the shared cluster state: ${INSTALL_HINT}`,
+    );
   const haproxyBin = findProgram('haproxy', kit.env.PATH, ['/usr/sbin', '/sbin']);
-  if (haproxyBin === undefined) throw new CliError(`--replicas needs Debian's haproxy (not found on PATH or in /usr/sbin) as the load balancer: ${INSTALL_HINT}`);
+  if (haproxyBin === undefined)
+    throw new CliError(
+      `--replicas needs Debian's haproxy (not found on PATH or in /usr/sbin) as the load balancer: ${INSTALL_HINT}`,
+    );
   const stateDir = opts.stateDir ?? join(opts.repoRoot, '.cache', 'llorch-up');
   const redisDir = join(stateDir, 'redis');
   // queued tasks (their prompts) land in Redis's files: this user's only
@@ -121,7 +127,8 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
   const start = (name: string, child: Child): void => {
     stages.push({ name, children: [child] });
     void child.then((r) => {
-      if (!stopping) stop(`${name} exited (${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}; see its log above)`);
+      if (!stopping)
+        stop(`${name} exited (${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}; see its log above)`);
     });
   };
   /** Runs `step` unless the run stops first (a daemon died, Ctrl-C); false then. */
@@ -129,7 +136,10 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), STEP_TIMEOUT_MS);
     try {
-      const r = await Promise.race([run(AbortSignal.any([ac.signal, halt.signal, opts.signal])), stopped.then(() => undefined)]);
+      const r = await Promise.race([
+        run(AbortSignal.any([ac.signal, halt.signal, opts.signal])),
+        stopped.then(() => undefined),
+      ]);
       if (r === undefined && !stopping) stop(`${what} took longer than ${STEP_TIMEOUT_MS / 1000} s`);
       return stopping ? undefined : r;
     } finally {
@@ -143,15 +153,26 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
     const redisUrl = `redis://127.0.0.1:${redisPort}/0`;
     // each spawn follows an await: a Ctrl-C meanwhile has stopped the stages so far, start no more
     if (stopping) return await finish();
-    opts.out.write(`starting redis-server on 127.0.0.1:${redisPort} (append-only file fsynced every second, in ${redisDir})\n`);
+    opts.out.write(
+      `starting redis-server on 127.0.0.1:${redisPort} (append-only file fsynced every second, in ${redisDir})\n`,
+    );
     const redis = kit.spawn(redisBin, redisArgs(redisPort, redisDir), {});
     relayRedis(redis, kit);
     start('redis-server', redis);
-    if (!(await step('redis-server answering PING', (signal) => waitRedis(redisPort, signal).then((ok) => ok || undefined)))) return await finish();
+    if (
+      !(await step('redis-server answering PING', (signal) =>
+        waitRedis(redisPort, signal).then((ok) => ok || undefined),
+      ))
+    )
+      return await finish();
 
-    const replicas = await Promise.all(Array.from({ length: n }, async (_, i) => ({ id: `r${i + 1}`, port: await freeLoopbackPort() })));
+    const replicas = await Promise.all(
+      Array.from({ length: n }, async (_, i) => ({ id: `r${i + 1}`, port: await freeLoopbackPort() })),
+    );
     if (stopping) return await finish();
-    opts.out.write(`starting ${n} orchestratord replicas: ${replicas.map((r) => `${r.id} on 127.0.0.1:${r.port}`).join(', ')}\n`);
+    opts.out.write(
+      `starting ${n} orchestratord replicas: ${replicas.map((r) => `${r.id} on 127.0.0.1:${r.port}`).join(', ')}\n`,
+    );
     const spawnReplica = (r: Replica): Child => {
       const url = `http://127.0.0.1:${r.port}`;
       const child = kit.spawn(
@@ -190,7 +211,9 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
         const delay = budget.next();
         if (delay === undefined) {
           const p = REPLICA_RESTART_POLICY;
-          return stop(`orchestratord ${r.id} exited (${how}) after ${p.maxRestarts} restarts within ${p.windowMs / 1000} s; stopping the cluster`);
+          return stop(
+            `orchestratord ${r.id} exited (${how}) after ${p.maxRestarts} restarts within ${p.windowMs / 1000} s; stopping the cluster`,
+          );
         }
         kit.print(
           `${kit.paint.yellow('WARN')} [orchestratord ${r.id}] exited (${how}); restarting it on 127.0.0.1:${r.port} in ${delay} ms, the balancer sends its requests to the other replicas`,
@@ -200,7 +223,10 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
         orchStage.children[i] = spawnReplica(r);
         supervise(r, i, budget);
         const child = orchStage.children[i];
-        const ready = await untilReady(`http://127.0.0.1:${r.port}/readyz`, AbortSignal.any([halt.signal, AbortSignal.timeout(STEP_TIMEOUT_MS)]));
+        const ready = await untilReady(
+          `http://127.0.0.1:${r.port}/readyz`,
+          AbortSignal.any([halt.signal, AbortSignal.timeout(STEP_TIMEOUT_MS)]),
+        );
         if (stopping || orchStage.children[i] !== child) return;
         if (ready) kit.print(`[orchestratord ${r.id}] restarted: ready ${Date.now() - exitedAt} ms after it exited`);
         // never ready: its exit is the next restart (or the end of the budget)
@@ -209,7 +235,9 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
     };
     replicas.forEach((r, i) => supervise(r, i, new RestartBudget()));
     const allReady = (signal: AbortSignal): Promise<true | undefined> =>
-      Promise.all(replicas.map((r) => untilReady(`http://127.0.0.1:${r.port}/readyz`, signal))).then((ok) => ok.every(Boolean) || undefined);
+      Promise.all(replicas.map((r) => untilReady(`http://127.0.0.1:${r.port}/readyz`, signal))).then(
+        (ok) => ok.every(Boolean) || undefined,
+      );
     if (!(await step('every replica answering /readyz', allReady))) return await finish();
     replicasReady = true;
 
@@ -230,17 +258,23 @@ export async function upReplicas(opts: ReplicasUpOptions, kit: UpKit): Promise<v
     const balancer = kit.spawn(haproxyBin, ['-db', '-f', cfgPath], {});
     relay('haproxy', balancer, kit.print, kit.paint, kit.live);
     start('haproxy', balancer);
-    if (!(await step('haproxy forwarding /readyz', (signal) => untilReady(`${kit.target.url}/readyz`, signal)))) return await finish();
+    if (!(await step('haproxy forwarding /readyz', (signal) => untilReady(`${kit.target.url}/readyz`, signal))))
+      return await finish();
     const dashboard = dashboardUrl(kit.target.url);
     kit.print(`dashboard: ${dashboard}`);
 
     if (stopping) return await finish();
-    opts.out.write(`starting pool-managerd with ${opts.config} (first run builds llama-server from source: ~5 min on 2 cores)\n`);
+    opts.out.write(
+      `starting pool-managerd with ${opts.config} (first run builds llama-server from source: ~5 min on 2 cores)\n`,
+    );
     const pool = kit.spawn(process.execPath, [kit.poolMain, '--config', opts.config], kit.env);
     relay('pool-managerd', pool, kit.print, kit.paint, kit.live);
     start('pool-managerd', pool);
 
-    const ready = await Promise.race([waitReady(kit.target, opts.readyTimeoutMs, AbortSignal.any([halt.signal, opts.signal])), stopped.then(() => undefined)]);
+    const ready = await Promise.race([
+      waitReady(kit.target, opts.readyTimeoutMs, AbortSignal.any([halt.signal, opts.signal])),
+      stopped.then(() => undefined),
+    ]);
     if (ready !== undefined && !stopping) {
       kit.live?.stop();
       const lines = [

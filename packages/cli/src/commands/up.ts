@@ -57,9 +57,21 @@ export async function up(opts: UpOptions): Promise<void> {
   for (const f of [orchMain, poolMain]) {
     if (!existsSync(f)) throw new CliError(`${f} is missing: run \`pnpm build\` (scripts/dev.sh up does it for you)`);
   }
-  const env = { ...process.env, LLORCH_CACHE_DIR: opts.cacheDir, ...(opts.token ? { LLORCH_API_TOKEN: opts.token } : {}), ...nodeHeartbeatEnv(opts.config, process.env) };
+  const env = {
+    ...process.env,
+    LLORCH_CACHE_DIR: opts.cacheDir,
+    ...(opts.token ? { LLORCH_API_TOKEN: opts.token } : {}),
+    ...nodeHeartbeatEnv(opts.config, process.env),
+  };
   // past pool-managerd's own 15 s grace: its orderly shutdown decides, SIGKILL is the backstop
-  const common = { reject: false, stdout: 'pipe', stderr: 'pipe', cleanup: true, detached: true, forceKillAfterDelay: 20_000 } as const;
+  const common = {
+    reject: false,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    cleanup: true,
+    detached: true,
+    forceKillAfterDelay: 20_000,
+  } as const;
   const target: Target = { url: `http://${opts.addr}`, token: opts.token };
 
   const paint = opts.paint ?? PLAIN;
@@ -69,12 +81,23 @@ export async function up(opts: UpOptions): Promise<void> {
     else live.log(text);
   };
   const prefix = await detectPdeathsigPrefix('SIGTERM');
-  if (prefix === undefined) opts.out.write(`${paint.yellow('WARN')} setpriv --pdeathsig is unavailable: if llorch is killed (SIGKILL), the daemons keep running\n`);
-  const spawn = (program: string, args: string[], childEnv: Record<string, string | undefined>, killAfterMs = 20_000): Child => {
+  if (prefix === undefined)
+    opts.out.write(
+      `${paint.yellow('WARN')} setpriv --pdeathsig is unavailable: if llorch is killed (SIGKILL), the daemons keep running\n`,
+    );
+  const spawn = (
+    program: string,
+    args: string[],
+    childEnv: Record<string, string | undefined>,
+    killAfterMs = 20_000,
+  ): Child => {
     const o = { ...common, env: childEnv, forceKillAfterDelay: killAfterMs };
-    return (prefix === undefined ? execa(program, args, o) : execa(prefix[0]!, [...prefix.slice(1), program, ...args], o)) as Child;
+    return (
+      prefix === undefined ? execa(program, args, o) : execa(prefix[0]!, [...prefix.slice(1), program, ...args], o)
+    ) as Child;
   };
-  const daemon = (args: string[], childEnv: Record<string, string | undefined>, killAfterMs?: number): Child => spawn(process.execPath, args, childEnv, killAfterMs);
+  const daemon = (args: string[], childEnv: Record<string, string | undefined>, killAfterMs?: number): Child =>
+    spawn(process.execPath, args, childEnv, killAfterMs);
   if ((opts.replicas ?? 1) > 1) return upReplicas(opts, { spawn, print, paint, live, env, orchMain, poolMain, target });
 
   opts.out.write(`starting orchestratord on ${target.url}\n`);
@@ -97,14 +120,18 @@ export async function up(opts: UpOptions): Promise<void> {
   });
   // pool-managerd registers at once: started before orchestratord listens, its first attempts
   // would fail (and warn) for no reason
-  const aborted = new Promise<void>((resolve) => opts.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const aborted = new Promise<void>((resolve) =>
+    opts.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
   if (!(await Promise.race([listening.then(() => true), orch.then(() => false), aborted.then(() => false)]))) {
     if (orch.exitCode === null) orch.kill('SIGTERM');
     await orch;
     if (opts.signal.aborted) return;
     throw new CliError('orchestratord exited before it listened (see its log above)');
   }
-  opts.out.write(`starting pool-managerd with ${opts.config} (first run builds llama-server from source: ~5 min on 2 cores)\n`);
+  opts.out.write(
+    `starting pool-managerd with ${opts.config} (first run builds llama-server from source: ~5 min on 2 cores)\n`,
+  );
   const pool = daemon([poolMain, '--config', opts.config], env);
   relay('pool-managerd', pool, print, paint, live);
 
@@ -134,7 +161,14 @@ export async function up(opts: UpOptions): Promise<void> {
     [pool, 'pool-managerd'],
   ]);
   // the first daemon to exit, and how
-  const exited = Promise.race(children.map((c) => c.then((r) => ({ name: names.get(c) ?? 'a daemon', how: r.signal ? `signal ${r.signal}` : `code ${r.exitCode}` }))));
+  const exited = Promise.race(
+    children.map((c) =>
+      c.then((r) => ({
+        name: names.get(c) ?? 'a daemon',
+        how: r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`,
+      })),
+    ),
+  );
 
   try {
     const ready = await Promise.race([

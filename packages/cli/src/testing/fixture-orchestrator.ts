@@ -38,7 +38,9 @@ export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions
     seen.push(`${key} auth=${req.headers.authorization ?? ''}`);
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     if (opts.token && req.headers.authorization !== `Bearer ${opts.token}`) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'UNAUTHORIZED', message: 'bad token' }));
+      res
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ code: 'UNAUTHORIZED', message: 'bad token' }));
       return;
     }
     let raw = '';
@@ -49,8 +51,13 @@ export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions
       if (req.method === 'POST' && raw) bodies.push(JSON.parse(raw) as Record<string, unknown>);
       const canned = opts.routes?.[key];
       if (canned !== undefined) {
-        const text = typeof canned.body === 'string' ? canned.body : canned.body === undefined ? '' : JSON.stringify(canned.body);
-        res.writeHead(canned.status, { 'content-type': typeof canned.body === 'string' ? 'text/plain' : 'application/json' }).end(text);
+        const text =
+          typeof canned.body === 'string' ? canned.body : canned.body === undefined ? '' : JSON.stringify(canned.body);
+        res
+          .writeHead(canned.status, {
+            'content-type': typeof canned.body === 'string' ? 'text/plain' : 'application/json',
+          })
+          .end(text);
         return;
       }
       if (key === 'POST /v2/tasks') {
@@ -63,7 +70,10 @@ export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions
             queue_position: 0,
             predicted_start_ms: 5,
             backoff_ms: 0,
-            streams: { sse: `${base}/v2/tasks/${taskId}/events`, sse_verbose: `${base}/v2/tasks/${taskId}/events?verbose=true` },
+            streams: {
+              sse: `${base}/v2/tasks/${taskId}/events`,
+              sse_verbose: `${base}/v2/tasks/${taskId}/events?verbose=true`,
+            },
             preparation: { steps: [] },
           }),
         );
@@ -90,12 +100,19 @@ export async function fixtureOrchestrator(frames: string[], opts: FixtureOptions
         }, 5);
         const cancel = (): void => {
           clearInterval(tick);
-          res.end(formatSseFrame(99, { event: 'end', data: { tokens_out: 1, decode_ms: 1, decode_time_ms: 1, canceled: true, stop_type: 'cancel' } }));
+          res.end(
+            formatSseFrame(99, {
+              event: 'end',
+              data: { tokens_out: 1, decode_ms: 1, decode_time_ms: 1, canceled: true, stop_type: 'cancel' },
+            }),
+          );
         };
         open.add(cancel);
         return;
       }
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NOT_FOUND', message: `${key} not found` }));
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ code: 'NOT_FOUND', message: `${key} not found` }));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

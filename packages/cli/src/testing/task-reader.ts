@@ -17,7 +17,8 @@ export function parseFrames(buf: string): { frames: Frame[]; rest: string } {
     const id = /^id: (\d+)$/m.exec(block)?.[1];
     const event = /^event: (\w+)$/m.exec(block)?.[1];
     const data = /^data: (.*)$/m.exec(block)?.[1];
-    if (id !== undefined && event !== undefined && data !== undefined) frames.push({ id: Number(id), event, data: JSON.parse(data) as Record<string, unknown> });
+    if (id !== undefined && event !== undefined && data !== undefined)
+      frames.push({ id: Number(id), event, data: JSON.parse(data) as Record<string, unknown> });
   }
   return { frames, rest: buf };
 }

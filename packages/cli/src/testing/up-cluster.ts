@@ -17,10 +17,17 @@ export const CLI_MAIN = join(PKG, 'dist', 'main.js');
 /** The engine and model cache the other suites share (engine-provisioner's testCacheDir). */
 export const TEST_CACHE = process.env.LLORCH_TEST_CACHE_DIR ?? join(REPO, '.cache', 'llama-orch');
 /** The built daemons `llorch up` starts. */
-export const DAEMON_MAINS = [join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'), join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js')];
+export const DAEMON_MAINS = [
+  join(REPO, 'apps', 'orchestratord', 'dist', 'main.js'),
+  join(REPO, 'apps', 'pool-managerd', 'dist', 'main.js'),
+];
 
 /** requirements/cpu-dev.yaml in `dir`, pointed at `addr`, with its own runtime dir and a 1 s heartbeat (and `edit` applied). */
-export async function poolConfig(dir: string, addr: string, edit: (yaml: string) => string = (y) => y): Promise<string> {
+export async function poolConfig(
+  dir: string,
+  addr: string,
+  edit: (yaml: string) => string = (y) => y,
+): Promise<string> {
   const config = join(dir, 'pool.yaml');
   const base = edit(readFileSync(join(REPO, 'requirements', 'cpu-dev.yaml'), 'utf8'));
   await writeFile(
@@ -57,16 +64,26 @@ export interface Up {
 }
 
 /** Runs `llorch up` with `args` until it reports a ready cluster; everything it started is killed when the test ends. */
-export async function startUp(dir: string, name: string, token: string, args: string[], poolEdit?: (yaml: string) => string): Promise<Up> {
+export async function startUp(
+  dir: string,
+  name: string,
+  token: string,
+  args: string[],
+  poolEdit?: (yaml: string) => string,
+): Promise<Up> {
   for (const f of [CLI_MAIN, ...DAEMON_MAINS]) expect(existsSync(f), `${f} missing: run pnpm build`).toBe(true);
   const addr = `127.0.0.1:${await freeLoopbackPort()}`;
   const sub = join(dir, name);
   const config = await poolConfig(await mkdtemp(`${sub}-`), addr, poolEdit);
-  const llorch = execa(process.execPath, [CLI_MAIN, 'up', ...args, '--token', token, '--addr', addr, '--config', config], {
-    reject: false,
-    env: { LLORCH_CACHE_DIR: TEST_CACHE, LOG_LEVEL: 'info' },
-    all: true,
-  });
+  const llorch = execa(
+    process.execPath,
+    [CLI_MAIN, 'up', ...args, '--token', token, '--addr', addr, '--config', config],
+    {
+      reject: false,
+      env: { LLORCH_CACHE_DIR: TEST_CACHE, LOG_LEVEL: 'info' },
+      all: true,
+    },
+  );
   onTestFinished(() => {
     for (const p of [llorch.pid!, ...descendants(llorch.pid!)]) if (running(p)) process.kill(p, 'SIGKILL');
   });
@@ -75,7 +92,12 @@ export async function startUp(dir: string, name: string, token: string, args: st
     out += c.toString();
   });
   const text = (): string => out;
-  await until('llorch up did not report a ready cluster', () => out.includes('llama-orch is up') || llorch.exitCode !== null, 3 * 60_000, text);
+  await until(
+    'llorch up did not report a ready cluster',
+    () => out.includes('llama-orch is up') || llorch.exitCode !== null,
+    3 * 60_000,
+    text,
+  );
   return { llorch, base: `http://${addr}`, text };
 }
 
@@ -89,7 +111,11 @@ export const NO_EOS = { logit_bias: { '2': -100 } };
 export function replicasScratch(name: string): { readonly path: string } {
   let path = '';
   beforeAll(async () => {
-    await ensureDebianPackage({ pkg: 'redis-server', path: '/usr/bin/redis-server', who: 'llorch up --replicas tests' });
+    await ensureDebianPackage({
+      pkg: 'redis-server',
+      path: '/usr/bin/redis-server',
+      who: 'llorch up --replicas tests',
+    });
     await ensureDebianPackage({ pkg: 'haproxy', path: '/usr/sbin/haproxy', who: 'llorch up --replicas tests' });
     path = await mkdtemp(join(tmpdir(), `llorch-${name}-`));
   }, DEBIAN_INSTALL_TIMEOUT_MS);

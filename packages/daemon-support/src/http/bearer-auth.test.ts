@@ -1,6 +1,13 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bearerAuthOptions, bearerAuthPlugin, bearerToken, credentialLookup, sha256, tokenMatches } from './bearer-auth.js';
+import {
+  bearerAuthOptions,
+  bearerAuthPlugin,
+  bearerToken,
+  credentialLookup,
+  sha256,
+  tokenMatches,
+} from './bearer-auth.js';
 import { correlationPlugin } from './correlation.js';
 
 class Refused extends Error {
@@ -17,7 +24,16 @@ describe('bearer tokens', () => {
     expect(bearerToken('Bearer abc')).toBe('abc');
     expect(bearerToken('bearer   abc  ')).toBe('abc');
     expect(bearerToken('BEARER\tabc')).toBe('abc');
-    for (const bad of [undefined, '', 'Bearer', 'Bearer ', 'Basic abc', 'Bearer a b', 'Bearerabc', `Bearer ${'x'.repeat(8200)}`]) {
+    for (const bad of [
+      undefined,
+      '',
+      'Bearer',
+      'Bearer ',
+      'Basic abc',
+      'Bearer a b',
+      'Bearerabc',
+      `Bearer ${'x'.repeat(8200)}`,
+    ]) {
       expect(bearerToken(bad), String(bad).slice(0, 20)).toBeUndefined();
     }
   });
@@ -49,7 +65,8 @@ describe('bearerAuthPlugin', () => {
         credentials,
         isOpen: (req) => req.routeOptions.url === '/open',
         unauthorized: (reason) => new Refused(401, reason),
-        admit: (req, c) => (req.url === '/admin' && c.name !== 'admin' ? new Refused(403, `${c.name} is no admin`) : undefined),
+        admit: (req, c) =>
+          req.url === '/admin' && c.name !== 'admin' ? new Refused(403, `${c.name} is no admin`) : undefined,
       }),
     );
     for (const url of ['/open', '/closed', '/admin']) app.get(url, async () => ({ ok: true }));

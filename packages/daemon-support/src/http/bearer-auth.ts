@@ -34,7 +34,9 @@ export interface BearerCredential {
  * the key), then `timingSafeEqual` confirms it. One hash per request, whatever the number of keys;
  * the first of several credentials with one key wins.
  */
-export function credentialLookup<C extends BearerCredential>(credentials: readonly C[]): (token: string) => C | undefined {
+export function credentialLookup<C extends BearerCredential>(
+  credentials: readonly C[],
+): (token: string) => C | undefined {
   const byDigest = new Map<string, C>();
   for (const c of credentials) {
     const hex = c.digest.toString('hex');
@@ -80,7 +82,10 @@ const bearerAuth: FastifyPluginCallback<BearerAuthOptions> = (app, opts, done) =
       const token = header === undefined ? opts.altToken?.(req) : bearerToken(header);
       const credential = token !== undefined ? lookup(token) : undefined;
       if (credential === undefined) {
-        req.log.warn({ path: req.url.split('?', 1)[0], has_authorization: header !== undefined }, 'unauthorized request');
+        req.log.warn(
+          { path: req.url.split('?', 1)[0], has_authorization: header !== undefined },
+          'unauthorized request',
+        );
         next(opts.unauthorized(token === undefined ? 'missing' : 'invalid'));
         return;
       }

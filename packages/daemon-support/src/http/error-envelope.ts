@@ -38,7 +38,12 @@ export interface EnvelopeReply {
  * true, and the backoff headers go with it. `render` gives another body for the same envelope
  * (orchestratord's /v1 door answers in OpenAI's shape).
  */
-export function sendErrorEnvelope<R extends EnvelopeReply>(reply: R, status: number, envelope: ErrorEnvelope, render?: (envelope: ErrorEnvelope) => unknown): R {
+export function sendErrorEnvelope<R extends EnvelopeReply>(
+  reply: R,
+  status: number,
+  envelope: ErrorEnvelope,
+  render?: (envelope: ErrorEnvelope) => unknown,
+): R {
   if (needsBackoffHeaders(envelope.code)) {
     const ms = backoffMs(envelope.retry_after_ms);
     envelope.retry_after_ms = ms;
@@ -83,7 +88,8 @@ export function requestError(err: unknown): { code: ErrorCode; message: string }
   if (Array.isArray(fe.validation) && fe.validation.length > 0) {
     return { code: 'INVALID_PARAMS', message: describeValidation(fe.validationContext, fe.validation) };
   }
-  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || fe.statusCode === 413) return { code: 'PAYLOAD_TOO_LARGE', message: fe.message ?? 'request body is too large' };
+  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || fe.statusCode === 413)
+    return { code: 'PAYLOAD_TOO_LARGE', message: fe.message ?? 'request body is too large' };
   if (fe.statusCode === 404) return { code: 'NOT_FOUND', message: fe.message ?? 'not found' };
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     return { code: 'INVALID_PARAMS', message: `body: ${fe.message ?? 'malformed request'}` };

@@ -8,7 +8,11 @@ import { LazyChildLogger, type LogRoot } from '../lazy-child-logger.js';
  * the request starts (orchestratord's task, pool-managerd's dispatch) logs through a child of it.
  * A logger that is not a pino logger (none in the daemons) gets its own `child()`.
  */
-export function lazyChildLoggerFactory(logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions): FastifyBaseLogger {
+export function lazyChildLoggerFactory(
+  logger: FastifyBaseLogger,
+  bindings: Bindings,
+  opts: ChildLoggerOptions,
+): FastifyBaseLogger {
   return isLogRoot(logger) ? new LazyChildLogger(logger, bindings, ownOptions(opts)) : logger.child(bindings, opts);
 }
 

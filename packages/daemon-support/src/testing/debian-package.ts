@@ -30,10 +30,20 @@ async function executable(path: string): Promise<boolean> {
 
 function run(cmd: string, args: string[]): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code as number) : 1;
-      resolve({ code, out: `${stdout}${stderr}` });
-    });
+    execFile(
+      cmd,
+      args,
+      { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code =
+          err === null
+            ? 0
+            : typeof (err as { code?: unknown }).code === 'number'
+              ? ((err as { code: number }).code as number)
+              : 1;
+        resolve({ code, out: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -65,7 +75,9 @@ export async function ensureDebianPackage(opts: EnsureDebianPackageOptions): Pro
   if (await executable(path)) return path;
   const canInstall = opts.canInstall ?? process.getuid?.() === 0;
   if (!canInstall) {
-    throw new Error(`${path} is missing and this process is not root, so it cannot install it: run \`sudo apt-get update && sudo apt-get install -y ${pkg}\` (Debian's package)`);
+    throw new Error(
+      `${path} is missing and this process is not root, so it cannot install it: run \`sudo apt-get update && sudo apt-get install -y ${pkg}\` (Debian's package)`,
+    );
   }
   // Test files run in parallel workers: one installs, the others wait for it (apt holds a lock too,
   // but a second apt-get would fail on it rather than wait).
@@ -78,7 +90,10 @@ export async function ensureDebianPackage(opts: EnsureDebianPackageOptions): Pro
       () => false,
     );
     if (mine) break;
-    if (Date.now() > deadline) throw new Error(`waited 10 min for another test worker to install ${pkg} (lock ${lock}); remove the lock if no install is running`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `waited 10 min for another test worker to install ${pkg} (lock ${lock}); remove the lock if no install is running`,
+      );
     await new Promise((r) => setTimeout(r, 500));
   }
   try {
@@ -86,7 +101,10 @@ export async function ensureDebianPackage(opts: EnsureDebianPackageOptions): Pro
       if (await executable(path)) break;
       log(`${who}: apt-get ${args.join(' ')} (${path} is missing)`);
       const r = await aptGet(args);
-      if (r.code !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${r.code}); install Debian's ${pkg} by hand:\n${r.out.slice(-4000)}`);
+      if (r.code !== 0)
+        throw new Error(
+          `apt-get ${args.join(' ')} failed (exit ${r.code}); install Debian's ${pkg} by hand:\n${r.out.slice(-4000)}`,
+        );
     }
   } finally {
     await rmdir(lock).catch(() => undefined);

@@ -32,7 +32,9 @@ async function executable(path: string): Promise<boolean> {
  * when the lists lack the package). Never a download from anywhere but Debian's mirrors. Resolves
  * `{ unavailable: reason }` when none can be had: the caller skips and shows the reason.
  */
-export async function findPromtool(opts: FindPromtoolOptions = {}): Promise<{ path: string } | { unavailable: string }> {
+export async function findPromtool(
+  opts: FindPromtoolOptions = {},
+): Promise<{ path: string } | { unavailable: string }> {
   for (const d of (opts.path ?? process.env.PATH ?? '').split(delimiter)) {
     if (d !== '' && (await executable(join(d, 'promtool')))) return { path: join(d, 'promtool') };
   }
@@ -44,7 +46,11 @@ export async function findPromtool(opts: FindPromtoolOptions = {}): Promise<{ pa
   await mkdir(dir, { recursive: true });
   const work = await mkdtemp(join(dir, '.fetch-'));
   try {
-    const download = () => run('apt-get', ['download', 'prometheus'], { cwd: work, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    const download = () =>
+      run('apt-get', ['download', 'prometheus'], {
+        cwd: work,
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      });
     log(`promtool tests: apt-get download prometheus (no promtool on PATH or in ${dir})`);
     try {
       await download();
@@ -60,7 +66,8 @@ export async function findPromtool(opts: FindPromtoolOptions = {}): Promise<{ pa
     const deb = (await readdir(work)).find((f) => f.endsWith('.deb'));
     if (deb === undefined) return { unavailable: 'no promtool: apt-get download prometheus left no .deb' };
     await run('dpkg-deb', ['-x', join(work, deb), join(work, 'root')]);
-    if (!(await executable(join(work, 'root', 'usr', 'bin', 'promtool')))) return { unavailable: `no promtool: Debian's ${deb} has no usr/bin/promtool` };
+    if (!(await executable(join(work, 'root', 'usr', 'bin', 'promtool'))))
+      return { unavailable: `no promtool: Debian's ${deb} has no usr/bin/promtool` };
     // Renamed into place whole, so a concurrent test file sees all of it or none.
     await rename(join(work, 'root'), join(dir, 'root')).catch(async (err: NodeJS.ErrnoException) => {
       if (!(await executable(extracted))) throw err;

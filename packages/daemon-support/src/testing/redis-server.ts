@@ -25,7 +25,13 @@ export interface EnsureRedisServerOptions {
  * that silently does not run proves nothing.
  */
 export async function ensureRedisServer(opts: EnsureRedisServerOptions = {}): Promise<string> {
-  return ensureDebianPackage({ pkg: 'redis-server', path: opts.path ?? DEBIAN_REDIS_SERVER, who: 'store tests', log: opts.log, canInstall: opts.canInstall });
+  return ensureDebianPackage({
+    pkg: 'redis-server',
+    path: opts.path ?? DEBIAN_REDIS_SERVER,
+    who: 'store tests',
+    log: opts.log,
+    canInstall: opts.canInstall,
+  });
 }
 
 /** Whether a Redis server answers PING at `host:port` within 500 ms (a raw RESP exchange: no client library). */
@@ -66,10 +72,29 @@ export async function startRedisServer(options: { aofDir?: string } = {}): Promi
   let child: ChildProcess | undefined;
   let stopped = false;
   const startOne = async (): Promise<void> => {
-    const persistence = options.aofDir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', options.aofDir];
-    const c = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'no', '--loglevel', 'warning'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const persistence =
+      options.aofDir === undefined
+        ? ['--appendonly', 'no']
+        : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', options.aofDir];
+    const c = spawn(
+      bin,
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        ...persistence,
+        '--protected-mode',
+        'no',
+        '--loglevel',
+        'warning',
+      ],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     c.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
     child = c;

@@ -5,7 +5,9 @@ import type { AddressInfo } from 'node:net';
  * Fault fixture: an HTTP server that answers `/completion` with a scripted raw body, to produce the
  * engine behaviours that are hard to trigger on demand (cut streams, error frames, pings).
  */
-export async function faultServer(handler: (res: ServerResponse) => void): Promise<{ url: string; close: () => Promise<void> }> {
+export async function faultServer(
+  handler: (res: ServerResponse) => void,
+): Promise<{ url: string; close: () => Promise<void> }> {
   const server: Server = createServer((req, res) => {
     req.resume();
     req.on('end', () => handler(res));

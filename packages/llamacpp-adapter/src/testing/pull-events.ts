@@ -9,7 +9,10 @@ import type { CompletionEvent } from '../stream-events.js';
  * as a client going away does; `signal` aborts it from outside. Errors of the stream are thrown
  * after the events that came before them.
  */
-export async function* pullEvents(start: (onEvent: EventSink, signal: AbortSignal) => Promise<void>, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
+export async function* pullEvents(
+  start: (onEvent: EventSink, signal: AbortSignal) => Promise<void>,
+  signal?: AbortSignal,
+): AsyncGenerator<CompletionEvent, void, undefined> {
   const stop = new AbortController();
   const queue: CompletionEvent[] = [];
   let wake: (() => void) | undefined;
@@ -53,11 +56,19 @@ export async function* pullEvents(start: (onEvent: EventSink, signal: AbortSigna
 }
 
 /** `POST /completion` events, pulled: {@link pullEvents} over `client.completeInto`. */
-export function completeEvents(client: LlamaServerClient, req: CompletionInput, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
+export function completeEvents(
+  client: LlamaServerClient,
+  req: CompletionInput,
+  signal?: AbortSignal,
+): AsyncGenerator<CompletionEvent, void, undefined> {
   return pullEvents((onEvent, s) => client.completeInto(req, onEvent, s), signal);
 }
 
 /** `POST /v1/chat/completions` events, pulled: {@link pullEvents} over `client.chatInto`. */
-export function chatEvents(client: LlamaServerClient, req: ChatInput, signal?: AbortSignal): AsyncGenerator<CompletionEvent, void, undefined> {
+export function chatEvents(
+  client: LlamaServerClient,
+  req: ChatInput,
+  signal?: AbortSignal,
+): AsyncGenerator<CompletionEvent, void, undefined> {
   return pullEvents((onEvent, s) => client.chatInto(req, onEvent, s), signal);
 }

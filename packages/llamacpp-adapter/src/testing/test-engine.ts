@@ -35,7 +35,9 @@ export async function testModelPath(ref = TEST_MODEL_REF): Promise<string> {
  * Spawns llama-server (`-np slots`, `-c ctx`, one thread: OpenMP spin-waits make two threads crawl on
  * a busy 2-core machine) on a free loopback port; does not wait for readiness.
  */
-export async function spawnTestEngine(opts: { slots?: number; ctx?: number; extra?: string[]; model?: string } = {}): Promise<TestEngine> {
+export async function spawnTestEngine(
+  opts: { slots?: number; ctx?: number; extra?: string[]; model?: string } = {},
+): Promise<TestEngine> {
   const bin = await ensureCpuTestEngine();
   const modelPath = await testModelPath(opts.model);
   const port = await findFreePort();

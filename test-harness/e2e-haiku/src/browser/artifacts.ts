@@ -12,7 +12,11 @@ export function dashboardArtifactsDir(): string {
  * Saves a screenshot as `<dir>/<name>.png` and prints its path (the test's artifact). Full page by
  * default; `fullPage: false` for a modal dialog, whose backdrop covers only the viewport.
  */
-export async function saveScreenshot(page: Page, name: string, opts: { fullPage?: boolean; dir?: string } = {}): Promise<string> {
+export async function saveScreenshot(
+  page: Page,
+  name: string,
+  opts: { fullPage?: boolean; dir?: string } = {},
+): Promise<string> {
   const dir = opts.dir ?? dashboardArtifactsDir();
   await mkdir(dir, { recursive: true });
   const path = join(dir, `${name}.png`);

@@ -21,7 +21,10 @@ const APT_LOCKED = /Could not get lock|Unable to lock|is held by process/;
  * tests' redis-server) in parallel on a fresh machine. dpkg's lock is waited for by apt itself
  * (`DPkg::Lock::Timeout`), the package lists' lock by retrying, for at most 10 minutes.
  */
-async function aptGet(args: string[], env: NodeJS.ProcessEnv): Promise<{ exitCode?: number | undefined; all?: string | undefined }> {
+async function aptGet(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ exitCode?: number | undefined; all?: string | undefined }> {
   const deadline = Date.now() + 10 * 60_000;
   for (;;) {
     const r = await execa('apt-get', ['-o', 'DPkg::Lock::Timeout=600', ...args], { env, reject: false, all: true });
@@ -57,7 +60,10 @@ export async function ensureChromium(opts: EnsureChromiumOptions = {}): Promise<
   for (const args of [['update'], ['install', '-y', 'chromium']]) {
     log(`browser tests: apt-get ${args.join(' ')} (${path} is missing)`);
     const r = await aptGet(args, env);
-    if (r.exitCode !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${r.exitCode}); install Debian's chromium by hand:\n${r.all?.slice(-4000) ?? ''}`);
+    if (r.exitCode !== 0)
+      throw new Error(
+        `apt-get ${args.join(' ')} failed (exit ${r.exitCode}); install Debian's chromium by hand:\n${r.all?.slice(-4000) ?? ''}`,
+      );
   }
   if (!(await executable(path))) throw new Error(`apt-get installed chromium but ${path} is still missing`);
   return path;

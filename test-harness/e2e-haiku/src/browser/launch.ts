@@ -8,5 +8,10 @@ import { ensureChromium } from './chromium.js';
  */
 export async function launchChromium(): Promise<Browser> {
   const executablePath = await ensureChromium();
-  return chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'], timeout: 120_000 });
+  return chromium.launch({
+    executablePath,
+    headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage'],
+    timeout: 120_000,
+  });
 }

@@ -13,7 +13,11 @@ import { serveTaskEvents } from '../task-streams.js';
  * returns a promise that settles as `reply` does (a Reply is thenable), so Fastify waits for the
  * response `then` sends, and a refusal rejects into the error handler.
  */
-export function whenAdmitted<T>(admitted: T | Promise<T>, reply: FastifyReply, then: (value: T) => void): undefined | Promise<unknown> {
+export function whenAdmitted<T>(
+  admitted: T | Promise<T>,
+  reply: FastifyReply,
+  then: (value: T) => void,
+): undefined | Promise<unknown> {
   if (!(admitted instanceof Promise)) {
     then(admitted);
     return undefined;
@@ -62,23 +66,30 @@ export function streamAdmitted(services: AppServices, req: FastifyRequest, reply
  */
 export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   app.post('/v2/tasks', { schema: { body: TaskRequestSchema } }, (req, reply) => {
-    const request = resolveTaskRequest(req.body, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
-    return whenAdmitted(services.tasks.admit(withPriorityCeiling(request, req), req.log, req.id, req.principal?.name), reply, (result) => {
-      if (wantsEventStream(req)) {
-        streamAdmitted(services, req, reply, result.task_id);
-        return;
-      }
-      const base = `${services.publicBase(req)}/v2/tasks/${encodeURIComponent(result.task_id)}/events`;
-      // Fields written out rather than spread: every 202 body has the same shape.
-      const body: AdmissionResponse = {
-        task_id: result.task_id,
-        queue_position: result.queue_position,
-        predicted_start_ms: result.predicted_start_ms,
-        backoff_ms: result.backoff_ms,
-        preparation: result.preparation,
-        streams: { sse: base, sse_verbose: `${base}?verbose=true` },
-      };
-      sendAdmission(reply, body, result.dispatched);
+    const request = resolveTaskRequest(req.body, {
+      deadlineMs: services.config.default_deadline_ms,
+      newId: randomUUID,
     });
+    return whenAdmitted(
+      services.tasks.admit(withPriorityCeiling(request, req), req.log, req.id, req.principal?.name),
+      reply,
+      (result) => {
+        if (wantsEventStream(req)) {
+          streamAdmitted(services, req, reply, result.task_id);
+          return;
+        }
+        const base = `${services.publicBase(req)}/v2/tasks/${encodeURIComponent(result.task_id)}/events`;
+        // Fields written out rather than spread: every 202 body has the same shape.
+        const body: AdmissionResponse = {
+          task_id: result.task_id,
+          queue_position: result.queue_position,
+          predicted_start_ms: result.predicted_start_ms,
+          backoff_ms: result.backoff_ms,
+          preparation: result.preparation,
+          streams: { sse: base, sse_verbose: `${base}?verbose=true` },
+        };
+        sendAdmission(reply, body, result.dispatched);
+      },
+    );
   });
 };

@@ -33,12 +33,26 @@ function sessionOf(req: FastifyRequest): string | undefined {
   return sessionIdFor(req.headers['x-session-id'], typeof user === 'string' ? user : undefined);
 }
 
-function messages(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: MessagesCall): undefined | Promise<unknown> {
+function messages(
+  services: AppServices,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  call: MessagesCall,
+): undefined | Promise<unknown> {
   return whenAdmitted(admitDoorTask(services, req, call, 'anthropic'), reply, (task) => {
     const who = { id: `msg_${task.id}`, model: call.model };
     const refuse = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, anthropicErrorBody(err));
-    if (call.stream) return serveTaskEvents(services, req, reply, task, { encoder: new AnthropicEventEncoder(who), lazyHead: true, onRefused: refuse });
-    answerOnce(services, req, reply, task, { who: chatIdentity(services, task, call.model), render: (body) => JSON.stringify(anthropicMessage(body, who)), refuse });
+    if (call.stream)
+      return serveTaskEvents(services, req, reply, task, {
+        encoder: new AnthropicEventEncoder(who),
+        lazyHead: true,
+        onRefused: refuse,
+      });
+    answerOnce(services, req, reply, task, {
+      who: chatIdentity(services, task, call.model),
+      render: (body) => JSON.stringify(anthropicMessage(body, who)),
+      refuse,
+    });
   });
 }
 
@@ -51,7 +65,8 @@ export const anthropicRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
     return whenAdmitted(admitDoorTask(services, req, call, 'anthropic'), reply, (task) => {
       answerOnce(services, req, reply, task, {
         who: chatIdentity(services, task, call.model),
-        render: (body) => JSON.stringify({ input_tokens: (body as { usage?: { prompt_tokens?: number } }).usage?.prompt_tokens ?? 0 }),
+        render: (body) =>
+          JSON.stringify({ input_tokens: (body as { usage?: { prompt_tokens?: number } }).usage?.prompt_tokens ?? 0 }),
         refuse: (err) => sendRefusal(reply.raw, err, req.id, anthropicErrorBody(err)),
       });
     });

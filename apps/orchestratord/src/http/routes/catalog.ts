@@ -1,4 +1,10 @@
-import { AvailabilitySchema, CatalogRegisterRequestSchema, ClusterModelListSchema, ClusterModelSchema, type ClusterModel } from '@llama-orch/contracts';
+import {
+  AvailabilitySchema,
+  CatalogRegisterRequestSchema,
+  ClusterModelListSchema,
+  ClusterModelSchema,
+  type ClusterModel,
+} from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NotFoundError } from '../../errors.js';
@@ -24,9 +30,23 @@ export const catalogRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
     const avail = modelAvailability(views, model);
     const listing = views.filter((v) => v.models.includes(model));
     const interest = catalog.get(model);
-    const status: ClusterModel['status'] = avail.ready.length > 0 ? 'ready' : avail.provisioning.length > 0 ? 'provisioning' : listing.length > 0 ? 'unavailable' : 'registered';
+    const status: ClusterModel['status'] =
+      avail.ready.length > 0
+        ? 'ready'
+        : avail.provisioning.length > 0
+          ? 'provisioning'
+          : listing.length > 0
+            ? 'unavailable'
+            : 'registered';
     const aliases = [...new Set(listing.flatMap((v) => v.aliases ?? []))].sort();
-    const entry: ClusterModel = { id: model, ref: model, status, pools: listing.map(candidateKey), aliases, registered: interest !== undefined };
+    const entry: ClusterModel = {
+      id: model,
+      ref: model,
+      status,
+      pools: listing.map(candidateKey),
+      aliases,
+      registered: interest !== undefined,
+    };
     if (interest?.sha256 !== undefined) entry.sha256 = interest.sha256;
     return entry;
   };
@@ -49,7 +69,9 @@ export const catalogRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
 
   app.delete('/v2/catalog/models/:id', { schema: { params: ModelParams } }, async (req, reply) => {
     if (!(await catalog.delete(req.params.id))) {
-      throw new NotFoundError(`catalog entry '${req.params.id}' not found (only registered entries can be deleted; models reported by nodes are managed on the nodes)`);
+      throw new NotFoundError(
+        `catalog entry '${req.params.id}' not found (only registered entries can be deleted; models reported by nodes are managed on the nodes)`,
+      );
     }
     return reply.code(204).send();
   });
@@ -61,7 +83,9 @@ export const catalogRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
         const avail = modelAvailability(views, model);
         return {
           model,
-          ready_pools: avail.ready.filter((v) => v.node_state === 'online' && v.ready && !v.draining).map((v) => v.pool_id),
+          ready_pools: avail.ready
+            .filter((v) => v.node_state === 'online' && v.ready && !v.draining)
+            .map((v) => v.pool_id),
           provisioning_pools: avail.provisioning.map((v) => v.pool_id),
         };
       }),

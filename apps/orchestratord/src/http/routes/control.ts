@@ -1,4 +1,11 @@
-import { CapabilitiesSchema, ClusterPoolListSchema, DrainRequestSchema, PoolHealthSchema, ReloadRequestSchema, TASK_LIMITS } from '@llama-orch/contracts';
+import {
+  CapabilitiesSchema,
+  ClusterPoolListSchema,
+  DrainRequestSchema,
+  PoolHealthSchema,
+  ReloadRequestSchema,
+  TASK_LIMITS,
+} from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NotFoundError, PoolUnavailableError } from '../../errors.js';
@@ -39,20 +46,28 @@ export const controlRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
     return view;
   };
 
-  app.get('/v2/pools/:id/health', { schema: { params: PoolParams, response: { 200: PoolHealthSchema } } }, async (req) => {
-    const v = owner(req.params.id);
-    const online = v.node_state === 'online';
-    return {
-      pool_id: v.pool_id,
-      live: online && (v.state === 'ready' || v.state === 'draining' || v.state === 'starting'),
-      ready: online && v.state === 'ready' && v.ready && !v.draining,
-      draining: v.draining,
-      state: v.state,
-      ...(v.snapshot.last_error !== undefined ? { last_error: v.snapshot.last_error } : {}),
-    };
-  });
+  app.get(
+    '/v2/pools/:id/health',
+    { schema: { params: PoolParams, response: { 200: PoolHealthSchema } } },
+    async (req) => {
+      const v = owner(req.params.id);
+      const online = v.node_state === 'online';
+      return {
+        pool_id: v.pool_id,
+        live: online && (v.state === 'ready' || v.state === 'draining' || v.state === 'starting'),
+        ready: online && v.state === 'ready' && v.ready && !v.draining,
+        draining: v.draining,
+        state: v.state,
+        ...(v.snapshot.last_error !== undefined ? { last_error: v.snapshot.last_error } : {}),
+      };
+    },
+  );
 
-  const forward = async (poolId: string, op: 'drain' | 'reload', body: unknown): Promise<{ status: number; body: unknown }> => {
+  const forward = async (
+    poolId: string,
+    op: 'drain' | 'reload',
+    body: unknown,
+  ): Promise<{ status: number; body: unknown }> => {
     const v = owner(poolId);
     try {
       const res = await poolClient.operation(v.address, v.pool_id, op, body);
@@ -60,7 +75,9 @@ export const controlRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
       return res;
     } catch (err) {
       if (err instanceof UpstreamConnectError || err instanceof UpstreamStreamError) {
-        throw new PoolUnavailableError(`node ${v.node_id} did not accept ${op} for pool ${v.pool_id}: ${err.message}`, { cause: err });
+        throw new PoolUnavailableError(`node ${v.node_id} did not accept ${op} for pool ${v.pool_id}: ${err.message}`, {
+          cause: err,
+        });
       }
       throw err;
     }
@@ -68,21 +85,32 @@ export const controlRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
 
   app.post('/v2/pools/:id/drain', { schema: { params: PoolParams, body: DrainRequestSchema } }, async (req, reply) => {
     const res = await forward(req.params.id, 'drain', req.body);
-    req.log.info({ pool_id: req.params.id, status: res.status, human: `Drain of pool ${req.params.id} forwarded; node answered ${res.status}` }, 'pool drain');
-    return reply.code(res.status).send(res.body);
-  });
-
-  app.post('/v2/pools/:id/reload', { schema: { params: PoolParams, body: ReloadRequestSchema } }, async (req, reply) => {
-    const res = await forward(req.params.id, 'reload', req.body);
     req.log.info(
       {
         pool_id: req.params.id,
         status: res.status,
-        new_model_ref: req.body.new_model_ref,
-        human: `Reload of pool ${req.params.id} to '${req.body.new_model_ref}' forwarded; node answered ${res.status}`,
+        human: `Drain of pool ${req.params.id} forwarded; node answered ${res.status}`,
       },
-      'pool reload',
+      'pool drain',
     );
     return reply.code(res.status).send(res.body);
   });
+
+  app.post(
+    '/v2/pools/:id/reload',
+    { schema: { params: PoolParams, body: ReloadRequestSchema } },
+    async (req, reply) => {
+      const res = await forward(req.params.id, 'reload', req.body);
+      req.log.info(
+        {
+          pool_id: req.params.id,
+          status: res.status,
+          new_model_ref: req.body.new_model_ref,
+          human: `Reload of pool ${req.params.id} to '${req.body.new_model_ref}' forwarded; node answered ${res.status}`,
+        },
+        'pool reload',
+      );
+      return reply.code(res.status).send(res.body);
+    },
+  );
 };

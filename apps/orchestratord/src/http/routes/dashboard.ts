@@ -94,7 +94,10 @@ export const dashboardRoutes: FastifyPluginAsyncZod<DashboardRoutesOptions> = as
       html = await readFile(join(dir, 'index.html'));
     } catch (err) {
       if (!isMissingFile(err)) throw err;
-      throw new InternalError(`the dashboard page is not built (no index.html in ${dir}); run \`pnpm build\` and reload`, { retriable: false });
+      throw new InternalError(
+        `the dashboard page is not built (no index.html in ${dir}); run \`pnpm build\` and reload`,
+        { retriable: false },
+      );
     }
     return reply.header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-cache').send(html);
   });
@@ -102,7 +105,8 @@ export const dashboardRoutes: FastifyPluginAsyncZod<DashboardRoutesOptions> = as
   app.get('/dashboard', { schema: { hide: true } }, (_req, reply) => reply.redirect('/', 302));
 
   // Built later (a running daemon while `pnpm build` runs) is fine: files are looked up per request.
-  if (!dashboardBuilt(dir)) app.log.info({ dir }, 'dashboard page not built: / answers an error until `pnpm build` builds it');
+  if (!dashboardBuilt(dir))
+    app.log.info({ dir }, 'dashboard page not built: / answers an error until `pnpm build` builds it');
   await app.register(fastifyStatic, {
     root: dir,
     prefix: DASHBOARD_ASSETS_PREFIX,

@@ -25,12 +25,23 @@ import { serveTaskEvents } from '../task-streams.js';
 
 type Shape = 'openai' | 'llamacpp';
 
-function serveCall(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: EngineCallRequest, shape: Shape): undefined | Promise<unknown> {
+function serveCall(
+  services: AppServices,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  call: EngineCallRequest,
+  shape: Shape,
+): undefined | Promise<unknown> {
   // A model that is listed but cannot serve this kind is refused by admission (400, `param: model`).
   return whenAdmitted(admitDoorTask(services, req, call, call.kind), reply, (task) => {
-    const refuse = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, shape === 'openai' ? openAiErrorBody(err) : llamaCppErrorBody(err));
+    const refuse = (err: ErrorEvent): void =>
+      sendRefusal(reply.raw, err, req.id, shape === 'openai' ? openAiErrorBody(err) : llamaCppErrorBody(err));
     if (call.stream) {
-      serveTaskEvents(services, req, reply, task, { encoder: new InfillEncoder(call.model), lazyHead: true, onRefused: refuse });
+      serveTaskEvents(services, req, reply, task, {
+        encoder: new InfillEncoder(call.model),
+        lazyHead: true,
+        onRefused: refuse,
+      });
       return;
     }
     answerOnce(services, req, reply, task, {
@@ -40,7 +51,8 @@ function serveCall(services: AppServices, req: FastifyRequest, reply: FastifyRep
         body.model = call.model;
         return JSON.stringify(body);
       },
-      onNoAnswer: () => refuse({ code: 'INTERNAL', message: 'the task was canceled before its answer', retriable: true }),
+      onNoAnswer: () =>
+        refuse({ code: 'INTERNAL', message: 'the task was canceled before its answer', retriable: true }),
       refuse,
     });
   });
@@ -51,7 +63,9 @@ export const engineDoorRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (a
   const { registry, clock } = services;
   // Editor plugins send no model to /infill: the one model that serves infill, when there is one.
   const soleInfillModel = (): string | undefined => {
-    const infill = listModels(registry.pools(), (ref) => registry.modelFirstSeen(ref), clock.now()).filter((m) => m.capabilities?.includes('infill') === true);
+    const infill = listModels(registry.pools(), (ref) => registry.modelFirstSeen(ref), clock.now()).filter(
+      (m) => m.capabilities?.includes('infill') === true,
+    );
     return infill.length === 1 ? infill[0]?.id : undefined;
   };
 
@@ -59,5 +73,13 @@ export const engineDoorRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (a
   app.post('/v1/rerank', (req, reply) => serveCall(services, req, reply, rerankCall(req.body), 'openai'));
   app.post('/rerank', (req, reply) => serveCall(services, req, reply, rerankCall(req.body), 'llamacpp'));
   // A session (`X-Session-Id`) keeps an editor's completions on the pool that caches its file.
-  app.post('/infill', (req, reply) => serveCall(services, req, reply, infillCall(req.body, soleInfillModel, sessionIdFor(req.headers['x-session-id'], undefined)), 'llamacpp'));
+  app.post('/infill', (req, reply) =>
+    serveCall(
+      services,
+      req,
+      reply,
+      infillCall(req.body, soleInfillModel, sessionIdFor(req.headers['x-session-id'], undefined)),
+      'llamacpp',
+    ),
+  );
 };

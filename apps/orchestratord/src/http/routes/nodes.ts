@@ -1,4 +1,10 @@
-import { HeartbeatRequestSchema, NodeAckSchema, NodeIdSchema, NodeListSchema, NodeRegisterRequestSchema } from '@llama-orch/contracts';
+import {
+  HeartbeatRequestSchema,
+  NodeAckSchema,
+  NodeIdSchema,
+  NodeListSchema,
+  NodeRegisterRequestSchema,
+} from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NotFoundError } from '../../errors.js';
@@ -29,7 +35,11 @@ export const nodesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, {
     },
     async (req) => {
       const id = req.params.id;
-      const ack = !NodeIdSchema.safeParse(id).success ? undefined : nodeSync === undefined ? registry.heartbeat(id, req.body) : await nodeSync.heartbeat(id, req.body);
+      const ack = !NodeIdSchema.safeParse(id).success
+        ? undefined
+        : nodeSync === undefined
+          ? registry.heartbeat(id, req.body)
+          : await nodeSync.heartbeat(id, req.body);
       if (ack === undefined) {
         metrics.nodeHeartbeats.inc({ outcome: 'unknown_node' });
         throw new NotFoundError(`node '${req.params.id}' is not registered; register again`);

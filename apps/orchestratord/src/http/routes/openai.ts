@@ -24,7 +24,12 @@ import { serveTaskEvents } from '../task-streams.js';
  * the ErrorEnvelope status, after that one last `data: {"error"…}` event.
  */
 
-function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply, call: OpenAiCall): undefined | Promise<unknown> {
+function answer(
+  services: AppServices,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  call: OpenAiCall,
+): undefined | Promise<unknown> {
   return whenAdmitted(admitDoorTask(services, req, call, 'v1'), reply, (task) => {
     const who = {
       kind: call.kind,
@@ -35,7 +40,11 @@ function answer(services: AppServices, req: FastifyRequest, reply: FastifyReply,
     const onRefused = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
     if (!call.stream) return answerOnce(services, req, reply, task, { who, refuse: onRefused });
     const fingerprint = (): string | undefined => task.placement?.engine_version;
-    serveTaskEvents(services, req, reply, task, { encoder: new OpenAiChunkEncoder(who, call.includeUsage, fingerprint), lazyHead: true, onRefused });
+    serveTaskEvents(services, req, reply, task, {
+      encoder: new OpenAiChunkEncoder(who, call.includeUsage, fingerprint),
+      lazyHead: true,
+      onRefused,
+    });
   });
 }
 
@@ -46,10 +55,20 @@ export const openAiRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
   // Plain functions, like /v2 admission's: no promise per request in-process. Bodies are validated by the
   // door itself, so a refusal names OpenAI's field (`param`).
   app.post('/v1/chat/completions', (req, reply) => {
-    return answer(services, req, reply, chatCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))));
+    return answer(
+      services,
+      req,
+      reply,
+      chatCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))),
+    );
   });
   app.post('/v1/completions', (req, reply) => {
-    return answer(services, req, reply, completionCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))));
+    return answer(
+      services,
+      req,
+      reply,
+      completionCall(req.body, sessionIdFor(req.headers['x-session-id'], sessionUser(req.body))),
+    );
   });
 
   app.get('/v1/models', { schema: { response: { 200: OpenAiModelListSchema } } }, async () => ({
@@ -61,7 +80,8 @@ export const openAiRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
   app.get('/v1/models/*', async (req) => {
     const name = (req.params as { '*': string })['*'];
     const model = findModel(registry.poolsForModel(name), name, (ref) => registry.modelFirstSeen(ref), clock.now());
-    if (model === undefined) throw new NotFoundError(`model '${name}' not found: no ready or provisioning pool serves it`, { param: 'model' });
+    if (model === undefined)
+      throw new NotFoundError(`model '${name}' not found: no ready or provisioning pool serves it`, { param: 'model' });
     return model;
   });
 };

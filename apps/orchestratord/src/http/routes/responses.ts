@@ -22,13 +22,26 @@ import { serveTaskEvents } from '../task-streams.js';
 export const responsesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   app.post('/v1/responses', (req, reply) => {
     const body = req.body as { user?: unknown; safety_identifier?: unknown; prompt_cache_key?: unknown } | null;
-    const key = [body?.user, body?.safety_identifier, body?.prompt_cache_key].find((v): v is string => typeof v === 'string');
+    const key = [body?.user, body?.safety_identifier, body?.prompt_cache_key].find(
+      (v): v is string => typeof v === 'string',
+    );
     const call = responsesCall(req.body, sessionIdFor(req.headers['x-session-id'], key));
     return whenAdmitted(admitDoorTask(services, req, call, 'responses'), reply, (task) => {
       const createdAt = Math.floor(services.clock.now() / 1000);
-      const who: ResponseIdentity = { id: `resp_${task.id}`, createdAt, model: call.model, request: call.request, taskId: task.id };
+      const who: ResponseIdentity = {
+        id: `resp_${task.id}`,
+        createdAt,
+        model: call.model,
+        request: call.request,
+        taskId: task.id,
+      };
       const refuse = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
-      if (call.stream) return serveTaskEvents(services, req, reply, task, { encoder: new ResponsesEventEncoder(who), lazyHead: true, onRefused: refuse });
+      if (call.stream)
+        return serveTaskEvents(services, req, reply, task, {
+          encoder: new ResponsesEventEncoder(who),
+          lazyHead: true,
+          onRefused: refuse,
+        });
       answerOnce(services, req, reply, task, {
         who: { kind: 'chat', id: who.id, created: createdAt, model: call.model },
         render: (chat) => JSON.stringify(responseFromChat(chat, who)),

@@ -23,15 +23,24 @@ function sessionIdOf(req: FastifyRequest, id: string, key: string | undefined): 
 export const sessionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   const notFound = (id: string) => new NotFoundError(`session '${id}' not found (unknown or expired)`);
 
-  app.get('/v2/sessions/:id', { schema: { params: SessionParams, querystring: SessionQuery, response: { 200: SessionInfoSchema } } }, async (req) => {
-    const info = await services.sessionReader.get(sessionIdOf(req, req.params.id, req.query.key));
-    if (info === undefined) throw notFound(req.params.id);
-    // The id the client knows, not the one it is kept under.
-    return { ...info, session_id: req.params.id };
-  });
+  app.get(
+    '/v2/sessions/:id',
+    { schema: { params: SessionParams, querystring: SessionQuery, response: { 200: SessionInfoSchema } } },
+    async (req) => {
+      const info = await services.sessionReader.get(sessionIdOf(req, req.params.id, req.query.key));
+      if (info === undefined) throw notFound(req.params.id);
+      // The id the client knows, not the one it is kept under.
+      return { ...info, session_id: req.params.id };
+    },
+  );
 
-  app.delete('/v2/sessions/:id', { schema: { params: SessionParams, querystring: SessionQuery } }, async (req, reply) => {
-    if (!(await services.sessionReader.delete(sessionIdOf(req, req.params.id, req.query.key)))) throw notFound(req.params.id);
-    return reply.code(204).send();
-  });
+  app.delete(
+    '/v2/sessions/:id',
+    { schema: { params: SessionParams, querystring: SessionQuery } },
+    async (req, reply) => {
+      if (!(await services.sessionReader.delete(sessionIdOf(req, req.params.id, req.query.key))))
+        throw notFound(req.params.id);
+      return reply.code(204).send();
+    },
+  );
 };

@@ -14,7 +14,8 @@ const StreamQuery = z.object({
 
 function parseLastEventId(value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined;
-  if (!/^\d{1,9}$/.test(value)) throw new InvalidParamsError(`Last-Event-ID: '${value}' is not a frame id (non-negative integer)`);
+  if (!/^\d{1,9}$/.test(value))
+    throw new InvalidParamsError(`Last-Event-ID: '${value}' is not a frame id (non-negative integer)`);
   return Number(value);
 }
 
@@ -29,23 +30,30 @@ export const streamRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
   const { tasks, config } = services;
 
   // No HEAD twin: a probe that opened and closed the stream would cancel the task.
-  app.get('/v2/tasks/:id/events', { exposeHeadRoute: false, schema: { params: TaskParams, querystring: StreamQuery } }, async (req, reply) => {
-    const notFound = () => new NotFoundError(`task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`);
-    let task = tasks.get(req.params.id);
-    if (task !== undefined && !mayAccess(req.principal, task.clientKey)) throw notFound();
-    if (task === undefined) {
-      const forwarded = (await services.owners?.forward(req, reply, req.params.id)) ?? 'absent';
-      if (forwarded === 'answered') return reply;
-      // `taken`: its owner was dead and this replica took the task over: served from here
-      if (forwarded === 'taken') task = tasks.get(req.params.id);
-      if (task === undefined) throw notFound();
-    }
-    const header = req.headers['last-event-id'];
-    const afterId = parseLastEventId(typeof header === 'string' ? header.trim() : req.query.last_event_id);
-    const verbose = req.query.verbose === 'true' || req.query.verbose === '1';
-    req.log.debug({ task_id: task.id, verbose, after_id: afterId }, 'stream subscriber attached');
-    serveTaskEvents(services, req, reply, task, { encoder: verbose ? V2_SSE_VERBOSE : V2_SSE, afterId });
-  });
+  app.get(
+    '/v2/tasks/:id/events',
+    { exposeHeadRoute: false, schema: { params: TaskParams, querystring: StreamQuery } },
+    async (req, reply) => {
+      const notFound = () =>
+        new NotFoundError(
+          `task '${req.params.id}' not found (unknown, or ended more than ${config.stream_grace_ms} ms ago)`,
+        );
+      let task = tasks.get(req.params.id);
+      if (task !== undefined && !mayAccess(req.principal, task.clientKey)) throw notFound();
+      if (task === undefined) {
+        const forwarded = (await services.owners?.forward(req, reply, req.params.id)) ?? 'absent';
+        if (forwarded === 'answered') return reply;
+        // `taken`: its owner was dead and this replica took the task over: served from here
+        if (forwarded === 'taken') task = tasks.get(req.params.id);
+        if (task === undefined) throw notFound();
+      }
+      const header = req.headers['last-event-id'];
+      const afterId = parseLastEventId(typeof header === 'string' ? header.trim() : req.query.last_event_id);
+      const verbose = req.query.verbose === 'true' || req.query.verbose === '1';
+      req.log.debug({ task_id: task.id, verbose, after_id: afterId }, 'stream subscriber attached');
+      serveTaskEvents(services, req, reply, task, { encoder: verbose ? V2_SSE_VERBOSE : V2_SSE, afterId });
+    },
+  );
 
   // A plain function, like admission's: no promise per cancel.
   app.post('/v2/tasks/:id/cancel', { schema: { params: TaskParams } }, (req, reply) => {

@@ -30,7 +30,12 @@ export class MemoryActivity implements ActivityStore {
     return Promise.resolve(this.#rows.slice(-limit).reverse());
   }
 
-  addThroughput(replicaId: string, bucketMs: number, contributions: readonly ThroughputContribution[], retainMs: number): Promise<void> {
+  addThroughput(
+    replicaId: string,
+    bucketMs: number,
+    contributions: readonly ThroughputContribution[],
+    retainMs: number,
+  ): Promise<void> {
     const now = this.#clock.now();
     for (const [key, b] of this.#buckets) if (b.until <= now) this.#buckets.delete(key);
     for (const c of contributions) {
@@ -42,7 +47,8 @@ export class MemoryActivity implements ActivityStore {
       }
       b.tokens += c.tokens;
       b.ended += c.tasks_ended;
-      if (c.ttft_p50_ms !== undefined && c.ttft_count > 0) b.ttft.set(replicaId, { p50: c.ttft_p50_ms, count: c.ttft_count });
+      if (c.ttft_p50_ms !== undefined && c.ttft_count > 0)
+        b.ttft.set(replicaId, { p50: c.ttft_p50_ms, count: c.ttft_count });
       b.until = now + retainMs;
     }
     return Promise.resolve();

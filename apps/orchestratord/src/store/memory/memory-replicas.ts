@@ -23,6 +23,10 @@ export class MemoryReplicas implements ReplicaMembershipStore {
   list(): Promise<ReplicaInfo[]> {
     const now = this.#clock.now();
     for (const [id, r] of this.#replicas) if (r.until <= now) this.#replicas.delete(id);
-    return Promise.resolve([...this.#replicas.values()].map((r) => r.info).sort((a, b) => (a.replica_id < b.replica_id ? -1 : a.replica_id > b.replica_id ? 1 : 0)));
+    return Promise.resolve(
+      [...this.#replicas.values()]
+        .map((r) => r.info)
+        .sort((a, b) => (a.replica_id < b.replica_id ? -1 : a.replica_id > b.replica_id ? 1 : 0)),
+    );
   }
 }

@@ -30,7 +30,8 @@ describe('Lua script loading', () => {
     });
     const s = loadLuaScript('main', d);
     expect(s.source).toBe(
-      'local function clock() return 1 end\nlocal function b() return clock() end\n' + '-- (clock: included above)\nlocal function a() return clock() end\nreturn a() + b()\n',
+      'local function clock() return 1 end\nlocal function b() return clock() end\n' +
+        '-- (clock: included above)\nlocal function a() return clock() end\nreturn a() + b()\n',
     );
     expect(s.name).toBe('main');
     expect(s.sha).toMatch(/^[0-9a-f]{40}$/);

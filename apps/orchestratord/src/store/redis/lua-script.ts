@@ -37,13 +37,15 @@ export function loadLuaScript(name: string, dir: URL = LUA_DIR): LuaScript {
   const included = new Set<string>();
   const expand = (file: URL, chain: readonly string[]): string => {
     const text = read(name, file).replace(INCLUDE, (_line, include: string) => {
-      if (chain.includes(include)) throw new InternalError(`Lua script ${name}: include cycle ${[...chain, include].join(' → ')}`);
+      if (chain.includes(include))
+        throw new InternalError(`Lua script ${name}: include cycle ${[...chain, include].join(' → ')}`);
       if (included.has(include)) return `-- (${include}: included above)`;
       included.add(include);
       return expand(new URL(`includes/${include}.lua`, dir), [...chain, include]).trimEnd();
     });
     const malformed = /^--- ?@include.*$/m.exec(text);
-    if (malformed !== null) throw new InternalError(`Lua script ${name}: malformed include in ${fileURLToPath(file)}: ${malformed[0]}`);
+    if (malformed !== null)
+      throw new InternalError(`Lua script ${name}: malformed include in ${fileURLToPath(file)}: ${malformed[0]}`);
     return text;
   };
   return new LuaScript(name, expand(new URL(`${name}.lua`, dir), []));
@@ -53,7 +55,9 @@ function read(name: string, file: URL): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (err) {
-    throw new InternalError(`Lua script ${name}: cannot read ${fileURLToPath(file)}: ${(err as Error).message}`, { cause: err });
+    throw new InternalError(`Lua script ${name}: cannot read ${fileURLToPath(file)}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

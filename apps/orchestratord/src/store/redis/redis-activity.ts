@@ -1,5 +1,11 @@
 import { DashboardTaskSchema, type DashboardTask, type ThroughputPoint } from '@llama-orch/contracts';
-import { mergeBucket, RECENT_TASKS_TTL_MS, type ActivityStore, type ThroughputContribution, type TtftShare } from '../activity-store.js';
+import {
+  mergeBucket,
+  RECENT_TASKS_TTL_MS,
+  type ActivityStore,
+  type ThroughputContribution,
+  type TtftShare,
+} from '../activity-store.js';
 import type { RedisConnection } from './redis-client.js';
 import type { RedisScripts } from './redis-scripts.js';
 import { stringRecord } from './script-replies.js';
@@ -33,11 +39,19 @@ export class RedisActivity implements ActivityStore {
   }
 
   async recentTasks(limit: number): Promise<DashboardTask[]> {
-    const rows = await this.#redis.call((c) => c.lrange(this.#scripts.keys.recentTasks, 0, limit - 1), 'activity recent tasks');
+    const rows = await this.#redis.call(
+      (c) => c.lrange(this.#scripts.keys.recentTasks, 0, limit - 1),
+      'activity recent tasks',
+    );
     return rows.map((r) => DashboardTaskSchema.parse(JSON.parse(r)));
   }
 
-  async addThroughput(replicaId: string, bucketMs: number, contributions: readonly ThroughputContribution[], retainMs: number): Promise<void> {
+  async addThroughput(
+    replicaId: string,
+    bucketMs: number,
+    contributions: readonly ThroughputContribution[],
+    retainMs: number,
+  ): Promise<void> {
     if (contributions.length === 0) return;
     await this.#scripts.activityAddThroughput(replicaId, bucketMs, contributions, retainMs);
   }
@@ -48,7 +62,9 @@ export class RedisActivity implements ActivityStore {
     if (starts.length === 0) return [];
     // Reads need no atomicity: one pipelined round trip for every bucket.
     const hashes = await this.#redis.call(async (c) => {
-      const results = await starts.reduce((p, t) => p.hgetall(this.#scripts.keys.throughputBucket(bucketMs, t)), c.pipeline()).exec();
+      const results = await starts
+        .reduce((p, t) => p.hgetall(this.#scripts.keys.throughputBucket(bucketMs, t)), c.pipeline())
+        .exec();
       return (results ?? []).map(([err, hash]) => {
         if (err !== null) throw err;
         return stringRecord(hash);

@@ -71,7 +71,9 @@ export class RedisConnection {
       await client.ping();
     } catch (err) {
       client.disconnect();
-      throw new StoreUnavailableError(`cannot reach the cluster store at ${where}: ${(err as Error).message}`, { cause: err });
+      throw new StoreUnavailableError(`cannot reach the cluster store at ${where}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     return new RedisConnection(client, options.prefix, options.logger, where);
   }
@@ -103,7 +105,9 @@ export class RedisConnection {
     try {
       return await op(this.#client);
     } catch (err) {
-      throw new StoreUnavailableError(`cluster store ${what} failed at ${this.#where}: ${(err as Error).message}`, { cause: err });
+      throw new StoreUnavailableError(`cluster store ${what} failed at ${this.#where}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 

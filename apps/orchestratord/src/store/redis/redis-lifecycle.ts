@@ -1,6 +1,15 @@
 import type { QueueOverflowPolicy } from '../admission-queue-store.js';
 import type { SessionLimits } from '../session-affinity-store.js';
-import type { AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskLifecycleStore, TaskRequeue } from '../task-lifecycle-store.js';
+import type {
+  AdmitOutcome,
+  DispatchRoom,
+  FinishOutcome,
+  TakeDispatchOutcome,
+  TaskAdmit,
+  TaskFinish,
+  TaskLifecycleStore,
+  TaskRequeue,
+} from '../task-lifecycle-store.js';
 import type { TransitionOutcome } from '../task-ownership-store.js';
 import type { RedisScripts, ScriptSessionLimits } from './redis-scripts.js';
 import { sessionScriptLimits } from './redis-sessions.js';
@@ -11,7 +20,11 @@ export class RedisLifecycle implements TaskLifecycleStore {
   readonly #queue: { capacity: number; policy: QueueOverflowPolicy };
   readonly #sessions: ScriptSessionLimits;
 
-  constructor(scripts: RedisScripts, queue: { capacity: number; policy: QueueOverflowPolicy }, sessions: SessionLimits) {
+  constructor(
+    scripts: RedisScripts,
+    queue: { capacity: number; policy: QueueOverflowPolicy },
+    sessions: SessionLimits,
+  ) {
     this.#scripts = scripts;
     this.#queue = { capacity: queue.capacity, policy: queue.policy };
     this.#sessions = sessionScriptLimits(sessions);
@@ -33,7 +46,12 @@ export class RedisLifecycle implements TaskLifecycleStore {
     return this.#scripts.taskFinish(f, this.#sessions);
   }
 
-  seizeQueued(from: string, owner: string, ttlMs: number, limit: number): Promise<Array<{ id: string; fence: number }>> {
+  seizeQueued(
+    from: string,
+    owner: string,
+    ttlMs: number,
+    limit: number,
+  ): Promise<Array<{ id: string; fence: number }>> {
     return this.#scripts.taskSeizeQueued(from, owner, ttlMs, limit);
   }
 }

@@ -1,4 +1,10 @@
-import { NodeRegisterRequestSchema, PoolSnapshotSchema, type NodeRegisterRequest, type NodeState, type PoolSnapshot } from '@llama-orch/contracts';
+import {
+  NodeRegisterRequestSchema,
+  PoolSnapshotSchema,
+  type NodeRegisterRequest,
+  type NodeState,
+  type PoolSnapshot,
+} from '@llama-orch/contracts';
 import { z } from 'zod';
 import type { NodeLivenessStore, StoredNode } from '../node-liveness-store.js';
 import type { RedisConnection } from './redis-client.js';
@@ -25,7 +31,11 @@ export class RedisNodes implements NodeLivenessStore {
     return { request: req, state: 'registering', stateSince: now, lastSeen: now, pools: req.pools };
   }
 
-  async heartbeat(nodeId: string, pools: readonly PoolSnapshot[], sentAtMs: number | undefined): Promise<{ readonly previous: NodeState } | undefined> {
+  async heartbeat(
+    nodeId: string,
+    pools: readonly PoolSnapshot[],
+    sentAtMs: number | undefined,
+  ): Promise<{ readonly previous: NodeState } | undefined> {
     const previous = await this.#scripts.nodeHeartbeat(nodeId, pools, sentAtMs, this.#intervalMs);
     return previous === undefined ? undefined : { previous };
   }

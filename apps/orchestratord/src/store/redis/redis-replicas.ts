@@ -28,11 +28,16 @@ export class RedisReplicas implements ReplicaMembershipStore {
 
   async leave(replicaId: string): Promise<void> {
     const k = this.#scripts.keys;
-    await this.#redis.call((c) => c.multi().zrem(k.replicas, replicaId).del(k.replica(replicaId)).exec(), 'replica leave');
+    await this.#redis.call(
+      (c) => c.multi().zrem(k.replicas, replicaId).del(k.replica(replicaId)).exec(),
+      'replica leave',
+    );
   }
 
   async list(): Promise<ReplicaInfo[]> {
     const rows = await this.#scripts.replicaList();
-    return rows.map((r) => ReplicaInfoSchema.parse(JSON.parse(r))).sort((a, b) => (a.replica_id < b.replica_id ? -1 : a.replica_id > b.replica_id ? 1 : 0));
+    return rows
+      .map((r) => ReplicaInfoSchema.parse(JSON.parse(r)))
+      .sort((a, b) => (a.replica_id < b.replica_id ? -1 : a.replica_id > b.replica_id ? 1 : 0));
   }
 }

@@ -1,11 +1,25 @@
 import type { NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ThroughputContribution } from '../activity-store.js';
-import { EVICTED_KEPT_MS, type GoneEntry, type QueuedEntry, type QueueEntryInput, type QueueOverflowPolicy } from '../admission-queue-store.js';
+import {
+  EVICTED_KEPT_MS,
+  type GoneEntry,
+  type QueuedEntry,
+  type QueueEntryInput,
+  type QueueOverflowPolicy,
+} from '../admission-queue-store.js';
 import type { ReplicaInfo } from '../replica-membership-store.js';
 import type { SessionPoolRef } from '../session-affinity-store.js';
 import type { SlotAcquireOutcome, SlotLeaseRequest } from '../slot-lease-store.js';
-import type { AdmitOutcome, DispatchRoom, FinishOutcome, TakeDispatchOutcome, TaskAdmit, TaskFinish, TaskRequeue } from '../task-lifecycle-store.js';
+import type {
+  AdmitOutcome,
+  DispatchRoom,
+  FinishOutcome,
+  TakeDispatchOutcome,
+  TaskAdmit,
+  TaskFinish,
+  TaskRequeue,
+} from '../task-lifecycle-store.js';
 import type { AcquireOutcome, OwnedBy, OwnedTask, TransitionOutcome } from '../task-ownership-store.js';
 import type { ScriptName, ScriptSet } from './lua-script.js';
 import type { RedisConnection } from './redis-client.js';
@@ -67,35 +81,63 @@ export class RedisScripts {
     this.keys = new RedisKeys(redis.prefix);
   }
 
-  async #run<T>(name: ScriptName, keys: readonly string[], args: readonly Arg[], decode: (reply: unknown) => T): Promise<T> {
+  async #run<T>(
+    name: ScriptName,
+    keys: readonly string[],
+    args: readonly Arg[],
+    decode: (reply: unknown) => T,
+  ): Promise<T> {
     const script = this.#scripts.get(name);
     if (script === undefined) throw new StoreUnavailableError(`cluster store script ${name} is not loaded`);
     const reply = await this.#redis.eval(script, keys, args);
     try {
       return decode(reply);
     } catch (err) {
-      throw new StoreUnavailableError(`cluster store script ${name} answered an unexpected reply: ${(err as Error).message}`, { cause: err });
+      throw new StoreUnavailableError(
+        `cluster store script ${name} answered an unexpected reply: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   }
 
   // Queue (lua/includes/queue.lua): every script takes the queue's keys and the prefix first.
 
   queueGone(ids: readonly string[]): Promise<GoneEntry[]> {
-    return this.#run('queue-gone', this.keys.queue, [this.keys.prefix, ...ids], (r) => records(r, 2).map(([id, evicted]) => ({ id: text(id), evicted: bit(evicted) })));
+    return this.#run('queue-gone', this.keys.queue, [this.keys.prefix, ...ids], (r) =>
+      records(r, 2).map(([id, evicted]) => ({ id: text(id), evicted: bit(evicted) })),
+    );
   }
 
   queueRemove(id: string): Promise<QueuedEntry | undefined> {
-    return this.#run('queue-remove', this.keys.queue, [this.keys.prefix, id], (r) => (r === null ? undefined : parseEntry(id, text(r))));
+    return this.#run('queue-remove', this.keys.queue, [this.keys.prefix, id], (r) =>
+      r === null ? undefined : parseEntry(id, text(r)),
+    );
   }
 
   // Task records (lua/includes/task-record.lua).
 
   taskAcquire(id: string, owner: string, ttlMs: number, record: string | undefined): Promise<AcquireOutcome> {
-    return this.#run('task-acquire', [this.keys.task(id), this.keys.taskLeases], [owner, ttlMs, id, record ?? ''], acquireOutcome);
+    return this.#run(
+      'task-acquire',
+      [this.keys.task(id), this.keys.taskLeases],
+      [owner, ttlMs, id, record ?? ''],
+      acquireOutcome,
+    );
   }
 
-  taskSeize(id: string, from: OwnedBy, owner: string, ttlMs: number, record: string | undefined): Promise<AcquireOutcome> {
-    return this.#run('task-seize', [this.keys.task(id), this.keys.taskLeases], [from.owner, from.fence, owner, ttlMs, id, record ?? ''], acquireOutcome);
+  taskSeize(
+    id: string,
+    from: OwnedBy,
+    owner: string,
+    ttlMs: number,
+    record: string | undefined,
+  ): Promise<AcquireOutcome> {
+    return this.#run(
+      'task-seize',
+      [this.keys.task(id), this.keys.taskLeases],
+      [from.owner, from.fence, owner, ttlMs, id, record ?? ''],
+      acquireOutcome,
+    );
   }
 
   /** → the ids it could not renew. */
@@ -111,10 +153,24 @@ export class RedisScripts {
 
   // Task lifecycle: queue, record and session in one script each.
 
-  taskAdmit({ task, entry, sessionId, maxAhead }: TaskAdmit, queue: { capacity: number; policy: QueueOverflowPolicy }, sessions: ScriptSessionLimits): Promise<AdmitOutcome> {
+  taskAdmit(
+    { task, entry, sessionId, maxAhead }: TaskAdmit,
+    queue: { capacity: number; policy: QueueOverflowPolicy },
+    sessions: ScriptSessionLimits,
+  ): Promise<AdmitOutcome> {
     const keys = [...this.keys.queue, this.keys.task(task.id), this.keys.session(sessionId), this.keys.taskLeases];
     const deadline = entry.deadlineMs === undefined ? '' : Math.max(0, Math.round(entry.deadlineMs));
-    const args: Arg[] = [this.keys.prefix, task.id, entry.lane, entry.group, entry.payload, deadline, queue.capacity, queue.policy, EVICTED_KEPT_MS];
+    const args: Arg[] = [
+      this.keys.prefix,
+      task.id,
+      entry.lane,
+      entry.group,
+      entry.payload,
+      deadline,
+      queue.capacity,
+      queue.policy,
+      EVICTED_KEPT_MS,
+    ];
     args.push(task.owner, task.record, task.ttlMs, Math.max(1, Math.round(task.lifetimeMs)), sessions.capMs);
     args.push(sessions.tokenBudget ?? '', maxAhead === undefined ? '' : Math.floor(maxAhead));
     return this.#run('task-admit', keys, args, (r) => {
@@ -128,7 +184,11 @@ export class RedisScripts {
       };
       switch (member(kind, ['queued', 'exists', 'full', 'spent', 'late'])) {
         case 'queued':
-          return withEvicted({ kind: 'queued', position: int(position), fence: 1, ownerUntil: int(ownerUntil), view }, victim, victimJson);
+          return withEvicted(
+            { kind: 'queued', position: int(position), fence: 1, ownerUntil: int(ownerUntil), view },
+            victim,
+            victimJson,
+          );
         case 'exists':
           return { kind: 'exists' };
         case 'full':
@@ -141,8 +201,17 @@ export class RedisScripts {
     });
   }
 
-  taskTakeDispatch(id: string, fence: number, placement: string, room: DispatchRoom | undefined): Promise<TakeDispatchOutcome> {
-    const keys = [...this.keys.queue, this.keys.task(id), room === undefined ? this.keys.task(id) : this.keys.slotLeases(room.poolKey)];
+  taskTakeDispatch(
+    id: string,
+    fence: number,
+    placement: string,
+    room: DispatchRoom | undefined,
+  ): Promise<TakeDispatchOutcome> {
+    const keys = [
+      ...this.keys.queue,
+      this.keys.task(id),
+      room === undefined ? this.keys.task(id) : this.keys.slotLeases(room.poolKey),
+    ];
     return this.#run('task-take-dispatch', keys, [this.keys.prefix, id, fence, placement, room?.slots ?? ''], (r) => {
       const [kind, a, b, c] = list(r);
       switch (member(kind, ['taken', 'behind', 'absent', 'refused'])) {
@@ -166,9 +235,21 @@ export class RedisScripts {
 
   taskFinish(f: TaskFinish, sessions: ScriptSessionLimits): Promise<FinishOutcome> {
     const s = f.session;
-    const keys = [...this.keys.queue, this.keys.task(f.id), s === undefined ? this.keys.task(f.id) : this.keys.session(s.id), this.keys.taskLeases];
+    const keys = [
+      ...this.keys.queue,
+      this.keys.task(f.id),
+      s === undefined ? this.keys.task(f.id) : this.keys.session(s.id),
+      this.keys.taskLeases,
+    ];
     const args: Arg[] = [this.keys.prefix, f.id, f.fence, f.outcome, Math.round(f.retainMs), f.dequeue ? '1' : '0'];
-    args.push(s === undefined ? '' : '1', s?.tokensOut ?? '', s?.pool?.node_id ?? '', s?.pool?.pool_id ?? '', sessions.ttlMs, sessions.capMs);
+    args.push(
+      s === undefined ? '' : '1',
+      s?.tokensOut ?? '',
+      s?.pool?.node_id ?? '',
+      s?.pool?.pool_id ?? '',
+      sessions.ttlMs,
+      sessions.capMs,
+    );
     return this.#run('task-finish', keys, args, (r) => {
       const [kind, a, b, c] = list(r);
       if (kind === 'ok') return { record: { ok: true, task: taskHash(f.id, a) }, dequeued: bit(b) };
@@ -177,10 +258,18 @@ export class RedisScripts {
   }
 
   /** → the seized tasks with their new fences, in dispatch order. */
-  taskSeizeQueued(from: string, owner: string, ttlMs: number, limit: number): Promise<Array<{ id: string; fence: number }>> {
+  taskSeizeQueued(
+    from: string,
+    owner: string,
+    ttlMs: number,
+    limit: number,
+  ): Promise<Array<{ id: string; fence: number }>> {
     const [interactive, batch, entries] = this.keys.queue;
-    return this.#run('task-seize-queued', [interactive, batch, entries, this.keys.taskLeases], [this.keys.prefix, from, owner, ttlMs, limit], (r) =>
-      records(r, 2).map(([id, fence]) => ({ id: text(id), fence: int(fence) })),
+    return this.#run(
+      'task-seize-queued',
+      [interactive, batch, entries, this.keys.taskLeases],
+      [this.keys.prefix, from, owner, ttlMs, limit],
+      (r) => records(r, 2).map(([id, fence]) => ({ id: text(id), fence: int(fence) })),
     );
   }
 
@@ -203,10 +292,21 @@ export class RedisScripts {
 
   // Activity, nodes, rate limits, replicas, slot leases.
 
-  activityAddThroughput(replicaId: string, bucketMs: number, contributions: readonly ThroughputContribution[], retainMs: number): Promise<void> {
+  activityAddThroughput(
+    replicaId: string,
+    bucketMs: number,
+    contributions: readonly ThroughputContribution[],
+    retainMs: number,
+  ): Promise<void> {
     const keys = contributions.map((c) => this.keys.throughputBucket(bucketMs, c.t_ms));
     const args: Arg[] = [replicaId, Math.max(1, Math.round(retainMs))];
-    for (const c of contributions) args.push(Math.round(c.tokens), c.tasks_ended, c.ttft_p50_ms !== undefined && c.ttft_count > 0 ? c.ttft_p50_ms : '', c.ttft_count);
+    for (const c of contributions)
+      args.push(
+        Math.round(c.tokens),
+        c.tasks_ended,
+        c.ttft_p50_ms !== undefined && c.ttft_count > 0 ? c.ttft_p50_ms : '',
+        c.ttft_count,
+      );
     return this.#run('activity-add-throughput', keys, args, (r) => {
       if (int(r) !== keys.length) unexpected(`${keys.length} buckets`, r);
     });
@@ -215,13 +315,25 @@ export class RedisScripts {
   /** → the server time of the registration, ms. */
   nodeRegister(req: NodeRegisterRequest): Promise<number> {
     const k = this.keys;
-    return this.#run('node-register', [k.nodes, k.nodesLive, k.node(req.node_id)], [req.node_id, JSON.stringify(req), JSON.stringify(req.pools)], int);
+    return this.#run(
+      'node-register',
+      [k.nodes, k.nodesLive, k.node(req.node_id)],
+      [req.node_id, JSON.stringify(req), JSON.stringify(req.pools)],
+      int,
+    );
   }
 
   /** → the node's previous state, or undefined for an unknown node. */
-  nodeHeartbeat(nodeId: string, pools: readonly PoolSnapshot[], sentAtMs: number | undefined, intervalMs: number): Promise<NodeState | undefined> {
+  nodeHeartbeat(
+    nodeId: string,
+    pools: readonly PoolSnapshot[],
+    sentAtMs: number | undefined,
+    intervalMs: number,
+  ): Promise<NodeState | undefined> {
     const args = [nodeId, JSON.stringify(pools), sentAtMs === undefined ? '' : Math.round(sentAtMs), intervalMs];
-    return this.#run('node-heartbeat', [this.keys.nodesLive, this.keys.node(nodeId)], args, (r) => (r === null ? undefined : member(r, ['registering', 'online', 'offline'])));
+    return this.#run('node-heartbeat', [this.keys.nodesLive, this.keys.node(nodeId)], args, (r) =>
+      r === null ? undefined : member(r, ['registering', 'online', 'offline']),
+    );
   }
 
   nodeDeregister(nodeId: string): Promise<boolean> {
@@ -242,7 +354,12 @@ export class RedisScripts {
   }
 
   replicaAnnounce(info: ReplicaInfo, ttlMs: number): Promise<void> {
-    return this.#run('replica-announce', [this.keys.replicas, this.keys.replica(info.replica_id)], [info.replica_id, JSON.stringify(info), ttlMs], one);
+    return this.#run(
+      'replica-announce',
+      [this.keys.replicas, this.keys.replica(info.replica_id)],
+      [info.replica_id, JSON.stringify(info), ttlMs],
+      one,
+    );
   }
 
   /** → the JSON of every live replica, in expiry order. */
@@ -251,10 +368,17 @@ export class RedisScripts {
   }
 
   leaseAcquire({ poolKey, slots, leaseId, ttlMs }: SlotLeaseRequest): Promise<SlotAcquireOutcome> {
-    return this.#run('lease-acquire', [this.keys.slotLeases(poolKey)], [leaseId, slots, ttlMs, this.keys.signals, poolKey], (r) => {
-      const [granted, expiresAt, held] = list(r);
-      return bit(granted) ? { kind: 'granted', expiresAt: int(expiresAt), held: int(held) } : { kind: 'full', held: int(held) };
-    });
+    return this.#run(
+      'lease-acquire',
+      [this.keys.slotLeases(poolKey)],
+      [leaseId, slots, ttlMs, this.keys.signals, poolKey],
+      (r) => {
+        const [granted, expiresAt, held] = list(r);
+        return bit(granted)
+          ? { kind: 'granted', expiresAt: int(expiresAt), held: int(held) }
+          : { kind: 'full', held: int(held) };
+      },
+    );
   }
 
   leaseRenew(poolKey: string, leaseId: string, ttlMs: number): Promise<boolean> {

@@ -30,7 +30,13 @@ export class RedisSessions implements SessionAffinityStore {
     const s = await this.#scripts.sessionRead(id);
     if (s === undefined) return undefined;
     const ttl = s.active > 0 ? this.#limits.ttlMs : Math.max(0, s.pttl);
-    const info: SessionInfo = { session_id: id, ttl_ms_remaining: Math.round(ttl), turns: s.turns, tokens_out: s.tokensOut, active_tasks: s.active };
+    const info: SessionInfo = {
+      session_id: id,
+      ttl_ms_remaining: Math.round(ttl),
+      turns: s.turns,
+      tokens_out: s.tokensOut,
+      active_tasks: s.active,
+    };
     if (this.#limits.tokenBudget !== undefined) info.tokens_budget_remaining = this.#limits.tokenBudget - s.tokensOut;
     return info;
   }

@@ -39,7 +39,8 @@ export class RedisSignals implements ClusterSignals {
       for (const l of this.#listeners) l(signal);
     });
     sub.subscribe(signalsChannel(this.#redis.prefix)).catch((err: unknown) => {
-      if (!this.#closed) this.#logger.warn({ err }, 'cluster signals: subscribe failed (dispatch waits for heartbeats until it works)');
+      if (!this.#closed)
+        this.#logger.warn({ err }, 'cluster signals: subscribe failed (dispatch waits for heartbeats until it works)');
     });
   }
 

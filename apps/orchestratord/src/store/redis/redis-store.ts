@@ -18,9 +18,17 @@ import { RedisTasks } from './redis-tasks.js';
  * one script facade serve every part. The scripts are read (lua/) before connecting, so a broken
  * installation fails without touching Redis.
  */
-export async function createRedisStore(s: ClusterStoreSettings & { redis_url: string }, { logger }: ClusterStoreDeps): Promise<SharedStore> {
+export async function createRedisStore(
+  s: ClusterStoreSettings & { redis_url: string },
+  { logger }: ClusterStoreDeps,
+): Promise<SharedStore> {
   const loaded = loadScripts();
-  const redis = await RedisConnection.open({ url: s.redis_url, prefix: s.redis_prefix, commandTimeoutMs: s.command_timeout_ms, logger });
+  const redis = await RedisConnection.open({
+    url: s.redis_url,
+    prefix: s.redis_prefix,
+    commandTimeoutMs: s.command_timeout_ms,
+    logger,
+  });
   const scripts = new RedisScripts(redis, loaded);
   const signals = new RedisSignals(redis, logger);
   const sessionLimits = { ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget };
@@ -33,7 +41,11 @@ export async function createRedisStore(s: ClusterStoreSettings & { redis_url: st
     queue: new RedisQueue(redis, scripts),
     tasks: new RedisTasks(redis, scripts),
     sessions: new RedisSessions(redis, scripts, sessionLimits),
-    lifecycle: new RedisLifecycle(scripts, { capacity: s.admission_capacity, policy: s.admission_policy }, sessionLimits),
+    lifecycle: new RedisLifecycle(
+      scripts,
+      { capacity: s.admission_capacity, policy: s.admission_policy },
+      sessionLimits,
+    ),
     rateLimits: new RedisRateLimits(scripts),
     replicas: new RedisReplicas(redis, scripts),
     signals,

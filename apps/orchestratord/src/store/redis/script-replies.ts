@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import type { QueuedEntry } from '../admission-queue-store.js';
-import type { AcquireOutcome, StoredTask, StoredTaskState, TaskRefusal, TransitionOutcome } from '../task-ownership-store.js';
+import type {
+  AcquireOutcome,
+  StoredTask,
+  StoredTaskState,
+  TaskRefusal,
+  TransitionOutcome,
+} from '../task-ownership-store.js';
 
 /*
  * Checked decoders of script replies (Redis is another process: a reply is `unknown` until checked).
@@ -91,12 +97,23 @@ export function refusal(kind: unknown, a: unknown, b: unknown): TaskRefusal {
   }
 }
 
-const EntrySchema = z.object({ lane: z.enum(['interactive', 'batch']), group: z.string(), payload: z.string(), deadline_at: z.string() });
+const EntrySchema = z.object({
+  lane: z.enum(['interactive', 'batch']),
+  group: z.string(),
+  payload: z.string(),
+  deadline_at: z.string(),
+});
 
 /** A queue entry as lua/includes/queue.lua stores it in q:entries (JSON). */
 export function parseEntry(id: string, json: string): QueuedEntry {
   const e = EntrySchema.parse(JSON.parse(json));
-  return { id, lane: e.lane, group: e.group, payload: e.payload, deadlineAt: e.deadline_at === 'inf' ? Number.POSITIVE_INFINITY : Number(e.deadline_at) };
+  return {
+    id,
+    lane: e.lane,
+    group: e.group,
+    payload: e.payload,
+    deadlineAt: e.deadline_at === 'inf' ? Number.POSITIVE_INFINITY : Number(e.deadline_at),
+  };
 }
 
 const TaskHashSchema = z.object({
@@ -113,7 +130,17 @@ const TaskHashSchema = z.object({
 /** A task record hash (lua/includes/task-record.lua), as HGETALL returns it. */
 export function parseTask(id: string, h: Record<string, string>): StoredTask {
   const t = TaskHashSchema.parse(h);
-  return { id, state: t.state, owner: t.owner, ownerUntil: t.owner_until, fence: t.fence, attempt: t.attempt, record: t.record, placement: t.placement, outcome: t.outcome };
+  return {
+    id,
+    state: t.state,
+    owner: t.owner,
+    ownerUntil: t.owner_until,
+    fence: t.fence,
+    attempt: t.attempt,
+    record: t.record,
+    placement: t.placement,
+    outcome: t.outcome,
+  };
 }
 
 /** A task record hash as a script answers it: a flat field/value list. */
@@ -124,7 +151,11 @@ export function taskHash(id: string, r: unknown): StoredTask {
 }
 
 /** `granted` with the entry a drop-lru admission evicted, when the reply names one (id and json, or '' and ''). */
-export function withEvicted<T extends object>(granted: T, victim: unknown, victimJson: unknown): T | (T & { evicted: QueuedEntry }) {
+export function withEvicted<T extends object>(
+  granted: T,
+  victim: unknown,
+  victimJson: unknown,
+): T | (T & { evicted: QueuedEntry }) {
   const id = text(victim);
   const json = text(victimJson);
   return id === '' ? granted : { ...granted, evicted: parseEntry(id, json) };

@@ -39,7 +39,8 @@ export function adoptedTask(a: Adoption, metricsIntervalMs: number, now: number)
   task.takenOver = true;
   task.stream.append({ event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } });
   const waited = Math.max(0, now - r.admitted_at);
-  const prelude = a.placement?.frame_base ?? 1 + 2 * Math.ceil(waited / Math.max(1, metricsIntervalMs)) + QUEUED_PRELUDE_MARGIN;
+  const prelude =
+    a.placement?.frame_base ?? 1 + 2 * Math.ceil(waited / Math.max(1, metricsIntervalMs)) + QUEUED_PRELUDE_MARGIN;
   while (task.stream.length < prelude) task.stream.append(PADDING);
   task.lastMetricsAt = now;
   return task;
@@ -59,15 +60,20 @@ export interface AdoptInto {
  * a local lease of its slot (it is busy there); one whose pool is gone fails (retriable).
  */
 export function adoptInto(task: TaskRecord, placement: SharedPlacement | undefined, to: AdoptInto): void {
-  if (placement === undefined) return to.queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
+  if (placement === undefined)
+    return to.queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
   const view = to.registry.poolsWithId(placement.pool_id).find((v) => v.node_id === placement.node_id);
-  if (view === undefined) return to.fail('WORKER_RESET', `the task's pool ${placement.pool_id} on node ${placement.node_id} is gone`);
+  if (view === undefined)
+    return to.fail('WORKER_RESET', `the task's pool ${placement.pool_id} on node ${placement.node_id} is gone`);
   to.resume(view, to.registry.lease(view.node_id, view.pool_id));
 }
 
 /** A pool client whose dispatch re-attaches to the task's running dispatch (all its tokens from the first) instead of starting one. */
 export function reattaching(client: PoolClient, taskId: string): Pick<PoolClient, 'dispatch'> {
-  return { dispatch: (node, poolId, _body, controller, correlationId) => client.reattach(node, poolId, taskId, -1, controller, correlationId) };
+  return {
+    dispatch: (node, poolId, _body, controller, correlationId) =>
+      client.reattach(node, poolId, taskId, -1, controller, correlationId),
+  };
 }
 
 /**

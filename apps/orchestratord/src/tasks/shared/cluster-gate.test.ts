@@ -16,13 +16,25 @@ import { newTaskRecord, type Delivery, type TaskRecord } from '../task-record.js
 
 function queuedTask(delivery: Delivery): TaskRecord {
   const request = resolveTaskRequest(TaskRequestSchema.parse(taskBody()), { deadlineMs: 60_000, newId: randomUUID });
-  const task = newTaskRecord({ request, log: captureLogger().logger, correlationId: 'c', now: 0, predictedStartMs: 0, phase: 'queued', delivery });
+  const task = newTaskRecord({
+    request,
+    log: captureLogger().logger,
+    correlationId: 'c',
+    now: 0,
+    predictedStartMs: 0,
+    phase: 'queued',
+    delivery,
+  });
   task.stream.append({ event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } });
   return task;
 }
 
 /** The cluster side as the gate sees it: what the store answers a take, why an entry is gone, and who owns the task. */
-function cluster(answers: { take?: TakeDispatchOutcome | Error | Promise<TakeDispatchOutcome>; evicted?: boolean; owner: () => Promise<Partial<TaskOwner> | undefined> }) {
+function cluster(answers: {
+  take?: TakeDispatchOutcome | Error | Promise<TakeDispatchOutcome>;
+  evicted?: boolean;
+  owner: () => Promise<Partial<TaskOwner> | undefined>;
+}) {
   const listeners: { lost?: (ids: readonly string[]) => void } = {};
   const asked: string[] = [];
   const lost = new Set<string>();
@@ -33,7 +45,10 @@ function cluster(answers: { take?: TakeDispatchOutcome | Error | Promise<TakeDis
     adoptEveryMs: 100,
     onLost: (l: (ids: readonly string[]) => void) => (listeners.lost = l),
     onSeized: () => () => undefined,
-    takeAndDispatch: () => (answers.take instanceof Error ? Promise.reject(answers.take) : Promise.resolve(answers.take ?? { kind: 'absent' })),
+    takeAndDispatch: () =>
+      answers.take instanceof Error
+        ? Promise.reject(answers.take)
+        : Promise.resolve(answers.take ?? { kind: 'absent' }),
     whyGone: (id: string) => Promise.resolve({ id, evicted: answers.evicted ?? false }),
     gone: (ids: readonly string[]) => Promise.resolve(ids.map((id) => ({ id, evicted: answers.evicted ?? false }))),
     ownerOf: (id: string) => {
@@ -56,7 +71,11 @@ function cluster(answers: { take?: TakeDispatchOutcome | Error | Promise<TakeDis
 }
 
 function gateWith(c: ClusterTasks, leases?: ClusterSlotLeases) {
-  const queue = new AdmissionQueue<TaskRecord>({ capacity: 100, policy: 'reject', groupOf: (t) => t.request.model_ref });
+  const queue = new AdmissionQueue<TaskRecord>({
+    capacity: 100,
+    policy: 'reject',
+    groupOf: (t) => t.request.model_ref,
+  });
   const failed: Array<[string, ErrorCode]> = [];
   const handedOff: Array<[string, string]> = [];
   const actions: GateActions = {
@@ -75,7 +94,12 @@ function gateWith(c: ClusterTasks, leases?: ClusterSlotLeases) {
   return { gate: new ClusterGate(c, queue, actions, leases), queue, failed, handedOff };
 }
 
-const view = { node_id: 'n1', pool_id: 'p', address: 'http://127.0.0.1:1', snapshot: { engine_version: 'x' } } as unknown as PoolView;
+const view = {
+  node_id: 'n1',
+  pool_id: 'p',
+  address: 'http://127.0.0.1:1',
+  snapshot: { engine_version: 'x' },
+} as unknown as PoolView;
 const lease = (): Lease & { released: number } => {
   const l = { released: 0, release: () => void (l.released += 1) };
   return l as unknown as Lease & { released: number };
@@ -98,7 +122,10 @@ describe('a queued task the store refuses to this replica', () => {
 
   it('let go, but still this replica’s or the store unreachable: it stays queued, out of the scheduler’s sight, until the sweep grants it back', async () => {
     for (const delivery of ['events', 'stream'] as const) {
-      for (const owner of [() => Promise.resolve({ replica: 'r1', fence: 1 }), () => Promise.reject(new Error('store down'))]) {
+      for (const owner of [
+        () => Promise.resolve({ replica: 'r1', fence: 1 }),
+        () => Promise.reject(new Error('store down')),
+      ]) {
         const c = cluster({ owner });
         const { queue, failed, handedOff } = gateWith(c.cluster);
         const task = queuedTask(delivery);
@@ -167,7 +194,10 @@ describe('a queued task the store refuses to this replica', () => {
 
   it('let go while its claim was under way (waiting for a cluster slot lease, or behind another task): handed off, not put back in the local queue', async () => {
     let noSlot: (lease: string | undefined) => void = () => undefined;
-    const leases = { acquire: () => new Promise<string | undefined>((ok) => (noSlot = ok)), release: () => undefined } as unknown as ClusterSlotLeases;
+    const leases = {
+      acquire: () => new Promise<string | undefined>((ok) => (noSlot = ok)),
+      release: () => undefined,
+    } as unknown as ClusterSlotLeases;
     const waiting = cluster({ owner: byR2 });
     const first = gateWith(waiting.cluster, leases);
     const task = queuedTask('events');
@@ -235,7 +265,10 @@ describe('the queue depth a replica reports', () => {
     const task = queuedTask('events');
     expect(gate.claiming()).toEqual({ interactive: 0, batch: 0 });
     gate.assigned(task, view, lease(), 'strategy');
-    expect(gate.claiming()).toEqual({ [task.request.priority]: 1, [task.request.priority === 'interactive' ? 'batch' : 'interactive']: 0 });
+    expect(gate.claiming()).toEqual({
+      [task.request.priority]: 1,
+      [task.request.priority === 'interactive' ? 'batch' : 'interactive']: 0,
+    });
     answer({ kind: 'absent' });
     await settled();
     expect(gate.claiming()).toEqual({ interactive: 0, batch: 0 });

@@ -12,7 +12,13 @@ import { placementOf, type TaskRecord } from '../task-record.js';
 /** What the gate does to the task service's tasks. */
 export interface GateActions {
   /** The task may go: dispatch it to `view` on `lease`, under the cluster slot lease `clusterLease` (given back when the attempt ends). */
-  dispatch(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason, clusterLease: string | undefined): void;
+  dispatch(
+    task: TaskRecord,
+    view: PoolView,
+    lease: Lease,
+    reason: PlacementReason,
+    clusterLease: string | undefined,
+  ): void;
   fail(task: TaskRecord, code: ErrorCode, message: string, retriable: boolean): void;
   /** The local queue changed while nothing else would pump. */
   pump(): void;
@@ -27,7 +33,8 @@ interface ClusterSlot {
   leaseId?: string | undefined;
 }
 
-const LOST = 'this replica lost the task to another (cluster store unreachable, or its lease lapsed); resubmit the task';
+const LOST =
+  'this replica lost the task to another (cluster store unreachable, or its lease lapsed); resubmit the task';
 
 /** How often a replica checks that its queued tasks are still in the cluster's queue, ms. */
 const RECONCILE_MS = 1000;
@@ -51,7 +58,12 @@ export class ClusterGate {
   /** Tasks whose claim is under way (out of the local queue): their priority, and whether this replica let them go meanwhile. */
   readonly #claiming = new Map<string, { readonly priority: 'interactive' | 'batch'; lost: boolean }>();
 
-  constructor(cluster: ClusterTasks, queue: AdmissionQueue<TaskRecord>, actions: GateActions, leases?: ClusterSlotLeases) {
+  constructor(
+    cluster: ClusterTasks,
+    queue: AdmissionQueue<TaskRecord>,
+    actions: GateActions,
+    leases?: ClusterSlotLeases,
+  ) {
     this.#cluster = cluster;
     this.#queue = queue;
     this.#act = actions;
@@ -89,7 +101,11 @@ export class ClusterGate {
         if (task.state !== 'queued') return;
         // A call in flight while this replica stalled times out as it runs again (its timer is overdue
         // before the answer is read): another replica may have taken the task over meanwhile.
-        this.#refused(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`);
+        this.#refused(
+          task,
+          'STORE_UNAVAILABLE',
+          `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`,
+        );
       })
       .finally(() => this.#claiming.delete(task.id));
   }
@@ -110,7 +126,13 @@ export class ClusterGate {
    * the queue until it was put back, and meanwhile another replica's admissions counted positions
    * without it and a freed slot went to the task behind it (the priority-order test, under load).
    */
-  async #claim(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason, slot: ClusterSlot): Promise<void> {
+  async #claim(
+    task: TaskRecord,
+    view: PoolView,
+    lease: Lease,
+    reason: PlacementReason,
+    slot: ClusterSlot,
+  ): Promise<void> {
     if (this.#leases !== undefined) {
       slot.leaseId = await this.#leases.acquire(candidateKey(view), view.slots_total, task.id);
       if (task.state !== 'queued') {
@@ -161,7 +183,11 @@ export class ClusterGate {
         this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
         return void this.#followIfMoved(task);
       }
-      this.#refused(task, 'INTERNAL', `this replica may no longer dispatch the task (shared record: ${taken.refusal.reason})`);
+      this.#refused(
+        task,
+        'INTERNAL',
+        `this replica may no longer dispatch the task (shared record: ${taken.refusal.reason})`,
+      );
       return;
     }
     this.#act.dispatch(task, view, lease, reason, slot.leaseId);
@@ -225,8 +251,19 @@ export class ClusterGate {
   }
 
   #lost(task: TaskRecord, evicted: boolean): void {
-    if (evicted) this.#act.fail(task, 'QUEUE_FULL_DROP_LRU', 'evicted from the full admission queue by a newer task (policy drop-lru)', true);
-    else this.#refused(task, 'INTERNAL', "the task's entry is gone from the cluster's queue (the store lost its data?); resubmit the task");
+    if (evicted)
+      this.#act.fail(
+        task,
+        'QUEUE_FULL_DROP_LRU',
+        'evicted from the full admission queue by a newer task (policy drop-lru)',
+        true,
+      );
+    else
+      this.#refused(
+        task,
+        'INTERNAL',
+        "the task's entry is gone from the cluster's queue (the store lost its data?); resubmit the task",
+      );
   }
 
   /**
@@ -248,7 +285,13 @@ export class ClusterGate {
     if (task.state !== 'queued' || !this.#cluster.isLost(task.id)) return;
     if (owner !== undefined && owner.replica === this.#cluster.replicaId) return;
     this.#queue.remove(task.id);
-    if (owner === undefined) this.#act.fail(task, 'INTERNAL', "the task's record is gone from the cluster store (the store lost its data?); resubmit the task", true);
+    if (owner === undefined)
+      this.#act.fail(
+        task,
+        'INTERNAL',
+        "the task's record is gone from the cluster store (the store lost its data?); resubmit the task",
+        true,
+      );
     else if (followsMoves(task)) this.#act.handOff(task, owner.replica);
     else this.#act.fail(task, 'STORE_UNAVAILABLE', LOST, true);
   }
@@ -278,7 +321,8 @@ export function gatedLine(queue: AdmissionQueue<TaskRecord>, cluster: ClusterTas
     remove: (id: string) => queue.remove(id),
     *[Symbol.iterator]() {
       // blocked models wait for the cluster's queue to move; a let-go task for the sweep to grant it back
-      for (const entry of queue) if (!cluster.blocked(entry.item.request.model_ref) && !cluster.isLost(entry.id)) yield entry;
+      for (const entry of queue)
+        if (!cluster.blocked(entry.item.request.model_ref) && !cluster.isLost(entry.id)) yield entry;
     },
   };
 }

@@ -13,8 +13,18 @@ const PLACEMENT: TaskPlacement = { node_id: 'n1', pool_id: 'p', engine_version: 
 
 function task(): TaskRecord {
   const body = taskBody();
-  const request = resolveTaskRequest(TaskRequestSchema.parse(body), { deadlineMs: 60_000, newId: () => String(body.task_id) });
-  return newTaskRecord({ request, log: logger, correlationId: `c-${request.task_id}`, now: Date.now(), predictedStartMs: 0, phase: 'queued' });
+  const request = resolveTaskRequest(TaskRequestSchema.parse(body), {
+    deadlineMs: 60_000,
+    newId: () => String(body.task_id),
+  });
+  return newTaskRecord({
+    request,
+    log: logger,
+    correlationId: `c-${request.task_id}`,
+    now: Date.now(),
+    predictedStartMs: 0,
+    phase: 'queued',
+  });
 }
 
 // The owner's side of a failed attempt (requeue) and another replica's takeover (adoptOrphans).
@@ -28,7 +38,13 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
   function replica(store: SharedStore, replicaId: string, ownerTtlMs: number): ClusterTasks {
     const c = new ClusterTasks({
       ...{ queue: store.queue, tasks: store.tasks, lifecycle: store.lifecycle, signals: store.signals, replicaId },
-      ...{ address: () => `http://${replicaId}.invalid`, logger, retainMs: 10_000, changed: () => undefined, ownerTtlMs },
+      ...{
+        address: () => `http://${replicaId}.invalid`,
+        logger,
+        retainMs: 10_000,
+        changed: () => undefined,
+        ownerTtlMs,
+      },
     });
     opened.push(c);
     return c;

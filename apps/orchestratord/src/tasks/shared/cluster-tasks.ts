@@ -4,7 +4,12 @@ import { LeaseKeeper } from '../../support/lease-keeper.js';
 import type { AdmissionQueueStore, GoneEntry } from '../../store/admission-queue-store.js';
 import type { ClusterSignals } from '../../store/cluster-signals.js';
 import type { SessionPoolRef } from '../../store/session-affinity-store.js';
-import type { AdmitOutcome, DispatchRoom, TakeDispatchOutcome, TaskLifecycleStore } from '../../store/task-lifecycle-store.js';
+import type {
+  AdmitOutcome,
+  DispatchRoom,
+  TakeDispatchOutcome,
+  TaskLifecycleStore,
+} from '../../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../../store/task-ownership-store.js';
 import { ClusterEndWriter, deliverWhenWritten, storedOutcome, type StoredOutcome } from './end-writer.js';
 import { ModelHeads } from './model-heads.js';
@@ -42,7 +47,10 @@ export interface ClusterTasksOptions {
 }
 
 /** What the cluster keeps of a task it admits (its shared record). */
-export type ClusterAdmission = Pick<TaskRecord, 'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery'>;
+export type ClusterAdmission = Pick<
+  TaskRecord,
+  'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery'
+>;
 
 /** Longest wait between two looks for orphans, ms. */
 const ADOPT_EVERY_MS = 100;
@@ -107,23 +115,40 @@ export class ClusterTasks {
     this.#renewedAt = this.#clock.now();
     this.#heads = new ModelHeads(this.replicaId, options.blockMs ?? 250, this.#clock);
     this.#ends = new ClusterEndWriter({
-      ...{ tasks: this.#tasks, lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, retainMs: this.#retainMs, logger: this.#logger },
+      ...{
+        tasks: this.#tasks,
+        lifecycle: this.#lifecycle,
+        replicaId: this.replicaId,
+        ownerTtlMs: this.#ownerTtlMs,
+        retainMs: this.#retainMs,
+        logger: this.#logger,
+      },
       storeProblem: (err, what) => this.storeProblem(err, what),
     });
     this.#takeover = {
       ...{ tasks: this.#tasks, logger: this.#logger, retainMs: this.#retainMs, address: this.#address },
-      ...{ lifecycle: this.#lifecycle, replicaId: this.replicaId, ownerTtlMs: this.#ownerTtlMs, scan: ORPHAN_SCAN, slots: options.slots },
+      ...{
+        lifecycle: this.#lifecycle,
+        replicaId: this.replicaId,
+        ownerTtlMs: this.#ownerTtlMs,
+        scan: ORPHAN_SCAN,
+        slots: options.slots,
+      },
       hold: (id, fence) => this.#fences.set(id, fence),
       // Granted back to this replica that let it go (the store was out for a whole lease) and still runs it: its end is written as any other.
       takeBack: (id, fence) => {
         if (!this.#lost.delete(id)) return false;
         this.#fences.set(id, fence);
-        this.#logger.info({ task_id: id, human: `Task ${id} is this replica's again: nobody else took it over` }, 'task taken back');
+        this.#logger.info(
+          { task_id: id, human: `Task ${id} is this replica's again: nobody else took it over` },
+          'task taken back',
+        );
         return true;
       },
     };
     this.#unsubscribe = options.signals.subscribe((signal) => {
-      if (signal.kind === 'queue' && this.#heads.heard(signal.group, signal.head, signal.headPayload)) options.changed();
+      if (signal.kind === 'queue' && this.#heads.heard(signal.group, signal.head, signal.headPayload))
+        options.changed();
     });
     this.#ownKeeper = options.keeper === undefined ? new LeaseKeeper({ periodMs: this.#ownerTtlMs / 4 }) : undefined;
     this.#stopRenewing = (options.keeper ?? this.#ownKeeper)!.keep({ renewHeld: () => this.#renewAll() });
@@ -138,11 +163,29 @@ export class ClusterTasks {
   async add(task: ClusterAdmission, maxAhead: number | undefined): Promise<AdmitOutcome> {
     const r = task.request;
     const record: SharedTaskRecord = {
-      ...{ model_ref: r.model_ref, priority: r.priority, session_id: r.session_id, admitted_at: task.admittedAt, owner_url: this.#address() },
-      ...{ request: r, model_name: task.modelName, correlation_id: task.correlationId, client_key: task.clientKey, delivery: task.delivery },
+      ...{
+        model_ref: r.model_ref,
+        priority: r.priority,
+        session_id: r.session_id,
+        admitted_at: task.admittedAt,
+        owner_url: this.#address(),
+      },
+      ...{
+        request: r,
+        model_name: task.modelName,
+        correlation_id: task.correlationId,
+        client_key: task.clientKey,
+        delivery: task.delivery,
+      },
     };
     const admitted = await this.#lifecycle.admit({
-      task: { id: r.task_id, owner: this.replicaId, record: JSON.stringify(record), ttlMs: this.#ownerTtlMs, lifetimeMs: r.deadline_ms + this.#retainMs },
+      task: {
+        id: r.task_id,
+        owner: this.replicaId,
+        record: JSON.stringify(record),
+        ttlMs: this.#ownerTtlMs,
+        lifetimeMs: r.deadline_ms + this.#retainMs,
+      },
       entry: { lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: r.deadline_ms },
       sessionId: r.session_id,
       maxAhead,
@@ -181,7 +224,12 @@ export class ClusterTasks {
    * its first token with a Redis store), so a replica that takes the task over numbers its tokens
    * as this one did.
    */
-  async takeAndDispatch(task: TaskRecord, placement: TaskPlacement, frameBase: number, room?: DispatchRoom): Promise<TakeDispatchOutcome> {
+  async takeAndDispatch(
+    task: TaskRecord,
+    placement: TaskPlacement,
+    frameBase: number,
+    room?: DispatchRoom,
+  ): Promise<TakeDispatchOutcome> {
     const shared: SharedPlacement = { ...placement, frame_base: frameBase };
     const r = await this.#lifecycle.dispatch(task.id, this.#fence(task.id), JSON.stringify(shared), room);
     this.#heads.took(task.request.model_ref, r.kind, r.kind === 'behind' ? r.first : undefined);
@@ -203,7 +251,10 @@ export class ClusterTasks {
     const record = JSON.parse(stored.record) as Partial<SharedTaskRecord>;
     const address = record.owner_url;
     if (typeof address !== 'string') return undefined;
-    const outcome = stored.state === 'ended' && stored.outcome !== undefined ? (JSON.parse(stored.outcome) as StoredOutcome) : undefined;
+    const outcome =
+      stored.state === 'ended' && stored.outcome !== undefined
+        ? (JSON.parse(stored.outcome) as StoredOutcome)
+        : undefined;
     const clientKey = typeof record.client_key === 'string' ? record.client_key : undefined;
     return { replica: stored.owner, fence: stored.fence, address, ended: stored.state === 'ended', outcome, clientKey };
   }
@@ -236,7 +287,12 @@ export class ClusterTasks {
    */
   async requeue(task: TaskRecord, now: number): Promise<void> {
     const r = task.request;
-    const entry = { lane: r.priority, group: r.model_ref, payload: this.replicaId, deadlineMs: Math.max(1, task.deadlineAt - now) };
+    const entry = {
+      lane: r.priority,
+      group: r.model_ref,
+      payload: this.replicaId,
+      deadlineMs: Math.max(1, task.deadlineAt - now),
+    };
     const moved = await this.#lifecycle.requeue({ id: task.id, fence: this.#fence(task.id), entry });
     if (!moved.ok) throw new Error(`the shared record refused the requeue (${moved.reason})`);
   }
@@ -267,8 +323,17 @@ export class ClusterTasks {
    * finds it in the record, even through another replica after this one died (spec 65, Ending).
    * Never throws.
    */
-  ended(task: TaskRecord, frame: SseFrame, served: SessionPoolRef | undefined, queued: boolean, deliver: () => void): void {
-    deliverWhenWritten(this.#settle(task.id, this.#end(task, frame, task.stream.reserveEnd(), queued, served)), deliver);
+  ended(
+    task: TaskRecord,
+    frame: SseFrame,
+    served: SessionPoolRef | undefined,
+    queued: boolean,
+    deliver: () => void,
+  ): void {
+    deliverWhenWritten(
+      this.#settle(task.id, this.#end(task, frame, task.stream.reserveEnd(), queued, served)),
+      deliver,
+    );
   }
 
   /**
@@ -294,7 +359,9 @@ export class ClusterTasks {
     for (const id of lapsed) {
       // Ended here, its end not written yet: that end takes the task back itself (ClusterEndWriter).
       if (this.#ends.waiting(id) || (quiet && !this.#lost.has(id))) continue;
-      const a = await takeOver(this.#takeover, id, 'lapsed', (record) => this.#tasks.acquire(id, this.replicaId, this.#ownerTtlMs, record));
+      const a = await takeOver(this.#takeover, id, 'lapsed', (record) =>
+        this.#tasks.acquire(id, this.replicaId, this.#ownerTtlMs, record),
+      );
       if (a !== undefined) adopted.push(a);
     }
     return adopted;
@@ -338,7 +405,13 @@ export class ClusterTasks {
    * Record, queue entry and session turn in one step; a task admitted here is ended once (its fence
    * is dropped). `frameId`: the frame's id in the task's log (undefined: the log never gets it).
    */
-  async #end(task: TaskRecord, frame: SseFrame, frameId: number | undefined, queued: boolean, served?: SessionPoolRef): Promise<void> {
+  async #end(
+    task: TaskRecord,
+    frame: SseFrame,
+    frameId: number | undefined,
+    queued: boolean,
+    served?: SessionPoolRef,
+  ): Promise<void> {
     const id = task.id;
     // Let go (another replica took it over, or the store was out for a whole lease): the end takes
     // it back first, and writes nothing when another replica has it.
@@ -349,12 +422,23 @@ export class ClusterTasks {
     const fence = formerFence !== undefined ? undefined : (this.#fences.get(id) ?? 0);
     this.#fences.delete(id);
     const tokensOut = frame.event === 'end' ? frame.data.tokens_out : undefined;
-    await this.#ends.write({ task, outcome: storedOutcome(task, frame, frameId), served, tokensOut, fence, formerFence, queued, sessionOpen: true });
+    await this.#ends.write({
+      task,
+      outcome: storedOutcome(task, frame, frameId),
+      served,
+      tokensOut,
+      fence,
+      formerFence,
+      queued,
+      sessionOpen: true,
+    });
   }
 
   /** A store write nobody has to wait for: logged when it fails, awaited by close(). Returns it, never rejecting. */
   #settle(id: string, p: Promise<unknown>): Promise<unknown> {
-    const tracked = p.catch((err: unknown) => this.#logger.warn({ err, task_id: id }, 'cluster store write failed for a task'));
+    const tracked = p.catch((err: unknown) =>
+      this.#logger.warn({ err, task_id: id }, 'cluster store write failed for a task'),
+    );
     this.#pending.add(tracked);
     void tracked.finally(() => this.#pending.delete(tracked));
     return tracked;
@@ -381,7 +465,10 @@ export class ClusterTasks {
     if (this.#clock.now() - this.#renewedAt > this.#ownerTtlMs) {
       const lost = [...this.#fences.keys()];
       this.#logger.warn(
-        { tasks: lost.length, human: `Cannot renew ${lost.length} task(s) for longer than their lease: another replica takes them over; this replica lets them go` },
+        {
+          tasks: lost.length,
+          human: `Cannot renew ${lost.length} task(s) for longer than their lease: another replica takes them over; this replica lets them go`,
+        },
         'lost ownership of tasks: cluster store unreachable',
       );
       this.#letGo(lost);
@@ -396,7 +483,13 @@ export class ClusterTasks {
         this.#renewedAt = this.#clock.now();
         const lost = refused.filter((id) => this.#fences.get(id) === owned.find((t) => t.id === id)?.fence);
         for (const id of lost) {
-          this.#logger.warn({ task_id: id, human: `Lost task ${id} to another replica (its lease here lapsed); this replica no longer ends it` }, 'lost ownership of a task');
+          this.#logger.warn(
+            {
+              task_id: id,
+              human: `Lost task ${id} to another replica (its lease here lapsed); this replica no longer ends it`,
+            },
+            'lost ownership of a task',
+          );
         }
         this.#letGo(lost);
       })

@@ -11,7 +11,11 @@ import type { TaskRecord } from '../task-record.js';
  * event-stream task also keeps its token frames (`tokens`, the first one's id `first_token`), so a
  * replica can replay the log to a client resuming after its owner died (http/ended-task-answer.ts).
  */
-export type StoredOutcome = SseFrame & { readonly id?: number; readonly first_token?: number; readonly tokens?: readonly TokenEvent[] };
+export type StoredOutcome = SseFrame & {
+  readonly id?: number;
+  readonly first_token?: number;
+  readonly tokens?: readonly TokenEvent[];
+};
 
 /** A task's end on its way to the store. */
 export interface TaskEnd {
@@ -70,14 +74,24 @@ export class ClusterEndWriter {
       if (end.fence === undefined) {
         const won = await tasks.acquire(id, replicaId, this.#o.ownerTtlMs);
         // Let go here while the store still counted this replica's lease: the task is still its own.
-        if (!won.ok && won.reason === 'held' && won.owner === replicaId && end.formerFence !== undefined) end.fence = end.formerFence;
+        if (!won.ok && won.reason === 'held' && won.owner === replicaId && end.formerFence !== undefined)
+          end.fence = end.formerFence;
         // Another replica's now, or ended, or gone: nothing of it is this replica's to write.
         else if (!won.ok) return void this.#unwritten.delete(id);
         else end.fence = won.fence;
       }
       const fence = end.fence;
-      const session = end.sessionOpen ? { id: end.task.request.session_id, tokensOut: end.tokensOut, pool: end.served } : undefined;
-      const done = await lifecycle.finish({ id, fence, outcome: end.outcome, retainMs: this.#o.retainMs, dequeue: end.queued, session });
+      const session = end.sessionOpen
+        ? { id: end.task.request.session_id, tokensOut: end.tokensOut, pool: end.served }
+        : undefined;
+      const done = await lifecycle.finish({
+        id,
+        fence,
+        outcome: end.outcome,
+        retainMs: this.#o.retainMs,
+        dequeue: end.queued,
+        session,
+      });
       end.queued = false;
       end.sessionOpen = false;
       const refused = done.record.ok ? undefined : done.record;
@@ -89,7 +103,10 @@ export class ClusterEndWriter {
       }
       this.#unwritten.delete(id);
       if (refused?.reason === 'fenced' && fence !== 0)
-        this.#o.logger.warn({ task_id: id, owner: refused.owner, fence: refused.fence }, 'task ended here, but another replica owns it now');
+        this.#o.logger.warn(
+          { task_id: id, owner: refused.owner, fence: refused.fence },
+          'task ended here, but another replica owns it now',
+        );
     } catch (err) {
       this.#unwritten.set(id, end);
       this.#o.storeProblem(err, "writing a task's end");
@@ -110,7 +127,11 @@ export class ClusterEndWriter {
   /** What is still unwritten is left to the other replicas' takeover. */
   close(): void {
     const n = this.#unwritten.size;
-    if (n > 0) this.#o.logger.warn({ tasks: n, human: `${n} task end(s) never reached the cluster store; other replicas take those tasks over` }, 'task ends not written');
+    if (n > 0)
+      this.#o.logger.warn(
+        { tasks: n, human: `${n} task end(s) never reached the cluster store; other replicas take those tasks over` },
+        'task ends not written',
+      );
     this.#unwritten.clear();
   }
 }
@@ -127,8 +148,12 @@ export function storedOutcome(task: TaskRecord, frame: SseFrame, id: number | un
   if (id === undefined) return JSON.stringify(frame);
   const outcome: StoredOutcome = { ...frame, id };
   const withTokens =
-    task.delivery === 'events' && stream.firstTokenId >= 0 ? JSON.stringify({ ...outcome, first_token: stream.firstTokenId, tokens: stream.tokenRecords() }) : undefined;
-  return withTokens !== undefined && withTokens.length <= OUTCOME_TOKENS_MAX_CHARS ? withTokens : JSON.stringify(outcome);
+    task.delivery === 'events' && stream.firstTokenId >= 0
+      ? JSON.stringify({ ...outcome, first_token: stream.firstTokenId, tokens: stream.tokenRecords() })
+      : undefined;
+  return withTokens !== undefined && withTokens.length <= OUTCOME_TOKENS_MAX_CHARS
+    ? withTokens
+    : JSON.stringify(outcome);
 }
 
 /**

@@ -9,7 +9,15 @@ import { newTaskRecord, type Delivery, type TaskRecord } from '../task-record.js
 
 function running(delivery: Delivery): TaskRecord {
   const request = resolveTaskRequest(TaskRequestSchema.parse(taskBody()), { deadlineMs: 60_000, newId: randomUUID });
-  const task = newTaskRecord({ request, log: captureLogger().logger, correlationId: 'c', now: 0, predictedStartMs: 0, phase: 'queued', delivery });
+  const task = newTaskRecord({
+    request,
+    log: captureLogger().logger,
+    correlationId: 'c',
+    now: 0,
+    predictedStartMs: 0,
+    phase: 'queued',
+    delivery,
+  });
   task.stream.append({ event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } });
   task.stream.append({ event: 'token', data: { t: 'a', i: 0 } });
   task.life.run();
@@ -21,12 +29,19 @@ function cluster(owner: () => Promise<Partial<TaskOwner> | undefined>): Pick<Clu
   return { replicaId: 'r1', ownerOf: owner as ClusterTasks['ownerOf'] };
 }
 
-const reset: AttemptOutcome = { kind: 'fail', code: 'WORKER_RESET', message: 'stream from node ended without an end or error event', retriable: true };
+const reset: AttemptOutcome = {
+  kind: 'fail',
+  code: 'WORKER_RESET',
+  message: 'stream from node ended without an end or error event',
+  retriable: true,
+};
 
 describe('handing a running task off to the replica that took it over', () => {
   it('only a /v2 stream whose attempt failed or would be placed again may have moved', () => {
     expect(mayHaveMoved(running('events'), reset)).toBe(true);
-    expect(mayHaveMoved(running('events'), { kind: 'retry', code: 'WORKER_RESET', message: 'x', penalty: 'pool' })).toBe(true);
+    expect(
+      mayHaveMoved(running('events'), { kind: 'retry', code: 'WORKER_RESET', message: 'x', penalty: 'pool' }),
+    ).toBe(true);
     expect(mayHaveMoved(running('events'), { kind: 'aborted' })).toBe(false);
     expect(mayHaveMoved(running('stream'), reset)).toBe(false);
     expect(mayHaveMoved(running('answer'), reset)).toBe(false);
@@ -46,7 +61,11 @@ describe('handing a running task off to the replica that took it over', () => {
   });
 
   it("still this replica's, unknown to the store, or the store unreachable: the attempt's outcome applies", async () => {
-    for (const owner of [() => Promise.resolve({ replica: 'r1', fence: 2 }), () => Promise.resolve(undefined), () => Promise.reject(new Error('store down'))]) {
+    for (const owner of [
+      () => Promise.resolve({ replica: 'r1', fence: 2 }),
+      () => Promise.resolve(undefined),
+      () => Promise.reject(new Error('store down')),
+    ]) {
       const task = running('events');
       let settled = 0;
       await unlessMoved(

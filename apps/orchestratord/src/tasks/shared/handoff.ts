@@ -42,7 +42,12 @@ function movedTo(cluster: Pick<ClusterTasks, 'ownerOf' | 'replicaId'>, id: strin
  * unknown, or the store unreachable), `move(to)` when another replica took it over; nothing when
  * the task ended meanwhile (a cancel).
  */
-export async function unlessMoved(task: TaskRecord, cluster: Pick<ClusterTasks, 'ownerOf' | 'replicaId'>, stay: () => void, move: (to: string) => void): Promise<void> {
+export async function unlessMoved(
+  task: TaskRecord,
+  cluster: Pick<ClusterTasks, 'ownerOf' | 'replicaId'>,
+  stay: () => void,
+  move: (to: string) => void,
+): Promise<void> {
   const to = await movedTo(cluster, task.id);
   if (task.state === 'ended') return;
   if (to === undefined) stay();

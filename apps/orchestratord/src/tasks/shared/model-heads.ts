@@ -44,7 +44,12 @@ export class ModelHeads {
 
   /** The model's first task (`first`) is this replica's own: no need to wait for the queue to move. */
   unblock(group: string, first: string): void {
-    this.#heads.set(group, { id: first, owner: this.replicaId, at: this.clock.now(), behind: this.#heads.get(group)?.behind ?? false });
+    this.#heads.set(group, {
+      id: first,
+      owner: this.replicaId,
+      at: this.clock.now(),
+      behind: this.#heads.get(group)?.behind ?? false,
+    });
   }
 
   /** A take of the model was answered: `behind` (first: the task ahead) blocks it, `taken` clears the block. */

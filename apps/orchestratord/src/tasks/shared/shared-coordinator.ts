@@ -15,7 +15,14 @@ import { ClusterGate, gatedLine } from './cluster-gate.js';
 import { withClusterLease } from './slot-lease-attempt.js';
 import type { ClusterTasks } from './cluster-tasks.js';
 import { cancelHeldDispatch } from './adoption.js';
-import type { Admission, AdmissionSteps, Admitted, CoordinatorFactory, CoordinatorHost, TaskCoordinator } from '../task-coordinator.js';
+import type {
+  Admission,
+  AdmissionSteps,
+  Admitted,
+  CoordinatorFactory,
+  CoordinatorHost,
+  TaskCoordinator,
+} from '../task-coordinator.js';
 import { mayHaveMoved, unlessMoved } from './handoff.js';
 import type { TaskRecord } from '../task-record.js';
 
@@ -91,23 +98,46 @@ export class SharedCoordinator implements TaskCoordinator {
     const cluster = this.#cluster;
     const { availability: avail, listed } = checkServed(steps.checkInput(r));
     const now = this.#clock.now();
-    const shared = { request: r, admittedAt: now, modelName: a.modelName, correlationId: a.correlationId, clientKey: a.clientKey, delivery: a.delivery ?? 'events' };
+    const shared = {
+      request: r,
+      admittedAt: now,
+      modelName: a.modelName,
+      correlationId: a.correlationId,
+      clientKey: a.clientKey,
+      delivery: a.delivery ?? 'events',
+    };
     const added = await cluster.add(shared, steps.maxAhead(r, listed));
     if (added.kind === 'exists') {
       // The same request again (a client's retry, or a balancer that re-sent the POST of a replica that died answering it): answered as admitted.
       if (await cluster.admittedAlready({ id: r.task_id, request: r }))
-        return { task_id: r.task_id, queue_position: 0, predicted_start_ms: 0, backoff_ms: 0, preparation: { steps: [] }, dispatched: false };
+        return {
+          task_id: r.task_id,
+          queue_position: 0,
+          predicted_start_ms: 0,
+          backoff_ms: 0,
+          preparation: { steps: [] },
+          dispatched: false,
+        };
       throw new InvalidParamsError(`task_id: task ${r.task_id} already exists`);
     }
     const { view } = added;
     // Refused in the store: the same typed error as in-process (checkQueued throws it on the view the store read).
     if (added.kind === 'spent' || added.kind === 'late') {
       checkQueued(steps.checkInput(r, view.ahead, view.budgetRemaining), listed);
-      throw new InternalError(`the cluster store refused the task (${added.kind}) where this replica's checks pass; resubmit it`, { retriable: true, retryAfterMs: 1000 });
+      throw new InternalError(
+        `the cluster store refused the task (${added.kind}) where this replica's checks pass; resubmit it`,
+        { retriable: true, retryAfterMs: 1000 },
+      );
     }
     // Not re-checked: the predictor may have learnt something during the round trip, but the task is admitted.
     const prediction = steps.predict(r, view.ahead, listed);
-    const task = steps.record(a, { lastPool: view.lastPool, budgetRemaining: view.budgetRemaining }, prediction, avail, now);
+    const task = steps.record(
+      a,
+      { lastPool: view.lastPool, budgetRemaining: view.budgetRemaining },
+      prediction,
+      avail,
+      now,
+    );
     // Full means full to its capacity: the cluster's queue holds that many now.
     if (added.kind === 'full') throw steps.queueFull(task, added.policy, prediction, steps.admissionCapacity);
     if (!steps.open(task.id)) {
@@ -134,25 +164,45 @@ export class SharedCoordinator implements TaskCoordinator {
     return this.#gate.claiming();
   }
 
-  attempt(task: TaskRecord, view: PoolView, resume: boolean, held: string | undefined, run: () => Promise<AttemptOutcome>): Promise<AttemptOutcome> {
+  attempt(
+    task: TaskRecord,
+    view: PoolView,
+    resume: boolean,
+    held: string | undefined,
+    run: () => Promise<AttemptOutcome>,
+  ): Promise<AttemptOutcome> {
     return this.#leases === undefined ? run() : withClusterLease(this.#leases, view, task.id, run, resume, held);
   }
 
   settle(task: TaskRecord, outcome: AttemptOutcome, settle: () => void): void {
     if (task.state !== 'running' || !mayHaveMoved(task, outcome)) return settle();
-    unlessMoved(task, this.#cluster, settle, (to) => this.#host.handOff(task, to)).catch((err: unknown) => this.#host.crashed(task, err));
+    unlessMoved(task, this.#cluster, settle, (to) => this.#host.handOff(task, to)).catch((err: unknown) =>
+      this.#host.crashed(task, err),
+    );
   }
 
   /** Back in the cluster's queue before this replica may take it again; a cancel meanwhile takes it out again. */
   requeue(task: TaskRecord): void {
     this.#cluster.requeue(task, this.#clock.now()).then(
       () => (task.state === 'queued' ? this.#host.requeued(task) : this.#cluster.dequeue(task.id)),
-      (err: unknown) => this.#host.fail(task, 'STORE_UNAVAILABLE', `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`, true),
+      (err: unknown) =>
+        this.#host.fail(
+          task,
+          'STORE_UNAVAILABLE',
+          `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`,
+          true,
+        ),
     );
   }
 
   /** Clients get the end once the shared record holds it (ClusterTasks.ended). */
-  ended(task: TaskRecord, frame: SseFrame, served: SessionPool | undefined, queued: boolean, deliver: () => void): void {
+  ended(
+    task: TaskRecord,
+    frame: SseFrame,
+    served: SessionPool | undefined,
+    queued: boolean,
+    deliver: () => void,
+  ): void {
     this.#cluster.ended(task, frame, served, queued, deliver);
   }
 

@@ -29,7 +29,12 @@ export function withClusterLease(
   return leases.acquire(poolKey, resumed ? Number.MAX_SAFE_INTEGER : view.slots_total, taskId).then(
     (leaseId): Promise<AttemptOutcome> | AttemptOutcome => {
       if (leaseId === undefined) {
-        return { kind: 'retry', code: 'POOL_UNREADY', message: `every slot of pool ${view.pool_id} is leased across the cluster`, penalty: 'leased' };
+        return {
+          kind: 'retry',
+          code: 'POOL_UNREADY',
+          message: `every slot of pool ${view.pool_id} is leased across the cluster`,
+          penalty: 'leased',
+        };
       }
       if (resumed) void leases.releaseTask(poolKey, taskId);
       return run().finally(() => leases.release(leaseId));

@@ -45,7 +45,13 @@ export type Grant = (record: string) => Promise<AcquireOutcome>;
  * `/v1` task that ends so gives back its dead owner's cluster slot lease at once: the node cancelled
  * its generation when the connection dropped, and the queued tasks wait for that slot.
  */
-export async function takeOver(deps: TakeoverDeps, id: string, evidence: TakeoverEvidence, grant: Grant, seizedFrom?: string): Promise<Adoption | undefined> {
+export async function takeOver(
+  deps: TakeoverDeps,
+  id: string,
+  evidence: TakeoverEvidence,
+  grant: Grant,
+  seizedFrom?: string,
+): Promise<Adoption | undefined> {
   const read = await deps.tasks.get(id);
   if (read === undefined || read.state === 'ended') return undefined;
   // `seizedFrom`: the task is this replica's already (TaskLifecycleStore.seizeQueued); its owner was that one
@@ -56,7 +62,10 @@ export async function takeOver(deps: TakeoverDeps, id: string, evidence: Takeove
   // A queued record may keep the placement of an attempt the node refused (requeued): it is
   // dispatched anew, not re-attached (which failed it WORKER_RESET and left its entry first in the
   // cluster's queue, every later task of its model waiting behind it).
-  const placement = stored.state !== 'running' || stored.placement === undefined ? undefined : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
+  const placement =
+    stored.state !== 'running' || stored.placement === undefined
+      ? undefined
+      : (JSON.parse(stored.placement) as Partial<SharedPlacement>);
   const request = record.request;
   // Only a `/v2` event stream can be carried on: its client reconnects through any replica. A `/v1`
   // task's client (queued or running) was on its replica's connection, so running it here would spend
@@ -68,22 +77,47 @@ export async function takeOver(deps: TakeoverDeps, id: string, evidence: Takeove
     deps.hold(id, won.fence);
     const log = deps.logger.child({ correlation_id: record.correlation_id });
     deps.logger.warn(
-      { task_id: id, owner: stored.owner, state: stored.state, evidence, human: `Took over ${stored.state} task ${id}: its replica ${stored.owner} ${why}` },
+      {
+        task_id: id,
+        owner: stored.owner,
+        state: stored.state,
+        evidence,
+        human: `Took over ${stored.state} task ${id}: its replica ${stored.owner} ${why}`,
+      },
       'orphaned task adopted',
     );
-    return { id, previousOwner: stored.owner, state: stored.state, record: { ...record, request }, placement: placement as SharedPlacement | undefined, log };
+    return {
+      id,
+      previousOwner: stored.owner,
+      state: stored.state,
+      record: { ...record, request },
+      placement: placement as SharedPlacement | undefined,
+      log,
+    };
   }
   const message = `replica ${stored.owner}, which ${stored.state === 'queued' ? 'admitted' : 'relayed'} the task, stopped; resubmit the task`;
   // One step: the record ends under the fence just won, a queued task's entry leaves, its session's turn closes uncounted.
   const outcome = JSON.stringify({ event: 'error', data: { code: 'INTERNAL', message, retriable: true } });
   const session = record.session_id === undefined ? undefined : { id: record.session_id, tokensOut: undefined };
-  await deps.lifecycle.finish({ id, fence: won.fence, outcome, retainMs: deps.retainMs, dequeue: stored.state === 'queued', session });
+  await deps.lifecycle.finish({
+    id,
+    fence: won.fence,
+    outcome,
+    retainMs: deps.retainMs,
+    dequeue: stored.state === 'queued',
+    session,
+  });
   // A `/v2` stream's dispatch (`reattach_ms`) may still be generating on the node: its lease lapses.
   if (placement?.node_id !== undefined && placement.pool_id !== undefined && record.delivery !== 'events') {
     await deps.slots?.releaseTask(candidateKey({ node_id: placement.node_id, pool_id: placement.pool_id }), id);
   }
   deps.logger.warn(
-    { task_id: id, owner: stored.owner, evidence, human: `Ended task ${id}: its replica ${stored.owner} ${why} and its client went with it` },
+    {
+      task_id: id,
+      owner: stored.owner,
+      evidence,
+      human: `Ended task ${id}: its replica ${stored.owner} ${why} and its client went with it`,
+    },
     'orphaned task ended',
   );
   return undefined;
@@ -100,7 +134,11 @@ export async function takeOver(deps: TakeoverDeps, id: string, evidence: Takeove
  * its slot. Returns the tasks adopted (for the task service to queue or re-attach), and whether
  * task `id` was one of them.
  */
-export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner): Promise<{ adopted: Adoption[]; found: boolean }> {
+export async function seizeFrom(
+  deps: TakeoverDeps,
+  id: string,
+  from: TaskOwner,
+): Promise<{ adopted: Adoption[]; found: boolean }> {
   const adopted: Adoption[] = [];
   // The lease of the task whose read found `from` dead, as that process last renewed it (below).
   const target = await deps.tasks.get(id);
@@ -109,11 +147,18 @@ export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner)
   const queued = await deps.lifecycle.seizeQueued(from.replica, deps.replicaId, deps.ownerTtlMs, deps.scan);
   for (const q of queued) {
     // this replica's already: acquiring it again (a new fence) writes this replica's address in the record
-    const a = await takeOver(deps, q.id, 'refused', (record) => deps.tasks.acquire(q.id, deps.replicaId, deps.ownerTtlMs, record), from.replica);
+    const a = await takeOver(
+      deps,
+      q.id,
+      'refused',
+      (record) => deps.tasks.acquire(q.id, deps.replicaId, deps.ownerTtlMs, record),
+      from.replica,
+    );
     if (a !== undefined) adopted.push(a);
   }
   const seize = async (task: string, fence: number): Promise<void> => {
-    const grant = (record: string) => deps.tasks.seize(task, { owner: from.replica, fence }, deps.replicaId, deps.ownerTtlMs, record);
+    const grant = (record: string) =>
+      deps.tasks.seize(task, { owner: from.replica, fence }, deps.replicaId, deps.ownerTtlMs, record);
     const a = await takeOver(deps, task, 'refused', grant);
     if (a !== undefined) adopted.push(a);
   };
@@ -121,7 +166,9 @@ export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner)
   if (!queued.some((q) => q.id === id)) await seize(id, from.fence);
   if (target?.owner === from.replica && target.fence === from.fence) {
     // together: the client whose read found `from` dead waits for them
-    await Promise.all((await slotHoldersOf(deps, from.replica, target.ownerUntil, seen)).map((t) => seize(t.id, t.fence)));
+    await Promise.all(
+      (await slotHoldersOf(deps, from.replica, target.ownerUntil, seen)).map((t) => seize(t.id, t.fence)),
+    );
   }
   return { adopted, found: adopted.some((a) => a.id === id) };
 }
@@ -134,10 +181,19 @@ export async function seizeFrom(deps: TakeoverDeps, id: string, from: TaskOwner)
  * with the same replica id (`llorch up`, the chaos run) admits and renews its own after that, so
  * its tasks' leases end later and a live replica's tasks are never taken for a dead one's.
  */
-async function slotHoldersOf(deps: TakeoverDeps, replica: string, until: number, skip: ReadonlySet<string>): Promise<Array<{ id: string; fence: number }>> {
+async function slotHoldersOf(
+  deps: TakeoverDeps,
+  replica: string,
+  until: number,
+  skip: ReadonlySet<string>,
+): Promise<Array<{ id: string; fence: number }>> {
   const slots = deps.slots;
   if (slots === undefined) return [];
-  const ids = new Set((await Promise.all(slots.pools().map((p) => slots.holders(p)))).flat().filter((t) => !skip.has(t)));
+  const ids = new Set(
+    (await Promise.all(slots.pools().map((p) => slots.holders(p)))).flat().filter((t) => !skip.has(t)),
+  );
   const records = await Promise.all([...ids].map((t) => deps.tasks.get(t)));
-  return records.filter((t) => t !== undefined && t.owner === replica && t.state === 'running' && t.ownerUntil <= until).map((t) => ({ id: t!.id, fence: t!.fence }));
+  return records
+    .filter((t) => t !== undefined && t.owner === replica && t.state === 'running' && t.ownerUntil <= until)
+    .map((t) => ({ id: t!.id, fence: t!.fence }));
 }

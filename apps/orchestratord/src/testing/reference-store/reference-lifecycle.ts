@@ -39,7 +39,8 @@ export class ReferenceLifecycle implements TaskLifecycleStore {
       lastPool: this.#sessions.lastPoolNow(sessionId),
       budgetRemaining: this.#sessions.budgetRemainingNow(sessionId),
     };
-    if (view.budgetRemaining !== undefined && view.budgetRemaining <= 0) return Promise.resolve({ kind: 'spent', view });
+    if (view.budgetRemaining !== undefined && view.budgetRemaining <= 0)
+      return Promise.resolve({ kind: 'spent', view });
     if (maxAhead !== undefined && view.ahead > maxAhead) return Promise.resolve({ kind: 'late', view });
     if (this.#tasks.has(task.id) || this.#queue.has(task.id)) return Promise.resolve({ kind: 'exists' });
     const added = this.#queue.addNow({ ...entry, id: task.id });
@@ -75,7 +76,12 @@ export class ReferenceLifecycle implements TaskLifecycleStore {
     return Promise.resolve({ record: this.#tasks.endNow(f.id, f.fence, f.outcome, f.retainMs), dequeued });
   }
 
-  seizeQueued(from: string, owner: string, ttlMs: number, limit: number): Promise<Array<{ id: string; fence: number }>> {
+  seizeQueued(
+    from: string,
+    owner: string,
+    ttlMs: number,
+    limit: number,
+  ): Promise<Array<{ id: string; fence: number }>> {
     const out: Array<{ id: string; fence: number }> = [];
     for (const entry of this.#queue.headsNow(limit)) {
       const fence = entry.payload === from ? this.#tasks.seizeQueuedNow(entry.id, from, owner, ttlMs) : undefined;

@@ -29,7 +29,11 @@ export class ReferenceNodes implements NodeLivenessStore {
     return Promise.resolve(copy(node));
   }
 
-  heartbeat(nodeId: string, pools: readonly PoolSnapshot[], sentAtMs: number | undefined): Promise<{ readonly previous: NodeState } | undefined> {
+  heartbeat(
+    nodeId: string,
+    pools: readonly PoolSnapshot[],
+    sentAtMs: number | undefined,
+  ): Promise<{ readonly previous: NodeState } | undefined> {
     const node = this.#nodes.get(nodeId);
     if (node === undefined) return Promise.resolve(undefined);
     const now = this.#clock.now();
@@ -63,7 +67,9 @@ export class ReferenceNodes implements NodeLivenessStore {
   }
 
   list(): Promise<StoredNode[]> {
-    return Promise.resolve([...this.#nodes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, n]) => copy(n)));
+    return Promise.resolve(
+      [...this.#nodes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, n]) => copy(n)),
+    );
   }
 }
 

@@ -118,7 +118,9 @@ export class ReferenceQueue implements AdmissionQueueStore {
   gone(ids: readonly string[]): Promise<GoneEntry[]> {
     const now = this.#clock.now();
     for (const [id, until] of this.#evicted) if (until <= now) this.#evicted.delete(id);
-    return Promise.resolve(ids.filter((id) => !this.#byId.has(id)).map((id) => ({ id, evicted: this.#evicted.has(id) })));
+    return Promise.resolve(
+      ids.filter((id) => !this.#byId.has(id)).map((id) => ({ id, evicted: this.#evicted.has(id) })),
+    );
   }
 
   /** The group's first entry in dispatch order (O(n): a test model, not a hot path). */
@@ -175,13 +177,22 @@ export class ReferenceQueue implements AdmissionQueueStore {
 
   #node(input: QueueEntryInput): Node {
     const deadlineAt = input.deadlineMs === undefined ? Number.POSITIVE_INFINITY : this.#clock.now() + input.deadlineMs;
-    return { id: input.id, lane: input.lane, group: input.group, payload: input.payload, deadlineAt, prev: undefined, next: undefined };
+    return {
+      id: input.id,
+      lane: input.lane,
+      group: input.group,
+      payload: input.payload,
+      deadlineAt,
+      prev: undefined,
+      next: undefined,
+    };
   }
 
   #link(n: Node): void {
     this.#byId.set(n.id, n);
     const c = this.#groups.get(n.group);
-    if (c === undefined) this.#groups.set(n.group, { interactive: n.lane === 'interactive' ? 1 : 0, batch: n.lane === 'batch' ? 1 : 0 });
+    if (c === undefined)
+      this.#groups.set(n.group, { interactive: n.lane === 'interactive' ? 1 : 0, batch: n.lane === 'batch' ? 1 : 0 });
     else c[n.lane] += 1;
     // The first entry of an empty group is news to nobody: every waiting task has an entry, so none waits on the group.
     if (c !== undefined && this.#isHead(n)) this.#signalHead(n.group);

@@ -80,7 +80,13 @@ export class ReferenceSessions implements SessionAffinityStore {
     const s = this.#live(id, now);
     if (s === undefined) return Promise.resolve(undefined);
     const ttl = s.active > 0 ? this.#limits.ttlMs : Math.max(0, this.#limits.ttlMs - (now - s.lastActive));
-    const info: SessionInfo = { session_id: id, ttl_ms_remaining: Math.round(ttl), turns: s.turns, tokens_out: s.tokensOut, active_tasks: s.active };
+    const info: SessionInfo = {
+      session_id: id,
+      ttl_ms_remaining: Math.round(ttl),
+      turns: s.turns,
+      tokens_out: s.tokensOut,
+      active_tasks: s.active,
+    };
     if (this.#limits.tokenBudget !== undefined) info.tokens_budget_remaining = this.#limits.tokenBudget - s.tokensOut;
     return Promise.resolve(info);
   }

@@ -1,5 +1,10 @@
 // Test-only: the reference model of the shared store, in memory.
-import { ClusterStoreSettingsSchema, type ClusterStoreDeps, type ClusterStoreSettingsInput, type SharedStore } from '../../store/cluster-store.js';
+import {
+  ClusterStoreSettingsSchema,
+  type ClusterStoreDeps,
+  type ClusterStoreSettingsInput,
+  type SharedStore,
+} from '../../store/cluster-store.js';
 import { createLocalStore } from '../../store/memory/memory-store.js';
 import { ReferenceLifecycle } from './reference-lifecycle.js';
 import { ReferenceNodes } from './reference-nodes.js';
@@ -23,13 +28,19 @@ export interface ReferenceStore extends SharedStore {
  * node registry, the local coordinator), so the product never builds them in memory. One object
  * serves every "replica" of a test (a single process is its only client).
  */
-export function createReferenceStore(settings: ClusterStoreSettingsInput, { clock }: Pick<ClusterStoreDeps, 'clock'>): ReferenceStore {
+export function createReferenceStore(
+  settings: ClusterStoreSettingsInput,
+  { clock }: Pick<ClusterStoreDeps, 'clock'>,
+): ReferenceStore {
   const s = ClusterStoreSettingsSchema.parse(settings);
   const signals = new ReferenceSignals();
   const queue = new ReferenceQueue(s.admission_capacity, s.admission_policy, clock, signals);
   const tasks = new ReferenceTasks(clock);
   const leases = new ReferenceSlotLeases(clock, signals);
-  const sessions = new ReferenceSessions({ ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget }, clock);
+  const sessions = new ReferenceSessions(
+    { ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget },
+    clock,
+  );
   return {
     ...createLocalStore({ clock }),
     shared: true,

@@ -11,7 +11,9 @@ import type {
   TransitionOutcome,
 } from '../../store/task-ownership-store.js';
 
-type CreateOutcome = { readonly ok: true; readonly fence: number; readonly ownerUntil: number } | { readonly ok: false; readonly reason: 'exists' };
+type CreateOutcome =
+  | { readonly ok: true; readonly fence: number; readonly ownerUntil: number }
+  | { readonly ok: false; readonly reason: 'exists' };
 
 interface MutableTask {
   id: string;
@@ -72,7 +74,8 @@ export class ReferenceTasks implements TaskOwnershipStore {
     const t = this.#live(id, now);
     if (t === undefined) return Promise.resolve({ ok: false, reason: 'unknown' });
     if (t.state === 'ended') return Promise.resolve({ ok: false, reason: 'state', state: 'ended' });
-    if (t.ownerUntil > now && t.owner !== owner) return Promise.resolve({ ok: false, reason: 'held', owner: t.owner, ownerUntil: t.ownerUntil });
+    if (t.ownerUntil > now && t.owner !== owner)
+      return Promise.resolve({ ok: false, reason: 'held', owner: t.owner, ownerUntil: t.ownerUntil });
     t.fence += 1;
     t.owner = owner;
     t.ownerUntil = now + ttlMs;
@@ -85,7 +88,8 @@ export class ReferenceTasks implements TaskOwnershipStore {
     const t = this.#live(id, now);
     if (t === undefined) return Promise.resolve({ ok: false, reason: 'unknown' });
     if (t.state === 'ended') return Promise.resolve({ ok: false, reason: 'state', state: 'ended' });
-    if (t.owner !== from.owner || t.fence !== from.fence) return Promise.resolve({ ok: false, reason: 'fenced', owner: t.owner, fence: t.fence });
+    if (t.owner !== from.owner || t.fence !== from.fence)
+      return Promise.resolve({ ok: false, reason: 'fenced', owner: t.owner, fence: t.fence });
     t.fence += 1;
     t.owner = owner;
     t.ownerUntil = now + ttlMs;
@@ -119,7 +123,9 @@ export class ReferenceTasks implements TaskOwnershipStore {
   /** A scan, not an index: only the tests run this model, with few tasks. */
   lapsed(limit: number): Promise<string[]> {
     const now = this.#clock.now();
-    const lapsed = [...this.#tasks.values()].filter((t) => t.state !== 'ended' && t.expiresAt > now && t.ownerUntil <= now);
+    const lapsed = [...this.#tasks.values()].filter(
+      (t) => t.state !== 'ended' && t.expiresAt > now && t.ownerUntil <= now,
+    );
     return Promise.resolve(
       lapsed
         .sort((a, b) => a.ownerUntil - b.ownerUntil)
@@ -164,7 +170,12 @@ export class ReferenceTasks implements TaskOwnershipStore {
   }
 
   /** Checks in the order the Redis scripts do: unknown, then fence and lease, then state. */
-  #transitionNow(id: string, fence: number, from: readonly StoredTaskState[], apply: (t: MutableTask, now: number) => void): TransitionOutcome {
+  #transitionNow(
+    id: string,
+    fence: number,
+    from: readonly StoredTaskState[],
+    apply: (t: MutableTask, now: number) => void,
+  ): TransitionOutcome {
     const now = this.#clock.now();
     const t = this.#live(id, now);
     const refusal = this.#refusal(t, fence, from, now);
@@ -173,9 +184,15 @@ export class ReferenceTasks implements TaskOwnershipStore {
     return { ok: true, task: snapshot(t) };
   }
 
-  #refusal(t: MutableTask | undefined, fence: number, from: readonly StoredTaskState[], now: number): TaskRefusal | undefined {
+  #refusal(
+    t: MutableTask | undefined,
+    fence: number,
+    from: readonly StoredTaskState[],
+    now: number,
+  ): TaskRefusal | undefined {
     if (t === undefined) return { ok: false, reason: 'unknown' };
-    if (t.fence !== fence || t.ownerUntil <= now) return { ok: false, reason: 'fenced', owner: t.owner, fence: t.fence };
+    if (t.fence !== fence || t.ownerUntil <= now)
+      return { ok: false, reason: 'fenced', owner: t.owner, fence: t.fence };
     if (!from.includes(t.state)) return { ok: false, reason: 'state', state: t.state };
     return undefined;
   }
@@ -196,5 +213,15 @@ export class ReferenceTasks implements TaskOwnershipStore {
 }
 
 function snapshot(t: MutableTask): StoredTask {
-  return { id: t.id, state: t.state, owner: t.owner, ownerUntil: t.ownerUntil, fence: t.fence, attempt: t.attempt, record: t.record, placement: t.placement, outcome: t.outcome };
+  return {
+    id: t.id,
+    state: t.state,
+    owner: t.owner,
+    ownerUntil: t.ownerUntil,
+    fence: t.fence,
+    attempt: t.attempt,
+    record: t.record,
+    placement: t.placement,
+    outcome: t.outcome,
+  };
 }

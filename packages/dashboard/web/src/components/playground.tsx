@@ -35,7 +35,12 @@ export function Playground({ snapshot, api }: { snapshot: DashboardSnapshot; api
     setPhase('streaming');
     setMessage(`Streaming from ${chosen}…`);
     try {
-      const r = await streamChat(api, { model: chosen, prompt, max_tokens: Number(maxTokens) }, (piece) => setOutput((o) => o + piece), ctl.signal);
+      const r = await streamChat(
+        api,
+        { model: chosen, prompt, max_tokens: Number(maxTokens) },
+        (piece) => setOutput((o) => o + piece),
+        ctl.signal,
+      );
       setPhase('done');
       setMessage(`Done: ${r.completion_tokens ?? '?'} tokens, finish reason ${r.finish_reason ?? 'unknown'}.`);
     } catch (err) {
@@ -58,7 +63,12 @@ export function Playground({ snapshot, api }: { snapshot: DashboardSnapshot; api
       <form ref={form} onSubmit={send} class="playground">
         <p class="field">
           <label for="pg-model">Model</label>
-          <select id="pg-model" value={chosen} disabled={choices.length === 0} onChange={(e) => setModel(e.currentTarget.value)}>
+          <select
+            id="pg-model"
+            value={chosen}
+            disabled={choices.length === 0}
+            onChange={(e) => setModel(e.currentTarget.value)}
+          >
             {choices.length === 0 ? (
               <option value="">no model is served</option>
             ) : (
@@ -72,7 +82,16 @@ export function Playground({ snapshot, api }: { snapshot: DashboardSnapshot; api
         </p>
         <p class="field">
           <label for="pg-max">Max tokens</label>
-          <input id="pg-max" type="number" min={1} max={4096} step={1} required value={maxTokens} onInput={(e) => setMaxTokens(e.currentTarget.value)} />
+          <input
+            id="pg-max"
+            type="number"
+            min={1}
+            max={4096}
+            step={1}
+            required
+            value={maxTokens}
+            onInput={(e) => setMaxTokens(e.currentTarget.value)}
+          />
         </p>
         <p class="field wide">
           <label for="pg-prompt">Prompt</label>
@@ -104,7 +123,15 @@ export function Playground({ snapshot, api }: { snapshot: DashboardSnapshot; api
         {message}
       </p>
       <h3 id="pg-output-label">Reply</h3>
-      <div id="pg-output" class="output" role="log" aria-live="polite" aria-busy={streaming} aria-labelledby="pg-output-label" data-phase={phase}>
+      <div
+        id="pg-output"
+        class="output"
+        role="log"
+        aria-live="polite"
+        aria-busy={streaming}
+        aria-labelledby="pg-output-label"
+        data-phase={phase}
+      >
         {output}
       </div>
     </section>

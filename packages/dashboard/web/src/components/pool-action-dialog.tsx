@@ -42,7 +42,11 @@ export function PoolActionDialog({ action, pool, api, onDone, onCancel }: Props)
     setError(undefined);
     try {
       await api.postJson(`/v2/pools/${encodeURIComponent(pool.pool_id)}/${action}`, body);
-      onDone(action === 'drain' ? `Drain of ${pool.pool_id} accepted.` : `Reload of ${pool.pool_id} to ${modelRef.trim()} accepted.`);
+      onDone(
+        action === 'drain'
+          ? `Drain of ${pool.pool_id} accepted.`
+          : `Reload of ${pool.pool_id} to ${modelRef.trim()} accepted.`,
+      );
     } catch (err) {
       setError(err instanceof Error ? err.message : String(err));
       setBusy(false);
@@ -61,12 +65,27 @@ export function PoolActionDialog({ action, pool, api, onDone, onCancel }: Props)
         {action === 'reload' ? (
           <p class="field">
             <label for={`${id}-model`}>New model ref</label>
-            <input id={`${id}-model`} type="text" required value={modelRef} onInput={(e) => setModelRef(e.currentTarget.value)} />
+            <input
+              id={`${id}-model`}
+              type="text"
+              required
+              value={modelRef}
+              onInput={(e) => setModelRef(e.currentTarget.value)}
+            />
           </p>
         ) : null}
         <p class="field">
           <label for={`${id}-deadline`}>Deadline for tasks in flight (seconds)</label>
-          <input id={`${id}-deadline`} type="number" min={0} max={3600} step={1} required value={deadlineS} onInput={(e) => setDeadlineS(e.currentTarget.value)} />
+          <input
+            id={`${id}-deadline`}
+            type="number"
+            min={0}
+            max={3600}
+            step={1}
+            required
+            value={deadlineS}
+            onInput={(e) => setDeadlineS(e.currentTarget.value)}
+          />
         </p>
         {error ? (
           <p class="error" role="alert">

@@ -30,7 +30,19 @@ export function PoolsSection({ snapshot, api }: { snapshot: DashboardSnapshot; a
         <div class="scroll">
           <table>
             <caption>Pools ({snapshot.pools.length})</caption>
-            <TableHead columns={['Pool', 'Node', 'State', 'Model', 'Engine', 'Slots busy / total', 'Free VRAM', 'Last error', 'Actions']} />
+            <TableHead
+              columns={[
+                'Pool',
+                'Node',
+                'State',
+                'Model',
+                'Engine',
+                'Slots busy / total',
+                'Free VRAM',
+                'Last error',
+                'Actions',
+              ]}
+            />
             <tbody>
               {snapshot.pools.map((p) => {
                 const aliases = p.aliases ?? [];
@@ -67,7 +79,12 @@ export function PoolsSection({ snapshot, api }: { snapshot: DashboardSnapshot; a
                       >
                         Drain
                       </button>
-                      <button type="button" aria-label={`Reload ${p.pool_id}`} disabled={p.state === 'provisioning'} onClick={() => setOpen({ action: 'reload', poolKey: key(p) })}>
+                      <button
+                        type="button"
+                        aria-label={`Reload ${p.pool_id}`}
+                        disabled={p.state === 'provisioning'}
+                        onClick={() => setOpen({ action: 'reload', poolKey: key(p) })}
+                      >
                         Reload
                       </button>
                     </td>

@@ -20,7 +20,10 @@ const H = 48;
  */
 export function Sparkline({ id, title, values, format, window }: Props) {
   const s = summarize(values);
-  const summary = s.count === 0 ? `No data ${window}.` : `Now ${format(s.latest)}, peak ${format(s.peak)}, mean ${format(s.mean)} ${window}.`;
+  const summary =
+    s.count === 0
+      ? `No data ${window}.`
+      : `Now ${format(s.latest)}, peak ${format(s.peak)}, mean ${format(s.mean)} ${window}.`;
   return (
     <figure class="spark" aria-labelledby={`${id}-title`}>
       <figcaption id={`${id}-title`}>

@@ -21,7 +21,9 @@ export function TasksSection({ snapshot }: { snapshot: DashboardSnapshot }) {
         <div class="scroll">
           <table>
             <caption>Recent tasks, newest first ({tasks.length})</caption>
-            <TableHead columns={['Task', 'Model', 'Pool', 'Tokens', 'TTFT', 'Duration', 'Outcome', 'Correlation id', 'Ended']} />
+            <TableHead
+              columns={['Task', 'Model', 'Pool', 'Tokens', 'TTFT', 'Duration', 'Outcome', 'Correlation id', 'Ended']}
+            />
             <tbody>
               {tasks.map((t) => (
                 <tr key={t.task_id} data-task={t.task_id}>

@@ -11,8 +11,20 @@ export function ThroughputSection({ snapshot }: { snapshot: DashboardSnapshot })
     <section class="card" aria-labelledby="throughput-heading">
       <h2 id="throughput-heading">Live throughput</h2>
       <div class="charts">
-        <Sparkline id="tps" title="Tokens per second" values={points.map((p) => p.tokens_per_s)} format={(v) => formatRate(v)} window={window} />
-        <Sparkline id="ttft" title="Time to first token (median)" values={points.map((p) => p.ttft_p50_ms)} format={formatDuration} window={window} />
+        <Sparkline
+          id="tps"
+          title="Tokens per second"
+          values={points.map((p) => p.tokens_per_s)}
+          format={(v) => formatRate(v)}
+          window={window}
+        />
+        <Sparkline
+          id="ttft"
+          title="Time to first token (median)"
+          values={points.map((p) => p.ttft_p50_ms)}
+          format={formatDuration}
+          window={window}
+        />
       </div>
       <details>
         <summary>

@@ -11,7 +11,11 @@ export interface BackoffPolicy {
 export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 15_000, jitter: 0.2 };
 
 /** Delay before reconnect attempt `attempt` (1 = the first retry): doubling from `initialMs`, capped, jittered. */
-export function backoffDelay(attempt: number, policy: BackoffPolicy = DEFAULT_BACKOFF, random: () => number = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  policy: BackoffPolicy = DEFAULT_BACKOFF,
+  random: () => number = Math.random,
+): number {
   const base = Math.min(policy.maxMs, policy.initialMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(base * (1 + policy.jitter * (2 * random() - 1)));
 }

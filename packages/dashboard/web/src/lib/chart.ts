@@ -27,7 +27,12 @@ const r1 = (n: number): string => String(Math.round(n * 10) / 10);
  * breaks the line rather than drawing it down to zero; a lone point becomes a zero-length segment
  * (drawn as a dot by a round line cap).
  */
-export function sparklinePath(values: ReadonlyArray<number | undefined>, width: number, height: number, pad = 2): string {
+export function sparklinePath(
+  values: ReadonlyArray<number | undefined>,
+  width: number,
+  height: number,
+  pad = 2,
+): string {
   const peak = summarize(values).peak ?? 0;
   const scale = peak > 0 ? (height - 2 * pad) / peak : 0;
   const step = values.length > 1 ? width / (values.length - 1) : 0;

@@ -56,7 +56,9 @@ describe('streamChat', () => {
       }, 20);
     });
     const pieces: string[] = [];
-    const result = await streamChat(api, { model: 'synthetic', prompt: 'Say hi', max_tokens: 8 }, (p) => pieces.push(p));
+    const result = await streamChat(api, { model: 'synthetic', prompt: 'Say hi', max_tokens: 8 }, (p) =>
+      pieces.push(p),
+    );
     expect(pieces).toEqual(['Hello', ', night']);
     expect(result).toEqual({ text: 'Hello, night', finish_reason: 'length', completion_tokens: 2 });
     expect(seen!.req.url).toBe('/v1/chat/completions');
@@ -74,34 +76,49 @@ describe('streamChat', () => {
     const api = await serve((_req, _body, res) =>
       res.writeHead(503, { 'content-type': 'application/json' }).end(
         JSON.stringify({
-          error: { message: 'no pool serves model nope', type: 'server_error', param: null, code: 'MODEL_NOT_AVAILABLE' },
+          error: {
+            message: 'no pool serves model nope',
+            type: 'server_error',
+            param: null,
+            code: 'MODEL_NOT_AVAILABLE',
+          },
         }),
       ),
     );
-    const err = await streamChat(api, { model: 'nope', prompt: 'x', max_tokens: 1 }, () => undefined).catch((e: unknown) => e);
+    const err = await streamChat(api, { model: 'nope', prompt: 'x', max_tokens: 1 }, () => undefined).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({ status: 503, code: 'MODEL_NOT_AVAILABLE', message: 'no pool serves model nope' });
   });
 
   it('a 401 is an UnauthorizedError (the page then asks for a key)', async () => {
     const api = await serve((_req, _body, res) =>
-      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'bad key', code: 'UNAUTHORIZED' } })),
+      res
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'bad key', code: 'UNAUTHORIZED' } })),
     );
     let told = 0;
     api.onUnauthorized(() => {
       told++;
     });
-    await expect(streamChat(api, { model: 'm', prompt: 'x', max_tokens: 1 }, () => undefined)).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(streamChat(api, { model: 'm', prompt: 'x', max_tokens: 1 }, () => undefined)).rejects.toBeInstanceOf(
+      UnauthorizedError,
+    );
     expect(told).toBe(1);
   });
 
   it('an error frame mid-stream rejects, keeping the text so far', async () => {
     const api = await serve((_req, _body, res) => {
       sse(res);
-      res.end(`${chunk('partial')}data: ${JSON.stringify({ error: { message: 'engine crashed', type: 'server_error', code: 'WORKER_RESET' } })}\n\n`);
+      res.end(
+        `${chunk('partial')}data: ${JSON.stringify({ error: { message: 'engine crashed', type: 'server_error', code: 'WORKER_RESET' } })}\n\n`,
+      );
     });
     const pieces: string[] = [];
-    await expect(streamChat(api, { model: 'm', prompt: 'x', max_tokens: 4 }, (p) => pieces.push(p))).rejects.toMatchObject({ code: 'WORKER_RESET', message: 'engine crashed' });
+    await expect(
+      streamChat(api, { model: 'm', prompt: 'x', max_tokens: 4 }, (p) => pieces.push(p)),
+    ).rejects.toMatchObject({ code: 'WORKER_RESET', message: 'engine crashed' });
     expect(pieces).toEqual(['partial']);
   });
 
@@ -110,7 +127,9 @@ describe('streamChat', () => {
       sse(res);
       res.end(chunk('half'));
     });
-    await expect(streamChat(api, { model: 'm', prompt: 'x', max_tokens: 4 }, () => undefined)).rejects.toBeInstanceOf(StreamCutError);
+    await expect(streamChat(api, { model: 'm', prompt: 'x', max_tokens: 4 }, () => undefined)).rejects.toBeInstanceOf(
+      StreamCutError,
+    );
   });
 
   it('aborting (Stop) ends the read and closes the request', async () => {
@@ -124,7 +143,12 @@ describe('streamChat', () => {
       res.on('close', closed);
     });
     const ctl = new AbortController();
-    const done = streamChat(api, { model: 'm', prompt: 'x', max_tokens: 99 }, () => ctl.abort(new Error('stopped by the user')), ctl.signal);
+    const done = streamChat(
+      api,
+      { model: 'm', prompt: 'x', max_tokens: 99 },
+      () => ctl.abort(new Error('stopped by the user')),
+      ctl.signal,
+    );
     await expect(done).rejects.toThrow('stopped by the user');
     await requestClosed;
   });

@@ -34,7 +34,12 @@ interface ChunkShape {
  * for a refused request or a `data: {error}` frame mid-stream), StreamCutError when the stream
  * ends without [DONE], or the abort reason when `signal` fires (the Stop button).
  */
-export async function streamChat(api: ApiClient, req: ChatRequest, onText: (piece: string) => void, signal?: AbortSignal): Promise<ChatResult> {
+export async function streamChat(
+  api: ApiClient,
+  req: ChatRequest,
+  onText: (piece: string) => void,
+  signal?: AbortSignal,
+): Promise<ChatResult> {
   const res = await api.request('/v1/chat/completions', {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
@@ -60,7 +65,11 @@ export async function streamChat(api: ApiClient, req: ChatRequest, onText: (piec
       const chunk = JSON.parse(data) as ChunkShape;
       if (chunk.error) {
         const code = typeof chunk.error.code === 'string' ? chunk.error.code : undefined;
-        throw new ApiError(res.status, code, typeof chunk.error.message === 'string' ? chunk.error.message : 'the stream failed');
+        throw new ApiError(
+          res.status,
+          code,
+          typeof chunk.error.message === 'string' ? chunk.error.message : 'the stream failed',
+        );
       }
       const choice = chunk.choices?.[0];
       if (typeof choice?.delta?.content === 'string' && choice.delta.content !== '') {

@@ -8,7 +8,15 @@ describe('models', () => {
     const p1 = base.pools[0]!;
     const s = sampleSnapshot({
       pools: [
-        { ...p1, pool_id: 'p0', ready: false, draining: true, state: 'draining', models: ['old:model'], aliases: ['old'] },
+        {
+          ...p1,
+          pool_id: 'p0',
+          ready: false,
+          draining: true,
+          state: 'draining',
+          models: ['old:model'],
+          aliases: ['old'],
+        },
         p1,
         { ...p1, pool_id: 'p2', models: ['synthetic:llama'] },
       ],

@@ -44,7 +44,9 @@ const sseHead = (res: ServerResponse): void => {
 };
 const frame = (s: DashboardSnapshot): string => `event: snapshot\ndata: ${JSON.stringify(s)}\n\n`;
 const unauthorized: Handler = (_req, res) => {
-  res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'UNAUTHORIZED', message: 'missing or invalid API key' }));
+  res
+    .writeHead(401, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ code: 'UNAUTHORIZED', message: 'missing or invalid API key' }));
 };
 /** Sends one snapshot per version and keeps the stream open. */
 const snapshots =
@@ -88,7 +90,9 @@ function open(url: string, keys = new KeyStore(undefined), opts: { idleTimeoutMs
 
 describe('SnapshotStream', () => {
   it('on 401 waits for a key; with the key it sends Bearer and goes live', async () => {
-    const srv = await serve([(req, res) => (req.headers.authorization === 'Bearer k1' ? snapshots('v1')(req, res) : unauthorized(req, res))]);
+    const srv = await serve([
+      (req, res) => (req.headers.authorization === 'Bearer k1' ? snapshots('v1')(req, res) : unauthorized(req, res)),
+    ]);
     const s = open(srv.url);
     s.stream.start();
     await s.until(() => s.stream.status.state === 'needs_key', 'needs_key');
@@ -106,7 +110,12 @@ describe('SnapshotStream', () => {
   });
 
   it('a 403 (key without the role) stops retrying too', async () => {
-    const srv = await serve([(_req, res) => res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'FORBIDDEN', message: 'role client may not' }))]);
+    const srv = await serve([
+      (_req, res) =>
+        res
+          .writeHead(403, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ code: 'FORBIDDEN', message: 'role client may not' })),
+    ]);
     const s = open(srv.url);
     s.stream.start();
     await s.until(() => s.stream.status.state === 'forbidden', 'forbidden');
@@ -146,7 +155,9 @@ describe('SnapshotStream', () => {
     s.stream.start();
     await s.until(() => s.seen.length === 1, 'a snapshot');
     expect(s.seen[0]!.version).toBe('ok');
-    expect(s.statuses.find((x) => x.state === 'retrying')).toMatchObject({ reason: 'snapshot frame lacks the DashboardSnapshot fields' });
+    expect(s.statuses.find((x) => x.state === 'retrying')).toMatchObject({
+      reason: 'snapshot frame lacks the DashboardSnapshot fields',
+    });
   });
 
   it('reconnects a connection that went silent (no frame, no keep-alive)', async () => {

@@ -45,7 +45,8 @@ export interface SnapshotStreamOptions {
  * `close()` is idempotent: it aborts the request, clears every timer, and no callback runs after it.
  */
 export class SnapshotStream {
-  readonly #opts: Required<Omit<SnapshotStreamOptions, 'onSnapshot' | 'onStatus' | 'api'>> & Pick<SnapshotStreamOptions, 'onSnapshot' | 'onStatus' | 'api'>;
+  readonly #opts: Required<Omit<SnapshotStreamOptions, 'onSnapshot' | 'onStatus' | 'api'>> &
+    Pick<SnapshotStreamOptions, 'onSnapshot' | 'onStatus' | 'api'>;
   #status: StreamStatus = { state: 'connecting', attempt: 0 };
   #attempt = 0;
   #controller: AbortController | undefined;
@@ -55,7 +56,13 @@ export class SnapshotStream {
   #closed = false;
 
   constructor(opts: SnapshotStreamOptions) {
-    this.#opts = { path: '/v2/dashboard/events', backoff: DEFAULT_BACKOFF, idleTimeoutMs: 45_000, now: Date.now, ...opts };
+    this.#opts = {
+      path: '/v2/dashboard/events',
+      backoff: DEFAULT_BACKOFF,
+      idleTimeoutMs: 45_000,
+      now: Date.now,
+      ...opts,
+    };
   }
 
   get status(): StreamStatus {
@@ -109,7 +116,11 @@ export class SnapshotStream {
     this.#controller = c;
     this.#setStatus({ state: 'connecting', attempt: this.#attempt });
     try {
-      const res = await this.#opts.api.request(this.#opts.path, { headers: { accept: 'text/event-stream' }, cache: 'no-store', signal: c.signal });
+      const res = await this.#opts.api.request(this.#opts.path, {
+        headers: { accept: 'text/event-stream' },
+        cache: 'no-store',
+        signal: c.signal,
+      });
       if (res.body === null) throw new Error('the event stream has no body');
       this.#armIdle(c);
       await readSse(res.body, {
@@ -134,7 +145,12 @@ export class SnapshotStream {
       this.#controller = undefined;
       if (err instanceof UnauthorizedError) return this.#setStatus({ state: 'needs_key', reason: err.message });
       if (err instanceof ForbiddenError) return this.#setStatus({ state: 'forbidden', reason: err.message });
-      const reason = c.signal.aborted && c.signal.reason instanceof Error ? c.signal.reason.message : err instanceof Error ? err.message : String(err);
+      const reason =
+        c.signal.aborted && c.signal.reason instanceof Error
+          ? c.signal.reason.message
+          : err instanceof Error
+            ? err.message
+            : String(err);
       this.#attempt++;
       const delay = backoffDelay(this.#attempt, this.#opts.backoff);
       this.#setStatus({ state: 'retrying', attempt: this.#attempt, retry_at_ms: this.#opts.now() + delay, reason });

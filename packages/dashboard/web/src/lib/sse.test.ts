@@ -21,7 +21,11 @@ async function collect(parts: Array<string | Uint8Array>): Promise<{ events: Sse
 
 describe('readSse', () => {
   it('parses named events, data-only frames and comments', async () => {
-    const { events, comments } = await collect([': keep-alive\n\n', 'event: snapshot\ndata: {"a":1}\n\n', 'data: [DONE]\n\n']);
+    const { events, comments } = await collect([
+      ': keep-alive\n\n',
+      'event: snapshot\ndata: {"a":1}\n\n',
+      'data: [DONE]\n\n',
+    ]);
     expect(events).toEqual([
       { event: 'snapshot', data: '{"a":1}', id: undefined },
       { event: undefined, data: '[DONE]', id: undefined },
@@ -30,7 +34,13 @@ describe('readSse', () => {
   });
 
   it('reassembles frames split across chunks, CRLF line ends and multi-line data', async () => {
-    const { events } = await collect(['id: 7\r\nev', 'ent: tok', 'en\r\ndata: line one\r\n', 'data: line two\r\n', '\r\n']);
+    const { events } = await collect([
+      'id: 7\r\nev',
+      'ent: tok',
+      'en\r\ndata: line one\r\n',
+      'data: line two\r\n',
+      '\r\n',
+    ]);
     expect(events).toEqual([{ id: '7', event: 'token', data: 'line one\nline two' }]);
   });
 

@@ -16,7 +16,14 @@ export function sampleSnapshot(over: Partial<DashboardSnapshot> = {}): Dashboard
         state_since: '2026-11-25T15:59:00.000Z',
         last_seen: '2026-11-25T16:00:09.000Z',
         capabilities: {
-          gpus: [{ device_id: 0, name: 'NVIDIA H100 80GB HBM3', vram_total_bytes: 85_520_809_984, compute_capability: '9.0' }],
+          gpus: [
+            {
+              device_id: 0,
+              name: 'NVIDIA H100 80GB HBM3',
+              vram_total_bytes: 85_520_809_984,
+              compute_capability: '9.0',
+            },
+          ],
           cpu_cores: 16,
           ram_total_bytes: 137_438_953_472,
         },
@@ -77,7 +84,16 @@ export function sampleSnapshot(over: Partial<DashboardSnapshot> = {}): Dashboard
         ended_at_ms: now - 5000,
       },
     ],
-    replicas: [{ replica_id: 'orchd-a', address: 'http://10.0.0.5:8080', version: '0.1.0', up_since_ms: now - 3_600_000, tasks_relayed: 41, load: 1 }],
+    replicas: [
+      {
+        replica_id: 'orchd-a',
+        address: 'http://10.0.0.5:8080',
+        version: '0.1.0',
+        up_since_ms: now - 3_600_000,
+        tasks_relayed: 41,
+        load: 1,
+      },
+    ],
     ...over,
   };
 }
