@@ -134,52 +134,67 @@ export interface NewTaskOptions {
   delivery?: Delivery | undefined;
 }
 
-export function newTaskRecord({
-  request,
-  modelName,
-  affinity,
-  log,
-  correlationId,
-  clientKey,
-  now,
-  predictedStartMs,
-  phase,
-  delivery,
-}: NewTaskOptions): TaskRecord {
-  const life = new TaskLifecycle(request.task_id, phase);
-  return {
-    id: request.task_id,
-    request,
-    modelName: modelName ?? request.model_ref,
-    correlationId,
-    clientKey,
-    stream: new TaskStream(),
-    log: log.child({ task_id: request.task_id, session_id: request.session_id }),
-    ticket: new PlacementTicket(request, affinity),
-    admittedAt: now,
-    deadlineAt: now + request.deadline_ms,
-    predictedStartMs,
-    delivery: delivery ?? 'events',
-    answer: undefined,
-    life,
-    get state() {
-      return life.state;
-    },
-    get phase() {
-      return life.phase;
-    },
-    failedAttempts: 0,
-    controller: undefined,
-    lease: undefined,
-    placement: undefined,
-    tokens: 0,
-    dispatchedAt: undefined,
-    acceptedAt: undefined,
-    quiet: undefined,
-    firstTokenAt: undefined,
-    lastPosition: undefined,
-    lastMetricsAt: now,
-  };
+/**
+ * A task record as a class: `state` and `phase` are getters on its prototype (reading the task's
+ * lifecycle), so every record has one shape; an object literal with getters of its own gave each
+ * record its own closures and made admission measurably slower.
+ */
+class Task implements TaskRecord {
+  readonly id: string;
+  readonly request: TaskRequest;
+  readonly modelName: string;
+  readonly correlationId: string;
+  readonly clientKey: string | undefined;
+  readonly stream = new TaskStream();
+  readonly log: Log;
+  readonly ticket: PlacementTicket;
+  readonly admittedAt: number;
+  readonly deadlineAt: number;
+  readonly predictedStartMs: number;
+  readonly delivery: Delivery;
+  readonly life: TaskLifecycle;
+  answer: DispatchResultEvent | undefined = undefined;
+  failedAttempts = 0;
+  controller: AttemptAbort | undefined = undefined;
+  lease: Lease | undefined = undefined;
+  placement: TaskPlacement | undefined = undefined;
+  tokens = 0;
+  dispatchedAt: number | undefined = undefined;
+  acceptedAt: number | undefined = undefined;
+  quiet: DispatchQuiet | undefined = undefined;
+  firstTokenAt: number | undefined = undefined;
+  lastPosition: number | undefined = undefined;
+  lastMetricsAt: number;
+  takenOver?: boolean;
+
+  constructor(o: NewTaskOptions) {
+    const { request } = o;
+    this.id = request.task_id;
+    this.request = request;
+    this.modelName = o.modelName ?? request.model_ref;
+    this.correlationId = o.correlationId;
+    this.clientKey = o.clientKey;
+    this.log = o.log.child({ task_id: request.task_id, session_id: request.session_id });
+    this.ticket = new PlacementTicket(request, o.affinity);
+    this.admittedAt = o.now;
+    this.deadlineAt = o.now + request.deadline_ms;
+    this.predictedStartMs = o.predictedStartMs;
+    this.delivery = o.delivery ?? 'events';
+    this.life = new TaskLifecycle(request.task_id, o.phase);
+    this.lastMetricsAt = o.now;
+  }
+
+  get state(): TaskState {
+    return this.life.state;
+  }
+
+  get phase(): TaskPhase {
+    return this.life.phase;
+  }
+}
+
+export function newTaskRecord(options: NewTaskOptions): TaskRecord {
+  return new Task(options);
 }
 
 /**
