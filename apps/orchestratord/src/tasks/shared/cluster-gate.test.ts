@@ -31,6 +31,8 @@ function queuedTask(delivery: Delivery): TaskRecord {
 
 /** The cluster side as the gate sees it: what the store answers a take, why an entry is gone, and who owns the task. */
 function cluster(answers: {
+  /** How long ago a let-go task was let go, ms. @default 0 */
+  lostForMs?: number;
   take?: TakeDispatchOutcome | Error | Promise<TakeDispatchOutcome>;
   evicted?: boolean;
   owner: () => Promise<Partial<TaskOwner> | undefined>;
@@ -40,6 +42,8 @@ function cluster(answers: {
   const lost = new Set<string>();
   const c = {
     isLost: (id: string) => lost.has(id),
+    lostFor: (id: string) => (lost.has(id) ? (answers.lostForMs ?? 0) : undefined),
+    leaseMs: 2000,
     blocked: () => false,
     replicaId: 'r1',
     adoptEveryMs: 100,
@@ -143,6 +147,21 @@ describe('a queued task the store refuses to this replica', () => {
         expect([...line].map((e) => e.item.id)).toEqual([task.id]);
         expect(task.state).toBe('queued');
       }
+    }
+  });
+
+  it('let go longer than a lease with the store unreachable or still naming this replica: it ends STORE_UNAVAILABLE (a replica cut off from the store cannot tell that another ran it)', async () => {
+    for (const owner of [
+      () => Promise.resolve({ replica: 'r1', fence: 1 }),
+      () => Promise.reject(new Error('store down')),
+    ]) {
+      const c = cluster({ owner, lostForMs: 2001 });
+      const { queue, failed } = gateWith(c.cluster);
+      const task = queuedTask('events');
+      queue.enqueue(task.id, 'interactive', task);
+      c.lose([task.id]);
+      await settled();
+      expect([failed, queue.has(task.id)]).toEqual([[[task.id, 'STORE_UNAVAILABLE']], false]);
     }
   });
 

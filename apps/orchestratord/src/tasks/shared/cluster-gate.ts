@@ -36,6 +36,13 @@ interface ClusterSlot {
 const LOST =
   'this replica lost the task to another (cluster store unreachable, or its lease lapsed); resubmit the task';
 
+/**
+ * How long a let-go queued task waits to be granted back, in owner leases: long enough for a store
+ * that restarts to answer again and the sweep to find the lease lapsed; short enough that the
+ * client of a replica cut off from the store gets its (retriable) error soon.
+ */
+const TAKE_BACK_LEASES = 1;
+
 /** How often a replica checks that its queued tasks are still in the cluster's queue, ms. */
 const RECONCILE_MS = 1000;
 
@@ -270,20 +277,28 @@ export class ClusterGate {
    * A queued task this replica let go (in the local queue, hidden from the scheduler): when another
    * replica owns it now, it leaves the queue and a `/v2` task is handed off there (its client
    * reconnects there), any other ends STORE_UNAVAILABLE (retriable: its client is here and cannot
-   * follow); still this replica's, unknown, or the store unreachable, it stays, for the orphan sweep
-   * to grant it back once its lease lapsed (ClusterTasks' `takeBack`), when it is dispatched as if
-   * nothing happened.
+   * follow); still this replica's, or the store unreachable, it stays, for the orphan sweep to grant
+   * it back once its lease lapsed (ClusterTasks' `takeBack`), when it is dispatched as if nothing
+   * happened — but for one more lease at most ({@link TAKE_BACK_LEASES}): a replica cut off from
+   * the store cannot tell that another took the task and ran it, and its client must not wait for
+   * nothing. Past that it ends STORE_UNAVAILABLE (retriable), as a task let go always did.
    */
   async #followIfMoved(task: TaskRecord): Promise<void> {
     let owner: TaskOwner | undefined;
+    let unreachable = false;
     try {
       owner = await this.#cluster.ownerOf(task.id);
     } catch {
-      return; // the store is unreachable: still waiting
+      unreachable = true;
     }
     // ended, or granted back, meanwhile
     if (task.state !== 'queued' || !this.#cluster.isLost(task.id)) return;
-    if (owner !== undefined && owner.replica === this.#cluster.replicaId) return;
+    if (unreachable || (owner !== undefined && owner.replica === this.#cluster.replicaId)) {
+      if ((this.#cluster.lostFor(task.id) ?? 0) <= TAKE_BACK_LEASES * this.#cluster.leaseMs) return;
+      this.#queue.remove(task.id);
+      this.#act.fail(task, 'STORE_UNAVAILABLE', LOST, true);
+      return;
+    }
     this.#queue.remove(task.id);
     if (owner === undefined)
       this.#act.fail(

@@ -96,6 +96,8 @@ export class ClusterTasks {
   readonly #lostListeners = new Set<(ids: readonly string[]) => void>();
   /** Tasks let go that have not ended here yet, with the fence they had (their end writes only if no other replica took them). */
   readonly #lost = new Map<string, number>();
+  /** When each of them was let go (the clock's time). */
+  readonly #lostAt = new Map<string, number>();
   readonly #ends: ClusterEndWriter;
   /** The orphan sweep could not reach the store; then, until when it only takes back this replica's own tasks. */
   #storeAway = false;
@@ -138,6 +140,7 @@ export class ClusterTasks {
       // Granted back to this replica that let it go (the store was out for a whole lease) and still runs it: its end is written as any other.
       takeBack: (id, fence) => {
         if (!this.#lost.delete(id)) return false;
+        this.#lostAt.delete(id);
         this.#fences.set(id, fence);
         this.#logger.info(
           { task_id: id, human: `Task ${id} is this replica's again: nobody else took it over` },
@@ -203,6 +206,17 @@ export class ClusterTasks {
    */
   isLost(id: string): boolean {
     return this.#lost.has(id);
+  }
+
+  /** How long ago this replica let the task go, ms; undefined when it holds it (or never did). */
+  lostFor(id: string): number | undefined {
+    const at = this.#lostAt.get(id);
+    return at === undefined ? undefined : this.#clock.now() - at;
+  }
+
+  /** The owner lease of a task, ms. */
+  get leaseMs(): number {
+    return this.#ownerTtlMs;
   }
 
   /** Whether the model's tasks here wait for another replica's first task ({@link ModelHeads}). */
@@ -301,6 +315,7 @@ export class ClusterTasks {
   forget(id: string): void {
     this.#fences.delete(id);
     this.#lost.delete(id);
+    this.#lostAt.delete(id);
   }
 
   /** The task left this replica's queue before a dispatch (cancel, deadline, shutdown): out of the cluster's too. */
@@ -417,6 +432,7 @@ export class ClusterTasks {
     // it back first, and writes nothing when another replica has it.
     const formerFence = this.#lost.get(id);
     this.#lost.delete(id);
+    this.#lostAt.delete(id);
     // No fence: not admitted here, or ended already — the record is not this replica's to end
     // (fence 0 is refused), but the entry and the session turn are still closed, as before.
     const fence = formerFence !== undefined ? undefined : (this.#fences.get(id) ?? 0);
@@ -503,6 +519,7 @@ export class ClusterTasks {
     if (ids.length === 0) return;
     for (const id of ids) {
       this.#lost.set(id, this.#fence(id));
+      this.#lostAt.set(id, this.#clock.now());
       this.#fences.delete(id);
     }
     for (const l of this.#lostListeners) l(ids);
