@@ -7,7 +7,6 @@ import {
   correlationIdFor,
   correlationPlugin,
   lazyChildLoggerFactory,
-  readPackageVersion,
   systemClock,
   type Clock,
 } from '@llama-orch/daemon-support';

@@ -1,5 +1,4 @@
 import type { SseFrame } from '@llama-orch/contracts';
-import type { AdmissionQueue } from '../admission/admission-queue.js';
 import type { Lease, PoolView } from '../registry/pool-view.js';
 import type { PlacementReason } from '../scheduling/placement.js';
 import type { WaitingLine } from '../scheduling/scheduler.js';
@@ -54,8 +53,8 @@ export class LocalCoordinator implements TaskCoordinator {
     return steps.accepted(task, result.position, avail, prediction, result.evicted?.item);
   }
 
-  line(queue: AdmissionQueue<TaskRecord>): WaitingLine<TaskRecord> {
-    return queue;
+  line(): WaitingLine<TaskRecord> {
+    return this.#host.queue;
   }
 
   assigned(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {

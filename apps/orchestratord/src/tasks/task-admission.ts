@@ -8,7 +8,6 @@ import type { Prediction, Predictor } from '../admission/predictor.js';
 import { InternalError, InvalidParamsError, QueueFullError } from '../errors.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { PoolView } from '../registry/pool-view.js';
-import type { PoolRef } from '../scheduling/placement.js';
 import { ownedSessionId } from '../sessions/session-ids.js';
 import type { Admission, AdmissionSteps, Admitted, SessionView, TaskCoordinator } from './task-coordinator.js';
 import type { TaskObserver } from './task-observer.js';
@@ -23,7 +22,7 @@ export interface TaskAdmissionDeps {
   readonly observer: TaskObserver;
   readonly table: TaskTable;
   /** Where the task goes once checked: the whole queue in one process, the cluster's with a store. */
-  readonly coordinator: () => TaskCoordinator;
+  readonly coordinator: TaskCoordinator;
   readonly ctxMax: number;
   readonly admissionCapacity: number;
   /** Whether the service still admits. */
@@ -81,9 +80,10 @@ export class TaskAdmission implements AdmissionSteps {
         : { ...named, model_ref: modelRef, session_id: sessionId };
     if (this.#d.table.has(request.task_id))
       throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
-    return this.#d
-      .coordinator()
-      .admit({ request, modelName: named.model_ref, log, correlationId, clientKey, delivery }, this);
+    return this.#d.coordinator.admit(
+      { request, modelName: named.model_ref, log, correlationId, clientKey, delivery },
+      this,
+    );
   }
 
   open(id: string): boolean {

@@ -107,7 +107,7 @@ export interface TaskCoordinator {
   /** Admits a task checked by `steps`: where its capacity, position and session come from. Synchronous in one process. */
   admit(a: Admission, steps: AdmissionSteps): Admitted | Promise<Admitted>;
   /** The line the scheduler takes tasks from. */
-  line(queue: AdmissionQueue<TaskRecord>): WaitingLine<TaskRecord>;
+  line(): WaitingLine<TaskRecord>;
   /** The scheduler leased a slot of `view` for the task (it left the line). */
   assigned(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void;
   /** Tasks out of the line whose claim is under way (they still count as queued). */

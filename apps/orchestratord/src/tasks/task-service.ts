@@ -123,7 +123,7 @@ export class TaskService {
     this.#scheduler = new Scheduler<TaskRecord>({
       registry,
       strategy: options.placementStrategy,
-      line: coordinator.line(this.#queue),
+      line: coordinator.line(),
       events: {
         waiting: (task) => this.#observer.waiting(task),
         unplaceable: (task, decision) => {
@@ -136,7 +136,7 @@ export class TaskService {
     });
     this.#admission = new TaskAdmission({
       ...{ registry, predictor: this.#predictor, clock: this.#clock, observer: this.#observer, table: this.#table },
-      ...{ coordinator: () => this.#coordinator, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity },
+      ...{ coordinator, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity },
       running: () => this.#state === 'running' && this.#admitting,
       evict: (victim, by) => {
         this.#observer.evicted(victim, by);

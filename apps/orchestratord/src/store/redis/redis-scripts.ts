@@ -5,7 +5,6 @@ import {
   EVICTED_KEPT_MS,
   type GoneEntry,
   type QueuedEntry,
-  type QueueEntryInput,
   type QueueOverflowPolicy,
 } from '../admission-queue-store.js';
 import type { ReplicaInfo } from '../replica-membership-store.js';

@@ -13,6 +13,7 @@ import type {
 import type { TaskOwnershipStore } from '../../store/task-ownership-store.js';
 import { ClusterEndWriter, deliverWhenWritten, storedOutcome, type StoredOutcome } from './end-writer.js';
 import { ModelHeads } from './model-heads.js';
+import { OwnerLeases } from './owner-leases.js';
 import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './shared-task-types.js';
 import type { TaskPlacement, TaskRecord } from '../task-record.js';
 import { seizeFrom, takeOver, type TakeoverDeps } from './takeover.js';
@@ -79,8 +80,8 @@ export class ClusterTasks {
   readonly #retainMs: number;
   readonly #address: () => string | undefined;
   readonly #ownerTtlMs: number;
-  /** Fences of the tasks this replica owns. */
-  readonly #fences = new Map<string, number>();
+  /** The owner leases this replica holds: fences, renewals, tasks let go. */
+  readonly #owners: OwnerLeases;
   readonly #heads: ModelHeads;
   readonly #stopRenewing: () => void;
   /** The keeper this instance made for itself (none given): closed with it. */
@@ -88,16 +89,8 @@ export class ClusterTasks {
   readonly #clock: Clock;
   readonly #unsubscribe: () => void;
   readonly #pending = new Set<Promise<unknown>>();
-  #renewing = false;
-  /** When renewals last reached the store (or there was nothing to renew). */
-  #renewedAt: number;
   readonly #seizedListeners = new Set<(a: Adoption) => void>();
   readonly #takeover: TakeoverDeps;
-  readonly #lostListeners = new Set<(ids: readonly string[]) => void>();
-  /** Tasks let go that have not ended here yet, with the fence they had (their end writes only if no other replica took them). */
-  readonly #lost = new Map<string, number>();
-  /** When each of them was let go (the clock's time). */
-  readonly #lostAt = new Map<string, number>();
   readonly #ends: ClusterEndWriter;
   /** The orphan sweep could not reach the store; then, until when it only takes back this replica's own tasks. */
   #storeAway = false;
@@ -114,7 +107,10 @@ export class ClusterTasks {
     this.#address = options.address;
     this.#ownerTtlMs = options.ownerTtlMs ?? 15_000;
     this.#clock = options.clock ?? systemClock;
-    this.#renewedAt = this.#clock.now();
+    this.#owners = new OwnerLeases({
+      ...{ tasks: this.#tasks, ownerTtlMs: this.#ownerTtlMs, clock: this.#clock, logger: this.#logger },
+      track: (p) => void this.#settle('*', p),
+    });
     this.#heads = new ModelHeads(this.replicaId, options.blockMs ?? 250, this.#clock);
     this.#ends = new ClusterEndWriter({
       ...{
@@ -136,12 +132,10 @@ export class ClusterTasks {
         scan: ORPHAN_SCAN,
         slots: options.slots,
       },
-      hold: (id, fence) => this.#fences.set(id, fence),
+      hold: (id, fence) => this.#owners.hold(id, fence),
       // Granted back to this replica that let it go (the store was out for a whole lease) and still runs it: its end is written as any other.
       takeBack: (id, fence) => {
-        if (!this.#lost.delete(id)) return false;
-        this.#lostAt.delete(id);
-        this.#fences.set(id, fence);
+        if (!this.#owners.takeBack(id, fence)) return false;
         this.#logger.info(
           { task_id: id, human: `Task ${id} is this replica's again: nobody else took it over` },
           'task taken back',
@@ -154,7 +148,13 @@ export class ClusterTasks {
         options.changed();
     });
     this.#ownKeeper = options.keeper === undefined ? new LeaseKeeper({ periodMs: this.#ownerTtlMs / 4 }) : undefined;
-    this.#stopRenewing = (options.keeper ?? this.#ownKeeper)!.keep({ renewHeld: () => this.#renewAll() });
+    // The end writer's retries ride on the same tick as the renewals.
+    this.#stopRenewing = (options.keeper ?? this.#ownKeeper)!.keep({
+      renewHeld: () => {
+        this.#settle('*', this.#ends.retry());
+        this.#owners.renewHeld();
+      },
+    });
   }
 
   /**
@@ -193,7 +193,7 @@ export class ClusterTasks {
       sessionId: r.session_id,
       maxAhead,
     });
-    if (admitted.kind === 'queued') this.#fences.set(r.task_id, admitted.fence);
+    if (admitted.kind === 'queued') this.#owners.hold(r.task_id, admitted.fence);
     // First of its model: no signal says so (an empty queue is news to nobody); an old head must not hold it.
     if (admitted.kind === 'queued' && admitted.view.ahead === 0) this.unblock(r.model_ref, r.task_id);
     return admitted;
@@ -205,13 +205,12 @@ export class ClusterTasks {
    * the orphan sweep grants it back, or it follows the replica that took it.
    */
   isLost(id: string): boolean {
-    return this.#lost.has(id);
+    return this.#owners.isLost(id);
   }
 
   /** How long ago this replica let the task go, ms; undefined when it holds it (or never did). */
   lostFor(id: string): number | undefined {
-    const at = this.#lostAt.get(id);
-    return at === undefined ? undefined : this.#clock.now() - at;
+    return this.#owners.lostFor(id);
   }
 
   /** The owner lease of a task, ms. */
@@ -245,7 +244,7 @@ export class ClusterTasks {
     room?: DispatchRoom,
   ): Promise<TakeDispatchOutcome> {
     const shared: SharedPlacement = { ...placement, frame_base: frameBase };
-    const r = await this.#lifecycle.dispatch(task.id, this.#fence(task.id), JSON.stringify(shared), room);
+    const r = await this.#lifecycle.dispatch(task.id, this.#owners.fence(task.id), JSON.stringify(shared), room);
     this.#heads.took(task.request.model_ref, r.kind, r.kind === 'behind' ? r.first : undefined);
     return r;
   }
@@ -307,20 +306,18 @@ export class ClusterTasks {
       payload: this.replicaId,
       deadlineMs: Math.max(1, task.deadlineAt - now),
     };
-    const moved = await this.#lifecycle.requeue({ id: task.id, fence: this.#fence(task.id), entry });
+    const moved = await this.#lifecycle.requeue({ id: task.id, fence: this.#owners.fence(task.id), entry });
     if (!moved.ok) throw new Error(`the shared record refused the requeue (${moved.reason})`);
   }
 
   /** The task is another replica's (handed off, shared/handoff.ts): that one ends it, this one writes nothing. */
   forget(id: string): void {
-    this.#fences.delete(id);
-    this.#lost.delete(id);
-    this.#lostAt.delete(id);
+    this.#owners.forget(id);
   }
 
   /** The task left this replica's queue before a dispatch (cancel, deadline, shutdown): out of the cluster's too. */
   dequeue(id: string): void {
-    if (this.#lost.has(id)) return;
+    if (this.#owners.isLost(id)) return;
     this.#settle(id, this.#queue.remove(id));
   }
 
@@ -373,7 +370,7 @@ export class ClusterTasks {
     const quiet = this.#clock.now() < this.#quietUntil;
     for (const id of lapsed) {
       // Ended here, its end not written yet: that end takes the task back itself (ClusterEndWriter).
-      if (this.#ends.waiting(id) || (quiet && !this.#lost.has(id))) continue;
+      if (this.#ends.waiting(id) || (quiet && !this.#owners.isLost(id))) continue;
       const a = await takeOver(this.#takeover, id, 'lapsed', (record) =>
         this.#tasks.acquire(id, this.replicaId, this.#ownerTtlMs, record),
       );
@@ -412,10 +409,6 @@ export class ClusterTasks {
     this.#ends.close();
   }
 
-  #fence(id: string): number {
-    return this.#fences.get(id) ?? 0;
-  }
-
   /**
    * Record, queue entry and session turn in one step; a task admitted here is ended once (its fence
    * is dropped). `frameId`: the frame's id in the task's log (undefined: the log never gets it).
@@ -430,13 +423,9 @@ export class ClusterTasks {
     const id = task.id;
     // Let go (another replica took it over, or the store was out for a whole lease): the end takes
     // it back first, and writes nothing when another replica has it.
-    const formerFence = this.#lost.get(id);
-    this.#lost.delete(id);
-    this.#lostAt.delete(id);
-    // No fence: not admitted here, or ended already — the record is not this replica's to end
+    // No fence (0): not admitted here, or ended already — the record is not this replica's to end
     // (fence 0 is refused), but the entry and the session turn are still closed, as before.
-    const fence = formerFence !== undefined ? undefined : (this.#fences.get(id) ?? 0);
-    this.#fences.delete(id);
+    const { fence, formerFence } = this.#owners.release(id);
     const tokensOut = frame.event === 'end' ? frame.data.tokens_out : undefined;
     await this.#ends.write({
       task,
@@ -462,66 +451,6 @@ export class ClusterTasks {
 
   /** Tasks this replica held and lost: taken over by another replica, or past their lease with the store unreachable. Returns the unsubscribe function. */
   onLost(listener: (ids: readonly string[]) => void): () => void {
-    this.#lostListeners.add(listener);
-    return () => this.#lostListeners.delete(listener);
-  }
-
-  /**
-   * One call for every task held here. A task another replica took over is let go (this replica can
-   * no longer end it); so is every task once renewals have failed for a whole lease.
-   */
-  #renewAll(): void {
-    this.#settle('*', this.#ends.retry());
-    if (this.#fences.size === 0) {
-      this.#renewedAt = this.#clock.now();
-      return;
-    }
-    // No renewal has reached the store for a whole lease (failed, or still waiting on a silent
-    // connection): another replica takes these tasks over now.
-    if (this.#clock.now() - this.#renewedAt > this.#ownerTtlMs) {
-      const lost = [...this.#fences.keys()];
-      this.#logger.warn(
-        {
-          tasks: lost.length,
-          human: `Cannot renew ${lost.length} task(s) for longer than their lease: another replica takes them over; this replica lets them go`,
-        },
-        'lost ownership of tasks: cluster store unreachable',
-      );
-      this.#letGo(lost);
-      return;
-    }
-    if (this.#renewing) return;
-    this.#renewing = true;
-    const owned = [...this.#fences].map(([id, fence]) => ({ id, fence }));
-    const done = this.#tasks
-      .renewMany(owned, this.#ownerTtlMs)
-      .then((refused) => {
-        this.#renewedAt = this.#clock.now();
-        const lost = refused.filter((id) => this.#fences.get(id) === owned.find((t) => t.id === id)?.fence);
-        for (const id of lost) {
-          this.#logger.warn(
-            {
-              task_id: id,
-              human: `Lost task ${id} to another replica (its lease here lapsed); this replica no longer ends it`,
-            },
-            'lost ownership of a task',
-          );
-        }
-        this.#letGo(lost);
-      })
-      .finally(() => {
-        this.#renewing = false;
-      });
-    this.#settle('*', done);
-  }
-
-  #letGo(ids: readonly string[]): void {
-    if (ids.length === 0) return;
-    for (const id of ids) {
-      this.#lost.set(id, this.#fence(id));
-      this.#lostAt.set(id, this.#clock.now());
-      this.#fences.delete(id);
-    }
-    for (const l of this.#lostListeners) l(ids);
+    return this.#owners.onLost(listener);
   }
 }

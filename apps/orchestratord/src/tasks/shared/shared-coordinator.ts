@@ -1,7 +1,6 @@
 import type { SseFrame } from '@llama-orch/contracts';
 import type { Clock } from '@llama-orch/daemon-support';
 import { checkQueued, checkServed } from '../../admission/admission-checks.js';
-import type { AdmissionQueue } from '../../admission/admission-queue.js';
 import { InternalError, InvalidParamsError } from '../../errors.js';
 import type { ClusterSlotLeases } from '../../registry/cluster-slot-leases.js';
 import type { NodeRegistry } from '../../registry/node-registry.js';
@@ -69,18 +68,8 @@ export class SharedCoordinator implements TaskCoordinator {
     this.#clock = options.clock;
     this.#host = host;
     const cluster = options.cluster;
-    this.#gate = new ClusterGate(
-      cluster,
-      host.queue,
-      {
-        dispatch: (task, view, lease, reason, clusterLease) => host.dispatch(task, view, lease, reason, clusterLease),
-        fail: (task, code, message, retriable) => host.fail(task, code, message, retriable),
-        pump: () => host.pump(),
-        adopt: (a) => host.adopt(a),
-        handOff: (task, to) => host.handOff(task, to),
-      },
-      options.leases,
-    );
+    // The host does all the gate asks of the task service.
+    this.#gate = new ClusterGate(cluster, host.queue, host, options.leases);
   }
 
   get reattachMs(): number {
@@ -152,8 +141,8 @@ export class SharedCoordinator implements TaskCoordinator {
     return steps.accepted(task, added.position, avail, prediction, victim?.state === 'queued' ? victim : undefined);
   }
 
-  line(queue: AdmissionQueue<TaskRecord>): WaitingLine<TaskRecord> {
-    return gatedLine(queue, this.#cluster);
+  line(): WaitingLine<TaskRecord> {
+    return gatedLine(this.#host.queue, this.#cluster);
   }
 
   assigned(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
