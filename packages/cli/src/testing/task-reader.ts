@@ -1,5 +1,6 @@
 // Test-only: reads a /v2 task's event stream as an EventSource does, reconnecting with Last-Event-ID.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createParser } from 'eventsource-parser';
 
 export interface Frame {
   id: number;
@@ -7,20 +8,18 @@ export interface Frame {
   data: Record<string, unknown>;
 }
 
-/** Parses complete SSE frames out of `buf`; returns them and what is left. */
-export function parseFrames(buf: string): { frames: Frame[]; rest: string } {
-  const frames: Frame[] = [];
-  let at: number;
-  while ((at = buf.indexOf('\n\n')) >= 0) {
-    const block = buf.slice(0, at);
-    buf = buf.slice(at + 2);
-    const id = /^id: (\d+)$/m.exec(block)?.[1];
-    const event = /^event: (\w+)$/m.exec(block)?.[1];
-    const data = /^data: (.*)$/m.exec(block)?.[1];
-    if (id !== undefined && event !== undefined && data !== undefined)
-      frames.push({ id: Number(id), event, data: JSON.parse(data) as Record<string, unknown> });
-  }
-  return { frames, rest: buf };
+/**
+ * Feeds SSE text to an eventsource-parser and hands each complete frame to `onFrame`. Lines end
+ * only at CR/LF as the SSE spec says: a token's text may hold U+2028, where a `^data: (.*)$`
+ * regex stopped, so its JSON did not parse and the reader reconnected for ever (a CI failure).
+ */
+export function frameParser(onFrame: (f: Frame) => void): { feed(text: string): void } {
+  return createParser({
+    onEvent: (e) => {
+      if (e.id !== undefined && e.event !== undefined)
+        onFrame({ id: Number(e.id), event: e.event, data: JSON.parse(e.data) as Record<string, unknown> });
+    },
+  });
 }
 
 /**
@@ -45,12 +44,12 @@ export async function readTask(
         headers: { ...headers, ...(last !== undefined ? { 'last-event-id': String(last) } : {}) },
       });
       if (res.status === 200 && res.body !== null) {
-        let buf = '';
+        const got: Frame[] = [];
+        const parser = frameParser((f) => got.push(f));
         const decoder = new TextDecoder();
         for await (const chunk of res.body) {
-          const parsed = parseFrames(buf + decoder.decode(chunk as Uint8Array, { stream: true }));
-          buf = parsed.rest;
-          for (const f of parsed.frames) {
+          parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+          for (const f of got.splice(0)) {
             frames.push(f);
             last = f.id;
             onFrame(f);
