@@ -37,12 +37,12 @@ export interface DoorCall {
  * traffic apart in one log. Not streamed = an `answer` task (the engine answers once, no token
  * crosses the daemons).
  */
-export function admitDoorTask(
+export async function admitDoorTask(
   services: AppServices,
   req: FastifyRequest,
   call: DoorCall,
   door: string,
-): TaskRecord | Promise<TaskRecord> {
+): Promise<TaskRecord> {
   if (services.registry.poolsForModel(call.model).length === 0) {
     throw new NotFoundError(
       `model '${call.model}' not found: no pool serves or provisions it (GET /v1/models lists them)`,
@@ -51,19 +51,14 @@ export function admitDoorTask(
   }
   const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
   const delivery = call.stream ? 'stream' : 'answer';
-  const admitted = services.tasks.admit(
+  const admitted = await services.tasks.admit(
     withPriorityCeiling(request, req),
     req.log.child({ door }),
     req.id,
     req.principal?.name,
     delivery,
   );
-  return admitted instanceof Promise
-    ? admitted.then((a) => admittedTask(services, a.task_id))
-    : admittedTask(services, admitted.task_id);
-}
-
-function admittedTask(services: AppServices, id: string): TaskRecord {
+  const id = admitted.task_id;
   const task = services.tasks.get(id);
   if (task === undefined || !('delivery' in task)) throw new Error(`admitted task ${id} is not in the table`);
   return task;

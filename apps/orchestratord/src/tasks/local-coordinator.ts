@@ -18,7 +18,8 @@ import type { TaskRecord } from './task-record.js';
  * One orchestratord and nobody else: this process's queue is the whole queue (its capacity and
  * policy decide admission), sessions live in this process's {@link SessionStore}, a slot the
  * scheduler leased is the task's at once, and an end is delivered as it is written. Every moment
- * is synchronous: admission answers without a promise (measured: spec 80, admission).
+ * is synchronous inside: admission has enqueued (and dispatched, when a slot is free) before its
+ * promise settles.
  */
 export class LocalCoordinator implements TaskCoordinator {
   readonly runningFrames = true;
@@ -36,7 +37,7 @@ export class LocalCoordinator implements TaskCoordinator {
     this.#host = host;
   }
 
-  admit(a: Admission, steps: AdmissionSteps): Admitted {
+  async admit(a: Admission, steps: AdmissionSteps): Promise<Admitted> {
     const { request } = a;
     const queue = this.#host.queue;
     const id = request.session_id;

@@ -53,21 +53,20 @@ export class TaskAdmission implements AdmissionSteps {
 
   /**
    * Validates a task against the live cluster, enqueues it, writes its `started` frame and pumps
-   * (a task with a free slot is dispatched before this returns). Throws typed errors
-   * (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT, QUEUE_FULL_DROP_LRU)
-   * that the error handler maps to envelopes — where the coordinator answers with a promise, it
-   * rejects with them. `log` and `correlationId` are the admitting request's: the task's log lines
+   * (in one process, a task with a free slot is dispatched before the promise settles). Rejects
+   * with typed errors (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT,
+   * QUEUE_FULL_DROP_LRU) that the error handler maps to envelopes. `log` and `correlationId` are the admitting request's: the task's log lines
    * and its dispatches carry them; `clientKey` the name of the key that sent it: the task's owner
    * (only it and operator keys see the task) and its session's namespace, and its tokens are
    * counted under that name; `delivery` how its output goes out.
    */
-  admit(
+  async admit(
     named: TaskRequest,
     log: Log,
     correlationId: string,
     clientKey?: string,
     delivery?: Delivery,
-  ): Admitted | Promise<Admitted> {
+  ): Promise<Admitted> {
     if (!this.#d.running())
       throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     // An alias becomes the model ref the pools list: one queue group, one wait key per model.

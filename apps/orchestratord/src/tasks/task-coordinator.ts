@@ -104,8 +104,8 @@ export interface TaskCoordinator {
   readonly runningFrames: boolean;
   /** How long a node keeps a dropped `/v2` dispatch for a re-attach (`reattach_ms`); undefined: no re-attach. */
   readonly reattachMs: number | undefined;
-  /** Admits a task checked by `steps`: where its capacity, position and session come from. Synchronous in one process. */
-  admit(a: Admission, steps: AdmissionSteps): Admitted | Promise<Admitted>;
+  /** Admits a task checked by `steps`: where its capacity, position and session come from. Rejects with the typed refusals. */
+  admit(a: Admission, steps: AdmissionSteps): Promise<Admitted>;
   /** The line the scheduler takes tasks from. */
   line(): WaitingLine<TaskRecord>;
   /** The scheduler leased a slot of `view` for the task (it left the line). */

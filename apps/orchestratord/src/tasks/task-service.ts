@@ -202,14 +202,14 @@ export class TaskService {
     return this.#table.get(id);
   }
 
-  /** Admits a task (task-admission.ts): synchronous in one process, a promise where the cluster's queue decides (task-coordinator.ts). */
+  /** Admits a task (task-admission.ts); rejects with its typed refusals. */
   admit(
     named: TaskRequest,
     log: Log,
     correlationId: string,
     clientKey?: string,
     delivery?: Delivery,
-  ): Admitted | Promise<Admitted> {
+  ): Promise<Admitted> {
     return this.#admission.admit(named, log, correlationId, clientKey, delivery);
   }
 

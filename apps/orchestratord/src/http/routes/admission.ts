@@ -8,27 +8,6 @@ import type { AppServices, ServicesOptions } from '../app-services.js';
 import { serveTaskEvents } from '../task-streams.js';
 
 /**
- * Runs `then` on an admission's answer: at once in-process (the handler stays synchronous: no
- * promise per admission), after the cluster's queue answered with a Redis store. Then the handler
- * returns a promise that settles as `reply` does (a Reply is thenable), so Fastify waits for the
- * response `then` sends, and a refusal rejects into the error handler.
- */
-export function whenAdmitted<T>(
-  admitted: T | Promise<T>,
-  reply: FastifyReply,
-  then: (value: T) => void,
-): undefined | Promise<unknown> {
-  if (!(admitted instanceof Promise)) {
-    then(admitted);
-    return undefined;
-  }
-  return admitted.then((value) => {
-    then(value);
-    return reply;
-  });
-}
-
-/**
  * Sends the 202. When admission dispatched the task at once, the reply goes out after that
  * dispatch: undici writes a request on a kept connection from `setImmediate` (HTTP/2 from a native
  * immediate), so an immediate queued now runs after it, and the node and engine start work while
@@ -61,35 +40,30 @@ export function streamAdmitted(services: AppServices, req: FastifyRequest, reply
  * `POST /v2/tasks`: validate, fill the defaults (ids, `max_tokens`, `deadline_ms` =
  * `ORCHD_DEFAULT_DEADLINE_MS`), check the model against the registry, enqueue, 202 with absolute
  * stream URLs — or, with `Accept: text/event-stream`, 200 with the task's event stream. The
- * handler is a plain function (not async: no promise per admission in-process), and the body has no response
- * schema (it is built from typed values; the OpenAPI document keeps the schema).
+ * body has no response schema (it is built from typed values; the OpenAPI document keeps the schema).
  */
 export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
-  app.post('/v2/tasks', { schema: { body: TaskRequestSchema } }, (req, reply) => {
+  app.post('/v2/tasks', { schema: { body: TaskRequestSchema } }, async (req, reply) => {
     const request = resolveTaskRequest(req.body, {
       deadlineMs: services.config.default_deadline_ms,
       newId: randomUUID,
     });
-    return whenAdmitted(
-      services.tasks.admit(withPriorityCeiling(request, req), req.log, req.id, req.principal?.name),
-      reply,
-      (result) => {
-        if (wantsEventStream(req)) {
-          streamAdmitted(services, req, reply, result.task_id);
-          return;
-        }
-        const base = `${services.publicBase(req)}/v2/tasks/${encodeURIComponent(result.task_id)}/events`;
-        // Fields written out rather than spread: every 202 body has the same shape.
-        const body: AdmissionResponse = {
-          task_id: result.task_id,
-          queue_position: result.queue_position,
-          predicted_start_ms: result.predicted_start_ms,
-          backoff_ms: result.backoff_ms,
-          preparation: result.preparation,
-          streams: { sse: base, sse_verbose: `${base}?verbose=true` },
-        };
-        sendAdmission(reply, body, result.dispatched);
-      },
-    );
+    const result = await services.tasks.admit(withPriorityCeiling(request, req), req.log, req.id, req.principal?.name);
+    if (wantsEventStream(req)) {
+      streamAdmitted(services, req, reply, result.task_id);
+      return reply;
+    }
+    const base = `${services.publicBase(req)}/v2/tasks/${encodeURIComponent(result.task_id)}/events`;
+    // Fields written out rather than spread: every 202 body has the same shape.
+    const body: AdmissionResponse = {
+      task_id: result.task_id,
+      queue_position: result.queue_position,
+      predicted_start_ms: result.predicted_start_ms,
+      backoff_ms: result.backoff_ms,
+      preparation: result.preparation,
+      streams: { sse: base, sse_verbose: `${base}?verbose=true` },
+    };
+    sendAdmission(reply, body, result.dispatched);
+    return reply;
   });
 };

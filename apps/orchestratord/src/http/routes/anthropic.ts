@@ -9,7 +9,6 @@ import type { ResponseIdentity } from '../../openai/chunks.js';
 import { sessionIdFor } from '../../openai/session-key.js';
 import type { TaskRecord } from '../../tasks/task-record.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
-import { whenAdmitted } from './admission.js';
 import { admitDoorTask, answerOnce, sendRefusal } from '../door-tasks.js';
 import { serveTaskEvents } from '../task-streams.js';
 
@@ -33,42 +32,43 @@ function sessionOf(req: FastifyRequest): string | undefined {
   return sessionIdFor(req.headers['x-session-id'], typeof user === 'string' ? user : undefined);
 }
 
-function messages(
+async function messages(
   services: AppServices,
   req: FastifyRequest,
   reply: FastifyReply,
   call: MessagesCall,
-): undefined | Promise<unknown> {
-  return whenAdmitted(admitDoorTask(services, req, call, 'anthropic'), reply, (task) => {
-    const who = { id: `msg_${task.id}`, model: call.model };
-    const refuse = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, anthropicErrorBody(err));
-    if (call.stream)
-      return serveTaskEvents(services, req, reply, task, {
-        encoder: new AnthropicEventEncoder(who),
-        lazyHead: true,
-        onRefused: refuse,
-      });
+): Promise<FastifyReply> {
+  const task = await admitDoorTask(services, req, call, 'anthropic');
+  const who = { id: `msg_${task.id}`, model: call.model };
+  const refuse = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, anthropicErrorBody(err));
+  if (call.stream)
+    serveTaskEvents(services, req, reply, task, {
+      encoder: new AnthropicEventEncoder(who),
+      lazyHead: true,
+      onRefused: refuse,
+    });
+  else
     answerOnce(services, req, reply, task, {
       who: chatIdentity(services, task, call.model),
       render: (body) => JSON.stringify(anthropicMessage(body, who)),
       refuse,
     });
-  });
+  return reply;
 }
 
 export const anthropicRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   app.post('/v1/messages', (req, reply) => {
     return messages(services, req, reply, messagesCall(req.body, sessionOf(req)));
   });
-  app.post('/v1/messages/count_tokens', (req, reply) => {
+  app.post('/v1/messages/count_tokens', async (req, reply) => {
     const call = countTokensCall(req.body, sessionOf(req));
-    return whenAdmitted(admitDoorTask(services, req, call, 'anthropic'), reply, (task) => {
-      answerOnce(services, req, reply, task, {
-        who: chatIdentity(services, task, call.model),
-        render: (body) =>
-          JSON.stringify({ input_tokens: (body as { usage?: { prompt_tokens?: number } }).usage?.prompt_tokens ?? 0 }),
-        refuse: (err) => sendRefusal(reply.raw, err, req.id, anthropicErrorBody(err)),
-      });
+    const task = await admitDoorTask(services, req, call, 'anthropic');
+    answerOnce(services, req, reply, task, {
+      who: chatIdentity(services, task, call.model),
+      render: (body) =>
+        JSON.stringify({ input_tokens: (body as { usage?: { prompt_tokens?: number } }).usage?.prompt_tokens ?? 0 }),
+      refuse: (err) => sendRefusal(reply.raw, err, req.id, anthropicErrorBody(err)),
     });
+    return reply;
   });
 };

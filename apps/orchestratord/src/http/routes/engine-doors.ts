@@ -8,7 +8,6 @@ import { listModels } from '../../openai/models.js';
 import { openAiErrorBody } from '../../openai/openai-errors.js';
 import { sessionIdFor } from '../../openai/session-key.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
-import { whenAdmitted } from './admission.js';
 import { admitDoorTask, answerOnce, sendRefusal } from '../door-tasks.js';
 import { serveTaskEvents } from '../task-streams.js';
 
@@ -25,37 +24,36 @@ import { serveTaskEvents } from '../task-streams.js';
 
 type Shape = 'openai' | 'llamacpp';
 
-function serveCall(
+async function serveCall(
   services: AppServices,
   req: FastifyRequest,
   reply: FastifyReply,
   call: EngineCallRequest,
   shape: Shape,
-): undefined | Promise<unknown> {
+): Promise<FastifyReply> {
   // A model that is listed but cannot serve this kind is refused by admission (400, `param: model`).
-  return whenAdmitted(admitDoorTask(services, req, call, call.kind), reply, (task) => {
-    const refuse = (err: ErrorEvent): void =>
-      sendRefusal(reply.raw, err, req.id, shape === 'openai' ? openAiErrorBody(err) : llamaCppErrorBody(err));
-    if (call.stream) {
-      serveTaskEvents(services, req, reply, task, {
-        encoder: new InfillEncoder(call.model),
-        lazyHead: true,
-        onRefused: refuse,
-      });
-      return;
-    }
-    answerOnce(services, req, reply, task, {
-      who: { kind: 'completion', id: task.id, created: Math.floor(services.clock.now() / 1000), model: call.model },
-      // The engine's body as it is but for the model's name: these routes carry no id or created.
-      render: (body) => {
-        body.model = call.model;
-        return JSON.stringify(body);
-      },
-      onNoAnswer: () =>
-        refuse({ code: 'INTERNAL', message: 'the task was canceled before its answer', retriable: true }),
-      refuse,
+  const task = await admitDoorTask(services, req, call, call.kind);
+  const refuse = (err: ErrorEvent): void =>
+    sendRefusal(reply.raw, err, req.id, shape === 'openai' ? openAiErrorBody(err) : llamaCppErrorBody(err));
+  if (call.stream) {
+    serveTaskEvents(services, req, reply, task, {
+      encoder: new InfillEncoder(call.model),
+      lazyHead: true,
+      onRefused: refuse,
     });
+    return reply;
+  }
+  answerOnce(services, req, reply, task, {
+    who: { kind: 'completion', id: task.id, created: Math.floor(services.clock.now() / 1000), model: call.model },
+    // The engine's body as it is but for the model's name: these routes carry no id or created.
+    render: (body) => {
+      body.model = call.model;
+      return JSON.stringify(body);
+    },
+    onNoAnswer: () => refuse({ code: 'INTERNAL', message: 'the task was canceled before its answer', retriable: true }),
+    refuse,
   });
+  return reply;
 }
 
 /** `POST /v1/embeddings`, `POST /v1/rerank`, `POST /rerank`, `POST /infill`. */

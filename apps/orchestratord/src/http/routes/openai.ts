@@ -8,7 +8,6 @@ import { openAiErrorBody } from '../../openai/openai-errors.js';
 import { chatCall, completionCall, type OpenAiCall } from '../../openai/request-mapping.js';
 import { sessionIdFor } from '../../openai/session-key.js';
 import type { AppServices, ServicesOptions } from '../app-services.js';
-import { whenAdmitted } from './admission.js';
 import { admitDoorTask, answerOnce, sendRefusal } from '../door-tasks.js';
 import { serveTaskEvents } from '../task-streams.js';
 
@@ -24,36 +23,38 @@ import { serveTaskEvents } from '../task-streams.js';
  * the ErrorEnvelope status, after that one last `data: {"error"…}` event.
  */
 
-function answer(
+async function answer(
   services: AppServices,
   req: FastifyRequest,
   reply: FastifyReply,
   call: OpenAiCall,
-): undefined | Promise<unknown> {
-  return whenAdmitted(admitDoorTask(services, req, call, 'v1'), reply, (task) => {
-    const who = {
-      kind: call.kind,
-      id: `${call.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${task.id}`,
-      created: Math.floor(services.clock.now() / 1000),
-      model: call.model,
-    };
-    const onRefused = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
-    if (!call.stream) return answerOnce(services, req, reply, task, { who, refuse: onRefused });
-    const fingerprint = (): string | undefined => task.placement?.engine_version;
-    serveTaskEvents(services, req, reply, task, {
-      encoder: new OpenAiChunkEncoder(who, call.includeUsage, fingerprint),
-      lazyHead: true,
-      onRefused,
-    });
+): Promise<FastifyReply> {
+  const task = await admitDoorTask(services, req, call, 'v1');
+  const who = {
+    kind: call.kind,
+    id: `${call.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${task.id}`,
+    created: Math.floor(services.clock.now() / 1000),
+    model: call.model,
+  };
+  const onRefused = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
+  if (!call.stream) {
+    answerOnce(services, req, reply, task, { who, refuse: onRefused });
+    return reply;
+  }
+  const fingerprint = (): string | undefined => task.placement?.engine_version;
+  serveTaskEvents(services, req, reply, task, {
+    encoder: new OpenAiChunkEncoder(who, call.includeUsage, fingerprint),
+    lazyHead: true,
+    onRefused,
   });
+  return reply;
 }
 
 /** `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /v1/models/{id}`. */
 export const openAiRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
   const { registry, clock } = services;
 
-  // Plain functions, like /v2 admission's: no promise per request in-process. Bodies are validated by the
-  // door itself, so a refusal names OpenAI's field (`param`).
+  // Bodies are validated by the door itself, so a refusal names OpenAI's field (`param`).
   app.post('/v1/chat/completions', (req, reply) => {
     return answer(
       services,

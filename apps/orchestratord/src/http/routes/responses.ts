@@ -6,7 +6,6 @@ import { ResponsesEventEncoder } from '../../responses/event-encoder.js';
 import { responsesCall } from '../../responses/request-mapping.js';
 import { responseFromChat, type ResponseIdentity } from '../../responses/response-object.js';
 import type { ServicesOptions } from '../app-services.js';
-import { whenAdmitted } from './admission.js';
 import { admitDoorTask, answerOnce, sendRefusal } from '../door-tasks.js';
 import { serveTaskEvents } from '../task-streams.js';
 
@@ -20,33 +19,34 @@ import { serveTaskEvents } from '../task-streams.js';
  * path: http/error-handler.ts).
  */
 export const responsesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, { services }) => {
-  app.post('/v1/responses', (req, reply) => {
+  app.post('/v1/responses', async (req, reply) => {
     const body = req.body as { user?: unknown; safety_identifier?: unknown; prompt_cache_key?: unknown } | null;
     const key = [body?.user, body?.safety_identifier, body?.prompt_cache_key].find(
       (v): v is string => typeof v === 'string',
     );
     const call = responsesCall(req.body, sessionIdFor(req.headers['x-session-id'], key));
-    return whenAdmitted(admitDoorTask(services, req, call, 'responses'), reply, (task) => {
-      const createdAt = Math.floor(services.clock.now() / 1000);
-      const who: ResponseIdentity = {
-        id: `resp_${task.id}`,
-        createdAt,
-        model: call.model,
-        request: call.request,
-        taskId: task.id,
-      };
-      const refuse = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
-      if (call.stream)
-        return serveTaskEvents(services, req, reply, task, {
-          encoder: new ResponsesEventEncoder(who),
-          lazyHead: true,
-          onRefused: refuse,
-        });
+    const task = await admitDoorTask(services, req, call, 'responses');
+    const createdAt = Math.floor(services.clock.now() / 1000);
+    const who: ResponseIdentity = {
+      id: `resp_${task.id}`,
+      createdAt,
+      model: call.model,
+      request: call.request,
+      taskId: task.id,
+    };
+    const refuse = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
+    if (call.stream)
+      serveTaskEvents(services, req, reply, task, {
+        encoder: new ResponsesEventEncoder(who),
+        lazyHead: true,
+        onRefused: refuse,
+      });
+    else
       answerOnce(services, req, reply, task, {
         who: { kind: 'chat', id: who.id, created: createdAt, model: call.model },
         render: (chat) => JSON.stringify(responseFromChat(chat, who)),
         refuse,
       });
-    });
+    return reply;
   });
 };
