@@ -63,4 +63,67 @@ describe('a task’s lifecycle', () => {
     expect([life.state, life.ending]).toEqual(['ended', 'moved']);
     expect(at('queued').end('frame')).toBe(true);
   });
+
+  it('ownership (replicas): none → held → lost → held (granted back) → none (released), each release says which fence the end is written under', () => {
+    const life = new TaskLifecycle('t1');
+    expect(life.ownership).toEqual({ kind: 'none' });
+    expect(life.fence).toBe(0);
+    life.hold(7);
+    expect([life.fence, life.lost]).toEqual([7, false]);
+    life.letGo(1234);
+    expect(life.ownership).toEqual({ kind: 'lost', fence: 7, at: 1234 });
+    expect([life.fence, life.lost]).toEqual([0, true]);
+    // a let-go task's end takes it back first, under the fence it had
+    const lost = new TaskLifecycle('t2');
+    lost.hold(3);
+    lost.letGo(0);
+    expect(lost.release()).toEqual({ fence: undefined, formerFence: 3 });
+    life.hold(9);
+    expect(life.release()).toEqual({ fence: 9, formerFence: undefined });
+    expect(life.ownership.kind).toBe('none');
+    // never held here: fence 0, which every shared record refuses
+    expect(new TaskLifecycle('t3').release()).toEqual({ fence: 0, formerFence: undefined });
+  });
+
+  it('the ownership table: a move it does not list is a typed error, and leaves the ownership as it was', () => {
+    const at = (kind: 'none' | 'held' | 'lost'): TaskLifecycle => {
+      const life = new TaskLifecycle('t1');
+      if (kind !== 'none') life.hold(1);
+      if (kind === 'lost') life.letGo(0);
+      return life;
+    };
+    const moves = { hold: (l: TaskLifecycle) => l.hold(2), letGo: (l: TaskLifecycle) => l.letGo(5) };
+    const allowed = { none: ['hold'], held: ['letGo'], lost: ['hold'] } as const;
+    for (const kind of ['none', 'held', 'lost'] as const) {
+      for (const [name, move] of Object.entries(moves)) {
+        const life = at(kind);
+        if ((allowed[kind] as readonly string[]).includes(name))
+          expect(() => move(life), `${kind} ${name}`).not.toThrow();
+        else {
+          expect(() => move(life), `${kind} ${name}`).toThrow(InvalidTaskTransitionError);
+          expect(life.ownership.kind).toBe(kind);
+        }
+      }
+    }
+  });
+
+  it('a claim: only of a queued task, one at a time; over however it went', () => {
+    const life = at('queued');
+    life.claim();
+    expect(life.claiming).toBe(true);
+    expect(() => life.claim()).toThrow(InvalidTaskTransitionError);
+    life.end('frame');
+    life.claimed();
+    expect(life.claiming).toBe(false);
+    expect(() => at('running').claim()).toThrow(InvalidTaskTransitionError);
+  });
+
+  it('the end record: unwritten (kept for a retry) → written, which stays written', () => {
+    const life = at('ended');
+    expect(life.endRecord).toBe('none');
+    life.recordEnd('unwritten');
+    life.recordEnd('written');
+    expect(life.endRecord).toBe('written');
+    expect(() => life.recordEnd('unwritten')).toThrow(InvalidTaskTransitionError);
+  });
 });

@@ -132,6 +132,8 @@ export interface NewTaskOptions {
   phase: 'queued' | 'preparing';
   /** @default 'events' */
   delivery?: Delivery | undefined;
+  /** A lifecycle made before the record (a takeover holds the task from its grant on). @default a new one in `phase` */
+  life?: TaskLifecycle | undefined;
 }
 
 /**
@@ -180,7 +182,7 @@ class Task implements TaskRecord {
     this.deadlineAt = o.now + request.deadline_ms;
     this.predictedStartMs = o.predictedStartMs;
     this.delivery = o.delivery ?? 'events';
-    this.life = new TaskLifecycle(request.task_id, o.phase);
+    this.life = o.life ?? new TaskLifecycle(request.task_id, o.phase);
     this.lastMetricsAt = o.now;
   }
 

@@ -35,6 +35,7 @@ export function adoptedTask(a: Adoption, metricsIntervalMs: number, now: number)
     predictedStartMs: 0,
     phase: 'queued',
     delivery: r.delivery,
+    life: a.life,
   });
   task.takenOver = true;
   task.stream.append({ event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } });

@@ -41,7 +41,6 @@ function cluster(answers: {
   const asked: string[] = [];
   const lost = new Set<string>();
   const c = {
-    isLost: (id: string) => lost.has(id),
     lostFor: (id: string) => (lost.has(id) ? (answers.lostForMs ?? 0) : undefined),
     leaseMs: 2000,
     blocked: () => false,
@@ -64,12 +63,20 @@ function cluster(answers: {
   };
   return {
     cluster: c as unknown as ClusterTasks,
-    lose: (ids: readonly string[]) => {
-      for (const id of ids) lost.add(id);
-      listeners.lost?.(ids);
+    /** This replica lets the tasks go (OwnerLeases: their lifecycles say so, then the listeners hear it). */
+    lose: (tasks: readonly TaskRecord[]) => {
+      for (const task of tasks) {
+        lost.add(task.id);
+        if (task.life.ownership.kind === 'none') task.life.hold(1);
+        task.life.letGo(0);
+      }
+      listeners.lost?.(tasks.map((t) => t.id));
     },
     /** The orphan sweep granted the task back to this replica (ClusterTasks' takeBack). */
-    takeBack: (id: string) => lost.delete(id),
+    takeBack: (task: TaskRecord) => {
+      lost.delete(task.id);
+      task.life.hold(2);
+    },
     asked,
   };
 }
@@ -117,7 +124,7 @@ describe('a queued task the store refuses to this replica', () => {
     const { queue, failed, handedOff } = gateWith(c.cluster);
     const task = queuedTask('events');
     queue.enqueue(task.id, 'interactive', task);
-    c.lose([task.id]);
+    c.lose([task]);
     await settled();
     expect(handedOff).toEqual([[task.id, 'r2']]);
     expect(failed).toEqual([]);
@@ -134,7 +141,7 @@ describe('a queued task the store refuses to this replica', () => {
         const { queue, failed, handedOff } = gateWith(c.cluster);
         const task = queuedTask(delivery);
         queue.enqueue(task.id, 'interactive', task);
-        c.lose([task.id]);
+        c.lose([task]);
         await settled();
         const line = gatedLine(queue, c.cluster);
         expect([failed, handedOff, queue.has(task.id), [...line].length]).toEqual([[], [], true, 0]);
@@ -143,7 +150,7 @@ describe('a queued task the store refuses to this replica', () => {
         await settled();
         expect([failed, queue.has(task.id)]).toEqual([[], true]);
         // granted back (nobody else took it): the scheduler sees it again, it runs as if nothing happened
-        c.takeBack(task.id);
+        c.takeBack(task);
         expect([...line].map((e) => e.item.id)).toEqual([task.id]);
         expect(task.state).toBe('queued');
       }
@@ -159,7 +166,7 @@ describe('a queued task the store refuses to this replica', () => {
       const { queue, failed } = gateWith(c.cluster);
       const task = queuedTask('events');
       queue.enqueue(task.id, 'interactive', task);
-      c.lose([task.id]);
+      c.lose([task]);
       await settled();
       expect([failed, queue.has(task.id)]).toEqual([[[task.id, 'STORE_UNAVAILABLE']], false]);
     }
@@ -170,7 +177,7 @@ describe('a queued task the store refuses to this replica', () => {
     const { queue, failed } = gateWith(c.cluster);
     const task = queuedTask('events');
     queue.enqueue(task.id, 'interactive', task);
-    c.lose([task.id]);
+    c.lose([task]);
     await settled();
     expect([failed, queue.has(task.id)]).toEqual([[[task.id, 'INTERNAL']], false]);
   });
@@ -181,7 +188,7 @@ describe('a queued task the store refuses to this replica', () => {
       const { queue, failed, handedOff } = gateWith(c.cluster);
       const task = queuedTask(delivery);
       queue.enqueue(task.id, 'interactive', task);
-      c.lose([task.id]);
+      c.lose([task]);
       await settled();
       expect([failed, handedOff, queue.has(task.id)]).toEqual([[[task.id, 'STORE_UNAVAILABLE']], [], false]);
     }
@@ -221,7 +228,7 @@ describe('a queued task the store refuses to this replica', () => {
     const first = gateWith(waiting.cluster, leases);
     const task = queuedTask('events');
     first.gate.assigned(task, view, lease(), 'strategy');
-    waiting.lose([task.id]);
+    waiting.lose([task]);
     noSlot(undefined);
     await settled();
     expect([first.handedOff, first.queue.has(task.id)]).toEqual([[[task.id, 'r2']], false]);
@@ -231,7 +238,7 @@ describe('a queued task the store refuses to this replica', () => {
     const second = gateWith(racing.cluster);
     const other = queuedTask('events');
     second.gate.assigned(other, view, lease(), 'strategy');
-    racing.lose([other.id]);
+    racing.lose([other]);
     behind({ kind: 'behind', first: 'someone-else' });
     await settled();
     expect([second.handedOff, second.queue.has(other.id)]).toEqual([[[other.id, 'r2']], false]);
@@ -268,7 +275,7 @@ describe('a queued task the store refuses to this replica', () => {
     const { queue, failed, handedOff } = gateWith(c.cluster);
     const task = queuedTask('events');
     queue.enqueue(task.id, 'interactive', task);
-    c.lose([task.id]);
+    c.lose([task]);
     task.life.end('frame');
     answer({ replica: 'r2', fence: 2 });
     await settled();

@@ -62,8 +62,12 @@ export class ClusterGate {
   #adopting = false;
   #lastReconcile = 0;
   #lastAdopt = 0;
-  /** Tasks whose claim is under way (out of the local queue): their priority, and whether this replica let them go meanwhile. */
-  readonly #claiming = new Map<string, { readonly priority: 'interactive' | 'batch'; lost: boolean }>();
+  /**
+   * Tasks whose claim is under way (out of the local queue; each one's lifecycle says so), counted
+   * in the queue depth, with a token per claim: a claim that put its task back in line is over
+   * then, and may settle after the next claim of the same task began.
+   */
+  readonly #claiming = new Map<TaskRecord, symbol>();
 
   constructor(
     cluster: ClusterTasks,
@@ -81,9 +85,7 @@ export class ClusterGate {
     // typed, retriable end rather than waiting for a dispatch that will not come from here.
     cluster.onLost((ids) => {
       for (const id of ids) {
-        // Its claim asks the store, or puts it back in the local queue, where it waits the same way.
-        const claim = this.#claiming.get(id);
-        if (claim !== undefined) claim.lost = true;
+        // One being claimed: its claim finds it let go (its lifecycle says so) when the store answers.
         const task = this.#queue.get(id)?.item;
         if (task !== undefined && task.state === 'queued') void this.#followIfMoved(task);
       }
@@ -100,7 +102,9 @@ export class ClusterGate {
   /** The scheduler leased `lease` of `view` for the task and took it out of the local queue. */
   assigned(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason): void {
     const slot: ClusterSlot = {};
-    this.#claiming.set(task.id, { priority: task.request.priority, lost: false });
+    const claim = Symbol('claim');
+    task.life.claim();
+    this.#claiming.set(task, claim);
     void this.#claim(task, view, lease, reason, slot)
       .catch((err: unknown) => {
         this.#giveBack(slot);
@@ -114,7 +118,9 @@ export class ClusterGate {
           `cluster store unreachable: ${err instanceof Error ? err.message : String(err)}`,
         );
       })
-      .finally(() => this.#claiming.delete(task.id));
+      .finally(() => {
+        if (this.#claiming.get(task) === claim) this.#claimOver(task);
+      });
   }
 
   /**
@@ -123,7 +129,7 @@ export class ClusterGate {
    */
   claiming(): Record<'interactive' | 'batch', number> {
     const depth = { interactive: 0, batch: 0 };
-    for (const c of this.#claiming.values()) depth[c.priority] += 1;
+    for (const task of this.#claiming.keys()) depth[task.request.priority] += 1;
     return depth;
   }
 
@@ -150,8 +156,8 @@ export class ClusterGate {
         // Every slot is leased across the cluster: the lease signals will give this replica's view
         // of the pool the slots the others hold; the task waits here, still in the cluster's queue.
         lease.release();
-        this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
-        if (this.#claiming.get(task.id)?.lost === true) void this.#followIfMoved(task);
+        this.#backInLine(task);
+        if (task.life.lost) void this.#followIfMoved(task);
         this.#act.pump();
         return;
       }
@@ -165,8 +171,8 @@ export class ClusterGate {
     if (taken.kind === 'behind') {
       lease.release();
       // Back in admission order (a head insert would reverse several tasks sent back in one pass).
-      this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
-      if (this.#claiming.get(task.id)?.lost === true) return void this.#followIfMoved(task);
+      this.#backInLine(task);
+      if (task.life.lost) return void this.#followIfMoved(task);
       const first = this.#queue.get(taken.first);
       if (first !== undefined) {
         // The task ahead is this replica's own: it goes now, nobody else would take it.
@@ -186,8 +192,8 @@ export class ClusterGate {
     if (taken.kind === 'refused') {
       lease.release();
       // Let go while its take was on its way: it waits for the sweep to grant it back, or follows its new owner.
-      if (this.#cluster.isLost(task.id)) {
-        this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
+      if (task.life.lost) {
+        this.#backInLine(task);
         return void this.#followIfMoved(task);
       }
       this.#refused(
@@ -224,7 +230,7 @@ export class ClusterGate {
   async reconcile(): Promise<void> {
     const queued: string[] = [];
     for (const e of this.#queue) {
-      if (!this.#cluster.isLost(e.id)) queued.push(e.id);
+      if (!e.item.life.lost) queued.push(e.id);
       else if (e.item.state === 'queued') void this.#followIfMoved(e.item);
     }
     if (queued.length === 0) return;
@@ -292,7 +298,7 @@ export class ClusterGate {
       unreachable = true;
     }
     // ended, or granted back, meanwhile
-    if (task.state !== 'queued' || !this.#cluster.isLost(task.id)) return;
+    if (task.state !== 'queued' || !task.life.lost) return;
     if (unreachable || (owner !== undefined && owner.replica === this.#cluster.replicaId)) {
       if ((this.#cluster.lostFor(task.id) ?? 0) <= TAKE_BACK_LEASES * this.#cluster.leaseMs) return;
       this.#queue.remove(task.id);
@@ -309,6 +315,17 @@ export class ClusterGate {
       );
     else if (followsMoves(task)) this.#act.handOff(task, owner.replica);
     else this.#act.fail(task, 'STORE_UNAVAILABLE', LOST, true);
+  }
+
+  /** The claim is over: the task waits in the local line again (in admission order), to be claimed anew. */
+  #backInLine(task: TaskRecord): void {
+    this.#claimOver(task);
+    this.#queue.reinsert(task.id, task.request.priority, task, task.deadlineAt, (t) => t.admittedAt);
+  }
+
+  #claimOver(task: TaskRecord): void {
+    task.life.claimed();
+    this.#claiming.delete(task);
   }
 
   /**
@@ -337,7 +354,7 @@ export function gatedLine(queue: AdmissionQueue<TaskRecord>, cluster: ClusterTas
     *[Symbol.iterator]() {
       // blocked models wait for the cluster's queue to move; a let-go task for the sweep to grant it back
       for (const entry of queue)
-        if (!cluster.blocked(entry.item.request.model_ref) && !cluster.isLost(entry.id)) yield entry;
+        if (!cluster.blocked(entry.item.request.model_ref) && !entry.item.life.lost) yield entry;
     },
   };
 }

@@ -5,6 +5,7 @@ import type { SharedStore } from '../../store/cluster-store.js';
 import { STORE_KINDS, sleep, storeHarness } from '../../testing/store-harness.js';
 import { until } from '../../testing/replica-harness.js';
 import { taskBody } from '../../testing/test-helpers.js';
+import { adoptedTask } from './adoption.js';
 import { ClusterTasks } from './cluster-tasks.js';
 import { newTaskRecord, type TaskPlacement, type TaskRecord } from '../task-record.js';
 
@@ -25,6 +26,13 @@ function task(): TaskRecord {
     predictedStartMs: 0,
     phase: 'queued',
   });
+}
+
+/** Admitted to the cluster, then held under its fence, as the shared coordinator does once the record is made. */
+async function admit(cluster: ClusterTasks, t: TaskRecord): ReturnType<ClusterTasks['add']> {
+  const added = await cluster.add(t, undefined);
+  if (added.kind === 'queued') cluster.hold(t, added.fence);
+  return added;
 }
 
 // The owner's side of a failed attempt (requeue) and another replica's takeover (adoptOrphans).
@@ -57,7 +65,7 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     const requeued = task();
     const running = task();
     for (const t of [requeued, running]) {
-      expect(await a.add(t, undefined)).toMatchObject({ kind: 'queued' });
+      expect(await admit(a, t)).toMatchObject({ kind: 'queued' });
       expect(await a.takeAndDispatch(t, PLACEMENT, 1)).toMatchObject({ kind: 'taken' });
     }
     await a.requeue(requeued, Date.now());
@@ -75,7 +83,13 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     // A's attempt of the running task fails before its first token: the record refuses A, and no entry goes back
     await expect(a.requeue(running, Date.now())).rejects.toThrow(/fenced/);
     expect(await sa!.queue.sizes()).toEqual({ interactive: 1, batch: 0 });
-    expect(await b.takeAndDispatch(requeued, PLACEMENT, 70)).toMatchObject({ kind: 'taken' });
+    // B dispatches its own record of the task (the adoption's lifecycle holds B's fence)
+    const atB = adoptedTask(
+      adopted.find((x) => x.id === requeued.id)!,
+      1000,
+      Date.now(),
+    );
+    expect(await b.takeAndDispatch(atB, PLACEMENT, 70)).toMatchObject({ kind: 'taken' });
     expect(await sa!.queue.sizes()).toEqual({ interactive: 0, batch: 0 });
   });
 
@@ -85,15 +99,15 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     const b = replica(sb!, 'B', 10_000);
     const [first, behind] = [task(), task()];
     const model = first.request.model_ref;
-    expect(await b.add(first, undefined)).toMatchObject({ kind: 'queued' });
-    expect(await a.add(behind, undefined)).toMatchObject({ kind: 'queued', view: { ahead: 1 } });
+    expect(await admit(b, first)).toMatchObject({ kind: 'queued' });
+    expect(await admit(a, behind)).toMatchObject({ kind: 'queued', view: { ahead: 1 } });
     // A's task is behind B's: A tries, learns the head is not its own, and holds its tasks of the model
     expect(await a.takeAndDispatch(behind, PLACEMENT, 1)).toMatchObject({ kind: 'behind', first: first.id });
     expect(a.blocked(model)).toBe(true);
     // A's task leaves (cancelled), then B's: the model's queue is empty, which nobody announces
     await sa!.queue.remove(behind.id);
     expect(await b.takeAndDispatch(first, PLACEMENT, 1)).toMatchObject({ kind: 'taken' });
-    expect(await a.add(task(), undefined)).toMatchObject({ kind: 'queued', view: { ahead: 0 } });
+    expect(await admit(a, task())).toMatchObject({ kind: 'queued', view: { ahead: 0 } });
     expect(a.blocked(model)).toBe(false);
   });
 
@@ -103,9 +117,9 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     const b = replica(sb!, 'B', 10_000);
     const [first, second, third] = [task(), task(), task()];
     const model = first.request.model_ref;
-    expect(await b.add(first, undefined)).toMatchObject({ kind: 'queued' });
-    expect(await a.add(second, undefined)).toMatchObject({ kind: 'queued', view: { ahead: 1 } });
-    expect(await b.add(third, undefined)).toMatchObject({ kind: 'queued' });
+    expect(await admit(b, first)).toMatchObject({ kind: 'queued' });
+    expect(await admit(a, second)).toMatchObject({ kind: 'queued', view: { ahead: 1 } });
+    expect(await admit(b, third)).toMatchObject({ kind: 'queued' });
     // B's head, announced when it came back first (a requeue at the front signals), does not hold A's tasks
     expect(await b.takeAndDispatch(first, PLACEMENT, 1)).toMatchObject({ kind: 'taken' });
     await b.requeue(first, Date.now());
@@ -127,7 +141,7 @@ describe.each(STORE_KINDS)('cluster tasks: requeue and takeover (%s store)', (ki
     const b = replica(sb!, 'B', 10_000);
     const t = task();
     t.stream.append({ event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } });
-    expect(await a.add(t, undefined)).toMatchObject({ kind: 'queued' });
+    expect(await admit(a, t)).toMatchObject({ kind: 'queued' });
     expect(await a.takeAndDispatch(t, PLACEMENT, 1)).toMatchObject({ kind: 'taken' });
     // the end's write waits until released
     const lifecycle = sa!.lifecycle;

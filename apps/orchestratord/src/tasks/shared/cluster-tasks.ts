@@ -132,7 +132,7 @@ export class ClusterTasks {
         scan: ORPHAN_SCAN,
         slots: options.slots,
       },
-      hold: (id, fence) => this.#owners.hold(id, fence),
+      hold: (id, life, fence) => this.#owners.hold(id, life, fence),
       // Granted back to this replica that let it go (the store was out for a whole lease) and still runs it: its end is written as any other.
       takeBack: (id, fence) => {
         if (!this.#owners.takeBack(id, fence)) return false;
@@ -161,7 +161,8 @@ export class ClusterTasks {
    * Admits the task to the cluster in one step (one round trip): its shared record (this replica
    * the owner), its queue entry and its session's started turn; `exists` for a task id taken
    * anywhere; `spent` (the session's budget), `late` (more than `maxAhead` of its model ahead) and
-   * `full` write nothing. Every answer but `exists` carries what the store read (`view`).
+   * `full` write nothing. Every answer but `exists` carries what the store read (`view`). A `queued`
+   * task is this replica's under the answer's fence once its record is made ({@link hold}).
    */
   async add(task: ClusterAdmission, maxAhead: number | undefined): Promise<AdmitOutcome> {
     const r = task.request;
@@ -193,19 +194,14 @@ export class ClusterTasks {
       sessionId: r.session_id,
       maxAhead,
     });
-    if (admitted.kind === 'queued') this.#owners.hold(r.task_id, admitted.fence);
     // First of its model: no signal says so (an empty queue is news to nobody); an old head must not hold it.
     if (admitted.kind === 'queued' && admitted.view.ahead === 0) this.unblock(r.model_ref, r.task_id);
     return admitted;
   }
 
-  /**
-   * Whether this replica let the task go (its lease lapsed here: renewals refused, or none reached
-   * the store for a whole lease) and has not taken it back: it may not be dispatched from here until
-   * the orphan sweep grants it back, or it follows the replica that took it.
-   */
-  isLost(id: string): boolean {
-    return this.#owners.isLost(id);
+  /** The task is this replica's under `fence` (admitted here: its lease is renewed from now on). */
+  hold(task: TaskRecord, fence: number): void {
+    this.#owners.hold(task.id, task.life, fence);
   }
 
   /** How long ago this replica let the task go, ms; undefined when it holds it (or never did). */
@@ -244,7 +240,7 @@ export class ClusterTasks {
     room?: DispatchRoom,
   ): Promise<TakeDispatchOutcome> {
     const shared: SharedPlacement = { ...placement, frame_base: frameBase };
-    const r = await this.#lifecycle.dispatch(task.id, this.#owners.fence(task.id), JSON.stringify(shared), room);
+    const r = await this.#lifecycle.dispatch(task.id, task.life.fence, JSON.stringify(shared), room);
     this.#heads.took(task.request.model_ref, r.kind, r.kind === 'behind' ? r.first : undefined);
     return r;
   }
@@ -306,7 +302,7 @@ export class ClusterTasks {
       payload: this.replicaId,
       deadlineMs: Math.max(1, task.deadlineAt - now),
     };
-    const moved = await this.#lifecycle.requeue({ id: task.id, fence: this.#owners.fence(task.id), entry });
+    const moved = await this.#lifecycle.requeue({ id: task.id, fence: task.life.fence, entry });
     if (!moved.ok) throw new Error(`the shared record refused the requeue (${moved.reason})`);
   }
 

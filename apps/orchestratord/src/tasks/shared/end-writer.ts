@@ -3,6 +3,7 @@ import type { Log } from '@llama-orch/daemon-support';
 import type { SessionPoolRef } from '../../store/session-affinity-store.js';
 import type { TaskLifecycleStore } from '../../store/task-lifecycle-store.js';
 import type { TaskOwnershipStore } from '../../store/task-ownership-store.js';
+import type { TaskLifecycle } from '../task-lifecycle.js';
 import type { TaskRecord } from '../task-record.js';
 
 /**
@@ -45,7 +46,8 @@ export interface ClusterEndWriterOptions {
 
 /**
  * Writes task ends to the store, and keeps those it could not write (store unreachable) for
- * {@link retry}, until written or the task is another replica's. Without it, a task that ended
+ * {@link retry}, until written or the task is another replica's; each task's lifecycle says where
+ * its end is ({@link TaskLifecycle.endRecord}), the writer keeps the unwritten ones to retry. Without it, a task that ended
  * while Redis was down stayed `running` in the store: its lease lapsed, another replica took it
  * over, and its record said something else than its client saw — or, for a queued task this
  * replica had let go, its entry stayed first in the cluster's queue with nobody to dispatch it,
@@ -53,7 +55,7 @@ export interface ClusterEndWriterOptions {
  */
 export class ClusterEndWriter {
   readonly #o: ClusterEndWriterOptions;
-  /** Ends not in the store yet, by task id. */
+  /** Ends not in the store yet (their lifecycles' end record `unwritten`), by task id. */
   readonly #unwritten = new Map<string, TaskEnd>();
   #retrying: Promise<void> | undefined;
 
@@ -77,7 +79,7 @@ export class ClusterEndWriter {
         if (!won.ok && won.reason === 'held' && won.owner === replicaId && end.formerFence !== undefined)
           end.fence = end.formerFence;
         // Another replica's now, or ended, or gone: nothing of it is this replica's to write.
-        else if (!won.ok) return void this.#unwritten.delete(id);
+        else if (!won.ok) return this.#settled(end, 'none');
         else end.fence = won.fence;
       }
       const fence = end.fence;
@@ -98,19 +100,30 @@ export class ClusterEndWriter {
       if (refused?.reason === 'fenced' && refused.owner === replicaId && refused.fence === fence) {
         // Its lease lapsed while the store was away and nobody took it: take it back, then write.
         end.fence = undefined;
-        this.#unwritten.set(id, end);
-        return;
+        return this.#keep(end);
       }
-      this.#unwritten.delete(id);
+      this.#settled(end, refused === undefined ? 'written' : 'none');
       if (refused?.reason === 'fenced' && fence !== 0)
         this.#o.logger.warn(
           { task_id: id, owner: refused.owner, fence: refused.fence },
           'task ended here, but another replica owns it now',
         );
     } catch (err) {
-      this.#unwritten.set(id, end);
+      this.#keep(end);
       this.#o.storeProblem(err, "writing a task's end");
     }
+  }
+
+  /** Kept for {@link retry}. */
+  #keep(end: TaskEnd): void {
+    end.task.life.recordEnd('unwritten');
+    this.#unwritten.set(end.task.id, end);
+  }
+
+  /** Nothing more to write: `written`, or `none` (the record is not this replica's to end). */
+  #settled(end: TaskEnd, how: 'written' | 'none'): void {
+    end.task.life.recordEnd(how);
+    this.#unwritten.delete(end.task.id);
   }
 
   /** The ends the store could not take yet, one at a time, oldest first; one pass at a time. Never rejects. */

@@ -1,5 +1,6 @@
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import type { TaskOwnershipStore } from '../../store/task-ownership-store.js';
+import type { TaskLifecycle } from '../task-lifecycle.js';
 
 export interface OwnerLeasesOptions {
   tasks: Pick<TaskOwnershipStore, 'renewMany'>;
@@ -12,17 +13,16 @@ export interface OwnerLeasesOptions {
 }
 
 /**
- * The owner leases a replica holds on its tasks: each task's fence, their renewal (one call for all
- * of them, on the lease keeper's tick), and the tasks let go — a renewal refused (another replica
- * took the task over) or none reaching the store for a whole lease — with the fence they had and
- * when, until they end here or are granted back ({@link OwnerLeases.takeBack}).
+ * The owner leases a replica holds on its tasks: an index of their lifecycles (each one's
+ * {@link TaskLifecycle.ownership} — fence, or let go with the fence it had and when — is the task's
+ * own), their renewal (one call for all of them, on the lease keeper's tick), and letting go of
+ * those whose renewal was refused (another replica took them over) or none reached the store for a
+ * whole lease, until they end here or are granted back ({@link OwnerLeases.takeBack}).
  */
 export class OwnerLeases {
   readonly #o: OwnerLeasesOptions;
-  /** Fences of the tasks this replica owns. */
-  readonly #fences = new Map<string, number>();
-  /** Tasks let go that have not ended here yet: the fence they had (their end writes only if no other replica took them) and when (the clock's time). */
-  readonly #lost = new Map<string, { readonly fence: number; readonly at: number }>();
+  /** The tasks this replica holds or let go, by id. */
+  readonly #tasks = new Map<string, TaskLifecycle>();
   readonly #lostListeners = new Set<(ids: readonly string[]) => void>();
   #renewing = false;
   /** When renewals last reached the store (or there was nothing to renew). */
@@ -33,38 +33,40 @@ export class OwnerLeases {
     this.#renewedAt = options.clock.now();
   }
 
-  /** The task is this replica's under `fence` (admitted, or taken over): renewed from now on. */
-  hold(id: string, fence: number): void {
-    this.#fences.set(id, fence);
+  /** The task (`life`) is this replica's under `fence` (admitted, or taken over): renewed from now on. */
+  hold(id: string, life: TaskLifecycle, fence: number): void {
+    life.hold(fence);
+    this.#tasks.set(id, life);
   }
 
   /** The fence this replica holds the task under; 0 (refused by every record) when it holds none. */
   fence(id: string): number {
-    return this.#fences.get(id) ?? 0;
+    return this.#tasks.get(id)?.fence ?? 0;
   }
 
   /** Whether this replica let the task go and has not taken it back. */
   isLost(id: string): boolean {
-    return this.#lost.has(id);
+    return this.#tasks.get(id)?.lost === true;
   }
 
   /** How long ago this replica let the task go, ms; undefined when it holds it (or never did). */
   lostFor(id: string): number | undefined {
-    const at = this.#lost.get(id)?.at;
-    return at === undefined ? undefined : this.#o.clock.now() - at;
+    const owned = this.#tasks.get(id)?.ownership;
+    return owned?.kind === 'lost' ? this.#o.clock.now() - owned.at : undefined;
   }
 
   /** Granted back to this replica that let it go: true when it had (it holds it under `fence` again). */
   takeBack(id: string, fence: number): boolean {
-    if (!this.#lost.delete(id)) return false;
-    this.#fences.set(id, fence);
+    const life = this.#tasks.get(id);
+    if (life?.lost !== true) return false;
+    life.hold(fence);
     return true;
   }
 
   /** Nothing of the task is this replica's any more (handed off to another). */
   forget(id: string): void {
-    this.#fences.delete(id);
-    this.#lost.delete(id);
+    this.#tasks.get(id)?.release();
+    this.#tasks.delete(id);
   }
 
   /**
@@ -72,11 +74,9 @@ export class OwnerLeases {
    * replica holds none), or `formerFence` when it was let go (the end takes it back first).
    */
   release(id: string): { fence: number | undefined; formerFence: number | undefined } {
-    const formerFence = this.#lost.get(id)?.fence;
-    this.#lost.delete(id);
-    const fence = formerFence !== undefined ? undefined : this.fence(id);
-    this.#fences.delete(id);
-    return { fence, formerFence };
+    const life = this.#tasks.get(id);
+    this.#tasks.delete(id);
+    return life?.release() ?? { fence: 0, formerFence: undefined };
   }
 
   /** Tasks this replica held and lost. Returns the unsubscribe function. */
@@ -91,32 +91,36 @@ export class OwnerLeases {
    */
   renewHeld(): void {
     const { clock, ownerTtlMs, logger } = this.#o;
-    if (this.#fences.size === 0) {
+    const held = [...this.#tasks].filter(([, life]) => life.ownership.kind === 'held');
+    if (held.length === 0) {
       this.#renewedAt = clock.now();
       return;
     }
     // No renewal has reached the store for a whole lease (failed, or still waiting on a silent
     // connection): another replica takes these tasks over now.
     if (clock.now() - this.#renewedAt > ownerTtlMs) {
-      const lost = [...this.#fences.keys()];
       logger.warn(
         {
-          tasks: lost.length,
-          human: `Cannot renew ${lost.length} task(s) for longer than their lease: another replica takes them over; this replica lets them go`,
+          tasks: held.length,
+          human: `Cannot renew ${held.length} task(s) for longer than their lease: another replica takes them over; this replica lets them go`,
         },
         'lost ownership of tasks: cluster store unreachable',
       );
-      this.#letGo(lost);
+      this.#letGo(held.map(([id]) => id));
       return;
     }
     if (this.#renewing) return;
     this.#renewing = true;
-    const owned = [...this.#fences].map(([id, fence]) => ({ id, fence }));
+    const owned = held.map(([id, life]) => ({ id, fence: life.fence }));
     const done = this.#o.tasks
       .renewMany(owned, ownerTtlMs)
       .then((refused) => {
         this.#renewedAt = clock.now();
-        const lost = refused.filter((id) => this.#fences.get(id) === owned.find((t) => t.id === id)?.fence);
+        // Only those still held under the fence the renewal named (not ended, released or taken back meanwhile).
+        const lost = refused.filter((id) => {
+          const fence = this.#tasks.get(id)?.fence;
+          return fence !== undefined && fence !== 0 && fence === owned.find((t) => t.id === id)?.fence;
+        });
         for (const id of lost) {
           logger.warn(
             {
@@ -136,10 +140,8 @@ export class OwnerLeases {
 
   #letGo(ids: readonly string[]): void {
     if (ids.length === 0) return;
-    for (const id of ids) {
-      this.#lost.set(id, { fence: this.fence(id), at: this.#o.clock.now() });
-      this.#fences.delete(id);
-    }
+    const now = this.#o.clock.now();
+    for (const id of ids) this.#tasks.get(id)?.letGo(now);
     for (const l of this.#lostListeners) l(ids);
   }
 }

@@ -129,6 +129,7 @@ export class SharedCoordinator implements TaskCoordinator {
     );
     // Full means full to its capacity: the cluster's queue holds that many now.
     if (added.kind === 'full') throw steps.queueFull(task, added.policy, prediction, steps.admissionCapacity);
+    cluster.hold(task, added.fence);
     if (!steps.open(task.id)) {
       cluster.withdraw(task, 'orchestratord is shutting down');
       throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });

@@ -2,6 +2,7 @@ import type { TaskRequest } from '@llama-orch/contracts';
 import type { Log } from '@llama-orch/daemon-support';
 import type { StoredOutcome } from './end-writer.js';
 import type { Delivery, TaskPlacement } from '../task-record.js';
+import type { TaskLifecycle } from '../task-lifecycle.js';
 
 // What the cluster's side of the task service (cluster-tasks.ts) keeps in and reads from the store.
 
@@ -36,6 +37,8 @@ export interface Adoption {
   readonly placement: SharedPlacement | undefined;
   /** Logger for the task's lines (with its correlation id). */
   readonly log: Log;
+  /** Its lifecycle here, held under the fence the takeover won (renewed from the grant on): the adopted record's. */
+  readonly life: TaskLifecycle;
 }
 
 /** The replica that owns a task, and where it listens. */

@@ -1,6 +1,7 @@
 import type { Log } from '@llama-orch/daemon-support';
 import { candidateKey } from '../../registry/pool-view.js';
 import type { TaskLifecycleStore } from '../../store/task-lifecycle-store.js';
+import { TaskLifecycle } from '../task-lifecycle.js';
 import type { AcquireOutcome, TaskOwnershipStore } from '../../store/task-ownership-store.js';
 import type { Adoption, SharedPlacement, SharedTaskRecord, TakeoverSlots, TaskOwner } from './shared-task-types.js';
 
@@ -17,8 +18,8 @@ export interface TakeoverDeps {
   readonly retainMs: number;
   /** This replica's advertised base URL: the new record's `owner_url`. */
   readonly address: () => string | undefined;
-  /** The task is this replica's now, under `fence` (it renews it from here on). */
-  readonly hold: (id: string, fence: number) => void;
+  /** The task (`life`) is this replica's now, under `fence` (it renews it from here on). */
+  readonly hold: (id: string, life: TaskLifecycle, fence: number) => void;
   /** True when the granted task is one this replica let go and still runs: it is this replica's again, nothing to adopt. */
   readonly takeBack: (id: string, fence: number) => boolean;
   /** The cluster's slot leases; undefined without them. */
@@ -74,7 +75,9 @@ export async function takeOver(
   const resumable = follows && (stored.state === 'queued' || typeof placement?.frame_base === 'number');
   const why = evidence === 'lapsed' ? 'stopped' : 'is gone (its address refuses connections)';
   if (request !== undefined && resumable) {
-    deps.hold(id, won.fence);
+    // Held from the grant on, before the task service makes the record that takes this lifecycle.
+    const life = new TaskLifecycle(id);
+    deps.hold(id, life, won.fence);
     const log = deps.logger.child({ correlation_id: record.correlation_id });
     deps.logger.warn(
       {
@@ -93,6 +96,7 @@ export async function takeOver(
       record: { ...record, request },
       placement: placement as SharedPlacement | undefined,
       log,
+      life,
     };
   }
   const message = `replica ${stored.owner}, which ${stored.state === 'queued' ? 'admitted' : 'relayed'} the task, stopped; resubmit the task`;
