@@ -13,7 +13,7 @@ import { median, summarize } from '../lib/stats.js';
 import { numberOption } from '../lib/tool-args.js';
 
 /**
- * `node bench/dist/tools/admission-ab.js [--rounds=6] [--seconds=5] NAME=PATH[:memory] …`: the
+ * `node bench/dist/tools/admission-ab.js [--rounds=6] [--seconds=5] [--prof] NAME=PATH[:memory] …`: the
  * replicas benchmark's admission load (bench/src/lib/admission-load.ts: 10 connections, each POST
  * /v2/tasks for a busy model then its cancel) on several orchestratord builds at once — PATH is a
  * build's `dist/main.js`, on one redis-server (each its own prefix) or, with `:memory`, the
@@ -34,6 +34,8 @@ interface Build {
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number): number => numberOption(args, name, fallback);
 const rounds = option('rounds', 6);
+// --prof: each orchestratord under --cpu-prof (NAME.cpuprofile in the run dir, for cpuprofile-top.js)
+const prof = args.includes('--prof');
 const seconds = option('seconds', 5);
 const specs = args.filter((a) => !a.startsWith('--'));
 if (specs.length === 0 || specs.some((s) => !/^[\w-]+=.+/.test(s))) {
@@ -68,6 +70,7 @@ try {
       heartbeatMs: HEARTBEAT_MS,
       name: `orchestratord-${name}`,
       env,
+      nodeFlags: prof ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}.cpuprofile`] : [],
     });
     const busy = await startBusyNode(paths, dir, orch.url, token, `${name}-busy`);
     builds.push({ name, orch, busy });
@@ -105,4 +108,5 @@ try {
     await b.orch.stop();
   }
   await redis.stop();
+  process.stdout.write(`run dir ${dir}\n`);
 }

@@ -1,14 +1,15 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * A stable UUID for a name (UUID version 5 layout over SHA-1 with a fixed namespace prefix): the
- * same name always maps to the same session id.
+ * same name always maps to the same session id. One-shot `hash` (no Hash object per call): it runs
+ * on every admission with keys configured.
  */
 export function nameUuid(name: string): string {
-  const h = createHash('sha1').update('llama-orch/v1-session\0').update(name).digest();
+  const h = hash('sha1', `llama-orch/v1-session\0${name}`, 'buffer');
   h[6] = ((h[6] as number) & 0x0f) | 0x50;
   h[8] = ((h[8] as number) & 0x3f) | 0x80;
-  const x = h.subarray(0, 16).toString('hex');
+  const x = h.toString('hex', 0, 16);
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
 }
 
