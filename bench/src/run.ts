@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { BENCHES, BENCH_ORDER } from './benches/index.js';
 import { UsageError } from './errors.js';
 import type { BenchContext } from './lib/context.js';
-import { loadResults, renderSection, updateReadme } from './lib/readme.js';
+import { loadResults, renderPerformancePage, renderSection, updateReadme, writeAtomically } from './lib/readme.js';
 import { benchPaths } from './lib/repo.js';
 import { buildResult, currentLoad, writeResult } from './lib/result.js';
 
@@ -126,8 +126,9 @@ async function main(argv: string[]): Promise<number> {
   }
   if (writeReadme) {
     const results = await loadResults(paths.resultsDir, BENCH_ORDER);
+    await writeAtomically(paths.performancePage, renderPerformancePage(results));
     await updateReadme(paths.readme, renderSection(results));
-    say(`README.md Performance table regenerated from ${results.length} result file(s)`);
+    say(`docs/performance.md and the README's table of targets regenerated from ${results.length} result file(s)`);
   }
   return failures === 0 ? 0 : 1;
 }

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { END_MARKER, START_MARKER, renderSection, updateReadme } from './readme.js';
+import { END_MARKER, START_MARKER, renderPerformancePage, renderSection, updateReadme } from './readme.js';
 import { buildResult } from './result.js';
 
 const result = buildResult({
@@ -55,16 +55,40 @@ describe('results and the README table', () => {
       },
     });
     expect(r.rows[0]?.met).toBeUndefined();
-    expect(renderSection([r])).toContain(
+    expect(renderPerformancePage([r])).toContain(
       '| Failover | clients resumed | not measured: not on this build | ≤ 2 intervals |  |',
+    );
+    expect(renderSection([r])).toContain(
+      '| `failover` | clients resumed | not measured: not on this build | ≤ 2 intervals |  |',
     );
   });
 
-  it('renders one row per figure with its target and reproduce command', () => {
-    const md = renderSection([result]);
-    expect(md).toContain('| Relay overhead | added TTFT p50 | 0.5 ms | ≤ 1 ms | yes |');
+  it('the performance page: one row per figure with its target, samples, machine and reproduce command, then the methods', () => {
+    const md = renderPerformancePage([result]);
+    expect(md).toContain('| Relay overhead | added TTFT p50 | 0.5 ms | ≤ 1 ms | yes | 10 pairs |');
     expect(md).toContain('| tokens/s ratio | 0.9× | ≥ 0.99× | **no** |');
     expect(md).toContain('`pnpm bench relay`');
+    expect(md).toContain('- **Relay overhead** (`relay`): interleaved pairs');
+  });
+
+  it('the README table: only the figures with a target, and a link to the page with the rest', () => {
+    const withUntargeted = buildResult({
+      ...{ name: 'relay', title: 'Relay overhead', startedAt: 0, loadAtStart: [] },
+      targets: [{ figure: 'ttft', op: '<=', value: 1, unit: 'ms' }],
+      outcome: {
+        method: '',
+        samples: {},
+        figures: {
+          ttft: { label: 'added TTFT p50', value: 0.5, unit: 'ms' },
+          cpu: { label: 'CPU per token', value: 80, unit: 'µs' },
+        },
+        details: {},
+      },
+    });
+    const md = renderSection([withUntargeted]);
+    expect(md).toContain('| `relay` | added TTFT p50 | 0.5 ms | ≤ 1 ms | yes |');
+    expect(md).not.toContain('CPU per token');
+    expect(md).toContain('(docs/performance.md)');
   });
 
   it('rewrites only between the markers, and appends the section once when they are absent', async () => {

@@ -37,6 +37,8 @@ export interface BenchPaths {
   readonly overridden: boolean;
   readonly resultsDir: string;
   readonly readme: string;
+  /** Every figure of every result (`docs/performance.md`), regenerated with the README's table. */
+  readonly performancePage: string;
 }
 
 export function benchPaths(env: Readonly<Record<string, string | undefined>>): BenchPaths {
@@ -63,5 +65,6 @@ export function benchPaths(env: Readonly<Record<string, string | undefined>>): B
       override('LLORCH_BENCH_ORCHESTRATORD') !== undefined || override('LLORCH_BENCH_POOL_MANAGERD') !== undefined,
     resultsDir: join(root, 'bench', 'results'),
     readme: join(root, 'README.md'),
+    performancePage: join(root, 'docs', 'performance.md'),
   };
 }
