@@ -9,11 +9,25 @@ import { probe, responseProblems } from './http-probe.js';
 import { listeningSockets, pidAlive } from './proc.js';
 import { fillPath, ROUTES, type RouteSpec } from './routes.js';
 
+/** Authorization headers that must not pass: missing, empty, wrong at every length, another scheme, none. */
+function wrongHeaders(token: string): Array<[string, string | undefined]> {
+  const sameLength = token.replace(/.$/, (c) => (c === 'a' ? 'b' : 'a'));
+  return [
+    ['none', undefined],
+    ['empty', ''],
+    ['wrong, same length', `Bearer ${sameLength}`],
+    ['wrong, shorter', `Bearer ${token.slice(0, 16)}`],
+    ['wrong, longer', `Bearer ${token}${token}`],
+    ['right token as prefix', `Bearer ${token}x`],
+    ['other scheme', `Basic ${token}`],
+    ['no scheme', token],
+    ['different length, random', `Bearer ${newToken('other')}`],
+  ];
+}
 describe('auth matrix, token hygiene and loopback binds', () => {
   let cluster: ChaosCluster;
   let node: ChaosNode;
   let dir: string;
-  const wrongTokens: string[] = [];
 
   beforeAll(async () => {
     cluster = await ChaosCluster.start({
@@ -63,19 +77,7 @@ describe('auth matrix, token hygiene and loopback binds', () => {
 
   it('every non-public route of both services answers 401 UNAUTHORIZED (JSON, correlation id) to a missing or wrong token, and not 401 to the right one', async () => {
     const token = cluster.token;
-    const sameLength = token.replace(/.$/, (c) => (c === 'a' ? 'b' : 'a'));
-    const variants: Array<[string, string | undefined]> = [
-      ['none', undefined],
-      ['empty', ''],
-      ['wrong, same length', `Bearer ${sameLength}`],
-      ['wrong, shorter', `Bearer ${token.slice(0, 16)}`],
-      ['wrong, longer', `Bearer ${token}${token}`],
-      ['right token as prefix', `Bearer ${token}x`],
-      ['other scheme', `Basic ${token}`],
-      ['no scheme', token],
-      ['different length, random', `Bearer ${newToken('other')}`],
-    ];
-    for (const [, v] of variants) if (v !== undefined && v !== '') wrongTokens.push(v.replace(/^\w+ /, ''));
+    const variants = wrongHeaders(token);
     const rows: string[] = [];
     for (const r of ROUTES) {
       for (const [label, header] of variants) {
@@ -114,6 +116,11 @@ describe('auth matrix, token hygiene and loopback binds', () => {
   });
 
   it('the token (right or wrong) never appears in any captured log line', async () => {
+    // this test's own requests with every wrong header and the right one, whatever ran before it
+    const variants = wrongHeaders(cluster.token);
+    const route = ROUTES.find((r) => !r.public)!;
+    for (const [, header] of [...variants, ['right', `Bearer ${cluster.token}`] as const]) await send(route, header);
+    const wrongTokens = variants.flatMap(([, v]) => (v === undefined || v === '' ? [] : [v.replace(/^\w+ /, '')]));
     // let the last request lines flush
     await new Promise((r) => setTimeout(r, 300));
     const lines = cluster.allLines();

@@ -92,6 +92,12 @@ async function sseEvents(
 const openai = (): OpenAI =>
   new OpenAI({ baseURL: `${cluster.orchestrator.url}/v1`, apiKey: cluster.token, maxRetries: 0 });
 
+/** The same embedding: as long as the other (not empty), and equal element by element (an empty one compared nothing). */
+function expectSameVector(got: readonly number[], want: readonly number[]): void {
+  expect(want.length).toBeGreaterThan(0);
+  expect(got).toHaveLength(want.length);
+  got.forEach((v, i) => expect(v).toBeCloseTo(want[i]!, 6));
+}
 describe('capabilities', () => {
   it('/v1/models lists what each model can serve; each pool reports its own', async () => {
     const models = await openai().models.list();
@@ -151,10 +157,10 @@ describe('POST /v1/embeddings', () => {
     expect(typeof raw).toBe('string');
     const bytes = Buffer.from(raw, 'base64');
     const decoded = Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4));
-    decoded.forEach((v, i) => expect(v).toBeCloseTo(float.data[1]!.embedding[i]!, 6));
+    expectSameVector(decoded, float.data[1]!.embedding);
     // Without encoding_format the client asks for base64 and decodes it itself.
     const implicit = await client.embeddings.create({ model: 'embedder', input: 'two' });
-    implicit.data[0]!.embedding.forEach((v, i) => expect(v).toBeCloseTo(float.data[1]!.embedding[i]!, 6));
+    expectSameVector(implicit.data[0]!.embedding, float.data[1]!.embedding);
   });
 
   it('token-array input, as the engine takes it', async () => {
@@ -181,7 +187,7 @@ describe('POST /v1/embeddings', () => {
     expect(one.embedding).toHaveLength(64);
     const many = await embedMany({ model, values: ['a', 'b', 'sunny day at the beach'], maxRetries: 0 });
     expect(many.embeddings).toHaveLength(3);
-    many.embeddings[2]!.forEach((v, i) => expect(v).toBeCloseTo(one.embedding[i]!, 6));
+    expectSameVector(many.embeddings[2]!, one.embedding);
   });
 
   it('LangChain OpenAIEmbeddings: embedQuery and embedDocuments', async () => {
@@ -195,7 +201,7 @@ describe('POST /v1/embeddings', () => {
     expect(query).toHaveLength(64);
     const docs = await embeddings.embedDocuments(['the fan is in the rack', 'where is the cooling fan']);
     expect(docs).toHaveLength(2);
-    docs[1]!.forEach((v, i) => expect(v).toBeCloseTo(query[i]!, 6));
+    expectSameVector(docs[1]!, query);
   });
 
   it('refusals in OpenAI shape: dimensions, bad input, a model that cannot embed, an unknown model', async () => {

@@ -35,6 +35,12 @@ function expectGraceful(run: ImpairedRun, label: string, ttftAllowanceMs: number
   expect(run.extraDispatches, 'dispatches beyond one per task, more than the re-placements').toBeLessThanOrEqual(
     run.requeued,
   );
+  // and the count saw them: every task that ended with its tokens reached an engine (zero lines passed the check above)
+  const ended = run.outcomes.filter((e) => e.kind === 'end').length;
+  expect(
+    run.reachedEngine,
+    "tasks with an 'engine request sent' line, against those that ended",
+  ).toBeGreaterThanOrEqual(ended);
   // graceful: the TTFT grows by at most the allowance
   expect(run.ttftMs.p50).toBeLessThanOrEqual(run.baselineTtftMs.p50 + ttftAllowanceMs);
   // and the latency was there: a first token comes after the dispatch crossed to the node and the

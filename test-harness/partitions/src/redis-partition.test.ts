@@ -179,6 +179,10 @@ describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still 
       sent.set(String(j.task_id), (sent.get(String(j.task_id)) ?? 0) + 1);
     const twice = [...sent].filter(([, n]) => n > 1);
     expect(twice, 'tasks dispatched more than once').toEqual([]);
+    // and the count saw them: every task that ended with its tokens reached the engine (a check that passed on zero lines proved nothing)
+    const tasks = [...onA, ...onB];
+    const unseen = tasks.filter((t, i) => ends[i]?.kind === 'end' && (sent.get(t.id) ?? 0) === 0).map((t) => t.id);
+    expect(unseen, "ended tasks with no 'engine request sent' line").toEqual([]);
     for (const e of ends.slice(6)) expect(e.kind, `replica-b's task: ${JSON.stringify(e)}`).toBe('end');
 
     // the link back: replica-a admits and serves again without a restart

@@ -38,7 +38,7 @@ describe('bearer tokens', () => {
     }
   });
 
-  it('matches in constant time by digest; the first of two credentials with one key wins', () => {
+  it('matches by SHA-256 digest (timingSafeEqual; timing itself is not measured); the first of two credentials with one key wins', () => {
     expect(tokenMatches('secret', 'secret')).toBe(true);
     expect(tokenMatches('', 'secret')).toBe(false);
     const lookup = credentialLookup([
