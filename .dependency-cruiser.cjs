@@ -1,7 +1,7 @@
 /**
- * The package graph is one-way (CONVENTIONS §1): contracts at the leaf, packages above it, apps on
+ * The package graph is one-way (ARCHITECTURE.md, Processes): contracts at the leaf, packages above it, apps on
  * top, the e2e harness apart (HTTP only). Inside each app, folders by capability are layered one
- * way (DESIGN.md §2): a folder imports only folders below it, peers on one layer not each other,
+ * way (ARCHITECTURE.md, Layers): a folder imports only folders below it, peers on one layer not each other,
  * and only `http/` (plus the app factory) knows Fastify. `pnpm lint` fails on any violation.
  */
 
@@ -24,7 +24,7 @@ function appLayers(app, layers, roots) {
       rules.push({
         name: `${app}-layers-${layer.join('-')}`,
         severity: 'error',
-        comment: `${layer.join(', ')} sit below ${above.join(', ')} and must not import them (DESIGN.md §2).`,
+        comment: `${layer.join(', ')} sit below ${above.join(', ')} and must not import them (ARCHITECTURE.md, Layers).`,
         from: { path: folders(layer), pathNot: exempt },
         to: { path: folders(above) },
       });

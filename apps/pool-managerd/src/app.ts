@@ -36,7 +36,7 @@ export interface AppDeps {
 }
 
 /**
- * pool-managerd's HTTP API (DESIGN §4 "pool-managerd HTTP"). Never listens, reads env or installs
+ * pool-managerd's HTTP API (spec 50, HTTP). Never listens, reads env or installs
  * signal handlers: main.ts does.
  */
 export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) {

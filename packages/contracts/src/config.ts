@@ -245,7 +245,7 @@ export const PoolConfigSchema = z
 export type PoolConfig = z.infer<typeof PoolConfigSchema>;
 export type PoolConfigInput = z.input<typeof PoolConfigSchema>;
 
-/** How pool-managerd supervises engines (DESIGN §5); every field optional, defaults shown. */
+/** How pool-managerd supervises engines (spec 50); every field optional, defaults shown. */
 export const SupervisionConfigSchema = z
   .strictObject({
     /** First restart delay after a crash, ms (doubles per consecutive failure, ±10 % jitter). @default 1000 */
@@ -305,7 +305,7 @@ export const PoolManagerConfigSchema = z
     cache_dir: z.string().optional(),
     /** Model cache budget, bytes; LRU eviction above it. */
     model_cache_budget_bytes: z.int().positive().optional(),
-    /** Engine supervision tuning; absent = the DESIGN §5 defaults. */
+    /** Engine supervision tuning; absent = the spec 50 defaults. */
     supervision: SupervisionConfigSchema.optional(),
     /** Pools on this node. */
     pools: z.array(PoolConfigSchema).min(1).max(64),

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ERROR_STATUS, ErrorCodeSchema, ErrorEnvelopeSchema, RETRIABLE_BY_DEFAULT, needsBackoffHeaders } from './index.js';
 
 describe('error codes', () => {
-  it('maps every code to the status DESIGN §4 fixes', () => {
+  it('maps every code to the status the error table fixes (spec 10)', () => {
     expect(ERROR_STATUS).toEqual({
       INVALID_PARAMS: 400, DEADLINE_UNMET: 400, UNAUTHORIZED: 401, FORBIDDEN: 403, NOT_FOUND: 404, PAYLOAD_TOO_LARGE: 413,
       ADMISSION_REJECT: 429, QUEUE_FULL_DROP_LRU: 429, POOL_UNREADY: 503, POOL_UNAVAILABLE: 503,

@@ -24,7 +24,7 @@ export const ErrorCodeSchema = z.enum([
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 
-/** The one code → HTTP status table (DESIGN §4). WORKER_RESET is 502: the upstream engine failed. */
+/** The one code → HTTP status table (spec 10). WORKER_RESET is 502: the upstream engine failed. */
 export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   INVALID_PARAMS: 400,
   DEADLINE_UNMET: 400,

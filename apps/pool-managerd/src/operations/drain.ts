@@ -20,7 +20,7 @@ export async function waitForLeases(pool: Pick<OperablePool, 'leases' | 'log'>, 
 }
 
 /**
- * Drain (DESIGN §5): no new leases, in-flight work runs until `deadlineMs`, then the engine stops
+ * Drain (spec 50): no new leases, in-flight work runs until `deadlineMs`, then the engine stops
  * (an adopted one is released, not killed) and the pool is `stopped`. Throws PoolBusyError at once
  * when another operation holds the pool; the returned promise is the whole operation.
  */

@@ -360,7 +360,7 @@ export class PoolManager {
   }
 
   /**
-   * Drain (DESIGN §5): no new leases, in-flight work until `deadlineMs`, then stop. Configured pools
+   * Drain (spec 50): no new leases, in-flight work until `deadlineMs`, then stop. Configured pools
    * stop their engine; an adopted external engine is released (not killed: it is not ours).
    * Throws synchronously for unknown or busy pools; the returned promise is the whole operation.
    */

@@ -1,7 +1,7 @@
 import type { SupervisionConfig } from '@llama-orch/contracts';
 import type { SleepingClock } from '@llama-orch/daemon-support';
 
-/** Supervision numbers (DESIGN §5). Tests shrink them; the daemon uses {@link DEFAULT_SUPERVISION}. */
+/** Supervision numbers (spec 50). Tests shrink them; the daemon uses {@link DEFAULT_SUPERVISION}. */
 export interface SupervisionSettings {
   /** First restart delay, ms. @default 1000 */
   backoffBaseMs: number;
@@ -43,7 +43,7 @@ export const DEFAULT_SUPERVISION: Readonly<SupervisionSettings> = Object.freeze(
   readinessIntervalMs: 50,
 });
 
-/** YAML `supervision` (snake_case, all optional) over the DESIGN §5 defaults. */
+/** YAML `supervision` (snake_case, all optional) over the spec 50 defaults. */
 export function supervisionSettings(cfg: SupervisionConfig | undefined): SupervisionSettings {
   const d = DEFAULT_SUPERVISION;
   return {
