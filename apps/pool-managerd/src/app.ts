@@ -95,7 +95,7 @@ function fastifyOptions(deps: AppDeps, config: Pick<PoolManagerConfig, 'node'>) 
     childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: 4 * 1024 * 1024,
     // close() runs after the pools stopped (every dispatch stream has ended): remaining sockets
-    // are only keep-alive or half-dead connections, and waiting for them let a SIGTERM run into
+    // are only keep-alive or half-dead connections, and waiting for them can run a SIGTERM into
     // the 15 s grace kill (exit 1) after a chaos run.
     forceCloseConnections: true,
   };

@@ -112,7 +112,7 @@ const ORDERS: readonly (readonly Variant[])[] = [
 export const cancelBench: Bench = {
   name: 'cancel',
   title: 'Cancel latency (client disconnect → engine slot idle)',
-  // dispatch_p50: the check pool-managerd's tests used to make (median ≤ 100 ms), kept here as a target.
+  // dispatch_p50: a benchmark target (median ≤ 100 ms), not a timed test: pool-managerd's tests allow a generous 2 s.
   targets: [
     { figure: 'relay_p99', op: '<=', value: 100, unit: 'ms' },
     { figure: 'dispatch_p50', op: '<=', value: 100, unit: 'ms' },

@@ -462,8 +462,8 @@ export const relayBench: Bench = {
       const chatNgx2 = addedOver(v.chat_nginx2, v.chat_direct);
       const cpuChatRelay = v.chat_relay.cpuUsPerToken();
       const cpuChatNginx2 = v.chat_nginx2.cpuUsPerToken();
-      // The streamed /v1 chat of the same generation, per request: what a non-streamed request cost
-      // before issue 28, when it was generated as a stream and assembled at the end.
+      // The streamed /v1 chat of the same generation, per request: what a non-streamed request would
+      // cost generated as a stream and assembled at the end.
       const streamedChatCpuMs =
         ((cpuChatRelay.total as number) * v.chat_relay.tokens) / v.chat_relay.generations.length / 1000;
       const pairedTtft = summarize(

@@ -3,8 +3,8 @@
 // replica finds the lease lapsed, takes the task over and re-attaches to the generation on the node,
 // which ends the stalled replica's connection to it ("last attacher wins"). When the stalled
 // replica runs again, its client must follow the task to its new owner (Last-Event-ID), not get
-// `error WORKER_RESET "stream from node ended without an end or error event"` — what
-// up-failover.process.test.ts saw once in ~4 full-suite runs. `llorch up --replicas 3` with
+// `error WORKER_RESET "stream from node ended without an end or error event"` for a task that
+// goes on under the new owner. `llorch up --replicas 3` with
 // Debian's redis-server and HAProxy, the real daemons and llama-server (synthetic model).
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';

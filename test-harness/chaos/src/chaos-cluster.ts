@@ -100,8 +100,8 @@ export class ChaosCluster {
         LLORCH_API_TOKEN: token,
         ORCHD_NODE_HEARTBEAT_MS: String(opts.heartbeatMs),
         LOG_LEVEL: opts.logLevel ?? 'info',
-        // the restart fault is the cut (tasks held end with an error frame, as before the SIGTERM
-        // drain existed): a drain would let them finish and test nothing of that path
+        // the restart fault is the cut (tasks held end with an error frame, no SIGTERM drain): a
+        // drain would let them finish and test nothing of that path
         ORCHD_DRAIN_GRACE_MS: '0',
         ...opts.orchestratorEnv,
       },

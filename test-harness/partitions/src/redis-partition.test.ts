@@ -1,9 +1,8 @@
-// Scenario 2 of .specs/90-reliability-suite.md. Held out of the suite once (2026-11-26): a task queued
-// on replica-b hung in loaded runs. replica-a, retrying a dispatch the cluster's slot leases refused
-// (before the cluster gate took the slot lease first), had just put its task back in the queue when the
-// link went down; the record kept that attempt's placement, so replica-b took the queued task over as a
-// running one, re-attached to a dispatch the node never had, failed it and left its entry at the head
-// of the queue, where every later task of the model waited. On a task without a terminal frame the
+// Scenario 2 of .specs/90-reliability-suite.md. A task replica-a put back in the queue just before the
+// link goes down (an attempt that failed before its first token) keeps that attempt's placement in its
+// `queued` record: replica-b must take it over as a queued task and dispatch it, not re-attach it as a
+// running one (the node never had that dispatch: the task would fail and its entry stay at the head of
+// the queue, where every later task of the model would wait). On a task without a terminal frame the
 // test prints what each daemon logged about it and keeps the logs.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

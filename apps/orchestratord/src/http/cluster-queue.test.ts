@@ -187,7 +187,7 @@ describe('the cluster admission queue across replicas', () => {
           delivery: 'events',
         };
         // the batch orphan had an attempt its node refused (saturated): back to `queued`, its record keeps that placement —
-        // it must be dispatched anew, not re-attached (which failed it and left its entry first in the queue: the chaos run's hang)
+        // it must be dispatched anew, not re-attached (which would fail it and leave its entry first in the queue)
         const refused = {
           node_id: 'n1',
           pool_id: 'p',

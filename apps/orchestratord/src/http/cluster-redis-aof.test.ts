@@ -81,8 +81,8 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
 
   // Down longer than an owner lease (2 s): every replica lets its tasks go (queued ones wait to be
   // granted back, or follow the replica that took them), and once the store is back a replica finds
-  // its own lapsed tasks among the orphans. Found by the replica chaos run: such a task's queue entry stayed first in the cluster's
-  // queue with nobody to dispatch it, and every task of the model after it hung.
+  // its own lapsed tasks among the orphans. Such a task must run or end: else its queue entry stays first in the cluster's
+  // queue with nobody to dispatch it, and every task of the model after it hangs.
   it(
     'down longer than a lease: tasks admitted after the restart run, and every earlier task ended once with the outcome its client saw',
     { timeout: 60_000 },
@@ -140,7 +140,7 @@ describe('Redis SIGKILLed and restarted with its AOF data', () => {
 
   // Let go for a whole lease (nobody could renew it, nobody else took it): a queued task is granted
   // back by the sweep once the store is back and runs as if nothing happened, whichever door it came
-  // through (before: it ended STORE_UNAVAILABLE as it was let go). The slot stays busy through the
+  // through (it does not end STORE_UNAVAILABLE when it is let go). The slot stays busy through the
   // outage: a queued task that finds a free slot while the store is away fails its claim at once
   // (STORE_UNAVAILABLE, retriable), which is another path.
   it(

@@ -161,7 +161,7 @@ describe('a replica stalled past its owner lease with a queued /v2 task', () => 
         process.kill(a.pid, 'SIGCONT');
       }
       const stalledMs = Date.now() - stoppedAt;
-      // a finds the task is b's: its client's stream ends without a terminal frame and reconnects (before: error STORE_UNAVAILABLE)
+      // a finds the task is b's: its client's stream ends without a terminal frame and reconnects (not error STORE_UNAVAILABLE)
       await until(
         () => progress.reconnects > 0 || progress.done,
         "the client to reconnect or get the task's end",

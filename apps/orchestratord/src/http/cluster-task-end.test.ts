@@ -6,8 +6,8 @@ import { sleep } from '../testing/store-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';
 
 // With replicas, a task's end reaches its clients only once the shared record holds it (spec 65,
-// Ending). The other order let a replica killed between the two leave a `running` record that
-// another replica adopted and ended differently from what the client saw (the replica chaos run).
+// Ending). The other order would let a replica killed between the two leave a `running` record
+// that another replica adopts and ends differently from what the client saw.
 describe('a task ending on a replica of a cluster', () => {
   const h = replicaHarness();
 

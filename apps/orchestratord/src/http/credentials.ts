@@ -36,7 +36,7 @@ export interface LoadCredentialsOptions {
 /**
  * The credentials of a configuration. `LLORCH_API_TOKEN` is the operator credential `default`
  * (client and operator routes) and, without `LLORCH_NODE_TOKEN`, the node credential too — so
- * with nothing else configured one token serves every route, as before keys existed. The node
+ * with nothing else configured one token serves every route (no keys file needed). The node
  * token (`node`) opens only the node routes. The keys file (`ORCHD_KEYS_FILE`) adds named client
  * and operator keys. Every problem is reported in one {@link ConfigError}.
  */

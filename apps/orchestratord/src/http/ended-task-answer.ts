@@ -26,7 +26,7 @@ const StoredReplaySchema = z.object({
  * The frame log of an ended `/v2` task rebuilt from its shared record: `started`, padding up to the
  * first token's id, the tokens with the ids they had, the terminal frame with its id. Undefined when
  * the record cannot give the frames up to the terminal one with their ids (no tokens kept, a record
- * from before the ids were kept): then only the terminal frame can be told.
+ * without the frame ids): then only the terminal frame can be told.
  */
 export function replayFromRecord(
   outcome: StoredOutcome,

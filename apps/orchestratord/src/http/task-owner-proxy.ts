@@ -69,7 +69,7 @@ export class TaskOwnerProxy {
       );
     }
     // Passed here by a replica that read an earlier owner: the task was taken over meanwhile. The
-    // client's retry reaches the new owner; a 404 ended its EventSource for good (chaos run).
+    // client's retry reaches the new owner; a 404 would end its EventSource for good.
     if (forwarded)
       throw new InternalError(`task ${id} moved to replica ${owner.replica} while this request was passed here`, {
         retriable: true,

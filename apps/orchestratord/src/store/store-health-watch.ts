@@ -13,7 +13,10 @@ export class StoreHealthWatch {
   readonly #store: ProcessStore;
   readonly #logger: Log;
 
-  /** `intervalMs`: a PING costs next to nothing, and at 1 s the replica chaos run saw `/readyz` still 200 up to 1,006 ms after a Redis SIGKILL (bound 1 s). */
+  /**
+   * `intervalMs`: a PING costs next to nothing, and `/readyz` must turn 503 within 1 s of a Redis
+   * SIGKILL (the replica chaos run's bound), which a 1 s interval can miss.
+   */
   constructor(store: ProcessStore, logger: Log, intervalMs = 250) {
     this.#store = store;
     this.#logger = logger;

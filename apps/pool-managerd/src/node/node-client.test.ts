@@ -110,7 +110,7 @@ describe('NodeClient', () => {
     await until(() => orch.held === 1);
     const heldAt = Date.now();
     // Given up after 600 ms (the interval), retried 200 ms later: well inside the 1.8 s offline limit.
-    // Before, the 5 s request timeout held the next heartbeat back and the node went offline.
+    // The 5 s request timeout alone would hold the next heartbeat back and the node go offline.
     await until(() => orch.heartbeats.length >= 2, 5000);
     const gap = (orch.heartbeats[1]?.at ?? 0) - heldAt;
     expect(gap).toBeGreaterThanOrEqual(500);
@@ -130,8 +130,8 @@ describe('NodeClient', () => {
     await until(() => orch.held === 1);
     const heldAt = Date.now();
     await until(() => orch.heartbeats.length > before, 5000);
-    // Each given up after half an interval and retried 200 ms later: ~1.4 s. Before (given up after
-    // an interval, one quick retry, then the cadence) ~2.2 s, close to the 3 s offline limit.
+    // Each given up after half an interval and retried 200 ms later: ~1.4 s. Giving up after an
+    // interval with one quick retry, then the cadence, would take ~2.2 s, close to the 3 s offline limit.
     expect(orch.held).toBe(2);
     expect((orch.heartbeats.at(-1)?.at ?? 0) - heldAt).toBeLessThan(1900);
   });

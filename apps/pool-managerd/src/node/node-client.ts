@@ -65,11 +65,11 @@ class HttpStatusError extends Error {
  *
  * Heartbeats keep their cadence from when each was sent, and one may take at most half an interval
  * (500 ms at least): orchestratord marks a node offline after 3 intervals of silence, and behind a
- * load balancer one slow, stopped or leaving replica must not hold the next heartbeat back (a rolling
- * restart once cost two requests a 503 that way on a loaded CI machine). A failed heartbeat is
+ * load balancer one slow, stopped or leaving replica must not hold the next heartbeat back (on a
+ * loaded machine that can cost a rolling restart requests answered 503). A failed heartbeat is
  * retried after 200 ms up to 3 times in a row, then every interval: with one replica SIGSTOPped
- * behind HAProxy (which still connects to it until its checks fail), a heartbeat and its one retry
- * could both land there, and the node went offline on a CI machine for 2 s of it.
+ * behind HAProxy (which still connects to it until its checks fail), a heartbeat and a single retry
+ * can both land there, and the node would go offline.
  */
 export class NodeClient {
   #state: NodeClientState = 'idle';

@@ -11,7 +11,7 @@ export interface Frame {
 /**
  * Feeds SSE text to an eventsource-parser and hands each complete frame to `onFrame`. Lines end
  * only at CR/LF as the SSE spec says: a token's text may hold U+2028, where a `^data: (.*)$`
- * regex stopped, so its JSON did not parse and the reader reconnected for ever (a CI failure).
+ * regex would stop, so its JSON would not parse and the reader would reconnect for ever.
  */
 export function frameParser(onFrame: (f: Frame) => void): { feed(text: string): void } {
   return createParser({

@@ -5,9 +5,9 @@ import type { Socket } from 'node:net';
  * corked at the first command and uncorked in that turn's check phase (`setImmediate`), after the
  * turn's other I/O callbacks (requests that arrived together) have sent theirs. Each write to
  * redis-server costs a system call and wakes the server (on a busy machine, a context switch each
- * way); requests handled in one turn now share one (.specs/80-performance.md). Nothing else
- * changes: ioredis still answers each command in order, fails it at once when the connection is
- * down (nothing is held while the socket is not writable), and times it out as before.
+ * way); requests handled in one turn share one (.specs/80-performance.md). ioredis still answers
+ * each command in order, fails it at once when the connection is down (nothing is held while the
+ * socket is not writable), and times it out with its command timeout.
  */
 export class WriteCoalescer {
   #corked: Socket | undefined;

@@ -335,7 +335,7 @@ export class ClusterGate {
    * handed off when the store names another owner: its client reconnects there and gets the task's
    * tokens and end, not this error for a task that completes elsewhere. Still this replica's,
    * unknown, the store unreachable, or a client that cannot follow (`/v1`): it ends here with the
-   * error (retriable), as before.
+   * error (retriable).
    */
   #refused(task: TaskRecord, code: ErrorCode, message: string): void {
     const fail = (): void => this.#act.fail(task, code, message, true);

@@ -360,7 +360,7 @@ export class ClusterTasks {
     });
     // Back from a store outage: every lease lapsed meanwhile, most owners alive, their clients
     // still connected to them. For one lease this replica only takes back its own tasks, so each
-    // owner writes the end its client saw (taking a live owner's task ended it twice).
+    // owner writes the end its client saw (taking a live owner's task would end it twice).
     if (this.#storeAway) this.#quietUntil = this.#clock.now() + this.#ownerTtlMs;
     this.#storeAway = false;
     const quiet = this.#clock.now() < this.#quietUntil;
@@ -420,7 +420,7 @@ export class ClusterTasks {
     // Let go (another replica took it over, or the store was out for a whole lease): the end takes
     // it back first, and writes nothing when another replica has it.
     // No fence (0): not admitted here, or ended already — the record is not this replica's to end
-    // (fence 0 is refused), but the entry and the session turn are still closed, as before.
+    // (fence 0 is refused), but the entry and the session turn are closed all the same.
     const { fence, formerFence } = this.#owners.release(id);
     const tokensOut = frame.event === 'end' ? frame.data.tokens_out : undefined;
     await this.#ends.write({

@@ -47,11 +47,11 @@ export interface ClusterEndWriterOptions {
 /**
  * Writes task ends to the store, and keeps those it could not write (store unreachable) for
  * {@link retry}, until written or the task is another replica's; each task's lifecycle says where
- * its end is ({@link TaskLifecycle.endRecord}), the writer keeps the unwritten ones to retry. Without it, a task that ended
- * while Redis was down stayed `running` in the store: its lease lapsed, another replica took it
- * over, and its record said something else than its client saw — or, for a queued task this
- * replica had let go, its entry stayed first in the cluster's queue with nobody to dispatch it,
- * and every later task of its model hung (the replica chaos run's Redis restart).
+ * its end is ({@link TaskLifecycle.endRecord}), the writer keeps the unwritten ones to retry. Without it, a task that ends
+ * while Redis is down would stay `running` in the store: its lease lapses, another replica takes it
+ * over, and its record says something else than its client saw — or, for a queued task this
+ * replica had let go, its entry would stay first in the cluster's queue with nobody to dispatch it,
+ * and every later task of its model would hang behind it.
  */
 export class ClusterEndWriter {
   readonly #o: ClusterEndWriterOptions;

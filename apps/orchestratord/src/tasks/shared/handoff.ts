@@ -8,8 +8,8 @@ import type { TaskRecord } from '../task-record.js';
  * a re-attach, `reattach_ms`) can be taken over by a replica that found this one's owner lease
  * lapsed — this replica stalled (a loaded machine, a GC pause) but lives — and that replica's
  * re-attach ends this one's connection to the node without an end event ("last attacher wins").
- * Failing the task here sent its client `error WORKER_RESET` while the generation went on
- * elsewhere (`up-failover.process.test.ts`, once in ~4 full-suite runs); placing it again would
+ * Failing the task here would send its client `error WORKER_RESET` while the generation goes on
+ * elsewhere (`up-stall.process.test.ts` provokes it with a SIGSTOP); placing it again would
  * replace the generation under the new owner's feet.
  */
 export function mayHaveMoved(task: TaskRecord, outcome: AttemptOutcome): boolean {
@@ -28,7 +28,7 @@ export function followsMoves(task: Pick<TaskRecord, 'delivery' | 'request'>): bo
 /**
  * The replica that owns task `id` now, when it is another one (then that replica ends the task, and
  * this one hands it off: the task service's `#end` with `movedTo`); undefined when it is still this replica's, or the
- * store does not know or cannot be reached — the attempt's own outcome applies then, as before.
+ * store does not know or cannot be reached — the attempt's own outcome applies then.
  */
 function movedTo(cluster: Pick<ClusterTasks, 'ownerOf' | 'replicaId'>, id: string): Promise<string | undefined> {
   return cluster.ownerOf(id).then(
