@@ -1,7 +1,15 @@
 import { ErrorEnvelopeSchema, NodeListSchema, ReadinessSchema } from '@llama-orch/contracts';
 import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
-import { annAuth, bearer, nodeAuth, NODE, replicaHarness, until } from '../testing/replica-harness.js';
+import {
+  annAuth,
+  bearer,
+  nodeAuth,
+  NODE,
+  replicaHarness,
+  until,
+  CLUSTER_HEARTBEAT_MS,
+} from '../testing/replica-harness.js';
 import { sleep } from '../testing/store-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';
 
@@ -12,7 +20,9 @@ describe('orchestratord replicas sharing a Redis store', () => {
   const cleanup = { push: h.defer };
 
   it('node registry and liveness: registered on A, heard on B, placed on C; offline decided once; deregistered everywhere', async () => {
-    const [a, b, c] = await Promise.all([1, 2, 3].map(() => replica('nodes:', { heartbeat_interval_ms: 200 })));
+    const [a, b, c] = await Promise.all(
+      [1, 2, 3].map(() => replica('nodes:', { heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS })),
+    );
     const urls: string[] = [];
     for (const r of [a, b, c]) urls.push(await r!.app.listen({ port: 0, host: '127.0.0.1' }));
     const node = await FixturePoolManager.start({
@@ -54,7 +64,7 @@ describe('orchestratord replicas sharing a Redis store', () => {
     await until(async () => (await nodesOf(a))[0]?.state === 'online', 'A to see n1 online again');
 
     // a replica started now knows the node from its first request (buildApp waits for the first refresh)
-    const late = await replica('nodes:', { heartbeat_interval_ms: 200 });
+    const late = await replica('nodes:', { heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS });
     expect((await nodesOf(late)).map((n) => n.node_id)).toEqual(['n1']);
     expect((await b!.app.inject({ method: 'DELETE', url: '/v2/nodes/n1', headers: nodeAuth })).statusCode).toBe(204);
     await until(async () => (await nodesOf(a)).length === 0 && (await nodesOf(c)).length === 0, 'n1 gone from A and C');
@@ -66,7 +76,9 @@ describe('orchestratord replicas sharing a Redis store', () => {
     'slot leases: 200 concurrent tasks over 3 replicas on one 2-slot pool; the node never refuses a dispatch as saturated',
     { timeout: 120_000 },
     async () => {
-      const replicas = await Promise.all([1, 2, 3].map(() => replica('leases:', { heartbeat_interval_ms: 200 })));
+      const replicas = await Promise.all(
+        [1, 2, 3].map(() => replica('leases:', { heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS })),
+      );
       const urls: string[] = [];
       for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
       const node = await FixturePoolManager.start({
@@ -77,7 +89,7 @@ describe('orchestratord replicas sharing a Redis store', () => {
       });
       cleanup.push(() => node.close());
       expect(await node.register(urls[0]!)).toBe(200);
-      await node.startHeartbeats(urls[1]!, 200);
+      await node.startHeartbeats(urls[1]!, CLUSTER_HEARTBEAT_MS);
       cleanup.push(() => Promise.resolve(node.stopHeartbeats()));
       await until(
         async () => replicas.every((r) => r.app.services.registry.poolsForModel('m')[0]?.node_state === 'online'),

@@ -4,7 +4,15 @@ import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
 import { leaveTask } from '../testing/leftover-tasks.js';
-import { annAuth, fixtureCluster, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
+import {
+  annAuth,
+  fixtureCluster,
+  NODE,
+  replicaHarness,
+  until,
+  type Replica,
+  CLUSTER_HEARTBEAT_MS,
+} from '../testing/replica-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';
 
 // A replica whose address refuses connections while it is still a listed replica died: a read or
@@ -194,8 +202,8 @@ describe('taking over the tasks of a replica found dead', () => {
     { timeout: 30_000 },
     async () => {
       const [a, c] = [
-        await h.replica('seize-close:', { heartbeat_interval_ms: 200 }),
-        await h.replica('seize-close:', { heartbeat_interval_ms: 200 }),
+        await h.replica('seize-close:', { heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS }),
+        await h.replica('seize-close:', { heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS }),
       ];
       const url = new URL(await c.app.listen({ port: 0, host: '127.0.0.1' }));
       const id = c.app.services.replicas.identity.replicaId;

@@ -2,7 +2,14 @@ import { ErrorEnvelopeSchema, SessionInfoSchema } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
-import { annAuth, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
+import {
+  annAuth,
+  NODE,
+  replicaHarness,
+  until,
+  type Replica,
+  CLUSTER_HEARTBEAT_MS,
+} from '../testing/replica-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';
 
 // A task is readable and cancellable on any replica: the one that owns it answers (task-owner-proxy.ts).
@@ -20,7 +27,7 @@ describe('task reads across replicas', () => {
     const prefix = `reads${clusters}:`;
     const replicas = await Promise.all(
       Array.from({ length: n }, () =>
-        h.replica(prefix, { heartbeat_interval_ms: 200, session_token_budget: 1000, ...over }),
+        h.replica(prefix, { heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS, session_token_budget: 1000, ...over }),
       ),
     );
     const urls: string[] = [];
@@ -28,7 +35,7 @@ describe('task reads across replicas', () => {
     const node = await FixturePoolManager.start({ nodeId: 'n1', pools, token: NODE, tokenIntervalMs: 5 });
     h.defer(() => node.close());
     expect(await node.register(urls[0]!)).toBe(200);
-    await node.startHeartbeats(urls[0]!, 200);
+    await node.startHeartbeats(urls[0]!, CLUSTER_HEARTBEAT_MS);
     h.defer(() => Promise.resolve(node.stopHeartbeats()));
     await until(
       () => replicas.every((r) => r.app.services.registry.poolsForModel('m').every((v) => v.node_state === 'online')),
@@ -135,7 +142,10 @@ describe('task reads across replicas', () => {
       ).body.dump();
       await until(() => node.active('p') === 1, 'the task to run');
       // the "restarted" replica: same id and store, none of the first one's tasks in memory
-      const again = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'same-id' });
+      const again = await h.replica(`reads${clusters}:`, {
+        heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS,
+        replica_id: 'same-id',
+      });
       const res = await again.app.inject({
         method: 'GET',
         url: `/v2/tasks/${String(task.task_id)}/events`,
@@ -145,7 +155,10 @@ describe('task reads across replicas', () => {
       expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({ code: 'INTERNAL', retriable: true });
       expect(replicas[0]!.app.services.tasks.get(String(task.task_id))).toBeDefined();
       // a read passed on by a replica that saw an earlier owner (the task was taken over meanwhile): retriable, not 404
-      const other = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'another-id' });
+      const other = await h.replica(`reads${clusters}:`, {
+        heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS,
+        replica_id: 'another-id',
+      });
       const passed = await other.app.inject({
         method: 'GET',
         url: `/v2/tasks/${String(task.task_id)}/events`,
@@ -161,7 +174,7 @@ describe('task reads across replicas', () => {
     { timeout: 30_000 },
     async () => {
       const { replicas, urls } = await cluster(1, undefined, { replica_id: 'owner-id' });
-      const other = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200 });
+      const other = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS });
       const otherUrl = await other.app.listen({ port: 0, host: '127.0.0.1' });
       const task = taskBody({ max_tokens: 6 });
       await (
@@ -194,7 +207,10 @@ describe('task reads across replicas', () => {
           .statusCode,
       ).toBe(204);
       // a replica restarted with the owner's id holds none of its frames: it answers from the record too
-      const again = await h.replica(`reads${clusters}:`, { heartbeat_interval_ms: 200, replica_id: 'owner-id' });
+      const again = await h.replica(`reads${clusters}:`, {
+        heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS,
+        replica_id: 'owner-id',
+      });
       const onAgain = await again.app.inject({
         method: 'GET',
         url: `/v2/tasks/${String(task.task_id)}/events`,

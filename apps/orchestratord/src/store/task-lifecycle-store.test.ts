@@ -151,14 +151,15 @@ describe.each(STORE_KINDS)('task lifecycle (%s store)', (kind) => {
       first: 'i1',
     });
     expect(await a!.tasks.get('b3')).toMatchObject({ state: 'queued', attempt: 0 });
-    // a lapsed lease is not counted: b3 on a 2-slot pool whose other lease lapsed passes
-    await b!.leases.acquire({ poolKey: 'n1/p3', slots: 2, leaseId: 'gone#1', ttlMs: 30 });
+    // a lapsed lease is not counted: b3 on a 2-slot pool whose other lease lapsed passes (the lease
+    // outlives the next two round trips by far even on a loaded machine, then lapses)
+    await b!.leases.acquire({ poolKey: 'n1/p3', slots: 2, leaseId: 'gone#1', ttlMs: 500 });
     await b!.leases.acquire({ poolKey: 'n1/p3', slots: 2, leaseId: 'b3#2', ttlMs: 10_000 });
     expect(await a!.lifecycle.dispatch('b3', 1, 'n1/p3', { poolKey: 'n1/p3', slots: 2 })).toEqual({
       kind: 'behind',
       first: 'i1',
     });
-    await sleep(60);
+    await sleep(600);
     expect(await a!.lifecycle.dispatch('b3', 1, 'n1/p3', { poolKey: 'n1/p3', slots: 2 })).toMatchObject({
       kind: 'taken',
     });

@@ -1,3 +1,4 @@
+import { CLUSTER_HEARTBEAT_MS } from './replica-harness.js';
 // Test-only: orchestratord listening on loopback with fixture pool-managerd nodes, and the
 // official `openai` client pointed at its /v1 door.
 import OpenAI from 'openai';
@@ -6,7 +7,7 @@ import type { AppTuning } from '../app.js';
 import { makeApp, TOKEN, type ExtraDeps, type TestApp } from './test-helpers.js';
 
 // Offline after 3 missed: 750 ms of silence, far above the event-loop stalls of a busy test machine.
-export const HB_MS = 250;
+export const HB_MS = CLUSTER_HEARTBEAT_MS;
 
 export interface Cluster {
   t: TestApp;

@@ -13,6 +13,9 @@ import { REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } fr
 import { sharedStore, sleep } from './store-harness.js';
 import { captureLogger } from './test-helpers.js';
 
+/** The heartbeat interval of the cluster suites' replicas and nodes, ms: long enough that a loaded 2-core machine keeps up. */
+export const CLUSTER_HEARTBEAT_MS = 250;
+
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 export const BOB = 'bob-key-0123456789abcdef-env';
 export const ANN = 'ann-key-0123456789abcdef-env';
@@ -125,7 +128,9 @@ export async function fixtureCluster(
   options: { over?: Record<string, unknown>; tokenIntervalMs?: number } = {},
 ): Promise<{ replicas: Replica[]; node: FixturePoolManager }> {
   const replicas = await Promise.all(
-    Array.from({ length: n }, () => h.replica(prefix, { heartbeat_interval_ms: 200, ...options.over })),
+    Array.from({ length: n }, () =>
+      h.replica(prefix, { heartbeat_interval_ms: CLUSTER_HEARTBEAT_MS, ...options.over }),
+    ),
   );
   const urls: string[] = [];
   for (const r of replicas) urls.push(await r.app.listen({ port: 0, host: '127.0.0.1' }));
