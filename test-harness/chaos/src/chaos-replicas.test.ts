@@ -1,4 +1,4 @@
-import { ensureDebianPackage } from '@llama-orch/daemon-support';
+import { ensureDebianPackage } from '@llama-orch/daemon-support/debian-package';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HAPROXY } from './balancer.js';
 import { REDIS_SERVER } from './redis-daemon.js';

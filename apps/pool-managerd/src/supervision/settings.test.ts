@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_SUPERVISION, supervisionSettings } from './settings.js';
 
 describe('supervision config', () => {
-  it('defaults to spec 50's numbers when absent', () => {
+  it('defaults to the spec 50 numbers when absent', () => {
     expect(supervisionSettings(undefined)).toEqual(DEFAULT_SUPERVISION);
   });
   it('overrides only what the YAML sets', () => {
