@@ -2,7 +2,7 @@
 export { BENCHES, BENCH_ORDER } from './benches/index.js';
 export type { Bench, BenchContext } from './lib/context.js';
 export type { BenchOutcome, BenchResult, Figure, FigureRow, Target } from './lib/result.js';
-export { buildResult, isMet, writeResult } from './lib/result.js';
+export { buildResult, isMet, trimDetail, trimResult, writeResult } from './lib/result.js';
 export {
   loadResults,
   renderPerformancePage,

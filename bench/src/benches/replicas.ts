@@ -340,13 +340,13 @@ function notes(
           `The 2 ÷ 1 ratio ranged ${spread} by round, so on this machine neither figure resolves a difference of less than about that spread.`) +
       ` Not the balancer: nginx used ${one.lbCores.toFixed(2)} core (1 replica) and ${two.lbCores.toFixed(2)} (2). Hearing the other replica is part of it: in the ` +
       `1-replica rounds replica B, in A's cluster but unloaded, used ${one.idlePeerMsPerS?.toFixed(1) ?? '?'} ms of CPU a second while A relayed (median), and ` +
-      'bench/src/tools/listen-cost.ts (uncapped, 20 streams through A, about 21 tasks/s) measured such a B at 9–10 ms/s with A idle and 18–28 ms/s with A loaded, with 2 signals a task ' +
+      'bench/src/tools/listen-cost.ts (removed after 0df086b, figures in .specs/65-cluster-store.md; uncapped, 20 streams through A, about 21 tasks/s) measured such a B at 9–10 ms/s with A idle and 18–28 ms/s with A loaded, with 2 signals a task ' +
       '(a lease taken and given back), each waking every replica. Before the queue signals of a model with no other entry went (2 more a task) it measured 22–33 ms/s in 4 runs: ' +
       'within the noise of these.',
     'Before 79eb77a (2026-11-26) a task could leave the cluster queue only as the first of its model, even with slots free: a capped replica, throttled 90 ms in every 100, held ' +
       "the other replica's tasks of the model behind its own first one, and a queue signal alone blocked the model on the other replica for 250 ms. Now a task holding a slot lease passes " +
       'the tasks ahead of it when the pool has a free slot for each of them (.specs/65-cluster-store.md). The last run before (13:40 UTC): 1.70× (1 replica 3,376 tokens/s, 2 replicas 5,731; ' +
-      '1.51–1.90 by round), 2 replicas at 80 % of the twin control; bench/src/tools/share-cost.ts (A capped at 0.1 core beside B in its cluster, or beside a twin, 6 rounds): ' +
+      '1.51–1.90 by round), 2 replicas at 80 % of the twin control; bench/src/tools/share-cost.ts (removed after 0df086b, figures in .specs/65-cluster-store.md; A capped at 0.1 core beside B in its cluster, or beside a twin, 6 rounds): ' +
       'A spent 1.13× and 1.19× the CPU per token sharing a cluster before (two runs), 0.99× after.',
     'Tokens the capped replica cannot read in time wait in the FIXTURE node and the socket buffers (a real engine does not slow down for the relay either), so a saturated replica reads several ' +
       'tokens per read: its CPU per token (in the JSON) is lower than in part 1, where the relay keeps up.',

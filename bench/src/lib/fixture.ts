@@ -36,14 +36,3 @@ export async function startPassthroughProxy(
     timeoutMs: 30_000,
   });
 }
-
-/** Starts a FIXTURE TCP pipe to `target`: one upstream connection per accepted one, no HTTP. */
-export async function startTcpPipe(paths: BenchPaths, dir: string, name: string, target: string): Promise<Daemon> {
-  return spawnDaemon({
-    name: `tcp-pipe:${name}`,
-    script: paths.tcpPipe,
-    args: [target],
-    logFile: join(dir, `tcp-pipe-${name}.log`),
-    timeoutMs: 30_000,
-  });
-}

@@ -26,8 +26,6 @@ export interface BenchPaths {
   readonly fixtureNode: string;
   /** FIXTURE: a bare node:http pass-through (the relay benchmark's floor). */
   readonly passthroughProxy: string;
-  /** FIXTURE: a bare TCP pipe (answer-cpu's third floor). */
-  readonly tcpPipe: string;
   readonly streamClient: string;
   /** Engine/model cache shared with the test suites (llama-server is built once per checkout). */
   readonly cacheDir: string;
@@ -54,7 +52,6 @@ export function benchPaths(env: Readonly<Record<string, string | undefined>>): B
     placementBench: join(root, 'apps', 'orchestratord', 'dist', 'bench', 'placement-bench.js'),
     fixtureNode: join(dist, 'fixtures', 'fixture-node-main.js'),
     passthroughProxy: join(dist, 'fixtures', 'passthrough-proxy-main.js'),
-    tcpPipe: join(dist, 'fixtures', 'tcp-pipe-main.js'),
     streamClient: join(dist, 'load', 'stream-client-main.js'),
     cacheDir:
       env.LLORCH_TEST_CACHE_DIR !== undefined && env.LLORCH_TEST_CACHE_DIR !== ''

@@ -1,6 +1,7 @@
 import { availableParallelism, cpus, getPriority, loadavg, totalmem } from 'node:os';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { summarize } from './stats.js';
 
 /** A target as the issue states it; never relaxed in code. */
 export interface Target {
@@ -116,12 +117,94 @@ export function currentLoad(): number[] {
   return loadavg();
 }
 
-/** Writes `bench/results/<name>.json` atomically. */
+/** Longest array `trimResult` keeps as it is. */
+export const MAX_KEPT_ARRAY = 32;
+
+/** What a longer array of numbers becomes (`non_finite`: samples left out of the summary). */
+export interface TrimmedNumbers {
+  readonly n: number;
+  readonly min: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly mean: number;
+  readonly non_finite?: number;
+}
+
+/** What a longer array of anything else becomes: its first `MAX_KEPT_ARRAY` entries. */
+export interface TrimmedList {
+  readonly n: number;
+  readonly first: unknown[];
+  readonly truncated: number;
+}
+
+/** Numbers only (a `null` is a NaN or Infinity that went through JSON), at least one of them. */
+function isNumberArray(value: readonly unknown[]): value is readonly (number | null)[] {
+  return value.some((v) => typeof v === 'number') && value.every((v) => typeof v === 'number' || v === null);
+}
+
+const sig = (v: number): number => (Number.isFinite(v) ? Number(v.toPrecision(6)) : v);
+
+/**
+ * A copy of a JSON value (what `JSON.parse` gives: no class instances) with every array longer than `MAX_KEPT_ARRAY` replaced: an array of
+ * numbers by its summary (n, min, p50, p90, p99, max, mean; 6 significant digits), any other by its
+ * first entries and a `truncated` count. Shorter arrays and objects are walked, not cut.
+ */
+export function trimDetail(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    if (value.length > MAX_KEPT_ARRAY && isNumberArray(value)) {
+      const finite = value.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+      const s = summarize(finite);
+      const out: TrimmedNumbers = {
+        n: s.n,
+        min: sig(s.min),
+        p50: sig(s.p50),
+        p90: sig(s.p90),
+        p99: sig(s.p99),
+        max: sig(s.max),
+        mean: sig(s.mean),
+        ...(finite.length < value.length ? { non_finite: value.length - finite.length } : {}),
+      };
+      return out;
+    }
+    if (value.length > MAX_KEPT_ARRAY) {
+      const out: TrimmedList = {
+        n: value.length,
+        first: value.slice(0, MAX_KEPT_ARRAY).map(trimDetail),
+        truncated: value.length - MAX_KEPT_ARRAY,
+      };
+      return out;
+    }
+    return value.map(trimDetail);
+  }
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, trimDetail(v)]));
+  }
+  return value;
+}
+
+/**
+ * The result as written: what a re-run needs to compare (summaries, distributions, machine), not
+ * every sample. Only `results` is trimmed, and its `figures` not at all; `rows` (the README and
+ * docs/performance.md tables), `samples`, `targets` and `notes` are kept as they are.
+ */
+export function trimResult(result: BenchResult): BenchResult {
+  const { figures, ...details } = result.results;
+  // Through JSON first, as the file will be: toJSON() applied, NaN as null, undefined dropped.
+  const plain = JSON.parse(JSON.stringify(details)) as Record<string, unknown>;
+  return {
+    ...result,
+    results: { figures, ...(trimDetail(plain) as Record<string, unknown>) },
+  };
+}
+
+/** Writes `bench/results/<name>.json` atomically, trimmed (`trimResult`). */
 export async function writeResult(dir: string, result: BenchResult): Promise<string> {
   await mkdir(dir, { recursive: true });
   const file = join(dir, `${result.name}.json`);
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(result, null, 2)}\n`);
+  await writeFile(tmp, `${JSON.stringify(trimResult(result), null, 2)}\n`);
   await rename(tmp, file);
   return file;
 }
