@@ -23,6 +23,7 @@ import { doorBody, doorGeneration, doorStreamRows } from '../lib/door-variants.j
 import {
   addedOver,
   chatGeneration,
+  doorChatBody,
   engineChatBody,
   RelayVariant,
   singleRequestGeneration,
@@ -347,20 +348,7 @@ export const relayBench: Bench = {
           case 'chat_nginx2':
             return chatGeneration(nginxOuter.url, chatBody, agent);
           case 'chat_relay':
-            return chatGeneration(
-              orch.url,
-              {
-                model: SYNTHETIC_MODEL,
-                messages: chatBody.messages,
-                max_tokens: maxTokens,
-                seed,
-                temperature: 0,
-                stream: true,
-                stream_options: { include_usage: true },
-              },
-              agent,
-              { token },
-            );
+            return chatGeneration(orch.url, doorChatBody(SYNTHETIC_MODEL, PROMPT, maxTokens, seed), agent, { token });
           case 'msg_direct':
             return doorGeneration('messages', engineUrl, doorBody('messages', PROMPT, maxTokens), agent, {
               reset: true,

@@ -180,6 +180,12 @@ export function engineChatBody(content: string, maxTokens: number, seed: number)
   };
 }
 
+/** The same chat turn as orchestratord's `/v1` door takes it (the door names the model; it asks for the prompt cache itself). */
+export function doorChatBody(model: string, content: string, maxTokens: number, seed: number): Record<string, unknown> {
+  const { cache_prompt: _engineOnly, ...body } = engineChatBody(content, maxTokens, seed);
+  return { model, ...body };
+}
+
 /**
  * One streaming `POST <baseUrl>/v1/chat/completions`: the engine itself, a proxy in front of it, or
  * orchestratord's `/v1` door (with `token`). Token times are the arrival of chunks whose delta has

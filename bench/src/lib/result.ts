@@ -1,7 +1,7 @@
 import { availableParallelism, cpus, getPriority, loadavg, totalmem } from 'node:os';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { summarize } from './stats.js';
+import { summarize, type Summary } from './stats.js';
 
 /** A target as the issue states it; never relaxed in code. */
 export interface Target {
@@ -120,15 +120,8 @@ export function currentLoad(): number[] {
 /** Longest array `trimResult` keeps as it is. */
 export const MAX_KEPT_ARRAY = 32;
 
-/** What a longer array of numbers becomes (`non_finite`: samples left out of the summary). */
-export interface TrimmedNumbers {
-  readonly n: number;
-  readonly min: number;
-  readonly p50: number;
-  readonly p90: number;
-  readonly p99: number;
-  readonly max: number;
-  readonly mean: number;
+/** What a longer array of numbers becomes: its summary (`non_finite`: samples left out of it). */
+export interface TrimmedNumbers extends Summary {
   readonly non_finite?: number;
 }
 
@@ -155,15 +148,10 @@ export function trimDetail(value: unknown): unknown {
   if (Array.isArray(value)) {
     if (value.length > MAX_KEPT_ARRAY && isNumberArray(value)) {
       const finite = value.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-      const s = summarize(finite);
+      const { n, ...stats } = summarize(finite);
       const out: TrimmedNumbers = {
-        n: s.n,
-        min: sig(s.min),
-        p50: sig(s.p50),
-        p90: sig(s.p90),
-        p99: sig(s.p99),
-        max: sig(s.max),
-        mean: sig(s.mean),
+        n,
+        ...(Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, sig(v)])) as Omit<Summary, 'n'>),
         ...(finite.length < value.length ? { non_finite: value.length - finite.length } : {}),
       };
       return out;

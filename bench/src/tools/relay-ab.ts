@@ -14,7 +14,13 @@ import {
 } from '../lib/cluster.js';
 import type { Daemon } from '../lib/daemon.js';
 import { cpuSeconds } from '../lib/proc.js';
-import { chatGeneration, engineChatBody, RelayVariant, type MeteredProcess } from '../lib/relay-variants.js';
+import {
+  chatGeneration,
+  doorChatBody,
+  engineChatBody,
+  RelayVariant,
+  type MeteredProcess,
+} from '../lib/relay-variants.js';
 import { benchPaths } from '../lib/repo.js';
 import { median } from '../lib/stats.js';
 import { relayGeneration } from '../lib/streams.js';
@@ -146,20 +152,7 @@ try {
                 },
                 agent,
               )
-            : await chatGeneration(
-                b.url,
-                {
-                  model: SYNTHETIC_MODEL,
-                  messages: engineChatBody(PROMPT, MAX_TOKENS, seed).messages,
-                  max_tokens: MAX_TOKENS,
-                  seed,
-                  temperature: 0,
-                  stream: true,
-                  stream_options: { include_usage: true },
-                },
-                agent,
-                { token },
-              );
+            : await chatGeneration(b.url, doorChatBody(SYNTHETIC_MODEL, PROMPT, MAX_TOKENS, seed), agent, { token });
         await new Promise((r) => setTimeout(r, 20));
         variant.meterStop(counted);
         if (counted) (variant as RelayVariant).generations.push(g);

@@ -39,11 +39,6 @@ export class OwnerLeases {
     this.#tasks.set(id, life);
   }
 
-  /** The fence this replica holds the task under; 0 (refused by every record) when it holds none. */
-  fence(id: string): number {
-    return this.#tasks.get(id)?.fence ?? 0;
-  }
-
   /** Whether this replica let the task go and has not taken it back. */
   isLost(id: string): boolean {
     return this.#tasks.get(id)?.lost === true;
