@@ -270,6 +270,29 @@ export const SupervisionConfigSchema = z
   .meta({ id: 'SupervisionConfig' });
 export type SupervisionConfig = z.infer<typeof SupervisionConfigSchema>;
 
+/**
+ * pool-managerd: pools started on orchestratord's request for catalog models (spec 67). Each such
+ * pool is a PoolConfig made of the request (model, aliases, ctx, slots, GPU policy, what it
+ * serves) and these engine settings.
+ */
+export const OnDemandConfigSchema = z
+  .strictObject({
+    /** Bytes the pools loaded on request may take together (host memory for CPU pools). */
+    memory_budget_bytes: z.int().positive(),
+    /** Most pools loaded on request at once. @default 8 */
+    max_pools: z.int().min(1).max(64).default(8),
+    /** Where llama.cpp comes from. @default { kind: bundle } */
+    source: EngineSourceSchema.default({ kind: 'bundle' }),
+    /** `CMAKE_CUDA_ARCHITECTURES` for CUDA builds. @default 90 */
+    cuda_architectures: z.string().regex(/^[0-9a-z;-]+$/).default('90'),
+    /** Build CPU code for this machine's CPU (`GGML_NATIVE`). @default false */
+    native: z.boolean().default(false),
+    /** Generation threads (`-t`) of each engine; absent = engine default. */
+    threads: z.int().min(1).max(1024).optional(),
+  })
+  .meta({ id: 'OnDemandConfig' });
+export type OnDemandConfig = z.infer<typeof OnDemandConfigSchema>;
+
 /** pool-managerd YAML config (`requirements/*.yaml`). */
 export const PoolManagerConfigSchema = z
   .strictObject({
@@ -307,10 +330,14 @@ export const PoolManagerConfigSchema = z
     model_cache_budget_bytes: z.int().positive().optional(),
     /** Engine supervision tuning; absent = the spec 50 defaults. */
     supervision: SupervisionConfigSchema.optional(),
-    /** Pools on this node. */
-    pools: z.array(PoolConfigSchema).min(1).max(64),
+    /** Pools on this node (static: pinned models). At least one, unless `on_demand` is set. @default [] */
+    pools: z.array(PoolConfigSchema).max(64).default([]),
+    /** Load catalog models on orchestratord's request; absent = this node serves only `pools`. */
+    on_demand: OnDemandConfigSchema.optional(),
   })
   .superRefine((cfg, ctx) => {
+    if (cfg.pools.length === 0 && cfg.on_demand === undefined)
+      ctx.addIssue({ code: 'custom', message: 'a node needs at least one pool, or on_demand to load models on request', path: ['pools'] });
     const seen = new Set<string>();
     cfg.pools.forEach((p, i) => {
       if (seen.has(p.id)) ctx.addIssue({ code: 'custom', message: `duplicate pool id '${p.id}'`, path: ['pools', i, 'id'] });

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { PoolFactsSchema, PoolStateSchema } from './pool.js';
 import { NodeStateSchema } from './nodes.js';
+import { ModelPolicySchema } from './catalog.js';
+import { TimestampSchema } from './common.js';
 
 /** `GET /v2/meta/capabilities`: what the cluster can serve now, from live pools. */
 export const CapabilitiesSchema = z
@@ -68,9 +70,9 @@ export const AvailabilitySchema = z
   .meta({ id: 'Availability' });
 
 /**
- * A model as the cluster sees it (`GET /v2/catalog/models`, 202 of `POST /v2/catalog/models`).
- * Files, digests and sizes live in each node's own catalog (CatalogEntry); orchestratord only
- * knows which pools list a model and which refs operators registered.
+ * A model as the cluster sees it (`GET /v2/catalog/models`, the reply of `POST /v2/catalog/models`):
+ * each model once, whether a catalog entry, a model static pools serve, or both. Files, digests
+ * and sizes live in each node's own catalog (CatalogEntry).
  */
 export const ClusterModelSchema = z
   .strictObject({
@@ -78,16 +80,28 @@ export const ClusterModelSchema = z
     id: z.string(),
     /** Model ref. */
     ref: z.string(),
-    /** `ready`: a pool serves it; `provisioning`: a pool is preparing it; `unavailable`: only failed/offline pools list it; `registered`: interest only. */
-    status: z.enum(['ready', 'provisioning', 'unavailable', 'registered']),
+    /**
+     * `ready`: a pool serves it; `loading`: a pool is preparing it; `unloading`: its last copies
+     * are draining; `failed`: its last load failed, or only failed/offline pools list it;
+     * `registered`: in the catalog, loaded nowhere.
+     */
+    status: z.enum(['registered', 'loading', 'ready', 'unloading', 'failed']),
     /** Pools (`node/pool`) that list the model: where it is loaded (or loading). */
     pools: z.array(z.string()),
-    /** Other names clients may use for it (the aliases of the pools that serve it), sorted. */
+    /** Other names clients may use for it (the catalog's and those of the pools that serve it), sorted. */
     aliases: z.array(z.string()),
-    /** Whether an operator registered interest in it. */
+    /** Whether it is a catalog entry (loaded on demand). */
     registered: z.boolean(),
     /** Expected digest given at registration. */
     sha256: z.string().optional(),
+    /** The catalog entry's policy. */
+    policy: ModelPolicySchema.optional(),
+    /** Whether copies are kept loaded whatever the traffic: a pin, or a static pool of a node's YAML. */
+    pinned: z.boolean(),
+    /** Since when every loaded copy is idle; absent while one is busy or none is loaded. */
+    idle_since: TimestampSchema.optional(),
+    /** Why the last load failed (`failed`). */
+    last_error: z.string().optional(),
   })
   .meta({ id: 'ClusterModel' });
 export type ClusterModel = z.infer<typeof ClusterModelSchema>;

@@ -23,7 +23,14 @@ export type { EngineSource, BuildProvenance, PreparedEngine } from './engine.js'
 export {
   GgufInfoSchema, ResolvedModelSchema, ModelLifecycleSchema, CatalogEntrySchema, CatalogRegisterRequestSchema,
 } from './model.js';
-export type { GgufInfo, ResolvedModel, ModelLifecycle, CatalogEntry, CatalogRegisterRequest } from './model.js';
+export type {
+  GgufInfo,
+  ResolvedModel,
+  ModelLifecycle,
+  CatalogEntry,
+  CatalogRegisterRequest,
+  CatalogRegisterRequestInput,
+} from './model.js';
 export { HandoffFileSchema } from './handoff.js';
 export type { HandoffFile } from './handoff.js';
 export {
@@ -44,10 +51,10 @@ export {
 } from './control.js';
 export type { Capabilities, ClusterPool, PoolHealth, ClusterModel } from './control.js';
 export {
-  OrchestratorConfigSchema, ORCHESTRATOR_ENV, RedisUrlSchema, PoolConfigSchema, PoolManagerConfigSchema, SupervisionConfigSchema,
+  OrchestratorConfigSchema, ORCHESTRATOR_ENV, RedisUrlSchema, PoolConfigSchema, PoolManagerConfigSchema, SupervisionConfigSchema, OnDemandConfigSchema,
 } from './config.js';
 export type {
-  OrchestratorConfig, PoolConfig, PoolConfigInput, PoolManagerConfig, PoolManagerConfigInput, SupervisionConfig,
+  OrchestratorConfig, PoolConfig, PoolConfigInput, PoolManagerConfig, PoolManagerConfigInput, SupervisionConfig, OnDemandConfig,
 } from './config.js';
 export { formatIssues } from './format-issues.js';
 export { CORRELATION_ID_HEADER, isCorrelationId } from './correlation.js';
@@ -83,3 +90,13 @@ export {
   EmbeddingsRequestSchema, EmbeddingsResponseSchema, RerankRequestSchema, RerankResponseSchema, InfillRequestSchema, InfillResponseSchema,
 } from './doors.js';
 export type { EmbeddingsRequest, RerankRequest, InfillRequest } from './doors.js';
+export {
+  ModelAliasSchema,
+  ModelServeSchema,
+  ModelPolicySchema,
+  PoolLoadRequestSchema,
+  NodeMemorySchema,
+  PoolOriginSchema,
+  PoolDemandFactsSchema,
+} from './catalog.js';
+export type { ModelServe, ModelPolicy, PoolLoadRequest, PoolLoadRequestInput, NodeMemory, PoolOrigin } from './catalog.js';

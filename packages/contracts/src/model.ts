@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Sha256Schema, TimestampSchema } from './common.js';
+import { ModelAliasSchema, ModelPolicySchema } from './catalog.js';
 
 /** What the GGUF header says about a model. */
 export const GgufInfoSchema = z
@@ -66,13 +67,20 @@ export const CatalogEntrySchema = z
   .meta({ id: 'CatalogEntry' });
 export type CatalogEntry = z.infer<typeof CatalogEntrySchema>;
 
-/** Body of `POST /v2/catalog/models`. */
+/**
+ * Body of `POST /v2/catalog/models`: a model the fleet serves on demand, with its policy (spec 67).
+ * The first request for its ref or an alias loads it where it fits.
+ */
 export const CatalogRegisterRequestSchema = z
   .strictObject({
-    /** Model ref to make available (resolved by the nodes). */
+    /** Model ref (resolved by the nodes). */
     ref: z.string().min(1).max(512),
     /** Expected SHA-256, verified before use. */
     sha256: Sha256Schema.optional(),
+    /** Other names clients may use for it. @default [] */
+    aliases: z.array(ModelAliasSchema).max(16).default([]),
+    ...ModelPolicySchema.shape,
   })
   .meta({ id: 'CatalogRegisterRequest' });
+export type CatalogRegisterRequestInput = z.input<typeof CatalogRegisterRequestSchema>;
 export type CatalogRegisterRequest = z.infer<typeof CatalogRegisterRequestSchema>;

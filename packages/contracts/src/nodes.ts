@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { HttpUrlSchema, NodeIdSchema, TimestampSchema } from './common.js';
 import { PoolFactsSchema } from './pool.js';
+import { NodeMemorySchema } from './catalog.js';
 
 /** One GPU of a node. */
 export const GpuInfoSchema = z.strictObject({
@@ -51,6 +52,8 @@ export const NodeRegisterRequestSchema = z
     capabilities: NodeCapabilitiesSchema,
     /** pool-managerd version. */
     version: z.string().max(64),
+    /** Memory for models on demand; absent = the node loads no model on request. */
+    memory: NodeMemorySchema.optional(),
   })
   .meta({ id: 'NodeRegisterRequest' });
 export type NodeRegisterRequest = z.infer<typeof NodeRegisterRequestSchema>;
@@ -71,6 +74,8 @@ export const HeartbeatRequestSchema = z
     timestamp: TimestampSchema,
     /** Every pool of the node. */
     pools: z.array(PoolSnapshotSchema).max(256),
+    /** Memory for models on demand (as at registration), now. */
+    memory: NodeMemorySchema.optional(),
   })
   .meta({ id: 'HeartbeatRequest' });
 export type HeartbeatRequest = z.infer<typeof HeartbeatRequestSchema>;
@@ -98,6 +103,8 @@ export const NodeInfoSchema = z
     capabilities: NodeCapabilitiesSchema,
     version: z.string(),
     pools: z.array(PoolSnapshotSchema),
+    /** Memory for models on demand, from its last heartbeat; absent = it loads none. */
+    memory: NodeMemorySchema.optional(),
   })
   .meta({ id: 'NodeInfo' });
 export type NodeInfo = z.infer<typeof NodeInfoSchema>;

@@ -3,6 +3,7 @@ import { ChatMessagesSchema, SamplingSchema } from './sampling.js';
 import { ErrorCodeSchema } from './errors.js';
 import { PoolIdSchema, TimestampSchema } from './common.js';
 import { EngineCallSchema, PoolCapabilitySchema } from './engine-calls.js';
+import { PoolDemandFactsSchema } from './catalog.js';
 
 /**
  * Pool lifecycle: `provisioning` (engine build, model fetch) → `starting` (spawned, waiting for
@@ -72,6 +73,7 @@ export const PoolFactsSchema = z.strictObject({
    * older node, or no engine bound yet) = `chat` and `completion`.
    */
   capabilities: z.array(PoolCapabilitySchema).max(8).optional(),
+  ...PoolDemandFactsSchema.shape,
 });
 
 /**

@@ -2,6 +2,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { CatalogRegisterRequestSchema } from '@llama-orch/contracts';
 import { CatalogStore } from './catalog-store.js';
 import { captureLogger } from '../testing/test-helpers.js';
 
@@ -17,8 +18,8 @@ describe('CatalogStore', () => {
 
   it('in memory: register, refresh, delete; nothing written', async () => {
     const store = await CatalogStore.open({ logger: captureLogger().logger });
-    await store.register({ ref: 'hf:o/r/a.gguf' }, T0);
-    await store.register({ ref: 'hf:o/r/a.gguf', sha256: SHA }, T0);
+    await store.register(CatalogRegisterRequestSchema.parse({ ref: 'hf:o/r/a.gguf' }), T0);
+    await store.register(CatalogRegisterRequestSchema.parse({ ref: 'hf:o/r/a.gguf', sha256: SHA }), T0);
     expect(store.list()).toEqual([
       { id: 'hf:o/r/a.gguf', ref: 'hf:o/r/a.gguf', sha256: SHA, registered_at: T0.toISOString() },
     ]);
@@ -33,9 +34,9 @@ describe('CatalogStore', () => {
     const logs = captureLogger();
     const a = await CatalogStore.open({ file, logger: logs.logger });
     await Promise.all([
-      a.register({ ref: 'r1' }, T0),
-      a.register({ ref: 'r2', sha256: SHA }, T0),
-      a.register({ ref: 'r3' }, T0),
+      a.register(CatalogRegisterRequestSchema.parse({ ref: 'r1' }), T0),
+      a.register(CatalogRegisterRequestSchema.parse({ ref: 'r2', sha256: SHA }), T0),
+      a.register(CatalogRegisterRequestSchema.parse({ ref: 'r3' }), T0),
     ]);
     expect(await a.delete('r3')).toBe(true);
     const b = await CatalogStore.open({ file, logger: logs.logger });
@@ -58,7 +59,7 @@ describe('CatalogStore', () => {
     expect(aside).toBeDefined();
     expect(await readFile(join(dir, aside as string), 'utf8')).toBe('{"version":1,"interests":[{"id":"x"}]');
     expect(logs.records().some((r) => r.msg === 'catalog state unreadable')).toBe(true);
-    await store.register({ ref: 'r1' }, T0);
+    await store.register(CatalogRegisterRequestSchema.parse({ ref: 'r1' }), T0);
     expect((await CatalogStore.open({ file, logger: logs.logger })).list().map((i) => i.ref)).toEqual(['r1']);
   });
 
@@ -67,9 +68,9 @@ describe('CatalogStore', () => {
     const stateDir = join(dir, 'state');
     const file = join(stateDir, 'catalog-interest.json');
     const store = await CatalogStore.open({ file, logger: captureLogger().logger });
-    await store.register({ ref: 'r1' }, T0);
+    await store.register(CatalogRegisterRequestSchema.parse({ ref: 'r1' }), T0);
     await rm(stateDir, { recursive: true });
-    await expect(store.register({ ref: 'r2' }, T0)).rejects.toThrow(/ENOENT/);
+    await expect(store.register(CatalogRegisterRequestSchema.parse({ ref: 'r2' }), T0)).rejects.toThrow(/ENOENT/);
     await expect(store.delete('r1')).rejects.toThrow(/ENOENT/);
     expect(store.list().map((i) => i.ref)).toEqual(['r1']);
   });
@@ -81,14 +82,14 @@ describe('CatalogStore.close', () => {
     try {
       const file = join(dir, 'catalog-interest.json');
       const store = await CatalogStore.open({ file, logger: captureLogger().logger });
-      const pending = store.register({ ref: 'hf:o/r/a.gguf' }, T0);
+      const pending = store.register(CatalogRegisterRequestSchema.parse({ ref: 'hf:o/r/a.gguf' }), T0);
       const closing = store.close();
       expect(store.close()).toBe(closing);
       await closing;
       await pending;
       expect(store.state).toBe('closed');
       expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ interests: [{ ref: 'hf:o/r/a.gguf' }] });
-      await expect(store.register({ ref: 'hf:o/r/b.gguf' }, T0)).rejects.toMatchObject({
+      await expect(store.register(CatalogRegisterRequestSchema.parse({ ref: 'hf:o/r/b.gguf' }), T0)).rejects.toMatchObject({
         code: 'INTERNAL',
         retriable: true,
       });

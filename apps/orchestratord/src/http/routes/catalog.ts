@@ -34,9 +34,9 @@ export const catalogRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
       avail.ready.length > 0
         ? 'ready'
         : avail.provisioning.length > 0
-          ? 'provisioning'
+          ? 'loading'
           : listing.length > 0
-            ? 'unavailable'
+            ? 'failed'
             : 'registered';
     const aliases = [...new Set(listing.flatMap((v) => v.aliases ?? []))].sort();
     const entry: ClusterModel = {
@@ -46,6 +46,7 @@ export const catalogRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app,
       pools: listing.map(candidateKey),
       aliases,
       registered: interest !== undefined,
+      pinned: listing.some((v) => v.snapshot.origin !== 'catalog'),
     };
     if (interest?.sha256 !== undefined) entry.sha256 = interest.sha256;
     return entry;
