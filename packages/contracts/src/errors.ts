@@ -21,6 +21,10 @@ export const ErrorCodeSchema = z.enum([
   'DECODE_TIMEOUT',
   'WORKER_RESET',
   'INTERNAL',
+  'MODEL_NOT_FOUND',
+  'MODEL_LOAD_FAILED',
+  'INSUFFICIENT_MEMORY',
+  'CONFLICT',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 
@@ -43,6 +47,14 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   DECODE_TIMEOUT: 500,
   WORKER_RESET: 502,
   INTERNAL: 500,
+  /** Neither a catalog entry nor served by any pool (spec 67). */
+  MODEL_NOT_FOUND: 404,
+  /** Loading the model failed (fetch, verification, engine start); the catalog says why. */
+  MODEL_LOAD_FAILED: 502,
+  /** No node has room for the model now, and nothing can be evicted (spec 67). */
+  INSUFFICIENT_MEMORY: 503,
+  /** The request contradicts the current state (a pool id taken, an alias of another model, a static pool). */
+  CONFLICT: 409,
 });
 
 /** Codes whose responses must carry `Retry-After` (seconds, ≥ 1) and `X-Backoff-Ms`. */
@@ -69,6 +81,10 @@ export const RETRIABLE_BY_DEFAULT: Readonly<Record<ErrorCode, boolean>> = Object
   DECODE_TIMEOUT: true,
   WORKER_RESET: true,
   INTERNAL: false,
+  MODEL_NOT_FOUND: false,
+  MODEL_LOAD_FAILED: false,
+  INSUFFICIENT_MEMORY: true,
+  CONFLICT: false,
 });
 
 /** Body of every non-2xx response of both services. */
