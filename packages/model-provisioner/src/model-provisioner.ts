@@ -72,6 +72,15 @@ interface Located {
 }
 
 /**
+ * The store key of a synthetic model. The generator's version is part of it: a file an older
+ * generator wrote for the same parameters (other bytes, e.g. without a chat template) is never
+ * picked up again.
+ */
+function syntheticKey(ref: Extract<ModelRef, { kind: 'synthetic' }>): string {
+  return ModelStore.keyOf(`${ref.canonical}#generator=${SYNTHETIC_GENERATOR_VERSION}`);
+}
+
+/**
  * Resolves model refs to verified local GGUF files: downloads (`hf:`, `https:`), local files
  * (`file:`, paths; never copied) and generated models (`synthetic:`), registered in the catalog.
  * Concurrent ensures of one ref share one run in this process and one cross-process lock.
@@ -139,6 +148,29 @@ export class ModelProvisioner {
       },
     );
     return { ...resolved, ref };
+  }
+
+  /**
+   * Where the model of `ref` already is on this host, without downloading, generating or hashing
+   * anything: a cached download or synthetic model (the one matching `sha256` when given), or a
+   * local file as it is now. pool-managerd projects a load's memory from it before it admits the
+   * load. `undefined` when the model is not here yet.
+   * @throws ModelProvisionError `INVALID_MODEL_REF` for a malformed ref
+   */
+  async cachedFile(
+    ref: string,
+    opts: { sha256?: string } = {},
+  ): Promise<{ path: string; size_bytes: number } | undefined> {
+    const parsed = parseModelRef(ref, this.opts.baseDir, { allowInsecureHttp: this.opts.allowInsecureHttp ?? false });
+    const expected = opts.sha256?.toLowerCase();
+    if (parsed.kind === 'file') {
+      const st = await stat(parsed.path).catch(() => undefined);
+      return st?.isFile() === true ? { path: parsed.path, size_bytes: st.size } : undefined;
+    }
+    const key = parsed.kind === 'synthetic' ? syntheticKey(parsed) : ModelStore.keyOf(parsed.canonical);
+    const hit = await this.cached(key, parsed.kind === 'synthetic' ? undefined : expected);
+    if (hit === undefined || (expected !== undefined && hit.sha256 !== expected)) return undefined;
+    return { path: hit.path, size_bytes: hit.size };
   }
 
   /** Aborts running work, waits for it to clean up, and closes the private HTTP agent. Idempotent. */
@@ -306,9 +338,7 @@ export class ModelProvisioner {
     signal: AbortSignal,
     log: Logger,
   ): Promise<Located> {
-    // The generator's version is part of the key: a file an older generator wrote for the same
-    // parameters (other bytes, e.g. without a chat template) is never picked up again.
-    const key = ModelStore.keyOf(`${ref.canonical}#generator=${SYNTHETIC_GENERATOR_VERSION}`);
+    const key = syntheticKey(ref);
     const hit = await this.cached(key, undefined);
     if (hit && (!expected || hit.sha256 === expected)) return hit;
     return this.withRefLock(key, signal, async () => {
