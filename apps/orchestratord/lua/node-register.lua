@@ -1,7 +1,8 @@
 --[[
   node-register: a node (re)registers: its hash is replaced, state 'registering', seen now.
   Keys: nodes (set of ids), nodes:live (sorted set: id → last seen, server ms, of nodes not
-  offline), node:<id> (hash: request, state, state_since, last_seen, pools; JSON where structured).
+  offline), node:<id> (hash: request, state, state_since, last_seen, pools, and memory once a
+  heartbeat reports it; JSON where structured).
 
   KEYS  [1] nodes  [2] nodes:live  [3] node:<id>
   ARGV  [1] id  [2] request json  [3] pools json

@@ -76,7 +76,12 @@ export class ClusterNodeSync {
   async heartbeat(nodeId: string, req: HeartbeatRequest): Promise<NodeAck | undefined> {
     this.#writes += 1;
     const sentAt = Date.parse(req.timestamp);
-    const applied = await this.#store.heartbeat(nodeId, req.pools, Number.isNaN(sentAt) ? undefined : sentAt);
+    const applied = await this.#store.heartbeat(
+      nodeId,
+      req.pools,
+      Number.isNaN(sentAt) ? undefined : sentAt,
+      req.memory,
+    );
     if (applied === undefined) return undefined;
     // The record as stored: last seen is decided on the store's clock.
     const stored = await this.#store.get(nodeId);

@@ -2,6 +2,7 @@ import type {
   HeartbeatRequest,
   NodeAck,
   NodeInfo,
+  NodeMemory,
   NodeRegisterRequest,
   NodeState,
   PoolSnapshot,
@@ -108,6 +109,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
       stateSince: n.stateSince,
       lastSeen: n.lastSeen,
       pools: poolMap(n.pools),
+      memory: n.memory ?? req.memory,
       deadline: undefined,
     };
     if (previous?.deadline !== undefined) clearTimeout(previous.deadline);
@@ -139,23 +141,29 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
       lastSeenOf(Date.parse(req.timestamp), now, this.#heartbeatIntervalMs),
       now,
       req.pools,
+      req.memory,
       'info',
     );
     return { next_heartbeat_ms: this.#heartbeatIntervalMs };
   }
 
-  /** A heartbeat: the node is online, last seen at `lastSeen`, with these pools (marks end). */
+  /**
+   * A heartbeat: the node is online, last seen at `lastSeen`, with these pools (marks end) and, when
+   * it reports it, this on-demand memory (absent: the last report stands).
+   */
   #heard(
     nodeId: string,
     node: NodeRecord,
     lastSeen: number,
     stateSince: number,
     pools: readonly PoolSnapshot[],
+    memory: NodeMemory | undefined,
     level: 'info' | 'debug',
   ): void {
     const now = this.#clock.now();
     const previous = node.state;
     node.lastSeen = lastSeen;
+    if (memory !== undefined) node.memory = memory;
     if (previous !== 'online') node.stateSince = stateSince;
     node.state = 'online';
     this.#armDeadline(nodeId, node);
@@ -263,7 +271,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
       n.state === 'online' &&
       (node.state === 'online' ? n.lastSeen > node.lastSeen : n.stateSince >= node.stateSince)
     ) {
-      this.#heard(nodeId, node, n.lastSeen, n.stateSince, n.pools, loud ? 'info' : 'debug');
+      this.#heard(nodeId, node, n.lastSeen, n.stateSince, n.pools, n.memory, loud ? 'info' : 'debug');
     } else if (n.state === 'offline' && node.state !== 'offline' && n.lastSeen >= node.lastSeen) {
       node.lastSeen = n.lastSeen;
       this.#markOffline(nodeId, node, n.stateSince, loud);
@@ -298,6 +306,7 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
         capabilities: n.request.capabilities,
         version: n.request.version,
         pools: [...n.pools.values()],
+        ...(n.memory !== undefined ? { memory: n.memory } : {}),
       }));
   }
 

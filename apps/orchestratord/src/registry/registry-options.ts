@@ -1,5 +1,5 @@
 import type { Clock, Log } from '@llama-orch/daemon-support';
-import type { NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
+import type { NodeMemory, NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
 import type { NodeFacts } from './pool-accounting.js';
 
 // What a `NodeRegistry` is built with, and what it tells its subscribers.
@@ -31,6 +31,8 @@ export interface NodeRecord extends NodeFacts {
   /** When the last heartbeat was sent (node-registry.ts explains why), or the registration arrived. */
   lastSeen: number;
   pools: Map<string, PoolSnapshot>;
+  /** Memory for models on demand, as last reported (registration, then heartbeats); absent = it loads none. */
+  memory: NodeMemory | undefined;
   /** Fires 3 intervals after `lastSeen` (re-armed by each heartbeat). */
   deadline: NodeJS.Timeout | undefined;
 }

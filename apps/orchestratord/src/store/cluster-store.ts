@@ -3,6 +3,7 @@ import type { Clock, Log } from '@llama-orch/daemon-support';
 import { z } from 'zod';
 import type { ActivityStore } from './activity-store.js';
 import type { AdmissionQueueStore } from './admission-queue-store.js';
+import type { CatalogStore } from './catalog-store.js';
 import type { ClusterSignals } from './cluster-signals.js';
 import type { NodeLivenessStore } from './node-liveness-store.js';
 import type { RateLimitStore } from './rate-limit-store.js';
@@ -25,6 +26,7 @@ export const ClusterStoreSettingsSchema = OrchestratorConfigSchema.pick({
   session_ttl_ms: true,
   session_max: true,
   session_token_budget: true,
+  state_dir: true,
 }).extend({
   /** A Redis command not answered in this time fails (StoreUnavailableError), ms. @default 2000 */
   command_timeout_ms: z.number().int().min(10).max(60_000).default(2000),
@@ -43,6 +45,7 @@ export function storeSettingsOf(config: Readonly<OrchestratorConfig>): ClusterSt
     session_ttl_ms: config.session_ttl_ms,
     session_max: config.session_max,
     session_token_budget: config.session_token_budget,
+    state_dir: config.state_dir,
   });
 }
 
@@ -52,7 +55,8 @@ export type StoreHealth =
 
 /**
  * The parts every store has: what one process uses whatever its store (the per-key rate limits,
- * its announcement in the replica list, the dashboard's activity), its health and its close.
+ * its announcement in the replica list, the dashboard's activity, the fleet catalog), its health and
+ * its close.
  */
 export interface ProcessStore {
   /** `memory`: this process only; `redis`: shared by every replica pointed at the same Redis and prefix. */
@@ -61,6 +65,11 @@ export interface ProcessStore {
   readonly replicas: ReplicaMembershipStore;
   /** The dashboard's recent tasks and throughput, cluster-wide. */
   readonly activity: ActivityStore;
+  /**
+   * The fleet catalog (models on demand, .specs/67-models-on-demand.md): in-process, this process's
+   * (kept in `state_dir` when set); with Redis, the cluster's.
+   */
+  readonly catalog: CatalogStore;
   /** Whether the store answers now (a PING with Redis); never throws. */
   health(): Promise<StoreHealth>;
   /** Releases connections within a bounded time; idempotent. */

@@ -76,4 +76,18 @@ describe.each(STORE_KINDS)('node registry and liveness (%s store)', (kind) => {
     await a!.nodes.heartbeat('n1', [], Date.now() - 5000);
     expect(Math.abs((await a!.nodes.get('n1'))!.lastSeen - Date.now())).toBeLessThan(1000);
   });
+
+  it("on-demand memory: the registration's, then each heartbeat that reports one (a heartbeat without keeps the last); a re-registration starts over", async () => {
+    const [a, b] = await h.open(2);
+    await a!.nodes.register({ ...register('n1'), memory: { budget_bytes: 1000, used_bytes: 0 } });
+    expect((await b!.nodes.get('n1'))?.memory).toEqual({ budget_bytes: 1000, used_bytes: 0 });
+    await b!.nodes.heartbeat('n1', [], undefined, { budget_bytes: 1000, used_bytes: 600 });
+    expect((await a!.nodes.list())[0]?.memory).toEqual({ budget_bytes: 1000, used_bytes: 600 });
+    await a!.nodes.heartbeat('n1', [], undefined);
+    expect((await b!.nodes.get('n1'))?.memory).toEqual({ budget_bytes: 1000, used_bytes: 600 });
+    await b!.nodes.register(register('n2'));
+    expect((await a!.nodes.get('n2'))?.memory).toBeUndefined();
+    await a!.nodes.register({ ...register('n1'), memory: { budget_bytes: 2000, used_bytes: 0 } });
+    expect((await b!.nodes.get('n1'))?.memory).toEqual({ budget_bytes: 2000, used_bytes: 0 });
+  });
 });

@@ -1,4 +1,4 @@
-import type { NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
+import type { NodeMemory, NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
 
 /**
  * What the cluster knows of one pool-managerd node. Times are the store's clock (ms since the
@@ -13,6 +13,8 @@ export interface StoredNode {
   readonly lastSeen: number;
   /** Pools of the last heartbeat (of the registration before the first one). */
   readonly pools: readonly PoolSnapshot[];
+  /** Memory for models on demand, as last reported (the registration's, then each heartbeat's that has one). */
+  readonly memory?: NodeMemory | undefined;
 }
 
 /**
@@ -30,12 +32,14 @@ export interface NodeLivenessStore {
   /**
    * Applies a heartbeat. `sentAtMs` (the node's own timestamp) counts as the last-seen time when
    * it is not in the future and lags arrival by at most `min(interval / 4, 1000)` ms; else the
-   * arrival time counts (clock skew). Undefined when the node is unknown (it must register).
+   * arrival time counts (clock skew). `memory`, when given, replaces the node's on-demand memory
+   * (absent: the last report stands). Undefined when the node is unknown (it must register).
    */
   heartbeat(
     nodeId: string,
     pools: readonly PoolSnapshot[],
     sentAtMs: number | undefined,
+    memory?: NodeMemory,
   ): Promise<{ readonly previous: NodeState } | undefined>;
   /** Removes a node; false when unknown. */
   deregister(nodeId: string): Promise<boolean>;

@@ -87,6 +87,12 @@ export const SCRIPT_NAMES = [
   'lease-renew',
   'lease-release',
   'lease-list',
+  'catalog-put',
+  'catalog-read',
+  'catalog-delete',
+  'catalog-claim-load',
+  'catalog-release-load',
+  'catalog-load-error',
 ] as const;
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];

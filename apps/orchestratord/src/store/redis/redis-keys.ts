@@ -18,6 +18,9 @@ export class RedisKeys {
   readonly replicas: string;
   readonly recentTasks: string;
   readonly signals: string;
+  /** The fleet catalog's ids (set) and names (hash: id or alias → id); each entry in `catalogModel(id)`. */
+  readonly catalogIds: string;
+  readonly catalogNames: string;
 
   constructor(readonly prefix: string) {
     const p = prefix;
@@ -28,6 +31,13 @@ export class RedisKeys {
     this.replicas = `${p}replicas`;
     this.recentTasks = `${p}act:tasks`;
     this.signals = signalsChannel(p);
+    this.catalogIds = `${p}catalog:ids`;
+    this.catalogNames = `${p}catalog:names`;
+  }
+
+  /** A catalog entry's hash; the catalog scripts that reach entries by name build it the same way. */
+  catalogModel(id: string): string {
+    return `${this.prefix}catalog:m:${id}`;
   }
 
   task(id: string): string {

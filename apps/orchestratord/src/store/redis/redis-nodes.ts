@@ -1,6 +1,8 @@
 import {
+  NodeMemorySchema,
   NodeRegisterRequestSchema,
   PoolSnapshotSchema,
+  type NodeMemory,
   type NodeRegisterRequest,
   type NodeState,
   type PoolSnapshot,
@@ -28,15 +30,23 @@ export class RedisNodes implements NodeLivenessStore {
 
   async register(req: NodeRegisterRequest): Promise<StoredNode> {
     const now = await this.#scripts.nodeRegister(req);
-    return { request: req, state: 'registering', stateSince: now, lastSeen: now, pools: req.pools };
+    return {
+      request: req,
+      state: 'registering',
+      stateSince: now,
+      lastSeen: now,
+      pools: req.pools,
+      ...(req.memory !== undefined ? { memory: req.memory } : {}),
+    };
   }
 
   async heartbeat(
     nodeId: string,
     pools: readonly PoolSnapshot[],
     sentAtMs: number | undefined,
+    memory?: NodeMemory,
   ): Promise<{ readonly previous: NodeState } | undefined> {
-    const previous = await this.#scripts.nodeHeartbeat(nodeId, pools, sentAtMs, this.#intervalMs);
+    const previous = await this.#scripts.nodeHeartbeat(nodeId, pools, sentAtMs, this.#intervalMs, memory);
     return previous === undefined ? undefined : { previous };
   }
 
@@ -65,11 +75,15 @@ export class RedisNodes implements NodeLivenessStore {
 /** A node hash as stored (validated: Redis is another process); undefined when gone. */
 function parseNode(h: Record<string, string>): StoredNode | undefined {
   if (h.request === undefined) return undefined;
+  const request = NodeRegisterRequestSchema.parse(JSON.parse(h.request));
+  // A heartbeat's report, else the registration's.
+  const memory = h.memory === undefined ? request.memory : NodeMemorySchema.parse(JSON.parse(h.memory));
   return {
-    request: NodeRegisterRequestSchema.parse(JSON.parse(h.request)),
+    request,
     state: NodeStateSchema.parse(h.state),
     stateSince: Number(h.state_since),
     lastSeen: Number(h.last_seen),
     pools: PoolsSchema.parse(JSON.parse(h.pools ?? '[]')),
+    ...(memory !== undefined ? { memory } : {}),
   };
 }

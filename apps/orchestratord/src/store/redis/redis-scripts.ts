@@ -1,6 +1,7 @@
-import type { NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
+import type { NodeMemory, NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ThroughputContribution } from '../activity-store.js';
+import type { CatalogModelEntry, CatalogPutOutcome, CatalogRegistration, LoadClaimOutcome } from '../catalog-store.js';
 import {
   EVICTED_KEPT_MS,
   type GoneEntry,
@@ -20,6 +21,7 @@ import type {
   TaskRequeue,
 } from '../task-lifecycle-store.js';
 import type { AcquireOutcome, OwnedBy, OwnedTask, TransitionOutcome } from '../task-ownership-store.js';
+import { catalogEntries, catalogEntry, specJson } from './catalog-replies.js';
 import type { ScriptName, ScriptSet } from './lua-script.js';
 import type { RedisConnection } from './redis-client.js';
 import { RedisKeys } from './redis-keys.js';
@@ -328,8 +330,15 @@ export class RedisScripts {
     pools: readonly PoolSnapshot[],
     sentAtMs: number | undefined,
     intervalMs: number,
+    memory?: NodeMemory,
   ): Promise<NodeState | undefined> {
-    const args = [nodeId, JSON.stringify(pools), sentAtMs === undefined ? '' : Math.round(sentAtMs), intervalMs];
+    const args = [
+      nodeId,
+      JSON.stringify(pools),
+      sentAtMs === undefined ? '' : Math.round(sentAtMs),
+      intervalMs,
+      memory === undefined ? '' : JSON.stringify(memory),
+    ];
     return this.#run('node-heartbeat', [this.keys.nodesLive, this.keys.node(nodeId)], args, (r) =>
       r === null ? undefined : member(r, ['registering', 'online', 'offline']),
     );
@@ -390,5 +399,69 @@ export class RedisScripts {
 
   leaseList(poolKey: string): Promise<string[]> {
     return this.#run('lease-list', [this.keys.slotLeases(poolKey)], [], texts);
+  }
+
+  // The fleet catalog (lua/catalog-*.lua).
+
+  catalogPut(r: CatalogRegistration): Promise<CatalogPutOutcome> {
+    const k = this.keys;
+    return this.#run(
+      'catalog-put',
+      [k.catalogIds, k.catalogNames, k.catalogModel(r.ref)],
+      [r.ref, specJson(r), ...r.aliases],
+      (reply) => {
+        const [kind, a, b] = list(reply);
+        switch (member(kind, ['conflict', 'created', 'updated'])) {
+          case 'conflict':
+            return { kind: 'conflict', name: text(a), owner: text(b) };
+          case 'created':
+          case 'updated':
+            return { kind: kind as 'created' | 'updated', entry: catalogEntry(r.ref, b, int(a)) };
+        }
+      },
+    );
+  }
+
+  /** `name` undefined: every entry (in no order). */
+  catalogRead(name: string | undefined): Promise<CatalogModelEntry[]> {
+    const k = this.keys;
+    return this.#run('catalog-read', [k.catalogIds, k.catalogNames], [k.prefix, name ?? ''], catalogEntries);
+  }
+
+  catalogDelete(name: string): Promise<CatalogModelEntry | undefined> {
+    const k = this.keys;
+    return this.#run('catalog-delete', [k.catalogIds, k.catalogNames], [k.prefix, name], (r) => catalogEntries(r)[0]);
+  }
+
+  catalogClaimLoad(id: string, owner: string, ttlMs: number): Promise<LoadClaimOutcome> {
+    return this.#run(
+      'catalog-claim-load',
+      [this.keys.catalogModel(id)],
+      [owner, Math.max(1, Math.round(ttlMs))],
+      (r) => {
+        const [kind, a, b] = list(r);
+        switch (member(kind, ['claimed', 'held', 'unknown'])) {
+          case 'claimed':
+            return { kind: 'claimed', until: int(a) };
+          case 'held':
+            return { kind: 'held', owner: text(a), until: int(b) };
+          case 'unknown':
+            return { kind: 'unknown' };
+        }
+      },
+    );
+  }
+
+  catalogReleaseLoad(id: string, owner: string): Promise<boolean> {
+    return this.#run('catalog-release-load', [this.keys.catalogModel(id)], [owner], bit);
+  }
+
+  catalogLoadError(id: string, error: string | undefined): Promise<boolean> {
+    return this.#run(
+      'catalog-load-error',
+      [this.keys.catalogModel(id)],
+      error === undefined ? ['0', ''] : ['1', error],
+      bit,
+    );
   }
 }

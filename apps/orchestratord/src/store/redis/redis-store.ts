@@ -1,6 +1,7 @@
 import type { ClusterStoreDeps, ClusterStoreSettings, SharedStore } from '../cluster-store.js';
 import { loadScripts } from './lua-script.js';
 import { RedisActivity } from './redis-activity.js';
+import { RedisCatalog } from './redis-catalog.js';
 import { RedisConnection } from './redis-client.js';
 import { RedisLifecycle } from './redis-lifecycle.js';
 import { RedisNodes } from './redis-nodes.js';
@@ -50,6 +51,7 @@ export async function createRedisStore(
     replicas: new RedisReplicas(redis, scripts),
     signals,
     activity: new RedisActivity(redis, scripts),
+    catalog: new RedisCatalog(scripts),
     health: async () => {
       try {
         return { ok: true, kind: 'redis', latency_ms: await redis.ping() };

@@ -1,4 +1,4 @@
-import type { NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
+import type { NodeMemory, NodeRegisterRequest, NodeState, PoolSnapshot } from '@llama-orch/contracts';
 import type { Clock } from '@llama-orch/daemon-support';
 import { isLate, lastSeenOf } from '../../store/liveness.js';
 import type { NodeLivenessStore, StoredNode } from '../../store/node-liveness-store.js';
@@ -9,6 +9,7 @@ interface MutableNode {
   stateSince: number;
   lastSeen: number;
   pools: readonly PoolSnapshot[];
+  memory: NodeMemory | undefined;
 }
 
 /** Node records, liveness and the offline sweep, in memory (the reference model of `NodeLivenessStore`). */
@@ -24,7 +25,14 @@ export class ReferenceNodes implements NodeLivenessStore {
 
   register(req: NodeRegisterRequest): Promise<StoredNode> {
     const now = this.#clock.now();
-    const node: MutableNode = { request: req, state: 'registering', stateSince: now, lastSeen: now, pools: req.pools };
+    const node: MutableNode = {
+      request: req,
+      state: 'registering',
+      stateSince: now,
+      lastSeen: now,
+      pools: req.pools,
+      memory: req.memory,
+    };
     this.#nodes.set(req.node_id, node);
     return Promise.resolve(copy(node));
   }
@@ -33,6 +41,7 @@ export class ReferenceNodes implements NodeLivenessStore {
     nodeId: string,
     pools: readonly PoolSnapshot[],
     sentAtMs: number | undefined,
+    memory?: NodeMemory,
   ): Promise<{ readonly previous: NodeState } | undefined> {
     const node = this.#nodes.get(nodeId);
     if (node === undefined) return Promise.resolve(undefined);
@@ -42,6 +51,7 @@ export class ReferenceNodes implements NodeLivenessStore {
     if (previous !== 'online') node.stateSince = now;
     node.state = 'online';
     node.pools = pools;
+    if (memory !== undefined) node.memory = memory;
     return Promise.resolve({ previous });
   }
 
@@ -74,5 +84,12 @@ export class ReferenceNodes implements NodeLivenessStore {
 }
 
 function copy(n: MutableNode): StoredNode {
-  return { request: n.request, state: n.state, stateSince: n.stateSince, lastSeen: n.lastSeen, pools: n.pools };
+  return {
+    request: n.request,
+    state: n.state,
+    stateSince: n.stateSince,
+    lastSeen: n.lastSeen,
+    pools: n.pools,
+    ...(n.memory !== undefined ? { memory: n.memory } : {}),
+  };
 }
