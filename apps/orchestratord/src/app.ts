@@ -1,5 +1,4 @@
 import { hostname } from 'node:os';
-import { join } from 'node:path';
 import type { OrchestratorConfig, Readiness } from '@llama-orch/contracts';
 import { drainTasks, type DrainOptions, type DrainOutcome } from './tasks/task-drain.js';
 import {
@@ -16,7 +15,7 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
-import { CatalogStore } from './catalog/catalog-store.js';
+import { ModelLoads } from './catalog/model-loads.js';
 import { DashboardFeed } from './dashboard/dashboard-feed.js';
 import { loadCredentials, type Credentials } from './http/credentials.js';
 import { InvalidParamsError } from './errors.js';
@@ -26,7 +25,7 @@ import type { AppServices } from './http/app-services.js';
 import { authPlugin } from './http/auth.js';
 import { clientKeysPlugin } from './http/client-keys.js';
 import type { ClusterStore } from './store/cluster-store.js';
-import { createLocalStore } from './store/memory/memory-store.js';
+import { openLocalStore } from './store/memory/memory-store.js';
 import { StoreHealthWatch } from './store/store-health-watch.js';
 import { corsOriginsPlugin } from './http/cors.js';
 import { errorsPlugin, sendError } from './http/error-handler.js';
@@ -86,8 +85,9 @@ export interface AppDeps {
    * The cluster store (server.ts builds it from `config` with createClusterStore and closes it).
    * Per-key rate limits, the replica list and the dashboard's activity go through any store; a
    * shared one (Redis) also holds the nodes, slot leases, queue, tasks and sessions, and the replica
-   * runs the shared coordinator over them (.specs/65-cluster-store.md).
-   * @default the in-process store
+   * runs the shared coordinator over them (.specs/65-cluster-store.md). The fleet catalog is the
+   * store's too.
+   * @default the in-process store, its catalog kept in `config.state_dir` when set (closed with the app)
    */
   store?: ClusterStore;
   /** This host's name: the default replica id (`<hostname>-<pid>`). @default os.hostname() */
@@ -169,7 +169,12 @@ export async function buildApp(
   app.setSerializerCompiler(serializerCompiler);
 
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
-  const store = deps.store ?? createLocalStore({ clock });
+  // A store the caller did not pass is the app's to close.
+  const ownStore =
+    deps.store === undefined
+      ? await openLocalStore({ state_dir: config.state_dir }, { clock, logger: logger.child({ subsystem: 'store' }) })
+      : undefined;
+  const store = deps.store ?? (ownStore as ClusterStore);
   // The one decision on the store: a shared one (Redis) holds the cluster's state and the replica
   // runs the shared coordinator over it; the in-process one has no such parts.
   const shared = store.shared ? store : undefined;
@@ -284,15 +289,29 @@ export async function buildApp(
     admissionPolicy: config.admission_policy,
     placementStrategy: config.placement_strategy,
     ctxMax: config.ctx_max,
+    catalog: store.catalog,
     streamGraceMs: config.stream_grace_ms,
     streamGraceMaxTasks: config.stream_grace_max_tasks,
     tickMs: tuning.tickMs,
     metricsIntervalMs: tuning.metricsIntervalMs,
   });
   tasksRef = tasks;
-  const catalog = await CatalogStore.open({
-    file: config.state_dir !== undefined ? join(config.state_dir, 'catalog-interest.json') : undefined,
+  // Models on demand (.specs/67-models-on-demand.md): the catalog's loads, asked of the nodes with the
+  // bearer token orchestratord uses for them. A claim outlives the heartbeats a new pool needs to be
+  // listed everywhere, and is renewed while the pool prepares.
+  const models = new ModelLoads({
+    catalog: store.catalog,
+    fleet: {
+      nodes: () => registry.list(),
+      pools: () => registry.pools(),
+      markDraining: (nodeId, poolId) => registry.markDraining(nodeId, poolId),
+      subscribe: (listener) => registry.subscribe(() => listener()),
+    },
+    nodes: poolClient,
+    replicaId: identity.replicaId,
     logger: logger.child({ subsystem: 'catalog' }),
+    clock,
+    claimTtlMs: Math.max(10_000, 3 * config.heartbeat_interval_ms),
   });
 
   const version = deps.version ?? packageVersion();
@@ -338,7 +357,8 @@ export async function buildApp(
     store,
     sessions,
     sessionReader: shared === undefined ? sessions : shared.sessions,
-    catalog,
+    catalog: store.catalog,
+    models,
     poolClient,
     metrics,
     metricsRegistry,
@@ -401,7 +421,9 @@ export async function buildApp(
         { name: 'lease renewals', close: () => leaseKeeper?.close() ?? Promise.resolve() },
         { name: 'node registry', close: () => registry.close() },
         { name: 'sessions', close: () => sessions.close() },
-        { name: 'catalog', close: () => catalog.close() },
+        { name: 'model loads', close: () => models.close() },
+        // A store the app opened itself (server.ts closes the one it passes, after the app).
+        { name: 'in-process store', close: () => ownStore?.close() ?? Promise.resolve() },
       ],
       { log: logger },
     );

@@ -127,11 +127,43 @@ export class BudgetSpentError extends OrchdError {
   }
 }
 
-/** 503: no pool serves (or provisions) the model. */
+/** 503: no pool serves (or provisions) the model now: its pools are down, or a catalog model is not loaded. */
 export class ModelNotAvailableError extends OrchdError {
   override readonly name = 'ModelNotAvailableError';
   constructor(message: string, options: OrchdErrorOptions = {}) {
     super('MODEL_NOT_AVAILABLE', message, options);
+  }
+}
+
+/** 404 MODEL_NOT_FOUND: the name is neither a catalog entry or alias nor served by any pool (spec 67). */
+export class ModelNotFoundError extends OrchdError {
+  override readonly name = 'ModelNotFoundError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('MODEL_NOT_FOUND', message, options);
+  }
+}
+
+/** 409 CONFLICT: the request contradicts the current state (an alias of another model, a static pool, a pin, `max_loaded`). */
+export class ConflictError extends OrchdError {
+  override readonly name = 'ConflictError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('CONFLICT', message, options);
+  }
+}
+
+/** 503 INSUFFICIENT_MEMORY, retriable: no node has room for the model now. */
+export class InsufficientMemoryError extends OrchdError {
+  override readonly name = 'InsufficientMemoryError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('INSUFFICIENT_MEMORY', message, options);
+  }
+}
+
+/** 502 MODEL_LOAD_FAILED: every node asked refused or failed the load (the message says why, per node). */
+export class ModelLoadFailedError extends OrchdError {
+  override readonly name = 'ModelLoadFailedError';
+  constructor(message: string, options: OrchdErrorOptions = {}) {
+    super('MODEL_LOAD_FAILED', message, options);
   }
 }
 

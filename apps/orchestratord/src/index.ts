@@ -61,8 +61,18 @@ export {
 } from './upstream/upstream-errors.js';
 export { readDispatchEvents } from './upstream/dispatch-events.js';
 export { SessionStore } from './sessions/session-store.js';
-export { CatalogStore } from './catalog/catalog-store.js';
-export type { CatalogInterest, CatalogStoreState } from './catalog/catalog-store.js';
+export { MemoryCatalog } from './store/memory/memory-catalog.js';
+export type { MemoryCatalogState } from './store/memory/memory-catalog.js';
+export type {
+  CatalogStore,
+  CatalogModelEntry,
+  CatalogRegistration,
+  CatalogPutOutcome,
+  LoadClaim,
+  LoadClaimOutcome,
+} from './store/catalog-store.js';
+export { ModelLoads } from './catalog/model-loads.js';
+export type { LoadOutcome, UnloadOutcome } from './catalog/model-loads.js';
 export {
   OrchdError,
   InvalidParamsError,
@@ -73,6 +83,10 @@ export {
   QueueFullError,
   BudgetSpentError,
   ModelNotAvailableError,
+  ModelNotFoundError,
+  ConflictError,
+  InsufficientMemoryError,
+  ModelLoadFailedError,
   PoolUnavailableError,
   PoolUnreadyError,
   InternalError,

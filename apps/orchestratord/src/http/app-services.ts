@@ -1,7 +1,7 @@
 import type { OrchestratorConfig, SessionInfo } from '@llama-orch/contracts';
 import type { FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { CatalogStore } from '../catalog/catalog-store.js';
+import type { ModelLoads } from '../catalog/model-loads.js';
 import type { DashboardFeed } from '../dashboard/dashboard-feed.js';
 import type { ClusterNodeSync } from '../registry/cluster-node-sync.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
@@ -9,6 +9,7 @@ import type { ReplicaDirectory } from '../replicas/replica-directory.js';
 import type { ReplicaIdentity } from '../replicas/replica-identity.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { SessionStore } from '../sessions/session-store.js';
+import type { CatalogStore } from '../store/catalog-store.js';
 import type { ClusterStore } from '../store/cluster-store.js';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { TaskOwnerProxy } from './task-owner-proxy.js';
@@ -30,7 +31,10 @@ export interface AppServices {
   readonly sessions: SessionStore;
   /** What the session routes answer from: `sessions`, or the cluster's with a Redis store. */
   readonly sessionReader: SessionReader;
+  /** The fleet catalog (`store.catalog`: this process's, or the cluster's with Redis). */
   readonly catalog: CatalogStore;
+  /** Loads and unloads of catalog models on the nodes. */
+  readonly models: ModelLoads;
   readonly poolClient: PoolClient;
   readonly metrics: OrchdMetrics;
   readonly metricsRegistry: Registry;

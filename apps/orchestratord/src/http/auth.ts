@@ -40,6 +40,8 @@ export const ROUTE_ROLES: Readonly<Record<string, Exclude<Role, 'client'>>> = Ob
   'POST /v2/pools/:id/reload': 'operator',
   'POST /v2/catalog/models': 'operator',
   'DELETE /v2/catalog/models/:id': 'operator',
+  'POST /v2/catalog/models/:id/load': 'operator',
+  'POST /v2/catalog/models/:id/unload': 'operator',
   // every tenant's recent tasks: for operators only
   'GET /v2/dashboard': 'operator',
   'GET /v2/dashboard/events': 'operator',

@@ -10,7 +10,7 @@ import {
 } from '@llama-orch/contracts';
 import { backoffHeaders, DEFAULT_BACKOFF_MS } from '@llama-orch/daemon-support';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { NotFoundError } from '../errors.js';
+import { modelNotFound } from '../catalog/model-not-found.js';
 import { respondWithAnswer } from '../openai/answer-response.js';
 import type { ResponseIdentity } from '../openai/chunks.js';
 import type { TaskRecord } from '../tasks/task-record.js';
@@ -31,9 +31,10 @@ export interface DoorCall {
 }
 
 /**
- * Admits a door's task: a model no pool lists at all is the client's mistake (404, `param:
- * model`); one whose pools are all down or offline is the cluster's (the admission's 503
- * MODEL_NOT_AVAILABLE). `door` is on every log line of the task, so operators tell the doors'
+ * Admits a door's task: a model neither in the catalog nor listed by any pool is the client's
+ * mistake (404 MODEL_NOT_FOUND, `param: model`), refused before the body's other fields are read;
+ * one whose pools are all down or offline, or a catalog model loaded nowhere, is the cluster's
+ * (the admission's 503 MODEL_NOT_AVAILABLE). `door` is on every log line of the task, so operators tell the doors'
  * traffic apart in one log. Not streamed = an `answer` task (the engine answers once, no token
  * crosses the daemons).
  */
@@ -43,12 +44,11 @@ export async function admitDoorTask(
   call: DoorCall,
   door: string,
 ): Promise<TaskRecord> {
-  if (services.registry.poolsForModel(call.model).length === 0) {
-    throw new NotFoundError(
-      `model '${call.model}' not found: no pool serves or provisions it (GET /v1/models lists them)`,
-      { param: 'model' },
-    );
-  }
+  if (
+    services.registry.poolsForModel(call.model).length === 0 &&
+    (await services.catalog.get(call.model)) === undefined
+  )
+    throw modelNotFound(call.model);
   const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
   const delivery = call.stream ? 'stream' : 'answer';
   const admitted = await services.tasks.admit(

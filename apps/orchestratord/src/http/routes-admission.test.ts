@@ -108,16 +108,35 @@ describe.each(STORE_KINDS)('POST /v2/tasks (%s store)', (kind) => {
     });
   });
 
-  it('503 MODEL_NOT_AVAILABLE with back-off headers when no pool serves or provisions the model', async () => {
+  it('404 MODEL_NOT_FOUND, no back-off, for a model neither in the catalog nor served; 503 MODEL_NOT_AVAILABLE with back-off when its pools are down or a catalog model is not loaded', async () => {
     t = await makeApp();
     const none = await post(taskBody());
-    expect(none.statusCode).toBe(503);
-    expect(none.json()).toMatchObject({ code: 'MODEL_NOT_AVAILABLE', retriable: true });
-    expectBackoff(none);
+    expect(none.statusCode).toBe(404);
+    expect(none.json()).toMatchObject({ code: 'MODEL_NOT_FOUND', retriable: false });
+    expect(none.headers['retry-after']).toBeUndefined();
     await registerNode(t, 'n1', [busy({ models: ['other'] }), busy({ pool_id: 'f', state: 'failed', ready: false })]);
     const failedOnly = await post(taskBody());
     expect(failedOnly.statusCode).toBe(503);
-    expect(failedOnly.json()).toMatchObject({ code: 'MODEL_NOT_AVAILABLE' });
+    expect(failedOnly.json()).toMatchObject({ code: 'MODEL_NOT_AVAILABLE', retriable: true });
+    expectBackoff(failedOnly);
+    const register = (payload: object) =>
+      t.app.inject({ method: 'POST', url: '/v2/catalog/models', headers: t.auth, payload });
+    expect((await register({ ref: 'on-demand', aliases: ['od'] })).statusCode).toBe(201);
+    for (const name of ['on-demand', 'od']) {
+      const unloaded = await post(taskBody({ model_ref: name }));
+      expect(unloaded.statusCode, name).toBe(503);
+      expect(unloaded.json()).toMatchObject({
+        code: 'MODEL_NOT_AVAILABLE',
+        message: expect.stringContaining('in the catalog but not loaded'),
+      });
+      expectBackoff(unloaded);
+    }
+    // a catalog alias of a model a pool serves under its ref is that model
+    expect((await register({ ref: 'other', aliases: ['other-alias'] })).statusCode).toBe(201);
+    const viaAlias = await post(taskBody({ model_ref: 'other-alias' }));
+    expect(viaAlias.statusCode).toBe(202);
+    const task = t.app.services.tasks.get(viaAlias.json().task_id);
+    expect(task !== undefined && 'request' in task ? task.request.model_ref : undefined).toBe('other');
   });
 
   it('202 with absolute stream URLs and a started frame; empty preparation when a ready pool serves the model', async () => {

@@ -1,10 +1,12 @@
 import {
   DEFAULT_POOL_CAPABILITIES,
   PoolCapabilitySchema,
+  type ModelServe,
   type OpenAiModel,
   type PoolCapability,
 } from '@llama-orch/contracts';
 import { servesModel, type PoolView } from '../registry/pool-view.js';
+import type { CatalogModelEntry } from '../store/catalog-store.js';
 
 export const OWNED_BY = 'llama-orch';
 
@@ -32,15 +34,24 @@ function ordered(set: ReadonlySet<PoolCapability>): PoolCapability[] {
   return PoolCapabilitySchema.options.filter((c) => set.has(c));
 }
 
+/** What a loaded copy of a catalog model will serve (its policy's `serve`), before any pool reports it. */
+function servedBy(serve: ModelServe): readonly PoolCapability[] {
+  if (serve === 'embeddings') return ['embeddings'];
+  if (serve === 'reranking') return ['rerank'];
+  return DEFAULT_POOL_CAPABILITIES;
+}
+
 /**
- * `GET /v1/models`: one entry per model the ready and provisioning pools serve — not one per name —
- * listed by its first alias, else its catalog id, else its ref; `created` = when a pool first
- * listed it; `capabilities` = what any of its pools serves; sorted by id.
+ * `GET /v1/models`: one entry per model the ready and provisioning pools serve and per catalog model
+ * (loaded or not) — not one per name — listed by its first alias, else its catalog id, else its
+ * ref; `created` = when a pool first listed it (a catalog model loaded nowhere: its registration);
+ * `capabilities` = what any of its pools serves, else what its policy says a copy will; sorted by id.
  */
 export function listModels(
   views: readonly PoolView[],
   firstSeen: (ref: string) => number | undefined,
   now: number,
+  catalog: readonly CatalogModelEntry[] = [],
 ): OpenAiModel[] {
   const models: Listed[] = [];
   for (const v of views) {
@@ -71,6 +82,23 @@ export function listModels(
     for (const m of v.models) entry.createdMs = Math.min(entry.createdMs, firstSeen(m) ?? now);
     for (const c of v.capabilities ?? DEFAULT_POOL_CAPABILITIES) entry.capabilities.add(c);
   }
+  for (const e of catalog) {
+    const names = [e.id, ...e.aliases];
+    const served = models.find((m) => names.some((n) => m.names.has(n)));
+    if (served !== undefined) {
+      for (const n of names) served.names.add(n);
+      served.alias ??= e.aliases[0];
+      continue;
+    }
+    models.push({
+      names: new Set(names),
+      alias: e.aliases[0],
+      catalogId: undefined,
+      ref: e.id,
+      createdMs: e.registeredAt,
+      capabilities: new Set(servedBy(e.policy.serve)),
+    });
+  }
   return models
     .map((m): OpenAiModel => ({
       id: m.alias ?? m.catalogId ?? m.ref,
@@ -84,13 +112,15 @@ export function listModels(
 
 /**
  * `GET /v1/models/{id}`: the model a name (alias, catalog id or ref) stands for, under the name
- * asked for; undefined when no ready or provisioning pool serves it.
+ * asked for; undefined when no ready or provisioning pool serves it and `entry` (the catalog's
+ * entry for the name) is undefined.
  */
 export function findModel(
   views: readonly PoolView[],
   name: string,
   firstSeen: (ref: string) => number | undefined,
   now: number,
+  entry?: CatalogModelEntry,
 ): OpenAiModel | undefined {
   let created: number | undefined;
   const capabilities = new Set<PoolCapability>();
@@ -101,6 +131,10 @@ export function findModel(
       const c = Math.floor((firstSeen(m) ?? now) / 1000);
       created = created === undefined ? c : Math.min(created, c);
     }
+  }
+  if (created === undefined && entry !== undefined) {
+    created = Math.floor(entry.registeredAt / 1000);
+    for (const c of servedBy(entry.policy.serve)) capabilities.add(c);
   }
   return created === undefined
     ? undefined

@@ -34,7 +34,7 @@ export function openAiErrorBody(err: OpenAiErrorInput): OpenAiError {
   }
   let code: string = err.code;
   if (err.code === 'INVALID_PARAMS') code = 'invalid_value';
-  else if (err.code === 'NOT_FOUND' && param === 'model') code = 'model_not_found';
+  else if (err.code === 'MODEL_NOT_FOUND' || (err.code === 'NOT_FOUND' && param === 'model')) code = 'model_not_found';
   return { error: { message: err.message, type: openAiErrorType(ERROR_STATUS[err.code]), param: param ?? null, code } };
 }
 

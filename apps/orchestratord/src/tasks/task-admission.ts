@@ -5,9 +5,11 @@ import { predictTask } from '../admission/prediction.js';
 import type { QueuePolicy } from '../admission/admission-queue.js';
 import { preparationSteps, type ModelAvailability } from '../admission/model-availability.js';
 import type { Prediction, Predictor } from '../admission/predictor.js';
-import { InternalError, InvalidParamsError, QueueFullError } from '../errors.js';
+import { modelNotFound } from '../catalog/model-not-found.js';
+import { InternalError, InvalidParamsError, ModelNotAvailableError, QueueFullError } from '../errors.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { PoolView } from '../registry/pool-view.js';
+import type { CatalogStore } from '../store/catalog-store.js';
 import { ownedSessionId } from '../sessions/session-ids.js';
 import type { Admission, AdmissionSteps, Admitted, SessionView, TaskCoordinator } from './task-coordinator.js';
 import type { TaskObserver } from './task-observer.js';
@@ -25,6 +27,8 @@ export interface TaskAdmissionDeps {
   readonly coordinator: TaskCoordinator;
   readonly ctxMax: number;
   readonly admissionCapacity: number;
+  /** Read only for a model no pool serves (a refusal's path): a catalog model is 503, an unknown name 404. */
+  readonly catalog?: Pick<CatalogStore, 'get'> | undefined;
   /** Whether the service still admits. */
   running(): boolean;
   /** Ends a task `drop-lru` evicted for `by`. */
@@ -54,8 +58,8 @@ export class TaskAdmission implements AdmissionSteps {
   /**
    * Validates a task against the live cluster, enqueues it, writes its `started` frame and pumps
    * (in one process, a task with a free slot is dispatched before the promise settles). Rejects
-   * with typed errors (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_AVAILABLE, ADMISSION_REJECT,
-   * QUEUE_FULL_DROP_LRU) that the error handler maps to envelopes. `log` and `correlationId` are the admitting request's: the task's log lines
+   * with typed errors (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_FOUND, MODEL_NOT_AVAILABLE,
+   * ADMISSION_REJECT, QUEUE_FULL_DROP_LRU) that the error handler maps to envelopes. `log` and `correlationId` are the admitting request's: the task's log lines
    * and its dispatches carry them; `clientKey` the name of the key that sent it: the task's owner
    * (only it and operator keys see the task) and its session's namespace, and its tokens are
    * counted under that name; `delivery` how its output goes out.
@@ -70,7 +74,10 @@ export class TaskAdmission implements AdmissionSteps {
     if (!this.#d.running())
       throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     // An alias becomes the model ref the pools list: one queue group, one wait key per model.
-    const modelRef = this.#d.registry.canonicalModel(named.model_ref);
+    const modelRef =
+      this.#d.registry.poolsForModel(named.model_ref).length > 0
+        ? this.#d.registry.canonicalModel(named.model_ref)
+        : await this.#unserved(named.model_ref);
     // The session is the key's own: the same session id under another key is another session.
     const sessionId = ownedSessionId(clientKey, named.session_id);
     const request =
@@ -82,6 +89,27 @@ export class TaskAdmission implements AdmissionSteps {
     return this.#d.coordinator.admit(
       { request, modelName: named.model_ref, log, correlationId, clientKey, delivery },
       this,
+    );
+  }
+
+  /**
+   * A name no pool lists (the catalog is read only here, off the served path): an alias the catalog
+   * gives a model pools serve under another of its names is that model; a catalog model loaded
+   * nowhere is 503 MODEL_NOT_AVAILABLE (retriable: a load makes it servable); anything else is
+   * 404 MODEL_NOT_FOUND.
+   */
+  async #unserved(name: string): Promise<string> {
+    const entry = await this.#d.catalog?.get(name);
+    if (entry === undefined) {
+      this.#d.observer.refused('MODEL_NOT_FOUND');
+      throw modelNotFound(name);
+    }
+    const served = [entry.ref, ...entry.aliases].find((n) => this.#d.registry.poolsForModel(n).length > 0);
+    if (served !== undefined) return this.#d.registry.canonicalModel(served);
+    this.#d.observer.refused('MODEL_NOT_AVAILABLE');
+    throw new ModelNotAvailableError(
+      `model '${name}' is in the catalog but not loaded on any node (POST /v2/catalog/models/{id}/load loads it)`,
+      { retryAfterMs: this.#d.registry.heartbeatIntervalMs },
     );
   }
 

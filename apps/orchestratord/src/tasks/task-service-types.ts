@@ -1,6 +1,7 @@
 import type { CoordinatorFactory } from './task-coordinator.js';
 import type { QueuePolicy } from '../admission/admission-queue.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
+import type { CatalogStore } from '../store/catalog-store.js';
 import type { PlacementStrategy } from '../scheduling/placement.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { OrchdMetrics } from '../support/metrics.js';
@@ -22,6 +23,12 @@ export interface TaskServiceOptions {
   placementStrategy: PlacementStrategy;
   /** Largest ctx accepted when no pool reports one. */
   ctxMax: number;
+  /**
+   * The fleet catalog, read when no pool serves a task's model: a catalog model (or alias) not
+   * loaded is 503 MODEL_NOT_AVAILABLE, any other name 404 MODEL_NOT_FOUND. @default none: every
+   * name no pool serves is 404
+   */
+  catalog?: Pick<CatalogStore, 'get'> | undefined;
   /** How long an ended task's frames stay readable, ms. */
   streamGraceMs: number;
   /** Most ended tasks kept readable; the oldest go first past it. @default 100000 */

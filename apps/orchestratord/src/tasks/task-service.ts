@@ -136,7 +136,7 @@ export class TaskService {
     });
     this.#admission = new TaskAdmission({
       ...{ registry, predictor: this.#predictor, clock: this.#clock, observer: this.#observer, table: this.#table },
-      ...{ coordinator, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity },
+      ...{ coordinator, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity, catalog: options.catalog },
       running: () => this.#state === 'running' && this.#admitting,
       evict: (victim, by) => {
         this.#observer.evicted(victim, by);

@@ -3,6 +3,7 @@ import {
   ErrorEnvelopeSchema,
   type DispatchRequest,
   type ErrorEnvelope,
+  type PoolLoadRequest,
 } from '@llama-orch/contracts';
 import type { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
@@ -49,7 +50,7 @@ export interface DispatchTarget {
 }
 
 export interface PoolClientOptions {
-  /** HTTP/1.1 dispatcher: drain/reload, and dispatches that do not go over h2c. */
+  /** HTTP/1.1 dispatcher: drain/reload, loads and unloads, and dispatches that do not go over h2c. */
   dispatcher: Dispatcher;
   /** Dispatcher for h2c URLs (undici `H2CClient`s); without it every dispatch uses HTTP/1.1. */
   h2cDispatcher?: Dispatcher | undefined;
@@ -60,7 +61,7 @@ export interface PoolClientOptions {
   http1PerNode?: number;
   /** Bearer token sent to nodes; absent = no Authorization header. */
   token?: string | undefined;
-  /** Timeout for drain/reload replies, ms. @default 10000 */
+  /** Timeout for drain/reload, load and unload replies, ms. @default 10000 */
   operationTimeoutMs?: number;
   /**
    * How long a node may take to send a dispatch's response headers, ms. pool-managerd answers before
@@ -328,17 +329,35 @@ export class PoolClient {
       this.#headers(),
       JSON.stringify(body),
     );
-    const text = await res.body.text();
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch (err) {
-      throw new UpstreamStreamError(`node answered ${op} with a non-JSON body (status ${res.statusCode})`, {
-        cause: err,
-      });
-    }
-    return { status: res.statusCode, body: json };
+    return reply(res, op);
   }
+
+  /** `POST <node>/v2/pools`: asks the node to start a pool for a catalog model; its status and JSON body (202 PoolStatus, or an envelope). */
+  async loadPool(address: string, body: PoolLoadRequest): Promise<PoolOperationReply> {
+    const res = await this.#bounded(address, '/v2/pools', 'POST', this.#headers(), JSON.stringify(body));
+    return reply(res, 'load');
+  }
+
+  /** `DELETE <node>/v2/pools/{id}?deadline_ms=`: asks the node to drain and remove a pool it loaded for the catalog. */
+  async unloadPool(address: string, poolId: string, deadlineMs: number): Promise<PoolOperationReply> {
+    const path = `/v2/pools/${encodeURIComponent(poolId)}?deadline_ms=${Math.max(0, Math.round(deadlineMs))}`;
+    const res = await this.#bounded(address, path, 'DELETE', this.#headers(undefined, false));
+    return reply(res, 'unload');
+  }
+}
+
+/** A node's answer to an operation: its status and JSON body (none when empty). */
+async function reply(res: Dispatcher.ResponseData, op: string): Promise<PoolOperationReply> {
+  const text = await res.body.text();
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch (err) {
+    throw new UpstreamStreamError(`node answered ${op} with a non-JSON body (status ${res.statusCode})`, {
+      cause: err,
+    });
+  }
+  return { status: res.statusCode, body: json };
 }
 
 /** A non-200 answer's ErrorEnvelope, when it is one (otherwise the status alone decides). */

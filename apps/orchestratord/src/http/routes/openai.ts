@@ -1,7 +1,7 @@
 import { OpenAiModelListSchema, type ErrorEvent } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { NotFoundError } from '../../errors.js';
+import { modelNotFound } from '../../catalog/model-not-found.js';
 import { findModel, listModels } from '../../openai/models.js';
 import { OpenAiChunkEncoder } from '../../openai/chunk-encoder.js';
 import { openAiErrorBody } from '../../openai/openai-errors.js';
@@ -74,15 +74,22 @@ export const openAiRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (app, 
 
   app.get('/v1/models', { schema: { response: { 200: OpenAiModelListSchema } } }, async () => ({
     object: 'list' as const,
-    data: listModels(registry.pools(), (ref) => registry.modelFirstSeen(ref), clock.now()),
+    data: listModels(
+      registry.pools(),
+      (ref) => registry.modelFirstSeen(ref),
+      clock.now(),
+      await services.catalog.list(),
+    ),
   }));
 
   // Wildcard: model ids may hold slashes (`hf:org/repo/file.gguf`, `org/model`).
   app.get('/v1/models/*', async (req) => {
     const name = (req.params as { '*': string })['*'];
-    const model = findModel(registry.poolsForModel(name), name, (ref) => registry.modelFirstSeen(ref), clock.now());
-    if (model === undefined)
-      throw new NotFoundError(`model '${name}' not found: no ready or provisioning pool serves it`, { param: 'model' });
+    const firstSeen = (ref: string): number | undefined => registry.modelFirstSeen(ref);
+    const model =
+      findModel(registry.poolsForModel(name), name, firstSeen, clock.now()) ??
+      findModel([], name, firstSeen, clock.now(), await services.catalog.get(name));
+    if (model === undefined) throw modelNotFound(name);
     return model;
   });
 };

@@ -1,0 +1,364 @@
+import { randomUUID } from 'node:crypto';
+import { ErrorEnvelopeSchema, type PoolLoadRequest } from '@llama-orch/contracts';
+import type { Clock, Log } from '@llama-orch/daemon-support';
+import {
+  ConflictError,
+  InsufficientMemoryError,
+  InternalError,
+  ModelLoadFailedError,
+  NotFoundError,
+  PoolUnavailableError,
+} from '../errors.js';
+import type { CatalogModelEntry, CatalogStore } from '../store/catalog-store.js';
+import { groupModels, groupOf } from './cluster-models.js';
+import {
+  isCopy,
+  isLoading,
+  isStaticPool,
+  poolKey,
+  poolNames,
+  type Fleet,
+  type FleetNode,
+  type FleetPool,
+  type NodeLoadClient,
+} from './fleet.js';
+import { loadCandidates, loadPoolId } from './load-placement.js';
+import { modelNotFound } from './model-not-found.js';
+import { LoadWatcher } from './load-watcher.js';
+
+export interface ModelLoadsOptions {
+  catalog: CatalogStore;
+  fleet: Fleet;
+  nodes: NodeLoadClient;
+  /** This replica's id: a load claim's owner is `<replica id>:<random>`, so the store tells who loads. */
+  replicaId: string;
+  logger: Log;
+  clock: Clock;
+  /**
+   * How long a load claim lives without renewal, ms. The replica that started a load renews it
+   * while the pool prepares and releases it once the pool is ready or failed; a replica that dies
+   * lets it lapse (the pool, listed by then, still shows the load to every replica).
+   */
+  claimTtlMs: number;
+  /** How long a node may take to report a pool it accepted, ms; later, the load counts as failed. @default claimTtlMs */
+  reportWithinMs?: number;
+  /** A new pool's id for a ref. @default `<model-slug>-<6 random>` (load-placement.ts) */
+  poolId?: (ref: string) => string;
+}
+
+export type LoadOutcome =
+  /** This call asked `node_id`, which accepted pool `pool_id` (it prepares it now). */
+  | { readonly kind: 'started'; readonly node_id: string; readonly pool_id: string }
+  /** A load was already under way (a pool preparing the model, or another caller's claim): nothing was asked. */
+  | { readonly kind: 'in_flight'; readonly pools: readonly string[]; readonly claimedBy?: string };
+
+export interface UnloadOutcome {
+  /** Pools (`node/pool`) whose nodes accepted the unload: they drain, then stop. */
+  readonly unloading: readonly string[];
+  /** Pools whose nodes refused, with why. */
+  readonly refused: readonly string[];
+}
+
+export type ModelLoadsState = 'running' | 'closed';
+
+/**
+ * Loads and unloads of catalog models (.specs/67-models-on-demand.md): the node-facing half of the
+ * fleet catalog. A load takes the model's load claim in the store first, so however many replicas
+ * ask at once, one asks a node; asking while a load is under way is a no-op that answers the load
+ * in flight. Node choice is load-placement.ts's; the pool's progress is followed by LoadWatcher,
+ * which records a failed load in the catalog.
+ */
+export class ModelLoads {
+  readonly #catalog: CatalogStore;
+  readonly #fleet: Fleet;
+  readonly #nodes: NodeLoadClient;
+  readonly #replicaId: string;
+  readonly #logger: Log;
+  readonly #claimTtlMs: number;
+  readonly #poolId: (ref: string) => string;
+  readonly #watcher: LoadWatcher;
+  /** Loads this replica is deciding now, by model id and node: a second ask gets the same answer, with no store call. */
+  readonly #deciding = new Map<string, Promise<LoadOutcome>>();
+  #state: ModelLoadsState = 'running';
+
+  constructor(o: ModelLoadsOptions) {
+    this.#catalog = o.catalog;
+    this.#fleet = o.fleet;
+    this.#nodes = o.nodes;
+    this.#replicaId = o.replicaId;
+    this.#logger = o.logger;
+    this.#claimTtlMs = o.claimTtlMs;
+    this.#poolId = o.poolId ?? ((ref) => loadPoolId(ref));
+    this.#watcher = new LoadWatcher({
+      catalog: o.catalog,
+      fleet: o.fleet,
+      clock: o.clock,
+      logger: o.logger,
+      claimTtlMs: o.claimTtlMs,
+      reportWithinMs: o.reportWithinMs ?? o.claimTtlMs,
+    });
+  }
+
+  get state(): ModelLoadsState {
+    return this.#state;
+  }
+
+  /**
+   * Starts one more copy of a catalog model (by id or alias, or its entry as read), on `node` or on
+   * the node load-placement.ts chooses; or answers the load already in flight. Rejects with
+   * MODEL_NOT_FOUND (no such model), CONFLICT (not a catalog entry, `max_loaded` copies already,
+   * a node that loads nothing on request), INSUFFICIENT_MEMORY (no node has room), MODEL_LOAD_FAILED
+   * (every node asked refused for another reason), NOT_FOUND / POOL_UNAVAILABLE (the node named is
+   * unknown / not online), STORE_UNAVAILABLE.
+   */
+  async load(model: string | CatalogModelEntry, opts: { node?: string | undefined } = {}): Promise<LoadOutcome> {
+    this.#open();
+    const entry = typeof model === 'string' ? await this.#entry(model) : model;
+    const key = `${entry.id}\u0000${opts.node ?? ''}`;
+    const deciding = this.#deciding.get(key);
+    if (deciding !== undefined) return deciding;
+    const run = this.#load(entry, opts.node).finally(() => this.#deciding.delete(key));
+    this.#deciding.set(key, run);
+    return run;
+  }
+
+  /**
+   * Unloads the model's copies loaded on demand (all, or those on `node`), never below its `pin`:
+   * idle copies first, then loading ones, then busy ones; failed catalog pools always go. Each
+   * node drains its pool (in-flight work may run `deadlineMs`) and removes it. Rejects with
+   * MODEL_NOT_FOUND, CONFLICT (nothing loaded on demand, only static pools, or the pin) or, when
+   * every node refused, CONFLICT / POOL_UNAVAILABLE.
+   */
+  async unload(name: string, opts: { node?: string | undefined; deadlineMs?: number } = {}): Promise<UnloadOutcome> {
+    this.#open();
+    const entry = await this.#catalog.get(name);
+    const all = this.#fleet.pools();
+    const group = groupOf(groupModels(entry === undefined ? [] : [entry], all), entry?.id ?? name);
+    if (group === undefined) throw modelNotFound(name);
+    const id = group.id;
+    const on = opts.node === undefined ? '' : ` on node ${opts.node}`;
+    const here = opts.node === undefined ? group.pools : group.pools.filter((p) => p.node_id === opts.node);
+    const removable = here.filter(
+      (p) =>
+        !isStaticPool(p) &&
+        p.node_state !== 'offline' &&
+        p.state !== 'stopped' &&
+        p.state !== 'draining' &&
+        !p.draining,
+    );
+    if (removable.length === 0) {
+      if (here.some(isStaticPool))
+        throw new ConflictError(
+          `model '${id}' is served${on} by static pools of the node's config; they are not unloaded`,
+        );
+      throw new ConflictError(`no copy of model '${id}' loaded on demand${on} is left to unload`);
+    }
+    const pin = entry?.policy.pin ?? 0;
+    const copies = group.pools.filter(isCopy).length;
+    const live = removable.filter(isCopy).sort(unloadOrder);
+    const targets = [...removable.filter((p) => !isCopy(p)), ...live.slice(0, Math.max(0, copies - pin))];
+    if (targets.length === 0)
+      throw new ConflictError(
+        `model '${id}' is pinned: ${copies} cop${copies === 1 ? 'y' : 'ies'} loaded, pin ${pin}; unloading would leave fewer than the pin`,
+      );
+    const deadlineMs = opts.deadlineMs ?? 30_000;
+    const unloading: string[] = [];
+    const refused: string[] = [];
+    let conflict = false;
+    for (const p of targets) {
+      const node = this.#fleet.nodes().find((n) => n.node_id === p.node_id);
+      const answer =
+        node === undefined
+          ? { ok: false as const, code: undefined, message: 'node not registered' }
+          : await this.#ask(() => this.#nodes.unloadPool(node.address, p.pool_id, deadlineMs));
+      if (answer.ok) {
+        this.#fleet.markDraining(p.node_id, p.pool_id);
+        unloading.push(poolKey(p));
+      } else {
+        conflict ||= answer.code === 'CONFLICT';
+        refused.push(`${poolKey(p)}: ${answer.message}`);
+      }
+    }
+    this.#logger.info(
+      {
+        model: id,
+        unloading,
+        refused,
+        human: `Unload of model '${id}': ${unloading.length} pool(s) draining${refused.length > 0 ? `, refused: ${refused.join('; ')}` : ''}`,
+      },
+      'model unload',
+    );
+    if (unloading.length === 0) {
+      const message = `no node accepted the unload of model '${id}': ${refused.join('; ')}`;
+      throw conflict ? new ConflictError(message) : new PoolUnavailableError(message);
+    }
+    return { unloading, refused };
+  }
+
+  /** Stops following loads (their claims lapse on their own). Idempotent. */
+  close(): Promise<void> {
+    this.#state = 'closed';
+    return this.#watcher.close();
+  }
+
+  async #load(entry: CatalogModelEntry, node: string | undefined): Promise<LoadOutcome> {
+    // A node named by the caller is checked first: a wrong name is wrong whatever else is going on.
+    const named = node === undefined ? undefined : this.#namedNode(node);
+    const pools = this.#poolsOf(entry);
+    const loading = pools.filter(isLoading);
+    if (loading.length > 0) return { kind: 'in_flight', pools: loading.map(poolKey) };
+    if (entry.load !== undefined) return { kind: 'in_flight', pools: [], claimedBy: entry.load.owner };
+    const copies = pools.filter(isCopy);
+    const max = entry.policy.max_loaded;
+    if (copies.length >= max)
+      throw new ConflictError(
+        `model '${entry.id}' has ${copies.length} cop${copies.length === 1 ? 'y' : 'ies'} loaded (${copies.map(poolKey).join(', ')}); its max_loaded is ${max}`,
+      );
+    const candidates = named === undefined ? this.#candidates(entry, pools) : [named];
+    const owner = `${this.#replicaId}:${randomUUID().slice(0, 8)}`;
+    const claim = await this.#catalog.claimLoad(entry.id, owner, this.#claimTtlMs);
+    if (claim.kind === 'unknown') throw modelNotFound(entry.id);
+    if (claim.kind === 'held') return { kind: 'in_flight', pools: [], claimedBy: claim.owner };
+    let started: LoadOutcome | undefined;
+    try {
+      started = await this.#start(entry, candidates, owner);
+      return started;
+    } finally {
+      // Only a started load keeps the claim (the watcher gives it back once the pool is ready or failed).
+      if (started === undefined) await this.#release(entry.id, owner);
+    }
+  }
+
+  async #start(entry: CatalogModelEntry, candidates: readonly FleetNode[], owner: string): Promise<LoadOutcome> {
+    const refusals: string[] = [];
+    let memoryOnly = true;
+    for (const node of candidates) {
+      const body: PoolLoadRequest = {
+        pool_id: this.#poolId(entry.ref),
+        model: entry.ref,
+        ...(entry.sha256 !== undefined ? { sha256: entry.sha256 } : {}),
+        aliases: [...entry.aliases],
+        ctx: entry.policy.ctx,
+        slots: entry.policy.slots,
+        gpu: entry.policy.gpu,
+        serve: entry.policy.serve,
+      };
+      const answer = await this.#ask(() => this.#nodes.loadPool(node.address, body));
+      if (answer.ok) {
+        this.#logger.info(
+          {
+            model: entry.id,
+            node_id: node.node_id,
+            pool_id: body.pool_id,
+            human: `Loading model '${entry.id}' on node ${node.node_id} as pool ${body.pool_id}`,
+          },
+          'model load started',
+        );
+        await this.#clearError(entry.id);
+        this.#watcher.follow({ id: entry.id, owner, node_id: node.node_id, pool_id: body.pool_id });
+        return { kind: 'started', node_id: node.node_id, pool_id: body.pool_id };
+      }
+      memoryOnly &&= answer.code === 'INSUFFICIENT_MEMORY';
+      refusals.push(`${node.node_id}: ${answer.message}`);
+    }
+    this.#logger.warn(
+      { model: entry.id, refusals, human: `No node accepted the load of model '${entry.id}': ${refusals.join('; ')}` },
+      'model load refused',
+    );
+    if (memoryOnly)
+      throw new InsufficientMemoryError(`no node has room for model '${entry.id}' now: ${refusals.join('; ')}`);
+    throw new ModelLoadFailedError(`no node accepted the load of model '${entry.id}': ${refusals.join('; ')}`);
+  }
+
+  /** A node the caller named: asked alone (it decides whether the model fits). */
+  #namedNode(node: string): FleetNode {
+    const n = this.#fleet.nodes().find((x) => x.node_id === node);
+    if (n === undefined) throw new NotFoundError(`node '${node}' is not registered`);
+    if (n.memory === undefined)
+      throw new ConflictError(`node '${node}' loads no model on request (its config has no on_demand memory)`);
+    if (n.state !== 'online') throw new PoolUnavailableError(`node '${node}' is ${n.state}`);
+    return n;
+  }
+
+  /** The nodes to ask, in order (load-placement.ts). */
+  #candidates(entry: CatalogModelEntry, pools: readonly FleetPool[]): readonly FleetNode[] {
+    const nodes = this.#fleet.nodes();
+    const c = loadCandidates(nodes, pools);
+    if (c.onDemand === 0)
+      throw new InsufficientMemoryError(
+        `no online node loads models on request (none reports on-demand memory); model '${entry.id}' cannot be loaded`,
+      );
+    if (c.nodes.length === 0)
+      throw new InsufficientMemoryError(
+        `no node has room for model '${entry.id}' now${c.needBytes === undefined ? '' : ` (it takes ${c.needBytes} bytes)`}`,
+      );
+    return c.nodes;
+  }
+
+  /** One call to a node: accepted (2xx), or refused with its envelope's code and message, or unreachable. */
+  async #ask(
+    call: () => Promise<{ status: number; body: unknown }>,
+  ): Promise<{ ok: true } | { ok: false; code?: string | undefined; message: string }> {
+    let answer: { status: number; body: unknown };
+    try {
+      answer = await call();
+    } catch (err) {
+      return { ok: false, message: `unreachable: ${(err as Error).message}` };
+    }
+    if (answer.status >= 200 && answer.status < 300) return { ok: true };
+    const envelope = ErrorEnvelopeSchema.safeParse(answer.body);
+    return envelope.success
+      ? { ok: false, code: envelope.data.code, message: `${envelope.data.code}: ${envelope.data.message}` }
+      : { ok: false, message: `answered ${answer.status}` };
+  }
+
+  async #entry(name: string): Promise<CatalogModelEntry> {
+    const entry = await this.#catalog.get(name);
+    if (entry !== undefined) return entry;
+    if (this.#fleet.pools().some((p) => poolNames(p).includes(name)))
+      throw new ConflictError(
+        `model '${name}' is not in the catalog: static pools serve it (register it with POST /v2/catalog/models to load copies on demand)`,
+      );
+    throw modelNotFound(name);
+  }
+
+  #poolsOf(entry: CatalogModelEntry): FleetPool[] {
+    const names = new Set([entry.id, ...entry.aliases]);
+    return this.#fleet.pools().filter((p) => poolNames(p).some((n) => names.has(n)));
+  }
+
+  /** A load started: an earlier failure is history. Not fatal when the store does not answer (the pool's own state shows the load). */
+  async #clearError(id: string): Promise<void> {
+    try {
+      await this.#catalog.recordLoadError(id, undefined);
+    } catch (err) {
+      this.#logger.warn({ err, model: id }, 'catalog: could not clear the last load error');
+    }
+  }
+
+  /** Gives a claim back; when the store does not answer, the claim lapses on its own (logged). */
+  async #release(id: string, owner: string): Promise<void> {
+    try {
+      await this.#catalog.releaseLoad(id, owner);
+    } catch (err) {
+      this.#logger.warn({ err, model: id, owner }, 'catalog: could not release a load claim; it lapses');
+    }
+  }
+
+  #open(): void {
+    if (this.#state !== 'running')
+      throw new InternalError('orchestratord is shutting down; no model is loaded or unloaded', {
+        retriable: true,
+        retryAfterMs: 1000,
+      });
+  }
+}
+
+/** Idle copies first (longest idle first), then copies still loading, then busy ones. */
+function unloadOrder(a: FleetPool, b: FleetPool): number {
+  const rank = (p: FleetPool): number => (p.snapshot.idle_since !== undefined ? 0 : p.state !== 'ready' ? 1 : 2);
+  const byRank = rank(a) - rank(b);
+  if (byRank !== 0) return byRank;
+  const since = (p: FleetPool): number => Date.parse(p.snapshot.idle_since ?? '') || 0;
+  return since(a) - since(b);
+}
