@@ -82,12 +82,14 @@ function appLayers(app, layers, roots) {
  * Entries a package declares in its package.json `exports` besides `.`, imported by that subpath
  * (never by file): daemon-support's `./argv` imports node built-ins only, so a daemon's main answers
  * --help/--version before it loads anything else; `./redis-server` (node built-ins only) starts a
- * real redis-server for the store tests and the replicas benchmark.
+ * real redis-server for the store tests and the replicas benchmark; `./daemon-launcher` starts the
+ * daemons for the benchmarks and the test suites.
  */
 const SUBPATH_ENTRIES = [
   '^packages/daemon-support/src/argv\\.ts$',
   '^packages/daemon-support/src/testing/redis-server\\.ts$',
   '^packages/daemon-support/src/testing/debian-package\\.ts$',
+  '^packages/daemon-support/src/testing/daemon-launcher\\.ts$',
 ];
 
 module.exports = {
@@ -189,11 +191,11 @@ module.exports = {
       name: 'e2e-http-only',
       severity: 'error',
       comment:
-        'The e2e harness talks to the product over HTTP only; test tooling (installing Debian packages, starting redis-server) is not the product.',
+        'The e2e harness talks to the product over HTTP only; test tooling (installing Debian packages, starting redis-server, launching the daemons as processes) is not the product.',
       from: { path: '^test-harness/' },
       to: {
         path: '^(apps|packages)/',
-        pathNot: '^packages/daemon-support/src/testing/(debian-package|redis-server)\\.ts$',
+        pathNot: '^packages/daemon-support/src/testing/(debian-package|redis-server|daemon-launcher)\\.ts$',
       },
     },
     {

@@ -8,12 +8,6 @@ export class BenchError extends Error {
   }
 }
 
-/** A daemon exited, or did not log `listening` in time. */
-export class DaemonStartError extends BenchError {
-  override readonly name = 'DaemonStartError';
-  override readonly code = 'DAEMON_START';
-}
-
 /** The cluster (or a pool) did not reach the state a benchmark needs. */
 export class ClusterNotReadyError extends BenchError {
   override readonly name = 'ClusterNotReadyError';

@@ -1,5 +1,6 @@
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { startRedisServer } from '@llama-orch/daemon-support/redis-server';
+import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { Agent } from 'undici';
 import {
   conversation,
@@ -24,7 +25,6 @@ import {
   type PoolManagerdHandle,
 } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
-import type { Daemon } from '../lib/daemon.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from '../lib/nginx.js';
 import type { BenchOutcome } from '../lib/result.js';
 import { round, rounded } from '../lib/stats.js';
@@ -42,7 +42,7 @@ const HEARTBEAT_MS = 1000;
 
 interface Side {
   url: string;
-  orchestrators: Daemon[];
+  orchestrators: FileLoggedDaemon[];
   nodes: PoolManagerdHandle[];
 }
 
@@ -77,7 +77,7 @@ interface Placement {
 }
 
 /** Which pool, which replica and why, for each turn: the `task placed` line with the turn's correlation id. */
-function placements(orchestrators: readonly Daemon[], names: readonly string[]): Map<string, Placement> {
+function placements(orchestrators: readonly FileLoggedDaemon[], names: readonly string[]): Map<string, Placement> {
   const out = new Map<string, Placement>();
   orchestrators.forEach((d, i) => {
     for (const l of d.logs()) {
@@ -131,9 +131,9 @@ export const chatReplicasBench: Bench = {
   async run(ctx: BenchContext): Promise<BenchOutcome> {
     const token = newToken();
     const redis = await startRedisServer();
-    const replicas: Daemon[] = [];
+    const replicas: FileLoggedDaemon[] = [];
     let lb: NginxHop | undefined;
-    const stops: Array<() => Promise<void>> = [];
+    const stops: Array<() => Promise<unknown>> = [];
     const agent = new Agent({ connections: 8, keepAliveTimeout: 30_000 });
     try {
       for (const id of REPLICAS) {

@@ -4,10 +4,10 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from 'undici';
 import { parse, stringify } from 'yaml';
+import { launchDaemon, type FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { UsageError } from '../errors.js';
 import { COLD_START_TIMEOUT_MS, newToken, startOrchestratord, waitNodeIdle, waitPoolsReady } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
-import { spawnDaemon, type Daemon } from '../lib/daemon.js';
 import { floodClient, type FloodRecord } from '../lib/flood-client.js';
 import { judgeFlood } from '../lib/flood-judge.js';
 import type { BenchOutcome, Figure } from '../lib/result.js';
@@ -50,7 +50,7 @@ async function startDevCluster(
   ctx: BenchContext,
   variant: string,
   orchestratord: string,
-): Promise<{ orch: Daemon; node: Daemon; token: string; nodeId: string }> {
+): Promise<{ orch: FileLoggedDaemon; node: FileLoggedDaemon; token: string; nodeId: string }> {
   const dir = join(ctx.dir, variant);
   await mkdir(dir, { recursive: true });
   const token = newToken();
@@ -73,15 +73,18 @@ async function startDevCluster(
     configPath,
     stringify({ ...config, api_token: token, runtime_dir: join(dir, 'node'), cache_dir: ctx.paths.cacheDir }),
   );
-  const node = await spawnDaemon({
-    name: `pool-managerd:${variant}`,
-    script: ctx.paths.poolManagerd,
-    args: ['--config', configPath],
-    logFile: join(dir, 'pool-managerd.log'),
-    env: { LOG_LEVEL: 'info' },
-    nodeFlags: profFlags(ctx, `flood-${variant}-pool-managerd`),
-    timeoutMs: 60_000,
-  });
+  const node = await launchDaemon(
+    {
+      name: `pool-managerd:${variant}`,
+      script: ctx.paths.poolManagerd,
+      args: ['--config', configPath],
+      output: { file: join(dir, 'pool-managerd.log') },
+      envMode: 'minimal',
+      env: { LOG_LEVEL: 'info' },
+      nodeFlags: profFlags(ctx, `flood-${variant}-pool-managerd`),
+    },
+    { timeoutMs: 60_000 },
+  );
   return { orch, node, token, nodeId: String(config.node.id) };
 }
 

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
+import type { JsonLine } from '@llama-orch/daemon-support/daemon-launcher';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
@@ -14,7 +15,6 @@ import {
   type PoolManagerdHandle,
 } from '../lib/cluster.js';
 import { profFlags, type Bench, type BenchContext } from '../lib/context.js';
-import type { LogLine } from '../lib/daemon.js';
 import type { BenchOutcome } from '../lib/result.js';
 import { rounded, summarize } from '../lib/stats.js';
 
@@ -33,7 +33,7 @@ interface PoolSample {
   startup: string;
 }
 
-function logTime(lines: readonly LogLine[], msg: string): number {
+function logTime(lines: readonly JsonLine[], msg: string): number {
   const l = lines.find((x) => x.msg === msg && typeof x.time === 'number');
   return l === undefined ? Number.NaN : (l.time as number);
 }

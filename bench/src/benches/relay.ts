@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
+import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { BenchError } from '../errors.js';
-import type { Daemon } from '../lib/daemon.js';
 import {
   COLD_START_TIMEOUT_MS,
   SYNTHETIC_MODEL,
@@ -227,7 +227,7 @@ export const relayBench: Bench = {
       pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }, EMBED_POOL],
       nodeFlags: profFlags(ctx, 'relay-pool-managerd'),
     });
-    const proxies: Daemon[] = [];
+    const proxies: FileLoggedDaemon[] = [];
     const hops: NginxHop[] = [];
     try {
       ctx.log('relay: waiting for the pool (a cold cache builds llama-server first)');

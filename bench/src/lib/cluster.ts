@@ -3,8 +3,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
+import { launchDaemon, type FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { ClusterNotReadyError } from '../errors.js';
-import { spawnDaemon, type Daemon } from './daemon.js';
 import { httpJson } from './http.js';
 import type { BenchPaths } from './repo.js';
 
@@ -28,22 +28,25 @@ export interface OrchestratordOptions {
 }
 
 /** Starts orchestratord on an ephemeral port (`ORCHD_ADDR=127.0.0.1:0`). Logs at `info` unless env says otherwise. */
-export async function startOrchestratord(o: OrchestratordOptions): Promise<Daemon> {
-  return spawnDaemon({
-    name: o.name ?? 'orchestratord',
-    script: o.paths.orchestratord,
-    logFile: join(o.dir, `${o.name ?? 'orchestratord'}.log`),
-    env: {
-      ORCHD_ADDR: '127.0.0.1:0',
-      LLORCH_API_TOKEN: o.token,
-      ORCHD_NODE_HEARTBEAT_MS: String(o.heartbeatMs),
-      LOG_LEVEL: 'info',
-      ...(o.env ?? {}),
+export async function startOrchestratord(o: OrchestratordOptions): Promise<FileLoggedDaemon> {
+  return launchDaemon(
+    {
+      name: o.name ?? 'orchestratord',
+      script: o.paths.orchestratord,
+      output: { file: join(o.dir, `${o.name ?? 'orchestratord'}.log`) },
+      envMode: 'minimal',
+      env: {
+        ORCHD_ADDR: '127.0.0.1:0',
+        LLORCH_API_TOKEN: o.token,
+        ORCHD_NODE_HEARTBEAT_MS: String(o.heartbeatMs),
+        LOG_LEVEL: 'info',
+        ...(o.env ?? {}),
+      },
+      ...(o.nofile !== undefined ? { nofile: o.nofile } : {}),
+      ...(o.nodeFlags !== undefined ? { nodeFlags: o.nodeFlags } : {}),
     },
-    ...(o.nofile !== undefined ? { nofile: o.nofile } : {}),
-    ...(o.nodeFlags !== undefined ? { nodeFlags: o.nodeFlags } : {}),
-    timeoutMs: 30_000,
-  });
+    { timeoutMs: 30_000 },
+  );
 }
 
 export interface PoolSpec {
@@ -79,7 +82,7 @@ export interface PoolManagerdOptions {
 }
 
 export interface PoolManagerdHandle {
-  daemon: Daemon;
+  daemon: FileLoggedDaemon;
   nodeId: string;
   runtimeDir: string;
   configPath: string;
@@ -111,15 +114,18 @@ export async function startPoolManagerd(o: PoolManagerdOptions): Promise<PoolMan
     config.orchestrator = { url: o.orchestratorUrl, heartbeat_interval_ms: o.heartbeatMs ?? 5000 };
   }
   await writeFile(configPath, stringify(config));
-  const daemon = await spawnDaemon({
-    name: `pool-managerd:${o.nodeId}`,
-    script: o.paths.poolManagerd,
-    args: ['--config', configPath],
-    logFile: join(o.dir, `${o.nodeId}.log`),
-    env: { LOG_LEVEL: 'info' },
-    ...(o.nodeFlags !== undefined ? { nodeFlags: o.nodeFlags } : {}),
-    timeoutMs: o.timeoutMs ?? 60_000,
-  });
+  const daemon = await launchDaemon(
+    {
+      name: `pool-managerd:${o.nodeId}`,
+      script: o.paths.poolManagerd,
+      args: ['--config', configPath],
+      output: { file: join(o.dir, `${o.nodeId}.log`) },
+      envMode: 'minimal',
+      env: { LOG_LEVEL: 'info' },
+      ...(o.nodeFlags !== undefined ? { nodeFlags: o.nodeFlags } : {}),
+    },
+    { timeoutMs: o.timeoutMs ?? 60_000 },
+  );
   return { daemon, nodeId: o.nodeId, runtimeDir, configPath };
 }
 
@@ -153,7 +159,7 @@ export async function waitPoolsReady(
   orchUrl: string,
   token: string,
   poolIds: readonly string[],
-  daemons: readonly Daemon[],
+  daemons: readonly FileLoggedDaemon[],
   timeoutMs: number,
 ): Promise<void> {
   const deadline = performance.now() + timeoutMs;

@@ -5,10 +5,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { startRedisServer } from '@llama-orch/daemon-support/redis-server';
 import { Agent, request } from 'undici';
+import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { BenchError } from '../errors.js';
 import { COLD_START_TIMEOUT_MS, startOrchestratord, startPoolManagerd, waitPoolsReady } from './cluster.js';
 import { profFlags, type BenchContext } from './context.js';
-import type { Daemon } from './daemon.js';
 import { expectJson } from './http.js';
 import { ensureNginx, startNginxHop, type NginxHop } from './nginx.js';
 import { followTask, indexFaults, type FollowedTask } from './resuming-client.js';
@@ -112,8 +112,8 @@ export async function adoptionTrial(
   queued: number,
 ): Promise<AdoptionTrial> {
   const redis = await startRedisServer();
-  const replicas: Daemon[] = [];
-  const others: Daemon[] = [];
+  const replicas: FileLoggedDaemon[] = [];
+  const others: FileLoggedDaemon[] = [];
   let lb: NginxHop | undefined;
   const agent = new Agent({ connections: 4 * (streams + queued + 2) });
   try {
@@ -137,7 +137,7 @@ export async function adoptionTrial(
         }),
       );
     }
-    const [victim] = replicas as [Daemon];
+    const [victim] = replicas as [FileLoggedDaemon];
     lb = await startNginxHop(
       ensureNginx(ctx.log),
       ctx.dir,

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedisServer, type RedisServerHandle } from '@llama-orch/daemon-support/redis-server';
 import { Agent, request } from 'undici';
+import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { startOrchestratord, waitPoolsReady } from './cluster.js';
 import { profFlags, type BenchContext } from './context.js';
-import type { Daemon } from './daemon.js';
 import { startFixtureNode } from './fixture.js';
 
 /**
@@ -99,7 +99,7 @@ export async function redisOutageTrial(
   trial: number,
 ): Promise<RedisOutageTrial> {
   const redis: RedisServerHandle = await startRedisServer();
-  const daemons: Daemon[] = [];
+  const daemons: FileLoggedDaemon[] = [];
   const agent = new Agent({ connections: LOOPS });
   try {
     const prefix = `outage-${trial}:`;
@@ -117,7 +117,7 @@ export async function redisOutageTrial(
       );
     }
     const replicas = daemons.slice();
-    const [a, b] = replicas as [Daemon, Daemon];
+    const [a, b] = replicas as [FileLoggedDaemon, FileLoggedDaemon];
     daemons.push(
       await startFixtureNode(ctx.paths, ctx.dir, {
         orchestratorUrl: a.url,

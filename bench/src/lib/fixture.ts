@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { FixtureNodeOptions } from '../fixtures/fixture-node.js';
-import { spawnDaemon, type Daemon } from './daemon.js';
+import { launchDaemon, type FileLoggedDaemon as Daemon } from '@llama-orch/daemon-support/daemon-launcher';
 import type { BenchPaths } from './repo.js';
 
 /** Starts the FIXTURE node process (virtual nodes registered with orchestratord). */
@@ -10,14 +10,17 @@ export async function startFixtureNode(
   options: FixtureNodeOptions,
   nofile?: number,
 ): Promise<Daemon> {
-  return spawnDaemon({
-    name: `fixture-node:${options.idPrefix ?? 'fixture'}`,
-    script: paths.fixtureNode,
-    args: [JSON.stringify(options)],
-    logFile: join(dir, `fixture-node-${options.idPrefix ?? 'fixture'}.log`),
-    ...(nofile !== undefined ? { nofile } : {}),
-    timeoutMs: 60_000,
-  });
+  return launchDaemon(
+    {
+      name: `fixture-node:${options.idPrefix ?? 'fixture'}`,
+      script: paths.fixtureNode,
+      args: [JSON.stringify(options)],
+      output: { file: join(dir, `fixture-node-${options.idPrefix ?? 'fixture'}.log`) },
+      envMode: 'minimal',
+      ...(nofile !== undefined ? { nofile } : {}),
+    },
+    { timeoutMs: 60_000 },
+  );
 }
 
 /** Starts a FIXTURE pass-through proxy to `target` (`keepalive`: reuse upstream connections). */
@@ -28,11 +31,14 @@ export async function startPassthroughProxy(
   target: string,
   upstream: 'keepalive' | 'close',
 ): Promise<Daemon> {
-  return spawnDaemon({
-    name: `passthrough:${name}`,
-    script: paths.passthroughProxy,
-    args: [target, upstream],
-    logFile: join(dir, `passthrough-${name}.log`),
-    timeoutMs: 30_000,
-  });
+  return launchDaemon(
+    {
+      name: `passthrough:${name}`,
+      script: paths.passthroughProxy,
+      args: [target, upstream],
+      output: { file: join(dir, `passthrough-${name}.log`) },
+      envMode: 'minimal',
+    },
+    { timeoutMs: 30_000 },
+  );
 }

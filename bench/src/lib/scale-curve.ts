@@ -1,8 +1,8 @@
+import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { BenchError } from '../errors.js';
 import { startOrchestratord, waitPoolsReady } from './cluster.js';
 import { profFlags, type BenchContext } from './context.js';
 import { createCpuCap, type CpuCap } from './cpu-cap.js';
-import type { Daemon } from './daemon.js';
 import { startFixtureNode } from './fixture.js';
 import { ensureNginx, nginxVersion, startNginxHop, type NginxHop } from './nginx.js';
 import { relayLoopWindow, type RelayLoopLoad } from './relay-loop.js';
@@ -83,9 +83,9 @@ export async function scaleCurve(
 ): Promise<ScaleRun> {
   const nginxBin = ensureNginx(ctx.log);
   const caps: CpuCap[] = [];
-  const replicas: Daemon[] = [];
+  const replicas: FileLoggedDaemon[] = [];
   const lbs: NginxHop[] = [];
-  const fixtures: Daemon[] = [];
+  const fixtures: FileLoggedDaemon[] = [];
   const ids = sizes.twin ? ['a', 'b', 'c'] : ['a', 'b'];
   try {
     for (const id of ids) caps.push(await createCpuCap(`llorch-bench-${process.pid}-replica-${id}`, sizes.capCores));
@@ -111,7 +111,7 @@ export async function scaleCurve(
     for (const s of started) if (s.status === 'rejected') throw s.reason;
     // Started outside the caps (start-up is not what is measured), then moved under them.
     for (const [i, r] of replicas.entries()) await caps[i]?.add(r.pid);
-    const [a, b, c] = replicas as [Daemon, Daemon, Daemon | undefined];
+    const [a, b, c] = replicas as [FileLoggedDaemon, FileLoggedDaemon, FileLoggedDaemon | undefined];
     lbs.push(await startNginxHop(nginxBin, ctx.dir, 'lb-1', [a.url], 'keepalive'));
     lbs.push(await startNginxHop(nginxBin, ctx.dir, 'lb-2', [a.url, b.url], 'keepalive'));
     const [lb1, lb2] = lbs as [NginxHop, NginxHop];

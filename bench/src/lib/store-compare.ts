@@ -1,8 +1,8 @@
 import { Agent } from 'undici';
+import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { admissionPhase } from './admission-load.js';
 import { startOrchestratord, waitPoolsReady } from './cluster.js';
 import { profFlags, type BenchContext } from './context.js';
-import type { Daemon } from './daemon.js';
 import type { BenchPaths } from './repo.js';
 import { startFixtureNode } from './fixture.js';
 import { cpuSeconds } from './proc.js';
@@ -31,8 +31,8 @@ export const STREAM_TOKEN_INTERVAL_MS = 2;
 
 export interface StoreConfig {
   readonly kind: StoreKind;
-  readonly orch: Daemon;
-  readonly fixtures: readonly Daemon[];
+  readonly orch: FileLoggedDaemon;
+  readonly fixtures: readonly FileLoggedDaemon[];
   /** The first FIXTURE stream node, reached directly for the engine-side TTFT. */
   readonly directUrl: string;
   readonly directPool: string;
@@ -61,7 +61,7 @@ export function startBusyNode(
   orchestratorUrl: string,
   token: string,
   idPrefix: string,
-): Promise<Daemon> {
+): Promise<FileLoggedDaemon> {
   return startFixtureNode(paths, dir, {
     orchestratorUrl,
     token,

@@ -3,9 +3,9 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { startRedisServer } from '@llama-orch/daemon-support/redis-server';
+import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { admissionPhase } from '../lib/admission-load.js';
 import { newToken, startOrchestratord, waitPoolsReady } from '../lib/cluster.js';
-import type { Daemon } from '../lib/daemon.js';
 import { cpuSeconds } from '../lib/proc.js';
 import { benchPaths } from '../lib/repo.js';
 import { BUSY_MODEL, HEARTBEAT_MS, startBusyNode } from '../lib/store-compare.js';
@@ -27,8 +27,8 @@ import { numberOption } from '../lib/tool-args.js';
 
 interface Build {
   readonly name: string;
-  readonly orch: Daemon;
-  readonly busy: Daemon;
+  readonly orch: FileLoggedDaemon;
+  readonly busy: FileLoggedDaemon;
 }
 
 const args = process.argv.slice(2);

@@ -2,6 +2,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Agent } from 'undici';
+import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { answerGeneration, AnswerVariant } from '../lib/answer-variants.js';
 import {
   COLD_START_TIMEOUT_MS,
@@ -12,7 +13,6 @@ import {
   waitNodeIdle,
   waitPoolsReady,
 } from '../lib/cluster.js';
-import type { Daemon } from '../lib/daemon.js';
 import { cpuSeconds } from '../lib/proc.js';
 import {
   chatGeneration,
@@ -52,7 +52,7 @@ if (specs.length === 0 || specs.some((s) => !/^[\w-]+=.+/.test(s))) {
 
 interface Build {
   readonly name: string;
-  readonly orch: Daemon;
+  readonly orch: FileLoggedDaemon;
   readonly url: string;
   readonly processes: readonly MeteredProcess[];
 }
@@ -64,7 +64,7 @@ const metered = (name: string, pid: number): MeteredProcess => ({ name, cpuSecon
 const paths = benchPaths(process.env);
 const dir = await mkdtemp(join(paths.workDir, 'relay-ab-'));
 const token = newToken();
-const daemons: Daemon[] = [];
+const daemons: FileLoggedDaemon[] = [];
 const agent = new Agent({ connections: 4, keepAliveTimeout: 30_000 });
 try {
   const builds: Build[] = [];

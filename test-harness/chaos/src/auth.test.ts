@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchDaemon, runToExit } from '@llama-orch/daemon-support/daemon-launcher';
 import { appMain, ChaosCluster, newToken, type ChaosNode } from './chaos-cluster.js';
-import { runToExit, startChaosDaemon } from './daemon.js';
 import { probe, responseProblems } from './http-probe.js';
 import { listeningSockets, pidAlive } from './proc.js';
 import { fillPath, ROUTES, type RouteSpec } from './routes.js';
@@ -135,25 +135,27 @@ describe('auth matrix, token hygiene and loopback binds', () => {
     const refused = await runToExit(
       {
         name: 'orchestratord-open',
+        output: 'capture',
         script: appMain('orchestratord'),
         args: [],
         env: { ORCHD_ADDR: '0.0.0.0:0', LLORCH_API_TOKEN: '' },
       },
-      20_000,
+      { timeoutMs: 20_000 },
     );
     expect(refused.listened).toBe(false);
     expect(refused.exit.code).not.toBe(0);
     expect(refused.exit.code).not.toBeUndefined();
     expect(refused.lines.map((l) => l.text).join('\n')).toMatch(/LLORCH_API_TOKEN/);
     const token = newToken('bind-check');
-    const ok = await startChaosDaemon(
+    const ok = await launchDaemon(
       {
         name: 'orchestratord-wildcard',
+        output: 'capture',
         script: appMain('orchestratord'),
         args: [],
         env: { ORCHD_ADDR: '0.0.0.0:0', LLORCH_API_TOKEN: token },
       },
-      20_000,
+      { timeoutMs: 20_000 },
     );
     try {
       expect(ok.alive()).toBe(true);
@@ -183,25 +185,27 @@ describe('auth matrix, token hygiene and loopback binds', () => {
     const refused = await runToExit(
       {
         name: 'pool-managerd-open',
+        output: 'capture',
         script: appMain('pool-managerd'),
         args: ['--config', join(dir, 'open.yaml')],
         env: { LLORCH_API_TOKEN: '' },
       },
-      20_000,
+      { timeoutMs: 20_000 },
     );
     expect(refused.listened).toBe(false);
     expect(refused.exit.code).not.toBe(0);
     expect(refused.exit.code).not.toBeUndefined();
     expect(refused.lines.map((l) => l.text).join('\n')).toMatch(/not loopback.*api_token|api_token.*LLORCH_API_TOKEN/);
     await writeFile(join(dir, 'closed.yaml'), config(true));
-    const ok = await startChaosDaemon(
+    const ok = await launchDaemon(
       {
         name: 'pool-managerd-wildcard',
+        output: 'capture',
         script: appMain('pool-managerd'),
         args: ['--config', join(dir, 'closed.yaml')],
         env: { LLORCH_API_TOKEN: '' },
       },
-      30_000,
+      { timeoutMs: 30_000 },
     );
     try {
       expect(ok.alive()).toBe(true);

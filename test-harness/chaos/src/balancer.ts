@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { request } from 'undici';
-import type { DaemonExit } from './daemon.js';
+import type { DaemonExit } from '@llama-orch/daemon-support/daemon-launcher';
 import { spawnHelper, untilHelperReady } from './helper-process.js';
 
 export const HAPROXY = '/usr/sbin/haproxy';

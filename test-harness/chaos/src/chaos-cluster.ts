@@ -4,6 +4,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import {
+  launchDaemon,
+  type CapturedDaemon,
+  type CapturedLine,
+  type DaemonExit,
+  type DaemonSpec,
+} from '@llama-orch/daemon-support/daemon-launcher';
+import {
   fetchNodePools,
   readHandoffs,
   startChaosNode,
@@ -12,7 +19,6 @@ import {
   type NodePool,
 } from './chaos-node.js';
 import { appMain, newToken } from './chaos-paths.js';
-import { startChaosDaemon, type CapturedLine, type ChaosDaemon, type DaemonExit } from './daemon.js';
 
 export { appMain, newToken, sharedCacheDir } from './chaos-paths.js';
 
@@ -60,11 +66,11 @@ export class ChaosCluster {
   readonly marker: string;
   readonly nodes: ChaosNode[] = [];
   /** Every orchestratord generation, oldest first. */
-  readonly orchestrators: ChaosDaemon[] = [];
+  readonly orchestrators: CapturedDaemon[] = [];
   readonly port: number;
   readonly #opts: ChaosClusterOptions;
 
-  private constructor(opts: ChaosClusterOptions, token: string, workDir: string, orchestrator: ChaosDaemon) {
+  private constructor(opts: ChaosClusterOptions, token: string, workDir: string, orchestrator: CapturedDaemon) {
     this.#opts = opts;
     this.token = token;
     this.workDir = workDir;
@@ -78,7 +84,9 @@ export class ChaosCluster {
     const workDir = await mkdtemp(join(tmpdir(), opts.prefix ?? 'llorch-chaos-'));
     let cluster: ChaosCluster | undefined;
     try {
-      const orchestrator = await startChaosDaemon(ChaosCluster.#orchSpec(opts, token, '127.0.0.1:0', 0), 30_000);
+      const orchestrator = await launchDaemon(ChaosCluster.#orchSpec(opts, token, '127.0.0.1:0', 0), {
+        timeoutMs: 30_000,
+      });
       cluster = new ChaosCluster(opts, token, workDir, orchestrator);
       for (let n = 1; n <= opts.nodes; n++) await cluster.#startNode(n);
       await cluster.waitPoolsReady(opts.readyTimeoutMs ?? 30 * 60_000);
@@ -90,9 +98,10 @@ export class ChaosCluster {
     }
   }
 
-  static #orchSpec(opts: ChaosClusterOptions, token: string, addr: string, generation: number) {
+  static #orchSpec(opts: ChaosClusterOptions, token: string, addr: string, generation: number): DaemonSpec<'capture'> {
     return {
       name: `orchestratord#${generation}`,
+      output: 'capture',
       script: appMain('orchestratord'),
       args: [],
       env: {
@@ -108,8 +117,8 @@ export class ChaosCluster {
     };
   }
 
-  get orchestrator(): ChaosDaemon {
-    return this.orchestrators.at(-1) as ChaosDaemon;
+  get orchestrator(): CapturedDaemon {
+    return this.orchestrators.at(-1) as CapturedDaemon;
   }
 
   get url(): string {
@@ -175,11 +184,11 @@ export class ChaosCluster {
     const t0 = Date.now();
     const exit = await old.stop(signal);
     const spec = ChaosCluster.#orchSpec(this.#opts, this.token, `127.0.0.1:${this.port}`, this.orchestrators.length);
-    let next: ChaosDaemon | undefined;
+    let next: CapturedDaemon | undefined;
     // the old socket may linger for a moment after exit; retry the bind briefly
     for (let attempt = 0; next === undefined; attempt++) {
       try {
-        next = await startChaosDaemon(spec, 30_000);
+        next = await launchDaemon(spec, { timeoutMs: 30_000 });
       } catch (err) {
         if (attempt >= 20 || !/EADDRINUSE/.test(String(err))) throw err;
         await sleep(100);

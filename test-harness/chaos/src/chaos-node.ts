@@ -2,15 +2,15 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { stringify } from 'yaml';
+import { launchDaemon, type CapturedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { appMain, sharedCacheDir } from './chaos-paths.js';
-import { startChaosDaemon, type ChaosDaemon } from './daemon.js';
 
 export interface ChaosNode {
   id: string;
   poolId: string;
   runtimeDir: string;
   configPath: string;
-  daemon: ChaosDaemon;
+  daemon: CapturedDaemon;
 }
 
 export interface ChaosNodeOptions {
@@ -59,15 +59,16 @@ export async function startChaosNode(o: ChaosNodeOptions): Promise<ChaosNode> {
       ],
     }),
   );
-  const daemon = await startChaosDaemon(
+  const daemon = await launchDaemon(
     {
       name: `pool-managerd:${id}`,
+      output: 'capture',
       script: appMain('pool-managerd'),
       args: ['--config', configPath],
       env: { LOG_LEVEL: o.logLevel ?? 'info', LLORCH_CHAOS_RUN: o.workDir },
       cwd: runtimeDir,
     },
-    60_000,
+    { timeoutMs: 60_000 },
   );
   return { id, poolId, runtimeDir, configPath, daemon };
 }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
+import type { CapturedLine } from '@llama-orch/daemon-support/daemon-launcher';
 import type { ChaosNode, HandoffInfo, NodePool } from './chaos-node.js';
-import type { CapturedLine } from './daemon.js';
 import { enginesOf, pidAlive, type EngineProcessInfo } from './proc.js';
 
 /** What both chaos clusters (one orchestratord, or replicas on Redis) offer the end-state checks. */

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type ResultPromise } from 'execa';
-import type { DaemonExit } from './daemon.js';
+import type { DaemonExit } from '@llama-orch/daemon-support/daemon-launcher';
 
 /** A helper daemon of the harness (HAProxy, redis-server): its output lines and how it ended. */
 export interface HelperProcess {

@@ -7,8 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchDaemon, runToExit, type CapturedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
 import { appMain, ChaosCluster, sharedCacheDir, type ChaosNode } from './chaos-cluster.js';
-import { runToExit, startChaosDaemon, type ChaosDaemon } from './daemon.js';
 import { probe, responseProblems } from './http-probe.js';
 import {
   brokenEngineRepo,
@@ -70,7 +70,7 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
   let dir: string;
   let cache: string;
   let runtime: string;
-  let daemon: ChaosDaemon;
+  let daemon: CapturedDaemon;
   let taken: { server: Server; port: number };
   let fake: Awaited<ReturnType<typeof notAnEngine>>;
   let identities: Map<string, string>;
@@ -176,15 +176,16 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
         ],
       }),
     );
-    daemon = await startChaosDaemon(
+    daemon = await launchDaemon(
       {
         name: 'pool-managerd:hostile',
+        output: 'capture',
         script: appMain('pool-managerd'),
         args: ['--config', configPath],
         env: { LOG_LEVEL: 'info', LLORCH_CACHE_DIR: '' },
         cwd: runtime,
       },
-      60_000,
+      { timeoutMs: 60_000 },
     );
     // Every hostile pool settles (failed or ready); the broken build takes a few seconds.
     const deadline = Date.now() + 180_000;
@@ -418,11 +419,12 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     const orch = await runToExit(
       {
         name: 'orchestratord-taken',
+        output: 'capture',
         script: appMain('orchestratord'),
         args: [],
         env: { ORCHD_ADDR: `127.0.0.1:${taken.port}`, LLORCH_API_TOKEN: cluster.token },
       },
-      20_000,
+      { timeoutMs: 20_000 },
     );
     expect(orch.listened).toBe(false);
     expect(orch.exit.code).not.toBe(0);
@@ -445,8 +447,15 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
       }),
     );
     const pm = await runToExit(
-      { name: 'pool-managerd-taken', script: appMain('pool-managerd'), args: ['--config', cfg], env: {}, cwd: dir },
-      20_000,
+      {
+        output: 'capture',
+        name: 'pool-managerd-taken',
+        script: appMain('pool-managerd'),
+        args: ['--config', cfg],
+        env: {},
+        cwd: dir,
+      },
+      { timeoutMs: 20_000 },
     );
     expect(pm.listened).toBe(false);
     expect(pm.exit.code).not.toBe(0);

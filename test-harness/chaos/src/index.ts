@@ -1,7 +1,8 @@
 export { ChaosCluster, appMain, sharedCacheDir, newToken } from './chaos-cluster.js';
 export type { ChaosClusterOptions, ChaosNode, HandoffInfo } from './chaos-cluster.js';
-export { startChaosDaemon, runToExit } from './daemon.js';
-export type { CapturedLine, ChaosDaemon, DaemonExit, DaemonSpec } from './daemon.js';
+// The launcher this kit starts daemons with, for the suites built on the kit (partitions).
+export { launchDaemon, runToExit } from '@llama-orch/daemon-support/daemon-launcher';
+export type { CapturedDaemon, CapturedLine, DaemonExit, DaemonSpec } from '@llama-orch/daemon-support/daemon-launcher';
 export { runChaos } from './chaos-run.js';
 export type { ChaosReport, ChaosRunOptions, RssSample } from './chaos-run.js';
 export { killEngine, stopNode, restartOrchestrator } from './fault-injector.js';

@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import type { DaemonExit } from './daemon.js';
+import type { DaemonExit } from '@llama-orch/daemon-support/daemon-launcher';
 import { spawnHelper, untilHelperReady } from './helper-process.js';
 
 /** Debian's redis-server (the store tests and `llorch up --replicas` use the same one). */

@@ -4,6 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
+import {
+  launchDaemon,
+  type CapturedDaemon,
+  type CapturedLine,
+  type DaemonExit,
+  type DaemonSpec,
+} from '@llama-orch/daemon-support/daemon-launcher';
 import { startBalancer, type Balancer } from './balancer.js';
 import {
   fetchNodePools,
@@ -14,7 +21,6 @@ import {
   type NodePool,
 } from './chaos-node.js';
 import { appMain, newToken } from './chaos-paths.js';
-import { startChaosDaemon, type CapturedLine, type ChaosDaemon, type DaemonExit } from './daemon.js';
 import { startRedis, type RedisDaemon } from './redis-daemon.js';
 
 export interface ReplicaClusterOptions {
@@ -43,7 +49,7 @@ async function freePort(): Promise<number> {
 export interface ReplicaSlot {
   id: string;
   port: number;
-  generations: ChaosDaemon[];
+  generations: CapturedDaemon[];
 }
 
 /**
@@ -116,9 +122,10 @@ export class ReplicaCluster {
     return `http://127.0.0.1:${r.port}`;
   }
 
-  async #startReplica(r: ReplicaSlot): Promise<ChaosDaemon> {
-    const spec = {
+  async #startReplica(r: ReplicaSlot): Promise<CapturedDaemon> {
+    const spec: DaemonSpec<'capture'> = {
       name: `orchestratord:${r.id}#${r.generations.length}`,
+      output: 'capture',
       script: appMain('orchestratord'),
       args: [],
       env: {
@@ -135,7 +142,7 @@ export class ReplicaCluster {
     // a SIGKILLed replica's socket is gone at once, but retry a taken port briefly anyway
     for (let attempt = 0; ; attempt++) {
       try {
-        return await startChaosDaemon(spec, 30_000);
+        return await launchDaemon(spec, { timeoutMs: 30_000 });
       } catch (err) {
         if (attempt >= 20 || !/EADDRINUSE/.test(String(err))) throw err;
         await sleep(100);
@@ -145,7 +152,7 @@ export class ReplicaCluster {
 
   /** SIGKILL of a replica, then a new one on its port with its id; resolves once it listens. */
   async killReplica(r: ReplicaSlot): Promise<{ oldPid: number; newPid: number; exit: DaemonExit; downMs: number }> {
-    const old = r.generations.at(-1) as ChaosDaemon;
+    const old = r.generations.at(-1) as CapturedDaemon;
     const t0 = Date.now();
     const exit = await old.stop('SIGKILL');
     const next = await this.#startReplica(r);
@@ -204,7 +211,7 @@ export class ReplicaCluster {
     const out: Array<{ name: string } & DaemonExit> = [];
     const nodes = await Promise.all(this.nodes.map((n) => n.daemon.stop('SIGTERM')));
     nodes.forEach((e, i) => out.push({ name: this.nodes[i]?.id ?? '?', ...e }));
-    const live = this.replicas.map((r) => r.generations.at(-1) as ChaosDaemon);
+    const live = this.replicas.map((r) => r.generations.at(-1) as CapturedDaemon);
     const reps = await Promise.all(live.map((d) => d.stop('SIGTERM')));
     reps.forEach((e, i) => out.push({ name: live[i]?.name ?? '?', ...e }));
     await this.balancer?.stop();

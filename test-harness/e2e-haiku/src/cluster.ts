@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { stringify } from 'yaml';
-import { startDaemon, type Daemon } from './processes.js';
+import { launchDaemon, type CapturedDaemon, type CapturedLine } from '@llama-orch/daemon-support/daemon-launcher';
 
 /** Repo root: the directory holding pnpm-workspace.yaml above this file. */
 export function repoRoot(): string {
@@ -46,12 +46,16 @@ export interface ClusterOptions {
   >;
 }
 
+/** A JSON log line of one of the cluster's daemons. */
+export type JsonLogLine = CapturedLine & { json: Record<string, unknown> };
+
 export interface Cluster {
   token: string;
-  orchestrator: Daemon;
-  nodes: Array<{ id: string; poolId: string; daemon: Daemon; runtimeDir: string }>;
+  orchestrator: CapturedDaemon;
+  nodes: Array<{ id: string; poolId: string; daemon: CapturedDaemon; runtimeDir: string }>;
   workDir: string;
-  allLogs(): Array<{ source: string; received_at: number; line: Record<string, unknown> }>;
+  /** Every JSON log line of every daemon, oldest first (by the time the harness read it). */
+  allLogs(): JsonLogLine[];
   close(): Promise<void>;
 }
 
@@ -60,19 +64,21 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const root = repoRoot();
   const token = `e2e-${Math.random().toString(36).slice(2)}-${Date.now().toString(36)}`;
   const workDir = await mkdtemp(join(tmpdir(), 'llorch-e2e-'));
-  const started: Daemon[] = [];
+  const started: CapturedDaemon[] = [];
   try {
-    const orchestrator = await startDaemon(
-      'orchestratord',
-      join(root, 'apps', 'orchestratord', 'dist', 'main.js'),
-      [],
+    const orchestrator = await launchDaemon(
       {
-        ORCHD_ADDR: '127.0.0.1:0',
-        LLORCH_API_TOKEN: token,
-        ORCHD_NODE_HEARTBEAT_MS: String(opts.heartbeatMs),
-        LOG_LEVEL: 'info',
+        name: 'orchestratord',
+        script: join(root, 'apps', 'orchestratord', 'dist', 'main.js'),
+        output: 'capture',
+        env: {
+          ORCHD_ADDR: '127.0.0.1:0',
+          LLORCH_API_TOKEN: token,
+          ORCHD_NODE_HEARTBEAT_MS: String(opts.heartbeatMs),
+          LOG_LEVEL: 'info',
+        },
       },
-      30_000,
+      { timeoutMs: 30_000 },
     );
     started.push(orchestrator);
     const nodes: Cluster['nodes'] = [];
@@ -107,14 +113,15 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
           ],
         }),
       );
-      const daemon = await startDaemon(
-        `pool-managerd:${id}`,
-        join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
-        ['--config', configPath],
+      const daemon = await launchDaemon(
         {
-          LOG_LEVEL: 'info',
+          name: `pool-managerd:${id}`,
+          script: join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
+          args: ['--config', configPath],
+          output: 'capture',
+          env: { LOG_LEVEL: 'info' },
         },
-        60_000,
+        { timeoutMs: 60_000 },
       );
       started.push(daemon);
       nodes.push({ id, poolId, daemon, runtimeDir });
@@ -131,7 +138,10 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       orchestrator,
       nodes,
       workDir,
-      allLogs: () => started.flatMap((d) => d.logs).sort((a, b) => a.received_at - b.received_at),
+      allLogs: () =>
+        started
+          .flatMap((d) => d.lines.filter((l): l is JsonLogLine => l.json !== undefined))
+          .sort((a, b) => a.at - b.at),
       async close() {
         // pool-managerds first so they deregister while orchestratord still listens
         await Promise.all(nodes.map((n) => n.daemon.stop()));
@@ -151,13 +161,13 @@ async function waitAllReady(
   token: string,
   poolIds: string[],
   timeoutMs: number,
-  daemons: Daemon[],
+  daemons: CapturedDaemon[],
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
     for (const d of daemons) {
-      if (d.process.exitCode !== null) throw new Error(`${d.name} exited while the cluster was starting`);
+      if (!d.alive()) throw new Error(`${d.name} exited while the cluster was starting:\n${d.tail(20)}`);
     }
     const res = await request(new URL('/v2/pools', orchUrl), { headers: { authorization: `Bearer ${token}` } }).catch(
       () => undefined,
@@ -212,10 +222,10 @@ export async function cancelOutcome(
 ): Promise<CancelOutcome> {
   const spawned = cluster
     .allLogs()
-    .filter((l) => l.line.msg === 'engine spawned' && l.line.pool_id === poolId && typeof l.line.log === 'string')
+    .filter((l) => l.json.msg === 'engine spawned' && l.json.pool_id === poolId && typeof l.json.log === 'string')
     .at(-1);
   if (spawned === undefined) throw new Error(`no 'engine spawned' line for pool ${poolId}`);
-  const logPath = spawned.line.log as string;
+  const logPath = spawned.json.log as string;
   const engineUrl = await engineUrlOf(cluster, poolId);
   const deadline = Date.now() + timeoutMs;
   while (await engineIdle(engineUrl)) {
@@ -251,10 +261,10 @@ export async function placedPool(cluster: Cluster, correlationId: string, timeou
     const line = cluster
       .allLogs()
       .filter(
-        (l) => l.source === 'orchestratord' && l.line.msg === 'task placed' && l.line.correlation_id === correlationId,
+        (l) => l.source === 'orchestratord' && l.json.msg === 'task placed' && l.json.correlation_id === correlationId,
       )
       .at(-1);
-    if (line && typeof line.line.pool_id === 'string') return line.line.pool_id;
+    if (line && typeof line.json.pool_id === 'string') return line.json.pool_id;
     if (Date.now() > deadline) throw new Error(`no 'task placed' line for correlation id ${correlationId}`);
     await sleep(25);
   }
@@ -276,8 +286,8 @@ export async function correlatedMessages(
   for (;;) {
     const msgs = cluster
       .allLogs()
-      .filter((l) => from(l.source) && l.line.correlation_id === correlationId)
-      .map((l) => l.line.msg);
+      .filter((l) => from(l.source) && l.json.correlation_id === correlationId)
+      .map((l) => l.json.msg);
     if (want.every((m) => msgs.includes(m)) || Date.now() > deadline) return msgs;
     await sleep(25);
   }

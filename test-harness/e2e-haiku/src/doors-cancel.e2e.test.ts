@@ -94,14 +94,14 @@ describe('the Messages and Responses doors on the one admission path', () => {
         'dispatch started',
         'dispatch ended',
       ]);
-      const lines = cluster.allLogs().filter((l) => l.line.correlation_id === correlationId);
+      const lines = cluster.allLogs().filter((l) => l.json.correlation_id === correlationId);
       expect(
         lines
           .filter((l) => l.source === 'orchestratord')
-          .every((l) => l.line.door === d.door || l.line.task_id === undefined),
+          .every((l) => l.json.door === d.door || l.json.task_id === undefined),
       ).toBe(true);
-      expect(lines.some((l) => l.source === 'orchestratord' && l.line.door === d.door)).toBe(true);
-      expect(lines.filter((l) => l.source !== 'orchestratord').map((l) => l.line.msg)).toEqual(
+      expect(lines.some((l) => l.source === 'orchestratord' && l.json.door === d.door)).toBe(true);
+      expect(lines.filter((l) => l.source !== 'orchestratord').map((l) => l.json.msg)).toEqual(
         expect.arrayContaining(['dispatch started', 'dispatch ended']),
       );
       for (
@@ -147,8 +147,8 @@ describe('the Messages and Responses doors on the one admission path', () => {
             .some(
               (l) =>
                 l.source === 'orchestratord' &&
-                l.line.correlation_id === correlationId &&
-                l.line.msg === 'task canceled',
+                l.json.correlation_id === correlationId &&
+                l.json.msg === 'task canceled',
             )
         )
           break;
@@ -156,8 +156,8 @@ describe('the Messages and Responses doors on the one admission path', () => {
       }
       const orchLines = cluster
         .allLogs()
-        .filter((l) => l.source === 'orchestratord' && l.line.correlation_id === correlationId)
-        .map((l) => l.line.msg);
+        .filter((l) => l.source === 'orchestratord' && l.json.correlation_id === correlationId)
+        .map((l) => l.json.msg);
       expect(orchLines).toContain('task canceled');
       await waitClusterIdle(cluster);
     },

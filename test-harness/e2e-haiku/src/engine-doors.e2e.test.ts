@@ -344,7 +344,7 @@ describe('POST /infill', () => {
           .allLogs()
           .some(
             (l) =>
-              l.source === 'orchestratord' && l.line.correlation_id === correlationId && l.line.msg === 'task canceled',
+              l.source === 'orchestratord' && l.json.correlation_id === correlationId && l.json.msg === 'task canceled',
           );
       for (let i = 0; i < 150 && !canceled(); i++) await new Promise((r) => setTimeout(r, 20));
       expect(canceled()).toBe(true);

@@ -125,10 +125,10 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     );
 
     // orchestratord buffers log lines for up to 100 ms: give the task's last line time to arrive.
-    const ofTask = () => cluster.allLogs().filter((l) => JSON.stringify(l.line).includes(run.correlationId));
-    for (let i = 0; i < 50 && !ofTask().some((l) => l.line.msg === 'task ended'); i++) await sleep(50);
+    const ofTask = () => cluster.allLogs().filter((l) => JSON.stringify(l.json).includes(run.correlationId));
+    for (let i = 0; i < 50 && !ofTask().some((l) => l.json.msg === 'task ended'); i++) await sleep(50);
     const logs = ofTask();
-    const narration = logs.map((l) => String(l.line.human ?? '')).filter(Boolean);
+    const narration = logs.map((l) => String(l.json.human ?? '')).filter(Boolean);
     check(
       checks,
       'logs narrate admission',
@@ -150,7 +150,7 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     // short pieces can occur in any log message by chance; the whole answer cannot
     const everyLog = cluster
       .allLogs()
-      .map((l) => JSON.stringify(l.line))
+      .map((l) => JSON.stringify(l.json))
       .join('\n');
     check(
       checks,
@@ -216,18 +216,18 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
       orchestratord: ['task admitted', 'task placed', 'stream started', 'task ended'],
       'pool-managerd': ['dispatch started', 'engine request sent', 'dispatch ended'],
     };
-    const correlated = () => cluster.allLogs().filter((l) => l.line.correlation_id === run.correlationId);
+    const correlated = () => cluster.allLogs().filter((l) => l.json.correlation_id === run.correlationId);
     const missing = (): string[] =>
       Object.entries(want).flatMap(([daemon, msgs]) =>
         msgs
-          .filter((m) => !correlated().some((l) => l.source.startsWith(daemon) && l.line.msg === m))
+          .filter((m) => !correlated().some((l) => l.source.startsWith(daemon) && l.json.msg === m))
           .map((m) => `${daemon}: ${m}`),
       );
     for (let i = 0; i < 40 && missing().length > 0; i++) await sleep(50);
     expect(
       missing(),
       correlated()
-        .map((l) => `${l.source} ${String(l.line.msg)}`)
+        .map((l) => `${l.source} ${String(l.json.msg)}`)
         .join('\n'),
     ).toEqual([]);
     const poolLines = correlated().filter((l) => l.source.startsWith('pool-managerd'));
@@ -236,13 +236,13 @@ describe('e2e-haiku (synthetic mode: real llama-server, synthetic model)', () =>
     const taskId = String(run.request.task_id);
     expect(
       poolLines
-        .filter((l) => String(l.line.msg).startsWith('dispatch') || l.line.msg === 'engine request sent')
-        .every((l) => l.line.task_id === taskId),
+        .filter((l) => String(l.json.msg).startsWith('dispatch') || l.json.msg === 'engine request sent')
+        .every((l) => l.json.task_id === taskId),
     ).toBe(true);
     expect(
       correlated()
-        .filter((l) => l.source === 'orchestratord' && String(l.line.msg).startsWith('task'))
-        .every((l) => l.line.task_id === taskId),
+        .filter((l) => l.source === 'orchestratord' && String(l.json.msg).startsWith('task'))
+        .every((l) => l.json.task_id === taskId),
     ).toBe(true);
   }, 60_000);
 

@@ -71,12 +71,12 @@ describe('log field names', () => {
     // both daemons' lines, to the end of their shutdown
     expect(
       logs
-        .filter((l) => l.line.msg === 'stopped')
+        .filter((l) => l.json.msg === 'stopped')
         .map((l) => l.source.split(':')[0])
         .sort(),
     ).toEqual(['orchestratord', 'pool-managerd']);
     const offenders = logs.flatMap((l) =>
-      offendingKeys(l.line).map((k) => `${l.source}: ${k} in "${String(l.line.msg)}"`),
+      offendingKeys(l.json).map((k) => `${l.source}: ${k} in "${String(l.json.msg)}"`),
     );
     expect([...new Set(offenders)]).toEqual([]);
   });

@@ -1,11 +1,17 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { CapturedLine } from '@llama-orch/daemon-support/daemon-launcher';
 import type { HaikuRun } from './haiku-client.js';
 
 export interface Check {
   name: string;
   ok: boolean;
   detail: string;
+}
+
+/** One line of `logs.jsonl`: `{source, received_at, line}` (the bundle's format); non-JSON lines are left out. */
+function logRecord(l: CapturedLine): string[] {
+  return l.json === undefined ? [] : [JSON.stringify({ source: l.source, received_at: l.at, line: l.json })];
 }
 
 /** Writes one run's evidence: request, admission, SSE transcript, metrics, logs, verification. */
@@ -15,7 +21,8 @@ export async function writeProofBundle(
   extra: {
     metricsBefore: string;
     metricsAfter: string;
-    logs: unknown[];
+    /** The daemons' JSON log lines the run is about. */
+    logs: readonly CapturedLine[];
     checks: Check[];
   },
 ): Promise<string> {
@@ -31,7 +38,7 @@ export async function writeProofBundle(
   await writeFile(join(tmp, 'sse_transcript.jsonl'), run.frames.map((f) => JSON.stringify(f)).join('\n') + '\n');
   await writeFile(join(tmp, 'metrics_before.txt'), extra.metricsBefore);
   await writeFile(join(tmp, 'metrics_after.txt'), extra.metricsAfter);
-  await writeFile(join(tmp, 'logs.jsonl'), extra.logs.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  await writeFile(join(tmp, 'logs.jsonl'), extra.logs.flatMap(logRecord).join('\n') + '\n');
   await writeFile(
     join(tmp, 'verification.json'),
     `${JSON.stringify(

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newToken, type ChaosDaemon } from '@llama-orch/chaos';
+import { newToken, type CapturedDaemon } from '@llama-orch/chaos';
 import { listPools, startNode, startReplica, waitFor, waitPoolsReady } from './lab-daemons.js';
 import { openTask } from './lab-task.js';
 import { NetLab, iptablesUnavailable, netnsUnavailable, type LabHost } from './net-lab.js';
@@ -25,9 +25,9 @@ describe.skipIf(unavailable !== undefined)('a half-open connection on a dispatch
   let lab: NetLab;
   let workDir: string;
   let host: LabHost;
-  let orch: ChaosDaemon;
-  let node: ChaosDaemon;
-  const daemons: ChaosDaemon[] = [];
+  let orch: CapturedDaemon;
+  let node: CapturedDaemon;
+  const daemons: CapturedDaemon[] = [];
 
   beforeAll(async () => {
     workDir = await mkdtemp(join(tmpdir(), 'llorch-partitions-'));

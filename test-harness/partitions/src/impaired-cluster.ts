@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ChaosDaemon } from '@llama-orch/chaos';
+import type { CapturedDaemon } from '@llama-orch/chaos';
 import type { DelayRelay } from './delay-relay.js';
 import { startLabRedis, startNode, startReplica, waitPoolsReady, type LabRedis } from './lab-daemons.js';
 import { openTask, type TaskOutcome } from './lab-task.js';
@@ -22,7 +22,7 @@ export interface ImpairedClusterOptions {
 /** A node's namespace, its daemon and (relayed clusters) its relay. */
 export interface ImpairedNode {
   readonly host: LabHost;
-  readonly daemon: ChaosDaemon;
+  readonly daemon: CapturedDaemon;
   readonly relay: DelayRelay | undefined;
 }
 
@@ -61,7 +61,7 @@ const p50p95 = (xs: readonly number[]): { p50: number; p95: number } => ({
 export class ImpairedCluster {
   readonly nodes: ImpairedNode[] = [];
   #baseline: TaskOutcome[] = [];
-  #replicas: ChaosDaemon[] = [];
+  #replicas: CapturedDaemon[] = [];
   #redis: LabRedis | undefined;
   #workDir: string | undefined;
 

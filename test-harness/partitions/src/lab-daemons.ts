@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { request } from 'undici';
 import { stringify } from 'yaml';
-import { appMain, sharedCacheDir, startChaosDaemon, type ChaosDaemon } from '@llama-orch/chaos';
+import { appMain, launchDaemon, sharedCacheDir, type CapturedDaemon } from '@llama-orch/chaos';
 
 /** Debian's redis-server, as the store tests use it. */
 const REDIS_SERVER = '/usr/bin/redis-server';
@@ -110,7 +110,7 @@ export interface ReplicaSpec {
 }
 
 /** One orchestratord (a replica when `redisUrl` is set), resolved once it listens. */
-export function startReplica(spec: ReplicaSpec): Promise<ChaosDaemon> {
+export function startReplica(spec: ReplicaSpec): Promise<CapturedDaemon> {
   const env: Record<string, string> = {
     ORCHD_ADDR: spec.addr,
     LLORCH_API_TOKEN: spec.token,
@@ -124,15 +124,16 @@ export function startReplica(spec: ReplicaSpec): Promise<ChaosDaemon> {
     const [host, port] = spec.addr.split(':');
     if (port !== undefined && port !== '0') env.ORCHD_ADVERTISE_URL = `http://${host}:${port}`;
   }
-  return startChaosDaemon(
+  return launchDaemon(
     {
       name: spec.name,
+      output: 'capture',
       script: appMain('orchestratord'),
       args: [],
       env,
       ...(spec.wrap !== undefined ? { wrap: spec.wrap } : {}),
     },
-    30_000,
+    { timeoutMs: 30_000 },
   );
 }
 
@@ -164,7 +165,7 @@ export const LAB_MODEL = 'synthetic:llama?ctx=2048';
 export const LAB_MODEL_ALIAS = 'partitions-llama';
 
 /** One pool-managerd with one pool of {@link LAB_MODEL} on the shared engine and model cache. */
-export async function startNode(spec: NodeSpec): Promise<ChaosDaemon> {
+export async function startNode(spec: NodeSpec): Promise<CapturedDaemon> {
   const runtimeDir = join(spec.workDir, spec.id);
   await mkdir(runtimeDir, { recursive: true });
   const configPath = join(spec.workDir, `${spec.id}.yaml`);
@@ -193,16 +194,17 @@ export async function startNode(spec: NodeSpec): Promise<ChaosDaemon> {
       ],
     }),
   );
-  return startChaosDaemon(
+  return launchDaemon(
     {
       name: `pool-managerd:${spec.id}`,
+      output: 'capture',
       script: appMain('pool-managerd'),
       args: ['--config', configPath],
       env: { LOG_LEVEL: 'info', LLORCH_CHAOS_RUN: spec.workDir },
       cwd: runtimeDir,
       ...(spec.wrap !== undefined ? { wrap: spec.wrap } : {}),
     },
-    60_000,
+    { timeoutMs: 60_000 },
   );
 }
 

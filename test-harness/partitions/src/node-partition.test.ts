@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newToken, type ChaosDaemon } from '@llama-orch/chaos';
+import { newToken, type CapturedDaemon } from '@llama-orch/chaos';
 import {
   listPools,
   redisUnavailable,
@@ -31,11 +31,11 @@ describe.skipIf(unavailable !== undefined)('a node cut off from every replica (l
   let lab: NetLab;
   let workDir: string;
   let hostA: LabHost;
-  let r1: ChaosDaemon;
-  let r2: ChaosDaemon;
+  let r1: CapturedDaemon;
+  let r2: CapturedDaemon;
   let redis: LabRedis | undefined;
-  const nodes = new Map<string, ChaosDaemon>();
-  const daemons: ChaosDaemon[] = [];
+  const nodes = new Map<string, CapturedDaemon>();
+  const daemons: CapturedDaemon[] = [];
   /** Every JSON line of both replicas. */
   const replicaLines = (): Array<Record<string, unknown>> =>
     [r1, r2].flatMap((r) => r.lines.flatMap((l) => (l.json === undefined ? [] : [l.json])));
@@ -145,7 +145,7 @@ describe.skipIf(unavailable !== undefined)('a node cut off from every replica (l
       expect(ttft(queuedEnds[queued.indexOf(t)] as TaskOutcome), `TTFT of re-placed task ${t.id}`).toBeLessThan(5000);
     // each reached node-b's engine once (a placement the node refused as saturated — the replicas
     // race for its slots — sends nothing to the engine)
-    const nodeB = nodes.get('node-b') as ChaosDaemon;
+    const nodeB = nodes.get('node-b') as CapturedDaemon;
     await waitFor("node-b's end lines of the queued tasks", 5000, async () =>
       queued.every((t) => nodeB.lines.some((l) => l.json?.msg === 'dispatch ended' && l.json.task_id === t.id))
         ? true

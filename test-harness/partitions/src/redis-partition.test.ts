@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newToken, type CapturedLine, type ChaosDaemon } from '@llama-orch/chaos';
+import { newToken, type CapturedDaemon, type CapturedLine } from '@llama-orch/chaos';
 import {
   listPools,
   redisUnavailable,
@@ -46,7 +46,7 @@ async function storeAttempts(host: string, port: number, ids: readonly string[])
 }
 
 /** `msg` lines of a daemon, as JSON, with pino's own `time`. */
-function jsonLines(d: ChaosDaemon, msg: string): Array<Record<string, unknown>> {
+function jsonLines(d: CapturedDaemon, msg: string): Array<Record<string, unknown>> {
   return d.lines.flatMap((l) => (l.json?.msg === msg ? [l.json] : []));
 }
 
@@ -61,10 +61,10 @@ describe.skipIf(unavailable !== undefined)('a replica cut off from Redis, still 
   let link: LabLink;
   let redisAddr: { host: string; port: number };
   let redis: LabRedis | undefined;
-  let replicaA: ChaosDaemon;
-  let replicaB: ChaosDaemon;
-  let node: ChaosDaemon;
-  const daemons: ChaosDaemon[] = [];
+  let replicaA: CapturedDaemon;
+  let replicaB: CapturedDaemon;
+  let node: CapturedDaemon;
+  const daemons: CapturedDaemon[] = [];
 
   beforeAll(async () => {
     workDir = await mkdtemp(join(tmpdir(), 'llorch-partitions-'));

@@ -1,4 +1,4 @@
-import type { ChaosDaemon } from '@llama-orch/chaos';
+import type { CapturedDaemon } from '@llama-orch/chaos';
 import { startDelayRelay, type DelayRelay } from './delay-relay.js';
 import { waitFor } from './lab-daemons.js';
 import type { LabHost, NetLab } from './net-lab.js';
@@ -78,7 +78,7 @@ export async function relayNodeLinks(lab: NetLab, host: LabHost, orchestratorUrl
  * Checks, from its 'listening' and 'dispatch listening (h2c)' lines, that the node listens on the
  * ports the redirects were set up for: a node elsewhere would bypass the relay unnoticed.
  */
-export async function assertListensOnRelayedPorts(node: ChaosDaemon, links: RelayedLinks): Promise<void> {
+export async function assertListensOnRelayedPorts(node: CapturedDaemon, links: RelayedLinks): Promise<void> {
   const api = Number(new URL(node.url).port);
   const h2c = await waitFor(`${node.name}'s 'dispatch listening (h2c)' line`, 10_000, async () => {
     const line = node.lines.find((l) => l.json?.msg === 'dispatch listening (h2c)');
