@@ -136,7 +136,18 @@ describe('parseCommandLine: target and other commands', () => {
   it('answers --help, <command> --help and --version; no command is a usage error', () => {
     expect(parseCommandLine(['--help'], {})).toEqual({ command: 'help', text: USAGE });
     expect(parseCommandLine(['-h'], {})).toEqual({ command: 'help', text: USAGE });
-    for (const c of ['up', 'submit', 'status', 'nodes', 'models', 'cancel', 'drain', 'reload'] as const) {
+    for (const c of [
+      'up',
+      'submit',
+      'status',
+      'nodes',
+      'models',
+      'load',
+      'unload',
+      'cancel',
+      'drain',
+      'reload',
+    ] as const) {
       expect(parseCommandLine([c, '--help'], {})).toEqual({ command: 'help', text: COMMAND_USAGE[c] });
       expect(COMMAND_USAGE[c]).toMatch(new RegExp(`^usage: llorch ${c}\\b`));
     }
@@ -197,6 +208,35 @@ describe('parseCommandLine: target and other commands', () => {
       sha256: sha,
       deadlineMs: 5000,
     });
+  });
+
+  it('parses load and unload with a model and --node; unload takes --deadline-ms', () => {
+    const target = { url: 'http://127.0.0.1:8080', token: undefined };
+    expect(parseCommandLine(['load', 'hf:org/repo/m.gguf'], {})).toEqual({
+      command: 'load',
+      target,
+      model: 'hf:org/repo/m.gguf',
+      node: undefined,
+    });
+    expect(parseCommandLine(['load', 'qwen', '--node', 'gpu-2'], {})).toMatchObject({ model: 'qwen', node: 'gpu-2' });
+    expect(parseCommandLine(['unload', 'qwen'], {})).toEqual({
+      command: 'unload',
+      target,
+      model: 'qwen',
+      node: undefined,
+      deadlineMs: 30_000,
+    });
+    expect(parseCommandLine(['unload', 'qwen', '--node', 'n1', '--deadline-ms', '0'], {})).toMatchObject({
+      node: 'n1',
+      deadlineMs: 0,
+    });
+    expect(() => parseCommandLine(['load'], {})).toThrow(new UsageError('load needs <model>', COMMAND_USAGE.load));
+    expect(() => parseCommandLine(['load', 'm', '--deadline-ms', '5'], {})).toThrow(
+      new UsageError("unknown option '--deadline-ms'", COMMAND_USAGE.load),
+    );
+    expect(() => parseCommandLine(['unload', 'm', '--node', 'Bad Node'], {})).toThrow(
+      new CliError("--node must be a node id ([a-z0-9][a-z0-9_.-]{0,127}; got 'Bad Node')"),
+    );
   });
 
   it('names what is missing or extra (usage, exit 2) and bad values (exit 1)', () => {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { SamplingSchema, formatIssues, type ResponseFormat, type Sampling } from '@llama-orch/contracts';
+import { NodeIdSchema, SamplingSchema, formatIssues, type ResponseFormat, type Sampling } from '@llama-orch/contracts';
 import { CliError, UsageError } from './errors.js';
 import type { Target } from './http.js';
 import { COMMANDS, COMMAND_USAGE, USAGE, type CommandName } from './usage.js';
@@ -49,13 +49,16 @@ export type CommandLine =
       modelRef: string;
       sha256: string | undefined;
       deadlineMs: number;
-    };
+    }
+  | { command: 'load'; target: Target; model: string; node: string | undefined }
+  | { command: 'unload'; target: Target; model: string; node: string | undefined; deadlineMs: number };
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 const TARGET: Options = { url: { type: 'string' }, token: { type: 'string' }, help: { type: 'boolean', short: 'h' } };
 const JSON_OPT: Options = { json: { type: 'boolean' } };
 const DEADLINE: Options = { 'deadline-ms': { type: 'string' } };
+const NODE: Options = { node: { type: 'string' } };
 
 /** Each command's flags; anything else is a usage error naming the flag (strict parsing). */
 const COMMAND_OPTIONS: Readonly<Record<CommandName, Options>> = {
@@ -87,6 +90,8 @@ const COMMAND_OPTIONS: Readonly<Record<CommandName, Options>> = {
   cancel: { ...TARGET },
   drain: { ...TARGET, ...DEADLINE },
   reload: { ...TARGET, ...DEADLINE, sha256: { type: 'string' } },
+  load: { ...TARGET, ...NODE },
+  unload: { ...TARGET, ...NODE, ...DEADLINE },
 };
 
 /** Flags before any command: `llorch --version`, `llorch --help`, `llorch --url U status`. */
@@ -172,7 +177,24 @@ export function parseCommandLine(argv: string[], env: Record<string, string | un
         deadlineMs: deadlineMs(str('deadline-ms')),
       };
     }
+    case 'load':
+      return { command, target, model: args(['model'])[0]!, node: nodeId(str('node')) };
+    case 'unload':
+      return {
+        command,
+        target,
+        model: args(['model'])[0]!,
+        node: nodeId(str('node')),
+        deadlineMs: deadlineMs(str('deadline-ms')),
+      };
   }
+}
+
+/** `--node`: a node id as nodes register it, checked here so a typo is not a 400 from orchestratord. */
+function nodeId(value: string | undefined): string | undefined {
+  if (value !== undefined && !NodeIdSchema.safeParse(value).success)
+    throw new CliError(`--node must be a node id ([a-z0-9][a-z0-9_.-]{0,127}; got '${value}')`);
+  return value;
 }
 
 function isCommand(name: string): name is CommandName {

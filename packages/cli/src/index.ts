@@ -9,13 +9,12 @@ export {
   nodesTable,
   listNodes,
   renderNodes,
-  listModels,
-  renderModels,
   metricTotal,
   queueDepth,
 } from './commands/status.js';
 export type { StatusDocument } from './commands/status.js';
 export { cancelTask, drainPool, reloadPool } from './commands/pool-ops.js';
+export { listModels, renderModels, loadModel, unloadModel } from './commands/models.js';
 export { up, humanLogLine, listeningUrl, dashboardUrl } from './commands/up.js';
 export type { UpOptions } from './commands/up.js';
 export { detectPdeathsigPrefix } from './pdeathsig.js';

@@ -69,12 +69,24 @@ const MODEL = {
   pools: ['n1/p1'],
   aliases: ['synthetic'],
   registered: false,
+  pinned: true,
+  idle_since: '2026-01-01T00:00:05.000Z',
+};
+const LAZY = {
+  id: 'hf:org/repo/qwen.gguf',
+  ref: 'hf:org/repo/qwen.gguf',
+  status: 'failed',
+  pools: [],
+  aliases: ['qwen'],
+  registered: true,
+  pinned: false,
+  last_error: 'sha256 mismatch',
 };
 const ROUTES: FixtureOptions['routes'] = {
   'GET /v2/nodes': { status: 200, body: { nodes: [NODE] } },
   'GET /v2/pools': { status: 200, body: { pools: [POOL] } },
   'GET /metrics': { status: 200, body: '# TYPE queue_depth gauge\nqueue_depth{priority="interactive"} 3\n' },
-  'GET /v2/catalog/models': { status: 200, body: { models: [MODEL] } },
+  'GET /v2/catalog/models': { status: 200, body: { models: [MODEL, LAZY] } },
 };
 
 describe('llorch: version, help and usage errors', () => {
@@ -89,7 +101,7 @@ describe('llorch: version, help and usage errors', () => {
   it('--help and <command> --help print usage on stdout, exit 0', async () => {
     const top = await llorch(['--help']);
     expect(top.exitCode).toBe(0);
-    for (const c of ['up', 'submit', 'status', 'nodes', 'models', 'cancel', 'drain', 'reload'])
+    for (const c of ['up', 'submit', 'status', 'nodes', 'models', 'load', 'unload', 'cancel', 'drain', 'reload'])
       expect(top.stdout).toContain(`\n  ${c} `);
     const sub = await llorch(['drain', '--help']);
     expect(sub.exitCode).toBe(0);
@@ -145,17 +157,18 @@ describe('llorch: --json and tables', () => {
     expect(status.exitCode, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout)).toEqual({ nodes: [NODE], pools: [POOL], queued: 3, leased: 1 });
     expect(JSON.parse(nodes.stdout)).toEqual({ nodes: [NODE] });
-    expect(JSON.parse(models.stdout)).toEqual({ models: [MODEL] });
+    expect(JSON.parse(models.stdout)).toEqual({ models: [MODEL, LAZY] });
     expect(f.seen.every((l) => l.endsWith('auth=Bearer secret-token-0123456789'))).toBe(true);
   });
 
-  it('models: each model with its aliases (the names clients use) and where it is loaded', async () => {
+  it('models: each model once with its aliases, status, where it is loaded, idle since, pinned and why a load failed', async () => {
     const f = await fixture([], { routes: ROUTES });
     const r = await llorch(['models', '--url', f.url], {});
     expect(r.exitCode, r.stderr).toBe(0);
-    const [head, , row] = r.stdout.split('\n').map((l) => l.trim().split(/\s+/));
-    expect(head).toEqual(['MODEL', 'ALIASES', 'STATUS', 'LOADED', 'ON', 'REGISTERED']);
-    expect(row).toEqual(['synthetic:llama', 'synthetic', 'ready', 'n1/p1', 'no']);
+    const [head, , row, lazy] = r.stdout.split('\n').map((l) => l.trim().split(/\s{2,}/));
+    expect(head).toEqual(['MODEL', 'ALIASES', 'STATUS', 'LOADED ON', 'IDLE SINCE', 'PINNED', 'LAST ERROR']);
+    expect(row).toEqual(['synthetic:llama', 'synthetic', 'ready', 'n1/p1', '2026-01-01T00:00:05.000Z', 'yes']);
+    expect(lazy).toEqual(['hf:org/repo/qwen.gguf', 'qwen', 'failed', '-', '-', 'no', 'sha256 mismatch']);
   });
 
   it('tables are plain text when piped; colour only on a terminal without NO_COLOR', async () => {
@@ -175,7 +188,7 @@ describe('llorch: --json and tables', () => {
     ]);
     expect(piped.stdout).toContain('p1    n1    ready');
     expect(piped.stdout).not.toContain('\u001b[');
-    expect(models.stdout.split('\n')[2]).toMatch(/^synthetic:llama\s+synthetic\s+ready\s+n1\/p1\s+no$/);
+    expect(models.stdout.split('\n')[2]).toMatch(/^synthetic:llama\s+synthetic\s+ready\s+n1\/p1\s+\S+\s+yes$/);
     expect(coloured.stdout).toContain('\u001b[32mready');
     expect(noColor.stdout).toContain('ready');
     expect(noColor.stdout).not.toContain('\u001b[');
@@ -236,6 +249,45 @@ describe('llorch: task and pool operations', () => {
       'POST /v2/pools/p1/reload',
     ]);
     expect(f.bodies).toEqual([{ deadline_ms: 500 }, { new_model_ref: 'hf:org/repo/m.gguf', deadline_ms: 30_000 }]);
+  });
+
+  it('load and unload send their requests (model in the path, --node, --deadline-ms) and print one line; a refusal is one line, exit 1', async () => {
+    const model = (status: string, pools: string[]) => ({
+      status: 202,
+      body: { ...LAZY, status, pools, last_error: undefined },
+    });
+    const path = '/v2/catalog/models/hf%3Aorg%2Frepo%2Fqwen.gguf';
+    const f = await fixture([], {
+      routes: {
+        [`POST ${path}/load`]: model('loading', []),
+        'POST /v2/catalog/models/qwen/unload': model('unloading', ['n1/qwen-abc123']),
+        'POST /v2/catalog/models/pinned/unload': {
+          status: 409,
+          body: { code: 'CONFLICT', message: "model 'pinned' is pinned: 1 copy loaded, pin 1", retriable: false },
+        },
+      },
+    });
+    const load = await llorch(['load', 'hf:org/repo/qwen.gguf', '--node', 'gpu-2', '--url', f.url]);
+    expect([load.exitCode, load.stdout]).toEqual([
+      0,
+      "load of model 'hf:org/repo/qwen.gguf' accepted (loading); `llorch models` shows its progress",
+    ]);
+    const unload = await llorch(['unload', 'qwen', '--deadline-ms', '500', '--url', f.url]);
+    expect([unload.exitCode, unload.stdout]).toEqual([
+      0,
+      "unload of model 'hf:org/repo/qwen.gguf' accepted (unloading); `llorch models` shows its progress",
+    ]);
+    const pinned = await llorch(['unload', 'pinned', '--url', f.url]);
+    expect([pinned.exitCode, pinned.stderr]).toEqual([
+      1,
+      "llorch: CONFLICT: model 'pinned' is pinned: 1 copy loaded, pin 1",
+    ]);
+    expect(f.seen.map((l) => l.split(' auth=')[0])).toEqual([
+      `POST ${path}/load`,
+      'POST /v2/catalog/models/qwen/unload',
+      'POST /v2/catalog/models/pinned/unload',
+    ]);
+    expect(f.bodies).toEqual([{ node: 'gpu-2' }, { deadline_ms: 500 }, { deadline_ms: 30_000 }]);
   });
 
   it('Ctrl-C during submit cancels the task and exits 130', async () => {

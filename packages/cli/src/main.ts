@@ -5,7 +5,8 @@ import { loadJsonSchemaFormat, parseCommandLine, type CommandLine } from './args
 import { paintFor } from './color.js';
 import { CliError, UsageError } from './errors.js';
 import { cancelTask, drainPool, reloadPool } from './commands/pool-ops.js';
-import { listModels, listNodes, renderModels, renderNodes, renderStatus, statusDocument } from './commands/status.js';
+import { listModels, loadModel, renderModels, unloadModel } from './commands/models.js';
+import { listNodes, renderNodes, renderStatus, statusDocument } from './commands/status.js';
 import { submit } from './commands/submit.js';
 import { up } from './commands/up.js';
 import { cliVersion } from './version.js';
@@ -110,6 +111,12 @@ async function run(
       return 0;
     case 'reload':
       out(await reloadPool(cmd.target, cmd.poolId, cmd.modelRef, { sha256: cmd.sha256, deadlineMs: cmd.deadlineMs }));
+      return 0;
+    case 'load':
+      out(await loadModel(cmd.target, cmd.model, cmd.node));
+      return 0;
+    case 'unload':
+      out(await unloadModel(cmd.target, cmd.model, { node: cmd.node, deadlineMs: cmd.deadlineMs }));
       return 0;
   }
 }

@@ -1,5 +1,16 @@
 /** The commands `llorch` knows, in the order the overview lists them. */
-export const COMMANDS = ['up', 'submit', 'status', 'nodes', 'models', 'cancel', 'drain', 'reload'] as const;
+export const COMMANDS = [
+  'up',
+  'submit',
+  'status',
+  'nodes',
+  'models',
+  'load',
+  'unload',
+  'cancel',
+  'drain',
+  'reload',
+] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 const TARGET = `  --url URL        orchestratord (env LLORCH_URL; default http://127.0.0.1:8080)
@@ -61,9 +72,29 @@ ${TARGET}
 ${HELP_FLAG}`,
   models: `usage: llorch models [--json]
 
-Models the cluster knows (GET /v2/catalog/models): served by a pool or registered.
+Every model the cluster knows, once (GET /v2/catalog/models): registered in the catalog, served by
+a pool, or both — its aliases, status (registered, loading, ready, unloading, failed), the pools it
+is loaded on, since when its copies are idle, whether it is pinned, and why its last load failed.
 
 ${JSON_FLAG}
+${TARGET}
+${HELP_FLAG}`,
+  load: `usage: llorch load <model> [--node NODE]
+
+Loads a copy of a catalog model (by ref or alias) on the node with the most free on-demand memory,
+or on NODE; a load already under way is not asked twice. Refused when the model has max_loaded
+copies, or when no node has room.
+
+  --node NODE      load on this node
+${TARGET}
+${HELP_FLAG}`,
+  unload: `usage: llorch unload <model> [--node NODE] [--deadline-ms MS]
+
+Unloads the copies of a model loaded on demand (idle ones first), never below its pin; pools of a
+node's config are not unloaded.
+
+  --node NODE      only the copies on this node
+  --deadline-ms MS in-flight work's deadline before the engine stops (default 30000)
 ${TARGET}
 ${HELP_FLAG}`,
   cancel: `usage: llorch cancel <task-id>
@@ -99,6 +130,8 @@ usage: llorch <command> [options]      llorch <command> --help for its options
   status                     nodes, pools and the admission queue
   nodes                      registered nodes
   models                     models the cluster serves or knows
+  load <model>               load a copy of a catalog model
+  unload <model>             unload a model's on-demand copies
   cancel <task-id>           cancel a task
   drain <pool-id>            drain a pool
   reload <pool-id> <model>   reload a pool with another model

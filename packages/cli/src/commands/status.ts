@@ -1,10 +1,4 @@
-import {
-  ClusterModelListSchema,
-  ClusterPoolListSchema,
-  NodeListSchema,
-  type ClusterModel,
-  type ClusterPool,
-} from '@llama-orch/contracts';
+import { ClusterPoolListSchema, NodeListSchema, type ClusterPool } from '@llama-orch/contracts';
 import type { z } from 'zod';
 import { PLAIN, type Paint } from '../color.js';
 import { callJson, callText, type Target } from '../http.js';
@@ -27,11 +21,6 @@ export async function listNodes(target: Target): Promise<NodeInfo[]> {
   return (await callJson(target, 'GET', '/v2/nodes', NodeListSchema)).nodes;
 }
 
-/** `GET /v2/catalog/models`: served, provisioning, unavailable and registered models. */
-export async function listModels(target: Target): Promise<ClusterModel[]> {
-  return (await callJson(target, 'GET', '/v2/catalog/models', ClusterModelListSchema)).models;
-}
-
 export function renderNodes(nodes: readonly NodeInfo[], paint: Paint = PLAIN): string {
   if (nodes.length === 0) return 'no nodes registered';
   return renderTable(
@@ -48,23 +37,6 @@ export function renderNodes(nodes: readonly NodeInfo[], paint: Paint = PLAIN): s
       ]),
     ],
     stateColour(paint, 1),
-  );
-}
-
-export function renderModels(models: readonly ClusterModel[], paint: Paint = PLAIN): string {
-  if (models.length === 0) return 'no models';
-  return renderTable(
-    [
-      ['MODEL', 'ALIASES', 'STATUS', 'LOADED ON', 'REGISTERED'],
-      ...models.map((m) => [
-        m.id,
-        m.aliases.join(',') || '-',
-        m.status,
-        m.pools.join(',') || '-',
-        m.registered ? 'yes' : 'no',
-      ]),
-    ],
-    stateColour(paint, 2),
   );
 }
 
@@ -135,7 +107,7 @@ export async function statusReport(target: Target, paint: Paint = PLAIN): Promis
 }
 
 /** Colours one column of a table by the state word it holds (after padding, so columns stay aligned). */
-function stateColour(paint: Paint, column: number): (cell: string, col: number, row: number) => string {
+export function stateColour(paint: Paint, column: number): (cell: string, col: number, row: number) => string {
   return (cell, col, row) => {
     if (col !== column || row === 0 || !paint.enabled) return cell;
     if (/^(ready|online)\b/.test(cell)) return paint.green(cell);
