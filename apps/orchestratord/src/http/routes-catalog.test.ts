@@ -388,10 +388,11 @@ describe('fleet catalog across replicas (redis store)', () => {
     n = await onDemandNode();
     n.loadDelayMs = 100;
     await registerOnDemand(a, 'n1', n.url, { budget_bytes: 8 * GiB, used_bytes: 0 });
+    // online on every replica (a node still registering takes no load)
     await waitFor(
-      () => b.app.services.registry.list().length === 1 && c.app.services.registry.list().length === 1,
+      () => [b, c].every((r) => r.app.services.registry.nodeState('n1') === 'online'),
       5000,
-      'the node on every replica',
+      'the node online on every replica',
     );
     expect(
       (
