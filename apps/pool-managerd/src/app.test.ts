@@ -137,6 +137,23 @@ describe('pool-managerd HTTP API', () => {
     expect(bad.json()).toMatchObject({ code: 'INVALID_PARAMS' });
   });
 
+  it('a node without on_demand loads nothing on request: POST /v2/pools is a 409 CONFLICT (counted refused); its YAML pool is not unloaded', async () => {
+    const load = { pool_id: 'od', model: 'synthetic:llama' };
+    expect((await app.inject({ method: 'POST', url: '/v2/pools', payload: load })).statusCode).toBe(401);
+    const res = await app.inject({ method: 'POST', url: '/v2/pools', headers: auth, payload: load });
+    expect(res.statusCode).toBe(409);
+    expect(ErrorEnvelopeSchema.parse(res.json())).toMatchObject({ code: 'CONFLICT', retriable: false });
+    expect(res.json<{ message: string }>().message).toMatch(/loads no model on request: its config has no on_demand/);
+    expect(res.headers['retry-after']).toBeUndefined();
+    expect((await app.inject({ method: 'GET', url: '/v2/pools/od', headers: auth })).statusCode).toBe(404);
+    const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toMatch(/^llorch_pool_loads_total\{outcome="refused"\} 1$/m);
+    const del = await app.inject({ method: 'DELETE', url: '/v2/pools/p0', headers: auth });
+    expect(del.statusCode).toBe(409);
+    expect(del.json()).toMatchObject({ code: 'CONFLICT' });
+    expect((await app.inject({ method: 'DELETE', url: '/v2/pools/od', headers: auth })).statusCode).toBe(404);
+  });
+
   it('GET /metrics is public Prometheus text from the app registry', async () => {
     const res = await app.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);

@@ -160,6 +160,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     wrapper,
     supervision,
     serving,
+    onDemand: config.on_demand,
     // The engines' /metrics are read on the heartbeat tick (standalone: the heartbeat default), but
     // never more often than every ENGINE_SCRAPE_FLOOR_MS (see there).
     ...(config.orchestrator !== undefined
@@ -182,7 +183,14 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   const hostForUrl = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   const url = `http://${hostForUrl}:${port}`;
   log.info(
-    { url, runtime_dir: runtime.root, cache_dir: settings.cacheDir, pools: config.pools.map((p) => p.id), startup },
+    {
+      url,
+      runtime_dir: runtime.root,
+      cache_dir: settings.cacheDir,
+      pools: config.pools.map((p) => p.id),
+      ...(config.on_demand !== undefined ? { memory_budget_bytes: config.on_demand.memory_budget_bytes } : {}),
+      startup,
+    },
     'listening',
   );
 
@@ -235,15 +243,17 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     heartbeatIntervalMs: config.orchestrator.heartbeat_interval_ms,
     snapshots: () => {
       const snapshots = manager.pools.snapshots();
-      return monitor === undefined ? snapshots : withVramFree(snapshots, config.pools, monitor);
+      return monitor === undefined ? snapshots : withVramFree(snapshots, manager.poolConfigs(), monitor);
     },
+    memoryBudgetBytes: config.on_demand?.memory_budget_bytes,
     logger: log.child({ component: 'node-client' }),
   });
   running.nodeClient = client;
-  // State changes reach orchestratord at once; slot counts ride on the periodic heartbeat.
+  // State changes, loads and unloads reach orchestratord at once; slot counts ride on the periodic heartbeat.
   manager.pools.onChange((_poolId, change) => {
     if (change !== undefined) client.nudge();
   });
+  manager.pools.onMembership(() => client.nudge());
   client.start();
 }
 

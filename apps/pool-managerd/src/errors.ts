@@ -16,7 +16,9 @@ export type PoolManagerErrorCode =
   | 'HANDOFF_INVALID'
   | 'RUNTIME_DIR_LOCKED'
   | 'UNAUTHORIZED'
-  | 'NODE_REGISTRATION_FAILED';
+  | 'NODE_REGISTRATION_FAILED'
+  | 'CONFLICT'
+  | 'INSUFFICIENT_MEMORY';
 
 export class PoolManagerError extends Error {
   override readonly name: string = 'PoolManagerError';
@@ -135,6 +137,35 @@ export class PoolNotManagedError extends PoolManagerError {
       `pool '${poolId}' runs an external engine adopted from a handoff file; reload applies to configured pools`,
       { poolId },
     );
+  }
+}
+
+/**
+ * The request contradicts what the node is (409 CONFLICT, not retriable): a load on a node without
+ * `on_demand`, a pool id already taken, an unload of a pool the node's YAML configures, a reload of
+ * a pool loaded on request.
+ */
+export class ConflictError extends PoolManagerError {
+  override readonly name = 'ConflictError';
+  constructor(message: string, context: Readonly<Record<string, unknown>> = {}) {
+    super('CONFLICT', 'CONFLICT', message, context);
+  }
+}
+
+/**
+ * A load does not fit now (503 INSUFFICIENT_MEMORY, retriable with Retry-After): its projected
+ * memory is more than the on-demand budget minus what the node's pools take, or the node already
+ * runs `max_pools` pools loaded on request. Room comes back when a pool unloads; orchestratord may
+ * unload an idle one or place the load elsewhere.
+ */
+export class InsufficientMemoryError extends PoolManagerError {
+  override readonly name = 'InsufficientMemoryError';
+  constructor(
+    readonly poolId: string,
+    message: string,
+    context: Readonly<Record<string, unknown>> = {},
+  ) {
+    super('INSUFFICIENT_MEMORY', 'INSUFFICIENT_MEMORY', message, { poolId, ...context });
   }
 }
 

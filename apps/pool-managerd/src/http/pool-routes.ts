@@ -5,6 +5,7 @@ import {
   ErrorEnvelopeSchema,
   ManagerHealthSchema,
   PoolIdSchema,
+  PoolLoadRequestSchema,
   PoolOperationResponseSchema,
   PoolStatusListSchema,
   PoolStatusSchema,
@@ -14,7 +15,16 @@ import type { PoolManager } from '../pools/pool-manager.js';
 
 const PoolParams = z.strictObject({ id: PoolIdSchema });
 
-/** Health, pool status, drain and reload routes. */
+/**
+ * Query of `DELETE /v2/pools/{id}` (contracts have no schema for it: its one field is the drain
+ * deadline, as in DrainRequest).
+ */
+const UnloadQuery = z.strictObject({
+  /** How long in-flight work may continue before the engine is stopped, ms. @default 30000 */
+  deadline_ms: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+});
+
+/** Health, pool status, drain and reload routes; loads on request and their unload. */
 export const poolRoutes: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
   const log = app.log;
   app.get('/health', { schema: { response: { 200: ManagerHealthSchema } } }, async () => {
@@ -31,6 +41,26 @@ export const poolRoutes: FastifyPluginAsyncZod<{ manager: PoolManager }> = async
     '/v2/pools/:id',
     { schema: { params: PoolParams, response: { 200: PoolStatusSchema, 404: ErrorEnvelopeSchema } } },
     async (request) => manager.pools.status(request.params.id),
+  );
+
+  app.post(
+    '/v2/pools',
+    { schema: { body: PoolLoadRequestSchema, response: { 202: PoolStatusSchema } } },
+    async (request, reply) => reply.code(202).send(await manager.load(request.body)),
+  );
+
+  app.delete(
+    '/v2/pools/:id',
+    { schema: { params: PoolParams, querystring: UnloadQuery, response: { 202: PoolStatusSchema } } },
+    async (request, reply) => {
+      const { id } = request.params;
+      const status = manager.unload(id, request.query.deadline_ms);
+      request.log.info(
+        { pool_id: id, deadline_ms: request.query.deadline_ms, human: `unload of pool ${id} requested` },
+        'unload accepted',
+      );
+      return reply.code(202).send(status);
+    },
   );
 
   app.post(

@@ -6,9 +6,10 @@ import type { PoolManager } from '../pools/pool-manager.js';
 export const PROBE_PATHS = ['/healthz', '/readyz'] as const;
 
 /**
- * What `/readyz` answers: ready once the API listens, the manager runs and no pool is still in its
- * first provisioning. Failed pools are listed, not a reason to be not ready (one broken model must
- * not take the node's other pools out of rotation).
+ * What `/readyz` answers: ready once the API listens, the manager runs and no pool of the node's
+ * own is still in its first provisioning (a load on request coming up is not the node starting:
+ * the node serves its other pools meanwhile). Failed pools are listed, not a reason to be not
+ * ready (one broken model must not take the node's other pools out of rotation).
  */
 export function managerReadiness(manager: PoolManager, listening: boolean): ManagerReadiness {
   const pools: ManagerReadiness['pools'] = {};
@@ -22,7 +23,7 @@ export function managerReadiness(manager: PoolManager, listening: boolean): Mana
       ...(s.last_error !== undefined && s.state === 'failed' ? { last_error: s.last_error } : {}),
     };
     if (s.state === 'failed') failed.push(s.pool_id);
-    if (first) bringingUp.push(s.pool_id);
+    if (first && s.origin !== 'catalog') bringingUp.push(s.pool_id);
   }
   let reason: string | undefined;
   if (manager.state === 'closing' || manager.state === 'closed') reason = 'shutting down';

@@ -20,8 +20,9 @@ async function until(cond: () => boolean, ms = 10_000): Promise<void> {
   }
 }
 
-function client(url: string, registry: PoolTable, intervalMs = 100): NodeClient {
+function client(url: string, registry: PoolTable, intervalMs = 100, memoryBudgetBytes?: number): NodeClient {
   const c = new NodeClient({
+    memoryBudgetBytes,
     orchestratorUrl: url,
     nodeId: 'node-a',
     machineId: 'machine-a',
@@ -159,5 +160,47 @@ describe('NodeClient', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(orch.registrations).toEqual([]);
     expect(c.state).toBe('registering');
+  });
+
+  it('with an on-demand budget, registration and heartbeats carry memory: the budget and what the pools in that message take', async () => {
+    const orch = new FakeOrchestrator(TOKEN);
+    await orch.listen();
+    cleanups.push(() => orch.close());
+    const registry = new PoolTable({ residentBytes: () => undefined });
+    const c = client(orch.url, registry, 100, 8_000_000);
+    c.start();
+    await until(() => orch.heartbeats.length >= 1);
+    // No pool yet (a node with only on_demand): nothing used.
+    expect(orch.registrations[0]).toMatchObject({ pools: [], memory: { budget_bytes: 8_000_000, used_bytes: 0 } });
+    registry.register('static', { managed: true, models: ['m'], deterministic: false, ctx: 512, slotsTotal: 1 });
+    registry.setProjectedBytes('static', 1_000_000);
+    registry.register('loaded', {
+      managed: true,
+      origin: 'catalog',
+      models: ['m2'],
+      deterministic: false,
+      ctx: 512,
+      slotsTotal: 1,
+    });
+    registry.setProjectedBytes('loaded', 2_500_000);
+    c.nudge();
+    await until(() => orch.heartbeats.some((h) => h.body.pools.length === 2));
+    const hb = orch.heartbeats.find((h) => h.body.pools.length === 2)?.body;
+    expect(hb?.memory).toEqual({ budget_bytes: 8_000_000, used_bytes: 3_500_000 });
+    expect(hb?.pools.map((p) => [p.pool_id, p.origin, p.memory_bytes])).toEqual([
+      ['loaded', 'catalog', 2_500_000],
+      ['static', undefined, 1_000_000],
+    ]);
+  });
+
+  it('without a budget (no on_demand), no memory is sent', async () => {
+    const orch = new FakeOrchestrator(TOKEN);
+    await orch.listen();
+    cleanups.push(() => orch.close());
+    const c = client(orch.url, new PoolTable());
+    c.start();
+    await until(() => orch.heartbeats.length >= 1);
+    expect('memory' in (orch.registrations[0] ?? {})).toBe(false);
+    expect(orch.heartbeats.every((h) => !('memory' in h.body))).toBe(true);
   });
 });

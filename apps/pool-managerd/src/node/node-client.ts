@@ -5,12 +5,14 @@ import {
   NodeAckSchema,
   NodeRegisterRequestSchema,
   type NodeAck,
+  type NodeMemory,
   type NodeRegisterRequest,
   type PoolSnapshot,
 } from '@llama-orch/contracts';
 import { NodeRegistrationError } from '../errors.js';
 import { BackoffPolicy } from '../supervision/backoff.js';
 import type { NodeCapabilities } from './capabilities.js';
+import { nodeMemory } from './node-memory.js';
 
 export type NodeClientState = 'idle' | 'registering' | 'online' | 'closing' | 'closed';
 
@@ -31,6 +33,12 @@ export interface NodeClientOptions {
   heartbeatIntervalMs: number;
   /** What the pool table knows right now, every pool. */
   snapshots: () => PoolSnapshot[];
+  /**
+   * The on-demand memory budget (`on_demand.memory_budget_bytes`): registration and heartbeats then
+   * carry `memory` {budget, what the pools in the same message take}. Absent: no `memory` (the node
+   * loads nothing on request).
+   */
+  memoryBudgetBytes?: number | undefined;
   logger: Logger;
   /** @default a private Agent, destroyed by close() */
   dispatcher?: Dispatcher;
@@ -83,6 +91,7 @@ export class NodeClient {
   readonly #apiToken: string | undefined;
   readonly #heartbeatIntervalMs: number;
   readonly #snapshots: () => PoolSnapshot[];
+  readonly #memoryBudgetBytes: number | undefined;
   readonly #log: Logger;
   readonly #requestTimeoutMs: number;
   readonly #dispatcher: Dispatcher;
@@ -108,6 +117,7 @@ export class NodeClient {
     apiToken,
     heartbeatIntervalMs,
     snapshots,
+    memoryBudgetBytes,
     logger,
     dispatcher,
     backoff,
@@ -123,6 +133,7 @@ export class NodeClient {
     this.#apiToken = apiToken;
     this.#heartbeatIntervalMs = heartbeatIntervalMs;
     this.#snapshots = snapshots;
+    this.#memoryBudgetBytes = memoryBudgetBytes;
     this.#log = logger;
     this.#requestTimeoutMs = requestTimeoutMs;
     this.#ownsDispatcher = dispatcher === undefined;
@@ -244,13 +255,20 @@ export class NodeClient {
     });
   }
 
+  /** The pools now, with the node's memory when it loads models on request (both from one read). */
+  #poolsAndMemory(): { pools: PoolSnapshot[]; memory?: NodeMemory } {
+    const pools = this.#snapshots();
+    const budget = this.#memoryBudgetBytes;
+    return budget === undefined ? { pools } : { pools, memory: nodeMemory(budget, pools) };
+  }
+
   async #register(): Promise<NodeAck> {
     const body: NodeRegisterRequest = NodeRegisterRequestSchema.parse({
       node_id: this.#nodeId,
       machine_id: this.#machineId,
       address: this.#address,
       ...(this.#dispatchH2c !== undefined ? { dispatch_h2c: this.#dispatchH2c } : {}),
-      pools: this.#snapshots(),
+      ...this.#poolsAndMemory(),
       capabilities: this.#capabilities,
       version: this.#version,
     });
@@ -275,7 +293,7 @@ export class NodeClient {
   }
 
   async #heartbeat(): Promise<NodeAck> {
-    const body = HeartbeatRequestSchema.parse({ timestamp: new Date().toISOString(), pools: this.#snapshots() });
+    const body = HeartbeatRequestSchema.parse({ timestamp: new Date().toISOString(), ...this.#poolsAndMemory() });
     const timeoutMs = Math.min(
       this.#requestTimeoutMs,
       Math.max(HEARTBEAT_TIMEOUT_FLOOR_MS, this.#heartbeatIntervalMs / 2),

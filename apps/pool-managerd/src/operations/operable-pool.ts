@@ -2,11 +2,12 @@ import type { Logger } from 'pino';
 import type { PoolState, ResolvedModel } from '@llama-orch/contracts';
 
 /**
- * What can hold a pool besides supervision: an operator's drain or reload, or the daemon's
- * shutdown. While one holds it, the operation decides when the pool is ready again; shutdown
- * supersedes the others and is never superseded.
+ * What can hold a pool besides supervision: an operator's drain or reload, orchestratord's unload
+ * of a pool it loaded, or the daemon's shutdown. While one holds it, the operation decides when the
+ * pool is ready again (an unloaded pool never is); shutdown supersedes the others and is never
+ * superseded.
  */
-export type PoolOperation = 'drain' | 'reload' | 'shutdown';
+export type PoolOperation = 'drain' | 'reload' | 'unload' | 'shutdown';
 
 /** A pool's lifecycle as operations see it: the pool table's state machine, the one authority. */
 export interface PoolLifecycle {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { HandoffFile, PoolConfig, ResolvedModel } from '@llama-orch/contracts';
+import type { HandoffFile, PoolConfig, PoolOrigin, ResolvedModel } from '@llama-orch/contracts';
 import type { EngineBinary, EngineProvisioner } from '@llama-orch/engine-provisioner';
 import type { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
@@ -7,16 +7,23 @@ import { HandoffError } from '../errors.js';
 import { probeExternalEngine } from '../handoff/adoption.js';
 import type { PoolLeases, PoolLifecycle, ReloadablePool, ServedModel } from '../operations/operable-pool.js';
 import { provision } from '../provisioning/provision.js';
-import { Replica, type ReplicaEvents } from '../replicas/replica.js';
+import { Replica } from '../replicas/replica.js';
 import type { SupervisionSettings } from '../supervision/settings.js';
 import type { PoolManagerMetrics } from '../support/metrics.js';
 import type { RotatingLogOptions } from '../support/rotating-log.js';
 import type { RuntimeDir } from '../support/runtime-dir.js';
 import { AdoptedEngine } from './adopted-engine.js';
+import type { PoolMemory } from './pool-memory.js';
+import { replicaEvents } from './replica-events.js';
+import type { PoolStateMachine } from './pool-state.js';
 import type { PoolTable } from './pool-table.js';
 
 export interface ManagedPoolOptions {
   pool: PoolConfig;
+  /** `catalog`: loaded on orchestratord's request (POST /v2/pools); it starts only if it fits. @default config */
+  origin?: PoolOrigin;
+  /** Projects the engine's memory once the model is here; admits a load on request before its engine starts. */
+  memory: PoolMemory;
   table: PoolTable;
   engines: Pick<EngineProvisioner, 'ensureBinary' | 'prepare'>;
   models: Pick<ModelProvisioner, 'ensure'>;
@@ -58,8 +65,12 @@ export class ManagedPool implements ReloadablePool {
   readonly log: Logger;
   readonly leases: PoolLeases;
   readonly drainedReason = 'drained';
+  readonly origin: PoolOrigin;
   readonly #pool: PoolConfig;
   readonly #table: PoolTable;
+  /** Kept apart from the table: an unloaded pool leaves the table while its close may still run. */
+  readonly #lifecycle: PoolStateMachine;
+  readonly #memory: PoolMemory;
   readonly #engines: Pick<EngineProvisioner, 'ensureBinary' | 'prepare'>;
   readonly #models: Pick<ModelProvisioner, 'ensure'>;
   readonly #runtime: RuntimeDir;
@@ -76,6 +87,8 @@ export class ManagedPool implements ReloadablePool {
   /** Binary from provisioning, reused by every start attempt (no repeated source/toolchain probes). */
   #binary: EngineBinary | undefined;
   #replica: Replica | undefined;
+  /** The stop of the last engine run stopped: a second stopEngine (unload, then shutdown) waits for it. */
+  #engineStopped: Promise<void> = Promise.resolve();
   #external: AdoptedEngine | undefined;
   #provisioning: AbortController | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
@@ -88,6 +101,8 @@ export class ManagedPool implements ReloadablePool {
 
   constructor({
     pool,
+    origin = 'config',
+    memory,
     table,
     engines,
     models,
@@ -105,6 +120,8 @@ export class ManagedPool implements ReloadablePool {
   }: ManagedPoolOptions) {
     this.poolId = pool.id;
     this.log = logger.child({ pool_id: pool.id });
+    this.origin = origin;
+    this.#memory = memory;
     this.#pool = pool;
     this.#table = table;
     this.#engines = engines;
@@ -126,6 +143,7 @@ export class ManagedPool implements ReloadablePool {
     });
     table.register(pool.id, {
       managed: true,
+      ...(origin === 'catalog' ? { origin } : {}),
       models: [pool.model],
       aliases: pool.aliases,
       capabilities: pool.reranking ? ['rerank'] : pool.embeddings ? ['embeddings'] : undefined,
@@ -135,10 +153,16 @@ export class ManagedPool implements ReloadablePool {
       state: 'provisioning',
       reason: 'waiting to provision',
     });
+    this.#lifecycle = table.lifecycle(pool.id);
   }
 
   get lifecycle(): PoolLifecycle {
-    return this.#table.lifecycle(this.poolId);
+    return this.#lifecycle;
+  }
+
+  /** The pool's settings (its YAML entry, or what a load request made of the on-demand settings). */
+  get config(): PoolConfig {
+    return this.#pool;
   }
 
   get model(): ServedModel {
@@ -177,31 +201,52 @@ export class ManagedPool implements ReloadablePool {
     } catch (err) {
       this.#markFirstSpawn();
       if (ac.signal.aborted) return;
-      const message = `provisioning failed: ${errorMessage(err)}`;
       this.log.error({ err }, 'pool provisioning failed');
-      this.#table.setLastError(this.poolId, message);
-      const cooldownMs = this.#supervision.breakerCooldownMs;
-      this.lifecycle.transition('failed', `${message}; retry in ${Math.round(cooldownMs / 1000)} s`);
-      this.#retryTimer = setTimeout(() => {
-        this.#retryTimer = undefined;
-        const { state, operation } = this.lifecycle;
-        // Only a pool that still has nothing to run (no reload or adoption replaced it meanwhile).
-        if (
-          state === 'failed' &&
-          operation === undefined &&
-          this.#external === undefined &&
-          this.#replica === undefined
-        )
-          this.#run = this.#provisionAndRun();
-      }, cooldownMs);
-      this.#retryTimer.unref();
+      this.#failBringUp(`provisioning failed: ${errorMessage(err)}`);
       return;
     }
     // Drained, adopted over or shut down meanwhile: whoever aborted owns the pool now.
     if (ac.signal.aborted) return;
     this.#model = { ...this.#model, resolved: model };
     this.#table.setModels(this.poolId, [this.#model.ref, model.id]);
+    const projected = this.#memory.project(this.#pool, model);
+    if (this.origin === 'catalog') {
+      // A load on request starts only if it fits next to the node's other pools.
+      const projection = await projected;
+      if (ac.signal.aborted) return;
+      try {
+        if (projection !== undefined) this.#memory.admit(this.poolId, projection);
+      } catch (err) {
+        this.#markFirstSpawn();
+        this.log.error({ err }, 'pool load refused: not enough memory');
+        this.#failBringUp(errorMessage(err));
+        return;
+      }
+    }
     this.startReplica(model, false).catch(() => undefined);
+  }
+
+  /**
+   * The bring-up failed before any engine ran: `failed` with `last_error`. A configured pool tries
+   * again after the breaker cool-down; a pool loaded on request does not (orchestratord sees why in
+   * the heartbeat and decides: unload it, load it elsewhere).
+   */
+  #failBringUp(message: string): void {
+    this.#table.setLastError(this.poolId, message);
+    if (this.origin === 'catalog') {
+      this.lifecycle.transition('failed', message);
+      return;
+    }
+    const cooldownMs = this.#supervision.breakerCooldownMs;
+    this.lifecycle.transition('failed', `${message}; retry in ${Math.round(cooldownMs / 1000)} s`);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      const { state, operation } = this.lifecycle;
+      // Only a pool that still has nothing to run (no reload or adoption replaced it meanwhile).
+      if (state === 'failed' && operation === undefined && this.#external === undefined && this.#replica === undefined)
+        this.#run = this.#provisionAndRun();
+    }, cooldownMs);
+    this.#retryTimer.unref();
   }
 
   provision(ref: string, sha256: string | undefined, withEngine: boolean): Promise<ResolvedModel> {
@@ -255,62 +300,20 @@ export class ManagedPool implements ReloadablePool {
       serving: this.#serving,
       trial,
       logger: this.log,
-      events: this.#replicaEvents(),
+      events: replicaEvents({
+        poolId: this.poolId,
+        replicaId: REPLICA_ID,
+        log: this.log,
+        lifecycle: this.#lifecycle,
+        table: this.#table,
+        metrics: this.#metrics,
+        breakerThreshold: this.#supervision.breakerThreshold,
+        stickyError: () => this.#stickyError,
+        spawned: () => this.#markFirstSpawn(),
+      }),
     });
     this.#replica = replica;
     return replica.start();
-  }
-
-  /** Replica events → pool facts and transitions (only the current run reports: see {@link Replica.stop}). */
-  #replicaEvents(): ReplicaEvents {
-    const table = this.#table;
-    const poolId = this.poolId;
-    return {
-      starting: ({ attempt, restart }) => {
-        if (restart) {
-          table.countRestart(poolId);
-          this.#metrics.restarts.inc({ pool_id: poolId });
-        }
-        this.lifecycle.transition('starting', restart ? `restarting engine (attempt ${attempt})` : 'starting engine');
-      },
-      spawned: () => this.#markFirstSpawn(),
-      bound: (engine) => table.bindEngine(poolId, { ...engine, replica_id: REPLICA_ID, mode: 'managed' }),
-      ready: (engine) => {
-        table.setLastError(poolId, this.#stickyError);
-        // An operation holding the pool (a reload's trial) announces readiness itself when it is done.
-        if (this.lifecycle.operation === undefined) this.lifecycle.transition('ready', 'engine healthy');
-        const { pid, url, engine_version, slots_total: slots } = engine;
-        this.log.info(
-          {
-            pid,
-            url,
-            engine_version,
-            engine_patches: engine.engine_patches ?? [],
-            slots,
-            human: `pool ${poolId} ready on ${url}`,
-          },
-          'pool ready',
-        );
-      },
-      exited: (what) => {
-        table.unbindEngine(poolId);
-        this.lifecycle.transition('starting', `engine exited (${what}); restart pending`);
-      },
-      failure: (error, delayMs) => {
-        this.#markFirstSpawn();
-        table.setLastError(poolId, error);
-        if (delayMs !== undefined)
-          this.lifecycle.transition('starting', `engine failed; restart in ${delayMs} ms: ${error}`);
-      },
-      open: (error, retryAt) => {
-        table.setLastError(
-          poolId,
-          `circuit open after ${this.#supervision.breakerThreshold} consecutive failures: ${error}`,
-        );
-        this.lifecycle.transition('failed', `circuit open; next trial at ${new Date(retryAt).toISOString()}`);
-      },
-      breaker: (state) => table.setBreaker(poolId, state),
-    };
   }
 
   hasEngine(): boolean {
@@ -321,15 +324,16 @@ export class ManagedPool implements ReloadablePool {
   async stopEngine(reason: string): Promise<void> {
     const replica = this.#replica;
     this.#replica = undefined;
-    this.#table.unbindEngine(this.poolId);
+    if (this.#table.has(this.poolId)) this.#table.unbindEngine(this.poolId);
     if (this.#external !== undefined) {
       this.#external.release();
       this.#external = undefined;
     }
     if (replica !== undefined) {
       this.log.debug({ reason }, 'stopping the engine run');
-      await replica.stop();
+      this.#engineStopped = replica.stop();
     }
+    await this.#engineStopped;
   }
 
   cancelBackground(reason: string): void {
@@ -343,6 +347,7 @@ export class ManagedPool implements ReloadablePool {
     this.#stickyError = undefined;
     this.#table.setLastError(this.poolId, undefined);
     this.#table.setModels(this.poolId, [model.ref, model.resolved.id]);
+    void this.#memory.project(this.#pool, model.resolved);
   }
 
   recordError(message: string): void {
@@ -420,7 +425,7 @@ export class ManagedPool implements ReloadablePool {
       this.lifecycle.begin('shutdown');
       this.#markFirstSpawn();
       this.cancelBackground('pool-managerd shutting down');
-      this.#table.abortLeases(this.poolId, 'pool-managerd shutting down');
+      if (this.#table.has(this.poolId)) this.#table.abortLeases(this.poolId, 'pool-managerd shutting down');
       await this.stopEngine('shutdown');
       this.lifecycle.transition('stopped', 'pool-managerd shut down');
     })();

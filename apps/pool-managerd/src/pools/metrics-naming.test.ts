@@ -29,10 +29,12 @@ const OURS = [
   'llorch_pool_decode_tokens_per_second',
   'llorch_pool_engine_health_checks_total',
   'llorch_pool_engine_restarts_total',
+  'llorch_pool_loads_total',
   'llorch_pool_provisioning_duration_seconds',
   'llorch_pool_ready',
   'llorch_pool_slots',
   'llorch_pool_slots_free',
+  'llorch_pool_unloads_total',
 ];
 
 /** What llama-server reports (reference §4.7), under our names. */

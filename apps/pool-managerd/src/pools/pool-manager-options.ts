@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
-import type { PoolConfig } from '@llama-orch/contracts';
+import type { OnDemandConfig, PoolConfig } from '@llama-orch/contracts';
+import type { Clock } from '@llama-orch/daemon-support';
 import type { EngineProvisioner } from '@llama-orch/engine-provisioner';
 import type { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { SupervisionSettings } from '../supervision/settings.js';
+import type { ResidentBytes } from '../support/process-memory.js';
 import type { RotatingLogOptions } from '../support/rotating-log.js';
 import type { RuntimeDir } from '../support/runtime-dir.js';
 import type { DispatchLogger } from './dispatch.js';
@@ -15,7 +17,9 @@ export interface PoolManagerOptions {
   runtime: RuntimeDir;
   logger: Logger;
   engines: Pick<EngineProvisioner, 'ensureBinary' | 'prepare'>;
-  models: Pick<ModelProvisioner, 'ensure'>;
+  models: Pick<ModelProvisioner, 'ensure' | 'cachedFile'>;
+  /** Load catalog models on orchestratord's request (`POST /v2/pools`); absent = refuse every load (409). */
+  onDemand?: OnDemandConfig | undefined;
   /** Complete, scrubbed environment for engine processes. */
   engineEnv: Readonly<Record<string, string>>;
   /**
@@ -40,6 +44,10 @@ export interface PoolManagerOptions {
    * @default settled (in-process use: the caller listens first)
    */
   serving?: Promise<void>;
+  /** Time of pool state changes and `idle_since`. @default systemClock */
+  clock?: Clock;
+  /** Reads an engine's resident memory. @default `/proc/<pid>/status` VmRSS */
+  residentBytes?: ResidentBytes;
 }
 
 /** Per-dispatch options of `PoolManager.openCompletion`. */

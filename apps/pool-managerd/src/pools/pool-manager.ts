@@ -1,17 +1,14 @@
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { closeAll } from '@llama-orch/daemon-support';
-import { HandoffFileSchema, type DispatchRequest, type HandoffFile } from '@llama-orch/contracts';
+import type { DispatchRequest, PoolConfig, PoolLoadRequest, PoolStatus } from '@llama-orch/contracts';
 import type { LlamaServerClient } from '@llama-orch/llamacpp-adapter';
 import {
+  ConflictError,
   EngineNotReachedError,
-  HandoffError,
   PoolNotFoundError,
   PoolNotManagedError,
   PoolUnreadyError,
 } from '../errors.js';
-import { probeExternalEngine } from '../handoff/adoption.js';
 import { HandoffWatcher } from '../handoff/handoff-watcher.js';
 import { drain } from '../operations/drain.js';
 import { reload } from '../operations/reload.js';
@@ -19,13 +16,15 @@ import type { EngineClients } from '../replicas/engine-clients.js';
 import { PoolManagerMetrics } from '../support/metrics.js';
 import { sweepStalePidFiles } from '../support/pid-files.js';
 import type { RuntimeDir } from '../support/runtime-dir.js';
-import { AdoptedEngine } from './adopted-engine.js';
 import { EngineMetricsScraper } from './engine-metrics.js';
 import { runAnswerDispatch, type AnswerSend } from './answer-dispatch.js';
 import { runDispatch, type DispatchEmit, type DispatchOptions } from './dispatch.js';
-import { ExternalPool } from './external-pool.js';
+import type { ExternalPool } from './external-pool.js';
+import { HandoffRouter } from './handoff-router.js';
 import { HeldDispatches } from './held-dispatches.js';
 import { ManagedPool } from './managed-pool.js';
+import { PoolLoads } from './pool-loads.js';
+import { PoolMemory } from './pool-memory.js';
 import { PoolTable, UNREADY_RETRY_MS } from './pool-table.js';
 import type { OpenCompletionOptions, PoolManagerOptions } from './pool-manager-options.js';
 
@@ -35,13 +34,17 @@ export type { OpenCompletionOptions, PoolManagerOptions } from './pool-manager-o
 const CLOSE_MARGIN_MS = 5000;
 
 /**
- * Everything pool-managerd runs: one {@link ManagedPool} per configured pool, the pools made of
- * adopted external engines, the handoff watcher, the pool table, engine HTTP clients and metrics.
- * `start()` sweeps orphans of an earlier run, then provisions all pools concurrently.
+ * Everything pool-managerd runs: one {@link ManagedPool} per configured pool and per load on
+ * request ({@link PoolLoads}), the pools made of adopted external engines (routed by
+ * {@link HandoffRouter}), the handoff watcher, the pool table, the pools' memory, engine HTTP
+ * clients and metrics. `start()` sweeps orphans of an earlier run, then provisions all pools
+ * concurrently.
  */
 export class PoolManager {
   readonly nodeId: string;
-  readonly pools = new PoolTable();
+  readonly pools: PoolTable;
+  /** Each pool's projected memory, and the on-demand budget loads are admitted against. */
+  readonly memory: PoolMemory;
   readonly metrics: PoolManagerMetrics;
   /** Reads the engines' `/metrics` into {@link metrics} (`llorch_engine_*`) once the daemon serves. */
   readonly engineMetrics: EngineMetricsScraper;
@@ -49,8 +52,6 @@ export class PoolManager {
   readonly held: HeldDispatches;
   readonly #runtime: RuntimeDir;
   readonly #serving: Promise<void>;
-  readonly #adoptTimeoutMs: number;
-  readonly #externalProbeMs: number | undefined;
   readonly #stopTimeoutMs: number;
   readonly #log: Logger;
   readonly #managed = new Map<string, ManagedPool>();
@@ -59,6 +60,9 @@ export class PoolManager {
   #engineClients: Promise<EngineClients> | undefined;
   #loadedClients: EngineClients | undefined;
   readonly #watcher: HandoffWatcher;
+  readonly #loads: PoolLoads;
+  readonly #handoffs: HandoffRouter;
+  readonly #poolOptions: Omit<ConstructorParameters<typeof ManagedPool>[0], 'pool' | 'origin'>;
   #state: 'idle' | 'running' | 'closing' | 'closed' = 'idle';
   #closing: Promise<void> | undefined;
 
@@ -75,10 +79,13 @@ export class PoolManager {
     this.nodeId = nodeId;
     this.#runtime = runtime;
     this.#serving = serving;
-    this.#adoptTimeoutMs = adoptTimeoutMs;
-    this.#externalProbeMs = externalProbeMs;
     this.#stopTimeoutMs = options.supervision.stopTimeoutMs;
     this.#log = logger.child({ component: 'pool-manager' });
+    this.pools = new PoolTable({
+      ...(options.clock !== undefined ? { clock: options.clock } : {}),
+      ...(options.residentBytes !== undefined ? { residentBytes: options.residentBytes } : {}),
+    });
+    this.memory = new PoolMemory({ table: this.pools, budgetBytes: options.onDemand?.memory_budget_bytes, logger });
     this.metrics = new PoolManagerMetrics(this.pools);
     this.held = new HeldDispatches(this.metrics);
     this.engineMetrics = new EngineMetricsScraper({
@@ -88,34 +95,56 @@ export class PoolManager {
       intervalMs: options.engineMetricsIntervalMs ?? 5000,
       logger: this.#log.child({ component: 'engine-metrics' }),
     });
-    for (const pool of options.pools) {
-      this.#managed.set(
-        pool.id,
-        new ManagedPool({
-          pool,
-          table: this.pools,
-          engines: options.engines,
-          models: options.models,
-          runtime,
-          logger,
-          metrics: this.metrics,
-          engineEnv: options.engineEnv,
-          wrapper: options.wrapper,
-          clientFor: (url) => this.engineClient(url),
-          supervision: options.supervision,
-          engineLog: options.engineLog,
-          externalProbeMs,
-          adoptTimeoutMs,
-          serving,
-        }),
-      );
-    }
+    this.#poolOptions = {
+      table: this.pools,
+      memory: this.memory,
+      engines: options.engines,
+      models: options.models,
+      runtime,
+      logger,
+      metrics: this.metrics,
+      engineEnv: options.engineEnv,
+      wrapper: options.wrapper,
+      clientFor: (url) => this.engineClient(url),
+      supervision: options.supervision,
+      engineLog: options.engineLog,
+      externalProbeMs,
+      adoptTimeoutMs,
+      serving,
+    };
+    for (const pool of options.pools) this.#managed.set(pool.id, new ManagedPool({ ...this.#poolOptions, pool }));
+    this.#loads = new PoolLoads({
+      onDemand: options.onDemand,
+      table: this.pools,
+      memory: this.memory,
+      metrics: this.metrics,
+      logger,
+      models: options.models,
+      open: (pool) => this.#openLoad(pool),
+      pool: (poolId) => this.#managed.get(poolId),
+      forget: (poolId) => {
+        this.#managed.delete(poolId);
+        this.pools.remove(poolId);
+      },
+      closing: () => this.#state === 'closing' || this.#state === 'closed',
+    });
+    this.#handoffs = new HandoffRouter({
+      enginesDir: runtime.engines,
+      table: this.pools,
+      metrics: this.metrics,
+      log: this.#log,
+      managed: this.#managed,
+      external: this.#external,
+      engineClient: (url) => this.engineClient(url),
+      adoptTimeoutMs,
+      externalProbeMs,
+    });
     this.#watcher = new HandoffWatcher({
       dir: runtime.engines,
       logger: this.#log.child({ component: 'handoff-watcher' }),
       ...(handoffStabilityMs !== undefined ? { stabilityMs: handoffStabilityMs } : {}),
-      onHandoff: (path, h, signal) => this.#onHandoff(path, h, signal),
-      onRemoved: (path) => this.#onHandoffRemoved(path),
+      onHandoff: (path, h, signal) => this.#handoffs.onHandoff(path, h, signal),
+      onRemoved: (path) => this.#handoffs.onRemoved(path),
       onRejected: (_path, reason) => this.metrics.handoffsRejected.inc({ reason }),
       onAccepted: (_path, h) => this.metrics.handoffsProcessed.inc({ mode: h.provisioning_mode }),
     });
@@ -157,6 +186,29 @@ export class PoolManager {
       this.#clients.set(url, c);
     }
     return c;
+  }
+
+  /** The settings of every managed pool: the YAML's, then the loads on request. */
+  poolConfigs(): PoolConfig[] {
+    return [...this.#managed.values()].map((p) => p.config);
+  }
+
+  /** Loads a catalog model as a new pool (`POST /v2/pools`; see {@link PoolLoads.load}). */
+  load(request: PoolLoadRequest): Promise<PoolStatus> {
+    return this.#loads.load(request);
+  }
+
+  /** Unloads a pool loaded on request (`DELETE /v2/pools/{id}`; see {@link PoolLoads.unload}). */
+  unload(poolId: string, deadlineMs: number): PoolStatus {
+    return this.#loads.unload(poolId, deadlineMs);
+  }
+
+  /** An admitted load: its pool joins the others and starts at once (the manager runs, or will). */
+  #openLoad(pool: PoolConfig): ManagedPool {
+    const managed = new ManagedPool({ ...this.#poolOptions, pool, origin: 'catalog' });
+    this.#managed.set(pool.id, managed);
+    if (this.#state === 'running') void managed.start();
+    return managed;
   }
 
   /** Model ids served by running pools (never evicted from the model cache). */
@@ -229,7 +281,7 @@ export class PoolManager {
     this.#state = 'running';
     const killed = sweepStalePidFiles(this.#runtime.pids, this.#log);
     if (killed.length > 0) this.#log.warn({ pids: killed }, 'orphan engines of a previous run killed');
-    this.#removeStaleManagedHandoffs();
+    this.#handoffs.removeStaleManagedHandoffs();
     // Pools first: the engines' own start-up is the long pole, and our handoff files are
     // recognised (same pid) whenever the watcher's initial scan sees them.
     for (const p of this.#managed.values()) void p.start();
@@ -257,108 +309,6 @@ export class PoolManager {
     clearTimeout(timer);
   }
 
-  /** Managed handoff files left by an earlier run describe engines that no longer exist. */
-  #removeStaleManagedHandoffs(): void {
-    let names: string[];
-    try {
-      names = readdirSync(this.#runtime.engines).filter((n) => n.endsWith('.json'));
-    } catch {
-      return;
-    }
-    for (const name of names) {
-      const path = join(this.#runtime.engines, name);
-      try {
-        const h = HandoffFileSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
-        if (h.provisioning_mode === 'managed') {
-          rmSync(path, { force: true });
-          this.#log.info({ path, pid: h.pid }, 'removed managed handoff file of a previous run');
-        }
-      } catch {
-        // Not ours to judge here: the watcher rejects it with a reason.
-      }
-    }
-  }
-
-  async #onHandoff(path: string, h: HandoffFile, signal: AbortSignal): Promise<void> {
-    const managed = this.#managed.get(h.pool_id);
-    if (h.provisioning_mode === 'managed') {
-      if (managed?.ownsHandoff(h) === true) {
-        this.pools.touch(h.pool_id);
-        return;
-      }
-      throw new HandoffError(`managed handoff for pool ${h.pool_id} pid ${h.pid}, which this daemon does not run`, {
-        poolId: h.pool_id,
-        pid: h.pid,
-      });
-    }
-    if (managed !== undefined) {
-      await managed.adopt(path, h, signal);
-      this.#log.info(
-        { pool_id: h.pool_id, url: h.url, human: `adopted external engine ${h.url} into configured pool ${h.pool_id}` },
-        'external engine adopted',
-      );
-      return;
-    }
-    await this.#adoptAsPool(path, h, signal);
-  }
-
-  /** An external engine for a pool id this node does not configure: a pool of its own. */
-  async #adoptAsPool(path: string, h: HandoffFile, signal: AbortSignal): Promise<void> {
-    const poolId = h.pool_id;
-    const client = await this.engineClient(h.url);
-    const props = await probeExternalEngine(client, h, {
-      timeoutMs: this.#adoptTimeoutMs,
-      signal,
-      onHealth: (r) => this.metrics.healthChecks.inc({ pool_id: poolId, result: r }),
-    });
-    this.pools.register(poolId, {
-      managed: false,
-      models: [h.model.id],
-      deterministic: false,
-      ctx: props.n_ctx,
-      slotsTotal: props.total_slots,
-      state: 'stopped',
-      reason: 'adopting',
-    });
-    const busy = this.pools.operation(poolId);
-    if (busy !== undefined) throw new HandoffError(`pool ${poolId} is busy with ${busy}`, { poolId });
-    this.#external.get(poolId)?.close();
-    const logger = this.#log.child({ pool_id: poolId });
-    const engine = new AdoptedEngine({
-      table: this.pools,
-      poolId,
-      path,
-      handoff: h,
-      props,
-      client,
-      probeMs: this.#externalProbeMs,
-      metrics: this.metrics,
-      logger,
-    });
-    const pool = new ExternalPool(this.pools, engine, logger, () => {
-      if (this.#external.get(poolId) === pool) this.#external.delete(poolId);
-    });
-    this.#external.set(poolId, pool);
-    this.#log.info(
-      {
-        pool_id: poolId,
-        url: h.url,
-        slots: props.total_slots,
-        human: `adopted external engine ${h.url} as pool ${poolId}`,
-      },
-      'external engine adopted',
-    );
-  }
-
-  async #onHandoffRemoved(path: string): Promise<void> {
-    for (const pool of this.#external.values()) {
-      if (pool.path !== path) continue;
-      pool.handoffRemoved();
-      return;
-    }
-    for (const p of this.#managed.values()) await p.handoffRemoved(path);
-  }
-
   /**
    * Drain (spec 50): no new leases, in-flight work until `deadlineMs`, then stop. Configured pools
    * stop their engine; an adopted external engine is released (not killed: it is not ours).
@@ -370,9 +320,14 @@ export class PoolManager {
     return drain(pool, deadlineMs);
   }
 
-  /** Reload with rollback; only configured pools can load another model. */
+  /**
+   * Reload with rollback; only the YAML's pools can load another model (a pool loaded on request
+   * serves its catalog model: orchestratord unloads it and loads another).
+   */
   reload(poolId: string, ref: string, sha256: string | undefined, deadlineMs: number): Promise<void> {
     const pool = this.#managed.get(poolId);
+    if (pool?.origin === 'catalog')
+      throw new ConflictError(`pool '${poolId}' was loaded on request; unload it and load ${ref} instead`, { poolId });
     if (pool !== undefined) return reload(pool, { ref, sha256, deadlineMs });
     if (!this.pools.has(poolId)) throw new PoolNotFoundError(poolId);
     throw new PoolNotManagedError(poolId);

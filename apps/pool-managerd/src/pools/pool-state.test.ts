@@ -32,11 +32,21 @@ describe('PoolStateMachine', () => {
 
   it('rejects transitions that skip the engine start', () => {
     expect(canTransition('provisioning', 'ready')).toBe(false);
-    expect(canTransition('stopped', 'draining')).toBe(false);
-    expect(canTransition('starting', 'draining')).toBe(false);
+    expect(canTransition('starting', 'provisioning')).toBe(false);
+    expect(canTransition('stopped', 'failed')).toBe(false);
     const m = new PoolStateMachine('p', 'provisioning');
     expect(() => m.transition('ready')).toThrow(InvalidTransitionError);
     expect(m.state).toBe('provisioning');
+  });
+
+  it('lets every state drain for an unload (a load still coming up is abandoned), then stop', () => {
+    for (const from of ['provisioning', 'starting', 'ready', 'failed', 'stopped'] as const) {
+      const m = new PoolStateMachine('p', from);
+      m.begin('unload');
+      m.transition('draining', 'unloading');
+      m.transition('stopped', 'unloaded');
+      expect(m.state).toBe('stopped');
+    }
   });
 
   it('holds one operation at a time; shutdown supersedes and stays', () => {

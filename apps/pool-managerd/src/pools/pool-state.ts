@@ -9,23 +9,26 @@ import { systemClock, type Clock } from '@llama-orch/daemon-support';
  * - `starting`: an engine process is spawned (or about to be, after a crash backoff) and has not
  *   answered `/health` 200; never dispatchable.
  * - `ready`: engine healthy, leases accepted.
- * - `draining`: no new leases; in-flight work runs until the deadline (drain, reload).
- * - `stopped`: no engine on purpose (after drain, shutdown, removed external handoff).
+ * - `draining`: no new leases; in-flight work runs until the deadline (drain, reload, unload).
+ * - `stopped`: no engine on purpose (after drain, unload, shutdown, removed external handoff).
  * - `failed`: provisioning failed or the circuit breaker is open; `last_error` says why.
+ *
+ * Every state may go to `draining` for an unload: a pool loaded on request leaves the node from
+ * wherever it is (a load still fetching its model or starting its engine is abandoned).
  */
 const TRANSITIONS: Readonly<Record<PoolState, readonly PoolState[]>> = Object.freeze({
   // Progress updates re-enter the same state with a new reason.
-  provisioning: ['provisioning', 'starting', 'failed', 'stopped'],
+  provisioning: ['provisioning', 'starting', 'failed', 'stopped', 'draining'],
   // starting → starting: crash backoff or a new attempt; → failed: breaker opened or a reload trial failed.
-  starting: ['starting', 'ready', 'failed', 'stopped'],
+  starting: ['starting', 'ready', 'failed', 'stopped', 'draining'],
   // ready → starting: the engine exited (restart pending); → failed: an adopted engine went away.
   ready: ['ready', 'draining', 'starting', 'failed', 'stopped'],
   // draining → provisioning/starting: reload fetches and starts the new engine; → ready: reload rolled back.
   draining: ['draining', 'provisioning', 'starting', 'ready', 'stopped', 'failed'],
   // stopped → ready: an external engine was adopted into a configured pool without one.
-  stopped: ['stopped', 'provisioning', 'starting', 'ready'],
+  stopped: ['stopped', 'provisioning', 'starting', 'ready', 'draining'],
   // failed → starting: half-open trial; → provisioning: retry or reload; → ready: adoption.
-  failed: ['failed', 'provisioning', 'starting', 'ready', 'stopped'],
+  failed: ['failed', 'provisioning', 'starting', 'ready', 'stopped', 'draining'],
 });
 
 /** The states of a pool's bring-up (see {@link PoolStateMachine.firstProvisioning}). */

@@ -114,4 +114,92 @@ describe('PoolTable', () => {
     r.recordDecode('b', 0, 100);
     expect(r.status('b').decode_tps).toBeCloseTo(1700);
   });
+
+  it('idle_since: absent until first ready, set then (injected clock), cleared by a lease, set again at the last release', () => {
+    let now = Date.parse('2026-01-01T00:00:00.000Z');
+    const r = new PoolTable({ clock: { now: () => now } });
+    r.register('b', { managed: true, models: ['m'], deterministic: false, ctx: 512, slotsTotal: 2 });
+    r.transition('b', 'starting');
+    expect('idle_since' in r.status('b')).toBe(false);
+    r.bindEngine('b', {
+      url: 'http://127.0.0.1:1',
+      replica_id: 'r0',
+      engine_version: 'v',
+      slots_total: 2,
+      ctx: 512,
+      mode: 'managed',
+    });
+    now += 1000;
+    r.transition('b', 'ready');
+    expect(r.status('b').idle_since).toBe('2026-01-01T00:00:01.000Z');
+    now += 1000;
+    const l1 = r.lease('b');
+    const l2 = r.lease('b');
+    expect('idle_since' in r.status('b')).toBe(false);
+    now += 1000;
+    l1.release();
+    expect('idle_since' in r.status('b')).toBe(false); // one slot still leased
+    now += 1000;
+    l2.release();
+    expect(r.status('b').idle_since).toBe('2026-01-01T00:00:04.000Z');
+    // A restart does not make a used pool look fresh: it stays idle since its last release.
+    r.transition('b', 'starting');
+    now += 1000;
+    r.transition('b', 'ready');
+    expect(r.snapshots()[0]?.idle_since).toBe('2026-01-01T00:00:04.000Z');
+  });
+
+  it("origin: catalog for a pool loaded on request, absent for the node's own (payloads unchanged)", () => {
+    const r = readyRegistry(1);
+    r.register('c', { managed: true, origin: 'catalog', models: ['m'], deterministic: false, ctx: 1, slotsTotal: 1 });
+    expect(r.status('c').origin).toBe('catalog');
+    expect(r.snapshots().find((s) => s.pool_id === 'c')?.origin).toBe('catalog');
+    expect('origin' in r.status('b')).toBe(false);
+    expect(Object.keys(r.snapshots().find((s) => s.pool_id === 'b') ?? {})).not.toContain('origin');
+  });
+
+  it('memory_bytes: the projection before an engine; then the larger of RSS and projection; nothing when stopped or failed', () => {
+    const rss = new Map<number, number>();
+    const r = new PoolTable({ residentBytes: (pid) => rss.get(pid) });
+    r.register('p', { managed: true, models: ['m'], deterministic: false, ctx: 512, slotsTotal: 1 });
+    expect('memory_bytes' in r.status('p')).toBe(false); // nothing known yet
+    r.setProjectedBytes('p', 1000);
+    expect(r.status('p').memory_bytes).toBe(1000);
+    r.transition('p', 'starting');
+    const engine = {
+      url: 'u',
+      replica_id: 'r0',
+      engine_version: 'v',
+      slots_total: 1,
+      ctx: 512,
+      pid: 42,
+      mode: 'managed' as const,
+    };
+    r.bindEngine('p', engine);
+    rss.set(42, 600); // compute buffers not touched yet: the projection stands
+    expect(r.status('p').memory_bytes).toBe(1000);
+    rss.set(42, 1500); // more than projected: what it really takes
+    expect(r.snapshots()[0]?.memory_bytes).toBe(1500);
+    rss.delete(42); // gone between unbind and read: the projection again
+    expect(r.status('p').memory_bytes).toBe(1000);
+    r.unbindEngine('p');
+    r.transition('p', 'failed', 'breaker open');
+    expect('memory_bytes' in r.status('p')).toBe(false);
+    r.transition('p', 'starting', 'half-open trial');
+    expect(r.status('p').memory_bytes).toBe(1000);
+  });
+
+  it('remove forgets a pool and tells membership listeners; register tells them too', () => {
+    const r = readyRegistry(1);
+    const seen: string[] = [];
+    r.onMembership((id, event) => seen.push(`${event} ${id}`));
+    r.register('c', { managed: true, models: ['m'], deterministic: false, ctx: 1, slotsTotal: 1 });
+    const l = r.lease('b');
+    r.remove('b');
+    r.remove('b');
+    l.release(); // a lease of the forgotten pool is released harmlessly
+    expect(seen).toEqual(['added c', 'removed b']);
+    expect(r.ids()).toEqual(['c']);
+    expect(() => r.status('b')).toThrow(PoolNotFoundError);
+  });
 });

@@ -1,6 +1,15 @@
-import type { PoolCapability, PoolSnapshot, PoolState, PoolStatus, ProvisioningProgress } from '@llama-orch/contracts';
+import type {
+  PoolCapability,
+  PoolOrigin,
+  PoolSnapshot,
+  PoolState,
+  PoolStatus,
+  ProvisioningProgress,
+} from '@llama-orch/contracts';
 import { PoolNotFoundError, PoolUnreadyError, ReplicaExhaustedError } from '../errors.js';
 import type { BreakerState } from '../supervision/circuit-breaker.js';
+import { procResidentBytes, type ResidentBytes } from '../support/process-memory.js';
+import { committedBytes } from './memory-projection.js';
 import { systemClock, type Clock } from '@llama-orch/daemon-support';
 import { PoolStateMachine, type PoolOperation, type PoolStateChange } from './pool-state.js';
 
@@ -35,6 +44,8 @@ interface PoolEntry {
   readonly id: string;
   readonly machine: PoolStateMachine;
   readonly managed: boolean;
+  /** `catalog` for a pool loaded on request; undefined for the node's own (YAML or adopted). */
+  readonly origin: PoolOrigin | undefined;
   engine: EngineBinding | undefined;
   models: string[];
   aliases: readonly string[];
@@ -50,11 +61,17 @@ interface PoolEntry {
   progress: ProvisioningProgress | undefined;
   decodeTps: number;
   lastHeartbeat: Date | undefined;
+  /** When the last lease was released with none left, or when it was first ready unused; undefined while one is held. */
+  idleSince: Date | undefined;
+  /** What its engine is projected to take, bytes (see memory-projection.ts); undefined until known. */
+  projectedBytes: number | undefined;
 }
 
 export interface RegisterPoolOptions {
   /** Configured here (spawned and supervised) vs adopted from an external handoff. */
   managed: boolean;
+  /** `catalog`: loaded on orchestratord's request (`POST /v2/pools`). @default the node's own */
+  origin?: PoolOrigin;
   models: string[];
   /** Other names clients may use for the models served (the pool's configured `aliases`). @default [] */
   aliases?: readonly string[];
@@ -65,6 +82,13 @@ export interface RegisterPoolOptions {
   slotsTotal: number;
   state?: PoolState;
   reason?: string;
+}
+
+export interface PoolTableOptions {
+  /** Time of state changes and `idle_since`. @default systemClock */
+  clock?: Clock;
+  /** Reads an engine's resident memory (its `memory_bytes` once bound). @default /proc/<pid>/status VmRSS */
+  residentBytes?: ResidentBytes;
 }
 
 /** Suggested client wait when no lease is possible, ms. */
@@ -85,11 +109,14 @@ const TPS_ALPHA = 0.3;
 export class PoolTable {
   readonly #pools = new Map<string, PoolEntry>();
   readonly #listeners = new Set<(poolId: string, change: PoolStateChange | undefined) => void>();
+  readonly #membership = new Set<(poolId: string, event: 'added' | 'removed') => void>();
   readonly #clock: Clock;
+  readonly #residentBytes: ResidentBytes;
   #nextLeaseId = 1;
 
-  constructor(clock: Clock = systemClock) {
+  constructor({ clock = systemClock, residentBytes = procResidentBytes }: PoolTableOptions = {}) {
     this.#clock = clock;
+    this.#residentBytes = residentBytes;
   }
 
   /** Adds a pool; a second call with the same id returns false and changes nothing. */
@@ -100,6 +127,7 @@ export class PoolTable {
       id: poolId,
       machine,
       managed: opts.managed,
+      origin: opts.origin,
       engine: undefined,
       models: [...opts.models],
       aliases: Object.freeze([...(opts.aliases ?? [])]),
@@ -114,14 +142,30 @@ export class PoolTable {
       progress: undefined,
       decodeTps: 0,
       lastHeartbeat: undefined,
+      idleSince: undefined,
+      projectedBytes: undefined,
     };
     machine.onChange((change) => {
       if (change.to !== 'provisioning') entry.progress = undefined;
+      // Never used yet: idle since it could first take work.
+      if (change.to === 'ready' && entry.idleSince === undefined && entry.leases.size === 0)
+        entry.idleSince = change.at;
       this.#emit(poolId, change);
     });
     this.#pools.set(poolId, entry);
     this.#emit(poolId, undefined);
+    for (const l of this.#membership) l(poolId, 'added');
     return true;
+  }
+
+  /**
+   * Forgets a pool (an unloaded on-demand pool): it leaves every status, heartbeat and gauge. Leases
+   * still held are released into the forgotten entry, harmlessly. Unknown ids are ignored.
+   */
+  remove(poolId: string): void {
+    if (!this.#pools.delete(poolId)) return;
+    this.#emit(poolId, undefined);
+    for (const l of this.#membership) l(poolId, 'removed');
   }
 
   has(poolId: string): boolean {
@@ -197,6 +241,11 @@ export class PoolTable {
     this.#get(poolId).progress = progress !== undefined ? { ...progress } : undefined;
   }
 
+  /** What the pool's engine is projected to take, bytes (undefined: not known). */
+  setProjectedBytes(poolId: string, bytes: number | undefined): void {
+    this.#get(poolId).projectedBytes = bytes;
+  }
+
   setBreaker(poolId: string, breaker: BreakerState): void {
     this.#get(poolId).breaker = breaker;
     this.#emit(poolId, undefined);
@@ -227,6 +276,7 @@ export class PoolTable {
     const id = this.#nextLeaseId++;
     const controller = new AbortController();
     e.leases.set(id, controller);
+    e.idleSince = undefined;
     this.#emit(poolId, undefined);
     let released = false;
     return {
@@ -237,6 +287,7 @@ export class PoolTable {
         if (released) return;
         released = true;
         e.leases.delete(id);
+        if (e.leases.size === 0) e.idleSince = new Date(this.#clock.now());
         this.#emit(poolId, undefined);
       },
     };
@@ -282,8 +333,22 @@ export class PoolTable {
       deterministic: e.deterministic,
       ctx: e.ctx,
       decode_tps: e.decodeTps,
+      ...(e.origin === 'catalog' ? { origin: e.origin } : {}),
+      ...(e.idleSince !== undefined ? { idle_since: e.idleSince.toISOString() } : {}),
+      ...this.#memoryOf(e),
       updated_at: e.machine.updatedAt.toISOString(),
     };
+  }
+
+  /** `memory_bytes` (see {@link committedBytes}): the bound engine's RSS read now, and the projection. */
+  #memoryOf(e: PoolEntry): { memory_bytes?: number } {
+    const pid = e.engine?.pid;
+    const bytes = committedBytes({
+      measured: pid !== undefined ? this.#residentBytes(pid) : undefined,
+      projected: e.projectedBytes,
+      holdsNothing: e.engine === undefined && (e.machine.state === 'stopped' || e.machine.state === 'failed'),
+    });
+    return bytes !== undefined ? { memory_bytes: bytes } : {};
   }
 
   /** Every pool, sorted by id. */
@@ -313,6 +378,9 @@ export class PoolTable {
       ...(s.last_error !== undefined ? { last_error: s.last_error } : {}),
       ...(s.progress !== undefined ? { progress: s.progress } : {}),
       ...(s.capabilities !== undefined ? { capabilities: s.capabilities } : {}),
+      ...(s.origin !== undefined ? { origin: s.origin } : {}),
+      ...(s.idle_since !== undefined ? { idle_since: s.idle_since } : {}),
+      ...(s.memory_bytes !== undefined ? { memory_bytes: s.memory_bytes } : {}),
     }));
   }
 
@@ -324,6 +392,12 @@ export class PoolTable {
   onChange(listener: (poolId: string, change: PoolStateChange | undefined) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Called when a pool joins (register) or leaves (remove) the table. */
+  onMembership(listener: (poolId: string, event: 'added' | 'removed') => void): () => void {
+    this.#membership.add(listener);
+    return () => this.#membership.delete(listener);
   }
 
   #emit(poolId: string, change: PoolStateChange | undefined): void {

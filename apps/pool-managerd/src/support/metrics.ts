@@ -30,6 +30,10 @@ export class PoolManagerMetrics {
   readonly cachedPromptTokens: Counter<'pool_id'>;
   /** Re-attachable dispatches that were re-attached, whose window passed, or that were cancelled by DELETE. */
   readonly reattach: Counter<'outcome'>;
+  /** Loads on request (`POST /v2/pools`) by how they ended: ready, failed, canceled (unloaded first), refused. */
+  readonly loads: Counter<'outcome'>;
+  /** Pools loaded on request that were unloaded and left the node. */
+  readonly unloads: Counter;
   /** The engines' `/metrics`, as the engine-metrics scraper last read them. */
   readonly engines: EngineSeries;
 
@@ -123,6 +127,17 @@ export class PoolManagerMetrics {
       name: 'llorch_dispatch_reattach_total',
       help: 'Re-attachable dispatches by outcome: reattached (a GET took the stream over), expired (nobody re-attached within its window, or its held events passed the bound while detached), cancelled (DELETE).',
       labelNames: ['outcome'],
+      registers: [r],
+    });
+    this.loads = new Counter({
+      name: 'llorch_pool_loads_total',
+      help: 'Pools loaded on request (POST /v2/pools) by outcome: ready (its engine served), failed (provisioning, memory or engine start; last_error says why), canceled (unloaded before either), refused (answered 409 or 503: no on_demand, id taken, max_pools, memory, shutting down).',
+      labelNames: ['outcome'],
+      registers: [r],
+    });
+    this.unloads = new Counter({
+      name: 'llorch_pool_unloads_total',
+      help: 'Pools loaded on request that were unloaded (DELETE /v2/pools/{id}) and left the node.',
       registers: [r],
     });
   }

@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { request } from 'undici';
+import type { z } from 'zod';
 import {
   DispatchEventSchema,
+  OnDemandConfigSchema,
   PoolConfigSchema,
   type DispatchEvent,
   type PoolConfigInput,
@@ -13,7 +15,8 @@ import {
   type PoolStatus,
 } from '@llama-orch/contracts';
 import { EngineProvisioner, ensureCpuTestEngine, scrubEngineEnv, testCacheDir } from '@llama-orch/engine-provisioner';
-import { ModelProvisioner } from '@llama-orch/model-provisioner';
+import { ensureSourceTree } from '@llama-orch/llamacpp-source';
+import { ModelProvisioner, SYNTHETIC_VOCAB_FILE } from '@llama-orch/model-provisioner';
 import { buildApp, type PoolManagerApp } from '../app.js';
 import { DEFAULT_SUPERVISION, type SupervisionSettings } from '../supervision/settings.js';
 import { PoolManager, type PoolManagerOptions } from '../pools/pool-manager.js';
@@ -62,6 +65,14 @@ export interface HarnessOptions {
   realEngine?: boolean;
   /** Passed to the PoolManager (readiness published only after it settles). @default settled */
   serving?: Promise<void>;
+  /** The node's `on_demand` section (parsed with its defaults): loads on request are accepted. */
+  onDemand?: z.input<typeof OnDemandConfigSchema>;
+  /**
+   * Models in a cache of this harness's own (removed at close) instead of the shared test cache, so
+   * a model is surely not on the host yet (synthetic models generated there from the shared
+   * llama.cpp tree's vocab). @default false
+   */
+  ownModelCache?: boolean;
 }
 
 export async function startHarness(opts: HarnessOptions): Promise<Harness> {
@@ -80,7 +91,20 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
   const release = claimRuntimeDir(runtime);
   const engines =
     opts.engines ?? new EngineProvisioner({ cacheDir: testCacheDir(), logger, env: process.env, logProgress: false });
-  const models = new ModelProvisioner({ cacheDir: testCacheDir(), logger, progressTty: false, baseDir: dir });
+  const models = new ModelProvisioner({
+    cacheDir: opts.ownModelCache === true ? join(dir, 'model-cache') : testCacheDir(),
+    logger,
+    progressTty: false,
+    baseDir: dir,
+    ...(opts.ownModelCache === true
+      ? {
+          vocabPath: join(
+            (await ensureSourceTree({ cacheDir: testCacheDir(), source: { kind: 'bundle' } })).dir,
+            SYNTHETIC_VOCAB_FILE,
+          ),
+        }
+      : {}),
+  });
   const manager = new PoolManager({
     nodeId: opts.nodeId ?? 'test-node',
     pools: opts.pools.map((p) => PoolConfigSchema.parse(p)),
@@ -95,6 +119,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
     adoptTimeoutMs: 3000,
     handoffStabilityMs: 50,
     ...(opts.serving !== undefined ? { serving: opts.serving } : {}),
+    ...(opts.onDemand !== undefined ? { onDemand: OnDemandConfigSchema.parse(opts.onDemand) } : {}),
   });
   const transitions: RecordedTransition[] = [];
   manager.pools.onChange((poolId, change) => {
