@@ -15,6 +15,8 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
+import type { Fleet } from './catalog/fleet.js';
+import { endWaitersOfFailedLoads } from './catalog/load-failures.js';
 import { ModelLoads } from './catalog/model-loads.js';
 import { DashboardFeed } from './dashboard/dashboard-feed.js';
 import { loadCredentials, type Credentials } from './http/credentials.js';
@@ -276,6 +278,26 @@ export async function buildApp(
         },
       })
     : undefined;
+  // Models on demand (.specs/67-models-on-demand.md): the catalog's loads, asked of the nodes with the
+  // bearer token orchestratord uses for them. A claim outlives the heartbeats a new pool needs to be
+  // listed everywhere, and is renewed while the pool prepares.
+  const loadClaimTtlMs = Math.max(10_000, 3 * config.heartbeat_interval_ms);
+  const fleet: Fleet = {
+    nodes: () => registry.list(),
+    pools: () => registry.pools(),
+    markDraining: (nodeId, poolId) => registry.markDraining(nodeId, poolId),
+    subscribe: (listener) => registry.subscribe(() => listener()),
+  };
+  const models = new ModelLoads({
+    catalog: store.catalog,
+    fleet,
+    nodes: poolClient,
+    replicaId: identity.replicaId,
+    logger: logger.child({ subsystem: 'catalog' }),
+    clock,
+    claimTtlMs: loadClaimTtlMs,
+  });
+
   const tasks = new TaskService({
     registry,
     coordinator:
@@ -290,30 +312,14 @@ export async function buildApp(
     placementStrategy: config.placement_strategy,
     ctxMax: config.ctx_max,
     catalog: store.catalog,
+    loads: { loader: models, waitMs: loadClaimTtlMs },
     streamGraceMs: config.stream_grace_ms,
     streamGraceMaxTasks: config.stream_grace_max_tasks,
     tickMs: tuning.tickMs,
     metricsIntervalMs: tuning.metricsIntervalMs,
   });
   tasksRef = tasks;
-  // Models on demand (.specs/67-models-on-demand.md): the catalog's loads, asked of the nodes with the
-  // bearer token orchestratord uses for them. A claim outlives the heartbeats a new pool needs to be
-  // listed everywhere, and is renewed while the pool prepares.
-  const models = new ModelLoads({
-    catalog: store.catalog,
-    fleet: {
-      nodes: () => registry.list(),
-      pools: () => registry.pools(),
-      markDraining: (nodeId, poolId) => registry.markDraining(nodeId, poolId),
-      subscribe: (listener) => registry.subscribe(() => listener()),
-    },
-    nodes: poolClient,
-    replicaId: identity.replicaId,
-    logger: logger.child({ subsystem: 'catalog' }),
-    clock,
-    claimTtlMs: Math.max(10_000, 3 * config.heartbeat_interval_ms),
-  });
-
+  const stopEndingLoadWaiters = endWaitersOfFailedLoads(fleet, tasks);
   const version = deps.version ?? packageVersion();
   const relayCounter = new RelayCounter(tasks);
   const membership = new ReplicaMembership({
@@ -421,7 +427,13 @@ export async function buildApp(
         { name: 'lease renewals', close: () => leaseKeeper?.close() ?? Promise.resolve() },
         { name: 'node registry', close: () => registry.close() },
         { name: 'sessions', close: () => sessions.close() },
-        { name: 'model loads', close: () => models.close() },
+        {
+          name: 'model loads',
+          close: () => {
+            stopEndingLoadWaiters();
+            return models.close();
+          },
+        },
         // A store the app opened itself (server.ts closes the one it passes, after the app).
         { name: 'in-process store', close: () => ownStore?.close() ?? Promise.resolve() },
       ],

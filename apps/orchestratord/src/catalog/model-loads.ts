@@ -6,6 +6,7 @@ import {
   InsufficientMemoryError,
   InternalError,
   ModelLoadFailedError,
+  ModelNotAvailableError,
   NotFoundError,
   PoolUnavailableError,
 } from '../errors.js';
@@ -120,6 +121,56 @@ export class ModelLoads {
     const run = this.#load(entry, opts.node).finally(() => this.#deciding.delete(key));
     this.#deciding.set(key, run);
     return run;
+  }
+
+  /**
+   * Load on first request (spec 67): the name the fleet's pools list the catalog model under, once
+   * a copy is serving or being prepared. Starts a load when none is (or answers the one in flight,
+   * on any replica), then waits for the node to report the pool (it heartbeats at once on a new
+   * pool); the task then waits in the queue like any task of a preparing pool. Rejects as `load`
+   * does, and with MODEL_NOT_AVAILABLE (retriable) when no node lists the pool within `waitMs`.
+   */
+  async whenServable(entry: CatalogModelEntry, waitMs: number): Promise<string> {
+    const listed = this.#listedName(entry);
+    if (listed !== undefined) return listed;
+    await this.load(entry);
+    return this.#untilListed(entry, waitMs);
+  }
+
+  /** A name of the entry that a copy (ready or preparing) lists. */
+  #listedName(entry: CatalogModelEntry): string | undefined {
+    for (const p of this.#poolsOf(entry)) {
+      if (!isCopy(p)) continue;
+      const names = poolNames(p);
+      return [entry.ref, ...entry.aliases].find((n) => names.includes(n));
+    }
+    return undefined;
+  }
+
+  #untilListed(entry: CatalogModelEntry, waitMs: number): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      const settle = (): void => {
+        const name = this.#listedName(entry);
+        if (name === undefined) return;
+        done();
+        resolve(name);
+      };
+      const unsubscribe = this.#fleet.subscribe(settle);
+      const timer = setTimeout(() => {
+        done();
+        reject(
+          new ModelNotAvailableError(
+            `model '${entry.id}' is being loaded, but no node reported its pool within ${waitMs} ms`,
+            { retryAfterMs: 1000 },
+          ),
+        );
+      }, waitMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        unsubscribe();
+      };
+      settle();
+    });
   }
 
   /**

@@ -39,7 +39,7 @@ describe.each(STORE_KINDS)('unknown models on every door (%s store)', (kind) => 
     return { t, client };
   };
 
-  it('/v1 chat through the openai client: NotFoundError model_not_found for an unknown model; 503 for a catalog model not loaded', async () => {
+  it('/v1 chat through the openai client: NotFoundError model_not_found for an unknown model; 503 for a catalog model no node can load', async () => {
     const { client } = await start();
     const messages = [{ role: 'user' as const, content: 'hi' }];
     const err = await client.chat.completions.create({ model: 'nope', messages }).catch((e: unknown) => e);
@@ -51,7 +51,7 @@ describe.each(STORE_KINDS)('unknown models on every door (%s store)', (kind) => 
     const lazy = await client.chat.completions.create({ model: 'lazy', messages }).catch((e: unknown) => e);
     expect(lazy).toBeInstanceOf(OpenAI.APIError);
     expect((lazy as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
-    expect((lazy as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ code: 'MODEL_NOT_AVAILABLE' });
+    expect((lazy as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ code: 'INSUFFICIENT_MEMORY' });
     expect(Number((lazy as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after'))).toBeGreaterThanOrEqual(
       1,
     );

@@ -5,8 +5,10 @@ import { predictTask } from '../admission/prediction.js';
 import type { QueuePolicy } from '../admission/admission-queue.js';
 import { preparationSteps, type ModelAvailability } from '../admission/model-availability.js';
 import type { Prediction, Predictor } from '../admission/predictor.js';
+import { isCopy } from '../catalog/fleet.js';
+import type { ModelLoads } from '../catalog/model-loads.js';
 import { modelNotFound } from '../catalog/model-not-found.js';
-import { InternalError, InvalidParamsError, ModelNotAvailableError, QueueFullError } from '../errors.js';
+import { InternalError, InvalidParamsError, ModelNotAvailableError, OrchdError, QueueFullError } from '../errors.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { PoolView } from '../registry/pool-view.js';
 import type { CatalogStore } from '../store/catalog-store.js';
@@ -29,6 +31,8 @@ export interface TaskAdmissionDeps {
   readonly admissionCapacity: number;
   /** Read only for a model no pool serves (a refusal's path): a catalog model is 503, an unknown name 404. */
   readonly catalog?: Pick<CatalogStore, 'get'> | undefined;
+  /** Load on first request (TaskServiceOptions.loads); absent = a catalog model loaded nowhere is 503. */
+  readonly loads?: { readonly loader: Pick<ModelLoads, 'whenServable'>; readonly waitMs: number } | undefined;
   /** Whether the service still admits. */
   running(): boolean;
   /** Ends a task `drop-lru` evicted for `by`. */
@@ -74,10 +78,10 @@ export class TaskAdmission implements AdmissionSteps {
     if (!this.#d.running())
       throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     // An alias becomes the model ref the pools list: one queue group, one wait key per model.
-    const modelRef =
-      this.#d.registry.poolsForModel(named.model_ref).length > 0
-        ? this.#d.registry.canonicalModel(named.model_ref)
-        : await this.#unserved(named.model_ref);
+    const views = this.#d.registry.poolsForModel(named.model_ref);
+    const modelRef = views.some(isCopy)
+      ? this.#d.registry.canonicalModel(named.model_ref)
+      : await this.#unserved(named.model_ref, views.length > 0);
     // The session is the key's own: the same session id under another key is another session.
     const sessionId = ownedSessionId(clientKey, named.session_id);
     const request =
@@ -93,24 +97,35 @@ export class TaskAdmission implements AdmissionSteps {
   }
 
   /**
-   * A name no pool lists (the catalog is read only here, off the served path): an alias the catalog
-   * gives a model pools serve under another of its names is that model; a catalog model loaded
-   * nowhere is 503 MODEL_NOT_AVAILABLE (retriable: a load makes it servable); anything else is
-   * 404 MODEL_NOT_FOUND.
+   * A name no pool serves or prepares (the catalog is read only here, off the served path): an
+   * alias the catalog gives a model pools serve under another of its names is that model; a catalog
+   * model loaded nowhere is loaded now (`loads`: the task then waits for it in the queue) or, without
+   * `loads`, 503 MODEL_NOT_AVAILABLE; a name only failed or offline static pools list goes on to
+   * admission's own 503; anything else is 404 MODEL_NOT_FOUND.
    */
-  async #unserved(name: string): Promise<string> {
+  async #unserved(name: string, listed: boolean): Promise<string> {
     const entry = await this.#d.catalog?.get(name);
     if (entry === undefined) {
+      if (listed) return this.#d.registry.canonicalModel(name);
       this.#d.observer.refused('MODEL_NOT_FOUND');
       throw modelNotFound(name);
     }
-    const served = [entry.ref, ...entry.aliases].find((n) => this.#d.registry.poolsForModel(n).length > 0);
+    const served = [entry.ref, ...entry.aliases].find((n) => this.#d.registry.poolsForModel(n).some(isCopy));
     if (served !== undefined) return this.#d.registry.canonicalModel(served);
-    this.#d.observer.refused('MODEL_NOT_AVAILABLE');
-    throw new ModelNotAvailableError(
-      `model '${name}' is in the catalog but not loaded on any node (POST /v2/catalog/models/{id}/load loads it)`,
-      { retryAfterMs: this.#d.registry.heartbeatIntervalMs },
-    );
+    const loads = this.#d.loads;
+    if (loads === undefined) {
+      this.#d.observer.refused('MODEL_NOT_AVAILABLE');
+      throw new ModelNotAvailableError(
+        `model '${name}' is in the catalog but not loaded on any node (POST /v2/catalog/models/{id}/load loads it)`,
+        { retryAfterMs: this.#d.registry.heartbeatIntervalMs },
+      );
+    }
+    try {
+      return this.#d.registry.canonicalModel(await loads.loader.whenServable(entry, loads.waitMs));
+    } catch (err) {
+      if (err instanceof OrchdError) this.#d.observer.refused(err.code);
+      throw err;
+    }
   }
 
   open(id: string): boolean {

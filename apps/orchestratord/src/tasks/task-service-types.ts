@@ -2,6 +2,7 @@ import type { CoordinatorFactory } from './task-coordinator.js';
 import type { QueuePolicy } from '../admission/admission-queue.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { CatalogStore } from '../store/catalog-store.js';
+import type { ModelLoads } from '../catalog/model-loads.js';
 import type { PlacementStrategy } from '../scheduling/placement.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { OrchdMetrics } from '../support/metrics.js';
@@ -29,6 +30,12 @@ export interface TaskServiceOptions {
    * name no pool serves is 404
    */
   catalog?: Pick<CatalogStore, 'get'> | undefined;
+  /**
+   * Loads a catalog model no pool serves on its first request (spec 67), instead of the 503 above;
+   * admission waits up to `waitMs` for the node to report the new pool, then the task waits in the
+   * queue while the pool prepares. @default none: a catalog model loaded nowhere is 503
+   */
+  loads?: { readonly loader: Pick<ModelLoads, 'whenServable'>; readonly waitMs: number } | undefined;
   /** How long an ended task's frames stay readable, ms. */
   streamGraceMs: number;
   /** Most ended tasks kept readable; the oldest go first past it. @default 100000 */

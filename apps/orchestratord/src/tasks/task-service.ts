@@ -137,6 +137,7 @@ export class TaskService {
     this.#admission = new TaskAdmission({
       ...{ registry, predictor: this.#predictor, clock: this.#clock, observer: this.#observer, table: this.#table },
       ...{ coordinator, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity, catalog: options.catalog },
+      loads: options.loads,
       running: () => this.#state === 'running' && this.#admitting,
       evict: (victim, by) => {
         this.#observer.evicted(victim, by);
@@ -223,6 +224,23 @@ export class TaskService {
     this.#observer.canceled(task, reason);
     this.#end(task, { frame: { event: 'end', data: end } });
     return 'canceled';
+  }
+
+  /**
+   * Ends the queued tasks of a model whose load failed (spec 67: a failed load stays failed until
+   * it is unloaded, so nothing would ever serve them) with MODEL_LOAD_FAILED and why. `names` are
+   * the names the failed pool listed; a queued task carries the model's ref. Returns how many ended.
+   */
+  failLoadWaiters(names: ReadonlySet<string>, message: string): number {
+    let ended = 0;
+    for (const task of this.#table.liveTasks()) {
+      if (task.state !== 'queued' || !names.has(task.request.model_ref)) continue;
+      this.#queue.remove(task.id);
+      this.#observer.unplaceable(task, 'MODEL_LOAD_FAILED', message);
+      this.#fail(task, 'MODEL_LOAD_FAILED', message, false);
+      ended += 1;
+    }
+    return ended;
   }
 
   /** Places queued tasks on free slots (see {@link Scheduler.pump}). Safe to call any time. */

@@ -1,0 +1,143 @@
+// Load on first request (.specs/67-models-on-demand.md) against both cluster stores: a task for a
+// catalog model no pool serves makes one load, waits in the queue while the pool prepares, and ends
+// MODEL_LOAD_FAILED with the node's reason when the load fails. The on-demand node is a real socket
+// (testing/on-demand-node.ts); the test reports its pools through the node API, as pool-managerd does.
+import type { NodeMemory, PoolSnapshot } from '@llama-orch/contracts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { onDemandNode, refusal, type OnDemandNode } from '../testing/on-demand-node.js';
+import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
+import {
+  frames,
+  makeApp as makeTestApp,
+  snapshot,
+  storeOf,
+  taskBody,
+  waitFor,
+  type TestApp,
+} from '../testing/test-helpers.js';
+
+const GiB = 1024 ** 3;
+const REF = 'hf:org/repo/embedder.Q8_0.gguf';
+const MEMORY: NodeMemory = { budget_bytes: 8 * GiB, used_bytes: 0 };
+
+describe.each(STORE_KINDS)('load on first request (%s store)', (kind) => {
+  const stores = storeHarness(kind);
+  let t: TestApp | undefined;
+  let n: OnDemandNode | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+    await n?.close();
+    n = undefined;
+  });
+
+  const node = (app: TestApp, pools: PoolSnapshot[]) =>
+    app.app.inject({
+      method: 'POST',
+      url: '/v2/nodes/n1/heartbeat',
+      headers: app.auth,
+      payload: { timestamp: new Date().toISOString(), pools, memory: MEMORY },
+    });
+  const pool = (poolId: string, over: Partial<PoolSnapshot>): PoolSnapshot =>
+    snapshot({ pool_id: poolId, origin: 'catalog', models: [REF], aliases: ['lazy'], ...over });
+
+  async function setUp(): Promise<{ app: TestApp; node: OnDemandNode }> {
+    const app = await makeTestApp({}, {}, undefined, undefined, storeOf(kind, stores));
+    t = app;
+    n = await onDemandNode();
+    const reg = await app.app.inject({
+      method: 'POST',
+      url: '/v2/nodes/register',
+      headers: app.auth,
+      payload: {
+        node_id: 'n1',
+        machine_id: 'n1',
+        address: n.url,
+        pools: [],
+        capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
+        version: 'x',
+        memory: MEMORY,
+      },
+    });
+    expect(reg.statusCode).toBe(200);
+    expect((await node(app, [])).statusCode).toBe(200);
+    const put = await app.app.inject({
+      method: 'POST',
+      url: '/v2/catalog/models',
+      headers: app.auth,
+      payload: { ref: REF, aliases: ['lazy'], slots: 2 },
+    });
+    expect(put.statusCode, put.body).toBe(201);
+    return { app, node: n };
+  }
+
+  /** Like pool-managerd: a load it accepted is reported at once (its heartbeat right after the 202). */
+  function reportLoadsAsProvisioning(app: TestApp, on: OnDemandNode): void {
+    const answer = on.answerLoad;
+    on.answerLoad = (body) => {
+      setTimeout(() => void node(app, [pool(body.pool_id, { state: 'provisioning', ready: false, slots_free: 0 })]), 5);
+      return answer(body);
+    };
+  }
+
+  const admit = (app: TestApp, model: string) =>
+    app.app.inject({
+      method: 'POST',
+      url: '/v2/tasks',
+      headers: app.auth,
+      payload: taskBody({ model_ref: model, workload: 'completion' }),
+    });
+
+  it('tasks for a catalog alias no pool serves load it once, wait in the queue while it prepares, and end MODEL_LOAD_FAILED with the reason when the load fails', async () => {
+    const { app, node: on } = await setUp();
+    reportLoadsAsProvisioning(app, on);
+    const answers = await Promise.all(Array.from({ length: 5 }, () => admit(app, 'lazy')));
+    for (const a of answers) expect(a.statusCode, a.body).toBe(202);
+    expect(on.loads).toHaveLength(1);
+    expect(on.loads[0]).toMatchObject({ model: REF, aliases: ['lazy'], slots: 2, serve: 'generate' });
+    // waiting: the stream stays open until the load's outcome
+    const ids = answers.map((a) => String(a.json().task_id));
+    const streams = ids.map((id) =>
+      app.app.inject({ method: 'GET', url: `/v2/tasks/${id}/events`, headers: app.auth }),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    const poolId = on.loads[0]!.pool_id;
+    await node(app, [pool(poolId, { state: 'failed', ready: false, slots_free: 0, last_error: 'sha256 mismatch' })]);
+    for (const s of await Promise.all(streams)) {
+      const last = frames(s.body).at(-1);
+      expect(last?.event, s.body).toBe('error');
+      expect(last?.data).toMatchObject({ code: 'MODEL_LOAD_FAILED', retriable: false });
+      expect(String(last?.data.message)).toContain('sha256 mismatch');
+    }
+  });
+
+  it('a task admitted while its model loads is dispatched once the pool is ready', async () => {
+    const { app, node: on } = await setUp();
+    reportLoadsAsProvisioning(app, on);
+    const first = await admit(app, REF);
+    expect(first.statusCode, first.body).toBe(202);
+    expect(first.json().queue_position).toBeGreaterThanOrEqual(0);
+    const poolId = on.loads[0]!.pool_id;
+    // the pool as listed now: preparing; a second task joins the wait without another load
+    const second = await admit(app, 'lazy');
+    expect(second.statusCode, second.body).toBe(202);
+    expect(on.loads).toHaveLength(1);
+    const placed = (): number => app.logs.records().filter((l) => l.msg === 'task placed').length;
+    expect(placed()).toBe(0);
+    await node(app, [pool(poolId, { state: 'ready', ready: true, slots_total: 2, slots_free: 2 })]);
+    await waitFor(() => placed() >= 2, 10_000, 'both tasks placed on the loaded pool');
+  });
+
+  it('no node with room: the task is refused 503 INSUFFICIENT_MEMORY (retriable), not queued; an unknown name stays 404', async () => {
+    const { app, node: on } = await setUp();
+    on.answerLoad = () => refusal(503, 'INSUFFICIENT_MEMORY', 'needs 9 GiB, 8 GiB free');
+    const res = await admit(app, 'lazy');
+    expect(res.statusCode, res.body).toBe(503);
+    expect(res.json()).toMatchObject({ code: 'INSUFFICIENT_MEMORY', retriable: true });
+    expect(res.headers['retry-after']).toBeDefined();
+    const unknown = await admit(app, 'no-such-model');
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json()).toMatchObject({ code: 'MODEL_NOT_FOUND' });
+    expect(on.loads).toHaveLength(1);
+  });
+});
