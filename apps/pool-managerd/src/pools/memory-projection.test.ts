@@ -59,7 +59,8 @@ describe('memory projection', () => {
       const proj = projectMemory(facts, p);
       expect(proj.kv_bytes / MiB).toBe(kv);
       expect(Math.abs(proj.compute_bytes / MiB - compute)).toBeLessThanOrEqual(Math.max(0.01 * compute, 0.25));
-      expect(proj.output_bytes).toBe(32_000 * 4 * p.slots);
+      // One logits row per slot; for embeddings and reranking one per position of the batch (= ctx here).
+      expect(proj.output_bytes).toBe(32_000 * 4 * (p.embeddings || p.reranking ? p.ctx : p.slots));
       expect(proj.total_bytes).toBe(
         proj.model_bytes + proj.kv_bytes + proj.compute_bytes + proj.output_bytes + ENGINE_BASE_BYTES,
       );

@@ -18,7 +18,10 @@ import { readGgufHeader, type GgufHeader, type GgufValue } from '@llama-orch/mod
  *   sizes over 256–1024 wide models, 512–8192 contexts, 1–4 slots, embeddings and reranking
  *   (0.25 MiB over for a 64-wide model; `memory-projection.test.ts` lists them). Pages are touched
  *   only as batches use them, so the resident share grows with the prompts served.
- * - output: the logits of each sequence, `n_vocab × 4 × slots`.
+ * - output: the logits llama.cpp keeps per output row, `n_vocab × 4` each: one row per slot when
+ *   generating; every position of a batch for embeddings and reranking (the buffer starts at one
+ *   row per slot and llama.cpp grows it to the batch at the first full one: a 982-token embedding
+ *   request took an engine from 47 to 291 MiB resident).
  * - engine: llama-server itself without a model (binary pages, heap, tokenizer of a 32k vocab):
  *   {@link ENGINE_BASE_BYTES}, measured.
  *
@@ -95,7 +98,7 @@ export function projectMemory(
     const activations = ubatch * 4 * (4 * facts.n_embd + 3 * facts.n_ff);
     const logits = (allOutputs ? ubatch : 1) * facts.n_vocab * 4;
     compute = Math.max(activations, logits) + ubatch * ctxSeq * 2;
-    output = facts.n_vocab * 4 * seqs;
+    output = facts.n_vocab * 4 * (allOutputs ? ubatch : seqs);
   }
   return {
     total_bytes: model + kv + compute + output + ENGINE_BASE_BYTES,
