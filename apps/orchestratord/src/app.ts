@@ -17,6 +17,7 @@ import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import type { Fleet } from './catalog/fleet.js';
 import { endWaitersOfFailedLoads } from './catalog/load-failures.js';
+import { IdleUnloads } from './catalog/idle-unloads.js';
 import { ModelLoads } from './catalog/model-loads.js';
 import { DashboardFeed } from './dashboard/dashboard-feed.js';
 import { loadCredentials, type Credentials } from './http/credentials.js';
@@ -106,6 +107,8 @@ export interface AppTuning {
   metricsIntervalMs?: number;
   /** Width of a dashboard throughput bucket, ms. @default 5000 */
   dashboardBucketMs?: number;
+  /** Period of the sweep that unloads copies idle past their `idle_ttl_s`, ms. @default 1000 */
+  idleUnloadSweepMs?: number;
 }
 
 export type OrchdApp = FastifyInstance & {
@@ -320,6 +323,16 @@ export async function buildApp(
   });
   tasksRef = tasks;
   const stopEndingLoadWaiters = endWaitersOfFailedLoads(fleet, tasks);
+  const idleUnloads = new IdleUnloads({
+    catalog: store.catalog,
+    fleet,
+    loads: models,
+    clock,
+    logger: logger.child({ subsystem: 'catalog' }),
+    leader: () => shared === undefined || replicaDirectory.isLeader(),
+    everyMs: tuning.idleUnloadSweepMs ?? 1000,
+  });
+  idleUnloads.start();
   const version = deps.version ?? packageVersion();
   const relayCounter = new RelayCounter(tasks);
   const membership = new ReplicaMembership({
@@ -429,9 +442,10 @@ export async function buildApp(
         { name: 'sessions', close: () => sessions.close() },
         {
           name: 'model loads',
-          close: () => {
+          close: async () => {
             stopEndingLoadWaiters();
-            return models.close();
+            await idleUnloads.close();
+            await models.close();
           },
         },
         // A store the app opened itself (server.ts closes the one it passes, after the app).

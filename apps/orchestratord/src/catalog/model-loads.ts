@@ -26,6 +26,7 @@ import {
 import { loadCandidates, loadPoolId } from './load-placement.js';
 import { modelNotFound } from './model-not-found.js';
 import { LoadWatcher } from './load-watcher.js';
+import { evictionVictim } from './eviction.js';
 
 export interface ModelLoadsOptions {
   catalog: CatalogStore;
@@ -62,6 +63,11 @@ export interface UnloadOutcome {
 
 export type ModelLoadsState = 'running' | 'closed';
 
+/** Copies evicted for one load at most: each round frees one copy and asks the node again. */
+const MAX_EVICTIONS_PER_LOAD = 3;
+/** An evicted copy is idle, so its drain has nothing to wait for; the deadline only bounds a task that raced in. */
+const EVICTION_DEADLINE_MS = 5000;
+
 /**
  * Loads and unloads of catalog models (.specs/67-models-on-demand.md): the node-facing half of the
  * fleet catalog. A load takes the model's load claim in the store first, so however many replicas
@@ -76,6 +82,7 @@ export class ModelLoads {
   readonly #replicaId: string;
   readonly #logger: Log;
   readonly #claimTtlMs: number;
+  readonly #reportWithinMs: number;
   readonly #poolId: (ref: string) => string;
   readonly #watcher: LoadWatcher;
   /** Loads this replica is deciding now, by model id and node: a second ask gets the same answer, with no store call. */
@@ -89,6 +96,7 @@ export class ModelLoads {
     this.#replicaId = o.replicaId;
     this.#logger = o.logger;
     this.#claimTtlMs = o.claimTtlMs;
+    this.#reportWithinMs = o.reportWithinMs ?? o.claimTtlMs;
     this.#poolId = o.poolId ?? ((ref) => loadPoolId(ref));
     this.#watcher = new LoadWatcher({
       catalog: o.catalog,
@@ -96,7 +104,7 @@ export class ModelLoads {
       clock: o.clock,
       logger: o.logger,
       claimTtlMs: o.claimTtlMs,
-      reportWithinMs: o.reportWithinMs ?? o.claimTtlMs,
+      reportWithinMs: this.#reportWithinMs,
     });
   }
 
@@ -217,15 +225,9 @@ export class ModelLoads {
     const refused: string[] = [];
     let conflict = false;
     for (const p of targets) {
-      const node = this.#fleet.nodes().find((n) => n.node_id === p.node_id);
-      const answer =
-        node === undefined
-          ? { ok: false as const, code: undefined, message: 'node not registered' }
-          : await this.#ask(() => this.#nodes.unloadPool(node.address, p.pool_id, deadlineMs));
-      if (answer.ok) {
-        this.#fleet.markDraining(p.node_id, p.pool_id);
-        unloading.push(poolKey(p));
-      } else {
+      const answer = await this.#unloadOne(p, deadlineMs);
+      if (answer.ok) unloading.push(poolKey(p));
+      else {
         conflict ||= answer.code === 'CONFLICT';
         refused.push(`${poolKey(p)}: ${answer.message}`);
       }
@@ -244,6 +246,41 @@ export class ModelLoads {
       throw conflict ? new ConflictError(message) : new PoolUnavailableError(message);
     }
     return { unloading, refused };
+  }
+
+  /**
+   * Unloads one copy the catalog loaded (an idle copy past its ttl, an eviction): its node drains
+   * and removes it; nothing new is placed on it from here on. False (logged) when the node refused
+   * or is gone.
+   */
+  async unloadCopy(p: FleetPool, deadlineMs: number, why: string): Promise<boolean> {
+    const answer = await this.#unloadOne(p, deadlineMs);
+    const model = p.models[0] ?? '?';
+    this.#logger.info(
+      {
+        model,
+        node_id: p.node_id,
+        pool_id: p.pool_id,
+        reason: why,
+        ...(answer.ok ? {} : { refused: answer.message }),
+        human: answer.ok
+          ? `Unloading model '${model}' from pool ${poolKey(p)}: ${why}`
+          : `Could not unload model '${model}' from pool ${poolKey(p)} (${why}): ${answer.message}`,
+      },
+      answer.ok ? 'model copy unloading' : 'model copy unload refused',
+    );
+    return answer.ok;
+  }
+
+  async #unloadOne(
+    p: FleetPool,
+    deadlineMs: number,
+  ): Promise<{ ok: true } | { ok: false; code?: string | undefined; message: string }> {
+    const node = this.#fleet.nodes().find((n) => n.node_id === p.node_id);
+    if (node === undefined) return { ok: false, message: 'node not registered' };
+    const answer = await this.#ask(() => this.#nodes.unloadPool(node.address, p.pool_id, deadlineMs));
+    if (answer.ok) this.#fleet.markDraining(p.node_id, p.pool_id);
+    return answer;
   }
 
   /** Stops following loads (their claims lapse on their own). Idempotent. */
@@ -265,14 +302,29 @@ export class ModelLoads {
       throw new ConflictError(
         `model '${entry.id}' has ${copies.length} cop${copies.length === 1 ? 'y' : 'ies'} loaded (${copies.map(poolKey).join(', ')}); its max_loaded is ${max}`,
       );
-    const candidates = named === undefined ? this.#candidates(entry, pools) : [named];
+    // No node with room by the fleet's figures: eviction may make some (below), so go on to the claim.
+    let candidates: readonly FleetNode[] = [];
+    let noRoom: InsufficientMemoryError | undefined;
+    try {
+      candidates = named === undefined ? this.#candidates(entry, pools) : [named];
+    } catch (err) {
+      if (!(err instanceof InsufficientMemoryError) || this.#fleet.nodes().every((n) => n.memory === undefined))
+        throw err;
+      noRoom = err;
+    }
     const owner = `${this.#replicaId}:${randomUUID().slice(0, 8)}`;
     const claim = await this.#catalog.claimLoad(entry.id, owner, this.#claimTtlMs);
     if (claim.kind === 'unknown') throw modelNotFound(entry.id);
     if (claim.kind === 'held') return { kind: 'in_flight', pools: [], claimedBy: claim.owner };
     let started: LoadOutcome | undefined;
     try {
-      started = await this.#start(entry, candidates, owner);
+      try {
+        if (noRoom !== undefined) throw noRoom;
+        started = await this.#start(entry, candidates, owner);
+      } catch (err) {
+        if (!(err instanceof InsufficientMemoryError) || named !== undefined) throw err;
+        started = await this.#evictAndStart(entry, owner, err);
+      }
       return started;
     } finally {
       // Only a started load keeps the claim (the watcher gives it back once the pool is ready or failed).
@@ -319,6 +371,54 @@ export class ModelLoads {
     if (memoryOnly)
       throw new InsufficientMemoryError(`no node has room for model '${entry.id}' now: ${refusals.join('; ')}`);
     throw new ModelLoadFailedError(`no node accepted the load of model '${entry.id}': ${refusals.join('; ')}`);
+  }
+
+  /**
+   * Makes room for `entry` by unloading idle copies of other models (eviction.ts chooses; never a
+   * busy, loading or pinned one), one at a time, each time asking the victim's node again once the
+   * copy is gone. Rejects with `refused` (and why nothing more could go) when no copy may go.
+   */
+  async #evictAndStart(
+    entry: CatalogModelEntry,
+    owner: string,
+    refused: InsufficientMemoryError,
+  ): Promise<LoadOutcome> {
+    let last = refused;
+    for (let round = 0; round < MAX_EVICTIONS_PER_LOAD; round += 1) {
+      const victim = evictionVictim(entry, await this.#catalog.list(), this.#fleet.pools(), this.#fleet.nodes());
+      if (victim === undefined) break;
+      if (!(await this.unloadCopy(victim, EVICTION_DEADLINE_MS, `evicted to make room for '${entry.id}'`))) break;
+      await this.#untilGone(victim, this.#reportWithinMs);
+      const node = this.#fleet.nodes().find((n) => n.node_id === victim.node_id);
+      if (node === undefined) break;
+      try {
+        return await this.#start(entry, [node], owner);
+      } catch (err) {
+        if (!(err instanceof InsufficientMemoryError)) throw err;
+        last = err;
+      }
+    }
+    throw new InsufficientMemoryError(`${last.message}; no idle copy of another model may be evicted for it`);
+  }
+
+  /** Resolves once the fleet no longer lists the pool (its node removed it), or after `waitMs`. */
+  #untilGone(p: FleetPool, waitMs: number): Promise<void> {
+    const key = poolKey(p);
+    const gone = (): boolean => !this.#fleet.pools().some((q) => poolKey(q) === key);
+    return new Promise<void>((resolve) => {
+      const check = (): void => {
+        if (!gone()) return;
+        done();
+      };
+      const unsubscribe = this.#fleet.subscribe(check);
+      const timer = setTimeout(() => done(), waitMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        unsubscribe();
+        resolve();
+      };
+      check();
+    });
   }
 
   /** A node the caller named: asked alone (it decides whether the model fits). */
