@@ -3,6 +3,7 @@ import { installGracefulExit, logDestination, parseDaemonArgv } from '@llama-orc
 import { pino } from 'pino';
 import { REDACT_PATHS } from './app.js';
 import { argvSpec } from './support/argv.js';
+import { readCatalogFile, seedCatalog, type CatalogFile } from './catalog/catalog-seed.js';
 import { loadConfig } from './config.js';
 import { loadCredentials } from './http/credentials.js';
 import { ConfigError } from './errors.js';
@@ -26,12 +27,14 @@ process.once('exit', () => destination.flushSync());
 
 let config;
 let credentials;
+let catalogFile: CatalogFile | undefined;
 try {
   config = loadConfig({ env: process.env });
   credentials = loadCredentials({ config, env: process.env });
+  catalogFile = config.catalog_file === undefined ? undefined : readCatalogFile(config.catalog_file);
 } catch (err) {
   if (err instanceof ConfigError) {
-    pino({ name: 'orchestratord' }, destination).fatal({ problems: err.problems }, err.message);
+    pino({ name: 'orchestratord' }, destination).fatal({ code: err.code, problems: err.problems }, err.message);
     process.exit(1);
   }
   throw err;
@@ -48,6 +51,16 @@ try {
   process.exit(1);
 }
 const running = server;
+if (catalogFile !== undefined) {
+  // the models of ORCHD_CATALOG_FILE that the catalog lacks (a store that fails here fails the start)
+  try {
+    await seedCatalog(running.app.services.catalog, catalogFile, logger.child({ component: 'catalog' }));
+  } catch (err) {
+    logger.fatal({ err, file: catalogFile.path }, 'failed to register the catalog file');
+    await running.close();
+    process.exit(1);
+  }
+}
 installGracefulExit({
   // SIGTERM/SIGINT to exit: the drain and the close sequence, each bounded (server.ts), plus a margin
   graceMs: stopBudgetMs(config) + 1000,

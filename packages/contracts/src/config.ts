@@ -95,6 +95,13 @@ export const OrchestratorConfigSchema = z
      */
     state_dir: z.string().min(1).optional(),
     /**
+     * YAML file of catalog models registered at start-up (`models:`, a list of
+     * `CatalogRegisterRequest`s, .specs/67-models-on-demand.md): each one absent from the catalog is
+     * registered; one already there is left as it is (changes made through the API since win). An
+     * invalid file refuses the start. Absent = nothing registered. (env ORCHD_CATALOG_FILE)
+     */
+    catalog_file: z.string().min(1).optional(),
+    /**
      * Deadline of a task whose request names none (`/v2` without `deadline_ms`, every `/v1` request),
      * ms from admission to the end of its stream. @default 300000 (env ORCHD_DEFAULT_DEADLINE_MS)
      */
@@ -177,6 +184,7 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_DEFAULT_DEADLINE_MS: 'default_deadline_ms',
   ORCHD_BODY_LIMIT: 'body_limit',
   ORCHD_STATE_DIR: 'state_dir',
+  ORCHD_CATALOG_FILE: 'catalog_file',
   ORCHD_CORS_ORIGINS: 'cors_origins',
   ORCHD_REDIS_URL: 'redis_url',
   ORCHD_REDIS_PREFIX: 'redis_prefix',
