@@ -64,4 +64,45 @@ describe('checked-in contracts match the schemas', () => {
     for (const status of ['400', '401', '404', '429', '503'])
       expect(chat[status]?.content?.['application/json']?.schema.$ref, status).toBe('#/components/schemas/OpenAiError');
   });
+
+  it("documents the catalog routes and the node's loads on request with their statuses", () => {
+    type Doc = {
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, unknown>; requestBody?: { required: boolean } }>
+      >;
+    };
+    const statuses = (doc: Doc, path: string, method: string) =>
+      Object.keys(doc.paths[path]?.[method]?.responses ?? {}).sort();
+    const control = parse(renderOpenApi().get('control-plane.yaml') ?? '') as Doc;
+    expect(statuses(control, '/v2/catalog/models', 'post')).toEqual(['200', '201', '400', '401', '403', '409']);
+    expect(statuses(control, '/v2/catalog/models/{id}', 'get')).toEqual(['200', '401', '403', '404']);
+    expect(statuses(control, '/v2/catalog/models/{id}', 'delete')).toEqual(['204', '401', '403', '404']);
+    expect(statuses(control, '/v2/catalog/models/{id}/load', 'post')).toEqual([
+      '202',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '500',
+      '502',
+      '503',
+    ]);
+    expect(statuses(control, '/v2/catalog/models/{id}/unload', 'post')).toEqual([
+      '202',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '500',
+      '503',
+    ]);
+    // load and unload take their body or none
+    expect(control.paths['/v2/catalog/models/{id}/load']?.post?.requestBody?.required).toBe(false);
+    const node = parse(renderOpenApi().get('pool-managerd.yaml') ?? '') as Doc;
+    expect(statuses(node, '/v2/pools', 'post')).toEqual(['202', '400', '401', '409', '503']);
+    expect(statuses(node, '/v2/pools/{id}', 'delete')).toEqual(['202', '400', '401', '404', '409', '503']);
+  });
 });

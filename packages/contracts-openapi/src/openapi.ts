@@ -18,6 +18,7 @@ const STATUS_TEXT: Record<number, string> = {
   401: 'Missing or wrong Bearer token (UNAUTHORIZED)',
   403: 'A valid credential of the wrong role: a client key on a node or operator route, the node token on a client route (FORBIDDEN)',
   404: 'Unknown resource (NOT_FOUND)',
+  409: 'Conflicts with the current state (CONFLICT)',
   413: 'Body over the limit (PAYLOAD_TOO_LARGE)',
   429: 'Queue full (ADMISSION_REJECT, QUEUE_FULL_DROP_LRU), or the key is over its rate limit (ADMISSION_REJECT, policy_label rate_limit); Retry-After and X-Backoff-Ms set',
   500: 'Failed while running (DECODE_TIMEOUT, INTERNAL)',
@@ -69,7 +70,7 @@ export const DOCUMENTS: readonly DocumentSpec[] = [
   {
     file: 'pool-managerd.yaml',
     title: 'llama-orch pool-managerd',
-    description: 'GPU-node daemon: pools, drain/reload, dispatch of one completion, metrics.',
+    description: 'GPU-node daemon: pools, loads on request and their unload, drain/reload, dispatch of one completion, metrics.',
     routes: POOL_MANAGER,
   },
 ];
@@ -105,7 +106,7 @@ function buildDocument(spec: Pick<DocumentSpec, 'title' | 'description'>, sectio
       }
       for (const status of r.errors) {
         responses[String(status)] = {
-          description: STATUS_TEXT[status] ?? 'Error',
+          description: r.errorText?.[status] ?? STATUS_TEXT[status] ?? 'Error',
           content: { 'application/json': { schema: r.errorSchema ?? ERROR_RESPONSE_SCHEMA } },
         };
       }
@@ -119,7 +120,9 @@ function buildDocument(spec: Pick<DocumentSpec, 'title' | 'description'>, sectio
         request: {
           ...(r.params ? { params: r.params } : {}),
           ...(r.query ? { query: r.query } : {}),
-          ...(r.body ? { body: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+          ...(r.body
+            ? { body: { required: r.bodyOptional !== true, content: { 'application/json': { schema: r.body } } } }
+            : {}),
         },
         responses,
       });
@@ -170,7 +173,7 @@ const SERVED: readonly ServedSpec[] = [
   {
     path: 'apps/pool-managerd/src/http/openapi.json',
     title: 'llama-orch pool-managerd',
-    description: 'GPU-node daemon: pools, drain/reload, dispatch of one completion, metrics.',
+    description: 'GPU-node daemon: pools, loads on request and their unload, drain/reload, dispatch of one completion, metrics.',
     docs: ['pool-managerd.yaml'],
   },
 ];

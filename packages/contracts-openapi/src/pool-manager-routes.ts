@@ -9,7 +9,9 @@ import {
   ManagerHealthSchema,
   PoolOperationResponseSchema,
   PoolStatusListSchema,
+  PoolLoadRequestSchema,
   PoolStatusSchema,
+  PoolUnloadQuerySchema,
   ReloadRequestSchema,
   ManagerReadinessSchema,
 } from '@llama-orch/contracts';
@@ -46,6 +48,41 @@ export const POOL_MANAGER: RouteSpec[] = [
     params: id,
     ok: { status: 200, schema: PoolStatusSchema },
     errors: [...nodeAuth, 404],
+  },
+  {
+    method: 'post',
+    path: '/v2/pools',
+    summary: "Load a catalog model as a new pool on this node's on-demand engine settings (orchestratord's loads)",
+    description:
+      "The pool goes through the same provisioning, engine start and handoff as the node's own pools; the heartbeat reports its progress (`provisioning` → `starting` → `ready`, or `failed` with `last_error`; a failed load is not retried). A model not on the host yet is admitted, then checked against the memory budget again before its engine starts.",
+    auth: true,
+    body: PoolLoadRequestSchema,
+    ok: {
+      status: 202,
+      schema: PoolStatusSchema,
+      description: 'Accepted: the new pool (`provisioning`, `origin: catalog`).',
+    },
+    errors: [400, ...nodeAuth, 409, 503],
+    errorText: {
+      409: 'This node loads no model on request (no `on_demand` in its config), or it has a pool with this id (CONFLICT)',
+      503: '`max_pools` loads are listed already, or the projected memory does not fit the budget minus what the pools take, the figures in the message (INSUFFICIENT_MEMORY); shutting down (POOL_UNAVAILABLE). Retry-After and X-Backoff-Ms set',
+    },
+  },
+  {
+    method: 'delete',
+    path: '/v2/pools/{id}',
+    summary: 'Unload a pool loaded on request, from any state: drain, stop its engine, forget it',
+    description:
+      'The pool is `draining` at once (provisioning aborted, a starting engine stopped), takes no new lease, lets in-flight work run until `deadline_ms` and aborts it after; then its engine stops and the pool leaves `GET /v2/pools` and the heartbeat. Asked again while it unloads: 202 with its status.',
+    auth: true,
+    params: id,
+    query: PoolUnloadQuerySchema,
+    ok: { status: 202, schema: PoolStatusSchema, description: 'Unloading: the pool (`draining`).' },
+    errors: [400, ...nodeAuth, 404, 409, 503],
+    errorText: {
+      409: "One of the node's own pools (its YAML's or adopted): not unloaded (CONFLICT)",
+      503: 'A drain, reload or the shutdown holds the pool (POOL_UNAVAILABLE); Retry-After and X-Backoff-Ms set',
+    },
   },
   {
     method: 'post',

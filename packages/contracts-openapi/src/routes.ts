@@ -5,7 +5,9 @@ import {
   AdmissionResponseSchema,
   AvailabilitySchema,
   CapabilitiesSchema,
+  CatalogLoadRequestSchema,
   CatalogRegisterRequestSchema,
+  CatalogUnloadRequestSchema,
   ClusterModelListSchema,
   ClusterModelSchema,
   ClusterPoolListSchema,
@@ -48,14 +50,21 @@ export interface RouteSpec {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
+  /** The body may be left out altogether (`requestBody.required: false`). @default false */
+  bodyOptional?: boolean;
   /** Success status → JSON schema, or a content type with a description for streams. */
   ok: { status: number; schema?: z.ZodType; contentType?: string; description?: string };
-  /** Another success answer chosen by the request (content negotiation), e.g. a stream instead of JSON. */
+  /**
+   * Another success answer chosen by the request: by content negotiation (a stream instead of JSON),
+   * or by what the request finds (200 for an update where `ok` is the 201 of a create).
+   */
   alt?: { status: number; schema: z.ZodType; contentType: string; description: string };
   /** Error statuses the route can answer with an ErrorEnvelope (or `errorSchema`). */
   errors: number[];
   /** Body of the error answers. @default ErrorEnvelope */
   errorSchema?: z.ZodType;
+  /** What an error status means on this route (its codes and causes), instead of the generic text. */
+  errorText?: Partial<Record<number, string>>;
 }
 
 export const id = z.strictObject({ id: z.string().meta({ description: 'Identifier from the path.' }) });
@@ -278,6 +287,131 @@ export const selfDescription: RouteSpec[] = [
   },
 ];
 
+/** `{id}` of the catalog routes: a model's ref or one of its aliases. */
+const catalogModelId = z.strictObject({
+  id: z.string().meta({
+    description:
+      "The model: its ref, URL-encoded (`hf%3Aorg%2Frepo%2Fm.gguf`), or one of its aliases (a static pool's model by any name it lists).",
+  }),
+});
+const catalogOperators = 'Operator keys only when keys are configured: a client key gets 403 FORBIDDEN.';
+const modelNotFound = 'No catalog entry and no pool has this name (MODEL_NOT_FOUND)';
+const shuttingDown = 'orchestratord is shutting down; nothing is loaded or unloaded (INTERNAL, retriable)';
+
+/**
+ * The fleet catalog (.specs/67-models-on-demand.md): models served on demand with their aliases and
+ * policy, each listed once with the models static pools serve; loads and unloads of their copies.
+ */
+const CATALOG: RouteSpec[] = [
+  {
+    method: 'get',
+    path: '/v2/catalog/models',
+    summary: 'Every model once: catalog entries and the models static pools serve, sorted by id',
+    auth: true,
+    ok: { status: 200, schema: ClusterModelListSchema },
+    errors: withAuth,
+  },
+  {
+    method: 'post',
+    path: '/v2/catalog/models',
+    summary: 'Register a model served on demand, with its aliases and policy (or replace its entry)',
+    description: [
+      'A registration states the whole entry: registering a ref again replaces its digest, aliases and policy (fields left out take their defaults) and keeps when it was first registered, its last load error and its load claim.',
+      "The ref and every alias are the entry's names; a name belongs to one entry only. The first request for one of its names loads a copy where it fits.",
+      catalogOperators,
+    ].join(' '),
+    auth: true,
+    body: CatalogRegisterRequestSchema,
+    ok: { status: 201, schema: ClusterModelSchema, description: 'Registered: a new entry.' },
+    alt: {
+      status: 200,
+      contentType: 'application/json',
+      schema: ClusterModelSchema,
+      description: 'Updated: the ref was registered already and its entry is replaced.',
+    },
+    errors: [400, ...withAuth, 409],
+    errorText: {
+      409: 'The ref or an alias is a name of another catalog entry, or a name a static pool serves as another model (CONFLICT)',
+    },
+  },
+  {
+    method: 'get',
+    path: '/v2/catalog/models/{id}',
+    summary: 'One model, by ref or alias',
+    auth: true,
+    params: catalogModelId,
+    ok: { status: 200, schema: ClusterModelSchema },
+    errors: [...withAuth, 404],
+    errorText: { 404: modelNotFound },
+  },
+  {
+    method: 'delete',
+    path: '/v2/catalog/models/{id}',
+    summary: 'Remove a model from the catalog, by ref or alias (its loaded copies keep serving)',
+    description: catalogOperators,
+    auth: true,
+    params: catalogModelId,
+    ok: { status: 204, description: 'Removed.' },
+    errors: [...withAuth, 404],
+    errorText: {
+      404: `${modelNotFound}, or NOT_FOUND for a model only a node's config serves (managed on the node)`,
+    },
+  },
+  {
+    method: 'post',
+    path: '/v2/catalog/models/{id}/load',
+    summary: 'Load one more copy of a catalog model (on `node`, else on the node with the most room)',
+    description: [
+      'A load already in flight (a copy provisioning or starting, or a live load claim on any replica) answers 202 without asking anyone.',
+      'Nodes that report on-demand memory are asked in turn, most room first; a node that refuses is skipped. Without `node`, when no node has room, one idle copy of a model of no higher priority may be evicted at a time (never a busy, loading or pinned one). The model is `loading` in the answer.',
+      catalogOperators,
+    ].join(' '),
+    auth: true,
+    params: catalogModelId,
+    body: CatalogLoadRequestSchema,
+    bodyOptional: true,
+    ok: { status: 202, schema: ClusterModelSchema, description: 'The load started or is already under way.' },
+    errors: [400, ...withAuth, 404, 409, 500, 502, 503],
+    errorText: {
+      404: `${modelNotFound}; or \`node\` is not registered (NOT_FOUND)`,
+      409: 'Static pools serve the name but it is not a catalog entry (register it first), `max_loaded` copies are loaded, or `node` loads no model on request (CONFLICT)',
+      500: shuttingDown,
+      502: 'Every node asked refused or could not be reached, not all for memory; the message names each reason (MODEL_LOAD_FAILED)',
+      503: 'No node has room for the model and no idle copy may be evicted for it, or no online node loads models on request (INSUFFICIENT_MEMORY); `node` is not online (POOL_UNAVAILABLE). Retry-After and X-Backoff-Ms set',
+    },
+  },
+  {
+    method: 'post',
+    path: '/v2/catalog/models/{id}/unload',
+    summary: 'Unload the copies of a model loaded on demand (on `node`, else on every node), never below its pin',
+    description: [
+      'Failed copies always go; of the live ones, idle copies first (longest idle first), then loading, then busy ones, as many as leave `pin` copies (static pools count).',
+      'Each node drains its copy (in-flight work may run `deadline_ms`) and removes it; static pools are never unloaded.',
+      catalogOperators,
+    ].join(' '),
+    auth: true,
+    params: catalogModelId,
+    body: CatalogUnloadRequestSchema,
+    bodyOptional: true,
+    ok: { status: 202, schema: ClusterModelSchema, description: 'At least one copy is draining.' },
+    errors: [400, ...withAuth, 404, 409, 500, 503],
+    errorText: {
+      404: modelNotFound,
+      409: 'Only static pools serve the model, no copy loaded on demand is left, the pin leaves nothing to unload, or a node refused with CONFLICT (CONFLICT)',
+      500: shuttingDown,
+      503: 'Every node asked refused or could not be reached (POOL_UNAVAILABLE); Retry-After and X-Backoff-Ms set',
+    },
+  },
+  {
+    method: 'get',
+    path: '/v2/catalog/availability',
+    summary: 'Where each model is served: its ready and provisioning pools',
+    auth: true,
+    ok: { status: 200, schema: AvailabilitySchema },
+    errors: withAuth,
+  },
+];
+
 /** Every tenant's recent tasks are on the dashboard: with keys configured, its data is an operator's. */
 const dashboardOperators =
   "Operator keys only when keys are configured (every tenant's recent tasks are on it): a client key gets 403 FORBIDDEN.";
@@ -330,40 +464,7 @@ export const CONTROL_PLANE: RouteSpec[] = [
     ok: { status: 202, schema: PoolOperationResponseSchema },
     errors: [400, ...withAuth, 404, 502, 503],
   },
-  {
-    method: 'get',
-    path: '/v2/catalog/models',
-    summary: 'Models known to the cluster',
-    auth: true,
-    ok: { status: 200, schema: ClusterModelListSchema },
-    errors: withAuth,
-  },
-  {
-    method: 'post',
-    path: '/v2/catalog/models',
-    summary: 'Register a model ref',
-    auth: true,
-    body: CatalogRegisterRequestSchema,
-    ok: { status: 202, schema: ClusterModelSchema },
-    errors: [400, ...withAuth],
-  },
-  {
-    method: 'delete',
-    path: '/v2/catalog/models/{id}',
-    summary: 'Forget a registered model',
-    auth: true,
-    params: id,
-    ok: { status: 204 },
-    errors: [...withAuth, 404],
-  },
-  {
-    method: 'get',
-    path: '/v2/catalog/availability',
-    summary: 'Where each model is served',
-    auth: true,
-    ok: { status: 200, schema: AvailabilitySchema },
-    errors: withAuth,
-  },
+  ...CATALOG,
   {
     method: 'get',
     path: '/v2/dashboard',

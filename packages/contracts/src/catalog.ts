@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GpuPolicySchema, PoolIdSchema, Sha256Schema, TimestampSchema } from './common.js';
+import { GpuPolicySchema, NodeIdSchema, PoolIdSchema, Sha256Schema, TimestampSchema } from './common.js';
 
 /**
  * Models on demand (spec 67): the fleet catalog's per-model policy, the load a node is asked to
@@ -58,6 +58,63 @@ export const PoolLoadRequestSchema = z
   .meta({ id: 'PoolLoadRequest' });
 export type PoolLoadRequest = z.infer<typeof PoolLoadRequestSchema>;
 export type PoolLoadRequestInput = z.input<typeof PoolLoadRequestSchema>;
+
+/** Longest drain an unload may give in-flight work, ms (as DrainRequest's `deadline_ms`). */
+const UNLOAD_DEADLINE_MAX_MS = 3_600_000;
+/** Drain deadline of an unload when the caller gives none, ms. */
+const UNLOAD_DEADLINE_DEFAULT_MS = 30_000;
+
+/**
+ * Body of `POST /v2/catalog/models/{id}/load` on orchestratord (the body itself is optional): one
+ * more copy of a catalog model, on `node` or, absent, on the node with the most room.
+ */
+export const CatalogLoadRequestSchema = z
+  .strictObject({
+    /** The one node to ask; it decides whether the model fits. Absent: the node with the most room. */
+    node: NodeIdSchema.optional(),
+  })
+  .meta({ id: 'CatalogLoadRequest' });
+export type CatalogLoadRequest = z.infer<typeof CatalogLoadRequestSchema>;
+
+/**
+ * Body of `POST /v2/catalog/models/{id}/unload` on orchestratord (the body itself is optional): the
+ * model's copies loaded on demand go (idle first, never below its `pin`), each drained by its node.
+ */
+export const CatalogUnloadRequestSchema = z
+  .strictObject({
+    /** Only the copies on this node. Absent: any node's. */
+    node: NodeIdSchema.optional(),
+    /** How long in-flight work may continue before each engine is stopped, ms. @default 30000 */
+    deadline_ms: z.int().min(0).max(UNLOAD_DEADLINE_MAX_MS).optional(),
+  })
+  .meta({ id: 'CatalogUnloadRequest' });
+export type CatalogUnloadRequest = z.infer<typeof CatalogUnloadRequestSchema>;
+
+/**
+ * Query of `DELETE /v2/pools/{id}` on pool-managerd (orchestratord → node): unload a pool the
+ * catalog loaded, from any state. Query values are strings on the wire, hence the coercion.
+ */
+export const PoolUnloadQuerySchema = z
+  .strictObject({
+    /** How long in-flight work may continue before the engine is stopped, ms. @default 30000 */
+    deadline_ms: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(UNLOAD_DEADLINE_MAX_MS)
+      .default(UNLOAD_DEADLINE_DEFAULT_MS)
+      // The coercion also accepts null, which the OpenAPI generator would list as a type; a query value is
+      // an integer. A `type` in the meta replaces the generated schema, so the bounds are stated again.
+      .meta({
+        type: 'integer',
+        minimum: 0,
+        maximum: UNLOAD_DEADLINE_MAX_MS,
+        default: UNLOAD_DEADLINE_DEFAULT_MS,
+        description: 'How long in-flight work may continue before the engine is stopped, ms.',
+      }),
+  })
+  .meta({ id: 'PoolUnloadQuery' });
+export type PoolUnloadQuery = z.infer<typeof PoolUnloadQuerySchema>;
 
 /** Memory a node offers to loaded models: the on-demand budget and what its pools take of it. */
 export const NodeMemorySchema = z

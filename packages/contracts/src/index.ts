@@ -95,8 +95,21 @@ export {
   ModelServeSchema,
   ModelPolicySchema,
   PoolLoadRequestSchema,
+  CatalogLoadRequestSchema,
+  CatalogUnloadRequestSchema,
+  PoolUnloadQuerySchema,
   NodeMemorySchema,
   PoolOriginSchema,
   PoolDemandFactsSchema,
 } from './catalog.js';
-export type { ModelServe, ModelPolicy, PoolLoadRequest, PoolLoadRequestInput, NodeMemory, PoolOrigin } from './catalog.js';
+export type {
+  ModelServe,
+  ModelPolicy,
+  PoolLoadRequest,
+  PoolLoadRequestInput,
+  CatalogLoadRequest,
+  CatalogUnloadRequest,
+  PoolUnloadQuery,
+  NodeMemory,
+  PoolOrigin,
+} from './catalog.js';

@@ -9,20 +9,12 @@ import {
   PoolOperationResponseSchema,
   PoolStatusListSchema,
   PoolStatusSchema,
+  PoolUnloadQuerySchema,
   ReloadRequestSchema,
 } from '@llama-orch/contracts';
 import type { PoolManager } from '../pools/pool-manager.js';
 
 const PoolParams = z.strictObject({ id: PoolIdSchema });
-
-/**
- * Query of `DELETE /v2/pools/{id}` (contracts have no schema for it: its one field is the drain
- * deadline, as in DrainRequest).
- */
-const UnloadQuery = z.strictObject({
-  /** How long in-flight work may continue before the engine is stopped, ms. @default 30000 */
-  deadline_ms: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
-});
 
 /** Health, pool status, drain and reload routes; loads on request and their unload. */
 export const poolRoutes: FastifyPluginAsyncZod<{ manager: PoolManager }> = async (app, { manager }) => {
@@ -51,7 +43,7 @@ export const poolRoutes: FastifyPluginAsyncZod<{ manager: PoolManager }> = async
 
   app.delete(
     '/v2/pools/:id',
-    { schema: { params: PoolParams, querystring: UnloadQuery, response: { 202: PoolStatusSchema } } },
+    { schema: { params: PoolParams, querystring: PoolUnloadQuerySchema, response: { 202: PoolStatusSchema } } },
     async (request, reply) => {
       const { id } = request.params;
       const status = manager.unload(id, request.query.deadline_ms);

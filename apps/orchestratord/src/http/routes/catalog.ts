@@ -1,9 +1,10 @@
 import {
   AvailabilitySchema,
+  CatalogLoadRequestSchema,
   CatalogRegisterRequestSchema,
+  CatalogUnloadRequestSchema,
   ClusterModelListSchema,
   ClusterModelSchema,
-  NodeIdSchema,
   type ClusterModel,
 } from '@llama-orch/contracts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -16,16 +17,9 @@ import type { CatalogModelEntry } from '../../store/catalog-store.js';
 import type { ServicesOptions } from '../app-services.js';
 
 const ModelParams = z.object({ id: z.string().min(1) });
-/** `POST …/load`: where to load (absent: the node with the most room). The body itself is optional. */
-const LoadBody = z.strictObject({ node: NodeIdSchema.optional() }).nullish();
-/** `POST …/unload`: which node's copies (absent: any), and how long in-flight work may run. */
-const UnloadBody = z
-  .strictObject({
-    node: NodeIdSchema.optional(),
-    /** @default 30000 */
-    deadline_ms: z.int().min(0).max(3_600_000).optional(),
-  })
-  .nullish();
+/** `POST …/load` and `…/unload` take their body (contracts) or none at all. */
+const LoadBody = CatalogLoadRequestSchema.nullish();
+const UnloadBody = CatalogUnloadRequestSchema.nullish();
 
 /**
  * The fleet catalog (.specs/67-models-on-demand.md): register, list, read and delete models served
