@@ -58,6 +58,7 @@ async function run(
       await up({
         repoRoot,
         config: resolve(cmd.config ?? join(repoRoot, 'requirements', 'cpu-dev.yaml')),
+        catalogFile: join(repoRoot, 'requirements', 'catalog.yaml'),
         addr: cmd.addr,
         token: cmd.token,
         cacheDir: env.LLORCH_CACHE_DIR ?? join(repoRoot, '.cache', 'llama-orch'),

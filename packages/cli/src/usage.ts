@@ -26,6 +26,10 @@ Starts orchestratord and one pool-managerd as child processes and waits until ev
 ready. Ctrl-C (or SIGTERM) stops both and their engines; they also die with llorch when it is
 killed (parent-death signal through setpriv where available).
 
+When the config loads models on request (on_demand, as requirements/cpu-dev.yaml does),
+orchestratord registers requirements/catalog.yaml's models at start: embedder, reranker and coder,
+each loaded on its first request (env ORCHD_CATALOG_FILE names another file; empty: none).
+
 With --replicas N (N > 1): redis-server on a free loopback port (the shared cluster state,
 append-only file fsynced every second), N orchestratord replicas on free loopback ports, and
 HAProxy on --addr in front of them (health checks on /readyz), then pool-managerd, which like

@@ -9,6 +9,7 @@ import { UpProgress } from './up-progress.js';
 import { STOPPING_LINE, dashboardUrl, listeningUrl, relay, type Child } from './up-output.js';
 import { upSummary, waitReady } from './up-ready.js';
 import { nodeHeartbeatEnv } from './node-heartbeat.js';
+import { catalogFileEnv } from './up-catalog.js';
 import { upReplicas } from './up-replicas.js';
 
 export { humanLogLine, listeningUrl, dashboardUrl, STOPPING_LINE } from './up-output.js';
@@ -17,6 +18,12 @@ export interface UpOptions {
   repoRoot: string;
   /** pool-managerd YAML config. */
   config: string;
+  /**
+   * orchestratord's catalog file (`ORCHD_CATALOG_FILE`: models registered at start, loaded on their
+   * first request), given when `config` has `on_demand` and the environment names none.
+   * @default none
+   */
+  catalogFile?: string;
   /** orchestratord listen address. */
   addr: string;
   token: string | undefined;
@@ -62,6 +69,7 @@ export async function up(opts: UpOptions): Promise<void> {
     LLORCH_CACHE_DIR: opts.cacheDir,
     ...(opts.token ? { LLORCH_API_TOKEN: opts.token } : {}),
     ...nodeHeartbeatEnv(opts.config, process.env),
+    ...catalogFileEnv(opts.catalogFile, opts.config, process.env),
   };
   // past pool-managerd's own 15 s grace: its orderly shutdown decides, SIGKILL is the backstop
   const common = {
