@@ -44,6 +44,10 @@ export interface ClusterOptions {
       }
     | undefined
   >;
+  /** Every node's `on_demand` (loads catalog models on orchestratord's request, spec 67); absent = none. */
+  onDemand?: Readonly<Record<string, unknown>>;
+  /** More environment of orchestratord (`ORCHD_CATALOG_FILE`, …). */
+  orchestratorEnv?: Readonly<Record<string, string>>;
 }
 
 /** A JSON log line of one of the cluster's daemons. */
@@ -76,6 +80,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
           LLORCH_API_TOKEN: token,
           ORCHD_NODE_HEARTBEAT_MS: String(opts.heartbeatMs),
           LOG_LEVEL: 'info',
+          ...opts.orchestratorEnv,
         },
       },
       { timeoutMs: 30_000 },
@@ -111,6 +116,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
               ...opts.pools?.[n - 1]?.config,
             },
           ],
+          ...(opts.onDemand ? { on_demand: opts.onDemand } : {}),
         }),
       );
       const daemon = await launchDaemon(
