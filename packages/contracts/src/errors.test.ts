@@ -7,6 +7,7 @@ describe('error codes', () => {
       INVALID_PARAMS: 400, DEADLINE_UNMET: 400, UNAUTHORIZED: 401, FORBIDDEN: 403, NOT_FOUND: 404, PAYLOAD_TOO_LARGE: 413,
       ADMISSION_REJECT: 429, QUEUE_FULL_DROP_LRU: 429, POOL_UNREADY: 503, POOL_UNAVAILABLE: 503,
       MODEL_NOT_AVAILABLE: 503, REPLICA_EXHAUSTED: 503, STORE_UNAVAILABLE: 503, DECODE_TIMEOUT: 500, WORKER_RESET: 502, INTERNAL: 500,
+      MODEL_NOT_FOUND: 404, MODEL_LOAD_FAILED: 502, INSUFFICIENT_MEMORY: 503, CONFLICT: 409,
     });
     for (const code of ErrorCodeSchema.options) {
       expect(ERROR_STATUS[code]).toBeTypeOf('number');
@@ -16,7 +17,7 @@ describe('error codes', () => {
 
   it('asks for backoff headers exactly on 429 and 503', () => {
     const withHeaders = ErrorCodeSchema.options.filter(needsBackoffHeaders).sort();
-    expect(withHeaders).toEqual(['ADMISSION_REJECT', 'MODEL_NOT_AVAILABLE', 'POOL_UNAVAILABLE', 'POOL_UNREADY', 'QUEUE_FULL_DROP_LRU', 'REPLICA_EXHAUSTED', 'STORE_UNAVAILABLE']);
+    expect(withHeaders).toEqual(['ADMISSION_REJECT', 'INSUFFICIENT_MEMORY', 'MODEL_NOT_AVAILABLE', 'POOL_UNAVAILABLE', 'POOL_UNREADY', 'QUEUE_FULL_DROP_LRU', 'REPLICA_EXHAUSTED', 'STORE_UNAVAILABLE']);
   });
 
   it('envelope is strict and typed', () => {
