@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { installGracefulExit, logDestination, parseDaemonArgv } from '@llama-orch/daemon-support';
 import { pino } from 'pino';
-import { REDACT_PATHS } from './app.js';
+import { REDACT_PATHS, type OrchdApp } from './app.js';
 import { argvSpec } from './support/argv.js';
 import { readCatalogFile, seedCatalog, type CatalogFile } from './catalog/catalog-seed.js';
 import { loadConfig } from './config.js';
@@ -43,24 +43,23 @@ const logger = pino(
   { name: 'orchestratord', level: config.log_level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
   destination,
 );
+const seed = catalogFile;
 let server;
 try {
-  server = await startServer({ config, logger, credentials });
+  server = await startServer({
+    config,
+    logger,
+    credentials,
+    // the models of ORCHD_CATALOG_FILE that the catalog lacks, before the first request can look
+    beforeListen: async (app: OrchdApp) => {
+      if (seed !== undefined) await seedCatalog(app.services.catalog, seed, logger.child({ component: 'catalog' }));
+    },
+  });
 } catch (err) {
   logger.fatal({ err }, 'failed to start');
   process.exit(1);
 }
 const running = server;
-if (catalogFile !== undefined) {
-  // the models of ORCHD_CATALOG_FILE that the catalog lacks (a store that fails here fails the start)
-  try {
-    await seedCatalog(running.app.services.catalog, catalogFile, logger.child({ component: 'catalog' }));
-  } catch (err) {
-    logger.fatal({ err, file: catalogFile.path }, 'failed to register the catalog file');
-    await running.close();
-    process.exit(1);
-  }
-}
 installGracefulExit({
   // SIGTERM/SIGINT to exit: the drain and the close sequence, each bounded (server.ts), plus a margin
   graceMs: stopBudgetMs(config) + 1000,

@@ -16,6 +16,11 @@ export interface StartOptions {
   logger: Logger;
   /** Accepted credentials (`loadCredentials`). @default those of `config` without a keys file */
   credentials?: Credentials;
+  /**
+   * Runs once the app is built, before it listens (the catalog file's models): no request sees the
+   * daemon without it. A rejection fails the start like a port in use.
+   */
+  beforeListen?: (app: OrchdApp) => Promise<void>;
 }
 
 export interface RunningServer {
@@ -89,6 +94,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   );
   const { host, port } = splitHostPort(options.config.addr);
   try {
+    await options.beforeListen?.(app);
     await listenQuietly(app, { host, port });
   } catch (err) {
     await closeAll(

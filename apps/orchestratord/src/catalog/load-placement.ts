@@ -4,7 +4,8 @@ import type { FleetNode, FleetPool } from './fleet.js';
 /**
  * Where a catalog model is loaded: pure choices, so their tests need no fleet.
  *
- * A node takes loads when it is online and reports on-demand `memory`; its room is
+ * A node takes loads when it is not offline (a node still `registering` has reported its memory
+ * and is up) and reports on-demand `memory`; its room is
  * `budget_bytes − used_bytes`. The model's need is known once some pool has run it (the largest
  * `memory_bytes` its pools reported); then only nodes with that much room are asked. Unknown, every
  * node with room is a candidate. Most room first (ties by node id), so loads spread; the node
@@ -17,7 +18,7 @@ export interface LoadCandidates {
   readonly nodes: readonly FleetNode[];
   /** The model's known memory need, bytes; undefined when no pool of it reported one. */
   readonly needBytes: number | undefined;
-  /** Online nodes that take loads at all (with `memory`), whether or not they have room. */
+  /** Nodes not offline that take loads at all (with `memory`), whether or not they have room. */
   readonly onDemand: number;
 }
 
@@ -36,7 +37,7 @@ export function knownNeed(pools: readonly FleetPool[]): number | undefined {
 }
 
 export function loadCandidates(nodes: readonly FleetNode[], modelPools: readonly FleetPool[]): LoadCandidates {
-  const onDemand = nodes.filter((n) => n.state === 'online' && n.memory !== undefined);
+  const onDemand = nodes.filter((n) => n.state !== 'offline' && n.memory !== undefined);
   const needBytes = knownNeed(modelPools);
   const fits = onDemand.filter((n) => roomOf(n) > 0 && (needBytes === undefined || roomOf(n) >= needBytes));
   fits.sort((a, b) => roomOf(b) - roomOf(a) || (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0));
