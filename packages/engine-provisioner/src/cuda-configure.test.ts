@@ -7,6 +7,7 @@ import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PoolConfigSchema } from '@llama-orch/contracts';
 import { findCudaToolkit } from './cuda-toolkit.js';
+import { ENGINE_TOOLS } from './engine-cache.js';
 import { EngineProvisionError } from './errors.js';
 import { EngineProvisioner } from './provisioner.js';
 import { cpuTestPool, testCacheDir } from './testing.js';
@@ -130,6 +131,9 @@ describe.runIf(existsSync(HOST_NVCC))('CUDA with the real nvcc', () => {
       expect(cache).toContain(`CMAKE_CUDA_COMPILER:STRING=${join(root, 'bin', 'nvcc')}`);
       expect(cache).toMatch(/^CUDA_cublas_LIBRARY:FILEPATH=.*libcublas\.so$/m);
       expect(await readFile(res.logPath, 'utf8')).toMatch(/Including CUDA backend/);
+      // the CUDA tree has both programs a build makes (the server and the memory projection tool)
+      const makefile = await readFile(join(buildDir, 'Makefile'), 'utf8');
+      for (const tool of ENGINE_TOOLS) expect(makefile).toMatch(new RegExp(`^${tool}: `, 'm'));
     },
     CONFIGURE_TIMEOUT,
   );

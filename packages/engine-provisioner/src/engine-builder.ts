@@ -6,7 +6,15 @@ import type { Logger } from 'pino';
 import type { BuildProvenance } from '@llama-orch/contracts';
 import { preparePatchedTree, SourceError, type PatchSet } from '@llama-orch/llamacpp-source';
 import { runCmake, type CmakeRun } from './cmake-runner.js';
-import { BINARY_NAME, LOG_NAME, PROVENANCE_NAME, type CacheEntry, type EngineCacheLayout } from './engine-cache.js';
+import {
+  BINARY_NAME,
+  ENGINE_TOOLS,
+  FIT_PARAMS_NAME,
+  LOG_NAME,
+  PROVENANCE_NAME,
+  type CacheEntry,
+  type EngineCacheLayout,
+} from './engine-cache.js';
 import { parseVersionOutput } from './engine-version.js';
 import { scrubEngineEnv } from './env-scrub.js';
 import { EngineProvisionError } from './errors.js';
@@ -57,8 +65,9 @@ export async function readEngineVersion(
 }
 
 /**
- * Configures and builds the `llama-server` target in a staging dir under the engines root, copies
- * the binary next to its `build.json` and renames the staging dir to the cache entry. The caller
+ * Configures and builds the `llama-server` and `llama-fit-params` targets (one `cmake --build`:
+ * they share libllama and common) in a staging dir under the engines root, copies both programs
+ * next to their `build.json` and renames the staging dir to the cache entry. The caller
  * holds the fingerprint's lock. With patches, the source is first copied into the staging dir and
  * patched there. On failure the staging dir is removed, the log is moved to
  * `engines/failed/<fp>-<timestamp>.log`, and `BUILD_FAILED` (`PATCH_FAILED` for a patch that does
@@ -140,13 +149,19 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
     req.onPhase('configure', 1);
 
     req.onPhase('build', 0);
-    const build = await runCmake(['--build', buildDir, '--target', 'llama-server', '-j', String(req.jobs)], {
+    // Makefile generators count each target's steps apart: the counter restarts for the second
+    // target (llama-fit-params, a few objects over what llama-server built), so report the highest
+    let buildPct = 0;
+    const build = await runCmake(['--build', buildDir, '--target', ...ENGINE_TOOLS, '-j', String(req.jobs)], {
       env: req.env,
       log: logStream,
       signal: req.signal,
       onLine: (line) => {
         const pct = parseCmakeProgress(line);
-        if (pct !== undefined) req.onPhase('build', pct / 100);
+        if (pct !== undefined && pct > buildPct) {
+          buildPct = pct;
+          req.onPhase('build', pct / 100);
+        }
       },
     });
     if (build.exitCode !== 0)
@@ -154,17 +169,21 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
 
     req.onPhase('verify', 0);
     const binaryPath = join(stage, BINARY_NAME);
-    try {
-      await copyFile(join(buildDir, 'bin', BINARY_NAME), binaryPath);
-      await chmod(binaryPath, 0o755);
-    } catch (err) {
-      await fail('build', undefined, `build produced no bin/${BINARY_NAME} (${(err as Error).message})`);
+    for (const tool of ENGINE_TOOLS) {
+      try {
+        await copyFile(join(buildDir, 'bin', tool), join(stage, tool));
+        await chmod(join(stage, tool), 0o755);
+      } catch (err) {
+        await fail('build', undefined, `build produced no bin/${tool} (${(err as Error).message})`);
+      }
     }
     // the build tree is hundreds of MB and useless once the static binary is out (so is a patched copy)
     await rm(buildDir, { recursive: true, force: true });
     if (sourceDir !== req.sourceDir) await rm(sourceDir, { recursive: true, force: true });
     const version = await readEngineVersion(binaryPath, req.env, req.signal);
     if ('error' in version) await fail('verify', undefined, version.error);
+    const fitVersion = await readEngineVersion(join(stage, FIT_PARAMS_NAME), req.env, req.signal);
+    if ('error' in fitVersion) await fail('verify', undefined, fitVersion.error);
     const { engineVersion, versionOutput } = version as { engineVersion: string; versionOutput: string };
     logStream.write(`# version: ${engineVersion}\n`);
     await finishLog();
@@ -186,7 +205,7 @@ export async function buildEngine(req: BuildRequest): Promise<CacheEntry> {
     await rm(dir, { recursive: true, force: true });
     await rename(stage, dir);
     req.onPhase('verify', 1);
-    return { dir, binaryPath: join(dir, BINARY_NAME), provenance };
+    return { dir, binaryPath: join(dir, BINARY_NAME), fitParamsPath: join(dir, FIT_PARAMS_NAME), provenance };
   } catch (err) {
     await finishLog();
     await rm(stage, { recursive: true, force: true });

@@ -8,6 +8,13 @@ import { EngineProvisionError } from './errors.js';
 
 /** Name of the binary inside a cache entry. */
 export const BINARY_NAME = 'llama-server';
+/**
+ * llama.cpp's memory projection tool, built with the server and kept beside it (`--fit-print on`
+ * prints what a model, context and compute buffers take per device: see memory-projection.ts).
+ */
+export const FIT_PARAMS_NAME = 'llama-fit-params';
+/** Every program a cache entry holds, in build-target order. */
+export const ENGINE_TOOLS = [BINARY_NAME, FIT_PARAMS_NAME] as const;
 /** Provenance file inside a cache entry. */
 export const PROVENANCE_NAME = 'build.json';
 /** Build log inside a cache entry (kept for operators). */
@@ -58,13 +65,16 @@ export async function ensureCacheWritable(layout: EngineCacheLayout): Promise<vo
 export interface CacheEntry {
   dir: string;
   binaryPath: string;
+  /** `llama-fit-params` beside the server (every entry of this recipe has it). */
+  fitParamsPath: string;
   provenance: BuildProvenance;
 }
 
 /**
  * The entry for `fingerprint` when it is complete. Entries appear only by rename of a finished
- * staging dir, so existence means complete; a `build.json` that does not parse means someone
- * edited the cache, and the entry is treated as absent (it is rebuilt under the lock).
+ * staging dir, so existence means complete; a `build.json` that does not parse, or a program of
+ * {@link ENGINE_TOOLS} that is gone, means someone edited the cache, and the entry is treated as
+ * absent (it is rebuilt under the lock).
  */
 export async function readCacheEntry(
   layout: EngineCacheLayout,
@@ -79,13 +89,14 @@ export async function readCacheEntry(
     return undefined;
   }
   const binaryPath = join(dir, BINARY_NAME);
+  const fitParamsPath = join(dir, FIT_PARAMS_NAME);
   const parsed = BuildProvenanceSchema.safeParse(safeJson(raw));
-  const binary = await stat(binaryPath).catch(() => undefined);
-  if (!parsed.success || !binary?.isFile()) {
+  const [binary, fitParams] = await Promise.all([binaryPath, fitParamsPath].map((p) => stat(p).catch(() => undefined)));
+  if (!parsed.success || !binary?.isFile() || !fitParams?.isFile()) {
     log.warn({ dir }, 'engine cache entry is damaged; it will be rebuilt');
     return undefined;
   }
-  return { dir, binaryPath, provenance: parsed.data };
+  return { dir, binaryPath, fitParamsPath, provenance: parsed.data };
 }
 
 function safeJson(raw: string): unknown {

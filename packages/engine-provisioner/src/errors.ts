@@ -16,6 +16,10 @@
  *   `--version` is not llama-server's.
  * - `CACHE_UNWRITABLE`: the cache directory cannot be created or written.
  * - `TOOL_MISSING`: `cmake`, `git` or a C++ compiler is not installed.
+ * - `MEMORY_PROJECTION_FAILED`: `llama-fit-params` did not project a model's memory;
+ *   `context.reason` says how: `spawn` (it could not start), `exit` (non-zero exit or killed by a
+ *   signal: unreadable model, an argument it does not take, a crash), `timeout`, `output` (a table
+ *   this package does not read). `context.stderr` holds its last lines.
  * - `ABORTED`: the caller's AbortSignal fired.
  */
 export type EngineProvisionErrorCode =
@@ -29,6 +33,7 @@ export type EngineProvisionErrorCode =
   | 'EXTERNAL_BINARY_INVALID'
   | 'CACHE_UNWRITABLE'
   | 'TOOL_MISSING'
+  | 'MEMORY_PROJECTION_FAILED'
   | 'ABORTED';
 
 /** Every failure of the provisioner; `context` carries facts such as `poolId`, `logPath`, `missing`. */

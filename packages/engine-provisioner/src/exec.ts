@@ -7,6 +7,10 @@ export interface ProbeResult {
   stderr: string;
   /** Spawn failure (ENOENT, EACCES, timeout) when the program did not run to completion. */
   failure?: string;
+  /** The program was killed for running past `timeoutMs`. */
+  timedOut: boolean;
+  /** The signal that ended the program (a crash, or the timeout's kill). */
+  signal?: string;
 }
 
 /**
@@ -35,5 +39,7 @@ export async function probe(
     stdout: String(res.stdout ?? ''),
     stderr: String(res.stderr ?? ''),
     ...(failure ? { failure } : {}),
+    timedOut: res.timedOut,
+    ...(res.signal ? { signal: res.signal } : {}),
   };
 }

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, readFile, readdir, stat } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { BuildProvenance } from '@llama-orch/contracts';
 import { readEngineVersion } from './engine-builder.js';
+import { FIT_PARAMS_NAME } from './engine-cache.js';
 import { EngineProvisionError } from './errors.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -11,6 +12,8 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** An operator-supplied binary, verified. */
 export interface ExternalEngine {
   binaryPath: string;
+  /** An executable `llama-fit-params` next to the binary (as in a llama.cpp build's `bin/`), if any. */
+  fitParamsPath?: string;
   engineVersion: string;
   /** sha256 of the binary's bytes: the same file gives the same fingerprint. */
   fingerprint: string;
@@ -28,6 +31,17 @@ async function hasCuda(binaryPath: string, bytes: Buffer): Promise<boolean> {
   if (bytes.includes(CUDA_MARKER)) return true;
   const siblings = await readdir(dirname(binaryPath)).catch(() => [] as string[]);
   return siblings.some((f) => f.startsWith('libggml-cuda.so'));
+}
+
+/** `llama-fit-params` beside `binaryPath` when it is an executable file; taken as it is, not run. */
+async function siblingFitParams(binaryPath: string): Promise<string | undefined> {
+  const path = join(dirname(binaryPath), FIT_PARAMS_NAME);
+  const st = await stat(path).catch(() => undefined);
+  if (!st?.isFile()) return undefined;
+  return access(path, constants.X_OK).then(
+    () => path,
+    () => undefined,
+  );
 }
 
 /**
@@ -60,8 +74,10 @@ export async function verifyExternalEngine(path: string, env: Env, signal?: Abor
     );
   }
   const bytes = await readFile(binaryPath);
+  const fitParamsPath = await siblingFitParams(binaryPath);
   return {
     binaryPath,
+    ...(fitParamsPath !== undefined ? { fitParamsPath } : {}),
     engineVersion: version.engineVersion,
     fingerprint: createHash('sha256').update(bytes).digest('hex'),
     provenance: {

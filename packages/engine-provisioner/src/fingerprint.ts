@@ -16,8 +16,12 @@ export interface FingerprintInputs {
   patches?: string | undefined;
 }
 
-/** Bumped when the layout of a cache entry or the build recipe changes incompatibly. */
-const RECIPE_VERSION = 1;
+/**
+ * Bumped when the layout of a cache entry or the build recipe changes incompatibly, so entries of
+ * the old recipe are never found again (they stay on disk, unused). 2: an entry holds
+ * `llama-fit-params` beside `llama-server`.
+ */
+const RECIPE_VERSION = 2;
 
 /** sha256 (hex) of the inputs: the cache key `<cacheDir>/engines/<fingerprint>/`. */
 export function engineFingerprint(inputs: FingerprintInputs): string {

@@ -14,6 +14,8 @@ export type { FingerprintInputs } from './fingerprint.js';
 export { parseCmakeProgress, overallFraction } from './progress.js';
 export type { EngineProgress, EnginePhase } from './progress.js';
 export { parseVersionOutput } from './engine-version.js';
+export { projectMemory, parseFitPrint } from './memory-projection.js';
+export type { ProjectMemoryOptions, MemoryProjection, MemoryBreakdown, DeviceMemory } from './memory-projection.js';
 export type { ConfigureResult } from './engine-builder.js';
 export { readPoolsFile, defaultCacheDir } from './pools-file.js';
 export type { PoolsFile } from './pools-file.js';

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -11,6 +11,7 @@ import {
 } from '@llama-orch/contracts';
 import { EngineProvisionError } from './errors.js';
 import { createFixtureSource, writeScript, type FixtureSource } from './fixtures/fixture-source.js';
+import { projectMemory } from './memory-projection.js';
 import { EngineProvisioner } from './provisioner.js';
 import type { EngineProgress } from './progress.js';
 
@@ -69,6 +70,11 @@ describe('EngineProvisioner with the fixture source', () => {
     expect(first.cached).toBe(false);
     expect(first.engine_version).toBe('9.9.9-fixture (build 1, commit f1x7ure)');
     expect(first.binary_path).toBe(join(cacheDir, 'engines', first.engine_fingerprint, 'llama-server'));
+    // the fit tool comes from the same build and sits beside the server (the fixture's prints 1 2 3)
+    expect(first.fit_params_path).toBe(join(cacheDir, 'engines', first.engine_fingerprint, 'llama-fit-params'));
+    expect(
+      await projectMemory({ fitParams: first.fit_params_path ?? '', model: '/models/x.gguf', ctx: 512, slots: 1 }),
+    ).toEqual({ devices: [], host: { model_mib: 1, context_mib: 2, compute_mib: 3, total_mib: 6 } });
     const provenance = BuildProvenanceSchema.parse(
       JSON.parse(await readFile(join(cacheDir, 'engines', first.engine_fingerprint, 'build.json'), 'utf8')),
     );
@@ -95,12 +101,30 @@ describe('EngineProvisioner with the fixture source', () => {
     expect(second).toMatchObject({
       cached: true,
       binary_path: first.binary_path,
+      fit_params_path: first.fit_params_path,
       engine_fingerprint: first.engine_fingerprint,
     });
     expect((await stat(join(first.binary_path, '..', 'build.json'))).mtimeMs).toBe(mtime);
     // cmake configured exactly once over both calls
     expect((await readFile(counter, 'utf8')).trim().split('\n')).toEqual(['configure']);
     expect((await readdir(join(cacheDir, 'engines'))).filter((e) => e.startsWith('.tmp-'))).toEqual([]);
+  });
+
+  it('an entry without llama-fit-params (as built before the tool was) is rebuilt under its key', async () => {
+    const cacheDir = await temp();
+    const counter = join(cacheDir, 'configure-count');
+    const p = pool({ build_flags: [`-DFIXTURE_COUNTER=${counter}`] });
+    const prov = new EngineProvisioner({ cacheDir, logger: log, env: process.env });
+    const first = await prov.ensureBinary(p);
+    await rm(first.fit_params_path ?? '');
+    const again = await prov.ensureBinary(p);
+    expect(again).toMatchObject({
+      cached: false,
+      engine_fingerprint: first.engine_fingerprint,
+      fit_params_path: first.fit_params_path,
+    });
+    expect((await stat(again.fit_params_path ?? '')).isFile()).toBe(true);
+    expect((await readFile(counter, 'utf8')).trim().split('\n')).toEqual(['configure', 'configure']);
   });
 
   it('gives different inputs different fingerprints and the git source the same commit', async () => {
@@ -269,7 +293,17 @@ describe('external source', () => {
     const prov = new EngineProvisioner({ cacheDir, logger: log, env: process.env });
     const built = await prov.ensureBinary(pool());
     const ext = await prov.ensureBinary(pool({ source: { kind: 'external', binary_path: built.binary_path } }));
-    expect(ext).toMatchObject({ binary_path: built.binary_path, engine_version: built.engine_version, cached: true });
+    expect(ext).toMatchObject({
+      binary_path: built.binary_path,
+      fit_params_path: built.fit_params_path,
+      engine_version: built.engine_version,
+      cached: true,
+    });
+    // alone in its folder, the same binary has no fit tool
+    const alone = join(await temp(), 'llama-server');
+    await copyFile(built.binary_path, alone);
+    const lone = await prov.ensureBinary(pool({ source: { kind: 'external', binary_path: alone } }));
+    expect(lone.fit_params_path).toBeUndefined();
     expect(ext.build_provenance).toMatchObject({ source: 'external', cmake_flags: [], cuda: false, build_ms: 0 });
     expect(ext.engine_fingerprint).toMatch(/^[0-9a-f]{64}$/);
     // gpu: required refuses an external binary without CUDA

@@ -96,6 +96,12 @@ export interface PrepareOptions extends EnsureOptions {
 export interface EngineBinary {
   /** Absolute path of `llama-server`. */
   binary_path: string;
+  /**
+   * Absolute path of `llama-fit-params` (llama.cpp's memory projection; run it with
+   * `projectMemory`). Every built engine has it, beside `binary_path`; an `external` engine has it
+   * when an executable `llama-fit-params` sits next to its binary, else it is absent.
+   */
+  fit_params_path?: string;
   /** `--version` identity, e.g. `0.5.0-dev (build 1, commit de3ff81)`. */
   engine_version: string;
   /** Cache key: sha256 of commit + cmake flags + toolchain (+ CPU when native); for external, of the file. */
@@ -169,6 +175,7 @@ export class EngineProvisioner {
       report('done', 1, { cached: true });
       return {
         binary_path: ext.binaryPath,
+        ...(ext.fitParamsPath !== undefined ? { fit_params_path: ext.fitParamsPath } : {}),
         engine_version: ext.engineVersion,
         engine_fingerprint: ext.fingerprint,
         build_provenance: ext.provenance,
@@ -441,6 +448,7 @@ export class EngineProvisioner {
     report('done', 1, { cached });
     return {
       binary_path: entry.binaryPath,
+      fit_params_path: entry.fitParamsPath,
       engine_version: version?.engineVersion ?? entry.provenance.version_output.split('\n')[0] ?? 'unknown',
       engine_fingerprint: fingerprint,
       build_provenance: entry.provenance,

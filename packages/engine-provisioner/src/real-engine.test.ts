@@ -24,6 +24,11 @@ describe('real llama-server from the bundle', () => {
       // --version prints to stderr
       expect(String(res.stderr)).toMatch(/^version: 0\.5\.0-dev \(build 1, commit de3ff81\)$/m);
       expect(bin.engine_version).toBe('0.5.0-dev (build 1, commit de3ff81)');
+      // llama-fit-params comes from the same build, beside the server
+      expect(bin.fit_params_path).toBe(join(testCacheDir(), 'engines', bin.engine_fingerprint, 'llama-fit-params'));
+      const fit = await execa(bin.fit_params_path ?? '', ['--version'], { reject: false, timeout: 30_000 });
+      expect(fit.exitCode).toBe(0);
+      expect(String(fit.stderr)).toMatch(/^version: 0\.5\.0-dev \(build 1, commit de3ff81\)$/m);
       const provenance = BuildProvenanceSchema.parse(
         JSON.parse(await readFile(join(bin.binary_path, '..', 'build.json'), 'utf8')),
       );
@@ -45,12 +50,12 @@ describe('real llama-server from the bundle', () => {
       expect(provenance.build_ms).toBeGreaterThan(0);
       // self-contained: no RUNPATH into a build dir, so the cached copy runs anywhere. readelf comes
       // with binutils, which the C++ toolchain that built the engine brings: without it this fails.
-      const readelf = await execa('readelf', ['-d', bin.binary_path], { reject: false });
-      expect(readelf.exitCode, `readelf -d ${bin.binary_path}: ${String(readelf.stderr) || readelf.shortMessage}`).toBe(
-        0,
-      );
-      expect(String(readelf.stdout)).toMatch(/Dynamic section/);
-      expect(String(readelf.stdout)).not.toMatch(/RUNPATH|RPATH/);
+      for (const program of [bin.binary_path, bin.fit_params_path ?? '']) {
+        const readelf = await execa('readelf', ['-d', program], { reject: false });
+        expect(readelf.exitCode, `readelf -d ${program}: ${String(readelf.stderr) || readelf.shortMessage}`).toBe(0);
+        expect(String(readelf.stdout)).toMatch(/Dynamic section/);
+        expect(String(readelf.stdout)).not.toMatch(/RUNPATH|RPATH/);
+      }
     },
     BUILD_TIMEOUT,
   );
@@ -96,7 +101,12 @@ describe('real llama-server from the bundle', () => {
         source: { kind: 'external', binary_path: bin.binary_path },
       });
       const ext = await prov.ensureBinary(pool);
-      expect(ext).toMatchObject({ binary_path: bin.binary_path, engine_version: bin.engine_version, cached: true });
+      expect(ext).toMatchObject({
+        binary_path: bin.binary_path,
+        fit_params_path: bin.fit_params_path,
+        engine_version: bin.engine_version,
+        cached: true,
+      });
       expect(ext.build_provenance.cuda).toBe(false);
     },
     BUILD_TIMEOUT,
