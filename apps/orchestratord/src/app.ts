@@ -19,6 +19,7 @@ import type { Fleet } from './catalog/fleet.js';
 import { endWaitersOfFailedLoads } from './catalog/load-failures.js';
 import { IdleUnloads } from './catalog/idle-unloads.js';
 import { ModelLoads } from './catalog/model-loads.js';
+import { RoomWaits } from './catalog/room-waits.js';
 import { DashboardFeed } from './dashboard/dashboard-feed.js';
 import { loadCredentials, type Credentials } from './http/credentials.js';
 import { InvalidParamsError } from './errors.js';
@@ -109,6 +110,10 @@ export interface AppTuning {
   dashboardBucketMs?: number;
   /** Period of the sweep that unloads copies idle past their `idle_ttl_s`, ms. @default 1000 */
   idleUnloadSweepMs?: number;
+  /** How long a model waits for room before a busy copy is swapped out for it, ms. @default 2000 */
+  swapWaitMs?: number;
+  /** Retry period of the loads of models waiting for room, ms. @default 500 */
+  roomRetryMs?: number;
 }
 
 export type OrchdApp = FastifyInstance & {
@@ -301,6 +306,16 @@ export async function buildApp(
     claimTtlMs: loadClaimTtlMs,
   });
 
+  const roomWaits = new RoomWaits({
+    catalog: store.catalog,
+    fleet,
+    loads: models,
+    waiters: (ref) => tasksRef?.queuedFor(ref) ?? 0,
+    clock,
+    logger: logger.child({ subsystem: 'catalog' }),
+    ...(tuning.swapWaitMs !== undefined ? { swapWaitMs: tuning.swapWaitMs } : {}),
+    ...(tuning.roomRetryMs !== undefined ? { retryMs: tuning.roomRetryMs } : {}),
+  });
   const tasks = new TaskService({
     registry,
     coordinator:
@@ -315,7 +330,7 @@ export async function buildApp(
     placementStrategy: config.placement_strategy,
     ctxMax: config.ctx_max,
     catalog: store.catalog,
-    loads: { loader: models, waitMs: loadClaimTtlMs },
+    loads: { loader: models, waitMs: loadClaimTtlMs, room: roomWaits },
     streamGraceMs: config.stream_grace_ms,
     streamGraceMaxTasks: config.stream_grace_max_tasks,
     tickMs: tuning.tickMs,
@@ -445,6 +460,7 @@ export async function buildApp(
           close: async () => {
             stopEndingLoadWaiters();
             await idleUnloads.close();
+            await roomWaits.close();
             await models.close();
           },
         },

@@ -153,10 +153,18 @@ export class ConflictError extends OrchdError {
 
 /** 503 INSUFFICIENT_MEMORY, retriable: no node has room for the model now. */
 export class InsufficientMemoryError extends OrchdError {
-  override readonly name = 'InsufficientMemoryError';
+  override readonly name: string = 'InsufficientMemoryError';
   constructor(message: string, options: OrchdErrorOptions = {}) {
     super('INSUFFICIENT_MEMORY', message, options);
   }
+}
+
+/**
+ * 503 INSUFFICIENT_MEMORY where waiting cannot help: no node loads models on request at all (none
+ * reports on-demand memory), so a task is refused rather than queued for room.
+ */
+export class NoLoadingNodeError extends InsufficientMemoryError {
+  override readonly name = 'NoLoadingNodeError';
 }
 
 /** 502 MODEL_LOAD_FAILED: every node asked refused or failed the load (the message says why, per node). */

@@ -1,4 +1,10 @@
-import { DEFAULT_POOL_CAPABILITIES, taskCapability, type ErrorCode, type TaskRequest } from '@llama-orch/contracts';
+import {
+  DEFAULT_POOL_CAPABILITIES,
+  taskCapability,
+  type ErrorCode,
+  type PoolCapability,
+  type TaskRequest,
+} from '@llama-orch/contracts';
 import { BudgetSpentError, DeadlineUnmetError, InvalidParamsError, ModelNotAvailableError } from '../errors.js';
 import { modelAvailability, type ModelAvailability } from './model-availability.js';
 import { mayServe, type PoolView } from '../registry/pool-view.js';
@@ -20,6 +26,11 @@ export interface AdmissionCheckInput {
   readonly retryAfterMs: number;
   /** Called with the refusal's code before it is thrown (metrics). */
   readonly onReject: (code: ErrorCode) => void;
+  /**
+   * The model no pool lists waits for room on a node (a catalog model, spec 67): what a copy of it
+   * will serve, checked instead of the pools'. Absent = a model no pool lists is refused.
+   */
+  readonly awaiting?: { readonly ctx: number; readonly capabilities: readonly PoolCapability[] } | undefined;
 }
 
 export interface AdmissionCheckResult {
@@ -56,6 +67,10 @@ export function checkServed(input: ServedInput): ServedCheck {
   const { request } = input;
   const availability = modelAvailability(input.views, request.model_ref);
   const listed = [...availability.ready, ...availability.provisioning];
+  if (listed.length === 0 && input.awaiting !== undefined) {
+    checkAwaiting(input, input.awaiting);
+    return { availability, listed };
+  }
   if (listed.length === 0) {
     input.onReject('MODEL_NOT_AVAILABLE');
     throw new ModelNotAvailableError(`model '${request.model_ref}' is not served or provisioned by any pool`, {
@@ -79,6 +94,26 @@ export function checkServed(input: ServedInput): ServedCheck {
     );
   }
   return { availability, listed };
+}
+
+/** Kind and ctx of a task whose model waits for room, against what its copy will serve. */
+function checkAwaiting(
+  input: ServedInput,
+  awaiting: { readonly ctx: number; readonly capabilities: readonly PoolCapability[] },
+): void {
+  const { request } = input;
+  const kind = taskCapability(request);
+  if (!awaiting.capabilities.includes(kind)) {
+    input.onReject('INVALID_PARAMS');
+    throw new InvalidParamsError(
+      `model '${request.model_ref}' cannot serve ${kind}: it serves ${awaiting.capabilities.join(', ')}`,
+      { param: 'model' },
+    );
+  }
+  if (request.ctx > awaiting.ctx) {
+    input.onReject('INVALID_PARAMS');
+    throw new InvalidParamsError(`ctx: ${request.ctx} exceeds ctx ${awaiting.ctx} of model '${request.model_ref}'`);
+  }
 }
 
 /** The checks on what the queue and the session hold: budget, then deadline (see {@link checkAdmission}); the prediction when they pass. */

@@ -52,3 +52,35 @@ export function evictionVictim(
   }
   return best?.pool;
 }
+
+/**
+ * The busy copy to swap out for `entry` when no idle one may go (spec 67, Waiting for room): a copy
+ * the catalog loaded, ready and not draining, on an online node that loads on request, of another
+ * model whose priority is not above `entry`'s and whose copies stay at or above its pin without it;
+ * never a copy still loading. Lowest priority first, then the most free slots (the least work to
+ * finish). Its work in flight finishes: it is drained, not broken.
+ */
+export function swapVictim(
+  entry: CatalogModelEntry,
+  entries: readonly CatalogModelEntry[],
+  pools: readonly FleetPool[],
+  nodes: readonly FleetNode[],
+): { pool: FleetPool; entry: CatalogModelEntry } | undefined {
+  const onDemand = new Set(nodes.filter((n) => n.state === 'online' && n.memory !== undefined).map((n) => n.node_id));
+  let best: { pool: FleetPool; entry: CatalogModelEntry; free: number } | undefined;
+  for (const e of entries) {
+    if (e.id === entry.id || e.policy.priority > entry.policy.priority) continue;
+    const mine = poolsOfEntry(e, pools);
+    if (mine.filter(isCopy).length - 1 < e.policy.pin) continue;
+    for (const p of mine) {
+      if (isStaticPool(p) || !onDemand.has(p.node_id) || p.state !== 'ready' || p.draining) continue;
+      const free = p.snapshot.slots_free;
+      const better =
+        best === undefined ||
+        e.policy.priority < best.entry.policy.priority ||
+        (e.policy.priority === best.entry.policy.priority && free > best.free);
+      if (better) best = { pool: p, entry: e, free };
+    }
+  }
+  return best === undefined ? undefined : { pool: best.pool, entry: best.entry };
+}

@@ -5,6 +5,7 @@ import {
   ConflictError,
   InsufficientMemoryError,
   InternalError,
+  NoLoadingNodeError,
   ModelLoadFailedError,
   ModelNotAvailableError,
   NotFoundError,
@@ -436,7 +437,7 @@ export class ModelLoads {
     const nodes = this.#fleet.nodes();
     const c = loadCandidates(nodes, pools);
     if (c.onDemand === 0)
-      throw new InsufficientMemoryError(
+      throw new NoLoadingNodeError(
         `no online node loads models on request (none reports on-demand memory); model '${entry.id}' cannot be loaded`,
       );
     if (c.nodes.length === 0)

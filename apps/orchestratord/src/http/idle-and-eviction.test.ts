@@ -5,6 +5,7 @@
 // reports its pools through the node API, as pool-managerd does.
 import type { NodeMemory, PoolSnapshot } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { AppTuning } from '../app.js';
 import { onDemandNode, refusal, type OnDemandNode } from '../testing/on-demand-node.js';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
 import { makeApp as makeTestApp, snapshot, storeOf, taskBody, waitFor, type TestApp } from '../testing/test-helpers.js';
@@ -33,8 +34,16 @@ describe.each(STORE_KINDS)('idle unloads and eviction (%s store)', (kind) => {
   async function setUp(
     pools: () => PoolSnapshot[],
     entries: object[],
+    tuning: AppTuning = {},
+    memory: () => NodeMemory = () => MEMORY,
   ): Promise<{ app: TestApp; node: OnDemandNode; heartbeat: () => Promise<void> }> {
-    const app = await makeTestApp({}, { idleUnloadSweepMs: 100 }, undefined, undefined, storeOf(kind, stores));
+    const app = await makeTestApp(
+      {},
+      { idleUnloadSweepMs: 100, ...tuning },
+      undefined,
+      undefined,
+      storeOf(kind, stores),
+    );
     t = app;
     const on = await onDemandNode();
     n = on;
@@ -57,7 +66,7 @@ describe.each(STORE_KINDS)('idle unloads and eviction (%s store)', (kind) => {
         method: 'POST',
         url: '/v2/nodes/n1/heartbeat',
         headers: app.auth,
-        payload: { timestamp: new Date().toISOString(), pools: pools(), memory: MEMORY },
+        payload: { timestamp: new Date().toISOString(), pools: pools(), memory: memory() },
       });
     };
     await heartbeat();
@@ -136,10 +145,11 @@ describe.each(STORE_KINDS)('idle unloads and eviction (%s store)', (kind) => {
     expect(on.loads.map((l) => l.model)).toEqual(['new-model']);
   });
 
-  it('nothing may be evicted (busy, pinned, higher priority): the load is refused 503 INSUFFICIENT_MEMORY and no copy is unloaded', async () => {
-    const listed = [
+  it('nothing idle may go: the task waits; after the swap wait a busy copy of no higher priority drains (its work finishes), never a pinned or higher-priority one; then the model loads', async () => {
+    let room = false;
+    let listed = [
       pool('working', 'working-model', { slots_free: 0 }),
-      pool('pinned', 'pinned-model', { idle_since: ago(90_000) }),
+      pool('pinned', 'pinned-model', { slots_free: 0 }),
       pool('important', 'important-model', { idle_since: ago(90_000) }),
     ];
     const { app, node: on } = await setUp(
@@ -150,17 +160,44 @@ describe.each(STORE_KINDS)('idle unloads and eviction (%s store)', (kind) => {
         { ref: 'important-model', priority: 10 },
         { ref: 'new-model', aliases: ['new'], priority: 5 },
       ],
+      { swapWaitMs: 300, roomRetryMs: 50 },
+      () => (room ? { ...MEMORY, used_bytes: GiB } : MEMORY),
     );
-    on.answerLoad = () => refusal(503, 'INSUFFICIENT_MEMORY', 'projected 1 GiB, 0 free');
+    const accepted = on.answerLoad;
+    on.answerLoad = (body) => {
+      if (!room) return refusal(503, 'INSUFFICIENT_MEMORY', 'projected 1 GiB, 0 free');
+      setTimeout(() => {
+        listed = [...listed, pool(body.pool_id, body.model, { state: 'provisioning', ready: false })];
+      }, 5);
+      return accepted(body);
+    };
+    on.answerUnload = (poolId) => {
+      // the node drains it; its work in flight finishes, then it leaves and its memory is free
+      setTimeout(() => {
+        listed = listed.filter((p) => p.pool_id !== poolId);
+        room = true;
+      }, 100);
+      return { status: 202, body: {} };
+    };
+    const admittedAt = Date.now();
     const res = await app.app.inject({
       method: 'POST',
       url: '/v2/tasks',
       headers: app.auth,
       payload: taskBody({ model_ref: 'new' }),
     });
-    expect(res.statusCode, res.body).toBe(503);
-    expect(res.json()).toMatchObject({ code: 'INSUFFICIENT_MEMORY', retriable: true });
-    expect(res.json().message).toContain('no idle copy of another model may be evicted');
-    expect(on.unloads).toEqual([]);
+    expect(res.statusCode, res.body).toBe(202);
+    await waitFor(() => on.unloads.length > 0, 5000, 'a swap');
+    expect(Date.now() - admittedAt, 'not before the swap wait').toBeGreaterThanOrEqual(300);
+    expect(on.unloads).toEqual([{ pool_id: 'working', deadline_ms: 60_000 }]);
+    await waitFor(() => listed.some((p) => p.models.includes('new-model')), 5000, 'the load after the swap');
+    const loaded = listed.find((p) => p.models.includes('new-model'))!;
+    listed = listed.map((p) => (p === loaded ? { ...p, state: 'ready', ready: true, slots_free: 1 } : p));
+    await waitFor(
+      () => app.logs.records().some((l) => l.msg === 'task placed' && l.task_id === res.json().task_id),
+      5000,
+      'the task placed on the swapped-in model',
+    );
+    expect(on.unloads.map((u) => u.pool_id)).toEqual(['working']);
   });
 });

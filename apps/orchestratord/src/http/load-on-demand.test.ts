@@ -4,6 +4,7 @@
 // (testing/on-demand-node.ts); the test reports its pools through the node API, as pool-managerd does.
 import type { NodeMemory, PoolSnapshot } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { AppTuning } from '../app.js';
 import { onDemandNode, refusal, type OnDemandNode } from '../testing/on-demand-node.js';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
 import {
@@ -41,8 +42,8 @@ describe.each(STORE_KINDS)('load on first request (%s store)', (kind) => {
   const pool = (poolId: string, over: Partial<PoolSnapshot>): PoolSnapshot =>
     snapshot({ pool_id: poolId, origin: 'catalog', models: [REF], aliases: ['lazy'], ...over });
 
-  async function setUp(): Promise<{ app: TestApp; node: OnDemandNode }> {
-    const app = await makeTestApp({}, {}, undefined, undefined, storeOf(kind, stores));
+  async function setUp(tuning: AppTuning = {}): Promise<{ app: TestApp; node: OnDemandNode }> {
+    const app = await makeTestApp({}, tuning, undefined, undefined, storeOf(kind, stores));
     t = app;
     n = await onDemandNode();
     const reg = await app.app.inject({
@@ -128,16 +129,44 @@ describe.each(STORE_KINDS)('load on first request (%s store)', (kind) => {
     await waitFor(() => placed() >= 2, 10_000, 'both tasks placed on the loaded pool');
   });
 
-  it('no node with room: the task is refused 503 INSUFFICIENT_MEMORY (retriable), not queued; an unknown name stays 404', async () => {
-    const { app, node: on } = await setUp();
+  it('no node with room: tasks wait in the queue (202) for room, one ends DEADLINE_UNMET at its deadline, the other runs once a load fits; an unknown name stays 404', async () => {
+    const { app, node: on } = await setUp({ roomRetryMs: 50 });
     on.answerLoad = () => refusal(503, 'INSUFFICIENT_MEMORY', 'needs 9 GiB, 8 GiB free');
-    const res = await admit(app, 'lazy');
-    expect(res.statusCode, res.body).toBe(503);
-    expect(res.json()).toMatchObject({ code: 'INSUFFICIENT_MEMORY', retriable: true });
-    expect(res.headers['retry-after']).toBeDefined();
+    const patient = await admit(app, 'lazy');
+    expect(patient.statusCode, patient.body).toBe(202);
+    const hasty = await app.app.inject({
+      method: 'POST',
+      url: '/v2/tasks',
+      headers: app.auth,
+      payload: taskBody({ model_ref: 'lazy', deadline_ms: 600 }),
+    });
+    expect(hasty.statusCode, hasty.body).toBe(202);
+    const hastyEnd = await app.app.inject({
+      method: 'GET',
+      url: `/v2/tasks/${String(hasty.json().task_id)}/events`,
+      headers: app.auth,
+    });
+    const last = frames(hastyEnd.body).at(-1);
+    expect(last?.event, hastyEnd.body).toBe('error');
+    expect(last?.data).toMatchObject({ code: 'DEADLINE_UNMET' });
+    expect(on.loads.length, 'the load is tried again while tasks wait').toBeGreaterThan(2);
+    // room appears: the next try loads it, and the waiting task is placed once the pool is ready
+    const tries = on.loads.length;
+    on.answerLoad = (body) => {
+      setTimeout(() => void node(app, [pool(body.pool_id, { state: 'provisioning', ready: false, slots_free: 0 })]), 5);
+      return { status: 202, body: { pool_id: body.pool_id } };
+    };
+    await waitFor(() => on.loads.length > tries, 5000, 'a load once room appeared');
+    const poolId = on.loads.at(-1)!.pool_id;
+    await waitFor(() => app.logs.records().some((l) => l.msg === 'model load started'), 5000, 'the load started');
+    await node(app, [pool(poolId, { state: 'ready', ready: true, slots_total: 2, slots_free: 2 })]);
+    await waitFor(
+      () => app.logs.records().some((l) => l.msg === 'task placed' && l.task_id === patient.json().task_id),
+      5000,
+      'the waiting task placed',
+    );
     const unknown = await admit(app, 'no-such-model');
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toMatchObject({ code: 'MODEL_NOT_FOUND' });
-    expect(on.loads).toHaveLength(1);
   });
 });

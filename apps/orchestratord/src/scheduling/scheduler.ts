@@ -38,6 +38,11 @@ export interface SchedulerOptions<T> {
   strategy: PlacementStrategy;
   line: WaitingLine<T>;
   events: SchedulerEvents<T>;
+  /**
+   * Whether tasks of a model no pool lists wait for it instead of being refused (a catalog model
+   * waiting for room on a node, spec 67). Asked only on that refusal's path. @default never
+   */
+  awaitingModel?: (modelRef: string) => boolean;
 }
 
 /**
@@ -51,13 +56,15 @@ export class Scheduler<T extends Schedulable> {
   readonly #strategy: PlacementStrategy;
   readonly #line: WaitingLine<T>;
   readonly #events: SchedulerEvents<T>;
+  readonly #awaitingModel: (modelRef: string) => boolean;
   readonly #cursor: RoundRobinCursor = { next: 0 };
   #open = true;
   #pumping = false;
   #pumpAgain = false;
 
-  constructor({ registry, strategy, line, events }: SchedulerOptions<T>) {
+  constructor({ registry, strategy, line, events, awaitingModel }: SchedulerOptions<T>) {
     this.#registry = registry;
+    this.#awaitingModel = awaitingModel ?? (() => false);
     this.#strategy = strategy;
     this.#line = line;
     this.#events = events;
@@ -99,7 +106,10 @@ export class Scheduler<T extends Schedulable> {
       // The registry's per-model index: only the model's pools are looked at, and the lease taken
       // below is in the views the next decision reads.
       const decision = place(ticket, this.#registry, this.#strategy, this.#cursor);
-      if (decision.kind === 'wait') {
+      if (
+        decision.kind === 'wait' ||
+        (decision.kind === 'reject' && decision.code === 'MODEL_NOT_AVAILABLE' && this.#awaitingModel(ticket.model_ref))
+      ) {
         waiting.add(key);
         if (!ticket.waited) {
           ticket.waited = true;

@@ -7,8 +7,17 @@ import { preparationSteps, type ModelAvailability } from '../admission/model-ava
 import type { Prediction, Predictor } from '../admission/predictor.js';
 import { isCopy } from '../catalog/fleet.js';
 import type { ModelLoads } from '../catalog/model-loads.js';
+import { awaitedCapabilities, type RoomWaits } from '../catalog/room-waits.js';
 import { modelNotFound } from '../catalog/model-not-found.js';
-import { InternalError, InvalidParamsError, ModelNotAvailableError, OrchdError, QueueFullError } from '../errors.js';
+import {
+  InsufficientMemoryError,
+  InternalError,
+  InvalidParamsError,
+  ModelNotAvailableError,
+  NoLoadingNodeError,
+  OrchdError,
+  QueueFullError,
+} from '../errors.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { PoolView } from '../registry/pool-view.js';
 import type { CatalogStore } from '../store/catalog-store.js';
@@ -32,7 +41,14 @@ export interface TaskAdmissionDeps {
   /** Read only for a model no pool serves (a refusal's path): a catalog model is 503, an unknown name 404. */
   readonly catalog?: Pick<CatalogStore, 'get'> | undefined;
   /** Load on first request (TaskServiceOptions.loads); absent = a catalog model loaded nowhere is 503. */
-  readonly loads?: { readonly loader: Pick<ModelLoads, 'whenServable'>; readonly waitMs: number } | undefined;
+  readonly loads?:
+    | {
+        readonly loader: Pick<ModelLoads, 'whenServable'>;
+        readonly waitMs: number;
+        /** Where a model no node has room for waits (its tasks stay queued); absent = refused 503. */
+        readonly room?: Pick<RoomWaits, 'wait' | 'waitingFor'> | undefined;
+      }
+    | undefined;
   /** Whether the service still admits. */
   running(): boolean;
   /** Ends a task `drop-lru` evicted for `by`. */
@@ -81,7 +97,7 @@ export class TaskAdmission implements AdmissionSteps {
     const views = this.#d.registry.poolsForModel(named.model_ref);
     const modelRef = views.some(isCopy)
       ? this.#d.registry.canonicalModel(named.model_ref)
-      : await this.#unserved(named.model_ref, views.length > 0);
+      : await this.#unserved(named.model_ref, views.length > 0, named.deadline_ms);
     // The session is the key's own: the same session id under another key is another session.
     const sessionId = ownedSessionId(clientKey, named.session_id);
     const request =
@@ -103,7 +119,7 @@ export class TaskAdmission implements AdmissionSteps {
    * `loads`, 503 MODEL_NOT_AVAILABLE; a name only failed or offline static pools list goes on to
    * admission's own 503; anything else is 404 MODEL_NOT_FOUND.
    */
-  async #unserved(name: string, listed: boolean): Promise<string> {
+  async #unserved(name: string, listed: boolean, deadlineMs: number): Promise<string> {
     const entry = await this.#d.catalog?.get(name);
     if (entry === undefined) {
       if (listed) return this.#d.registry.canonicalModel(name);
@@ -123,6 +139,11 @@ export class TaskAdmission implements AdmissionSteps {
     try {
       return this.#d.registry.canonicalModel(await loads.loader.whenServable(entry, loads.waitMs));
     } catch (err) {
+      // No node has room and nothing idle may go: the task waits in the queue for room (room-waits.ts).
+      if (err instanceof InsufficientMemoryError && !(err instanceof NoLoadingNodeError) && loads.room !== undefined) {
+        loads.room.wait(entry, this.#d.clock.now() + deadlineMs);
+        return entry.ref;
+      }
       if (err instanceof OrchdError) this.#d.observer.refused(err.code);
       throw err;
     }
@@ -133,7 +154,11 @@ export class TaskAdmission implements AdmissionSteps {
   }
 
   checkInput(request: TaskRequest, ahead = 0, budgetRemaining: number | undefined = undefined): AdmissionCheckInput {
+    const waiting = this.#d.loads?.room?.waitingFor(request.model_ref);
     return {
+      ...(waiting !== undefined
+        ? { awaiting: { ctx: waiting.policy.ctx, capabilities: awaitedCapabilities(waiting.policy.serve) } }
+        : {}),
       request,
       views: this.#d.registry.poolsForModel(request.model_ref),
       predictor: this.#d.predictor,

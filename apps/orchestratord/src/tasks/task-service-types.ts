@@ -3,6 +3,7 @@ import type { QueuePolicy } from '../admission/admission-queue.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { CatalogStore } from '../store/catalog-store.js';
 import type { ModelLoads } from '../catalog/model-loads.js';
+import type { RoomWaits } from '../catalog/room-waits.js';
 import type { PlacementStrategy } from '../scheduling/placement.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { OrchdMetrics } from '../support/metrics.js';
@@ -35,7 +36,14 @@ export interface TaskServiceOptions {
    * admission waits up to `waitMs` for the node to report the new pool, then the task waits in the
    * queue while the pool prepares. @default none: a catalog model loaded nowhere is 503
    */
-  loads?: { readonly loader: Pick<ModelLoads, 'whenServable'>; readonly waitMs: number } | undefined;
+  loads?:
+    | {
+        readonly loader: Pick<ModelLoads, 'whenServable'>;
+        readonly waitMs: number;
+        /** Where a model no node has room for waits, its tasks queued (room-waits.ts); absent = 503. */
+        readonly room?: Pick<RoomWaits, 'wait' | 'waitingFor'> | undefined;
+      }
+    | undefined;
   /** How long an ended task's frames stay readable, ms. */
   streamGraceMs: number;
   /** Most ended tasks kept readable; the oldest go first past it. @default 100000 */

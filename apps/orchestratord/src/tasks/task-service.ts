@@ -124,6 +124,7 @@ export class TaskService {
       registry,
       strategy: options.placementStrategy,
       line: coordinator.line(),
+      awaitingModel: (model) => options.loads?.room?.waitingFor(model) !== undefined,
       events: {
         waiting: (task) => this.#observer.waiting(task),
         unplaceable: (task, decision) => {
@@ -224,6 +225,14 @@ export class TaskService {
     this.#observer.canceled(task, reason);
     this.#end(task, { frame: { event: 'end', data: end } });
     return 'canceled';
+  }
+
+  /** Tasks of the model (its ref) queued here. Reads every live task: for rare decisions (a swap), not per task. */
+  queuedFor(modelRef: string): number {
+    let n = 0;
+    for (const task of this.#table.liveTasks())
+      if (task.state === 'queued' && task.request.model_ref === modelRef) n += 1;
+    return n;
   }
 
   /**
