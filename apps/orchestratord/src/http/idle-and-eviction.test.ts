@@ -8,7 +8,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AppTuning } from '../app.js';
 import { onDemandNode, refusal, type OnDemandNode } from '../testing/on-demand-node.js';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
-import { makeApp as makeTestApp, snapshot, storeOf, taskBody, waitFor, type TestApp } from '../testing/test-helpers.js';
+import {
+  heartbeatNode,
+  makeApp as makeTestApp,
+  registerNode,
+  snapshot,
+  storeOf,
+  taskBody,
+  waitFor,
+  type TestApp,
+} from '../testing/test-helpers.js';
 
 const GiB = 1024 ** 3;
 const MEMORY: NodeMemory = { budget_bytes: 2 * GiB, used_bytes: 2 * GiB };
@@ -47,28 +56,12 @@ describe.each(STORE_KINDS)('idle unloads and eviction (%s store)', (kind) => {
     t = app;
     const on = await onDemandNode();
     n = on;
-    const reg = await app.app.inject({
-      method: 'POST',
-      url: '/v2/nodes/register',
-      headers: app.auth,
-      payload: {
-        ...{ node_id: 'n1', machine_id: 'n1', address: on.url, pools: pools(), version: 'x', memory: MEMORY },
-        capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
-      },
-    });
-    expect(reg.statusCode).toBe(200);
+    await registerNode(app, 'n1', pools(), on.url, memory());
     for (const payload of entries) {
       const put = await app.app.inject({ method: 'POST', url: '/v2/catalog/models', headers: app.auth, payload });
       expect(put.statusCode, put.body).toBe(201);
     }
-    const heartbeat = async (): Promise<void> => {
-      await app.app.inject({
-        method: 'POST',
-        url: '/v2/nodes/n1/heartbeat',
-        headers: app.auth,
-        payload: { timestamp: new Date().toISOString(), pools: pools(), memory: memory() },
-      });
-    };
+    const heartbeat = (): Promise<void> => heartbeatNode(app, 'n1', pools(), memory());
     await heartbeat();
     beat = setInterval(() => void heartbeat(), 200);
     return { app, node: on, heartbeat };

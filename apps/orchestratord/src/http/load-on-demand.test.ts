@@ -9,7 +9,9 @@ import { onDemandNode, refusal, type OnDemandNode } from '../testing/on-demand-n
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
 import {
   frames,
+  heartbeatNode,
   makeApp as makeTestApp,
+  registerNode,
   snapshot,
   storeOf,
   taskBody,
@@ -26,19 +28,20 @@ describe.each(STORE_KINDS)('load on first request (%s store)', (kind) => {
   let t: TestApp | undefined;
   let n: OnDemandNode | undefined;
   afterEach(async () => {
+    clearInterval(beat);
     await t?.close();
     t = undefined;
     await n?.close();
     n = undefined;
   });
 
-  const node = (app: TestApp, pools: PoolSnapshot[]) =>
-    app.app.inject({
-      method: 'POST',
-      url: '/v2/nodes/n1/heartbeat',
-      headers: app.auth,
-      payload: { timestamp: new Date().toISOString(), pools, memory: MEMORY },
-    });
+  /** The node's pools as last reported; re-sent every 300 ms, so the node stays online however long a test waits. */
+  let reported: PoolSnapshot[] = [];
+  let beat: NodeJS.Timeout | undefined;
+  const node = (app: TestApp, pools: PoolSnapshot[]): Promise<void> => {
+    reported = pools;
+    return heartbeatNode(app, 'n1', pools, MEMORY);
+  };
   const pool = (poolId: string, over: Partial<PoolSnapshot>): PoolSnapshot =>
     snapshot({ pool_id: poolId, origin: 'catalog', models: [REF], aliases: ['lazy'], ...over });
 
@@ -46,22 +49,9 @@ describe.each(STORE_KINDS)('load on first request (%s store)', (kind) => {
     const app = await makeTestApp({}, tuning, undefined, undefined, storeOf(kind, stores));
     t = app;
     n = await onDemandNode();
-    const reg = await app.app.inject({
-      method: 'POST',
-      url: '/v2/nodes/register',
-      headers: app.auth,
-      payload: {
-        node_id: 'n1',
-        machine_id: 'n1',
-        address: n.url,
-        pools: [],
-        capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
-        version: 'x',
-        memory: MEMORY,
-      },
-    });
-    expect(reg.statusCode).toBe(200);
-    expect((await node(app, [])).statusCode).toBe(200);
+    reported = [];
+    await registerNode(app, 'n1', [], n.url, MEMORY);
+    beat = setInterval(() => void heartbeatNode(app, 'n1', reported, MEMORY).catch(() => undefined), 300);
     const put = await app.app.inject({
       method: 'POST',
       url: '/v2/catalog/models',

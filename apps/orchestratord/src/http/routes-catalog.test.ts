@@ -23,6 +23,7 @@ import { onDemandNode, refusal, type OnDemandNode } from '../testing/on-demand-n
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
 import {
   captureLogger,
+  heartbeatNode,
   makeApp as makeTestApp,
   registerNode,
   snapshot,
@@ -37,40 +38,14 @@ const REF = 'hf:org/repo/qwen-7b.Q4_K_M.gguf';
 const catalogPool = (over: Partial<PoolSnapshot> & { pool_id: string }): PoolSnapshot =>
   snapshot({ origin: 'catalog', models: [REF], aliases: ['qwen'], ...over });
 
-async function registerOnDemand(
+/** A node that loads models on request (with `memory`) or not (without), registered and online. */
+const registerOnDemand = (
   t: TestApp,
   nodeId: string,
   address: string,
   memory: NodeMemory | undefined,
   pools: PoolSnapshot[] = [],
-): Promise<void> {
-  const reg = await t.app.inject({
-    method: 'POST',
-    url: '/v2/nodes/register',
-    headers: t.auth,
-    payload: {
-      node_id: nodeId,
-      machine_id: nodeId,
-      address,
-      pools,
-      capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
-      version: 'x',
-      ...(memory !== undefined ? { memory } : {}),
-    },
-  });
-  expect(reg.statusCode).toBe(200);
-  await heartbeat(t, nodeId, pools, memory);
-}
-
-async function heartbeat(t: TestApp, nodeId: string, pools: PoolSnapshot[], memory?: NodeMemory): Promise<void> {
-  const hb = await t.app.inject({
-    method: 'POST',
-    url: `/v2/nodes/${nodeId}/heartbeat`,
-    headers: t.auth,
-    payload: { timestamp: new Date().toISOString(), pools, ...(memory !== undefined ? { memory } : {}) },
-  });
-  expect(hb.statusCode).toBe(200);
-}
+): Promise<void> => registerNode(t, nodeId, pools, address, memory);
 
 describe.each(STORE_KINDS)('fleet catalog routes (%s store)', (kind) => {
   const stores = storeHarness(kind);
@@ -187,9 +162,9 @@ describe.each(STORE_KINDS)('fleet catalog routes (%s store)', (kind) => {
     await call(app, 'POST', '/v2/catalog/models', { ref: REF, aliases: ['qwen'], max_loaded: 3 });
     await registerOnDemand(app, 'n1', 'http://127.0.0.1:9', { budget_bytes: 16 * GiB, used_bytes: 0 });
     const status = async () => (await model(app, 'qwen')).status;
-    await heartbeat(app, 'n1', [catalogPool({ pool_id: 'a', state: 'provisioning', ready: false })]);
+    await heartbeatNode(app, 'n1', [catalogPool({ pool_id: 'a', state: 'provisioning', ready: false })]);
     expect(await status()).toBe('loading');
-    await heartbeat(app, 'n1', [
+    await heartbeatNode(app, 'n1', [
       catalogPool({ pool_id: 'a', idle_since: '2026-01-01T00:00:05.000Z' }),
       catalogPool({ pool_id: 'b', idle_since: '2026-01-01T00:00:09.000Z' }),
     ]);
@@ -200,21 +175,21 @@ describe.each(STORE_KINDS)('fleet catalog routes (%s store)', (kind) => {
       pinned: false,
     });
     // one copy busy: not idle
-    await heartbeat(app, 'n1', [
+    await heartbeatNode(app, 'n1', [
       catalogPool({ pool_id: 'a', idle_since: '2026-01-01T00:00:05.000Z' }),
       catalogPool({ pool_id: 'b' }),
     ]);
     expect((await model(app, 'qwen')).idle_since).toBeUndefined();
-    await heartbeat(app, 'n1', [catalogPool({ pool_id: 'a', state: 'draining', ready: false, draining: true })]);
+    await heartbeatNode(app, 'n1', [catalogPool({ pool_id: 'a', state: 'draining', ready: false, draining: true })]);
     expect(await status()).toBe('unloading');
-    await heartbeat(app, 'n1', [
+    await heartbeatNode(app, 'n1', [
       catalogPool({ pool_id: 'a', state: 'failed', ready: false, last_error: 'fetch: 404' }),
     ]);
     expect(await model(app, 'qwen')).toMatchObject({ status: 'failed', last_error: 'fetch: 404' });
-    await heartbeat(app, 'n1', []);
+    await heartbeatNode(app, 'n1', []);
     expect(await status()).toBe('registered');
     // a static pool of the model pins it
-    await heartbeat(app, 'n1', [snapshot({ pool_id: 'yaml', models: [REF] })]);
+    await heartbeatNode(app, 'n1', [snapshot({ pool_id: 'yaml', models: [REF] })]);
     expect(await model(app, REF)).toMatchObject({ status: 'ready', pinned: true });
   });
 
@@ -255,10 +230,10 @@ describe.each(STORE_KINDS)('fleet catalog routes (%s store)', (kind) => {
     const poolId = big.loads[0]!.pool_id;
     // asked again while it loads (claimed; then the pool reported preparing): nothing more is asked
     expect((await call(app, 'POST', '/v2/catalog/models/qwen/load')).statusCode).toBe(202);
-    await heartbeat(app, 'big', [catalogPool({ pool_id: poolId, state: 'provisioning', ready: false })]);
+    await heartbeatNode(app, 'big', [catalogPool({ pool_id: poolId, state: 'provisioning', ready: false })]);
     expect((await call(app, 'POST', `/v2/catalog/models/${encodeURIComponent(REF)}/load`, {})).statusCode).toBe(202);
     expect(big.loads.length + small.loads.length).toBe(1);
-    await heartbeat(app, 'big', [catalogPool({ pool_id: poolId })]);
+    await heartbeatNode(app, 'big', [catalogPool({ pool_id: poolId })]);
     expect((await model(app, 'qwen')).status).toBe('ready');
     const max = await call(app, 'POST', '/v2/catalog/models/qwen/load');
     expect(max.statusCode).toBe(409);
@@ -319,13 +294,13 @@ describe.each(STORE_KINDS)('fleet catalog routes (%s store)', (kind) => {
     await call(app, 'POST', '/v2/catalog/models', { ref: REF, aliases: ['qwen'] });
     expect((await call(app, 'POST', '/v2/catalog/models/qwen/load')).statusCode).toBe(202);
     const poolId = n.loads[0]!.pool_id;
-    await heartbeat(app, 'n1', [catalogPool({ pool_id: poolId, state: 'provisioning', ready: false })]);
-    await heartbeat(app, 'n1', [
+    await heartbeatNode(app, 'n1', [catalogPool({ pool_id: poolId, state: 'provisioning', ready: false })]);
+    await heartbeatNode(app, 'n1', [
       catalogPool({ pool_id: poolId, state: 'failed', ready: false, last_error: 'sha256 mismatch' }),
     ]);
     let failed: ClusterModel | undefined;
     const deadline = Date.now() + 5000;
-    await heartbeat(app, 'n1', []);
+    await heartbeatNode(app, 'n1', []);
     while (Date.now() < deadline) {
       failed = await model(app, 'qwen');
       if (failed.status === 'failed') break;

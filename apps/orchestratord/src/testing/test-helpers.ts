@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import {
   OrchestratorConfigSchema,
   type OrchestratorConfig,
+  type NodeMemory,
   type PoolSnapshot,
   type TaskRequestInput,
 } from '@llama-orch/contracts';
@@ -161,12 +162,16 @@ export async function makeApp(
   };
 }
 
-/** Registers a node and sends its first heartbeat (→ online) through the routes. */
+/**
+ * Registers a node and sends its first heartbeat (→ online) through the routes; `memory` makes it a
+ * node that loads models on request (spec 67).
+ */
 export async function registerNode(
   t: TestApp,
   nodeId: string,
   pools: PoolSnapshot[],
   address = 'http://127.0.0.1:9',
+  memory?: NodeMemory,
 ): Promise<void> {
   const reg = await t.app.inject({
     method: 'POST',
@@ -179,14 +184,25 @@ export async function registerNode(
       pools,
       capabilities: { gpus: [], cpu_cores: 1, ram_total_bytes: 1 },
       version: 'x',
+      ...(memory !== undefined ? { memory } : {}),
     },
   });
   expect(reg.statusCode).toBe(200);
+  await heartbeatNode(t, nodeId, pools, memory);
+}
+
+/** One heartbeat of a registered node through the routes, as pool-managerd sends it. */
+export async function heartbeatNode(
+  t: TestApp,
+  nodeId: string,
+  pools: PoolSnapshot[],
+  memory?: NodeMemory,
+): Promise<void> {
   const hb = await t.app.inject({
     method: 'POST',
     url: `/v2/nodes/${nodeId}/heartbeat`,
     headers: t.auth,
-    payload: { timestamp: new Date().toISOString(), pools },
+    payload: { timestamp: new Date().toISOString(), pools, ...(memory !== undefined ? { memory } : {}) },
   });
   expect(hb.statusCode).toBe(200);
 }
