@@ -209,7 +209,8 @@ export class ManagedPool implements ReloadablePool {
     if (ac.signal.aborted) return;
     this.#model = { ...this.#model, resolved: model };
     this.#table.setModels(this.poolId, [this.#model.ref, model.id]);
-    const projected = this.#memory.project(this.#pool, model);
+    // By the engine's llama-fit-params when it has one (~40 ms), beside the engine's start.
+    const projected = this.#memory.project(this.#pool, model, this.#binary);
     if (this.origin === 'catalog') {
       // A load on request starts only if it fits next to the node's other pools.
       const projection = await projected;

@@ -1,9 +1,12 @@
 import type { PoolConfig } from '@llama-orch/contracts';
+import type { DeviceMemory } from '@llama-orch/engine-provisioner';
 import { readGgufHeader, type GgufHeader, type GgufValue } from '@llama-orch/model-provisioner';
 
 /**
- * What a pool's engine will take in memory before it runs (spec 50, memory), from the model's GGUF
- * header and the pool's settings, with llama.cpp's own sizing rules (the bundled tree,
+ * What a pool's engine will take in memory before it runs (spec 50, memory), by formula: the method
+ * when the engine has no `llama-fit-params` or it fails (fit-projection.ts is the other, and borrows
+ * this one's output term and, for generation pools, its compute term within the tool's bounds). From
+ * the model's GGUF header and the pool's settings, with llama.cpp's own sizing rules (the bundled tree,
  * `src/llama-context.cpp`, `src/llama-kv-cache.cpp`) and allowances measured on its CPU build:
  *
  * - model: the file size. llama.cpp maps the file; decoding reads every weight, so all of it ends
@@ -31,7 +34,12 @@ import { readGgufHeader, type GgufHeader, type GgufValue } from '@llama-orch/mod
  * static pool's `extra_flags` change (`-c`, `-ub`, `--cache-type-k`).
  */
 export interface MemoryProjection {
-  /** Everything below, bytes. */
+  /**
+   * `fit-params`: llama.cpp's own figures (`llama-fit-params`, fit-projection.ts) plus what they do
+   * not count; `formula`: this module's, when the engine has no such tool or it failed.
+   */
+  method: 'fit-params' | 'formula';
+  /** Everything below, bytes: what the host takes (device memory is in `devices`). */
   total_bytes: number;
   model_bytes: number;
   kv_bytes: number;
@@ -40,6 +48,8 @@ export interface MemoryProjection {
   engine_bytes: number;
   /** The header lacked what the KV and compute terms need (their terms are 0: the figure is a floor). */
   partial: boolean;
+  /** Per accelerator, as `llama-fit-params` printed it (MiB); empty on a CPU build and for the formula. */
+  devices: DeviceMemory[];
 }
 
 /** The hyperparameters of a GGUF model the projection needs. */
@@ -65,6 +75,17 @@ export interface ModelMemoryFacts {
  * 1024/4096 context, 1–2 slots), rounded up.
  */
 export const ENGINE_BASE_BYTES = 21 * 1024 * 1024;
+
+/**
+ * What RSS holds beyond `llama-fit-params`' host figures (after the compute correction of
+ * fit-projection.ts) and the output buffer, after a batch-filling request: llama-server without a
+ * model (as {@link ENGINE_BASE_BYTES}), the model file's header pages and what the tool's whole-MiB
+ * figures round off. 19.9–22.8 MiB over the six generation configurations of
+ * `memory-measure.test.ts` (64–1024 wide, 1024–4096 context, 1–2 slots; the 64-wide ones lowest);
+ * 22 MiB, the level of the larger models, since a projection under RSS lets the budget be promised
+ * twice before the engine runs.
+ */
+export const FIT_ENGINE_BASE_BYTES = 22 * 1024 * 1024;
 
 /** llama-server's default micro-batch (`-ub`); engine-flags gives embedding pools the context, at most 8192. */
 const DEFAULT_UBATCH = 512;
@@ -101,6 +122,7 @@ export function projectMemory(
     output = facts.n_vocab * 4 * (allOutputs ? ubatch : seqs);
   }
   return {
+    method: 'formula',
     total_bytes: model + kv + compute + output + ENGINE_BASE_BYTES,
     model_bytes: model,
     kv_bytes: kv,
@@ -108,6 +130,7 @@ export function projectMemory(
     output_bytes: output,
     engine_bytes: ENGINE_BASE_BYTES,
     partial,
+    devices: [],
   };
 }
 
@@ -170,9 +193,14 @@ export function committedBytes(m: {
 
 const MiB = 1024 * 1024;
 
-/** `612 MiB (model 259 + KV 256 + compute 33 + output 0.1 + engine 21 MiB)` for messages and logs. */
+/**
+ * `612 MiB (model 259 + KV 256 + compute 33 + output 0.1 + engine 21 MiB, by llama-fit-params; CUDA0
+ * 1200 MiB)` for messages and logs: the host's terms, how they were projected, then each device's total.
+ */
 export function describeProjection(p: MemoryProjection): string {
   const m = (b: number): string => (b >= 10 * MiB ? String(Math.round(b / MiB)) : (b / MiB).toFixed(1));
   const parts = `model ${m(p.model_bytes)} + KV ${m(p.kv_bytes)} + compute ${m(p.compute_bytes)} + output ${m(p.output_bytes)} + engine ${m(p.engine_bytes)} MiB`;
-  return `${m(p.total_bytes)} MiB (${parts}${p.partial ? '; KV and compute unknown for this architecture' : ''})`;
+  const unknown = p.method === 'formula' ? 'KV and compute' : 'output';
+  const devices = p.devices.map((d) => `; ${d.name} ${d.total_mib} MiB`).join('');
+  return `${m(p.total_bytes)} MiB (${parts}, by ${p.method === 'formula' ? 'the formula' : 'llama-fit-params'}${p.partial ? `; ${unknown} unknown for this architecture` : ''}${devices})`;
 }

@@ -233,7 +233,7 @@ describe('a node with only on_demand (no YAML pool; a model cache of its own)', 
       20,
     );
     expect(failed.last_error).toMatch(
-      /^pool 'late' does not fit: its engine needs \d+ MiB \(model [\d.]+ \+ KV 512 \+ compute 102\d \+ output [\d.]+ \+ engine 21 MiB\); the node has 256 MiB free of its 256 MiB budget \(its pools take 0 MiB\)$/,
+      /^pool 'late' does not fit: its engine needs \d+ MiB \(model [\d.]+ \+ KV 512 \+ compute 102\d \+ output [\d.]+ \+ engine 22 MiB, by llama-fit-params\); the node has 256 MiB free of its 256 MiB budget \(its pools take 0 MiB\)$/,
     );
     expect('memory_bytes' in failed).toBe(false); // it holds nothing
     expect(existsSync(join(h.runtime.pids, 'late-r0.pid'))).toBe(false); // no engine was started

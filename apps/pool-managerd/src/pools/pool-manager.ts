@@ -85,7 +85,12 @@ export class PoolManager {
       ...(options.clock !== undefined ? { clock: options.clock } : {}),
       ...(options.residentBytes !== undefined ? { residentBytes: options.residentBytes } : {}),
     });
-    this.memory = new PoolMemory({ table: this.pools, budgetBytes: options.onDemand?.memory_budget_bytes, logger });
+    this.memory = new PoolMemory({
+      table: this.pools,
+      budgetBytes: options.onDemand?.memory_budget_bytes,
+      logger,
+      engineEnv: options.engineEnv,
+    });
     this.metrics = new PoolManagerMetrics(this.pools);
     this.held = new HeldDispatches(this.metrics);
     this.engineMetrics = new EngineMetricsScraper({
@@ -125,6 +130,7 @@ export class PoolManager {
       forget: (poolId) => {
         this.#managed.delete(poolId);
         this.pools.remove(poolId);
+        this.memory.forget(poolId);
       },
       closing: () => this.#state === 'closing' || this.#state === 'closed',
     });

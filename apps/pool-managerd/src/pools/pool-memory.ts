@@ -1,8 +1,11 @@
 import type { Logger } from 'pino';
 import type { PoolConfig } from '@llama-orch/contracts';
+import type { EngineBinary } from '@llama-orch/engine-provisioner';
+import { readGgufHeader } from '@llama-orch/model-provisioner';
 import { InsufficientMemoryError } from '../errors.js';
 import { usedBytes } from '../node/node-memory.js';
-import { describeProjection, projectModelFile, type MemoryProjection } from './memory-projection.js';
+import { projectWithFitParams } from './fit-projection.js';
+import { describeProjection, memoryFactsOf, projectMemory, type MemoryProjection } from './memory-projection.js';
 import type { PoolTable } from './pool-table.js';
 
 export interface PoolMemoryOptions {
@@ -10,6 +13,13 @@ export interface PoolMemoryOptions {
   /** The on-demand budget (`on_demand.memory_budget_bytes`); undefined: the node loads nothing on request. */
   budgetBytes: number | undefined;
   logger: Logger;
+  /** Complete, scrubbed environment of engine processes: `llama-fit-params` runs with it. @default {} */
+  engineEnv?: Readonly<Record<string, string>>;
+}
+
+/** The settings that pick a pool's engine build: pools that share them share `llama-fit-params`. */
+function buildKey(pool: PoolConfig): string {
+  return JSON.stringify([pool.source, pool.gpu, pool.cuda_architectures, pool.native, pool.build_flags]);
 }
 
 const MiB = 1024 * 1024;
@@ -26,31 +36,108 @@ export class PoolMemory {
   readonly budgetBytes: number | undefined;
   readonly #table: PoolTable;
   readonly #log: Logger;
+  readonly #engineEnv: Readonly<Record<string, string>>;
+  /** `llama-fit-params` of each engine build seen (undefined: that engine has none), by {@link buildKey}. */
+  readonly #tools = new Map<string, string | undefined>();
+  /** Each pool's last projection and what it was made of: the tool runs once per model and engine. */
+  readonly #made = new Map<string, { inputs: string; projection: Promise<MemoryProjection | undefined> }>();
+  /** Pools whose fallback to the formula was logged (once per pool). */
+  readonly #fellBack = new Set<string>();
 
-  constructor({ table, budgetBytes, logger }: PoolMemoryOptions) {
+  constructor({ table, budgetBytes, logger, engineEnv = {} }: PoolMemoryOptions) {
     this.#table = table;
     this.budgetBytes = budgetBytes;
     this.#log = logger;
+    this.#engineEnv = engineEnv;
   }
 
   /**
-   * Projects the engine of `pool` over the model file at `path` and records it for the pool when it
-   * is in the table. Never rejects: an unreadable header leaves the pool without a projection (logged).
+   * Projects the engine of `pool` over the model file at `model.local_path` and records it for the
+   * pool when it is in the table. With llama.cpp's `llama-fit-params` when the engine has it
+   * (`engine.fit_params_path`; without `engine`, the tool of an engine built the same way seen
+   * before, as for a load on request before its engine is provisioned), else with the formula
+   * (memory-projection.ts; why is logged once per pool). The same model and tool again give the
+   * same projection without running anything. Never rejects: an unreadable header leaves the pool
+   * without a projection (logged).
    */
-  async project(pool: PoolConfig, model: { local_path: string }): Promise<MemoryProjection | undefined> {
-    const log = this.#log.child({ pool_id: pool.id });
-    try {
-      const projection = await projectModelFile(model.local_path, pool);
-      if (this.#table.has(pool.id)) this.#table.setProjectedBytes(pool.id, projection.total_bytes);
-      log.info(
-        { memory_bytes: projection.total_bytes, human: `engine memory projected: ${describeProjection(projection)}` },
-        'memory projected',
-      );
+  project(
+    pool: PoolConfig,
+    model: { local_path: string },
+    engine?: Pick<EngineBinary, 'fit_params_path'>,
+  ): Promise<MemoryProjection | undefined> {
+    const key = buildKey(pool);
+    if (engine !== undefined) this.#tools.set(key, engine.fit_params_path);
+    const known = engine !== undefined || this.#tools.has(key);
+    const tool = this.#tools.get(key);
+    const inputs = JSON.stringify([model.local_path, tool, known]);
+    let made = this.#made.get(pool.id);
+    if (made?.inputs !== inputs) {
+      made = { inputs, projection: this.#project(pool, model.local_path, tool, known) };
+      this.#made.set(pool.id, made);
+    }
+    return made.projection.then((projection) => {
+      if (projection !== undefined && this.#table.has(pool.id))
+        this.#table.setProjectedBytes(pool.id, projection.total_bytes);
       return projection;
+    });
+  }
+
+  /** Forgets what was kept for a pool that left the node. */
+  forget(poolId: string): void {
+    this.#made.delete(poolId);
+    this.#fellBack.delete(poolId);
+  }
+
+  async #project(
+    pool: PoolConfig,
+    path: string,
+    tool: string | undefined,
+    known: boolean,
+  ): Promise<MemoryProjection | undefined> {
+    const log = this.#log.child({ pool_id: pool.id });
+    let facts;
+    try {
+      facts = memoryFactsOf(await readGgufHeader(path));
     } catch (err) {
       log.warn({ err }, 'memory projection failed: the model header could not be read');
       return undefined;
     }
+    let projection = projectMemory(facts, pool);
+    if (tool !== undefined) {
+      try {
+        projection = await projectWithFitParams({
+          fitParams: tool,
+          modelPath: path,
+          facts,
+          pool,
+          // As the engine gets it (replica.ts): the devices the tool lists are the engine's.
+          env:
+            pool.device_mask !== undefined
+              ? { ...this.#engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: pool.device_mask }
+              : this.#engineEnv,
+        });
+      } catch (err) {
+        this.#fallBack(pool.id, log, { err }, 'llama-fit-params failed; memory projected with the formula');
+      }
+    } else if (known) {
+      this.#fallBack(pool.id, log, {}, 'the engine has no llama-fit-params; memory projected with the formula');
+    }
+    log.info(
+      {
+        memory_bytes: projection.total_bytes,
+        method: projection.method,
+        ...(projection.devices.length > 0 ? { devices: projection.devices } : {}),
+        human: `engine memory projected: ${describeProjection(projection)}`,
+      },
+      'memory projected',
+    );
+    return projection;
+  }
+
+  #fallBack(poolId: string, log: Logger, facts: object, message: string): void {
+    if (this.#fellBack.has(poolId)) return;
+    this.#fellBack.add(poolId);
+    log.warn(facts, message);
   }
 
   /** What the node's pools take now (their `memory_bytes`), bytes; `except` left out. */
