@@ -15,5 +15,3 @@ export {
 export { summarize, percentile } from './lib/stats.js';
 export type { Summary } from './lib/stats.js';
 export { SseParser } from './lib/sse.js';
-export { FixtureNode } from './fixtures/fixture-node.js';
-export type { FixtureNodeOptions, FixtureMode } from './fixtures/fixture-node.js';

@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
     paths.orchestratord,
     paths.poolManagerd,
     paths.placementBench,
-    paths.fixtureNode,
+    paths.fixturePoolManager,
     paths.passthroughProxy,
   ]) {
     if (!existsSync(p)) throw new UsageError(`${p} is missing: run \`pnpm build\` first`);

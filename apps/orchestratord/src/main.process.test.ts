@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { FixturePoolManager } from './fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { openSse, taskBody, TOKEN } from './testing/test-helpers.js';
 
 const APP_DIR = dirname(dirname(fileURLToPath(import.meta.url)));

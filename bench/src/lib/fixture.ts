@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { FixtureNodeOptions } from '../fixtures/fixture-node.js';
+import type { FixtureFleetOptions } from '@llama-orch/fixture-pool-manager';
 import { launchDaemon, type FileLoggedDaemon as Daemon } from '@llama-orch/daemon-support/daemon-launcher';
 import type { BenchPaths } from './repo.js';
 
@@ -7,13 +7,13 @@ import type { BenchPaths } from './repo.js';
 export async function startFixtureNode(
   paths: BenchPaths,
   dir: string,
-  options: FixtureNodeOptions,
+  options: FixtureFleetOptions,
   nofile?: number,
 ): Promise<Daemon> {
   return launchDaemon(
     {
       name: `fixture-node:${options.idPrefix ?? 'fixture'}`,
-      script: paths.fixtureNode,
+      script: paths.fixturePoolManager,
       args: [JSON.stringify(options)],
       output: { file: join(dir, `fixture-node-${options.idPrefix ?? 'fixture'}.log`) },
       envMode: 'minimal',

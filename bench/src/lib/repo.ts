@@ -22,8 +22,8 @@ export interface BenchPaths {
   readonly poolManagerd: string;
   /** `node apps/orchestratord/dist/bench/placement-bench.js` */
   readonly placementBench: string;
-  /** Built bench fixtures (this package's dist). */
-  readonly fixtureNode: string;
+  /** FIXTURE pool-managerds, many virtual nodes in one process (`packages/fixture-pool-manager`, built). */
+  readonly fixturePoolManager: string;
   /** FIXTURE: a bare node:http pass-through (the relay benchmark's floor). */
   readonly passthroughProxy: string;
   readonly streamClient: string;
@@ -50,7 +50,7 @@ export function benchPaths(env: Readonly<Record<string, string | undefined>>): B
     orchestratord: override('LLORCH_BENCH_ORCHESTRATORD') ?? join(root, 'apps', 'orchestratord', 'dist', 'main.js'),
     poolManagerd: override('LLORCH_BENCH_POOL_MANAGERD') ?? join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
     placementBench: join(root, 'apps', 'orchestratord', 'dist', 'bench', 'placement-bench.js'),
-    fixtureNode: join(dist, 'fixtures', 'fixture-node-main.js'),
+    fixturePoolManager: join(root, 'packages', 'fixture-pool-manager', 'dist', 'fixture-pool-manager-main.js'),
     passthroughProxy: join(dist, 'fixtures', 'passthrough-proxy-main.js'),
     streamClient: join(dist, 'load', 'stream-client-main.js'),
     cacheDir:

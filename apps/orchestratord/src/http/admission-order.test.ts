@@ -3,7 +3,7 @@
 import type { Socket } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { HB_MS } from '../testing/openai-cluster.js';
 import { makeApp, openSse, taskBody, TOKEN, type TestApp } from '../testing/test-helpers.js';
 

@@ -7,7 +7,7 @@ import {
 } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { HB_MS } from '../testing/openai-cluster.js';
 import { buildApp, type OrchdApp } from '../app.js';
 import { loadCredentials } from './credentials.js';

@@ -5,7 +5,7 @@ import {
   TaskRequestSchema,
 } from '@llama-orch/contracts';
 import { describe, expect, it } from 'vitest';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { leaveTask } from '../testing/leftover-tasks.js';
 import { annAuth, fixtureCluster, NODE, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
 import { frames, taskBody } from '../testing/test-helpers.js';

@@ -4,7 +4,7 @@ import { DashboardSnapshotSchema, OrchestratorConfigSchema, type DashboardSnapsh
 import { parsePrometheusText, systemClock } from '@llama-orch/daemon-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type OrchdApp } from '../app.js';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { storeSettingsOf } from '../store/cluster-store.js';
 import { createClusterStore } from '../store/create-cluster-store.js';
 import { REDIS_INSTALL_TIMEOUT_MS, startRedisServer, type RedisServerHandle } from '../testing/redis-server.js';

@@ -1,6 +1,6 @@
 import { ErrorEnvelopeSchema, NodeListSchema, ReadinessSchema } from '@llama-orch/contracts';
 import { describe, expect, it } from 'vitest';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import {
   annAuth,
   bearer,

@@ -2,7 +2,7 @@ import { createConnection } from 'node:net';
 import { resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import { describe, expect, it } from 'vitest';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { leaveTask } from '../testing/leftover-tasks.js';
 import {
   annAuth,

@@ -1,7 +1,7 @@
 import { ErrorEnvelopeSchema, SessionInfoSchema } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import {
   annAuth,
   NODE,

@@ -3,7 +3,7 @@
 import type { TaskRequestInput } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { makeApp, openSse, taskBody, TOKEN, type TestApp } from '../testing/test-helpers.js';
 
 // Offline after 3 missed heartbeats: 750 ms of silence, above a loaded machine's event-loop stalls.

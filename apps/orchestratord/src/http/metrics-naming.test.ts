@@ -9,7 +9,7 @@ import {
   promtoolCheckMetrics,
   type PromFamily,
 } from '@llama-orch/daemon-support';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { HB_MS } from '../testing/openai-cluster.js';
 import { makeApp, openSse, taskBody, TOKEN, type TestApp } from '../testing/test-helpers.js';
 

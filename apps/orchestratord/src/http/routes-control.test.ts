@@ -9,7 +9,7 @@ import {
   PoolHealthSchema,
 } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
 import {
   makeApp as makeAppWith,

@@ -9,7 +9,7 @@ import {
 } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import type { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { startFixtureCluster } from '../testing/openai-cluster.js';
 import { makeApp, TOKEN, waitFor, type TestApp } from '../testing/test-helpers.js';
 

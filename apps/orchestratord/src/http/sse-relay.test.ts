@@ -3,7 +3,7 @@
 import type { TaskRequestInput } from '@llama-orch/contracts';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { HB_MS, startFixtureCluster, type FixtureNodeSpec } from '../testing/openai-cluster.js';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
 import { openSse, storeOf, taskBody, TOKEN, waitFor, type SseClient, type TestApp } from '../testing/test-helpers.js';

@@ -3,7 +3,7 @@ import { ErrorEnvelopeSchema, OrchestratorConfigSchema } from '@llama-orch/contr
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp, type OrchdApp } from '../app.js';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { nameUuid } from '../sessions/session-ids.js';
 import { HB_MS } from '../testing/openai-cluster.js';
 import { captureLogger, openSse, taskBody } from '../testing/test-helpers.js';

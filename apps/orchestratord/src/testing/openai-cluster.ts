@@ -2,7 +2,7 @@ import { CLUSTER_HEARTBEAT_MS } from './replica-harness.js';
 // Test-only: orchestratord listening on loopback with fixture pool-managerd nodes, and the
 // official `openai` client pointed at its /v1 door.
 import OpenAI from 'openai';
-import { FixturePoolManager, type FixturePoolSpec } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager, type FixturePoolSpec } from '@llama-orch/fixture-pool-manager';
 import type { AppTuning } from '../app.js';
 import { makeApp, TOKEN, type ExtraDeps, type TestApp } from './test-helpers.js';
 

@@ -4,7 +4,7 @@ import { OrchestratorConfigSchema } from '@llama-orch/contracts';
 import { systemClock } from '@llama-orch/daemon-support';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { buildApp, type OrchdApp } from '../app.js';
-import { FixturePoolManager } from '../fixtures/fixture-pool-manager.js';
+import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { loadCredentials } from '../http/credentials.js';
 import { storeSettingsOf, type SharedStore } from '../store/cluster-store.js';
 import { createClusterStore } from '../store/create-cluster-store.js';
