@@ -1,13 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  AvailabilitySchema,
-  CapabilitiesSchema,
-  ClusterPoolListSchema,
-  NodeListSchema,
-  PoolHealthSchema,
-} from '@llama-orch/contracts';
+import { CapabilitiesSchema, ClusterPoolListSchema, NodeListSchema, PoolHealthSchema } from '@llama-orch/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { STORE_KINDS, storeHarness } from '../testing/store-harness.js';
@@ -21,7 +12,7 @@ import {
 } from '../testing/test-helpers.js';
 
 // Against both cluster stores: with Redis the node routes write through the store (.specs/65-cluster-store.md).
-describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)', (kind) => {
+describe.each(STORE_KINDS)('node, control and metrics routes (%s store)', (kind) => {
   const stores = storeHarness(kind);
   const makeApp = (over: Parameters<typeof makeAppWith>[0] = {}): Promise<TestApp> =>
     makeAppWith(over, {}, undefined, undefined, storeOf(kind, stores));
@@ -228,86 +219,6 @@ describe.each(STORE_KINDS)('node, control, catalog and metrics routes (%s store)
     expect(res.json()).toMatchObject({ code: 'POOL_UNAVAILABLE', retriable: true });
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(res.headers['x-backoff-ms']).toBeDefined();
-  });
-
-  it('catalog: list from heartbeats + interest, register 202, delete 204/404, availability', async () => {
-    t = await makeApp();
-    await registerNode(t, 'n1', [
-      snapshot({ pool_id: 'a', models: ['m1'] }),
-      snapshot({ pool_id: 'b', state: 'provisioning', ready: false, models: ['m2'] }),
-    ]);
-    const reg = await t.app.inject({
-      method: 'POST',
-      url: '/v2/catalog/models',
-      headers: t.auth,
-      payload: { ref: 'hf:org/repo/file.gguf' },
-    });
-    expect(reg.statusCode).toBe(202);
-    expect(reg.json()).toEqual({
-      id: 'hf:org/repo/file.gguf',
-      ref: 'hf:org/repo/file.gguf',
-      status: 'registered',
-      pools: [],
-      aliases: [],
-      registered: true,
-    });
-    const list = await t.app.inject({ method: 'GET', url: '/v2/catalog/models', headers: t.auth });
-    expect(list.json().models.map((m: { id: string; status: string }) => [m.id, m.status])).toEqual([
-      ['hf:org/repo/file.gguf', 'registered'],
-      ['m1', 'ready'],
-      ['m2', 'provisioning'],
-    ]);
-    const avail = AvailabilitySchema.parse(
-      (await t.app.inject({ method: 'GET', url: '/v2/catalog/availability', headers: t.auth })).json(),
-    );
-    expect(avail.models).toEqual([
-      { model: 'hf:org/repo/file.gguf', ready_pools: [], provisioning_pools: [] },
-      { model: 'm1', ready_pools: ['a'], provisioning_pools: [] },
-      { model: 'm2', ready_pools: [], provisioning_pools: ['b'] },
-    ]);
-    const url = `/v2/catalog/models/${encodeURIComponent('hf:org/repo/file.gguf')}`;
-    expect((await t.app.inject({ method: 'DELETE', url, headers: t.auth })).statusCode).toBe(204);
-    expect((await t.app.inject({ method: 'DELETE', url, headers: t.auth })).statusCode).toBe(404);
-    expect(
-      (await t.app.inject({ method: 'DELETE', url: '/v2/catalog/models/m1', headers: t.auth })).json(),
-    ).toMatchObject({ code: 'NOT_FOUND' });
-    const bad = await t.app.inject({
-      method: 'POST',
-      url: '/v2/catalog/models',
-      headers: t.auth,
-      payload: { ref: '' },
-    });
-    expect(bad.statusCode).toBe(400);
-  });
-
-  it('catalog with ORCHD_STATE_DIR: registered interest survives a restart of orchestratord', async () => {
-    const stateDir = await mkdtemp(join(tmpdir(), 'orchd-state-'));
-    try {
-      t = await makeApp({ state_dir: stateDir });
-      const reg = await t.app.inject({
-        method: 'POST',
-        url: '/v2/catalog/models',
-        headers: t.auth,
-        payload: { ref: 'hf:org/repo/kept.gguf', sha256: 'b'.repeat(64) },
-      });
-      expect(reg.statusCode).toBe(202);
-      await t.close();
-      t = await makeApp({ state_dir: stateDir });
-      const list = await t.app.inject({ method: 'GET', url: '/v2/catalog/models', headers: t.auth });
-      expect(list.json().models).toEqual([
-        {
-          id: 'hf:org/repo/kept.gguf',
-          ref: 'hf:org/repo/kept.gguf',
-          status: 'registered',
-          pools: [],
-          aliases: [],
-          registered: true,
-          sha256: 'b'.repeat(64),
-        },
-      ]);
-    } finally {
-      await rm(stateDir, { recursive: true, force: true });
-    }
   });
 
   it('/metrics: Prometheus text without auth, the contract series, and scraping changes nothing', async () => {
