@@ -64,6 +64,13 @@ function appLayers(app, layers, roots) {
       to: { path: `${src}(testing|fixtures|bench)/` },
     },
     {
+      name: `${app}-product-never-imports-the-fixture-node`,
+      severity: 'error',
+      comment: 'The fixture pool-managerd is for tests and benches; product code never imports it.',
+      from: { path: src, pathNot: exempt },
+      to: { path: '^packages/fixture-pool-manager/' },
+    },
+    {
       name: `${app}-src-top-level`,
       severity: 'error',
       comment:
