@@ -48,6 +48,12 @@ export interface ClusterOptions {
   onDemand?: Readonly<Record<string, unknown>>;
   /** More environment of orchestratord (`ORCHD_CATALOG_FILE`, …). */
   orchestratorEnv?: Readonly<Record<string, string>>;
+  /**
+   * False: the nodes have no pool of their own (`pools: []`; needs `onDemand`), so they serve only
+   * what the catalog loads, and nothing is waited for but orchestratord answering (`poolId` names
+   * no pool then). @default true
+   */
+  staticPools?: boolean;
 }
 
 /** A JSON log line of one of the cluster's daemons. */
@@ -116,6 +122,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
               ...opts.pools?.[n - 1]?.config,
             },
           ],
+          ...(opts.staticPools === false ? { pools: [] } : {}),
           ...(opts.onDemand ? { on_demand: opts.onDemand } : {}),
         }),
       );
@@ -135,7 +142,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     await waitAllReady(
       orchestrator.url,
       token,
-      nodes.map((n) => n.poolId),
+      opts.staticPools === false ? [] : nodes.map((n) => n.poolId),
       opts.readyTimeoutMs,
       started,
     );
