@@ -363,6 +363,7 @@ export async function buildApp(
   const dashboard = new DashboardFeed({
     registry,
     tasks,
+    models,
     clock,
     version,
     activity: store.activity,

@@ -84,6 +84,35 @@ export const DashboardReplicaSchema = z
 export type DashboardReplica = z.infer<typeof DashboardReplicaSchema>;
 
 /**
+ * What a `DashboardModelEvent` says happened: a load started (a node accepted it), became ready,
+ * failed, or its pool left the node before it was ready; or a copy started unloading.
+ */
+export const DashboardModelEventKindSchema = z.enum(['load_started', 'load_ready', 'load_failed', 'load_vanished', 'unloading']);
+export type DashboardModelEventKind = z.infer<typeof DashboardModelEventKindSchema>;
+
+/** Why a copy unloads: an operator asked, it was idle past its `idle_ttl_s`, it was evicted for another model's load, or swapped out for a model that waited for room. */
+export const DashboardUnloadCauseSchema = z.enum(['operator', 'idle', 'eviction', 'swap']);
+export type DashboardUnloadCause = z.infer<typeof DashboardUnloadCauseSchema>;
+
+/** One entry of the dashboard's live feed of models on demand (newest first): a load or an unload of one copy. */
+export const DashboardModelEventSchema = z
+  .strictObject({
+    /** When it happened, ms since the Unix epoch. */
+    at_ms: z.int().nonnegative(),
+    kind: DashboardModelEventKindSchema,
+    /** The catalog model (its ref). */
+    model: z.string(),
+    node_id: z.string(),
+    pool_id: z.string(),
+    /** Why it unloads (`unloading` only). */
+    cause: DashboardUnloadCauseSchema.optional(),
+    /** In words: why the load failed (`load_failed`), why the copy unloads (`unloading`: idle time, the model it made room for, the drain deadline). */
+    detail: z.string().optional(),
+  })
+  .meta({ id: 'DashboardModelEvent' });
+export type DashboardModelEvent = z.infer<typeof DashboardModelEventSchema>;
+
+/**
  * `GET /v2/dashboard` and the `snapshot` event of `GET /v2/dashboard/events`: everything the web
  * dashboard shows, in one document. The event stream sends one on connect and another whenever the
  * registry or the task service changed something (coalesced), so the page never polls.
@@ -103,6 +132,8 @@ export const DashboardSnapshotSchema = z
     recent_tasks: z.array(DashboardTaskSchema),
     /** The live replicas, by id. Recent tasks and throughput are the whole cluster's, whichever replica answers. */
     replicas: z.array(DashboardReplicaSchema),
+    /** Loads and unloads of catalog models this replica started or saw end, newest first (at most 50). */
+    model_events: z.array(DashboardModelEventSchema),
   })
   .meta({ id: 'DashboardSnapshot' });
 export type DashboardSnapshot = z.infer<typeof DashboardSnapshotSchema>;

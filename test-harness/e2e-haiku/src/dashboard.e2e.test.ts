@@ -10,10 +10,18 @@ import { repoRoot, startCluster, type Cluster } from './index.js';
 
 // The web dashboard in a real browser (Debian's chromium, driven by playwright-core) against a
 // real cluster: orchestratord with an API token, one pool-managerd, the real llama-server with the
-// synthetic model under the alias `synthetic`. The page is orchestratord's own (`GET /`), built by
-// `pnpm build` into packages/dashboard/dist/web. Screenshots go to .artifacts/dashboard/.
+// synthetic model under the alias `synthetic`; the node also has memory for models on demand, and a
+// catalog model is loaded and unloaded while the page watches. The page is orchestratord's own
+// (`GET /`), built by `pnpm build` into packages/dashboard/dist/web. Screenshots go to
+// .artifacts/dashboard/.
 const MODEL = 'synthetic:llama';
 const ALIAS = 'synthetic';
+/** A catalog model loaded on request (an embedder, as requirements/catalog.yaml has it). */
+const ON_DEMAND = 'synthetic:llama?role=embed';
+const NODE = 'e2e-node-1';
+const GiB = 1024 ** 3;
+/** A cold load: the model generated (first run), an engine started; far above it on a loaded host. */
+const LOAD_MS = 120_000;
 const cacheDir = process.env.LLORCH_TEST_CACHE_DIR ?? join(repoRoot(), '.cache', 'llama-orch');
 /** Waits in the page: generous, the suite must pass on a loaded 2-core CI machine. */
 const UI_TIMEOUT_MS = 60_000;
@@ -37,6 +45,7 @@ beforeAll(async () => {
     heartbeatMs: 500,
     readyTimeoutMs: 30 * 60_000,
     pools: [{ aliases: [ALIAS] }],
+    onDemand: { memory_budget_bytes: 2 * GiB, threads: 1 },
   });
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.setDefaultTimeout(UI_TIMEOUT_MS);
@@ -68,6 +77,23 @@ const FOCUSED_NAME = `(() => {
 })()`;
 
 const poolRow = (poolId: string) => page.locator(`tr[data-pool="${poolId}"]`);
+
+/** One call to orchestratord's API with the cluster's key: status and JSON body. */
+async function api(
+  method: 'GET' | 'POST',
+  path: string,
+  body?: object,
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await request(new URL(path, cluster.orchestrator.url), {
+    method,
+    headers: {
+      authorization: `Bearer ${cluster.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.statusCode, json: (await res.body.json()) as Record<string, unknown> };
+}
 const MARKER = 'window.__llorchDashboardMarker';
 
 describe('dashboard page in chromium against a real cluster', () => {
@@ -114,6 +140,65 @@ describe('dashboard page in chromium against a real cluster', () => {
     expect(await replica.count()).toBe(1);
     expect(await replica.innerText()).toContain(cluster.orchestrator.url);
     await saveScreenshot(page, '02-cluster');
+  });
+
+  it("shows the node's on-demand memory as a meter with the node's own figures and its models; a load and an unload appear in the live feed", async () => {
+    screenshotOnFailure('models-on-demand');
+    const node = page.locator(`tr[data-node="${NODE}"]`);
+    const meter = node.getByRole('meter', { name: `On-demand memory of ${NODE}` });
+    await meter.waitFor();
+    /** Whether the bar shows what `GET /v2/nodes` says now (engines' measured memory moves between heartbeats: polled). */
+    const meterShowsTheNode = async (): Promise<string> => {
+      const { json } = await api('GET', '/v2/nodes');
+      const memory = (
+        json.nodes as Array<{ node_id: string; memory?: { budget_bytes: number; used_bytes: number } }>
+      ).find((n) => n.node_id === NODE)?.memory;
+      const shown = [await meter.getAttribute('aria-valuemax'), await meter.getAttribute('aria-valuenow')];
+      const want = memory && [String(memory.budget_bytes), String(Math.min(memory.used_bytes, memory.budget_bytes))];
+      return JSON.stringify(shown) === JSON.stringify(want)
+        ? 'same'
+        : `page ${shown.join('/')} vs node ${JSON.stringify(memory)}`;
+    };
+    await expect.poll(meterShowsTheNode, { timeout: UI_TIMEOUT_MS, interval: 100 }).toBe('same');
+    expect(await meter.getAttribute('aria-valuemax')).toBe(String(2 * GiB));
+    // the figures in words, beside the bar and as its value text
+    const valueText = await meter.getAttribute('aria-valuetext');
+    expect(valueText).toMatch(/^[\d.]+ [KMG]?i?B of 2\.0 GiB used \(\d+%\)$/);
+    expect(await node.locator('.memory-text').innerText()).toBe(valueText);
+    // the static pool is listed as the node's, static
+    expect(await node.locator('[data-model-pool="p1"]').getAttribute('data-origin')).toBe('config');
+    expect(await node.locator('[data-model-pool="p1"]').innerText()).toContain('static');
+
+    const put = await api('POST', '/v2/catalog/models', {
+      ref: ON_DEMAND,
+      aliases: ['embedder'],
+      serve: 'embeddings',
+      ctx: 1024,
+    });
+    expect(put.status, JSON.stringify(put.json)).toBe(201);
+    const load = await api('POST', '/v2/catalog/models/embedder/load');
+    expect(load.status, JSON.stringify(load.json)).toBe(202);
+    // the feed shows the load start, then the copy ready, on the node, without a reload
+    const started = page.locator('tr[data-model-event="load_started"]', { hasText: ON_DEMAND });
+    await started.waitFor();
+    expect(await started.innerText()).toContain(NODE);
+    await page.locator('tr[data-model-event="load_ready"]', { hasText: ON_DEMAND }).waitFor({ timeout: LOAD_MS });
+    const loaded = node.locator('li[data-origin="catalog"]', { hasText: ON_DEMAND });
+    await loaded.waitFor();
+    expect(await loaded.innerText()).toContain('on demand');
+    // the bar follows the node's figures with the loaded copy too
+    await expect.poll(meterShowsTheNode, { timeout: UI_TIMEOUT_MS, interval: 100 }).toBe('same');
+    await saveScreenshot(page, '03-models-on-demand');
+
+    const unload = await api('POST', '/v2/catalog/models/embedder/unload', { deadline_ms: 1000 });
+    expect(unload.status, JSON.stringify(unload.json)).toBe(202);
+    const unloading = page.locator('tr[data-model-event]').first();
+    await expect.poll(() => unloading.getAttribute('data-model-event'), { timeout: UI_TIMEOUT_MS }).toBe('unloading');
+    expect(await unloading.getAttribute('data-cause')).toBe('operator');
+    const row = await unloading.innerText();
+    for (const fact of ['unloading (operator)', ON_DEMAND, NODE]) expect(row).toContain(fact);
+    // the copy leaves the node's list once the node removed it
+    await loaded.waitFor({ state: 'detached', timeout: UI_TIMEOUT_MS });
   });
 
   it("passes axe-core's WCAG 2 A/AA checks in light and dark, and every control is reachable by keyboard", async () => {
@@ -178,7 +263,7 @@ describe('dashboard page in chromium against a real cluster', () => {
     await expect
       .poll(() => page.locator('tr[data-replica] [data-stat="tasks-relayed"]').innerText(), { timeout: UI_TIMEOUT_MS })
       .toBe('1');
-    await saveScreenshot(page, '03-playground');
+    await saveScreenshot(page, '04-playground');
   });
 
   it('draining the pool from its button changes its state on the page without a reload', async () => {
@@ -187,7 +272,7 @@ describe('dashboard page in chromium against a real cluster', () => {
     await page.getByRole('button', { name: 'Drain p1' }).click();
     const dialog = page.getByRole('dialog', { name: 'Drain pool p1?' });
     await dialog.waitFor();
-    await saveScreenshot(page, '04-drain-confirm', { fullPage: false });
+    await saveScreenshot(page, '05-drain-confirm', { fullPage: false });
     await dialog.getByRole('button', { name: 'Drain p1' }).click();
     await dialog.waitFor({ state: 'detached' });
     await expect
@@ -199,7 +284,7 @@ describe('dashboard page in chromium against a real cluster', () => {
     expect(await poolRow('p1').getByRole('button', { name: 'Drain p1' }).isDisabled()).toBe(true);
     // the same document all along: the marker set before the drain survived
     expect(await page.evaluate(MARKER)).toBe('set-before-the-drain');
-    await saveScreenshot(page, '05-drained');
+    await saveScreenshot(page, '06-drained');
     expect(pageErrors).toEqual([]);
   });
 });

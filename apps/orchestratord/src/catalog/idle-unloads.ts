@@ -79,7 +79,7 @@ export class IdleUnloads {
         const key = `${p.node_id}/${p.pool_id}`;
         if (this.#asked.has(key)) continue;
         const idleS = Math.round((now - (idleSince(p) as number)) / 1000);
-        if (await this.#o.loads.unloadCopy(p, 0, `idle ${idleS} s (idle_ttl_s ${entry.policy.idle_ttl_s})`)) {
+        if (await this.#o.loads.unloadCopy(p, 0, `idle ${idleS} s (idle_ttl_s ${entry.policy.idle_ttl_s})`, 'idle')) {
           this.#asked.set(key, now);
           unloaded.push(key);
         }

@@ -1,6 +1,7 @@
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import type { CatalogStore } from '../store/catalog-store.js';
 import { poolKey, type Fleet, type FleetPool } from './fleet.js';
+import type { LoadEnding } from './model-events.js';
 
 /** A load this replica started, followed until its pool is ready, failed or gone. */
 export interface FollowedLoad {
@@ -19,7 +20,7 @@ export interface FollowedLoad {
  * within `reportWithinMs`: recorded as a failure).
  */
 type Phase = 'accepted' | 'preparing';
-type Ending = 'ready' | 'failed' | 'vanished' | 'unreported';
+type Ending = LoadEnding;
 
 interface Followed extends FollowedLoad {
   phase: Phase;
@@ -35,6 +36,8 @@ export interface LoadWatcherOptions {
   /** The claim's ttl; it is renewed every third of it while the pool prepares. */
   claimTtlMs: number;
   reportWithinMs: number;
+  /** Called once per followed load when it ends (`error`: why it failed). */
+  onEnd?: (load: FollowedLoad, ending: LoadEnding, error: string | undefined) => void;
 }
 
 /**
@@ -168,6 +171,7 @@ export class LoadWatcher {
         'model load ended',
       );
     }
+    this.#o.onEnd?.(load, ending, error);
     await this.#store('release the load claim', load, () => this.#o.catalog.releaseLoad(load.id, load.owner));
     return ending;
   }

@@ -28,6 +28,7 @@ import { loadCandidates, loadPoolId } from './load-placement.js';
 import { modelNotFound } from './model-not-found.js';
 import { LoadWatcher } from './load-watcher.js';
 import { evictionVictim } from './eviction.js';
+import { ModelEvents, type ModelEventListener, type UnloadCause } from './model-events.js';
 
 export interface ModelLoadsOptions {
   catalog: CatalogStore;
@@ -86,6 +87,8 @@ export class ModelLoads {
   readonly #reportWithinMs: number;
   readonly #poolId: (ref: string) => string;
   readonly #watcher: LoadWatcher;
+  readonly #clock: Clock;
+  readonly #events = new ModelEvents();
   /** Loads this replica is deciding now, by model id and node: a second ask gets the same answer, with no store call. */
   readonly #deciding = new Map<string, Promise<LoadOutcome>>();
   #state: ModelLoadsState = 'running';
@@ -99,6 +102,7 @@ export class ModelLoads {
     this.#claimTtlMs = o.claimTtlMs;
     this.#reportWithinMs = o.reportWithinMs ?? o.claimTtlMs;
     this.#poolId = o.poolId ?? ((ref) => loadPoolId(ref));
+    this.#clock = o.clock;
     this.#watcher = new LoadWatcher({
       catalog: o.catalog,
       fleet: o.fleet,
@@ -106,7 +110,22 @@ export class ModelLoads {
       logger: o.logger,
       claimTtlMs: o.claimTtlMs,
       reportWithinMs: this.#reportWithinMs,
+      onEnd: (l, ending, error) =>
+        this.#events.emit({
+          type: 'load-ended',
+          at: this.#clock.now(),
+          model: l.id,
+          nodeId: l.node_id,
+          poolId: l.pool_id,
+          ending,
+          error,
+        }),
     });
+  }
+
+  /** Loads started and ended and copies unloading, as this replica does them (the dashboard's feed). Returns the unsubscribe function. */
+  subscribe(listener: ModelEventListener): () => void {
+    return this.#events.subscribe(listener);
   }
 
   get state(): ModelLoadsState {
@@ -226,7 +245,12 @@ export class ModelLoads {
     const refused: string[] = [];
     let conflict = false;
     for (const p of targets) {
-      const answer = await this.#unloadOne(p, deadlineMs);
+      const answer = await this.#unloadOne(
+        p,
+        deadlineMs,
+        'operator',
+        `asked by an operator (deadline ${deadlineMs} ms)`,
+      );
       if (answer.ok) unloading.push(poolKey(p));
       else {
         conflict ||= answer.code === 'CONFLICT';
@@ -250,12 +274,17 @@ export class ModelLoads {
   }
 
   /**
-   * Unloads one copy the catalog loaded (an idle copy past its ttl, an eviction): its node drains
-   * and removes it; nothing new is placed on it from here on. False (logged) when the node refused
-   * or is gone.
+   * Unloads one copy the catalog loaded (an idle copy past its ttl, an eviction, a swap: `cause`;
+   * `why` in words, for the log line and the dashboard's feed): its node drains and removes it;
+   * nothing new is placed on it from here on. False (logged) when the node refused or is gone.
    */
-  async unloadCopy(p: FleetPool, deadlineMs: number, why: string): Promise<boolean> {
-    const answer = await this.#unloadOne(p, deadlineMs);
+  async unloadCopy(
+    p: FleetPool,
+    deadlineMs: number,
+    why: string,
+    cause: Exclude<UnloadCause, 'operator'>,
+  ): Promise<boolean> {
+    const answer = await this.#unloadOne(p, deadlineMs, cause, why);
     const model = p.models[0] ?? '?';
     this.#logger.info(
       {
@@ -276,17 +305,31 @@ export class ModelLoads {
   async #unloadOne(
     p: FleetPool,
     deadlineMs: number,
+    cause: UnloadCause,
+    reason: string,
   ): Promise<{ ok: true } | { ok: false; code?: string | undefined; message: string }> {
     const node = this.#fleet.nodes().find((n) => n.node_id === p.node_id);
     if (node === undefined) return { ok: false, message: 'node not registered' };
     const answer = await this.#ask(() => this.#nodes.unloadPool(node.address, p.pool_id, deadlineMs));
-    if (answer.ok) this.#fleet.markDraining(p.node_id, p.pool_id);
+    if (answer.ok) {
+      this.#events.emit({
+        type: 'unloading',
+        at: this.#clock.now(),
+        model: p.models[0] ?? '?',
+        nodeId: p.node_id,
+        poolId: p.pool_id,
+        cause,
+        reason,
+      });
+      this.#fleet.markDraining(p.node_id, p.pool_id);
+    }
     return answer;
   }
 
   /** Stops following loads (their claims lapse on their own). Idempotent. */
   close(): Promise<void> {
     this.#state = 'closed';
+    this.#events.clear();
     return this.#watcher.close();
   }
 
@@ -358,6 +401,13 @@ export class ModelLoads {
           },
           'model load started',
         );
+        this.#events.emit({
+          type: 'load-started',
+          at: this.#clock.now(),
+          model: entry.id,
+          nodeId: node.node_id,
+          poolId: body.pool_id,
+        });
         await this.#clearError(entry.id);
         this.#watcher.follow({ id: entry.id, owner, node_id: node.node_id, pool_id: body.pool_id });
         return { kind: 'started', node_id: node.node_id, pool_id: body.pool_id };
@@ -388,7 +438,8 @@ export class ModelLoads {
     for (let round = 0; round < MAX_EVICTIONS_PER_LOAD; round += 1) {
       const victim = evictionVictim(entry, await this.#catalog.list(), this.#fleet.pools(), this.#fleet.nodes());
       if (victim === undefined) break;
-      if (!(await this.unloadCopy(victim, EVICTION_DEADLINE_MS, `evicted to make room for '${entry.id}'`))) break;
+      if (!(await this.unloadCopy(victim, EVICTION_DEADLINE_MS, `evicted to make room for '${entry.id}'`, 'eviction')))
+        break;
       await this.#untilGone(victim, this.#reportWithinMs);
       const node = this.#fleet.nodes().find((n) => n.node_id === victim.node_id);
       if (node === undefined) break;

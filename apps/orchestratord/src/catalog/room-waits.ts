@@ -156,7 +156,7 @@ export class RoomWaits {
     const victim = swapVictim(w.entry, entries, this.#o.fleet.pools(), this.#o.fleet.nodes());
     if (victim === undefined) return;
     const why = `swapped out for '${w.entry.id}', which waited ${now - w.since} ms for room`;
-    if (!(await this.#o.loads.unloadCopy(victim.pool, this.#swapDrainMs, why))) return;
+    if (!(await this.#o.loads.unloadCopy(victim.pool, this.#swapDrainMs, why, 'swap'))) return;
     w.since = now;
     // Its queued tasks wait for it here in turn, as long as the swapped-in model's may wait.
     if (this.#o.waiters(victim.entry.ref) > 0) this.wait(victim.entry, Math.max(w.until, now + this.#swapDrainMs));

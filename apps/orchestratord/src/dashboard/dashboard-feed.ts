@@ -1,4 +1,5 @@
 import { TASK_LIMITS, type DashboardReplica, type DashboardSnapshot } from '@llama-orch/contracts';
+import type { ModelLoads } from '../catalog/model-loads.js';
 import { toClusterPool } from '../registry/cluster-pool.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import type { Clock, Log } from '@llama-orch/daemon-support';
@@ -8,6 +9,7 @@ import type { ReplicaInfo } from '../store/replica-membership-store.js';
 import type { TaskEvent } from '../tasks/task-events.js';
 import type { TaskService } from '../tasks/task-service.js';
 import { ClusterActivity } from './cluster-activity.js';
+import { RecentModelEvents } from './model-feed.js';
 import { meanTokens, toDashboardTask } from './recent-tasks.js';
 import { ThroughputSeries } from './throughput-series.js';
 
@@ -15,6 +17,11 @@ export interface DashboardFeedOptions {
   registry: NodeRegistry;
   /** What the feed reads tasks from: events, the cumulative token count and the queue's load. */
   tasks: Pick<TaskService, 'subscribe' | 'tokensRelayed' | 'load'>;
+  /**
+   * Loads and unloads of catalog models this replica starts, follows or asks for (the live feed's
+   * `model_events`). Absent = none listed.
+   */
+  models?: Pick<ModelLoads, 'subscribe'>;
   clock: Clock;
   /** orchestratord's version, as snapshots show it. */
   version: string;
@@ -43,6 +50,8 @@ export interface DashboardFeedOptions {
   buckets?: number;
   /** Ended tasks kept for the "recent tasks" list. @default 50 */
   recentTasks?: number;
+  /** Model events kept for the live feed. @default 50 */
+  modelEvents?: number;
   /** Least time between two notifications, ms (changes in between are coalesced into the next); also the delay before ended tasks are written to the store. @default 250 */
   minIntervalMs?: number;
 }
@@ -73,6 +82,7 @@ export class DashboardFeed {
   readonly #series: ThroughputSeries;
   readonly #activity: ClusterActivity;
   readonly #replicas: () => readonly ReplicaInfo[];
+  readonly #modelEvents: RecentModelEvents;
   readonly #logger: Log;
   readonly #pollMs: number | undefined;
   readonly #sharedQueue: DashboardFeedOptions['sharedQueue'];
@@ -118,7 +128,15 @@ export class DashboardFeed {
       flushDelayMs: this.#minIntervalMs,
       logger: o.logger,
     });
+    this.#modelEvents = new RecentModelEvents(o.modelEvents ?? 50);
     this.#unsubscribe = [o.registry.subscribe(() => this.#changed()), o.tasks.subscribe((e) => this.#onTask(e))];
+    if (o.models !== undefined)
+      this.#unsubscribe.push(
+        o.models.subscribe((e) => {
+          this.#modelEvents.add(e);
+          this.#changed();
+        }),
+      );
     this.#armBucketTimer();
   }
 
@@ -173,6 +191,7 @@ export class DashboardFeed {
       throughput: view.throughput,
       recent_tasks: view.recent,
       replicas: replicas.map(toDashboardReplica),
+      model_events: this.#modelEvents.list(),
     };
   }
 

@@ -25,5 +25,8 @@ export function toClusterPool(v: PoolView): ClusterPool {
   if (v.snapshot.last_error !== undefined) p.last_error = v.snapshot.last_error;
   if (v.snapshot.progress !== undefined) p.progress = v.snapshot.progress;
   if (v.capabilities !== undefined) p.capabilities = [...v.capabilities];
+  if (v.snapshot.origin !== undefined) p.origin = v.snapshot.origin;
+  if (v.snapshot.memory_bytes !== undefined) p.memory_bytes = v.snapshot.memory_bytes;
+  if (v.snapshot.idle_since !== undefined) p.idle_since = v.snapshot.idle_since;
   return p;
 }

@@ -3,6 +3,7 @@ import type { ApiClient } from './lib/api.js';
 import { useDashboard } from './hooks/use-dashboard.js';
 import { ConnectionStatus } from './components/connection-status.js';
 import { KeyForm } from './components/key-form.js';
+import { ModelFeedSection } from './components/model-feed-section.js';
 import { NodesSection } from './components/nodes-section.js';
 import { PoolsSection } from './components/pools-section.js';
 import { QueueSection } from './components/queue-section.js';
@@ -61,6 +62,7 @@ export function App({ api }: { api: ApiClient }) {
           <>
             <NodesSection snapshot={snapshot} />
             <PoolsSection snapshot={snapshot} api={api} />
+            <ModelFeedSection snapshot={snapshot} />
             <div class="pair">
               <QueueSection snapshot={snapshot} />
               <ThroughputSection snapshot={snapshot} />

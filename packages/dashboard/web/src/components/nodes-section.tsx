@@ -1,5 +1,7 @@
 import type { DashboardSnapshot, NodeInfo } from '@llama-orch/contracts';
 import { formatAgo, formatBytes } from '../lib/format.js';
+import { MemoryMeter } from './memory-meter.js';
+import { NodeModels } from './node-models.js';
 import { TableHead } from './table-head.js';
 
 function gpus(node: NodeInfo): string {
@@ -28,7 +30,19 @@ export function NodesSection({ snapshot }: { snapshot: DashboardSnapshot }) {
         <div class="scroll">
           <table>
             <caption>Nodes ({snapshot.nodes.length})</caption>
-            <TableHead columns={['Node', 'State', 'Last heartbeat', 'GPUs', 'Free VRAM', 'Version', 'Address']} />
+            <TableHead
+              columns={[
+                'Node',
+                'State',
+                'Last heartbeat',
+                'On-demand memory',
+                'Models loaded',
+                'GPUs',
+                'Free VRAM',
+                'Version',
+                'Address',
+              ]}
+            />
             <tbody>
               {snapshot.nodes.map((n) => (
                 <tr key={n.node_id} data-node={n.node_id}>
@@ -41,6 +55,16 @@ export function NodesSection({ snapshot }: { snapshot: DashboardSnapshot }) {
                   </td>
                   <td>
                     <time dateTime={n.last_seen}>{formatAgo(n.last_seen, now)}</time>
+                  </td>
+                  <td>
+                    {n.memory !== undefined ? (
+                      <MemoryMeter nodeId={n.node_id} memory={n.memory} />
+                    ) : (
+                      <span class="muted">none (loads nothing on request)</span>
+                    )}
+                  </td>
+                  <td>
+                    <NodeModels snapshot={snapshot} nodeId={n.node_id} />
                   </td>
                   <td>{gpus(n)}</td>
                   <td>{freeVram(n)}</td>

@@ -63,6 +63,9 @@ export function PoolsSection({ snapshot, api }: { snapshot: DashboardSnapshot; a
                         </div>
                       ))}
                       {aliases.length > 0 ? <div class="muted">aliases: {aliases.join(', ')}</div> : null}
+                      <div class="muted" data-origin={p.origin ?? 'config'}>
+                        {p.origin === 'catalog' ? 'loaded on demand' : 'static (node config)'}
+                      </div>
                     </td>
                     <td>{p.engine_version || '—'}</td>
                     <td>

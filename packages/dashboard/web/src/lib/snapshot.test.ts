@@ -13,6 +13,11 @@ describe('parseSnapshot', () => {
     expect(parseSnapshot(JSON.stringify(older)).replicas).toEqual([]);
   });
 
+  it('a snapshot without `model_events` (a replica before models on demand) shows an empty feed', () => {
+    const { model_events: _dropped, ...older } = sampleSnapshot();
+    expect(parseSnapshot(JSON.stringify(older)).model_events).toEqual([]);
+  });
+
   it('anything else missing is malformed', () => {
     const { nodes: _dropped, ...broken } = sampleSnapshot();
     expect(() => parseSnapshot(JSON.stringify(broken))).toThrow(MalformedSnapshotError);

@@ -23,7 +23,8 @@ function isSnapshot(v: Record<string, unknown>): v is Record<string, unknown> & 
     isObject(v.queue.depth) &&
     isArray(v.throughput) &&
     isArray(v.recent_tasks) &&
-    isArray(v.replicas)
+    isArray(v.replicas) &&
+    isArray(v.model_events)
   );
 }
 
@@ -38,6 +39,8 @@ export function parseSnapshot(data: string): DashboardSnapshot {
   if (!isObject(v)) throw new MalformedSnapshotError('snapshot frame lacks the DashboardSnapshot fields');
   // An older replica behind the same load balancer sends no `replicas`: the page shows none rather than reconnecting for ever.
   if (!isArray(v.replicas)) v.replicas = [];
+  // Nor `model_events` (before models on demand): an empty feed.
+  if (!isArray(v.model_events)) v.model_events = [];
   if (!isSnapshot(v)) throw new MalformedSnapshotError('snapshot frame lacks the DashboardSnapshot fields');
   return v;
 }

@@ -1,6 +1,6 @@
 import type { DashboardSnapshot } from '@llama-orch/contracts';
 
-/** A small but complete snapshot for the page's unit tests (one node, one pool, one ended task). */
+/** A small but complete snapshot for the page's unit tests (one node with on-demand memory, a static pool and one loaded on demand, one ended task, a feed of model events). */
 export function sampleSnapshot(over: Partial<DashboardSnapshot> = {}): DashboardSnapshot {
   const now = Date.parse('2026-11-25T16:00:10.000Z');
   return {
@@ -28,6 +28,7 @@ export function sampleSnapshot(over: Partial<DashboardSnapshot> = {}): Dashboard
           ram_total_bytes: 137_438_953_472,
         },
         version: '0.1.0',
+        memory: { budget_bytes: 2 * 1024 ** 3, used_bytes: 768 * 1024 ** 2 },
         pools: [
           {
             pool_id: 'p1',
@@ -43,6 +44,8 @@ export function sampleSnapshot(over: Partial<DashboardSnapshot> = {}): Dashboard
             deterministic: false,
             decode_tps: 40,
             vram_free_bytes: 60 * 1024 ** 3,
+            memory_bytes: 512 * 1024 ** 2,
+            idle_since: '2026-11-25T15:59:40.000Z',
           },
         ],
       },
@@ -62,6 +65,24 @@ export function sampleSnapshot(over: Partial<DashboardSnapshot> = {}): Dashboard
         aliases: ['synthetic'],
         engine_version: 'b6500',
         vram_free_bytes: 60 * 1024 ** 3,
+        memory_bytes: 512 * 1024 ** 2,
+        idle_since: '2026-11-25T15:59:40.000Z',
+      },
+      {
+        pool_id: 'coder-a1b2c3',
+        node_id: 'n1',
+        node_state: 'online',
+        state: 'ready',
+        ready: true,
+        draining: false,
+        slots_total: 1,
+        slots_free: 0,
+        leased: 1,
+        models: ['synthetic:llama?fim=1'],
+        aliases: ['coder'],
+        engine_version: 'b6500',
+        origin: 'catalog',
+        memory_bytes: 256 * 1024 ** 2,
       },
     ],
     queue: { depth: { interactive: 2, batch: 1 }, capacity: 100, running: 1, predicted_wait_ms: 1500 },
@@ -92,6 +113,31 @@ export function sampleSnapshot(over: Partial<DashboardSnapshot> = {}): Dashboard
         up_since_ms: now - 3_600_000,
         tasks_relayed: 41,
         load: 1,
+      },
+    ],
+    model_events: [
+      {
+        at_ms: now - 2000,
+        kind: 'load_ready',
+        model: 'synthetic:llama?fim=1',
+        node_id: 'n1',
+        pool_id: 'coder-a1b2c3',
+      },
+      {
+        at_ms: now - 4000,
+        kind: 'unloading',
+        model: 'synthetic:llama?role=embed',
+        node_id: 'n1',
+        pool_id: 'embed-d4e5f6',
+        cause: 'eviction',
+        detail: "evicted to make room for 'synthetic:llama?fim=1'",
+      },
+      {
+        at_ms: now - 5000,
+        kind: 'load_started',
+        model: 'synthetic:llama?fim=1',
+        node_id: 'n1',
+        pool_id: 'coder-a1b2c3',
       },
     ],
     ...over,
