@@ -296,7 +296,10 @@ export async function buildApp(
     markDraining: (nodeId, poolId) => registry.markDraining(nodeId, poolId),
     subscribe: (listener) => registry.subscribe(() => listener()),
   };
+  // Late-bound: room waits need the loads, and an eviction tells room waits (a victim's queued tasks wait for it).
+  let roomWaitsRef: RoomWaits | undefined;
   const models = new ModelLoads({
+    evicted: (entry) => roomWaitsRef?.keepWaiting(entry),
     catalog: store.catalog,
     fleet,
     nodes: poolClient,
@@ -310,12 +313,13 @@ export async function buildApp(
     catalog: store.catalog,
     fleet,
     loads: models,
-    waiters: (ref) => tasksRef?.queuedFor(ref) ?? 0,
+    queuedUntil: (ref) => tasksRef?.latestQueuedDeadline(ref),
     clock,
     logger: logger.child({ subsystem: 'catalog' }),
     ...(tuning.swapWaitMs !== undefined ? { swapWaitMs: tuning.swapWaitMs } : {}),
     ...(tuning.roomRetryMs !== undefined ? { retryMs: tuning.roomRetryMs } : {}),
   });
+  roomWaitsRef = roomWaits;
   const tasks = new TaskService({
     registry,
     coordinator:

@@ -254,6 +254,9 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
     if (change !== undefined) client.nudge();
   });
   manager.pools.onMembership(() => client.nudge());
+  // With loads on request, orchestratord evicts and unloads only idle copies, by `idle_since`: a copy
+  // that just took a task (or just finished its last) says so at once, not a heartbeat later.
+  if (config.on_demand !== undefined) manager.pools.onIdleChange(() => client.nudge());
   client.start();
 }
 

@@ -22,6 +22,8 @@ const pool = (id: string, ref: string, over: Partial<PoolSnapshot> = {}): FleetP
     pool_id: id,
     node_state: 'online',
     state: s.state,
+    slots_total: s.slots_total,
+    free: s.slots_free,
     draining: false,
     models: s.models,
     snapshot: s,
@@ -53,6 +55,9 @@ describe('eviction: which copy goes so a model fits', () => {
       pool('yaml', 'yaml', { origin: undefined, ...idle(90_000) }),
     ];
     expect(evictionVictim(loading, entries, pools, [node])?.pool_id).toBe('b');
+    // idle by the node's last report, but a task was placed on it here since: not idle
+    const justPlaced = pools.map((p) => (p.pool_id === 'b' ? { ...p, free: 0 } : p));
+    expect(evictionVictim(loading, entries, justPlaced, [node])?.pool_id).toBe('a');
     expect(
       evictionVictim(
         loading,

@@ -10,8 +10,12 @@ export function poolsOfEntry(
   return pools.filter((p) => poolNames(p).some((n) => names.has(n)));
 }
 
-/** Since when the pool has been idle (ms since the epoch), or undefined while a slot is leased. */
+/**
+ * Since when the pool has been idle (ms since the epoch), or undefined while a slot is leased: by
+ * the node's last report, and by this replica's own leases, which may be newer (a task placed since).
+ */
 export function idleSince(p: FleetPool): number | undefined {
+  if (p.free < p.slots_total) return undefined;
   const at = p.snapshot.idle_since;
   if (at === undefined) return undefined;
   const ms = Date.parse(at);

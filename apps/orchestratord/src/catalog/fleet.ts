@@ -16,6 +16,9 @@ export interface FleetPool {
   readonly draining: boolean;
   readonly models: readonly string[];
   readonly aliases?: readonly string[] | undefined;
+  readonly slots_total: number;
+  /** Free slots as this replica knows them: the node's last report less the slots leased here since. */
+  readonly free: number;
   /** The node's last report of the pool: origin, idle_since, memory_bytes, last_error. */
   readonly snapshot: PoolSnapshot;
 }

@@ -12,7 +12,7 @@ const node = (node_id: string, freeGiB: number | undefined, state: FleetNode['st
 });
 const pool = (memoryGiB: number | undefined): FleetPool => {
   const snap = snapshot({ pool_id: 'p', ...(memoryGiB === undefined ? {} : { memory_bytes: memoryGiB * GiB }) });
-  return { ...snap, node_id: 'x', node_state: 'online', snapshot: snap };
+  return { ...snap, node_id: 'x', node_state: 'online', free: snap.slots_free, snapshot: snap };
 };
 
 describe('load placement', () => {

@@ -27,7 +27,7 @@ import {
 import { loadCandidates, loadPoolId } from './load-placement.js';
 import { modelNotFound } from './model-not-found.js';
 import { LoadWatcher } from './load-watcher.js';
-import { evictionVictim } from './eviction.js';
+import { evictionVictim, poolsOfEntry } from './eviction.js';
 import { ModelEvents, type ModelEventListener, type UnloadCause } from './model-events.js';
 
 export interface ModelLoadsOptions {
@@ -46,6 +46,8 @@ export interface ModelLoadsOptions {
   claimTtlMs: number;
   /** How long a node may take to report a pool it accepted, ms; later, the load counts as failed. @default claimTtlMs */
   reportWithinMs?: number;
+  /** Told when a copy is evicted, so the model's queued tasks can wait for it (room-waits.ts). */
+  evicted?: (entry: CatalogModelEntry) => void;
   /** A new pool's id for a ref. @default `<model-slug>-<6 random>` (load-placement.ts) */
   poolId?: (ref: string) => string;
 }
@@ -67,8 +69,11 @@ export type ModelLoadsState = 'running' | 'closed';
 
 /** Copies evicted for one load at most: each round frees one copy and asks the node again. */
 const MAX_EVICTIONS_PER_LOAD = 3;
-/** An evicted copy is idle, so its drain has nothing to wait for; the deadline only bounds a task that raced in. */
-const EVICTION_DEADLINE_MS = 5000;
+/**
+ * An evicted copy is idle, so its drain has nothing to wait for; a task that raced in (placed after
+ * the last report said idle) still finishes, as on a swap: work in flight is never cut short.
+ */
+const EVICTION_DEADLINE_MS = 60_000;
 
 /**
  * Loads and unloads of catalog models (.specs/67-models-on-demand.md): the node-facing half of the
@@ -85,6 +90,7 @@ export class ModelLoads {
   readonly #logger: Log;
   readonly #claimTtlMs: number;
   readonly #reportWithinMs: number;
+  readonly #evicted: (entry: CatalogModelEntry) => void;
   readonly #poolId: (ref: string) => string;
   readonly #watcher: LoadWatcher;
   readonly #clock: Clock;
@@ -101,6 +107,7 @@ export class ModelLoads {
     this.#logger = o.logger;
     this.#claimTtlMs = o.claimTtlMs;
     this.#reportWithinMs = o.reportWithinMs ?? o.claimTtlMs;
+    this.#evicted = o.evicted ?? (() => undefined);
     this.#poolId = o.poolId ?? ((ref) => loadPoolId(ref));
     this.#clock = o.clock;
     this.#watcher = new LoadWatcher({
@@ -436,10 +443,13 @@ export class ModelLoads {
   ): Promise<LoadOutcome> {
     let last = refused;
     for (let round = 0; round < MAX_EVICTIONS_PER_LOAD; round += 1) {
-      const victim = evictionVictim(entry, await this.#catalog.list(), this.#fleet.pools(), this.#fleet.nodes());
+      const entries = await this.#catalog.list();
+      const victim = evictionVictim(entry, entries, this.#fleet.pools(), this.#fleet.nodes());
       if (victim === undefined) break;
       if (!(await this.unloadCopy(victim, EVICTION_DEADLINE_MS, `evicted to make room for '${entry.id}'`, 'eviction')))
         break;
+      const victimEntry = entries.find((e) => poolsOfEntry(e, [victim]).length > 0);
+      if (victimEntry !== undefined) this.#evicted(victimEntry);
       await this.#untilGone(victim, this.#reportWithinMs);
       const node = this.#fleet.nodes().find((n) => n.node_id === victim.node_id);
       if (node === undefined) break;

@@ -19,8 +19,8 @@ export interface RoomWaitsOptions {
   catalog: Pick<CatalogStore, 'list'>;
   fleet: Pick<Fleet, 'pools' | 'nodes'>;
   loads: Pick<ModelLoads, 'load' | 'unloadCopy'>;
-  /** Tasks of the model (by ref) queued on this replica: a swapped-out model with none is not waited for. */
-  waiters: (ref: string) => number;
+  /** The latest deadline of the model's (by ref) tasks queued on this replica; undefined = none queued. */
+  queuedUntil: (ref: string) => number | undefined;
   clock: Clock;
   logger: Log;
   /**
@@ -83,6 +83,15 @@ export class RoomWaits {
       );
     }
     this.#start();
+  }
+
+  /**
+   * A copy of `entry` is going (swapped out, evicted): the tasks of it queued here, if any, wait for
+   * room for it in turn instead of finding no pool once the copy is gone.
+   */
+  keepWaiting(entry: CatalogModelEntry): void {
+    const until = this.#o.queuedUntil(entry.ref);
+    if (until !== undefined) this.wait(entry, until);
   }
 
   /** Stops retrying (waiting tasks end by their deadlines) and waits for a try in progress. Idempotent. */
@@ -158,8 +167,7 @@ export class RoomWaits {
     const why = `swapped out for '${w.entry.id}', which waited ${now - w.since} ms for room`;
     if (!(await this.#o.loads.unloadCopy(victim.pool, this.#swapDrainMs, why, 'swap'))) return;
     w.since = now;
-    // Its queued tasks wait for it here in turn, as long as the swapped-in model's may wait.
-    if (this.#o.waiters(victim.entry.ref) > 0) this.wait(victim.entry, Math.max(w.until, now + this.#swapDrainMs));
+    this.keepWaiting(victim.entry);
     this.#o.logger.info(
       {
         model: w.entry.id,

@@ -227,12 +227,16 @@ export class TaskService {
     return 'canceled';
   }
 
-  /** Tasks of the model (its ref) queued here. Reads every live task: for rare decisions (a swap), not per task. */
-  queuedFor(modelRef: string): number {
-    let n = 0;
+  /**
+   * The latest deadline (ms since the epoch) of the model's tasks queued here, or undefined when none
+   * is. Reads every live task: for rare decisions (an eviction, a swap), never per task.
+   */
+  latestQueuedDeadline(modelRef: string): number | undefined {
+    let latest: number | undefined;
     for (const task of this.#table.liveTasks())
-      if (task.state === 'queued' && task.request.model_ref === modelRef) n += 1;
-    return n;
+      if (task.state === 'queued' && task.request.model_ref === modelRef)
+        latest = Math.max(latest ?? 0, task.deadlineAt);
+    return latest;
   }
 
   /**

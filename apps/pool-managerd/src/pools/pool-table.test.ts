@@ -133,6 +133,9 @@ describe('PoolTable', () => {
     r.transition('b', 'ready');
     expect(r.status('b').idle_since).toBe('2026-01-01T00:00:01.000Z');
     now += 1000;
+    // idleness changes are told at once (pool-managerd heartbeats on them when it loads on request)
+    const told: boolean[] = [];
+    r.onIdleChange((id, idle) => told.push(idle));
     const l1 = r.lease('b');
     const l2 = r.lease('b');
     expect('idle_since' in r.status('b')).toBe(false);
@@ -142,6 +145,7 @@ describe('PoolTable', () => {
     now += 1000;
     l2.release();
     expect(r.status('b').idle_since).toBe('2026-01-01T00:00:04.000Z');
+    expect(told).toEqual([false, true]);
     // A restart does not make a used pool look fresh: it stays idle since its last release.
     r.transition('b', 'starting');
     now += 1000;

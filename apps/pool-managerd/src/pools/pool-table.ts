@@ -110,6 +110,7 @@ export class PoolTable {
   readonly #pools = new Map<string, PoolEntry>();
   readonly #listeners = new Set<(poolId: string, change: PoolStateChange | undefined) => void>();
   readonly #membership = new Set<(poolId: string, event: 'added' | 'removed') => void>();
+  readonly #idleness = new Set<(poolId: string, idle: boolean) => void>();
   readonly #clock: Clock;
   readonly #residentBytes: ResidentBytes;
   #nextLeaseId = 1;
@@ -276,8 +277,10 @@ export class PoolTable {
     const id = this.#nextLeaseId++;
     const controller = new AbortController();
     e.leases.set(id, controller);
+    const wasIdle = e.idleSince !== undefined;
     e.idleSince = undefined;
     this.#emit(poolId, undefined);
+    if (wasIdle) for (const l of this.#idleness) l(poolId, false);
     let released = false;
     return {
       poolId,
@@ -287,8 +290,10 @@ export class PoolTable {
         if (released) return;
         released = true;
         e.leases.delete(id);
-        if (e.leases.size === 0) e.idleSince = new Date(this.#clock.now());
+        const nowIdle = e.leases.size === 0;
+        if (nowIdle) e.idleSince = new Date(this.#clock.now());
         this.#emit(poolId, undefined);
+        if (nowIdle) for (const l of this.#idleness) l(poolId, true);
       },
     };
   }
@@ -392,6 +397,12 @@ export class PoolTable {
   onChange(listener: (poolId: string, change: PoolStateChange | undefined) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Called when a pool's first slot is leased after it was idle, and when its last lease ends (`idle_since` changes). */
+  onIdleChange(listener: (poolId: string, idle: boolean) => void): () => void {
+    this.#idleness.add(listener);
+    return () => this.#idleness.delete(listener);
   }
 
   /** Called when a pool joins (register) or leaves (remove) the table. */
