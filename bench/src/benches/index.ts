@@ -5,13 +5,14 @@ import { chatBench } from './chat.js';
 import { chatReplicasBench } from './chat-replicas.js';
 import { failoverBench } from './failover.js';
 import { floodBench } from './flood.js';
+import { lifecycleBench } from './lifecycle.js';
 import { placementBench } from './placement.js';
 import { poolStartBench } from './pool-start.js';
 import { relayBench } from './relay.js';
 import { replicasBench } from './replicas.js';
 import { streamsBench } from './streams.js';
 
-/** Run order as in the issues (issue 17 added `chat`, issue 25 `flood`, `replicas` and `chat-replicas`); `relay` goes first, so a cold cache builds llama-server once there. */
+/** Run order as in the issues (issue 17 added `chat`, issue 25 `flood`, `replicas` and `chat-replicas`, issue 40 `lifecycle`); `relay` goes first, so a cold cache builds llama-server once there. */
 export const BENCH_ORDER: readonly string[] = [
   'relay',
   'admission',
@@ -24,6 +25,7 @@ export const BENCH_ORDER: readonly string[] = [
   'chat-replicas',
   'flood',
   'replicas',
+  'lifecycle',
 ];
 
 export const BENCHES: Readonly<Record<string, Bench>> = {
@@ -38,4 +40,5 @@ export const BENCHES: Readonly<Record<string, Bench>> = {
   'chat-replicas': chatReplicasBench,
   replicas: replicasBench,
   flood: floodBench,
+  lifecycle: lifecycleBench,
 };

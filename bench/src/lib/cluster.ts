@@ -65,6 +65,17 @@ export interface PoolSpec {
   embeddings?: boolean;
   /** llama-server flags of the pool (`extra_flags`). @default none */
   extraFlags?: readonly string[];
+  /** Other names clients may use for the pool's model. @default none */
+  aliases?: readonly string[];
+}
+
+/** A node's `on_demand` section (OnDemandConfigSchema): the memory loads on request may take, and their engines' threads. */
+export interface OnDemandSpec {
+  memoryBudgetBytes: number;
+  /** @default 8 */
+  maxPools?: number;
+  /** Engine threads of each load. @default 1 (as the benchmarks' YAML pools) */
+  threads?: number;
 }
 
 export interface PoolManagerdOptions {
@@ -76,6 +87,8 @@ export interface PoolManagerdOptions {
   orchestratorUrl?: string;
   heartbeatMs?: number;
   pools: readonly PoolSpec[];
+  /** Load catalog models on orchestratord's request (`on_demand`); absent = only `pools`. */
+  onDemand?: OnDemandSpec;
   nodeFlags?: readonly string[];
   /** @default 60000 (a cold cache builds llama-server before the first pool starts, but HTTP listens first) */
   timeoutMs?: number;
@@ -108,8 +121,16 @@ export async function startPoolManagerd(o: PoolManagerdOptions): Promise<PoolMan
       threads: p.threads ?? 1,
       ...(p.embeddings === true ? { embeddings: true } : {}),
       ...(p.extraFlags !== undefined ? { extra_flags: [...p.extraFlags] } : {}),
+      ...(p.aliases !== undefined ? { aliases: [...p.aliases] } : {}),
     })),
   };
+  if (o.onDemand !== undefined) {
+    config.on_demand = {
+      memory_budget_bytes: o.onDemand.memoryBudgetBytes,
+      ...(o.onDemand.maxPools !== undefined ? { max_pools: o.onDemand.maxPools } : {}),
+      threads: o.onDemand.threads ?? 1,
+    };
+  }
   if (o.orchestratorUrl !== undefined) {
     config.orchestrator = { url: o.orchestratorUrl, heartbeat_interval_ms: o.heartbeatMs ?? 5000 };
   }
