@@ -35,6 +35,9 @@ describe('load placement', () => {
     const c = loadCandidates([node('a', 4), node('b', 6), node('c', 5)], [pool(5)]);
     expect(c.nodes.map((n) => n.node_id)).toEqual(['b', 'c']);
     expect(loadCandidates([node('a', 4)], [pool(5)]).nodes).toEqual([]);
+    // no pool lists it now (evicted): the need its last copy reported still rules, a listed one wins
+    expect(loadCandidates([node('a', 4), node('b', 6)], [], 5 * GiB).nodes.map((n) => n.node_id)).toEqual(['b']);
+    expect(loadCandidates([node('a', 4), node('b', 6)], [pool(3)], 5 * GiB).needBytes).toBe(3 * GiB);
   });
 
   it('pool ids: the ref’s last segment in the pool id alphabet, a random suffix, at most 64 characters', () => {

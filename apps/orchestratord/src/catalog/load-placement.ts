@@ -36,9 +36,17 @@ export function knownNeed(pools: readonly FleetPool[]): number | undefined {
   return need;
 }
 
-export function loadCandidates(nodes: readonly FleetNode[], modelPools: readonly FleetPool[]): LoadCandidates {
+/**
+ * `remembered`: the need a copy of the model reported before it went (an eviction, an unload), when
+ * no pool lists it now: without it, a model swapped back in would ask a node that has no room.
+ */
+export function loadCandidates(
+  nodes: readonly FleetNode[],
+  modelPools: readonly FleetPool[],
+  remembered?: number,
+): LoadCandidates {
   const onDemand = nodes.filter((n) => n.state !== 'offline' && n.memory !== undefined);
-  const needBytes = knownNeed(modelPools);
+  const needBytes = knownNeed(modelPools) ?? remembered;
   const fits = onDemand.filter((n) => roomOf(n) > 0 && (needBytes === undefined || roomOf(n) >= needBytes));
   fits.sort((a, b) => roomOf(b) - roomOf(a) || (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0));
   return { nodes: fits, needBytes, onDemand: onDemand.length };

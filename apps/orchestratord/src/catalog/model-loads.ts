@@ -91,6 +91,8 @@ export class ModelLoads {
   readonly #claimTtlMs: number;
   readonly #reportWithinMs: number;
   readonly #evicted: (entry: CatalogModelEntry) => void;
+  /** The memory a copy of each model (by id) reported before it went: its need when none is listed. */
+  readonly #needs = new Map<string, number>();
   readonly #poolId: (ref: string) => string;
   readonly #watcher: LoadWatcher;
   readonly #clock: Clock;
@@ -317,6 +319,9 @@ export class ModelLoads {
   ): Promise<{ ok: true } | { ok: false; code?: string | undefined; message: string }> {
     const node = this.#fleet.nodes().find((n) => n.node_id === p.node_id);
     if (node === undefined) return { ok: false, message: 'node not registered' };
+    const model = p.models[0];
+    const bytes = p.snapshot.memory_bytes;
+    if (model !== undefined && bytes !== undefined && bytes > 0) this.#needs.set(model, bytes);
     const answer = await this.#ask(() => this.#nodes.unloadPool(node.address, p.pool_id, deadlineMs));
     if (answer.ok) {
       this.#events.emit({
@@ -496,7 +501,7 @@ export class ModelLoads {
   /** The nodes to ask, in order (load-placement.ts). */
   #candidates(entry: CatalogModelEntry, pools: readonly FleetPool[]): readonly FleetNode[] {
     const nodes = this.#fleet.nodes();
-    const c = loadCandidates(nodes, pools);
+    const c = loadCandidates(nodes, pools, this.#needs.get(entry.id));
     if (c.onDemand === 0)
       throw new NoLoadingNodeError(
         `no online node loads models on request (none reports on-demand memory); model '${entry.id}' cannot be loaded`,
