@@ -70,7 +70,8 @@ export const DOCUMENTS: readonly DocumentSpec[] = [
   {
     file: 'pool-managerd.yaml',
     title: 'llama-orch pool-managerd',
-    description: 'GPU-node daemon: pools, loads on request and their unload, drain/reload, dispatch of one completion, metrics.',
+    description:
+      'GPU-node daemon: pools, loads on request and their unload, drain/reload, dispatch of one completion, metrics.',
     routes: POOL_MANAGER,
   },
 ];
@@ -173,7 +174,8 @@ const SERVED: readonly ServedSpec[] = [
   {
     path: 'apps/pool-managerd/src/http/openapi.json',
     title: 'llama-orch pool-managerd',
-    description: 'GPU-node daemon: pools, loads on request and their unload, drain/reload, dispatch of one completion, metrics.',
+    description:
+      'GPU-node daemon: pools, loads on request and their unload, drain/reload, dispatch of one completion, metrics.',
     docs: ['pool-managerd.yaml'],
   },
 ];
