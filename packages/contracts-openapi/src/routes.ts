@@ -108,7 +108,7 @@ export const DATA_PLANE: RouteSpec[] = [
       schema: SseFrameSchema,
       description: `With \`Accept: text/event-stream\`: the task's event stream in this response instead of the 202 (the frames of GET /v2/tasks/{id}/events). ${sseDescription}`,
     },
-    errors: [400, ...withAuth, 413, 429, 503],
+    errors: [400, ...withAuth, 404, 413, 429, 502, 503],
   },
   {
     method: 'get',

@@ -19,6 +19,10 @@ export const EXPECTED_ERROR_STATUS: Readonly<Record<string, number>> = Object.fr
   DECODE_TIMEOUT: 500,
   WORKER_RESET: 502,
   INTERNAL: 500,
+  MODEL_NOT_FOUND: 404,
+  MODEL_LOAD_FAILED: 502,
+  INSUFFICIENT_MEMORY: 503,
+  CONFLICT: 409,
 });
 
 const ENVELOPE_KEYS = new Set(['code', 'message', 'engine', 'retriable', 'retry_after_ms', 'policy_label']);

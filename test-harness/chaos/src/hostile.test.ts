@@ -276,12 +276,12 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     }
   });
 
-  it('a task for a model only a failed pool names is refused with a typed 503, never placed', async () => {
+  it('a task for a model only a failed pool names is refused with a typed 503, never placed; an unnamed one is 404', async () => {
     const body = {
       task_id: randomUUID(),
       session_id: randomUUID(),
       workload: 'completion',
-      model_ref: '../../../../etc/passwd',
+      model_ref: '../../../../../../../../../../etc/passwd',
       engine: 'llamacpp',
       ctx: 0,
       priority: 'interactive',
@@ -298,6 +298,15 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
     expect(res.status).toBe(503);
     expect(responseProblems('POST', res)).toEqual([]);
     expect(JSON.parse(res.text)).toMatchObject({ code: 'MODEL_NOT_AVAILABLE' });
+    // a traversal no pool names and the catalog lacks is an unknown model: 404, not retriable
+    const unknown = await probe(cluster.url, {
+      method: 'POST',
+      path: '/v2/tasks',
+      headers: { ...cluster.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, task_id: randomUUID(), model_ref: '../../../../etc/passwd' }),
+    });
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.text)).toMatchObject({ code: 'MODEL_NOT_FOUND', retriable: false });
   });
 
   it('the isolated cache holds no half-written file: no temp/partial models, no staging dirs, no entry for the failed build, its log kept', async () => {
@@ -401,7 +410,7 @@ describe('hostile inputs: traversal, symlinks, damaged GGUFs, wrong digests, non
       headers: auth,
       body: JSON.stringify({ ref: '../../../../etc/passwd' }),
     });
-    expect([202, 400]).toContain(reg.status);
+    expect([201, 400]).toContain(reg.status);
     for (const id of ['..%2F..%2F..%2Fetc%2Fpasswd', '%2e%2e%2f%2e%2e%2fetc%2fshadow', '..', '.%00.']) {
       const del = await probe(cluster.url, {
         method: 'DELETE',

@@ -59,10 +59,11 @@ export async function probe(
 }
 
 /**
- * 503s that are typed availability answers of the code table (a model no pool serves, a full or
- * unready pool), not failures: a fuzzed but valid task for an unknown model must get exactly this.
+ * 503s that are typed availability answers of the code table (a model whose pools are down, a full
+ * or unready pool, no node with room for a catalog model), not failures.
  */
-const AVAILABILITY_CODES = /"code":"(MODEL_NOT_AVAILABLE|POOL_UNREADY|POOL_UNAVAILABLE|REPLICA_EXHAUSTED)"/;
+const AVAILABILITY_CODES =
+  /"code":"(MODEL_NOT_AVAILABLE|POOL_UNREADY|POOL_UNAVAILABLE|REPLICA_EXHAUSTED|INSUFFICIENT_MEMORY)"/;
 
 /**
  * The fuzz oracle for one response: never a 5xx (save the typed 503 availability answers above);
