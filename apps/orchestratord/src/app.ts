@@ -350,6 +350,7 @@ export async function buildApp(
     logger: logger.child({ subsystem: 'catalog' }),
     leader: () => shared === undefined || replicaDirectory.isLeader(),
     everyMs: tuning.idleUnloadSweepMs ?? 1000,
+    gone: (entry) => roomWaitsRef?.keepWaiting(entry),
   });
   idleUnloads.start();
   const version = deps.version ?? packageVersion();

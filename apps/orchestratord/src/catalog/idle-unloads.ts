@@ -1,5 +1,5 @@
 import type { Clock, Log } from '@llama-orch/daemon-support';
-import type { CatalogStore } from '../store/catalog-store.js';
+import type { CatalogModelEntry, CatalogStore } from '../store/catalog-store.js';
 import { idleSince, poolsOfEntry } from './eviction.js';
 import { isCopy, isStaticPool, type Fleet, type FleetPool } from './fleet.js';
 import type { ModelLoads } from './model-loads.js';
@@ -14,6 +14,8 @@ export interface IdleUnloadsOptions {
   leader: () => boolean;
   /** Sweep period, ms. */
   everyMs: number;
+  /** Told of each copy unloaded, so a task that raced in waits for the model (room-waits.ts). */
+  gone?: (entry: CatalogModelEntry) => void;
 }
 
 /** How long an unload asked of a node keeps its copy out of the sweep (its node drains and removes it long before). */
@@ -81,6 +83,7 @@ export class IdleUnloads {
         const idleS = Math.round((now - (idleSince(p) as number)) / 1000);
         if (await this.#o.loads.unloadCopy(p, 0, `idle ${idleS} s (idle_ttl_s ${entry.policy.idle_ttl_s})`, 'idle')) {
           this.#asked.set(key, now);
+          this.#o.gone?.(entry);
           unloaded.push(key);
         }
       }

@@ -37,6 +37,9 @@ export interface RoomWaitsOptions {
 
 export type RoomWaitsState = 'running' | 'closed';
 
+/** How long a model whose copy went here still counts as one its requeued tasks wait for. */
+const GONE_MEMORY_MS = 60_000;
+
 /**
  * Models on demand when no node has room (spec 67, Waiting for room): instead of a refusal, the
  * task waits in the queue and its model here. Each retry tries the load again, which evicts idle copies first; a model that has waited `swapWaitMs` swaps out a busy
@@ -48,6 +51,8 @@ export type RoomWaitsState = 'running' | 'closed';
 export class RoomWaits {
   readonly #o: RoomWaitsOptions;
   readonly #waiting = new Map<string, Waiting>();
+  /** Models a copy of which this replica unloaded lately (evicted, swapped, idle), by ref. */
+  readonly #gone = new Map<string, { entry: CatalogModelEntry; at: number }>();
   readonly #swapWaitMs: number;
   readonly #swapDrainMs: number;
   #timer: NodeJS.Timeout | undefined;
@@ -90,8 +95,23 @@ export class RoomWaits {
    * room for it in turn instead of finding no pool once the copy is gone.
    */
   keepWaiting(entry: CatalogModelEntry): void {
+    this.#gone.set(entry.ref, { entry, at: this.#o.clock.now() });
     const until = this.#o.queuedUntil(entry.ref);
     if (until !== undefined) this.wait(entry, until);
+  }
+
+  /**
+   * The scheduler's question for a task whose model no pool lists: does it wait for room? Yes when
+   * its model waits already, or a copy of it went here lately (`keepWaiting`): a task placed on
+   * that copy as it went is put back in line and must wait for the model, not be refused.
+   */
+  waitsFor(ref: string): boolean {
+    if (this.#waiting.has(ref)) return true;
+    const gone = this.#gone.get(ref);
+    const now = this.#o.clock.now();
+    if (gone === undefined || now - gone.at > GONE_MEMORY_MS) return false;
+    this.wait(gone.entry, this.#o.queuedUntil(ref) ?? now + GONE_MEMORY_MS);
+    return this.#waiting.has(ref);
   }
 
   /** Stops retrying (waiting tasks end by their deadlines) and waits for a try in progress. Idempotent. */
@@ -135,6 +155,7 @@ export class RoomWaits {
 
   async #tryAll(): Promise<void> {
     const now = this.#o.clock.now();
+    for (const [ref, g] of this.#gone) if (now - g.at > GONE_MEMORY_MS) this.#gone.delete(ref);
     // Longest waiting first: the one a swap is due for.
     for (const w of [...this.#waiting.values()].sort((a, b) => a.since - b.since)) {
       if (this.#state !== 'running') return;

@@ -46,7 +46,7 @@ export interface TaskAdmissionDeps {
         readonly loader: Pick<ModelLoads, 'whenServable'>;
         readonly waitMs: number;
         /** Where a model no node has room for waits (its tasks stay queued); absent = refused 503. */
-        readonly room?: Pick<RoomWaits, 'wait' | 'waitingFor'> | undefined;
+        readonly room?: Pick<RoomWaits, 'wait' | 'waitingFor' | 'waitsFor'> | undefined;
       }
     | undefined;
   /** Whether the service still admits. */

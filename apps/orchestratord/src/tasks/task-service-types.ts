@@ -41,7 +41,7 @@ export interface TaskServiceOptions {
         readonly loader: Pick<ModelLoads, 'whenServable'>;
         readonly waitMs: number;
         /** Where a model no node has room for waits, its tasks queued (room-waits.ts); absent = 503. */
-        readonly room?: Pick<RoomWaits, 'wait' | 'waitingFor'> | undefined;
+        readonly room?: Pick<RoomWaits, 'wait' | 'waitingFor' | 'waitsFor'> | undefined;
       }
     | undefined;
   /** How long an ended task's frames stay readable, ms. */

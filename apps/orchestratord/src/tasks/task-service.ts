@@ -124,7 +124,7 @@ export class TaskService {
       registry,
       strategy: options.placementStrategy,
       line: coordinator.line(),
-      awaitingModel: (model) => options.loads?.room?.waitingFor(model) !== undefined,
+      awaitingModel: (model) => options.loads?.room?.waitsFor(model) ?? false,
       events: {
         waiting: (task) => this.#observer.waiting(task),
         unplaceable: (task, decision) => {
