@@ -184,29 +184,30 @@ export class ModelLoads {
     return undefined;
   }
 
-  #untilListed(entry: CatalogModelEntry, waitMs: number): Promise<string> {
-    return new Promise<string>((resolve, reject) => {
-      const settle = (): void => {
-        const name = this.#listedName(entry);
-        if (name === undefined) return;
-        done();
-        resolve(name);
+  async #untilListed(entry: CatalogModelEntry, waitMs: number): Promise<string> {
+    const name = await this.#whenFleet(() => this.#listedName(entry), waitMs);
+    if (name !== undefined) return name;
+    throw new ModelNotAvailableError(
+      `model '${entry.id}' is being loaded, but no node reported its pool within ${waitMs} ms`,
+      { retryAfterMs: 1000 },
+    );
+  }
+
+  /** `found()`'s first defined answer, checked now and on each change of the fleet; undefined after `waitMs`. */
+  #whenFleet<T>(found: () => T | undefined, waitMs: number): Promise<T | undefined> {
+    return new Promise<T | undefined>((resolve) => {
+      const check = (): void => {
+        const value = found();
+        if (value !== undefined) done(value);
       };
-      const unsubscribe = this.#fleet.subscribe(settle);
-      const timer = setTimeout(() => {
-        done();
-        reject(
-          new ModelNotAvailableError(
-            `model '${entry.id}' is being loaded, but no node reported its pool within ${waitMs} ms`,
-            { retryAfterMs: 1000 },
-          ),
-        );
-      }, waitMs);
-      const done = (): void => {
+      const unsubscribe = this.#fleet.subscribe(check);
+      const timer = setTimeout(() => done(undefined), waitMs);
+      const done = (value: T | undefined): void => {
         clearTimeout(timer);
         unsubscribe();
+        resolve(value);
       };
-      settle();
+      check();
     });
   }
 
@@ -469,23 +470,9 @@ export class ModelLoads {
   }
 
   /** Resolves once the fleet no longer lists the pool (its node removed it), or after `waitMs`. */
-  #untilGone(p: FleetPool, waitMs: number): Promise<void> {
+  async #untilGone(p: FleetPool, waitMs: number): Promise<void> {
     const key = poolKey(p);
-    const gone = (): boolean => !this.#fleet.pools().some((q) => poolKey(q) === key);
-    return new Promise<void>((resolve) => {
-      const check = (): void => {
-        if (!gone()) return;
-        done();
-      };
-      const unsubscribe = this.#fleet.subscribe(check);
-      const timer = setTimeout(() => done(), waitMs);
-      const done = (): void => {
-        clearTimeout(timer);
-        unsubscribe();
-        resolve();
-      };
-      check();
-    });
+    await this.#whenFleet(() => (this.#fleet.pools().some((q) => poolKey(q) === key) ? undefined : true), waitMs);
   }
 
   /** A node the caller named: asked alone (it decides whether the model fits). */
@@ -541,8 +528,7 @@ export class ModelLoads {
   }
 
   #poolsOf(entry: CatalogModelEntry): FleetPool[] {
-    const names = new Set([entry.id, ...entry.aliases]);
-    return this.#fleet.pools().filter((p) => poolNames(p).some((n) => names.has(n)));
+    return poolsOfEntry(entry, this.#fleet.pools());
   }
 
   /** A load started: an earlier failure is history. Not fatal when the store does not answer (the pool's own state shows the load). */
