@@ -66,7 +66,7 @@ describe.each(STORE_KINDS)('load on first request (%s store)', (kind) => {
   function reportLoadsAsProvisioning(app: TestApp, on: OnDemandNode): void {
     const answer = on.answerLoad;
     on.answerLoad = (body) => {
-      setTimeout(() => void node(app, [pool(body.pool_id, { state: 'provisioning', ready: false, slots_free: 0 })]), 5);
+      void node(app, [pool(body.pool_id, { state: 'provisioning', ready: false, slots_free: 0 })]);
       return answer(body);
     };
   }
@@ -143,7 +143,7 @@ describe.each(STORE_KINDS)('load on first request (%s store)', (kind) => {
     // room appears: the next try loads it, and the waiting task is placed once the pool is ready
     const tries = on.loads.length;
     on.answerLoad = (body) => {
-      setTimeout(() => void node(app, [pool(body.pool_id, { state: 'provisioning', ready: false, slots_free: 0 })]), 5);
+      void node(app, [pool(body.pool_id, { state: 'provisioning', ready: false, slots_free: 0 })]);
       return { status: 202, body: { pool_id: body.pool_id } };
     };
     await waitFor(() => on.loads.length > tries, 5000, 'a load once room appeared');
