@@ -52,8 +52,12 @@ export const OrchestratorConfigSchema = z
     admission_capacity: z.coerce.number().int().min(1).max(10_000_000).default(1024),
     /** What a full queue does: `reject` (429) or `drop-lru` (evict the oldest batch task). @default reject (env ORCHD_ADMISSION_POLICY) */
     admission_policy: z.enum(['reject', 'drop-lru']).default('reject'),
-    /** Placement strategy. @default least-loaded (env ORCHESTRATORD_PLACEMENT_STRATEGY) */
-    placement_strategy: z.enum(['least-loaded', 'round-robin']).default('least-loaded'),
+    /**
+     * Placement strategy: `cache-aware` (the pool that holds the longest prefix of the prompt in its
+     * prompt cache, under a load guard; .specs/68-prefix-routing.md), `least-loaded` or `round-robin`.
+     * @default least-loaded (env ORCHESTRATORD_PLACEMENT_STRATEGY)
+     */
+    placement_strategy: z.enum(['cache-aware', 'least-loaded', 'round-robin']).default('least-loaded'),
     /** Expected heartbeat interval of nodes, ms; offline after 3 missed. @default 5000 (env ORCHD_NODE_HEARTBEAT_MS) */
     heartbeat_interval_ms: z.coerce.number().int().min(50).max(600_000).default(5000),
     /**

@@ -30,7 +30,7 @@ import {
  * round-robin adds a second pass, and a sort only when the candidates are not in pool/node order.
  */
 
-export type PlacementStrategy = 'least-loaded' | 'round-robin';
+export type PlacementStrategy = 'cache-aware' | 'least-loaded' | 'round-robin';
 
 /** What placement needs to know about a task. */
 export interface PlacementRequest {
@@ -178,7 +178,7 @@ export function place<C extends PoolCandidate>(
     const i = prefer.indexOf(c.pool_id);
     return i < 0 ? unranked : i;
   };
-  const leastLoaded = strategy === 'least-loaded';
+  const leastLoaded = strategy !== 'round-robin';
   const groups: [Group<C>, Group<C>] = [
     { eligible: 0, rank: Number.POSITIVE_INFINITY, count: 0, best: undefined },
     { eligible: 0, rank: Number.POSITIVE_INFINITY, count: 0, best: undefined },
