@@ -110,6 +110,7 @@ module.exports = {
         ['openai', 'tasks'],
         ['admission'],
         ['scheduling'],
+        ['prefix'],
         ['registry'],
         ['upstream', 'streams', 'sessions', 'catalog'],
         ['store'],

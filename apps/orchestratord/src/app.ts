@@ -59,6 +59,7 @@ import { SessionStore } from './sessions/session-store.js';
 import { packageVersion } from './support/argv.js';
 import { LeaseKeeper } from './support/lease-keeper.js';
 import { createMetrics } from './support/metrics.js';
+import { PrefixRouting } from './prefix/prefix-routing.js';
 import { ClusterTasks } from './tasks/shared/cluster-tasks.js';
 import { LocalCoordinator } from './tasks/local-coordinator.js';
 import { SharedCoordinator } from './tasks/shared/shared-coordinator.js';
@@ -320,6 +321,24 @@ export async function buildApp(
     ...(tuning.roomRetryMs !== undefined ? { retryMs: tuning.roomRetryMs } : {}),
   });
   roomWaitsRef = roomWaits;
+  // cache-aware placement's prefix index (spec 68); no index, no cost, with the other strategies.
+  const prefixes =
+    config.placement_strategy === 'cache-aware'
+      ? new PrefixRouting({
+          share: store.prefixes,
+          replicaId: identity.replicaId,
+          metrics,
+          poolSize: (key) => {
+            const slash = key.indexOf('/');
+            return registry.poolsWithId(key.slice(slash + 1)).find((v) => v.node_id === key.slice(0, slash));
+          },
+        })
+      : undefined;
+  const forgetGoneNodes = prefixes
+    ? registry.subscribe((e) => {
+        if (e.type === 'offline' || e.type === 'deregistered') prefixes.forgetNode(e.nodeId);
+      })
+    : undefined;
   const tasks = new TaskService({
     registry,
     coordinator:
@@ -332,6 +351,7 @@ export async function buildApp(
     admissionCapacity: config.admission_capacity,
     admissionPolicy: config.admission_policy,
     placementStrategy: config.placement_strategy,
+    prefixes,
     ctxMax: config.ctx_max,
     catalog: store.catalog,
     loads: { loader: models, waitMs: loadClaimTtlMs, room: roomWaits },
@@ -459,6 +479,14 @@ export async function buildApp(
         { name: 'cluster node sync', close: () => nodeSync?.close() ?? Promise.resolve() },
         { name: 'cluster slot leases', close: () => clusterLeases?.close() ?? Promise.resolve() },
         { name: 'lease renewals', close: () => leaseKeeper?.close() ?? Promise.resolve() },
+        {
+          name: 'prefix index',
+          close: () => {
+            forgetGoneNodes?.();
+            prefixes?.close();
+            return Promise.resolve();
+          },
+        },
         { name: 'node registry', close: () => registry.close() },
         { name: 'sessions', close: () => sessions.close() },
         {

@@ -1,4 +1,6 @@
-import type { EngineCall, PlacementOverrides, PoolCapability } from '@llama-orch/contracts';
+import type { ChatMessage, EngineCall, PlacementOverrides, PoolCapability, Sampling } from '@llama-orch/contracts';
+import type { PrefixPrediction } from '../prefix/prefix-routing.js';
+import { promptBlocks, type PromptBlocks } from '../prefix/prompt-blocks.js';
 import { candidateKey } from '../registry/pool-view.js';
 import type { PlacementRequest, PoolRef } from './placement.js';
 
@@ -11,6 +13,10 @@ export interface PlacementFields {
   readonly ctx: number;
   readonly determinism?: 'strict' | 'best_effort' | undefined;
   readonly placement?: PlacementOverrides | undefined;
+  /** The prompt (cache-aware placement matches its blocks). */
+  readonly prompt?: string | undefined;
+  readonly messages?: readonly ChatMessage[] | undefined;
+  readonly sampling?: Pick<Sampling, 'tools'> | undefined;
 }
 
 /**
@@ -29,15 +35,37 @@ export class PlacementTicket implements PlacementRequest {
   #exclude: Set<string> | undefined;
   /** Whether the task has waited for capacity at least once. */
   waited = false;
+  /** What the prefix index expected of the pool the task was placed on (cache-aware placement). */
+  prefix: PrefixPrediction | undefined;
   #key: string | undefined;
+  readonly #fields: PlacementFields;
+  /** Hashed on first use: only cache-aware placement reads them. */
+  #blocks: PromptBlocks | null | undefined;
 
   constructor(fields: PlacementFields, affinity?: PoolRef) {
+    this.#fields = fields;
     this.affinity = affinity;
     this.model_ref = fields.model_ref;
     this.kind = fields.call?.kind ?? fields.workload;
     this.ctx = fields.ctx;
     this.determinism = fields.determinism;
     this.placement = fields.placement;
+  }
+
+  /** The prompt's chained block hashes (prefix/prompt-blocks.ts); undefined for a task without a prompt. */
+  get blocks(): PromptBlocks | undefined {
+    if (this.#blocks === undefined) {
+      const f = this.#fields;
+      this.#blocks =
+        promptBlocks({
+          workload: f.workload ?? 'completion',
+          prompt: f.prompt,
+          messages: f.messages,
+          sampling: f.sampling,
+          call: f.call,
+        }) ?? null;
+    }
+    return this.#blocks ?? undefined;
   }
 
   /** `node_id/pool_id` of pools that failed this task; placement avoids them while it can. */

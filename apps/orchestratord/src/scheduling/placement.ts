@@ -1,4 +1,5 @@
 import type { PlacementOverrides, PoolCapability } from '@llama-orch/contracts';
+import type { PromptBlocks } from '../prefix/prompt-blocks.js';
 import {
   candidateKey,
   compareCandidates,
@@ -21,8 +22,12 @@ import {
  * - Among placeable eligible pools: `prefer_pools` in their order first, then the task's session
  *   affinity (the pool that served the conversation's previous turn holds its prompt in its KV
  *   cache: taken whenever it is placeable, not excluded and as preferred as the best), then the
- *   strategy: `least-loaded` (most free slots, then lowest load ratio, then pool id, then node id)
- *   or `round-robin` (a shared counter over the candidates sorted by pool id, node id).
+ *   strategy: `least-loaded` (most free slots, then lowest load ratio, then pool id, then node id),
+ *   `round-robin` (a shared counter over the candidates sorted by pool id, node id) or
+ *   `cache-aware` (.specs/68-prefix-routing.md: the pool whose prompt cache holds the longest
+ *   prefix of the prompt, unless it is busier than the least-loaded pool by the load guard's
+ *   margins; with no prefix held anywhere, least-loaded, ties going to the pool whose cache the
+ *   index fills least).
  * - No eligible pool at all → a typed rejection; eligible but none placeable → wait in the queue.
  *
  * Cost: one linear pass over the pools that serve the task's model when the candidates come from a
@@ -44,6 +49,35 @@ export interface PlacementRequest {
   readonly exclude?: ReadonlySet<string> | undefined;
   /** The pool that served the task's session last; preferred while it has a free slot (never waited for). */
   readonly affinity?: PoolRef | undefined;
+  /** The prompt's block hashes, for `cache-aware` placement. */
+  readonly blocks?: PromptBlocks | undefined;
+}
+
+/** The prefix index as placement reads it (prefix/prefix-routing.ts; an engine's KV events could feed another). */
+export interface PrefixScorer {
+  /** Blocks of the prompt each pool holds, by `node_id/pool_id`; undefined when none holds any. */
+  matches(blocks: PromptBlocks | undefined): ReadonlyMap<string, number> | undefined;
+  /** Share of the pool's cache the index fills, 0..1. */
+  occupancy(poolKey: string): number;
+}
+
+/**
+ * The load guard of cache-aware placement (as SGLang's router's): the pool holding the prefix is
+ * passed over for the least-loaded one when it has at least this many more busy slots and more than
+ * this many times as many. Only pools with a free slot are ever candidates, so a task never waits
+ * for the pool holding its prefix while another could serve it now.
+ */
+export const LOAD_GUARD = Object.freeze({ absoluteSlots: 2, relative: 1.5 });
+
+function busy(c: PoolCandidate): number {
+  return c.slots_total - c.free;
+}
+
+/** Whether the prefix holder `hit` is too much busier than the least-loaded pool `least` (LOAD_GUARD). */
+export function overloaded(hit: PoolCandidate, least: PoolCandidate): boolean {
+  const h = busy(hit);
+  const l = busy(least);
+  return h - l >= LOAD_GUARD.absoluteSlots && h > l * LOAD_GUARD.relative;
 }
 
 /** A pool of a node. */
@@ -52,7 +86,7 @@ export interface PoolRef {
   readonly pool_id: string;
 }
 
-export type PlacementReason = 'pinned' | 'preferred' | 'fallback' | 'affinity' | 'strategy';
+export type PlacementReason = 'pinned' | 'preferred' | 'fallback' | 'affinity' | 'prefix' | 'load-guard' | 'strategy';
 
 export type PlacementDecision<C extends PoolCandidate = PoolCandidate> =
   | { readonly kind: 'assign'; readonly candidate: C; readonly reason: PlacementReason }
@@ -106,6 +140,13 @@ export function compareLeastLoaded(a: PoolCandidate, b: PoolCandidate): number {
   return compareCandidates(a, b);
 }
 
+/** least-loaded order, with equally loaded pools ordered by the share of their cache the prefix index fills. */
+function compareRoomy(a: PoolCandidate, b: PoolCandidate, scorer: PrefixScorer): number {
+  if (a.free !== b.free || loadRatio(a) !== loadRatio(b)) return compareLeastLoaded(a, b);
+  const room = scorer.occupancy(candidateKey(a)) - scorer.occupancy(candidateKey(b));
+  return room !== 0 ? room : compareCandidates(a, b);
+}
+
 function isIndex<C extends PoolCandidate>(
   candidates: readonly C[] | CandidateIndex<C>,
 ): candidates is CandidateIndex<C> {
@@ -121,14 +162,25 @@ interface Group<C extends PoolCandidate> {
   rank: number;
   count: number;
   best: C | undefined;
+  /** cache-aware: the pool holding the most blocks of the prompt, and how many. */
+  hit: C | undefined;
+  hitBlocks: number;
 }
 
-/** Decides where (or whether) a task runs now. Never mutates candidates; only the round-robin cursor. */
+function newGroup<C extends PoolCandidate>(): Group<C> {
+  return { eligible: 0, rank: Number.POSITIVE_INFINITY, count: 0, best: undefined, hit: undefined, hitBlocks: 0 };
+}
+
+/**
+ * Decides where (or whether) a task runs now. Never mutates candidates; only the round-robin cursor.
+ * `scorer`: the prefix index `cache-aware` reads (without one it places as least-loaded).
+ */
 export function place<C extends PoolCandidate>(
   req: PlacementRequest,
   candidates: readonly C[] | CandidateIndex<C>,
   strategy: PlacementStrategy,
   rr: RoundRobinCursor,
+  scorer?: PrefixScorer,
 ): PlacementDecision<C> {
   const p = req.placement;
   let base: readonly C[];
@@ -179,10 +231,11 @@ export function place<C extends PoolCandidate>(
     return i < 0 ? unranked : i;
   };
   const leastLoaded = strategy !== 'round-robin';
-  const groups: [Group<C>, Group<C>] = [
-    { eligible: 0, rank: Number.POSITIVE_INFINITY, count: 0, best: undefined },
-    { eligible: 0, rank: Number.POSITIVE_INFINITY, count: 0, best: undefined },
-  ];
+  const cacheAware = strategy === 'cache-aware' && scorer !== undefined ? scorer : undefined;
+  const matches = cacheAware?.matches(req.blocks);
+  // cache-aware without a match anywhere spreads new prefixes: equally loaded pools go by free cache.
+  const better = cacheAware === undefined ? compareLeastLoaded : (a: C, b: C) => compareRoomy(a, b, cacheAware);
+  const groups: [Group<C>, Group<C>] = [newGroup(), newGroup()];
   let served = false;
   let ordered = true;
   let previous: C | undefined;
@@ -206,9 +259,18 @@ export function place<C extends PoolCandidate>(
       g.rank = rank;
       g.count = 1;
       g.best = c;
+      g.hit = undefined;
+      g.hitBlocks = 0;
     } else if (rank === g.rank) {
       g.count += 1;
-      if (leastLoaded && compareLeastLoaded(c, g.best as C) < 0) g.best = c;
+      if (leastLoaded && better(c, g.best as C) < 0) g.best = c;
+    } else continue;
+    if (matches !== undefined) {
+      const held = matches.get(candidateKey(c)) ?? 0;
+      if (held > g.hitBlocks || (held > 0 && held === g.hitBlocks && compareLeastLoaded(c, g.hit as C) < 0)) {
+        g.hit = c;
+        g.hitBlocks = held;
+      }
     }
   }
 
@@ -230,6 +292,15 @@ export function place<C extends PoolCandidate>(
   // there), but never over a better-ranked preferred pool or the soft exclusions.
   if (affine !== undefined && gi === 0 && rankOf(affine) === group.rank) {
     return { kind: 'assign', candidate: affine, reason: p?.mode === 'pin' ? 'pinned' : 'affinity' };
+  }
+  if (group.hit !== undefined) {
+    const least = group.best as C;
+    const guarded = overloaded(group.hit, least);
+    const candidate = guarded ? least : group.hit;
+    let reason: PlacementReason = guarded ? 'load-guard' : 'prefix';
+    if (p?.mode === 'pin') reason = 'pinned';
+    else if (prefer !== undefined) reason = group.rank < unranked ? 'preferred' : 'fallback';
+    return { kind: 'assign', candidate, reason };
   }
   let chosen: C;
   if (leastLoaded) {

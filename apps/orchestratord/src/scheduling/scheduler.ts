@@ -2,6 +2,7 @@ import type { Lease, PoolView } from '../registry/pool-view.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
 import {
   place,
+  type PrefixScorer,
   type PlacementDecision,
   type PlacementReason,
   type PlacementStrategy,
@@ -43,6 +44,8 @@ export interface SchedulerOptions<T> {
    * waiting for room on a node, spec 67). Asked only on that refusal's path. @default never
    */
   awaitingModel?: (modelRef: string) => boolean;
+  /** The prefix index `cache-aware` placement reads. @default none (cache-aware places as least-loaded) */
+  scorer?: PrefixScorer | undefined;
 }
 
 /**
@@ -57,13 +60,15 @@ export class Scheduler<T extends Schedulable> {
   readonly #line: WaitingLine<T>;
   readonly #events: SchedulerEvents<T>;
   readonly #awaitingModel: (modelRef: string) => boolean;
+  readonly #scorer: PrefixScorer | undefined;
   readonly #cursor: RoundRobinCursor = { next: 0 };
   #open = true;
   #pumping = false;
   #pumpAgain = false;
 
-  constructor({ registry, strategy, line, events, awaitingModel }: SchedulerOptions<T>) {
+  constructor({ registry, strategy, line, events, awaitingModel, scorer }: SchedulerOptions<T>) {
     this.#registry = registry;
+    this.#scorer = scorer;
     this.#awaitingModel = awaitingModel ?? (() => false);
     this.#strategy = strategy;
     this.#line = line;
@@ -105,7 +110,7 @@ export class Scheduler<T extends Schedulable> {
       if (waiting.has(key)) continue;
       // The registry's per-model index: only the model's pools are looked at, and the lease taken
       // below is in the views the next decision reads.
-      const decision = place(ticket, this.#registry, this.#strategy, this.#cursor);
+      const decision = place(ticket, this.#registry, this.#strategy, this.#cursor, this.#scorer);
       if (
         decision.kind === 'wait' ||
         (decision.kind === 'reject' && decision.code === 'MODEL_NOT_AVAILABLE' && this.#awaitingModel(ticket.model_ref))

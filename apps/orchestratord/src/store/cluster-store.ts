@@ -5,6 +5,7 @@ import type { ActivityStore } from './activity-store.js';
 import type { AdmissionQueueStore } from './admission-queue-store.js';
 import type { CatalogStore } from './catalog-store.js';
 import type { ClusterSignals } from './cluster-signals.js';
+import type { PrefixShare } from './prefix-share.js';
 import type { NodeLivenessStore } from './node-liveness-store.js';
 import type { RateLimitStore } from './rate-limit-store.js';
 import type { ReplicaMembershipStore } from './replica-membership-store.js';
@@ -70,6 +71,11 @@ export interface ProcessStore {
    * (kept in `state_dir` when set); with Redis, the cluster's.
    */
   readonly catalog: CatalogStore;
+  /**
+   * The prefix index's news between replicas (.specs/68-prefix-routing.md): in-process, this
+   * process's own subscribers; with Redis, every replica's.
+   */
+  readonly prefixes: PrefixShare;
   /** Whether the store answers now (a PING with Redis); never throws. */
   health(): Promise<StoreHealth>;
   /** Releases connections within a bounded time; idempotent. */

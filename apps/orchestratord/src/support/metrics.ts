@@ -19,6 +19,14 @@ export interface OrchdMetrics {
   readonly clientTokensOut: Counter<'key'>;
   readonly backpressureEvents: Counter<'engine' | 'policy'>;
   readonly placementDecisions: Counter<'outcome' | 'pinned' | 'fallback'>;
+  /** Placements by what chose the pool (pinned, preferred, fallback, affinity, prefix, load-guard, strategy). */
+  readonly placementReasons: Counter<'reason'>;
+  /** Prompt tokens the prefix index expected a pool's cache to serve, per pool (cache-aware placement). */
+  readonly prefixPredictedTokens: Counter<'pool_id'>;
+  /** Prompt tokens the engine served from its cache, of the same tasks. */
+  readonly prefixCachedTokens: Counter<'pool_id'>;
+  /** Each answer against the index's prediction: `hit`, `miss` (expected more than was cached), `none` (neither), `unforeseen` (cached, none expected). */
+  readonly prefixPredictions: Counter<'pool_id' | 'outcome'>;
   /** Placements of tasks whose session had a last pool: `kept` there (its prompt cache), or `moved` (it had no free slot). */
   readonly sessionAffinity: Counter<'outcome'>;
   /** Idle sessions evicted before their TTL (the session cap). */
@@ -159,6 +167,30 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       name: 'llorch_placement_decisions_total',
       help: 'Placement outcomes (no_capacity counted once per task that had to wait).',
       labelNames: ['outcome', 'pinned', 'fallback'] as const,
+      registers,
+    }),
+    placementReasons: new Counter({
+      name: 'llorch_placement_reason_total',
+      help: 'Placements by what chose the pool: pinned, preferred, fallback, affinity, prefix (its cache holds the longest prefix), load-guard (the prefix holder was too busy), strategy.',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    prefixPredictedTokens: new Counter({
+      name: 'llorch_prefix_cache_predicted_tokens_total',
+      help: "Prompt tokens the prefix index expected the pool's prompt cache to serve (cache-aware placement).",
+      labelNames: ['pool_id'] as const,
+      registers,
+    }),
+    prefixCachedTokens: new Counter({
+      name: 'llorch_prefix_cache_actual_tokens_total',
+      help: "Prompt tokens the pool's engine served from its cache (timings.cache_n), of the tasks the index predicted for.",
+      labelNames: ['pool_id'] as const,
+      registers,
+    }),
+    prefixPredictions: new Counter({
+      name: 'llorch_prefix_cache_predictions_total',
+      help: 'Answers against the prefix index: hit, miss (it expected more than the engine had cached), none, unforeseen (cached without a prediction).',
+      labelNames: ['pool_id', 'outcome'] as const,
       registers,
     }),
     sessionsEvicted: new Counter({

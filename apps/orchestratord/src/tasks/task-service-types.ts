@@ -5,6 +5,7 @@ import type { CatalogStore } from '../store/catalog-store.js';
 import type { ModelLoads } from '../catalog/model-loads.js';
 import type { RoomWaits } from '../catalog/room-waits.js';
 import type { PlacementStrategy } from '../scheduling/placement.js';
+import type { PrefixRouting } from '../prefix/prefix-routing.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { PoolClient } from '../upstream/pool-client.js';
@@ -23,6 +24,11 @@ export interface TaskServiceOptions {
   admissionCapacity: number;
   admissionPolicy: QueuePolicy;
   placementStrategy: PlacementStrategy;
+  /**
+   * The prefix index (`cache-aware` placement reads it; each placement and answer teaches it).
+   * @default none: cache-aware places as least-loaded
+   */
+  prefixes?: Pick<PrefixRouting, 'matches' | 'occupancy' | 'placed' | 'answered'> | undefined;
   /** Largest ctx accepted when no pool reports one. */
   ctxMax: number;
   /**

@@ -58,6 +58,7 @@ const ENGINE = 'llamacpp';
 
 export class TaskService {
   readonly #registry: NodeRegistry;
+  readonly #prefixes: TaskServiceOptions['prefixes'];
   /** The cluster's side of every moment of a task (task-coordinator.ts). */
   readonly #coordinator: TaskCoordinator;
   readonly #poolClient: PoolClient;
@@ -87,6 +88,7 @@ export class TaskService {
   constructor(options: TaskServiceOptions) {
     const { registry, metrics, tickMs = 100, metricsIntervalMs = 1000 } = options;
     this.#registry = registry;
+    this.#prefixes = options.prefixes;
     this.#poolClient = options.poolClient;
     this.#clock = options.clock;
     this.#ctxMax = options.ctxMax;
@@ -124,6 +126,7 @@ export class TaskService {
       registry,
       strategy: options.placementStrategy,
       line: coordinator.line(),
+      scorer: options.prefixes,
       awaitingModel: (model) => options.loads?.room?.waitsFor(model) ?? false,
       events: {
         waiting: (task) => this.#observer.waiting(task),
@@ -297,6 +300,7 @@ export class TaskService {
   /** Starts the task's dispatch to `view`, whose slot the scheduler leased for it (`held`: a cluster slot lease the coordinator's claim took). */
   #placed(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason, held?: string): void {
     this.#observer.placed(task, view, reason, this.#clock.now());
+    if (this.#prefixes !== undefined) task.ticket.prefix = this.#prefixes.placed(task.ticket.blocks, view);
     this.#run(task, view, lease, false, held);
   }
 
@@ -405,6 +409,8 @@ export class TaskService {
     if (outcome.kind === 'aborted' || task.state === 'ended') return;
     if (outcome.kind === 'end') {
       this.#observer.finished(task, view, outcome.event);
+      const ev = outcome.event;
+      this.#prefixes?.answered(task.ticket.blocks, task.ticket.prefix, view.pool_id, ev.prompt_tokens, ev.cached_tokens);
       this.#end(task, { frame: { event: 'end', data: endOf(outcome.event) } });
       return;
     }

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { LocalPrefixShare } from '../prefix-share.js';
 import type { ClusterStoreDeps, ClusterStoreSettings, LocalStore } from '../cluster-store.js';
 import { MemoryActivity } from './memory-activity.js';
 import { MemoryCatalog } from './memory-catalog.js';
@@ -24,6 +25,7 @@ export function createLocalStore({
     replicas: new MemoryReplicas(clock),
     activity: new MemoryActivity(clock),
     catalog,
+    prefixes: new LocalPrefixShare(),
     health: () => Promise.resolve({ ok: true, kind: 'memory', latency_ms: 0 }),
     close: () => catalog.close(),
   };

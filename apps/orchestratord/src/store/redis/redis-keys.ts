@@ -3,6 +3,11 @@ export function signalsChannel(prefix: string): string {
   return `${prefix}signals`;
 }
 
+/** The prefix index's news (store/prefix-share.ts). */
+export function prefixChannel(prefix: string): string {
+  return `${prefix}prefixes`;
+}
+
 /**
  * Every key of the Redis store, under one prefix. What each holds is documented with the scripts
  * that write it (lua/*.lua, lua/includes/*.lua); scripts that reach keys by id build them from the

@@ -10,6 +10,7 @@ import { RedisRateLimits } from './redis-rate-limits.js';
 import { RedisReplicas } from './redis-replicas.js';
 import { RedisScripts } from './redis-scripts.js';
 import { RedisSessions } from './redis-sessions.js';
+import { RedisPrefixShare } from './redis-prefix-share.js';
 import { RedisSignals } from './redis-signals.js';
 import { RedisSlotLeases } from './redis-slot-leases.js';
 import { RedisTasks } from './redis-tasks.js';
@@ -32,6 +33,7 @@ export async function createRedisStore(
   });
   const scripts = new RedisScripts(redis, loaded);
   const signals = new RedisSignals(redis, logger);
+  const prefixes = new RedisPrefixShare(redis, logger);
   const sessionLimits = { ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget };
   let closing: Promise<void> | undefined;
   return {
@@ -52,6 +54,7 @@ export async function createRedisStore(
     signals,
     activity: new RedisActivity(redis, scripts),
     catalog: new RedisCatalog(scripts),
+    prefixes,
     health: async () => {
       try {
         return { ok: true, kind: 'redis', latency_ms: await redis.ping() };
@@ -60,7 +63,7 @@ export async function createRedisStore(
       }
     },
     close: () => {
-      closing ??= signals.close().then(() => redis.close());
+      closing ??= Promise.all([signals.close(), prefixes.close()]).then(() => redis.close());
       return closing;
     },
   };

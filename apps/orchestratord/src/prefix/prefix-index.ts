@@ -1,0 +1,145 @@
+/**
+ * Which prompt blocks each pool's engine is believed to hold in its prompt cache: an approximate
+ * index learnt from placements (llama.cpp publishes no KV-cache events; .specs/68-prefix-routing.md).
+ * Per pool a least-recently-used set of chained block hashes, bounded by the pool's capacity in
+ * blocks; across pools a map from hash to the pools holding it, so one walk over a prompt's blocks
+ * finds every pool's match.
+ *
+ * A prompt's blocks are touched last block first, so its first blocks are the most recent: when a
+ * pool's set overflows, the ends of long prompts go before the prefixes they share with others, as
+ * leaves go before the trunk in a radix tree.
+ */
+export class PrefixIndex {
+  /** Hash → pools (`node_id/pool_id`) holding it. */
+  readonly #holders = new Map<string, Set<string>>();
+  readonly #pools = new Map<string, PoolBlocks>();
+
+  /** Blocks each pool holds from the first on, for `hashes` (pools with none are absent). */
+  match(hashes: readonly string[]): Map<string, number> {
+    const matched = new Map<string, number>();
+    for (let i = 0; i < hashes.length; i++) {
+      const holders = this.#holders.get(hashes[i] as string);
+      if (holders === undefined) break;
+      let longer = false;
+      if (i === 0) {
+        for (const pool of holders) matched.set(pool, 1);
+        longer = holders.size > 0;
+      } else {
+        for (const [pool, n] of matched) {
+          if (n === i && holders.has(pool)) {
+            matched.set(pool, i + 1);
+            longer = true;
+          }
+        }
+      }
+      if (!longer) break;
+    }
+    return matched;
+  }
+
+  /** Blocks of `hashes` the pool holds from the first on. */
+  matchOf(pool: string, hashes: readonly string[]): number {
+    let i = 0;
+    while (i < hashes.length && this.#holders.get(hashes[i] as string)?.has(pool) === true) i += 1;
+    return i;
+  }
+
+  /**
+   * The pool holds `hashes` now (it was given the prompt, or a peer replica says so). Returns the
+   * rank of the deepest of them it already held: how many of its entries were touched more recently
+   * (0 when it held none, or held it as its newest): the cache a hit relied on had to keep at least
+   * that many entries besides.
+   */
+  hold(pool: string, hashes: readonly string[], capacity: number): number {
+    const blocks = this.#poolBlocks(pool, capacity);
+    let rank = 0;
+    for (let i = hashes.length - 1; i >= 0; i--) {
+      const touched = blocks.lru.get(hashes[i] as string);
+      if (touched === undefined) continue;
+      for (const t of blocks.lru.values()) if (t > touched) rank += 1;
+      break;
+    }
+    for (let i = hashes.length - 1; i >= 0; i--) {
+      const h = hashes[i] as string;
+      if (blocks.lru.has(h)) {
+        blocks.lru.delete(h);
+      } else {
+        let holders = this.#holders.get(h);
+        if (holders === undefined) this.#holders.set(h, (holders = new Set()));
+        holders.add(pool);
+      }
+      blocks.lru.set(h, ++blocks.clock);
+    }
+    this.#trim(pool, blocks);
+    return rank;
+  }
+
+  /** Forgets every pool `drop` names (a node that went away). */
+  forgetWhere(drop: (pool: string) => boolean): void {
+    for (const pool of [...this.#pools.keys()]) if (drop(pool)) this.forget(pool);
+  }
+
+  /** The pool's capacity in blocks (its entries beyond it go, oldest first). */
+  resize(pool: string, capacity: number): void {
+    const blocks = this.#pools.get(pool);
+    if (blocks === undefined) return;
+    blocks.capacity = Math.max(1, Math.floor(capacity));
+    this.#trim(pool, blocks);
+  }
+
+  capacityOf(pool: string): number | undefined {
+    return this.#pools.get(pool)?.capacity;
+  }
+
+  /** Share of the pool's capacity its entries fill, 0..1 (0 for a pool never seen). */
+  occupancy(pool: string): number {
+    const blocks = this.#pools.get(pool);
+    return blocks === undefined ? 0 : blocks.lru.size / blocks.capacity;
+  }
+
+  /** The pool's engine is gone or restarted: it holds nothing. */
+  forget(pool: string): void {
+    const blocks = this.#pools.get(pool);
+    if (blocks === undefined) return;
+    for (const h of blocks.lru.keys()) this.#release(h, pool);
+    this.#pools.delete(pool);
+  }
+
+  /** Pools with entries, and entries in all. */
+  get size(): { pools: number; blocks: number } {
+    let n = 0;
+    for (const b of this.#pools.values()) n += b.lru.size;
+    return { pools: this.#pools.size, blocks: n };
+  }
+
+  #poolBlocks(pool: string, capacity: number): PoolBlocks {
+    let blocks = this.#pools.get(pool);
+    if (blocks === undefined) {
+      blocks = { lru: new Map(), clock: 0, capacity: Math.max(1, Math.floor(capacity)) };
+      this.#pools.set(pool, blocks);
+    }
+    return blocks;
+  }
+
+  #trim(pool: string, blocks: PoolBlocks): void {
+    while (blocks.lru.size > blocks.capacity) {
+      const oldest = blocks.lru.keys().next().value as string;
+      blocks.lru.delete(oldest);
+      this.#release(oldest, pool);
+    }
+  }
+
+  #release(h: string, pool: string): void {
+    const holders = this.#holders.get(h);
+    if (holders === undefined) return;
+    holders.delete(pool);
+    if (holders.size === 0) this.#holders.delete(h);
+  }
+}
+
+interface PoolBlocks {
+  /** Hash → the pool's touch count when it was last touched; iteration order is least recent first. */
+  readonly lru: Map<string, number>;
+  clock: number;
+  capacity: number;
+}
