@@ -8,11 +8,12 @@ import { floodBench } from './flood.js';
 import { lifecycleBench } from './lifecycle.js';
 import { placementBench } from './placement.js';
 import { poolStartBench } from './pool-start.js';
+import { prefixBench } from './prefix.js';
 import { relayBench } from './relay.js';
 import { replicasBench } from './replicas.js';
 import { streamsBench } from './streams.js';
 
-/** Run order as in the issues (issue 17 added `chat`, issue 25 `flood`, `replicas` and `chat-replicas`, issue 40 `lifecycle`); `relay` goes first, so a cold cache builds llama-server once there. */
+/** Run order as in the issues (issue 17 added `chat`, issue 25 `flood`, `replicas` and `chat-replicas`, issue 40 `lifecycle`, issue 41 `prefix`); `relay` goes first, so a cold cache builds llama-server once there. */
 export const BENCH_ORDER: readonly string[] = [
   'relay',
   'admission',
@@ -26,6 +27,7 @@ export const BENCH_ORDER: readonly string[] = [
   'flood',
   'replicas',
   'lifecycle',
+  'prefix',
 ];
 
 export const BENCHES: Readonly<Record<string, Bench>> = {
@@ -41,4 +43,5 @@ export const BENCHES: Readonly<Record<string, Bench>> = {
   replicas: replicasBench,
   flood: floodBench,
   lifecycle: lifecycleBench,
+  prefix: prefixBench,
 };

@@ -84,8 +84,8 @@ export interface ChatTurnRequest {
   messages: readonly ChatMessage[];
   maxTokens: number;
   seed: number;
-  /** OpenAI `user`: the conversation key orchestratord keeps affinity by. */
-  user: string;
+  /** OpenAI `user`: the conversation key orchestratord keeps affinity by; absent = no session (placement alone decides). */
+  user?: string | undefined;
   correlationId: string;
 }
 
