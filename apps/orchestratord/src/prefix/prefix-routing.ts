@@ -34,7 +34,7 @@ export interface PrefixRoutingOptions {
 /** Characters per token assumed before any answer says otherwise (English text with llama-family tokenizers). */
 const CHARS_PER_TOKEN = 4;
 /** A pool's capacity never shrinks below this many blocks, nor grows past this many times its first estimate. */
-const MIN_CAPACITY_BLOCKS = 16;
+const MIN_CAPACITY_BLOCKS = 4;
 const MAX_GROWTH = 16;
 
 /**
@@ -124,6 +124,11 @@ export class PrefixRouting {
   /** The node is gone (offline, deregistered): its engines' caches with it. */
   forgetNode(nodeId: string): void {
     this.#index.forgetWhere((pool) => pool.startsWith(`${nodeId}/`));
+  }
+
+  /** The pool's capacity in blocks as the index keeps it (undefined before its first prompt). */
+  capacityOf(poolKey: string): number | undefined {
+    return this.#index.capacityOf(poolKey);
   }
 
   /** Pools and blocks the index holds. */

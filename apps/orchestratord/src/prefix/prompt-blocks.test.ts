@@ -31,7 +31,11 @@ describe('prompt blocks', () => {
       { role: 'system' as const, content: 'Be brief.' },
       { role: 'user' as const, content: text('tell me about kettles ', 5 * BLOCK_CHARS) },
     ];
-    const turn2 = [...turn1, { role: 'assistant' as const, content: 'Kettles boil water.' }, { role: 'user' as const, content: 'More.' }];
+    const turn2 = [
+      ...turn1,
+      { role: 'assistant' as const, content: 'Kettles boil water.' },
+      { role: 'user' as const, content: 'More.' },
+    ];
     const one = promptBlocks({ workload: 'chat', messages: turn1 })!;
     const two = promptBlocks({ workload: 'chat', messages: turn2 })!;
     expect(one.hashes.length).toBe(5);
@@ -60,7 +64,10 @@ describe('prompt blocks', () => {
     expect(withTools.hashes[0]).not.toBe(asUser.hashes[0]);
     expect(split.hashes[0]).not.toBe(asUser.hashes[0]);
     // content parts render as their text
-    const parts = promptBlocks({ workload: 'chat', messages: [{ role: 'user', content: [{ type: 'text', text: words }] }] })!;
+    const parts = promptBlocks({
+      workload: 'chat',
+      messages: [{ role: 'user', content: [{ type: 'text', text: words }] }],
+    })!;
     expect(parts.hashes).toEqual(asUser.hashes);
   });
 

@@ -37,7 +37,8 @@ function contentText(content: ChatMessage['content']): string {
   if (typeof content === 'string') return content;
   if (content === null || content === undefined) return '';
   let out = '';
-  for (const part of content) out += part.type === 'text' && typeof part.text === 'string' ? part.text : JSON.stringify(part);
+  for (const part of content)
+    out += part.type === 'text' && typeof part.text === 'string' ? part.text : JSON.stringify(part);
   return out;
 }
 

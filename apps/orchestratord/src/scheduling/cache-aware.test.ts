@@ -31,7 +31,8 @@ const rr = (): RoundRobinCursor => ({ next: 0 });
 /** A scorer over fixed matches (`node/pool` → blocks) and occupancies. */
 function scorer(matches: Record<string, number>, occupancy: Record<string, number> = {}): PrefixScorer {
   return {
-    matches: (blocks) => (blocks === undefined || Object.keys(matches).length === 0 ? undefined : new Map(Object.entries(matches))),
+    matches: (blocks) =>
+      blocks === undefined || Object.keys(matches).length === 0 ? undefined : new Map(Object.entries(matches)),
     occupancy: (key) => occupancy[key] ?? 0,
   };
 }

@@ -34,7 +34,14 @@ export function formatPrefixNews(news: PrefixNews): string {
 
 export function parsePrefixNews(message: string): PrefixNews | undefined {
   const [kind, from, pool, rest, extra] = message.split('\t');
-  if (from === undefined || from === '' || pool === undefined || pool === '' || rest === undefined || extra !== undefined)
+  if (
+    from === undefined ||
+    from === '' ||
+    pool === undefined ||
+    pool === '' ||
+    rest === undefined ||
+    extra !== undefined
+  )
     return undefined;
   if (kind === 'held') {
     const hashes = rest.split(',');

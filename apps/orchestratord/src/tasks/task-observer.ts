@@ -96,6 +96,7 @@ export class TaskObserver {
       pinned: String(reason === 'pinned'),
       fallback: String(reason === 'fallback'),
     });
+    this.#metrics.placementReasons.inc({ reason });
     const affinity = task.ticket.affinity;
     if (affinity !== undefined) {
       const kept = affinity.node_id === view.node_id && affinity.pool_id === view.pool_id;

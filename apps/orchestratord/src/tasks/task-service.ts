@@ -410,7 +410,13 @@ export class TaskService {
     if (outcome.kind === 'end') {
       this.#observer.finished(task, view, outcome.event);
       const ev = outcome.event;
-      this.#prefixes?.answered(task.ticket.blocks, task.ticket.prefix, view.pool_id, ev.prompt_tokens, ev.cached_tokens);
+      this.#prefixes?.answered(
+        task.ticket.blocks,
+        task.ticket.prefix,
+        view.pool_id,
+        ev.prompt_tokens,
+        ev.cached_tokens,
+      );
       this.#end(task, { frame: { event: 'end', data: endOf(outcome.event) } });
       return;
     }

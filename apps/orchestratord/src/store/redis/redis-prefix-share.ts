@@ -1,5 +1,11 @@
 import type { Log } from '@llama-orch/daemon-support';
-import { formatPrefixNews, parsePrefixNews, type PrefixNews, type PrefixNewsListener, type PrefixShare } from '../prefix-share.js';
+import {
+  formatPrefixNews,
+  parsePrefixNews,
+  type PrefixNews,
+  type PrefixNewsListener,
+  type PrefixShare,
+} from '../prefix-share.js';
 import { RedisChannel } from './redis-channel.js';
 import type { RedisConnection } from './redis-client.js';
 import { prefixChannel } from './redis-keys.js';

@@ -1,5 +1,10 @@
 import type { Log } from '@llama-orch/daemon-support';
-import { parseSignal, type ClusterSignal, type ClusterSignalListener, type ClusterSignals } from '../cluster-signals.js';
+import {
+  parseSignal,
+  type ClusterSignal,
+  type ClusterSignalListener,
+  type ClusterSignals,
+} from '../cluster-signals.js';
 import { RedisChannel } from './redis-channel.js';
 import type { RedisConnection } from './redis-client.js';
 import { signalsChannel } from './redis-keys.js';
