@@ -12,12 +12,15 @@ import {
   VARIANT_SPEC,
   type Fleet,
 } from '../lib/prefix-fleet.js';
-import { cacheProbe, chatLoop, closedLoop, openLoop, warmUp } from '../lib/prefix-load.js';
+import { cacheProbe, chatLoop, openLoop, warmedClosedLoop, warmUp } from '../lib/prefix-load.js';
 import { prefixOutcome, type IdleCpu } from '../lib/prefix-report.js';
 import {
   chatRound,
   tenantRound,
+  summarizeLoad,
   CALIBRATION_ROUND,
+  SATURATION_ROUND,
+  TENANTS,
   type ChatTurnRecord,
   type PrefixRecord,
   type PrefixVariant,
@@ -39,7 +42,10 @@ const NODES = 4;
 /** Share of the least-loaded fleet's closed-loop capacity that workload 1 offers. */
 const LOAD_FACTOR = 0.7;
 const CALIBRATION_CLIENTS = 4;
-/** Default `--cache-ram` (MiB): ~3 of workload 1's ~2,100-token prompts (~2.1 MiB each) beside the one in the slot. */
+/**
+ * Default `--cache-ram` (MiB): three of workload 1's ~2,070-token prompts (~2.05 MiB entries; the slot's prompt is saved, oldest
+ * dropped, before a cached one is restored): 2 tenants per engine fit, 8 on every engine do not. Probed each run.
+ */
 const CACHE_RAM_MIB = 8;
 
 function intOption(ctx: BenchContext, name: string, fallback: number): number {
@@ -64,9 +70,11 @@ export const prefixBench: Bench = {
     const startedAt = performance.now();
     const cacheRamMiB = intOption(ctx, 'cache-ram', CACHE_RAM_MIB);
     const rounds = intOption(ctx, 'rounds', ctx.quick ? 1 : 3);
-    const requests = intOption(ctx, 'requests', ctx.quick ? 32 : 64);
+    const requests = intOption(ctx, 'requests', ctx.quick ? 32 : 56);
     const chatRounds = intOption(ctx, 'chat-rounds', ctx.quick ? 1 : 2);
     const withReplicas = intOption(ctx, 'replicas', ctx.quick ? 0 : 1) === 1;
+    const calibrationRequests = intOption(ctx, 'calibration', ctx.quick ? 16 : 32);
+    const saturationRequests = intOption(ctx, 'saturation', ctx.quick ? 16 : 40);
     const variants: PrefixVariant[] = ['least-loaded', 'affinity', 'cache-aware'];
     if (withReplicas) variants.push('cache-aware-3r');
 
@@ -126,23 +134,22 @@ export const prefixBench: Bench = {
         `prefix: cache probe: ${probe.map((s) => `${s.k} prompts → revisit ${s.hit ? 'hit' : 'miss'} (${s.cached_tokens}/${s.prompt_tokens})`).join(', ')}`,
       );
 
-      // Capacity of the least-loaded fleet: a closed loop, then the offered rate for every variant.
+      // Capacity of the least-loaded fleet: a closed loop once every tenant was sent once, then the offered rate for every variant.
       await waitFleetIdle(ll, token);
-      const calibration = await closedLoop(
+      const calibration = await warmedClosedLoop(
         target('least-loaded'),
-        tenantRound(CALIBRATION_ROUND, 1, ctx.quick ? 16 : 32),
+        tenantRound(CALIBRATION_ROUND, 1, TENANTS + calibrationRequests),
         'least-loaded',
         CALIBRATION_CLIENTS,
+        false,
       );
-      const calOk = calibration.filter((r) => r.ok);
-      const calSpanS =
-        (Math.max(...calOk.map((r) => r.end_ms)) - Math.min(...calibration.map((r) => r.sent_ms))) / 1000;
-      const capacity = calOk.length / calSpanS;
+      const cal = summarizeLoad(calibration, 'least-loaded');
+      const capacity = cal.throughputPerS;
       if (!Number.isFinite(capacity) || capacity <= 0)
-        throw new UsageError(`prefix: calibration completed ${calOk.length} of ${calibration.length} requests`);
+        throw new UsageError(`prefix: calibration completed ${cal.completed} of ${cal.sent} requests`);
       const rate = LOAD_FACTOR * capacity;
       ctx.log(
-        `prefix: least-loaded capacity ${capacity.toFixed(2)} req/s (${calOk.length}/${calibration.length} in ${calSpanS.toFixed(1)} s, ${CALIBRATION_CLIENTS} clients); offering ${rate.toFixed(2)} req/s`,
+        `prefix: least-loaded capacity ${capacity.toFixed(2)} req/s (${cal.completed}/${cal.sent}, ${CALIBRATION_CLIENTS} clients); offering ${rate.toFixed(2)} req/s`,
       );
 
       const idle: IdleCpu[] = [];
@@ -189,9 +196,20 @@ export const prefixBench: Bench = {
         }
       }
 
+      // Saturated throughput of every variant: the calibration's closed loop again, fresh texts, same requests for all.
+      const saturation: PrefixRecord[] = [];
+      const sw = tenantRound(SATURATION_ROUND, 1, TENANTS + saturationRequests);
+      for (const v of variants) {
+        const rs = await block(v, 'saturation', () =>
+          warmedClosedLoop(target(v), sw, v, CALIBRATION_CLIENTS, VARIANT_SPEC[v].user),
+        );
+        saturation.push(...rs);
+        ctx.log(`prefix: saturation ${v}: ${summarizeLoad(rs, v).throughputPerS.toFixed(2)} req/s`);
+      }
+
       for (const f of fleets.values()) {
         const placed = placements(f);
-        for (const r of [...records, ...turns, ...(f.variant === 'least-loaded' ? calibration : [])]) {
+        for (const r of [...records, ...turns, ...saturation, ...(f.variant === 'least-loaded' ? calibration : [])]) {
           if (r.variant !== f.variant) continue;
           const p = placed.get(r.correlation_id);
           if (p === undefined) continue;
@@ -210,6 +228,7 @@ export const prefixBench: Bench = {
         capacity,
         rate,
         calibration,
+        saturation,
         calibrationClients: CALIBRATION_CLIENTS,
         probe,
         records,

@@ -120,7 +120,7 @@ export async function openLoop(
 }
 
 /**
- * Workload 1, closed loop (calibration): `clients` clients take the round's requests in order, each
+ * Workload 1, closed loop (calibration, saturation): `clients` clients take the round's requests in order, each
  * sending the next one as soon as its last one ended.
  */
 export async function closedLoop(
@@ -128,6 +128,7 @@ export async function closedLoop(
   w: TenantRound,
   variant: PrefixVariant,
   clients: number,
+  withUser: boolean,
 ): Promise<PrefixRecord[]> {
   const t0 = performance.now();
   const out: PrefixRecord[] = [];
@@ -136,11 +137,40 @@ export async function closedLoop(
     Array.from({ length: clients }, async () => {
       while (next < w.tenants.length) {
         const i = next++;
-        out.push(await tenantRequest(t, w, variant, i, undefined, t0));
+        out.push(await tenantRequest(t, w, variant, i, tenantUser(variant, withUser, w, i), t0));
       }
     }),
   );
   return out.sort((a, b) => a.index - b.index);
+}
+
+/**
+ * A closed loop after every tenant was sent once (`clients` at a time, not recorded), so that it
+ * measures the steady state rather than the round's first visits: `w`'s first `tenants` requests
+ * become the warm pass (tenant i for request i), the rest are measured.
+ */
+export async function warmedClosedLoop(
+  t: Target,
+  w: TenantRound,
+  variant: PrefixVariant,
+  clients: number,
+  withUser: boolean,
+): Promise<PrefixRecord[]> {
+  const n = w.systems.length;
+  const warm: TenantRound = {
+    ...w,
+    tenants: w.systems.map((_, i) => i),
+    users: w.users.slice(0, n),
+    offsetsMs: w.offsetsMs.slice(0, n),
+  };
+  const measured: TenantRound = {
+    ...w,
+    tenants: w.tenants.slice(n),
+    users: w.users.slice(n),
+    offsetsMs: w.offsetsMs.slice(n),
+  };
+  await closedLoop(t, warm, variant, clients, withUser);
+  return closedLoop(t, measured, variant, clients, withUser);
 }
 
 /**

@@ -45,6 +45,8 @@ export interface PrefixRun {
   capacity: number;
   rate: number;
   calibration: readonly PrefixRecord[];
+  /** Closed loop per variant (the calibration's shape), after the other blocks. */
+  saturation: readonly PrefixRecord[];
   calibrationClients: number;
   probe: readonly ProbeStep[];
   records: readonly PrefixRecord[];
@@ -115,6 +117,13 @@ export function prefixOutcome(run: PrefixRun): BenchOutcome {
       unit: 'points',
       ...(ca3 === undefined ? { notMeasured: 'the 3-replica variant was not run (--quick or --replicas=0)' } : {}),
     },
+    capacity_ratio: {
+      label: `Tenants: saturated throughput (closed loop, ${run.calibrationClients} clients), cache-aware ÷ least-loaded`,
+      value:
+        summarizeLoad(run.saturation, 'cache-aware').throughputPerS /
+        summarizeLoad(run.saturation, 'least-loaded').throughputPerS,
+      unit: '×',
+    },
     capacity_least_loaded: {
       label: `Least-loaded fleet capacity (closed loop, ${run.calibrationClients} clients)`,
       value: run.capacity,
@@ -134,6 +143,11 @@ export function prefixOutcome(run: PrefixRun): BenchOutcome {
     figures[`ttft_p99_${k}`] = { label: `Tenants: TTFT p99, ${v}`, value: s.ttft.p99, unit: 'ms' };
     figures[`throughput_${k}`] = { label: `Tenants: throughput, ${v}`, value: s.throughputPerS, unit: 'req/s' };
     figures[`success_${k}`] = { label: `Tenants: success rate, ${v}`, value: pct(s.successRate), unit: '%' };
+    figures[`saturated_${k}`] = {
+      label: `Tenants: saturated throughput (closed loop), ${v}`,
+      value: summarizeLoad(run.saturation, v).throughputPerS,
+      unit: 'req/s',
+    };
   }
   for (const v of run.variants) {
     const c = chats[v] as ReturnType<typeof summarizeChats>;
@@ -163,17 +177,23 @@ export function prefixOutcome(run: PrefixRun): BenchOutcome {
       (run.variants.includes('cache-aware-3r')
         ? `; cache-aware-3r (the same through 3 orchestratord replicas on one redis-server behind nginx round-robin, ${run.nginx ?? 'nginx'}; nodes register through the balancer)`
         : '') +
-      `. Heartbeats ${HEARTBEAT_MS} ms. The cache size is chosen so that an engine keeps only a few of the tenants' prompts (KV ~1 KiB per token for this model: ` +
-      `a ~${Math.round(promptTokens.p50)}-token prompt is ~2 MiB), and probed each run: k fresh tenant prompts sent straight to one idle engine, then the first again; ` +
-      `the revisit hit up to k = ${probeFits}. Every engine first answers ${2 * run.nodes} short requests per fleet (warm-up). ` +
+      `. Heartbeats ${HEARTBEAT_MS} ms. The cache size makes an engine keep only a few of the ${TENANTS} tenants' prompts, as in a fleet whose per-engine cache ` +
+      `cannot hold every tenant's prefix, while ${TENANTS / run.nodes} per engine (a placement that keeps each tenant on one pool) fit: KV is ~1 KiB per token for this ` +
+      `model, so a ~${Math.round(promptTokens.p50)}-token prompt is a ~2.05 MiB cache entry (llama-server's 'making room for prompt cache entry … size' warnings); ` +
+      `llama-server saves the slot's prompt (dropping the oldest entries to make room) before it restores a cached one, so ${run.cacheRamMiB} MiB serves ` +
+      `floor(${run.cacheRamMiB} ÷ 2.05) distinct prompts back. Probed each run: k fresh tenant prompts sent straight to one idle engine, then the first again; ` +
+      `the revisit hit up to k = ${probeFits}${run.probe.some((p) => !p.hit) ? '' : ' (no miss up to the last k probed)'}. ` +
+      `Every fleet first answers ${2 * run.nodes} short concurrent requests (warm-up). ` +
       `Workload 1: ${TENANTS} tenants, each a system message of ${PREFIX_WORDS} random words (p50 ${Math.round(promptTokens.p50)} prompt tokens per request with ` +
       `its user message, from usage.prompt_tokens), each request that message plus a unique ${USER_WORDS_MIN}–${USER_WORDS_MAX}-word user message, tenant drawn uniformly, ` +
       `streaming POST /v1/chat/completions with include_usage, max_tokens ${MAX_TOKENS}. Calibration: ${run.calibration.length} such requests in a closed loop of ` +
-      `${run.calibrationClients} clients on the least-loaded fleet (capacity = completed ÷ first send to last completion); then every variant gets the same ` +
+      `${run.calibrationClients} clients on the least-loaded fleet after each tenant was sent once (not counted; capacity = completed ÷ first send to last completion); then every variant gets the same ` +
       `Poisson arrivals (seeded) at ${pct(run.loadFactor)} % of that capacity, ${run.requests} requests per block, blocks interleaved (${run.variants.join(', ')}; ` +
       `${run.rounds} round(s)), each round with fresh random tenant texts (the same for every variant of the round), so every block starts cold. ` +
       'Cached share = Σ cached_tokens ÷ Σ prompt_tokens (usage.prompt_tokens_details); TTFT = request sent → first content chunk; throughput = completed ÷ ' +
-      '(first send → last completion), summed over blocks; success = 200 with a stream that ended in [DONE] with a finish reason and usage ÷ sent. ' +
+      '(first send → last completion), summed over blocks (below capacity every variant mostly keeps up with the arrivals, so this ratio moves little; ' +
+      `the saturated throughput, after the other blocks, is the calibration's closed loop (${run.saturation.filter((r) => r.variant === 'least-loaded').length} requests after a pass over the tenants) on every variant with fresh texts); ` +
+      'success = 200 with a stream that ended in [DONE] with a finish reason and usage ÷ sent. ' +
       `Workload 2: ${CONVERSATIONS} conversations × ${CHAT_TURNS} turns per block (a ${CHAT_SYSTEM_WORDS}-word system prompt of its own, each turn the whole history plus ` +
       `a new ${CHAT_WORDS_PER_TURN}-word message), started at Poisson times (mean gap ${CHAT_START_GAP_MS} ms), 0–${CHAT_THINK_MAX_MS} ms think time; cached share ` +
       "= Σ min(cached, prior) ÷ Σ prior over turns 2+ (prior = the previous turn's prompt + answer), TTFT of turns 2+. The pool of each request is the " +
@@ -182,6 +202,7 @@ export function prefixOutcome(run: PrefixRun): BenchOutcome {
       rounds: run.rounds,
       requests_per_variant: ll.sent,
       calibration_requests: run.calibration.length,
+      saturation_requests_per_variant: run.saturation.filter((r) => r.variant === 'least-loaded').length,
       chat_rounds: run.chatRounds,
       chat_turns_per_variant: run.turns.filter((t) => t.variant === 'least-loaded').length,
     },
@@ -221,6 +242,7 @@ export function prefixOutcome(run: PrefixRun): BenchOutcome {
         }),
       ),
       calibration: loadDetails(summarizeLoad(run.calibration, 'least-loaded')),
+      saturation: Object.fromEntries(run.variants.map((v) => [v, loadDetails(summarizeLoad(run.saturation, v))])),
       idle_fleets_cpu: {
         cores_during_blocks: rounded(summarize(idleShare), 3),
         blocks: run.idle.map((i) => ({ ...i, wall_s: round(i.wall_s, 2), others_cpu_s: round(i.others_cpu_s, 3) })),

@@ -25,9 +25,10 @@ export const CHAT_SYSTEM_WORDS = 100;
 export const CHAT_START_GAP_MS = 600;
 export const CHAT_THINK_MAX_MS = 1500;
 
-/** Rounds of the engine cache probe and of the calibration: apart from the measured rounds (0, 1, …). */
+/** Rounds of the engine cache probe, the calibration and the saturation blocks: apart from the measured rounds (0, 1, …). */
 export const PROBE_ROUND = 900;
 export const CALIBRATION_ROUND = 800;
+export const SATURATION_ROUND = 700;
 
 /** Seeds per round and purpose, apart, so that changing one draw leaves the others as they were. */
 const SEED = { prefix: 1_000_000, schedule: 2_000_000, tenants: 3_000_000, user: 4_000_000, chat: 5_000_000 } as const;
