@@ -22,6 +22,8 @@ regenerates the Performance table in README.md from every result file present.
   --baseline=PATH  flood: also run this orchestratord build (dist/main.js) first, for a before/after
   --parts=a,b  failover: only these parts (sigstop, redis, rolling, adopt)
   --adopt-anyway=1  failover: run the replica SIGKILL trial on a build without replica adoption (harness check)
+  --rounds=N --requests=N --chat-rounds=N --calibration=N --saturation=N --cache-ram=MiB --replicas=0|1
+               prefix: a reshaped run (blocks, requests per block, llama-server --cache-ram, the 3-replica variant)
 Env LLORCH_BENCH_ORCHESTRATORD / LLORCH_BENCH_POOL_MANAGERD: run another build of a daemon (to measure
 a proposed change; such runs, like --quick/--cpu-prof/--node-flags, write under bench/.work only).`;
 

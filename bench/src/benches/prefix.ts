@@ -26,7 +26,7 @@ import {
   type PrefixVariant,
 } from '../lib/prefix-workload.js';
 import type { BenchOutcome } from '../lib/result.js';
-import { UsageError } from '../errors.js';
+import { BenchError, ClusterNotReadyError, UsageError } from '../errors.js';
 
 /**
  * `pnpm bench prefix` (issue 41): placement by prefix cache and load. Three (four) variants, each
@@ -127,7 +127,7 @@ export const prefixBench: Bench = {
       const probeNode = ll.nodes[0];
       const engineUrl =
         probeNode === undefined ? undefined : (await poolStatus(probeNode, ll.poolIds[0] as string, token))?.engine_url;
-      if (engineUrl === undefined) throw new UsageError('prefix: no engine URL for the cache probe');
+      if (engineUrl === undefined) throw new ClusterNotReadyError('prefix: no engine URL for the cache probe');
       await waitFleetIdle(ll, token);
       const probe = await cacheProbe(engineUrl, agent, ctx.quick ? 5 : 6);
       ctx.log(
@@ -146,7 +146,7 @@ export const prefixBench: Bench = {
       const cal = summarizeLoad(calibration, 'least-loaded');
       const capacity = cal.throughputPerS;
       if (!Number.isFinite(capacity) || capacity <= 0)
-        throw new UsageError(`prefix: calibration completed ${cal.completed} of ${cal.sent} requests`);
+        throw new BenchError(`prefix: calibration completed ${cal.completed} of ${cal.sent} requests`);
       const rate = LOAD_FACTOR * capacity;
       ctx.log(
         `prefix: least-loaded capacity ${capacity.toFixed(2)} req/s (${cal.completed}/${cal.sent}, ${CALIBRATION_CLIENTS} clients); offering ${rate.toFixed(2)} req/s`,

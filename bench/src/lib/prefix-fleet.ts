@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freeLoopbackPort } from '@llama-orch/daemon-support';
 import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
+import { BenchError } from '../errors.js';
 import { MODEL } from './chat-conversation.js';
 import { startOrchestratord, startPoolManagerd, waitNodeIdle, type PoolManagerdHandle } from './cluster.js';
 import { profFlags, type BenchContext } from './context.js';
@@ -71,7 +72,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     replicaNames.push('single');
   } else {
     if (o.redisUrl === undefined || o.nginxBin === undefined)
-      throw new TypeError(`${o.variant}: replicas need a redis-server and nginx`);
+      throw new BenchError(`${o.variant}: replicas need a redis-server and nginx`);
     for (let i = 1; i <= spec.replicas; i++) {
       const port = await freeLoopbackPort();
       orchestrators.push(

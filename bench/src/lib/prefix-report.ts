@@ -226,6 +226,26 @@ export function prefixOutcome(run: PrefixRun): BenchOutcome {
       probe_ttft_ms_cold: rounded(coldTtft, 1),
       probe_ttft_ms_hit: rounded(revisitTtft, 1),
       tenants: Object.fromEntries(run.variants.map((v) => [v, loadDetails(load[v] as LoadSummary)])),
+      // The spread between blocks, to judge the ratios by.
+      tenants_by_round: Object.fromEntries(
+        run.variants.map((v) => [
+          v,
+          Array.from({ length: run.rounds }, (_, i) => {
+            const s = summarizeLoad(
+              run.records.filter((r) => r.round === i),
+              v,
+            );
+            return {
+              round: i,
+              cached_share: round(s.cachedShare),
+              ttft_p50_ms: round(s.ttft.p50, 1),
+              ttft_p99_ms: round(s.ttft.p99, 1),
+              throughput_per_s: round(s.throughputPerS),
+              failed: s.sent - s.completed,
+            };
+          }),
+        ]),
+      ),
       chats: Object.fromEntries(
         run.variants.map((v) => {
           const c = chats[v] as ReturnType<typeof summarizeChats>;
