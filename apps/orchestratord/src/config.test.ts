@@ -10,7 +10,7 @@ describe('loadConfig', () => {
       addr: '127.0.0.1:8080',
       admission_capacity: 1024,
       admission_policy: 'reject',
-      placement_strategy: 'least-loaded',
+      placement_strategy: 'cache-aware',
       heartbeat_interval_ms: 5000,
       sse_keepalive_ms: 15000,
     });

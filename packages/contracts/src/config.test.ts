@@ -32,7 +32,7 @@ describe('pool-managerd config', () => {
 describe('orchestratord config', () => {
   it('defaults and coercion from env strings', () => {
     const cfg = OrchestratorConfigSchema.parse({ admission_capacity: '32', admission_policy: 'drop-lru' });
-    expect(cfg).toMatchObject({ addr: '127.0.0.1:8080', admission_capacity: 32, admission_policy: 'drop-lru', placement_strategy: 'least-loaded' });
+    expect(cfg).toMatchObject({ addr: '127.0.0.1:8080', admission_capacity: 32, admission_policy: 'drop-lru', placement_strategy: 'cache-aware' });
   });
   it('rejects short tokens and bad policies together', () => {
     const r = OrchestratorConfigSchema.safeParse({ api_token: 'short', admission_policy: 'random', addr: 'nope' });

@@ -55,9 +55,9 @@ export const OrchestratorConfigSchema = z
     /**
      * Placement strategy: `cache-aware` (the pool that holds the longest prefix of the prompt in its
      * prompt cache, under a load guard; .specs/68-prefix-routing.md), `least-loaded` or `round-robin`.
-     * @default least-loaded (env ORCHESTRATORD_PLACEMENT_STRATEGY)
+     * @default cache-aware (env ORCHESTRATORD_PLACEMENT_STRATEGY)
      */
-    placement_strategy: z.enum(['cache-aware', 'least-loaded', 'round-robin']).default('least-loaded'),
+    placement_strategy: z.enum(['cache-aware', 'least-loaded', 'round-robin']).default('cache-aware'),
     /** Expected heartbeat interval of nodes, ms; offline after 3 missed. @default 5000 (env ORCHD_NODE_HEARTBEAT_MS) */
     heartbeat_interval_ms: z.coerce.number().int().min(50).max(600_000).default(5000),
     /**

@@ -3,12 +3,17 @@ import type { PoolSnapshot } from '@llama-orch/contracts';
 import { pino } from 'pino';
 import { NodeRegistry } from '../registry/node-registry.js';
 import type { Lease, PoolCandidate } from '../registry/pool-view.js';
+import { Registry } from 'prom-client';
 import {
   place,
   type PlacementRequest,
   type PlacementStrategy,
   type RoundRobinCursor,
 } from '../scheduling/placement.js';
+import { PrefixRouting } from '../prefix/prefix-routing.js';
+import { BLOCK_CHARS, promptBlocks, type PromptBlocks } from '../prefix/prompt-blocks.js';
+import { LocalPrefixShare } from '../store/prefix-share.js';
+import { createMetrics } from '../support/metrics.js';
 
 /**
  * Placement at scale, for `pnpm bench placement` (bench/ spawns this file: it may not import
@@ -27,7 +32,11 @@ import {
  *     pool's view and updates the index): the synchronous work of one pump iteration for one task;
  *   - `registry_pools`: `registry.pools()`, the copy of every view that admission and the queue's
  *     metrics frames still take;
- *   - `flat_place`: `place()` over every pool as a plain array (no index), for reference.
+ *   - `flat_place`: `place()` over every pool as a plain array (no index), for reference;
+ *   - `decision_cache_aware`: the decision under `cache-aware` with a live prefix index, plus the
+ *     index's work once it assigns (`PrefixRouting.placed`: the pool now holds the prompt): tasks
+ *     carry one of `PREFIXES` shared prefixes of 32 blocks and 4 blocks of their own;
+ *   - `prompt_blocks`: hashing one such prompt (36 blocks, ~9 KiB of text), once per task.
  */
 
 const NODES = Number(process.env.PLACEMENT_NODES ?? 1000);
@@ -267,6 +276,68 @@ function benchFlat(cluster: Cluster): Measured {
   return { us: summarize(us), outcomes };
 }
 
+const PREFIXES = Number(process.env.PLACEMENT_PREFIXES ?? 256);
+const SHARED_BLOCKS = 32;
+
+/** A task's prompt: shared prefix `p` (a tenant's system prompt) and a question of its own. */
+function promptOf(p: number, own: number): string {
+  const shared = `tenant ${p} handbook `
+    .repeat(Math.ceil((SHARED_BLOCKS * BLOCK_CHARS) / 20))
+    .slice(0, SHARED_BLOCKS * BLOCK_CHARS);
+  return shared + `question ${own} `.repeat(Math.ceil((4 * BLOCK_CHARS) / 12)).slice(0, 4 * BLOCK_CHARS);
+}
+
+/** Blocks of a few thousand prompts, hashed ahead (untimed), drawn from at random. */
+function promptPool(): PromptBlocks[] {
+  return Array.from({ length: 4096 }, (_, i) =>
+    promptBlocks({ workload: 'completion', prompt: promptOf(i % PREFIXES, i) })!,
+  );
+}
+
+function benchCacheAware(cluster: Cluster): Measured {
+  const routing = new PrefixRouting({
+    share: new LocalPrefixShare(),
+    replicaId: 'bench',
+    metrics: createMetrics(new Registry(), {} as never),
+    poolSize: () => undefined,
+  });
+  const prompts = promptPool();
+  const cursor: RoundRobinCursor = { next: 0 };
+  const us: number[] = [];
+  const outcomes: Record<string, number> = {};
+  for (let i = 0; i < WARMUP + DECISIONS; i++) {
+    cluster.churn();
+    const req: PlacementRequest = { ...randomRequest(), blocks: pick(prompts) };
+    const t0 = process.hrtime.bigint();
+    const d = place(req, cluster.registry, 'cache-aware', cursor, routing);
+    if (d.kind === 'assign') routing.placed(req.blocks, d.candidate);
+    const t1 = process.hrtime.bigint();
+    if (d.kind === 'assign') cluster.hold(cluster.registry.lease(d.candidate.node_id, d.candidate.pool_id));
+    if (i < WARMUP) continue;
+    us.push(Number(t1 - t0) / 1000);
+    const key = d.kind === 'assign' ? d.reason : d.kind;
+    outcomes[key] = (outcomes[key] ?? 0) + 1;
+  }
+  routing.close();
+  return { us: summarize(us), outcomes };
+}
+
+function benchHashing(): Summary {
+  const us: number[] = [];
+  const warmup = Math.min(WARMUP, REGISTRY_DECISIONS);
+  let sink = 0;
+  for (let i = 0; i < warmup + REGISTRY_DECISIONS; i++) {
+    const prompt = promptOf(i % PREFIXES, i);
+    const t0 = process.hrtime.bigint();
+    const blocks = promptBlocks({ workload: 'completion', prompt });
+    const t1 = process.hrtime.bigint();
+    sink += blocks?.hashes.length ?? 0;
+    if (i >= warmup) us.push(Number(t1 - t0) / 1000);
+  }
+  if (sink < 0) process.stderr.write('unreachable\n');
+  return summarize(us);
+}
+
 const cluster = new Cluster();
 const modelPools = Array.from({ length: MODELS }, (_, m) => cluster.registry.poolsForModel(model(m)).length);
 const leastLoaded = benchDecision(cluster, 'least-loaded', false);
@@ -274,6 +345,8 @@ const roundRobin = benchDecision(cluster, 'round-robin', false);
 const pumpStep = benchDecision(cluster, 'least-loaded', true);
 const poolsCopy = benchPools(cluster);
 const flat = benchFlat(cluster);
+const cacheAware = benchCacheAware(cluster);
+const hashing = benchHashing();
 cluster.close();
 process.stdout.write(
   `${JSON.stringify({
@@ -296,6 +369,10 @@ process.stdout.write(
     registry_pools_us: poolsCopy,
     flat_place_us: flat.us,
     flat_place_outcomes: flat.outcomes,
+    prefixes: PREFIXES,
+    decision_cache_aware_us: cacheAware.us,
+    decision_cache_aware_outcomes: cacheAware.outcomes,
+    prompt_blocks_us: hashing,
     node: process.version,
   })}\n`,
 );

@@ -1,0 +1,138 @@
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../support/metrics.js';
+import { STORE_KINDS, sleep, storeHarness } from '../testing/store-harness.js';
+import {
+  LocalPrefixShare,
+  parsePrefixNews,
+  formatPrefixNews,
+  type PrefixNews,
+  type PrefixShare,
+} from '../store/prefix-share.js';
+import { PrefixRouting, type PrefixPool } from './prefix-routing.js';
+import { BLOCK_CHARS, type PromptBlocks } from './prompt-blocks.js';
+
+const POOL: PrefixPool = { node_id: 'n1', pool_id: 'p1', ctx: 1024, slots_total: 1 };
+const OTHER: PrefixPool = { node_id: 'n2', pool_id: 'p2', ctx: 1024, slots_total: 1 };
+const prompt = (tag: string, n: number, shared: readonly string[] = []): PromptBlocks => {
+  const hashes = [...shared, ...Array.from({ length: n }, (_, i) => `${tag}${i}`)];
+  return { hashes, chars: hashes.length * BLOCK_CHARS };
+};
+
+function routing(share: PrefixShare = new LocalPrefixShare(), replicaId = 'r1', pools: PrefixPool[] = [POOL, OTHER]) {
+  const registry = new Registry();
+  const metrics = createMetrics(registry, {
+    queueDepth: () => ({ interactive: 0, batch: 0 }),
+    nodesOnline: () => 0,
+    pools: () => [],
+  } as never);
+  const r = new PrefixRouting({
+    share,
+    replicaId,
+    metrics,
+    poolSize: (key) => pools.find((p) => `${p.node_id}/${p.pool_id}` === key),
+  });
+  const counter = async (name: string, labels: Record<string, string>) => {
+    const m = await registry.getSingleMetric(name)?.get();
+    return m?.values.find((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val))?.value ?? 0;
+  };
+  return { r, counter };
+}
+
+describe('prefix routing: learning from answers', () => {
+  it('a placed prompt is held by its pool; the answer is counted against the prediction per pool', async () => {
+    const { r, counter } = routing();
+    const a = prompt('a', 6);
+    expect(r.placed(a, POOL)).toEqual({ pool: 'n1/p1', blocks: 0, rank: 0 });
+    expect(Object.fromEntries(r.matches(a)!)).toEqual({ 'n1/p1': 6 });
+    const second = r.placed(a, POOL)!;
+    expect(second.blocks).toBe(6);
+    // 600 prompt tokens, 580 cached: about 5.8 of the 6 blocks (one block of slack) → a hit
+    r.answered(a, second, 'p1', 600, 580);
+    expect(await counter('llorch_prefix_cache_predictions_total', { pool_id: 'p1', outcome: 'hit' })).toBe(1);
+    expect(await counter('llorch_prefix_cache_predicted_tokens_total', { pool_id: 'p1' })).toBe(600);
+    expect(await counter('llorch_prefix_cache_actual_tokens_total', { pool_id: 'p1' })).toBe(580);
+    r.answered(a, { ...second, blocks: 0 }, 'p1', 600, 580);
+    expect(await counter('llorch_prefix_cache_predictions_total', { pool_id: 'p1', outcome: 'unforeseen' })).toBe(1);
+    r.close();
+  });
+
+  it('a predicted hit that missed shrinks the pool to the entries the hit relied on; cache the index did not expect grows it', () => {
+    const big: PrefixPool = { node_id: 'n1', pool_id: 'p1', ctx: 4096, slots_total: 1 };
+    const { r } = routing(new LocalPrefixShare(), 'r1', [big]);
+    const system = prompt('s', 4).hashes;
+    const a = prompt('a', 2, system);
+    r.placed(a, big);
+    // first estimate: 4096 tokens of slot + as much host cache, at 4 characters a token
+    expect(r.capacityOf('n1/p1')).toBe((4096 * 2 * 4) / BLOCK_CHARS);
+    for (let i = 0; i < 30; i++) r.placed(prompt(`o${i}-`, 2), big);
+    const p = r.placed(a, big)!;
+    // all of a was expected; its deepest block was older than its own 5 other blocks and the 60 others'
+    expect(p).toEqual({ pool: 'n1/p1', blocks: 6, rank: 65 });
+    r.answered(a, p, 'p1', 600, 0);
+    expect(r.capacityOf('n1/p1')).toBe(65);
+    // 66 entries in a capacity of 65: the oldest one (o0's last block) went
+    expect(r.matches(prompt('o0-', 2))?.get('n1/p1')).toBe(1);
+    // a miss never shrinks below the prompt itself (nor 4 blocks)
+    r.answered(a, { ...p, rank: 3 }, 'p1', 600, 0);
+    expect(r.capacityOf('n1/p1')).toBe(6);
+    // cached tokens nobody predicted: the pool keeps more than the index thought, by a quarter each time
+    r.answered(a, { ...p, blocks: 0 }, 'p1', 600, 600);
+    expect(r.capacityOf('n1/p1')).toBe(8);
+    r.close();
+  });
+});
+
+describe.each(STORE_KINDS)('prefix routing across replicas (%s store)', (kind) => {
+  const h = storeHarness(kind);
+
+  it("a prompt placed through one replica is matched by the other's index; capacities follow; a replica skips its own news", async () => {
+    const [sa, sb] = await h.open(2);
+    const a = routing(sa!.prefixes, 'replica-a').r;
+    const b = routing(sb!.prefixes, 'replica-b').r;
+    const heard: PrefixNews[] = [];
+    const stop = sb!.prefixes.subscribe((n) => heard.push(n));
+    const doc = prompt('doc', 8);
+    // with Redis the subscription is live once a probe comes back
+    for (let i = 0; heard.length === 0 && i < 100; i++) {
+      a.placed(prompt(`probe${i}-`, 1), OTHER);
+      await sleep(20);
+    }
+    a.placed(doc, POOL);
+    const deadline = Date.now() + 3000;
+    while (b.matches(doc)?.get('n1/p1') !== 8 && Date.now() < deadline) await sleep(10);
+    expect(Object.fromEntries(b.matches(doc) ?? [])).toEqual({ 'n1/p1': 8 });
+    // a capacity a learnt from a miss reaches b
+    const p = a.placed(doc, POOL)!;
+    a.answered(doc, { ...p, rank: 20 }, 'p1', 800, 0);
+    expect(a.capacityOf('n1/p1')).toBe(20);
+    while (b.capacityOf('n1/p1') !== 20 && Date.now() < deadline + 3000) await sleep(10);
+    expect(b.capacityOf('n1/p1')).toBe(20);
+    // a replica's own news is skipped: b's local change is not undone by an echo
+    b.answered(doc, { ...p, rank: 18 }, 'p1', 800, 0);
+    await sleep(100);
+    expect(b.capacityOf('n1/p1')).toBe(18);
+    stop();
+    a.close();
+    b.close();
+  });
+});
+
+describe('prefix news on the wire', () => {
+  it('round-trips and refuses malformed messages', () => {
+    const held: PrefixNews = { kind: 'held', from: 'r1', pool: 'n1/p1', hashes: ['aa', 'bb'] };
+    const capacity: PrefixNews = { kind: 'capacity', from: 'r1', pool: 'n1/p1', blocks: 40 };
+    expect(parsePrefixNews(formatPrefixNews(held))).toEqual(held);
+    expect(parsePrefixNews(formatPrefixNews(capacity))).toEqual(capacity);
+    for (const bad of [
+      '',
+      'held\tr1\tn1/p1',
+      'held\tr1\tn1/p1\taa,,bb',
+      'capacity\tr1\tn1/p1\t0',
+      'capacity\tr1\tn1/p1\tx',
+      'other\tr\tp\tx',
+      'held\t\tp\tx',
+    ])
+      expect(parsePrefixNews(bad), bad).toBeUndefined();
+  });
+});
