@@ -17,10 +17,27 @@ describe('prefix index', () => {
     expect(Object.fromEntries(m)).toEqual({ 'n1/p1': 7, 'n2/p2': 2 });
     expect(index.matchOf('n1/p1', blocks('z', 1, system))).toBe(4);
     expect(index.match(blocks('q', 3)).size).toBe(0);
-    // a pool holding a later block but not the first matches nothing (the hashes are chained)
-    index.hold('n4/p4', ['s1', 's2'], 100);
-    expect(m.has('n4/p4')).toBe(false);
-    expect(index.match(system).has('n4/p4')).toBe(false);
+  });
+
+  it('keeps the holders of each block nested in those of the block before, whatever the trims (what match relies on)', () => {
+    const index = new PrefixIndex();
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    // 6 shared prefixes of 5 blocks, prompts adding 1–3 blocks of their own, over 4 pools of 12–40 blocks
+    const prompts = Array.from({ length: 60 }, (_, i) => blocks(`q${i}-`, 1 + (i % 3), blocks(`s${i % 6}-`, 5)));
+    for (let step = 0; step < 2000; step++) {
+      const pool = `n${random(4)}/p`;
+      index.hold(pool, prompts[random(prompts.length)]!, 12 + 7 * Number(pool[1]));
+      if (step % 97 === 0) index.resize(pool, 10 + random(30));
+    }
+    for (const prompt of prompts) {
+      const m = index.match(prompt);
+      // what match reports is what a block-by-block walk finds
+      for (const pool of ['n0/p', 'n1/p', 'n2/p', 'n3/p']) expect(m.get(pool) ?? 0).toBe(index.matchOf(pool, prompt));
+    }
   });
 
   it("over capacity a pool drops the least recently used blocks, a prompt's end before the prefix it shares", () => {
@@ -38,14 +55,15 @@ describe('prefix index', () => {
     expect(index.capacityOf('p')).toBe(4);
   });
 
-  it('hold reports how many entries were touched after the deepest block the pool already held', () => {
+  it('hold reports when the deepest block already held was touched; touchedBetween counts the entries touched since', () => {
     const index = new PrefixIndex();
-    expect(index.hold('p', ['a0', 'a1'], 100)).toBe(0);
-    index.hold('p', ['b0', 'b1', 'b2'], 100);
-    // a1 is older than b0..b2 and a0 (a0 was touched after a1)
-    expect(index.hold('p', ['a0', 'a1', 'a2'], 100)).toBe(4);
-    // the same prompt again: nothing newer than its deepest block but its own prefix
-    expect(index.hold('p', ['a0', 'a1', 'a2'], 100)).toBe(2);
+    expect(index.hold('p', ['a0', 'a1'], 100)).toEqual({ touched: undefined, clock: 0 }); // a1 1, a0 2
+    index.hold('p', ['b0', 'b1', 'b2'], 100); // b2 3, b1 4, b0 5
+    const again = index.hold('p', ['a0', 'a1', 'a2'], 100); // a2 6, a1 7, a0 8
+    expect(again).toEqual({ touched: 1, clock: 5 });
+    // touched after a1 and before the placement: a0, b0..b2 (a0 was touched again since: not counted)
+    expect(index.touchedBetween('p', again.touched!, again.clock)).toBe(3);
+    expect(index.touchedBetween('other', 0, 10)).toBe(0);
   });
 
   it('forgets a pool, or every pool of a node, entirely', () => {

@@ -14,25 +14,27 @@ export class PrefixIndex {
   readonly #holders = new Map<string, Set<string>>();
   readonly #pools = new Map<string, PoolBlocks>();
 
-  /** Blocks each pool holds from the first on, for `hashes` (pools with none are absent). */
+  /**
+   * Blocks each pool holds from the first on, for `hashes` (pools with none are absent).
+   *
+   * The holders of a prompt's blocks are nested: a block's hash appears only in prompts that carry
+   * every block before it, and a hold touches the earlier blocks after the later ones, so a pool
+   * never keeps block i longer than block i − 1 — the holders of block i are a subset of those of
+   * block i − 1. So the deepest block held anywhere ends the walk, and walking back from it only
+   * the blocks whose holders outnumber the next one's bring new pools: the cost is the pools in the
+   * answer plus one lookup per block, not pools × blocks.
+   */
   match(hashes: readonly string[]): Map<string, number> {
     const matched = new Map<string, number>();
-    for (let i = 0; i < hashes.length; i++) {
-      const holders = this.#holders.get(hashes[i] as string);
-      if (holders === undefined) break;
-      let longer = false;
-      if (i === 0) {
-        for (const pool of holders) matched.set(pool, 1);
-        longer = holders.size > 0;
-      } else {
-        for (const [pool, n] of matched) {
-          if (n === i && holders.has(pool)) {
-            matched.set(pool, i + 1);
-            longer = true;
-          }
-        }
-      }
-      if (!longer) break;
+    let held = 0;
+    while (held < hashes.length && this.#holders.has(hashes[held] as string)) held += 1;
+    let deeper = 0;
+    for (let i = held - 1; i >= 0; i--) {
+      const holders = this.#holders.get(hashes[i] as string) as Set<string>;
+      // Nested and as many: the same pools as the block after it.
+      if (holders.size === deeper) continue;
+      for (const pool of holders) if (!matched.has(pool)) matched.set(pool, i + 1);
+      deeper = holders.size;
     }
     return matched;
   }
@@ -45,23 +47,20 @@ export class PrefixIndex {
   }
 
   /**
-   * The pool holds `hashes` now (it was given the prompt, or a peer replica says so). Returns the
-   * rank of the deepest of them it already held: how many of its entries were touched more recently
-   * (0 when it held none, or held it as its newest): the cache a hit relied on had to keep at least
-   * that many entries besides.
+   * The pool holds `hashes` now (it was given the prompt, or a peer replica says so). Returns when
+   * the deepest of them it already held was last touched (undefined when it held none) and the
+   * pool's touch count before this call: {@link touchedBetween} later tells how many entries a hit
+   * on it relied on surviving.
    */
-  hold(pool: string, hashes: readonly string[], capacity: number): number {
+  hold(pool: string, hashes: readonly string[], capacity: number): { touched: number | undefined; clock: number } {
     const blocks = this.#poolBlocks(pool, capacity);
-    let rank = 0;
-    for (let i = hashes.length - 1; i >= 0; i--) {
-      const touched = blocks.lru.get(hashes[i] as string);
-      if (touched === undefined) continue;
-      for (const t of blocks.lru.values()) if (t > touched) rank += 1;
-      break;
-    }
+    const clock = blocks.clock;
+    let touched: number | undefined;
     for (let i = hashes.length - 1; i >= 0; i--) {
       const h = hashes[i] as string;
-      if (blocks.lru.has(h)) {
+      const last = blocks.lru.get(h);
+      if (last !== undefined) {
+        touched ??= last;
         blocks.lru.delete(h);
       } else {
         let holders = this.#holders.get(h);
@@ -71,7 +70,17 @@ export class PrefixIndex {
       blocks.lru.set(h, ++blocks.clock);
     }
     this.#trim(pool, blocks);
-    return rank;
+    return { touched, clock };
+  }
+
+  /**
+   * Entries of the pool last touched after touch `after` and no later than `until` (one pass over
+   * its entries: for an answer that contradicts a prediction, not per placement).
+   */
+  touchedBetween(pool: string, after: number, until: number): number {
+    let n = 0;
+    for (const t of this.#pools.get(pool)?.lru.values() ?? []) if (t > after && t <= until) n += 1;
+    return n;
   }
 
   /** Forgets every pool `drop` names (a node that went away). */

@@ -43,7 +43,7 @@ describe('prefix routing: learning from answers', () => {
   it('a placed prompt is held by its pool; the answer is counted against the prediction per pool', async () => {
     const { r, counter } = routing();
     const a = prompt('a', 6);
-    expect(r.placed(a, POOL)).toEqual({ pool: 'n1/p1', blocks: 0, rank: 0 });
+    expect(r.placed(a, POOL)).toEqual({ pool: 'n1/p1', blocks: 0, touched: undefined, clock: 0 });
     expect(Object.fromEntries(r.matches(a)!)).toEqual({ 'n1/p1': 6 });
     const second = r.placed(a, POOL)!;
     expect(second.blocks).toBe(6);
@@ -67,14 +67,17 @@ describe('prefix routing: learning from answers', () => {
     expect(r.capacityOf('n1/p1')).toBe((4096 * 2 * 4) / BLOCK_CHARS);
     for (let i = 0; i < 30; i++) r.placed(prompt(`o${i}-`, 2), big);
     const p = r.placed(a, big)!;
-    // all of a was expected; its deepest block was older than its own 5 other blocks and the 60 others'
-    expect(p).toEqual({ pool: 'n1/p1', blocks: 6, rank: 65 });
+    // all of a was expected; its deepest block was touched first of all, 66 touches before
+    expect(p).toEqual({ pool: 'n1/p1', blocks: 6, touched: 1, clock: 66 });
+    // the engine had none of it: its cache keeps fewer than the 60 entries touched since
     r.answered(a, p, 'p1', 600, 0);
-    expect(r.capacityOf('n1/p1')).toBe(65);
-    // 66 entries in a capacity of 65: the oldest one (o0's last block) went
-    expect(r.matches(prompt('o0-', 2))?.get('n1/p1')).toBe(1);
+    expect(r.capacityOf('n1/p1')).toBe(60);
+    // 66 entries in a capacity of 60: the 6 oldest (o0..o2) went, a (touched again) stayed
+    expect(r.matches(prompt('o2-', 2))).toBeUndefined();
+    expect(r.matches(prompt('o3-', 2))?.get('n1/p1')).toBe(2);
+    expect(r.matches(a)?.get('n1/p1')).toBe(6);
     // a miss never shrinks below the prompt itself (nor 4 blocks)
-    r.answered(a, { ...p, rank: 3 }, 'p1', 600, 0);
+    r.answered(a, { ...p, touched: p.clock - 3 }, 'p1', 600, 0);
     expect(r.capacityOf('n1/p1')).toBe(6);
     // cached tokens nobody predicted: the pool keeps more than the index thought, by a quarter each time
     r.answered(a, { ...p, blocks: 0 }, 'p1', 600, 600);
@@ -104,14 +107,17 @@ describe.each(STORE_KINDS)('prefix routing across replicas (%s store)', (kind) =
     expect(Object.fromEntries(b.matches(doc) ?? [])).toEqual({ 'n1/p1': 8 });
     // a capacity a learnt from a miss reaches b
     const p = a.placed(doc, POOL)!;
-    a.answered(doc, { ...p, rank: 20 }, 'p1', 800, 0);
-    expect(a.capacityOf('n1/p1')).toBe(20);
-    while (b.capacityOf('n1/p1') !== 20 && Date.now() < deadline + 3000) await sleep(10);
-    expect(b.capacityOf('n1/p1')).toBe(20);
-    // a replica's own news is skipped: b's local change is not undone by an echo
-    b.answered(doc, { ...p, rank: 18 }, 'p1', 800, 0);
-    await sleep(100);
-    expect(b.capacityOf('n1/p1')).toBe(18);
+    expect(p.blocks).toBe(8);
+    // a miss with nothing touched since: the capacity falls to the prompt itself
+    a.answered(doc, p, 'p1', 800, 0);
+    expect(a.capacityOf('n1/p1')).toBe(8);
+    while (b.capacityOf('n1/p1') !== 8 && Date.now() < deadline + 3000) await sleep(10);
+    expect(b.capacityOf('n1/p1')).toBe(8);
+    // and back: b sees cache nobody predicted, grows it by a quarter, and a follows
+    b.answered(doc, { ...p, blocks: 0 }, 'p1', 800, 800);
+    expect(b.capacityOf('n1/p1')).toBe(10);
+    while (a.capacityOf('n1/p1') !== 10 && Date.now() < deadline + 6000) await sleep(10);
+    expect(a.capacityOf('n1/p1')).toBe(10);
     stop();
     a.close();
     b.close();

@@ -18,8 +18,9 @@ export interface PrefixPrediction {
   readonly pool: string;
   /** Blocks of the prompt the pool was expected to hold. */
   readonly blocks: number;
-  /** Entries of the pool touched after the deepest of them (prefix-index.ts `hold`). */
-  readonly rank: number;
+  /** The pool's touch count when the deepest of them was last touched, and when the task was placed (prefix-index.ts `hold`). */
+  readonly touched: number | undefined;
+  readonly clock: number;
 }
 
 export interface PrefixRoutingOptions {
@@ -79,9 +80,9 @@ export class PrefixRouting {
     if (blocks === undefined || blocks.hashes.length === 0) return undefined;
     const key = `${pool.node_id}/${pool.pool_id}`;
     const predicted = this.#index.matchOf(key, blocks.hashes);
-    const rank = this.#index.hold(key, blocks.hashes, firstCapacity(pool));
+    const { touched, clock } = this.#index.hold(key, blocks.hashes, firstCapacity(pool));
     this.#share.publish({ kind: 'held', from: this.#replicaId, pool: key, hashes: blocks.hashes });
-    return { pool: key, blocks: predicted, rank };
+    return { pool: key, blocks: predicted, touched: predicted > 0 ? touched : undefined, clock };
   }
 
   /** The pool answered the task: `cachedTokens` of its `promptTokens` came from the engine's cache. */
@@ -110,8 +111,8 @@ export class PrefixRouting {
     if (capacity === undefined) return;
     const floor = Math.max(MIN_CAPACITY_BLOCKS, blocks.hashes.length);
     let next = capacity;
-    if (outcome === 'miss') next = Math.max(floor, Math.min(capacity, prediction.rank));
-    else if (outcome === 'unforeseen' || (outcome === 'hit' && prediction.rank > 0.75 * capacity)) {
+    if (outcome === 'miss') next = Math.max(floor, Math.min(capacity, this.#rank(prediction)));
+    else if (outcome === 'unforeseen' || (outcome === 'hit' && this.#old(prediction, capacity))) {
       const size = this.#poolSize(prediction.pool);
       const ceiling = size === undefined ? capacity : firstCapacity(size) * MAX_GROWTH;
       next = Math.min(ceiling, Math.ceil(capacity * 1.25));
@@ -138,6 +139,17 @@ export class PrefixRouting {
 
   close(): void {
     this.#unsubscribe();
+  }
+
+  /** Entries touched between the deepest predicted block's last touch and the placement: what the hit relied on surviving. */
+  #rank(p: PrefixPrediction): number {
+    return p.touched === undefined ? 0 : this.#index.touchedBetween(p.pool, p.touched, p.clock);
+  }
+
+  /** Whether a hit relied on an entry older than ¾ of the capacity (touches bound the count from above: scan only past that bound). */
+  #old(p: PrefixPrediction, capacity: number): boolean {
+    if (p.touched === undefined || p.clock - p.touched <= 0.75 * capacity) return false;
+    return this.#rank(p) > 0.75 * capacity;
   }
 
   #heard(news: PrefixNews): void {

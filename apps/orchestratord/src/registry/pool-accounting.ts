@@ -27,6 +27,8 @@ export const RELEASE_LAG_MS = 100;
 const RELEASES_KEPT = 64;
 
 interface Account {
+  /** `node_id/pool_id`, made once: placement looks pools up by it on every cache-aware decision. */
+  readonly key: string;
   leases: number;
   leasesAtHeartbeat: number;
   /** When leases were released lately (ms, ascending, at most {@link RELEASES_KEPT}). */
@@ -69,6 +71,7 @@ export class PoolAccounting {
     let account = this.#accounts.get(key);
     if (account === undefined) {
       account = {
+        key,
         leases: 0,
         leasesAtHeartbeat: 0,
         releases: [],
@@ -187,6 +190,7 @@ export class PoolAccounting {
         ? Math.round((1 - progress.value) / account.progressRate)
         : undefined;
     return {
+      key: account.key,
       node_id: nodeId,
       pool_id: snap.pool_id,
       node_state: node.state,

@@ -9,6 +9,8 @@ import type { DispatchTarget } from '../upstream/pool-client.js';
 
 /** A pool as placement sees it: the latest heartbeat snapshot plus local lease accounting. */
 export interface PoolCandidate {
+  /** `node_id/pool_id` ({@link candidateKey}), when the view carries it made once. */
+  readonly key?: string | undefined;
   readonly node_id: string;
   readonly pool_id: string;
   readonly node_state: NodeState;
@@ -58,8 +60,8 @@ export interface Lease {
   release(): void;
 }
 
-export function candidateKey(c: { node_id: string; pool_id: string }): string {
-  return `${c.node_id}/${c.pool_id}`;
+export function candidateKey(c: { key?: string | undefined; node_id: string; pool_id: string }): string {
+  return c.key ?? `${c.node_id}/${c.pool_id}`;
 }
 
 /** Deterministic order: pool id, then node id. */

@@ -234,7 +234,10 @@ export function place<C extends PoolCandidate>(
   const cacheAware = strategy === 'cache-aware' && scorer !== undefined ? scorer : undefined;
   const matches = cacheAware?.matches(req.blocks);
   // cache-aware without a match anywhere spreads new prefixes: equally loaded pools go by free cache.
-  const better = cacheAware === undefined ? compareLeastLoaded : (a: C, b: C) => compareRoomy(a, b, cacheAware);
+  const better =
+    cacheAware === undefined || matches !== undefined
+      ? compareLeastLoaded
+      : (a: C, b: C) => compareRoomy(a, b, cacheAware);
   const groups: [Group<C>, Group<C>] = [newGroup(), newGroup()];
   let served = false;
   let ordered = true;
