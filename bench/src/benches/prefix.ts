@@ -214,6 +214,7 @@ export const prefixBench: Bench = {
           const p = placed.get(r.correlation_id);
           if (p === undefined) continue;
           r.pool_id = p.pool;
+          r.reason = p.reason;
           if (f.replicaNames.length > 1 && 'index' in r) r.replica = p.replica;
         }
       }

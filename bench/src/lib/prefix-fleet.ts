@@ -172,12 +172,16 @@ export function fleetCpuSeconds(f: Fleet): number {
 }
 
 /** Where each task went: orchestratord's `task placed` line with the request's correlation id, and the replica that wrote it. */
-export function placements(f: Fleet): Map<string, { pool: string; replica: string }> {
-  const out = new Map<string, { pool: string; replica: string }>();
+export function placements(f: Fleet): Map<string, { pool: string; replica: string; reason: string }> {
+  const out = new Map<string, { pool: string; replica: string; reason: string }>();
   f.orchestrators.forEach((d, i) => {
     for (const l of d.logs()) {
       if (l.msg === 'task placed' && typeof l.correlation_id === 'string' && typeof l.pool_id === 'string')
-        out.set(l.correlation_id, { pool: l.pool_id, replica: f.replicaNames[i] as string });
+        out.set(l.correlation_id, {
+          pool: l.pool_id,
+          replica: f.replicaNames[i] as string,
+          reason: typeof l.reason === 'string' ? l.reason : 'unknown',
+        });
     }
   });
   return out;

@@ -61,6 +61,23 @@ export interface PrefixRun {
 const key = (v: PrefixVariant): string => v.replace(/-/g, '_');
 const pct = (x: number): number => x * 100;
 
+/** Per placement reason (`task placed`): requests, cached share and TTFT p50, to see whether a placement's reason predicted its hit. */
+function byReason(
+  records: readonly { ok: boolean; reason?: string; cached_tokens: number; prompt_tokens: number; ttft_ms: number }[],
+) {
+  const out: Record<string, { requests: number; cached_share: number; ttft_p50_ms: number }> = {};
+  for (const reason of new Set(records.filter((r) => r.ok).map((r) => r.reason ?? 'unknown'))) {
+    const rs = records.filter((r) => r.ok && (r.reason ?? 'unknown') === reason);
+    const prompt = rs.reduce((a, r) => a + r.prompt_tokens, 0);
+    out[reason] = {
+      requests: rs.length,
+      cached_share: round(prompt === 0 ? Number.NaN : rs.reduce((a, r) => a + r.cached_tokens, 0) / prompt),
+      ttft_p50_ms: round(summarize(rs.map((r) => r.ttft_ms)).p50, 1),
+    };
+  }
+  return out;
+}
+
 function loadDetails(s: LoadSummary): Record<string, unknown> {
   return {
     sent: s.sent,
@@ -226,6 +243,15 @@ export function prefixOutcome(run: PrefixRun): BenchOutcome {
       probe_ttft_ms_cold: rounded(coldTtft, 1),
       probe_ttft_ms_hit: rounded(revisitTtft, 1),
       tenants: Object.fromEntries(run.variants.map((v) => [v, loadDetails(load[v] as LoadSummary)])),
+      placement_reasons: Object.fromEntries(
+        run.variants.map((v) => [
+          v,
+          {
+            tenants: byReason(run.records.filter((r) => r.variant === v)),
+            chats_turns_2plus: byReason(run.turns.filter((r) => r.variant === v && r.turn >= 2)),
+          },
+        ]),
+      ),
       // The spread between blocks, to judge the ratios by.
       tenants_by_round: Object.fromEntries(
         run.variants.map((v) => [
@@ -282,6 +308,11 @@ export function prefixOutcome(run: PrefixRun): BenchOutcome {
         `(slot + --cache-ram), so the ${TENANTS} tenants cannot all stay warm on every pool. A hit costs ~${Math.round(revisitTtft.p50)} ms TTFT on an idle engine, a miss ` +
         `~${Math.round(coldTtft.p50)} ms (probe); under load, p50 ${Math.round(hit.p50)} vs ${Math.round(miss.p50)} ms.`,
       `The other (idle) fleets used ${round(summarize(idleShare).max, 3)} cores at most while a block ran (mean ${round(summarize(idleShare).mean, 3)}).`,
+      `Cache-aware placements by reason (tenants): ${Object.entries(
+        byReason(run.records.filter((r) => r.variant === 'cache-aware')),
+      )
+        .map(([reason, b]) => `${reason} ${b.requests} requests, ${round(pct(b.cached_share), 1)} % cached`)
+        .join('; ')}.`,
     ],
   };
 }

@@ -119,6 +119,8 @@ export interface PrefixRecord {
   prompt_tokens: number;
   cached_tokens: number;
   pool_id?: string;
+  /** The placement's reason in orchestratord's `task placed` line (`strategy`, `affinity`, `prefix` …). */
+  reason?: string;
   replica?: string;
 }
 
@@ -136,6 +138,7 @@ export interface ChatTurnRecord {
   cached_tokens: number;
   completion_tokens: number;
   pool_id?: string;
+  reason?: string;
 }
 
 /** A request whose prompt was (nearly) all cached, or (nearly) none of it. */
