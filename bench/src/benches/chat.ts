@@ -40,6 +40,9 @@ export const chatBench: Bench = {
       dir,
       token,
       heartbeatMs,
+      // Session affinity against placement that knows nothing of the cache (the default, cache-aware,
+      // would find a fresh session's history too: `pnpm bench prefix` measures that).
+      env: { ORCHESTRATORD_PLACEMENT_STRATEGY: 'least-loaded' },
       nodeFlags: profFlags(ctx, 'chat-orchestratord'),
     });
     // determinism off: the strict profile bypasses the prompt cache, which is what is measured here
@@ -102,7 +105,7 @@ export const chatBench: Bench = {
           `far plus a new ~${WORDS_PER_TURN}-word user message (unique text per conversation, so only a conversation's own ` +
           `history can be cached) and waits for its ${MAX_TOKENS}-token answer, then a random think time of 0–${THINK_MAX_MS} ms. ` +
           "Rounds alternate (A B A B …) between affinity (the conversation's `user` on every turn) and fresh sessions (a new " +
-          '`user` per turn, so placement alone decides), after warm-up rounds. Cached share = Σ cached_tokens ÷ Σ (previous ' +
+          '`user` per turn, so placement alone decides: least-loaded, set explicitly, as cache-aware would follow the history), after warm-up rounds. Cached share = Σ cached_tokens ÷ Σ (previous ' +
           "turn's prompt + answer tokens) over turns 2+ (usage.prompt_tokens_details.cached_tokens; the cache can also hold " +
           'an earlier prefix of a conversation, so each turn counts at most its prior conversation). TTFT = request sent → ' +
           'first chunk with content, turns 2+; the ratio is fresh p50 ÷ affinity p50. The pool of each turn comes from ' +

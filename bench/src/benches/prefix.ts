@@ -69,7 +69,7 @@ export const prefixBench: Bench = {
   async run(ctx: BenchContext): Promise<BenchOutcome> {
     const startedAt = performance.now();
     const cacheRamMiB = intOption(ctx, 'cache-ram', CACHE_RAM_MIB);
-    const rounds = intOption(ctx, 'rounds', ctx.quick ? 1 : 3);
+    const rounds = intOption(ctx, 'rounds', ctx.quick ? 1 : 6);
     const requests = intOption(ctx, 'requests', ctx.quick ? 32 : 56);
     const chatRounds = intOption(ctx, 'chat-rounds', ctx.quick ? 1 : 2);
     const withReplicas = intOption(ctx, 'replicas', ctx.quick ? 0 : 1) === 1;
