@@ -54,6 +54,10 @@ describe('cache-aware placement across replicas', () => {
       for (const n of [3, 1, 2]) {
         expect(await run(urls[1]!, `${doc(n)} Follow-up ${n}?`), `document ${n}`).toBe(placed[n - 1]);
       }
+      // B's `task placed` lines say why: the prefix, with the blocks the pool was expected to hold
+      const lines = replicas[1]!.logs.records().filter((l) => l.msg === 'task placed');
+      expect(lines.map((l) => l.reason)).toEqual(['prefix', 'prefix', 'prefix']);
+      for (const l of lines) expect(l.prefix_blocks).toBeGreaterThanOrEqual(Math.floor(doc(1).length / 256));
     },
   );
 });

@@ -107,6 +107,8 @@ export class TaskObserver {
         pool_id: view.pool_id,
         node_id: view.node_id,
         reason,
+        // cache-aware: blocks of the prompt the pool's cache was expected to hold (spec 68)
+        prefix_blocks: task.ticket.prefix?.blocks,
         attempt: task.failedAttempts + 1,
         waited_ms: now - task.admittedAt,
         human: `Placed task ${task.id} on pool ${view.pool_id} of node ${view.node_id} (${reason}; ${view.free} free slot(s) before this one)`,

@@ -299,8 +299,8 @@ export class TaskService {
 
   /** Starts the task's dispatch to `view`, whose slot the scheduler leased for it (`held`: a cluster slot lease the coordinator's claim took). */
   #placed(task: TaskRecord, view: PoolView, lease: Lease, reason: PlacementReason, held?: string): void {
-    this.#observer.placed(task, view, reason, this.#clock.now());
     if (this.#prefixes !== undefined) task.ticket.prefix = this.#prefixes.placed(task.ticket.blocks, view);
+    this.#observer.placed(task, view, reason, this.#clock.now());
     this.#run(task, view, lease, false, held);
   }
 
