@@ -66,12 +66,13 @@ describe('prefix index', () => {
     expect(index.touchedBetween('other', 0, 10)).toBe(0);
   });
 
-  it('forgets a pool, or every pool of a node, entirely', () => {
+  it('forgets a pool entirely', () => {
     const index = new PrefixIndex();
     index.hold('n1/a', ['x0', 'x1'], 10);
     index.hold('n1/b', ['x0'], 10);
     index.hold('n2/a', ['x0', 'x1'], 10);
-    index.forgetWhere((p) => p.startsWith('n1/'));
+    index.forget('n1/a');
+    index.forget('n1/b');
     expect(Object.fromEntries(index.match(['x0', 'x1']))).toEqual({ 'n2/a': 2 });
     index.forget('n2/a');
     expect(index.match(['x0']).size).toBe(0);

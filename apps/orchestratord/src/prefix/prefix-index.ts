@@ -83,11 +83,6 @@ export class PrefixIndex {
     return n;
   }
 
-  /** Forgets every pool `drop` names (a node that went away). */
-  forgetWhere(drop: (pool: string) => boolean): void {
-    for (const pool of [...this.#pools.keys()]) if (drop(pool)) this.forget(pool);
-  }
-
   /** The pool's capacity in blocks (its entries beyond it go, oldest first). */
   resize(pool: string, capacity: number): void {
     const blocks = this.#pools.get(pool);

@@ -86,6 +86,27 @@ describe('prefix routing: learning from answers', () => {
   });
 });
 
+describe('prefix routing: pools that go away', () => {
+  it("forgets a node's pools when it goes, and a pool its node no longer lists as serving", () => {
+    const { r } = routing();
+    const doc = prompt('doc', 4);
+    const p2: PrefixPool = { ...POOL, pool_id: 'p2' };
+    r.placed(doc, POOL);
+    r.placed(doc, p2);
+    r.placed(doc, OTHER);
+    expect(Object.keys(Object.fromEntries(r.matches(doc)!)).sort()).toEqual(['n1/p1', 'n1/p2', 'n2/p2']);
+    // n1's heartbeat lists p1 ready, p2 not (unloaded, reloading, restarting)
+    r.refreshNode('n1', (key) => key === 'n1/p1');
+    expect(Object.keys(Object.fromEntries(r.matches(doc)!)).sort()).toEqual(['n1/p1', 'n2/p2']);
+    r.forgetNode('n2');
+    expect(Object.keys(Object.fromEntries(r.matches(doc)!))).toEqual(['n1/p1']);
+    r.forgetNode('n1');
+    expect(r.matches(doc)).toBeUndefined();
+    expect(r.size).toEqual({ pools: 0, blocks: 0 });
+    r.close();
+  });
+});
+
 describe.each(STORE_KINDS)('prefix routing across replicas (%s store)', (kind) => {
   const h = storeHarness(kind);
 

@@ -53,6 +53,8 @@ export class PrefixRouting {
   readonly #replicaId: string;
   readonly #metrics: PrefixRoutingOptions['metrics'];
   readonly #poolSize: PrefixRoutingOptions['poolSize'];
+  /** The index's pools of each node, so a node's heartbeat checks only its own. */
+  readonly #nodePools = new Map<string, Set<string>>();
   readonly #unsubscribe: () => void;
 
   constructor(o: PrefixRoutingOptions) {
@@ -79,6 +81,7 @@ export class PrefixRouting {
   placed(blocks: PromptBlocks | undefined, pool: PrefixPool): PrefixPrediction | undefined {
     if (blocks === undefined || blocks.hashes.length === 0) return undefined;
     const key = `${pool.node_id}/${pool.pool_id}`;
+    this.#known(pool.node_id, key);
     const predicted = this.#index.matchOf(key, blocks.hashes);
     const { touched, clock } = this.#index.hold(key, blocks.hashes, firstCapacity(pool));
     this.#share.publish({ kind: 'held', from: this.#replicaId, pool: key, hashes: blocks.hashes });
@@ -124,7 +127,23 @@ export class PrefixRouting {
 
   /** The node is gone (offline, deregistered): its engines' caches with it. */
   forgetNode(nodeId: string): void {
-    this.#index.forgetWhere((pool) => pool.startsWith(`${nodeId}/`));
+    for (const key of this.#nodePools.get(nodeId) ?? []) this.#index.forget(key);
+    this.#nodePools.delete(nodeId);
+  }
+
+  /**
+   * The node reported its pools: a pool of the index that it no longer lists as serving (unloaded,
+   * draining, reloading, restarting: its next engine starts with an empty cache) is forgotten.
+   */
+  refreshNode(nodeId: string, serving: (poolKey: string) => boolean): void {
+    const keys = this.#nodePools.get(nodeId);
+    if (keys === undefined) return;
+    for (const key of keys) {
+      if (serving(key)) continue;
+      this.#index.forget(key);
+      keys.delete(key);
+    }
+    if (keys.size === 0) this.#nodePools.delete(nodeId);
   }
 
   /** The pool's capacity in blocks as the index keeps it (undefined before its first prompt). */
@@ -159,7 +178,14 @@ export class PrefixRouting {
       return;
     }
     const size = this.#poolSize(news.pool);
+    this.#known(news.pool.slice(0, news.pool.indexOf('/')), news.pool);
     this.#index.hold(news.pool, news.hashes, size === undefined ? MIN_CAPACITY_BLOCKS : firstCapacity(size));
+  }
+
+  #known(nodeId: string, key: string): void {
+    let keys = this.#nodePools.get(nodeId);
+    if (keys === undefined) this.#nodePools.set(nodeId, (keys = new Set()));
+    keys.add(key);
   }
 }
 
