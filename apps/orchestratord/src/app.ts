@@ -322,22 +322,10 @@ export async function buildApp(
   });
   roomWaitsRef = roomWaits;
   // cache-aware placement's prefix index (spec 68); no index, no cost, with the other strategies.
-  const viewOf = (key: string) => {
-    const slash = key.indexOf('/');
-    return registry.poolsWithId(key.slice(slash + 1)).find((v) => v.node_id === key.slice(0, slash));
-  };
   const prefixes =
     config.placement_strategy === 'cache-aware'
-      ? new PrefixRouting({ share: store.prefixes, replicaId: identity.replicaId, metrics, poolSize: viewOf })
+      ? new PrefixRouting({ share: store.prefixes, replicaId: identity.replicaId, metrics, registry })
       : undefined;
-  // A node gone takes its engines' caches with it; a pool it stops listing as ready starts its next engine empty.
-  const forgetGoneNodes = prefixes
-    ? registry.subscribe((e) => {
-        if (e.type === 'offline' || e.type === 'deregistered') prefixes.forgetNode(e.nodeId);
-        else if (e.type === 'heartbeat' || e.type === 'online')
-          prefixes.refreshNode(e.nodeId, (key) => viewOf(key)?.state === 'ready');
-      })
-    : undefined;
   const tasks = new TaskService({
     registry,
     coordinator:
@@ -478,14 +466,7 @@ export async function buildApp(
         { name: 'cluster node sync', close: () => nodeSync?.close() ?? Promise.resolve() },
         { name: 'cluster slot leases', close: () => clusterLeases?.close() ?? Promise.resolve() },
         { name: 'lease renewals', close: () => leaseKeeper?.close() ?? Promise.resolve() },
-        {
-          name: 'prefix index',
-          close: () => {
-            forgetGoneNodes?.();
-            prefixes?.close();
-            return Promise.resolve();
-          },
-        },
+        { name: 'prefix index', close: () => Promise.resolve(prefixes?.close()) },
         { name: 'node registry', close: () => registry.close() },
         { name: 'sessions', close: () => sessions.close() },
         {

@@ -301,7 +301,7 @@ function benchCacheAware(cluster: Cluster): Measured {
     share: new LocalPrefixShare(),
     replicaId: 'bench',
     metrics: createMetrics(new Registry(), {} as never),
-    poolSize: () => undefined,
+    registry: cluster.registry,
   });
   const prompts = promptPool();
   const cursor: RoundRobinCursor = { next: 0 };

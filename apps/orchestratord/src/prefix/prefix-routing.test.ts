@@ -9,6 +9,7 @@ import {
   type PrefixNews,
   type PrefixShare,
 } from '../store/prefix-share.js';
+import type { RegistryEvent } from '../registry/registry-options.js';
 import { PrefixRouting, type PrefixPool } from './prefix-routing.js';
 import { BLOCK_CHARS, type PromptBlocks } from './prompt-blocks.js';
 
@@ -30,7 +31,10 @@ function routing(share: PrefixShare = new LocalPrefixShare(), replicaId = 'r1', 
     share,
     replicaId,
     metrics,
-    poolSize: (key) => pools.find((p) => `${p.node_id}/${p.pool_id}` === key),
+    registry: {
+      pool: (key: string) => pools.find((p) => `${p.node_id}/${p.pool_id}` === key) as never,
+      subscribe: () => () => undefined,
+    },
   });
   const counter = async (name: string, labels: Record<string, string>) => {
     const m = await registry.getSingleMetric(name)?.get();
@@ -104,6 +108,36 @@ describe('prefix routing: pools that go away', () => {
     expect(r.matches(doc)).toBeUndefined();
     expect(r.size).toEqual({ pools: 0, blocks: 0 });
     r.close();
+  });
+});
+
+describe('prefix routing: registry events', () => {
+  it('follows the registry: a node offline is forgotten, a heartbeat forgets its pools not listed as ready', () => {
+    const listeners = new Set<(e: RegistryEvent) => void>();
+    const ready = new Set(['n1/p1', 'n2/p2']);
+    const r = new PrefixRouting({
+      share: new LocalPrefixShare(),
+      replicaId: 'r1',
+      metrics: createMetrics(new Registry(), {} as never),
+      registry: {
+        pool: (key) => (ready.has(key) ? ({ state: 'ready' } as never) : undefined),
+        subscribe: (l) => {
+          listeners.add(l);
+          return () => listeners.delete(l);
+        },
+      },
+    });
+    const doc = prompt('doc', 4);
+    r.placed(doc, POOL);
+    r.placed(doc, { ...POOL, pool_id: 'p2' });
+    r.placed(doc, OTHER);
+    const emit = (e: RegistryEvent) => listeners.forEach((l) => l(e));
+    emit({ type: 'heartbeat', nodeId: 'n1' });
+    expect(Object.keys(Object.fromEntries(r.matches(doc)!)).sort()).toEqual(['n1/p1', 'n2/p2']);
+    emit({ type: 'offline', nodeId: 'n2' });
+    expect(Object.keys(Object.fromEntries(r.matches(doc)!))).toEqual(['n1/p1']);
+    r.close();
+    expect(listeners.size).toBe(0);
   });
 });
 

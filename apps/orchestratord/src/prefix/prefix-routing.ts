@@ -1,3 +1,5 @@
+import type { NodeRegistry } from '../registry/node-registry.js';
+import { candidateKey } from '../registry/pool-view.js';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { PrefixNews, PrefixShare } from '../store/prefix-share.js';
 import { PrefixIndex } from './prefix-index.js';
@@ -5,6 +7,8 @@ import { BLOCK_CHARS, type PromptBlocks } from './prompt-blocks.js';
 
 /** A pool as the index sizes it. */
 export interface PrefixPool {
+  /** `node_id/pool_id`, when the view carries it. */
+  readonly key?: string | undefined;
   readonly node_id: string;
   readonly pool_id: string;
   /** Tokens one slot holds. */
@@ -28,8 +32,11 @@ export interface PrefixRoutingOptions {
   /** This replica's id: its own news is already in its index. */
   replicaId: string;
   metrics: Pick<OrchdMetrics, 'prefixPredictedTokens' | 'prefixCachedTokens' | 'prefixPredictions'>;
-  /** The size of a pool the registry lists, for a pool first heard of from a peer. */
-  poolSize(poolKey: string): PrefixPool | undefined;
+  /**
+   * The pools: the size of one first heard of from a peer, and the events that empty caches (a node
+   * gone, a pool no longer listed as ready).
+   */
+  registry: Pick<NodeRegistry, 'pool' | 'subscribe'>;
 }
 
 /** Characters per token assumed before any answer says otherwise (English text with llama-family tokenizers). */
@@ -52,17 +59,25 @@ export class PrefixRouting {
   readonly #share: PrefixShare;
   readonly #replicaId: string;
   readonly #metrics: PrefixRoutingOptions['metrics'];
-  readonly #poolSize: PrefixRoutingOptions['poolSize'];
+  readonly #registry: PrefixRoutingOptions['registry'];
   /** The index's pools of each node, so a node's heartbeat checks only its own. */
   readonly #nodePools = new Map<string, Set<string>>();
-  readonly #unsubscribe: () => void;
+  readonly #unsubscribe: Array<() => void>;
 
   constructor(o: PrefixRoutingOptions) {
     this.#share = o.share;
     this.#replicaId = o.replicaId;
     this.#metrics = o.metrics;
-    this.#poolSize = o.poolSize;
-    this.#unsubscribe = o.share.subscribe((news) => this.#heard(news));
+    this.#registry = o.registry;
+    const registry = o.registry;
+    this.#unsubscribe = [
+      o.share.subscribe((news) => this.#heard(news)),
+      registry.subscribe((e) => {
+        if (e.type === 'offline' || e.type === 'deregistered') this.forgetNode(e.nodeId);
+        else if (e.type === 'heartbeat' || e.type === 'online')
+          this.refreshNode(e.nodeId, (key) => registry.pool(key)?.state === 'ready');
+      }),
+    ];
   }
 
   /** Blocks of the prompt each pool holds (`node_id/pool_id` → blocks); undefined when none holds any. */
@@ -80,7 +95,7 @@ export class PrefixRouting {
   /** The task's prompt goes to `pool`: from now on the pool holds it. Returns the prediction to check against the answer. */
   placed(blocks: PromptBlocks | undefined, pool: PrefixPool): PrefixPrediction | undefined {
     if (blocks === undefined || blocks.hashes.length === 0) return undefined;
-    const key = `${pool.node_id}/${pool.pool_id}`;
+    const key = candidateKey(pool);
     this.#known(pool.node_id, key);
     const predicted = this.#index.matchOf(key, blocks.hashes);
     const { touched, clock } = this.#index.hold(key, blocks.hashes, firstCapacity(pool));
@@ -116,7 +131,7 @@ export class PrefixRouting {
     let next = capacity;
     if (outcome === 'miss') next = Math.max(floor, Math.min(capacity, this.#rank(prediction)));
     else if (outcome === 'unforeseen' || (outcome === 'hit' && this.#old(prediction, capacity))) {
-      const size = this.#poolSize(prediction.pool);
+      const size = this.#registry.pool(prediction.pool);
       const ceiling = size === undefined ? capacity : firstCapacity(size) * MAX_GROWTH;
       next = Math.min(ceiling, Math.ceil(capacity * 1.25));
     }
@@ -157,7 +172,7 @@ export class PrefixRouting {
   }
 
   close(): void {
-    this.#unsubscribe();
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
   }
 
   /** Entries touched between the deepest predicted block's last touch and the placement: what the hit relied on surviving. */
@@ -177,7 +192,7 @@ export class PrefixRouting {
       this.#index.resize(news.pool, news.blocks);
       return;
     }
-    const size = this.#poolSize(news.pool);
+    const size = this.#registry.pool(news.pool);
     this.#known(news.pool.slice(0, news.pool.indexOf('/')), news.pool);
     this.#index.hold(news.pool, news.hashes, size === undefined ? MIN_CAPACITY_BLOCKS : firstCapacity(size));
   }

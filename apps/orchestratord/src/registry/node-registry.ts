@@ -322,6 +322,11 @@ export class NodeRegistry implements CandidateIndex<PoolView> {
     return this.#index.forModel(model);
   }
 
+  /** The pool with this `node_id/pool_id` key ({@link candidateKey}), if listed. */
+  pool(key: string): PoolView | undefined {
+    return this.#index.get(key);
+  }
+
   /** Pools with this id, sorted by node id. A snapshot: later changes make new lists. */
   poolsWithId(poolId: string): readonly PoolView[] {
     this.#expireSaturations();
