@@ -82,6 +82,16 @@ export const OrchestratorConfigSchema = z
      * grace ends (bounds memory under a flood of short tasks). @default 100000 (env ORCHD_STREAM_GRACE_MAX_TASKS)
      */
     stream_grace_max_tasks: z.coerce.number().int().min(0).default(100_000),
+    /**
+     * How long a task's record (`GET /v2/tasks/{id}`, the task list) and a stored Response
+     * (`/v1/responses/{id}`) are kept after the task ends, ms. @default 86400000 = 24 h (env ORCHD_TASK_RETENTION_MS)
+     */
+    task_retention_ms: z.coerce.number().int().min(1000).default(86_400_000),
+    /**
+     * At most this many task records are kept, and as many stored Responses; past it the oldest go
+     * first (bounds memory in one process and in Redis). @default 10000 (env ORCHD_TASK_RETENTION_COUNT)
+     */
+    task_retention_count: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
     /** SSE keep-alive comment interval, ms. @default 15000 (env ORCHD_SSE_KEEPALIVE_MS) */
     sse_keepalive_ms: z.coerce.number().int().min(10).max(15_000).default(15_000),
     /** Session time-to-live without activity, ms. @default 600000 (env ORCHD_SESSION_TTL_MS) */
@@ -181,6 +191,8 @@ export const ORCHESTRATOR_ENV: Readonly<Record<string, keyof OrchestratorConfig>
   ORCHD_CTX_MAX: 'ctx_max',
   ORCHD_STREAM_GRACE_MS: 'stream_grace_ms',
   ORCHD_STREAM_GRACE_MAX_TASKS: 'stream_grace_max_tasks',
+  ORCHD_TASK_RETENTION_MS: 'task_retention_ms',
+  ORCHD_TASK_RETENTION_COUNT: 'task_retention_count',
   ORCHD_SSE_KEEPALIVE_MS: 'sse_keepalive_ms',
   ORCHD_SESSION_TTL_MS: 'session_ttl_ms',
   ORCHD_SESSION_MAX: 'session_max',

@@ -12,6 +12,8 @@ export {
 export type {
   PlacementOverrides, TaskRequest, TaskRequestBody, TaskRequestInput, PreparationStep, AdmissionResponse, SessionInfo,
 } from './task.js';
+export { TaskStateSchema, TaskOutcomeSchema, TaskInfoSchema, TaskListSchema, TaskListQuerySchema } from './task-info.js';
+export type { TaskState, TaskOutcome, TaskInfo, TaskList, TaskListQuery } from './task-info.js';
 export {
   StartedEventSchema, TokenEventSchema, MetricsEventSchema, EndEventSchema, ErrorEventSchema, SSE_EVENTS, SseFrameSchema, formatSseFrame,
 } from './sse.js';
