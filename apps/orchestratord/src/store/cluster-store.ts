@@ -9,10 +9,12 @@ import type { PrefixShare } from './prefix-share.js';
 import type { NodeLivenessStore } from './node-liveness-store.js';
 import type { RateLimitStore } from './rate-limit-store.js';
 import type { ReplicaMembershipStore } from './replica-membership-store.js';
+import type { ResponseStore } from './response-store.js';
 import type { SessionAffinityStore } from './session-affinity-store.js';
 import type { SlotLeaseStore } from './slot-lease-store.js';
 import type { TaskLifecycleStore } from './task-lifecycle-store.js';
 import type { TaskOwnershipStore } from './task-ownership-store.js';
+import type { TaskRecordStore } from './task-record-store.js';
 
 /**
  * The store settings, taken from orchestratord's configuration (one source of truth: the same
@@ -28,6 +30,7 @@ export const ClusterStoreSettingsSchema = OrchestratorConfigSchema.pick({
   session_max: true,
   session_token_budget: true,
   state_dir: true,
+  task_retention_count: true,
 }).extend({
   /** A Redis command not answered in this time fails (StoreUnavailableError), ms. @default 2000 */
   command_timeout_ms: z.number().int().min(10).max(60_000).default(2000),
@@ -47,6 +50,7 @@ export function storeSettingsOf(config: Readonly<OrchestratorConfig>): ClusterSt
     session_max: config.session_max,
     session_token_budget: config.session_token_budget,
     state_dir: config.state_dir,
+    task_retention_count: config.task_retention_count,
   });
 }
 
@@ -76,6 +80,17 @@ export interface ProcessStore {
    * process's own subscribers; with Redis, every replica's.
    */
   readonly prefixes: PrefixShare;
+  /**
+   * The task records clients look up (`GET /v2/tasks/{id}`, `GET /v2/tasks`), at most
+   * `task_retention_count`: in-process, this process's tasks; with Redis, every replica's, so any
+   * replica answers for a task another one holds.
+   */
+  readonly taskRecords: TaskRecordStore;
+  /**
+   * The stored Responses (`/v1/responses` with `store`), at most `task_retention_count`:
+   * in-process, this process's; with Redis, every replica's (a client's next turn may land on any).
+   */
+  readonly responses: ResponseStore;
   /** Whether the store answers now (a PING with Redis); never throws. */
   health(): Promise<StoreHealth>;
   /** Releases connections within a bounded time; idempotent. */

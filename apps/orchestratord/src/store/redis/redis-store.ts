@@ -14,6 +14,8 @@ import { RedisPrefixShare } from './redis-prefix-share.js';
 import { RedisSignals } from './redis-signals.js';
 import { RedisSlotLeases } from './redis-slot-leases.js';
 import { RedisTasks } from './redis-tasks.js';
+import { MemoryResponses } from '../memory/memory-responses.js';
+import { MemoryTaskRecords } from '../memory/memory-task-records.js';
 
 /**
  * The Redis store, every part shared by the replicas on one Redis and prefix: one connection and
@@ -22,7 +24,7 @@ import { RedisTasks } from './redis-tasks.js';
  */
 export async function createRedisStore(
   s: ClusterStoreSettings & { redis_url: string },
-  { logger }: ClusterStoreDeps,
+  { clock, logger }: ClusterStoreDeps,
 ): Promise<SharedStore> {
   const loaded = loadScripts();
   const redis = await RedisConnection.open({
@@ -55,6 +57,9 @@ export async function createRedisStore(
     activity: new RedisActivity(redis, scripts),
     catalog: new RedisCatalog(scripts),
     prefixes,
+    // Interim, until the Redis record stores land: this replica's records only.
+    taskRecords: new MemoryTaskRecords(clock, { maxCount: s.task_retention_count }),
+    responses: new MemoryResponses(clock, { maxCount: s.task_retention_count }),
     health: async () => {
       try {
         return { ok: true, kind: 'redis', latency_ms: await redis.ping() };

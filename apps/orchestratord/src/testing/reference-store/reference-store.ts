@@ -42,7 +42,7 @@ export function createReferenceStore(
     clock,
   );
   return {
-    ...createLocalStore({ clock }),
+    ...createLocalStore({ clock, retention: { maxCount: s.task_retention_count } }),
     shared: true,
     nodes: new ReferenceNodes(clock, s.heartbeat_interval_ms),
     leases,
