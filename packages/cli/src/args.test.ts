@@ -144,6 +144,8 @@ describe('parseCommandLine: target and other commands', () => {
       'models',
       'load',
       'unload',
+      'tasks',
+      'task',
       'cancel',
       'drain',
       'reload',
@@ -156,7 +158,7 @@ describe('parseCommandLine: target and other commands', () => {
     expect(() => parseCommandLine([], {})).toThrow(new UsageError('missing command', USAGE));
   });
 
-  it('takes --json on status, nodes, models and submit only', () => {
+  it('takes --json on status, nodes, models, tasks, task and submit only', () => {
     expect(parseCommandLine(['status', '--json'], {})).toMatchObject({ command: 'status', json: true });
     expect(parseCommandLine(['nodes', '--json'], {})).toMatchObject({ command: 'nodes', json: true });
     expect(parseCommandLine(['submit', 'hi', '--json'], {})).toMatchObject({
@@ -237,6 +239,77 @@ describe('parseCommandLine: target and other commands', () => {
     expect(() => parseCommandLine(['unload', 'm', '--node', 'Bad Node'], {})).toThrow(
       new CliError("--node must be a node id ([a-z0-9][a-z0-9_.-]{0,127}; got 'Bad Node')"),
     );
+  });
+
+  it('parses tasks: filters, --limit (default 50) and --json; task <id> with --json', () => {
+    const target = { url: 'http://127.0.0.1:8080', token: undefined };
+    const none = { state: undefined, model: undefined, priority: undefined, since: undefined };
+    expect(parseCommandLine(['tasks'], {})).toEqual({
+      command: 'tasks',
+      target,
+      json: false,
+      filters: none,
+      limit: 50,
+    });
+    expect(
+      parseCommandLine(
+        ['tasks', '--state', 'running', '--model', 'qwen', '--priority', 'batch', '--limit', '500', '--json'],
+        {},
+      ),
+    ).toEqual({
+      command: 'tasks',
+      target,
+      json: true,
+      filters: { ...none, state: 'running', model: 'qwen', priority: 'batch' },
+      limit: 500,
+    });
+    expect(parseCommandLine(['task', 't-1'], {})).toEqual({ command: 'task', target, json: false, taskId: 't-1' });
+    expect(parseCommandLine(['task', 't-1', '--json'], {})).toMatchObject({ json: true, taskId: 't-1' });
+    expect(() => parseCommandLine(['task'], {})).toThrow(new UsageError('task needs <task-id>', COMMAND_USAGE.task));
+    expect(() => parseCommandLine(['tasks', 'extra'], {})).toThrow(
+      new UsageError("unexpected argument 'extra'", COMMAND_USAGE.tasks),
+    );
+    expect(() => parseCommandLine(['tasks', '--pool', 'p1'], {})).toThrow(
+      new UsageError("unknown option '--pool'", COMMAND_USAGE.tasks),
+    );
+  });
+
+  it('takes --since as an age back from now, ms since the epoch or an ISO-8601 time with offset', () => {
+    const now = () => Date.parse('2026-01-01T12:00:00Z');
+    const since = (value: string): number | undefined => {
+      const cmd = parseCommandLine(['tasks', `--since=${value}`], {}, now);
+      if (cmd.command !== 'tasks') throw new Error(`parsed as ${cmd.command}`);
+      return cmd.filters.since;
+    };
+    expect(since('30s')).toBe(now() - 30_000);
+    expect(since('10m')).toBe(now() - 600_000);
+    expect(since('2h')).toBe(now() - 7_200_000);
+    expect(since('1d')).toBe(now() - 86_400_000);
+    expect(since('1767225600000')).toBe(1_767_225_600_000);
+    expect(since('2026-01-01T09:00:00Z')).toBe(Date.parse('2026-01-01T09:00:00Z'));
+    expect(since('2026-01-01T09:00:00.250+02:00')).toBe(Date.parse('2026-01-01T07:00:00.250Z'));
+    for (const bad of ['yesterday', '10 m', '-5', '2026-01-01', '2026-01-01T09:00:00', '2026-13-40T99:00:00Z'])
+      expect(() => since(bad), bad).toThrow(
+        new CliError(
+          `--since must be an age (30s, 10m, 2h, 1d), ms since the epoch or an ISO-8601 time with offset (got '${bad}')`,
+        ),
+      );
+  });
+
+  it('names the tasks flag whose value is wrong (exit 1, not a 400 from orchestratord)', () => {
+    expect(() => parseCommandLine(['tasks', '--state', 'done'], {})).toThrow(
+      new CliError("--state must be one of queued, running, ended (got 'done')"),
+    );
+    expect(() => parseCommandLine(['tasks', '--priority', 'high'], {})).toThrow(
+      new CliError("--priority must be interactive or batch (got 'high')"),
+    );
+    expect(() => parseCommandLine(['tasks', '--model', ''], {})).toThrow(
+      new CliError('--model must be 1 to 512 characters'),
+    );
+    for (const bad of ['0', '10001', '2.5', 'all'])
+      expect(() => parseCommandLine(['tasks', `--limit=${bad}`], {}), bad).toThrow(
+        new CliError(`--limit must be an integer from 1 to 10000 (got '${bad}')`),
+      );
   });
 
   it('names what is missing or extra (usage, exit 2) and bad values (exit 1)', () => {

@@ -1,7 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { NodeIdSchema, SamplingSchema, formatIssues, type ResponseFormat, type Sampling } from '@llama-orch/contracts';
+import {
+  NodeIdSchema,
+  SamplingSchema,
+  TaskStateSchema,
+  formatIssues,
+  type ResponseFormat,
+  type Sampling,
+} from '@llama-orch/contracts';
+import type { TaskFilters } from './commands/tasks.js';
 import { CliError, UsageError } from './errors.js';
 import type { Target } from './http.js';
 import { COMMANDS, COMMAND_USAGE, USAGE, type CommandName } from './usage.js';
@@ -40,6 +48,8 @@ export type CommandLine =
     }
   | { command: 'submit'; target: Target; submit: SubmitArgs; json: boolean }
   | { command: 'status' | 'nodes' | 'models'; target: Target; json: boolean }
+  | { command: 'tasks'; target: Target; json: boolean; filters: TaskFilters; limit: number }
+  | { command: 'task'; target: Target; json: boolean; taskId: string }
   | { command: 'cancel'; target: Target; taskId: string }
   | { command: 'drain'; target: Target; poolId: string; deadlineMs: number }
   | {
@@ -87,6 +97,16 @@ const COMMAND_OPTIONS: Readonly<Record<CommandName, Options>> = {
   status: { ...TARGET, ...JSON_OPT },
   nodes: { ...TARGET, ...JSON_OPT },
   models: { ...TARGET, ...JSON_OPT },
+  tasks: {
+    ...TARGET,
+    ...JSON_OPT,
+    state: { type: 'string' },
+    model: { type: 'string' },
+    priority: { type: 'string' },
+    since: { type: 'string' },
+    limit: { type: 'string' },
+  },
+  task: { ...TARGET, ...JSON_OPT },
   cancel: { ...TARGET },
   drain: { ...TARGET, ...DEADLINE },
   reload: { ...TARGET, ...DEADLINE, sha256: { type: 'string' } },
@@ -105,7 +125,12 @@ type Values = Record<string, string | boolean | Array<string | boolean> | undefi
  * {@link UsageError} (exit 2) that names the flag or argument; a bad flag value is a CliError
  * (exit 1) that names the flag, so a typo never reaches orchestratord as a 400.
  */
-export function parseCommandLine(argv: string[], env: Record<string, string | undefined>): CommandLine {
+export function parseCommandLine(
+  argv: string[],
+  env: Record<string, string | undefined>,
+  /** The clock a relative `--since 10m` counts back from. @default Date.now */
+  now: () => number = Date.now,
+): CommandLine {
   // The command is the first positional; options of any command are skipped with their values.
   const scan = parseArgs({ args: argv, options: ALL_OPTIONS, strict: false, allowPositionals: true, tokens: true });
   const first = scan.tokens.find((t) => t.kind === 'positional');
@@ -159,6 +184,11 @@ export function parseCommandLine(argv: string[], env: Record<string, string | un
     case 'models':
       args([]);
       return { command, target, json };
+    case 'tasks':
+      args([]);
+      return { command, target, json, filters: taskFilters(values, now), limit: taskLimit(str('limit')) };
+    case 'task':
+      return { command, target, json, taskId: args(['task-id'])[0]! };
     case 'cancel':
       return { command, target, taskId: args(['task-id'])[0]! };
     case 'drain':
@@ -235,6 +265,59 @@ function replicaCount(value: string | undefined): number {
   if (!/^\d+$/.test(value) || n < 1 || n > MAX_REPLICAS)
     throw new CliError(`--replicas must be an integer from 1 to ${MAX_REPLICAS} (got '${value}')`);
   return n;
+}
+
+/** Most tasks `llorch tasks --limit` lists (pages of up to 500 are followed to get there). */
+export const MAX_TASK_LIMIT = 10_000;
+
+function taskLimit(value: string | undefined): number {
+  if (value === undefined) return 50;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > MAX_TASK_LIMIT)
+    throw new CliError(`--limit must be an integer from 1 to ${MAX_TASK_LIMIT} (got '${value}')`);
+  return n;
+}
+
+const SINCE_UNIT_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * `--state`, `--model`, `--priority` and `--since` checked here, so a typo is not a 400 from
+ * orchestratord. `--since` is what the API takes (ms since the epoch, or an ISO-8601 timestamp
+ * with its offset) or an age back from now (`30s`, `10m`, `2h`, `1d`), sent as ms since the epoch.
+ */
+function taskFilters(values: Values, now: () => number): TaskFilters {
+  const str = (name: string): string | undefined => values[name] as string | undefined;
+  const state = str('state');
+  if (state !== undefined && !TaskStateSchema.safeParse(state).success)
+    throw new CliError(`--state must be one of ${TaskStateSchema.options.join(', ')} (got '${state}')`);
+  const priority = str('priority');
+  if (priority !== undefined && priority !== 'interactive' && priority !== 'batch')
+    throw new CliError(`--priority must be interactive or batch (got '${priority}')`);
+  const model = str('model');
+  if (model !== undefined && (model.length === 0 || model.length > 512))
+    throw new CliError('--model must be 1 to 512 characters');
+  const since = str('since');
+  return {
+    state: state as TaskFilters['state'],
+    model,
+    priority,
+    since: since === undefined ? undefined : sinceMs(since, now),
+  };
+}
+
+function sinceMs(value: string, now: () => number): number {
+  const age = /^(\d+)([smhd])$/.exec(value);
+  if (age !== null) return Math.max(0, now() - Number(age[1]) * SINCE_UNIT_MS[age[2]!]!);
+  if (/^\d+$/.test(value)) return Number(value);
+  // an ISO-8601 date and time with its offset (Z or ±hh:mm), as the API takes it
+  const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value)
+    ? Date.parse(value)
+    : NaN;
+  if (Number.isNaN(at))
+    throw new CliError(
+      `--since must be an age (30s, 10m, 2h, 1d), ms since the epoch or an ISO-8601 time with offset (got '${value}')`,
+    );
+  return at;
 }
 
 function deadlineMs(value: string | undefined): number {

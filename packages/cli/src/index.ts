@@ -15,6 +15,8 @@ export {
 export type { StatusDocument } from './commands/status.js';
 export { cancelTask, drainPool, reloadPool } from './commands/pool-ops.js';
 export { listModels, renderModels, loadModel, unloadModel } from './commands/models.js';
+export { listTasks, getTask, renderTasks, renderTask, formatMs, outcomeText } from './commands/tasks.js';
+export type { TaskFilters } from './commands/tasks.js';
 export { up, humanLogLine, listeningUrl, dashboardUrl } from './commands/up.js';
 export type { UpOptions } from './commands/up.js';
 export { detectPdeathsigPrefix } from './pdeathsig.js';

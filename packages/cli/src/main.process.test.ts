@@ -82,11 +82,51 @@ const LAZY = {
   pinned: false,
   last_error: 'sha256 mismatch',
 };
+const ENDED_TASK = {
+  task_id: TASK,
+  state: 'ended',
+  model: 'synthetic',
+  model_ref: 'synthetic:llama',
+  priority: 'interactive',
+  workload: 'chat',
+  door: 'chat',
+  correlation_id: 'req-7',
+  admitted_at: Date.parse('2026-01-01T00:00:00Z'),
+  pool_id: 'p1',
+  node_id: 'n1',
+  attempts: 1,
+  outcome: { result: 'completed', stop_type: 'eos', finish_reason: 'stop' },
+  usage: { tokens_in: 9, tokens_out: 31 },
+  timings: { queued_ms: 2, first_token_ms: 45, total_ms: 900, ended_at: Date.parse('2026-01-01T00:00:00.900Z') },
+};
+const QUEUED_TASK = {
+  ...ENDED_TASK,
+  task_id: 'q-2',
+  state: 'queued',
+  priority: 'batch',
+  door: 'v2',
+  queue_position: 0,
+  predicted_start_ms: 250,
+  pool_id: undefined,
+  node_id: undefined,
+  attempts: 0,
+  outcome: undefined,
+  usage: { tokens_out: 0 },
+  timings: {},
+};
 const ROUTES: FixtureOptions['routes'] = {
   'GET /v2/nodes': { status: 200, body: { nodes: [NODE] } },
   'GET /v2/pools': { status: 200, body: { pools: [POOL] } },
   'GET /metrics': { status: 200, body: '# TYPE queue_depth gauge\nqueue_depth{priority="interactive"} 3\n' },
   'GET /v2/catalog/models': { status: 200, body: { models: [MODEL, LAZY] } },
+  'GET /v2/tasks?limit=2': { status: 200, body: { tasks: [QUEUED_TASK], next_cursor: 'page-2' } },
+  'GET /v2/tasks?limit=1&cursor=page-2': { status: 200, body: { tasks: [ENDED_TASK] } },
+  'GET /v2/tasks?state=ended&limit=50': { status: 200, body: { tasks: [ENDED_TASK] } },
+  [`GET /v2/tasks/${TASK}`]: { status: 200, body: ENDED_TASK },
+  'GET /v2/tasks/expired': {
+    status: 404,
+    body: { code: 'NOT_FOUND', message: "task 'expired' not found", retriable: false },
+  },
 };
 
 describe('llorch: version, help and usage errors', () => {
@@ -101,7 +141,20 @@ describe('llorch: version, help and usage errors', () => {
   it('--help and <command> --help print usage on stdout, exit 0', async () => {
     const top = await llorch(['--help']);
     expect(top.exitCode).toBe(0);
-    for (const c of ['up', 'submit', 'status', 'nodes', 'models', 'load', 'unload', 'cancel', 'drain', 'reload'])
+    for (const c of [
+      'up',
+      'submit',
+      'status',
+      'nodes',
+      'models',
+      'load',
+      'unload',
+      'tasks',
+      'task',
+      'cancel',
+      'drain',
+      'reload',
+    ])
       expect(top.stdout).toContain(`\n  ${c} `);
     const sub = await llorch(['drain', '--help']);
     expect(sub.exitCode).toBe(0);
@@ -169,6 +222,69 @@ describe('llorch: --json and tables', () => {
     expect(head).toEqual(['MODEL', 'ALIASES', 'STATUS', 'LOADED ON', 'IDLE SINCE', 'PINNED', 'LAST ERROR']);
     expect(row).toEqual(['synthetic:llama', 'synthetic', 'ready', 'n1/p1', '2026-01-01T00:00:05.000Z', 'yes']);
     expect(lazy).toEqual(['hf:org/repo/qwen.gguf', 'qwen', 'failed', '-', '-', 'no', 'sha256 mismatch']);
+  });
+
+  it('tasks: a table newest first across pages up to --limit; --json is the TaskList; filters reach the query', async () => {
+    const f = await fixture([], { routes: ROUTES, token: 'secret-token-0123456789' });
+    const env = { LLORCH_URL: f.url, LLORCH_API_TOKEN: 'secret-token-0123456789' };
+    const [table, doc, ended] = await Promise.all([
+      llorch(['tasks', '--limit', '2'], env),
+      llorch(['tasks', '--limit', '2', '--json'], env),
+      llorch(['tasks', '--state', 'ended'], env),
+    ]);
+    expect(table.exitCode, table.stderr).toBe(0);
+    const rows = table.stdout.split('\n').map((l) => l.trim().split(/\s{2,}/));
+    expect(rows[0]).toEqual(['TASK', 'STATE', 'MODEL', 'PRIORITY', 'POOL', 'TOKENS OUT', 'TTFT', 'AGE', 'OUTCOME']);
+    expect(rows[2]).toEqual([
+      'q-2',
+      'queued',
+      'synthetic',
+      'batch',
+      '-',
+      '0',
+      '-',
+      expect.any(String),
+      'queued, 0 ahead',
+    ]);
+    expect(rows[3]).toEqual([
+      TASK,
+      'ended',
+      'synthetic',
+      'interactive',
+      'n1/p1',
+      '31',
+      '45 ms',
+      expect.stringMatching(/^\d+d\d{2}h$/),
+      'completed (eos)',
+    ]);
+    expect(rows).toHaveLength(4);
+    expect(doc.exitCode, doc.stderr).toBe(0);
+    expect(JSON.parse(doc.stdout)).toEqual({ tasks: [JSON.parse(JSON.stringify(QUEUED_TASK)), ENDED_TASK] });
+    expect(ended.exitCode, ended.stderr).toBe(0);
+    expect(ended.stdout.split('\n')).toHaveLength(3);
+    expect(f.seen.every((l) => l.endsWith('auth=Bearer secret-token-0123456789'))).toBe(true);
+  });
+
+  it('task <id>: one fact a line; --json prints the TaskInfo as sent; an expired task is one line, exit 1', async () => {
+    const f = await fixture([], { routes: ROUTES });
+    const [view, doc, gone] = await Promise.all([
+      llorch(['task', TASK, '--url', f.url]),
+      llorch(['task', TASK, '--json', '--url', f.url]),
+      llorch(['task', 'expired', '--url', f.url]),
+    ]);
+    expect(view.exitCode, view.stderr).toBe(0);
+    expect(view.stdout).toMatch(new RegExp(`^task {9}${TASK}\nstate {8}ended\n`));
+    for (const line of [
+      /^model +synthetic \(synthetic:llama\)$/m,
+      /^pool +n1\/p1 \(attempts 1\)$/m,
+      /^outcome +completed, stop eos, finish reason stop$/m,
+      /^usage +9 tokens in, 31 tokens out$/m,
+      /^timings +queued 2 ms, first token 45 ms, total 900 ms$/m,
+      /^ended +2026-01-01T00:00:00\.900Z \(.+ ago\)$/m,
+    ])
+      expect(view.stdout).toMatch(line);
+    expect(JSON.parse(doc.stdout)).toEqual(ENDED_TASK);
+    expect([gone.exitCode, gone.stdout, gone.stderr]).toEqual([1, '', "llorch: NOT_FOUND: task 'expired' not found"]);
   });
 
   it('tables are plain text when piped; colour only on a terminal without NO_COLOR', async () => {

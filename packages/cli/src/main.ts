@@ -8,6 +8,7 @@ import { cancelTask, drainPool, reloadPool } from './commands/pool-ops.js';
 import { listModels, loadModel, renderModels, unloadModel } from './commands/models.js';
 import { listNodes, renderNodes, renderStatus, statusDocument } from './commands/status.js';
 import { submit } from './commands/submit.js';
+import { getTask, listTasks, renderTask, renderTasks } from './commands/tasks.js';
 import { up } from './commands/up.js';
 import { cliVersion } from './version.js';
 
@@ -102,6 +103,18 @@ async function run(
       const models = await listModels(cmd.target);
       if (cmd.json) json({ models });
       else out(renderModels(models, paint));
+      return 0;
+    }
+    case 'tasks': {
+      const list = await listTasks(cmd.target, cmd.filters, cmd.limit);
+      if (cmd.json) json(list);
+      else out(renderTasks(list.tasks, paint));
+      return 0;
+    }
+    case 'task': {
+      const task = await getTask(cmd.target, cmd.taskId);
+      if (cmd.json) json(task);
+      else out(renderTask(task));
       return 0;
     }
     case 'cancel':

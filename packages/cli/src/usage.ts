@@ -7,6 +7,8 @@ export const COMMANDS = [
   'models',
   'load',
   'unload',
+  'tasks',
+  'task',
   'cancel',
   'drain',
   'reload',
@@ -101,6 +103,30 @@ node's config are not unloaded.
   --deadline-ms MS in-flight work's deadline before the engine stops (default 30000)
 ${TARGET}
 ${HELP_FLAG}`,
+  tasks: `usage: llorch tasks [--state S] [--model M] [--priority P] [--since T] [--limit N] [--json]
+
+Tasks newest first (GET /v2/tasks): queued, running, and ended ones for as long as orchestratord
+keeps their records (ORCHD_TASK_RETENTION_MS). A client key sees its own tasks; an operator's, all.
+Pages are followed until N tasks are listed.
+
+  --state S        queued, running or ended
+  --model M        only this model's tasks (the name the client used, or its ref)
+  --priority P     interactive or batch
+  --since T        admitted at or after T: an age (30s, 10m, 2h, 1d), ms since the epoch, or an
+                   ISO-8601 time with offset (2026-01-01T09:00:00Z)
+  --limit N        most tasks to list (1..10000; default 50)
+${JSON_FLAG.replace('instead of tables', '({tasks, next_cursor?}) instead of the table')}
+${TARGET}
+${HELP_FLAG}`,
+  task: `usage: llorch task <task-id> [--json]
+
+One task's record (GET /v2/tasks/{id}): state, model, priority, its queue place while queued, the
+pool and node it runs or ran on, outcome, usage and timings. Unknown, expired (past
+ORCHD_TASK_RETENTION_MS) and other keys' tasks are all NOT_FOUND.
+
+${JSON_FLAG.replace('one JSON document on stdout instead of tables', 'the TaskInfo document as orchestratord sent it')}
+${TARGET}
+${HELP_FLAG}`,
   cancel: `usage: llorch cancel <task-id>
 
 Cancels a queued or running task (POST /v2/tasks/{id}/cancel).
@@ -136,11 +162,13 @@ usage: llorch <command> [options]      llorch <command> --help for its options
   models                     models the cluster serves or knows
   load <model>               load a copy of a catalog model
   unload <model>             unload a model's on-demand copies
+  tasks                      recent and running tasks (filters: --state, --model, --since …)
+  task <task-id>             one task's record: state, placement, outcome, usage, timings
   cancel <task-id>           cancel a task
   drain <pool-id>            drain a pool
   reload <pool-id> <model>   reload a pool with another model
 
-  --json on status, nodes, models and submit prints one JSON document.
+  --json on status, nodes, models, tasks, task and submit prints one JSON document.
   -V, --version  print the version       -h, --help  this help
 
 Global: --url (env LLORCH_URL, default http://127.0.0.1:8080), --token (env LLORCH_API_TOKEN)
