@@ -47,6 +47,7 @@ import { engineDoorRoutes } from './http/routes/engine-doors.js';
 import { PROBE_PATHS, probeRoutes } from './http/routes/probes.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { streamRoutes } from './http/routes/streams.js';
+import { taskRoutes } from './http/routes/tasks.js';
 import { ClusterNodeSync } from './registry/cluster-node-sync.js';
 import { ClusterSlotLeases } from './registry/cluster-slot-leases.js';
 import { NodeRegistry } from './registry/node-registry.js';
@@ -65,6 +66,8 @@ import { LocalCoordinator } from './tasks/local-coordinator.js';
 import { SharedCoordinator } from './tasks/shared/shared-coordinator.js';
 import { TaskOwnerProxy } from './http/task-owner-proxy.js';
 import { TaskService } from './tasks/task-service.js';
+import { TaskJournal } from './tasks/task-journal.js';
+import { TaskRecords } from './tasks/task-records.js';
 import { dispatchAcceptTimeoutMs } from './upstream/dispatchers.js';
 import { PoolClient } from './upstream/pool-client.js';
 
@@ -183,7 +186,10 @@ export async function buildApp(
   // A store the caller did not pass is the app's to close.
   const ownStore =
     deps.store === undefined
-      ? await openLocalStore({ state_dir: config.state_dir }, { clock, logger: logger.child({ subsystem: 'store' }) })
+      ? await openLocalStore(
+          { state_dir: config.state_dir, task_retention_count: config.task_retention_count },
+          { clock, logger: logger.child({ subsystem: 'store' }) },
+        )
       : undefined;
   const store = deps.store ?? (ownStore as ClusterStore);
   // The one decision on the store: a shared one (Redis) holds the cluster's state and the replica
@@ -342,6 +348,12 @@ export async function buildApp(
     ctxMax: config.ctx_max,
     catalog: store.catalog,
     loads: { loader: models, waitMs: loadClaimTtlMs, room: roomWaits },
+    journal: new TaskJournal({
+      store: store.taskRecords,
+      owner: identity.replicaId,
+      retainMs: config.task_retention_ms,
+      log: logger.child({ subsystem: 'tasks' }),
+    }),
     streamGraceMs: config.stream_grace_ms,
     streamGraceMaxTasks: config.stream_grace_max_tasks,
     tickMs: tuning.tickMs,
@@ -394,6 +406,7 @@ export async function buildApp(
     registry,
     nodeSync,
     tasks,
+    taskRecords: new TaskRecords({ store: store.taskRecords, live: (id) => tasks.get(id) }),
     owners:
       cluster &&
       new TaskOwnerProxy(
@@ -515,6 +528,7 @@ export async function buildApp(
   await app.register(nodesRoutes, { services });
   await app.register(admissionRoutes, { services });
   await app.register(streamRoutes, { services });
+  await app.register(taskRoutes, { services });
   await app.register(controlRoutes, { services });
   await app.register(catalogRoutes, { services });
   await app.register(sessionRoutes, { services });

@@ -36,7 +36,6 @@ export const TaskInfoSchema = z
     workload: z.enum(['completion', 'chat']),
     /** The API it came through: `v2`, or the /v1 door (`chat`, `completions`, `responses`, `messages`, …). */
     door: z.string(),
-    session_id: z.string().optional(),
     /** The admitting request's correlation id (on every log line of the task). */
     correlation_id: z.string(),
     admitted_at: z.int().nonnegative(),

@@ -13,6 +13,7 @@ import type { CatalogStore } from '../store/catalog-store.js';
 import type { ClusterStore } from '../store/cluster-store.js';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { TaskOwnerProxy } from './task-owner-proxy.js';
+import type { TaskRecords } from '../tasks/task-records.js';
 import type { TaskService } from '../tasks/task-service.js';
 import type { PoolClient } from '../upstream/pool-client.js';
 
@@ -23,6 +24,8 @@ export interface AppServices {
   /** With a shared (Redis) store: the node routes write through it. Undefined in-process (the registry is the store). */
   readonly nodeSync: ClusterNodeSync | undefined;
   readonly tasks: TaskService;
+  /** Task records clients look up (`GET /v2/tasks`), live here or from the store. */
+  readonly taskRecords: TaskRecords;
   /** The cluster store the app runs on (in-process or Redis). */
   readonly store: ClusterStore;
   /** With a Redis store: passes requests for tasks other replicas own to them. Undefined in-process. */

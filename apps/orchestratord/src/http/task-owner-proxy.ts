@@ -48,8 +48,17 @@ export class TaskOwnerProxy {
     this.#listed = listed;
   }
 
-  /** Answers `req` from the replica that owns task `id`, or takes the task over when that replica is dead. */
-  async forward(req: FastifyRequest, reply: FastifyReply, id: string): Promise<Forwarded> {
+  /**
+   * Answers `req` from the replica that owns task `id`, or takes the task over when that replica is
+   * dead. `fromRecord` (default true): an ended task whose owner cannot answer is answered from its
+   * shared record as its event stream or cancel would be; false leaves it to the caller (`absent`).
+   */
+  async forward(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    id: string,
+    { fromRecord = true }: { fromRecord?: boolean } = {},
+  ): Promise<Forwarded> {
     const forwarded = req.headers[FORWARDED_BY_HEADER] !== undefined;
     const owner = await this.#cluster.ownerOf(id);
     // Another key's task is absent to this caller: not passed on, not taken over, not read from the record.
@@ -59,7 +68,7 @@ export class TaskOwnerProxy {
       // up` after a crash) admitted it, its lease lapses within 2 heartbeat intervals and it is taken
       // over; or this replica is taking it over right now (seizeQueued, a moment before the task is
       // here). Either way a 404 would end the client's EventSource for good, so ask for a retry.
-      if (owner.ended) return answerFromRecord(req, reply, owner) ? 'answered' : 'absent';
+      if (owner.ended) return fromRecord && answerFromRecord(req, reply, owner) ? 'answered' : 'absent';
       throw new InternalError(
         `task ${id} is replica ${owner.replica}'s but not held by this process (admitted by an earlier run of it, or being taken over); retry`,
         {
@@ -92,7 +101,7 @@ export class TaskOwnerProxy {
       });
     } catch (err) {
       // The owner died after the task ended: its frame log went with it, its outcome is in the store.
-      if (owner.ended) return answerFromRecord(req, reply, owner) ? 'answered' : 'absent';
+      if (owner.ended) return fromRecord && answerFromRecord(req, reply, owner) ? 'answered' : 'absent';
       if (
         refused(err) &&
         (await this.#listed(owner.replica)) === owner.address &&

@@ -90,6 +90,7 @@ export class TaskAdmission implements AdmissionSteps {
     correlationId: string,
     clientKey?: string,
     delivery?: Delivery,
+    door?: string,
   ): Promise<Admitted> {
     if (!this.#d.running())
       throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
@@ -107,7 +108,7 @@ export class TaskAdmission implements AdmissionSteps {
     if (this.#d.table.has(request.task_id))
       throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
     return this.#d.coordinator.admit(
-      { request, modelName: named.model_ref, log, correlationId, clientKey, delivery },
+      { request, modelName: named.model_ref, log, correlationId, clientKey, delivery, door },
       this,
     );
   }

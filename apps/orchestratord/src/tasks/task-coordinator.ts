@@ -31,6 +31,8 @@ export interface Admission {
   readonly correlationId: string;
   readonly clientKey: string | undefined;
   readonly delivery: Delivery | undefined;
+  /** The API it came through (`v2`, or the /v1 door). @default 'v2' */
+  readonly door?: string | undefined;
 }
 
 /** The session facts a task is checked and placed with. */

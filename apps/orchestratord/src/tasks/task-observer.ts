@@ -7,6 +7,7 @@ import type { OrchdMetrics } from '../support/metrics.js';
 import type { Log } from '@llama-orch/daemon-support';
 import type { EndDispatchEvent, Penalty } from '../upstream/dispatch-attempt.js';
 import type { TaskEvents } from './task-events.js';
+import type { TaskJournal } from './task-journal.js';
 import type { TaskRecord } from './task-record.js';
 
 const ENGINE = 'llamacpp';
@@ -22,11 +23,13 @@ export class TaskObserver {
   readonly #metrics: OrchdMetrics;
   readonly #predictor: Predictor;
   readonly #events: TaskEvents;
+  readonly #journal: TaskJournal | undefined;
 
-  constructor(metrics: OrchdMetrics, predictor: Predictor, events: TaskEvents) {
+  constructor(metrics: OrchdMetrics, predictor: Predictor, events: TaskEvents, journal?: TaskJournal) {
     this.#metrics = metrics;
     this.#predictor = predictor;
     this.#events = events;
+    this.#journal = journal;
   }
 
   /** An admission check refused the task (before it had a record). */
@@ -63,6 +66,7 @@ export class TaskObserver {
       },
       'task admitted',
     );
+    this.#journal?.admitted(task);
     if (this.#events.observed) this.#events.emit({ type: 'admitted', taskId: task.id });
   }
 
@@ -115,6 +119,7 @@ export class TaskObserver {
       },
       'task placed',
     );
+    this.#journal?.placed(task);
     if (this.#events.observed) this.#events.emit({ type: 'dispatched', taskId: task.id });
   }
 
@@ -257,8 +262,14 @@ export class TaskObserver {
     task.log.error({ err }, 'dispatch crashed');
   }
 
+  /** A task of a replica that died is this one's now (its record names this replica from here on). */
+  adopted(task: TaskRecord): void {
+    this.#journal?.placed(task);
+  }
+
   /** The task's terminal frame was written at `now`. */
   ended(task: TaskRecord, frame: SseFrame, now: number): void {
+    this.#journal?.ended(task, frame, now);
     if (frame.event === 'end') {
       const end: EndEvent = frame.data;
       // How long the task held its slot, for the predictor's throughput (a canceled one says nothing about the next task).

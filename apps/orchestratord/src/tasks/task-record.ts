@@ -57,6 +57,8 @@ export interface TaskRecord {
   readonly deadlineAt: number;
   readonly predictedStartMs: number;
   readonly delivery: Delivery;
+  /** The API it came through: `v2`, or the /v1 door (`chat`, `responses`, …). */
+  readonly door: string;
   /** The node's answer of an `answer` task, once it came (the /v1 door renders it). */
   answer: DispatchResultEvent | undefined;
   /** The owner of `state` and `phase`: every change is a checked transition (task-lifecycle.ts). */
@@ -132,6 +134,8 @@ export interface NewTaskOptions {
   phase: 'queued' | 'preparing';
   /** @default 'events' */
   delivery?: Delivery | undefined;
+  /** @default 'v2' */
+  door?: string | undefined;
   /** A lifecycle made before the record (a takeover holds the task from its grant on). @default a new one in `phase` */
   life?: TaskLifecycle | undefined;
 }
@@ -154,6 +158,7 @@ class Task implements TaskRecord {
   readonly deadlineAt: number;
   readonly predictedStartMs: number;
   readonly delivery: Delivery;
+  readonly door: string;
   readonly life: TaskLifecycle;
   answer: DispatchResultEvent | undefined = undefined;
   failedAttempts = 0;
@@ -182,6 +187,7 @@ class Task implements TaskRecord {
     this.deadlineAt = o.now + request.deadline_ms;
     this.predictedStartMs = o.predictedStartMs;
     this.delivery = o.delivery ?? 'events';
+    this.door = o.door ?? 'v2';
     this.life = o.life ?? new TaskLifecycle(request.task_id, o.phase);
     this.lastMetricsAt = o.now;
   }

@@ -9,6 +9,7 @@ import type { PrefixRouting } from '../prefix/prefix-routing.js';
 import type { Clock } from '@llama-orch/daemon-support';
 import type { OrchdMetrics } from '../support/metrics.js';
 import type { PoolClient } from '../upstream/pool-client.js';
+import type { TaskJournal } from './task-journal.js';
 import type { TaskLoad } from './task-load.js';
 import type { CancelReason } from './task-observer.js';
 
@@ -50,6 +51,8 @@ export interface TaskServiceOptions {
         readonly room?: Pick<RoomWaits, 'wait' | 'waitingFor' | 'waitsFor'> | undefined;
       }
     | undefined;
+  /** Writes each task's record for `GET /v2/tasks` (task-journal.ts). @default none: no records */
+  journal?: TaskJournal | undefined;
   /** How long an ended task's frames stay readable, ms. */
   streamGraceMs: number;
   /** Most ended tasks kept readable; the oldest go first past it. @default 100000 */

@@ -95,7 +95,7 @@ export class TaskService {
     this.#maxRetries = options.maxRetries ?? 1;
     this.#closeTimeoutMs = options.closeTimeoutMs ?? 2000;
     this.#metricsIntervalMs = metricsIntervalMs;
-    this.#observer = new TaskObserver(metrics, this.#predictor, this.#events);
+    this.#observer = new TaskObserver(metrics, this.#predictor, this.#events, options.journal);
     this.#table = new TaskTable({ graceMs: options.streamGraceMs, maxEnded: options.streamGraceMaxTasks ?? 100_000 });
     // Where the cluster's queue holds the capacity and the policy, this one mirrors the tasks queued here.
     this.#queue = new AdmissionQueue<TaskRecord>({
@@ -214,8 +214,9 @@ export class TaskService {
     correlationId: string,
     clientKey?: string,
     delivery?: Delivery,
+    door?: string,
   ): Promise<Admitted> {
-    return this.#admission.admit(named, log, correlationId, clientKey, delivery);
+    return this.#admission.admit(named, log, correlationId, clientKey, delivery, door);
   }
 
   /** Cancels a task (client request or disconnect). The terminal frame is `end {canceled: true}`. */
@@ -309,6 +310,7 @@ export class TaskService {
     if (this.#state !== 'running' || this.#table.get(a.id) !== undefined) return;
     const task = adoptedTask(a, this.#metricsIntervalMs, this.#clock.now());
     this.#table.add(task);
+    this.#observer.adopted(task);
     const fail = (code: ErrorCode, message: string): void => this.#fail(task, code, message, true);
     adoptInto(task, a.placement, {
       queue: this.#queue,
@@ -456,6 +458,9 @@ export class TaskService {
     const { frame } = ending;
     // A turn that ran (ended normally or cancelled) left its prompt in that pool's KV cache.
     const served = frame.event === 'end' ? task.placement : undefined;
+    // Observed first: the task's record is written before the store hears of the end, so a client
+    // that reads the record after its terminal frame finds it ended.
+    this.#observer.ended(task, frame, this.#clock.now());
     // The coordinator records the end (session turn, shared record), then the clients get the frame.
     this.#coordinator.ended(task, frame, served, queued, () => task.stream.append(frame));
     if (task.controller !== undefined) {
@@ -464,7 +469,6 @@ export class TaskService {
       this.#coordinator.abortHeld(task);
     }
     this.#tokensEnded += task.tokens;
-    this.#observer.ended(task, frame, this.#clock.now());
     this.#table.retire(task, this.#clock.now());
   }
 

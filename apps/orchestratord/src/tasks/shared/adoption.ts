@@ -35,6 +35,7 @@ export function adoptedTask(a: Adoption, metricsIntervalMs: number, now: number)
     predictedStartMs: 0,
     phase: 'queued',
     delivery: r.delivery,
+    door: r.door,
     life: a.life,
   });
   task.takenOver = true;

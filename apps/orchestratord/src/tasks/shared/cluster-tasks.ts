@@ -50,7 +50,7 @@ export interface ClusterTasksOptions {
 /** What the cluster keeps of a task it admits (its shared record). */
 export type ClusterAdmission = Pick<
   TaskRecord,
-  'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery'
+  'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery' | 'door'
 >;
 
 /** Longest wait between two looks for orphans, ms. */
@@ -180,6 +180,7 @@ export class ClusterTasks {
         correlation_id: task.correlationId,
         client_key: task.clientKey,
         delivery: task.delivery,
+        door: task.door,
       },
     };
     const admitted = await this.#lifecycle.admit({

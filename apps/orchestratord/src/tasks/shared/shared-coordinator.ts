@@ -94,6 +94,7 @@ export class SharedCoordinator implements TaskCoordinator {
       correlationId: a.correlationId,
       clientKey: a.clientKey,
       delivery: a.delivery ?? 'events',
+      door: a.door ?? 'v2',
     };
     const added = await cluster.add(shared, steps.maxAhead(r, listed));
     if (added.kind === 'exists') {

@@ -20,6 +20,7 @@ export interface SharedTaskRecord {
   readonly correlation_id?: string;
   readonly client_key?: string;
   readonly delivery?: Delivery;
+  readonly door?: string;
 }
 
 /** Where a task's attempt runs, as its shared record keeps it: `frame_base` is the frame id its first token gets. */
