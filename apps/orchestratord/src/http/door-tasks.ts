@@ -57,6 +57,7 @@ export async function admitDoorTask(
     req.id,
     req.principal?.name,
     delivery,
+    door,
   );
   const id = admitted.task_id;
   const task = services.tasks.get(id);
