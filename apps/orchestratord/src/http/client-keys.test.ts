@@ -106,16 +106,31 @@ describe('client keys and the node token', () => {
     ).toBe(403);
 
     // a client key submits, and can neither act as a node nor drain
+    const alices = taskBody({ model_ref: 'm' });
     expect(
       (
         await a.inject({
           method: 'POST',
           url: '/v2/tasks',
           headers: bearer(ALICE),
-          payload: taskBody({ model_ref: 'm' }),
+          payload: alices,
         })
       ).statusCode,
     ).toBe(202);
+    // its record and the task list: its key and operator keys; the node token is no client
+    for (const url of [`/v2/tasks/${String(alices.task_id)}`, '/v2/tasks']) {
+      expect((await a.inject({ method: 'GET', url, headers: bearer(ALICE) })).statusCode, url).toBe(200);
+      expect((await a.inject({ method: 'GET', url, headers: bearer(OPS) })).statusCode, url).toBe(200);
+      expect((await a.inject({ method: 'GET', url, headers: bearer(NODE) })).statusCode, url).toBe(403);
+      expect((await a.inject({ method: 'GET', url })).statusCode, url).toBe(401);
+    }
+    const bobReads = await a.inject({
+      method: 'GET',
+      url: `/v2/tasks/${String(alices.task_id)}`,
+      headers: bearer(BOB),
+    });
+    expect(bobReads.statusCode).toBe(404);
+    expect(ErrorEnvelopeSchema.parse(bobReads.json()).code).toBe('NOT_FOUND');
     for (const [method, url, payload] of [
       ['POST', '/v2/nodes/register', register('evil')],
       ['POST', '/v2/nodes/n1/heartbeat', { timestamp: new Date().toISOString(), pools: [] }],
