@@ -34,7 +34,7 @@ export function isAfter(p: ListPosition, cursor: ListPosition | undefined): bool
   return cursor === undefined || listOrder(p, cursor) > 0;
 }
 
-const CursorSchema = z.tuple([z.number().int().min(0), z.string().min(1)]);
+const CursorSchema = z.tuple([z.number(), z.string().min(1)]);
 
 /**
  * The cursor names the last position a page examined (not an offset), so entries admitted while a

@@ -93,6 +93,8 @@ export const SCRIPT_NAMES = [
   'catalog-claim-load',
   'catalog-release-load',
   'catalog-load-error',
+  'record-put',
+  'record-prune',
 ] as const;
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];

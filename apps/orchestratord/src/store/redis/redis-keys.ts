@@ -9,6 +9,17 @@ export function prefixChannel(prefix: string): string {
 }
 
 /**
+ * A bounded set of records (lua/record-put.lua): one string key per entry, `<entryPrefix><id>`, with
+ * its TTL; an order index (zset id → order score: the trim drops the lowest, a list walks it down);
+ * an expiry index (zset id → expiry, server ms: what lets a write drop members whose TTL passed).
+ */
+export interface RecordSetKeys {
+  readonly entryPrefix: string;
+  readonly index: string;
+  readonly expiry: string;
+}
+
+/**
  * Every key of the Redis store, under one prefix. What each holds is documented with the scripts
  * that write it (lua/*.lua, lua/includes/*.lua); scripts that reach keys by id build them from the
  * prefix the same way.
@@ -26,6 +37,10 @@ export class RedisKeys {
   /** The fleet catalog's ids (set) and names (hash: id or alias → id); each entry in `catalogModel(id)`. */
   readonly catalogIds: string;
   readonly catalogNames: string;
+  /** Task records (store/task-record-store.ts), ordered by admission time. */
+  readonly taskRecords: RecordSetKeys;
+  /** Stored Responses (store/response-store.ts), ordered by first write. */
+  readonly responses: RecordSetKeys;
 
   constructor(readonly prefix: string) {
     const p = prefix;
@@ -38,6 +53,8 @@ export class RedisKeys {
     this.signals = signalsChannel(p);
     this.catalogIds = `${p}catalog:ids`;
     this.catalogNames = `${p}catalog:names`;
+    this.taskRecords = { entryPrefix: `${p}taskrec:`, index: `${p}taskrecs`, expiry: `${p}taskrecs:exp` };
+    this.responses = { entryPrefix: `${p}resp:`, index: `${p}resps`, expiry: `${p}resps:exp` };
   }
 
   /** A catalog entry's hash; the catalog scripts that reach entries by name build it the same way. */

@@ -24,7 +24,7 @@ import type { AcquireOutcome, OwnedBy, OwnedTask, TransitionOutcome } from '../t
 import { catalogEntries, catalogEntry, specJson } from './catalog-replies.js';
 import type { ScriptName, ScriptSet } from './lua-script.js';
 import type { RedisConnection } from './redis-client.js';
-import { RedisKeys } from './redis-keys.js';
+import { RedisKeys, type RecordSetKeys } from './redis-keys.js';
 import {
   acquireOutcome,
   bit,
@@ -399,6 +399,37 @@ export class RedisScripts {
 
   leaseList(poolKey: string): Promise<string[]> {
     return this.#run('lease-list', [this.keys.slotLeases(poolKey)], [], texts);
+  }
+
+  // Bounded record sets: task records, stored Responses (lua/record-*.lua).
+
+  /**
+   * Writes one entry of `set` kept `ttlMs`, ordered by `score` (undefined: the server's time of its
+   * first write), and trims the set to `maxCount`. → how many entries the trim dropped and how many
+   * expired index members left.
+   */
+  recordPut(
+    set: RecordSetKeys,
+    id: string,
+    value: string,
+    ttlMs: number,
+    score: number | undefined,
+    maxCount: number,
+  ): Promise<{ trimmed: number; expired: number }> {
+    return this.#run(
+      'record-put',
+      [set.entryPrefix + id, set.index, set.expiry],
+      [id, value, Math.max(1, Math.round(ttlMs)), score ?? '', Math.max(1, Math.floor(maxCount)), set.entryPrefix],
+      (r) => {
+        const [trimmed, expired] = list(r);
+        return { trimmed: int(trimmed), expired: int(expired) };
+      },
+    );
+  }
+
+  /** Drops from `set`'s indexes the ids whose entry is absent now. → how many left. */
+  recordPrune(set: RecordSetKeys, ids: readonly string[]): Promise<number> {
+    return this.#run('record-prune', [set.index, set.expiry], [set.entryPrefix, ...ids], int);
   }
 
   // The fleet catalog (lua/catalog-*.lua).

@@ -8,14 +8,14 @@ import { RedisNodes } from './redis-nodes.js';
 import { RedisQueue } from './redis-queue.js';
 import { RedisRateLimits } from './redis-rate-limits.js';
 import { RedisReplicas } from './redis-replicas.js';
+import { RedisResponses } from './redis-responses.js';
 import { RedisScripts } from './redis-scripts.js';
 import { RedisSessions } from './redis-sessions.js';
 import { RedisPrefixShare } from './redis-prefix-share.js';
 import { RedisSignals } from './redis-signals.js';
 import { RedisSlotLeases } from './redis-slot-leases.js';
+import { RedisTaskRecords } from './redis-task-records.js';
 import { RedisTasks } from './redis-tasks.js';
-import { MemoryResponses } from '../memory/memory-responses.js';
-import { MemoryTaskRecords } from '../memory/memory-task-records.js';
 
 /**
  * The Redis store, every part shared by the replicas on one Redis and prefix: one connection and
@@ -24,7 +24,7 @@ import { MemoryTaskRecords } from '../memory/memory-task-records.js';
  */
 export async function createRedisStore(
   s: ClusterStoreSettings & { redis_url: string },
-  { clock, logger }: ClusterStoreDeps,
+  { logger }: ClusterStoreDeps,
 ): Promise<SharedStore> {
   const loaded = loadScripts();
   const redis = await RedisConnection.open({
@@ -37,6 +37,7 @@ export async function createRedisStore(
   const signals = new RedisSignals(redis, logger);
   const prefixes = new RedisPrefixShare(redis, logger);
   const sessionLimits = { ttlMs: s.session_ttl_ms, maxSessions: s.session_max, tokenBudget: s.session_token_budget };
+  const retention = { maxCount: s.task_retention_count };
   let closing: Promise<void> | undefined;
   return {
     kind: 'redis',
@@ -57,9 +58,8 @@ export async function createRedisStore(
     activity: new RedisActivity(redis, scripts),
     catalog: new RedisCatalog(scripts),
     prefixes,
-    // Interim, until the Redis record stores land: this replica's records only.
-    taskRecords: new MemoryTaskRecords(clock, { maxCount: s.task_retention_count }),
-    responses: new MemoryResponses(clock, { maxCount: s.task_retention_count }),
+    taskRecords: new RedisTaskRecords(redis, scripts, retention),
+    responses: new RedisResponses(redis, scripts, retention),
     health: async () => {
       try {
         return { ok: true, kind: 'redis', latency_ms: await redis.ping() };
