@@ -18,7 +18,10 @@ import { startRedisServer } from '../testing/redis-server.js';
  *   - rate_limit_hit: one request of a key;
  *   - activity_record / activity_bucket / activity_read: the dashboard's writes (one ended task into
  *     the 50-row list; one replica's share of one closed 5 s bucket) and one snapshot's read (the
- *     50 recent tasks and the 120 buckets of the window, together as the feed reads them).
+ *     50 recent tasks and the 120 buckets of the window, together as the feed reads them);
+ *   - record_put / record_get / record_list: one write of a task's record as the journal makes it
+ *     (three per task: admitted, placed, ended; ~700-byte body, 10,000 kept), one `GET
+ *     /v2/tasks/{id}` read, one 50-task page of `GET /v2/tasks` (the newest, no filter).
  */
 
 const OPS = Number(process.env.STORE_BENCH_OPS ?? 5000);
@@ -32,7 +35,10 @@ type Op =
   | 'rate_limit_hit'
   | 'activity_record'
   | 'activity_bucket'
-  | 'activity_read';
+  | 'activity_read'
+  | 'record_put'
+  | 'record_get'
+  | 'record_list';
 
 const BUCKET_MS = 5000;
 const row = (id: string) => ({
@@ -47,6 +53,19 @@ const row = (id: string) => ({
   duration_ms: 900,
   outcome: 'ok' as const,
   ended_at_ms: Date.now(),
+});
+
+/** A task's record as the journal writes it (tasks/task-journal.ts), with a body of a typical size. */
+const record = (id: string, i: number) => ({
+  id,
+  state: 'ended' as const,
+  model: 'm',
+  modelRef: 'm',
+  priority: 'interactive' as const,
+  admittedAt: Date.now() + i,
+  clientKey: 'bench-key',
+  owner: 'bench',
+  body: JSON.stringify({ ...row(id), filler: 'x'.repeat(420) }),
 });
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -74,6 +93,9 @@ async function measure(
     activity_record: [],
     activity_bucket: [],
     activity_read: [],
+    record_put: [],
+    record_get: [],
+    record_list: [],
   };
   // A full window: 120 written buckets to read back.
   const now = Math.floor(Date.now() / BUCKET_MS) * BUCKET_MS;
@@ -110,6 +132,9 @@ async function measure(
     await time(keep?.activity_read, () =>
       Promise.all([store.activity.recentTasks(50), store.activity.throughput(BUCKET_MS, now - 120 * BUCKET_MS, now)]),
     );
+    await time(keep?.record_put, () => store.taskRecords.put(record(id, i), 3_600_000));
+    await time(keep?.record_get, () => store.taskRecords.get(id));
+    await time(keep?.record_list, () => store.taskRecords.list({ limit: 50 }));
   }
   const out: Partial<Record<Op, { p50_us: number; p99_us: number; mean_us: number }>> = {};
   for (const [op, xs] of Object.entries(s) as [Op, number[]][]) {
