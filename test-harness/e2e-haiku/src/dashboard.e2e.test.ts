@@ -266,6 +266,81 @@ describe('dashboard page in chromium against a real cluster', () => {
     await saveScreenshot(page, '04-playground');
   });
 
+  it("a recent task's id opens its record as GET /v2/tasks/{id} has it; a record past its retention says so", async () => {
+    screenshotOnFailure('task-record');
+    const row = page.locator('tr[data-task]').first();
+    const taskId = await row.getAttribute('data-task');
+    expect(taskId).not.toBeNull();
+    const rowTokens = Number((await row.locator('td').allInnerTexts())[2]);
+    // what orchestratord keeps for the task (the playground's, through /v1 chat)
+    const { status, json } = await api('GET', `/v2/tasks/${encodeURIComponent(taskId!)}`);
+    expect(status, JSON.stringify(json)).toBe(200);
+    const record = json as {
+      state: string;
+      model: string;
+      model_ref: string;
+      node_id?: string;
+      pool_id?: string;
+      attempts: number;
+      outcome?: { result: string; stop_type?: string };
+      usage: { tokens_out: number; tokens_in?: number };
+      timings: { queued_ms?: number; first_token_ms?: number; total_ms?: number };
+    };
+    expect(record).toMatchObject({ state: 'ended', model: ALIAS, node_id: NODE, pool_id: 'p1' });
+    expect(record.usage.tokens_out).toBe(rowTokens);
+
+    await row.getByRole('button', { name: `Task ${taskId}` }).click();
+    const dialog = page.getByRole('dialog', { name: `Task ${taskId!.slice(0, 8)}` });
+    await dialog.waitFor();
+    await expect.poll(() => dialog.getAttribute('data-lookup'), { timeout: UI_TIMEOUT_MS }).toBe('found');
+    const fact = (key: string) => dialog.locator(`[data-fact="${key}"] dd`).innerText();
+    expect(await fact('state')).toBe('ended');
+    expect(await fact('model')).toBe(record.model === record.model_ref ? ALIAS : `${ALIAS} (${record.model_ref})`);
+    expect(await fact('placement')).toBe(
+      `${NODE} / p1 (${record.attempts === 1 ? '1 attempt' : `${record.attempts} attempts`})`,
+    );
+    const outcome = await fact('outcome');
+    expect(outcome.startsWith(record.outcome!.result), outcome).toBe(true);
+    if (record.outcome!.stop_type !== undefined) expect(outcome).toContain(record.outcome!.stop_type);
+    const usage = await fact('usage');
+    expect(usage).toMatch(new RegExp(`\\b${record.usage.tokens_out} generated$`));
+    if (record.usage.tokens_in !== undefined)
+      expect(usage).toMatch(new RegExp(`^${record.usage.tokens_in} prompt tokens`));
+    const timings = await fact('timings');
+    for (const [field, words] of [
+      ['queued_ms', 'queued '],
+      ['first_token_ms', 'first token '],
+      ['total_ms', 'total '],
+    ] as const)
+      expect(timings.includes(words), `${field} in "${timings}"`).toBe(record.timings[field] !== undefined);
+    // the open dialog passes axe-core too
+    await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+    expect(await page.evaluate(AXE_WCAG2_VIOLATIONS)).toEqual([]);
+    await saveScreenshot(page, '04-task-record', { fullPage: false });
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+
+    // a record gone (past the retention, or another key's): orchestratord's 404, played by the browser
+    const route = '**/v2/tasks/*';
+    await page.route(route, (r) =>
+      r.fulfill({
+        status: 404,
+        contentType: 'application/json',
+        body: JSON.stringify({ code: 'NOT_FOUND', message: 'task not found', retriable: false }),
+      }),
+    );
+    try {
+      await row.getByRole('button', { name: `Task ${taskId}` }).click();
+      await dialog.waitFor();
+      await expect.poll(() => dialog.getAttribute('data-lookup'), { timeout: UI_TIMEOUT_MS }).toBe('gone');
+      expect(await dialog.innerText()).toContain('expired or not visible');
+      await dialog.getByRole('button', { name: 'Close' }).click();
+      await dialog.waitFor({ state: 'detached' });
+    } finally {
+      await page.unroute(route);
+    }
+  });
+
   it('draining the pool from its button changes its state on the page without a reload', async () => {
     screenshotOnFailure('drain');
     await page.evaluate(`${MARKER} = 'set-before-the-drain'`);

@@ -67,7 +67,7 @@ export function App({ api }: { api: ApiClient }) {
               <QueueSection snapshot={snapshot} />
               <ThroughputSection snapshot={snapshot} />
             </div>
-            <TasksSection snapshot={snapshot} />
+            <TasksSection snapshot={snapshot} api={api} />
             <ReplicasSection snapshot={snapshot} />
             <Playground snapshot={snapshot} api={api} />
           </>

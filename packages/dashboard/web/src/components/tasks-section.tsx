@@ -1,6 +1,9 @@
+import { useState } from 'preact/hooks';
 import type { DashboardSnapshot, DashboardTask } from '@llama-orch/contracts';
+import type { ApiClient } from '../lib/api.js';
 import { formatAgo, formatDuration, shortId } from '../lib/format.js';
 import { TableHead } from './table-head.js';
+import { TaskDialog } from './task-dialog.js';
 
 /** Rows shown; the snapshot may carry more. */
 const MAX_ROWS = 50;
@@ -10,8 +13,10 @@ function outcome(t: DashboardTask): string {
   return t.outcome;
 }
 
-export function TasksSection({ snapshot }: { snapshot: DashboardSnapshot }) {
+export function TasksSection({ snapshot, api }: { snapshot: DashboardSnapshot; api: ApiClient }) {
   const tasks = snapshot.recent_tasks.slice(0, MAX_ROWS);
+  // the task whose record is open; the dialog stays when newer tasks push its row off the list
+  const [open, setOpen] = useState<string | undefined>(undefined);
   return (
     <section class="card" aria-labelledby="tasks-heading">
       <h2 id="tasks-heading">Recent tasks</h2>
@@ -28,7 +33,16 @@ export function TasksSection({ snapshot }: { snapshot: DashboardSnapshot }) {
               {tasks.map((t) => (
                 <tr key={t.task_id} data-task={t.task_id}>
                   <th scope="row">
-                    <code title={t.task_id}>{shortId(t.task_id)}</code>
+                    <button
+                      type="button"
+                      class="link"
+                      aria-haspopup="dialog"
+                      aria-label={`Task ${t.task_id}`}
+                      title={t.task_id}
+                      onClick={() => setOpen(t.task_id)}
+                    >
+                      <code>{shortId(t.task_id)}</code>
+                    </button>
                   </th>
                   <td>{t.model}</td>
                   <td>{t.pool_id ?? '—'}</td>
@@ -48,6 +62,7 @@ export function TasksSection({ snapshot }: { snapshot: DashboardSnapshot }) {
           </table>
         </div>
       )}
+      {open !== undefined ? <TaskDialog key={open} taskId={open} api={api} onClose={() => setOpen(undefined)} /> : null}
     </section>
   );
 }
