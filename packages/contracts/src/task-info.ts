@@ -34,7 +34,7 @@ export const TaskInfoSchema = z
     model_ref: z.string(),
     priority: z.enum(['interactive', 'batch']),
     workload: z.enum(['completion', 'chat']),
-    /** The API it came through: `v2`, or the /v1 door (`chat`, `completions`, `responses`, `messages`, …). */
+    /** The API it came through: `v2`; `v1` (chat and text completions), `responses`, `anthropic`, `embeddings`, `rerank`, `infill`. */
     door: z.string(),
     /** The admitting request's correlation id (on every log line of the task). */
     correlation_id: z.string(),
