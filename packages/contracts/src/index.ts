@@ -82,8 +82,13 @@ export {
   AnthropicTextBlockSchema, AnthropicUsageSchema, AnthropicMessageSchema, AnthropicCountTokensSchema, AnthropicErrorSchema,
 } from './anthropic.js';
 export type { AnthropicMessagesRequest, AnthropicCountTokensRequest, AnthropicMessageParam, AnthropicMessage, AnthropicError } from './anthropic.js';
-export { ResponsesRequestSchema, ResponseInputItemSchema, ResponseFunctionToolSchema, ResponseObjectSchema } from './responses.js';
-export type { ResponsesRequest, ResponseInputItem, ResponseObject } from './responses.js';
+export {
+  ResponsesRequestSchema, ResponseInputItemSchema, ResponseFunctionToolSchema, ResponseObjectSchema, ResponseRetrieveQuerySchema,
+  ResponseInputItemsQuerySchema, ResponseInputItemListSchema, ResponseDeletedSchema,
+} from './responses.js';
+export type {
+  ResponsesRequest, ResponseInputItem, ResponseObject, ResponseRetrieveQuery, ResponseInputItemsQuery, ResponseInputItemList, ResponseDeleted,
+} from './responses.js';
 export {
   PoolCapabilitySchema, DEFAULT_POOL_CAPABILITIES, EngineCallKindSchema, ENGINE_CALL_ROUTES, EngineCallSchema, taskCapability, servesCapability,
 } from './engine-calls.js';

@@ -13,7 +13,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { modelNotFound } from '../catalog/model-not-found.js';
 import { respondWithAnswer } from '../openai/answer-response.js';
 import type { ResponseIdentity } from '../openai/chunks.js';
-import type { TaskRecord } from '../tasks/task-record.js';
+import type { Delivery, TaskRecord } from '../tasks/task-record.js';
 import type { AppServices } from './app-services.js';
 import { withPriorityCeiling } from './client-keys.js';
 import { abandonTask } from './task-streams.js';
@@ -28,6 +28,8 @@ export interface DoorCall {
   readonly model: string;
   readonly task: TaskRequestBody;
   readonly stream: boolean;
+  /** How its output goes out. @default `stream` when streamed, else `answer` (`events`: a background Response, re-encodable from its frames) */
+  readonly delivery?: Delivery | undefined;
 }
 
 /**
@@ -50,7 +52,7 @@ export async function admitDoorTask(
   )
     throw modelNotFound(call.model);
   const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
-  const delivery = call.stream ? 'stream' : 'answer';
+  const delivery = call.delivery ?? (call.stream ? 'stream' : 'answer');
   const admitted = await services.tasks.admit(
     withPriorityCeiling(request, req),
     req.log.child({ door }),

@@ -28,6 +28,8 @@ export function abandonTask(services: AppServices, req: FastifyRequest, task: Ta
     // A task taken over from a dead replica runs to its end (or deadline): its client reconnects
     // through any replica, one attempt at a time, and one leaving is no cancel (spec 65, Orphans).
     if ('takenOver' in task && task.takenOver === true) return;
+    // A detached task (a background Response) runs until it ends or is cancelled explicitly.
+    if ('detached' in task && task.detached === true) return;
     // With replicas, a /v2 reader may have left only because the replica it read through died: the
     // cancel waits a moment for its reconnect (Last-Event-ID), which a client that left never makes.
     if (services.owners !== undefined && 'delivery' in task && task.delivery === 'events') {

@@ -1,7 +1,7 @@
 import type { SseFrame } from '@llama-orch/contracts';
 import { describe, expect, it } from 'vitest';
 import { ResponsesEventEncoder } from './event-encoder.js';
-import { responsesCall } from './request-mapping.js';
+import { parseResponsesRequest, responsesCall } from './request-mapping.js';
 import { responseFromChat, type ResponseIdentity } from './response-object.js';
 
 const who: ResponseIdentity = {
@@ -107,10 +107,56 @@ describe('ResponsesEventEncoder', () => {
   });
 });
 
+describe('ResponsesEventEncoder for a stored background response', () => {
+  const bg: ResponseIdentity = { ...who, stored: { background: true } };
+  const started: SseFrame = { event: 'started', data: { queue_position: 0, predicted_start_ms: 0 } };
+  const types = (enc: ResponsesEventEncoder, frames: SseFrame[]) =>
+    [
+      ...frames
+        .map((f, i) => enc.encode(i, f))
+        .join('')
+        .matchAll(/^event: ([\w.]+)\ndata: (.*)\n\n/gm),
+    ].map((m) => ({
+      type: m[1]!,
+      data: JSON.parse(m[2]!) as Record<string, unknown>,
+    }));
+
+  it('opens queued with its started frame; the same frames give the same numbers, and starting_after skips what came before', () => {
+    const frames: SseFrame[] = [started, { event: 'token', data: { t: 'Hi', i: 0 } }, end('stop')];
+    const all = types(new ResponsesEventEncoder(bg), frames);
+    expect(all.slice(0, 3).map((e) => e.type)).toEqual(['response.created', 'response.queued', 'response.in_progress']);
+    expect(all[0]!.data.response).toMatchObject({ status: 'queued', background: true, store: true });
+    const tail = types(new ResponsesEventEncoder(bg, { startingAfter: 4 }), frames);
+    expect(tail).toEqual(all.slice(5));
+  });
+
+  it('ends cancelled or failed as it ended, with the items so far; `final` is the last event’s response', () => {
+    const enc = new ResponsesEventEncoder(bg);
+    const cancel: SseFrame = {
+      event: 'end',
+      data: { tokens_out: 1, decode_ms: 1, decode_time_ms: 1, stop_type: 'cancel', canceled: true },
+    };
+    const out = types(enc, [started, { event: 'token', data: { t: 'Hi', i: 0 } }, cancel]);
+    expect(out.at(-1)).toMatchObject({ type: 'response.cancelled', data: { response: { status: 'cancelled' } } });
+    expect(enc.final).toEqual(out.at(-1)!.data.response);
+    const failing = new ResponsesEventEncoder(bg);
+    const failed = types(failing, [
+      started,
+      { event: 'token', data: { t: 'Hi', i: 0 } },
+      { event: 'error', data: { code: 'WORKER_RESET', message: 'engine lost', retriable: true } },
+    ]);
+    expect(failed.at(-1)).toMatchObject({
+      type: 'response.failed',
+      data: { response: { status: 'failed', error: { code: 'WORKER_RESET', message: 'engine lost' } } },
+    });
+    expect((failing.final?.output as unknown[]).length).toBe(1);
+  });
+});
+
 describe('Responses mapping and answers', () => {
   it('translates instructions, message items, function calls and their outputs, tools and text.format', () => {
     const call = responsesCall(
-      {
+      parseResponsesRequest({
         model: 'tiny',
         instructions: 'Be brief.',
         input: [
@@ -124,7 +170,7 @@ describe('Responses mapping and answers', () => {
         max_output_tokens: 5,
         text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object' } } },
         stream: true,
-      },
+      }),
       undefined,
     );
     expect(call.stream).toBe(true);
@@ -148,20 +194,45 @@ describe('Responses mapping and answers', () => {
     });
   });
 
-  it('refuses server state and non-function tools with the field named', () => {
-    expect(() => responsesCall({ model: 'tiny', input: 'hi', previous_response_id: 'r' }, undefined)).toThrow(
-      /^previous_response_id: not supported/,
+  it('refuses conversation objects, background without store and non-function tools with the field named', () => {
+    const parse = (body: Record<string, unknown>) => parseResponsesRequest({ model: 'tiny', input: 'hi', ...body });
+    expect(() => parse({ conversation: 'conv_1' })).toThrow(/^conversation: conversation objects are not supported/);
+    expect(() => parse({ background: true, store: false })).toThrow(
+      /^background: a background response must be stored/,
     );
-    expect(() => responsesCall({ model: 'tiny', input: 'hi', store: true }, undefined)).toThrow(/^store: /);
-    expect(() => responsesCall({ model: 'tiny', input: 'hi', tools: [{ type: 'file_search' }] }, undefined)).toThrow(
-      /^tools\.0\.type: /,
+    expect(parse({ store: true, background: true, previous_response_id: 'resp_1' })).toMatchObject({
+      store: true,
+      background: true,
+      previous_response_id: 'resp_1',
+    });
+    expect(() => parse({ tools: [{ type: 'file_search' }] })).toThrow(/^tools\.0\.type: /);
+    expect(() => parse({ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] })).toThrow(
+      /^input\.0\.content\.0\.type: /,
     );
-    expect(() =>
-      responsesCall(
-        { model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] },
-        undefined,
-      ),
-    ).toThrow(/^input\.0\.content\.0\.type: /);
+  });
+
+  it('puts a history (the previous response’s conversation and output) between the instructions and the input', () => {
+    const call = responsesCall(
+      parseResponsesRequest({ model: 'tiny', instructions: 'Be brief.', input: 'and then?' }),
+      'b8c1b1b0-0000-5000-8000-000000000000',
+      {
+        taskId: '0f1e2d3c-0000-4000-8000-000000000000',
+        history: [
+          { role: 'user', content: 'hi' },
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hello' }] },
+        ],
+      },
+    );
+    expect(call.task).toMatchObject({
+      task_id: '0f1e2d3c-0000-4000-8000-000000000000',
+      session_id: 'b8c1b1b0-0000-5000-8000-000000000000',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+        { role: 'assistant', content: [{ type: 'text', text: 'hello' }] },
+        { role: 'user', content: [{ type: 'text', text: 'and then?' }] },
+      ],
+    });
   });
 
   it('renders the engine’s chat answer as a completed response with a message and function_call items', () => {

@@ -1,4 +1,4 @@
-import type { EndEvent, SseFrame, TokenEvent } from '@llama-orch/contracts';
+import type { EndEvent, ErrorEvent, SseFrame, TokenEvent } from '@llama-orch/contracts';
 import { openAiErrorBody } from '../openai/openai-errors.js';
 import type { FrameEncoder } from '../streams/frame-encoder.js';
 import {
@@ -10,6 +10,7 @@ import {
   responsesUsage,
   statusOf,
   type ResponseIdentity,
+  type Status,
 } from './response-object.js';
 
 interface ToolCallPiece {
@@ -40,27 +41,53 @@ interface OpenItem {
  * `response.completed` (or `response.incomplete` when `max_output_tokens` cut it) with the whole
  * response and usage. A failure after the first event is one `error` event (before it, the route
  * answers with the status).
+ *
+ * A stored response (`who.stored`) ends as it ended: `response.failed` (status `failed`, `error`)
+ * for an error frame, `response.cancelled` for a cancel. A background one opens with its `started`
+ * frame: `response.created` and `response.queued` (status `queued`), then `response.in_progress`
+ * with the first token. The events depend only on the token and terminal frames, so the same frames
+ * encode to the same events with the same numbers on any replica, at any time: a reader that
+ * reconnects with `startingAfter` gets the events after that `sequence_number` (the earlier ones are
+ * still encoded, to know the items, but not written).
  */
 export class ResponsesEventEncoder implements FrameEncoder {
   readonly verbose = false;
   readonly #who: ResponseIdentity;
+  readonly #startingAfter: number;
   #seq = 0;
+  #created = false;
   #started = false;
   readonly #items: OpenItem[] = [];
   #open: OpenItem | undefined;
   readonly #calls = new Map<number, OpenItem>();
+  #final: Record<string, unknown> | undefined;
 
-  constructor(who: ResponseIdentity) {
+  constructor(who: ResponseIdentity, options: { startingAfter?: number | undefined } = {}) {
     this.#who = who;
+    this.#startingAfter = options.startingAfter ?? -1;
+  }
+
+  /** The response the terminal frame made (what `response.completed` or its kin carried); undefined before it. */
+  get final(): Record<string, unknown> | undefined {
+    return this.#final;
+  }
+
+  /** The response as it stands (`status` given), with the items so far: what a poll shows while it runs. */
+  snapshot(status: Status): Record<string, unknown> {
+    const output = this.#items.map((item) => this.#itemBody(item, item === this.#open ? 'in_progress' : 'completed'));
+    return responseEnvelope(this.#who, status, output, null);
   }
 
   encode(_id: number, frame: SseFrame): string {
     switch (frame.event) {
+      case 'started':
+        return this.#who.stored?.background === true ? this.#queued() : '';
       case 'token':
         return this.#start() + this.#token(frame.data);
       case 'end':
         return this.#start() + this.#end(frame.data);
       case 'error': {
+        if (this.#who.stored !== undefined) return this.#start() + this.#failed(frame.data);
         const { error } = openAiErrorBody(frame.data);
         return this.#event('error', { code: error.code, message: error.message, param: error.param });
       }
@@ -70,14 +97,23 @@ export class ResponsesEventEncoder implements FrameEncoder {
   }
 
   #event(type: string, data: Record<string, unknown>): string {
-    return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.#seq++, ...data })}\n\n`;
+    const seq = this.#seq++;
+    if (seq <= this.#startingAfter) return '';
+    return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq, ...data })}\n\n`;
+  }
+
+  #queued(): string {
+    this.#created = true;
+    const response = responseEnvelope(this.#who, 'queued', [], null);
+    return this.#event('response.created', { response }) + this.#event('response.queued', { response });
   }
 
   #start(): string {
     if (this.#started) return '';
     this.#started = true;
     const response = responseEnvelope(this.#who, 'in_progress', [], null);
-    return this.#event('response.created', { response }) + this.#event('response.in_progress', { response });
+    const created = this.#created ? '' : this.#event('response.created', { response });
+    return created + this.#event('response.in_progress', { response });
   }
 
   /** Opens an item (closing the one open before it: items stream one after the other). */
@@ -187,11 +223,34 @@ export class ResponsesEventEncoder implements FrameEncoder {
 
   #end(end: EndEvent): string {
     let out = this.#closeOpen();
-    const status = statusOf(end.finish_reason ?? (end.stop_type === 'limit' ? 'length' : 'stop'));
+    const cancelled = end.canceled === true && this.#who.stored !== undefined;
+    const status = cancelled
+      ? 'cancelled'
+      : statusOf(end.finish_reason ?? (end.stop_type === 'limit' ? 'length' : 'stop'));
     const output = this.#items.map((item) => this.#itemBody(item, 'completed'));
     const usage = responsesUsage(end.prompt_tokens ?? 0, end.cached_tokens ?? 0, end.tokens_out);
     const response = responseEnvelope(this.#who, status, output, usage);
-    out += this.#event(status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response });
+    this.#final = response;
+    const type = cancelled
+      ? 'response.cancelled'
+      : status === 'incomplete'
+        ? 'response.incomplete'
+        : 'response.completed';
+    out += this.#event(type, { response });
+    return out;
+  }
+
+  /** A stored response's failure: the items so far, the error in OpenAI's words. */
+  #failed(err: ErrorEvent): string {
+    let out = this.#closeOpen();
+    const { error } = openAiErrorBody(err);
+    const output = this.#items.map((item) => this.#itemBody(item, 'completed'));
+    const response = responseEnvelope(this.#who, 'failed', output, null, {
+      code: error.code ?? 'server_error',
+      message: error.message,
+    });
+    this.#final = response;
+    out += this.#event('response.failed', { response });
     return out;
   }
 }

@@ -52,12 +52,20 @@ function deepest(issue: Issue): Issue {
   return best;
 }
 
-function parseRequest(raw: unknown): ResponsesRequest {
+/**
+ * The body of `POST /v1/responses`, validated: 400 naming the field at fault. `background` needs the
+ * response stored (as OpenAI's API refuses it with `store: false`).
+ */
+export function parseResponsesRequest(raw: unknown): ResponsesRequest {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
     throw new InvalidParamsError('body: expected a JSON object');
   const parsed = ResponsesRequestSchema.safeParse(raw);
   if (!parsed.success)
     throw invalid(parsed.error.issues[0] === undefined ? undefined : deepest(parsed.error.issues[0]));
+  if (parsed.data.background === true && parsed.data.store === false)
+    throw new InvalidParamsError('background: a background response must be stored: send store: true or leave it out', {
+      param: 'background',
+    });
   return parsed.data;
 }
 
@@ -98,14 +106,35 @@ function toMessages(items: readonly ResponseInputItem[]): Message[] {
   return out;
 }
 
-/** `POST /v1/responses` → a chat task. */
-export function responsesCall(raw: unknown, sessionId: string | undefined): ResponsesCall {
-  const body = parseRequest(raw);
+/** What a stored or chained response adds to the request's own fields. */
+export interface CallContext {
+  /** The conversation before this request's input (`previous_response_id`'s), as input items. */
+  readonly history?: readonly ResponseInputItem[] | undefined;
+  /** The task id to use (a stored response's id is known before admission). */
+  readonly taskId?: string | undefined;
+}
+
+/** The request's `input` as items (a string is one user message). */
+export function inputItemsOf(input: ResponsesRequest['input']): ResponseInputItem[] {
+  return typeof input === 'string' ? [{ role: 'user', content: input }] : input;
+}
+
+/**
+ * `POST /v1/responses` → a chat task. With a `history` (the previous response's conversation and
+ * output) the messages are this request's `instructions` (a previous response's instructions are not
+ * carried over, as OpenAI's API says), the history, then `input`.
+ */
+export function responsesCall(
+  body: ResponsesRequest,
+  sessionId: string | undefined,
+  context: CallContext = {},
+): ResponsesCall {
   const messages: Message[] = [];
   if (body.instructions !== undefined && body.instructions !== null)
     messages.push({ role: 'system', content: body.instructions });
-  if (typeof body.input === 'string') messages.push({ role: 'user', content: body.input });
-  else messages.push(...toMessages(body.input));
+  const history = context.history ?? [];
+  if (history.length === 0 && typeof body.input === 'string') messages.push({ role: 'user', content: body.input });
+  else messages.push(...toMessages([...history, ...inputItemsOf(body.input)]));
   const task: TaskRequestInput = {
     model_ref: body.model,
     workload: 'chat',
@@ -113,6 +142,7 @@ export function responsesCall(raw: unknown, sessionId: string | undefined): Resp
     priority: body.priority === 'batch' ? 'batch' : 'interactive',
   };
   if (sessionId !== undefined) task.session_id = sessionId;
+  if (context.taskId !== undefined) task.task_id = context.taskId;
   if (body.max_output_tokens !== undefined && body.max_output_tokens !== null) task.max_tokens = body.max_output_tokens;
   const sampling: Record<string, unknown> = {};
   if (body.temperature !== undefined && body.temperature !== null) sampling.temperature = body.temperature;

@@ -20,9 +20,28 @@ export interface ResponseIdentity {
   readonly request: ResponsesRequest;
   /** The task id: the message and reasoning items are `msg_<task id>`, `rs_<task id>`. */
   readonly taskId: string;
+  /**
+   * Set for a stored response (`store` not false): the object says `store: true` and `background`,
+   * and a task that ends cancelled or failed says so (`status: cancelled`/`failed`, `error`).
+   * Absent: the stateless response, exactly as before stored responses.
+   */
+  readonly stored?: { readonly background: boolean } | undefined;
+  /** The `previous_response_id` it continues. */
+  readonly previousResponseId?: string | undefined;
 }
 
-export type Status = 'in_progress' | 'completed' | 'incomplete';
+export type Status = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
+
+/** The statuses a response never leaves. */
+export function isFinalStatus(status: unknown): boolean {
+  return status === 'completed' || status === 'incomplete' || status === 'failed' || status === 'cancelled';
+}
+
+/** A failed response's `error` (OpenAI's `{code, message}`). */
+export interface ResponseError {
+  readonly code: string;
+  readonly message: string;
+}
 
 export interface ResponsesUsage {
   input_tokens: number;
@@ -53,14 +72,17 @@ export function responseEnvelope(
   status: Status,
   output: unknown[],
   usage: ResponsesUsage | null,
+  error: ResponseError | null = null,
 ): Record<string, unknown> {
   const r = who.request;
+  const stored = who.stored;
   return {
     id: who.id,
     object: 'response',
     created_at: who.createdAt,
     status,
-    error: null,
+    ...(stored === undefined ? {} : { background: stored.background }),
+    error,
     incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
     instructions: r.instructions ?? null,
     max_output_tokens: r.max_output_tokens ?? null,
@@ -68,8 +90,8 @@ export function responseEnvelope(
     model: who.model,
     output,
     parallel_tool_calls: false,
-    previous_response_id: null,
-    store: false,
+    previous_response_id: who.previousResponseId ?? null,
+    store: stored !== undefined,
     temperature: r.temperature ?? null,
     text: { format: r.text?.format ?? { type: 'text' } },
     tool_choice: r.tool_choice ?? 'auto',

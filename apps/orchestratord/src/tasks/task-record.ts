@@ -57,7 +57,7 @@ export interface TaskRecord {
   readonly deadlineAt: number;
   readonly predictedStartMs: number;
   readonly delivery: Delivery;
-  /** The API it came through: `v2`, or the /v1 door (`chat`, `responses`, …). */
+  /** The API it came through: `v2`, or the door's name (`v1`, `responses`, `anthropic`, `embeddings`, …). */
   readonly door: string;
   /** The node's answer of an `answer` task, once it came (the /v1 door renders it). */
   answer: DispatchResultEvent | undefined;
@@ -91,6 +91,11 @@ export interface TaskRecord {
    * one attempt at a time, so one that leaves does not cancel it (a resume may come next).
    */
   takenOver?: boolean;
+  /**
+   * Runs to its end whether or not anyone reads it (a background Response: its client polls or
+   * streams it now and then): a reader that leaves does not cancel it; only an explicit cancel does.
+   */
+  detached?: boolean;
 }
 
 /** What the heartbeats of a running attempt's node said while it relayed nothing. */
