@@ -88,12 +88,14 @@ function appLayers(app, layers, roots) {
 /**
  * Entries a package declares in its package.json `exports` besides `.`, imported by that subpath
  * (never by file): daemon-support's `./argv` imports node built-ins only, so a daemon's main answers
- * --help/--version before it loads anything else; `./redis-server` (node built-ins only) starts a
- * real redis-server for the store tests and the replicas benchmark; `./daemon-launcher` starts the
+ * --help/--version before it loads anything else; `./tracing` keeps @opentelemetry/api out of what
+ * imports the main entry without tracing; `./redis-server` (node built-ins only) starts a real
+ * redis-server for the store tests and the replicas benchmark; `./daemon-launcher` starts the
  * daemons for the benchmarks and the test suites.
  */
 const SUBPATH_ENTRIES = [
   '^packages/daemon-support/src/argv\\.ts$',
+  '^packages/daemon-support/src/tracing/index\\.ts$',
   '^packages/daemon-support/src/testing/redis-server\\.ts$',
   '^packages/daemon-support/src/testing/debian-package\\.ts$',
   '^packages/daemon-support/src/testing/daemon-launcher\\.ts$',
