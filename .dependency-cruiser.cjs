@@ -91,7 +91,8 @@ function appLayers(app, layers, roots) {
  * --help/--version before it loads anything else; `./tracing` keeps @opentelemetry/api out of what
  * imports the main entry without tracing; `./redis-server` (node built-ins only) starts a real
  * redis-server for the store tests and the replicas benchmark; `./daemon-launcher` starts the
- * daemons for the benchmarks and the test suites.
+ * daemons for the benchmarks and the test suites; `./otlp-receiver` receives the daemons' traces in
+ * tests.
  */
 const SUBPATH_ENTRIES = [
   '^packages/daemon-support/src/argv\\.ts$',
@@ -99,6 +100,7 @@ const SUBPATH_ENTRIES = [
   '^packages/daemon-support/src/testing/redis-server\\.ts$',
   '^packages/daemon-support/src/testing/debian-package\\.ts$',
   '^packages/daemon-support/src/testing/daemon-launcher\\.ts$',
+  '^packages/daemon-support/src/testing/otlp-receiver\\.ts$',
 ];
 
 module.exports = {
@@ -201,11 +203,12 @@ module.exports = {
       name: 'e2e-http-only',
       severity: 'error',
       comment:
-        'The e2e harness talks to the product over HTTP only; test tooling (installing Debian packages, starting redis-server, launching the daemons as processes) is not the product.',
+        'The e2e harness talks to the product over HTTP only; test tooling (installing Debian packages, starting redis-server, launching the daemons as processes, receiving their traces) is not the product.',
       from: { path: '^test-harness/' },
       to: {
         path: '^(apps|packages)/',
-        pathNot: '^packages/daemon-support/src/testing/(debian-package|redis-server|daemon-launcher)\\.ts$',
+        pathNot:
+          '^packages/daemon-support/src/testing/(debian-package|redis-server|daemon-launcher|otlp-receiver)\\.ts$',
       },
     },
     {
