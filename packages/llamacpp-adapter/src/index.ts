@@ -1,5 +1,11 @@
 export { LlamaServerClient, ANSWER_KEEP_ALIVE } from './llama-server-client.js';
-export type { LlamaServerClientOptions, EngineHealth, EngineProps, EngineSlot } from './llama-server-client.js';
+export type {
+  LlamaServerClientOptions,
+  EngineHealth,
+  EngineProps,
+  EngineSlot,
+  RequestHeaders,
+} from './llama-server-client.js';
 export { toCompletionBody, toChatBody, DEFAULT_TEMPERATURE } from './completion-body.js';
 export type { CompletionBody, CompletionInput, ChatBody, ChatInput } from './completion-body.js';
 export { answerFigures, answerRequestOf, readAnswer } from './answer.js';

@@ -25,6 +25,12 @@ export type { CompletionEvent } from './stream-events.js';
 /** A body `/infill` refuses (400) after its FIM check (reference: tools/server `post_infill`). */
 const INFILL_PROBE = '{"input_prefix":"","input_suffix":"","input_extra":0}';
 
+/**
+ * Headers a caller adds to one engine request: a W3C `traceparent` (and `tracestate`), so the
+ * request is part of the caller's trace. They never replace the client's own (content type, auth).
+ */
+export type RequestHeaders = Readonly<Record<string, string>>;
+
 /** What `GET /health` says: `ready` (200), `loading` (503), `down` (no HTTP answer). */
 export type EngineHealth = 'ready' | 'loading' | 'down';
 
@@ -218,10 +224,23 @@ export class LlamaServerClient {
    * {@link EngineRejectedError} (JSON error before the stream, or an error frame),
    * {@link WorkerResetError} (body ended or broke without `stop:true`), {@link EngineProtocolError}
    * (unparseable frame), {@link CompletionAbortedError} (signal). An abort destroys the socket: that
-   * is llama-server's cancel and frees the slot (reference §5). Performance notes: push engine stream.
+   * is llama-server's cancel and frees the slot (reference §5). `headers` go with the request
+   * ({@link RequestHeaders}). Performance notes: push engine stream.
    */
-  completeInto(req: CompletionInput, onEvent: EventSink, signal?: AbortSignal): Promise<void> {
-    return this.#streamInto('/completion', toCompletionBody(req), new CompletionDecoder(this.baseUrl), onEvent, signal);
+  completeInto(
+    req: CompletionInput,
+    onEvent: EventSink,
+    signal?: AbortSignal,
+    headers?: RequestHeaders,
+  ): Promise<void> {
+    return this.#streamInto(
+      '/completion',
+      toCompletionBody(req),
+      new CompletionDecoder(this.baseUrl),
+      onEvent,
+      signal,
+      headers,
+    );
   }
 
   /**
@@ -230,8 +249,15 @@ export class LlamaServerClient {
    * tokens, one `end` built from the finish_reason and usage chunks at `[DONE]`); delivery, errors,
    * abort and cancel as {@link completeInto}, with a body ending before `[DONE]` as WorkerResetError.
    */
-  chatInto(req: ChatInput, onEvent: EventSink, signal?: AbortSignal): Promise<void> {
-    return this.#streamInto('/v1/chat/completions', toChatBody(req), new ChatDecoder(this.baseUrl), onEvent, signal);
+  chatInto(req: ChatInput, onEvent: EventSink, signal?: AbortSignal, headers?: RequestHeaders): Promise<void> {
+    return this.#streamInto(
+      '/v1/chat/completions',
+      toChatBody(req),
+      new ChatDecoder(this.baseUrl),
+      onEvent,
+      signal,
+      headers,
+    );
   }
 
   /**
@@ -239,9 +265,9 @@ export class LlamaServerClient {
    * or `/v1/completions`, `stream: false`): no event per token. See `requestAnswer` (answer.ts) for
    * its errors; aborting closes the socket (llama-server's cancel).
    */
-  answer(input: AnswerInput, signal?: AbortSignal): Promise<EngineAnswer> {
+  answer(input: AnswerInput, signal?: AbortSignal, headers?: RequestHeaders): Promise<EngineAnswer> {
     if (this.#state === 'closed') return Promise.reject(new ClientClosedError());
-    return requestAnswer(this.#answerTransport(), input, signal);
+    return requestAnswer(this.#answerTransport(headers), input, signal);
   }
 
   /**
@@ -249,15 +275,31 @@ export class LlamaServerClient {
    * unstreamed): the call's body as it is, the engine's body back with its figures (engine-call.ts).
    * The errors of {@link answer}.
    */
-  async call(call: EngineCall, signal?: AbortSignal): Promise<EngineAnswer> {
+  async call(call: EngineCall, signal?: AbortSignal, headers?: RequestHeaders): Promise<EngineAnswer> {
     if (this.#state === 'closed') throw new ClientClosedError();
     const { path, body } = callRequestOf(call);
-    return readCallAnswer(call.kind, await postForText(this.#answerTransport(), path, body, signal), this.baseUrl);
+    return readCallAnswer(
+      call.kind,
+      await postForText(this.#answerTransport(headers), path, body, signal),
+      this.baseUrl,
+    );
   }
 
   /** Streams `/infill` (`stream: true`): the same SSE and events as a `/completion` stream. */
-  infillInto(body: Record<string, unknown>, onEvent: EventSink, signal?: AbortSignal): Promise<void> {
-    return this.#streamInto('/infill', { ...body, stream: true }, new CompletionDecoder(this.baseUrl), onEvent, signal);
+  infillInto(
+    body: Record<string, unknown>,
+    onEvent: EventSink,
+    signal?: AbortSignal,
+    headers?: RequestHeaders,
+  ): Promise<void> {
+    return this.#streamInto(
+      '/infill',
+      { ...body, stream: true },
+      new CompletionDecoder(this.baseUrl),
+      onEvent,
+      signal,
+      headers,
+    );
   }
 
   /**
@@ -286,12 +328,12 @@ export class LlamaServerClient {
     return res.statusCode !== 501 && res.statusCode !== 404;
   }
 
-  #answerTransport(): AnswerTransport {
+  #answerTransport(extra: RequestHeaders | undefined): AnswerTransport {
     return {
       // Answers keep their sockets (llama-server keeps a connection open after a non-streamed response).
       dispatcher: this.#answerDispatcher,
       baseUrl: this.baseUrl,
-      headers: { 'content-type': 'application/json', ...this.#authHeader },
+      headers: { ...extra, 'content-type': 'application/json', ...this.#authHeader },
       headersTimeoutMs: this.#headersTimeoutMs,
       bodyTimeoutMs: this.#bodyTimeoutMs,
       statusError: (status, text, path) => this.#statusError(status, text, path),
@@ -325,6 +367,7 @@ export class LlamaServerClient {
     decoder: CompletionDecoder | ChatDecoder,
     onEvent: EventSink,
     signal: AbortSignal | undefined,
+    extra: RequestHeaders | undefined,
   ): Promise<void> {
     if (this.#state === 'closed') return Promise.reject(new ClientClosedError());
     const url = new URL(`${this.baseUrl}${path}`);
@@ -349,7 +392,7 @@ export class LlamaServerClient {
         origin: url.origin,
         path: url.pathname,
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...this.#authHeader },
+        headers: { ...extra, 'content-type': 'application/json', accept: 'text/event-stream', ...this.#authHeader },
         body: JSON.stringify(payload),
         // Never reuse this socket: the engine closes it after a stream (pitfall 9).
         reset: true,
