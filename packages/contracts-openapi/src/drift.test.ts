@@ -57,6 +57,9 @@ describe('checked-in contracts match the schemas', () => {
       '/v1/models',
       '/v1/models/{id}',
       '/v1/responses',
+      '/v1/responses/{id}',
+      '/v1/responses/{id}/cancel',
+      '/v1/responses/{id}/input_items',
     ]);
     const chat = doc.paths['/v1/chat/completions']?.post?.responses ?? {};
     expect(Object.keys(chat['200']?.content ?? {}).sort()).toEqual(['application/json', 'text/event-stream']);

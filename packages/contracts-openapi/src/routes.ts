@@ -2,6 +2,10 @@ import { z } from 'zod';
 import {
   ResponsesRequestSchema,
   ResponseObjectSchema,
+  ResponseDeletedSchema,
+  ResponseInputItemListSchema,
+  ResponseInputItemsQuerySchema,
+  ResponseRetrieveQuerySchema,
   AdmissionResponseSchema,
   AvailabilitySchema,
   CapabilitiesSchema,
@@ -188,6 +192,9 @@ const openAiStream = [
 const modelId = z.strictObject({
   id: z.string().meta({ description: 'Alias, catalog id or model ref (may contain `/`).' }),
 });
+const responseId = z.strictObject({
+  id: z.string().meta({ description: 'The response id (`resp_…`).' }),
+});
 const openAiErrors = { errors: [400, ...withAuth, 404, 413, 429, 500, 502, 503], errorSchema: OpenAiErrorSchema };
 
 /** The OpenAI-compatible door of orchestratord (`/v1`): the same queue, placement and auth as /v2 tasks. */
@@ -221,22 +228,76 @@ export const OPENAI: RouteSpec[] = [
     method: 'post',
     path: '/v1/responses',
     summary:
-      'OpenAI Responses, stateless subset (translated to a chat task; previous_response_id, store: true, background and non-function tools refused with 400)',
+      'OpenAI Responses (translated to a chat task): stored by default, continued with previous_response_id, or run in the background',
+    description:
+      "A stored response (`store` not false) is kept ORCHD_TASK_RETENTION_MS (at most ORCHD_TASK_RETENTION_COUNT), readable by the key that created it and operator keys. `previous_response_id` puts that response's conversation and output before `input` (its instructions are not carried over) and keeps the chain in one session; an unknown, expired, deleted or other key's id is a 404 `previous_response_not_found`. `background: true` (needs `store`) answers at once with `status: queued`; poll, stream or cancel it under `/v1/responses/{id}`. `conversation`, stored prompts and non-function tools are refused with 400.",
     auth: true,
     body: ResponsesRequestSchema,
     ok: {
       status: 200,
       schema: ResponseObjectSchema,
-      description: 'Without `stream`: one response (`status: incomplete` when max_output_tokens cut it).',
+      description:
+        'Without `stream`: one response (`status: incomplete` when max_output_tokens cut it; `queued` for a background one).',
     },
     alt: {
       status: 200,
       contentType: 'text/event-stream',
       schema: ResponseObjectSchema,
       description:
-        'With `stream: true`: `event: <type>` + `data: <json>` events with `sequence_number`: response.created, response.in_progress, per output item output_item.added, its deltas (output_text, function_call_arguments, reasoning_text) and done events, then response.completed or response.incomplete carrying the response (schema below). A failure after the first event is one `error` event.',
+        "With `stream: true`: `event: <type>` + `data: <json>` events with `sequence_number`: response.created, response.in_progress, per output item output_item.added, its deltas (output_text, function_call_arguments, reasoning_text) and done events, then response.completed or response.incomplete carrying the response (schema below). A stateless response's failure after the first event is one `error` event; a stored one ends with response.failed (or response.cancelled). A background one opens with response.created and response.queued (status queued).",
     },
     ...openAiErrors,
+  },
+  {
+    method: 'get',
+    path: '/v1/responses/{id}',
+    summary: 'A stored response: queued, in_progress (with its output so far), or as it ended',
+    description:
+      'Only the key that created it and operator keys see it; for any other key it is the 404 of an unknown id. With `stream=true` (a background response only): its events from the start, live while it runs, from its record once it ended, the same events with the same `sequence_number`s through any replica; `starting_after=<n>` sends only the later ones (a reconnect resumes).',
+    auth: true,
+    params: responseId,
+    query: ResponseRetrieveQuerySchema,
+    ok: { status: 200, schema: ResponseObjectSchema },
+    alt: {
+      status: 200,
+      contentType: 'text/event-stream',
+      schema: ResponseObjectSchema,
+      description: "With `stream=true`: the background response's events, as `POST /v1/responses` streams them.",
+    },
+    errors: [400, ...withAuth, 404, 500, 503],
+    errorSchema: OpenAiErrorSchema,
+  },
+  {
+    method: 'delete',
+    path: '/v1/responses/{id}',
+    summary: 'Deletes a stored response (a background one still running here is cancelled)',
+    auth: true,
+    params: responseId,
+    ok: { status: 200, schema: ResponseDeletedSchema },
+    errors: [...withAuth, 404, 503],
+    errorSchema: OpenAiErrorSchema,
+  },
+  {
+    method: 'get',
+    path: '/v1/responses/{id}/input_items',
+    summary: "A page of a stored response's input items (OpenAI's list: first_id, last_id, has_more)",
+    auth: true,
+    params: responseId,
+    query: ResponseInputItemsQuerySchema,
+    ok: { status: 200, schema: ResponseInputItemListSchema },
+    errors: [400, ...withAuth, 404, 503],
+    errorSchema: OpenAiErrorSchema,
+  },
+  {
+    method: 'post',
+    path: '/v1/responses/{id}/cancel',
+    summary: 'Cancels a background response; answers it as it ended (`status: cancelled`, or how it ended before)',
+    auth: true,
+    params: responseId,
+    ok: { status: 200, schema: ResponseObjectSchema },
+    errors: [400, ...withAuth, 404, 500, 503],
+    errorSchema: OpenAiErrorSchema,
+    errorText: { 400: 'The response was not created with `background: true`.' },
   },
   {
     method: 'get',
