@@ -239,11 +239,10 @@ describe('/v1/responses with the openai client', () => {
     expect(next.output_text).toMatch(/\S/);
   });
 
-  it('what needs server state or other tools is a 400 naming the field, in OpenAI’s shape', async () => {
+  it('conversation objects, background without store and other tools are a 400 naming the field, in OpenAI’s shape', async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{ previous_response_id: 'resp_123' }, 'previous_response_id'],
-      [{ store: true }, 'store'],
-      [{ background: true }, 'background'],
+      [{ conversation: 'conv_123' }, 'conversation'],
+      [{ background: true, store: false }, 'background'],
       [{ tools: [{ type: 'web_search' }] }, 'tools.0.type'],
       [
         { input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png' }] }] },
@@ -262,5 +261,14 @@ describe('/v1/responses with the openai client', () => {
     }
     const unknown = await client.responses.create({ model: 'no-such-model', input: 'hi' }).catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
+    // (stored responses: responses-stored.e2e.test.ts)
+    const previous = await client.responses
+      .create({ model: MODEL, input: 'hi', previous_response_id: 'resp_123' })
+      .catch((e: unknown) => e);
+    expect(previous).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((previous as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({
+      code: 'previous_response_not_found',
+      param: 'previous_response_id',
+    });
   });
 });
