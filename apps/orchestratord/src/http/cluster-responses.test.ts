@@ -4,9 +4,13 @@
 // polled, streamed (resumed after a sequence number) and cancelled through the other, which passes
 // those requests to the replica holding the task (http/task-owner-proxy.ts). Keys as in
 // replica-harness.ts: dan and cat clients, ann an operator.
+import { randomUUID } from 'node:crypto';
+import { resolveTaskRequest, TaskRequestSchema } from '@llama-orch/contracts';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { ANN, CAT, DAN, fixtureCluster, replicaHarness, type Replica } from '../testing/replica-harness.js';
+import { encodeStored, newStoredResponse } from '../responses/stored-response.js';
+import { leaveTask } from '../testing/leftover-tasks.js';
+import { ANN, CAT, DAN, fixtureCluster, replicaHarness, until, type Replica } from '../testing/replica-harness.js';
 
 type Event = OpenAI.Responses.ResponseStreamEvent;
 
@@ -69,6 +73,22 @@ describe('stored and background Responses across replicas', () => {
       expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens + first.usage!.output_tokens);
       expect((await client(a).responses.retrieve(second.id)).usage).toEqual(second.usage);
 
+      // Streamed through A, read and continued through B the moment its last event came: the same
+      // response, whether B finds the final record or passes the read to A, which ran it.
+      const events = await collect(
+        await client(a).responses.create({ model: 'm', input: 'five six', max_output_tokens: 2, stream: true }),
+      );
+      const streamed = (events.at(-1) as OpenAI.Responses.ResponseIncompleteEvent).response;
+      const read = await client(b).responses.retrieve(streamed.id);
+      expect({ ...read, output_text: undefined }).toEqual({ ...streamed, output_text: undefined });
+      const after = await client(b).responses.create({
+        model: 'm',
+        previous_response_id: streamed.id,
+        input: 'seven',
+        max_output_tokens: 1,
+      });
+      expect(after.usage!.input_tokens).toBeGreaterThan(streamed.usage!.input_tokens);
+
       await client(b).responses.delete(first.id);
       expect(await rejected(client(a).responses.retrieve(first.id))).toBeInstanceOf(OpenAI.NotFoundError);
       const chained = await rejected(
@@ -128,6 +148,70 @@ describe('stored and background Responses across replicas', () => {
       expect(cancelled).toMatchObject({ id: long.id, status: 'cancelled' });
       expect(await poll(client(a), long.id, ['cancelled'])).toMatchObject({ status: 'cancelled' });
       expect(node.aborts.length).toBeGreaterThanOrEqual(1);
+    },
+  );
+
+  it(
+    'a background response whose replica died: taken over by another when its lease lapses, run to its end unread, written there',
+    { timeout: 30_000 },
+    async () => {
+      const { replicas } = await fixtureCluster(h, 'responses-orphan:', 1);
+      const [a] = replicas as [Replica];
+      // What a replica killed right after a background create leaves: the queued record in the
+      // ResponseStore and the task (door responses, events delivery) under a lease nobody renews.
+      const taskId = randomUUID();
+      const id = `resp_${taskId}`;
+      const body = { model: 'm', input: 'orphaned', background: true, max_output_tokens: 4 };
+      const record = newStoredResponse({
+        who: { id, createdAt: 1, model: 'm', request: body, taskId, stored: { background: true } },
+        background: true,
+        sessionId: undefined,
+        conversation: [{ role: 'user', content: 'orphaned' }],
+        inputItems: [],
+        status: 'queued',
+      });
+      await a.store.responses.put({ id, clientKey: 'dan', body: encodeStored(record) }, 60_000);
+      const request = resolveTaskRequest(
+        TaskRequestSchema.parse({
+          task_id: taskId,
+          model_ref: 'm',
+          workload: 'chat',
+          messages: [{ role: 'user', content: [{ type: 'text', text: 'orphaned' }] }],
+          max_tokens: 4,
+        }),
+        { deadlineMs: 60_000, newId: randomUUID },
+      );
+      await leaveTask(a.store, {
+        id: taskId,
+        owner: 'dead',
+        record: {
+          model_ref: 'm',
+          priority: request.priority,
+          session_id: request.session_id,
+          admitted_at: Date.now(),
+          owner_url: 'http://127.0.0.1:9',
+          request,
+          correlation_id: 'c',
+          client_key: 'dan',
+          delivery: 'events',
+          door: 'responses',
+        },
+        lane: 'interactive',
+        ownerTtlMs: 300,
+      });
+      await until(
+        async () => (await a.store.tasks.get(taskId))?.state === 'ended',
+        'the orphan to run to its end',
+        15_000,
+      );
+      // Nobody read it while it ran: the replica that ran it wrote its record at the end.
+      await until(
+        async () => (await a.store.responses.get(id))?.body.includes('"status":"incomplete"') === true,
+        'its final record',
+      );
+      const done = await client(a).responses.retrieve(id);
+      expect(done).toMatchObject({ status: 'incomplete', background: true, usage: { output_tokens: 4 } });
+      expect(done.output_text).toBe('tok0 tok1 tok2 tok3 ');
     },
   );
 });

@@ -1,7 +1,8 @@
 import type { Log } from '@llama-orch/daemon-support';
 import type { ResponseStore } from '../store/response-store.js';
 import type { TaskStream } from '../streams/task-stream.js';
-import { decodeStored, encodeStored, endedRecord, type StoredResponse } from './stored-response.js';
+import type { TaskService } from '../tasks/task-service.js';
+import { decodeStored, encodeStored, endedRecord, isFinal, type StoredResponse } from './stored-response.js';
 
 /** A stored response and the key that created it (only it and operator keys may see it). */
 export interface LoadedResponse {
@@ -57,6 +58,39 @@ export class ResponseRecords {
     });
   }
 
+  /** {@link write}, its failure logged rather than thrown (a final write nobody waits on). */
+  writeLogged(record: StoredResponse, clientKey: string | undefined, onlyIfKept: boolean): Promise<void> {
+    return this.write(record, clientKey, onlyIfKept).catch((err: unknown) =>
+      this.#log.warn(
+        { err, response_id: record.response.id, task_id: record.task_id },
+        'stored response: final write failed',
+      ),
+    );
+  }
+
+  /**
+   * A previous response as a next turn reads it: its final record; made final from `stream` when its
+   * task ended here and the final write is still on its way; else the final write a moment later
+   * (the replica that ran it writes it as its client got the end). Undefined: it has not ended (a
+   * background response still running).
+   */
+  async settled(
+    loaded: LoadedResponse,
+    stream: TaskStream | undefined,
+    waitMs = 2000,
+  ): Promise<StoredResponse | undefined> {
+    if (isFinal(loaded.record)) return loaded.record;
+    if (stream?.terminal !== undefined) return endedRecord(loaded.record, stream.tokenRecords(), stream.terminal);
+    if (loaded.record.background) return undefined;
+    const until = Date.now() + waitMs;
+    while (Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      const again = await this.load(String(loaded.record.response.id));
+      if (again !== undefined && isFinal(again.record)) return again.record;
+    }
+    return undefined;
+  }
+
   /** Removes the entry after the writes asked for before (a final write under way is not undone by it). */
   delete(id: string): Promise<boolean> {
     return this.#inOrder(id, () => this.#store.delete(id));
@@ -81,13 +115,14 @@ export class ResponseRecords {
    * or from `answer()` (the object the door rendered from the engine's one answer). Nothing is
    * written for a stream that moved to another replica (it is watched there), nor, with
    * `skipRefused`, for a task that failed before its first token (its client got an error status,
-   * not this response). A background response is watched once per replica.
+   * not this response). `onlyIfKept` (default: a background response's): the record was written
+   * before, and a deleted one stays deleted. A background response is watched once per replica.
    */
   finishWhenEnded(
     stream: TaskStream,
     record: StoredResponse,
     clientKey: string | undefined,
-    o: { answer?: () => Record<string, unknown> | undefined; skipRefused?: boolean } = {},
+    o: { answer?: () => Record<string, unknown> | undefined; skipRefused?: boolean; onlyIfKept?: boolean } = {},
   ): void {
     if (record.background) {
       if (this.#watched.has(record.task_id)) return;
@@ -99,15 +134,35 @@ export class ResponseRecords {
       if (terminal === undefined) return;
       const tokens = stream.tokenRecords();
       if (o.skipRefused === true && terminal.event === 'error' && tokens.length === 0) return;
-      const final = endedRecord(record, tokens, terminal, o.answer?.());
-      this.write(final, clientKey, record.background).catch((err: unknown) =>
-        this.#log.warn(
-          { err, response_id: record.response.id, task_id: record.task_id },
-          'stored response: final write failed',
-        ),
+      void this.writeLogged(
+        endedRecord(record, tokens, terminal, o.answer?.()),
+        clientKey,
+        o.onlyIfKept ?? record.background,
       );
     };
     whenEnded(stream, ended);
+  }
+
+  /**
+   * Watches the background responses that end here without a watch: a task this replica took over
+   * from one that died (tasks/shared/adoption.ts), which no read reached before its end. Only tasks
+   * of the Responses door with the `events` delivery (its background ones) cost a store read. Returns
+   * the unsubscribe function.
+   */
+  watchTakenOver(tasks: Pick<TaskService, 'subscribe' | 'get'>): () => void {
+    return tasks.subscribe((e) => {
+      if (e.type !== 'ended') return;
+      const task = tasks.get(e.task.taskId);
+      if (task === undefined || !('door' in task) || task.door !== 'responses' || task.delivery !== 'events') return;
+      if (this.#watched.has(task.id)) return;
+      const id = `resp_${task.id}`;
+      this.load(id)
+        .then((loaded) => {
+          if (loaded !== undefined && loaded.record.background && !isFinal(loaded.record))
+            this.finishWhenEnded(task.stream, loaded.record, loaded.clientKey);
+        })
+        .catch((err: unknown) => this.#log.warn({ err, response_id: id }, 'stored response: read at its end failed'));
+    });
   }
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  CORRELATION_ID_HEADER,
   ResponseInputItemsQuerySchema,
   ResponseRetrieveQuerySchema,
   type ErrorEvent,
@@ -17,6 +18,7 @@ import { inputItemsPage, listedInputItems, outputAsInput } from '../../responses
 import { inputItemsOf, parseResponsesRequest, responsesCall } from '../../responses/request-mapping.js';
 import { responseFromChat, type ResponseIdentity } from '../../responses/response-object.js';
 import { ResponseRecords, untilEnded, type LoadedResponse } from '../../responses/response-records.js';
+import { answerStored } from '../../responses/stored-answer.js';
 import { previousResponseNotFound, responseNotFound } from '../../responses/responses-errors.js';
 import {
   endedRecord,
@@ -31,9 +33,9 @@ import {
 import { nameUuid } from '../../sessions/session-ids.js';
 import type { RetainedTask, TaskRecord } from '../../tasks/task-record.js';
 import type { ServicesOptions } from '../app-services.js';
-import { admitDoorTask, answerOnce, sendRefusal } from '../door-tasks.js';
+import { admitDoorTask, answerOnce, sendJsonText, sendRefusal } from '../door-tasks.js';
 import { mayAccess } from '../task-access.js';
-import { serveTaskEvents } from '../task-streams.js';
+import { abandonTask, serveTaskEvents } from '../task-streams.js';
 
 const ResponseParams = z.object({ id: z.string().min(1).max(256) });
 /** How long a cancel waits for the task's terminal frame before it answers, ms. */
@@ -69,6 +71,8 @@ export const responsesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
     retentionMs: services.config.task_retention_ms,
     log: app.log.child({ component: 'responses' }),
   });
+  const unwatch = records.watchTakenOver(services.tasks);
+  app.addHook('onClose', async () => unwatch());
 
   const refuse = (reply: FastifyReply, status: number, body: OpenAiError): FastifyReply =>
     reply.code(status).send(body);
@@ -91,12 +95,12 @@ export const responsesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
     if (previousId !== undefined) {
       const loaded = await accessible(req, previousId);
       if (loaded === undefined) return refuse(reply, 404, previousResponseNotFound(previousId));
-      if (!isFinal(loaded.record))
+      previous = await records.settled(loaded, services.tasks.get(loaded.record.task_id)?.stream);
+      if (previous === undefined)
         throw new InvalidParamsError(
           `previous_response_id: response ${previousId} is still ${String(loaded.record.response.status)}; continue it once it has ended`,
           { param: 'previous_response_id' },
         );
-      previous = loaded.record;
     }
     if (body.store === false && previous === undefined) return stateless(req, reply, body, clientSession);
     return stored(req, reply, body, clientSession, previous);
@@ -170,18 +174,39 @@ export const responsesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
       inputItems: listedInputItems(input, task.id.replaceAll('-', '')),
       status: background ? 'queued' : 'in_progress',
     });
-    if (!background) {
-      answerForeground(req, reply, task, call.stream, who, (answer) =>
-        records.finishWhenEnded(task.stream, record, clientKey, { answer, skipRefused: true }),
-      );
+    const onRefused = refusal(req, reply);
+    if (!background && !call.stream) {
+      reply.hijack();
+      answerStored({
+        res: reply.raw,
+        task,
+        who,
+        record,
+        clientKey,
+        records,
+        sendAnswer: (text) => sendJsonText(reply.raw, 200, text, { [CORRELATION_ID_HEADER]: req.id }),
+        sendRefusal: onRefused,
+        abandon: abandonTask(services, req, task),
+      });
       return reply;
     }
-    task.detached = true;
+    // Streamed or background: readable from its first event (or the create's answer) on.
+    if (background) task.detached = true;
     try {
       await records.write(record, clientKey);
     } catch (err) {
       services.tasks.cancel(task.id, 'client');
       throw err;
+    }
+    if (!background) {
+      serveTaskEvents(services, req, reply, task, {
+        encoder: new ResponsesEventEncoder(who),
+        lazyHead: true,
+        onRefused,
+      });
+      // After the reader's own close listener, which decides whether the task is abandoned.
+      reply.raw.once('close', () => records.finishWhenEnded(task.stream, record, clientKey, { onlyIfKept: true }));
+      return reply;
     }
     records.finishWhenEnded(task.stream, record, clientKey);
     if (call.stream) {
@@ -192,20 +217,20 @@ export const responsesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
     return reply.send(record.response);
   }
 
-  /**
-   * A response its client waits for (streamed, or one answer); `stored` is called once the client's
-   * request is over (by then a client that left has cancelled the task), with what the door sent.
-   */
+  const refusal =
+    (req: FastifyRequest, reply: FastifyReply) =>
+    (err: ErrorEvent): void =>
+      sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
+
+  /** A response kept nowhere: streamed, or the engine's one answer. */
   function answerForeground(
     req: FastifyRequest,
     reply: FastifyReply,
     task: TaskRecord,
     stream: boolean,
     who: ResponseIdentity,
-    stored?: (answer: () => Record<string, unknown> | undefined) => void,
   ): void {
-    const onRefused = (err: ErrorEvent): void => sendRefusal(reply.raw, err, req.id, openAiErrorBody(err));
-    let answered: Record<string, unknown> | undefined;
+    const onRefused = refusal(req, reply);
     if (stream)
       serveTaskEvents(services, req, reply, task, {
         encoder: new ResponsesEventEncoder(who),
@@ -215,14 +240,9 @@ export const responsesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
     else
       answerOnce(services, req, reply, task, {
         who: { kind: 'chat', id: who.id, created: who.createdAt, model: who.model },
-        render: (chat) => {
-          answered = responseFromChat(chat, who);
-          return JSON.stringify(answered);
-        },
+        render: (chat) => JSON.stringify(responseFromChat(chat, who)),
         refuse: onRefused,
       });
-    // Registered after the reader's own close listener, which decides whether the task is abandoned.
-    if (stored !== undefined) reply.raw.once('close', () => stored(() => answered));
   }
 
   /**
@@ -240,8 +260,10 @@ export const responsesRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
       if (forwarded === 'taken') task = services.tasks.get(taskId);
     }
     if (task !== undefined) {
-      // Watched here from now on: a task taken over from a replica that died ends here.
-      records.finishWhenEnded(task.stream, loaded.record, loaded.clientKey);
+      // A background task is watched here from now on (one taken over from a replica that died
+      // ends here). Never a foreground one: a watcher would count as its reader, and its client
+      // leaving would no longer cancel it; its own request writes its end.
+      if (loaded.record.background) records.finishWhenEnded(task.stream, loaded.record, loaded.clientKey);
       return { kind: 'local', task };
     }
     // Its task ended and the final write landed meanwhile, or it is gone.
