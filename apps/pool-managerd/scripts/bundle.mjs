@@ -37,11 +37,18 @@ const result = await build({
   // ESM code reads import.meta.url (package.json, createRequire): the bundle's own file URL, so
   // relative lookups start from bundle/ (one level below the package, like dist/).
   define: { 'import.meta.url': '__bundle_import_meta_url' },
+  // The bundle runs as a vm.Script without a dynamic-import callback: an `import()` left in it
+  // throws ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING. esbuild already turns those of bundled modules
+  // into lazy requires; this does it for the rest too (the OTLP exporter's `import('http')`).
+  supported: { 'dynamic-import': false },
   banner: { js: 'const __bundle_import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
 });
 const bytes = readFileSync(bundlePath);
 const nonAscii = bytes.findIndex((b) => b > 0x7f);
 if (nonAscii >= 0) throw new Error(`bundle/${file} has a non-ASCII byte at ${nonAscii}; the loader reads it as latin1`);
+const dynamicImport = bytes.indexOf('import(');
+if (dynamicImport >= 0)
+  throw new Error(`bundle/${file} has an import() at ${dynamicImport}, which fails in the loader's vm.Script`);
 const buildId = createHash('sha256').update(bytes).digest('hex');
 // Workspace inputs (tsc output) are checked one by one; third-party code through pnpm's record of
 // the installed packages, which every install that changes node_modules rewrites.

@@ -18,6 +18,7 @@ import {
   lazyChildLoggerFactory,
   sha256,
 } from '@llama-orch/daemon-support';
+import { disabledTracing, type Tracing } from '@llama-orch/daemon-support/tracing';
 import { completionsRoute } from './http/completions-route.js';
 import { dispatchesRoute } from './http/dispatches-route.js';
 import { errorHandlerPlugin, sendError } from './http/error-handler.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   logger: Logger;
   /** Bearer token (config `api_token` or env, resolved by main); undefined = no auth (loopback only). */
   apiToken: string | undefined;
+  /** The daemon's tracing (main starts it from the OTEL_* variables): dispatches are spans. @default off */
+  tracing?: Tracing;
 }
 
 /**
@@ -52,7 +55,7 @@ export async function buildApp(deps: AppDeps, config: Pick<PoolManagerConfig, 'n
   await app.register(probeRoutes, { manager: deps.manager });
   await app.register(openApiRoute);
   await app.register(poolRoutes, { manager: deps.manager });
-  await app.register(completionsRoute, { manager: deps.manager });
+  await app.register(completionsRoute, { manager: deps.manager, tracing: deps.tracing ?? disabledTracing() });
   await app.register(dispatchesRoute, { manager: deps.manager });
   return app;
 }
@@ -77,7 +80,7 @@ export async function buildDispatchApp(deps: AppDeps, config: Pick<PoolManagerCo
   // Unavoidable: the hooks and routes are typed for HTTP/1.1 request objects; Fastify hands them the HTTP/2 compatibility objects, which have what they use.
   const app = (h2 as unknown as FastifyInstance).withTypeProvider<ZodTypeProvider>();
   await registerCommon(app, deps);
-  await app.register(completionsRoute, { manager: deps.manager });
+  await app.register(completionsRoute, { manager: deps.manager, tracing: deps.tracing ?? disabledTracing() });
   await app.register(dispatchesRoute, { manager: deps.manager });
   return h2;
 }

@@ -8,6 +8,7 @@ import {
   splitHostPort,
   type CloseStep,
 } from '@llama-orch/daemon-support';
+import { startTracing, type Tracing } from '@llama-orch/daemon-support/tracing';
 import { EngineProvisioner, scrubEngineEnv } from '@llama-orch/engine-provisioner';
 import { ModelProvisioner } from '@llama-orch/model-provisioner';
 import type { PoolManagerApp } from './app.js';
@@ -27,6 +28,9 @@ const LOAD_API_AFTER_MS = 300;
 
 /** SIGTERM → exit budget; a second Ctrl-C exits at once (installGracefulExit), ms. */
 const SHUTDOWN_GRACE_MS = 15_000;
+
+/** Longest wait for the last spans at shutdown (a collector that is down never holds the exit), ms. */
+const TRACING_CLOSE_MS = 2000;
 
 /** How main.ts loaded the daemon's code (logged with `listening`: start-up time depends on it). */
 export interface StartupInfo {
@@ -63,6 +67,7 @@ interface Running {
   app?: PoolManagerApp;
   dispatchApp?: { close(): Promise<unknown> };
   models?: ModelProvisioner;
+  tracing?: Tracing;
   releaseRuntime?: () => void;
   /** The engines' SIGTERM grace (supervision `stop_timeout_ms`), ms. */
   stopTimeoutMs: number;
@@ -93,6 +98,8 @@ async function shutdown(log: Logger, r: Running): Promise<boolean> {
       step('http api', r.app && (() => r.app?.close())),
       step('h2c dispatch listener', r.dispatchApp && (() => r.dispatchApp?.close())),
       step('model provisioner', r.models && (() => r.models?.close())),
+      // After the listeners: the last dispatches' spans have ended and are flushed with the rest.
+      step('tracing', r.tracing && (() => r.tracing?.close()), TRACING_CLOSE_MS + 1000),
       step('runtime dir', r.releaseRuntime),
     ],
     { log },
@@ -104,6 +111,16 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   const settings = await loadSettings(process.argv.slice(2), env);
   const { config } = settings;
   const log = logger.child({ node_id: config.node.id });
+  // Off (and nothing of the SDK loaded) unless an OTEL_* variable configures an OTLP endpoint;
+  // settings it cannot honour (grpc …) stop the start here, before anything is spawned.
+  const tracing = await startTracing({
+    serviceName: 'pool-managerd',
+    serviceVersion: version(),
+    env,
+    logger: log,
+    closeTimeoutMs: TRACING_CLOSE_MS,
+  });
+  running.tracing = tracing;
   const supervision = supervisionSettings(config.supervision);
   running.stopTimeoutMs = supervision.stopTimeoutMs;
   const runtime = runtimeDir(settings.runtimeDir);
@@ -175,7 +192,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   await manager.enginesSpawned(LOAD_API_AFTER_MS);
   const { buildApp, buildDispatchApp } = await import('./app.js');
   if (stopping(running)) return;
-  const app = await buildApp({ manager, logger: log, apiToken: settings.apiToken }, config);
+  const app = await buildApp({ manager, logger: log, apiToken: settings.apiToken, tracing }, config);
   running.app = app;
   await listenQuietly(app, { host: settings.host, port: settings.port });
   const address = app.server.address();
@@ -201,7 +218,7 @@ async function main(logger: Logger, env: NodeJS.ProcessEnv, startup: StartupInfo
   if (h2cAddr !== 'off' && !stopping(running)) {
     const { host: h2cHost, port: h2cPort } =
       h2cAddr === undefined ? { host: settings.host, port: 0 } : splitHostPort(h2cAddr);
-    const h2 = await buildDispatchApp({ manager, logger: log, apiToken: settings.apiToken }, config);
+    const h2 = await buildDispatchApp({ manager, logger: log, apiToken: settings.apiToken, tracing }, config);
     running.dispatchApp = h2;
     await listenQuietly(h2, { host: h2cHost, port: h2cPort });
     const a = h2.server.address();

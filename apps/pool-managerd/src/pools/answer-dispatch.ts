@@ -8,6 +8,7 @@ import {
 } from '@llama-orch/llamacpp-adapter';
 import type { DispatchOptions } from './dispatch.js';
 import { DispatchAbort, dispatchSignal } from './dispatch-signal.js';
+import type { DispatchOutcome } from './dispatch-trace.js';
 
 /** Receives the one NDJSON line of a non-streamed dispatch (a `result` or an `error` event). */
 export type AnswerSend = (line: string) => void;
@@ -81,13 +82,18 @@ export async function runAnswerDispatch(
     metrics,
     logger: log,
     clientGone,
+    trace,
   }: DispatchOptions,
   send: AnswerSend,
 ): Promise<void> {
   const taskId = req.task_id;
   const ac = dispatchSignal(poolId, lease, clientGone, req.deadline_ms);
   const started = performance.now();
-  let outcome = 'error';
+  let outcome: DispatchOutcome = 'error';
+  const sendError = (ev: ErrorEvent): void => {
+    trace?.failed(ev);
+    send(errorLine(ev));
+  };
   let figures: AnswerFigures | undefined;
   log.info(
     {
@@ -102,8 +108,11 @@ export async function runAnswerDispatch(
     'dispatch started',
   );
   try {
+    const headers = trace?.engineRequest(engineUrl);
     const running =
-      req.call !== undefined ? client.call(req.call, ac.signal) : client.answer(answerInput(req), ac.signal);
+      req.call !== undefined
+        ? client.call(req.call, ac.signal, headers)
+        : client.answer(answerInput(req), ac.signal, headers);
     log.info({ pool_id: poolId, task_id: taskId, engine_url: engineUrl }, 'engine request sent');
     const answer = await running;
     figures = answer.figures;
@@ -112,6 +121,7 @@ export async function runAnswerDispatch(
     metrics.promptTokens.inc({ pool_id: poolId }, figures.prompt_tokens);
     if (figures.cached_tokens !== undefined) metrics.cachedPromptTokens.inc({ pool_id: poolId }, figures.cached_tokens);
     outcome = 'end';
+    trace?.answered(figures);
     send(resultLine(answer, { engine_version: engineVersion, pool_id: poolId, node_id: nodeId }));
   } catch (err) {
     const reason: unknown = ac.signal.reason;
@@ -125,27 +135,26 @@ export async function runAnswerDispatch(
         return;
       }
       if (reason.why === 'deadline') log.warn({ pool_id: poolId, task_id: taskId }, 'dispatch deadline passed');
-      send(
-        errorLine({
-          type: 'error',
-          code: reason.why === 'deadline' ? 'DECODE_TIMEOUT' : 'POOL_UNAVAILABLE',
-          message: reason.message,
-          retriable: true,
-        }),
-      );
+      sendError({
+        type: 'error',
+        code: reason.why === 'deadline' ? 'DECODE_TIMEOUT' : 'POOL_UNAVAILABLE',
+        message: reason.message,
+        retriable: true,
+      });
       return;
     }
     if (err instanceof AdapterError) {
       log.warn({ err, pool_id: poolId, task_id: taskId }, 'dispatch failed');
-      send(errorLine({ type: 'error', code: err.errorCode, message: err.message, retriable: err.retriable }));
+      sendError({ type: 'error', code: err.errorCode, message: err.message, retriable: err.retriable });
       return;
     }
     log.error({ err, pool_id: poolId, task_id: taskId }, 'dispatch failed unexpectedly');
-    send(errorLine({ type: 'error', code: 'INTERNAL', message: 'internal error while answering', retriable: false }));
+    sendError({ type: 'error', code: 'INTERNAL', message: 'internal error while answering', retriable: false });
   } finally {
     ac.dispose('dispatch over');
     lease.release();
     metrics.dispatches.inc({ pool_id: poolId, outcome });
+    trace?.end(outcome);
     const ms = Math.round(performance.now() - started);
     const f = figures;
     if (f !== undefined) {

@@ -5,9 +5,11 @@ import {
   CompletionAbortedError,
   type CompletionEvent,
   type LlamaServerClient,
+  type RequestHeaders,
 } from '@llama-orch/llamacpp-adapter';
 import type { PoolManagerMetrics } from '../support/metrics.js';
 import { DispatchAbort, dispatchSignal } from './dispatch-signal.js';
+import type { DispatchOutcome, DispatchTrace } from './dispatch-trace.js';
 import type { Lease, PoolTable } from './pool-table.js';
 
 /**
@@ -34,6 +36,8 @@ export interface DispatchOptions {
    * {@link DispatchAbort} reason: `cancelled` on DELETE, `client_gone` when its window passed).
    */
   clientGone: AbortSignal;
+  /** Its spans, when tracing is on (made by the route); the dispatch ends them. */
+  trace?: DispatchTrace | undefined;
 }
 
 /**
@@ -49,19 +53,20 @@ function engineStream(
   req: DispatchRequest,
   signal: AbortSignal,
   onEvent: (ev: CompletionEvent) => Promise<void> | void,
+  headers: RequestHeaders | undefined,
 ): Promise<void> {
   // An engine call streams only as infill (`/infill` streams as `/completion` does); the others answer once.
   if (req.call !== undefined) {
     if (req.call.kind !== 'infill')
       throw new DispatchInputError(`${req.call.kind} is answered once: dispatch it with stream: false`);
-    return client.infillInto(req.call.body, onEvent, signal);
+    return client.infillInto(req.call.body, onEvent, signal, headers);
   }
   if (req.workload === 'chat') {
     if (req.messages === undefined) throw new DispatchInputError('messages is required for a chat');
-    return client.chatInto({ ...req, messages: req.messages }, onEvent, signal);
+    return client.chatInto({ ...req, messages: req.messages }, onEvent, signal, headers);
   }
   if (req.prompt === undefined) throw new DispatchInputError('prompt is required for a completion');
-  return client.completeInto({ ...req, prompt: req.prompt }, onEvent, signal);
+  return client.completeInto({ ...req, prompt: req.prompt }, onEvent, signal, headers);
 }
 
 /** A dispatch request without the input its workload needs (only possible in-process). */
@@ -97,16 +102,19 @@ export async function runDispatch(
     metrics,
     logger: log,
     clientGone,
+    trace,
   }: DispatchOptions,
-  emit: DispatchEmit,
+  emitEvent: DispatchEmit,
 ): Promise<void> {
+  // Traced: the events pass the spans on their way (first token, end or error).
+  const emit = trace === undefined ? emitEvent : trace.watch(emitEvent);
   // pool_id and task_id are written on each line, not bound in a child logger per dispatch, and
   // each line's fields are one object literal (performance notes: dispatch log lines).
   const taskId = req.task_id;
   const ac = dispatchSignal(poolId, lease, clientGone, req.deadline_ms);
   const started = performance.now();
   let tokens = 0;
-  let outcome = 'error';
+  let outcome: DispatchOutcome = 'error';
   let end: Extract<DispatchEvent, { type: 'end' }> | undefined;
   log.info(
     {
@@ -133,7 +141,7 @@ export async function runDispatch(
     return emit(end);
   };
   try {
-    const running = engineStream(client, req, ac.signal, onEvent);
+    const running = engineStream(client, req, ac.signal, onEvent, trace?.engineRequest(engineUrl));
     log.info({ pool_id: poolId, task_id: taskId, engine_url: engineUrl }, 'engine request sent');
     await running;
   } catch (err) {
@@ -189,6 +197,7 @@ export async function runDispatch(
     ac.dispose('stream closed');
     lease.release();
     metrics.dispatches.inc({ pool_id: poolId, outcome });
+    trace?.end(outcome);
     const ms = Math.round(performance.now() - started);
     if (end !== undefined) {
       log.info(

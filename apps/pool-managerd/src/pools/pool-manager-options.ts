@@ -8,6 +8,7 @@ import type { ResidentBytes } from '../support/process-memory.js';
 import type { RotatingLogOptions } from '../support/rotating-log.js';
 import type { RuntimeDir } from '../support/runtime-dir.js';
 import type { DispatchLogger } from './dispatch.js';
+import type { DispatchTrace } from './dispatch-trace.js';
 
 // The options of PoolManager and of its dispatches, apart from the behaviour in pool-manager.ts.
 
@@ -54,8 +55,10 @@ export interface PoolManagerOptions {
 export interface OpenCompletionOptions {
   /** Aborted when the caller (the HTTP client) goes away: the engine request is aborted, its slot freed. */
   signal: AbortSignal;
-  /** The dispatch's logger; its lines carry the caller's `correlation_id` binding. */
+  /** The dispatch's logger; its lines carry the caller's `correlation_id` binding (and, traced, `trace_id`/`span_id`). */
   log: DispatchLogger;
+  /** The dispatch's spans when tracing is on: the lease's facts and the engine request are recorded on them. */
+  trace?: DispatchTrace | undefined;
 }
 
 /**

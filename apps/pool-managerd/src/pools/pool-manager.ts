@@ -250,7 +250,11 @@ export class PoolManager {
     return (send) => runAnswerDispatch(dispatch, send);
   }
 
-  #leaseDispatch(poolId: string, request: DispatchRequest, { signal, log }: OpenCompletionOptions): DispatchOptions {
+  #leaseDispatch(
+    poolId: string,
+    request: DispatchRequest,
+    { signal, log, trace }: OpenCompletionOptions,
+  ): DispatchOptions {
     const lease = this.pools.lease(poolId);
     const engine = this.pools.engine(poolId);
     let client: LlamaServerClient | undefined;
@@ -262,6 +266,11 @@ export class PoolManager {
       lease.release();
       throw err;
     }
+    trace?.leased({
+      model: this.pools.models(poolId)[0],
+      replicaId: engine.replica_id,
+      engineVersion: engine.engine_version,
+    });
     return {
       poolId,
       nodeId: this.nodeId,
@@ -274,6 +283,7 @@ export class PoolManager {
       metrics: this.metrics,
       logger: log,
       clientGone: signal,
+      trace,
     };
   }
 

@@ -228,6 +228,11 @@ export class PoolTable {
     this.#get(poolId).lastHeartbeat = new Date(this.#clock.now());
   }
 
+  /** The models the pool serves (the first is its model), without building its whole status. */
+  models(poolId: string): readonly string[] {
+    return this.#get(poolId).models;
+  }
+
   setModels(poolId: string, models: string[]): void {
     this.#get(poolId).models = [...new Set(models)];
     this.#emit(poolId, undefined);

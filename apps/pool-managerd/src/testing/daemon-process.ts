@@ -49,20 +49,29 @@ export interface DaemonChild {
 }
 
 /**
- * Spawns `dist/main.js --config <path>` with the shared test cache and `token`. `stdout`: `read`
+ * Spawns `dist/main.js --config <path>` with the shared test cache, `token` and `env`. `stdout`: `read`
  * parses every line into {@link DaemonChild.lines}; `unread` pipes it and never reads it.
  */
 export function spawnDaemon(
   configPath: string,
-  opts: { token: string; stdout: 'read' | 'unread'; logLevel?: string },
+  opts: {
+    token: string;
+    stdout: 'read' | 'unread';
+    logLevel?: string;
+    /** More variables for the daemon; `undefined` removes one it would inherit. */
+    env?: Readonly<Record<string, string | undefined>>;
+  },
 ): DaemonChild {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    LLORCH_CACHE_DIR: testCacheDir(),
+    LLORCH_API_TOKEN: opts.token,
+    LOG_LEVEL: opts.logLevel ?? 'info',
+    ...opts.env,
+  };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const child = spawn(process.execPath, [MAIN, '--config', configPath], {
-    env: {
-      ...process.env,
-      LLORCH_CACHE_DIR: testCacheDir(),
-      LLORCH_API_TOKEN: opts.token,
-      LOG_LEVEL: opts.logLevel ?? 'info',
-    },
+    env,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>

@@ -49,6 +49,13 @@ export interface OtlpReceiver {
 /** Largest body accepted (a batch of 512 spans is far below it), bytes. */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
+export interface OtlpReceiverOptions {
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** A fixed port (4318: where an exporter with no endpoint configured would send); rejects when taken. @default a free one */
+  port?: number;
+}
+
 /**
  * Starts an OTLP/HTTP receiver on a free loopback port: `POST /v1/traces` with
  * `application/x-protobuf` (decoded with protobufjs and a hand-written descriptor of the OTLP trace
@@ -57,7 +64,7 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
  * same {@link ReceivedSpan} objects (hex ids, bigint nanoseconds, attributes as plain values).
  * Anything else is answered 4xx and listed by `errors()`.
  */
-export async function startOtlpReceiver(options: { host?: string } = {}): Promise<OtlpReceiver> {
+export async function startOtlpReceiver(options: OtlpReceiverOptions = {}): Promise<OtlpReceiver> {
   const host = options.host ?? '127.0.0.1';
   let spans: ReceivedSpan[] = [];
   let exports: ReceivedExport[] = [];
@@ -105,7 +112,7 @@ export async function startOtlpReceiver(options: { host?: string } = {}): Promis
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, host, () => {
+    server.listen(options.port ?? 0, host, () => {
       server.off('error', reject);
       resolve();
     });
