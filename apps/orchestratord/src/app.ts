@@ -13,6 +13,7 @@ import { dashboardAssetsDir } from '@llama-orch/dashboard';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
+import { disabledTracing, type Tracing } from '@llama-orch/daemon-support/tracing';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import type { Fleet } from './catalog/fleet.js';
@@ -48,6 +49,7 @@ import { PROBE_PATHS, probeRoutes } from './http/routes/probes.js';
 import { sessionRoutes } from './http/routes/sessions.js';
 import { streamRoutes } from './http/routes/streams.js';
 import { taskRoutes } from './http/routes/tasks.js';
+import { requestTracingPlugin } from './http/request-tracing.js';
 import { ClusterNodeSync } from './registry/cluster-node-sync.js';
 import { ClusterSlotLeases } from './registry/cluster-slot-leases.js';
 import { NodeRegistry } from './registry/node-registry.js';
@@ -102,6 +104,8 @@ export interface AppDeps {
   hostname?: string;
   /** @default process.pid */
   pid?: number;
+  /** The process's tracing (main starts it from the OTEL_* variables; closed by the caller). @default off */
+  tracing?: Tracing;
 }
 
 /** Internal timings, for tests. */
@@ -183,6 +187,7 @@ export async function buildApp(
   app.setSerializerCompiler(serializerCompiler);
 
   const metricsRegistry = deps.metricsRegistry ?? new Registry();
+  const tracing = deps.tracing ?? disabledTracing('orchestratord');
   // A store the caller did not pass is the app's to close.
   const ownStore =
     deps.store === undefined
@@ -348,6 +353,7 @@ export async function buildApp(
     ctxMax: config.ctx_max,
     catalog: store.catalog,
     loads: { loader: models, waitMs: loadClaimTtlMs, room: roomWaits },
+    tracer: tracing.enabled ? tracing.tracer : undefined,
     journal: new TaskJournal({
       store: store.taskRecords,
       owner: identity.replicaId,
@@ -508,6 +514,8 @@ export async function buildApp(
   // Announce the bound address as soon as there is one (the first announcement had the configured addr).
   app.addHook('onListen', () => membership.announceNow());
   await app.register(correlationPlugin);
+  // Only with tracing on: off, no hook runs and no request gets a span.
+  if (tracing.enabled) await app.register(requestTracingPlugin, { tracer: tracing.tracer });
   await app.register(errorsPlugin);
   // Before auth: preflights carry no token.
   await app.register(corsOriginsPlugin, { origins: config.cors_origins ?? [] });

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { installGracefulExit, logDestination, parseDaemonArgv } from '@llama-orch/daemon-support';
+import { startTracing } from '@llama-orch/daemon-support/tracing';
 import { pino } from 'pino';
 import { REDACT_PATHS, type OrchdApp } from './app.js';
-import { argvSpec } from './support/argv.js';
+import { argvSpec, packageVersion } from './support/argv.js';
 import { readCatalogFile, seedCatalog, type CatalogFile } from './catalog/catalog-seed.js';
 import { loadConfig } from './config.js';
 import { loadCredentials } from './http/credentials.js';
@@ -46,10 +47,20 @@ const logger = pino(
 const seed = catalogFile;
 let server;
 try {
+  // Off (nothing of the SDK loaded) unless an OTEL_* variable configures an OTLP endpoint; settings
+  // it cannot honour (grpc …) stop the start here.
+  const tracing = await startTracing({
+    serviceName: 'orchestratord',
+    serviceVersion: packageVersion(),
+    env: process.env,
+    logger,
+    closeTimeoutMs: 2000,
+  });
   server = await startServer({
     config,
     logger,
     credentials,
+    tracing,
     // the models of ORCHD_CATALOG_FILE that the catalog lacks, before the first request can look
     beforeListen: async (app: OrchdApp) => {
       if (seed !== undefined) await seedCatalog(app.services.catalog, seed, logger.child({ component: 'catalog' }));

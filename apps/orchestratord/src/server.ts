@@ -9,6 +9,7 @@ import { storeSettingsOf } from './store/cluster-store.js';
 import { createClusterStore } from './store/create-cluster-store.js';
 import { redactedUrl } from './store/redacted-url.js';
 import { systemClock } from '@llama-orch/daemon-support';
+import type { Tracing } from '@llama-orch/daemon-support/tracing';
 
 export interface StartOptions {
   config: Readonly<OrchestratorConfig>;
@@ -21,6 +22,8 @@ export interface StartOptions {
    * daemon without it. A rejection fails the start like a port in use.
    */
   beforeListen?: (app: OrchdApp) => Promise<void>;
+  /** The process's tracing (main starts it): the app's spans, closed last. @default off */
+  tracing?: Tracing;
 }
 
 export interface RunningServer {
@@ -47,6 +50,8 @@ const APP_CLOSE_MS = 5000;
 const UPSTREAM_CLOSE_MS = 2000;
 /** Longest the cluster store's connection takes to close. */
 const STORE_CLOSE_MS = 2000;
+/** Longest the last spans take to export on close (a collector that is down never holds a shutdown). */
+const TRACING_CLOSE_MS = 2000;
 
 /**
  * Builds and listens. Logs `{"msg":"listening","url":…}` once the port is bound: the e2e harness
@@ -89,6 +94,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       upstreamH2c: upstream.h2c,
       store,
       ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
+      ...(options.tracing !== undefined ? { tracing: options.tracing } : {}),
     },
     options.config,
   );
@@ -102,6 +108,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         { name: 'app', close: () => app.close(), timeoutMs: APP_CLOSE_MS },
         { name: 'upstream connections', close: () => upstream.close(UPSTREAM_CLOSE_MS) },
         { name: 'cluster store', close: () => store.close(), timeoutMs: STORE_CLOSE_MS },
+        { name: 'tracing', close: () => tracingClose(options.tracing), timeoutMs: TRACING_CLOSE_MS },
       ],
       { log: options.logger },
     );
@@ -136,6 +143,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
             timeoutMs: UPSTREAM_CLOSE_MS + 1000,
           },
           { name: 'cluster store', close: () => store.close(), timeoutMs: STORE_CLOSE_MS },
+          { name: 'tracing', close: () => tracingClose(options.tracing), timeoutMs: TRACING_CLOSE_MS + 1000 },
         ],
         { log: options.logger },
       );
@@ -148,4 +156,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
 /** The longest {@link RunningServer.stop} takes: the drain grace, then the close's steps (5 s + 3 s + 2 s). */
 export function stopBudgetMs(config: Pick<OrchestratorConfig, 'drain_grace_ms'>): number {
   return config.drain_grace_ms + APP_CLOSE_MS + UPSTREAM_CLOSE_MS + 1000 + STORE_CLOSE_MS;
+}
+
+/** The last spans out (bounded by the tracing's own timeout), after everything that makes spans closed. */
+function tracingClose(tracing: Tracing | undefined): Promise<void> {
+  return tracing === undefined ? Promise.resolve() : tracing.close();
 }

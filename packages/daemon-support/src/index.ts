@@ -7,6 +7,7 @@ export type { PromFamily, PromSample, PromText, PromType } from './prom-text.js'
 export { metricNamingProblems } from './metric-naming.js';
 export type { MetricNamingRules } from './metric-naming.js';
 export { registerProcessMetrics, DROPPED_STANDARD_GAUGES } from './process-metrics.js';
+export { openMetricsText, acceptsOpenMetrics, OPENMETRICS_CONTENT_TYPE } from './open-metrics.js';
 export { installGracefulExit, STOPPING_MESSAGE, FORCED_EXIT_CODE } from './graceful-exit.js';
 export type { GracefulExitOptions, GracefulExitLog, ShutdownCause } from './graceful-exit.js';
 export { listenQuietly } from './listen-quietly.js';

@@ -78,4 +78,6 @@ export interface FixtureDispatch {
   readonly correlationId: string | undefined;
   /** `1.1` or `2.0`. */
   readonly httpVersion: string;
+  /** The W3C `traceparent` header it carried (orchestratord's dispatch span, with tracing on). */
+  readonly traceparent: string | undefined;
 }

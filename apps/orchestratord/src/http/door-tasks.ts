@@ -53,14 +53,14 @@ export async function admitDoorTask(
     throw modelNotFound(call.model);
   const request = resolveTaskRequest(call.task, { deadlineMs: services.config.default_deadline_ms, newId: randomUUID });
   const delivery = call.delivery ?? (call.stream ? 'stream' : 'answer');
-  const admitted = await services.tasks.admit(
-    withPriorityCeiling(request, req),
-    req.log.child({ door }),
-    req.id,
-    req.principal?.name,
+  const admitted = await services.tasks.admit(withPriorityCeiling(request, req), {
+    log: req.log.child({ door }),
+    correlationId: req.id,
+    clientKey: req.principal?.name,
     delivery,
     door,
-  );
+    traceParent: req.traceContext,
+  });
   const id = admitted.task_id;
   const task = services.tasks.get(id);
   if (task === undefined || !('delivery' in task)) throw new Error(`admitted task ${id} is not in the table`);

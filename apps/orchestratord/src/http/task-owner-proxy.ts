@@ -1,6 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import { CORRELATION_ID_HEADER } from '@llama-orch/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { injectTraceparent } from '@llama-orch/daemon-support/tracing';
 import { request, type Dispatcher } from 'undici';
 import { InternalError } from '../errors.js';
 import { answerEndedStream } from './ended-task-answer.js';
@@ -89,6 +90,8 @@ export class TaskOwnerProxy {
       const v = req.headers[name];
       if (typeof v === 'string') headers[name] = v;
     }
+    // With tracing on, the owner's server span is a child of this request's: one trace across replicas.
+    if (req.traceContext !== undefined) injectTraceparent(headers, req.traceContext);
     const left = new AbortController();
     reply.raw.on('close', () => left.abort());
     let res: Dispatcher.ResponseData;

@@ -108,7 +108,7 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       for (const p of sources.pools()) this.set({ pool_id: p.pool_id, node_id: p.node_id }, p.leased);
     },
   });
-  return {
+  const metrics = {
     sessionAffinity: new Counter({
       name: 'llorch_placement_session_affinity_total',
       help: "Placements of tasks whose session ran before: kept on the session's last pool, or moved elsewhere (it was busy or gone).",
@@ -227,14 +227,21 @@ export function createMetrics(registry: Registry, sources: MetricsSources): Orch
       help: 'Admission to first token, seconds.',
       labelNames: ['engine', 'engine_version', 'pool_id', 'priority'] as const,
       buckets: [0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10],
-      registers,
+      // a traced task's observation keeps its trace id (an exemplar, shown when scraped as
+      // OpenMetrics); registered below (prom-client refuses exemplars at construction in a Prometheus-format registry)
+      enableExemplars: true,
+      registers: [],
     }),
     decodeSeconds: new Histogram({
       name: 'llorch_task_decode_seconds',
       help: 'Engine decode time of ended tasks (end.decode_ms), seconds.',
       labelNames: ['engine', 'engine_version', 'pool_id', 'priority'] as const,
       buckets: [0.25, 0.5, 1, 1.5, 2, 3, 4, 6, 8, 12],
-      registers,
+      enableExemplars: true,
+      registers: [],
     }),
   };
+  registry.registerMetric(metrics.firstTokenSeconds);
+  registry.registerMetric(metrics.decodeSeconds);
+  return metrics;
 }

@@ -1,3 +1,4 @@
+import { ROOT_CONTEXT, type Tracer } from '@opentelemetry/api';
 import type { TaskRequest } from '@llama-orch/contracts';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import { checkAdmission, maxAheadForDeadline, type AdmissionCheckInput } from '../admission/admission-checks.js';
@@ -22,9 +23,17 @@ import type { NodeRegistry } from '../registry/node-registry.js';
 import type { PoolView } from '../registry/pool-view.js';
 import type { CatalogStore } from '../store/catalog-store.js';
 import { ownedSessionId } from '../sessions/session-ids.js';
-import type { Admission, AdmissionSteps, Admitted, SessionView, TaskCoordinator } from './task-coordinator.js';
+import type {
+  Admission,
+  AdmissionSource,
+  AdmissionSteps,
+  Admitted,
+  SessionView,
+  TaskCoordinator,
+} from './task-coordinator.js';
 import type { TaskObserver } from './task-observer.js';
-import { newTaskRecord, type Delivery, type TaskRecord } from './task-record.js';
+import { newTaskRecord, type TaskRecord } from './task-record.js';
+import { TaskTrace } from './task-trace.js';
 import type { TaskTable } from './task-table.js';
 
 /** The task service's parts admission reads and writes. */
@@ -49,6 +58,8 @@ export interface TaskAdmissionDeps {
         readonly room?: Pick<RoomWaits, 'wait' | 'waitingFor' | 'waitsFor'> | undefined;
       }
     | undefined;
+  /** Makes each task's spans; undefined with tracing off (no span work at all). */
+  readonly tracer?: Tracer | undefined;
   /** Whether the service still admits. */
   running(): boolean;
   /** Ends a task `drop-lru` evicted for `by`. */
@@ -79,19 +90,34 @@ export class TaskAdmission implements AdmissionSteps {
    * Validates a task against the live cluster, enqueues it, writes its `started` frame and pumps
    * (in one process, a task with a free slot is dispatched before the promise settles). Rejects
    * with typed errors (INVALID_PARAMS, DEADLINE_UNMET, MODEL_NOT_FOUND, MODEL_NOT_AVAILABLE,
-   * ADMISSION_REJECT, QUEUE_FULL_DROP_LRU) that the error handler maps to envelopes. `log` and `correlationId` are the admitting request's: the task's log lines
-   * and its dispatches carry them; `clientKey` the name of the key that sent it: the task's owner
-   * (only it and operator keys see the task) and its session's namespace, and its tokens are
-   * counted under that name; `delivery` how its output goes out.
+   * ADMISSION_REJECT, QUEUE_FULL_DROP_LRU) that the error handler maps to envelopes. `source` is
+   * the admitting request's side: its log and correlation id (the task's lines and dispatches carry
+   * them), the key that sent it (the task's owner, its session's namespace, the key its tokens are
+   * counted under), how its output goes out, and its trace context (with tracing on, the task's
+   * spans start here, under it).
    */
-  async admit(
-    named: TaskRequest,
-    log: Log,
-    correlationId: string,
-    clientKey?: string,
-    delivery?: Delivery,
-    door?: string,
-  ): Promise<Admitted> {
+  async admit(named: TaskRequest, source: AdmissionSource): Promise<Admitted> {
+    const tracer = this.#d.tracer;
+    if (tracer === undefined) return this.#admit(named, source, undefined);
+    const trace = TaskTrace.admitting(tracer, source.traceParent ?? ROOT_CONTEXT, {
+      id: named.task_id,
+      request: named,
+      modelName: named.model_ref,
+      door: source.door ?? 'v2',
+    });
+    try {
+      const admitted = await this.#admit(named, source, trace);
+      // Not recorded here (the same task admitted before, answered as admitted): nothing more to trace.
+      trace.unrecorded();
+      return admitted;
+    } catch (err) {
+      trace.refused(err instanceof OrchdError ? err.code : 'INTERNAL', (err as Error).message);
+      throw err;
+    }
+  }
+
+  async #admit(named: TaskRequest, source: AdmissionSource, trace: TaskTrace | undefined): Promise<Admitted> {
+    const { clientKey } = source;
     if (!this.#d.running())
       throw new InternalError('orchestratord is shutting down', { retriable: true, retryAfterMs: 1000 });
     // An alias becomes the model ref the pools list: one queue group, one wait key per model.
@@ -107,10 +133,7 @@ export class TaskAdmission implements AdmissionSteps {
         : { ...named, model_ref: modelRef, session_id: sessionId };
     if (this.#d.table.has(request.task_id))
       throw new InvalidParamsError(`task_id: task ${request.task_id} already exists`);
-    return this.#d.coordinator.admit(
-      { request, modelName: named.model_ref, log, correlationId, clientKey, delivery, door },
-      this,
-    );
+    return this.#d.coordinator.admit({ ...source, request, modelName: named.model_ref, trace }, this);
   }
 
   /**

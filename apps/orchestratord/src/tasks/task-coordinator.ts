@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { AdmissionResponse, ErrorCode, SseFrame, TaskRequest } from '@llama-orch/contracts';
 import type { Clock, Log } from '@llama-orch/daemon-support';
 import type { AdmissionCheckInput } from '../admission/admission-checks.js';
@@ -14,6 +15,7 @@ import type { AttemptOutcome } from '../upstream/dispatch-attempt.js';
 import type { Adoption } from './shared/shared-task-types.js';
 import type { Delivery, TaskRecord } from './task-record.js';
 import type { TaskTable } from './task-table.js';
+import type { TaskTrace } from './task-trace.js';
 
 /** AdmissionResponse without the stream URLs (the route knows the public address). */
 export type AdmissionResult = Omit<AdmissionResponse, 'streams'>;
@@ -23,16 +25,28 @@ export interface Admitted extends AdmissionResult {
   readonly dispatched: boolean;
 }
 
+/** Who admits a task, and how its output goes out: the admitting request's side of it. */
+export interface AdmissionSource {
+  /** The request's logger: the task's lines are its children (they carry its correlation and trace ids). */
+  readonly log: Log;
+  /** The request's correlation id; sent with every dispatch of the task. */
+  readonly correlationId: string;
+  /** The key that sent it: the task's owner (only it and operator keys see the task). */
+  readonly clientKey?: string | undefined;
+  /** How its output goes out. @default 'events' */
+  readonly delivery?: Delivery | undefined;
+  /** The API it came through (`v2`, or the door's name). @default 'v2' */
+  readonly door?: string | undefined;
+  /** The request's trace context (its server span): the task's spans are its children. */
+  readonly traceParent?: Context | undefined;
+}
+
 /** A task being admitted: the request as it will run, and who sent it. */
-export interface Admission {
+export interface Admission extends AdmissionSource {
   readonly request: TaskRequest;
   readonly modelName: string;
-  readonly log: Log;
-  readonly correlationId: string;
-  readonly clientKey: string | undefined;
-  readonly delivery: Delivery | undefined;
-  /** The API it came through (`v2`, or the /v1 door). @default 'v2' */
-  readonly door?: string | undefined;
+  /** Its spans, when tracing is on. */
+  readonly trace?: TaskTrace | undefined;
 }
 
 /** The session facts a task is checked and placed with. */

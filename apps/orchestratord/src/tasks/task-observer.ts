@@ -14,6 +14,14 @@ const ENGINE = 'llamacpp';
 
 export type CancelReason = 'client' | 'disconnect';
 
+/** No exemplar: an untraced task's observation (the shared empty object: nothing allocated per task). */
+const NO_EXEMPLAR: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/** A traced task's observations carry its trace id (OpenMetrics exemplars link a histogram bucket to a trace). */
+function exemplarOf(task: TaskRecord): Record<string, string> {
+  return task.trace === undefined ? NO_EXEMPLAR : { trace_id: task.trace.spanContext.traceId };
+}
+
 /**
  * Turns task events into metrics, predictor samples, narration log lines and {@link TaskEvents}
  * for subscribers, and nothing else: it never changes a task. Every line goes through the task's
@@ -67,6 +75,7 @@ export class TaskObserver {
       'task admitted',
     );
     this.#journal?.admitted(task);
+    task.trace?.queued(position);
     if (this.#events.observed) this.#events.emit({ type: 'admitted', taskId: task.id });
   }
 
@@ -120,6 +129,7 @@ export class TaskObserver {
       'task placed',
     );
     this.#journal?.placed(task);
+    task.trace?.placed(view.node_id, view.pool_id, reason, now - task.admittedAt);
     if (this.#events.observed) this.#events.emit({ type: 'dispatched', taskId: task.id });
   }
 
@@ -138,15 +148,17 @@ export class TaskObserver {
 
   firstToken(task: TaskRecord, view: PoolView, now: number): void {
     const sinceAdmission = now - task.admittedAt;
-    this.#metrics.firstTokenSeconds.observe(
-      {
+    this.#metrics.firstTokenSeconds.observe({
+      labels: {
         engine: ENGINE,
         engine_version: view.snapshot.engine_version,
         pool_id: view.pool_id,
         priority: task.request.priority,
       },
-      sinceAdmission / 1000,
-    );
+      value: sinceAdmission / 1000,
+      exemplarLabels: exemplarOf(task),
+    });
+    task.trace?.firstToken(sinceAdmission);
     this.#predictor.observeFirstToken(view.node_id, view.pool_id, now - (task.dispatchedAt ?? now));
     task.log.info(
       {
@@ -164,10 +176,16 @@ export class TaskObserver {
   /** The node ended the task. */
   finished(task: TaskRecord, view: PoolView, ev: EndDispatchEvent): void {
     this.#predictor.observeEnd(view.node_id, view.pool_id, ev.tokens_out, ev.decode_ms);
-    this.#metrics.decodeSeconds.observe(
-      { engine: ENGINE, engine_version: ev.engine_version, pool_id: ev.pool_id, priority: task.request.priority },
-      ev.decode_ms / 1000,
-    );
+    this.#metrics.decodeSeconds.observe({
+      labels: {
+        engine: ENGINE,
+        engine_version: ev.engine_version,
+        pool_id: ev.pool_id,
+        priority: task.request.priority,
+      },
+      value: ev.decode_ms / 1000,
+      exemplarLabels: exemplarOf(task),
+    });
     task.log.info(
       {
         pool_id: ev.pool_id,
@@ -183,6 +201,7 @@ export class TaskObserver {
 
   /** The attempt on `view` failed for good. */
   failedOn(task: TaskRecord, view: PoolView, code: ErrorCode, message: string): void {
+    task.trace?.attemptFailed(code, message);
     task.log.warn(
       {
         code,
@@ -209,6 +228,7 @@ export class TaskObserver {
 
   /** The task goes back to the head of the queue after an attempt on `view` (`penalty` says why). */
   requeued(task: TaskRecord, view: PoolView, code: ErrorCode, message: string, penalty: Penalty): void {
+    task.trace?.attemptFailed(code, message);
     const saturated = penalty === 'saturated' || penalty === 'leased';
     if (!saturated) this.#metrics.replacements.inc({ reason: code });
     task.log.info(
@@ -270,6 +290,7 @@ export class TaskObserver {
   /** The task's terminal frame was written at `now`. */
   ended(task: TaskRecord, frame: SseFrame, now: number): void {
     this.#journal?.ended(task, frame, now);
+    task.trace?.ended(frame);
     if (frame.event === 'end') {
       const end: EndEvent = frame.data;
       // How long the task held its slot, for the predictor's throughput (a canceled one says nothing about the next task).

@@ -6,6 +6,7 @@ import { TaskStream } from '../streams/task-stream.js';
 import { TaskLifecycle, type TaskPhase, type TaskState } from './task-lifecycle.js';
 import type { Log } from '@llama-orch/daemon-support';
 import type { AttemptAbort } from '../upstream/attempt-abort.js';
+import type { TaskTrace } from './task-trace.js';
 import type { EndDispatchEvent } from '../upstream/dispatch-attempt.js';
 
 export type { TaskPhase, TaskState } from './task-lifecycle.js';
@@ -59,6 +60,8 @@ export interface TaskRecord {
   readonly delivery: Delivery;
   /** The API it came through: `v2`, or the door's name (`v1`, `responses`, `anthropic`, `embeddings`, …). */
   readonly door: string;
+  /** Its spans (task-trace.ts); undefined with tracing off. */
+  readonly trace: TaskTrace | undefined;
   /** The node's answer of an `answer` task, once it came (the /v1 door renders it). */
   answer: DispatchResultEvent | undefined;
   /** The owner of `state` and `phase`: every change is a checked transition (task-lifecycle.ts). */
@@ -141,6 +144,8 @@ export interface NewTaskOptions {
   delivery?: Delivery | undefined;
   /** @default 'v2' */
   door?: string | undefined;
+  /** Its spans, when tracing is on. */
+  trace?: TaskTrace | undefined;
   /** A lifecycle made before the record (a takeover holds the task from its grant on). @default a new one in `phase` */
   life?: TaskLifecycle | undefined;
 }
@@ -164,6 +169,7 @@ class Task implements TaskRecord {
   readonly predictedStartMs: number;
   readonly delivery: Delivery;
   readonly door: string;
+  readonly trace: TaskTrace | undefined;
   readonly life: TaskLifecycle;
   answer: DispatchResultEvent | undefined = undefined;
   failedAttempts = 0;
@@ -193,6 +199,7 @@ class Task implements TaskRecord {
     this.predictedStartMs = o.predictedStartMs;
     this.delivery = o.delivery ?? 'events';
     this.door = o.door ?? 'v2';
+    this.trace = o.trace;
     this.life = o.life ?? new TaskLifecycle(request.task_id, o.phase);
     this.lastMetricsAt = o.now;
   }

@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api';
 import type { CoordinatorFactory } from './task-coordinator.js';
 import type { QueuePolicy } from '../admission/admission-queue.js';
 import type { NodeRegistry } from '../registry/node-registry.js';
@@ -51,6 +52,8 @@ export interface TaskServiceOptions {
         readonly room?: Pick<RoomWaits, 'wait' | 'waitingFor' | 'waitsFor'> | undefined;
       }
     | undefined;
+  /** Makes each task's spans (task-trace.ts). @default none: tracing off, no span work */
+  tracer?: Tracer | undefined;
   /** Writes each task's record for `GET /v2/tasks` (task-journal.ts). @default none: no records */
   journal?: TaskJournal | undefined;
   /** How long an ended task's frames stay readable, ms. */

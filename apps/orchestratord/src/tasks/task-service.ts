@@ -29,7 +29,7 @@ import {
 } from './task-record.js';
 import type { Adoption } from './shared/shared-task-types.js';
 import { adoptInto, adoptedTask, reattaching } from './shared/adoption.js';
-import type { CoordinatorHost, TaskCoordinator } from './task-coordinator.js';
+import type { AdmissionSource, CoordinatorHost, TaskCoordinator } from './task-coordinator.js';
 import { tokenSink } from './token-sink.js';
 import { TaskTable } from './task-table.js';
 import type { Admitted, CancelResult, TaskServiceOptions, TaskServiceState } from './task-service-types.js';
@@ -66,6 +66,7 @@ export class TaskService {
   readonly #ctxMax: number;
   readonly #maxRetries: number;
   readonly #closeTimeoutMs: number;
+  readonly #tracer: TaskServiceOptions['tracer'];
   readonly #metricsIntervalMs: number;
   readonly #admission: TaskAdmission;
   readonly #predictor = new Predictor();
@@ -94,6 +95,7 @@ export class TaskService {
     this.#ctxMax = options.ctxMax;
     this.#maxRetries = options.maxRetries ?? 1;
     this.#closeTimeoutMs = options.closeTimeoutMs ?? 2000;
+    this.#tracer = options.tracer;
     this.#metricsIntervalMs = metricsIntervalMs;
     this.#observer = new TaskObserver(metrics, this.#predictor, this.#events, options.journal);
     this.#table = new TaskTable({ graceMs: options.streamGraceMs, maxEnded: options.streamGraceMaxTasks ?? 100_000 });
@@ -142,6 +144,7 @@ export class TaskService {
       ...{ registry, predictor: this.#predictor, clock: this.#clock, observer: this.#observer, table: this.#table },
       ...{ coordinator, ctxMax: this.#ctxMax, admissionCapacity: options.admissionCapacity, catalog: options.catalog },
       loads: options.loads,
+      tracer: options.tracer,
       running: () => this.#state === 'running' && this.#admitting,
       evict: (victim, by) => {
         this.#observer.evicted(victim, by);
@@ -208,15 +211,8 @@ export class TaskService {
   }
 
   /** Admits a task (task-admission.ts); rejects with its typed refusals. */
-  admit(
-    named: TaskRequest,
-    log: Log,
-    correlationId: string,
-    clientKey?: string,
-    delivery?: Delivery,
-    door?: string,
-  ): Promise<Admitted> {
-    return this.#admission.admit(named, log, correlationId, clientKey, delivery, door);
+  admit(named: TaskRequest, source: AdmissionSource): Promise<Admitted> {
+    return this.#admission.admit(named, source);
   }
 
   /** Cancels a task (client request or disconnect). The terminal frame is `end {canceled: true}`. */
@@ -308,7 +304,7 @@ export class TaskService {
   /** A task of a replica that died: queued here, or re-attached to its running dispatch (shared/adoption.ts). */
   #adopt(a: Adoption): void {
     if (this.#state !== 'running' || this.#table.get(a.id) !== undefined) return;
-    const task = adoptedTask(a, this.#metricsIntervalMs, this.#clock.now());
+    const task = adoptedTask(a, this.#metricsIntervalMs, this.#clock.now(), this.#tracer);
     this.#table.add(task);
     this.#observer.adopted(task);
     const fail = (code: ErrorCode, message: string): void => this.#fail(task, code, message, true);
@@ -363,6 +359,7 @@ export class TaskService {
         body: dispatchRequest(task, this.#clock.now(), this.#coordinator.reattachMs),
         controller,
         correlationId: task.correlationId,
+        trace: task.trace?.attempt(view.node_id, view.pool_id, view.address, resume),
         failedAttempts: resume ? this.#maxRetries : task.failedAttempts,
         maxRetries: this.#maxRetries,
       };
@@ -474,6 +471,7 @@ export class TaskService {
 
   #moved(task: TaskRecord, to: string): void {
     if (!task.life.end('moved')) return;
+    task.trace?.movedAway(to);
     this.#coordinator.movedAway(task);
     this.#table.forget(task);
     task.stream.moved();

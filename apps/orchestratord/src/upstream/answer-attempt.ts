@@ -39,7 +39,14 @@ export async function runAnswerAttempt(input: AnswerAttemptInput): Promise<Attem
   };
   let body: Readable;
   try {
-    body = await input.client.dispatch(input.target, input.poolId, input.body, controller, input.correlationId);
+    body = await input.client.dispatch(
+      input.target,
+      input.poolId,
+      input.body,
+      controller,
+      input.correlationId,
+      input.trace,
+    );
   } catch (err) {
     return outcome(
       err instanceof DispatchFailure ? err : new UpstreamConnectError((err as Error).message, { cause: err }),

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { DispatchEvent, DispatchRequest, ErrorCode } from '@llama-orch/contracts';
 import type { AttemptAbort } from './attempt-abort.js';
 import { readDispatchEvents } from './dispatch-events.js';
-import type { DispatchTarget, PoolClient } from './pool-client.js';
+import type { DispatchTarget, PoolClient, TraceHeaders } from './pool-client.js';
 import {
   DispatchFailure,
   DispatchGoneError,
@@ -77,6 +77,8 @@ export interface AttemptInput {
   readonly controller: AttemptAbort;
   /** Sent as `X-Correlation-Id`. */
   readonly correlationId: string | undefined;
+  /** The attempt span's `traceparent`, with tracing on. */
+  readonly trace?: TraceHeaders | undefined;
   readonly sink: TokenSink;
   /** Attempts of this task that failed before this one. */
   readonly failedAttempts: number;
@@ -152,7 +154,14 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
   };
   let body: Readable;
   try {
-    body = await input.client.dispatch(input.target, input.poolId, input.body, input.controller, input.correlationId);
+    body = await input.client.dispatch(
+      input.target,
+      input.poolId,
+      input.body,
+      input.controller,
+      input.correlationId,
+      input.trace,
+    );
   } catch (err) {
     return outcome(
       err instanceof DispatchFailure ? err : new UpstreamConnectError((err as Error).message, { cause: err }),

@@ -35,6 +35,8 @@ import {
  * {@link PoolClient.cancelDispatch} (`DELETE …/dispatches/{task_id}`).
  */
 
+/** W3C trace-context headers (`traceparent`, `tracestate`) sent with a dispatch, with tracing on. */
+export type TraceHeaders = Readonly<Record<string, string>>;
 export interface PoolOperationReply {
   readonly status: number;
   readonly body: unknown;
@@ -156,12 +158,13 @@ export class PoolClient {
   }
 
   /** `json`: the request has a JSON body (a DELETE must not say so: Fastify refuses an empty JSON body). */
-  #headers(correlationId?: string, json = true): Record<string, string> {
+  #headers(correlationId?: string, json = true, trace?: TraceHeaders): Record<string, string> {
     const h: Record<string, string> = json
       ? { 'content-type': 'application/json', accept: 'application/x-ndjson, application/json' }
       : { accept: 'application/x-ndjson, application/json' };
     if (this.#authorization !== undefined) h.authorization = this.#authorization;
     if (correlationId !== undefined) h[CORRELATION_ID_HEADER] = correlationId;
+    if (trace !== undefined) Object.assign(h, trace);
     return h;
   }
 
@@ -173,7 +176,8 @@ export class PoolClient {
    * `controller` is aborted with that error as its reason, which is what stops the request),
    * {@link PoolSaturatedError}, {@link DispatchInvalidError} or {@link PoolRefusedError} for a non-200
    * answer; with the caller's abort reason when the caller aborted `controller`.
-   * `correlationId` goes out as `X-Correlation-Id`, so the node's lines about the dispatch carry it.
+   * `correlationId` goes out as `X-Correlation-Id`, so the node's lines about the dispatch carry it;
+   * `trace` (with tracing on: the attempt span's `traceparent`) makes the node's spans its children.
    */
   async dispatch(
     node: DispatchTarget,
@@ -181,6 +185,7 @@ export class PoolClient {
     body: DispatchRequest,
     controller: AttemptAbort,
     correlationId?: string,
+    trace?: TraceHeaders,
   ): Promise<Readable> {
     return this.#stream(
       node,
@@ -189,6 +194,7 @@ export class PoolClient {
       controller,
       correlationId,
       rejection,
+      trace,
     );
   }
 
@@ -208,12 +214,20 @@ export class PoolClient {
     after: number,
     controller: AttemptAbort,
     correlationId?: string,
+    trace?: TraceHeaders,
   ): Promise<Readable> {
     const path = `/v2/pools/${encodeURIComponent(poolId)}/dispatches/${encodeURIComponent(taskId)}?after=${after < 0 ? -1 : Math.floor(after)}`;
-    return this.#stream(node, path, undefined, controller, correlationId, (status, envelope) =>
-      status === 404
-        ? new DispatchGoneError(poolId, taskId, envelope?.message ?? `node holds no dispatch of task ${taskId}`)
-        : rejection(status, envelope),
+    return this.#stream(
+      node,
+      path,
+      undefined,
+      controller,
+      correlationId,
+      (status, envelope) =>
+        status === 404
+          ? new DispatchGoneError(poolId, taskId, envelope?.message ?? `node holds no dispatch of task ${taskId}`)
+          : rejection(status, envelope),
+      trace,
     );
   }
 
@@ -252,6 +266,7 @@ export class PoolClient {
     controller: AttemptAbort,
     correlationId: string | undefined,
     reject: (status: number, envelope: ErrorEnvelope | undefined) => DispatchFailure,
+    trace?: TraceHeaders,
   ): Promise<Readable> {
     const h2c = this.#protocol.useH2c(node, this.#h2cDispatcher !== undefined);
     const address = h2c ? (node.h2c as string) : node.url;
@@ -272,7 +287,7 @@ export class PoolClient {
           // done, which would serialise every HTTP/2 stream to a node. A dispatch is never retried
           // by undici (no retry interceptor), so marking it idempotent changes only that.
           idempotent: h2c || body === undefined,
-          headers: this.#headers(correlationId, body !== undefined),
+          headers: this.#headers(correlationId, body !== undefined, trace),
           body: body ?? null,
           // The node answers headers at once (the accept deadline bounds that); prompt processing
           // comes after them, so the task deadline alone bounds the body.

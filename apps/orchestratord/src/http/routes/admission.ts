@@ -48,7 +48,12 @@ export const admissionRoutes: FastifyPluginAsyncZod<ServicesOptions> = async (ap
       deadlineMs: services.config.default_deadline_ms,
       newId: randomUUID,
     });
-    const result = await services.tasks.admit(withPriorityCeiling(request, req), req.log, req.id, req.principal?.name);
+    const result = await services.tasks.admit(withPriorityCeiling(request, req), {
+      log: req.log,
+      correlationId: req.id,
+      clientKey: req.principal?.name,
+      traceParent: req.traceContext,
+    });
     if (wantsEventStream(req)) {
       streamAdmitted(services, req, reply, result.task_id);
       return reply;

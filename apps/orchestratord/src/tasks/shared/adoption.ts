@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api';
 import type { ErrorCode, MetricsEvent, SseFrame } from '@llama-orch/contracts';
 import type { AdmissionQueue } from '../../admission/admission-queue.js';
 import type { NodeRegistry } from '../../registry/node-registry.js';
@@ -5,6 +6,7 @@ import type { Lease, PoolView } from '../../registry/pool-view.js';
 import type { PoolClient } from '../../upstream/pool-client.js';
 import type { Adoption, SharedPlacement } from './cluster-tasks.js';
 import { newTaskRecord, type TaskRecord } from '../task-record.js';
+import { TaskTrace } from '../task-trace.js';
 
 /** Frames a taken-over queued task gets past the least its first replica may have sent: room for position changes. */
 const QUEUED_PRELUDE_MARGIN = 64;
@@ -23,7 +25,7 @@ const PADDING: SseFrame = { event: 'metrics', data: { queue_depth: 0, on_time_pr
  *   margin): the frames after it are new to the client.
  * Admission time, deadline, correlation id and key are the first replica's.
  */
-export function adoptedTask(a: Adoption, metricsIntervalMs: number, now: number): TaskRecord {
+export function adoptedTask(a: Adoption, metricsIntervalMs: number, now: number, tracer?: Tracer): TaskRecord {
   const r = a.record;
   const task = newTaskRecord({
     request: r.request,
@@ -36,6 +38,14 @@ export function adoptedTask(a: Adoption, metricsIntervalMs: number, now: number)
     phase: 'queued',
     delivery: r.delivery,
     door: r.door,
+    trace:
+      tracer &&
+      TaskTrace.adopted(
+        tracer,
+        r.traceparent,
+        { id: a.id, request: r.request, modelName: r.model_name ?? r.request.model_ref, door: r.door ?? 'v2' },
+        a.previousOwner,
+      ),
     life: a.life,
   });
   task.takenOver = true;
@@ -73,8 +83,8 @@ export function adoptInto(task: TaskRecord, placement: SharedPlacement | undefin
 /** A pool client whose dispatch re-attaches to the task's running dispatch (all its tokens from the first) instead of starting one. */
 export function reattaching(client: PoolClient, taskId: string): Pick<PoolClient, 'dispatch'> {
   return {
-    dispatch: (node, poolId, _body, controller, correlationId) =>
-      client.reattach(node, poolId, taskId, -1, controller, correlationId),
+    dispatch: (node, poolId, _body, controller, correlationId, trace) =>
+      client.reattach(node, poolId, taskId, -1, controller, correlationId, trace),
   };
 }
 

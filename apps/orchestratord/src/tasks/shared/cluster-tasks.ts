@@ -50,7 +50,7 @@ export interface ClusterTasksOptions {
 /** What the cluster keeps of a task it admits (its shared record). */
 export type ClusterAdmission = Pick<
   TaskRecord,
-  'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery' | 'door'
+  'request' | 'admittedAt' | 'modelName' | 'correlationId' | 'clientKey' | 'delivery' | 'door' | 'trace'
 >;
 
 /** Longest wait between two looks for orphans, ms. */
@@ -181,6 +181,7 @@ export class ClusterTasks {
         client_key: task.clientKey,
         delivery: task.delivery,
         door: task.door,
+        traceparent: task.trace?.traceparent(),
       },
     };
     const admitted = await this.#lifecycle.admit({

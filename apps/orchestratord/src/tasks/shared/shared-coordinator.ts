@@ -95,6 +95,7 @@ export class SharedCoordinator implements TaskCoordinator {
       clientKey: a.clientKey,
       delivery: a.delivery ?? 'events',
       door: a.door ?? 'v2',
+      trace: a.trace,
     };
     const added = await cluster.add(shared, steps.maxAhead(r, listed));
     if (added.kind === 'exists') {

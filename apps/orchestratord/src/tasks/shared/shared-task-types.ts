@@ -21,6 +21,8 @@ export interface SharedTaskRecord {
   readonly client_key?: string;
   readonly delivery?: Delivery;
   readonly door?: string;
+  /** The task span's W3C traceparent (with tracing on): a replica that takes the task over continues its trace. */
+  readonly traceparent?: string | undefined;
 }
 
 /** Where a task's attempt runs, as its shared record keeps it: `frame_base` is the frame id its first token gets. */
