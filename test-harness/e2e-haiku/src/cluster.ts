@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { stringify } from 'yaml';
 import { launchDaemon, type CapturedDaemon, type CapturedLine } from '@llama-orch/daemon-support/daemon-launcher';
+import { startRedisServer, type RedisServerHandle } from '@llama-orch/daemon-support/redis-server';
 
 /** Repo root: the directory holding pnpm-workspace.yaml above this file. */
 export function repoRoot(): string {
@@ -54,6 +55,13 @@ export interface ClusterOptions {
    * no pool then). @default true
    */
   staticPools?: boolean;
+  /**
+   * orchestratord replicas sharing a redis-server the harness starts (Debian's, installed when
+   * missing); the nodes register with the first. @default 1: one process, the in-process store
+   */
+  replicas?: number;
+  /** More environment of every daemon (the `OTEL_*` variables, …). */
+  env?: Readonly<Record<string, string>>;
 }
 
 /** A JSON log line of one of the cluster's daemons. */
@@ -61,7 +69,10 @@ export type JsonLogLine = CapturedLine & { json: Record<string, unknown> };
 
 export interface Cluster {
   token: string;
+  /** The first replica (the only one without `replicas`): the nodes register with it. */
   orchestrator: CapturedDaemon;
+  /** Every orchestratord replica, `orchestrator` first. */
+  replicas: CapturedDaemon[];
   nodes: Array<{ id: string; poolId: string; daemon: CapturedDaemon; runtimeDir: string }>;
   workDir: string;
   /** Every JSON log line of every daemon, oldest first (by the time the harness read it). */
@@ -75,23 +86,33 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const token = `e2e-${Math.random().toString(36).slice(2)}-${Date.now().toString(36)}`;
   const workDir = await mkdtemp(join(tmpdir(), 'llorch-e2e-'));
   const started: CapturedDaemon[] = [];
+  let redis: RedisServerHandle | undefined;
   try {
-    const orchestrator = await launchDaemon(
-      {
-        name: 'orchestratord',
-        script: join(root, 'apps', 'orchestratord', 'dist', 'main.js'),
-        output: 'capture',
-        env: {
-          ORCHD_ADDR: '127.0.0.1:0',
-          LLORCH_API_TOKEN: token,
-          ORCHD_NODE_HEARTBEAT_MS: String(opts.heartbeatMs),
-          LOG_LEVEL: 'info',
-          ...opts.orchestratorEnv,
+    const count = opts.replicas ?? 1;
+    if (count > 1) redis = await startRedisServer();
+    const replicas: CapturedDaemon[] = [];
+    for (let r = 1; r <= count; r++) {
+      const replica = await launchDaemon(
+        {
+          name: count > 1 ? `orchestratord:r${r}` : 'orchestratord',
+          script: join(root, 'apps', 'orchestratord', 'dist', 'main.js'),
+          output: 'capture',
+          env: {
+            ORCHD_ADDR: '127.0.0.1:0',
+            LLORCH_API_TOKEN: token,
+            ORCHD_NODE_HEARTBEAT_MS: String(opts.heartbeatMs),
+            LOG_LEVEL: 'info',
+            ...(redis !== undefined ? { ORCHD_REDIS_URL: redis.url, ORCHD_REPLICA_ID: `r${r}` } : {}),
+            ...opts.env,
+            ...opts.orchestratorEnv,
+          },
         },
-      },
-      { timeoutMs: 30_000 },
-    );
-    started.push(orchestrator);
+        { timeoutMs: 30_000 },
+      );
+      started.push(replica);
+      replicas.push(replica);
+    }
+    const orchestrator = replicas[0]!;
     const nodes: Cluster['nodes'] = [];
     for (let n = 1; n <= opts.nodes; n++) {
       const id = `e2e-node-${n}`;
@@ -132,7 +153,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
           script: join(root, 'apps', 'pool-managerd', 'dist', 'main.js'),
           args: ['--config', configPath],
           output: 'capture',
-          env: { LOG_LEVEL: 'info' },
+          env: { LOG_LEVEL: 'info', ...opts.env },
         },
         { timeoutMs: 60_000 },
       );
@@ -146,9 +167,11 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       opts.readyTimeoutMs,
       started,
     );
+    const store = redis;
     return {
       token,
       orchestrator,
+      replicas,
       nodes,
       workDir,
       allLogs: () =>
@@ -158,12 +181,14 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       async close() {
         // pool-managerds first so they deregister while orchestratord still listens
         await Promise.all(nodes.map((n) => n.daemon.stop()));
-        await orchestrator.stop();
+        await Promise.all(replicas.map((r) => r.stop()));
+        await store?.stop();
         await rm(workDir, { recursive: true, force: true });
       },
     };
   } catch (err) {
     await Promise.all(started.map((d) => d.stop('SIGKILL')));
+    await redis?.stop();
     await rm(workDir, { recursive: true, force: true });
     throw err;
   }
