@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import type { FileLoggedDaemon } from '@llama-orch/daemon-support/daemon-launcher';
+import { startOtlpReceiver } from '@llama-orch/daemon-support/otlp-receiver';
 import { BenchError } from '../errors.js';
 import {
   COLD_START_TIMEOUT_MS,
@@ -44,6 +45,44 @@ function metered(name: string, pid: number): MeteredProcess {
 }
 
 const PROMPT = 'Once upon a time, in a data centre far away,';
+
+/** CPU per task of a variant's generations (every one `maxTokens` long), both daemons, ms. */
+function cpuMsPerTask(v: RelayVariant): number {
+  return ((v.cpuUsPerToken().total as number) * v.tokens) / v.generations.length / 1000;
+}
+
+/** Issue 43: what tracing at 100 % costs, the traced pair against the untraced one in the same rounds. */
+function tracingCost(relay: RelayVariant, traced: RelayVariant, chat: RelayVariant, chatTraced: RelayVariant) {
+  const ratio = (on: RelayVariant, off: RelayVariant) =>
+    (on.cpuUsPerToken().total as number) / (off.cpuUsPerToken().total as number);
+  return {
+    traced_cpu_us_per_token: {
+      label: 'traced (100 %): /v2 relay CPU per token, both daemons',
+      value: traced.cpuUsPerToken().total as number,
+      unit: 'µs',
+    },
+    trace_cpu_per_token_ratio: {
+      label: 'tracing on ÷ off: /v2 relay CPU per token',
+      value: ratio(traced, relay),
+      unit: '×',
+    },
+    trace_cpu_ms_per_task_added: {
+      label: 'tracing on − off: /v2 relay CPU per task (128 tokens), both daemons',
+      value: cpuMsPerTask(traced) - cpuMsPerTask(relay),
+      unit: 'ms',
+    },
+    chat_trace_cpu_per_token_ratio: {
+      label: 'tracing on ÷ off: /v1 chat stream CPU per token',
+      value: ratio(chatTraced, chat),
+      unit: '×',
+    },
+    chat_trace_cpu_ms_per_task_added: {
+      label: 'tracing on − off: /v1 chat stream CPU per task (128 tokens), both daemons',
+      value: cpuMsPerTask(chatTraced) - cpuMsPerTask(chat),
+      unit: 'ms',
+    },
+  };
+}
 
 /**
  * Issue 18's five comparisons of a relayed variant with two nginx hops, each added over the same
@@ -227,11 +266,28 @@ export const relayBench: Bench = {
       pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }, EMBED_POOL],
       nodeFlags: profFlags(ctx, 'relay-pool-managerd'),
     });
+    // Tracing's cost (issue 43): a second pair of daemons exporting every span (the default sampler
+    // keeps every root: 100 %) to an OTLP/HTTP receiver in this process (a FIXTURE collector), its
+    // own one-slot engine; the same requests, interleaved with the untraced pair's.
+    const receiver = await startOtlpReceiver();
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url };
+    const orchT = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, env: otel });
+    const pmT = await startPoolManagerd({
+      paths: ctx.paths,
+      dir,
+      nodeId: 'traced-node',
+      token,
+      orchestratorUrl: orchT.url,
+      heartbeatMs,
+      pools: [{ id: 'traced', slots: 1, determinism: true, threads: 1 }],
+      env: otel,
+    });
     const proxies: FileLoggedDaemon[] = [];
     const hops: NginxHop[] = [];
     try {
       ctx.log('relay: waiting for the pool (a cold cache builds llama-server first)');
       await waitPoolsReady(orch.url, token, ['relay', 'embed'], [orch, pm.daemon], COLD_START_TIMEOUT_MS);
+      await waitPoolsReady(orchT.url, token, ['traced'], [orchT, pmT.daemon], COLD_START_TIMEOUT_MS);
       const engineUrl = (await poolStatus(pm, 'relay', token))?.engine_url;
       const embedUrl = (await poolStatus(pm, 'embed', token))?.engine_url;
       if (engineUrl === undefined || embedUrl === undefined)
@@ -264,6 +320,7 @@ export const relayBench: Bench = {
 
       const mOrch = metered('orchestratord', orch.pid);
       const mPm = metered('pool_managerd', pm.daemon.pid);
+      const mTraced = [metered('orchestratord', orchT.pid), metered('pool_managerd', pmT.daemon.pid)];
       const mInner: MeteredProcess = { name: 'nginx_inner', cpuSeconds: () => nginxInner.cpuSeconds() };
       const mOuter: MeteredProcess = { name: 'nginx_outer', cpuSeconds: () => nginxOuter.cpuSeconds() };
       const v = {
@@ -286,6 +343,9 @@ export const relayBench: Bench = {
         msg_relay: new RelayVariant('msg_relay', [mOrch, mPm]),
         resp_direct: new RelayVariant('resp_direct', []),
         resp_relay: new RelayVariant('resp_relay', [mOrch, mPm]),
+        // The /v2 relay and the /v1 chat stream through the traced pair.
+        traced: new RelayVariant('traced', mTraced),
+        chat_traced: new RelayVariant('chat_traced', mTraced),
       };
       type Name = keyof typeof v;
       const names = Object.keys(v) as Name[];
@@ -349,6 +409,12 @@ export const relayBench: Bench = {
             return chatGeneration(nginxOuter.url, chatBody, agent);
           case 'chat_relay':
             return chatGeneration(orch.url, doorChatBody(SYNTHETIC_MODEL, PROMPT, maxTokens, seed), agent, { token });
+          case 'traced':
+            return relayGeneration({ ...task, orchUrl: orchT.url, seed }, agent);
+          case 'chat_traced':
+            return chatGeneration(orchT.url, doorChatBody(SYNTHETIC_MODEL, PROMPT, maxTokens, seed), agent, {
+              token,
+            });
           case 'msg_direct':
             return doorGeneration('messages', engineUrl, doorBody('messages', PROMPT, maxTokens), agent, {
               reset: true,
@@ -424,7 +490,8 @@ export const relayBench: Bench = {
           // its debounced (50 ms) heartbeats report the slot busy, then free again; wait for the latter.
           await sleep(name === 'pool' ? 80 : 10);
           variant.meterStop(counted);
-          await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
+          if (name === 'traced' || name === 'chat_traced') await waitNodeIdle(orchT.url, token, 'traced-node', 10_000);
+          else await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
           if (counted) variant.generations.push(g);
           // Every chat-rendered door (chat, messages, responses) generates the same greedy text.
           (name.startsWith('chat_') || name.startsWith('msg_') || name.startsWith('resp_') ? chatTexts : texts).push(
@@ -454,6 +521,7 @@ export const relayBench: Bench = {
       // cost generated as a stream and assembled at the end.
       const streamedChatCpuMs =
         ((cpuChatRelay.total as number) * v.chat_relay.tokens) / v.chat_relay.generations.length / 1000;
+      const traced = tracingCost(v.relay, v.traced, v.chat_relay, v.chat_traced);
       const pairedTtft = summarize(
         v.relay.generations.map((r, k) => {
           const d = v.direct.generations[k] as TimedGeneration;
@@ -586,6 +654,7 @@ export const relayBench: Bench = {
             av.answer_cmpl_direct,
           ),
           ...embeddingRows(av.embed_door, av.embed_direct),
+          ...traced,
           ttft_pool_managerd_p50: {
             label: "pool-managerd's hop alone (its dispatch API − direct): added TTFT p50",
             value: pool.ttftP50,
@@ -634,6 +703,7 @@ export const relayBench: Bench = {
           relay_minus_direct_paired_ttft_ms: rounded(pairedTtft),
           text_mismatches: mismatches,
           nginx: nginxVersion(nginxBin),
+          spans_received: receiver.spans().length,
           engine_url: engineUrl,
           max_tokens: maxTokens,
         },
@@ -645,6 +715,9 @@ export const relayBench: Bench = {
       for (const p of proxies.reverse()) await p.stop();
       await pm.daemon.stop();
       await orch.stop();
+      await pmT.daemon.stop();
+      await orchT.stop();
+      await receiver.close();
     }
   },
 };

@@ -92,6 +92,8 @@ export interface PoolManagerdOptions {
   nodeFlags?: readonly string[];
   /** @default 60000 (a cold cache builds llama-server before the first pool starts, but HTTP listens first) */
   timeoutMs?: number;
+  /** Extra env (the `OTEL_*` variables …). */
+  env?: Readonly<Record<string, string>>;
 }
 
 export interface PoolManagerdHandle {
@@ -142,7 +144,7 @@ export async function startPoolManagerd(o: PoolManagerdOptions): Promise<PoolMan
       args: ['--config', configPath],
       output: { file: join(o.dir, `${o.nodeId}.log`) },
       envMode: 'minimal',
-      env: { LOG_LEVEL: 'info' },
+      env: { LOG_LEVEL: 'info', ...(o.env ?? {}) },
       ...(o.nodeFlags !== undefined ? { nodeFlags: o.nodeFlags } : {}),
     },
     { timeoutMs: o.timeoutMs ?? 60_000 },
