@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { OrchestratorConfigSchema } from '@llama-orch/contracts';
 import { systemClock } from '@llama-orch/daemon-support';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { buildApp, type OrchdApp } from '../app.js';
+import { buildApp, type AppDeps, type OrchdApp } from '../app.js';
 import { FixturePoolManager } from '@llama-orch/fixture-pool-manager';
 import { loadCredentials } from '../http/credentials.js';
 import { storeSettingsOf, type SharedStore } from '../store/cluster-store.js';
@@ -47,8 +47,8 @@ export interface Replica {
 }
 
 export interface ReplicaHarness {
-  /** A replica of the cluster `prefix` (its own store connection, dispatchers and app). Closed after the test. */
-  replica(prefix: string, over?: Record<string, unknown>): Promise<Replica>;
+  /** A replica of the cluster `prefix` (its own store connection, dispatchers and app; `deps` more of the app's). Closed after the test. */
+  replica(prefix: string, over?: Record<string, unknown>, deps?: Pick<AppDeps, 'tracing'>): Promise<Replica>;
   /** Runs after the test, before the replicas close (latest first). */
   defer(cleanup: () => Promise<unknown>): void;
   server(): RedisServerHandle;
@@ -72,7 +72,7 @@ export function replicaHarness(options: { aofDir?: string } = {}): ReplicaHarnes
     for (const c of cleanup.splice(0).reverse()) await c();
   });
   return {
-    async replica(prefix, over = {}) {
+    async replica(prefix, over = {}, deps = {}) {
       // Replicas in one process would all default to <hostname>-<pid>: each gets its own id.
       seq += 1;
       const replicaId = `r${seq}`;
@@ -93,7 +93,7 @@ export function replicaHarness(options: { aofDir?: string } = {}): ReplicaHarnes
       const upstream = createUpstreamDispatchers();
       cleanup.push(() => upstream.close());
       const app = await buildApp(
-        { logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials, store },
+        { logger: logs.logger, upstream: upstream.http1, upstreamH2c: upstream.h2c, credentials, store, ...deps },
         config,
       );
       cleanup.push(() => app.close());
