@@ -271,7 +271,15 @@ export const relayBench: Bench = {
     // own one-slot engine; the same requests, interleaved with the untraced pair's.
     const receiver = await startOtlpReceiver();
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url };
-    const orchT = await startOrchestratord({ paths: ctx.paths, dir, token, heartbeatMs, env: otel });
+    // its own name: its own log file, where its URL is read from
+    const orchT = await startOrchestratord({
+      paths: ctx.paths,
+      dir,
+      token,
+      heartbeatMs,
+      env: otel,
+      name: 'orchestratord-traced',
+    });
     const pmT = await startPoolManagerd({
       paths: ctx.paths,
       dir,
@@ -288,6 +296,7 @@ export const relayBench: Bench = {
       ctx.log('relay: waiting for the pool (a cold cache builds llama-server first)');
       await waitPoolsReady(orch.url, token, ['relay', 'embed'], [orch, pm.daemon], COLD_START_TIMEOUT_MS);
       await waitPoolsReady(orchT.url, token, ['traced'], [orchT, pmT.daemon], COLD_START_TIMEOUT_MS);
+      if (orchT.url === orch.url) throw new BenchError('the traced orchestratord reports the untraced one’s URL');
       const engineUrl = (await poolStatus(pm, 'relay', token))?.engine_url;
       const embedUrl = (await poolStatus(pm, 'embed', token))?.engine_url;
       if (engineUrl === undefined || embedUrl === undefined)
@@ -521,6 +530,7 @@ export const relayBench: Bench = {
       // cost generated as a stream and assembled at the end.
       const streamedChatCpuMs =
         ((cpuChatRelay.total as number) * v.chat_relay.tokens) / v.chat_relay.generations.length / 1000;
+      if (receiver.spans().length === 0) throw new BenchError('the traced daemons exported no span: they ran untraced');
       const traced = tracingCost(v.relay, v.traced, v.chat_relay, v.chat_traced);
       const pairedTtft = summarize(
         v.relay.generations.map((r, k) => {
@@ -703,6 +713,7 @@ export const relayBench: Bench = {
           relay_minus_direct_paired_ttft_ms: rounded(pairedTtft),
           text_mismatches: mismatches,
           nginx: nginxVersion(nginxBin),
+          // every task makes ~7 spans in the two daemons: none received means the traced pair ran untraced
           spans_received: receiver.spans().length,
           engine_url: engineUrl,
           max_tokens: maxTokens,

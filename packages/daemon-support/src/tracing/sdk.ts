@@ -1,8 +1,7 @@
 // The OpenTelemetry SDK side of tracing: imported only by startTracing when tracing is on.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { context, diag, DiagLogLevel, propagation, type DiagLogger } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { diag, DiagLogLevel, propagation, type DiagLogger } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -25,9 +24,12 @@ const CLOSE_TIMEOUT_MS = 5000;
  * `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` (the SDK's env detector).
  *
  * The tracer provider is not registered globally: spans come from {@link Tracing.tracer}, which the
- * daemon hands down. Three things are, because `@opentelemetry/api` keeps them process-wide by
- * design and nothing else does their job:
- * - the context manager (AsyncLocalStorage): `context.with()` and `trace.getActiveSpan()` read it;
+ * daemon hands down, and every span's parent is passed explicitly (a `Context` the daemon carries:
+ * the request's, the task's). No context manager is registered: an AsyncLocalStorage one turns on
+ * async hooks the first time anything calls `context.with()` — the OTLP exporter does, on every
+ * export — and from then on every promise of the process costs ~2× (measured: 300,000 awaits 15 →
+ * 35 ms of CPU), which the relay benchmark saw as +35 % CPU per token. Two things are registered,
+ * because `@opentelemetry/api` keeps them process-wide by design and nothing else does their job:
  * - the W3C trace-context propagator: `extractContext` / `injectTraceparent` (and any library that
  *   propagates) go through `propagation`, a no-op until one is registered, so tracing off costs nothing;
  * - the diagnostic logger: the SDK reports failed exports and bad values only through `diag`.
@@ -50,8 +52,6 @@ export function startSdk(settings: Extract<TracingSettings, { enabled: true }>, 
   const exporter = settings.protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtoExporter();
   const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
 
-  const contextManager = new AsyncLocalStorageContextManager().enable();
-  const ownsContext = context.setGlobalContextManager(contextManager);
   const ownsPropagator = propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const ownsDiag = diag.setLogger(diagToLog(log), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
 
@@ -77,8 +77,6 @@ export function startSdk(settings: Extract<TracingSettings, { enabled: true }>, 
         } catch (err) {
           log.warn({ err }, 'tracing: the last spans could not be exported (dropped)');
         } finally {
-          if (ownsContext) context.disable();
-          else contextManager.disable();
           if (ownsPropagator) propagation.disable();
           if (ownsDiag) diag.disable();
         }
