@@ -51,11 +51,32 @@ function cpuMsPerTask(v: RelayVariant): number {
   return ((v.cpuUsPerToken().total as number) * v.tokens) / v.generations.length / 1000;
 }
 
-/** Issue 43: what tracing at 100 % costs, the traced pair against the untraced one in the same rounds. */
-function tracingCost(relay: RelayVariant, traced: RelayVariant, chat: RelayVariant, chatTraced: RelayVariant) {
+/**
+ * Issue 43: what tracing at 100 % costs, the traced pair against its untraced twin in the same rounds
+ * (`relay`, the main pair, is only the spread: the same untraced code at another duty cycle).
+ */
+function tracingCost(
+  twin: RelayVariant,
+  traced: RelayVariant,
+  chatTwin: RelayVariant,
+  chatTraced: RelayVariant,
+  main: RelayVariant,
+) {
   const ratio = (on: RelayVariant, off: RelayVariant) =>
     (on.cpuUsPerToken().total as number) / (off.cpuUsPerToken().total as number);
+  const relay = twin;
+  const chat = chatTwin;
   return {
+    twin_cpu_us_per_token: {
+      label: 'tracing off (the traced pair’s twin): /v2 relay CPU per token, both daemons',
+      value: twin.cpuUsPerToken().total as number,
+      unit: 'µs',
+    },
+    twin_vs_main_cpu_ratio: {
+      label: 'tracing off, two pairs of the same code (twin ÷ main pair): the spread of the comparison',
+      value: ratio(twin, main),
+      unit: '×',
+    },
     traced_cpu_us_per_token: {
       label: 'traced (100 %): /v2 relay CPU per token, both daemons',
       value: traced.cpuUsPerToken().total as number,
@@ -266,37 +287,53 @@ export const relayBench: Bench = {
       pools: [{ id: 'relay', slots: 1, determinism: true, threads: 1 }, EMBED_POOL],
       nodeFlags: profFlags(ctx, 'relay-pool-managerd'),
     });
-    // Tracing's cost (issue 43): a second pair of daemons exporting every span (the default sampler
-    // keeps every root: 100 %) to an OTLP/HTTP receiver in this process (a FIXTURE collector), its
-    // own one-slot engine; the same requests, interleaved with the untraced pair's.
+    // Tracing's cost (issue 43): a pair of daemons exporting every span (the default sampler keeps
+    // every root: 100 %) to an OTLP/HTTP receiver in this process (a FIXTURE collector), and its
+    // untraced twin, each with its own one-slot engine. Both serve two variants of the run, so they
+    // sit idle alike between their requests (a daemon serving every variant stays warmer): the twin,
+    // not the main pair, is what tracing is compared with.
     const receiver = await startOtlpReceiver();
-    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url };
-    // its own name: its own log file, where its URL is read from
-    const orchT = await startOrchestratord({
-      paths: ctx.paths,
-      dir,
-      token,
-      heartbeatMs,
-      env: otel,
-      name: 'orchestratord-traced',
-    });
-    const pmT = await startPoolManagerd({
-      paths: ctx.paths,
-      dir,
-      nodeId: 'traced-node',
-      token,
-      orchestratorUrl: orchT.url,
-      heartbeatMs,
-      pools: [{ id: 'traced', slots: 1, determinism: true, threads: 1 }],
-      env: otel,
-    });
+    const pairOf = async (name: string, env: Readonly<Record<string, string>>) => {
+      // its own name: its own log file, where its URL is read from
+      const o = await startOrchestratord({
+        paths: ctx.paths,
+        dir,
+        token,
+        heartbeatMs,
+        env,
+        name: `orchestratord-${name}`,
+      });
+      const p = await startPoolManagerd({
+        paths: ctx.paths,
+        dir,
+        nodeId: `${name}-node`,
+        token,
+        orchestratorUrl: o.url,
+        heartbeatMs,
+        pools: [{ id: name, slots: 1, determinism: true, threads: 1 }],
+        env,
+      });
+      return { orch: o, pm: p };
+    };
+    const tracedPair = await pairOf('traced', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url });
+    const twinPair = await pairOf('twin', {});
+    const orchT = tracedPair.orch;
+    const pmT = tracedPair.pm;
     const proxies: FileLoggedDaemon[] = [];
     const hops: NginxHop[] = [];
     try {
       ctx.log('relay: waiting for the pool (a cold cache builds llama-server first)');
       await waitPoolsReady(orch.url, token, ['relay', 'embed'], [orch, pm.daemon], COLD_START_TIMEOUT_MS);
       await waitPoolsReady(orchT.url, token, ['traced'], [orchT, pmT.daemon], COLD_START_TIMEOUT_MS);
-      if (orchT.url === orch.url) throw new BenchError('the traced orchestratord reports the untraced one’s URL');
+      await waitPoolsReady(
+        twinPair.orch.url,
+        token,
+        ['twin'],
+        [twinPair.orch, twinPair.pm.daemon],
+        COLD_START_TIMEOUT_MS,
+      );
+      if (new Set([orch.url, orchT.url, twinPair.orch.url]).size !== 3)
+        throw new BenchError('two orchestratords report one URL');
       const engineUrl = (await poolStatus(pm, 'relay', token))?.engine_url;
       const embedUrl = (await poolStatus(pm, 'embed', token))?.engine_url;
       if (engineUrl === undefined || embedUrl === undefined)
@@ -330,6 +367,7 @@ export const relayBench: Bench = {
       const mOrch = metered('orchestratord', orch.pid);
       const mPm = metered('pool_managerd', pm.daemon.pid);
       const mTraced = [metered('orchestratord', orchT.pid), metered('pool_managerd', pmT.daemon.pid)];
+      const mTwin = [metered('orchestratord', twinPair.orch.pid), metered('pool_managerd', twinPair.pm.daemon.pid)];
       const mInner: MeteredProcess = { name: 'nginx_inner', cpuSeconds: () => nginxInner.cpuSeconds() };
       const mOuter: MeteredProcess = { name: 'nginx_outer', cpuSeconds: () => nginxOuter.cpuSeconds() };
       const v = {
@@ -355,6 +393,8 @@ export const relayBench: Bench = {
         // The /v2 relay and the /v1 chat stream through the traced pair.
         traced: new RelayVariant('traced', mTraced),
         chat_traced: new RelayVariant('chat_traced', mTraced),
+        twin: new RelayVariant('twin', mTwin),
+        chat_twin: new RelayVariant('chat_twin', mTwin),
       };
       type Name = keyof typeof v;
       const names = Object.keys(v) as Name[];
@@ -388,6 +428,7 @@ export const relayBench: Bench = {
         maxTokens,
         determinism: 'strict' as const,
       };
+      const pairUrl = (name: string): string => (name.endsWith('traced') ? orchT.url : twinPair.orch.url);
       const generate = (name: Name, seed: number): Promise<TimedGeneration> => {
         const body = directBody(PROMPT, maxTokens, seed);
         const chatBody = engineChatBody(PROMPT, maxTokens, seed);
@@ -419,9 +460,11 @@ export const relayBench: Bench = {
           case 'chat_relay':
             return chatGeneration(orch.url, doorChatBody(SYNTHETIC_MODEL, PROMPT, maxTokens, seed), agent, { token });
           case 'traced':
-            return relayGeneration({ ...task, orchUrl: orchT.url, seed }, agent);
+          case 'twin':
+            return relayGeneration({ ...task, orchUrl: pairUrl(name), seed }, agent);
           case 'chat_traced':
-            return chatGeneration(orchT.url, doorChatBody(SYNTHETIC_MODEL, PROMPT, maxTokens, seed), agent, {
+          case 'chat_twin':
+            return chatGeneration(pairUrl(name), doorChatBody(SYNTHETIC_MODEL, PROMPT, maxTokens, seed), agent, {
               token,
             });
           case 'msg_direct':
@@ -499,7 +542,8 @@ export const relayBench: Bench = {
           // its debounced (50 ms) heartbeats report the slot busy, then free again; wait for the latter.
           await sleep(name === 'pool' ? 80 : 10);
           variant.meterStop(counted);
-          if (name === 'traced' || name === 'chat_traced') await waitNodeIdle(orchT.url, token, 'traced-node', 10_000);
+          if (name.endsWith('traced') || name.endsWith('twin'))
+            await waitNodeIdle(pairUrl(name), token, `${name.replace('chat_', '')}-node`, 10_000);
           else await waitNodeIdle(orch.url, token, 'relay-node', 10_000);
           if (counted) variant.generations.push(g);
           // Every chat-rendered door (chat, messages, responses) generates the same greedy text.
@@ -531,7 +575,7 @@ export const relayBench: Bench = {
       const streamedChatCpuMs =
         ((cpuChatRelay.total as number) * v.chat_relay.tokens) / v.chat_relay.generations.length / 1000;
       if (receiver.spans().length === 0) throw new BenchError('the traced daemons exported no span: they ran untraced');
-      const traced = tracingCost(v.relay, v.traced, v.chat_relay, v.chat_traced);
+      const traced = tracingCost(v.twin, v.traced, v.chat_twin, v.chat_traced, v.relay);
       const pairedTtft = summarize(
         v.relay.generations.map((r, k) => {
           const d = v.direct.generations[k] as TimedGeneration;
@@ -726,8 +770,10 @@ export const relayBench: Bench = {
       for (const p of proxies.reverse()) await p.stop();
       await pm.daemon.stop();
       await orch.stop();
-      await pmT.daemon.stop();
-      await orchT.stop();
+      for (const pair of [tracedPair, twinPair]) {
+        await pair.pm.daemon.stop();
+        await pair.orch.stop();
+      }
       await receiver.close();
     }
   },
