@@ -111,7 +111,7 @@ describe('task records as the journal writes them', () => {
       log: captureLogger().logger,
     });
     const t = task({ deadline_ms: 10_000 });
-    journal.admitted(t);
+    journal.changed(t);
     const entry = await store.taskRecords.get(t.id);
     expect(entry).toMatchObject({ state: 'queued', model: 'alias', modelRef: 'm', clientKey: 'cat', owner: 'r1' });
     now += 10_400; // inside the deadline plus the retention

@@ -33,11 +33,8 @@ export class TaskJournal {
     this.#log = o.log;
   }
 
-  admitted(task: TaskRecord): void {
-    this.#write(task, taskInfo(task));
-  }
-
-  placed(task: TaskRecord): void {
+  /** The task as it stands now: admitted (queued), or placed or adopted (running there). */
+  changed(task: TaskRecord): void {
     this.#write(task, taskInfo(task));
   }
 
@@ -74,7 +71,7 @@ export function taskInfo(task: TaskRecord): TaskInfo {
   const r = task.request;
   const info: TaskInfo = {
     task_id: task.id,
-    state: task.state === 'running' ? 'running' : task.state === 'ended' ? 'ended' : 'queued',
+    state: task.state,
     model: task.modelName,
     model_ref: r.model_ref,
     priority: r.priority,

@@ -74,7 +74,7 @@ export class TaskObserver {
       },
       'task admitted',
     );
-    this.#journal?.admitted(task);
+    this.#journal?.changed(task);
     task.trace?.queued(position);
     if (this.#events.observed) this.#events.emit({ type: 'admitted', taskId: task.id });
   }
@@ -128,7 +128,7 @@ export class TaskObserver {
       },
       'task placed',
     );
-    this.#journal?.placed(task);
+    this.#journal?.changed(task);
     task.trace?.placed(view.node_id, view.pool_id, reason, now - task.admittedAt);
     if (this.#events.observed) this.#events.emit({ type: 'dispatched', taskId: task.id });
   }
@@ -284,7 +284,7 @@ export class TaskObserver {
 
   /** A task of a replica that died is this one's now (its record names this replica from here on). */
   adopted(task: TaskRecord): void {
-    this.#journal?.placed(task);
+    this.#journal?.changed(task);
   }
 
   /** The task's terminal frame was written at `now`. */
